@@ -1,0 +1,2 @@
+//! The `kprof` command-line tool.
+fn main() {}

@@ -1,0 +1,17 @@
+//! kprof-core: the part of kprof that needs no GPU.
+//!
+//! - [`model`]: raw samples identified by key, and the processed table.
+//! - [`stats`]: per-series statistics (t-based CIs, percentiles, outliers, bootstrap).
+//! - [`transforms`]: derived metrics, normalisation, kernel combination, geomean.
+//! - [`policy`]: the adaptive stopping rule the run loop consults after each run.
+//! - [`io`]: raw/processed CSV and JSON result files, readers and writers.
+//! - [`display`]: aligned terminal tables.
+
+pub mod display;
+pub mod io;
+pub mod model;
+pub mod policy;
+pub mod stats;
+pub mod transforms;
+
+pub use model::*;

@@ -1,0 +1,2 @@
+//! kprof's engine (in progress).
+pub use kprof_core as core;
