@@ -106,9 +106,9 @@ impl Table {
         let mut out = String::new();
         let line = |cells: &[String], out: &mut String| {
             let mut l = String::new();
-            for i in 0..n {
+            for (i, &width) in widths.iter().enumerate() {
                 let c = cells.get(i).map(String::as_str).unwrap_or("");
-                let pad = widths[i].saturating_sub(c.chars().count());
+                let pad = width.saturating_sub(c.chars().count());
                 if i > 0 {
                     l.push_str("  ");
                 }
@@ -134,7 +134,7 @@ impl Table {
 }
 
 /// Renders the processed table: Benchmark (when there is more than one), Annotation, Metric, each
-/// parameter, AvgValue, ±CI95 (half-width of the 95% interval), StdDev, RSD%, Stable, NumRuns
+/// parameter (right-aligned when numeric), AvgValue, ±CI95 (half-width of the 95% interval), StdDev, RSD%, Stable, NumRuns
 /// (`valid/total` when runs failed), Unit, and Baseline/BaselineAvg when rows are normalised.
 /// A footer lists configurations whose baseline is missing.
 pub fn render_processed(p: &ProcessedResults) -> String {
@@ -154,17 +154,23 @@ pub fn render_processed(p: &ProcessedResults) -> String {
     }
     cols.push(("Annotation".into(), false));
     cols.push(("Metric".into(), false));
-    cols.extend(params.iter().map(|n| (n.clone(), true)));
+    cols.extend(params.iter().map(|n| {
+        let numeric = p
+            .rows
+            .iter()
+            .all(|r| r.config.get(n).is_none_or(|v| v.as_f64().is_some()));
+        (n.clone(), numeric)
+    }));
     for (n, right) in [
         ("AvgValue", true),
-        ("±CI95", true),
+        ("+/-CI95", true),
         ("StdDev", true),
         ("RSD%", true),
         ("Stable", false),
         ("NumRuns", true),
         ("Unit", false),
     ] {
-        cols.push((n.replace('±', "+/-"), right));
+        cols.push((n.to_string(), right));
     }
     if normalised {
         cols.push(("Baseline".into(), false));
@@ -180,12 +186,21 @@ pub fn render_processed(p: &ProcessedResults) -> String {
         row.push(clip(&r.annotation, 40));
         row.push(clip(&r.metric, 48));
         for n in &params {
-            row.push(r.config.get(n).map(|v| clip(&v.to_string(), 24)).unwrap_or_default());
+            row.push(
+                r.config
+                    .get(n)
+                    .map(|v| clip(&v.to_string(), 24))
+                    .unwrap_or_default(),
+            );
         }
         row.push(fmt_sig(s.mean));
         row.push(fmt_sig((s.ci95_upper - s.ci95_lower) / 2.0));
         row.push(fmt_sig(s.std_dev));
-        row.push(if s.rsd_pct.is_nan() { "-".into() } else { format!("{:.2}", s.rsd_pct) });
+        row.push(if s.rsd_pct.is_nan() {
+            "-".into()
+        } else {
+            format!("{:.2}", s.rsd_pct)
+        });
         row.push(
             match s.stable {
                 Some(true) => "yes",
@@ -194,20 +209,35 @@ pub fn render_processed(p: &ProcessedResults) -> String {
             }
             .into(),
         );
-        row.push(if s.total_runs > s.num_runs { format!("{}/{}", s.num_runs, s.total_runs) } else { s.num_runs.to_string() });
+        row.push(if s.total_runs > s.num_runs {
+            format!("{}/{}", s.num_runs, s.total_runs)
+        } else {
+            s.num_runs.to_string()
+        });
         row.push(r.unit.clone());
         if normalised {
             row.push(r.normalized.clone().unwrap_or_else(|| "-".into()));
-            row.push(r.normalization_value.map(fmt_sig).unwrap_or_else(|| "-".into()));
+            row.push(
+                r.normalization_value
+                    .map(fmt_sig)
+                    .unwrap_or_else(|| "-".into()),
+            );
         }
         t.rows.push(row);
     }
-    let mut out = if p.rows.is_empty() { "(no results)\n".to_string() } else { t.render() };
+    let mut out = if p.rows.is_empty() {
+        "(no results)\n".to_string()
+    } else {
+        t.render()
+    };
     if normalised {
         out.push_str("Normalised rows: AvgValue is the ratio to the baseline's mean; StdDev and CI keep the original unit.\n");
     }
     if !p.missing_baselines.is_empty() {
-        out.push_str(&format!("Missing baselines ({}), not normalised:\n", p.missing_baselines.len()));
+        out.push_str(&format!(
+            "Missing baselines ({}), not normalised:\n",
+            p.missing_baselines.len()
+        ));
         for m in &p.missing_baselines {
             let config = m.config.to_string();
             out.push_str(&format!(
@@ -215,7 +245,11 @@ pub fn render_processed(p: &ProcessedResults) -> String {
                 m.benchmark,
                 m.annotation,
                 m.metric,
-                if config.is_empty() { String::new() } else { format!(" [{config}]") }
+                if config.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [{config}]")
+                }
             ));
         }
     }
@@ -227,14 +261,24 @@ pub fn render_processed(p: &ProcessedResults) -> String {
 /// says how many rows were left out.
 pub fn render_raw(r: &RawResults, max_rows: usize) -> String {
     let params = r.param_names();
-    let multi_bench = r.series.iter().any(|s| r.series.first().is_some_and(|f| f.key.benchmark != s.key.benchmark));
+    let multi_bench = r.series.iter().any(|s| {
+        r.series
+            .first()
+            .is_some_and(|f| f.key.benchmark != s.key.benchmark)
+    });
     let mut cols: Vec<(String, bool)> = Vec::new();
     if multi_bench {
         cols.push(("Benchmark".into(), false));
     }
     cols.push(("Annotation".into(), false));
     cols.push(("Metric".into(), false));
-    cols.extend(params.iter().map(|n| (n.clone(), true)));
+    cols.extend(params.iter().map(|n| {
+        let numeric = r
+            .configs
+            .iter()
+            .all(|c| c.get(n).is_none_or(|v| v.as_f64().is_some()));
+        (n.clone(), numeric)
+    }));
     cols.push(("Run".into(), true));
     cols.push(("Value".into(), true));
     cols.push(("Unit".into(), false));
@@ -242,7 +286,9 @@ pub fn render_raw(r: &RawResults, max_rows: usize) -> String {
     cols.extend(r.extras.iter().map(|c| (c.name.clone(), false)));
     let mut t = Table::new(&cols);
     for (i, s) in r.samples.iter().enumerate().take(max_rows) {
-        let Some(series) = r.series.get(s.series as usize) else { continue };
+        let Some(series) = r.series.get(s.series as usize) else {
+            continue;
+        };
         let config = r.configs.get(series.key.config as usize);
         let mut row = Vec::with_capacity(cols.len());
         if multi_bench {
@@ -251,20 +297,46 @@ pub fn render_raw(r: &RawResults, max_rows: usize) -> String {
         row.push(clip(&series.key.annotation, 40));
         row.push(clip(&series.key.metric, 48));
         for n in &params {
-            row.push(config.and_then(|c| c.get(n)).map(|v| clip(&v.to_string(), 24)).unwrap_or_default());
+            row.push(
+                config
+                    .and_then(|c| c.get(n))
+                    .map(|v| clip(&v.to_string(), 24))
+                    .unwrap_or_default(),
+            );
         }
         row.push(s.run.to_string());
-        row.push(if s.value.is_nan() { "failed".into() } else { fmt_sig(s.value) });
+        row.push(if s.value.is_nan() {
+            "failed".into()
+        } else {
+            fmt_sig(s.value)
+        });
         row.push(series.unit.clone());
-        row.push(clip(r.kernel_names.get(s.kernel as usize).map(String::as_str).unwrap_or(""), 48));
+        row.push(clip(
+            r.kernel_names
+                .get(s.kernel as usize)
+                .map(String::as_str)
+                .unwrap_or(""),
+            48,
+        ));
         for c in &r.extras {
-            row.push(clip(&c.values.get(i).map(|v| v.to_string()).unwrap_or_default(), 24));
+            row.push(clip(
+                &c.values.get(i).map(|v| v.to_string()).unwrap_or_default(),
+                24,
+            ));
         }
         t.rows.push(row);
     }
-    let mut out = if r.samples.is_empty() { "(no samples)\n".to_string() } else { t.render() };
+    let mut out = if r.samples.is_empty() {
+        "(no samples)\n".to_string()
+    } else {
+        t.render()
+    };
     if r.samples.len() > max_rows {
-        out.push_str(&format!("... {} more rows ({} samples in all)\n", r.samples.len() - max_rows, r.samples.len()));
+        out.push_str(&format!(
+            "... {} more rows ({} samples in all)\n",
+            r.samples.len() - max_rows,
+            r.samples.len()
+        ));
     }
     out
 }

@@ -36,7 +36,10 @@ pub(crate) fn parse_num(cell: &str) -> Option<f64> {
 
 /// The first CSV record of `bytes` (the header), or nothing when it cannot be parsed.
 pub(crate) fn first_record(bytes: &[u8]) -> Vec<String> {
-    let mut rdr = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(bytes);
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(bytes);
     let mut rec = csv::StringRecord::new();
     match rdr.read_record(&mut rec) {
         Ok(true) => rec.iter().map(str::to_string).collect(),
@@ -75,16 +78,24 @@ pub(crate) struct Header {
 
 impl Header {
     /// Reads the header of `rdr`, rejecting duplicate column names.
-    pub(crate) fn read<R: std::io::Read>(path: &Path, rdr: &mut csv::Reader<R>) -> Result<Header, IoError> {
+    pub(crate) fn read<R: std::io::Read>(
+        path: &Path,
+        rdr: &mut csv::Reader<R>,
+    ) -> Result<Header, IoError> {
         let rec = rdr.headers().map_err(|e| csv_error(path, e))?;
-        let names: Vec<String> = rec.iter().map(|s| s.trim_start_matches('\u{feff}').to_string()).collect();
+        let names: Vec<String> = rec
+            .iter()
+            .map(|s| s.trim_start_matches('\u{feff}').to_string())
+            .collect();
         for (i, n) in names.iter().enumerate() {
             if names[..i].contains(n) {
                 return Err(IoError::Parse {
                     path: path.to_path_buf(),
                     line: 1,
                     column: n.clone(),
-                    message: "this column name appears twice in the header; rename or remove one of them".into(),
+                    message:
+                        "this column name appears twice in the header; rename or remove one of them"
+                            .into(),
                 });
             }
         }
@@ -123,7 +134,10 @@ pub(crate) fn write_error(path: &Path, e: csv::Error) -> IoError {
         csv::ErrorKind::Io(io) => io,
         _ => std::io::Error::other(text),
     };
-    IoError::Write { path: path.to_path_buf(), source }
+    IoError::Write {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 /// Rejects a column name used twice (e.g. a parameter called like a reserved column).

@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{write_atomically, IoError};
 use crate::model::{
-    BootstrapCi, Config, DeviceInfo, ExtraColumn, ExtraValue, KernelSample, MissingBaseline, ParamValue,
-    ProcessedResults, ProcessedRow, RawResults, Sample, Series, Summary,
+    BootstrapCi, Config, DeviceInfo, ExtraColumn, ExtraValue, KernelSample, MissingBaseline,
+    ParamValue, ProcessedResults, ProcessedRow, RawResults, Sample, Series, Summary,
 };
 
 /// The `schema` field of every kprof JSON result file.
@@ -47,7 +47,11 @@ pub struct ResultFile {
 
 impl ResultFile {
     /// A result file of the current schema and this kprof's version.
-    pub fn new(raw: Option<RawResults>, processed: Option<ProcessedResults>, environment: Option<serde_json::Value>) -> Self {
+    pub fn new(
+        raw: Option<RawResults>,
+        processed: Option<ProcessedResults>,
+        environment: Option<serde_json::Value>,
+    ) -> Self {
         ResultFile {
             schema: RESULT_SCHEMA.to_string(),
             schema_version: SCHEMA_VERSION,
@@ -170,7 +174,9 @@ impl<'de> Visitor<'de> for ExtraVisitor {
                 map.next_value::<de::IgnoredAny>()?;
             }
         }
-        value.map(ExtraValue::Number).ok_or_else(|| de::Error::missing_field("number"))
+        value
+            .map(ExtraValue::Number)
+            .ok_or_else(|| de::Error::missing_field("number"))
     }
 }
 
@@ -242,7 +248,12 @@ struct DeviceJ {
 
 impl From<&DeviceInfo> for DeviceJ {
     fn from(d: &DeviceInfo) -> Self {
-        let DeviceInfo { gpu, host, compute_clock_khz, memory_clock_khz } = d;
+        let DeviceInfo {
+            gpu,
+            host,
+            compute_clock_khz,
+            memory_clock_khz,
+        } = d;
         DeviceJ {
             gpu: gpu.clone(),
             host: host.clone(),
@@ -307,12 +318,27 @@ impl From<&RawResults> for RawJ {
             samples: r
                 .samples
                 .iter()
-                .map(|&Sample { series, run, value, kernel }| SampleJ { series, run, value: J(value), kernel })
+                .map(
+                    |&Sample {
+                         series,
+                         run,
+                         value,
+                         kernel,
+                     }| SampleJ {
+                        series,
+                        run,
+                        value: J(value),
+                        kernel,
+                    },
+                )
                 .collect(),
             extras: r
                 .extras
                 .iter()
-                .map(|c| ExtraColumnJ { name: c.name.clone(), values: c.values.iter().cloned().map(ExtraJ).collect() })
+                .map(|c| ExtraColumnJ {
+                    name: c.name.clone(),
+                    values: c.values.iter().cloned().map(ExtraJ).collect(),
+                })
                 .collect(),
             kernel_breakdown: r
                 .kernel_breakdown
@@ -340,36 +366,61 @@ impl RawJ {
         r.samples = self
             .samples
             .into_iter()
-            .map(|s| Sample { series: s.series, run: s.run, value: s.value.0, kernel: s.kernel })
+            .map(|s| Sample {
+                series: s.series,
+                run: s.run,
+                value: s.value.0,
+                kernel: s.kernel,
+            })
             .collect();
         r.extras = self
             .extras
             .into_iter()
-            .map(|c| ExtraColumn { name: c.name, values: c.values.into_iter().map(|v| v.0).collect() })
+            .map(|c| ExtraColumn {
+                name: c.name,
+                values: c.values.into_iter().map(|v| v.0).collect(),
+            })
             .collect();
         r.kernel_breakdown = self
             .kernel_breakdown
             .into_iter()
-            .map(|k| KernelSample { series: k.series, run: k.run, position: k.position, kernel: k.kernel, value: k.value.0 })
+            .map(|k| KernelSample {
+                series: k.series,
+                run: k.run,
+                position: k.position,
+                kernel: k.kernel,
+                value: k.value.0,
+            })
             .collect();
         for (i, s) in r.series.iter().enumerate() {
             if s.key.config as usize >= r.configs.len() || s.device as usize >= r.devices.len() {
-                return Err(format!("raw.series[{i}] refers to a configuration or device that does not exist"));
+                return Err(format!(
+                    "raw.series[{i}] refers to a configuration or device that does not exist"
+                ));
             }
         }
         for (i, s) in r.samples.iter().enumerate() {
             if s.series as usize >= r.series.len() || s.kernel as usize >= r.kernel_names.len() {
-                return Err(format!("raw.samples[{i}] refers to a series or kernel name that does not exist"));
+                return Err(format!(
+                    "raw.samples[{i}] refers to a series or kernel name that does not exist"
+                ));
             }
         }
         for c in &r.extras {
             if c.values.len() != r.samples.len() {
-                return Err(format!("raw extra column {:?} has {} values for {} samples", c.name, c.values.len(), r.samples.len()));
+                return Err(format!(
+                    "raw extra column {:?} has {} values for {} samples",
+                    c.name,
+                    c.values.len(),
+                    r.samples.len()
+                ));
             }
         }
         for (i, k) in r.kernel_breakdown.iter().enumerate() {
             if k.series as usize >= r.series.len() {
-                return Err(format!("raw.kernel_breakdown[{i}] refers to a series that does not exist"));
+                return Err(format!(
+                    "raw.kernel_breakdown[{i}] refers to a series that does not exist"
+                ));
             }
         }
         r.reindex();
@@ -520,7 +571,10 @@ impl From<&ProcessedRow> for RowJ {
             kernel: kernel.clone(),
             device: device.into(),
             unit: unit.clone(),
-            extras: extras.iter().map(|(n, v)| (n.clone(), ExtraJ(v.clone()))).collect(),
+            extras: extras
+                .iter()
+                .map(|(n, v)| (n.clone(), ExtraJ(v.clone())))
+                .collect(),
             normalized: normalized.clone(),
             normalization_value: normalization_value.map(J),
             geomean: J(*geomean),
@@ -589,7 +643,12 @@ impl From<ProcessedJ> for ProcessedResults {
             missing_baselines: p
                 .missing_baselines
                 .into_iter()
-                .map(|m| MissingBaseline { benchmark: m.benchmark, annotation: m.annotation, metric: m.metric, config: m.config.into() })
+                .map(|m| MissingBaseline {
+                    benchmark: m.benchmark,
+                    annotation: m.annotation,
+                    metric: m.metric,
+                    config: m.config.into(),
+                })
                 .collect(),
         }
     }
@@ -633,7 +692,10 @@ fn write_json<W: Write>(path: &Path, mut writer: W, file: &ResultFile) -> Result
         processed: file.processed.as_ref().map(ProcessedJ::from),
         environment: file.environment.clone(),
     };
-    let werr = |source| IoError::Write { path: path.to_path_buf(), source };
+    let werr = |source| IoError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
     serde_json::to_writer(&mut writer, &dto).map_err(|e| werr(std::io::Error::other(e)))?;
     writer.write_all(b"\n").map_err(werr)?;
     writer.flush().map_err(werr)
@@ -644,12 +706,23 @@ fn write_json<W: Write>(path: &Path, mut writer: W, file: &ResultFile) -> Result
 /// the raw results are checked and the interning index is rebuilt ([`RawResults::reindex`]).
 pub fn read_results_json(path: &Path) -> Result<ResultFile, IoError> {
     let bytes = fs::read(path).map_err(|source| match source.kind() {
-        std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => IoError::Open { path: path.to_path_buf(), source },
-        _ => IoError::Read { path: path.to_path_buf(), source },
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => IoError::Open {
+            path: path.to_path_buf(),
+            source,
+        },
+        _ => IoError::Read {
+            path: path.to_path_buf(),
+            source,
+        },
     })?;
-    let schema_err = |message: String| IoError::Schema { path: path.to_path_buf(), message };
+    let schema_err = |message: String| IoError::Schema {
+        path: path.to_path_buf(),
+        message,
+    };
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(schema_err("the file is empty; expected a kprof JSON result file".into()));
+        return Err(schema_err(
+            "the file is empty; expected a kprof JSON result file".into(),
+        ));
     }
     let header: HeaderJ = serde_json::from_slice(&bytes).map_err(|e| {
         schema_err(format!(
@@ -667,9 +740,11 @@ pub fn read_results_json(path: &Path) -> Result<ResultFile, IoError> {
         }
         None => return Err(schema_err(format!("no \"schema\" field; this is not a kprof result file (expected \"schema\": \"{RESULT_SCHEMA}\")"))),
     }
-    let version = header
-        .schema_version
-        .ok_or_else(|| schema_err("no \"schema_version\" field; the file is damaged or not written by kprof".into()))?;
+    let version = header.schema_version.ok_or_else(|| {
+        schema_err(
+            "no \"schema_version\" field; the file is damaged or not written by kprof".into(),
+        )
+    })?;
     if version > SCHEMA_VERSION {
         return Err(schema_err(format!(
             "written with result schema version {version} (by kprof {}), but this kprof ({}) reads versions up to {SCHEMA_VERSION}; upgrade kprof to read it",
@@ -678,7 +753,9 @@ pub fn read_results_json(path: &Path) -> Result<ResultFile, IoError> {
         )));
     }
     if version == 0 {
-        return Err(schema_err("schema_version 0 does not exist; the file is damaged".into()));
+        return Err(schema_err(
+            "schema_version 0 does not exist; the file is damaged".into(),
+        ));
     }
     let dto: FileJ = serde_json::from_slice(&bytes).map_err(|e| IoError::Parse {
         path: path.to_path_buf(),
@@ -687,11 +764,17 @@ pub fn read_results_json(path: &Path) -> Result<ResultFile, IoError> {
         message: format!("{e}; the file does not match kprof's result schema version {version}"),
     })?;
     let raw = match dto.raw {
-        Some(r) => Some(r.into_model().map_err(|m| schema_err(format!("{m}; the file is damaged")))?),
+        Some(r) => Some(
+            r.into_model()
+                .map_err(|m| schema_err(format!("{m}; the file is damaged")))?,
+        ),
         None => None,
     };
     if let Some(r) = &raw {
-        r.check_unique_runs().map_err(|source| IoError::Model { path: path.to_path_buf(), source })?;
+        r.check_unique_runs().map_err(|source| IoError::Model {
+            path: path.to_path_buf(),
+            source,
+        })?;
     }
     Ok(ResultFile {
         schema: dto.schema,

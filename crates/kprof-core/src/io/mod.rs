@@ -28,7 +28,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::model::{ModelError, ProcessedResults, RawResults};
 
-pub use json::{read_results_json, write_results_json, write_results_json_to, ResultFile, RESULT_SCHEMA, SCHEMA_VERSION};
+pub use json::{
+    read_results_json, write_results_json, write_results_json_to, ResultFile, RESULT_SCHEMA,
+    SCHEMA_VERSION,
+};
 pub use processed_csv::{read_processed_csv, write_processed_csv, write_processed_csv_to};
 pub use raw_csv::{read_raw_csv, read_raw_csv_from, write_raw_csv, write_raw_csv_to};
 
@@ -150,7 +153,10 @@ pub struct ReadOptions {
 /// nsight-python's `profiled_data-`/`processed_data-` prefix and `-<run id>` suffix removed
 /// (`processed_data-matmul-0.csv` → `matmul`).
 pub fn benchmark_from_path(path: &Path) -> String {
-    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     for prefix in ["profiled_data-", "processed_data-"] {
         if let Some(rest) = stem.strip_prefix(prefix) {
             if let Some((name, id)) = rest.rsplit_once('-') {
@@ -186,12 +192,18 @@ pub fn read_any(path: &Path) -> Result<Loaded, IoError> {
 /// is `{`, a processed CSV when the header has an `AvgValue` column, a raw CSV otherwise.
 /// `opts` applies to raw CSVs only.
 pub fn read_any_with(path: &Path, opts: &ReadOptions) -> Result<Loaded, IoError> {
-    let mut file = File::open(path).map_err(|source| IoError::Open { path: path.to_path_buf(), source })?;
+    let mut file = File::open(path).map_err(|source| IoError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let mut head = Vec::with_capacity(64 * 1024);
     (&mut file)
         .take(64 * 1024)
         .read_to_end(&mut head)
-        .map_err(|source| IoError::Read { path: path.to_path_buf(), source })?;
+        .map_err(|source| IoError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
     let text = String::from_utf8_lossy(&head);
     let trimmed = text.trim_start_matches('\u{feff}').trim_start();
     if trimmed.is_empty() {
@@ -219,12 +231,18 @@ pub(crate) fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut BufWriter<&File>) -> Result<(), IoError>,
 ) -> Result<(), IoError> {
-    let werr = |source| IoError::Write { path: path.to_path_buf(), source };
+    let werr = |source| IoError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "results".into());
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "results".into());
     let (tmp, file) = loop {
         let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
         let tmp = dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()));

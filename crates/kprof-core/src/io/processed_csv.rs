@@ -4,22 +4,62 @@ use std::fs::File;
 use std::io::{BufReader, Write};
 use std::path::Path;
 
-use super::csvutil::{cell, check_unique_columns, csv_error, fmt_num, fmt_opt, is_missing, line_of, parse_num, write_error, Header};
+use super::csvutil::{
+    cell, check_unique_columns, csv_error, fmt_num, fmt_opt, is_missing, line_of, parse_num,
+    write_error, Header,
+};
 use super::raw_csv::{fmt_extra, fmt_param};
 use super::{benchmark_from_path, write_atomically, IoError};
-use crate::model::{BootstrapCi, Config, DeviceInfo, ExtraValue, ParamValue, ProcessedResults, ProcessedRow, Summary};
+use crate::model::{
+    BootstrapCi, Config, DeviceInfo, ExtraValue, ParamValue, ProcessedResults, ProcessedRow,
+    Summary,
+};
 
 /// Columns between the parameters and the extra columns (nsight-python's order).
 const STAT_COLUMNS: [&str; 11] = [
-    "AvgValue", "StdDev", "MinValue", "MaxValue", "NumRuns", "Kernel", "GPU", "Host", "ComputeClock", "MemoryClock", "Unit",
+    "AvgValue",
+    "StdDev",
+    "MinValue",
+    "MaxValue",
+    "NumRuns",
+    "Kernel",
+    "GPU",
+    "Host",
+    "ComputeClock",
+    "MemoryClock",
+    "Unit",
 ];
-const BOOTSTRAP_COLUMNS: [&str; 4] =
-    ["BootstrapMean_Lower", "BootstrapMean_Upper", "BootstrapMedian_Lower", "BootstrapMedian_Upper"];
-const KPROF_COLUMNS: [&str; 7] = ["Benchmark", "Median", "P05", "P95", "TotalRuns", "OutliersMild", "OutliersSevere"];
-const TAIL_COLUMNS: [&str; 4] = ["CI95_Lower", "CI95_Upper", "RelativeStdDevPct", "StableMeasurement"];
+const BOOTSTRAP_COLUMNS: [&str; 4] = [
+    "BootstrapMean_Lower",
+    "BootstrapMean_Upper",
+    "BootstrapMedian_Lower",
+    "BootstrapMedian_Upper",
+];
+const KPROF_COLUMNS: [&str; 7] = [
+    "Benchmark",
+    "Median",
+    "P05",
+    "P95",
+    "TotalRuns",
+    "OutliersMild",
+    "OutliersSevere",
+];
+const TAIL_COLUMNS: [&str; 4] = [
+    "CI95_Lower",
+    "CI95_Upper",
+    "RelativeStdDevPct",
+    "StableMeasurement",
+];
 
 fn is_known(name: &str) -> bool {
-    ["Annotation", "Metric", "Normalized", "NormalizationValue", "Geomean"].contains(&name)
+    [
+        "Annotation",
+        "Metric",
+        "Normalized",
+        "NormalizationValue",
+        "Geomean",
+    ]
+    .contains(&name)
         || STAT_COLUMNS.contains(&name)
         || BOOTSTRAP_COLUMNS.contains(&name)
         || KPROF_COLUMNS.contains(&name)
@@ -70,7 +110,10 @@ fn write_processed<W: Write>(path: &Path, writer: W, p: &ProcessedResults) -> Re
             }
         }
     }
-    let normalised = p.rows.iter().any(|r| r.normalized.is_some() || r.normalization_value.is_some());
+    let normalised = p
+        .rows
+        .iter()
+        .any(|r| r.normalized.is_some() || r.normalization_value.is_some());
     let bootstrap = p.rows.iter().any(|r| r.summary.bootstrap.is_some());
 
     let mut header: Vec<String> = vec!["Annotation".into(), "Metric".into()];
@@ -90,7 +133,8 @@ fn write_processed<W: Write>(path: &Path, writer: W, p: &ProcessedResults) -> Re
     check_unique_columns(path, &header)?;
 
     let mut wtr = csv::Writer::from_writer(writer);
-    wtr.write_record(&header).map_err(|e| write_error(path, e))?;
+    wtr.write_record(&header)
+        .map_err(|e| write_error(path, e))?;
     let mut out: Vec<String> = Vec::with_capacity(header.len());
     for r in &p.rows {
         let s = &r.summary;
@@ -100,29 +144,68 @@ fn write_processed<W: Write>(path: &Path, writer: W, p: &ProcessedResults) -> Re
         for n in &params {
             out.push(r.config.get(n).map(fmt_param).unwrap_or_default());
         }
-        out.extend([fmt_num(s.mean), fmt_num(s.std_dev), fmt_num(s.min), fmt_num(s.max), s.num_runs.to_string()]);
-        out.extend([r.kernel.clone(), r.device.gpu.clone(), r.device.host.clone()]);
-        out.extend([fmt_opt(r.device.compute_clock_khz), fmt_opt(r.device.memory_clock_khz), r.unit.clone()]);
+        out.extend([
+            fmt_num(s.mean),
+            fmt_num(s.std_dev),
+            fmt_num(s.min),
+            fmt_num(s.max),
+            s.num_runs.to_string(),
+        ]);
+        out.extend([
+            r.kernel.clone(),
+            r.device.gpu.clone(),
+            r.device.host.clone(),
+        ]);
+        out.extend([
+            fmt_opt(r.device.compute_clock_khz),
+            fmt_opt(r.device.memory_clock_khz),
+            r.unit.clone(),
+        ]);
         for n in &extras {
-            out.push(r.extras.iter().find(|(m, _)| m == n).map(|(_, v)| fmt_extra(v)).unwrap_or_default());
+            out.push(
+                r.extras
+                    .iter()
+                    .find(|(m, _)| m == n)
+                    .map(|(_, v)| fmt_extra(v))
+                    .unwrap_or_default(),
+            );
         }
-        out.extend([fmt_num(s.ci95_lower), fmt_num(s.ci95_upper), fmt_num(s.rsd_pct), fmt_bool(s.stable)]);
+        out.extend([
+            fmt_num(s.ci95_lower),
+            fmt_num(s.ci95_upper),
+            fmt_num(s.rsd_pct),
+            fmt_bool(s.stable),
+        ]);
         out.push(r.normalized.clone().unwrap_or_else(|| "False".into()));
         if normalised {
             out.push(fmt_opt(r.normalization_value));
         }
         out.push(fmt_num(r.geomean));
-        out.extend([r.benchmark.clone(), fmt_num(s.median), fmt_num(s.p05), fmt_num(s.p95)]);
-        out.extend([s.total_runs.to_string(), s.outliers_mild.to_string(), s.outliers_severe.to_string()]);
+        out.extend([
+            r.benchmark.clone(),
+            fmt_num(s.median),
+            fmt_num(s.p05),
+            fmt_num(s.p95),
+        ]);
+        out.extend([
+            s.total_runs.to_string(),
+            s.outliers_mild.to_string(),
+            s.outliers_severe.to_string(),
+        ]);
         if bootstrap {
             match &s.bootstrap {
-                Some(b) => out.extend([b.mean_lower, b.mean_upper, b.median_lower, b.median_upper].map(fmt_num)),
+                Some(b) => out.extend(
+                    [b.mean_lower, b.mean_upper, b.median_lower, b.median_upper].map(fmt_num),
+                ),
                 None => out.extend([String::new(), String::new(), String::new(), String::new()]),
             }
         }
         wtr.write_record(&out).map_err(|e| write_error(path, e))?;
     }
-    wtr.flush().map_err(|source| IoError::Write { path: path.to_path_buf(), source })
+    wtr.flush().map_err(|source| IoError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Reads a processed CSV written by kprof ([`write_processed_csv`]) or by nsight-python
@@ -139,7 +222,10 @@ fn write_processed<W: Write>(path: &Path, writer: W, p: &ProcessedResults) -> Re
 ///   the `Benchmark` cell or else [`benchmark_from_path`].
 /// - `missing_baselines` is empty (the CSV does not record it).
 pub fn read_processed_csv(path: &Path) -> Result<ProcessedResults, IoError> {
-    let file = File::open(path).map_err(|source| IoError::Open { path: path.to_path_buf(), source })?;
+    let file = File::open(path).map_err(|source| IoError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let mut rdr = csv::ReaderBuilder::new().from_reader(BufReader::new(file));
     let header = Header::read(path, &mut rdr)?;
     let ann = header.require(path, "Annotation")?;
@@ -155,7 +241,9 @@ pub fn read_processed_csv(path: &Path) -> Result<ProcessedResults, IoError> {
             message: "column Metric comes after AvgValue; the parameter columns must lie between Metric and AvgValue, as nsight-python and kprof write them".into(),
         });
     }
-    let params: Vec<(String, usize)> = (met + 1..avg).map(|i| (header.names[i].clone(), i)).collect();
+    let params: Vec<(String, usize)> = (met + 1..avg)
+        .map(|i| (header.names[i].clone(), i))
+        .collect();
     if let Some((n, _)) = params.iter().find(|(n, _)| is_known(n)) {
         return Err(IoError::Schema {
             path: path.to_path_buf(),
@@ -170,15 +258,31 @@ pub fn read_processed_csv(path: &Path) -> Result<ProcessedResults, IoError> {
         .map(|(i, n)| (n.clone(), i))
         .collect();
     let f = |name: &str| header.find(name);
-    let (kernel, gpu, host, cc, mc, unit) = (f("Kernel"), f("GPU"), f("Host"), f("ComputeClock"), f("MemoryClock"), f("Unit"));
-    let (ci_lo, ci_hi, rsd, stable) = (f("CI95_Lower"), f("CI95_Upper"), f("RelativeStdDevPct"), f("StableMeasurement"));
-    let (normalized, norm_value, geomean) = (f("Normalized"), f("NormalizationValue"), f("Geomean"));
+    let (kernel, gpu, host, cc, mc, unit) = (
+        f("Kernel"),
+        f("GPU"),
+        f("Host"),
+        f("ComputeClock"),
+        f("MemoryClock"),
+        f("Unit"),
+    );
+    let (ci_lo, ci_hi, rsd, stable) = (
+        f("CI95_Lower"),
+        f("CI95_Upper"),
+        f("RelativeStdDevPct"),
+        f("StableMeasurement"),
+    );
+    let (normalized, norm_value, geomean) =
+        (f("Normalized"), f("NormalizationValue"), f("Geomean"));
     let (bench, median, p05, p95) = (f("Benchmark"), f("Median"), f("P05"), f("P95"));
     let (total, mild, severe) = (f("TotalRuns"), f("OutliersMild"), f("OutliersSevere"));
     let boot: Vec<Option<usize>> = BOOTSTRAP_COLUMNS.iter().map(|c| f(c)).collect();
     let default_benchmark = benchmark_from_path(path);
 
-    let mut result = ProcessedResults { param_names: params.iter().map(|(n, _)| n.clone()).collect(), ..Default::default() };
+    let mut result = ProcessedResults {
+        param_names: params.iter().map(|(n, _)| n.clone()).collect(),
+        ..Default::default()
+    };
     let mut rec = csv::StringRecord::new();
     while rdr.read_record(&mut rec).map_err(|e| csv_error(path, e))? {
         let line = line_of(&rec);
@@ -191,7 +295,12 @@ pub fn read_processed_csv(path: &Path) -> Result<ProcessedResults, IoError> {
         let number = |col: Option<usize>| -> Result<f64, IoError> {
             let Some(i) = col else { return Ok(f64::NAN) };
             let text = cell(&rec, Some(i));
-            parse_num(text).ok_or_else(|| err(i, format!("{text:?} is not a number; write a number or leave the cell empty")))
+            parse_num(text).ok_or_else(|| {
+                err(
+                    i,
+                    format!("{text:?} is not a number; write a number or leave the cell empty"),
+                )
+            })
         };
         let opt_number = |col: Option<usize>| -> Result<Option<f64>, IoError> {
             match col {
@@ -211,7 +320,12 @@ pub fn read_processed_csv(path: &Path) -> Result<ProcessedResults, IoError> {
                     let x = text.parse::<f64>().ok()?;
                     (x >= 0.0 && x.fract() == 0.0 && x < 1e15).then_some(x as usize)
                 })
-                .ok_or_else(|| err(i, format!("{text:?} is not a count; write a non-negative integer")))
+                .ok_or_else(|| {
+                    err(
+                        i,
+                        format!("{text:?} is not a count; write a non-negative integer"),
+                    )
+                })
         };
         let stable_value = match stable {
             None => None,
@@ -229,7 +343,9 @@ pub fn read_processed_csv(path: &Path) -> Result<ProcessedResults, IoError> {
             }
         };
         let num_runs = count(Some(num), 0)?;
-        let bootstrap = if boot.iter().all(Option::is_some) && boot.iter().any(|c| !is_missing(cell(&rec, *c))) {
+        let bootstrap = if boot.iter().all(Option::is_some)
+            && boot.iter().any(|c| !is_missing(cell(&rec, *c)))
+        {
             Some(BootstrapCi {
                 mean_lower: number(boot[0])?,
                 mean_upper: number(boot[1])?,
@@ -287,7 +403,10 @@ pub fn read_processed_csv(path: &Path) -> Result<ProcessedResults, IoError> {
                 memory_clock_khz: opt_number(mc)?,
             },
             unit: cell(&rec, unit).to_string(),
-            extras: extras.iter().map(|(n, i)| (n.clone(), ExtraValue::infer(cell(&rec, Some(*i))))).collect(),
+            extras: extras
+                .iter()
+                .map(|(n, i)| (n.clone(), ExtraValue::infer(cell(&rec, Some(*i)))))
+                .collect(),
             normalized: normalized_value,
             normalization_value: opt_number(norm_value)?,
             geomean: number(geomean)?,

@@ -4,13 +4,25 @@ use std::fs::File;
 use std::io::{BufReader, Read, Write};
 use std::path::Path;
 
-use super::csvutil::{cell, check_unique_columns, csv_error, fmt_num, fmt_opt, is_missing, line_of, parse_num, write_error, Header};
+use super::csvutil::{
+    cell, check_unique_columns, csv_error, fmt_num, fmt_opt, is_missing, line_of, parse_num,
+    write_error, Header,
+};
 use super::{benchmark_from_path, write_atomically, IoError, ReadOptions};
 use crate::model::{Config, DeviceInfo, ExtraValue, ParamValue, RawResults, Sample, SeriesKey};
 
 /// nsight-python's raw columns, in its order.
-pub(crate) const NSIGHT_RAW_COLUMNS: [&str; 9] =
-    ["Annotation", "Value", "Metric", "Kernel", "GPU", "Host", "ComputeClock", "MemoryClock", "Unit"];
+pub(crate) const NSIGHT_RAW_COLUMNS: [&str; 9] = [
+    "Annotation",
+    "Value",
+    "Metric",
+    "Kernel",
+    "GPU",
+    "Host",
+    "ComputeClock",
+    "MemoryClock",
+    "Unit",
+];
 
 /// kprof's own raw columns, written after the parameters.
 pub(crate) const KPROF_RAW_COLUMNS: [&str; 2] = ["Benchmark", "Run"];
@@ -54,7 +66,9 @@ pub fn write_raw_csv_to<W: Write>(writer: W, raw: &RawResults) -> Result<(), IoE
 fn inconsistent(path: &Path, what: &str) -> IoError {
     IoError::Schema {
         path: path.to_path_buf(),
-        message: format!("cannot write inconsistent results: {what} (an index points past the end of its list)"),
+        message: format!(
+            "cannot write inconsistent results: {what} (an index points past the end of its list)"
+        ),
     }
 }
 
@@ -67,18 +81,39 @@ fn write_raw<W: Write>(path: &Path, writer: W, raw: &RawResults) -> Result<(), I
     check_unique_columns(path, &header)?;
     for c in &raw.extras {
         if c.values.len() != raw.samples.len() {
-            return Err(inconsistent(path, &format!("extra column {:?} has {} values for {} samples", c.name, c.values.len(), raw.samples.len())));
+            return Err(inconsistent(
+                path,
+                &format!(
+                    "extra column {:?} has {} values for {} samples",
+                    c.name,
+                    c.values.len(),
+                    raw.samples.len()
+                ),
+            ));
         }
     }
 
     let mut wtr = csv::Writer::from_writer(writer);
-    wtr.write_record(&header).map_err(|e| write_error(path, e))?;
+    wtr.write_record(&header)
+        .map_err(|e| write_error(path, e))?;
     let mut row: Vec<String> = Vec::with_capacity(header.len());
     for (i, s) in raw.samples.iter().enumerate() {
-        let series = raw.series.get(s.series as usize).ok_or_else(|| inconsistent(path, "sample series"))?;
-        let config = raw.configs.get(series.key.config as usize).ok_or_else(|| inconsistent(path, "series config"))?;
-        let device = raw.devices.get(series.device as usize).ok_or_else(|| inconsistent(path, "series device"))?;
-        let kernel = raw.kernel_names.get(s.kernel as usize).ok_or_else(|| inconsistent(path, "sample kernel"))?;
+        let series = raw
+            .series
+            .get(s.series as usize)
+            .ok_or_else(|| inconsistent(path, "sample series"))?;
+        let config = raw
+            .configs
+            .get(series.key.config as usize)
+            .ok_or_else(|| inconsistent(path, "series config"))?;
+        let device = raw
+            .devices
+            .get(series.device as usize)
+            .ok_or_else(|| inconsistent(path, "series device"))?;
+        let kernel = raw
+            .kernel_names
+            .get(s.kernel as usize)
+            .ok_or_else(|| inconsistent(path, "sample kernel"))?;
         row.clear();
         row.push(series.key.annotation.clone());
         row.push(fmt_num(s.value));
@@ -99,7 +134,10 @@ fn write_raw<W: Write>(path: &Path, writer: W, raw: &RawResults) -> Result<(), I
         row.push(s.run.to_string());
         wtr.write_record(&row).map_err(|e| write_error(path, e))?;
     }
-    wtr.flush().map_err(|source| IoError::Write { path: path.to_path_buf(), source })
+    wtr.flush().map_err(|source| IoError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Reads a raw CSV written by kprof ([`write_raw_csv`]) or by nsight-python (`profiled_data`).
@@ -120,13 +158,20 @@ fn write_raw<W: Write>(path: &Path, writer: W, raw: &RawResults) -> Result<(), I
 ///   `opts.benchmark`, else [`benchmark_from_path`].
 /// - A (series, run) pair that occurs twice is an error, as is a metric with two units.
 pub fn read_raw_csv(path: &Path, opts: &ReadOptions) -> Result<RawResults, IoError> {
-    let file = File::open(path).map_err(|source| IoError::Open { path: path.to_path_buf(), source })?;
+    let file = File::open(path).map_err(|source| IoError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
     read_raw_csv_from(BufReader::new(file), path, opts)
 }
 
 /// Reads a raw CSV from any reader, as [`read_raw_csv`] does; `path` is used in error messages
 /// and for the default benchmark name.
-pub fn read_raw_csv_from<R: Read>(reader: R, path: &Path, opts: &ReadOptions) -> Result<RawResults, IoError> {
+pub fn read_raw_csv_from<R: Read>(
+    reader: R,
+    path: &Path,
+    opts: &ReadOptions,
+) -> Result<RawResults, IoError> {
     let mut rdr = csv::ReaderBuilder::new().from_reader(reader);
     let header = Header::read(path, &mut rdr)?;
     let ann = header.require(path, "Annotation")?;
@@ -145,10 +190,13 @@ pub fn read_raw_csv_from<R: Read>(reader: R, path: &Path, opts: &ReadOptions) ->
         .names
         .iter()
         .enumerate()
-        .filter(|(_, n)| !NSIGHT_RAW_COLUMNS.contains(&n.as_str()) && !KPROF_RAW_COLUMNS.contains(&n.as_str()))
+        .filter(|(_, n)| {
+            !NSIGHT_RAW_COLUMNS.contains(&n.as_str()) && !KPROF_RAW_COLUMNS.contains(&n.as_str())
+        })
         .map(|(i, n)| (n.clone(), i))
         .collect();
-    let (params, extras): (Vec<(String, usize)>, Vec<(String, usize)>) = match &opts.params {
+    type Columns = Vec<(String, usize)>;
+    let (params, extras): (Columns, Columns) = match &opts.params {
         None => (unknown, Vec::new()),
         Some(names) => {
             let mut params: Vec<(String, usize)> = Vec::new();
@@ -167,11 +215,17 @@ pub fn read_raw_csv_from<R: Read>(reader: R, path: &Path, opts: &ReadOptions) ->
                     }
                 }
             }
-            let extras = unknown.into_iter().filter(|(n, _)| !names.contains(n)).collect();
+            let extras = unknown
+                .into_iter()
+                .filter(|(n, _)| !names.contains(n))
+                .collect();
             (params, extras)
         }
     };
-    let default_benchmark = opts.benchmark.clone().unwrap_or_else(|| benchmark_from_path(path));
+    let default_benchmark = opts
+        .benchmark
+        .clone()
+        .unwrap_or_else(|| benchmark_from_path(path));
 
     let mut raw = RawResults::new();
     let mut next_run: Vec<u32> = Vec::new();
@@ -231,7 +285,12 @@ pub fn read_raw_csv_from<R: Read>(reader: R, path: &Path, opts: &ReadOptions) ->
         };
         let series = raw
             .intern_series(key, cell(&rec, unit_col), device_id)
-            .map_err(|e| parse_err("Unit", format!("{e}; fix the unit or use a different metric name")))?;
+            .map_err(|e| {
+                parse_err(
+                    "Unit",
+                    format!("{e}; fix the unit or use a different metric name"),
+                )
+            })?;
         let run = match run_col {
             Some(i) => {
                 let text = cell(&rec, Some(i)).trim();
@@ -239,7 +298,12 @@ pub fn read_raw_csv_from<R: Read>(reader: R, path: &Path, opts: &ReadOptions) ->
                     let x = text.parse::<f64>().ok()?;
                     (x >= 0.0 && x.fract() == 0.0 && x <= u32::MAX as f64).then_some(x as u32)
                 });
-                parsed.ok_or_else(|| parse_err("Run", format!("{text:?} is not a run index; write a non-negative integer")))?
+                parsed.ok_or_else(|| {
+                    parse_err(
+                        "Run",
+                        format!("{text:?} is not a run index; write a non-negative integer"),
+                    )
+                })?
             }
             None => {
                 let s = series as usize;
@@ -256,8 +320,19 @@ pub fn read_raw_csv_from<R: Read>(reader: R, path: &Path, opts: &ReadOptions) ->
         for (name, i) in &extras {
             extra_values.push((name.as_str(), ExtraValue::infer(cell(&rec, Some(*i)))));
         }
-        raw.push_sample(Sample { series, run, value, kernel }, &extra_values);
+        raw.push_sample(
+            Sample {
+                series,
+                run,
+                value,
+                kernel,
+            },
+            &extra_values,
+        );
     }
-    raw.check_unique_runs().map_err(|source| IoError::Model { path: path.to_path_buf(), source })?;
+    raw.check_unique_runs().map_err(|source| IoError::Model {
+        path: path.to_path_buf(),
+        source,
+    })?;
     Ok(raw)
 }
