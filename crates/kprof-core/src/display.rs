@@ -1,1 +1,361 @@
-//! (in progress)
+//! Aligned plain-ASCII terminal tables of processed and raw results.
+
+use crate::model::{ProcessedResults, RawResults};
+
+/// Formats a number to about 4 significant digits: `1,234,567`, `1234`, `12.35`, `0.001235`,
+/// `1.235e-7`; NaN as `-`, infinities as `inf`/`-inf`.
+pub fn fmt_sig(x: f64) -> String {
+    if x.is_nan() {
+        return "-".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if x == 0.0 {
+        return "0".into();
+    }
+    let exp = x.abs().log10().floor() as i32;
+    if !(-3..15).contains(&exp) {
+        return format!("{x:.3e}");
+    }
+    let decimals = (3 - exp).max(0) as usize;
+    let s = format!("{x:.decimals$}");
+    // Rounding can add a digit (9.9996 -> 10.000); trim a trailing zero run after the point
+    // only when it is beyond 4 significant digits.
+    let s = if decimals > 0 && s.contains('.') {
+        let (int, frac) = s.split_once('.').unwrap_or((&s, ""));
+        let digits = int.trim_start_matches('-').trim_start_matches('0').len() + frac.len();
+        if digits > 4 && frac.ends_with('0') && int.trim_start_matches('-') != "0" {
+            let keep = frac.len().saturating_sub(digits - 4);
+            if keep == 0 {
+                int.to_string()
+            } else {
+                format!("{int}.{}", &frac[..keep])
+            }
+        } else {
+            s.clone()
+        }
+    } else {
+        s
+    };
+    group_thousands(&s)
+}
+
+fn group_thousands(s: &str) -> String {
+    let (sign, rest) = match s.strip_prefix('-') {
+        Some(r) => ("-", r),
+        None => ("", s),
+    };
+    let (int, frac) = match rest.split_once('.') {
+        Some((i, f)) => (i, Some(f)),
+        None => (rest, None),
+    };
+    if int.len() <= 4 {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + int.len() / 3);
+    out.push_str(sign);
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if let Some(f) = frac {
+        out.push('.');
+        out.push_str(f);
+    }
+    out
+}
+
+/// Shortens text longer than `max` characters with a trailing `...`.
+fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let mut out: String = s.chars().take(max.saturating_sub(3)).collect();
+        out.push_str("...");
+        out
+    }
+}
+
+/// A table under construction: a header and rows of cells, with per-column alignment.
+struct Table {
+    header: Vec<String>,
+    right: Vec<bool>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    fn new(columns: &[(String, bool)]) -> Self {
+        Table {
+            header: columns.iter().map(|(n, _)| n.clone()).collect(),
+            right: columns.iter().map(|(_, r)| *r).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    fn render(&self) -> String {
+        let n = self.header.len();
+        let mut widths: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
+        for row in &self.rows {
+            for (i, c) in row.iter().enumerate().take(n) {
+                widths[i] = widths[i].max(c.chars().count());
+            }
+        }
+        let mut out = String::new();
+        let line = |cells: &[String], out: &mut String| {
+            let mut l = String::new();
+            for (i, &width) in widths.iter().enumerate() {
+                let c = cells.get(i).map(String::as_str).unwrap_or("");
+                let pad = width.saturating_sub(c.chars().count());
+                if i > 0 {
+                    l.push_str("  ");
+                }
+                if self.right[i] {
+                    l.push_str(&" ".repeat(pad));
+                    l.push_str(c);
+                } else {
+                    l.push_str(c);
+                    l.push_str(&" ".repeat(pad));
+                }
+            }
+            out.push_str(l.trim_end());
+            out.push('\n');
+        };
+        line(&self.header, &mut out);
+        let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+        line(&rule, &mut out);
+        for row in &self.rows {
+            line(row, &mut out);
+        }
+        out
+    }
+}
+
+/// Renders the processed table: Benchmark (when there is more than one), Annotation, Metric, each
+/// parameter (right-aligned when numeric), AvgValue, ±CI95 (half-width of the 95% interval), StdDev, RSD%, Stable, NumRuns
+/// (`valid/total` when runs failed), Unit, and Baseline/BaselineAvg when rows are normalised.
+/// A footer lists configurations whose baseline is missing.
+pub fn render_processed(p: &ProcessedResults) -> String {
+    let mut params: Vec<String> = p.param_names.clone();
+    for r in &p.rows {
+        for n in r.config.names() {
+            if !params.iter().any(|m| m == n) {
+                params.push(n.to_string());
+            }
+        }
+    }
+    let multi_bench = p.rows.iter().any(|r| r.benchmark != p.rows[0].benchmark);
+    let normalised = p.rows.iter().any(|r| r.normalized.is_some());
+    let mut cols: Vec<(String, bool)> = Vec::new();
+    if multi_bench {
+        cols.push(("Benchmark".into(), false));
+    }
+    cols.push(("Annotation".into(), false));
+    cols.push(("Metric".into(), false));
+    cols.extend(params.iter().map(|n| {
+        let numeric = p
+            .rows
+            .iter()
+            .all(|r| r.config.get(n).is_none_or(|v| v.as_f64().is_some()));
+        (n.clone(), numeric)
+    }));
+    for (n, right) in [
+        ("AvgValue", true),
+        ("+/-CI95", true),
+        ("StdDev", true),
+        ("RSD%", true),
+        ("Stable", false),
+        ("NumRuns", true),
+        ("Unit", false),
+    ] {
+        cols.push((n.to_string(), right));
+    }
+    if normalised {
+        cols.push(("Baseline".into(), false));
+        cols.push(("BaselineAvg".into(), true));
+    }
+    let mut t = Table::new(&cols);
+    for r in &p.rows {
+        let s = &r.summary;
+        let mut row = Vec::with_capacity(cols.len());
+        if multi_bench {
+            row.push(clip(&r.benchmark, 40));
+        }
+        row.push(clip(&r.annotation, 40));
+        row.push(clip(&r.metric, 48));
+        for n in &params {
+            row.push(
+                r.config
+                    .get(n)
+                    .map(|v| clip(&v.to_string(), 24))
+                    .unwrap_or_default(),
+            );
+        }
+        row.push(fmt_sig(s.mean));
+        row.push(fmt_sig((s.ci95_upper - s.ci95_lower) / 2.0));
+        row.push(fmt_sig(s.std_dev));
+        row.push(if s.rsd_pct.is_nan() {
+            "-".into()
+        } else {
+            format!("{:.2}", s.rsd_pct)
+        });
+        row.push(
+            match s.stable {
+                Some(true) => "yes",
+                Some(false) => "NO",
+                None => "-",
+            }
+            .into(),
+        );
+        row.push(if s.total_runs > s.num_runs {
+            format!("{}/{}", s.num_runs, s.total_runs)
+        } else {
+            s.num_runs.to_string()
+        });
+        row.push(r.unit.clone());
+        if normalised {
+            row.push(r.normalized.clone().unwrap_or_else(|| "-".into()));
+            row.push(
+                r.normalization_value
+                    .map(fmt_sig)
+                    .unwrap_or_else(|| "-".into()),
+            );
+        }
+        t.rows.push(row);
+    }
+    let mut out = if p.rows.is_empty() {
+        "(no results)\n".to_string()
+    } else {
+        t.render()
+    };
+    if normalised {
+        out.push_str("Normalised rows: AvgValue is the ratio to the baseline's mean; StdDev and CI keep the original unit.\n");
+    }
+    if !p.missing_baselines.is_empty() {
+        out.push_str(&format!(
+            "Missing baselines ({}), not normalised:\n",
+            p.missing_baselines.len()
+        ));
+        for m in &p.missing_baselines {
+            let config = m.config.to_string();
+            out.push_str(&format!(
+                "  {} / {} / {}{}\n",
+                m.benchmark,
+                m.annotation,
+                m.metric,
+                if config.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [{config}]")
+                }
+            ));
+        }
+    }
+    out
+}
+
+/// Renders the first `max_rows` raw samples: Benchmark (when more than one), Annotation, Metric,
+/// each parameter, Run, Value (`failed` for NaN), Unit, Kernel, and each extra column; a footer
+/// says how many rows were left out.
+pub fn render_raw(r: &RawResults, max_rows: usize) -> String {
+    let params = r.param_names();
+    let multi_bench = r.series.iter().any(|s| {
+        r.series
+            .first()
+            .is_some_and(|f| f.key.benchmark != s.key.benchmark)
+    });
+    let mut cols: Vec<(String, bool)> = Vec::new();
+    if multi_bench {
+        cols.push(("Benchmark".into(), false));
+    }
+    cols.push(("Annotation".into(), false));
+    cols.push(("Metric".into(), false));
+    cols.extend(params.iter().map(|n| {
+        let numeric = r
+            .configs
+            .iter()
+            .all(|c| c.get(n).is_none_or(|v| v.as_f64().is_some()));
+        (n.clone(), numeric)
+    }));
+    cols.push(("Run".into(), true));
+    cols.push(("Value".into(), true));
+    cols.push(("Unit".into(), false));
+    cols.push(("Kernel".into(), false));
+    cols.extend(r.extras.iter().map(|c| (c.name.clone(), false)));
+    let mut t = Table::new(&cols);
+    for (i, s) in r.samples.iter().enumerate().take(max_rows) {
+        let Some(series) = r.series.get(s.series as usize) else {
+            continue;
+        };
+        let config = r.configs.get(series.key.config as usize);
+        let mut row = Vec::with_capacity(cols.len());
+        if multi_bench {
+            row.push(clip(&series.key.benchmark, 40));
+        }
+        row.push(clip(&series.key.annotation, 40));
+        row.push(clip(&series.key.metric, 48));
+        for n in &params {
+            row.push(
+                config
+                    .and_then(|c| c.get(n))
+                    .map(|v| clip(&v.to_string(), 24))
+                    .unwrap_or_default(),
+            );
+        }
+        row.push(s.run.to_string());
+        row.push(if s.value.is_nan() {
+            "failed".into()
+        } else {
+            fmt_sig(s.value)
+        });
+        row.push(series.unit.clone());
+        row.push(clip(
+            r.kernel_names
+                .get(s.kernel as usize)
+                .map(String::as_str)
+                .unwrap_or(""),
+            48,
+        ));
+        for c in &r.extras {
+            row.push(clip(
+                &c.values.get(i).map(|v| v.to_string()).unwrap_or_default(),
+                24,
+            ));
+        }
+        t.rows.push(row);
+    }
+    let mut out = if r.samples.is_empty() {
+        "(no samples)\n".to_string()
+    } else {
+        t.render()
+    };
+    if r.samples.len() > max_rows {
+        out.push_str(&format!(
+            "... {} more rows ({} samples in all)\n",
+            r.samples.len() - max_rows,
+            r.samples.len()
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fmt_sig;
+
+    #[test]
+    fn four_significant_digits() {
+        assert_eq!(fmt_sig(0.0), "0");
+        assert_eq!(fmt_sig(1.0), "1.000");
+        assert_eq!(fmt_sig(12.3456), "12.35");
+        assert_eq!(fmt_sig(1234.4), "1234");
+        assert_eq!(fmt_sig(-1234.4), "-1234");
+        assert_eq!(fmt_sig(123456.7), "123,457");
+        assert_eq!(fmt_sig(0.00123456), "0.001235");
+        assert_eq!(fmt_sig(9.99996), "10.00");
+        assert_eq!(fmt_sig(1.5e-7), "1.500e-7");
+        assert_eq!(fmt_sig(f64::NAN), "-");
+    }
+}

@@ -1,0 +1,267 @@
+//! Result files: raw and processed CSV (nsight-python compatible), JSON, and format detection.
+//!
+//! - [`write_raw_csv`] / [`read_raw_csv`]: one row per sample, nsight-python's `profiled_data`
+//!   columns first, then kprof's own (`Benchmark`, `Run`).
+//! - [`write_processed_csv`] / [`read_processed_csv`]: one row per series, nsight-python's
+//!   `processed_data` columns first, then kprof's statistics.
+//! - [`write_results_json`] / [`read_results_json`]: a versioned [`ResultFile`] that keeps
+//!   everything (kernel breakdowns, missing baselines, environment) and NaN/±inf exactly.
+//! - [`read_any`]: detects which of the three a file is, for `kprof show`.
+//!
+//! Every writer that takes a path writes atomically: the data goes to a temporary file in the
+//! same directory, which is flushed, synced and renamed over the target. The engine can therefore
+//! rewrite its result files after every finished configuration, and a sweep that dies leaves
+//! either the previous complete file or the new complete file, never a truncated one.
+//!
+//! Numbers are written in Rust's shortest round-trip form, so values read back are bit-identical
+//! to the ones written. NaN is written as an empty cell, as pandas writes `None`/`NaN`.
+
+mod csvutil;
+mod json;
+mod processed_csv;
+mod raw_csv;
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::model::{ModelError, ProcessedResults, RawResults};
+
+pub use json::{
+    read_results_json, write_results_json, write_results_json_to, ResultFile, RESULT_SCHEMA,
+    SCHEMA_VERSION,
+};
+pub use processed_csv::{read_processed_csv, write_processed_csv, write_processed_csv_to};
+pub use raw_csv::{read_raw_csv, read_raw_csv_from, write_raw_csv, write_raw_csv_to};
+
+/// Errors of reading and writing result files. Every message names the file and, where it
+/// applies, the line and column, and says how to fix the problem.
+#[derive(Debug, thiserror::Error)]
+pub enum IoError {
+    /// The file could not be opened (missing, unreadable, or its directory does not exist).
+    #[error("cannot open {}: {source}; check the path and its permissions", path.display())]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// Reading an opened file failed.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// Writing (or atomically replacing) a file failed.
+    #[error("cannot write {}: {source}; check that the directory exists, is writable and has free space", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A required column is missing from a CSV header.
+    #[error("{}", missing_column_message(path, column, found))]
+    MissingColumn {
+        /// The file.
+        path: PathBuf,
+        /// The required column.
+        column: String,
+        /// The columns the header does have.
+        found: Vec<String>,
+    },
+    /// A cell (or a whole line) could not be parsed.
+    #[error("{}:{line}: column {column:?}: {message}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number; the header is line 1.
+        line: u64,
+        /// The column name (empty when the problem concerns the whole line).
+        column: String,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+    /// A parameter named in [`ReadOptions::params`] is not a column that can be a parameter.
+    #[error("{}: parameter column {name:?} (from --params) is not in the file; columns that can be parameters: {}", path.display(), list(candidates))]
+    UnknownParam {
+        /// The file.
+        path: PathBuf,
+        /// The name that was asked for.
+        name: String,
+        /// The columns that could have been named (the file's non-reserved columns).
+        candidates: Vec<String>,
+    },
+    /// The file is not the kind of file expected (wrong JSON schema, newer version, empty, ...),
+    /// or the data to be written cannot be represented.
+    #[error("{}: {message}", path.display())]
+    Schema {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+    /// The data violates the measurement model (e.g. a run recorded twice).
+    #[error("{}: {source}; each (benchmark, annotation, metric, configuration, run) must occur once — remove the duplicate rows or give them distinct Run values", path.display())]
+    Model {
+        /// The file.
+        path: PathBuf,
+        /// The model's complaint.
+        source: ModelError,
+    },
+}
+
+fn list(items: &[String]) -> String {
+    if items.is_empty() {
+        "(none)".to_string()
+    } else {
+        items.join(", ")
+    }
+}
+
+fn missing_column_message(path: &Path, column: &str, found: &[String]) -> String {
+    if found.is_empty() || (found.len() == 1 && found[0].trim().is_empty()) {
+        format!(
+            "{}: the file is empty or has no header row; expected a CSV whose first line names the columns (at least {column:?})",
+            path.display()
+        )
+    } else {
+        format!(
+            "{}: required column {column:?} is missing; the header has: {}. Check that this is a kprof or nsight-python result CSV and that the header is spelled exactly",
+            path.display(),
+            list(found)
+        )
+    }
+}
+
+/// Options for reading raw CSV files.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// The exact set of parameter columns. `None`: every column kprof does not know is a
+    /// parameter. `Some`: exactly these are parameters (each must be a column of the file) and
+    /// the remaining unknown columns become extra columns.
+    pub params: Option<Vec<String>>,
+    /// Benchmark name for files without a `Benchmark` column (or with empty cells in it).
+    /// `None`: derived from the file name (see [`benchmark_from_path`]).
+    pub benchmark: Option<String>,
+}
+
+/// The default benchmark name for a file without a `Benchmark` column: the file stem, with
+/// nsight-python's `profiled_data-`/`processed_data-` prefix and `-<run id>` suffix removed
+/// (`processed_data-matmul-0.csv` → `matmul`).
+pub fn benchmark_from_path(path: &Path) -> String {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    for prefix in ["profiled_data-", "processed_data-"] {
+        if let Some(rest) = stem.strip_prefix(prefix) {
+            if let Some((name, id)) = rest.rsplit_once('-') {
+                if !name.is_empty() && !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) {
+                    return name.to_string();
+                }
+            }
+            if !rest.is_empty() {
+                return rest.to_string();
+            }
+        }
+    }
+    stem
+}
+
+/// A result file of any supported kind, as returned by [`read_any`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum Loaded {
+    /// A raw CSV (kprof or nsight-python `profiled_data`).
+    Raw(RawResults),
+    /// A processed CSV (kprof or nsight-python `processed_data`).
+    Processed(ProcessedResults),
+    /// A kprof JSON result file.
+    Json(ResultFile),
+}
+
+/// Reads a result file of any kind with default [`ReadOptions`]; see [`read_any_with`].
+pub fn read_any(path: &Path) -> Result<Loaded, IoError> {
+    read_any_with(path, &ReadOptions::default())
+}
+
+/// Reads a result file of any kind, detected by content: JSON when the first non-blank character
+/// is `{`, a processed CSV when the header has an `AvgValue` column, a raw CSV otherwise.
+/// `opts` applies to raw CSVs only.
+pub fn read_any_with(path: &Path, opts: &ReadOptions) -> Result<Loaded, IoError> {
+    let mut file = File::open(path).map_err(|source| IoError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut head = Vec::with_capacity(64 * 1024);
+    (&mut file)
+        .take(64 * 1024)
+        .read_to_end(&mut head)
+        .map_err(|source| IoError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    let text = String::from_utf8_lossy(&head);
+    let trimmed = text.trim_start_matches('\u{feff}').trim_start();
+    if trimmed.is_empty() {
+        return Err(IoError::Schema {
+            path: path.to_path_buf(),
+            message: "the file is empty; expected a kprof/nsight-python result CSV or a kprof JSON result file".into(),
+        });
+    }
+    if trimmed.starts_with('{') {
+        return read_results_json(path).map(Loaded::Json);
+    }
+    let header = csvutil::first_record(trimmed.as_bytes());
+    if header.iter().any(|c| c == "AvgValue") {
+        read_processed_csv(path).map(Loaded::Processed)
+    } else {
+        read_raw_csv(path, opts).map(Loaded::Raw)
+    }
+}
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Writes a file atomically: `write` fills a temporary file next to `path`, which is then
+/// flushed, synced and renamed over `path`. On error the temporary file is removed.
+pub(crate) fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<&File>) -> Result<(), IoError>,
+) -> Result<(), IoError> {
+    let werr = |source| IoError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "results".into());
+    let (tmp, file) = loop {
+        let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let tmp = dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
+        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
+            Ok(f) => break (tmp, f),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < u64::MAX => continue,
+            Err(e) => return Err(werr(e)),
+        }
+    };
+    let result = (|| {
+        let mut w = BufWriter::new(&file);
+        write(&mut w)?;
+        w.flush().map_err(werr)?;
+        drop(w);
+        file.sync_all().map_err(werr)?;
+        fs::rename(&tmp, path).map_err(werr)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
