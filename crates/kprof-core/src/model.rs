@@ -61,7 +61,7 @@ impl fmt::Display for ParamValue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ParamValue::Int(i) => write!(f, "{i}"),
-            ParamValue::Float(x) => write!(f, "{x}"),
+            ParamValue::Float(x) => write!(f, "{x:?}"),
             ParamValue::Bool(b) => write!(f, "{}", if *b { "True" } else { "False" }),
             ParamValue::Str(s) => f.write_str(s),
         }
