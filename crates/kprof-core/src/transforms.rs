@@ -860,11 +860,12 @@ pub fn record_combined(
 /// Geometric mean `exp(mean(ln x))` over the non-NaN values.
 ///
 /// Any negative value gives NaN (checked first); otherwise any zero gives 0; no non-NaN value
-/// gives NaN. An infinite value gives infinity.
+/// gives NaN. A single value is returned exactly; an infinite value gives infinity.
 pub fn geomean(values: impl IntoIterator<Item = f64>) -> f64 {
     let mut sum_ln = 0.0;
     let mut n = 0usize;
     let mut zero = false;
+    let mut only = f64::NAN;
     for x in values {
         if x.is_nan() {
             continue;
@@ -878,9 +879,13 @@ pub fn geomean(values: impl IntoIterator<Item = f64>) -> f64 {
             sum_ln += x.ln();
         }
         n += 1;
+        only = x;
     }
     if n == 0 {
         f64::NAN
+    } else if n == 1 {
+        // Exactly the value, without the rounding of exp(ln x).
+        only
     } else if zero {
         0.0
     } else {
