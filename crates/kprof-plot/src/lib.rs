@@ -20,8 +20,10 @@ mod spec;
 mod svg;
 mod util;
 
+pub use dist::{render_distribution_svg, DistributionSpec};
 pub use font::FONT_FAMILY;
 pub use plot::{render_png, render_svg};
+pub use report::{render_report, ReportInput, ReportOptions};
 
 pub use spec::{Aggregate, PlotSpec, PlotType, SeriesBy};
 
