@@ -418,7 +418,17 @@ pub(crate) fn build_model(p: &ProcessedResults, spec: &PlotSpec) -> Result<Model
                     let v = match a {
                         Aggregate::Avg => means.iter().sum::<f64>() / means.len() as f64,
                         Aggregate::Geomean => {
-                            let col = srows.first().map(|r| r.geomean).unwrap_or(f64::NAN);
+                            // The Geomean column is over all configs of (benchmark, annotation,
+                            // metric); use it only when this series shows all of them.
+                            let whole = srows.first().is_some_and(|f| {
+                                rows.iter()
+                                    .filter(|r| {
+                                        r.benchmark == f.benchmark && r.annotation == f.annotation
+                                    })
+                                    .count()
+                                    == srows.len()
+                            });
+                            let col = if whole { srows[0].geomean } else { f64::NAN };
                             if col.is_finite() && col > 0.0 {
                                 col
                             } else {

@@ -32,8 +32,9 @@ pub enum PlotType {
 pub enum Aggregate {
     /// Arithmetic mean of the plotted means (`AvgValue`) in the panel.
     Avg,
-    /// The row's `Geomean` column (the geometric mean of `AvgValue` over the configs); computed
-    /// from the plotted means when the column is NaN.
+    /// The row's `Geomean` column (the geometric mean of `AvgValue` over the configs) when the
+    /// series shows all configs of its annotation; otherwise (split series, panels, NaN column)
+    /// the geometric mean of the series' plotted positive means.
     Geomean,
 }
 
