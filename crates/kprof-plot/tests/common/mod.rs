@@ -163,7 +163,7 @@ pub fn sgemm_sweep() -> (RawResults, ProcessedResults) {
             let peak = if dtype == "fp32" { 50e12 } else { 600e12 };
             let eff = (n as f64 / 8192.0).powf(0.6).max(0.04);
             let t_ns = (flops / (peak * eff) * 1e9).max(4000.0);
-            let sm_pct = 100.0 * eff.min(0.92);
+            let sm_pct = 100.0 * eff.min(0.92) * if dtype == "fp16" { 0.8 } else { 1.0 };
             for run in 0..runs {
                 let seed = (n as u64) * 31 + run as u64 + if dtype == "fp16" { 7 } else { 0 };
                 let mut jitter = 0.01 * noise(seed);
