@@ -12,6 +12,8 @@
 //! needs no system font. SVG elements carry `kprof-*` CSS classes (series lines, markers, error
 //! bars, panels, legend entries) so tests and stylesheets can find them.
 
+#![warn(missing_docs)]
+
 mod dist;
 mod font;
 mod plot;

@@ -40,6 +40,9 @@ pub fn render_png(
     root.present().map_err(render_err)
 }
 
+/// Points of one (row panel, column panel, series), with the rows behind them.
+type Cell<'a> = (Vec<Point>, Vec<&'a ProcessedRow>);
+
 /// One plotted point of a series.
 #[derive(Clone, Debug)]
 pub(crate) struct Point {
@@ -307,8 +310,7 @@ pub(crate) fn build_model(p: &ProcessedResults, spec: &PlotSpec) -> Result<Model
     };
 
     // Points per panel and series.
-    let mut cells: HashMap<(usize, usize, usize), (Vec<Point>, Vec<&ProcessedRow>)> =
-        HashMap::new();
+    let mut cells: HashMap<(usize, usize, usize), Cell<'_>> = HashMap::new();
     let mut any_finite = false;
     for (r, xv) in rows.iter().zip(&xvals) {
         let ri = rkeys
