@@ -1,0 +1,48 @@
+"""kprof: GPU kernel profiling you can trust, with a Rust core.
+
+The API of NVIDIA's nsight-python 1.1 (``import kprof as nsight`` runs nsight-style code):
+
+>>> import kprof
+>>> @kprof.analyze.kernel(configs=[1024, 4096], runs=20)
+... def matmul(n):
+...     a = torch.randn(n, n, device="cuda")
+...     with kprof.annotate("matmul"):
+...         a @ a
+>>> df = matmul().to_dataframe()
+
+No import-order rule: kprof can be imported before or after torch/CUDA.
+"""
+
+from __future__ import annotations
+
+from . import _core, analyze, exceptions
+from .analyze import kernel
+from .annotation import annotate
+from .exceptions import (
+    AnnotationError,
+    BackendError,
+    ConfigError,
+    NotAvailableYetError,
+    ProfilerError,
+    ProfilerException,
+)
+from .results import ProfileResults
+from .utils import VerbosityLevel
+
+__version__: str = _core.__version__
+
+__all__ = [
+    "annotate",
+    "analyze",
+    "kernel",
+    "VerbosityLevel",
+    "ProfileResults",
+    "ProfilerError",
+    "ProfilerException",
+    "ConfigError",
+    "AnnotationError",
+    "NotAvailableYetError",
+    "BackendError",
+    "exceptions",
+    "__version__",
+]

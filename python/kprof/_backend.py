@@ -1,0 +1,190 @@
+"""The measurement backend interface, and the slot holding the installed backend.
+
+A backend runs a benchmark: it calls the user's function for every config and run, times the
+GPU work inside :func:`kprof.annotate` regions and returns one raw row per
+(annotation x config x run x metric). The CUPTI engine (Rust, ``kprof._core``) is the real one;
+tests install a fake with :func:`set_backend`.
+
+The contract, in full (the Rust bindings implement exactly this):
+
+``run_benchmark(name, func, configs, options, progress) -> RawTable``
+
+* ``name`` (str): the benchmark name, the decorated function's ``__name__``.
+* ``func`` (callable): ``func(config_index: int) -> None`` runs the user's function once with
+  config ``configs[config_index]``. Call it for warm-up calls too. It raises whatever the user's
+  code raises; the backend must stop and let the exception propagate unchanged (with its
+  traceback). It must be called with the GIL held, from the thread that called ``run_benchmark``.
+* ``configs`` (list[list[tuple[str, object]]]): one list of ``(parameter name, value)`` pairs per
+  config, values as the user gave them (ints, floats, bools, strs, or any object such as a
+  ``torch.dtype``; ``kprof._core.convert_config`` turns them into kprof-core ``Config``\\ s).
+* ``options`` (dict): the validated options, see :data:`OPTION_KEYS`.
+* ``progress``: a :class:`Progress`. Call ``progress.advance(config_index)`` after each
+  *measured* run (not after warm-up calls), ``progress.set_total(n)`` when the number of runs
+  changes (adaptive stopping), and ``progress.debug(message)`` for DEBUG-level messages.
+
+While ``func`` runs, each ``kprof.annotate(name)`` calls ``_enter_region(name)`` and
+``_exit_region(name, failed)`` on the *installed* backend (see :func:`get_backend`). ``failed`` is
+true when the region's body raised; with ``annotate(..., ignore_failures=True)`` the exception is
+then swallowed and the backend records ``NaN`` as that region's value in that run.
+
+The returned ``RawTable`` is a dict of equally long column lists:
+
+=============== ======================================================================
+column          values
+=============== ======================================================================
+Annotation      str, the region name
+Value           float (NaN for a failed region)
+Metric          str, e.g. ``gpu__time_duration.sum``
+Kernel          str, kernel name (several combined kernels joined with ``|``)
+GPU             str, e.g. ``NVIDIA H200``
+Host            str, host name
+ComputeClock    float or None, rated SM clock in kHz
+MemoryClock     float or None, rated memory clock in kHz
+Unit            str, e.g. ``ns``
+Benchmark       str, the ``name`` argument
+Run             int, 0-based index of the measured run within its config
+_config         int, index into ``configs`` of the row's config
+=============== ======================================================================
+
+Parameter columns need not be returned: kprof rebuilds them from ``_config`` with the user's
+original objects (and overwrites any that are returned), then drops ``_config``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol, runtime_checkable
+
+from .exceptions import not_available
+
+__all__ = [
+    "Backend",
+    "Progress",
+    "RawTable",
+    "RAW_COLUMNS",
+    "OPTION_KEYS",
+    "get_backend",
+    "set_backend",
+]
+
+#: A dict of column name -> list of values, all lists of one length.
+RawTable = dict[str, list]
+
+#: The raw columns a backend must return, in the order of the raw table
+#: (parameter columns go between ``Unit`` and ``Benchmark``).
+RAW_COLUMNS = (
+    "Annotation",
+    "Value",
+    "Metric",
+    "Kernel",
+    "GPU",
+    "Host",
+    "ComputeClock",
+    "MemoryClock",
+    "Unit",
+    "Benchmark",
+    "Run",
+)
+
+#: The keys of the ``options`` dict handed to ``run_benchmark``:
+#:
+#: * ``runs`` (int >= 1): measured runs per config (the minimum when a target is set);
+#: * ``warmup`` (int >= 0): unmeasured calls per config before the measured runs;
+#: * ``order`` ("interleaved" | "sequential"): interleaved = run r of every config, then run r+1;
+#:   sequential = all runs of config 0, then config 1 (nsight-python's order);
+#: * ``metrics`` (list[str]): metric names (today only ``gpu__time_duration.sum``);
+#: * ``ignore_kernel_list`` (list[str] | None): kernel names dropped before attribution (exact);
+#: * ``combine_kernel_metrics`` (None | str | callable): how several kernels in one region become
+#:   one value: None = nsight's rule (one kernel expected), a reducer name ("sum", "mean", "max",
+#:   "min", "first", "last"), or a callable ``f(a, b)`` applied with reduce, called with floats,
+#:   once per metric, with the GIL held;
+#: * ``cache_control`` ("all" | "none"), ``clock_control`` ("none"), ``replay_mode`` ("kernel"),
+#:   ``thermal_mode`` ("auto" | "off"): as nsight-python; the other values raise before the backend
+#:   is reached;
+#: * ``target_rsd`` (float % | None), ``target_ci`` (float % | None): stop a config's runs once its
+#:   relative std dev / relative CI95 half-width is below this;
+#: * ``max_runs`` (int | None), ``time_budget`` (float seconds | None): caps of adaptive runs;
+#: * ``verbosity`` (int): a :class:`kprof.VerbosityLevel` value.
+OPTION_KEYS = (
+    "runs",
+    "warmup",
+    "order",
+    "metrics",
+    "ignore_kernel_list",
+    "combine_kernel_metrics",
+    "cache_control",
+    "clock_control",
+    "replay_mode",
+    "thermal_mode",
+    "target_rsd",
+    "target_ci",
+    "max_runs",
+    "time_budget",
+    "verbosity",
+)
+
+
+@runtime_checkable
+class Progress(Protocol):
+    """What the backend reports progress through (implemented by :mod:`kprof.progress`)."""
+
+    def advance(self, config_index: int | None = None) -> None: ...
+
+    def set_total(self, total: int) -> None: ...
+
+    def debug(self, message: str) -> None: ...
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """A measurement backend (see the module doc string for the full contract)."""
+
+    def run_benchmark(
+        self,
+        name: str,
+        func: Callable[[int], None],
+        configs: list[list[tuple[str, Any]]],
+        options: dict[str, Any],
+        progress: Progress,
+    ) -> RawTable: ...
+
+    def _enter_region(self, name: str) -> None: ...
+
+    def _exit_region(self, name: str, failed: bool) -> None: ...
+
+
+class _UnwiredBackend:
+    """The backend until the CUPTI engine is wired into the package.
+
+    Region hooks do nothing (so annotated code runs normally outside profiling);
+    ``run_benchmark`` raises :class:`kprof.NotAvailableYetError`.
+    """
+
+    def run_benchmark(self, name, func, configs, options, progress):  # noqa: D401
+        raise not_available(
+            "profiling from Python (the CUPTI engine in kprof._core)",
+            "the engine bindings (the Rust API works today)",
+        )
+
+    def _enter_region(self, name: str) -> None:
+        pass
+
+    def _exit_region(self, name: str, failed: bool) -> None:
+        pass
+
+
+#: The installed backend. ``kprof.annotate`` calls its region hooks; ``@kernel(backend="cupti")``
+#: runs benchmarks through it.
+_backend: Backend = _UnwiredBackend()
+
+
+def get_backend() -> Backend:
+    """The installed backend."""
+    return _backend
+
+
+def set_backend(backend: Backend | None) -> Backend:
+    """Installs ``backend`` (None: the unwired default) and returns the previous one."""
+    global _backend
+    previous = _backend
+    _backend = _UnwiredBackend() if backend is None else backend
+    return previous

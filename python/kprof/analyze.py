@@ -1,0 +1,748 @@
+"""``kprof.analyze.kernel``: profile a function over configs and runs (nsight-python 1.1's API).
+
+Every option is validated when the decorator is applied, and the configs when the decorated
+function is called, always before any GPU work.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import contextlib
+import functools
+import inspect
+import math
+import numbers
+import os
+import re
+import tempfile
+import threading
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from . import _backend, annotation
+from ._backend import RAW_COLUMNS
+from .exceptions import BackendError, ConfigError, ProfilerError, not_available
+from .progress import ProgressReporter
+from .results import ProfileResults
+from .utils import VerbosityLevel
+
+__all__ = ["kernel", "plot", "ignore_failures", "DEFAULT_METRIC", "REDUCERS"]
+
+DEFAULT_METRIC = "gpu__time_duration.sum"
+
+#: Reducer names accepted by ``combine_kernel_metrics``.
+REDUCERS = ("sum", "mean", "max", "min", "first", "last")
+
+_CHOICES = {
+    "clock_control": ("none", "base"),
+    "cache_control": ("all", "none"),
+    "replay_mode": ("kernel", "range"),
+    "thermal_mode": ("auto", "manual", "off"),
+    "order": ("interleaved", "sequential"),
+    "backend": ("cupti", "ncu"),
+}
+
+_HW_COUNTERS = "hardware counters (CUPTI Range Profiler metrics)"
+_NCU = "the ncu backend"
+_THERMAL = "thermal control (run conditions)"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The validated options of one ``@kernel`` decorator."""
+
+    configs: list | None
+    runs: int
+    derive_metric: Callable | None
+    normalize_against: str | None
+    verbosity: VerbosityLevel
+    metrics: tuple[str, ...]
+    ignore_kernel_list: tuple[str, ...] | None
+    clock_control: str
+    cache_control: str
+    replay_mode: str
+    thermal_mode: str
+    combine_kernel_metrics: Callable | str | None
+    output_prefix: str | None
+    output_csv: bool
+    warmup: int
+    order: str
+    target_rsd: float | None
+    target_ci: float | None
+    max_runs: int | None
+    time_budget: float | None
+    backend: str
+    extra: dict = field(default_factory=dict)
+
+    def backend_options(self) -> dict[str, Any]:
+        """The ``options`` dict handed to ``Backend.run_benchmark`` (keys: ``_backend.OPTION_KEYS``)."""
+        return {
+            "runs": self.runs,
+            "warmup": self.warmup,
+            "order": self.order,
+            "metrics": list(self.metrics),
+            "ignore_kernel_list": None if self.ignore_kernel_list is None else list(self.ignore_kernel_list),
+            "combine_kernel_metrics": self.combine_kernel_metrics,
+            "cache_control": self.cache_control,
+            "clock_control": self.clock_control,
+            "replay_mode": self.replay_mode,
+            "thermal_mode": self.thermal_mode,
+            "target_rsd": self.target_rsd,
+            "target_ci": self.target_ci,
+            "max_runs": self.max_runs,
+            "time_budget": self.time_budget,
+            "verbosity": int(self.verbosity),
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# validation of the decorator's options
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(float(v))
+
+
+def _choice(name: str, value: Any) -> str:
+    allowed = _CHOICES[name]
+    if not isinstance(value, str) or value not in allowed:
+        raise ConfigError(
+            f"{name} must be one of {', '.join(repr(a) for a in allowed)}; got {value!r}"
+        )
+    return value
+
+
+def _positive_int(name: str, value: Any, minimum: int) -> int:
+    if not _is_int(value) or value < minimum:
+        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _optional_positive(name: str, value: Any, unit: str) -> float | None:
+    if value is None:
+        return None
+    if not _is_number(value) or value <= 0:
+        raise ConfigError(f"{name} must be a positive number ({unit}) or None, got {value!r}")
+    return float(value)
+
+
+def _string_list(name: str, value: Any) -> tuple[str, ...]:
+    """A list of names; a bare string means one name."""
+    if isinstance(value, str):
+        items = [value]
+    elif isinstance(value, Iterable):
+        items = list(value)
+    else:
+        raise ConfigError(f"{name} must be a string or a list of strings, got {value!r}")
+    out = []
+    for item in items:
+        if not isinstance(item, str) or not item.strip():
+            raise ConfigError(f"{name} must hold non-empty strings, got {item!r} in {value!r}")
+        out.append(item.strip())
+    return tuple(out)
+
+
+def _check_combine(value: Any) -> Callable | str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value not in REDUCERS:
+            raise ConfigError(
+                f"combine_kernel_metrics={value!r} is not a reducer; use one of "
+                f"{', '.join(repr(r) for r in REDUCERS)} or a callable of 2 arguments"
+            )
+        return value
+    if not callable(value):
+        raise ConfigError(
+            f"combine_kernel_metrics must be a reducer name or a callable of 2 arguments, got {value!r}"
+        )
+    try:
+        sig = inspect.signature(value)
+    except (TypeError, ValueError):  # some builtins have no signature: accept them
+        return value
+    try:
+        sig.bind(0.0, 0.0)
+    except TypeError:
+        raise ConfigError(
+            f"combine_kernel_metrics={_callable_name(value)} must accept 2 positional arguments "
+            f"(it is applied as f(a, b) with functools.reduce); its signature is {sig}"
+        ) from None
+    return value
+
+
+def _callable_name(f: Any) -> str:
+    return getattr(f, "__name__", None) or repr(f)
+
+
+def _validate(opts: dict[str, Any]) -> Settings:
+    """Checks every option; raises ConfigError / NotAvailableYetError with one clear message."""
+    runs = _positive_int("runs", opts["runs"], 1)
+    warmup = _positive_int("warmup", opts["warmup"], 0)
+
+    verbosity = opts["verbosity"]
+    try:
+        if isinstance(verbosity, bool):
+            raise ValueError
+        verbosity = VerbosityLevel(verbosity)
+    except (ValueError, TypeError):
+        raise ConfigError(
+            f"verbosity must be a kprof.VerbosityLevel (SILENT=0, INFO=3, DEBUG=4), got {verbosity!r}"
+        ) from None
+
+    derive = opts["derive_metric"]
+    if derive is not None and not callable(derive):
+        raise ConfigError(f"derive_metric must be callable, got {type(derive).__name__} {derive!r}")
+
+    norm = opts["normalize_against"]
+    if norm is not None and (not isinstance(norm, str) or not norm):
+        raise ConfigError(f"normalize_against must be an annotation name (a non-empty string), got {norm!r}")
+
+    metrics = _string_list("metrics", opts["metrics"])
+    if not metrics:
+        raise ConfigError("metrics is empty; give at least one metric name (the default is gpu__time_duration.sum)")
+    dup = [m for m in set(metrics) if metrics.count(m) > 1]
+    if dup:
+        raise ConfigError(f"metrics lists {dup[0]!r} twice")
+
+    ignore = opts["ignore_kernel_list"]
+    ignore = None if ignore is None else _string_list("ignore_kernel_list", ignore)
+
+    clock = _choice("clock_control", opts["clock_control"])
+    cache = _choice("cache_control", opts["cache_control"])
+    replay = _choice("replay_mode", opts["replay_mode"])
+    thermal = _choice("thermal_mode", opts["thermal_mode"])
+    order = _choice("order", opts["order"])
+    backend = _choice("backend", opts["backend"])
+
+    wait, cont = opts["thermal_wait"], opts["thermal_cont"]
+    for name in ("thermal_wait", "thermal_cont", "thermal_timeout"):
+        v = opts[name]
+        if v is not None and (not _is_number(v) or (name == "thermal_timeout" and v <= 0)):
+            what = "a positive number of seconds" if name == "thermal_timeout" else "a number of degrees C"
+            raise ConfigError(f"{name} must be {what} or None, got {v!r}")
+    if wait is not None and cont is not None and cont <= wait:
+        raise ConfigError(
+            f"thermal_cont ({cont}) must be greater than thermal_wait ({wait}): profiling pauses at "
+            "thermal_wait degrees of headroom and resumes at thermal_cont"
+        )
+    device = opts["thermal_device"]
+    if device is not None and (not _is_int(device) or device < 0):
+        raise ConfigError(f"thermal_device must be a CUDA device ordinal (int >= 0) or None, got {device!r}")
+
+    combine = _check_combine(opts["combine_kernel_metrics"])
+
+    prefix = opts["output_prefix"]
+    if prefix is not None:
+        if not isinstance(prefix, (str, os.PathLike)):
+            raise ConfigError(f"output_prefix must be a path prefix (str) or None, got {prefix!r}")
+        prefix = os.fspath(prefix)
+    output_csv = opts["output_csv"]
+    if not isinstance(output_csv, bool):
+        raise ConfigError(f"output_csv must be True or False, got {output_csv!r}")
+
+    target_rsd = _optional_positive("target_rsd", opts["target_rsd"], "percent")
+    target_ci = _optional_positive("target_ci", opts["target_ci"], "percent of the mean")
+    max_runs = opts["max_runs"]
+    if max_runs is not None:
+        max_runs = _positive_int("max_runs", max_runs, 1)
+        if max_runs < runs:
+            raise ConfigError(f"max_runs ({max_runs}) is smaller than runs ({runs}); runs is the minimum")
+    time_budget = _optional_positive("time_budget", opts["time_budget"], "seconds")
+    if target_rsd is None and target_ci is None:
+        for name, v in (("max_runs", max_runs), ("time_budget", time_budget)):
+            if v is not None:
+                raise ConfigError(
+                    f"{name}={v!r} only bounds adaptive runs; set target_rsd or target_ci as well "
+                    "(without a target every config runs exactly `runs` times)"
+                )
+
+    collectors = opts["info_collectors"]
+
+    configs = opts["configs"]
+    if configs is not None:
+        if isinstance(configs, (str, bytes)) or not isinstance(configs, Iterable):
+            raise ConfigError(f"configs must be an iterable of configs (a list, a generator, ...), got {configs!r}")
+        configs = list(configs)  # a generator is materialised once, so every call sees the same configs
+        if not configs:
+            raise ConfigError("configs is empty; give at least one config")
+
+    # Valid values whose feature lands later: raise rather than silently ignore.
+    if metrics != (DEFAULT_METRIC,):
+        others = [m for m in metrics if m != DEFAULT_METRIC]
+        raise not_available(f"metrics={list(metrics)!r} (only {DEFAULT_METRIC!r} is measured now; {others!r} need counters)", _HW_COUNTERS)
+    if backend == "ncu":
+        raise not_available("backend='ncu'", _NCU)
+    if clock == "base":
+        raise not_available("clock_control='base' (locking clocks)", _NCU)
+    if replay == "range":
+        raise not_available("replay_mode='range'", _NCU)
+    if thermal == "manual":
+        raise not_available("thermal_mode='manual'", _THERMAL)
+    for name in ("thermal_wait", "thermal_cont", "thermal_timeout", "thermal_device"):
+        if opts[name] is not None:
+            raise not_available(f"{name}={opts[name]!r}", _THERMAL)
+    if collectors is not None and (not isinstance(collectors, Iterable) or list(collectors)):
+        raise not_available("info_collectors", "the info-collector issue")
+
+    return Settings(
+        configs=configs,
+        runs=runs,
+        derive_metric=derive,
+        normalize_against=norm,
+        verbosity=verbosity,
+        metrics=metrics,
+        ignore_kernel_list=ignore,
+        clock_control=clock,
+        cache_control=cache,
+        replay_mode=replay,
+        thermal_mode=thermal,
+        combine_kernel_metrics=combine,
+        output_prefix=prefix,
+        output_csv=output_csv,
+        warmup=warmup,
+        order=order,
+        target_rsd=target_rsd,
+        target_ci=target_ci,
+        max_runs=max_runs,
+        time_budget=time_budget,
+        backend=backend,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# configs
+
+
+@dataclass(frozen=True)
+class Signature:
+    """The parameters of a decorated function that configs fill, in order."""
+
+    func_name: str
+    names: tuple[str, ...]
+    n_positional: int  # the first n_positional are passed positionally, the rest by keyword
+    required: int  # a config needs at least this many values (the rest have defaults)
+    defaults: tuple[Any, ...]  # default of each parameter (inspect.Parameter.empty when none)
+    sig: inspect.Signature
+
+    @classmethod
+    def of(cls, func: Callable) -> "Signature":
+        sig = inspect.signature(func)
+        P = inspect.Parameter
+        positional = [p for p in sig.parameters.values() if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)]
+        kwonly = [p for p in sig.parameters.values() if p.kind is P.KEYWORD_ONLY]
+        params = positional + kwonly
+        required = 0
+        for i, p in enumerate(params):
+            if p.default is P.empty:
+                required = i + 1
+        return cls(
+            func_name=getattr(func, "__name__", "function"),
+            names=tuple(p.name for p in params),
+            n_positional=len(positional),
+            required=required,
+            defaults=tuple(p.default for p in params),
+            sig=sig,
+        )
+
+    def describe(self) -> str:
+        return f"{self.func_name}({', '.join(self.names)})"
+
+    def arity(self) -> str:
+        lo, hi = self.required, len(self.names)
+        if lo == hi:
+            return f"{hi} value{'s' if hi != 1 else ''}"
+        return f"{lo} to {hi} values"
+
+    def complete(self, index: int, config: Any) -> tuple[Any, ...]:
+        """One config as the full tuple of parameter values (trailing defaults padded)."""
+        if isinstance(config, (str, bytes)) or not isinstance(config, collections.abc.Sequence):
+            values: tuple = (config,)
+            scalar = True
+        else:
+            values = tuple(config)
+            scalar = False
+        n = len(values)
+        if not (self.required <= n <= len(self.names)):
+            shown = f"the single value {config!r}" if scalar else f"{config!r} ({n} value{'s' if n != 1 else ''})"
+            raise ConfigError(
+                f"config {index} is {shown}, but {self.describe()} takes {self.arity()}: "
+                f"({', '.join(self.names)})"
+                + (
+                    f"; parameters without defaults: ({', '.join(self.names[: self.required])})"
+                    if 0 < self.required < len(self.names)
+                    else ""
+                )
+            )
+        return values + self.defaults[n:]
+
+    def call_args(self, values: tuple) -> tuple[tuple, dict]:
+        return values[: self.n_positional], dict(zip(self.names[self.n_positional :], values[self.n_positional :]))
+
+
+def resolve_configs(
+    sig: Signature, deco_configs: Any, call_configs: Any, args: tuple, kwargs: dict
+) -> list[tuple[Any, ...]]:
+    """nsight-python's config rules; returns full value tuples (one per config)."""
+    if kwargs or args:
+        if call_configs is not None or deco_configs is not None:
+            where = "at call time" if call_configs is not None else "to @kernel(configs=...)"
+            raise ConfigError(
+                f"{sig.func_name}() got arguments and configs {where}; either call it with the "
+                "arguments of one config, or give configs, not both"
+            )
+        if kwargs:
+            try:
+                bound = sig.sig.bind(*args, **kwargs)
+            except TypeError as e:
+                raise ConfigError(f"{sig.describe()}: {e}") from None
+            bound.apply_defaults()
+            return [tuple(bound.arguments[n] for n in sig.names)]
+        return [sig.complete(0, args)]
+
+    if deco_configs is not None and call_configs is not None:
+        raise ConfigError(
+            f"configs were given both to @kernel(configs=...) and when calling {sig.func_name}(); "
+            "give them in one place"
+        )
+    configs = call_configs if call_configs is not None else deco_configs
+    if configs is None:
+        if sig.required == 0:
+            return [sig.complete(0, ())]
+        raise ConfigError(
+            f"no configs for {sig.describe()}: pass configs=[...] to @kernel or when calling, or "
+            f"call it with the arguments of one config"
+        )
+    if isinstance(configs, (str, bytes)) or not isinstance(configs, Iterable):
+        raise ConfigError(f"configs must be an iterable of configs (a list, a generator, ...), got {configs!r}")
+    configs = list(configs)  # materialises generators
+    if not configs:
+        raise ConfigError(f"configs for {sig.func_name}() is empty; give at least one config")
+    return [sig.complete(i, c) for i, c in enumerate(configs)]
+
+
+def _check_derive_arity(derive: Callable, metrics: tuple[str, ...], sig: Signature) -> None:
+    try:
+        dsig = inspect.signature(derive)
+    except (TypeError, ValueError):
+        return
+    P = inspect.Parameter
+    ps = list(dsig.parameters.values())
+    if any(p.kind is P.VAR_POSITIONAL for p in ps):
+        return
+    positional = [p for p in ps if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in positional if p.default is P.empty]
+    n = len(metrics) + len(sig.names)
+    if not (len(required) <= n <= len(positional)):
+        raise ConfigError(
+            f"derive_metric {_callable_name(derive)}{dsig} is called with {n} arguments "
+            f"(the metric values {list(metrics)} then the parameters {list(sig.names)}), "
+            f"but it takes {len(positional)}"
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# output files
+
+
+_RUN_IDS: dict[str, int] = {}
+_RUN_IDS_LOCK = threading.Lock()
+_thermal_note_shown = False
+
+
+def file_tag(func: Callable) -> str:
+    """The function's ``module.qualname``, made safe for file names."""
+    tag = f"{getattr(func, '__module__', None) or 'unknown'}.{getattr(func, '__qualname__', None) or getattr(func, '__name__', 'function')}"
+    tag = re.sub(r"[^A-Za-z0-9_.-]+", "_", tag).strip("._") or "function"
+    return tag
+
+
+def _next_run_id(tag: str) -> int:
+    with _RUN_IDS_LOCK:
+        return _RUN_IDS.get(tag, 0)
+
+
+def _commit_run_id(tag: str, run_id: int) -> None:
+    with _RUN_IDS_LOCK:
+        _RUN_IDS[tag] = max(_RUN_IDS.get(tag, 0), run_id + 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# the decorator
+
+
+def kernel(
+    _func: Callable | None = None,
+    *,
+    configs: Iterable | None = None,
+    runs: int = 1,
+    derive_metric: Callable | None = None,
+    normalize_against: str | None = None,
+    verbosity: VerbosityLevel = VerbosityLevel.INFO,
+    metrics: Iterable[str] | str = (DEFAULT_METRIC,),
+    ignore_kernel_list: Iterable[str] | None = None,
+    clock_control: str = "none",
+    cache_control: str = "all",
+    replay_mode: str = "kernel",
+    thermal_mode: str = "auto",
+    thermal_wait: float | None = None,
+    thermal_cont: float | None = None,
+    thermal_timeout: float | None = None,
+    thermal_device: int | None = None,
+    combine_kernel_metrics: Callable | str | None = None,
+    output_prefix: str | None = None,
+    output_csv: bool = False,
+    info_collectors: Iterable | None = None,
+    warmup: int = 1,
+    order: str = "interleaved",
+    target_rsd: float | None = None,
+    target_ci: float | None = None,
+    max_runs: int | None = None,
+    time_budget: float | None = None,
+    backend: str = "cupti",
+):
+    """Profiles the decorated function: ``@kernel``, ``@kernel()`` or ``@kernel(**options)``.
+
+    Calling the decorated function runs it for every config, ``runs`` times each (after
+    ``warmup`` unmeasured calls), measures the GPU work inside each :func:`kprof.annotate` region
+    and returns a :class:`kprof.ProfileResults`.
+
+    nsight-python 1.1's options keep their names, defaults and meaning; see
+    ``docs/python-differences.md`` for the deliberate differences. kprof's own options:
+
+    * ``warmup`` (1): unmeasured calls per config before the measured runs;
+    * ``order`` ("interleaved"): run r of every config before run r+1 ("sequential": all runs of
+      one config, then the next, as nsight-python);
+    * ``target_rsd`` / ``target_ci`` (percent): keep running a config until its relative standard
+      deviation / relative CI95 half-width falls below the target, with ``runs`` as the minimum
+      and ``max_runs`` / ``time_budget`` (seconds) as the caps;
+    * ``backend`` ("cupti"): the measurement backend.
+    """
+    opts = dict(
+        configs=configs,
+        runs=runs,
+        derive_metric=derive_metric,
+        normalize_against=normalize_against,
+        verbosity=verbosity,
+        metrics=metrics,
+        ignore_kernel_list=ignore_kernel_list,
+        clock_control=clock_control,
+        cache_control=cache_control,
+        replay_mode=replay_mode,
+        thermal_mode=thermal_mode,
+        thermal_wait=thermal_wait,
+        thermal_cont=thermal_cont,
+        thermal_timeout=thermal_timeout,
+        thermal_device=thermal_device,
+        combine_kernel_metrics=combine_kernel_metrics,
+        output_prefix=output_prefix,
+        output_csv=output_csv,
+        info_collectors=info_collectors,
+        warmup=warmup,
+        order=order,
+        target_rsd=target_rsd,
+        target_ci=target_ci,
+        max_runs=max_runs,
+        time_budget=time_budget,
+        backend=backend,
+    )
+    if _func is not None and not callable(_func):
+        raise ConfigError(
+            f"@kernel takes keyword-only options (e.g. @kernel(configs=[...])); got the positional argument {_func!r}"
+        )
+    settings = _validate(opts)
+
+    def decorate(func: Callable) -> Callable:
+        if not callable(func):
+            raise ConfigError(f"@kernel decorates a function, got {func!r}")
+        return _make_wrapper(func, settings)
+
+    return decorate if _func is None else decorate(_func)
+
+
+def _make_wrapper(func: Callable, settings: Settings) -> Callable:
+    sig = Signature.of(func)
+    tag = file_tag(func)
+    if settings.configs is not None:  # configs given at decoration are checked now
+        for i, c in enumerate(settings.configs):
+            sig.complete(i, c)
+    state = {"prefix": settings.output_prefix}
+
+    @functools.wraps(func)
+    def wrapper(*args, configs=None, **kwargs):
+        return _profile(func, sig, tag, settings, state, args, configs, kwargs)
+
+    wrapper._kprof_settings = settings  # type: ignore[attr-defined]
+    wrapper._kprof_tag = tag  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _profile(func, sig: Signature, tag: str, settings: Settings, state: dict, args, call_configs, kwargs):
+    global _thermal_note_shown
+    configs = resolve_configs(sig, settings.configs, call_configs, args, kwargs)
+    if settings.derive_metric is not None:
+        _check_derive_arity(settings.derive_metric, settings.metrics, sig)
+    backend = _backend.get_backend()
+    pairs = [list(zip(sig.names, values)) for values in configs]
+    calls = [sig.call_args(values) for values in configs]
+    returned = {"warned": False}
+
+    def call(config_index: int) -> None:
+        a, kw = calls[config_index]
+        annotation._begin_run()
+        try:
+            ret = func(*a, **kw)
+        finally:
+            annotation._end_run()
+        if ret is not None and not returned["warned"]:
+            returned["warned"] = True
+            warnings.warn(
+                f"{sig.func_name}() returned {type(ret).__name__}; kprof discards the return value of a "
+                "profiled function",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+
+    progress = ProgressReporter(sig.func_name, len(configs), settings.runs, settings.verbosity)
+    if settings.thermal_mode == "auto" and not _thermal_note_shown and settings.verbosity >= VerbosityLevel.INFO:
+        _thermal_note_shown = True
+        progress.info(
+            "kprof: note: thermal_mode='auto' has no effect yet (thermal control lands with run conditions); "
+            "runs are not paused to cool down. Pass thermal_mode='off' to silence this note."
+        )
+    try:
+        table = backend.run_benchmark(sig.func_name, call, pairs, settings.backend_options(), progress)
+    finally:
+        progress.close()
+
+    raw, config_index = _finish_raw(table, sig, pairs)
+    if settings.derive_metric is not None:
+        _append_derived(raw, config_index, configs, settings)
+    results = ProfileResults(raw, list(sig.names), normalize_against=settings.normalize_against, benchmark=sig.func_name)
+
+    run_id = _next_run_id(tag)
+    results.files = []  # type: ignore[attr-defined]
+    if settings.output_csv:
+        if state["prefix"] is None:
+            state["prefix"] = tempfile.mkdtemp(prefix="kprof_") + os.sep
+        prefix = state["prefix"]
+        raw_path = f"{prefix}profiled_data-{tag}-{run_id}.csv"
+        results._write_raw_csv(raw_path)
+        results.files.append(raw_path)
+        progress.info(f"kprof: wrote {raw_path}")
+        processed_path = f"{prefix}processed_data-{tag}-{run_id}.csv"
+        results.save(processed_path)
+        results.files.append(processed_path)
+        progress.info(f"kprof: wrote {processed_path}")
+    _commit_run_id(tag, run_id)
+    return results
+
+
+def _finish_raw(table: Any, sig: Signature, pairs: list) -> tuple[dict[str, list], list[int]]:
+    """Checks the backend's table and rebuilds the parameter columns from the user's objects."""
+    if not isinstance(table, dict):
+        raise BackendError(f"the backend returned {type(table).__name__}, expected a dict of columns")
+    needed = [*RAW_COLUMNS, "_config"]
+    missing = [c for c in needed if c not in table]
+    if missing:
+        raise BackendError(f"the backend's raw table has no column(s) {missing}")
+    n = len(table["Annotation"])
+    bad = {c: len(table[c]) for c in needed if len(table[c]) != n}
+    if bad:
+        raise BackendError(f"the backend's raw columns differ in length: Annotation has {n} rows, {bad}")
+    idx = []
+    for i in table["_config"]:
+        if not _is_int(i) or not 0 <= i < len(pairs):
+            raise BackendError(f"the backend's raw table has _config {i!r}, not an index into {len(pairs)} configs")
+        idx.append(int(i))
+    raw: dict[str, list] = {c: list(table[c]) for c in RAW_COLUMNS[:9]}
+    for j, name in enumerate(sig.names):
+        raw[name] = [pairs[i][j][1] for i in idx]
+    raw["Benchmark"] = list(table["Benchmark"])
+    raw["Run"] = [int(r) for r in table["Run"]]
+    return raw, idx
+
+
+def _append_derived(raw: dict[str, list], config_index: list[int], configs: list[tuple], settings: Settings) -> None:
+    """Adds derive_metric's rows (nsight-python: called as f(*metric values, *config values))."""
+    derive = settings.derive_metric
+    default_name = getattr(derive, "__name__", "derived")
+    groups: dict[tuple, dict] = {}
+    for i in range(len(raw["Annotation"])):
+        key = (raw["Annotation"][i], config_index[i], raw["Run"][i])
+        g = groups.setdefault(key, {"row": i, "values": {}})
+        g["values"][raw["Metric"][i]] = raw["Value"][i]
+    warned_unit = False
+    new_rows: list[tuple[int, str, float, Any]] = []
+    for (annotation_name, ci, run), g in groups.items():
+        values = [_as_float(g["values"].get(m)) for m in settings.metrics]
+        try:
+            out = derive(*values, *configs[ci])
+        except Exception as e:
+            e.add_note(
+                f"raised by derive_metric {_callable_name(derive)} for annotation {annotation_name!r}, "
+                f"config {configs[ci]!r}, run {run}"
+            )
+            raise
+        items = out.items() if isinstance(out, dict) else [(default_name, out)]
+        for name, result in items:
+            if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], str):
+                value, unit = result
+            else:
+                value, unit = result, None
+                if not warned_unit:
+                    warned_unit = True
+                    warnings.warn(
+                        f"derive_metric {_callable_name(derive)} returned no unit for {name!r}; return "
+                        "(value, 'unit') to set the Unit column",
+                        RuntimeWarning,
+                        stacklevel=4,
+                    )
+            try:
+                fvalue = float(value)
+            except (TypeError, ValueError):
+                raise ConfigError(
+                    f"derive_metric {_callable_name(derive)} returned {value!r} for {name!r}; "
+                    "it must return a number, a (number, unit) tuple or a dict of those"
+                ) from None
+            new_rows.append((g["row"], str(name), fvalue, unit))
+    for row, name, value, unit in new_rows:
+        for col, values in raw.items():
+            if col == "Metric":
+                values.append(name)
+            elif col == "Value":
+                values.append(value)
+            elif col == "Unit":
+                values.append(unit)
+            else:
+                values.append(values[row])
+        config_index.append(config_index[row])
+
+
+def _as_float(v: Any) -> float:
+    try:
+        return float("nan") if v is None else float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+# ---------------------------------------------------------------------------------------------
+# the rest of nsight.analyze
+
+
+def plot(*args, **kwargs):
+    """nsight-python's ``@analyze.plot``: not available yet."""
+    raise not_available("kprof.analyze.plot", "the plots issue")
+
+
+@contextlib.contextmanager
+def ignore_failures():
+    """Swallows any ``Exception`` raised inside (for warm-up code outside annotations), as nsight-python."""
+    try:
+        yield
+    except Exception:
+        pass

@@ -1,0 +1,456 @@
+"""``ProfileResults``: what a ``@kprof.kernel`` function returns.
+
+It holds the raw table (one row per annotation x config x run x metric) and turns it into the
+processed table (one row per annotation x metric x config) through kprof's Rust core,
+``kprof._core.process_raw``, the same code the ``kprof summarize`` command uses. There is no
+second statistics engine in Python.
+
+The contract of ``_core.process_raw(raw_columns, options) -> dict[str, list]``:
+
+* ``raw_columns``: dict of equally long lists, in raw order: ``Annotation`` (str), ``Value``
+  (float, NaN for failed runs), ``Metric`` (str), ``Kernel`` (str), ``GPU`` (str), ``Host`` (str),
+  ``ComputeClock`` (float | None), ``MemoryClock`` (float | None), ``Unit`` (str | None), then one
+  column per parameter (values int | float | bool | str, already converted with
+  ``_core.param_value``; the original objects stay here), then ``Benchmark`` (str) and ``Run``
+  (int).
+* ``options``: ``{"params": [parameter names in order], "normalize_against": str | None,
+  "stable_rsd_pct": float}``.
+* returns a dict of equally long lists, one entry per processed row in first-occurrence order of
+  the raw rows, with the columns of :data:`PROCESSED_COLUMNS` (``NormalizationValue`` only when
+  normalising; ``<params>`` stands for the parameter columns, returned as the converted scalars):
+  floats or None (NaN) for the statistics, ints for the counts, ``StableMeasurement`` True / False /
+  None, ``Normalized`` False or the baseline's name. Extra columns are kept, after these.
+* raises ``ValueError`` for input it cannot process (the message is shown to the user).
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import math
+import os
+from typing import Any
+
+from . import _core
+from ._backend import RAW_COLUMNS
+from .exceptions import BackendError, ConfigError, NotAvailableYetError, ProfilerError, not_available
+
+__all__ = ["ProfileResults", "PROCESSED_COLUMNS", "FLOAT_COLUMNS", "INT_COLUMNS"]
+
+#: The processed columns, in order; ``<params>`` is replaced by the parameter columns and
+#: ``NormalizationValue`` is present only when normalising. Up to ``Geomean`` this is
+#: nsight-python 1.1's order; the rest are kprof's.
+PROCESSED_COLUMNS = (
+    "Annotation",
+    "Metric",
+    "<params>",
+    "AvgValue",
+    "StdDev",
+    "MinValue",
+    "MaxValue",
+    "NumRuns",
+    "Kernel",
+    "GPU",
+    "Host",
+    "ComputeClock",
+    "MemoryClock",
+    "Unit",
+    "CI95_Lower",
+    "CI95_Upper",
+    "RelativeStdDevPct",
+    "StableMeasurement",
+    "Normalized",
+    "NormalizationValue",
+    "Geomean",
+    "Benchmark",
+    "Median",
+    "P05",
+    "P95",
+    "TotalRuns",
+    "OutliersMild",
+    "OutliersSevere",
+)
+
+FLOAT_COLUMNS = frozenset(
+    {
+        "AvgValue",
+        "StdDev",
+        "MinValue",
+        "MaxValue",
+        "ComputeClock",
+        "MemoryClock",
+        "CI95_Lower",
+        "CI95_Upper",
+        "RelativeStdDevPct",
+        "NormalizationValue",
+        "Geomean",
+        "Median",
+        "P05",
+        "P95",
+    }
+)
+INT_COLUMNS = frozenset({"NumRuns", "TotalRuns", "OutliersMild", "OutliersSevere"})
+
+STABLE_RSD_PCT = 2.0
+
+
+def _require_pandas(what: str):
+    try:
+        import pandas as pd
+    except ImportError as e:  # pragma: no cover - pandas is a dependency
+        raise ImportError(f"{what} needs pandas: pip install pandas") from e
+    return pd
+
+
+def _param_key(value: Any) -> tuple[str, Any]:
+    kind, converted = _core.param_value(value)
+    return kind, converted
+
+
+class ProfileResults:
+    """The results of one call of a ``@kprof.kernel`` function.
+
+    * :meth:`to_dataframe`: the processed table (pandas), nsight-python's columns then kprof's;
+    * :meth:`raw`: the raw table (pandas);
+    * :meth:`to_polars`, :meth:`to_dict`: the processed table as polars / plain columns;
+    * :meth:`save`: write the processed table to a ``.csv`` file.
+    """
+
+    def __init__(
+        self,
+        raw: dict[str, list],
+        params: list[str],
+        *,
+        normalize_against: str | None = None,
+        benchmark: str | None = None,
+        stable_rsd_pct: float = STABLE_RSD_PCT,
+    ):
+        self._raw = raw
+        self._params = list(params)
+        self._normalize_against = normalize_against
+        self._stable_rsd_pct = stable_rsd_pct
+        bench = raw.get("Benchmark") or []
+        self.benchmark = benchmark if benchmark is not None else (bench[0] if bench else "")
+        self._processed: dict[str, list] | None = None
+
+    # -- public API --
+
+    @property
+    def params(self) -> list[str]:
+        """The parameter names of the profiled function, in order."""
+        return list(self._params)
+
+    def raw(self):
+        """The raw table as a pandas DataFrame: one row per annotation x config x run x metric.
+
+        Columns: Annotation, Value, Metric, Kernel, GPU, Host, ComputeClock, MemoryClock, Unit,
+        <params>, Benchmark, Run.
+        """
+        pd = _require_pandas("ProfileResults.raw()")
+        df = pd.DataFrame({name: self._column_series(pd, name, values) for name, values in self._raw.items()})
+        return df
+
+    def raw_columns(self) -> dict[str, list]:
+        """The raw table as plain columns (a copy)."""
+        return {k: list(v) for k, v in self._raw.items()}
+
+    def to_dict(self) -> dict[str, list]:
+        """The processed table as plain columns (a copy), parameter values as the user gave them."""
+        return {k: list(v) for k, v in self._process().items()}
+
+    def to_dataframe(self):
+        """The processed table as a pandas DataFrame (a new frame on each call).
+
+        Columns: nsight-python 1.1's ``Annotation, Metric, <params>, AvgValue, StdDev, MinValue,
+        MaxValue, NumRuns, Kernel, GPU, Host, ComputeClock, MemoryClock, Unit, CI95_Lower,
+        CI95_Upper, RelativeStdDevPct, StableMeasurement, Normalized, [NormalizationValue],
+        Geomean``, then kprof's ``Benchmark, Median, P05, P95, TotalRuns, OutliersMild,
+        OutliersSevere``.
+        """
+        pd = _require_pandas("ProfileResults.to_dataframe()")
+        cols = self._process()
+        return pd.DataFrame({name: self._column_series(pd, name, values) for name, values in cols.items()})
+
+    def to_polars(self):
+        """The processed table as a polars DataFrame (needs ``pip install polars``)."""
+        try:
+            import polars as pl
+        except ImportError as e:
+            raise ImportError(
+                "ProfileResults.to_polars() needs polars: pip install polars (or pip install 'kprof[polars]')"
+            ) from e
+        cols = self._process()
+        data = {}
+        for name, values in cols.items():
+            if name in FLOAT_COLUMNS:
+                data[name] = pl.Series(name, [_float_or_none(v) for v in values], dtype=pl.Float64)
+            elif name in INT_COLUMNS:
+                data[name] = pl.Series(name, [int(v) for v in values], dtype=pl.Int64)
+            elif name == "StableMeasurement":
+                data[name] = pl.Series(name, [None if v is None else bool(v) for v in values], dtype=pl.Boolean)
+            elif name == "Normalized":
+                data[name] = pl.Series(name, ["" if v is False else str(v) for v in values], dtype=pl.Utf8)
+            else:
+                try:
+                    data[name] = pl.Series(name, values)
+                except Exception:
+                    data[name] = pl.Series(name, [str(v) for v in values], dtype=pl.Utf8)
+        return pl.DataFrame(data)
+
+    def save(self, path: str | os.PathLike) -> str:
+        """Writes the processed table; returns the path written.
+
+        ``.csv``: the processed CSV (nsight-python's ``processed_data`` layout plus kprof's
+        columns). ``.json`` (kprof's JSON with raw and processed tables) is not available yet.
+        """
+        path = os.fspath(path)
+        ext = os.path.splitext(path)[1].lower()
+        if ext == ".csv":
+            _write_csv(path, self._process())
+            return path
+        if ext == ".json":
+            raise not_available("ProfileResults.save() to .json", "kprof's JSON result files from Python")
+        raise ConfigError(f"ProfileResults.save({path!r}): unknown file type {ext or '(none)'!r}; use a .csv path")
+
+    def _write_raw_csv(self, path: str) -> str:
+        _write_csv(path, self._raw)
+        return path
+
+    def __len__(self) -> int:
+        return len(self._process()["Annotation"])
+
+    def __repr__(self) -> str:
+        try:
+            cols = self._process()
+        except Exception as e:  # a repr never raises
+            n = len(self._raw.get("Annotation", []))
+            return (
+                f"<ProfileResults {self.benchmark!r}: {n} raw rows; processed table unavailable: "
+                f"{type(e).__name__}: {e}>"
+            )
+        header, rows = self._summary_rows(cols)
+        return f"ProfileResults {self.benchmark!r} ({len(rows)} rows)\n" + _text_table(header, rows)
+
+    def _repr_html_(self) -> str:
+        try:
+            cols = self._process()
+        except Exception as e:
+            return f"<pre>{html.escape(repr(self))}</pre>"
+        header, rows = self._summary_rows(cols)
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
+        )
+        return (
+            f"<div><b>ProfileResults</b> {html.escape(self.benchmark)} ({len(rows)} rows; "
+            f"<code>.to_dataframe()</code> has every column)"
+            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+        )
+
+    # -- processing --
+
+    def _process(self) -> dict[str, list]:
+        if self._processed is None:
+            self._processed = self._run_process_raw()
+        return self._processed
+
+    def _run_process_raw(self) -> dict[str, list]:
+        raw = self._raw
+        n = len(raw.get("Annotation", []))
+        if self._normalize_against is not None and n:
+            names = list(dict.fromkeys(raw["Annotation"]))
+            if self._normalize_against not in names:
+                raise ConfigError(
+                    f"normalize_against={self._normalize_against!r} names no annotation of this run; "
+                    f"the annotations are {names}"
+                )
+        # Parameter values as the core stores them, remembering the original objects.
+        originals: dict[str, dict[tuple[str, Any], Any]] = {}
+        columns: dict[str, list] = {}
+        for name in RAW_COLUMNS[:9]:
+            columns[name] = list(raw[name])
+        columns["Value"] = [_float_or_nan(v) for v in columns["Value"]]
+        for p in self._params:
+            back: dict[tuple[str, Any], Any] = {}
+            converted = []
+            for v in raw[p]:
+                key = _param_key(v)
+                back.setdefault(key, v)
+                converted.append(key[1])
+            originals[p] = back
+            columns[p] = converted
+        columns["Benchmark"] = list(raw["Benchmark"])
+        columns["Run"] = [int(r) for r in raw["Run"]]
+        options = {
+            "params": list(self._params),
+            "normalize_against": self._normalize_against,
+            "stable_rsd_pct": float(self._stable_rsd_pct),
+        }
+        try:
+            out = _core.process_raw(columns, options)
+        except NotImplementedError as e:
+            raise NotAvailableYetError(
+                "the processed table from Python (kprof._core.process_raw) is not available yet in this "
+                "version of kprof; it lands with the statistics bindings. ProfileResults.raw() works"
+            ) from e
+        except ValueError as e:
+            raise ProfilerError(f"cannot process the results of {self.benchmark!r}: {e}") from e
+        return self._check_processed(out, originals)
+
+    def _check_processed(self, out: dict, originals: dict) -> dict[str, list]:
+        if not isinstance(out, dict):
+            raise BackendError(f"_core.process_raw returned {type(out).__name__}, expected a dict of columns")
+        expected = self._expected_columns(out)
+        missing = [c for c in expected if c not in out]
+        if missing:
+            raise BackendError(f"_core.process_raw returned no column(s) {missing}")
+        lengths = {len(v) for v in out.values()}
+        if len(lengths) > 1:
+            raise BackendError(
+                f"_core.process_raw returned columns of different lengths: "
+                f"{ {k: len(v) for k, v in out.items()} }"
+            )
+        ordered: dict[str, list] = {}
+        for name in expected + [c for c in out if c not in expected]:
+            values = list(out[name])
+            if name in originals:
+                back = originals[name]
+                values = [back.get(_param_key(v), v) for v in values]
+            ordered[name] = values
+        return ordered
+
+    def _expected_columns(self, out: dict) -> list[str]:
+        cols: list[str] = []
+        for c in PROCESSED_COLUMNS:
+            if c == "<params>":
+                cols.extend(self._params)
+            elif c == "NormalizationValue":
+                if self._normalize_against is not None or "NormalizationValue" in out:
+                    cols.append(c)
+            else:
+                cols.append(c)
+        return cols
+
+    # -- helpers --
+
+    def _column_series(self, pd, name: str, values: list):
+        if name in FLOAT_COLUMNS or name == "Value":
+            return pd.Series([_float_or_nan(v) for v in values], dtype="float64")
+        if name in INT_COLUMNS or name == "Run":
+            return pd.Series([int(v) for v in values], dtype="int64")
+        if name == "StableMeasurement":
+            return pd.Series([pd.NA if v is None else bool(v) for v in values], dtype="boolean")
+        if name == "Normalized":
+            return pd.Series(values, dtype="object")
+        try:
+            return pd.Series(values)
+        except Exception:
+            return pd.Series(values, dtype="object")
+
+    def _summary_rows(self, cols: dict[str, list]) -> tuple[list[str], list[list[str]]]:
+        header = ["Annotation", "Metric", *self._params, "AvgValue", "CI95", "RSD%", "NumRuns", "Unit", "Stable"]
+        if self._normalize_against is not None:
+            header.insert(header.index("Unit") + 1, "Normalized")
+        rows = []
+        for i in range(len(cols["Annotation"])):
+            lo, hi = cols["CI95_Lower"][i], cols["CI95_Upper"][i]
+            ci = "" if _missing(lo) or _missing(hi) else f"[{_fmt(lo)}, {_fmt(hi)}]"
+            stable = cols["StableMeasurement"][i]
+            row = [
+                str(cols["Annotation"][i]),
+                str(cols["Metric"][i]),
+                *[str(cols[p][i]) for p in self._params],
+                _fmt(cols["AvgValue"][i]),
+                ci,
+                _fmt(cols["RelativeStdDevPct"][i], digits=2),
+                str(cols["NumRuns"][i]),
+                "" if _missing(cols["Unit"][i]) else str(cols["Unit"][i]),
+                "<NA>" if stable is None else str(bool(stable)),
+            ]
+            if self._normalize_against is not None:
+                row.insert(header.index("Normalized"), str(cols["Normalized"][i]))
+            rows.append(row)
+        return header, rows
+
+
+def _missing(v: Any) -> bool:
+    if v is None:
+        return True
+    try:
+        return isinstance(v, float) and math.isnan(v)
+    except Exception:
+        return False
+
+
+def _float_or_nan(v: Any) -> float:
+    if v is None:
+        return float("nan")
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _float_or_none(v: Any) -> float | None:
+    f = _float_or_nan(v)
+    return None if math.isnan(f) else f
+
+
+def _fmt(v: Any, digits: int = 4) -> str:
+    """Readable number: thousands separators for large values, ``digits`` significant otherwise."""
+    if _missing(v):
+        return "NaN"
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    if math.isinf(x):
+        return str(x)
+    if abs(x) >= 10 ** digits:
+        return f"{x:,.0f}"
+    if abs(x) >= 1:
+        return f"{x:.{digits}g}" if abs(x) < 10 ** (digits - 1) else f"{x:,.1f}"
+    return f"{x:.{digits}g}"
+
+
+def _text_table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [len(h) for h in header]
+    for row in rows:
+        widths = [max(w, len(c)) for w, c in zip(widths, row)]
+    numeric = {"AvgValue", "RSD%", "NumRuns"}
+
+    def line(cells):
+        return "  ".join(
+            c.rjust(w) if h in numeric else c.ljust(w) for c, w, h in zip(cells, widths, header)
+        ).rstrip()
+
+    out = [line(header), line(["-" * w for w in widths])]
+    out.extend(line(r) for r in rows)
+    return "\n".join(out)
+
+
+def _csv_cell(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "True" if v else "False"
+    if isinstance(v, float):
+        return "" if math.isnan(v) else repr(v)
+    if isinstance(v, int):
+        return str(v)
+    if v.__class__.__name__ == "NAType":
+        return ""
+    return str(v)
+
+
+def _write_csv(path: str, columns: dict[str, list]) -> None:
+    directory = os.path.dirname(path)
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+    names = list(columns)
+    n = len(columns[names[0]]) if names else 0
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(names)
+        for i in range(n):
+            w.writerow([_csv_cell(columns[c][i]) for c in names])
