@@ -143,7 +143,9 @@ impl Driver {
             path: lib.path,
             version: 0,
         };
-        d.check("cuDriverGetVersion", unsafe { (fns.cuDriverGetVersion)(&mut version) })?;
+        d.check("cuDriverGetVersion", unsafe {
+            (fns.cuDriverGetVersion)(&mut version)
+        })?;
         d.version = version;
         d.check_hint(
             "cuInit",
@@ -181,9 +183,16 @@ impl Driver {
         }
     }
 
-    fn check_hint(&self, call: &'static str, code: CuResult, hint: &str) -> Result<(), EngineError> {
+    fn check_hint(
+        &self,
+        call: &'static str,
+        code: CuResult,
+        hint: &str,
+    ) -> Result<(), EngineError> {
         self.check(call, code).map_err(|e| match e {
-            EngineError::DriverCall { call, code, name, .. } => EngineError::DriverCall {
+            EngineError::DriverCall {
+                call, code, name, ..
+            } => EngineError::DriverCall {
                 call,
                 code,
                 name,
@@ -196,7 +205,9 @@ impl Driver {
     /// The current context, if any.
     pub fn current_context(&self) -> Result<Option<CuContext>, EngineError> {
         let mut ctx: CuContext = std::ptr::null_mut();
-        self.check("cuCtxGetCurrent", unsafe { (self.fns.cuCtxGetCurrent)(&mut ctx) })?;
+        self.check("cuCtxGetCurrent", unsafe {
+            (self.fns.cuCtxGetCurrent)(&mut ctx)
+        })?;
         Ok((!ctx.is_null()).then_some(ctx))
     }
 
@@ -207,26 +218,34 @@ impl Driver {
             return Ok(ctx);
         }
         let mut dev: CuDevice = 0;
-        self.check("cuDeviceGet", unsafe { (self.fns.cuDeviceGet)(&mut dev, 0) })?;
+        self.check("cuDeviceGet", unsafe {
+            (self.fns.cuDeviceGet)(&mut dev, 0)
+        })?;
         let mut ctx: CuContext = std::ptr::null_mut();
         self.check("cuDevicePrimaryCtxRetain", unsafe {
             (self.fns.cuDevicePrimaryCtxRetain)(&mut ctx, dev)
         })?;
-        self.check("cuCtxSetCurrent", unsafe { (self.fns.cuCtxSetCurrent)(ctx) })?;
+        self.check("cuCtxSetCurrent", unsafe {
+            (self.fns.cuCtxSetCurrent)(ctx)
+        })?;
         Ok(ctx)
     }
 
     /// The device ordinal of the current context.
     pub fn current_device(&self) -> Result<i32, EngineError> {
         let mut dev: CuDevice = 0;
-        self.check("cuCtxGetDevice", unsafe { (self.fns.cuCtxGetDevice)(&mut dev) })?;
+        self.check("cuCtxGetDevice", unsafe {
+            (self.fns.cuCtxGetDevice)(&mut dev)
+        })?;
         Ok(dev)
     }
 
     /// Number of visible devices.
     pub fn device_count(&self) -> Result<i32, EngineError> {
         let mut n = 0;
-        self.check("cuDeviceGetCount", unsafe { (self.fns.cuDeviceGetCount)(&mut n) })?;
+        self.check("cuDeviceGetCount", unsafe {
+            (self.fns.cuDeviceGetCount)(&mut n)
+        })?;
         Ok(n)
     }
 
@@ -238,7 +257,9 @@ impl Driver {
     /// Allocates device memory in the current context.
     pub fn alloc(&self, bytes: usize) -> Result<DeviceBuffer, EngineError> {
         let mut ptr: CuDevicePtr = 0;
-        self.check("cuMemAlloc_v2", unsafe { (self.fns.cuMemAlloc)(&mut ptr, bytes) })?;
+        self.check("cuMemAlloc_v2", unsafe {
+            (self.fns.cuMemAlloc)(&mut ptr, bytes)
+        })?;
         Ok(DeviceBuffer { ptr, bytes })
     }
 
@@ -274,7 +295,9 @@ impl Driver {
             Ok(v)
         };
         let mut uuid = [0u8; 16];
-        self.check("cuDeviceGetUuid", unsafe { (f.cuDeviceGetUuid)(&mut uuid, dev) })?;
+        self.check("cuDeviceGetUuid", unsafe {
+            (f.cuDeviceGetUuid)(&mut uuid, dev)
+        })?;
         Ok(DeviceProps {
             ordinal,
             name,

@@ -33,7 +33,10 @@ pub enum EngineError {
     },
 
     /// A CUDA driver API call returned an error.
-    #[error("CUDA driver call {call} failed with {name} ({code}){}", hint_suffix(hint))]
+    #[error(
+        "CUDA driver call {call} failed with {name} ({code}){}",
+        hint_suffix(hint)
+    )]
     DriverCall {
         call: &'static str,
         code: i32,
@@ -43,7 +46,10 @@ pub enum EngineError {
     },
 
     /// A CUPTI call returned an error.
-    #[error("CUPTI call {call} failed with code {code}: {message}{}", hint_suffix(hint))]
+    #[error(
+        "CUPTI call {call} failed with code {code}: {message}{}",
+        hint_suffix(hint)
+    )]
     CuptiCall {
         call: &'static str,
         code: u32,

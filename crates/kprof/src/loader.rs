@@ -136,7 +136,10 @@ impl SearchEnv {
     }
 
     fn var(&self, key: &str) -> Option<&str> {
-        self.vars.get(key).map(|s| s.as_str()).filter(|s| !s.is_empty())
+        self.vars
+            .get(key)
+            .map(|s| s.as_str())
+            .filter(|s| !s.is_empty())
     }
 
     fn rooted(&self, abs: &str) -> PathBuf {
@@ -209,7 +212,8 @@ fn push_dir(plan: &mut SearchPlan, dir: &Path, kind: LibKind, source: Source) {
         } else {
             "no such directory".to_string()
         };
-        plan.tried.push(PathBuf::from(format!("{} -- {why}", dir.display())));
+        plan.tried
+            .push(PathBuf::from(format!("{} -- {why}", dir.display())));
     }
     for f in files {
         plan.candidates.push((Candidate::Path(f), source));
@@ -279,14 +283,16 @@ pub fn search(kind: LibKind, env: &SearchEnv) -> SearchPlan {
         // 2. already mapped into this process.
         if let Some(maps) = &env.proc_maps {
             for p in mapped_libraries(maps, kind.file_prefix()) {
-                plan.candidates.push((Candidate::Path(p), Source::ProcessMaps));
+                plan.candidates
+                    .push((Candidate::Path(p), Source::ProcessMaps));
             }
             if !plan.candidates.is_empty() {
                 // Never load a second copy next to one already mapped.
                 return plan;
             }
-            plan.tried
-                .push(PathBuf::from("/proc/self/maps -- no libcupti mapped in this process"));
+            plan.tried.push(PathBuf::from(
+                "/proc/self/maps -- no libcupti mapped in this process",
+            ));
         }
 
         // 3. toolkit locations.
@@ -337,7 +343,12 @@ pub fn search(kind: LibKind, env: &SearchEnv) -> SearchPlan {
                 continue;
             }
             seen_sites.push(site.clone());
-            push_dir(&mut plan, &site.join("nvidia/cu13/lib"), kind, Source::SitePackages);
+            push_dir(
+                &mut plan,
+                &site.join("nvidia/cu13/lib"),
+                kind,
+                Source::SitePackages,
+            );
             push_dir(
                 &mut plan,
                 &site.join("nvidia/cuda_cupti/lib"),
@@ -371,12 +382,13 @@ impl LoadedLib {
     /// # Safety
     /// `T` must be the exact `unsafe extern "C" fn` type of the symbol.
     pub unsafe fn sym<T: Copy>(&self, name: &str) -> Result<T, EngineError> {
-        self.opt_sym(name).ok_or_else(|| EngineError::SymbolMissing {
-            library: self.kind.name().to_string(),
-            symbol: name.to_string(),
-            path: self.path.to_path_buf(),
-            hint: self.kind.hint(),
-        })
+        self.opt_sym(name)
+            .ok_or_else(|| EngineError::SymbolMissing {
+                library: self.kind.name().to_string(),
+                symbol: name.to_string(),
+                path: self.path.to_path_buf(),
+                hint: self.kind.hint(),
+            })
     }
 
     /// Resolves an optional symbol.
@@ -396,11 +408,12 @@ pub fn open_plan(kind: LibKind, plan: &SearchPlan) -> Result<LoadedLib, EngineEr
     let mut tried = plan.tried.clone();
     for (cand, source) in &plan.candidates {
         let (label, res) = match cand {
-            Candidate::Path(p) => (p.display().to_string(), unsafe { libloading::Library::new(p) }),
-            Candidate::BareName(n) => (
-                format!("{n} (loader default search)"),
-                unsafe { libloading::Library::new(n) },
-            ),
+            Candidate::Path(p) => (p.display().to_string(), unsafe {
+                libloading::Library::new(p)
+            }),
+            Candidate::BareName(n) => (format!("{n} (loader default search)"), unsafe {
+                libloading::Library::new(n)
+            }),
         };
         match res {
             Ok(lib) => {
@@ -440,7 +453,9 @@ fn resolve_path(lib: &libloading::Library, kind: LibKind) -> Option<PathBuf> {
         if libc::dladdr(addr as *const c_void, &mut info) == 0 || info.dli_fname.is_null() {
             return None;
         }
-        let name = CStr::from_ptr(info.dli_fname).to_string_lossy().into_owned();
+        let name = CStr::from_ptr(info.dli_fname)
+            .to_string_lossy()
+            .into_owned();
         let p = PathBuf::from(name);
         Some(std::fs::canonicalize(&p).unwrap_or(p))
     }
@@ -547,5 +562,303 @@ fn nvml_driver_release(lib: &LoadedLib) -> Option<String> {
             return None;
         }
         Some(CStr::from_ptr(buf.as_ptr()).to_string_lossy().into_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn touch(p: &Path) {
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, b"not really a library").unwrap();
+    }
+
+    fn env_in(root: &Path) -> SearchEnv {
+        SearchEnv {
+            vars: HashMap::new(),
+            proc_maps: Some(String::new()),
+            site_packages: Vec::new(),
+            root: root.to_path_buf(),
+        }
+    }
+
+    fn paths(plan: &SearchPlan) -> Vec<(PathBuf, Source)> {
+        plan.candidates
+            .iter()
+            .filter_map(|(c, s)| match c {
+                Candidate::Path(p) => Some((p.clone(), *s)),
+                Candidate::BareName(_) => None,
+            })
+            .collect()
+    }
+
+    fn bare(plan: &SearchPlan) -> Vec<String> {
+        plan.candidates
+            .iter()
+            .filter_map(|(c, _)| match c {
+                Candidate::BareName(n) => Some(n.clone()),
+                Candidate::Path(_) => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn env_var_file_is_exclusive() {
+        let t = tempfile::tempdir().unwrap();
+        let f = t.path().join("custom/libcupti.so.13");
+        touch(&f);
+        touch(
+            &t.path()
+                .join("usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13"),
+        );
+        let mut env = env_in(t.path());
+        env.vars
+            .insert(ENV_CUPTI_PATH.into(), f.display().to_string());
+        env.proc_maps = Some(format!(
+            "7f00-7f01 r-xp 00000000 08:01 42 {}/other/libcupti.so.12\n",
+            t.path().display()
+        ));
+        let plan = search(LibKind::Cupti, &env);
+        assert_eq!(paths(&plan), vec![(f, Source::EnvVar)]);
+        assert!(bare(&plan).is_empty(), "explicit path must not fall back");
+    }
+
+    #[test]
+    fn env_var_directory_prefers_versioned_names() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path().join("cupti");
+        touch(&d.join("libcupti.so"));
+        touch(&d.join("libcupti.so.2025.3.1"));
+        touch(&d.join("libcupti.so.13"));
+        touch(&d.join("libnvperf_host.so"));
+        let mut env = env_in(t.path());
+        env.vars
+            .insert(ENV_CUPTI_PATH.into(), d.display().to_string());
+        let plan = search(LibKind::Cupti, &env);
+        let got: Vec<PathBuf> = paths(&plan).into_iter().map(|p| p.0).collect();
+        assert_eq!(
+            got,
+            vec![
+                d.join("libcupti.so.13"),
+                d.join("libcupti.so"),
+                d.join("libcupti.so.2025.3.1")
+            ]
+        );
+        assert_eq!(
+            nvperf_host_beside(&got[0]),
+            Some(d.join("libnvperf_host.so"))
+        );
+    }
+
+    #[test]
+    fn env_var_pointing_nowhere_is_reported() {
+        let t = tempfile::tempdir().unwrap();
+        let mut env = env_in(t.path());
+        let missing = t.path().join("nope");
+        env.vars
+            .insert(ENV_CUPTI_PATH.into(), missing.display().to_string());
+        let plan = search(LibKind::Cupti, &env);
+        assert!(plan.candidates.is_empty());
+        let err = open_plan(LibKind::Cupti, &plan).unwrap_err().to_string();
+        assert!(err.contains("nope"), "{err}");
+        assert!(err.contains(ENV_CUPTI_PATH), "{err}");
+
+        // An empty directory: the directory is listed as tried.
+        let empty = t.path().join("empty");
+        fs::create_dir_all(&empty).unwrap();
+        env.vars
+            .insert(ENV_CUPTI_PATH.into(), empty.display().to_string());
+        let plan = search(LibKind::Cupti, &env);
+        let err = open_plan(LibKind::Cupti, &plan).unwrap_err().to_string();
+        assert!(err.contains("empty -- no libcupti.so* there"), "{err}");
+    }
+
+    #[test]
+    fn mapped_copy_wins_over_toolkit() {
+        let t = tempfile::tempdir().unwrap();
+        touch(
+            &t.path()
+                .join("usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13"),
+        );
+        let mapped = t.path().join("site/nvidia/cu13/lib/libcupti.so.13");
+        touch(&mapped);
+        let mut env = env_in(t.path());
+        env.proc_maps = Some(format!(
+            "55d0-55d1 r--p 00000000 08:01 1 /usr/bin/python3.12\n\
+             7f00-7f01 r--p 00000000 08:01 42 {m}\n\
+             7f01-7f02 r-xp 00001000 08:01 42 {m}\n\
+             7f03-7f04 rw-p 00000000 00:00 0 \n\
+             7ffd-7ffe rw-p 00000000 00:00 0 [stack]\n",
+            m = mapped.display()
+        ));
+        let plan = search(LibKind::Cupti, &env);
+        assert_eq!(paths(&plan), vec![(mapped, Source::ProcessMaps)]);
+        assert!(bare(&plan).is_empty(), "never load a second copy");
+    }
+
+    #[test]
+    fn maps_parser_handles_spaces_and_deleted() {
+        let maps = "7f00-7f01 r-xp 00000000 08:01 42 /opt/my dir/libcupti.so.12 (deleted)\n\
+                    7f00-7f01 r-xp 00000000 08:01 42 /usr/lib/libcuda.so.1\n\
+                    garbage\n";
+        assert_eq!(
+            mapped_libraries(maps, "libcupti.so"),
+            vec![PathBuf::from("/opt/my dir/libcupti.so.12")]
+        );
+        assert_eq!(
+            mapped_libraries(maps, "libcuda.so"),
+            vec![PathBuf::from("/usr/lib/libcuda.so.1")]
+        );
+    }
+
+    #[test]
+    fn full_order_and_tried_list() {
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path();
+        let home = r.join("cuda-home");
+        let cpath = r.join("cuda-path");
+        touch(&home.join("targets/x86_64-linux/lib/libcupti.so.13"));
+        touch(&cpath.join("extras/CUPTI/lib64/libcupti.so.12"));
+        touch(&r.join("usr/local/cuda/targets/sbsa-linux/lib/libcupti.so.13"));
+        touch(&r.join("usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13"));
+        let site1 = r.join("venv/site-packages");
+        let site2 = r.join("other/site-packages");
+        touch(&site1.join("nvidia/cu13/lib/libcupti.so.13"));
+        touch(&site2.join("nvidia/cuda_cupti/lib/libcupti.so.12"));
+        let mut env = env_in(r);
+        env.vars
+            .insert("CUDA_HOME".into(), home.display().to_string());
+        env.vars
+            .insert("CUDA_PATH".into(), cpath.display().to_string());
+        env.vars
+            .insert(ENV_PYTHON_SITE_PACKAGES.into(), site1.display().to_string());
+        env.site_packages.push(site2.clone());
+        let plan = search(LibKind::Cupti, &env);
+        assert_eq!(
+            paths(&plan),
+            vec![
+                (
+                    home.join("targets/x86_64-linux/lib/libcupti.so.13"),
+                    Source::CudaHome
+                ),
+                (
+                    cpath.join("extras/CUPTI/lib64/libcupti.so.12"),
+                    Source::CudaPath
+                ),
+                (
+                    r.join("usr/local/cuda/targets/sbsa-linux/lib/libcupti.so.13"),
+                    Source::UsrLocalCuda
+                ),
+                (
+                    r.join("usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13"),
+                    Source::UsrLocalCuda
+                ),
+                (
+                    site1.join("nvidia/cu13/lib/libcupti.so.13"),
+                    Source::SitePackages
+                ),
+                (
+                    site2.join("nvidia/cuda_cupti/lib/libcupti.so.12"),
+                    Source::SitePackages
+                ),
+            ]
+        );
+        assert_eq!(
+            bare(&plan),
+            vec!["libcupti.so.13", "libcupti.so.12", "libcupti.so"]
+        );
+        let tried: Vec<String> = plan.tried.iter().map(|p| p.display().to_string()).collect();
+        assert!(tried[0].starts_with("/proc/self/maps"), "{tried:?}");
+        assert!(
+            tried
+                .iter()
+                .any(|t| t.contains("cuda-home/extras/CUPTI/lib64 -- no such directory")),
+            "{tried:?}"
+        );
+        assert!(
+            tried
+                .iter()
+                .any(|t| t.contains("cuda-path/targets/*/lib -- no targets directory")),
+            "{tried:?}"
+        );
+        assert!(
+            tried
+                .iter()
+                .any(|t| t.contains("venv/site-packages/nvidia/cuda_cupti/lib")),
+            "{tried:?}"
+        );
+    }
+
+    #[test]
+    fn nothing_found_lists_every_path_tried() {
+        let t = tempfile::tempdir().unwrap();
+        let mut env = env_in(t.path());
+        env.vars.insert(
+            "CUDA_HOME".into(),
+            t.path().join("no-cuda").display().to_string(),
+        );
+        let mut plan = search(LibKind::Cupti, &env);
+        // Replace the bare names by ones that cannot exist, so the test is independent of the
+        // machine's loader path.
+        for (c, _) in plan.candidates.iter_mut() {
+            if let Candidate::BareName(n) = c {
+                *n = format!("{n}.kprof-test-missing");
+            }
+        }
+        let err = open_plan(LibKind::Cupti, &plan).unwrap_err();
+        match &err {
+            EngineError::LibraryNotFound { library, tried, .. } => {
+                assert_eq!(library, "libcupti");
+                let n_dirs = plan.tried.len();
+                assert_eq!(tried.len(), n_dirs + 3, "{tried:?}");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        let msg = err.to_string();
+        assert!(msg.contains("no-cuda/extras/CUPTI/lib64"), "{msg}");
+        assert!(
+            msg.contains("libcupti.so.13.kprof-test-missing (loader default search)"),
+            "{msg}"
+        );
+        assert!(msg.contains("KPROF_CUPTI_PATH"), "{msg}");
+        assert!(msg.contains("pip install nvidia-cuda-cupti"), "{msg}");
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_library_is_skipped_with_reason() {
+        let t = tempfile::tempdir().unwrap();
+        let f = t.path().join("libcupti.so.13");
+        touch(&f);
+        let mut env = env_in(t.path());
+        env.vars
+            .insert(ENV_CUPTI_PATH.into(), f.display().to_string());
+        let err = open_plan(LibKind::Cupti, &search(LibKind::Cupti, &env))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(&format!("{} -- ", f.display())), "{err}");
+    }
+
+    #[test]
+    fn driver_and_nvml_search() {
+        let t = tempfile::tempdir().unwrap();
+        let env = env_in(t.path());
+        assert_eq!(
+            bare(&search(LibKind::Cuda, &env)),
+            vec!["libcuda.so.1", "libcuda.so"]
+        );
+        assert_eq!(
+            bare(&search(LibKind::Nvml, &env)),
+            vec!["libnvidia-ml.so.1", "libnvidia-ml.so"]
+        );
+        let mut env = env_in(t.path());
+        let d = t.path().join("drv");
+        touch(&d.join("libcuda.so.1"));
+        env.vars
+            .insert(ENV_LIBCUDA_PATH.into(), d.display().to_string());
+        let plan = search(LibKind::Cuda, &env);
+        assert_eq!(paths(&plan), vec![(d.join("libcuda.so.1"), Source::EnvVar)]);
+        assert!(bare(&plan).is_empty());
     }
 }

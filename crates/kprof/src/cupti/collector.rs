@@ -22,8 +22,8 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use crate::attribution::RegionSpan;
 use crate::cupti::ffi::{
-    cbid, Cupti, ACTIVITY_FLAG_FLUSH_FORCED, ACTIVITY_KIND_CONCURRENT_KERNEL, ACTIVITY_KIND_KERNEL,
-    ACTIVITY_KIND_DRIVER, ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ERROR_MAX_LIMIT_REACHED,
+    cbid, Cupti, ACTIVITY_FLAG_FLUSH_FORCED, ACTIVITY_KIND_CONCURRENT_KERNEL, ACTIVITY_KIND_DRIVER,
+    ACTIVITY_KIND_EXTERNAL_CORRELATION, ACTIVITY_KIND_KERNEL, CUPTI_ERROR_MAX_LIMIT_REACHED,
     CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, CUPTI_SUCCESS,
     EXTERNAL_CORRELATION_KIND_CUSTOM0,
 };
@@ -280,7 +280,10 @@ impl ActivitySession {
                     .append(true)
                     .open(&path)
                     .map_err(|e| {
-                        EngineError::io(format!("opening {ENV_RECORD_ACTIVITY}={}", path.display()), e)
+                        EngineError::io(
+                            format!("opening {ENV_RECORD_ACTIVITY}={}", path.display()),
+                            e,
+                        )
                     })?;
                 let mut w = BufWriter::new(f);
                 write_dump_line(
@@ -297,8 +300,10 @@ impl ActivitySession {
             }
         }
         let mut sub: *mut c_void = std::ptr::null_mut();
-        let r = unsafe { (c.fns.cuptiSubscribe)(&mut sub, Some(noop_callback), std::ptr::null_mut()) };
-        if r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED || r == CUPTI_ERROR_MAX_LIMIT_REACHED {
+        let r =
+            unsafe { (c.fns.cuptiSubscribe)(&mut sub, Some(noop_callback), std::ptr::null_mut()) };
+        if r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED || r == CUPTI_ERROR_MAX_LIMIT_REACHED
+        {
             return Err(EngineError::SubscriberTaken {
                 call: "cuptiSubscribe",
                 message: c.result_string(r),
@@ -358,7 +363,10 @@ impl ActivitySession {
         let c = self.cupti;
         let mut id = 0u64;
         c.check("cuptiActivityPopExternalCorrelationId", unsafe {
-            (c.fns.cuptiActivityPopExternalCorrelationId)(EXTERNAL_CORRELATION_KIND_CUSTOM0, &mut id)
+            (c.fns.cuptiActivityPopExternalCorrelationId)(
+                EXTERNAL_CORRELATION_KIND_CUSTOM0,
+                &mut id,
+            )
         })?;
         Ok(id)
     }

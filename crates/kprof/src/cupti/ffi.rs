@@ -184,7 +184,9 @@ impl Cupti {
             nvperf_host: nvperf_host_beside(lib.path),
             api_version: 0,
         };
-        c.check("cuptiGetVersion", unsafe { (fns.cuptiGetVersion)(&mut version) })?;
+        c.check("cuptiGetVersion", unsafe {
+            (fns.cuptiGetVersion)(&mut version)
+        })?;
         c.api_version = version;
         let c: &'static Cupti = Box::leak(Box::new(c));
         *slot = Some(c);
@@ -232,7 +234,9 @@ impl Cupti {
     /// `cuptiGetTimestamp`, in ns (same clock as the activity records).
     pub fn timestamp_ns(&self) -> Result<u64, EngineError> {
         let mut t = 0u64;
-        self.check("cuptiGetTimestamp", unsafe { (self.fns.cuptiGetTimestamp)(&mut t) })?;
+        self.check("cuptiGetTimestamp", unsafe {
+            (self.fns.cuptiGetTimestamp)(&mut t)
+        })?;
         Ok(t)
     }
 }

@@ -282,7 +282,8 @@ impl RecordedBuffer {
     pub fn parse_lines(path: &Path, r: impl BufRead) -> Result<Self, EngineError> {
         let mut out = RecordedBuffer::default();
         for (i, line) in r.lines().enumerate() {
-            let line = line.map_err(|e| EngineError::io(format!("reading {}", path.display()), e))?;
+            let line =
+                line.map_err(|e| EngineError::io(format!("reading {}", path.display()), e))?;
             if line.trim().is_empty() {
                 continue;
             }
@@ -326,4 +327,215 @@ impl RecordedBuffer {
 pub fn write_dump_line(w: &mut impl Write, line: &DumpLine) -> std::io::Result<()> {
     serde_json::to_writer(&mut *w, line).map_err(std::io::Error::other)?;
     w.write_all(b"\n")
+}
+
+/// Builders of synthetic record bytes with the documented offsets (for tests and fixtures).
+pub mod synth {
+    use super::offsets::*;
+    use super::*;
+
+    fn put32(b: &mut [u8], off: usize, v: u32) {
+        b[off..off + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    fn put64(b: &mut [u8], off: usize, v: u64) {
+        b[off..off + 8].copy_from_slice(&v.to_le_bytes());
+    }
+
+    /// A CONCURRENT_KERNEL record of `size` bytes (216 = CUDA 13.0's Kernel10, 208 = 12.x's
+    /// Kernel9); the name pointer is left 0.
+    pub fn kernel_bytes(k: &KernelRecord, size: usize) -> Vec<u8> {
+        let mut b = vec![0u8; size.max(KERNEL_MIN_LEN)];
+        put32(&mut b, KIND, ACTIVITY_KIND_CONCURRENT_KERNEL);
+        put64(&mut b, KERNEL_START, k.start_ns);
+        put64(&mut b, KERNEL_END, k.end_ns);
+        put64(&mut b, 32, k.end_ns); // completed
+        put32(&mut b, KERNEL_DEVICE_ID, k.device_id);
+        put32(&mut b, KERNEL_CONTEXT_ID, k.context_id);
+        put32(&mut b, KERNEL_STREAM_ID, k.stream_id);
+        put32(&mut b, KERNEL_CORRELATION_ID, k.correlation_id);
+        put64(&mut b, KERNEL_GRID_ID, k.grid_id as u64);
+        put64(&mut b, KERNEL_GRAPH_NODE_ID, k.graph_node_id);
+        put32(&mut b, KERNEL_GRAPH_ID, k.graph_id);
+        b
+    }
+
+    /// A DRIVER API record (40 bytes).
+    pub fn api_bytes(a: &ApiRecord) -> Vec<u8> {
+        let mut b = vec![0u8; 40];
+        put32(&mut b, KIND, ACTIVITY_KIND_DRIVER);
+        put32(&mut b, API_CBID, a.cbid);
+        put64(&mut b, API_START, a.start_ns);
+        put64(&mut b, API_END, a.end_ns);
+        put32(&mut b, API_PROCESS_ID, a.process_id);
+        put32(&mut b, API_THREAD_ID, a.thread_id);
+        put32(&mut b, API_CORRELATION_ID, a.correlation_id);
+        b
+    }
+
+    /// An EXTERNAL_CORRELATION record (24 bytes).
+    pub fn external_bytes(e: &ExternalCorrelationRecord) -> Vec<u8> {
+        let mut b = vec![0u8; 24];
+        put32(&mut b, KIND, ACTIVITY_KIND_EXTERNAL_CORRELATION);
+        put32(&mut b, EXT_KIND, e.external_kind);
+        put64(&mut b, EXT_ID, e.external_id);
+        put32(&mut b, EXT_CORRELATION_ID, e.correlation_id);
+        b
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::synth::*;
+    use super::*;
+
+    fn kernel() -> KernelRecord {
+        KernelRecord {
+            start_ns: 1_000_267_285,
+            end_ns: 1_000_486_285,
+            device_id: 0,
+            context_id: 1,
+            stream_id: 7,
+            correlation_id: 42,
+            grid_id: -5,
+            graph_id: 3,
+            graph_node_id: 0x1_0000_0002,
+            name: "_Z5copykPKfPfi".into(),
+        }
+    }
+
+    #[test]
+    fn kernel_round_trip_13_and_12_sizes() {
+        let k = kernel();
+        for size in [208, 216, 224, 232, 248] {
+            let b = kernel_bytes(&k, size);
+            assert_eq!(
+                parse_record(&b, Some(k.name.clone())),
+                Some(Record::Kernel(k.clone()))
+            );
+        }
+        assert_eq!(k.duration_ns(), 219_000);
+    }
+
+    #[test]
+    fn api_and_external_round_trip() {
+        let a = ApiRecord {
+            cbid: 307,
+            start_ns: 10,
+            end_ns: 20,
+            process_id: 100,
+            thread_id: 101,
+            correlation_id: 42,
+        };
+        assert_eq!(
+            parse_record(&api_bytes(&a), None),
+            Some(Record::Api(a.clone()))
+        );
+        let mut rt = api_bytes(&a);
+        rt[0] = 5; // RUNTIME kind parses the same way
+        assert_eq!(parse_record(&rt, None), Some(Record::Api(a)));
+        let e = ExternalCorrelationRecord {
+            external_kind: 3,
+            external_id: 0xfff0_0000_0000_0001,
+            correlation_id: 42,
+        };
+        assert_eq!(
+            parse_record(&external_bytes(&e), None),
+            Some(Record::External(e))
+        );
+    }
+
+    #[test]
+    fn short_or_unknown_records_are_none() {
+        let b = kernel_bytes(&kernel(), 216);
+        for len in [0, 3, 4, 100, 159] {
+            assert_eq!(parse_record(&b[..len], None), None, "len {len}");
+        }
+        assert!(parse_record(&b[..160], None).is_some());
+        let a = api_bytes(&ApiRecord {
+            cbid: 1,
+            start_ns: 1,
+            end_ns: 2,
+            process_id: 3,
+            thread_id: 4,
+            correlation_id: 5,
+        });
+        assert_eq!(parse_record(&a[..35], None), None);
+        let mut unknown = a.clone();
+        unknown[0] = 12; // MARKER: not parsed
+        assert_eq!(parse_record(&unknown, None), None);
+        let e = external_bytes(&ExternalCorrelationRecord {
+            external_kind: 3,
+            external_id: 1,
+            correlation_id: 2,
+        });
+        assert_eq!(parse_record(&e[..19], None), None);
+    }
+
+    #[test]
+    fn hex_round_trip() {
+        let b: Vec<u8> = (0..=255).collect();
+        assert_eq!(from_hex(&to_hex(&b)).unwrap(), b);
+        assert_eq!(from_hex("abc"), None);
+        assert_eq!(from_hex("zz"), None);
+    }
+
+    #[test]
+    fn fixture_round_trip() {
+        let k = kernel();
+        let e = ExternalCorrelationRecord {
+            external_kind: 3,
+            external_id: 9,
+            correlation_id: 42,
+        };
+        let span = RegionSpan {
+            id: 9,
+            parent: None,
+            thread_id: 101,
+            start_ns: 5,
+            end_ns: 50,
+        };
+        let mut text = Vec::new();
+        for line in [
+            DumpLine::Meta {
+                cupti_version: 130001,
+                cupti_path: "/x/libcupti.so.13".into(),
+                note: String::new(),
+            },
+            DumpLine::Record {
+                flush: 0,
+                kind: 10,
+                hex: to_hex(&kernel_bytes(&k, 216)),
+                name: Some(k.name.clone()),
+            },
+            DumpLine::Record {
+                flush: 0,
+                kind: 39,
+                hex: to_hex(&external_bytes(&e)),
+                name: None,
+            },
+            DumpLine::Record {
+                flush: 1,
+                kind: 12,
+                hex: "0c000000".into(),
+                name: None,
+            },
+            DumpLine::Region { flush: 0, span },
+        ] {
+            write_dump_line(&mut text, &line).unwrap();
+        }
+        let rb = RecordedBuffer::parse_lines(Path::new("mem"), &text[..]).unwrap();
+        assert_eq!(rb.meta.len(), 1);
+        assert_eq!(rb.flushes.len(), 2);
+        assert_eq!(rb.flushes[0].batch.kernels, vec![k]);
+        assert_eq!(rb.flushes[0].batch.external, vec![e]);
+        assert_eq!(rb.flushes[0].regions, vec![span]);
+        assert_eq!(rb.flushes[1].unparsed, 1);
+
+        let bad = b"{\"type\":\"record\",\"flush\":0,\"kind\":10,\"hex\":\"0\"}\n";
+        let err = RecordedBuffer::parse_lines(Path::new("f.jsonl"), &bad[..]).unwrap_err();
+        assert!(
+            err.to_string().contains("f.jsonl, line 1: bad hex"),
+            "{err}"
+        );
+    }
 }
