@@ -21,6 +21,7 @@ pub const CUPTI_ERROR_NOT_INITIALIZED: CuptiResult = 15;
 pub const CUPTI_ERROR_NOT_SUPPORTED: CuptiResult = 27;
 pub const CUPTI_ERROR_INSUFFICIENT_PRIVILEGES: CuptiResult = 35;
 pub const CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: CuptiResult = 39;
+pub const CUPTI_ERROR_UNKNOWN: CuptiResult = 999;
 
 /// `CUpti_ActivityKind` values used.
 pub const ACTIVITY_KIND_KERNEL: u32 = 3;
@@ -219,6 +220,11 @@ impl Cupti {
             CUPTI_ERROR_NOT_INITIALIZED => Some(
                 "CUPTI could not initialise: check that libcuda.so.1 (the driver) is installed \
                  and matches this libcupti's CUDA major version"
+                    .to_string(),
+            ),
+            CUPTI_ERROR_UNKNOWN => Some(
+                "CUPTI gives this when it cannot reach a working CUDA driver/GPU: check that \
+                 libcuda.so.1 loads and nvidia-smi sees the GPU"
                     .to_string(),
             ),
             _ => None,
