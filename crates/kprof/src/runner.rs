@@ -224,10 +224,15 @@ impl BenchOptions {
                         p.min_runs, p.max_runs
                     )));
                 }
-                for (name, v) in [("target_rel_ci_half_width", p.target_rel_ci_half_width), ("target_rsd_pct", p.target_rsd_pct)] {
+                for (name, v) in [
+                    ("target_rel_ci_half_width", p.target_rel_ci_half_width),
+                    ("target_rsd_pct", p.target_rsd_pct),
+                ] {
                     if let Some(v) = v {
                         if !(v > 0.0 && v.is_finite()) {
-                            return Err(invalid_option(&format!("policy.{name} must be a positive number, got {v}")));
+                            return Err(invalid_option(&format!(
+                                "policy.{name} must be a positive number, got {v}"
+                            )));
                         }
                     }
                 }
@@ -304,14 +309,22 @@ impl Scheduler {
         if self.warm_done[c] < self.warmup {
             let run = self.warm_done[c];
             self.warm_done[c] += 1;
-            return Some(Step { config: c, run, warmup: true });
+            return Some(Step {
+                config: c,
+                run,
+                warmup: true,
+            });
         }
         if self.finished(c) {
             return None;
         }
         let run = self.done[c];
         self.done[c] += 1;
-        Some(Step { config: c, run, warmup: false })
+        Some(Step {
+            config: c,
+            run,
+            warmup: false,
+        })
     }
 
     pub fn next_step(&mut self) -> Option<Step> {
@@ -360,7 +373,11 @@ fn combine_kernels(kernels: &[(&str, f64)], reducer: &Reducer) -> Option<(String
     if kernels.is_empty() {
         return None;
     }
-    let names = kernels.iter().map(|(n, _)| *n).collect::<Vec<_>>().join("|");
+    let names = kernels
+        .iter()
+        .map(|(n, _)| *n)
+        .collect::<Vec<_>>()
+        .join("|");
     let vals = kernels.iter().map(|(_, v)| *v);
     let value = match reducer {
         Reducer::Sum => vals.sum(),
@@ -407,8 +424,9 @@ fn kernel_matches(k: &KernelRun, ignore: &str) -> bool {
 /// Two-sided 97.5% Student t quantile for `df` degrees of freedom.
 fn t975(df: usize) -> f64 {
     const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
     ];
     match df {
         0 => f64::INFINITY,
@@ -421,7 +439,12 @@ fn t975(df: usize) -> f64 {
 
 /// Whether a configuration with these recorded values (NaN for failed runs) can stop.
 /// MERGE: `kprof_core::policy::StoppingPolicy`'s decision (Decision / StopReason).
-fn policy_should_stop(p: &StoppingPolicy, values: &[f64], runs_done: u32, elapsed: Duration) -> bool {
+fn policy_should_stop(
+    p: &StoppingPolicy,
+    values: &[f64],
+    runs_done: u32,
+    elapsed: Duration,
+) -> bool {
     if runs_done >= p.max_runs {
         return true;
     }
@@ -487,28 +510,60 @@ fn write_raw(path: &Path, raw: &RawResults) -> Result<(), EngineError> {
     use std::fmt::Write as _;
     if let Some(dir) = path.parent() {
         if !dir.as_os_str().is_empty() {
-            std::fs::create_dir_all(dir).map_err(|e| EngineError::io(format!("creating {}", dir.display()), e))?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| EngineError::io(format!("creating {}", dir.display()), e))?;
         }
     }
     let params = raw.param_names();
     let mut out = String::new();
     let mut header: Vec<String> = vec!["Benchmark".into(), "Annotation".into()];
     header.extend(params.iter().cloned());
-    header.extend(["Run", "Metric", "Value", "Unit", "Kernel", "GPU", "Host", "ComputeClock", "MemoryClock"].map(String::from));
+    header.extend(
+        [
+            "Run",
+            "Metric",
+            "Value",
+            "Unit",
+            "Kernel",
+            "GPU",
+            "Host",
+            "ComputeClock",
+            "MemoryClock",
+        ]
+        .map(String::from),
+    );
     header.extend(raw.extras.iter().map(|c| c.name.clone()));
-    out.push_str(&header.iter().map(|h| csv_field(h)).collect::<Vec<_>>().join(","));
+    out.push_str(
+        &header
+            .iter()
+            .map(|h| csv_field(h))
+            .collect::<Vec<_>>()
+            .join(","),
+    );
     out.push('\n');
     for (i, s) in raw.samples.iter().enumerate() {
         let series = raw.series_of(s);
         let config = raw.config_of(series);
         let dev = &raw.devices[series.device as usize];
-        let mut row: Vec<String> = vec![csv_field(&series.key.benchmark), csv_field(&series.key.annotation)];
+        let mut row: Vec<String> = vec![
+            csv_field(&series.key.benchmark),
+            csv_field(&series.key.annotation),
+        ];
         for p in &params {
-            row.push(config.get(p).map(|v| csv_field(&v.to_string())).unwrap_or_default());
+            row.push(
+                config
+                    .get(p)
+                    .map(|v| csv_field(&v.to_string()))
+                    .unwrap_or_default(),
+            );
         }
         row.push(s.run.to_string());
         row.push(csv_field(&series.key.metric));
-        row.push(if s.value.is_nan() { String::new() } else { s.value.to_string() });
+        row.push(if s.value.is_nan() {
+            String::new()
+        } else {
+            s.value.to_string()
+        });
         row.push(csv_field(&series.unit));
         row.push(csv_field(&raw.kernel_names[s.kernel as usize]));
         row.push(csv_field(&dev.gpu));
@@ -521,7 +576,8 @@ fn write_raw(path: &Path, raw: &RawResults) -> Result<(), EngineError> {
         let _ = write!(out, "{}", row.join(","));
         out.push('\n');
     }
-    std::fs::write(path, out).map_err(|e| EngineError::io(format!("writing raw results {}", path.display()), e))
+    std::fs::write(path, out)
+        .map_err(|e| EngineError::io(format!("writing raw results {}", path.display()), e))
 }
 
 /// MERGE: a dedicated `EngineError::InvalidOption` variant would be clearer.
@@ -531,7 +587,12 @@ fn invalid_option(msg: &str) -> EngineError {
 
 /// MERGE: a dedicated `EngineError::Benchmark { benchmark, config, run, source }` variant would
 /// keep the source error.
-fn closure_error(benchmark: &str, config: &Config, run: u32, e: &(dyn std::error::Error + Send + Sync)) -> EngineError {
+fn closure_error(
+    benchmark: &str,
+    config: &Config,
+    run: u32,
+    e: &(dyn std::error::Error + Send + Sync),
+) -> EngineError {
     EngineError::Unsupported(format!(
         "benchmark {benchmark:?} failed in run {run} of config [{config}]: {e} (set \
          BenchOptions::ignore_failures to record NaN for failed runs and go on)"
@@ -582,7 +643,8 @@ pub(crate) trait Backend: Send + Sync {
     /// The calling thread's id as the activity records report it.
     fn thread_id(&self) -> u64;
     /// Packs (call, config, run, region) into the 64-bit external correlation id.
-    fn encode_key(&self, call: u64, config: u64, run: u64, region: u64) -> Result<u64, EngineError>;
+    fn encode_key(&self, call: u64, config: u64, run: u64, region: u64)
+        -> Result<u64, EngineError>;
     /// Opens a region on the calling thread: NVTX push and external-id push.
     fn enter(&self, key: u64, name: &str) -> Result<(), EngineError>;
     /// Closes the innermost region on the calling thread.
@@ -659,20 +721,36 @@ impl Run {
             }
             crate::nvtx::validate_region_name(name)?;
             index = inner.spans.len();
-            key = st.backend.encode_key(st.call, st.config, st.run, index as u64)?;
+            key = st
+                .backend
+                .encode_key(st.call, st.config, st.run, index as u64)?;
             st.backend.enter(key, name)?;
             let parent = inner.stack.last().copied();
             let thread_id = st.backend.thread_id();
             inner.names.insert(name.to_string());
             inner.stack.push(index);
             let start_ns = st.backend.timestamp_ns();
-            inner.spans.push(SpanRec { name: name.to_string(), key, parent, thread_id, start_ns, end_ns: None });
+            inner.spans.push(SpanRec {
+                name: name.to_string(),
+                key,
+                parent,
+                thread_id,
+                start_ns,
+                end_ns: None,
+            });
         }
-        Ok(RegionGuard { state: Rc::clone(&self.state), index })
+        Ok(RegionGuard {
+            state: Rc::clone(&self.state),
+            index,
+        })
     }
 
     /// Runs `f` inside a region named `name` and returns its result.
-    pub fn annotate<R>(&mut self, name: &str, f: impl FnOnce(&mut Run) -> R) -> Result<R, EngineError> {
+    pub fn annotate<R>(
+        &mut self,
+        name: &str,
+        f: impl FnOnce(&mut Run) -> R,
+    ) -> Result<R, EngineError> {
         let guard = self.region(name)?;
         let r = f(self);
         drop(guard);
@@ -722,11 +800,16 @@ impl RunState {
         let mut inner = self.inner.borrow_mut();
         while let Some(i) = inner.stack.pop() {
             let name = inner.spans[i].name.clone();
-            inner.misuse.push(format!("region {name:?} was still open at the end of the run (was its guard leaked?)"));
+            inner.misuse.push(format!(
+                "region {name:?} was still open at the end of the run (was its guard leaked?)"
+            ));
             inner.spans[i].end_ns = Some(end);
             let _ = self.backend.exit();
         }
-        (std::mem::take(&mut inner.spans), std::mem::take(&mut inner.misuse))
+        (
+            std::mem::take(&mut inner.spans),
+            std::mem::take(&mut inner.misuse),
+        )
     }
 }
 
@@ -744,13 +827,17 @@ pub struct Profiler {
     extras: Vec<(String, ExtraValue)>,
     next_call: u64,
     warnings: Vec<String>,
+    unattributed: u64,
     /// Whether this instance holds the process-wide slot (the mock backends in tests do not).
     holds_slot: bool,
 }
 
 impl std::fmt::Debug for Profiler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Profiler").field("device", &self.device).field("extras", &self.extras).finish_non_exhaustive()
+        f.debug_struct("Profiler")
+            .field("device", &self.device)
+            .field("extras", &self.extras)
+            .finish_non_exhaustive()
     }
 }
 
@@ -786,6 +873,7 @@ impl Profiler {
                 extras,
                 next_call: 1,
                 warnings: Vec::new(),
+                unattributed: 0,
                 holds_slot: true,
             }),
             Err(e) => {
@@ -796,8 +884,20 @@ impl Profiler {
     }
 
     #[cfg(test)]
-    pub(crate) fn with_backend(backend: Arc<dyn Backend>, device: DeviceInfo, extras: Vec<(String, ExtraValue)>) -> Profiler {
-        Profiler { backend, device, extras, next_call: 1, warnings: Vec::new(), holds_slot: false }
+    pub(crate) fn with_backend(
+        backend: Arc<dyn Backend>,
+        device: DeviceInfo,
+        extras: Vec<(String, ExtraValue)>,
+    ) -> Profiler {
+        Profiler {
+            backend,
+            device,
+            extras,
+            next_call: 1,
+            warnings: Vec::new(),
+            unattributed: 0,
+            holds_slot: false,
+        }
     }
 
     /// The device every sample is attributed to.
@@ -815,6 +915,12 @@ impl Profiler {
         &self.warnings
     }
 
+    /// Kernels of all bench calls so far that ran outside every region (recorded runs and
+    /// warm-ups; they are not part of any sample).
+    pub fn unattributed_kernels(&self) -> u64 {
+        self.unattributed
+    }
+
     /// Waits for all work on the device.
     pub fn synchronize(&self) -> Result<(), EngineError> {
         self.backend.synchronize()
@@ -823,13 +929,23 @@ impl Profiler {
     /// Runs the benchmark closure `f` over `configs` and returns the raw samples: one sample per
     /// region per recorded run, metric `gpu__time_duration.sum` in ns. An empty `configs` means
     /// one configuration without parameters.
-    pub fn bench<F>(&mut self, name: &str, configs: &[Config], opts: &BenchOptions, mut f: F) -> Result<RawResults, EngineError>
+    pub fn bench<F>(
+        &mut self,
+        name: &str,
+        configs: &[Config],
+        opts: &BenchOptions,
+        mut f: F,
+    ) -> Result<RawResults, EngineError>
     where
         F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
     {
         opts.validate()?;
         let default_configs = [Config::new()];
-        let configs: &[Config] = if configs.is_empty() { &default_configs } else { configs };
+        let configs: &[Config] = if configs.is_empty() {
+            &default_configs
+        } else {
+            configs
+        };
         let call = self.next_call;
         self.next_call += 1;
         let out_path = opts.output_prefix.as_deref().map(|p| raw_csv_path(p, name));
@@ -869,7 +985,10 @@ impl Profiler {
                         }
                         return Err(e);
                     }
-                    self.warnings.push(format!("{name}: warm-up run {} of config [{config}] failed: {e}", step.run));
+                    self.warnings.push(format!(
+                        "{name}: warm-up run {} of config [{config}] failed: {e}",
+                        step.run
+                    ));
                 }
                 continue;
             }
@@ -885,9 +1004,22 @@ impl Profiler {
                     }
                     return Err(e);
                 }
-                let msg = format!("{name}: run {} of config [{config}] failed, recorded as NaN: {e}", step.run);
+                let msg = format!(
+                    "{name}: run {} of config [{config}] failed, recorded as NaN: {e}",
+                    step.run
+                );
                 for region in &known_regions {
-                    self.push_sample(&mut raw, name, region, step, device_idx, f64::NAN, "", &[], Some(&msg))?;
+                    self.push_sample(
+                        &mut raw,
+                        name,
+                        region,
+                        step,
+                        device_idx,
+                        f64::NAN,
+                        "",
+                        &[],
+                        Some(&msg),
+                    )?;
                 }
                 self.warnings.push(msg);
                 policy_values[step.config].push(f64::NAN);
@@ -895,24 +1027,49 @@ impl Profiler {
                 let mut total = 0.0;
                 let mut any = false;
                 for s in &spans {
-                    let kernels = collected.by_region.get(&s.key).map(Vec::as_slice).unwrap_or(&[]);
-                    let kept: Vec<&KernelRun> =
-                        kernels.iter().filter(|k| !opts.ignore_kernels.iter().any(|ig| kernel_matches(k, ig))).collect();
-                    let pairs: Vec<(&str, f64)> =
-                        kept.iter().map(|k| (k.name.as_str(), k.end_ns.saturating_sub(k.start_ns) as f64)).collect();
+                    let kernels = collected
+                        .by_region
+                        .get(&s.key)
+                        .map(Vec::as_slice)
+                        .unwrap_or(&[]);
+                    let kept: Vec<&KernelRun> = kernels
+                        .iter()
+                        .filter(|k| !opts.ignore_kernels.iter().any(|ig| kernel_matches(k, ig)))
+                        .collect();
+                    let pairs: Vec<(&str, f64)> = kept
+                        .iter()
+                        .map(|k| (k.name.as_str(), k.end_ns.saturating_sub(k.start_ns) as f64))
+                        .collect();
                     match combine_kernels(&pairs, &opts.combine) {
                         Some((kname, value)) => {
                             total += value;
                             any = true;
-                            self.push_sample(&mut raw, name, &s.name, step, device_idx, value, &kname, &pairs, None)?;
+                            self.push_sample(
+                                &mut raw, name, &s.name, step, device_idx, value, &kname, &pairs,
+                                None,
+                            )?;
                         }
                         None => {
-                            let what = if kernels.is_empty() { "launched no kernel" } else { "launched only ignored kernels" };
+                            let what = if kernels.is_empty() {
+                                "launched no kernel"
+                            } else {
+                                "launched only ignored kernels"
+                            };
                             let msg = format!(
                                 "{name}: region {:?} {what} in run {} of config [{config}]; recorded as NaN",
                                 s.name, step.run
                             );
-                            self.push_sample(&mut raw, name, &s.name, step, device_idx, f64::NAN, "", &[], Some(&msg))?;
+                            self.push_sample(
+                                &mut raw,
+                                name,
+                                &s.name,
+                                step,
+                                device_idx,
+                                f64::NAN,
+                                "",
+                                &[],
+                                Some(&msg),
+                            )?;
                             self.warnings.push(msg);
                         }
                     }
@@ -926,7 +1083,9 @@ impl Profiler {
                 }
             }
             if let Some(p) = &out_path {
-                let newly: Vec<usize> = (0..configs.len()).filter(|&c| !written[c] && sched.finished(c)).collect();
+                let newly: Vec<usize> = (0..configs.len())
+                    .filter(|&c| !written[c] && sched.finished(c))
+                    .collect();
                 if !newly.is_empty() {
                     write_raw(p, &raw)?;
                     for c in newly {
@@ -959,7 +1118,11 @@ impl Profiler {
             self.backend.flush_l2()?;
         }
         // Warm-up runs get run indices above every recorded run, so their keys never collide.
-        let key_run = if step.warmup { opts.max_runs() as u64 + step.run as u64 } else { step.run as u64 };
+        let key_run = if step.warmup {
+            opts.max_runs() as u64 + step.run as u64
+        } else {
+            step.run as u64
+        };
         let state = Rc::new(RunState {
             backend: Arc::clone(&self.backend),
             call,
@@ -967,7 +1130,11 @@ impl Profiler {
             run: key_run,
             inner: RefCell::new(RunInner::default()),
         });
-        let mut run = Run { state: Rc::clone(&state), warmup: step.warmup, run_index: step.run };
+        let mut run = Run {
+            state: Rc::clone(&state),
+            warmup: step.warmup,
+            run_index: step.run,
+        };
         let result = f(config, &mut run);
         drop(run);
         let (spans, misuse) = state.finish();
@@ -983,6 +1150,7 @@ impl Profiler {
             })
             .collect();
         let collected = self.backend.collect(&wire)?;
+        self.unattributed += collected.unattributed as u64;
         let failure = match result {
             Err(e) => Some(closure_error(name, config, step.run, e.as_ref())),
             Ok(()) if !misuse.is_empty() => Some(EngineError::RegionMisuse(misuse.join("; "))),
@@ -1010,13 +1178,27 @@ impl Profiler {
             config: step.config as u32,
             metric: DEFAULT_METRIC.to_string(),
         };
-        let series = raw.intern_series(key, DEFAULT_UNIT, device_idx).map_err(model_error)?;
+        let series = raw
+            .intern_series(key, DEFAULT_UNIT, device_idx)
+            .map_err(model_error)?;
         let kernel_idx = raw.intern_kernel(kernel);
-        let mut extras: Vec<(&str, ExtraValue)> = self.extras.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
+        let mut extras: Vec<(&str, ExtraValue)> = self
+            .extras
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.clone()))
+            .collect();
         if let Some(w) = warning {
             extras.push(("Warning", ExtraValue::Text(w.to_string())));
         }
-        raw.push_sample(Sample { series, run: step.run, value, kernel: kernel_idx }, &extras);
+        raw.push_sample(
+            Sample {
+                series,
+                run: step.run,
+                value,
+                kernel: kernel_idx,
+            },
+            &extras,
+        );
         for (position, (kname, v)) in breakdown.iter().enumerate() {
             raw.kernel_breakdown.push(KernelSample {
                 series,
@@ -1072,7 +1254,8 @@ mod gpu {
     }
 
     impl GpuBackend {
-        pub(super) fn start() -> Result<(GpuBackend, DeviceInfo, Vec<(String, ExtraValue)>), EngineError> {
+        pub(super) fn start(
+        ) -> Result<(GpuBackend, DeviceInfo, Vec<(String, ExtraValue)>), EngineError> {
             let libs = Libraries::load()?;
             let driver = libs.cuda;
             driver.ensure_context()?;
@@ -1087,13 +1270,26 @@ mod gpu {
             };
             let v = &libs.versions;
             let extras = vec![
-                ("DeviceOrdinal".to_string(), ExtraValue::Number(ordinal as f64)),
+                (
+                    "DeviceOrdinal".to_string(),
+                    ExtraValue::Number(ordinal as f64),
+                ),
                 (
                     "DriverVersion".to_string(),
-                    ExtraValue::Text(v.driver_release.clone().unwrap_or_else(|| v.driver.to_string())),
+                    ExtraValue::Text(
+                        v.driver_release
+                            .clone()
+                            .unwrap_or_else(|| v.driver.to_string()),
+                    ),
                 ),
-                ("CudaVersion".to_string(), ExtraValue::Text(cuda_version(v.driver))),
-                ("CuptiVersion".to_string(), ExtraValue::Number(v.cupti_api as f64)),
+                (
+                    "CudaVersion".to_string(),
+                    ExtraValue::Text(cuda_version(v.driver)),
+                ),
+                (
+                    "CuptiVersion".to_string(),
+                    ExtraValue::Number(v.cupti_api as f64),
+                ),
             ];
             let flush_bytes = match props.l2_bytes {
                 0 => DEFAULT_FLUSH_BYTES,
@@ -1125,12 +1321,19 @@ mod gpu {
         fn thread_id(&self) -> u64 {
             current_thread_id() as u64
         }
-        fn encode_key(&self, call: u64, config: u64, run: u64, region: u64) -> Result<u64, EngineError> {
+        fn encode_key(
+            &self,
+            call: u64,
+            config: u64,
+            run: u64,
+            region: u64,
+        ) -> Result<u64, EngineError> {
             let c = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
             encode_region_key(c(call), c(config), c(run), c(region))
         }
         fn enter(&self, key: u64, name: &str) -> Result<(), EngineError> {
-            let cname = CString::new(name).map_err(|_| EngineError::RegionMisuse(format!("{name:?} contains NUL")))?;
+            let cname = CString::new(name)
+                .map_err(|_| EngineError::RegionMisuse(format!("{name:?} contains NUL")))?;
             lock(&self.session).push_external_id(key)?;
             RANGES.with(|r| r.borrow_mut().push(push_range_cstr(cname)));
             Ok(())
@@ -1181,12 +1384,20 @@ mod gpu {
                 .map(|(id, ks)| {
                     let ks = ks
                         .into_iter()
-                        .map(|k| KernelRun { start_ns: k.start_ns, end_ns: k.end_ns, demangled: None, name: k.name })
+                        .map(|k| KernelRun {
+                            start_ns: k.start_ns,
+                            end_ns: k.end_ns,
+                            demangled: None,
+                            name: k.name,
+                        })
                         .collect();
                     (id, ks)
                 })
                 .collect();
-            Ok(Collected { by_region, unattributed: att.unattributed.len() })
+            Ok(Collected {
+                by_region,
+                unattributed: att.unattributed.len(),
+            })
         }
     }
 }
@@ -1214,11 +1425,21 @@ mod tests {
 
     impl Mock {
         fn launch(&self, name: &str, dur: u64) {
-            let ext = self.stacks.lock().unwrap().get(&std::thread::current().id()).and_then(|s| s.last().copied());
+            let ext = self
+                .stacks
+                .lock()
+                .unwrap()
+                .get(&std::thread::current().id())
+                .and_then(|s| s.last().copied());
             let t = self.clock.fetch_add(dur + 10, Ordering::SeqCst);
             self.pending.lock().unwrap().push((
                 ext,
-                KernelRun { name: name.to_string(), demangled: Some(format!("{name}()")), start_ns: t, end_ns: t + dur },
+                KernelRun {
+                    name: name.to_string(),
+                    demangled: Some(format!("{name}()")),
+                    start_ns: t,
+                    end_ns: t + dur,
+                },
             ));
         }
     }
@@ -1230,16 +1451,31 @@ mod tests {
         fn thread_id(&self) -> u64 {
             1
         }
-        fn encode_key(&self, call: u64, config: u64, run: u64, region: u64) -> Result<u64, EngineError> {
+        fn encode_key(
+            &self,
+            call: u64,
+            config: u64,
+            run: u64,
+            region: u64,
+        ) -> Result<u64, EngineError> {
             Ok(call << 52 | config << 32 | run << 12 | region)
         }
         fn enter(&self, key: u64, name: &str) -> Result<(), EngineError> {
             self.names.lock().unwrap().push(name.to_string());
-            self.stacks.lock().unwrap().entry(std::thread::current().id()).or_default().push(key);
+            self.stacks
+                .lock()
+                .unwrap()
+                .entry(std::thread::current().id())
+                .or_default()
+                .push(key);
             Ok(())
         }
         fn exit(&self) -> Result<(), EngineError> {
-            self.stacks.lock().unwrap().get_mut(&std::thread::current().id()).and_then(|s| s.pop());
+            self.stacks
+                .lock()
+                .unwrap()
+                .get_mut(&std::thread::current().id())
+                .and_then(|s| s.pop());
             Ok(())
         }
         fn synchronize(&self) -> Result<(), EngineError> {
@@ -1268,8 +1504,17 @@ mod tests {
     }
 
     fn profiler(mock: &Arc<Mock>) -> Profiler {
-        let dev = DeviceInfo { gpu: "Fake GPU".into(), host: "h".into(), compute_clock_khz: Some(1.0), memory_clock_khz: Some(2.0) };
-        Profiler::with_backend(mock.clone(), dev, vec![("DeviceOrdinal".into(), ExtraValue::Number(0.0))])
+        let dev = DeviceInfo {
+            gpu: "Fake GPU".into(),
+            host: "h".into(),
+            compute_clock_khz: Some(1.0),
+            memory_clock_khz: Some(2.0),
+        };
+        Profiler::with_backend(
+            mock.clone(),
+            dev,
+            vec![("DeviceOrdinal".into(), ExtraValue::Number(0.0))],
+        )
     }
 
     fn configs(n: i64) -> Vec<Config> {
@@ -1288,7 +1533,9 @@ mod tests {
     }
 
     fn steps(mut s: Scheduler) -> Vec<(usize, u32, bool)> {
-        std::iter::from_fn(|| s.next_step()).map(|s| (s.config, s.run, s.warmup)).collect()
+        std::iter::from_fn(|| s.next_step())
+            .map(|s| (s.config, s.run, s.warmup))
+            .collect()
     }
 
     #[test]
@@ -1315,10 +1562,22 @@ mod tests {
         let got = steps(Scheduler::new(2, 2, 2, RunOrder::Sequential));
         assert_eq!(
             got,
-            vec![(0, 0, true), (0, 1, true), (0, 0, false), (0, 1, false), (1, 0, true), (1, 1, true), (1, 0, false), (1, 1, false)]
+            vec![
+                (0, 0, true),
+                (0, 1, true),
+                (0, 0, false),
+                (0, 1, false),
+                (1, 0, true),
+                (1, 1, true),
+                (1, 0, false),
+                (1, 1, false)
+            ]
         );
         assert_eq!(steps(Scheduler::new(0, 1, 3, RunOrder::Sequential)), vec![]);
-        assert_eq!(steps(Scheduler::new(1, 0, 1, RunOrder::Interleaved)), vec![(0, 0, false)]);
+        assert_eq!(
+            steps(Scheduler::new(1, 0, 1, RunOrder::Interleaved)),
+            vec![(0, 0, false)]
+        );
     }
 
     #[test]
@@ -1326,45 +1585,88 @@ mod tests {
         let mut s = Scheduler::new(2, 0, 4, RunOrder::Interleaved);
         assert_eq!(s.next_step().map(|s| (s.config, s.run)), Some((0, 0)));
         s.stop(0);
-        let rest: Vec<_> = std::iter::from_fn(|| s.next_step()).map(|s| (s.config, s.run)).collect();
+        let rest: Vec<_> = std::iter::from_fn(|| s.next_step())
+            .map(|s| (s.config, s.run))
+            .collect();
         assert_eq!(rest, vec![(1, 0), (1, 1), (1, 2), (1, 3)]);
     }
 
     #[test]
     fn base_clocks_point_to_the_ncu_backend() {
-        let o = BenchOptions { clock: ClockControl::Base, ..Default::default() };
+        let o = BenchOptions {
+            clock: ClockControl::Base,
+            ..Default::default()
+        };
         let e = o.validate().unwrap_err().to_string();
         assert!(e.contains("ncu backend"), "{e}");
     }
 
     #[test]
     fn other_metrics_say_the_counter_backend_comes_later() {
-        let ok = BenchOptions { metrics: vec![DEFAULT_METRIC.into()], ..Default::default() };
+        let ok = BenchOptions {
+            metrics: vec![DEFAULT_METRIC.into()],
+            ..Default::default()
+        };
         ok.validate().unwrap();
-        let o = BenchOptions { metrics: vec!["dram__bytes_read.sum".into()], ..Default::default() };
+        let o = BenchOptions {
+            metrics: vec!["dram__bytes_read.sum".into()],
+            ..Default::default()
+        };
         let e = o.validate().unwrap_err().to_string();
-        assert!(e.contains("dram__bytes_read.sum") && e.contains("counter backend"), "{e}");
+        assert!(
+            e.contains("dram__bytes_read.sum") && e.contains("counter backend"),
+            "{e}"
+        );
     }
 
     #[test]
     fn option_validation() {
         let d = BenchOptions::default();
-        assert_eq!((d.runs, d.warmup, d.cache, d.order), (10, 1, CacheControl::All, RunOrder::Interleaved));
+        assert_eq!(
+            (d.runs, d.warmup, d.cache, d.order),
+            (10, 1, CacheControl::All, RunOrder::Interleaved)
+        );
         assert!(matches!(d.combine, Reducer::Sum));
         d.validate().unwrap();
-        assert!(BenchOptions { runs: 0, ..Default::default() }.validate().is_err());
-        let p = StoppingPolicy { min_runs: 5, max_runs: 3, ..Default::default() };
-        let e = BenchOptions { policy: Some(p), ..Default::default() }.validate().unwrap_err().to_string();
+        assert!(BenchOptions {
+            runs: 0,
+            ..Default::default()
+        }
+        .validate()
+        .is_err());
+        let p = StoppingPolicy {
+            min_runs: 5,
+            max_runs: 3,
+            ..Default::default()
+        };
+        let e = BenchOptions {
+            policy: Some(p),
+            ..Default::default()
+        }
+        .validate()
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("min_runs"), "{e}");
-        let p = StoppingPolicy { target_rsd_pct: Some(-1.0), ..Default::default() };
-        assert!(BenchOptions { policy: Some(p), ..Default::default() }.validate().is_err());
+        let p = StoppingPolicy {
+            target_rsd_pct: Some(-1.0),
+            ..Default::default()
+        };
+        assert!(BenchOptions {
+            policy: Some(p),
+            ..Default::default()
+        }
+        .validate()
+        .is_err());
     }
 
     #[test]
     fn reducers() {
         let k = [("a", 1.0), ("b", 4.0), ("c", 2.0)];
         let v = |r: Reducer| combine_kernels(&k, &r).unwrap().1;
-        assert_eq!(combine_kernels(&k, &Reducer::Sum).unwrap(), ("a|b|c".to_string(), 7.0));
+        assert_eq!(
+            combine_kernels(&k, &Reducer::Sum).unwrap(),
+            ("a|b|c".to_string(), 7.0)
+        );
         assert_eq!(v(Reducer::Mean), 7.0 / 3.0);
         assert_eq!(v(Reducer::Max), 4.0);
         assert_eq!(v(Reducer::Min), 1.0);
@@ -1376,13 +1678,40 @@ mod tests {
 
     #[test]
     fn policy_stops_on_precision_or_budget() {
-        let p = StoppingPolicy { min_runs: 3, max_runs: 50, ..Default::default() };
+        let p = StoppingPolicy {
+            min_runs: 3,
+            max_runs: 50,
+            ..Default::default()
+        };
         assert!(!policy_should_stop(&p, &[100.0, 100.0], 2, Duration::ZERO));
-        assert!(policy_should_stop(&p, &[100.0, 100.0, 100.0], 3, Duration::ZERO));
-        assert!(!policy_should_stop(&p, &[100.0, 200.0, 50.0], 3, Duration::ZERO));
-        assert!(policy_should_stop(&p, &[100.0, 200.0, 50.0], 50, Duration::ZERO));
-        let b = StoppingPolicy { time_budget: Some(Duration::from_millis(1)), ..p };
-        assert!(policy_should_stop(&b, &[100.0, 200.0, 50.0], 3, Duration::from_secs(1)));
+        assert!(policy_should_stop(
+            &p,
+            &[100.0, 100.0, 100.0],
+            3,
+            Duration::ZERO
+        ));
+        assert!(!policy_should_stop(
+            &p,
+            &[100.0, 200.0, 50.0],
+            3,
+            Duration::ZERO
+        ));
+        assert!(policy_should_stop(
+            &p,
+            &[100.0, 200.0, 50.0],
+            50,
+            Duration::ZERO
+        ));
+        let b = StoppingPolicy {
+            time_budget: Some(Duration::from_millis(1)),
+            ..p
+        };
+        assert!(policy_should_stop(
+            &b,
+            &[100.0, 200.0, 50.0],
+            3,
+            Duration::from_secs(1)
+        ));
     }
 
     #[test]
@@ -1403,7 +1732,12 @@ mod tests {
         let mock = Arc::new(Mock::default());
         let mut p = profiler(&mock);
         let m = mock.clone();
-        let opts = BenchOptions { runs: 3, warmup: 1, ignore_kernels: vec!["noise()".into()], ..Default::default() };
+        let opts = BenchOptions {
+            runs: 3,
+            warmup: 1,
+            ignore_kernels: vec!["noise()".into()],
+            ..Default::default()
+        };
         let raw = p
             .bench("mm", &configs(2), &opts, |c, run| {
                 let n = c.get("n").unwrap().as_f64().unwrap() as u64;
@@ -1428,10 +1762,19 @@ mod tests {
         assert!(raw.kernel_names.contains(&"gemm|splitk_reduce".to_string()));
         // Breakdown: 1 kernel for n=512, 2 for n=1024, per run.
         assert_eq!(raw.kernel_breakdown.len(), 3 + 6);
-        assert!(raw.kernel_breakdown.iter().any(|k| k.kernel == "splitk_reduce" && k.value == 7.0 && k.position == 1));
+        assert!(raw
+            .kernel_breakdown
+            .iter()
+            .any(|k| k.kernel == "splitk_reduce" && k.value == 7.0 && k.position == 1));
         assert_eq!(p.warnings().len(), 6);
         let w = raw.extras.iter().find(|c| c.name == "Warning").unwrap();
-        assert_eq!(w.values.iter().filter(|v| **v != ExtraValue::Missing).count(), 6);
+        assert_eq!(
+            w.values
+                .iter()
+                .filter(|v| **v != ExtraValue::Missing)
+                .count(),
+            6
+        );
         // Cold cache by default: one flush per run, warm-ups included; one sync per run.
         assert_eq!(mock.l2_flushes.load(Ordering::SeqCst), 8);
         assert_eq!(mock.syncs.load(Ordering::SeqCst), 8);
@@ -1442,7 +1785,12 @@ mod tests {
         let mock = Arc::new(Mock::default());
         let mut p = profiler(&mock);
         let m = mock.clone();
-        let opts = BenchOptions { runs: 1, warmup: 0, cache: CacheControl::None, ..Default::default() };
+        let opts = BenchOptions {
+            runs: 1,
+            warmup: 0,
+            cache: CacheControl::None,
+            ..Default::default()
+        };
         let raw = p
             .bench("nest", &[], &opts, |_, run| {
                 let _outer = run.region("outer")?;
@@ -1461,7 +1809,11 @@ mod tests {
     fn duplicate_region_names_in_one_run_are_an_error() {
         let mock = Arc::new(Mock::default());
         let mut p = profiler(&mock);
-        let opts = BenchOptions { runs: 1, warmup: 0, ..Default::default() };
+        let opts = BenchOptions {
+            runs: 1,
+            warmup: 0,
+            ..Default::default()
+        };
         let e = p
             .bench("dup", &[], &opts, |_, run| {
                 let _a = run.region("x")?;
@@ -1487,14 +1839,15 @@ mod tests {
             output_prefix: Some(dir.path().to_path_buf()),
             ..Default::default()
         };
-        let body = |c: &Config, run: &mut Run| -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-            let _g = run.region("k")?;
-            m.launch("k", 100);
-            if c.get("n") == Some(&1024.into()) && run.index() == 1 {
-                return Err("out of memory".into());
-            }
-            Ok(())
-        };
+        let body =
+            |c: &Config, run: &mut Run| -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+                let _g = run.region("k")?;
+                m.launch("k", 100);
+                if c.get("n") == Some(&1024.into()) && run.index() == 1 {
+                    return Err("out of memory".into());
+                }
+                Ok(())
+            };
         let raw = p.bench("f", &configs(3), &opts, body).unwrap();
         assert_eq!(values(&raw, "k", 1).len(), 2);
         assert!(values(&raw, "k", 1)[1].is_nan());
@@ -1517,9 +1870,15 @@ mod tests {
         assert!(e.contains("out of memory") && e.contains("n=1024"), "{e}");
         // Config 0 finished before the failure: its rows are on disk.
         let csv = std::fs::read_to_string(dir.path().join("g-raw.csv")).unwrap();
-        assert!(csv.starts_with("Benchmark,Annotation,n,Run,Metric,Value,Unit,Kernel,GPU,Host"), "{csv}");
+        assert!(
+            csv.starts_with("Benchmark,Annotation,n,Run,Metric,Value,Unit,Kernel,GPU,Host"),
+            "{csv}"
+        );
         assert_eq!(csv.lines().count(), 1 + 3, "{csv}");
-        assert!(csv.contains("g,k,512,0,gpu__time_duration.sum,100,ns,k,Fake GPU,h,1,2,0"), "{csv}");
+        assert!(
+            csv.contains("g,k,512,0,gpu__time_duration.sum,100,ns,k,Fake GPU,h,1,2,0"),
+            "{csv}"
+        );
     }
 
     #[test]
@@ -1527,8 +1886,17 @@ mod tests {
         let mock = Arc::new(Mock::default());
         let mut p = profiler(&mock);
         let m = mock.clone();
-        let policy = StoppingPolicy { min_runs: 3, max_runs: 20, target_rel_ci_half_width: Some(0.01), ..Default::default() };
-        let opts = BenchOptions { warmup: 0, policy: Some(policy), ..Default::default() };
+        let policy = StoppingPolicy {
+            min_runs: 3,
+            max_runs: 20,
+            target_rel_ci_half_width: Some(0.01),
+            ..Default::default()
+        };
+        let opts = BenchOptions {
+            warmup: 0,
+            policy: Some(policy),
+            ..Default::default()
+        };
         let raw = p
             .bench("s", &configs(2), &opts, |c, run| {
                 let i = run.index() as u64;
@@ -1544,18 +1912,37 @@ mod tests {
 
     #[test]
     fn ignore_list_matches_mangled_and_demangled_names() {
-        let k = KernelRun { name: "_Z5scalePfPKffi".into(), demangled: None, start_ns: 0, end_ns: 1 };
+        let k = KernelRun {
+            name: "_Z5scalePfPKffi".into(),
+            demangled: None,
+            start_ns: 0,
+            end_ns: 1,
+        };
         assert!(kernel_matches(&k, "_Z5scalePfPKffi"));
-        assert!(kernel_matches(&k, "scale(float*, float const*, float, int)"));
+        assert!(kernel_matches(
+            &k,
+            "scale(float*, float const*, float, int)"
+        ));
         assert!(kernel_matches(&k, "scale"));
         assert!(!kernel_matches(&k, "scal"));
-        let plain = KernelRun { name: "copyk".into(), demangled: None, start_ns: 0, end_ns: 1 };
+        let plain = KernelRun {
+            name: "copyk".into(),
+            demangled: None,
+            start_ns: 0,
+            end_ns: 1,
+        };
         assert!(kernel_matches(&plain, "copyk") && !kernel_matches(&plain, "copy"));
     }
 
     #[test]
     fn raw_csv_paths() {
-        assert_eq!(raw_csv_path(Path::new("out/"), "mm"), PathBuf::from("out/mm-raw.csv"));
-        assert_eq!(raw_csv_path(Path::new("/nonexistent/run1_"), "mm"), PathBuf::from("/nonexistent/run1_mm-raw.csv"));
+        assert_eq!(
+            raw_csv_path(Path::new("out/"), "mm"),
+            PathBuf::from("out/mm-raw.csv")
+        );
+        assert_eq!(
+            raw_csv_path(Path::new("/nonexistent/run1_"), "mm"),
+            PathBuf::from("/nonexistent/run1_mm-raw.csv")
+        );
     }
 }
