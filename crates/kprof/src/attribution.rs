@@ -35,7 +35,9 @@ pub struct RegionSpan {
     pub id: u64,
     /// The id of the enclosing region on the same thread, if nested.
     pub parent: Option<u64>,
-    /// OS thread id (gettid) of the thread that opened the region.
+    /// OS thread id (gettid) of the thread that opened the region. Informational only: CUPTI's
+    /// API records carry a different thread id (on the H200 it looked like a truncated
+    /// `pthread_self`), so rule (B) does not match threads.
     pub thread_id: u32,
     pub start_ns: u64,
     pub end_ns: u64,

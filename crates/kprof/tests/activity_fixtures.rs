@@ -133,3 +133,24 @@ fn synthetic_fixture_exact_answers() {
     assert!(a.by_region[&b_id].iter().all(|k| k.graph_id == 5));
     assert_eq!(a.total_ns(b_id), 12_000);
 }
+
+#[test]
+fn h200_fixture_exact_answers() {
+    let f = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/activity/h200-cuda13-region-threads.jsonl");
+    let rb = RecordedBuffer::read_jsonl(&f).unwrap();
+    let fl = rb.flushes.iter().find(|f| f.flush == 1).expect("flush 1");
+    assert_eq!(fl.batch.kernels.len(), 6);
+    assert_eq!(fl.batch.external.len(), 3);
+    assert!(fl.batch.launches.iter().filter(|l| l.cbid == 307).count() >= 6);
+    let id = encode_region_key(0, 0, 0, 1).unwrap();
+    let a = attribute(&fl.batch, &fl.regions);
+    assert_eq!(a.by_region[&id].len(), 5);
+    assert_eq!(a.direct_via[&id], (3, 2));
+    assert_eq!(a.unattributed.len(), 1);
+    for k in &a.by_region[&id] {
+        assert_eq!(k.name, "fill");
+        // 64 MiB written at ~1.66 TB/s on the H200.
+        assert!((30_000..60_000).contains(&k.duration_ns()), "{k:?}");
+    }
+}

@@ -37,6 +37,30 @@ use crate::loader::Libraries;
 /// Env var: when set to a path, every activity record is also appended there (JSON lines).
 pub const ENV_RECORD_ACTIVITY: &str = "KPROF_RECORD_ACTIVITY";
 
+/// Env var overriding how launch records are enabled: `kind`, `cbid` or `kind-minus` (default).
+pub const ENV_LAUNCH_RECORDS: &str = "KPROF_CUPTI_LAUNCH_RECORDS";
+
+/// Upper bound (exclusive) of the driver CBIDs switched off in [`LaunchRecords::KindMinusOthers`]
+/// (CUPTI 13.0 has 807; later versions add a few).
+const DRIVER_CBID_LIMIT: u32 = 1024;
+
+/// How the driver-API records of kernel launches are enabled.
+///
+/// Seen on the H200 (CUPTI 13.0, driver 580): enabling only the launch CBIDs with
+/// `cuptiActivityEnableDriverApi` gives **no** API records for a context that already existed
+/// when the session started (it works when the session starts first). Enabling the whole DRIVER
+/// kind and then switching every other CBID off works in both orders, so it is the default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LaunchRecords {
+    /// `cuptiActivityEnable(DRIVER)`, then `cuptiActivityEnableDriverApi(id, 0)` for every
+    /// non-launch CBID (default when the per-CBID call exists, CUPTI >= 12.5).
+    KindMinusOthers,
+    /// `cuptiActivityEnableDriverApi(id, 1)` for the launch CBIDs only.
+    PerCbid,
+    /// `cuptiActivityEnable(DRIVER)`: every driver call (fallback before CUPTI 12.5).
+    WholeDriverKind,
+}
+
 /// Size of each activity buffer handed to CUPTI.
 pub const BUFFER_BYTES: usize = 8 << 20;
 const BUFFER_ALIGN: usize = 8;
@@ -226,7 +250,7 @@ pub fn current_thread_id() -> u32 {
 pub struct ActivitySession {
     cupti: &'static Cupti,
     subscriber: usize,
-    per_cbid: bool,
+    launch_mode: LaunchRecords,
     stopped: bool,
     last_flush: Option<u64>,
 }
@@ -250,7 +274,7 @@ impl ActivitySession {
         let mut s = ActivitySession {
             cupti,
             subscriber: 0,
-            per_cbid: cupti.fns.cuptiActivityEnableDriverApi.is_some(),
+            launch_mode: LaunchRecords::WholeDriverKind,
             stopped: false,
             last_flush: None,
         };
@@ -321,13 +345,31 @@ impl ActivitySession {
         c.check("cuptiActivityEnable(EXTERNAL_CORRELATION)", unsafe {
             (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_EXTERNAL_CORRELATION)
         })?;
-        match c.fns.cuptiActivityEnableDriverApi {
-            Some(f) => {
+        let mode = match std::env::var(ENV_LAUNCH_RECORDS).as_deref() {
+            Ok("kind") => LaunchRecords::WholeDriverKind,
+            Ok("cbid") if c.fns.cuptiActivityEnableDriverApi.is_some() => LaunchRecords::PerCbid,
+            _ if c.fns.cuptiActivityEnableDriverApi.is_some() => LaunchRecords::KindMinusOthers,
+            _ => LaunchRecords::WholeDriverKind,
+        };
+        self.launch_mode = mode;
+        match (mode, c.fns.cuptiActivityEnableDriverApi) {
+            (LaunchRecords::PerCbid, Some(f)) => {
                 for id in cbid::LAUNCH_CBIDS {
                     c.check("cuptiActivityEnableDriverApi", unsafe { f(id, 1) })?;
                 }
             }
-            None => c.check("cuptiActivityEnable(DRIVER)", unsafe {
+            (LaunchRecords::KindMinusOthers, Some(f)) => {
+                c.check("cuptiActivityEnable(DRIVER)", unsafe {
+                    (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_DRIVER)
+                })?;
+                for id in 1..DRIVER_CBID_LIMIT {
+                    if !cbid::LAUNCH_CBIDS.contains(&id) {
+                        // Ids this CUPTI does not know fail harmlessly.
+                        let _ = unsafe { f(id, 0) };
+                    }
+                }
+            }
+            _ => c.check("cuptiActivityEnable(DRIVER)", unsafe {
                 (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_DRIVER)
             })?,
         }
@@ -339,10 +381,9 @@ impl ActivitySession {
         self.cupti
     }
 
-    /// Whether launch records are enabled per CBID (CUPTI >= 12.5) rather than for every driver
-    /// call.
-    pub fn per_cbid_launch_records(&self) -> bool {
-        self.per_cbid
+    /// How launch (driver API) records were enabled.
+    pub fn launch_records(&self) -> LaunchRecords {
+        self.launch_mode
     }
 
     /// `cuptiGetTimestamp` (ns; the clock of the activity records).
@@ -455,15 +496,14 @@ impl ActivitySession {
                 let _ = (c.fns.cuptiActivityFlushAll)(ACTIVITY_FLAG_FLUSH_FORCED);
                 let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_CONCURRENT_KERNEL);
                 let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_EXTERNAL_CORRELATION);
-                match c.fns.cuptiActivityEnableDriverApi {
-                    Some(f) => {
-                        for id in cbid::LAUNCH_CBIDS {
-                            let _ = f(id, 0);
-                        }
+                if let (LaunchRecords::PerCbid, Some(f)) =
+                    (self.launch_mode, c.fns.cuptiActivityEnableDriverApi)
+                {
+                    for id in cbid::LAUNCH_CBIDS {
+                        let _ = f(id, 0);
                     }
-                    None => {
-                        let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_DRIVER);
-                    }
+                } else {
+                    let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_DRIVER);
                 }
                 let _ = (c.fns.cuptiUnsubscribe)(self.subscriber as *mut c_void);
                 self.subscriber = 0;
