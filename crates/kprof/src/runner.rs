@@ -951,8 +951,10 @@ impl Profiler {
         let out_path = opts.output_prefix.as_deref().map(|p| raw_csv_path(p, name));
 
         let mut raw = RawResults::new();
-        for c in configs {
-            raw.intern_config(c);
+        for (i, c) in configs.iter().enumerate() {
+            if raw.intern_config(c) as usize != i {
+                return Err(invalid_option(&format!("configuration [{c}] is listed twice in {name:?}")));
+            }
         }
         let device_idx = raw.intern_device(&self.device);
         let mut sched = Scheduler::new(configs.len(), opts.warmup, opts.max_runs(), opts.order);
@@ -1932,6 +1934,15 @@ mod tests {
             end_ns: 1,
         };
         assert!(kernel_matches(&plain, "copyk") && !kernel_matches(&plain, "copy"));
+    }
+
+    #[test]
+    fn duplicate_configs_are_rejected() {
+        let mock = Arc::new(Mock::default());
+        let mut p = profiler(&mock);
+        let c = Config::new().with("n", 1);
+        let e = p.bench("d", &[c.clone(), c], &BenchOptions::default(), |_, _| Ok(())).unwrap_err().to_string();
+        assert!(e.contains("listed twice"), "{e}");
     }
 
     #[test]
