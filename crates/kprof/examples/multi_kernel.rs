@@ -9,7 +9,14 @@ use common::{print_results, BoxError, Gpu, Kernels};
 use kprof::core::model::Config;
 use kprof::runner::{BenchOptions, CacheControl, Profiler};
 
-fn main() -> Result<(), BoxError> {
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), BoxError> {
     let mut prof = Profiler::new()?;
     let gpu = Gpu::new()?;
     let k = Kernels::load(&gpu)?;

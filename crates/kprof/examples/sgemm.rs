@@ -9,7 +9,14 @@ use common::{cublas, print_results, BoxError, Gpu, Matmul};
 use kprof::core::model::Config;
 use kprof::runner::{BenchOptions, Profiler};
 
-fn main() -> Result<(), BoxError> {
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), BoxError> {
     let mut prof = Profiler::new()?;
     let gpu = Gpu::new()?;
     let blas = cublas(&gpu.stream)?;
