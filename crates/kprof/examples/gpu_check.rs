@@ -39,10 +39,20 @@ struct Row {
 
 impl Row {
     fn check(id: &str, pass: bool, summary: String, numbers: Value) -> Row {
-        Row { id: id.into(), pass: Some(pass), summary, numbers: as_map(numbers) }
+        Row {
+            id: id.into(),
+            pass: Some(pass),
+            summary,
+            numbers: as_map(numbers),
+        }
     }
     fn info(id: &str, summary: String, numbers: Value) -> Row {
-        Row { id: id.into(), pass: None, summary, numbers: as_map(numbers) }
+        Row {
+            id: id.into(),
+            pass: None,
+            summary,
+            numbers: as_map(numbers),
+        }
     }
 }
 
@@ -66,10 +76,19 @@ struct Ctx {
 
 impl Ctx {
     fn opts(&self, runs: u32, warmup: u32, cache: CacheControl) -> BenchOptions {
-        BenchOptions { runs, warmup, cache, output_prefix: Some(self.out.clone()), ..Default::default() }
+        BenchOptions {
+            runs,
+            warmup,
+            cache,
+            output_prefix: Some(self.out.clone()),
+            ..Default::default()
+        }
     }
     fn timing_event(&self) -> Result<CudaEvent, BoxError> {
-        Ok(self.gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?)
+        Ok(self
+            .gpu
+            .ctx
+            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?)
     }
 }
 
@@ -140,28 +159,40 @@ fn check_a(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
     let mut ev: Vec<f64> = Vec::new();
     let opts = cx.opts(20, 3, CacheControl::None);
     let (gpu, blas) = (&cx.gpu, &cx.blas);
-    let raw = prof.bench("a_sgemm4096", &[Config::new().with("n", 4096)], &opts, |_, run| {
-        {
-            let _r = run.region("matmul")?;
-            e0.record(&gpu.stream)?;
-            m.run(blas)?;
-            e1.record(&gpu.stream)?;
-        }
-        let t = event_ns(&e0, &e1)?;
-        if !run.is_warmup() {
-            ev.push(t);
-        }
-        Ok(())
-    })?;
+    let raw = prof.bench(
+        "a_sgemm4096",
+        &[Config::new().with("n", 4096)],
+        &opts,
+        |_, run| {
+            {
+                let _r = run.region("matmul")?;
+                e0.record(&gpu.stream)?;
+                m.run(blas)?;
+                e1.record(&gpu.stream)?;
+            }
+            let t = event_ns(&e0, &e1)?;
+            if !run.is_warmup() {
+                ev.push(t);
+            }
+            Ok(())
+        },
+    )?;
     let kp = region_values(&raw, "matmul", None);
     let (mk, me) = (median(&kp), median(&ev));
     let d = pct(mk, me);
     let pass = kp.len() == 20 && ev.len() == 20 && d.abs() <= 1.0;
-    let kernels = per_sample(&raw).first().map(|s| s.5.clone()).unwrap_or_default();
+    let kernels = per_sample(&raw)
+        .first()
+        .map(|s| s.5.clone())
+        .unwrap_or_default();
     Ok(Row::check(
         "a",
         pass,
-        format!("sgemm 4096 warm: kprof median {} vs CUDA events {}: {d:+.3}% (limit 1%)", us(mk), us(me)),
+        format!(
+            "sgemm 4096 warm: kprof median {} vs CUDA events {}: {d:+.3}% (limit 1%)",
+            us(mk),
+            us(me)
+        ),
         json!({"kprof_median_ns": mk, "events_median_ns": me, "diff_pct": d, "runs": kp.len(),
                "kprof_ns": kp, "events_ns": ev, "kernels": kernels}),
     ))
@@ -188,10 +219,15 @@ fn check_b(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
     }
     let opts = cx.opts(10, 1, CacheControl::All);
     let k = &cx.k;
-    let raw = prof.bench("b_scale256mb", &[Config::new().with("n", n)], &opts, |_, run| {
-        let _r = run.region("scale")?;
-        k.scale(&s, &mut y, &x, 2.0, n as u32)
-    })?;
+    let raw = prof.bench(
+        "b_scale256mb",
+        &[Config::new().with("n", n)],
+        &opts,
+        |_, run| {
+            let _r = run.region("scale")?;
+            k.scale(&s, &mut y, &x, 2.0, n as u32)
+        },
+    )?;
     let ts = median(&region_values(&raw, "scale", None));
     let tc = median(&copy);
     let (bw_scale, bw_copy) = (bytes / ts, bytes / tc); // bytes/ns = GB/s
@@ -218,17 +254,29 @@ fn check_c(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
     let mut y = s.alloc_zeros::<f32>(n as usize)?;
     let mut z = s.alloc_zeros::<f32>(n as usize)?;
     let k = &cx.k;
-    let raw = prof.bench("c_three_kernels", &[Config::new().with("n", n as i64)], &cx.opts(5, 1, CacheControl::None), |_, run| {
-        let _r = run.region("three")?;
-        k.scale(&s, &mut y, &x, 2.0, n)?;
-        k.add(&s, &mut y, &x, n)?;
-        k.scale(&s, &mut z, &y, 0.5, n)
-    })?;
+    let raw = prof.bench(
+        "c_three_kernels",
+        &[Config::new().with("n", n as i64)],
+        &cx.opts(5, 1, CacheControl::None),
+        |_, run| {
+            let _r = run.region("three")?;
+            k.scale(&s, &mut y, &x, 2.0, n)?;
+            k.add(&s, &mut y, &x, n)?;
+            k.scale(&s, &mut z, &y, 0.5, n)
+        },
+    )?;
     let rows = per_sample(&raw);
     let ok = rows.len() == 5
-        && rows.iter().all(|r| r.2.is_finite() && r.3 == 3 && (r.2 - r.4).abs() < 1e-6 && r.5.split('|').count() == 3);
+        && rows.iter().all(|r| {
+            r.2.is_finite() && r.3 == 3 && (r.2 - r.4).abs() < 1e-6 && r.5.split('|').count() == 3
+        });
     let first = rows.first().cloned().unwrap_or_default();
-    let parts: Vec<f64> = raw.kernel_breakdown.iter().filter(|b| b.run == 0).map(|b| b.value).collect();
+    let parts: Vec<f64> = raw
+        .kernel_breakdown
+        .iter()
+        .filter(|b| b.run == 0)
+        .map(|b| b.value)
+        .collect();
     Ok(Row::check(
         "c",
         ok,
@@ -253,24 +301,32 @@ fn check_d(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
     let mut y2 = s.alloc_zeros::<f32>(n as usize)?;
     cx.gpu.sync()?;
     let (k, ctx) = (&cx.k, &cx.gpu.ctx);
-    let raw = prof.bench("d_second_thread", &[Config::new().with("n", n as i64)], &cx.opts(5, 1, CacheControl::None), |_, run| {
-        let _r = run.region("threaded")?;
-        k.scale(&s, &mut y, &x, 2.0, n)?;
-        let (x, y2, s2) = (&x, &mut y2, &s2);
-        std::thread::scope(|sc| {
-            sc.spawn(move || -> Result<(), BoxError> {
-                ctx.bind_to_thread()?;
-                k.add(s2, y2, x, n)?;
-                k.add(s2, y2, x, n)?;
-                s2.synchronize()?;
-                Ok(())
+    let raw = prof.bench(
+        "d_second_thread",
+        &[Config::new().with("n", n as i64)],
+        &cx.opts(5, 1, CacheControl::None),
+        |_, run| {
+            let _r = run.region("threaded")?;
+            k.scale(&s, &mut y, &x, 2.0, n)?;
+            let (x, y2, s2) = (&x, &mut y2, &s2);
+            std::thread::scope(|sc| {
+                sc.spawn(move || -> Result<(), BoxError> {
+                    ctx.bind_to_thread()?;
+                    k.add(s2, y2, x, n)?;
+                    k.add(s2, y2, x, n)?;
+                    s2.synchronize()?;
+                    Ok(())
+                })
+                .join()
+                .map_err(|_| -> BoxError { "worker thread panicked".into() })?
             })
-            .join()
-            .map_err(|_| -> BoxError { "worker thread panicked".into() })?
-        })
-    })?;
+        },
+    )?;
     let rows = per_sample(&raw);
-    let ok = rows.len() == 5 && rows.iter().all(|r| r.3 == 3 && r.5.matches("kprof_add").count() == 2);
+    let ok = rows.len() == 5
+        && rows
+            .iter()
+            .all(|r| r.3 == 3 && r.5.matches("kprof_add").count() == 2);
     let first = rows.first().cloned().unwrap_or_default();
     Ok(Row::check(
         "d",
@@ -299,16 +355,26 @@ fn check_e(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
     cx.k.scale(&s, &mut y, &x, 2.0, n)?;
     cx.k.add(&s, &mut y, &x, n)?;
     cx.k.scale(&s, &mut z, &y, 0.5, n)?;
-    let graph = s.end_capture(CUgraphInstantiate_flags(0))?.ok_or("stream capture produced no graph")?;
+    let graph = s
+        .end_capture(CUgraphInstantiate_flags(0))?
+        .ok_or("stream capture produced no graph")?;
     graph.upload()?;
     s.synchronize()?;
-    let raw = prof.bench("e_graph", &[Config::new().with("n", n as i64)], &cx.opts(5, 1, CacheControl::None), |_, run| {
-        let _r = run.region("graph_replay")?;
-        graph.launch()?;
-        Ok(())
-    })?;
+    let raw = prof.bench(
+        "e_graph",
+        &[Config::new().with("n", n as i64)],
+        &cx.opts(5, 1, CacheControl::None),
+        |_, run| {
+            let _r = run.region("graph_replay")?;
+            graph.launch()?;
+            Ok(())
+        },
+    )?;
     let rows = per_sample(&raw);
-    let ok = rows.len() == 5 && rows.iter().all(|r| r.2.is_finite() && r.3 == 3 && (r.2 - r.4).abs() < 1e-6);
+    let ok = rows.len() == 5
+        && rows
+            .iter()
+            .all(|r| r.2.is_finite() && r.3 == 3 && (r.2 - r.4).abs() < 1e-6);
     let first = rows.first().cloned().unwrap_or_default();
     Ok(Row::check(
         "e",
@@ -328,18 +394,28 @@ fn check_e(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
 fn check_f(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
     let (k, s) = (&cx.k, cx.gpu.stream.clone());
     let t0 = Instant::now();
-    let res = prof.bench("f_100k_kernels", &[Config::new().with("kernels", LAUNCHES)], &cx.opts(2, 1, CacheControl::None), |_, run| {
-        let _r = run.region("many")?;
-        for _ in 0..LAUNCHES {
-            k.empty(&s)?;
-        }
-        Ok(())
-    });
+    let res = prof.bench(
+        "f_100k_kernels",
+        &[Config::new().with("kernels", LAUNCHES)],
+        &cx.opts(2, 1, CacheControl::None),
+        |_, run| {
+            let _r = run.region("many")?;
+            for _ in 0..LAUNCHES {
+                k.empty(&s)?;
+            }
+            Ok(())
+        },
+    );
     let wall = t0.elapsed();
     let raw = match res {
         Ok(r) => r,
         Err(e) => {
-            return Ok(Row::check("f", false, format!("100k kernels: {e}"), json!({"error": e.to_string()})));
+            return Ok(Row::check(
+                "f",
+                false,
+                format!("100k kernels: {e}"),
+                json!({"error": e.to_string()}),
+            ));
         }
     };
     let rows = per_sample(&raw);
@@ -360,22 +436,40 @@ fn check_f(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
 /// (g) a 5-size sgemm sweep where sizes >= 2048 launch a second kernel (an epilogue scale); cuBLAS
 /// may add split-k kernels of its own.
 fn check_g(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
-    let mut mats: Vec<Matmul> = SWEEP.iter().map(|&n| Matmul::new(&cx.gpu, n)).collect::<Result<_, _>>()?;
+    let mut mats: Vec<Matmul> = SWEEP
+        .iter()
+        .map(|&n| Matmul::new(&cx.gpu, n))
+        .collect::<Result<_, _>>()?;
     // Output of the epilogue kernel of the sizes that launch two kernels.
-    let mut epilogue: Vec<_> = SWEEP.iter().map(|&n| cx.gpu.stream.alloc_zeros::<f32>(if n >= 2048 { n * n } else { 1 })).collect::<Result<_, _>>()?;
+    let mut epilogue: Vec<_> = SWEEP
+        .iter()
+        .map(|&n| {
+            cx.gpu
+                .stream
+                .alloc_zeros::<f32>(if n >= 2048 { n * n } else { 1 })
+        })
+        .collect::<Result<_, _>>()?;
     let configs: Vec<Config> = SWEEP.iter().map(|&n| Config::new().with("n", n)).collect();
     let (k, s, blas) = (&cx.k, cx.gpu.stream.clone(), &cx.blas);
-    let raw = prof.bench("g_sgemm_sweep", &configs, &cx.opts(SWEEP_RUNS, 1, CacheControl::All), |c, run| {
-        let i = configs.iter().position(|x| x == c).ok_or("unknown config")?;
-        let _r = run.region("matmul")?;
-        let m = &mut mats[i];
-        m.run(blas)?;
-        if m.n >= 2048 {
-            let len = (m.n * m.n) as u32;
-            k.scale(&s, &mut epilogue[i], &m.c, 0.5, len)?;
-        }
-        Ok(())
-    })?;
+    let raw = prof.bench(
+        "g_sgemm_sweep",
+        &configs,
+        &cx.opts(SWEEP_RUNS, 1, CacheControl::All),
+        |c, run| {
+            let i = configs
+                .iter()
+                .position(|x| x == c)
+                .ok_or("unknown config")?;
+            let _r = run.region("matmul")?;
+            let m = &mut mats[i];
+            m.run(blas)?;
+            if m.n >= 2048 {
+                let len = (m.n * m.n) as u32;
+                k.scale(&s, &mut epilogue[i], &m.c, 0.5, len)?;
+            }
+            Ok(())
+        },
+    )?;
     let rows = per_sample(&raw);
     let mut per_size = Vec::new();
     let mut counts_seen = std::collections::BTreeSet::new();
@@ -384,20 +478,36 @@ fn check_g(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
         let counts: std::collections::BTreeSet<usize> = r.iter().map(|r| r.3).collect();
         counts_seen.extend(counts.iter().copied());
         let vals: Vec<f64> = r.iter().map(|r| r.2).collect();
-        per_size.push(json!({"n": n, "runs": r.len(), "median_ns": median(&vals), "kernel_counts": counts,
-                             "kernels": r.first().map(|r| r.5.clone())}));
+        per_size.push(
+            json!({"n": n, "runs": r.len(), "median_ns": median(&vals), "kernel_counts": counts,
+                             "kernels": r.first().map(|r| r.5.clone())}),
+        );
     }
     let ok = rows.len() == SWEEP.len() * SWEEP_RUNS as usize
-        && rows.iter().all(|r| r.2.is_finite() && r.3 >= 1 && (r.2 - r.4).abs() < 1e-6)
+        && rows
+            .iter()
+            .all(|r| r.2.is_finite() && r.3 >= 1 && (r.2 - r.4).abs() < 1e-6)
         && counts_seen.len() >= 2;
     let med: Vec<String> = per_size
         .iter()
-        .map(|p| format!("{}:{:.1}us/{:?}k", p["n"], p["median_ns"].as_f64().unwrap_or(f64::NAN) / 1e3, p["kernel_counts"]))
+        .map(|p| {
+            format!(
+                "{}:{:.1}us/{:?}k",
+                p["n"],
+                p["median_ns"].as_f64().unwrap_or(f64::NAN) / 1e3,
+                p["kernel_counts"]
+            )
+        })
         .collect();
     Ok(Row::check(
         "g",
         ok,
-        format!("5-size sweep, {} samples, kernel counts {:?}: {}", rows.len(), counts_seen, med.join(" ")),
+        format!(
+            "5-size sweep, {} samples, kernel counts {:?}: {}",
+            rows.len(),
+            counts_seen,
+            med.join(" ")
+        ),
         json!({"per_size": per_size}),
     ))
 }
@@ -414,7 +524,11 @@ struct Baselines {
     launch_total_us: f64,
 }
 
-fn sweep_loop(cx: &Ctx, mats: &mut [Matmul], events: Option<(&CudaEvent, &CudaEvent)>) -> Result<(f64, Vec<f64>), BoxError> {
+fn sweep_loop(
+    cx: &Ctx,
+    mats: &mut [Matmul],
+    events: Option<(&CudaEvent, &CudaEvent)>,
+) -> Result<(f64, Vec<f64>), BoxError> {
     let t0 = Instant::now();
     let mut medians = Vec::new();
     for m in mats.iter_mut() {
@@ -452,10 +566,16 @@ fn launch_loop(cx: &Ctx) -> Result<(f64, f64), BoxError> {
     let t1 = t0.elapsed();
     cx.gpu.sync()?;
     let t2 = t0.elapsed();
-    Ok((t1.as_secs_f64() * 1e6 / LAUNCHES as f64, t2.as_secs_f64() * 1e6 / LAUNCHES as f64))
+    Ok((
+        t1.as_secs_f64() * 1e6 / LAUNCHES as f64,
+        t2.as_secs_f64() * 1e6 / LAUNCHES as f64,
+    ))
 }
 
-fn med3<T>(mut f: impl FnMut() -> Result<T, BoxError>, key: impl Fn(&T) -> f64) -> Result<T, BoxError> {
+fn med3<T>(
+    mut f: impl FnMut() -> Result<T, BoxError>,
+    key: impl Fn(&T) -> f64,
+) -> Result<T, BoxError> {
     let mut v = vec![f()?, f()?, f()?];
     v.sort_by(|a, b| key(a).total_cmp(&key(b)));
     Ok(v.swap_remove(1))
@@ -482,13 +602,21 @@ fn bench_baselines(cx: &Ctx, mats: &mut [Matmul]) -> Result<Baselines, BoxError>
     })
 }
 
-fn bench_kprof(prof: &mut Profiler, cx: &Ctx, mats: &mut [Matmul], base: &Baselines) -> Result<Vec<Row>, BoxError> {
+fn bench_kprof(
+    prof: &mut Profiler,
+    cx: &Ctx,
+    mats: &mut [Matmul],
+    base: &Baselines,
+) -> Result<Vec<Row>, BoxError> {
     let configs: Vec<Config> = SWEEP.iter().map(|&n| Config::new().with("n", n)).collect();
     let mut sweep = |cache: CacheControl, name: &str| -> Result<(f64, RawResults), BoxError> {
         let opts = cx.opts(SWEEP_RUNS, 1, cache);
         let t0 = Instant::now();
         let raw = prof.bench(name, &configs, &opts, |c, run| {
-            let i = configs.iter().position(|x| x == c).ok_or("unknown config")?;
+            let i = configs
+                .iter()
+                .position(|x| x == c)
+                .ok_or("unknown config")?;
             let _r = run.region("matmul")?;
             mats[i].run(&cx.blas)
         })?;
@@ -497,7 +625,9 @@ fn bench_kprof(prof: &mut Profiler, cx: &Ctx, mats: &mut [Matmul], base: &Baseli
     sweep(CacheControl::None, "bench_sweep_warmup")?;
     let warm = med3(|| sweep(CacheControl::None, "bench_sweep_kprof"), |x| x.0)?;
     let cold = sweep(CacheControl::All, "bench_sweep_kprof_cold")?;
-    let kmed: Vec<f64> = (0..SWEEP.len() as u32).map(|c| median(&region_values(&warm.1, "matmul", Some(c)))).collect();
+    let kmed: Vec<f64> = (0..SWEEP.len() as u32)
+        .map(|c| median(&region_values(&warm.1, "matmul", Some(c))))
+        .collect();
     let diffs: Vec<String> = SWEEP
         .iter()
         .zip(kmed.iter().zip(&base.events_medians_ns))
@@ -521,21 +651,29 @@ fn bench_kprof(prof: &mut Profiler, cx: &Ctx, mats: &mut [Matmul], base: &Baseli
     let mut total: Vec<f64> = Vec::new();
     let (k, s) = (&cx.k, &cx.gpu.stream);
     let opts = cx.opts(3, 1, CacheControl::None);
-    let raw = prof.bench("bench_launch_kprof", &[Config::new().with("kernels", LAUNCHES)], &opts, |_, run| {
-        let t0 = Instant::now();
-        {
-            let _r = run.region("launches")?;
-            for _ in 0..LAUNCHES {
-                k.empty(s)?;
+    let raw = prof.bench(
+        "bench_launch_kprof",
+        &[Config::new().with("kernels", LAUNCHES)],
+        &opts,
+        |_, run| {
+            let t0 = Instant::now();
+            {
+                let _r = run.region("launches")?;
+                for _ in 0..LAUNCHES {
+                    k.empty(s)?;
+                }
+                host.push(t0.elapsed().as_secs_f64() * 1e6 / LAUNCHES as f64);
             }
-            host.push(t0.elapsed().as_secs_f64() * 1e6 / LAUNCHES as f64);
-        }
-        cx.gpu.sync()?;
-        total.push(t0.elapsed().as_secs_f64() * 1e6 / LAUNCHES as f64);
-        Ok(())
-    })?;
+            cx.gpu.sync()?;
+            total.push(t0.elapsed().as_secs_f64() * 1e6 / LAUNCHES as f64);
+            Ok(())
+        },
+    )?;
     let counted = per_sample(&raw).iter().map(|r| r.3).collect::<Vec<_>>();
-    let (h, t) = (median(host.get(1..).unwrap_or(&[])), median(total.get(1..).unwrap_or(&[])));
+    let (h, t) = (
+        median(host.get(1..).unwrap_or(&[])),
+        median(total.get(1..).unwrap_or(&[])),
+    );
     let added = h - base.launch_host_us;
     rows.push(Row::info(
         "perf-launch",
@@ -582,7 +720,9 @@ fn main() {
         .unwrap_or_else(|| PathBuf::from("gpu-check-out"));
     let mut names: Vec<String> = args.collect();
     if names.is_empty() {
-        names = ["bench", "a", "b", "c", "d", "e", "f", "g"].map(String::from).to_vec();
+        names = ["bench", "a", "b", "c", "d", "e", "f", "g"]
+            .map(String::from)
+            .to_vec();
     }
     let label: String = names.join("_");
     let code = match run(&out, &names) {
@@ -595,14 +735,20 @@ fn main() {
                 "rows": rows.iter().map(|r| json!({"id": r.id, "pass": r.pass, "summary": r.summary, "numbers": r.numbers})).collect::<Vec<_>>(),
             });
             let path = out.join(format!("summary-{label}.json"));
-            if let Err(e) = std::fs::write(&path, serde_json::to_string_pretty(&summary).unwrap_or_default()) {
+            if let Err(e) = std::fs::write(
+                &path,
+                serde_json::to_string_pretty(&summary).unwrap_or_default(),
+            ) {
                 eprintln!("cannot write {}: {e}", path.display());
             }
             i32::from(failed)
         }
         Err(e) => {
             eprintln!("gpu_check could not run: {e}");
-            let _ = std::fs::write(out.join(format!("summary-{label}.json")), json!({"label": label, "error": e.to_string()}).to_string());
+            let _ = std::fs::write(
+                out.join(format!("summary-{label}.json")),
+                json!({"label": label, "error": e.to_string()}).to_string(),
+            );
             2
         }
     };
@@ -615,12 +761,20 @@ fn run(out: &Path, names: &[String]) -> Result<(Vec<Row>, Value), BoxError> {
     let gpu = Gpu::new()?;
     let k = Kernels::load(&gpu)?;
     let blas = cublas(&gpu.stream)?;
-    let mut cx = Ctx { gpu, k, blas, out: out.to_path_buf() };
+    let mut cx = Ctx {
+        gpu,
+        k,
+        blas,
+        out: out.to_path_buf(),
+    };
     let mut rows = Vec::new();
 
     let mut bench_state = None;
     if want("bench") {
-        let mut mats: Vec<Matmul> = SWEEP.iter().map(|&n| Matmul::new(&cx.gpu, n)).collect::<Result<_, _>>()?;
+        let mut mats: Vec<Matmul> = SWEEP
+            .iter()
+            .map(|&n| Matmul::new(&cx.gpu, n))
+            .collect::<Result<_, _>>()?;
         cx.gpu.sync()?;
         let base = bench_baselines(&cx, &mut mats)?;
         bench_state = Some((mats, base));
@@ -642,22 +796,49 @@ fn run(out: &Path, names: &[String]) -> Result<(Vec<Row>, Value), BoxError> {
     if let Some((mut mats, base)) = bench_state {
         match bench_kprof(&mut prof, &cx, &mut mats, &base) {
             Ok(r) => rows.extend(r),
-            Err(e) => rows.push(Row::info("perf", format!("benchmark failed: {e}"), json!({"error": e.to_string()}))),
+            Err(e) => rows.push(Row::info(
+                "perf",
+                format!("benchmark failed: {e}"),
+                json!({"error": e.to_string()}),
+            )),
         }
         drop(mats);
         cx.gpu.sync()?;
     }
 
     type CheckFn = fn(&mut Profiler, &mut Ctx) -> Result<Row, BoxError>;
-    let checks: [(&str, CheckFn); 7] =
-        [("a", check_a), ("b", check_b), ("c", check_c), ("d", check_d), ("e", check_e), ("f", check_f), ("g", check_g)];
+    let checks: [(&str, CheckFn); 7] = [
+        ("a", check_a),
+        ("b", check_b),
+        ("c", check_c),
+        ("d", check_d),
+        ("e", check_e),
+        ("f", check_f),
+        ("g", check_g),
+    ];
     for (id, f) in checks {
         if !want(id) {
             continue;
         }
         let t0 = Instant::now();
-        let row = f(&mut prof, &mut cx).unwrap_or_else(|e| Row::check(id, false, format!("error: {e}"), json!({"error": e.to_string()})));
-        println!("[{id}] {} ({:.1} s): {}", if row.pass == Some(true) { "PASS" } else { "FAIL" }, t0.elapsed().as_secs_f64(), row.summary);
+        let row = f(&mut prof, &mut cx).unwrap_or_else(|e| {
+            Row::check(
+                id,
+                false,
+                format!("error: {e}"),
+                json!({"error": e.to_string()}),
+            )
+        });
+        println!(
+            "[{id}] {} ({:.1} s): {}",
+            if row.pass == Some(true) {
+                "PASS"
+            } else {
+                "FAIL"
+            },
+            t0.elapsed().as_secs_f64(),
+            row.summary
+        );
         rows.push(row);
         let _ = cx.gpu.sync();
     }

@@ -31,13 +31,24 @@ fn run() -> Result<(), BoxError> {
     k.scale(&stream, &mut y, &x, 2.0, n)?;
     k.add(&stream, &mut y, &x, n)?;
     k.scale(&stream, &mut z, &y, 0.5, n)?;
-    let graph = stream.end_capture(CUgraphInstantiate_flags(0))?.ok_or("stream capture produced no graph")?;
-    let opts = BenchOptions { runs: 5, cache: CacheControl::None, ..Default::default() };
-    let raw = prof.bench("graph", &[Config::new().with("n", n as i64)], &opts, |_, run| {
-        let _r = run.region("graph_replay")?;
-        graph.launch()?;
-        Ok(())
-    })?;
+    let graph = stream
+        .end_capture(CUgraphInstantiate_flags(0))?
+        .ok_or("stream capture produced no graph")?;
+    let opts = BenchOptions {
+        runs: 5,
+        cache: CacheControl::None,
+        ..Default::default()
+    };
+    let raw = prof.bench(
+        "graph",
+        &[Config::new().with("n", n as i64)],
+        &opts,
+        |_, run| {
+            let _r = run.region("graph_replay")?;
+            graph.launch()?;
+            Ok(())
+        },
+    )?;
     print_results("graph replay", &raw);
     Ok(())
 }

@@ -25,13 +25,22 @@ fn run() -> Result<(), BoxError> {
     let mut y = gpu.stream.alloc_zeros::<f32>(n as usize)?;
     let mut z = gpu.stream.alloc_zeros::<f32>(n as usize)?;
     gpu.sync()?;
-    let opts = BenchOptions { runs: 5, cache: CacheControl::None, ..Default::default() };
-    let raw = prof.bench("multi_kernel", &[Config::new().with("n", n as i64)], &opts, |_, run| {
-        let _r = run.region("three")?;
-        k.scale(&gpu.stream, &mut y, &x, 2.0, n)?;
-        k.add(&gpu.stream, &mut y, &x, n)?;
-        k.scale(&gpu.stream, &mut z, &y, 0.5, n)
-    })?;
+    let opts = BenchOptions {
+        runs: 5,
+        cache: CacheControl::None,
+        ..Default::default()
+    };
+    let raw = prof.bench(
+        "multi_kernel",
+        &[Config::new().with("n", n as i64)],
+        &opts,
+        |_, run| {
+            let _r = run.region("three")?;
+            k.scale(&gpu.stream, &mut y, &x, 2.0, n)?;
+            k.add(&gpu.stream, &mut y, &x, n)?;
+            k.scale(&gpu.stream, &mut z, &y, 0.5, n)
+        },
+    )?;
     print_results("multi_kernel", &raw);
     println!("breakdown (run, position, kernel, ns):");
     for b in &raw.kernel_breakdown {

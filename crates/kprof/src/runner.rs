@@ -953,7 +953,9 @@ impl Profiler {
         let mut raw = RawResults::new();
         for (i, c) in configs.iter().enumerate() {
             if raw.intern_config(c) as usize != i {
-                return Err(invalid_option(&format!("configuration [{c}] is listed twice in {name:?}")));
+                return Err(invalid_option(&format!(
+                    "configuration [{c}] is listed twice in {name:?}"
+                )));
             }
         }
         let device_idx = raw.intern_device(&self.device);
@@ -1255,9 +1257,11 @@ mod gpu {
         format!("{}.{}", v / 1000, (v % 1000) / 10)
     }
 
+    /// What starting the backend yields: the backend, the device, the constant extra columns.
+    type Started = (GpuBackend, DeviceInfo, Vec<(String, ExtraValue)>);
+
     impl GpuBackend {
-        pub(super) fn start(
-        ) -> Result<(GpuBackend, DeviceInfo, Vec<(String, ExtraValue)>), EngineError> {
+        pub(super) fn start() -> Result<Started, EngineError> {
             let libs = Libraries::load()?;
             let driver = libs.cuda;
             driver.ensure_context()?;
@@ -1941,7 +1945,15 @@ mod tests {
         let mock = Arc::new(Mock::default());
         let mut p = profiler(&mock);
         let c = Config::new().with("n", 1);
-        let e = p.bench("d", &[c.clone(), c], &BenchOptions::default(), |_, _| Ok(())).unwrap_err().to_string();
+        let e = p
+            .bench(
+                "d",
+                &[c.clone(), c],
+                &BenchOptions::default(),
+                |_, _| Ok(()),
+            )
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("listed twice"), "{e}");
     }
 

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
-use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+};
 use kprof::core::model::RawResults;
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -153,7 +155,14 @@ impl Kernels {
     }
 
     /// `y = a * x` over the first `n` elements.
-    pub fn scale(&self, s: &CudaStream, y: &mut CudaSlice<f32>, x: &CudaSlice<f32>, a: f32, n: u32) -> Result<(), BoxError> {
+    pub fn scale(
+        &self,
+        s: &CudaStream,
+        y: &mut CudaSlice<f32>,
+        x: &CudaSlice<f32>,
+        a: f32,
+        n: u32,
+    ) -> Result<(), BoxError> {
         let mut b = s.launch_builder(&self.scale);
         b.arg(y).arg(x).arg(&a).arg(&n);
         unsafe { b.launch(blocks(n)) }?;
@@ -161,7 +170,13 @@ impl Kernels {
     }
 
     /// `y += x` over the first `n` elements.
-    pub fn add(&self, s: &CudaStream, y: &mut CudaSlice<f32>, x: &CudaSlice<f32>, n: u32) -> Result<(), BoxError> {
+    pub fn add(
+        &self,
+        s: &CudaStream,
+        y: &mut CudaSlice<f32>,
+        x: &CudaSlice<f32>,
+        n: u32,
+    ) -> Result<(), BoxError> {
         let mut b = s.launch_builder(&self.add);
         b.arg(y).arg(x).arg(&n);
         unsafe { b.launch(blocks(n)) }?;
@@ -171,14 +186,22 @@ impl Kernels {
     /// One empty kernel (1 block of 32 threads).
     pub fn empty(&self, s: &CudaStream) -> Result<(), BoxError> {
         let mut b = s.launch_builder(&self.empty);
-        let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
+        let cfg = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (32, 1, 1),
+            shared_mem_bytes: 0,
+        };
         unsafe { b.launch(cfg) }?;
         Ok(())
     }
 }
 
 fn blocks(n: u32) -> LaunchConfig {
-    LaunchConfig { grid_dim: (n.div_ceil(256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }
+    LaunchConfig {
+        grid_dim: (n.div_ceil(256), 1, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    }
 }
 
 /// Square fp32 matrices for C = A * B.
@@ -221,9 +244,11 @@ impl Matmul {
 /// cuBLAS on the given stream; a readable error when libcublas is missing.
 pub fn cublas(stream: &Arc<CudaStream>) -> Result<CudaBlas, BoxError> {
     if !unsafe { cudarc::cublas::sys::is_culib_present() } {
-        return Err("libcublas not found: put the CUDA toolkit's lib64 (or the pip nvidia/cu13/lib) on \
+        return Err(
+            "libcublas not found: put the CUDA toolkit's lib64 (or the pip nvidia/cu13/lib) on \
                     LD_LIBRARY_PATH"
-            .into());
+                .into(),
+        );
     }
     Ok(CudaBlas::new(stream.clone())?)
 }
@@ -244,16 +269,31 @@ pub struct SeriesStats {
 pub fn series_stats(raw: &RawResults) -> Vec<SeriesStats> {
     let mut out = Vec::new();
     for (i, s) in raw.series.iter().enumerate() {
-        let samples: Vec<_> = raw.samples.iter().filter(|x| x.series as usize == i).collect();
-        let mut v: Vec<f64> = samples.iter().map(|x| x.value).filter(|x| x.is_finite()).collect();
+        let samples: Vec<_> = raw
+            .samples
+            .iter()
+            .filter(|x| x.series as usize == i)
+            .collect();
+        let mut v: Vec<f64> = samples
+            .iter()
+            .map(|x| x.value)
+            .filter(|x| x.is_finite())
+            .collect();
         v.sort_by(f64::total_cmp);
-        let kernel = samples.first().map(|x| raw.kernel_names[x.kernel as usize].clone()).unwrap_or_default();
+        let kernel = samples
+            .first()
+            .map(|x| raw.kernel_names[x.kernel as usize].clone())
+            .unwrap_or_default();
         out.push(SeriesStats {
             annotation: s.key.annotation.clone(),
             config: raw.configs[s.key.config as usize].to_string(),
             n: v.len(),
             nan: samples.len() - v.len(),
-            mean: if v.is_empty() { f64::NAN } else { v.iter().sum::<f64>() / v.len() as f64 },
+            mean: if v.is_empty() {
+                f64::NAN
+            } else {
+                v.iter().sum::<f64>() / v.len() as f64
+            },
             median: median_sorted(&v),
             min: v.first().copied().unwrap_or(f64::NAN),
             kernel,
@@ -288,7 +328,10 @@ pub fn short(name: &str, max: usize) -> String {
 /// Prints one line per series: annotation, config, runs, mean/median/min in us, kernels.
 pub fn print_results(title: &str, raw: &RawResults) {
     println!("== {title}");
-    println!("{:<14} {:<22} {:>4} {:>12} {:>12} {:>12}  kernels", "annotation", "config", "runs", "mean us", "median us", "min us");
+    println!(
+        "{:<14} {:<22} {:>4} {:>12} {:>12} {:>12}  kernels",
+        "annotation", "config", "runs", "mean us", "median us", "min us"
+    );
     for s in series_stats(raw) {
         println!(
             "{:<14} {:<22} {:>4} {:>12.3} {:>12.3} {:>12.3}  {}{}",
@@ -299,7 +342,11 @@ pub fn print_results(title: &str, raw: &RawResults) {
             s.median / 1e3,
             s.min / 1e3,
             short(&s.kernel, 60),
-            if s.nan > 0 { format!("  ({} NaN)", s.nan) } else { String::new() }
+            if s.nan > 0 {
+                format!("  ({} NaN)", s.nan)
+            } else {
+                String::new()
+            }
         );
     }
 }
