@@ -27,14 +27,15 @@ run_logged nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,cl
 run_logged uname -r
 say "$(ldd --version 2>&1 | head -1)"
 
-# cudarc dlopens cuBLAS and NVRTC by bare name: put a directory holding them on LD_LIBRARY_PATH.
+# cudarc dlopens cuBLAS and NVRTC by bare name: put the directories holding them on LD_LIBRARY_PATH
+# (without NVRTC the examples fall back to built-in PTX, JIT-compiled by the driver).
 # (kprof itself finds libcuda and libcupti on its own and loads them by absolute path.)
 LIBDIRS=""
 for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda-13.0/targets/x86_64-linux/lib \
          /opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib \
          /opt/torch/.venv/lib/python3.12/site-packages/nvidia/cublas/lib \
          /opt/torch/.venv/lib/python3.12/site-packages/nvidia/cuda_nvrtc/lib; do
-    if ls "$d"/libcublas.so* "$d"/libnvrtc.so* >/dev/null 2>&1; then
+    if ls "$d"/libcublas.so* "$d"/libnvrtc.so* 2>/dev/null | grep -q .; then
         LIBDIRS="${LIBDIRS:+$LIBDIRS:}$d"
     fi
 done
