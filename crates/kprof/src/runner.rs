@@ -1229,6 +1229,7 @@ mod gpu {
     use super::*;
     use crate::attribution::{attribute, encode_region_key, RegionSpan};
     use crate::cupti::collector::{current_thread_id, ActivitySession};
+    use crate::cupti::records::ActivityBatch;
     use crate::driver::DeviceBuffer;
     use crate::loader::Libraries;
     use crate::nvtx::{push_range_cstr, NvtxRange};
@@ -1320,6 +1321,45 @@ mod gpu {
         }
     }
 
+    /// The engine's view of a run's spans.
+    pub(super) fn region_spans(spans: &[Span]) -> Vec<RegionSpan> {
+        spans
+            .iter()
+            .map(|s| RegionSpan {
+                id: s.key,
+                parent: s.parent,
+                thread_id: s.thread_id as u32,
+                start_ns: s.start_ns,
+                end_ns: s.end_ns,
+            })
+            .collect()
+    }
+
+    /// Attributes one flushed batch to the run's regions (pure; tested on recorded fixtures).
+    pub(super) fn collect_batch(batch: &ActivityBatch, regions: &[RegionSpan]) -> Collected {
+        let att = attribute(batch, regions);
+        let by_region = att
+            .by_region
+            .into_iter()
+            .map(|(id, ks)| {
+                let ks = ks
+                    .into_iter()
+                    .map(|k| KernelRun {
+                        start_ns: k.start_ns,
+                        end_ns: k.end_ns,
+                        demangled: None,
+                        name: k.name,
+                    })
+                    .collect();
+                (id, ks)
+            })
+            .collect();
+        Collected {
+            by_region,
+            unattributed: att.unattributed.len(),
+        }
+    }
+
     impl Backend for GpuBackend {
         fn timestamp_ns(&self) -> u64 {
             self.libs.cupti.timestamp_ns().unwrap_or(0)
@@ -1371,39 +1411,10 @@ mod gpu {
         fn collect(&self, spans: &[Span]) -> Result<Collected, EngineError> {
             let mut session = lock(&self.session);
             let batch = session.flush()?;
-            let regions: Vec<RegionSpan> = spans
-                .iter()
-                .map(|s| RegionSpan {
-                    id: s.key,
-                    parent: s.parent,
-                    thread_id: s.thread_id as u32,
-                    start_ns: s.start_ns,
-                    end_ns: s.end_ns,
-                })
-                .collect();
+            let regions = region_spans(spans);
             session.record_regions(&regions)?;
             drop(session);
-            let att = attribute(&batch, &regions);
-            let by_region = att
-                .by_region
-                .into_iter()
-                .map(|(id, ks)| {
-                    let ks = ks
-                        .into_iter()
-                        .map(|k| KernelRun {
-                            start_ns: k.start_ns,
-                            end_ns: k.end_ns,
-                            demangled: None,
-                            name: k.name,
-                        })
-                        .collect();
-                    (id, ks)
-                })
-                .collect();
-            Ok(Collected {
-                by_region,
-                unattributed: att.unattributed.len(),
-            })
+            Ok(collect_batch(&batch, &regions))
         }
     }
 }
@@ -1955,6 +1966,44 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("listed twice"), "{e}");
+    }
+
+    #[test]
+    fn adapter_attributes_the_recorded_h200_fixture() {
+        use crate::attribution::{attribute, encode_region_key};
+        use crate::cupti::records::RecordedBuffer;
+        let f = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/activity/h200-cuda13-region-threads.jsonl");
+        if !f.exists() {
+            return;
+        }
+        let rb = RecordedBuffer::read_jsonl(&f).unwrap();
+        let fl = rb.flushes.iter().find(|f| f.flush == 1).expect("flush 1");
+        let spans: Vec<Span> = fl
+            .regions
+            .iter()
+            .map(|r| Span {
+                key: r.id,
+                parent: r.parent,
+                thread_id: r.thread_id as u64,
+                start_ns: r.start_ns,
+                end_ns: r.end_ns,
+            })
+            .collect();
+        let regions = gpu::region_spans(&spans);
+        assert_eq!(regions, fl.regions);
+        let c = gpu::collect_batch(&fl.batch, &regions);
+        let id = encode_region_key(0, 0, 0, 1).unwrap();
+        let ks = &c.by_region[&id];
+        assert_eq!(ks.len(), 5);
+        assert_eq!(c.unattributed, 1);
+        let pairs: Vec<(&str, f64)> = ks
+            .iter()
+            .map(|k| (k.name.as_str(), (k.end_ns - k.start_ns) as f64))
+            .collect();
+        let (names, total) = combine_kernels(&pairs, &Reducer::Sum).unwrap();
+        assert_eq!(names, "fill|fill|fill|fill|fill");
+        assert_eq!(total, attribute(&fl.batch, &fl.regions).total_ns(id) as f64);
     }
 
     #[test]
