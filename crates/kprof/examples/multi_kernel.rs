@@ -1,0 +1,50 @@
+//! A region with three kernels (scale, add, scale): kprof reports their sum, and the per-kernel
+//! breakdown is in `RawResults::kernel_breakdown`.
+//!
+//! Run on a GPU machine: `cargo run --release -p kprof --example multi_kernel`.
+
+mod common;
+
+use common::{print_results, BoxError, Gpu, Kernels};
+use kprof::core::model::Config;
+use kprof::runner::{BenchOptions, CacheControl, Profiler};
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), BoxError> {
+    let mut prof = Profiler::new()?;
+    let gpu = Gpu::new()?;
+    let k = Kernels::load(&gpu)?;
+    let n: u32 = 1 << 24;
+    let x = gpu.stream.clone_htod(&vec![1.0f32; n as usize])?;
+    let mut y = gpu.stream.alloc_zeros::<f32>(n as usize)?;
+    let mut z = gpu.stream.alloc_zeros::<f32>(n as usize)?;
+    gpu.sync()?;
+    let opts = BenchOptions {
+        runs: 5,
+        cache: CacheControl::None,
+        ..Default::default()
+    };
+    let raw = prof.bench(
+        "multi_kernel",
+        &[Config::new().with("n", n as i64)],
+        &opts,
+        |_, run| {
+            let _r = run.region("three")?;
+            k.scale(&gpu.stream, &mut y, &x, 2.0, n)?;
+            k.add(&gpu.stream, &mut y, &x, n)?;
+            k.scale(&gpu.stream, &mut z, &y, 0.5, n)
+        },
+    )?;
+    print_results("multi_kernel", &raw);
+    println!("breakdown (run, position, kernel, ns):");
+    for b in &raw.kernel_breakdown {
+        println!("  {} {} {:<12} {:.0}", b.run, b.position, b.kernel, b.value);
+    }
+    Ok(())
+}

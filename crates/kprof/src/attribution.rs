@@ -1,0 +1,418 @@
+//! Attributing kernel records to user regions (pure; no GPU).
+//!
+//! Rules, in order, for each kernel record of a batch:
+//! - **(A) external correlation.** If the kernel's correlation id has an external-correlation
+//!   record of kind CUSTOM0, the kernel belongs to the region whose id is that external id. This is
+//!   exact for kernels launched by the thread that opened the region (the CUPTI id stack is per
+//!   thread).
+//! - **(B) launch timestamps.** Otherwise, the kernel's launch API record (same correlation id)
+//!   gives the CPU time of the launch. If that time lies inside one or more region spans
+//!   (`start_ns <= t <= end_ns`, any thread: PyTorch runs backward on worker threads), the kernel
+//!   belongs to the innermost one: the containing span that started last (ties: the one with the
+//!   larger id).
+//! - Otherwise the kernel is unattributed.
+//! - **(C) nesting is inclusive.** A kernel attributed to a region is also listed under each of
+//!   its ancestors (following `parent`), so an outer region's total includes its inner regions.
+//!
+//! CUDA graphs: every kernel node of one `cuGraphLaunch` carries the launch's correlation id, so
+//! all of them follow the graph launch's region under (A) and (B).
+//!
+//! Kernels of a region are listed in launch order: by the launch's CPU start, then the kernel's
+//! GPU start (kernels without a launch record sort by their GPU start).
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cupti::ffi::EXTERNAL_CORRELATION_KIND_CUSTOM0;
+use crate::cupti::records::{ActivityBatch, KernelRecord};
+use crate::error::EngineError;
+
+/// One open-then-closed region, in CUPTI timestamps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegionSpan {
+    /// The external correlation id pushed for this region (an encoded region key).
+    pub id: u64,
+    /// The id of the enclosing region on the same thread, if nested.
+    pub parent: Option<u64>,
+    /// OS thread id (gettid) of the thread that opened the region. Informational only: CUPTI's
+    /// API records carry a different thread id (on the H200 it looked like a truncated
+    /// `pthread_self`), so rule (B) does not match threads.
+    pub thread_id: u32,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+/// How a kernel was attributed (for diagnostics and tests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    ExternalCorrelation,
+    LaunchTimestamp,
+}
+
+/// Kernels per region, plus the ones that belong to no region.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Attribution {
+    /// Region id → its kernels (including those of nested regions), in launch order.
+    pub by_region: HashMap<u64, Vec<KernelRecord>>,
+    /// Kernels that matched no region, in launch order.
+    pub unattributed: Vec<KernelRecord>,
+    /// Region id → how many of its *direct* kernels came through each rule.
+    pub direct_via: HashMap<u64, (usize, usize)>,
+}
+
+impl Attribution {
+    /// Total GPU time of a region's kernels (0 if none).
+    pub fn total_ns(&self, region: u64) -> u64 {
+        self.by_region
+            .get(&region)
+            .map(|ks| ks.iter().map(|k| k.duration_ns()).sum())
+            .unwrap_or(0)
+    }
+}
+
+/// Attributes every kernel of `batch` to `regions` by the rules in the module documentation.
+pub fn attribute(batch: &ActivityBatch, regions: &[RegionSpan]) -> Attribution {
+    let mut ext_of_corr: HashMap<u32, u64> = HashMap::new();
+    for e in &batch.external {
+        if e.external_kind == EXTERNAL_CORRELATION_KIND_CUSTOM0 {
+            ext_of_corr.insert(e.correlation_id, e.external_id);
+        }
+    }
+    let mut launch_start: HashMap<u32, u64> = HashMap::new();
+    for a in &batch.launches {
+        launch_start
+            .entry(a.correlation_id)
+            .and_modify(|t| *t = (*t).min(a.start_ns))
+            .or_insert(a.start_ns);
+    }
+    let parent_of: HashMap<u64, Option<u64>> = regions.iter().map(|r| (r.id, r.parent)).collect();
+
+    // Sort kernels into launch order once.
+    let mut order: Vec<(u64, u64, usize)> = batch
+        .kernels
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            let t = launch_start
+                .get(&k.correlation_id)
+                .copied()
+                .unwrap_or(k.start_ns);
+            (t, k.start_ns, i)
+        })
+        .collect();
+    order.sort();
+
+    let mut out = Attribution::default();
+    for (launch_t, _, i) in order {
+        let k = &batch.kernels[i];
+        let (region, via) = if let Some(&id) = ext_of_corr.get(&k.correlation_id) {
+            (Some(id), Via::ExternalCorrelation)
+        } else if launch_start.contains_key(&k.correlation_id) {
+            (
+                innermost_containing(regions, launch_t),
+                Via::LaunchTimestamp,
+            )
+        } else {
+            (None, Via::LaunchTimestamp)
+        };
+        let Some(region) = region else {
+            out.unattributed.push(k.clone());
+            continue;
+        };
+        let counts = out.direct_via.entry(region).or_insert((0, 0));
+        match via {
+            Via::ExternalCorrelation => counts.0 += 1,
+            Via::LaunchTimestamp => counts.1 += 1,
+        }
+        // The region itself and every ancestor (guarding against a malformed parent cycle).
+        let mut cur = Some(region);
+        let mut hops = 0;
+        while let Some(id) = cur {
+            out.by_region.entry(id).or_default().push(k.clone());
+            cur = parent_of.get(&id).copied().flatten();
+            hops += 1;
+            if hops > regions.len() + 1 {
+                break;
+            }
+        }
+    }
+    out
+}
+
+fn innermost_containing(regions: &[RegionSpan], t: u64) -> Option<u64> {
+    regions
+        .iter()
+        .filter(|r| r.start_ns <= t && t <= r.end_ns)
+        .max_by_key(|r| (r.start_ns, r.id))
+        .map(|r| r.id)
+}
+
+/// Bit widths of the packed region key: call 12, config 20, run 20, region 12 (= 64).
+pub const KEY_BITS: [(&str, u32); 4] = [("call", 12), ("config", 20), ("run", 20), ("region", 12)];
+
+/// The fields of a region key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RegionKey {
+    pub call: u32,
+    pub config: u32,
+    pub run: u32,
+    pub region: u32,
+}
+
+/// Packs (call, config, run, region) into one external-correlation id:
+/// `call << 52 | config << 32 | run << 12 | region`. Errors name the field that overflowed.
+pub fn encode_region_key(
+    call: u32,
+    config: u32,
+    run: u32,
+    region: u32,
+) -> Result<u64, EngineError> {
+    let vals = [call, config, run, region];
+    let mut key = 0u64;
+    for ((field, bits), v) in KEY_BITS.iter().zip(vals) {
+        if (v as u64) >> bits != 0 {
+            return Err(EngineError::KeyOverflow {
+                field,
+                value: v as u64,
+                bits: *bits,
+            });
+        }
+        key = (key << bits) | v as u64;
+    }
+    Ok(key)
+}
+
+/// Inverse of [`encode_region_key`].
+pub fn decode_region_key(key: u64) -> RegionKey {
+    let region = (key & 0xfff) as u32;
+    let run = ((key >> 12) & 0xf_ffff) as u32;
+    let config = ((key >> 32) & 0xf_ffff) as u32;
+    let call = (key >> 52) as u32;
+    RegionKey {
+        call,
+        config,
+        run,
+        region,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cupti::records::{ApiRecord, ExternalCorrelationRecord};
+
+    fn k(corr: u32, start: u64, dur: u64, name: &str) -> KernelRecord {
+        KernelRecord {
+            start_ns: start,
+            end_ns: start + dur,
+            device_id: 0,
+            context_id: 1,
+            stream_id: 7,
+            correlation_id: corr,
+            grid_id: corr as i64,
+            graph_id: 0,
+            graph_node_id: 0,
+            name: name.into(),
+        }
+    }
+    fn launch(corr: u32, t: u64, tid: u32, cbid: u32) -> ApiRecord {
+        ApiRecord {
+            cbid,
+            start_ns: t,
+            end_ns: t + 3,
+            process_id: 1,
+            thread_id: tid,
+            correlation_id: corr,
+        }
+    }
+    fn ext(corr: u32, id: u64) -> ExternalCorrelationRecord {
+        ExternalCorrelationRecord {
+            external_kind: EXTERNAL_CORRELATION_KIND_CUSTOM0,
+            external_id: id,
+            correlation_id: corr,
+        }
+    }
+    fn span(id: u64, parent: Option<u64>, s: u64, e: u64) -> RegionSpan {
+        RegionSpan {
+            id,
+            parent,
+            thread_id: 100,
+            start_ns: s,
+            end_ns: e,
+        }
+    }
+    fn names(v: &[KernelRecord]) -> Vec<&str> {
+        v.iter().map(|k| k.name.as_str()).collect()
+    }
+
+    #[test]
+    fn external_correlation_is_exact_even_outside_the_span() {
+        // Kernel launched by the region's thread: ext corr decides, even if the recorded span were
+        // slightly off (the timestamps are taken around push/pop).
+        let batch = ActivityBatch {
+            kernels: vec![k(1, 1000, 10, "a"), k(2, 1020, 10, "b")],
+            launches: vec![launch(1, 10, 100, 307), launch(2, 500, 100, 307)],
+            external: vec![ext(1, 7), ext(2, 7)],
+        };
+        let a = attribute(&batch, &[span(7, None, 5, 20)]);
+        assert_eq!(names(&a.by_region[&7]), ["a", "b"]);
+        assert_eq!(a.direct_via[&7], (2, 0));
+        assert!(a.unattributed.is_empty());
+        assert_eq!(a.total_ns(7), 20);
+    }
+
+    #[test]
+    fn other_thread_by_launch_timestamp() {
+        // Corr 2 was launched on a worker thread (no ext record) inside the region's span.
+        let batch = ActivityBatch {
+            kernels: vec![k(1, 1000, 10, "fwd"), k(2, 1100, 30, "bwd")],
+            launches: vec![launch(1, 10, 100, 307), launch(2, 15, 200, 307)],
+            external: vec![ext(1, 7)],
+        };
+        let a = attribute(&batch, &[span(7, None, 5, 20)]);
+        assert_eq!(names(&a.by_region[&7]), ["fwd", "bwd"]);
+        assert_eq!(a.direct_via[&7], (1, 1));
+        assert_eq!(a.total_ns(7), 40);
+    }
+
+    #[test]
+    fn nested_regions_are_inclusive_and_innermost_wins() {
+        // outer [0,100] contains inner [10,50]; launch at 20 (other thread) → inner (and outer).
+        let batch = ActivityBatch {
+            kernels: vec![
+                k(1, 1000, 10, "outer_only"),
+                k(2, 1010, 10, "inner_ext"),
+                k(3, 1020, 10, "inner_ts"),
+                k(4, 1030, 10, "after_inner"),
+            ],
+            launches: vec![
+                launch(1, 5, 100, 307),
+                launch(2, 12, 100, 307),
+                launch(3, 20, 200, 307),
+                launch(4, 60, 200, 307),
+            ],
+            external: vec![ext(1, 1), ext(2, 2)],
+        };
+        let regions = [span(1, None, 0, 100), span(2, Some(1), 10, 50)];
+        let a = attribute(&batch, &regions);
+        assert_eq!(names(&a.by_region[&2]), ["inner_ext", "inner_ts"]);
+        assert_eq!(
+            names(&a.by_region[&1]),
+            ["outer_only", "inner_ext", "inner_ts", "after_inner"]
+        );
+        assert_eq!(a.direct_via[&1], (1, 1));
+        assert_eq!(a.direct_via[&2], (1, 1));
+    }
+
+    #[test]
+    fn graph_launch_kernels_follow_the_launch() {
+        let mut g1 = k(9, 2000, 5, "node_a");
+        let mut g2 = k(9, 2010, 5, "node_b");
+        let mut g3 = k(9, 2005, 5, "node_c");
+        for (i, g) in [&mut g1, &mut g2, &mut g3].into_iter().enumerate() {
+            g.graph_id = 4;
+            g.graph_node_id = i as u64 + 1;
+        }
+        // Launched from another thread: timestamp rule; and from the region thread: ext rule.
+        let batch = ActivityBatch {
+            kernels: vec![g2.clone(), g1.clone(), g3.clone()],
+            launches: vec![launch(9, 30, 200, 514)],
+            external: vec![],
+        };
+        let a = attribute(&batch, &[span(3, None, 25, 40)]);
+        // Launch order = GPU start order within one launch.
+        assert_eq!(names(&a.by_region[&3]), ["node_a", "node_c", "node_b"]);
+        let batch = ActivityBatch {
+            external: vec![ext(9, 3)],
+            launches: vec![launch(9, 999, 100, 515)],
+            ..batch
+        };
+        let a = attribute(&batch, &[span(3, None, 25, 40)]);
+        assert_eq!(a.by_region[&3].len(), 3);
+        assert_eq!(a.direct_via[&3], (3, 0));
+        assert!(cbid_is_graph(514) && cbid_is_graph(515) && !cbid_is_graph(307));
+    }
+
+    fn cbid_is_graph(c: u32) -> bool {
+        crate::cupti::ffi::cbid::is_graph_launch(c)
+    }
+
+    #[test]
+    fn unattributed_kernels() {
+        let batch = ActivityBatch {
+            kernels: vec![
+                k(1, 1000, 10, "before"),
+                k(2, 1010, 10, "no_launch_record"),
+                k(3, 1020, 10, "inside"),
+            ],
+            launches: vec![launch(1, 1, 100, 307), launch(3, 20, 100, 307)],
+            external: vec![ExternalCorrelationRecord {
+                external_kind: 4, // CUSTOM1: someone else's id, ignored
+                external_id: 5,
+                correlation_id: 1,
+            }],
+        };
+        let a = attribute(&batch, &[span(5, None, 10, 30)]);
+        assert_eq!(names(&a.by_region[&5]), ["inside"]);
+        assert_eq!(names(&a.unattributed), ["before", "no_launch_record"]);
+    }
+
+    #[test]
+    fn different_kernel_counts_per_run_are_fine() {
+        // Two runs of the same region key family; run 1 launches 2 kernels, run 2 launches 1.
+        let r1 = encode_region_key(0, 3, 1, 0).unwrap();
+        let r2 = encode_region_key(0, 3, 2, 0).unwrap();
+        let batch = ActivityBatch {
+            kernels: vec![k(1, 100, 5, "a"), k(2, 110, 5, "b"), k(3, 200, 7, "c")],
+            launches: vec![
+                launch(1, 1, 1, 307),
+                launch(2, 2, 1, 307),
+                launch(3, 50, 1, 307),
+            ],
+            external: vec![ext(1, r1), ext(2, r1), ext(3, r2)],
+        };
+        let a = attribute(&batch, &[span(r1, None, 0, 10), span(r2, None, 40, 60)]);
+        assert_eq!(a.total_ns(r1), 10);
+        assert_eq!(a.total_ns(r2), 7);
+    }
+
+    #[test]
+    fn region_key_round_trip_and_overflow() {
+        let key = encode_region_key(4095, 1_048_575, 1_048_575, 4095).unwrap();
+        assert_eq!(key, u64::MAX);
+        assert_eq!(
+            decode_region_key(key),
+            RegionKey {
+                call: 4095,
+                config: 1_048_575,
+                run: 1_048_575,
+                region: 4095
+            }
+        );
+        let key = encode_region_key(1, 2, 3, 4).unwrap();
+        assert_eq!(key, (1 << 52) | (2 << 32) | (3 << 12) | 4);
+        assert_eq!(
+            decode_region_key(key),
+            RegionKey {
+                call: 1,
+                config: 2,
+                run: 3,
+                region: 4
+            }
+        );
+        for (args, field) in [
+            ((4096, 0, 0, 0), "call"),
+            ((0, 1 << 20, 0, 0), "config"),
+            ((0, 0, 1 << 20, 0), "run"),
+            ((0, 0, 0, 4096), "region"),
+        ] {
+            let e = encode_region_key(args.0, args.1, args.2, args.3).unwrap_err();
+            match &e {
+                EngineError::KeyOverflow { field: f, .. } => assert_eq!(*f, field),
+                other => panic!("{other:?}"),
+            }
+            assert!(e.to_string().contains(&format!("`{field}`")), "{e}");
+        }
+    }
+}

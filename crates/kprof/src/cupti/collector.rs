@@ -1,0 +1,534 @@
+//! The CUPTI activity session: subscribes, hands CUPTI recycled 8 MiB buffers, parses completed
+//! buffers into typed records on whatever thread CUPTI calls back on, and drains them on flush.
+//!
+//! CUPTI's buffer callbacks carry no user data, so the state is process-global; only one
+//! [`ActivitySession`] may be active at a time (CUPTI 13.0 allows one subscriber per process
+//! anyway). Callbacks never unwind into CUPTI (`catch_unwind`), never call back into CUDA and
+//! never take a lock that the flushing thread holds while it calls into CUPTI.
+//!
+//! If the environment variable `KPROF_RECORD_ACTIVITY` names a file when the session starts,
+//! every raw record seen is also appended to it as JSON lines (see
+//! [`crate::cupti::records::DumpLine`]) so that activity recorded on a GPU machine can become a
+//! test fixture; [`ActivitySession::record_regions`] adds the region spans of each flush.
+
+use std::alloc::Layout;
+use std::ffi::{c_void, CStr};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use crate::attribution::RegionSpan;
+use crate::cupti::ffi::{
+    cbid, Cupti, ACTIVITY_FLAG_FLUSH_FORCED, ACTIVITY_KIND_CONCURRENT_KERNEL, ACTIVITY_KIND_DRIVER,
+    ACTIVITY_KIND_EXTERNAL_CORRELATION, ACTIVITY_KIND_KERNEL, CUPTI_ERROR_MAX_LIMIT_REACHED,
+    CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, CUPTI_SUCCESS,
+    EXTERNAL_CORRELATION_KIND_CUSTOM0,
+};
+pub use crate::cupti::records::ActivityBatch;
+use crate::cupti::records::{
+    kernel_name_ptr, parse_record, record_kind, to_hex, write_dump_line, DumpLine, Record,
+};
+use crate::error::EngineError;
+use crate::loader::Libraries;
+
+/// Env var: when set to a path, every activity record is also appended there (JSON lines).
+pub const ENV_RECORD_ACTIVITY: &str = "KPROF_RECORD_ACTIVITY";
+
+/// Env var overriding how launch records are enabled: `kind`, `cbid` or `kind-minus` (default).
+pub const ENV_LAUNCH_RECORDS: &str = "KPROF_CUPTI_LAUNCH_RECORDS";
+
+/// Upper bound (exclusive) of the driver CBIDs switched off in [`LaunchRecords::KindMinusOthers`]
+/// (CUPTI 13.0 has 807; later versions add a few).
+const DRIVER_CBID_LIMIT: u32 = 1024;
+
+/// How the driver-API records of kernel launches are enabled.
+///
+/// Seen on the H200 (CUPTI 13.0, driver 580): enabling only the launch CBIDs with
+/// `cuptiActivityEnableDriverApi` gives **no** API records for a context that already existed
+/// when the session started (it works when the session starts first). Enabling the whole DRIVER
+/// kind and then switching every other CBID off works in both orders, so it is the default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LaunchRecords {
+    /// `cuptiActivityEnable(DRIVER)`, then `cuptiActivityEnableDriverApi(id, 0)` for every
+    /// non-launch CBID (default when the per-CBID call exists, CUPTI >= 12.5).
+    KindMinusOthers,
+    /// `cuptiActivityEnableDriverApi(id, 1)` for the launch CBIDs only.
+    PerCbid,
+    /// `cuptiActivityEnable(DRIVER)`: every driver call (fallback before CUPTI 12.5).
+    WholeDriverKind,
+}
+
+/// Size of each activity buffer handed to CUPTI.
+pub const BUFFER_BYTES: usize = 8 << 20;
+const BUFFER_ALIGN: usize = 8;
+
+struct Global {
+    batch: ActivityBatch,
+    /// Records lost inside our callback (iteration errors, allocation failures).
+    lost_in_callback: u64,
+    /// Dropped-record counts reported by CUPTI in the completion callback.
+    dropped_reported: u64,
+    dump: Option<BufWriter<File>>,
+    dump_path: Option<PathBuf>,
+    dump_failed: Option<String>,
+    /// Flush index the records being received belong to (process-wide, monotonic).
+    flush_index: u64,
+}
+
+static STATE: Mutex<Global> = Mutex::new(Global {
+    batch: ActivityBatch {
+        kernels: Vec::new(),
+        launches: Vec::new(),
+        external: Vec::new(),
+    },
+    lost_in_callback: 0,
+    dropped_reported: 0,
+    dump: None,
+    dump_path: None,
+    dump_failed: None,
+    flush_index: 0,
+});
+/// Free buffers (addresses), recycled between CUPTI requests.
+static POOL: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+static CUPTI: OnceLock<&'static Cupti> = OnceLock::new();
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn buffer_layout() -> Layout {
+    Layout::from_size_align(BUFFER_BYTES, BUFFER_ALIGN).expect("valid layout")
+}
+
+/// `CUpti_CallbackFunc` that ignores everything (the subscription only claims the slot).
+unsafe extern "C" fn noop_callback(_: *mut c_void, _: u32, _: u32, _: *const c_void) {}
+
+unsafe extern "C" fn buffer_requested(buf: *mut *mut u8, size: *mut usize, max: *mut usize) {
+    let r = catch_unwind(|| {
+        let ptr = lock(&POOL)
+            .pop()
+            .map(|a| a as *mut u8)
+            .unwrap_or_else(|| unsafe { std::alloc::alloc(buffer_layout()) });
+        unsafe {
+            if ptr.is_null() {
+                *buf = std::ptr::null_mut();
+                *size = 0;
+                lock(&STATE).lost_in_callback += 1;
+            } else {
+                *buf = ptr;
+                *size = BUFFER_BYTES;
+            }
+            *max = 0;
+        }
+    });
+    if r.is_err() {
+        unsafe {
+            *buf = std::ptr::null_mut();
+            *size = 0;
+            *max = 0;
+        }
+    }
+}
+
+unsafe extern "C" fn buffer_completed(
+    ctx: *mut c_void,
+    stream: u32,
+    buf: *mut u8,
+    size: usize,
+    valid: usize,
+) {
+    let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
+        process_buffer(ctx, stream, buf, valid);
+    }));
+    if !buf.is_null() {
+        if size == BUFFER_BYTES {
+            lock(&POOL).push(buf as usize);
+        } else if let Ok(l) = Layout::from_size_align(size, BUFFER_ALIGN) {
+            // Not one of ours (cannot happen); free with the size CUPTI reports.
+            if size > 0 {
+                unsafe { std::alloc::dealloc(buf, l) };
+            }
+        }
+    }
+}
+
+/// Walks one completed buffer, parses the records and appends them to the global batch.
+unsafe fn process_buffer(ctx: *mut c_void, stream: u32, buf: *mut u8, valid: usize) {
+    let Some(cupti) = CUPTI.get() else { return };
+    if buf.is_null() {
+        return;
+    }
+    // Record start pointers, in order.
+    let mut starts: Vec<usize> = Vec::new();
+    let mut rec: *mut c_void = std::ptr::null_mut();
+    let mut lost = 0u64;
+    loop {
+        let r = unsafe { (cupti.fns.cuptiActivityGetNextRecord)(buf, valid, &mut rec) };
+        if r == CUPTI_SUCCESS {
+            starts.push(rec as usize);
+        } else {
+            if r != CUPTI_ERROR_MAX_LIMIT_REACHED {
+                lost += 1;
+            }
+            break;
+        }
+    }
+    let base = buf as usize;
+    let end = base + valid;
+    let mut parsed: Vec<(Option<Record>, Option<(u32, Vec<u8>, Option<String>)>)> = Vec::new();
+    let dumping = lock(&STATE).dump.is_some();
+    for (i, &s) in starts.iter().enumerate() {
+        let next = starts.get(i + 1).copied().unwrap_or(end);
+        if s < base || next > end || next <= s {
+            lost += 1;
+            continue;
+        }
+        let bytes = unsafe { std::slice::from_raw_parts(s as *const u8, next - s) };
+        let kind = record_kind(bytes).unwrap_or(0);
+        let name = if kind == ACTIVITY_KIND_CONCURRENT_KERNEL || kind == ACTIVITY_KIND_KERNEL {
+            kernel_name_ptr(bytes).and_then(|p| {
+                (p != 0).then(|| {
+                    unsafe { CStr::from_ptr(p as *const std::ffi::c_char) }
+                        .to_string_lossy()
+                        .into_owned()
+                })
+            })
+        } else {
+            None
+        };
+        let dump = dumping.then(|| (kind, bytes.to_vec(), name.clone()));
+        // Only launch API records matter (the whole DRIVER kind is on when per-CBID enabling
+        // is unavailable); everything else stays out of the batch but goes into the dump.
+        let rec = parse_record(bytes, name).filter(|r| match r {
+            Record::Api(a) => cbid::LAUNCH_CBIDS.contains(&a.cbid),
+            _ => true,
+        });
+        if rec.is_some() || dump.is_some() {
+            parsed.push((rec, dump));
+        }
+    }
+    let mut dropped = 0usize;
+    let _ = unsafe { (cupti.fns.cuptiActivityGetNumDroppedRecords)(ctx, stream, &mut dropped) };
+
+    let mut st = lock(&STATE);
+    st.lost_in_callback += lost;
+    st.dropped_reported += dropped as u64;
+    let flush = st.flush_index;
+    for (r, d) in parsed {
+        if let Some((kind, bytes, name)) = d {
+            let line = DumpLine::Record {
+                flush,
+                kind,
+                hex: to_hex(&bytes),
+                name,
+            };
+            let res = match st.dump.as_mut() {
+                Some(w) => write_dump_line(w, &line),
+                None => Ok(()),
+            };
+            if let Err(e) = res {
+                st.dump_failed.get_or_insert_with(|| e.to_string());
+            }
+        }
+        if let Some(r) = r {
+            st.batch.push(r);
+        }
+    }
+}
+
+/// The OS thread id (gettid) of the calling thread, as CUPTI and region spans use it.
+pub fn current_thread_id() -> u32 {
+    unsafe { libc::syscall(libc::SYS_gettid) as u32 }
+}
+
+/// An active CUPTI activity collection (one per process at a time).
+#[derive(Debug)]
+pub struct ActivitySession {
+    cupti: &'static Cupti,
+    subscriber: usize,
+    launch_mode: LaunchRecords,
+    stopped: bool,
+    last_flush: Option<u64>,
+}
+
+impl ActivitySession {
+    /// Subscribes to CUPTI, registers the buffer callbacks and enables concurrent-kernel,
+    /// external-correlation and launch (driver API, incl. graph launch) records.
+    pub fn start(libs: &Libraries) -> Result<Self, EngineError> {
+        Self::start_with(libs.cupti)
+    }
+
+    /// As [`ActivitySession::start`], from a loaded CUPTI alone.
+    pub fn start_with(cupti: &'static Cupti) -> Result<Self, EngineError> {
+        if ACTIVE
+            .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            return Err(EngineError::SessionActive);
+        }
+        let _ = CUPTI.set(cupti);
+        let mut s = ActivitySession {
+            cupti,
+            subscriber: 0,
+            launch_mode: LaunchRecords::WholeDriverKind,
+            stopped: false,
+            last_flush: None,
+        };
+        match s.start_inner() {
+            Ok(()) => Ok(s),
+            Err(e) => {
+                s.stop_inner();
+                Err(e)
+            }
+        }
+    }
+
+    fn start_inner(&mut self) -> Result<(), EngineError> {
+        let c = self.cupti;
+        {
+            let mut st = lock(&STATE);
+            st.batch = ActivityBatch::default();
+            st.lost_in_callback = 0;
+            st.dropped_reported = 0;
+            st.dump_failed = None;
+            st.dump = None;
+            st.dump_path = None;
+            if let Some(p) = std::env::var_os(ENV_RECORD_ACTIVITY).filter(|p| !p.is_empty()) {
+                let path = PathBuf::from(p);
+                let f = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&path)
+                    .map_err(|e| {
+                        EngineError::io(
+                            format!("opening {ENV_RECORD_ACTIVITY}={}", path.display()),
+                            e,
+                        )
+                    })?;
+                let mut w = BufWriter::new(f);
+                write_dump_line(
+                    &mut w,
+                    &DumpLine::Meta {
+                        cupti_version: c.api_version,
+                        cupti_path: c.path.display().to_string(),
+                        note: String::new(),
+                    },
+                )
+                .map_err(|e| EngineError::io(format!("writing {}", path.display()), e))?;
+                st.dump = Some(w);
+                st.dump_path = Some(path);
+            }
+        }
+        let mut sub: *mut c_void = std::ptr::null_mut();
+        let r =
+            unsafe { (c.fns.cuptiSubscribe)(&mut sub, Some(noop_callback), std::ptr::null_mut()) };
+        if r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED || r == CUPTI_ERROR_MAX_LIMIT_REACHED
+        {
+            return Err(EngineError::SubscriberTaken {
+                call: "cuptiSubscribe",
+                message: c.result_string(r),
+                version: c.api_version,
+            });
+        }
+        c.check("cuptiSubscribe", r)?;
+        self.subscriber = sub as usize;
+        c.check("cuptiActivityRegisterCallbacks", unsafe {
+            (c.fns.cuptiActivityRegisterCallbacks)(Some(buffer_requested), Some(buffer_completed))
+        })?;
+        c.check("cuptiActivityEnable(CONCURRENT_KERNEL)", unsafe {
+            (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_CONCURRENT_KERNEL)
+        })?;
+        c.check("cuptiActivityEnable(EXTERNAL_CORRELATION)", unsafe {
+            (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_EXTERNAL_CORRELATION)
+        })?;
+        let mode = match std::env::var(ENV_LAUNCH_RECORDS).as_deref() {
+            Ok("kind") => LaunchRecords::WholeDriverKind,
+            Ok("cbid") if c.fns.cuptiActivityEnableDriverApi.is_some() => LaunchRecords::PerCbid,
+            _ if c.fns.cuptiActivityEnableDriverApi.is_some() => LaunchRecords::KindMinusOthers,
+            _ => LaunchRecords::WholeDriverKind,
+        };
+        self.launch_mode = mode;
+        match (mode, c.fns.cuptiActivityEnableDriverApi) {
+            (LaunchRecords::PerCbid, Some(f)) => {
+                for id in cbid::LAUNCH_CBIDS {
+                    c.check("cuptiActivityEnableDriverApi", unsafe { f(id, 1) })?;
+                }
+            }
+            (LaunchRecords::KindMinusOthers, Some(f)) => {
+                c.check("cuptiActivityEnable(DRIVER)", unsafe {
+                    (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_DRIVER)
+                })?;
+                for id in 1..DRIVER_CBID_LIMIT {
+                    if !cbid::LAUNCH_CBIDS.contains(&id) {
+                        // Ids this CUPTI does not know fail harmlessly.
+                        let _ = unsafe { f(id, 0) };
+                    }
+                }
+            }
+            _ => c.check("cuptiActivityEnable(DRIVER)", unsafe {
+                (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_DRIVER)
+            })?,
+        }
+        Ok(())
+    }
+
+    /// The loaded CUPTI this session uses.
+    pub fn cupti(&self) -> &'static Cupti {
+        self.cupti
+    }
+
+    /// How launch (driver API) records were enabled.
+    pub fn launch_records(&self) -> LaunchRecords {
+        self.launch_mode
+    }
+
+    /// `cuptiGetTimestamp` (ns; the clock of the activity records).
+    pub fn timestamp_ns(&self) -> Result<u64, EngineError> {
+        self.cupti.timestamp_ns()
+    }
+
+    /// Pushes an external correlation id (kind CUSTOM0) on this thread's CUPTI stack.
+    pub fn push_external_id(&self, id: u64) -> Result<(), EngineError> {
+        let c = self.cupti;
+        c.check("cuptiActivityPushExternalCorrelationId", unsafe {
+            (c.fns.cuptiActivityPushExternalCorrelationId)(EXTERNAL_CORRELATION_KIND_CUSTOM0, id)
+        })
+    }
+
+    /// Pops this thread's top external correlation id (kind CUSTOM0) and returns it.
+    pub fn pop_external_id(&self) -> Result<u64, EngineError> {
+        let c = self.cupti;
+        let mut id = 0u64;
+        c.check("cuptiActivityPopExternalCorrelationId", unsafe {
+            (c.fns.cuptiActivityPopExternalCorrelationId)(
+                EXTERNAL_CORRELATION_KIND_CUSTOM0,
+                &mut id,
+            )
+        })?;
+        Ok(id)
+    }
+
+    /// Forces CUPTI to hand back every buffer and returns the records gathered since the last
+    /// flush. The caller must have synchronised the device first (kernel records complete only
+    /// when the kernel ends). Any dropped record fails the flush with
+    /// [`EngineError::DroppedRecords`].
+    pub fn flush(&mut self) -> Result<ActivityBatch, EngineError> {
+        let c = self.cupti;
+        // No lock held here: CUPTI may call buffer_completed on this very thread.
+        c.check("cuptiActivityFlushAll", unsafe {
+            (c.fns.cuptiActivityFlushAll)(ACTIVITY_FLAG_FLUSH_FORCED)
+        })?;
+        let mut dropped = 0usize;
+        c.check("cuptiActivityGetNumDroppedRecords", unsafe {
+            (c.fns.cuptiActivityGetNumDroppedRecords)(std::ptr::null_mut(), 0, &mut dropped)
+        })?;
+        let mut st = lock(&STATE);
+        let batch = std::mem::take(&mut st.batch);
+        let lost = std::mem::take(&mut st.lost_in_callback)
+            + std::mem::take(&mut st.dropped_reported)
+            + dropped as u64;
+        self.last_flush = Some(st.flush_index);
+        st.flush_index += 1;
+        if let Some(w) = st.dump.as_mut() {
+            if let Err(e) = w.flush() {
+                st.dump_failed.get_or_insert_with(|| e.to_string());
+            }
+        }
+        if let Some(msg) = st.dump_failed.take() {
+            let path = st.dump_path.clone().unwrap_or_default();
+            return Err(EngineError::io(
+                format!("writing {ENV_RECORD_ACTIVITY}={}", path.display()),
+                std::io::Error::other(msg),
+            ));
+        }
+        drop(st);
+        if lost > 0 {
+            return Err(EngineError::DroppedRecords {
+                count: lost,
+                buffer_mib: BUFFER_BYTES >> 20,
+            });
+        }
+        Ok(batch)
+    }
+
+    /// Writes the region spans that belong to the batch returned by the last [`flush`] into the
+    /// `KPROF_RECORD_ACTIVITY` file (no-op when not recording).
+    ///
+    /// [`flush`]: ActivitySession::flush
+    pub fn record_regions(&self, regions: &[RegionSpan]) -> Result<(), EngineError> {
+        let mut st = lock(&STATE);
+        let flush = self.last_flush.unwrap_or(st.flush_index);
+        let path = st.dump_path.clone().unwrap_or_default();
+        if let Some(w) = st.dump.as_mut() {
+            for span in regions {
+                write_dump_line(w, &DumpLine::Region { flush, span: *span })
+                    .map_err(|e| EngineError::io(format!("writing {}", path.display()), e))?;
+            }
+            w.flush()
+                .map_err(|e| EngineError::io(format!("writing {}", path.display()), e))?;
+        }
+        Ok(())
+    }
+
+    /// The file records are dumped to, if `KPROF_RECORD_ACTIVITY` was set at start.
+    pub fn dump_path(&self) -> Option<PathBuf> {
+        lock(&STATE).dump_path.clone()
+    }
+
+    /// Disables the record kinds and unsubscribes. Records not yet flushed are discarded.
+    pub fn stop(mut self) -> Result<(), EngineError> {
+        self.stop_inner();
+        Ok(())
+    }
+
+    fn stop_inner(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        let c = self.cupti;
+        unsafe {
+            if self.subscriber != 0 {
+                let _ = (c.fns.cuptiActivityFlushAll)(ACTIVITY_FLAG_FLUSH_FORCED);
+                let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_CONCURRENT_KERNEL);
+                let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_EXTERNAL_CORRELATION);
+                if let (LaunchRecords::PerCbid, Some(f)) =
+                    (self.launch_mode, c.fns.cuptiActivityEnableDriverApi)
+                {
+                    for id in cbid::LAUNCH_CBIDS {
+                        let _ = f(id, 0);
+                    }
+                } else {
+                    let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_DRIVER);
+                }
+                let _ = (c.fns.cuptiUnsubscribe)(self.subscriber as *mut c_void);
+                self.subscriber = 0;
+            }
+        }
+        {
+            let mut st = lock(&STATE);
+            st.batch = ActivityBatch::default();
+            if let Some(mut w) = st.dump.take() {
+                let _ = w.flush();
+            }
+        }
+        ACTIVE.store(false, Ordering::SeqCst);
+    }
+}
+
+impl Drop for ActivitySession {
+    fn drop(&mut self) {
+        self.stop_inner();
+    }
+}
+
+/// Whether a dump path is configured in the environment (for the runner's messages).
+pub fn record_activity_path() -> Option<PathBuf> {
+    std::env::var_os(ENV_RECORD_ACTIVITY)
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+}

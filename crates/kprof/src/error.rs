@@ -1,0 +1,155 @@
+//! The engine's error type. Every message names the problem and what to do about it.
+
+use std::path::PathBuf;
+
+/// Errors from loading the GPU libraries, driving CUDA/CUPTI and attributing kernels.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// A shared library could not be found or opened at any of the places searched.
+    #[error(
+        "{library} could not be loaded; tried {} location(s):\n{}\nfix: {hint}",
+        tried.len(),
+        format_tried(tried)
+    )]
+    LibraryNotFound {
+        /// Short library name, e.g. "libcupti".
+        library: String,
+        /// Every path or bare name tried, in order, with the reason it failed after " -- ".
+        tried: Vec<PathBuf>,
+        /// What the user can do (install the driver, set KPROF_CUPTI_PATH, ...).
+        hint: String,
+    },
+
+    /// The library loaded but lacks a function the engine needs (usually: too old).
+    #[error(
+        "symbol {symbol} is missing from {library} ({path}); this library is probably too old \
+         for kprof: {hint}"
+    )]
+    SymbolMissing {
+        library: String,
+        symbol: String,
+        path: PathBuf,
+        hint: String,
+    },
+
+    /// A CUDA driver API call returned an error.
+    #[error(
+        "CUDA driver call {call} failed with {name} ({code}){}",
+        hint_suffix(hint)
+    )]
+    DriverCall {
+        call: &'static str,
+        code: i32,
+        /// The CUDA error name from cuGetErrorName, e.g. "CUDA_ERROR_NO_DEVICE".
+        name: String,
+        hint: Option<String>,
+    },
+
+    /// A CUPTI call returned an error.
+    #[error(
+        "CUPTI call {call} failed with code {code}: {message}{}",
+        hint_suffix(hint)
+    )]
+    CuptiCall {
+        call: &'static str,
+        code: u32,
+        /// The text from cuptiGetResultString.
+        message: String,
+        hint: Option<String>,
+    },
+
+    /// Another CUPTI client already holds the (single) subscriber slot.
+    #[error(
+        "CUPTI is already in use in this process ({call} returned {message}): CUPTI {version} \
+         allows one subscriber per process. It is usually held by torch.profiler (Kineto), \
+         Nsight Systems (nsys), Nsight Compute (ncu), cuda-gdb / compute-sanitizer, or another \
+         kprof session that is still open. Stop that tool or session, or run this benchmark with \
+         the CUDA-events fallback option (timing = \"cuda-events\"), which does not need CUPTI \
+         but gives one duration per region instead of per-kernel records"
+    )]
+    SubscriberTaken {
+        call: &'static str,
+        message: String,
+        /// cuptiGetVersion's value, e.g. 130001.
+        version: u32,
+    },
+
+    /// CUPTI dropped activity records: the durations of this run are incomplete.
+    #[error(
+        "CUPTI dropped {count} activity record(s); the kernel durations of this run are \
+         incomplete. Launch fewer kernels per run, or make sure flush() is called after every run \
+         (buffers are {buffer_mib} MiB each)"
+    )]
+    DroppedRecords { count: u64, buffer_mib: usize },
+
+    /// The activity session is already started (one per process).
+    #[error(
+        "a kprof activity session is already active in this process; stop (drop) it before \
+         starting another"
+    )]
+    SessionActive,
+
+    /// Regions used the wrong way (duplicate name, wrong nesting order, ...).
+    #[error("region misuse: {0}")]
+    RegionMisuse(String),
+
+    /// A field of the packed region key is too large.
+    #[error(
+        "region key field `{field}` = {value} does not fit in {bits} bits (maximum {}); \
+         reduce the number of {field}s in one benchmark",
+        (1u64 << bits) - 1
+    )]
+    KeyOverflow {
+        field: &'static str,
+        value: u64,
+        bits: u32,
+    },
+
+    /// A feature this backend does not offer (e.g. clock control).
+    #[error("{0}")]
+    Unsupported(String),
+
+    /// Reading or writing a file (e.g. the KPROF_RECORD_ACTIVITY fixture dump).
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A recorded activity fixture could not be parsed.
+    #[error("bad activity fixture {path}, line {line}: {message}")]
+    Fixture {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+}
+
+fn format_tried(tried: &[PathBuf]) -> String {
+    if tried.is_empty() {
+        return "  (nothing)".to_string();
+    }
+    tried
+        .iter()
+        .map(|p| format!("  - {}", p.display()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn hint_suffix(hint: &Option<String>) -> String {
+    match hint {
+        Some(h) => format!("; {h}"),
+        None => String::new(),
+    }
+}
+
+impl EngineError {
+    /// Wraps an I/O error with what was being done.
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        EngineError::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}

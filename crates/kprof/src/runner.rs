@@ -1,0 +1,2020 @@
+//! The run loop and the Rust API: [`Profiler`], [`BenchOptions`], [`Run`] and [`RegionGuard`].
+//!
+//! A benchmark is a closure over a configuration. [`Profiler::bench`] calls it once per
+//! (configuration, run), in the order chosen by [`RunOrder`], with warm-up runs first. Inside the
+//! closure the user opens regions ([`Run::region`] or [`Run::annotate`]); every kernel launched
+//! while a region is open is attributed to it by the engine (external correlation on the opening
+//! thread, CPU launch timestamps for other threads). After every run the device is synchronised
+//! (runs never overlap), the CUPTI activity buffers are flushed, kernels are attributed to
+//! regions, ignored kernels are dropped, and each region's kernels are combined with the
+//! reducer into one [`kprof_core::model::SampleRecord`] of metric `gpu__time_duration.sum` (ns).
+//!
+//! Nested regions are inclusive: an outer region's value includes the kernels of its inner
+//! regions (the attribution rule lives in `attribution.rs`).
+//!
+//! The GPU-facing part is a small private [`Backend`] trait; the real one wraps the engine
+//! modules (loader, driver, CUPTI session, attribution, NVTX) and a mock one drives the unit tests
+//! on machines without a GPU.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kprof_core::model::{
+    Config, DeviceInfo, ExtraValue, KernelSample, RawResults, Sample, SeriesKey, DEFAULT_METRIC,
+};
+
+use crate::error::EngineError;
+
+/// The unit of [`DEFAULT_METRIC`].
+pub const DEFAULT_UNIT: &str = "ns";
+
+// ------------------------------------------------------------------------------------------------
+// Options
+// ------------------------------------------------------------------------------------------------
+
+/// L2 cache state at the start of every run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CacheControl {
+    /// Cold cache (the default, as in Nsight Compute): before every run, outside the timed
+    /// regions, write a device buffer of at least twice the L2 size.
+    #[default]
+    All,
+    /// Warm cache: nothing is done between runs.
+    None,
+}
+
+/// GPU clock control.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ClockControl {
+    /// Leave the clocks as they are (the only choice in the CUPTI activity backend).
+    #[default]
+    None,
+    /// Lock clocks to base: only the ncu backend can do that; asking for it here is an error.
+    Base,
+}
+
+/// The order of (configuration, run) pairs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RunOrder {
+    /// Run r of every configuration, then run r+1 (the default): slow drifts (thermal, clocks)
+    /// spread over all configurations instead of biasing the last ones.
+    #[default]
+    Interleaved,
+    /// All runs of a configuration, then the next configuration.
+    Sequential,
+}
+
+/// How the kernels of one region in one run are combined into one value.
+///
+/// MERGE NOTE: local stand-in for `kprof_core::transforms::Reducer`; replace it with a re-export
+/// (`pub use kprof_core::transforms::Reducer;`) and [`combine_kernels`] with the core function.
+#[derive(Clone, Default)]
+pub enum Reducer {
+    /// Sum of the kernels' values (the default).
+    #[default]
+    Sum,
+    /// Mean.
+    Mean,
+    /// Maximum.
+    Max,
+    /// Minimum.
+    Min,
+    /// The first kernel (launch order).
+    First,
+    /// The last kernel.
+    Last,
+    /// A fold with a user function, starting from the first value.
+    Custom(Arc<dyn Fn(f64, f64) -> f64 + Send + Sync>),
+}
+
+impl std::fmt::Debug for Reducer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = match self {
+            Reducer::Sum => "Sum",
+            Reducer::Mean => "Mean",
+            Reducer::Max => "Max",
+            Reducer::Min => "Min",
+            Reducer::First => "First",
+            Reducer::Last => "Last",
+            Reducer::Custom(_) => "Custom(..)",
+        };
+        f.write_str(s)
+    }
+}
+
+/// Adaptive stopping: run a configuration until its estimate is precise enough.
+///
+/// MERGE NOTE: local stand-in for `kprof_core::policy::StoppingPolicy` (same field names);
+/// replace it and [`policy_should_stop`] with the core type and its decision function.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoppingPolicy {
+    /// Never stop before this many recorded runs.
+    pub min_runs: u32,
+    /// Always stop after this many recorded runs (replaces [`BenchOptions::runs`]).
+    pub max_runs: u32,
+    /// Stop when the 95% CI half width of the mean, relative to the mean, is at most this
+    /// (e.g. 0.01 for 1%).
+    pub target_rel_ci_half_width: Option<f64>,
+    /// Stop when the relative standard deviation (percent) is at most this.
+    pub target_rsd_pct: Option<f64>,
+    /// Stop a configuration once this much wall time was spent on it.
+    pub time_budget: Option<Duration>,
+}
+
+impl Default for StoppingPolicy {
+    fn default() -> Self {
+        StoppingPolicy {
+            min_runs: 5,
+            max_runs: 100,
+            target_rel_ci_half_width: Some(0.01),
+            target_rsd_pct: None,
+            time_budget: None,
+        }
+    }
+}
+
+/// Options of one [`Profiler::bench`] call.
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    /// Recorded runs per configuration (default 10). With a [`StoppingPolicy`] its `max_runs`
+    /// applies instead.
+    pub runs: u32,
+    /// Warm-up runs per configuration, not recorded (default 1).
+    pub warmup: u32,
+    /// L2 state at the start of each run (default cold, [`CacheControl::All`]).
+    pub cache: CacheControl,
+    /// Clock control (only [`ClockControl::None`] in this backend).
+    pub clock: ClockControl,
+    /// Order of (configuration, run) pairs (default [`RunOrder::Interleaved`]).
+    pub order: RunOrder,
+    /// Adaptive stopping, per configuration.
+    pub policy: Option<StoppingPolicy>,
+    /// Kernels to drop before combining, by exact name (mangled or demangled).
+    pub ignore_kernels: Vec<String>,
+    /// How a region's kernels are combined (default [`Reducer::Sum`]).
+    pub combine: Reducer,
+    /// An error returned by the closure gives NaN samples for that run and the sweep goes on.
+    pub ignore_failures: bool,
+    /// Write the raw CSV `<prefix><benchmark>-raw.csv` after every finished configuration (and
+    /// before an error is returned). A prefix that is a directory or ends in `/` puts the file
+    /// inside it.
+    pub output_prefix: Option<PathBuf>,
+    /// Metrics to record: empty or `["gpu__time_duration.sum"]` in this backend.
+    pub metrics: Vec<String>,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        BenchOptions {
+            runs: 10,
+            warmup: 1,
+            cache: CacheControl::All,
+            clock: ClockControl::None,
+            order: RunOrder::Interleaved,
+            policy: None,
+            ignore_kernels: Vec::new(),
+            combine: Reducer::Sum,
+            ignore_failures: false,
+            output_prefix: None,
+            metrics: Vec::new(),
+        }
+    }
+}
+
+impl BenchOptions {
+    /// Checks the options for this backend. Errors name the option and what to do instead.
+    pub fn validate(&self) -> Result<(), EngineError> {
+        if self.clock == ClockControl::Base {
+            return Err(EngineError::Unsupported(
+                "clock control `base` (locking the GPU clocks to their base values) is not \
+                 available in the CUPTI activity backend: it needs the ncu backend (Nsight \
+                 Compute's --clock-control base). Use ClockControl::None here, or profile with \
+                 the ncu backend"
+                    .to_string(),
+            ));
+        }
+        for m in &self.metrics {
+            if m != DEFAULT_METRIC {
+                return Err(EngineError::Unsupported(format!(
+                    "metric {m:?} is not available in the CUPTI activity backend, which records \
+                     only {DEFAULT_METRIC} (kernel start/end timestamps); hardware counter \
+                     metrics come with the counter backend (CUPTI Range Profiler / ncu), which is \
+                     not built yet"
+                )));
+            }
+        }
+        match &self.policy {
+            None => {
+                if self.runs == 0 {
+                    return Err(invalid_option("runs must be at least 1"));
+                }
+            }
+            Some(p) => {
+                if p.max_runs == 0 {
+                    return Err(invalid_option("policy.max_runs must be at least 1"));
+                }
+                if p.min_runs > p.max_runs {
+                    return Err(invalid_option(&format!(
+                        "policy.min_runs ({}) is larger than policy.max_runs ({})",
+                        p.min_runs, p.max_runs
+                    )));
+                }
+                for (name, v) in [
+                    ("target_rel_ci_half_width", p.target_rel_ci_half_width),
+                    ("target_rsd_pct", p.target_rsd_pct),
+                ] {
+                    if let Some(v) = v {
+                        if !(v > 0.0 && v.is_finite()) {
+                            return Err(invalid_option(&format!(
+                                "policy.{name} must be a positive number, got {v}"
+                            )));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The most recorded runs any configuration can get.
+    pub fn max_runs(&self) -> u32 {
+        match &self.policy {
+            Some(p) => p.max_runs,
+            None => self.runs,
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Scheduling (pure)
+// ------------------------------------------------------------------------------------------------
+
+/// One step of the run loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Step {
+    pub config: usize,
+    /// Run index: recorded runs count from 0; warm-up runs count from 0 too, separately.
+    pub run: u32,
+    pub warmup: bool,
+}
+
+/// Yields (configuration, run) pairs in the requested order; configurations can be stopped early
+/// (adaptive stopping).
+#[derive(Debug)]
+pub(crate) struct Scheduler {
+    n_configs: usize,
+    warmup: u32,
+    max_runs: u32,
+    order: RunOrder,
+    stopped: Vec<bool>,
+    /// Recorded runs handed out per configuration.
+    done: Vec<u32>,
+    warm_done: Vec<u32>,
+    /// Interleaved: the current pass (warm-up passes first) and position.
+    pass: u32,
+    pos: usize,
+}
+
+impl Scheduler {
+    pub fn new(n_configs: usize, warmup: u32, max_runs: u32, order: RunOrder) -> Self {
+        Scheduler {
+            n_configs,
+            warmup,
+            max_runs,
+            order,
+            stopped: vec![false; n_configs],
+            done: vec![0; n_configs],
+            warm_done: vec![0; n_configs],
+            pass: 0,
+            pos: 0,
+        }
+    }
+
+    /// No more recorded runs for this configuration.
+    pub fn stop(&mut self, config: usize) {
+        self.stopped[config] = true;
+    }
+
+    /// Whether a configuration will get no more runs.
+    pub fn finished(&self, config: usize) -> bool {
+        self.stopped[config] || self.done[config] >= self.max_runs
+    }
+
+    fn take(&mut self, c: usize) -> Option<Step> {
+        if self.warm_done[c] < self.warmup {
+            let run = self.warm_done[c];
+            self.warm_done[c] += 1;
+            return Some(Step {
+                config: c,
+                run,
+                warmup: true,
+            });
+        }
+        if self.finished(c) {
+            return None;
+        }
+        let run = self.done[c];
+        self.done[c] += 1;
+        Some(Step {
+            config: c,
+            run,
+            warmup: false,
+        })
+    }
+
+    pub fn next_step(&mut self) -> Option<Step> {
+        match self.order {
+            RunOrder::Sequential => {
+                while self.pos < self.n_configs {
+                    if let Some(s) = self.take(self.pos) {
+                        return Some(s);
+                    }
+                    self.pos += 1;
+                }
+                None
+            }
+            RunOrder::Interleaved => loop {
+                if self.pass >= self.warmup + self.max_runs {
+                    return None;
+                }
+                while self.pos < self.n_configs {
+                    let c = self.pos;
+                    self.pos += 1;
+                    let in_warmup = self.pass < self.warmup;
+                    if in_warmup != (self.warm_done[c] < self.warmup) {
+                        continue;
+                    }
+                    if let Some(s) = self.take(c) {
+                        return Some(s);
+                    }
+                }
+                self.pos = 0;
+                self.pass += 1;
+                if self.pass >= self.warmup && (0..self.n_configs).all(|c| self.finished(c)) {
+                    return None;
+                }
+            },
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Combining, stopping, CSV (small private functions; MERGE: replace with kprof-core's)
+// ------------------------------------------------------------------------------------------------
+
+/// Combines one region's kernels (in launch order) into `(names joined with "|", value)`.
+/// MERGE: `kprof_core::transforms::combine_kernels`.
+fn combine_kernels(kernels: &[(&str, f64)], reducer: &Reducer) -> Option<(String, f64)> {
+    if kernels.is_empty() {
+        return None;
+    }
+    let names = kernels
+        .iter()
+        .map(|(n, _)| *n)
+        .collect::<Vec<_>>()
+        .join("|");
+    let vals = kernels.iter().map(|(_, v)| *v);
+    let value = match reducer {
+        Reducer::Sum => vals.sum(),
+        Reducer::Mean => vals.sum::<f64>() / kernels.len() as f64,
+        Reducer::Max => vals.fold(f64::NEG_INFINITY, f64::max),
+        Reducer::Min => vals.fold(f64::INFINITY, f64::min),
+        Reducer::First => kernels[0].1,
+        Reducer::Last => kernels[kernels.len() - 1].1,
+        Reducer::Custom(f) => {
+            let mut it = vals;
+            let first = it.next()?;
+            it.fold(first, |a, b| f(a, b))
+        }
+    };
+    Some((names, value))
+}
+
+/// The identifier of a simple Itanium-mangled name: `_Z5scalePfPKffi` -> `scale`.
+fn mangled_base(name: &str) -> Option<&str> {
+    let rest = name.strip_prefix("_Z")?;
+    let rest = rest.strip_prefix('L').unwrap_or(rest);
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let len: usize = rest[..digits].parse().ok()?;
+    rest.get(digits..digits + len)
+}
+
+/// Whether a kernel matches an entry of [`BenchOptions::ignore_kernels`]: the exact (mangled)
+/// name, the demangled name when known, or, for simple mangled names, a demangled signature or
+/// bare function name (`scale(float*, float const*, float, int)` or `scale`).
+fn kernel_matches(k: &KernelRun, ignore: &str) -> bool {
+    if k.name == ignore || k.demangled.as_deref() == Some(ignore) {
+        return true;
+    }
+    match mangled_base(&k.name) {
+        Some(base) => {
+            let sig = ignore.split('(').next().unwrap_or(ignore).trim();
+            let sig = sig.strip_prefix("void ").unwrap_or(sig);
+            sig == base
+        }
+        None => false,
+    }
+}
+
+/// Two-sided 97.5% Student t quantile for `df` degrees of freedom.
+fn t975(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    match df {
+        0 => f64::INFINITY,
+        1..=30 => T[df - 1],
+        31..=60 => 2.000,
+        61..=120 => 1.980,
+        _ => 1.960,
+    }
+}
+
+/// Whether a configuration with these recorded values (NaN for failed runs) can stop.
+/// MERGE: `kprof_core::policy::StoppingPolicy`'s decision (Decision / StopReason).
+fn policy_should_stop(
+    p: &StoppingPolicy,
+    values: &[f64],
+    runs_done: u32,
+    elapsed: Duration,
+) -> bool {
+    if runs_done >= p.max_runs {
+        return true;
+    }
+    if runs_done < p.min_runs {
+        return false;
+    }
+    if let Some(b) = p.time_budget {
+        if elapsed >= b {
+            return true;
+        }
+    }
+    let v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    let n = v.len();
+    if n < 2 {
+        return false;
+    }
+    let mean = v.iter().sum::<f64>() / n as f64;
+    let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64;
+    let sd = var.sqrt();
+    if mean == 0.0 {
+        return sd == 0.0;
+    }
+    let mut any = false;
+    let mut all = true;
+    if let Some(t) = p.target_rel_ci_half_width {
+        any = true;
+        let half = t975(n - 1) * sd / (n as f64).sqrt();
+        all &= half / mean.abs() <= t;
+    }
+    if let Some(t) = p.target_rsd_pct {
+        any = true;
+        all &= sd / mean.abs() * 100.0 <= t;
+    }
+    any && all
+}
+
+/// The raw CSV path for a benchmark under an output prefix.
+pub fn raw_csv_path(prefix: &Path, benchmark: &str) -> PathBuf {
+    let s = prefix.to_string_lossy();
+    let file = format!("{benchmark}-raw.csv");
+    if prefix.is_dir() || s.ends_with('/') || s.is_empty() {
+        prefix.join(file)
+    } else {
+        PathBuf::from(format!("{s}{file}"))
+    }
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn opt_num(x: Option<f64>) -> String {
+    x.map(|v| v.to_string()).unwrap_or_default()
+}
+
+/// Writes the raw samples as CSV (one row per sample, nsight-python's long format).
+/// MERGE: `kprof_core::io::write_raw_csv`.
+fn write_raw(path: &Path, raw: &RawResults) -> Result<(), EngineError> {
+    use std::fmt::Write as _;
+    if let Some(dir) = path.parent() {
+        if !dir.as_os_str().is_empty() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| EngineError::io(format!("creating {}", dir.display()), e))?;
+        }
+    }
+    let params = raw.param_names();
+    let mut out = String::new();
+    let mut header: Vec<String> = vec!["Benchmark".into(), "Annotation".into()];
+    header.extend(params.iter().cloned());
+    header.extend(
+        [
+            "Run",
+            "Metric",
+            "Value",
+            "Unit",
+            "Kernel",
+            "GPU",
+            "Host",
+            "ComputeClock",
+            "MemoryClock",
+        ]
+        .map(String::from),
+    );
+    header.extend(raw.extras.iter().map(|c| c.name.clone()));
+    out.push_str(
+        &header
+            .iter()
+            .map(|h| csv_field(h))
+            .collect::<Vec<_>>()
+            .join(","),
+    );
+    out.push('\n');
+    for (i, s) in raw.samples.iter().enumerate() {
+        let series = raw.series_of(s);
+        let config = raw.config_of(series);
+        let dev = &raw.devices[series.device as usize];
+        let mut row: Vec<String> = vec![
+            csv_field(&series.key.benchmark),
+            csv_field(&series.key.annotation),
+        ];
+        for p in &params {
+            row.push(
+                config
+                    .get(p)
+                    .map(|v| csv_field(&v.to_string()))
+                    .unwrap_or_default(),
+            );
+        }
+        row.push(s.run.to_string());
+        row.push(csv_field(&series.key.metric));
+        row.push(if s.value.is_nan() {
+            String::new()
+        } else {
+            s.value.to_string()
+        });
+        row.push(csv_field(&series.unit));
+        row.push(csv_field(&raw.kernel_names[s.kernel as usize]));
+        row.push(csv_field(&dev.gpu));
+        row.push(csv_field(&dev.host));
+        row.push(opt_num(dev.compute_clock_khz));
+        row.push(opt_num(dev.memory_clock_khz));
+        for c in &raw.extras {
+            row.push(csv_field(&c.values[i].to_string()));
+        }
+        let _ = write!(out, "{}", row.join(","));
+        out.push('\n');
+    }
+    std::fs::write(path, out)
+        .map_err(|e| EngineError::io(format!("writing raw results {}", path.display()), e))
+}
+
+/// MERGE: a dedicated `EngineError::InvalidOption` variant would be clearer.
+fn invalid_option(msg: &str) -> EngineError {
+    EngineError::Unsupported(format!("invalid benchmark option: {msg}"))
+}
+
+/// MERGE: a dedicated `EngineError::Benchmark { benchmark, config, run, source }` variant would
+/// keep the source error.
+fn closure_error(
+    benchmark: &str,
+    config: &Config,
+    run: u32,
+    e: &(dyn std::error::Error + Send + Sync),
+) -> EngineError {
+    EngineError::Unsupported(format!(
+        "benchmark {benchmark:?} failed in run {run} of config [{config}]: {e} (set \
+         BenchOptions::ignore_failures to record NaN for failed runs and go on)"
+    ))
+}
+
+/// MERGE: a dedicated `EngineError::Model(ModelError)` variant.
+fn model_error(e: kprof_core::model::ModelError) -> EngineError {
+    EngineError::Unsupported(format!("inconsistent results: {e}"))
+}
+
+// ------------------------------------------------------------------------------------------------
+// Backend: what the run loop needs from the GPU side
+// ------------------------------------------------------------------------------------------------
+
+/// One kernel attributed to a region.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct KernelRun {
+    pub name: String,
+    /// Demangled name, when the backend has one.
+    pub demangled: Option<String>,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+/// One region instance of one run, as handed to attribution.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Span {
+    pub key: u64,
+    pub parent: Option<u64>,
+    pub thread_id: u64,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+/// Kernels of one run, by region key.
+#[derive(Debug, Default)]
+pub(crate) struct Collected {
+    pub by_region: HashMap<u64, Vec<KernelRun>>,
+    pub unattributed: usize,
+}
+
+/// The GPU side of the run loop. Implementations use interior mutability; region enter/exit are
+/// called on the thread that opens the region.
+pub(crate) trait Backend: Send + Sync {
+    /// A timestamp on the clock of the activity records.
+    fn timestamp_ns(&self) -> u64;
+    /// The calling thread's id as the activity records report it.
+    fn thread_id(&self) -> u64;
+    /// Packs (call, config, run, region) into the 64-bit external correlation id.
+    fn encode_key(&self, call: u64, config: u64, run: u64, region: u64)
+        -> Result<u64, EngineError>;
+    /// Opens a region on the calling thread: NVTX push and external-id push.
+    fn enter(&self, key: u64, name: &str) -> Result<(), EngineError>;
+    /// Closes the innermost region on the calling thread.
+    fn exit(&self) -> Result<(), EngineError>;
+    /// Waits for all work on the device.
+    fn synchronize(&self) -> Result<(), EngineError>;
+    /// Evicts the L2 (writes a buffer of at least twice its size) and waits for it.
+    fn flush_l2(&self) -> Result<(), EngineError>;
+    /// Flushes the activity buffers (after [`Backend::synchronize`]) and attributes the kernels
+    /// to the given spans.
+    fn collect(&self, spans: &[Span]) -> Result<Collected, EngineError>;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Run and regions
+// ------------------------------------------------------------------------------------------------
+
+#[derive(Debug)]
+struct SpanRec {
+    name: String,
+    key: u64,
+    parent: Option<usize>,
+    thread_id: u64,
+    start_ns: u64,
+    end_ns: Option<u64>,
+}
+
+#[derive(Default)]
+struct RunInner {
+    spans: Vec<SpanRec>,
+    names: HashSet<String>,
+    stack: Vec<usize>,
+    misuse: Vec<String>,
+}
+
+struct RunState {
+    backend: Arc<dyn Backend>,
+    call: u64,
+    config: u64,
+    run: u64,
+    inner: RefCell<RunInner>,
+}
+
+/// One run of a benchmark closure: open regions with [`Run::region`] or [`Run::annotate`].
+pub struct Run {
+    state: Rc<RunState>,
+    warmup: bool,
+    run_index: u32,
+}
+
+/// An open region; the region closes when the guard is dropped. Guards must be dropped in the
+/// reverse order of creation, on the thread that created them (the guard is not `Send`).
+#[must_use = "the region closes as soon as the guard is dropped"]
+pub struct RegionGuard {
+    state: Rc<RunState>,
+    index: usize,
+}
+
+impl Run {
+    /// Opens a region named `name`. Kernels launched until the guard is dropped (from this
+    /// thread, or from other threads while it is open) are attributed to it. A name may be used
+    /// once per run; regions may nest (an outer region includes its inner regions' kernels).
+    pub fn region(&mut self, name: &str) -> Result<RegionGuard, EngineError> {
+        let st = &self.state;
+        let index;
+        let key;
+        {
+            let mut inner = st.inner.borrow_mut();
+            if inner.names.contains(name) {
+                return Err(EngineError::RegionMisuse(format!(
+                    "region {name:?} was opened twice in one run; region names must be unique \
+                     within a run (use distinct names, or one region around both parts)"
+                )));
+            }
+            crate::nvtx::validate_region_name(name)?;
+            index = inner.spans.len();
+            key = st
+                .backend
+                .encode_key(st.call, st.config, st.run, index as u64)?;
+            st.backend.enter(key, name)?;
+            let parent = inner.stack.last().copied();
+            let thread_id = st.backend.thread_id();
+            inner.names.insert(name.to_string());
+            inner.stack.push(index);
+            let start_ns = st.backend.timestamp_ns();
+            inner.spans.push(SpanRec {
+                name: name.to_string(),
+                key,
+                parent,
+                thread_id,
+                start_ns,
+                end_ns: None,
+            });
+        }
+        Ok(RegionGuard {
+            state: Rc::clone(&self.state),
+            index,
+        })
+    }
+
+    /// Runs `f` inside a region named `name` and returns its result.
+    pub fn annotate<R>(
+        &mut self,
+        name: &str,
+        f: impl FnOnce(&mut Run) -> R,
+    ) -> Result<R, EngineError> {
+        let guard = self.region(name)?;
+        let r = f(self);
+        drop(guard);
+        Ok(r)
+    }
+
+    /// Whether this is a warm-up run (its samples are not recorded).
+    pub fn is_warmup(&self) -> bool {
+        self.warmup
+    }
+
+    /// The run index (recorded runs and warm-up runs count separately from 0).
+    pub fn index(&self) -> u32 {
+        self.run_index
+    }
+}
+
+impl Drop for RegionGuard {
+    fn drop(&mut self) {
+        let st = &self.state;
+        let end = st.backend.timestamp_ns();
+        let mut inner = st.inner.borrow_mut();
+        match inner.stack.last() {
+            Some(&top) if top == self.index => {
+                inner.stack.pop();
+            }
+            _ => {
+                let name = inner.spans[self.index].name.clone();
+                inner.misuse.push(format!(
+                    "region {name:?} was closed while an inner region was still open; drop \
+                     region guards in the reverse order of creation"
+                ));
+                inner.stack.retain(|&i| i != self.index);
+            }
+        }
+        inner.spans[self.index].end_ns = Some(end);
+        if let Err(e) = st.backend.exit() {
+            inner.misuse.push(format!("closing region failed: {e}"));
+        }
+    }
+}
+
+impl RunState {
+    /// Closes regions left open (a leaked guard) and returns the spans plus misuse messages.
+    fn finish(&self) -> (Vec<SpanRec>, Vec<String>) {
+        let end = self.backend.timestamp_ns();
+        let mut inner = self.inner.borrow_mut();
+        while let Some(i) = inner.stack.pop() {
+            let name = inner.spans[i].name.clone();
+            inner.misuse.push(format!(
+                "region {name:?} was still open at the end of the run (was its guard leaked?)"
+            ));
+            inner.spans[i].end_ns = Some(end);
+            let _ = self.backend.exit();
+        }
+        (
+            std::mem::take(&mut inner.spans),
+            std::mem::take(&mut inner.misuse),
+        )
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Profiler
+// ------------------------------------------------------------------------------------------------
+
+static PROFILER_ACTIVE: AtomicBool = AtomicBool::new(false);
+
+/// The profiler: owns the CUPTI activity session. One per process.
+pub struct Profiler {
+    backend: Arc<dyn Backend>,
+    device: DeviceInfo,
+    /// Constant extra columns of every sample (device ordinal, versions).
+    extras: Vec<(String, ExtraValue)>,
+    next_call: u64,
+    warnings: Vec<String>,
+    unattributed: u64,
+    /// Whether this instance holds the process-wide slot (the mock backends in tests do not).
+    holds_slot: bool,
+}
+
+impl std::fmt::Debug for Profiler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Profiler")
+            .field("device", &self.device)
+            .field("extras", &self.extras)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Profiler {
+    fn drop(&mut self) {
+        if self.holds_slot {
+            PROFILER_ACTIVE.store(false, Ordering::SeqCst);
+        }
+    }
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_default()
+}
+
+impl Profiler {
+    /// Loads the CUDA driver and CUPTI, makes sure a CUDA context is current (retaining device
+    /// 0's primary context when none is), and starts the CUPTI activity session. One profiler
+    /// per process: a second `new()` while one is alive is an error.
+    pub fn new() -> Result<Profiler, EngineError> {
+        if PROFILER_ACTIVE.swap(true, Ordering::SeqCst) {
+            return Err(EngineError::SessionActive);
+        }
+        match gpu::GpuBackend::start() {
+            Ok((backend, device, extras)) => Ok(Profiler {
+                backend: Arc::new(backend),
+                device,
+                extras,
+                next_call: 1,
+                warnings: Vec::new(),
+                unattributed: 0,
+                holds_slot: true,
+            }),
+            Err(e) => {
+                PROFILER_ACTIVE.store(false, Ordering::SeqCst);
+                Err(e)
+            }
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn with_backend(
+        backend: Arc<dyn Backend>,
+        device: DeviceInfo,
+        extras: Vec<(String, ExtraValue)>,
+    ) -> Profiler {
+        Profiler {
+            backend,
+            device,
+            extras,
+            next_call: 1,
+            warnings: Vec::new(),
+            unattributed: 0,
+            holds_slot: false,
+        }
+    }
+
+    /// The device every sample is attributed to.
+    pub fn device(&self) -> &DeviceInfo {
+        &self.device
+    }
+
+    /// Constant extra columns (DeviceOrdinal, DriverVersion, CudaVersion, CuptiVersion).
+    pub fn extras(&self) -> &[(String, ExtraValue)] {
+        &self.extras
+    }
+
+    /// Warnings of all bench calls so far (e.g. a region that launched no kernel in a run).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Kernels of all bench calls so far that ran outside every region (recorded runs and
+    /// warm-ups; they are not part of any sample).
+    pub fn unattributed_kernels(&self) -> u64 {
+        self.unattributed
+    }
+
+    /// Waits for all work on the device.
+    pub fn synchronize(&self) -> Result<(), EngineError> {
+        self.backend.synchronize()
+    }
+
+    /// Runs the benchmark closure `f` over `configs` and returns the raw samples: one sample per
+    /// region per recorded run, metric `gpu__time_duration.sum` in ns. An empty `configs` means
+    /// one configuration without parameters.
+    pub fn bench<F>(
+        &mut self,
+        name: &str,
+        configs: &[Config],
+        opts: &BenchOptions,
+        mut f: F,
+    ) -> Result<RawResults, EngineError>
+    where
+        F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
+    {
+        opts.validate()?;
+        let default_configs = [Config::new()];
+        let configs: &[Config] = if configs.is_empty() {
+            &default_configs
+        } else {
+            configs
+        };
+        let call = self.next_call;
+        self.next_call += 1;
+        let out_path = opts.output_prefix.as_deref().map(|p| raw_csv_path(p, name));
+
+        let mut raw = RawResults::new();
+        for (i, c) in configs.iter().enumerate() {
+            if raw.intern_config(c) as usize != i {
+                return Err(invalid_option(&format!(
+                    "configuration [{c}] is listed twice in {name:?}"
+                )));
+            }
+        }
+        let device_idx = raw.intern_device(&self.device);
+        let mut sched = Scheduler::new(configs.len(), opts.warmup, opts.max_runs(), opts.order);
+        // Region names seen so far, in order (for NaN rows of failed runs).
+        let mut known_regions: Vec<String> = Vec::new();
+        // Per config: per-run policy values, and wall time spent.
+        let mut policy_values: Vec<Vec<f64>> = vec![Vec::new(); configs.len()];
+        let mut spent: Vec<Duration> = vec![Duration::ZERO; configs.len()];
+        let mut written: Vec<bool> = vec![false; configs.len()];
+
+        while let Some(step) = sched.next_step() {
+            let t0 = Instant::now();
+            let config = &configs[step.config];
+            let outcome = self.one_run(name, call, step, config, opts, &mut f);
+            let (spans, collected, failure) = match outcome {
+                Ok(v) => v,
+                Err(e) => {
+                    if let Some(p) = &out_path {
+                        let _ = write_raw(p, &raw);
+                    }
+                    return Err(e);
+                }
+            };
+            spent[step.config] += t0.elapsed();
+            if step.warmup {
+                if let Some(e) = failure {
+                    if !opts.ignore_failures {
+                        if let Some(p) = &out_path {
+                            let _ = write_raw(p, &raw);
+                        }
+                        return Err(e);
+                    }
+                    self.warnings.push(format!(
+                        "{name}: warm-up run {} of config [{config}] failed: {e}",
+                        step.run
+                    ));
+                }
+                continue;
+            }
+            for s in &spans {
+                if !known_regions.contains(&s.name) {
+                    known_regions.push(s.name.clone());
+                }
+            }
+            if let Some(e) = failure {
+                if !opts.ignore_failures {
+                    if let Some(p) = &out_path {
+                        let _ = write_raw(p, &raw);
+                    }
+                    return Err(e);
+                }
+                let msg = format!(
+                    "{name}: run {} of config [{config}] failed, recorded as NaN: {e}",
+                    step.run
+                );
+                for region in &known_regions {
+                    self.push_sample(
+                        &mut raw,
+                        name,
+                        region,
+                        step,
+                        device_idx,
+                        f64::NAN,
+                        "",
+                        &[],
+                        Some(&msg),
+                    )?;
+                }
+                self.warnings.push(msg);
+                policy_values[step.config].push(f64::NAN);
+            } else {
+                let mut total = 0.0;
+                let mut any = false;
+                for s in &spans {
+                    let kernels = collected
+                        .by_region
+                        .get(&s.key)
+                        .map(Vec::as_slice)
+                        .unwrap_or(&[]);
+                    let kept: Vec<&KernelRun> = kernels
+                        .iter()
+                        .filter(|k| !opts.ignore_kernels.iter().any(|ig| kernel_matches(k, ig)))
+                        .collect();
+                    let pairs: Vec<(&str, f64)> = kept
+                        .iter()
+                        .map(|k| (k.name.as_str(), k.end_ns.saturating_sub(k.start_ns) as f64))
+                        .collect();
+                    match combine_kernels(&pairs, &opts.combine) {
+                        Some((kname, value)) => {
+                            total += value;
+                            any = true;
+                            self.push_sample(
+                                &mut raw, name, &s.name, step, device_idx, value, &kname, &pairs,
+                                None,
+                            )?;
+                        }
+                        None => {
+                            let what = if kernels.is_empty() {
+                                "launched no kernel"
+                            } else {
+                                "launched only ignored kernels"
+                            };
+                            let msg = format!(
+                                "{name}: region {:?} {what} in run {} of config [{config}]; recorded as NaN",
+                                s.name, step.run
+                            );
+                            self.push_sample(
+                                &mut raw,
+                                name,
+                                &s.name,
+                                step,
+                                device_idx,
+                                f64::NAN,
+                                "",
+                                &[],
+                                Some(&msg),
+                            )?;
+                            self.warnings.push(msg);
+                        }
+                    }
+                }
+                policy_values[step.config].push(if any { total } else { f64::NAN });
+            }
+            if let Some(p) = &opts.policy {
+                let done = policy_values[step.config].len() as u32;
+                if policy_should_stop(p, &policy_values[step.config], done, spent[step.config]) {
+                    sched.stop(step.config);
+                }
+            }
+            if let Some(p) = &out_path {
+                let newly: Vec<usize> = (0..configs.len())
+                    .filter(|&c| !written[c] && sched.finished(c))
+                    .collect();
+                if !newly.is_empty() {
+                    write_raw(p, &raw)?;
+                    for c in newly {
+                        written[c] = true;
+                    }
+                }
+            }
+        }
+        if let Some(p) = &out_path {
+            write_raw(p, &raw)?;
+        }
+        Ok(raw)
+    }
+
+    /// One run: cache flush, the closure, synchronise, collect. Returns the spans, the kernels,
+    /// and the closure's error (if any) as an engine error. Engine failures are `Err`.
+    fn one_run<F>(
+        &mut self,
+        name: &str,
+        call: u64,
+        step: Step,
+        config: &Config,
+        opts: &BenchOptions,
+        f: &mut F,
+    ) -> Result<(Vec<SpanRec>, Collected, Option<EngineError>), EngineError>
+    where
+        F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
+    {
+        if opts.cache == CacheControl::All {
+            self.backend.flush_l2()?;
+        }
+        // Warm-up runs get run indices above every recorded run, so their keys never collide.
+        let key_run = if step.warmup {
+            opts.max_runs() as u64 + step.run as u64
+        } else {
+            step.run as u64
+        };
+        let state = Rc::new(RunState {
+            backend: Arc::clone(&self.backend),
+            call,
+            config: step.config as u64,
+            run: key_run,
+            inner: RefCell::new(RunInner::default()),
+        });
+        let mut run = Run {
+            state: Rc::clone(&state),
+            warmup: step.warmup,
+            run_index: step.run,
+        };
+        let result = f(config, &mut run);
+        drop(run);
+        let (spans, misuse) = state.finish();
+        self.backend.synchronize()?;
+        let wire: Vec<Span> = spans
+            .iter()
+            .map(|s| Span {
+                key: s.key,
+                parent: s.parent.map(|p| spans[p].key),
+                thread_id: s.thread_id,
+                start_ns: s.start_ns,
+                end_ns: s.end_ns.unwrap_or(s.start_ns),
+            })
+            .collect();
+        let collected = self.backend.collect(&wire)?;
+        self.unattributed += collected.unattributed as u64;
+        let failure = match result {
+            Err(e) => Some(closure_error(name, config, step.run, e.as_ref())),
+            Ok(()) if !misuse.is_empty() => Some(EngineError::RegionMisuse(misuse.join("; "))),
+            Ok(()) => None,
+        };
+        Ok((spans, collected, failure))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn push_sample(
+        &self,
+        raw: &mut RawResults,
+        benchmark: &str,
+        region: &str,
+        step: Step,
+        device_idx: u32,
+        value: f64,
+        kernel: &str,
+        breakdown: &[(&str, f64)],
+        warning: Option<&str>,
+    ) -> Result<(), EngineError> {
+        let key = SeriesKey {
+            benchmark: benchmark.to_string(),
+            annotation: region.to_string(),
+            config: step.config as u32,
+            metric: DEFAULT_METRIC.to_string(),
+        };
+        let series = raw
+            .intern_series(key, DEFAULT_UNIT, device_idx)
+            .map_err(model_error)?;
+        let kernel_idx = raw.intern_kernel(kernel);
+        let mut extras: Vec<(&str, ExtraValue)> = self
+            .extras
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.clone()))
+            .collect();
+        if let Some(w) = warning {
+            extras.push(("Warning", ExtraValue::Text(w.to_string())));
+        }
+        raw.push_sample(
+            Sample {
+                series,
+                run: step.run,
+                value,
+                kernel: kernel_idx,
+            },
+            &extras,
+        );
+        for (position, (kname, v)) in breakdown.iter().enumerate() {
+            raw.kernel_breakdown.push(KernelSample {
+                series,
+                run: step.run,
+                position: position as u32,
+                kernel: kname.to_string(),
+                value: *v,
+            });
+        }
+        Ok(())
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// The real backend: engine modules (driver, CUPTI activity session, attribution, NVTX)
+// ------------------------------------------------------------------------------------------------
+
+mod gpu {
+    use std::cell::RefCell;
+    use std::ffi::CString;
+    use std::sync::atomic::AtomicU8;
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::attribution::{attribute, encode_region_key, RegionSpan};
+    use crate::cupti::collector::{current_thread_id, ActivitySession};
+    use crate::cupti::records::ActivityBatch;
+    use crate::driver::DeviceBuffer;
+    use crate::loader::Libraries;
+    use crate::nvtx::{push_range_cstr, NvtxRange};
+
+    thread_local! {
+        /// NVTX ranges opened by regions on this thread (push/pop ranges end on their thread).
+        static RANGES: RefCell<Vec<NvtxRange>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// Fallback L2 flush size when the device does not report its L2 size.
+    const DEFAULT_FLUSH_BYTES: usize = 256 << 20;
+
+    pub(super) struct GpuBackend {
+        libs: &'static Libraries,
+        session: Mutex<ActivitySession>,
+        flush_bytes: usize,
+        flush_buf: Mutex<Option<DeviceBuffer>>,
+        flush_value: AtomicU8,
+    }
+
+    fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+        m.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn cuda_version(v: i32) -> String {
+        format!("{}.{}", v / 1000, (v % 1000) / 10)
+    }
+
+    /// What starting the backend yields: the backend, the device, the constant extra columns.
+    type Started = (GpuBackend, DeviceInfo, Vec<(String, ExtraValue)>);
+
+    impl GpuBackend {
+        pub(super) fn start() -> Result<Started, EngineError> {
+            let libs = Libraries::load()?;
+            let driver = libs.cuda;
+            driver.ensure_context()?;
+            let ordinal = driver.current_device()?;
+            let props = driver.device_info(ordinal)?;
+            let session = ActivitySession::start(libs)?;
+            let device = DeviceInfo {
+                gpu: props.name.clone(),
+                host: host_name(),
+                compute_clock_khz: (props.clock_khz > 0).then_some(props.clock_khz as f64),
+                memory_clock_khz: (props.mem_clock_khz > 0).then_some(props.mem_clock_khz as f64),
+            };
+            let v = &libs.versions;
+            let extras = vec![
+                (
+                    "DeviceOrdinal".to_string(),
+                    ExtraValue::Number(ordinal as f64),
+                ),
+                (
+                    "DriverVersion".to_string(),
+                    ExtraValue::Text(
+                        v.driver_release
+                            .clone()
+                            .unwrap_or_else(|| v.driver.to_string()),
+                    ),
+                ),
+                (
+                    "CudaVersion".to_string(),
+                    ExtraValue::Text(cuda_version(v.driver)),
+                ),
+                (
+                    "CuptiVersion".to_string(),
+                    ExtraValue::Number(v.cupti_api as f64),
+                ),
+            ];
+            let flush_bytes = match props.l2_bytes {
+                0 => DEFAULT_FLUSH_BYTES,
+                l2 => (2 * l2 as usize).next_multiple_of(1 << 20),
+            };
+            let backend = GpuBackend {
+                libs,
+                session: Mutex::new(session),
+                flush_bytes,
+                flush_buf: Mutex::new(None),
+                flush_value: AtomicU8::new(0),
+            };
+            Ok((backend, device, extras))
+        }
+    }
+
+    impl Drop for GpuBackend {
+        fn drop(&mut self) {
+            if let Some(buf) = lock(&self.flush_buf).take() {
+                let _ = self.libs.cuda.free(buf);
+            }
+        }
+    }
+
+    /// The engine's view of a run's spans.
+    pub(super) fn region_spans(spans: &[Span]) -> Vec<RegionSpan> {
+        spans
+            .iter()
+            .map(|s| RegionSpan {
+                id: s.key,
+                parent: s.parent,
+                thread_id: s.thread_id as u32,
+                start_ns: s.start_ns,
+                end_ns: s.end_ns,
+            })
+            .collect()
+    }
+
+    /// Attributes one flushed batch to the run's regions (pure; tested on recorded fixtures).
+    pub(super) fn collect_batch(batch: &ActivityBatch, regions: &[RegionSpan]) -> Collected {
+        let att = attribute(batch, regions);
+        let by_region = att
+            .by_region
+            .into_iter()
+            .map(|(id, ks)| {
+                let ks = ks
+                    .into_iter()
+                    .map(|k| KernelRun {
+                        start_ns: k.start_ns,
+                        end_ns: k.end_ns,
+                        demangled: None,
+                        name: k.name,
+                    })
+                    .collect();
+                (id, ks)
+            })
+            .collect();
+        Collected {
+            by_region,
+            unattributed: att.unattributed.len(),
+        }
+    }
+
+    impl Backend for GpuBackend {
+        fn timestamp_ns(&self) -> u64 {
+            self.libs.cupti.timestamp_ns().unwrap_or(0)
+        }
+        fn thread_id(&self) -> u64 {
+            current_thread_id() as u64
+        }
+        fn encode_key(
+            &self,
+            call: u64,
+            config: u64,
+            run: u64,
+            region: u64,
+        ) -> Result<u64, EngineError> {
+            let c = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+            encode_region_key(c(call), c(config), c(run), c(region))
+        }
+        fn enter(&self, key: u64, name: &str) -> Result<(), EngineError> {
+            let cname = CString::new(name)
+                .map_err(|_| EngineError::RegionMisuse(format!("{name:?} contains NUL")))?;
+            lock(&self.session).push_external_id(key)?;
+            RANGES.with(|r| r.borrow_mut().push(push_range_cstr(cname)));
+            Ok(())
+        }
+        fn exit(&self) -> Result<(), EngineError> {
+            RANGES.with(|r| drop(r.borrow_mut().pop()));
+            lock(&self.session).pop_external_id().map(|_| ())
+        }
+        fn synchronize(&self) -> Result<(), EngineError> {
+            self.libs.cuda.ensure_context()?;
+            self.libs.cuda.synchronize()
+        }
+        fn flush_l2(&self) -> Result<(), EngineError> {
+            let driver = self.libs.cuda;
+            driver.ensure_context()?;
+            let mut slot = lock(&self.flush_buf);
+            let buf = match *slot {
+                Some(b) => b,
+                None => {
+                    let b = driver.alloc(self.flush_bytes)?;
+                    *slot = Some(b);
+                    b
+                }
+            };
+            let v = self.flush_value.fetch_add(1, Ordering::Relaxed);
+            driver.memset(buf, v)?;
+            driver.synchronize()
+        }
+        fn collect(&self, spans: &[Span]) -> Result<Collected, EngineError> {
+            let mut session = lock(&self.session);
+            let batch = session.flush()?;
+            let regions = region_spans(spans);
+            session.record_regions(&regions)?;
+            drop(session);
+            Ok(collect_batch(&batch, &regions))
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Tests (pure parts, and the run loop over a mock backend)
+// ------------------------------------------------------------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU64;
+    use std::sync::Mutex;
+
+    /// A fake GPU: `launch` records a kernel under the calling thread's innermost external id.
+    #[derive(Default)]
+    struct Mock {
+        clock: AtomicU64,
+        stacks: Mutex<HashMap<std::thread::ThreadId, Vec<u64>>>,
+        pending: Mutex<Vec<(Option<u64>, KernelRun)>>,
+        l2_flushes: AtomicU64,
+        syncs: AtomicU64,
+        names: Mutex<Vec<String>>,
+    }
+
+    impl Mock {
+        fn launch(&self, name: &str, dur: u64) {
+            let ext = self
+                .stacks
+                .lock()
+                .unwrap()
+                .get(&std::thread::current().id())
+                .and_then(|s| s.last().copied());
+            let t = self.clock.fetch_add(dur + 10, Ordering::SeqCst);
+            self.pending.lock().unwrap().push((
+                ext,
+                KernelRun {
+                    name: name.to_string(),
+                    demangled: Some(format!("{name}()")),
+                    start_ns: t,
+                    end_ns: t + dur,
+                },
+            ));
+        }
+    }
+
+    impl Backend for Mock {
+        fn timestamp_ns(&self) -> u64 {
+            self.clock.fetch_add(1, Ordering::SeqCst)
+        }
+        fn thread_id(&self) -> u64 {
+            1
+        }
+        fn encode_key(
+            &self,
+            call: u64,
+            config: u64,
+            run: u64,
+            region: u64,
+        ) -> Result<u64, EngineError> {
+            Ok(call << 52 | config << 32 | run << 12 | region)
+        }
+        fn enter(&self, key: u64, name: &str) -> Result<(), EngineError> {
+            self.names.lock().unwrap().push(name.to_string());
+            self.stacks
+                .lock()
+                .unwrap()
+                .entry(std::thread::current().id())
+                .or_default()
+                .push(key);
+            Ok(())
+        }
+        fn exit(&self) -> Result<(), EngineError> {
+            self.stacks
+                .lock()
+                .unwrap()
+                .get_mut(&std::thread::current().id())
+                .and_then(|s| s.pop());
+            Ok(())
+        }
+        fn synchronize(&self) -> Result<(), EngineError> {
+            self.syncs.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+        fn flush_l2(&self) -> Result<(), EngineError> {
+            self.l2_flushes.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+        fn collect(&self, spans: &[Span]) -> Result<Collected, EngineError> {
+            let mut out = Collected::default();
+            for (ext, k) in self.pending.lock().unwrap().drain(..) {
+                let mut cur = ext.and_then(|e| spans.iter().find(|s| s.key == e));
+                if cur.is_none() {
+                    out.unattributed += 1;
+                }
+                // Inclusive nesting: the kernel also counts for every ancestor.
+                while let Some(s) = cur {
+                    out.by_region.entry(s.key).or_default().push(k.clone());
+                    cur = s.parent.and_then(|p| spans.iter().find(|x| x.key == p));
+                }
+            }
+            Ok(out)
+        }
+    }
+
+    fn profiler(mock: &Arc<Mock>) -> Profiler {
+        let dev = DeviceInfo {
+            gpu: "Fake GPU".into(),
+            host: "h".into(),
+            compute_clock_khz: Some(1.0),
+            memory_clock_khz: Some(2.0),
+        };
+        Profiler::with_backend(
+            mock.clone(),
+            dev,
+            vec![("DeviceOrdinal".into(), ExtraValue::Number(0.0))],
+        )
+    }
+
+    fn configs(n: i64) -> Vec<Config> {
+        (0..n).map(|i| Config::new().with("n", 512 << i)).collect()
+    }
+
+    fn values(raw: &RawResults, region: &str, config: u32) -> Vec<f64> {
+        raw.samples
+            .iter()
+            .filter(|s| {
+                let k = &raw.series_of(s).key;
+                k.annotation == region && k.config == config
+            })
+            .map(|s| s.value)
+            .collect()
+    }
+
+    fn steps(mut s: Scheduler) -> Vec<(usize, u32, bool)> {
+        std::iter::from_fn(|| s.next_step())
+            .map(|s| (s.config, s.run, s.warmup))
+            .collect()
+    }
+
+    #[test]
+    fn interleaved_order_runs_warmups_first_then_run_r_of_every_config() {
+        let got = steps(Scheduler::new(3, 1, 2, RunOrder::Interleaved));
+        assert_eq!(
+            got,
+            vec![
+                (0, 0, true),
+                (1, 0, true),
+                (2, 0, true),
+                (0, 0, false),
+                (1, 0, false),
+                (2, 0, false),
+                (0, 1, false),
+                (1, 1, false),
+                (2, 1, false)
+            ]
+        );
+    }
+
+    #[test]
+    fn sequential_order_finishes_each_config_before_the_next() {
+        let got = steps(Scheduler::new(2, 2, 2, RunOrder::Sequential));
+        assert_eq!(
+            got,
+            vec![
+                (0, 0, true),
+                (0, 1, true),
+                (0, 0, false),
+                (0, 1, false),
+                (1, 0, true),
+                (1, 1, true),
+                (1, 0, false),
+                (1, 1, false)
+            ]
+        );
+        assert_eq!(steps(Scheduler::new(0, 1, 3, RunOrder::Sequential)), vec![]);
+        assert_eq!(
+            steps(Scheduler::new(1, 0, 1, RunOrder::Interleaved)),
+            vec![(0, 0, false)]
+        );
+    }
+
+    #[test]
+    fn stopped_configs_get_no_more_runs() {
+        let mut s = Scheduler::new(2, 0, 4, RunOrder::Interleaved);
+        assert_eq!(s.next_step().map(|s| (s.config, s.run)), Some((0, 0)));
+        s.stop(0);
+        let rest: Vec<_> = std::iter::from_fn(|| s.next_step())
+            .map(|s| (s.config, s.run))
+            .collect();
+        assert_eq!(rest, vec![(1, 0), (1, 1), (1, 2), (1, 3)]);
+    }
+
+    #[test]
+    fn base_clocks_point_to_the_ncu_backend() {
+        let o = BenchOptions {
+            clock: ClockControl::Base,
+            ..Default::default()
+        };
+        let e = o.validate().unwrap_err().to_string();
+        assert!(e.contains("ncu backend"), "{e}");
+    }
+
+    #[test]
+    fn other_metrics_say_the_counter_backend_comes_later() {
+        let ok = BenchOptions {
+            metrics: vec![DEFAULT_METRIC.into()],
+            ..Default::default()
+        };
+        ok.validate().unwrap();
+        let o = BenchOptions {
+            metrics: vec!["dram__bytes_read.sum".into()],
+            ..Default::default()
+        };
+        let e = o.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("dram__bytes_read.sum") && e.contains("counter backend"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn option_validation() {
+        let d = BenchOptions::default();
+        assert_eq!(
+            (d.runs, d.warmup, d.cache, d.order),
+            (10, 1, CacheControl::All, RunOrder::Interleaved)
+        );
+        assert!(matches!(d.combine, Reducer::Sum));
+        d.validate().unwrap();
+        assert!(BenchOptions {
+            runs: 0,
+            ..Default::default()
+        }
+        .validate()
+        .is_err());
+        let p = StoppingPolicy {
+            min_runs: 5,
+            max_runs: 3,
+            ..Default::default()
+        };
+        let e = BenchOptions {
+            policy: Some(p),
+            ..Default::default()
+        }
+        .validate()
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("min_runs"), "{e}");
+        let p = StoppingPolicy {
+            target_rsd_pct: Some(-1.0),
+            ..Default::default()
+        };
+        assert!(BenchOptions {
+            policy: Some(p),
+            ..Default::default()
+        }
+        .validate()
+        .is_err());
+    }
+
+    #[test]
+    fn reducers() {
+        let k = [("a", 1.0), ("b", 4.0), ("c", 2.0)];
+        let v = |r: Reducer| combine_kernels(&k, &r).unwrap().1;
+        assert_eq!(
+            combine_kernels(&k, &Reducer::Sum).unwrap(),
+            ("a|b|c".to_string(), 7.0)
+        );
+        assert_eq!(v(Reducer::Mean), 7.0 / 3.0);
+        assert_eq!(v(Reducer::Max), 4.0);
+        assert_eq!(v(Reducer::Min), 1.0);
+        assert_eq!(v(Reducer::First), 1.0);
+        assert_eq!(v(Reducer::Last), 2.0);
+        assert_eq!(v(Reducer::Custom(Arc::new(|a, b| a * b))), 8.0);
+        assert!(combine_kernels(&[], &Reducer::Sum).is_none());
+    }
+
+    #[test]
+    fn policy_stops_on_precision_or_budget() {
+        let p = StoppingPolicy {
+            min_runs: 3,
+            max_runs: 50,
+            ..Default::default()
+        };
+        assert!(!policy_should_stop(&p, &[100.0, 100.0], 2, Duration::ZERO));
+        assert!(policy_should_stop(
+            &p,
+            &[100.0, 100.0, 100.0],
+            3,
+            Duration::ZERO
+        ));
+        assert!(!policy_should_stop(
+            &p,
+            &[100.0, 200.0, 50.0],
+            3,
+            Duration::ZERO
+        ));
+        assert!(policy_should_stop(
+            &p,
+            &[100.0, 200.0, 50.0],
+            50,
+            Duration::ZERO
+        ));
+        let b = StoppingPolicy {
+            time_budget: Some(Duration::from_millis(1)),
+            ..p
+        };
+        assert!(policy_should_stop(
+            &b,
+            &[100.0, 200.0, 50.0],
+            3,
+            Duration::from_secs(1)
+        ));
+    }
+
+    #[test]
+    fn profiler_new_without_a_driver_gives_a_clear_error() {
+        if std::path::Path::new("/dev/nvidiactl").exists() {
+            return; // a GPU machine: nothing to check here
+        }
+        let e = Profiler::new().unwrap_err();
+        let msg = e.to_string();
+        assert!(matches!(e, EngineError::LibraryNotFound { .. }), "{msg}");
+        assert!(msg.contains("libcuda"), "{msg}");
+        // The slot is free again after a failed start.
+        assert!(!PROFILER_ACTIVE.load(Ordering::SeqCst));
+    }
+
+    #[test]
+    fn bench_sums_kernels_keeps_breakdown_and_flags_empty_regions() {
+        let mock = Arc::new(Mock::default());
+        let mut p = profiler(&mock);
+        let m = mock.clone();
+        let opts = BenchOptions {
+            runs: 3,
+            warmup: 1,
+            ignore_kernels: vec!["noise()".into()],
+            ..Default::default()
+        };
+        let raw = p
+            .bench("mm", &configs(2), &opts, |c, run| {
+                let n = c.get("n").unwrap().as_f64().unwrap() as u64;
+                {
+                    let _g = run.region("gemm")?;
+                    m.launch("gemm", n);
+                    if n > 512 {
+                        m.launch("splitk_reduce", 7);
+                    }
+                    m.launch("noise", 1000);
+                }
+                m.launch("outside", 5);
+                run.annotate("empty", |_| ())?;
+                Ok(())
+            })
+            .unwrap();
+        // 2 configs x 3 runs x 2 regions; warm-up not recorded.
+        assert_eq!(raw.samples.len(), 12);
+        assert_eq!(values(&raw, "gemm", 0), vec![512.0; 3]);
+        assert_eq!(values(&raw, "gemm", 1), vec![1031.0; 3]);
+        assert!(values(&raw, "empty", 0).iter().all(|v| v.is_nan()));
+        assert!(raw.kernel_names.contains(&"gemm|splitk_reduce".to_string()));
+        // Breakdown: 1 kernel for n=512, 2 for n=1024, per run.
+        assert_eq!(raw.kernel_breakdown.len(), 3 + 6);
+        assert!(raw
+            .kernel_breakdown
+            .iter()
+            .any(|k| k.kernel == "splitk_reduce" && k.value == 7.0 && k.position == 1));
+        assert_eq!(p.warnings().len(), 6);
+        let w = raw.extras.iter().find(|c| c.name == "Warning").unwrap();
+        assert_eq!(
+            w.values
+                .iter()
+                .filter(|v| **v != ExtraValue::Missing)
+                .count(),
+            6
+        );
+        // Cold cache by default: one flush per run, warm-ups included; one sync per run.
+        assert_eq!(mock.l2_flushes.load(Ordering::SeqCst), 8);
+        assert_eq!(mock.syncs.load(Ordering::SeqCst), 8);
+    }
+
+    #[test]
+    fn nested_regions_are_inclusive() {
+        let mock = Arc::new(Mock::default());
+        let mut p = profiler(&mock);
+        let m = mock.clone();
+        let opts = BenchOptions {
+            runs: 1,
+            warmup: 0,
+            cache: CacheControl::None,
+            ..Default::default()
+        };
+        let raw = p
+            .bench("nest", &[], &opts, |_, run| {
+                let _outer = run.region("outer")?;
+                m.launch("a", 10);
+                run.annotate("inner", |_| m.launch("b", 20))?;
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(values(&raw, "outer", 0), vec![30.0]);
+        assert_eq!(values(&raw, "inner", 0), vec![20.0]);
+        assert_eq!(mock.l2_flushes.load(Ordering::SeqCst), 0);
+        assert_eq!(*mock.names.lock().unwrap(), vec!["outer", "inner"]);
+    }
+
+    #[test]
+    fn duplicate_region_names_in_one_run_are_an_error() {
+        let mock = Arc::new(Mock::default());
+        let mut p = profiler(&mock);
+        let opts = BenchOptions {
+            runs: 1,
+            warmup: 0,
+            ..Default::default()
+        };
+        let e = p
+            .bench("dup", &[], &opts, |_, run| {
+                let _a = run.region("x")?;
+                let _b = run.region("x")?;
+                Ok(())
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("opened twice"), "{e}");
+    }
+
+    #[test]
+    fn failures_are_nan_with_ignore_failures_and_errors_without() {
+        let dir = tempfile::tempdir().unwrap();
+        let mock = Arc::new(Mock::default());
+        let mut p = profiler(&mock);
+        let m = mock.clone();
+        let mut opts = BenchOptions {
+            runs: 2,
+            warmup: 0,
+            order: RunOrder::Sequential,
+            ignore_failures: true,
+            output_prefix: Some(dir.path().to_path_buf()),
+            ..Default::default()
+        };
+        let body =
+            |c: &Config, run: &mut Run| -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+                let _g = run.region("k")?;
+                m.launch("k", 100);
+                if c.get("n") == Some(&1024.into()) && run.index() == 1 {
+                    return Err("out of memory".into());
+                }
+                Ok(())
+            };
+        let raw = p.bench("f", &configs(3), &opts, body).unwrap();
+        assert_eq!(values(&raw, "k", 1).len(), 2);
+        assert!(values(&raw, "k", 1)[1].is_nan());
+        assert_eq!(values(&raw, "k", 2), vec![100.0, 100.0]);
+        assert!(p.warnings().iter().any(|w| w.contains("out of memory")));
+
+        opts.ignore_failures = false;
+        let m = mock.clone();
+        let e = p
+            .bench("g", &configs(3), &opts, |c, run| {
+                let _g = run.region("k")?;
+                m.launch("k", 100);
+                if c.get("n") == Some(&1024.into()) && run.index() == 1 {
+                    return Err("out of memory".into());
+                }
+                Ok(())
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("out of memory") && e.contains("n=1024"), "{e}");
+        // Config 0 finished before the failure: its rows are on disk.
+        let csv = std::fs::read_to_string(dir.path().join("g-raw.csv")).unwrap();
+        assert!(
+            csv.starts_with("Benchmark,Annotation,n,Run,Metric,Value,Unit,Kernel,GPU,Host"),
+            "{csv}"
+        );
+        assert_eq!(csv.lines().count(), 1 + 3, "{csv}");
+        assert!(
+            csv.contains("g,k,512,0,gpu__time_duration.sum,100,ns,k,Fake GPU,h,1,2,0"),
+            "{csv}"
+        );
+    }
+
+    #[test]
+    fn adaptive_stopping_ends_stable_configs_early() {
+        let mock = Arc::new(Mock::default());
+        let mut p = profiler(&mock);
+        let m = mock.clone();
+        let policy = StoppingPolicy {
+            min_runs: 3,
+            max_runs: 20,
+            target_rel_ci_half_width: Some(0.01),
+            ..Default::default()
+        };
+        let opts = BenchOptions {
+            warmup: 0,
+            policy: Some(policy),
+            ..Default::default()
+        };
+        let raw = p
+            .bench("s", &configs(2), &opts, |c, run| {
+                let i = run.index() as u64;
+                let noisy = c.get("n") == Some(&1024.into());
+                let _g = run.region("k")?;
+                m.launch("k", if noisy { 100 + (i % 2) * 50 } else { 100 });
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(values(&raw, "k", 0).len(), 3);
+        assert_eq!(values(&raw, "k", 1).len(), 20);
+    }
+
+    #[test]
+    fn ignore_list_matches_mangled_and_demangled_names() {
+        let k = KernelRun {
+            name: "_Z5scalePfPKffi".into(),
+            demangled: None,
+            start_ns: 0,
+            end_ns: 1,
+        };
+        assert!(kernel_matches(&k, "_Z5scalePfPKffi"));
+        assert!(kernel_matches(
+            &k,
+            "scale(float*, float const*, float, int)"
+        ));
+        assert!(kernel_matches(&k, "scale"));
+        assert!(!kernel_matches(&k, "scal"));
+        let plain = KernelRun {
+            name: "copyk".into(),
+            demangled: None,
+            start_ns: 0,
+            end_ns: 1,
+        };
+        assert!(kernel_matches(&plain, "copyk") && !kernel_matches(&plain, "copy"));
+    }
+
+    #[test]
+    fn duplicate_configs_are_rejected() {
+        let mock = Arc::new(Mock::default());
+        let mut p = profiler(&mock);
+        let c = Config::new().with("n", 1);
+        let e = p
+            .bench(
+                "d",
+                &[c.clone(), c],
+                &BenchOptions::default(),
+                |_, _| Ok(()),
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("listed twice"), "{e}");
+    }
+
+    #[test]
+    fn adapter_attributes_the_recorded_h200_fixture() {
+        use crate::attribution::{attribute, encode_region_key};
+        use crate::cupti::records::RecordedBuffer;
+        let f = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/activity/h200-cuda13-region-threads.jsonl");
+        if !f.exists() {
+            return;
+        }
+        let rb = RecordedBuffer::read_jsonl(&f).unwrap();
+        let fl = rb.flushes.iter().find(|f| f.flush == 1).expect("flush 1");
+        let spans: Vec<Span> = fl
+            .regions
+            .iter()
+            .map(|r| Span {
+                key: r.id,
+                parent: r.parent,
+                thread_id: r.thread_id as u64,
+                start_ns: r.start_ns,
+                end_ns: r.end_ns,
+            })
+            .collect();
+        let regions = gpu::region_spans(&spans);
+        assert_eq!(regions, fl.regions);
+        let c = gpu::collect_batch(&fl.batch, &regions);
+        let id = encode_region_key(0, 0, 0, 1).unwrap();
+        let ks = &c.by_region[&id];
+        assert_eq!(ks.len(), 5);
+        assert_eq!(c.unattributed, 1);
+        let pairs: Vec<(&str, f64)> = ks
+            .iter()
+            .map(|k| (k.name.as_str(), (k.end_ns - k.start_ns) as f64))
+            .collect();
+        let (names, total) = combine_kernels(&pairs, &Reducer::Sum).unwrap();
+        assert_eq!(names, "fill|fill|fill|fill|fill");
+        assert_eq!(total, attribute(&fl.batch, &fl.regions).total_ns(id) as f64);
+    }
+
+    #[test]
+    fn raw_csv_paths() {
+        assert_eq!(
+            raw_csv_path(Path::new("out/"), "mm"),
+            PathBuf::from("out/mm-raw.csv")
+        );
+        assert_eq!(
+            raw_csv_path(Path::new("/nonexistent/run1_"), "mm"),
+            PathBuf::from("/nonexistent/run1_mm-raw.csv")
+        );
+    }
+}

@@ -1,0 +1,83 @@
+//! Shared helpers: find the CUPTI 13.0 PyPI wheel (headers + libcupti), extract it once.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub const WHEEL_SPEC: &str = "nvidia-cuda-cupti==13.0.85";
+
+/// Where the wheel is extracted: `$KPROF_CUPTI_WHEEL_DIR`, else a fixed dir under the system temp.
+fn extract_root() -> PathBuf {
+    std::env::temp_dir().join("kprof-cupti-wheel-13.0.85")
+}
+
+fn find_wheel(dir: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("nvidia_cuda_cupti-13.0.85") && n.ends_with(".whl"))
+        })
+}
+
+/// Returns the extracted `nvidia/cu13` directory (with `include/` and `lib/`), or why not.
+/// Looks in `$KPROF_CUPTI_WHEEL_DIR`, `/tmp/cupti-wheel`, then tries `pip download`.
+pub fn cupti_wheel() -> Result<PathBuf, String> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let root = extract_root();
+    let cu13 = root.join("nvidia/cu13");
+    if cu13.join("include/cupti_activity.h").is_file() && cu13.join("lib/libcupti.so.13").is_file()
+    {
+        return Ok(cu13);
+    }
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(d) = std::env::var_os("KPROF_CUPTI_WHEEL_DIR") {
+        dirs.push(d.into());
+    }
+    dirs.push("/tmp/cupti-wheel".into());
+    let mut wheel = dirs.iter().find_map(|d| find_wheel(d));
+    if wheel.is_none() {
+        let dl = std::env::temp_dir().join("kprof-cupti-wheel-download");
+        let _ = std::fs::create_dir_all(&dl);
+        let ok = ["pip", "pip3"].iter().any(|pip| {
+            Command::new(pip)
+                .args(["download", "--no-deps", "--quiet", WHEEL_SPEC, "-d"])
+                .arg(&dl)
+                .status()
+                .is_ok_and(|s| s.success())
+        });
+        if ok {
+            wheel = find_wheel(&dl);
+        }
+    }
+    let wheel = wheel.ok_or_else(|| {
+        format!(
+            "the {WHEEL_SPEC} wheel is not in $KPROF_CUPTI_WHEEL_DIR or /tmp/cupti-wheel and \
+             `pip download` failed (offline?)"
+        )
+    })?;
+    std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
+    let status = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])",
+        ])
+        .arg(&wheel)
+        .arg(&root)
+        .status()
+        .map_err(|e| format!("python3 to unzip the wheel: {e}"))?;
+    if !status.success() || !cu13.join("include/cupti_activity.h").is_file() {
+        return Err(format!("could not extract {}", wheel.display()));
+    }
+    Ok(cu13)
+}
+
+/// Prints a skip reason in a way that shows with `--nocapture` and in the test summary output.
+pub fn skip(test: &str, why: &str) {
+    eprintln!("SKIPPED {test}: {why}");
+    println!("SKIPPED {test}: {why}");
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds kprof's example binaries (release) on the dev machine and copies them into .carry/bin/,
+# the repo's ignored folder that travels to the GPU machine (see docs/gpu-check.md).
+#
+# A plain build is enough: it needs glibc >= 2.34 at run time (dlopen@GLIBC_2.34) and the H200
+# test machine has 2.39. Nothing here needs CUDA: cudarc and kprof dlopen every library at run time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+EXAMPLES=(gpu_check vector_scale sgemm multi_kernel graph)
+
+cargo build --release -p kprof --examples
+
+mkdir -p .carry/bin
+for ex in "${EXAMPLES[@]}"; do
+    src="target/release/examples/$ex"
+    [ -x "$src" ] || { echo "missing $src" >&2; exit 1; }
+    cp -f "$src" ".carry/bin/$ex"
+done
+strip .carry/bin/* 2>/dev/null || true
+git rev-parse --short HEAD > .carry/bin/BUILT_FROM 2>/dev/null || true
+echo "built from $(cat .carry/bin/BUILT_FROM 2>/dev/null || echo '?'):"
+ls -la .carry/bin
+du -sh .carry
