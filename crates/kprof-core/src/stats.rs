@@ -238,7 +238,7 @@ fn tukey_outliers(sorted: &[f64]) -> (usize, usize) {
     let n = sorted.len();
     let severe = below(outer_lo) + (n - at_most(outer_hi));
     let beyond_inner = below(inner_lo) + (n - at_most(inner_hi));
-    (severe, beyond_inner.saturating_sub(severe))
+    (beyond_inner.saturating_sub(severe), severe)
 }
 
 /// SplitMix64 (Steele, Lea & Flood 2014; the seeding generator of xoshiro): a 64-bit state
