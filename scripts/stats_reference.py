@@ -101,6 +101,11 @@ def main():
     for p in (0.9, 0.95, 0.975, 0.995, 0.025, 0.5):
         for df in (1.0, 2.0, 3.0, 4.0, 5.0, 9.0, 29.0, 99.0, 999.0, 2.5):
             t_quantiles.append({"p": p, "df": df, "t": float(sps.t.ppf(p, df))})
+    # Large df (where statrs' inverse_cdf fails), fractional df below 1, and far tails.
+    for p, df in [(0.975, 1e4), (0.975, 1e5), (0.975, 1e6), (0.975, 1e8), (0.9999, 5e3),
+                  (0.975, 0.5), (0.9, 0.25), (1e-10, 3.0), (1 - 1e-10, 7.0), (1e-6, 50.0),
+                  (0.75, 1.5), (0.999, 1.0), (0.001, 2.0), (0.6, 20.0)]:
+        t_quantiles.append({"p": p, "df": df, "t": float(sps.t.ppf(p, df))})
 
     doc = {
         "_comment": (
