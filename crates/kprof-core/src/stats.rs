@@ -244,6 +244,21 @@ pub fn summarize(values: &[f64], opts: &StatsOptions) -> Summary {
 /// asked for. `total_runs` below `sorted.len()` is raised to it. On input that is not sorted or
 /// holds NaN the result is defined (no panic) but meaningless.
 pub fn summarize_sorted(sorted: &[f64], total_runs: usize, opts: &StatsOptions) -> Summary {
+    summarize_with_t(sorted, total_runs, opts, t975(sorted.len()))
+}
+
+/// `t(0.975, n - 1)`, NaN for fewer than two values.
+fn t975(n: usize) -> f64 {
+    if n > 1 {
+        t_quantile(0.975, (n - 1) as f64)
+    } else {
+        f64::NAN
+    }
+}
+
+/// [`summarize_sorted`] with the t factor of the interval given (`t975(sorted.len())`), so that
+/// [`aggregate`] computes it once per distinct run count.
+fn summarize_with_t(sorted: &[f64], total_runs: usize, opts: &StatsOptions, t975: f64) -> Summary {
     let n = sorted.len();
     let total_runs = total_runs.max(n);
     let bootstrap = opts.bootstrap.as_ref().map(|b| bootstrap_ci(sorted, b));
@@ -281,7 +296,7 @@ pub fn summarize_sorted(sorted: &[f64], total_runs: usize, opts: &StatsOptions) 
         (mean, (ss / (n - 1) as f64).sqrt())
     };
     let (ci95_lower, ci95_upper) = if n > 1 {
-        let half = t_quantile(0.975, (n - 1) as f64) * std_dev / (n as f64).sqrt();
+        let half = t975 * std_dev / (n as f64).sqrt();
         (mean - half, mean + half)
     } else {
         (f64::NAN, f64::NAN)
@@ -471,10 +486,15 @@ pub fn aggregate(raw: &RawResults, opts: &AggregateOptions) -> ProcessedResults 
     let mut extras = if raw.extras.is_empty() { Vec::new() } else { aggregate_extras(raw) };
 
     let mut rows = Vec::with_capacity(ns);
+    // Series usually share their run count: compute the t factor once per count.
+    let mut t_cache: (usize, f64) = (0, f64::NAN);
     for (i, series) in raw.series.iter().enumerate() {
         let group = &mut values[offsets[i]..offsets[i + 1]];
         group.sort_unstable_by(f64::total_cmp);
-        let summary = summarize_sorted(group, group.len() + nan_runs[i], &opts.stats);
+        if t_cache.0 != group.len() {
+            t_cache = (group.len(), t975(group.len()));
+        }
+        let summary = summarize_with_t(group, group.len() + nan_runs[i], &opts.stats, t_cache.1);
         let kernel = first[i]
             .and_then(|(_, k)| raw.kernel_names.get(k as usize))
             .cloned()
