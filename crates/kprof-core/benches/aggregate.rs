@@ -51,12 +51,24 @@ fn build() -> RawResults {
     let kernel = raw.intern_kernel("gemm_kernel");
     let mut rng = 42u64;
     for c in 0..CONFIGS {
-        let config = raw.intern_config(&Config::new().with("n", i64::from(c) * 64).with("dtype", "fp16"));
+        let config = raw.intern_config(
+            &Config::new()
+                .with("n", i64::from(c) * 64)
+                .with("dtype", "fp16"),
+        );
         let mut ids = Vec::new();
         for a in ANNOTATIONS {
             for m in METRICS {
-                let key = SeriesKey { benchmark: "gemm".into(), annotation: a.into(), config, metric: m.into() };
-                ids.push(raw.intern_series(key, if m == DEFAULT_METRIC { "ns" } else { "byte" }, device).unwrap());
+                let key = SeriesKey {
+                    benchmark: "gemm".into(),
+                    annotation: a.into(),
+                    config,
+                    metric: m.into(),
+                };
+                ids.push(
+                    raw.intern_series(key, if m == DEFAULT_METRIC { "ns" } else { "byte" }, device)
+                        .unwrap(),
+                );
             }
         }
         for run in 0..RUNS {
@@ -67,7 +79,15 @@ fn build() -> RawResults {
                 } else {
                     1000.0 + f64::from(c) + ((r >> 11) as f64 / (1u64 << 53) as f64) * 50.0
                 };
-                raw.push_sample(Sample { series, run, value, kernel }, &[]);
+                raw.push_sample(
+                    Sample {
+                        series,
+                        run,
+                        value,
+                        kernel,
+                    },
+                    &[],
+                );
             }
         }
     }
@@ -81,7 +101,11 @@ fn main() {
     let raw_bytes = raw.samples.capacity() * std::mem::size_of::<Sample>()
         + raw.series.len() * (std::mem::size_of::<kprof_core::Series>() + 48)
         + raw.configs.len() * (std::mem::size_of::<Config>() + 96);
-    println!("built {n} samples in {} series in {:.2?}", raw.series.len(), t0.elapsed());
+    println!(
+        "built {n} samples in {} series in {:.2?}",
+        raw.series.len(),
+        t0.elapsed()
+    );
     let rss_before = status_kib("VmRSS:");
     let hwm_before = status_kib("VmHWM:");
 
@@ -95,7 +119,10 @@ fn main() {
         rows = out.rows.len();
         std::hint::black_box(&out);
         drop(out);
-        println!("run {i}: aggregate {n} samples -> {rows} rows in {secs:.3} s ({:.2} M samples/s)", n as f64 / secs / 1e6);
+        println!(
+            "run {i}: aggregate {n} samples -> {rows} rows in {secs:.3} s ({:.2} M samples/s)",
+            n as f64 / secs / 1e6
+        );
         best = best.min(secs);
     }
     let hwm_after = status_kib("VmHWM:");

@@ -34,7 +34,10 @@ pub struct StatsOptions {
 impl Default for StatsOptions {
     /// A 2 % RSD threshold and no bootstrap.
     fn default() -> Self {
-        StatsOptions { stable_rsd_pct: 2.0, bootstrap: None }
+        StatsOptions {
+            stable_rsd_pct: 2.0,
+            bootstrap: None,
+        }
     }
 }
 
@@ -51,7 +54,10 @@ pub struct BootstrapOptions {
 impl Default for BootstrapOptions {
     /// 2000 resamples, seed 0.
     fn default() -> Self {
-        BootstrapOptions { resamples: 2000, seed: 0 }
+        BootstrapOptions {
+            resamples: 2000,
+            seed: 0,
+        }
     }
 }
 
@@ -169,7 +175,11 @@ fn lower_t_quantile(q: f64, df: f64) -> f64 {
         // Newton: d tail / dt = -pdf(t).
         let pdf = dist.pdf(t);
         let newton = t + f / pdf;
-        let next = if newton.is_finite() && newton > a && newton < b { newton } else { 0.5 * (a + b) };
+        let next = if newton.is_finite() && newton > a && newton < b {
+            newton
+        } else {
+            0.5 * (a + b)
+        };
         if (next - t).abs() <= 4.0 * f64::EPSILON * t.abs() || b - a <= 4.0 * f64::EPSILON * b {
             t = next;
             break;
@@ -207,7 +217,11 @@ pub fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
     }
     // numpy's `_lerp`: interpolate from the nearer end, then keep the result inside [a, b].
     let d = b - a;
-    let x = if t < 0.5 { a + d * t } else { b - d * (1.0 - t) };
+    let x = if t < 0.5 {
+        a + d * t
+    } else {
+        b - d * (1.0 - t)
+    };
     if a <= b {
         x.clamp(a, b)
     } else {
@@ -287,11 +301,22 @@ fn summarize_with_t(sorted: &[f64], total_runs: usize, opts: &StatsOptions, t975
     let (mean, std_dev) = if min == max {
         // All equal (this also covers n = 1): exact, free of rounding. Equal infinities
         // have an undefined deviation, like any infinite series.
-        (min, if n > 1 && min.is_finite() { 0.0 } else { f64::NAN })
+        (
+            min,
+            if n > 1 && min.is_finite() {
+                0.0
+            } else {
+                f64::NAN
+            },
+        )
     } else {
         let mean = sorted.iter().sum::<f64>() / n as f64;
         // Rounding must not push the mean outside the data; an infinite or NaN mean stays as is.
-        let mean = if mean.is_finite() { mean.clamp(min, max) } else { mean };
+        let mean = if mean.is_finite() {
+            mean.clamp(min, max)
+        } else {
+            mean
+        };
         let ss: f64 = sorted.iter().map(|&x| (x - mean) * (x - mean)).sum();
         (mean, (ss / (n - 1) as f64).sqrt())
     };
@@ -301,8 +326,16 @@ fn summarize_with_t(sorted: &[f64], total_runs: usize, opts: &StatsOptions, t975
     } else {
         (f64::NAN, f64::NAN)
     };
-    let rsd_pct = if mean == 0.0 { f64::NAN } else { std_dev / mean.abs() * 100.0 };
-    let stable = if rsd_pct.is_finite() { Some(rsd_pct < opts.stable_rsd_pct) } else { None };
+    let rsd_pct = if mean == 0.0 {
+        f64::NAN
+    } else {
+        std_dev / mean.abs() * 100.0
+    };
+    let stable = if rsd_pct.is_finite() {
+        Some(rsd_pct < opts.stable_rsd_pct)
+    } else {
+        None
+    };
     let (outliers_mild, outliers_severe) = tukey_outliers(sorted);
     Summary {
         num_runs: n,
@@ -483,7 +516,11 @@ pub fn aggregate(raw: &RawResults, opts: &AggregateOptions) -> ProcessedResults 
     }
     drop(cursor);
 
-    let mut extras = if raw.extras.is_empty() { Vec::new() } else { aggregate_extras(raw) };
+    let mut extras = if raw.extras.is_empty() {
+        Vec::new()
+    } else {
+        aggregate_extras(raw)
+    };
 
     let mut rows = Vec::with_capacity(ns);
     // Series usually share their run count: compute the t factor once per count.
@@ -503,10 +540,18 @@ pub fn aggregate(raw: &RawResults, opts: &AggregateOptions) -> ProcessedResults 
             benchmark: series.key.benchmark.clone(),
             annotation: series.key.annotation.clone(),
             metric: series.key.metric.clone(),
-            config: raw.configs.get(series.key.config as usize).cloned().unwrap_or_else(Config::new),
+            config: raw
+                .configs
+                .get(series.key.config as usize)
+                .cloned()
+                .unwrap_or_else(Config::new),
             summary,
             kernel,
-            device: raw.devices.get(series.device as usize).cloned().unwrap_or_else(DeviceInfo::default),
+            device: raw
+                .devices
+                .get(series.device as usize)
+                .cloned()
+                .unwrap_or_else(DeviceInfo::default),
             unit: series.unit.clone(),
             extras: extras.get_mut(i).map(std::mem::take).unwrap_or_default(),
             normalized: None,
@@ -514,7 +559,11 @@ pub fn aggregate(raw: &RawResults, opts: &AggregateOptions) -> ProcessedResults 
             geomean: f64::NAN,
         });
     }
-    ProcessedResults { param_names: raw.param_names(), rows, missing_baselines: Vec::new() }
+    ProcessedResults {
+        param_names: raw.param_names(),
+        rows,
+        missing_baselines: Vec::new(),
+    }
 }
 
 /// Per-series accumulator of one extra column.
@@ -536,14 +585,22 @@ fn aggregate_extras(raw: &RawResults) -> Vec<Vec<(String, ExtraValue)>> {
     let mut out: Vec<Vec<(String, ExtraValue)>> = vec![Vec::new(); ns];
     let mut accs = vec![ExtraAcc::default(); ns];
     for col in &raw.extras {
-        accs.iter_mut().for_each(|a| *a = ExtraAcc { min: f64::INFINITY, max: f64::NEG_INFINITY, ..ExtraAcc::default() });
+        accs.iter_mut().for_each(|a| {
+            *a = ExtraAcc {
+                min: f64::INFINITY,
+                max: f64::NEG_INFINITY,
+                ..ExtraAcc::default()
+            }
+        });
         let present = |v: Option<&ExtraValue>| match v {
             Some(ExtraValue::Number(x)) if !x.is_nan() => true,
             Some(ExtraValue::Text(_)) => true,
             _ => false,
         };
         for (j, s) in raw.samples.iter().enumerate() {
-            let Some(a) = accs.get_mut(s.series as usize) else { continue };
+            let Some(a) = accs.get_mut(s.series as usize) else {
+                continue;
+            };
             let v = col.values.get(j);
             if !present(v) {
                 continue;
@@ -564,7 +621,9 @@ fn aggregate_extras(raw: &RawResults) -> Vec<Vec<(String, ExtraValue)>> {
         }
         // Second pass for the standard deviation (two-pass, like pandas).
         for (j, s) in raw.samples.iter().enumerate() {
-            let Some(a) = accs.get_mut(s.series as usize) else { continue };
+            let Some(a) = accs.get_mut(s.series as usize) else {
+                continue;
+            };
             if let Some(ExtraValue::Number(x)) = col.values.get(j) {
                 if !x.is_nan() && a.texts == 0 {
                     let d = x - a.sum / a.numbers as f64;
@@ -576,13 +635,21 @@ fn aggregate_extras(raw: &RawResults) -> Vec<Vec<(String, ExtraValue)>> {
             let name = &col.name;
             if a.numbers > 0 && a.texts == 0 {
                 let n = a.numbers as f64;
-                let std = if a.numbers > 1 { (a.sq_dev / (n - 1.0)).sqrt() } else { f64::NAN };
+                let std = if a.numbers > 1 {
+                    (a.sq_dev / (n - 1.0)).sqrt()
+                } else {
+                    f64::NAN
+                };
                 row.push((format!("{name}_Avg"), ExtraValue::Number(a.sum / n)));
                 row.push((format!("{name}_Std"), ExtraValue::Number(std)));
                 row.push((format!("{name}_Min"), ExtraValue::Number(a.min)));
                 row.push((format!("{name}_Max"), ExtraValue::Number(a.max)));
             } else {
-                let v = a.first.and_then(|(_, j)| col.values.get(j)).cloned().unwrap_or_default();
+                let v = a
+                    .first
+                    .and_then(|(_, j)| col.values.get(j))
+                    .cloned()
+                    .unwrap_or_default();
                 row.push((name.clone(), v));
             }
         }

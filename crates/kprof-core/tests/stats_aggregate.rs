@@ -1,10 +1,17 @@
 //! `kprof_core::stats::aggregate`: grouping by series, kernel of the first run, extras.
 
 use kprof_core::stats::{aggregate, summarize, AggregateOptions, BootstrapOptions, StatsOptions};
-use kprof_core::{Config, DeviceInfo, ExtraValue, RawResults, Sample, SampleRecord, DEFAULT_METRIC};
+use kprof_core::{
+    Config, DeviceInfo, ExtraValue, RawResults, Sample, SampleRecord, DEFAULT_METRIC,
+};
 
 fn device() -> DeviceInfo {
-    DeviceInfo { gpu: "NVIDIA H200".into(), host: "vm".into(), compute_clock_khz: None, memory_clock_khz: None }
+    DeviceInfo {
+        gpu: "NVIDIA H200".into(),
+        host: "vm".into(),
+        compute_clock_khz: None,
+        memory_clock_khz: None,
+    }
 }
 
 fn rec<'a>(
@@ -46,10 +53,12 @@ fn two_interleaved_series_with_runs_out_of_order() {
         let ka = format!("ka{run}");
         let kb = format!("kb{run}");
         raw.push(&rec("a", &c1, run, v, &ka, &d, &[])).unwrap();
-        raw.push(&rec("b", &c2, run, v * 2.0, &kb, &d, &[])).unwrap();
+        raw.push(&rec("b", &c2, run, v * 2.0, &kb, &d, &[]))
+            .unwrap();
     }
     // A failed run of "b".
-    raw.push(&rec("b", &c2, 4, f64::NAN, "kb4", &d, &[])).unwrap();
+    raw.push(&rec("b", &c2, 4, f64::NAN, "kb4", &d, &[]))
+        .unwrap();
 
     let out = aggregate(&raw, &AggregateOptions::default());
     assert_eq!(out.param_names, vec!["n", "dtype", "layout"]);
@@ -66,8 +75,17 @@ fn two_interleaved_series_with_runs_out_of_order() {
     // Kernel of the lowest run index, not of the first sample.
     assert_eq!(a.kernel, "ka0");
     assert_eq!(b.kernel, "kb0");
-    assert_eq!(a.summary, summarize(&[10.0, 11.0, 12.0, 13.0], &StatsOptions::default()));
-    assert_eq!(b.summary, summarize(&[26.0, 20.0, f64::NAN, 24.0, 22.0], &StatsOptions::default()));
+    assert_eq!(
+        a.summary,
+        summarize(&[10.0, 11.0, 12.0, 13.0], &StatsOptions::default())
+    );
+    assert_eq!(
+        b.summary,
+        summarize(
+            &[26.0, 20.0, f64::NAN, 24.0, 22.0],
+            &StatsOptions::default()
+        )
+    );
     assert_eq!((b.summary.num_runs, b.summary.total_runs), (4, 5));
     assert_eq!(a.summary.mean, 11.5);
     for r in &out.rows {
@@ -84,11 +102,19 @@ fn sample_order_does_not_matter() {
     let d = device();
     let values = [5.0, 1.0, 4.0, 2.0, 3.0, 9.0];
     for (run, &v) in values.iter().enumerate() {
-        raw.push(&rec("a", &c, run as u32, v, "k", &d, &[])).unwrap();
-        raw.push(&rec("z", &c, run as u32, -v, "k", &d, &[])).unwrap();
+        raw.push(&rec("a", &c, run as u32, v, "k", &d, &[]))
+            .unwrap();
+        raw.push(&rec("z", &c, run as u32, -v, "k", &d, &[]))
+            .unwrap();
     }
     let opts = AggregateOptions {
-        stats: StatsOptions { bootstrap: Some(BootstrapOptions { resamples: 100, seed: 5 }), ..StatsOptions::default() },
+        stats: StatsOptions {
+            bootstrap: Some(BootstrapOptions {
+                resamples: 100,
+                seed: 5,
+            }),
+            ..StatsOptions::default()
+        },
     };
     let mut before = aggregate(&raw, &opts);
     raw.samples.reverse();
@@ -109,16 +135,26 @@ fn extras_numeric_and_text() {
     let d = device();
     let rows: [(u32, f64, &str); 3] = [(2, 50.0, "b"), (0, 40.0, "a"), (1, 45.0, "c")];
     for (run, temp, text) in rows {
-        let ex = [("temp", ExtraValue::Number(temp)), ("note", ExtraValue::Text(text.into()))];
-        raw.push(&rec("s", &c, run, 1.0 + run as f64, "k", &d, &ex)).unwrap();
+        let ex = [
+            ("temp", ExtraValue::Number(temp)),
+            ("note", ExtraValue::Text(text.into())),
+        ];
+        raw.push(&rec("s", &c, run, 1.0 + run as f64, "k", &d, &ex))
+            .unwrap();
     }
     // A second series where "temp" is missing in one run and text in another (mixed), and
     // "note" is missing everywhere but one run.
     let ex = [("temp", ExtraValue::Missing), ("note", ExtraValue::Missing)];
     raw.push(&rec("t", &c, 0, 1.0, "k", &d, &ex)).unwrap();
-    let ex = [("temp", ExtraValue::Text("hot".into())), ("note", ExtraValue::Text("x".into()))];
+    let ex = [
+        ("temp", ExtraValue::Text("hot".into())),
+        ("note", ExtraValue::Text("x".into())),
+    ];
     raw.push(&rec("t", &c, 2, 1.0, "k", &d, &ex)).unwrap();
-    let ex = [("temp", ExtraValue::Number(7.0)), ("note", ExtraValue::Missing)];
+    let ex = [
+        ("temp", ExtraValue::Number(7.0)),
+        ("note", ExtraValue::Missing),
+    ];
     raw.push(&rec("t", &c, 1, 1.0, "k", &d, &ex)).unwrap();
     // A third series with only missing values and one numeric value.
     let ex = [("temp", ExtraValue::Number(f64::NAN))];
@@ -129,7 +165,10 @@ fn extras_numeric_and_text() {
     let out = aggregate(&raw, &AggregateOptions::default());
     let s = &out.rows[0];
     let names: Vec<&str> = s.extras.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(names, vec!["temp_Avg", "temp_Std", "temp_Min", "temp_Max", "note"]);
+    assert_eq!(
+        names,
+        vec!["temp_Avg", "temp_Std", "temp_Min", "temp_Max", "note"]
+    );
     assert_eq!(extra(s, "temp_Avg"), Some(&ExtraValue::Number(45.0)));
     assert_eq!(extra(s, "temp_Std"), Some(&ExtraValue::Number(5.0)));
     assert_eq!(extra(s, "temp_Min"), Some(&ExtraValue::Number(40.0)));
@@ -164,8 +203,24 @@ fn empty_and_inconsistent_input_does_not_panic() {
     raw.push(&rec("a", &c, 0, 1.0, "k", &d, &[])).unwrap();
     raw.samples.clear();
     raw.extras.clear();
-    raw.push_sample(Sample { series: 99, run: 0, value: 1.0, kernel: 0 }, &[]);
-    raw.push_sample(Sample { series: 0, run: 0, value: 2.0, kernel: 42 }, &[("x", ExtraValue::Number(1.0))]);
+    raw.push_sample(
+        Sample {
+            series: 99,
+            run: 0,
+            value: 1.0,
+            kernel: 0,
+        },
+        &[],
+    );
+    raw.push_sample(
+        Sample {
+            series: 0,
+            run: 0,
+            value: 2.0,
+            kernel: 42,
+        },
+        &[("x", ExtraValue::Number(1.0))],
+    );
     raw.extras[0].values.pop(); // a column shorter than the samples
     raw.series[0].device = 7;
     raw.series[0].key.config = 9;

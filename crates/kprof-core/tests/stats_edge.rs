@@ -9,7 +9,10 @@ fn opts() -> StatsOptions {
 }
 
 fn boot(resamples: usize, seed: u64) -> StatsOptions {
-    StatsOptions { bootstrap: Some(BootstrapOptions { resamples, seed }), ..StatsOptions::default() }
+    StatsOptions {
+        bootstrap: Some(BootstrapOptions { resamples, seed }),
+        ..StatsOptions::default()
+    }
 }
 
 #[test]
@@ -25,7 +28,18 @@ fn defaults() {
 fn empty_input() {
     let s = summarize(&[], &opts());
     assert_eq!((s.num_runs, s.total_runs), (0, 0));
-    for x in [s.mean, s.std_dev, s.min, s.max, s.median, s.p05, s.p95, s.ci95_lower, s.ci95_upper, s.rsd_pct] {
+    for x in [
+        s.mean,
+        s.std_dev,
+        s.min,
+        s.max,
+        s.median,
+        s.p05,
+        s.p95,
+        s.ci95_lower,
+        s.ci95_upper,
+        s.rsd_pct,
+    ] {
         assert!(x.is_nan());
     }
     assert_eq!(s.stable, None);
@@ -51,11 +65,16 @@ fn single_value() {
     for x in [s.mean, s.min, s.max, s.median, s.p05, s.p95] {
         assert_eq!(x, 42.5);
     }
-    assert!(s.std_dev.is_nan() && s.ci95_lower.is_nan() && s.ci95_upper.is_nan() && s.rsd_pct.is_nan());
+    assert!(
+        s.std_dev.is_nan() && s.ci95_lower.is_nan() && s.ci95_upper.is_nan() && s.rsd_pct.is_nan()
+    );
     assert_eq!(s.stable, None);
     assert_eq!((s.outliers_mild, s.outliers_severe), (0, 0));
     let b = s.bootstrap.unwrap();
-    assert_eq!((b.mean_lower, b.mean_upper, b.median_lower, b.median_upper), (42.5, 42.5, 42.5, 42.5));
+    assert_eq!(
+        (b.mean_lower, b.mean_upper, b.median_lower, b.median_upper),
+        (42.5, 42.5, 42.5, 42.5)
+    );
 }
 
 #[test]
@@ -88,10 +107,16 @@ fn stability_threshold() {
     // mean 100, sd 1 => RSD 1 %.
     let v = [99.0, 100.0, 101.0];
     assert_eq!(summarize(&v, &opts()).stable, Some(true));
-    let strict = StatsOptions { stable_rsd_pct: 0.5, ..StatsOptions::default() };
+    let strict = StatsOptions {
+        stable_rsd_pct: 0.5,
+        ..StatsOptions::default()
+    };
     assert_eq!(summarize(&v, &strict).stable, Some(false));
     // Strictly below: RSD equal to the threshold is not stable.
-    let exact = StatsOptions { stable_rsd_pct: 1.0, ..StatsOptions::default() };
+    let exact = StatsOptions {
+        stable_rsd_pct: 1.0,
+        ..StatsOptions::default()
+    };
     assert_eq!(summarize(&v, &exact).stable, Some(false));
 }
 
@@ -101,7 +126,10 @@ fn t_not_z_for_small_n() {
     let s = summarize(&[10.0, 12.0], &opts());
     let half = s.ci95_upper - s.mean;
     let expected = 12.706204736174694 * s.std_dev / 2f64.sqrt();
-    assert!((half - expected).abs() < 1e-9 * expected, "{half} vs {expected}");
+    assert!(
+        (half - expected).abs() < 1e-9 * expected,
+        "{half} vs {expected}"
+    );
 }
 
 #[test]
@@ -119,7 +147,9 @@ fn infinities_are_values() {
     let s = summarize(&[1.0, 2.0, f64::INFINITY], &opts());
     assert_eq!(s.num_runs, 3);
     assert_eq!(s.mean, f64::INFINITY);
-    assert!(s.std_dev.is_nan() && s.ci95_lower.is_nan() && s.ci95_upper.is_nan() && s.rsd_pct.is_nan());
+    assert!(
+        s.std_dev.is_nan() && s.ci95_lower.is_nan() && s.ci95_upper.is_nan() && s.rsd_pct.is_nan()
+    );
     assert_eq!(s.stable, None);
     assert_eq!((s.min, s.median, s.max), (1.0, 2.0, f64::INFINITY));
     assert_eq!(s.p95, f64::INFINITY);
@@ -145,7 +175,10 @@ fn infinities_are_values() {
 
 #[test]
 fn huge_values_do_not_panic() {
-    let s = summarize(&[f64::MAX, f64::MAX, -f64::MAX, f64::MIN_POSITIVE], &boot(20, 0));
+    let s = summarize(
+        &[f64::MAX, f64::MAX, -f64::MAX, f64::MIN_POSITIVE],
+        &boot(20, 0),
+    );
     assert_eq!(s.num_runs, 4);
     assert_eq!(s.max, f64::MAX);
 }
@@ -173,13 +206,26 @@ fn t_quantile_edges() {
     assert_eq!(t_quantile(0.0, 3.0), f64::NEG_INFINITY);
     assert_eq!(t_quantile(1.0, 3.0), f64::INFINITY);
     assert!((t_quantile(0.025, 4.0) + t_quantile(0.975, 4.0)).abs() < 1e-12);
-    for (p, df) in [(-0.1, 3.0), (1.5, 3.0), (0.9, 0.0), (0.9, -1.0), (f64::NAN, 3.0), (0.9, f64::NAN)] {
+    for (p, df) in [
+        (-0.1, 3.0),
+        (1.5, 3.0),
+        (0.9, 0.0),
+        (0.9, -1.0),
+        (f64::NAN, 3.0),
+        (0.9, f64::NAN),
+    ] {
         assert!(t_quantile(p, df).is_nan(), "t_quantile({p}, {df})");
     }
     // Very large df approaches the normal quantile.
     assert!((t_quantile(0.975, 1e9) - 1.959963984540054).abs() < 1e-6);
     // Inputs on which statrs' own inverse CDF loops forever or panics: finite and fast here.
-    for (p, df) in [(1e-300, 3.0), (0.975, 1e8), (5e-324, 100.0), (0.975, 1e-10), (1e-20, 0.5)] {
+    for (p, df) in [
+        (1e-300, 3.0),
+        (0.975, 1e8),
+        (5e-324, 100.0),
+        (0.975, 1e-10),
+        (1e-20, 0.5),
+    ] {
         let t = t_quantile(p, df);
         assert!(!t.is_nan(), "t_quantile({p}, {df}) = {t}");
         assert_eq!(t > 0.0, p > 0.5);
@@ -210,8 +256,16 @@ fn bootstrap_is_seeded_and_sane() {
     assert_eq!(a, b);
     assert_ne!(a, c);
     let s = summarize(&v, &opts());
-    assert!(a.mean_lower < s.mean && s.mean < a.mean_upper, "{a:?} {}", s.mean);
-    assert!(a.median_lower <= s.median && s.median <= a.median_upper, "{a:?} {}", s.median);
+    assert!(
+        a.mean_lower < s.mean && s.mean < a.mean_upper,
+        "{a:?} {}",
+        s.mean
+    );
+    assert!(
+        a.median_lower <= s.median && s.median <= a.median_upper,
+        "{a:?} {}",
+        s.median
+    );
     assert!(a.mean_lower >= s.min && a.mean_upper <= s.max);
     // No resamples: NaN bounds.
     let z = summarize(&v, &boot(0, 7)).bootstrap.unwrap();

@@ -5,7 +5,10 @@ use kprof_core::Summary;
 use proptest::prelude::*;
 
 fn config() -> ProptestConfig {
-    ProptestConfig { cases: 64, ..ProptestConfig::default() }
+    ProptestConfig {
+        cases: 64,
+        ..ProptestConfig::default()
+    }
 }
 
 /// Positive timings-like values, 1..60 of them.

@@ -8,8 +8,12 @@ use serde_json::Value;
 const REL_TOL: f64 = 1e-9;
 
 fn load() -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/stats/reference.json");
-    let text = std::fs::read_to_string(path).expect("reference.json (run scripts/stats_reference.py)");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/stats/reference.json"
+    );
+    let text =
+        std::fs::read_to_string(path).expect("reference.json (run scripts/stats_reference.py)");
     serde_json::from_str(&text).expect("valid JSON")
 }
 
@@ -35,11 +39,23 @@ fn summaries_match_numpy_and_scipy() {
         let name = d["name"].as_str().unwrap();
         let values: Vec<f64> = d["values"].as_array().unwrap().iter().map(f).collect();
         let s = summarize(&values, &StatsOptions::default());
-        assert_eq!(s.num_runs as u64, d["num_runs"].as_u64().unwrap(), "{name}: num_runs");
-        assert_eq!(s.total_runs as u64, d["total_runs"].as_u64().unwrap(), "{name}: total_runs");
+        assert_eq!(
+            s.num_runs as u64,
+            d["num_runs"].as_u64().unwrap(),
+            "{name}: num_runs"
+        );
+        assert_eq!(
+            s.total_runs as u64,
+            d["total_runs"].as_u64().unwrap(),
+            "{name}: total_runs"
+        );
         // Values near zero (a mean of a mixed-sign series) are compared relative to the data's
         // magnitude rather than to themselves.
-        let scale = values.iter().filter(|v| !v.is_nan()).fold(0.0f64, |m, v| m.max(v.abs())) * 1e-3;
+        let scale = values
+            .iter()
+            .filter(|v| !v.is_nan())
+            .fold(0.0f64, |m, v| m.max(v.abs()))
+            * 1e-3;
         let checks = [
             ("mean", s.mean),
             ("std_dev", s.std_dev),
@@ -55,17 +71,38 @@ fn summaries_match_numpy_and_scipy() {
         for (field, got) in checks {
             let want = f(&d[field]);
             let sc = if field == "rsd_pct" { 0.0 } else { scale };
-            assert!(close(got, want, sc), "{name}: {field} = {got}, numpy/scipy say {want}");
+            assert!(
+                close(got, want, sc),
+                "{name}: {field} = {got}, numpy/scipy say {want}"
+            );
         }
-        assert_eq!(s.outliers_mild as u64, d["outliers_mild"].as_u64().unwrap(), "{name}: mild outliers");
-        assert_eq!(s.outliers_severe as u64, d["outliers_severe"].as_u64().unwrap(), "{name}: severe outliers");
+        assert_eq!(
+            s.outliers_mild as u64,
+            d["outliers_mild"].as_u64().unwrap(),
+            "{name}: mild outliers"
+        );
+        assert_eq!(
+            s.outliers_severe as u64,
+            d["outliers_severe"].as_u64().unwrap(),
+            "{name}: severe outliers"
+        );
         let mut sorted: Vec<f64> = values.iter().copied().filter(|v| !v.is_nan()).collect();
         sorted.sort_by(f64::total_cmp);
-        assert!(close(percentile_sorted(&sorted, 0.25), f(&d["q1"]), scale), "{name}: Q1");
-        assert!(close(percentile_sorted(&sorted, 0.75), f(&d["q3"]), scale), "{name}: Q3");
+        assert!(
+            close(percentile_sorted(&sorted, 0.25), f(&d["q1"]), scale),
+            "{name}: Q1"
+        );
+        assert!(
+            close(percentile_sorted(&sorted, 0.75), f(&d["q3"]), scale),
+            "{name}: Q3"
+        );
         if s.num_runs > 1 {
             let t = t_quantile(0.975, (s.num_runs - 1) as f64);
-            assert!(close(t, f(&d["t975"]), 0.0), "{name}: t = {t}, scipy says {}", d["t975"]);
+            assert!(
+                close(t, f(&d["t975"]), 0.0),
+                "{name}: t = {t}, scipy says {}",
+                d["t975"]
+            );
         }
     }
 }
@@ -78,6 +115,9 @@ fn t_quantiles_match_scipy() {
     for r in rows {
         let (p, df, want) = (f(&r["p"]), f(&r["df"]), f(&r["t"]));
         let got = t_quantile(p, df);
-        assert!(close(got, want, 0.0), "t_quantile({p}, {df}) = {got}, scipy says {want}");
+        assert!(
+            close(got, want, 0.0),
+            "t_quantile({p}, {df}) = {got}, scipy says {want}"
+        );
     }
 }
