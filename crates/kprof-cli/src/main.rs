@@ -80,7 +80,7 @@ fn summarize(args: &SummarizeArgs) -> Result<()> {
     match &args.output {
         None => print!("{}", render_processed(&processed)),
         Some(out) if has_extension(out, "json") => {
-            io::write_json(out, &io::ResultFile::new(Some(raw), Some(processed), None))?;
+            io::write_results_json(out, &io::ResultFile::new(Some(raw), Some(processed), None))?;
             eprintln!("wrote {}", out.display());
         }
         Some(out) => {

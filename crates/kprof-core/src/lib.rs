@@ -10,6 +10,7 @@
 pub mod display;
 pub mod io;
 pub mod model;
+pub mod pipeline;
 pub mod policy;
 pub mod stats;
 pub mod transforms;

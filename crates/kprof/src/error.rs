@@ -105,6 +105,31 @@ pub enum EngineError {
         bits: u32,
     },
 
+    /// A benchmark option is invalid.
+    #[error("invalid benchmark option: {0}")]
+    InvalidOption(String),
+
+    /// The benchmark closure returned an error.
+    #[error("benchmark {benchmark:?} failed in run {run} of config [{config}]: {message} (set BenchOptions::ignore_failures to record NaN for failed runs and go on)")]
+    Benchmark {
+        /// Benchmark name.
+        benchmark: String,
+        /// The configuration, as `name=value` pairs.
+        config: String,
+        /// Run index.
+        run: u32,
+        /// The closure's error.
+        message: String,
+    },
+
+    /// The samples contradict each other (e.g. one series with two units).
+    #[error("inconsistent results: {0}")]
+    Model(#[from] kprof_core::model::ModelError),
+
+    /// Writing a result file failed.
+    #[error(transparent)]
+    Results(#[from] kprof_core::io::IoError),
+
     /// A feature this backend does not offer (e.g. clock control).
     #[error("{0}")]
     Unsupported(String),

@@ -69,74 +69,9 @@ pub enum RunOrder {
     Sequential,
 }
 
-/// How the kernels of one region in one run are combined into one value.
-///
-/// MERGE NOTE: local stand-in for `kprof_core::transforms::Reducer`; replace it with a re-export
-/// (`pub use kprof_core::transforms::Reducer;`) and [`combine_kernels`] with the core function.
-#[derive(Clone, Default)]
-pub enum Reducer {
-    /// Sum of the kernels' values (the default).
-    #[default]
-    Sum,
-    /// Mean.
-    Mean,
-    /// Maximum.
-    Max,
-    /// Minimum.
-    Min,
-    /// The first kernel (launch order).
-    First,
-    /// The last kernel.
-    Last,
-    /// A fold with a user function, starting from the first value.
-    Custom(Arc<dyn Fn(f64, f64) -> f64 + Send + Sync>),
-}
-
-impl std::fmt::Debug for Reducer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let s = match self {
-            Reducer::Sum => "Sum",
-            Reducer::Mean => "Mean",
-            Reducer::Max => "Max",
-            Reducer::Min => "Min",
-            Reducer::First => "First",
-            Reducer::Last => "Last",
-            Reducer::Custom(_) => "Custom(..)",
-        };
-        f.write_str(s)
-    }
-}
-
-/// Adaptive stopping: run a configuration until its estimate is precise enough.
-///
-/// MERGE NOTE: local stand-in for `kprof_core::policy::StoppingPolicy` (same field names);
-/// replace it and [`policy_should_stop`] with the core type and its decision function.
-#[derive(Clone, Debug, PartialEq)]
-pub struct StoppingPolicy {
-    /// Never stop before this many recorded runs.
-    pub min_runs: u32,
-    /// Always stop after this many recorded runs (replaces [`BenchOptions::runs`]).
-    pub max_runs: u32,
-    /// Stop when the 95% CI half width of the mean, relative to the mean, is at most this
-    /// (e.g. 0.01 for 1%).
-    pub target_rel_ci_half_width: Option<f64>,
-    /// Stop when the relative standard deviation (percent) is at most this.
-    pub target_rsd_pct: Option<f64>,
-    /// Stop a configuration once this much wall time was spent on it.
-    pub time_budget: Option<Duration>,
-}
-
-impl Default for StoppingPolicy {
-    fn default() -> Self {
-        StoppingPolicy {
-            min_runs: 5,
-            max_runs: 100,
-            target_rel_ci_half_width: Some(0.01),
-            target_rsd_pct: None,
-            time_budget: None,
-        }
-    }
-}
+pub use kprof_core::policy::{Decision, StopReason, StoppingPolicy};
+pub use kprof_core::transforms::Reducer;
+use kprof_core::transforms::combine_kernels;
 
 /// Options of one [`Profiler::bench`] call.
 #[derive(Clone, Debug)]
@@ -214,29 +149,7 @@ impl BenchOptions {
                     return Err(invalid_option("runs must be at least 1"));
                 }
             }
-            Some(p) => {
-                if p.max_runs == 0 {
-                    return Err(invalid_option("policy.max_runs must be at least 1"));
-                }
-                if p.min_runs > p.max_runs {
-                    return Err(invalid_option(&format!(
-                        "policy.min_runs ({}) is larger than policy.max_runs ({})",
-                        p.min_runs, p.max_runs
-                    )));
-                }
-                for (name, v) in [
-                    ("target_rel_ci_half_width", p.target_rel_ci_half_width),
-                    ("target_rsd_pct", p.target_rsd_pct),
-                ] {
-                    if let Some(v) = v {
-                        if !(v > 0.0 && v.is_finite()) {
-                            return Err(invalid_option(&format!(
-                                "policy.{name} must be a positive number, got {v}"
-                            )));
-                        }
-                    }
-                }
-            }
+            Some(p) => p.validate().map_err(|e| invalid_option(&format!("policy: {e}")))?,
         }
         Ok(())
     }
@@ -367,34 +280,6 @@ impl Scheduler {
 // Combining, stopping, CSV (small private functions; MERGE: replace with kprof-core's)
 // ------------------------------------------------------------------------------------------------
 
-/// Combines one region's kernels (in launch order) into `(names joined with "|", value)`.
-/// MERGE: `kprof_core::transforms::combine_kernels`.
-fn combine_kernels(kernels: &[(&str, f64)], reducer: &Reducer) -> Option<(String, f64)> {
-    if kernels.is_empty() {
-        return None;
-    }
-    let names = kernels
-        .iter()
-        .map(|(n, _)| *n)
-        .collect::<Vec<_>>()
-        .join("|");
-    let vals = kernels.iter().map(|(_, v)| *v);
-    let value = match reducer {
-        Reducer::Sum => vals.sum(),
-        Reducer::Mean => vals.sum::<f64>() / kernels.len() as f64,
-        Reducer::Max => vals.fold(f64::NEG_INFINITY, f64::max),
-        Reducer::Min => vals.fold(f64::INFINITY, f64::min),
-        Reducer::First => kernels[0].1,
-        Reducer::Last => kernels[kernels.len() - 1].1,
-        Reducer::Custom(f) => {
-            let mut it = vals;
-            let first = it.next()?;
-            it.fold(first, |a, b| f(a, b))
-        }
-    };
-    Some((names, value))
-}
-
 /// The identifier of a simple Itanium-mangled name: `_Z5scalePfPKffi` -> `scale`.
 fn mangled_base(name: &str) -> Option<&str> {
     let rest = name.strip_prefix("_Z")?;
@@ -421,66 +306,6 @@ fn kernel_matches(k: &KernelRun, ignore: &str) -> bool {
     }
 }
 
-/// Two-sided 97.5% Student t quantile for `df` degrees of freedom.
-fn t975(df: usize) -> f64 {
-    const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-        2.052, 2.048, 2.045, 2.042,
-    ];
-    match df {
-        0 => f64::INFINITY,
-        1..=30 => T[df - 1],
-        31..=60 => 2.000,
-        61..=120 => 1.980,
-        _ => 1.960,
-    }
-}
-
-/// Whether a configuration with these recorded values (NaN for failed runs) can stop.
-/// MERGE: `kprof_core::policy::StoppingPolicy`'s decision (Decision / StopReason).
-fn policy_should_stop(
-    p: &StoppingPolicy,
-    values: &[f64],
-    runs_done: u32,
-    elapsed: Duration,
-) -> bool {
-    if runs_done >= p.max_runs {
-        return true;
-    }
-    if runs_done < p.min_runs {
-        return false;
-    }
-    if let Some(b) = p.time_budget {
-        if elapsed >= b {
-            return true;
-        }
-    }
-    let v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    let n = v.len();
-    if n < 2 {
-        return false;
-    }
-    let mean = v.iter().sum::<f64>() / n as f64;
-    let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64;
-    let sd = var.sqrt();
-    if mean == 0.0 {
-        return sd == 0.0;
-    }
-    let mut any = false;
-    let mut all = true;
-    if let Some(t) = p.target_rel_ci_half_width {
-        any = true;
-        let half = t975(n - 1) * sd / (n as f64).sqrt();
-        all &= half / mean.abs() <= t;
-    }
-    if let Some(t) = p.target_rsd_pct {
-        any = true;
-        all &= sd / mean.abs() * 100.0 <= t;
-    }
-    any && all
-}
-
 /// The raw CSV path for a benchmark under an output prefix.
 pub fn raw_csv_path(prefix: &Path, benchmark: &str) -> PathBuf {
     let s = prefix.to_string_lossy();
@@ -492,116 +317,24 @@ pub fn raw_csv_path(prefix: &Path, benchmark: &str) -> PathBuf {
     }
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
-fn opt_num(x: Option<f64>) -> String {
-    x.map(|v| v.to_string()).unwrap_or_default()
-}
-
-/// Writes the raw samples as CSV (one row per sample, nsight-python's long format).
-/// MERGE: `kprof_core::io::write_raw_csv`.
+/// Writes the raw results atomically (a sweep that dies later keeps what it measured).
 fn write_raw(path: &Path, raw: &RawResults) -> Result<(), EngineError> {
-    use std::fmt::Write as _;
-    if let Some(dir) = path.parent() {
-        if !dir.as_os_str().is_empty() {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| EngineError::io(format!("creating {}", dir.display()), e))?;
-        }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| EngineError::io(format!("creating {}", dir.display()), e))?;
     }
-    let params = raw.param_names();
-    let mut out = String::new();
-    let mut header: Vec<String> = vec!["Benchmark".into(), "Annotation".into()];
-    header.extend(params.iter().cloned());
-    header.extend(
-        [
-            "Run",
-            "Metric",
-            "Value",
-            "Unit",
-            "Kernel",
-            "GPU",
-            "Host",
-            "ComputeClock",
-            "MemoryClock",
-        ]
-        .map(String::from),
-    );
-    header.extend(raw.extras.iter().map(|c| c.name.clone()));
-    out.push_str(
-        &header
-            .iter()
-            .map(|h| csv_field(h))
-            .collect::<Vec<_>>()
-            .join(","),
-    );
-    out.push('\n');
-    for (i, s) in raw.samples.iter().enumerate() {
-        let series = raw.series_of(s);
-        let config = raw.config_of(series);
-        let dev = &raw.devices[series.device as usize];
-        let mut row: Vec<String> = vec![
-            csv_field(&series.key.benchmark),
-            csv_field(&series.key.annotation),
-        ];
-        for p in &params {
-            row.push(
-                config
-                    .get(p)
-                    .map(|v| csv_field(&v.to_string()))
-                    .unwrap_or_default(),
-            );
-        }
-        row.push(s.run.to_string());
-        row.push(csv_field(&series.key.metric));
-        row.push(if s.value.is_nan() {
-            String::new()
-        } else {
-            s.value.to_string()
-        });
-        row.push(csv_field(&series.unit));
-        row.push(csv_field(&raw.kernel_names[s.kernel as usize]));
-        row.push(csv_field(&dev.gpu));
-        row.push(csv_field(&dev.host));
-        row.push(opt_num(dev.compute_clock_khz));
-        row.push(opt_num(dev.memory_clock_khz));
-        for c in &raw.extras {
-            row.push(csv_field(&c.values[i].to_string()));
-        }
-        let _ = write!(out, "{}", row.join(","));
-        out.push('\n');
-    }
-    std::fs::write(path, out)
-        .map_err(|e| EngineError::io(format!("writing raw results {}", path.display()), e))
+    kprof_core::io::write_raw_csv(path, raw).map_err(EngineError::Results)
 }
 
-/// MERGE: a dedicated `EngineError::InvalidOption` variant would be clearer.
 fn invalid_option(msg: &str) -> EngineError {
-    EngineError::Unsupported(format!("invalid benchmark option: {msg}"))
+    EngineError::InvalidOption(msg.to_string())
 }
 
-/// MERGE: a dedicated `EngineError::Benchmark { benchmark, config, run, source }` variant would
-/// keep the source error.
-fn closure_error(
-    benchmark: &str,
-    config: &Config,
-    run: u32,
-    e: &(dyn std::error::Error + Send + Sync),
-) -> EngineError {
-    EngineError::Unsupported(format!(
-        "benchmark {benchmark:?} failed in run {run} of config [{config}]: {e} (set \
-         BenchOptions::ignore_failures to record NaN for failed runs and go on)"
-    ))
+fn closure_error(benchmark: &str, config: &Config, run: u32, e: &(dyn std::error::Error + Send + Sync)) -> EngineError {
+    EngineError::Benchmark { benchmark: benchmark.to_string(), config: config.to_string(), run, message: e.to_string() }
 }
 
-/// MERGE: a dedicated `EngineError::Model(ModelError)` variant.
 fn model_error(e: kprof_core::model::ModelError) -> EngineError {
-    EngineError::Unsupported(format!("inconsistent results: {e}"))
+    EngineError::Model(e)
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1081,8 +814,7 @@ impl Profiler {
                 policy_values[step.config].push(if any { total } else { f64::NAN });
             }
             if let Some(p) = &opts.policy {
-                let done = policy_values[step.config].len() as u32;
-                if policy_should_stop(p, &policy_values[step.config], done, spent[step.config]) {
+                if matches!(p.decide(&policy_values[step.config], spent[step.config]), Decision::Stop(_)) {
                     sched.stop(step.config);
                 }
             }
