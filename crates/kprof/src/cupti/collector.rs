@@ -22,7 +22,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use crate::attribution::RegionSpan;
 use crate::cupti::ffi::{
-    cbid, Cupti, ACTIVITY_FLAG_FLUSH_FORCED, ACTIVITY_KIND_CONCURRENT_KERNEL, ACTIVITY_KIND_DRIVER,
+    cbid, Cupti, ACTIVITY_FLAG_FLUSH_FORCED, ACTIVITY_KIND_CONCURRENT_KERNEL, ACTIVITY_KIND_DRIVER, ACTIVITY_KIND_RUNTIME,
     ACTIVITY_KIND_EXTERNAL_CORRELATION, ACTIVITY_KIND_KERNEL, CUPTI_ERROR_MAX_LIMIT_REACHED,
     CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, CUPTI_SUCCESS,
     EXTERNAL_CORRELATION_KIND_CUSTOM0,
@@ -49,15 +49,22 @@ const DRIVER_CBID_LIMIT: u32 = 1024;
 /// Seen on the H200 (CUPTI 13.0, driver 580): enabling only the launch CBIDs with
 /// `cuptiActivityEnableDriverApi` gives **no** API records for a context that already existed
 /// when the session started (it works when the session starts first). Enabling the whole DRIVER
-/// kind and then switching every other CBID off works in both orders, so it is the default.
+/// kind and then switching every other CBID off works in both orders, but cuBLAS 13's kernels
+/// (`sm80_xmma_gemm_*`) were launched through none of the eight launch CBIDs: their kernel
+/// records had no API record, so they could not be attributed. Every driver call is therefore
+/// recorded by default ([`LaunchRecords::WholeDriverKind`]), and so is every runtime call: on the
+/// H200, cuBLAS 13's launches produced no driver record even with the whole DRIVER kind on, only
+/// runtime ones. Attribution needs only the API record (driver or runtime) that shares the
+/// kernel's correlation id, whatever its CBID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LaunchRecords {
     /// `cuptiActivityEnable(DRIVER)`, then `cuptiActivityEnableDriverApi(id, 0)` for every
-    /// non-launch CBID (default when the per-CBID call exists, CUPTI >= 12.5).
+    /// non-launch CBID (`KPROF_CUPTI_LAUNCH_RECORDS=kind-minus`; misses cuBLAS 13's launches).
     KindMinusOthers,
-    /// `cuptiActivityEnableDriverApi(id, 1)` for the launch CBIDs only.
+    /// `cuptiActivityEnableDriverApi(id, 1)` for the launch CBIDs only
+    /// (`KPROF_CUPTI_LAUNCH_RECORDS=cbid`; only for contexts created after the session started).
     PerCbid,
-    /// `cuptiActivityEnable(DRIVER)`: every driver call (fallback before CUPTI 12.5).
+    /// `cuptiActivityEnable(DRIVER)`: every driver call (the default).
     WholeDriverKind,
 }
 
@@ -345,13 +352,16 @@ impl ActivitySession {
         c.check("cuptiActivityEnable(EXTERNAL_CORRELATION)", unsafe {
             (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_EXTERNAL_CORRELATION)
         })?;
+        let per_cbid_api = c.fns.cuptiActivityEnableDriverApi.is_some();
         let mode = match std::env::var(ENV_LAUNCH_RECORDS).as_deref() {
-            Ok("kind") => LaunchRecords::WholeDriverKind,
-            Ok("cbid") if c.fns.cuptiActivityEnableDriverApi.is_some() => LaunchRecords::PerCbid,
-            _ if c.fns.cuptiActivityEnableDriverApi.is_some() => LaunchRecords::KindMinusOthers,
+            Ok("kind-minus") if per_cbid_api => LaunchRecords::KindMinusOthers,
+            Ok("cbid") if per_cbid_api => LaunchRecords::PerCbid,
             _ => LaunchRecords::WholeDriverKind,
         };
         self.launch_mode = mode;
+        // Launches through the CUDA runtime (cuBLAS 13 with its static cudart, PyTorch) may have
+        // no traced driver call at all: only a runtime record carries their correlation id.
+        c.check("cuptiActivityEnable(RUNTIME)", unsafe { (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_RUNTIME) })?;
         match (mode, c.fns.cuptiActivityEnableDriverApi) {
             (LaunchRecords::PerCbid, Some(f)) => {
                 for id in cbid::LAUNCH_CBIDS {
@@ -496,6 +506,7 @@ impl ActivitySession {
                 let _ = (c.fns.cuptiActivityFlushAll)(ACTIVITY_FLAG_FLUSH_FORCED);
                 let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_CONCURRENT_KERNEL);
                 let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_EXTERNAL_CORRELATION);
+                let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_RUNTIME);
                 if let (LaunchRecords::PerCbid, Some(f)) =
                     (self.launch_mode, c.fns.cuptiActivityEnableDriverApi)
                 {
