@@ -8,7 +8,9 @@ use kprof::ncu::{parse_ncu_csv, parse_ncu_csv_file, ImportOptions, NcuError, Num
 use kprof_core::{Config, RawResults};
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/ncu").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/ncu")
+        .join(name)
 }
 
 /// (benchmark, annotation, config, metric) → run → (value, kernel names, unit).
@@ -23,7 +25,14 @@ fn table(raw: &RawResults) -> Table {
         let prev = t
             .entry((k.benchmark.clone(), k.annotation.clone(), cfg, k.metric.clone()))
             .or_default()
-            .insert(s.run, (s.value, raw.kernel_names[s.kernel as usize].clone(), series.unit.clone()));
+            .insert(
+                s.run,
+                (
+                    s.value,
+                    raw.kernel_names[s.kernel as usize].clone(),
+                    series.unit.clone(),
+                ),
+            );
         assert!(prev.is_none(), "duplicate run");
     }
     t
@@ -40,7 +49,10 @@ const W: &str = "dram__bytes_write.sum";
 const SM: &str = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
 
 fn opts() -> ImportOptions {
-    ImportOptions { benchmark: "sweep".into(), ..ImportOptions::default() }
+    ImportOptions {
+        benchmark: "sweep".into(),
+        ..ImportOptions::default()
+    }
 }
 
 #[test]
@@ -79,7 +91,13 @@ fn keyed_fixture_varying_kernel_counts_are_summed_with_breakdown() {
     let m = get(&t, "sweep", "matmul", "config=1", T);
     assert_eq!(m[&0].0, 2_670_688.0);
     assert_eq!(m[&1].0, 2_670_800.0);
-    assert!(m[&0].1.contains("splitk_execute_kernel_cublas|void splitKreduce_kernel<32, 16,"), "{}", m[&0].1);
+    assert!(
+        m[&0]
+            .1
+            .contains("splitk_execute_kernel_cublas|void splitKreduce_kernel<32, 16,"),
+        "{}",
+        m[&0].1
+    );
     // Percentages are summed too (the reducer is the caller's choice; Sum is the default).
     assert!((get(&t, "sweep", "matmul", "config=1", SM)[&0].0 - 100.6).abs() < 1e-9);
     // Breakdown: 2 runs x 2 kernels x 4 metrics; single-kernel groups have none.
@@ -87,7 +105,11 @@ fn keyed_fixture_varying_kernel_counts_are_summed_with_breakdown() {
     let time_series = raw
         .series
         .iter()
-        .position(|s| s.key.metric == T && s.key.annotation == "matmul" && raw.configs[s.key.config as usize].to_string() == "config=1")
+        .position(|s| {
+            s.key.metric == T
+                && s.key.annotation == "matmul"
+                && raw.configs[s.key.config as usize].to_string() == "config=1"
+        })
         .unwrap() as u32;
     let mut parts: Vec<(u32, u32, f64)> = raw
         .kernel_breakdown
@@ -96,7 +118,15 @@ fn keyed_fixture_varying_kernel_counts_are_summed_with_breakdown() {
         .map(|k| (k.run, k.position, k.value))
         .collect();
     parts.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    assert_eq!(parts, vec![(0, 0, 2_000_000.0), (0, 1, 670_688.0), (1, 0, 2_000_100.0), (1, 1, 670_700.0)]);
+    assert_eq!(
+        parts,
+        vec![
+            (0, 0, 2_000_000.0),
+            (0, 1, 670_688.0),
+            (1, 0, 2_000_100.0),
+            (1, 1, 670_700.0)
+        ]
+    );
 }
 
 #[test]
@@ -121,7 +151,11 @@ fn keyed_fixture_skipped_run_and_na_and_second_call() {
 #[test]
 fn configs_and_call_names_from_the_caller() {
     let o = ImportOptions {
-        configs: vec![Config::new().with("n", 1024), Config::new().with("n", 2048), Config::new().with("n", 4096)],
+        configs: vec![
+            Config::new().with("n", 1024),
+            Config::new().with("n", 2048),
+            Config::new().with("n", 4096),
+        ],
         call_names: vec!["mm".into(), "mm_again".into()],
         metrics: Some(vec![T.into()]),
         ..opts()
@@ -144,34 +178,63 @@ fn european_fixture_matches_the_c_locale_one() {
     // Forcing the style gives the same; forcing the wrong one does not.
     let forced = parse_ncu_csv_file(
         &fixture("kprof-keyed-european.csv"),
-        &ImportOptions { number_style: NumberStyle::European, ..opts() },
+        &ImportOptions {
+            number_style: NumberStyle::European,
+            ..opts()
+        },
     )
     .unwrap();
     assert_eq!(table(&forced), t);
-    let wrong =
-        parse_ncu_csv_file(&fixture("kprof-keyed-european.csv"), &ImportOptions { number_style: NumberStyle::C, ..opts() })
-            .unwrap();
+    let wrong = parse_ncu_csv_file(
+        &fixture("kprof-keyed-european.csv"),
+        &ImportOptions {
+            number_style: NumberStyle::C,
+            ..opts()
+        },
+    )
+    .unwrap();
     assert_ne!(get(&table(&wrong), "sweep", "matmul", "config=0", SM)[&1].0, 45.2);
 }
 
 #[test]
 fn plain_ncu_report_ranges_occurrences_and_kernels_outside_ranges() {
-    let raw = parse_ncu_csv_file(&fixture("plain-ncu.csv"), &ImportOptions { benchmark: "app".into(), ..ImportOptions::default() })
-        .unwrap();
+    let raw = parse_ncu_csv_file(
+        &fixture("plain-ncu.csv"),
+        &ImportOptions {
+            benchmark: "app".into(),
+            ..ImportOptions::default()
+        },
+    )
+    .unwrap();
     let t = table(&raw);
     // Default-domain push/pop range "matmul": three back-to-back occurrences of one kernel.
     let m = get(&t, "app", "matmul", "", T);
-    assert_eq!(m.iter().map(|(r, v)| (*r, v.0)).collect::<Vec<_>>(), vec![(0, 60_000.0), (1, 60_100.0), (2, 60_200.0)]);
+    assert_eq!(
+        m.iter().map(|(r, v)| (*r, v.0)).collect::<Vec<_>>(),
+        vec![(0, 60_000.0), (1, 60_100.0), (2, 60_200.0)]
+    );
     // "splitk": two occurrences of two kernels each.
     let s = get(&t, "app", "splitk", "", T);
-    assert_eq!(s.iter().map(|(r, v)| (*r, v.0)).collect::<Vec<_>>(), vec![(0, 2_670_688.0), (1, 2_670_800.0)]);
+    assert_eq!(
+        s.iter().map(|(r, v)| (*r, v.0)).collect::<Vec<_>>(),
+        vec![(0, 2_670_688.0), (1, 2_670_800.0)]
+    );
     // Start/end ranges in domain "app": each id is a run; the region is domain@name.
     let st = get(&t, "app", "app@step", "", T);
-    assert_eq!(st.iter().map(|(r, v)| (*r, v.0)).collect::<Vec<_>>(), vec![(0, 125_000.0), (1, 125_100.0)]);
+    assert_eq!(
+        st.iter().map(|(r, v)| (*r, v.0)).collect::<Vec<_>>(),
+        vec![(0, 125_000.0), (1, 125_100.0)]
+    );
     // Kernels outside any range: grouped by kernel name, one run per launch.
-    let ew = t.keys().find(|k| k.1.starts_with("void at::native::vectorized_elementwise_kernel") && k.3 == T).unwrap();
+    let ew = t
+        .keys()
+        .find(|k| k.1.starts_with("void at::native::vectorized_elementwise_kernel") && k.3 == T)
+        .unwrap();
     let runs = &t[ew];
-    assert_eq!(runs.iter().map(|(r, v)| (*r, v.0)).collect::<Vec<_>>(), vec![(0, 124_768.0), (1, 124_900.0)]);
+    assert_eq!(
+        runs.iter().map(|(r, v)| (*r, v.0)).collect::<Vec<_>>(),
+        vec![(0, 124_768.0), (1, 124_900.0)]
+    );
     assert_eq!(raw.devices[0].gpu, "");
     assert_eq!(raw.devices[0].compute_clock_khz, None);
 }
@@ -186,7 +249,10 @@ fn auto_scaled_units_are_kept_and_missing_units_row_is_fine() {
     let raw = parse_ncu_csv(csv, &opts()).unwrap();
     assert_eq!(raw.series[0].unit, "us");
     assert_eq!(raw.samples[0].value, 202.048);
-    let no_units = concat!("\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\"\n", "\"0\",\"k\",\"1,000\"\n");
+    let no_units = concat!(
+        "\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\"\n",
+        "\"0\",\"k\",\"1,000\"\n"
+    );
     let raw = parse_ncu_csv(no_units, &opts()).unwrap();
     assert_eq!(raw.series[0].unit, "");
     assert_eq!(raw.samples[0].value, 1000.0);
@@ -199,14 +265,29 @@ fn errors_name_the_problem() {
     assert!(matches!(e, NcuError::Csv { .. }));
     assert!(e.to_string().contains("no CSV records"), "{e}");
     let e = parse_ncu_csv("\"Kernel\",\"x\"\n\"a\",\"1\"\n", &opts()).unwrap_err();
-    assert!(e.to_string().contains("no \"ID\" column") && e.to_string().contains("--page raw"), "{e}");
-    let e = parse_ncu_csv_file(&fixture("kprof-keyed.csv"), &ImportOptions { metrics: Some(vec!["nope__x.sum".into()]), ..opts() })
-        .unwrap_err();
-    let msg = e.to_string();
-    assert!(msg.contains("kprof-keyed.csv") && msg.contains("\"nope__x.sum\"") && msg.contains("gpu__time_duration.sum"), "{msg}");
+    assert!(
+        e.to_string().contains("no \"ID\" column") && e.to_string().contains("--page raw"),
+        "{e}"
+    );
     let e = parse_ncu_csv_file(
         &fixture("kprof-keyed.csv"),
-        &ImportOptions { metrics: Some(vec!["device__attribute_display_name".into()]), ..opts() },
+        &ImportOptions {
+            metrics: Some(vec!["nope__x.sum".into()]),
+            ..opts()
+        },
+    )
+    .unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("kprof-keyed.csv") && msg.contains("\"nope__x.sum\"") && msg.contains("gpu__time_duration.sum"),
+        "{msg}"
+    );
+    let e = parse_ncu_csv_file(
+        &fixture("kprof-keyed.csv"),
+        &ImportOptions {
+            metrics: Some(vec!["device__attribute_display_name".into()]),
+            ..opts()
+        },
     )
     .unwrap_err();
     assert!(e.to_string().contains("not numbers"), "{e}");
@@ -223,12 +304,24 @@ fn h200_captures_when_present() {
         if !(name.starts_with("h200-") && name.ends_with(".csv")) {
             continue;
         }
-        let raw = parse_ncu_csv_file(&e.path(), &ImportOptions { benchmark: "capture".into(), ..ImportOptions::default() })
-            .unwrap_or_else(|err| panic!("{name}: {err}"));
+        let raw = parse_ncu_csv_file(
+            &e.path(),
+            &ImportOptions {
+                benchmark: "capture".into(),
+                ..ImportOptions::default()
+            },
+        )
+        .unwrap_or_else(|err| panic!("{name}: {err}"));
         assert!(!raw.samples.is_empty(), "{name}: no samples");
         let manifest = dir.join(name.replace(".csv", ".expected.txt"));
-        let Ok(text) = std::fs::read_to_string(&manifest) else { continue };
-        let mut want: Vec<String> = text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')).map(str::to_string).collect();
+        let Ok(text) = std::fs::read_to_string(&manifest) else {
+            continue;
+        };
+        let mut want: Vec<String> = text
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .map(str::to_string)
+            .collect();
         want.sort();
         let mut have: Vec<String> = raw
             .samples
@@ -236,7 +329,13 @@ fn h200_captures_when_present() {
             .filter(|s| raw.series_of(s).key.metric == T)
             .map(|s| {
                 let k = &raw.series_of(s).key;
-                format!("{} {} {} {}", k.benchmark, k.annotation, raw.config_of(raw.series_of(s)), s.run)
+                format!(
+                    "{} {} {} {}",
+                    k.benchmark,
+                    k.annotation,
+                    raw.config_of(raw.series_of(s)),
+                    s.run
+                )
             })
             .collect();
         have.sort();
