@@ -70,7 +70,8 @@ pub struct ImportOptions {
     pub reducer: Reducer,
     /// Number format.
     pub number_style: NumberStyle,
-    /// kprof's NVTX domain.
+    /// kprof's NVTX domain (`""`: keyed names in the default domain, for programs that can
+    /// only push default-domain ranges).
     pub domain: String,
     /// Name of the input for error messages.
     pub source_name: String,
@@ -522,7 +523,7 @@ fn attribute(table: &NcuTable, domain: &str) -> Vec<(GroupKey, Vec<usize>)> {
             .push_pop
             .iter()
             .chain(row.start_end.iter())
-            .filter(|r| r.domain.as_deref() == Some(domain))
+            .filter(|r| r.domain.as_deref().unwrap_or("") == domain)
             .filter_map(|r| parse_range_name(&r.name))
             .last();
         if let Some(k) = keyed {
