@@ -525,7 +525,7 @@ fn attribute(table: &NcuTable, domain: &str) -> Vec<(GroupKey, Vec<usize>)> {
             .chain(row.start_end.iter())
             .filter(|r| r.domain.as_deref().unwrap_or("") == domain)
             .filter_map(|r| parse_range_name(&r.name))
-            .last();
+            .next_back(); // the innermost keyed range
         if let Some(k) = keyed {
             current = None;
             add(
