@@ -114,6 +114,7 @@ pub mod cupti;
 pub mod driver;
 pub mod error;
 pub mod loader;
+pub mod ncu;
 pub mod nvtx;
 pub mod runner;
 

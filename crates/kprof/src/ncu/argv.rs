@@ -1,0 +1,245 @@
+//! ncu's command line, built as a list of arguments (never a shell string).
+//!
+//! [`NcuOptions::argv`] returns the arguments that follow the `ncu` executable:
+//!
+//! ```text
+//! [--log-file LOG] --cache-control all|none --clock-control base|none --replay-mode MODE
+//! --target-processes all|application-only --nvtx [--nvtx-include F]... [--metrics m1,m2]
+//! [--set S] [--section S]... [--launch-skip N] [--launch-count N] [EXTRA...]
+//! [-f] [-o REPORT] -- PROGRAM ARGS...
+//! ```
+//!
+//! `--cache-control` and `--clock-control` are always passed: their defaults differ between ncu
+//! versions (2025.3.1 locks clocks to base by default, the 2026.1 docs say boost).
+
+use std::ffi::{OsStr, OsString};
+use std::fmt;
+use std::path::PathBuf;
+
+/// The filter that selects every push/pop range in kprof's domain (gpu-stack.md §4.3: `regex:`
+/// applies to the range name, `Domain@Range/` selects push/pop ranges, the trailing `/` is
+/// required).
+pub const DEFAULT_NVTX_INCLUDE: &str = "regex:kprof@.+/";
+
+/// `--replay-mode`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ReplayMode {
+    /// Each kernel is replayed on its own (save/restore memory per pass). ncu's default.
+    #[default]
+    Kernel,
+    /// NVTX/profiler ranges of kernels and API calls are replayed as a whole.
+    Range,
+    /// The whole application is re-run once per pass.
+    Application,
+}
+
+impl ReplayMode {
+    /// ncu's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReplayMode::Kernel => "kernel",
+            ReplayMode::Range => "range",
+            ReplayMode::Application => "application",
+        }
+    }
+}
+
+/// `--cache-control`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CacheControl {
+    /// Flush all caches before each replay pass ("cold"). ncu's default.
+    #[default]
+    All,
+    /// Do not flush ("warm").
+    None,
+}
+
+impl CacheControl {
+    /// ncu's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheControl::All => "all",
+            CacheControl::None => "none",
+        }
+    }
+}
+
+/// `--clock-control`. kprof defaults to `none` (unlike ncu 2025.3.1, which defaults to base).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ClockControl {
+    /// Lock the GPU clocks to base while profiling.
+    Base,
+    /// Leave the clocks alone.
+    #[default]
+    None,
+}
+
+impl ClockControl {
+    /// ncu's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClockControl::Base => "base",
+            ClockControl::None => "none",
+        }
+    }
+}
+
+/// `--target-processes`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum TargetProcesses {
+    /// Profile the program and every process it starts. ncu's default.
+    #[default]
+    All,
+    /// Profile only the program itself (Python workers are then not profiled).
+    ApplicationOnly,
+}
+
+impl TargetProcesses {
+    /// ncu's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TargetProcesses::All => "all",
+            TargetProcesses::ApplicationOnly => "application-only",
+        }
+    }
+}
+
+macro_rules! display_as_str {
+    ($($t:ty),*) => {$(
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    )*};
+}
+display_as_str!(ReplayMode, CacheControl, ClockControl, TargetProcesses);
+
+/// Everything kprof passes to ncu.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NcuOptions {
+    /// `--metrics m1,m2,...` (empty: not passed; ncu then collects `--set`/`--section`, or its
+    /// `basic` set).
+    pub metrics: Vec<String>,
+    /// `--set NAME` (e.g. `full`).
+    pub set: Option<String>,
+    /// `--section NAME`, once per entry.
+    pub sections: Vec<String>,
+    /// `--replay-mode`.
+    pub replay_mode: ReplayMode,
+    /// `--cache-control` (always passed).
+    pub cache_control: CacheControl,
+    /// `--clock-control` (always passed; default `none`).
+    pub clock_control: ClockControl,
+    /// `--target-processes` (always passed).
+    pub target_processes: TargetProcesses,
+    /// `--launch-skip N`.
+    pub launch_skip: Option<u64>,
+    /// `--launch-count N`.
+    pub launch_count: Option<u64>,
+    /// `--nvtx-include F`, once per entry (several filters are OR-ed by ncu). `--nvtx` is always
+    /// passed, so the export has the NVTX columns even with no filter.
+    pub nvtx_include: Vec<String>,
+    /// Raw arguments appended after kprof's own (before `-o` and the program).
+    pub extra_args: Vec<OsString>,
+    /// `--log-file F`.
+    pub log_file: Option<PathBuf>,
+    /// `-o F` (the `.ncu-rep` report).
+    pub report_path: Option<PathBuf>,
+    /// `-f` (overwrite an existing report).
+    pub force_overwrite: bool,
+}
+
+impl Default for NcuOptions {
+    fn default() -> Self {
+        NcuOptions {
+            metrics: vec![kprof_core::DEFAULT_METRIC.to_string()],
+            set: None,
+            sections: Vec::new(),
+            replay_mode: ReplayMode::Kernel,
+            cache_control: CacheControl::All,
+            clock_control: ClockControl::None,
+            target_processes: TargetProcesses::All,
+            launch_skip: None,
+            launch_count: None,
+            nvtx_include: vec![DEFAULT_NVTX_INCLUDE.to_string()],
+            extra_args: Vec::new(),
+            log_file: None,
+            report_path: None,
+            force_overwrite: true,
+        }
+    }
+}
+
+impl NcuOptions {
+    /// The ncu arguments (without the `ncu` executable itself) for profiling
+    /// `program args...`: pass them to `Command::new(ncu).args(..)`.
+    pub fn argv<P, I, A>(&self, program: P, args: I) -> Vec<OsString>
+    where
+        P: AsRef<OsStr>,
+        I: IntoIterator<Item = A>,
+        A: AsRef<OsStr>,
+    {
+        let mut v: Vec<OsString> = Vec::new();
+        let mut push = |s: &str| v.push(OsString::from(s));
+        if let Some(log) = &self.log_file {
+            push("--log-file");
+            v.push(log.clone().into_os_string());
+        }
+        let mut push = |s: &str| v.push(OsString::from(s));
+        push("--cache-control");
+        push(self.cache_control.as_str());
+        push("--clock-control");
+        push(self.clock_control.as_str());
+        push("--replay-mode");
+        push(self.replay_mode.as_str());
+        push("--target-processes");
+        push(self.target_processes.as_str());
+        push("--nvtx");
+        for f in &self.nvtx_include {
+            push("--nvtx-include");
+            push(f);
+        }
+        if !self.metrics.is_empty() {
+            push("--metrics");
+            push(&self.metrics.join(","));
+        }
+        if let Some(set) = &self.set {
+            push("--set");
+            push(set);
+        }
+        for s in &self.sections {
+            push("--section");
+            push(s);
+        }
+        if let Some(n) = self.launch_skip {
+            push("--launch-skip");
+            push(&n.to_string());
+        }
+        if let Some(n) = self.launch_count {
+            push("--launch-count");
+            push(&n.to_string());
+        }
+        v.extend(self.extra_args.iter().cloned());
+        if self.force_overwrite {
+            v.push("-f".into());
+        }
+        if let Some(rep) = &self.report_path {
+            v.push("-o".into());
+            v.push(rep.clone().into_os_string());
+        }
+        v.push("--".into());
+        v.push(program.as_ref().to_os_string());
+        v.extend(args.into_iter().map(|a| a.as_ref().to_os_string()));
+        v
+    }
+
+    /// The NVTX filters for messages, `a, b` or `(none)`.
+    pub fn filters_label(&self) -> String {
+        if self.nvtx_include.is_empty() {
+            "(none)".into()
+        } else {
+            self.nvtx_include.join(", ")
+        }
+    }
+}

@@ -1,0 +1,350 @@
+//! ncu CSV import: the hand-written fixtures in tests/fixtures/ncu (documented format) and any
+//! exports captured on the H200 (`h200-*.csv`, see the README there).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use kprof::ncu::{parse_ncu_csv, parse_ncu_csv_file, ImportOptions, NcuError, NumberStyle};
+use kprof_core::{Config, RawResults};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/ncu")
+        .join(name)
+}
+
+/// (benchmark, annotation, config, metric) → run → (value, kernel names, unit).
+type Table = BTreeMap<(String, String, String, String), BTreeMap<u32, (f64, String, String)>>;
+
+fn table(raw: &RawResults) -> Table {
+    let mut t = Table::new();
+    for s in &raw.samples {
+        let series = raw.series_of(s);
+        let k = &series.key;
+        let cfg = raw.config_of(series).to_string();
+        let prev = t
+            .entry((k.benchmark.clone(), k.annotation.clone(), cfg, k.metric.clone()))
+            .or_default()
+            .insert(
+                s.run,
+                (
+                    s.value,
+                    raw.kernel_names[s.kernel as usize].clone(),
+                    series.unit.clone(),
+                ),
+            );
+        assert!(prev.is_none(), "duplicate run");
+    }
+    t
+}
+
+fn get<'a>(t: &'a Table, b: &str, a: &str, cfg: &str, m: &str) -> &'a BTreeMap<u32, (f64, String, String)> {
+    t.get(&(b.into(), a.into(), cfg.into(), m.into()))
+        .unwrap_or_else(|| panic!("no series {b}/{a}/{cfg}/{m}; have {:#?}", t.keys().collect::<Vec<_>>()))
+}
+
+const T: &str = "gpu__time_duration.sum";
+const R: &str = "dram__bytes_read.sum";
+const W: &str = "dram__bytes_write.sum";
+const SM: &str = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
+
+fn opts() -> ImportOptions {
+    ImportOptions {
+        benchmark: "sweep".into(),
+        ..ImportOptions::default()
+    }
+}
+
+#[test]
+fn keyed_fixture_values_units_and_thousands_separators() {
+    let raw = parse_ncu_csv_file(&fixture("kprof-keyed.csv"), &opts()).unwrap();
+    let t = table(&raw);
+    let m = get(&t, "sweep", "matmul", "config=0", T);
+    assert_eq!(m.keys().copied().collect::<Vec<_>>(), vec![0, 1]);
+    assert_eq!(m[&0].0, 60_000.0);
+    assert_eq!(m[&1].0, 60_032.0);
+    assert_eq!(m[&0].2, "ns");
+    assert!(m[&0].1.starts_with("sm80_xmma_gemm_f32f32"), "{}", m[&0].1);
+    let r = get(&t, "sweep", "matmul", "config=0", R);
+    assert_eq!(r[&0].0, 4_264_448.0);
+    assert_eq!(r[&0].2, "byte");
+    let sm = get(&t, "sweep", "matmul", "config=0", SM);
+    assert_eq!(sm[&0].0, 45.12);
+    assert_eq!(sm[&0].2, "%");
+    let s = get(&t, "sweep", "scale", "config=0", R);
+    assert_eq!(s[&0].0, 268_451_840.0);
+    assert_eq!(s[&1].0, 268_451_328.0);
+    // Device attributes are metadata, not metrics.
+    assert!(!t.keys().any(|k| k.3.starts_with("device__attribute")));
+    assert_eq!(raw.devices.len(), 1);
+    let d = &raw.devices[0];
+    assert_eq!(d.gpu, "NVIDIA H200");
+    assert_eq!(d.host, "vm");
+    assert_eq!(d.compute_clock_khz, Some(1_980_000.0));
+    assert_eq!(d.memory_clock_khz, Some(3_201_000.0));
+}
+
+#[test]
+fn keyed_fixture_varying_kernel_counts_are_summed_with_breakdown() {
+    let raw = parse_ncu_csv_file(&fixture("kprof-keyed.csv"), &opts()).unwrap();
+    let t = table(&raw);
+    let m = get(&t, "sweep", "matmul", "config=1", T);
+    assert_eq!(m[&0].0, 2_670_688.0);
+    assert_eq!(m[&1].0, 2_670_800.0);
+    assert!(
+        m[&0]
+            .1
+            .contains("splitk_execute_kernel_cublas|void splitKreduce_kernel<32, 16,"),
+        "{}",
+        m[&0].1
+    );
+    // Percentages are summed too (the reducer is the caller's choice; Sum is the default).
+    assert!((get(&t, "sweep", "matmul", "config=1", SM)[&0].0 - 100.6).abs() < 1e-9);
+    // Breakdown: 2 runs x 2 kernels x 4 metrics; single-kernel groups have none.
+    assert_eq!(raw.kernel_breakdown.len(), 16);
+    let time_series = raw
+        .series
+        .iter()
+        .position(|s| {
+            s.key.metric == T
+                && s.key.annotation == "matmul"
+                && raw.configs[s.key.config as usize].to_string() == "config=1"
+        })
+        .unwrap() as u32;
+    let mut parts: Vec<(u32, u32, f64)> = raw
+        .kernel_breakdown
+        .iter()
+        .filter(|k| k.series == time_series)
+        .map(|k| (k.run, k.position, k.value))
+        .collect();
+    parts.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    assert_eq!(
+        parts,
+        vec![
+            (0, 0, 2_000_000.0),
+            (0, 1, 670_688.0),
+            (1, 0, 2_000_100.0),
+            (1, 1, 670_700.0)
+        ]
+    );
+}
+
+#[test]
+fn keyed_fixture_skipped_run_and_na_and_second_call() {
+    let raw = parse_ncu_csv_file(&fixture("kprof-keyed.csv"), &opts()).unwrap();
+    let t = table(&raw);
+    // Config 2: run 1 was skipped; runs 0 and 2 keep their own indices.
+    let m = get(&t, "sweep", "matmul", "config=2", T);
+    assert_eq!(m.keys().copied().collect::<Vec<_>>(), vec![0, 2]);
+    assert_eq!(m[&0].0, 2_670_688.0);
+    assert_eq!(m[&2].0, 2_671_000.0);
+    // n/a is NaN (a failed run), the other metrics of that kernel are fine.
+    let w = get(&t, "sweep", "matmul", "config=2", W);
+    assert_eq!(w[&0].0, 67_108_864.0);
+    assert!(w[&2].0.is_nan());
+    // Call 1 is its own benchmark.
+    assert_eq!(get(&t, "sweep-call1", "matmul", "config=0", T)[&0].0, 61_000.0);
+    // Counts: matmul c0: 2+2+2 runs, scale 2, call 1: 1 → 9 groups x 4 metrics.
+    assert_eq!(raw.samples.len(), 9 * 4);
+}
+
+#[test]
+fn configs_and_call_names_from_the_caller() {
+    let o = ImportOptions {
+        configs: vec![
+            Config::new().with("n", 1024),
+            Config::new().with("n", 2048),
+            Config::new().with("n", 4096),
+        ],
+        call_names: vec!["mm".into(), "mm_again".into()],
+        metrics: Some(vec![T.into()]),
+        ..opts()
+    };
+    let raw = parse_ncu_csv_file(&fixture("kprof-keyed.csv"), &o).unwrap();
+    let t = table(&raw);
+    assert_eq!(get(&t, "mm", "matmul", "n=4096", T)[&2].0, 2_671_000.0);
+    assert_eq!(get(&t, "mm_again", "matmul", "n=1024", T)[&0].0, 61_000.0);
+    assert!(t.keys().all(|k| k.3 == T));
+}
+
+#[test]
+fn european_fixture_matches_the_c_locale_one() {
+    let raw = parse_ncu_csv_file(&fixture("kprof-keyed-european.csv"), &opts()).unwrap();
+    let t = table(&raw);
+    assert_eq!(get(&t, "sweep", "matmul", "config=0", R)[&0].0, 4_264_448.0);
+    assert_eq!(get(&t, "sweep", "matmul", "config=0", SM)[&1].0, 45.2);
+    assert_eq!(get(&t, "sweep", "matmul", "config=1", T)[&0].0, 2_670_688.0);
+    assert_eq!(raw.devices[0].compute_clock_khz, Some(1_980_000.0));
+    // Forcing the style gives the same; forcing the wrong one does not.
+    let forced = parse_ncu_csv_file(
+        &fixture("kprof-keyed-european.csv"),
+        &ImportOptions {
+            number_style: NumberStyle::European,
+            ..opts()
+        },
+    )
+    .unwrap();
+    assert_eq!(table(&forced), t);
+    let wrong = parse_ncu_csv_file(
+        &fixture("kprof-keyed-european.csv"),
+        &ImportOptions {
+            number_style: NumberStyle::C,
+            ..opts()
+        },
+    )
+    .unwrap();
+    assert_ne!(get(&table(&wrong), "sweep", "matmul", "config=0", SM)[&1].0, 45.2);
+}
+
+#[test]
+fn plain_ncu_report_ranges_occurrences_and_kernels_outside_ranges() {
+    let raw = parse_ncu_csv_file(
+        &fixture("plain-ncu.csv"),
+        &ImportOptions {
+            benchmark: "app".into(),
+            ..ImportOptions::default()
+        },
+    )
+    .unwrap();
+    let t = table(&raw);
+    // Default-domain push/pop range "matmul": three back-to-back occurrences of one kernel.
+    let m = get(&t, "app", "matmul", "", T);
+    assert_eq!(
+        m.iter().map(|(r, v)| (*r, v.0)).collect::<Vec<_>>(),
+        vec![(0, 60_000.0), (1, 60_100.0), (2, 60_200.0)]
+    );
+    // "splitk": two occurrences of two kernels each.
+    let s = get(&t, "app", "splitk", "", T);
+    assert_eq!(
+        s.iter().map(|(r, v)| (*r, v.0)).collect::<Vec<_>>(),
+        vec![(0, 2_670_688.0), (1, 2_670_800.0)]
+    );
+    // Start/end ranges in domain "app": each id is a run; the region is domain@name.
+    let st = get(&t, "app", "app@step", "", T);
+    assert_eq!(
+        st.iter().map(|(r, v)| (*r, v.0)).collect::<Vec<_>>(),
+        vec![(0, 125_000.0), (1, 125_100.0)]
+    );
+    // Kernels outside any range: grouped by kernel name, one run per launch.
+    let ew = t
+        .keys()
+        .find(|k| k.1.starts_with("void at::native::vectorized_elementwise_kernel") && k.3 == T)
+        .unwrap();
+    let runs = &t[ew];
+    assert_eq!(
+        runs.iter().map(|(r, v)| (*r, v.0)).collect::<Vec<_>>(),
+        vec![(0, 124_768.0), (1, 124_900.0)]
+    );
+    assert_eq!(raw.devices[0].gpu, "");
+    assert_eq!(raw.devices[0].compute_clock_khz, None);
+}
+
+#[test]
+fn auto_scaled_units_are_kept_and_missing_units_row_is_fine() {
+    let csv = concat!(
+        "\"ID\",\"Kernel Name\",\"thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg\",\"gpu__time_duration.sum\"\n",
+        "\"\",\"\",\"\",\"us\"\n",
+        "\"0\",\"k\",\"1  \"\"kprof:r#c0.0.0:none:none:none:none:REGISTERED:r#c0.0.0\"\" \",\"202.048000\"\n",
+    );
+    let raw = parse_ncu_csv(csv, &opts()).unwrap();
+    assert_eq!(raw.series[0].unit, "us");
+    assert_eq!(raw.samples[0].value, 202.048);
+    let no_units = concat!(
+        "\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\"\n",
+        "\"0\",\"k\",\"1,000\"\n"
+    );
+    let raw = parse_ncu_csv(no_units, &opts()).unwrap();
+    assert_eq!(raw.series[0].unit, "");
+    assert_eq!(raw.samples[0].value, 1000.0);
+    assert_eq!(raw.series[0].key.annotation, "k");
+}
+
+#[test]
+fn errors_name_the_problem() {
+    let e = parse_ncu_csv("==PROF== nothing\n", &opts()).unwrap_err();
+    assert!(matches!(e, NcuError::Csv { .. }));
+    assert!(e.to_string().contains("no CSV records"), "{e}");
+    let e = parse_ncu_csv("\"Kernel\",\"x\"\n\"a\",\"1\"\n", &opts()).unwrap_err();
+    assert!(
+        e.to_string().contains("no \"ID\" column") && e.to_string().contains("--page raw"),
+        "{e}"
+    );
+    let e = parse_ncu_csv_file(
+        &fixture("kprof-keyed.csv"),
+        &ImportOptions {
+            metrics: Some(vec!["nope__x.sum".into()]),
+            ..opts()
+        },
+    )
+    .unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("kprof-keyed.csv") && msg.contains("\"nope__x.sum\"") && msg.contains("gpu__time_duration.sum"),
+        "{msg}"
+    );
+    let e = parse_ncu_csv_file(
+        &fixture("kprof-keyed.csv"),
+        &ImportOptions {
+            metrics: Some(vec!["device__attribute_display_name".into()]),
+            ..opts()
+        },
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("not numbers"), "{e}");
+}
+
+/// Exports captured on the H200 by scripts/ncu-capture.sh, when present: every executed
+/// (call, config, run, region) of capture_program.py's manifest is found, nothing else.
+#[test]
+fn h200_captures_when_present() {
+    let dir = fixture("");
+    let Ok(entries) = std::fs::read_dir(&dir) else { return };
+    for e in entries.filter_map(Result::ok) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !(name.starts_with("h200-") && name.ends_with(".csv")) {
+            continue;
+        }
+        let manifest = dir.join(name.replace(".csv", ".expected.txt"));
+        let text = std::fs::read_to_string(&manifest).unwrap_or_default();
+        // capture_program.py records how it pushed ranges; without the nvtx package or the
+        // interop library they are keyed names in the default domain.
+        let domain = if text.contains("NVTX method: torch-default-domain") {
+            ""
+        } else {
+            "kprof"
+        };
+        let opts = ImportOptions {
+            benchmark: "capture".into(),
+            domain: domain.into(),
+            ..ImportOptions::default()
+        };
+        let raw = parse_ncu_csv_file(&e.path(), &opts).unwrap_or_else(|err| panic!("{name}: {err}"));
+        assert!(!raw.samples.is_empty(), "{name}: no samples");
+        if text.is_empty() {
+            continue;
+        }
+        let mut want: Vec<String> = text
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .map(str::to_string)
+            .collect();
+        want.sort();
+        let mut have: Vec<String> = raw
+            .samples
+            .iter()
+            .filter(|s| raw.series_of(s).key.metric == T && !raw.config_of(raw.series_of(s)).params.is_empty())
+            .map(|s| {
+                let k = &raw.series_of(s).key;
+                format!(
+                    "{} {} {} {}",
+                    k.benchmark,
+                    k.annotation,
+                    raw.config_of(raw.series_of(s)),
+                    s.run
+                )
+            })
+            .collect();
+        have.sort();
+        assert_eq!(have, want, "{name}");
+    }
+}

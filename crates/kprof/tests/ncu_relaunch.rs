@@ -1,0 +1,234 @@
+//! Relaunch mode against a fake `ncu` (a shell script): the child environment, the report, log
+//! and CSV beside each other, and one clear error for each failure (counter permission, unknown
+//! metric, crash with the log tail, nothing profiled, no report, export failure).
+#![cfg(unix)]
+
+use std::ffi::OsString;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use kprof::ncu::{
+    relaunch_with, report_stem, ImportOptions, NcuError, NcuInstall, NcuMode, NcuOptions, NcuVersion, CHILD_ENV,
+};
+
+const FAKE_NCU: &str = r#"#!/bin/sh
+# A stand-in for ncu: behaviour chosen by FAKE_MODE.
+if [ "$1" = "--version" ]; then echo "Version 2025.3.1.0 (build 36398880)"; exit 0; fi
+if [ "$1" = "--import" ]; then
+  echo "==PROF== importing $2"
+  # The report holds the path of the CSV to print (or BADEXPORT).
+  csv=$(cat "$2")
+  if [ "$csv" = "BADEXPORT" ]; then echo "==ERROR== cannot read report $2" >&2; exit 3; fi
+  cat "$csv"; exit 0
+fi
+log=/dev/null; rep=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --log-file) log="$2"; shift 2;;
+    -o) rep="$2"; shift 2;;
+    --) shift; break;;
+    *) echo "$1" >> "$FAKE_ARGS"; shift;;
+  esac
+done
+echo "==PROF== Connected to process $$ ($1)" > "$log"
+case "$FAKE_MODE" in
+  ok) "$@" ; echo "==PROF== Disconnected from process $$" >> "$log"; echo "$FAKE_CSV" > "$rep"; exit 0;;
+  badexport) echo BADEXPORT > "$rep"; exit 0;;
+  perm) echo "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters on the target device 0." >> "$log"; exit 1;;
+  metric) echo "==ERROR== Failed to find metric nope__x.sum" >> "$log"; exit 1;;
+  crash) for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25; do echo "line $i" >> "$log"; done
+         echo "==ERROR== The application returned an error code (11)." >> "$log"; exit 11;;
+  signal) echo "about to die" >> "$log"; kill -9 $$;;
+  nokernels) echo "==WARNING== No kernels were profiled." >> "$log"; exit 0;;
+  noreport) exit 0;;
+esac
+"#;
+
+struct Fake {
+    dir: tempfile::TempDir,
+    install: NcuInstall,
+}
+
+fn fake() -> Fake {
+    let dir = tempfile::tempdir().unwrap();
+    let ncu = dir.path().join("ncu");
+    std::fs::write(&ncu, FAKE_NCU).unwrap();
+    std::fs::set_permissions(&ncu, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Another test thread may fork while our write fd is open; exec then fails with ETXTBSY
+    // until that child has exec'ed. Retry briefly.
+    let mut tries = 0;
+    let install = loop {
+        match NcuInstall::at(ncu.clone()) {
+            Ok(i) => break i,
+            Err(NcuError::VersionRun { source, .. }) if source.raw_os_error() == Some(26) && tries < 200 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    assert_eq!(install.version, NcuVersion::new(2025, 3, 1, 0));
+    Fake { dir, install }
+}
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/ncu")
+        .join(name)
+}
+
+impl Fake {
+    fn run(&self, mode: &str, program_args: &[&str]) -> Result<kprof::ncu::RunOutput, NcuError> {
+        let d = self.dir.path();
+        let env: Vec<(OsString, OsString)> = vec![
+            ("FAKE_MODE".into(), mode.into()),
+            ("FAKE_CSV".into(), fixture("kprof-keyed.csv").into()),
+            ("FAKE_ARGS".into(), d.join("args.txt").into()),
+            (CHILD_ENV.into(), "bench.matmul".into()),
+        ];
+        let opts = NcuOptions {
+            report_path: Some(d.join("out/r1.ncu-rep")),
+            ..NcuOptions::default()
+        };
+        let import = ImportOptions {
+            benchmark: "matmul".into(),
+            metrics: Some(opts.metrics.clone()),
+            ..ImportOptions::default()
+        };
+        relaunch_with(&self.install, &opts, "/bin/sh", program_args, &env, &import)
+    }
+    fn path(&self, p: &str) -> PathBuf {
+        self.dir.path().join(p)
+    }
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_default()
+}
+
+#[test]
+fn success_runs_the_child_with_its_target_and_keeps_report_log_and_csv() {
+    let f = fake();
+    let marker = f.path("child.txt");
+    let script = format!("echo \"$KPROF_NCU_CHILD\" > '{}'", marker.display());
+    let out = f.run("ok", &["-c", &script]).unwrap();
+    assert_eq!(read(&marker).trim(), "bench.matmul");
+    assert_eq!(out.mode, NcuMode::Relaunch);
+    assert_eq!(out.report, f.path("out/r1.ncu-rep"));
+    assert_eq!(out.log, f.path("out/r1.log"));
+    assert_eq!(out.csv, f.path("out/r1.csv"));
+    assert!(out.report.is_file() && out.log.is_file() && out.csv.is_file());
+    assert!(read(&out.csv).contains("matmul#c0.1.0"));
+    // Only the requested metric was read back, attributed by key.
+    assert!(out.raw.series.iter().all(|s| s.key.metric == "gpu__time_duration.sum"));
+    assert!(out
+        .raw
+        .series
+        .iter()
+        .any(|s| s.key.benchmark == "matmul" && s.key.annotation == "matmul"));
+    // ncu saw the flags; the log file is passed explicitly.
+    let args = read(&f.path("args.txt"));
+    for want in ["--cache-control", "--clock-control", "--nvtx", "regex:kprof@.+/", "-f"] {
+        assert!(args.lines().any(|l| l == want), "{want} not in {args}");
+    }
+    assert_eq!(out.argv[0], "--log-file");
+    assert_eq!(out.argv[1], f.path("out/r1.log").as_os_str());
+}
+
+#[test]
+fn counter_permission_error_says_what_to_change() {
+    let f = fake();
+    let e = f.run("perm", &["-c", "true"]).unwrap_err();
+    assert!(matches!(e, NcuError::CounterPermission { .. }), "{e:?}");
+    let msg = e.to_string();
+    for want in [
+        "ERR_NVGPUCTRPERM",
+        "NVreg_RestrictProfilingToAdminUsers=0",
+        "/etc/modprobe.d",
+        "root",
+        "r1.log",
+        "does not have permission",
+    ] {
+        assert!(msg.contains(want), "{want:?} missing in {msg}");
+    }
+}
+
+#[test]
+fn unknown_metric() {
+    let f = fake();
+    let e = f.run("metric", &["-c", "true"]).unwrap_err();
+    match &e {
+        NcuError::InvalidMetric { metrics, .. } => assert_eq!(metrics, &vec!["nope__x.sum".to_string()]),
+        other => panic!("{other:?}"),
+    }
+    assert!(e.to_string().contains("--query-metrics"), "{e}");
+}
+
+#[test]
+fn crash_shows_exit_code_and_log_tail() {
+    let f = fake();
+    let e = f.run("crash", &["-c", "true"]).unwrap_err();
+    let msg = e.to_string();
+    assert!(matches!(e, NcuError::Crashed { .. }), "{e:?}");
+    assert!(msg.contains("exit code 11") && msg.contains("/bin/sh -c true"), "{msg}");
+    assert!(
+        msg.contains("The application returned an error code (11)") && msg.contains("line 25"),
+        "{msg}"
+    );
+    assert!(!msg.contains("line 5\n"), "tail only: {msg}");
+    let e = f.run("signal", &["-c", "true"]).unwrap_err();
+    assert!(
+        e.to_string().contains("signal 9") && e.to_string().contains("about to die"),
+        "{e}"
+    );
+}
+
+#[test]
+fn nothing_profiled_and_missing_report() {
+    let f = fake();
+    let e = f.run("nokernels", &["-c", "true"]).unwrap_err();
+    let msg = e.to_string();
+    assert!(matches!(e, NcuError::NoKernels { .. }), "{e:?}");
+    assert!(
+        msg.contains("regex:kprof@.+/") && msg.contains("KPROF_NCU_CHILD=bench.matmul"),
+        "{msg}"
+    );
+    let e = f.run("noreport", &["-c", "true"]).unwrap_err();
+    assert!(matches!(e, NcuError::ReportMissing { .. }), "{e:?}");
+    assert!(e.to_string().contains("r1.ncu-rep"), "{e}");
+}
+
+#[test]
+fn export_failure_shows_the_command_and_output() {
+    let f = fake();
+    let e = f.run("badexport", &["-c", "true"]).unwrap_err();
+    assert!(matches!(e, NcuError::Export { .. }), "{e:?}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("--import") && msg.contains("--csv --page raw --print-units base"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("exit code 3") && msg.contains("cannot read report"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn report_stems_never_collide() {
+    let a = report_stem("pkg/bench.py", "matmul", 0);
+    let b = report_stem("pkg_bench.py", "matmul", 0);
+    let c = report_stem("other/bench.py", "matmul", 0);
+    let d = report_stem("pkg/bench.py", "matmul", 1);
+    let e = report_stem("my_crate::benches", "matmul", 0);
+    let all = [&a, &b, &c, &d, &e];
+    for (i, x) in all.iter().enumerate() {
+        for y in &all[i + 1..] {
+            assert_ne!(x, y);
+        }
+        assert!(x.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)), "{x}");
+    }
+    assert!(a.starts_with("pkg_bench.matmul-0-"), "{a}");
+    assert_eq!(a, report_stem("pkg/bench.py", "matmul", 0));
+    assert!(report_stem(&"m".repeat(500), &"f".repeat(500), 7).len() < 160);
+}
