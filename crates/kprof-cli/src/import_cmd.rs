@@ -1,9 +1,6 @@
 //! `kprof import FILE [-o PROCESSED.csv] [--raw RAW.csv]`: an Nsight Compute report (`.ncu-rep`,
 //! exported through the installed ncu) or a CSV already exported with
 //! `ncu --import REP --csv --page raw --print-units base` → kprof's raw and processed tables.
-//!
-//! Hook into main.rs: `Import(import_cmd::ImportArgs)` in the subcommand enum and
-//! `Command::Import(a) => import_cmd::run(a)`.
 
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,8 @@
 //! The `kprof` command-line tool.
 //!
 //! Offline subcommands (no GPU needed): `summarize` turns a raw CSV (kprof's or nsight-python's)
-//! into the processed table, `show` prints any result file as an aligned table.
+//! into the processed table, `show` prints any result file as an aligned table, `import` reads
+//! Nsight Compute reports.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -14,6 +15,8 @@ use kprof_core::io::{self, Loaded, ReadOptions};
 use kprof_core::pipeline::{process, ProcessOptions};
 use kprof_core::stats::{BootstrapOptions, StatsOptions};
 
+mod import_cmd;
+
 #[derive(Parser, Debug)]
 #[command(name = "kprof", version, about = "GPU kernel profiling you can trust")]
 struct Cli {
@@ -25,6 +28,8 @@ struct Cli {
 enum Command {
     /// Turn a raw CSV (written by kprof or by nsight-python) into the processed table.
     Summarize(SummarizeArgs),
+    /// Turn an Nsight Compute report (.ncu-rep, or its raw-page CSV export) into kprof's tables.
+    Import(import_cmd::ImportArgs),
     /// Print a result file (raw CSV, processed CSV or kprof JSON) as an aligned table.
     Show {
         /// The result file.
@@ -118,6 +123,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Summarize(args) => summarize(args),
         Command::Show { file, max_rows } => show(file, *max_rows),
+        Command::Import(args) => import_cmd::run(args.clone()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
