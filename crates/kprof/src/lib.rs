@@ -1,2 +1,4 @@
 //! kprof's engine (in progress).
 pub use kprof_core as core;
+
+pub mod conditions;
