@@ -196,7 +196,6 @@ pub struct ThermalWait {
 }
 
 /// nsight-python's Thermovision guard over a [`TemperatureSensor`] and a [`Clock`].
-#[derive(Debug)]
 pub struct ThermalGuard<S, C = SystemClock> {
     mode: ThermalMode,
     settings: ThermalSettings,
@@ -208,6 +207,20 @@ pub struct ThermalGuard<S, C = SystemClock> {
     warnings: Vec<String>,
     waits: Vec<ThermalWait>,
     total_wait: Duration,
+}
+
+impl<S, C> fmt::Debug for ThermalGuard<S, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ThermalGuard")
+            .field("mode", &self.mode)
+            .field("settings", &self.settings)
+            .field("cont_c", &self.cont_c)
+            .field("active", &self.sensor.is_some())
+            .field("counting", &self.counting)
+            .field("iterations_since_cont", &self.iterations_since_cont)
+            .field("total_wait", &self.total_wait)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<S: TemperatureSensor, C: Clock> ThermalGuard<S, C> {
