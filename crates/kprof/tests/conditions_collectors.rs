@@ -18,24 +18,46 @@ fn names_err(names: &[&str]) -> ConditionsError {
 fn validation_rejects_with_clear_errors() {
     assert!(validate_names(&["driver", "sm_clock", "temp"], &params()).is_ok());
     let e = names_err(&["a", "b", "a"]);
-    assert!(matches!(e, ConditionsError::DuplicateCollector(ref n) if n == "a"), "{e}");
+    assert!(
+        matches!(e, ConditionsError::DuplicateCollector(ref n) if n == "a"),
+        "{e}"
+    );
     assert!(e.to_string().contains("more than one collector"));
     for name in NSIGHT_RESERVED_COLUMN_NAMES {
         let e = names_err(&[name]);
         assert!(e.to_string().contains("nsight-python's reserved"), "{name}: {e}");
     }
     for name in ["Benchmark", "Run", "Median", "BootstrapMean_Lower"] {
-        assert!(names_err(&[name]).to_string().contains("kprof's result tables"), "{name}");
+        assert!(
+            names_err(&[name]).to_string().contains("kprof's result tables"),
+            "{name}"
+        );
     }
-    for name in ["SMClockMHz", "Throttled", "ThrottledRuns", "ThermalWaitS", "EnergyMilliJ"] {
-        assert!(names_err(&[name]).to_string().contains("run-condition column"), "{name}");
+    for name in [
+        "SMClockMHz",
+        "Throttled",
+        "ThrottledRuns",
+        "ThermalWaitS",
+        "EnergyMilliJ",
+    ] {
+        assert!(
+            names_err(&[name]).to_string().contains("run-condition column"),
+            "{name}"
+        );
     }
     assert!(names_err(&["SMClockMHz_Avg"]).to_string().contains("aggregate _Avg"));
     let e = names_err(&["n"]);
-    assert!(matches!(e, ConditionsError::CollectorParamCollision(ref n) if n == "n"), "{e}");
+    assert!(
+        matches!(e, ConditionsError::CollectorParamCollision(ref n) if n == "n"),
+        "{e}"
+    );
     assert!(e.to_string().contains("parameter"));
     let e = names_err(&["temp", "temp_Max"]);
-    assert!(e.to_string().contains("aggregate _Max column of the collector \"temp\""), "{e}");
+    assert!(
+        e.to_string()
+            .contains("aggregate _Max column of the collector \"temp\""),
+        "{e}"
+    );
     assert!(matches!(names_err(&[" "]), ConditionsError::EmptyCollectorName));
     // Not reserved: a similar but different name, other case.
     assert!(validate_names(&["value", "Value2", "SMClock"], &params()).is_ok());
@@ -86,10 +108,22 @@ fn scopes_are_called_at_their_points_with_their_context() {
     assert_eq!(set.names(), vec!["o", "c", "r", "a"]);
     assert!(set.has_scope(CollectionScope::Annotation));
     let cfg = Config::new().with("n", 10).with("dtype", "fp16");
-    assert_eq!(set.collect_once(), vec![("o".to_string(), ExtraValue::Text("once".into()))]);
-    assert_eq!(set.collect_config(&cfg), vec![("c".to_string(), ExtraValue::Number(10.0))]);
-    assert_eq!(set.collect_run(&cfg, 2), vec![("r".to_string(), ExtraValue::Number(12.0))]);
-    assert_eq!(set.collect_annotation("matmul", &cfg, 3), vec![("a".to_string(), ExtraValue::Number(13.0))]);
+    assert_eq!(
+        set.collect_once(),
+        vec![("o".to_string(), ExtraValue::Text("once".into()))]
+    );
+    assert_eq!(
+        set.collect_config(&cfg),
+        vec![("c".to_string(), ExtraValue::Number(10.0))]
+    );
+    assert_eq!(
+        set.collect_run(&cfg, 2),
+        vec![("r".to_string(), ExtraValue::Number(12.0))]
+    );
+    assert_eq!(
+        set.collect_annotation("matmul", &cfg, 3),
+        vec![("a".to_string(), ExtraValue::Number(13.0))]
+    );
     assert_eq!(
         *log.lock().unwrap(),
         vec![
@@ -115,7 +149,10 @@ fn failures_give_missing_and_one_warning_per_scope_and_name() {
                 }
             })
             .boxed(),
-            FnCollector::new("boom", CollectionScope::Run, |_| -> f64 { panic!("collector exploded") }).boxed(),
+            FnCollector::new("boom", CollectionScope::Run, |_| -> f64 {
+                panic!("collector exploded")
+            })
+            .boxed(),
             FnCollector::new("fine", CollectionScope::Run, |_| Some(1u32)).boxed(),
             FnCollector::new("none", CollectionScope::Run, |_| Option::<f64>::None).boxed(),
         ],
@@ -135,11 +172,18 @@ fn failures_give_missing_and_one_warning_per_scope_and_name() {
     );
     let w = set.take_warnings();
     assert_eq!(w.len(), 2, "{w:?}");
-    assert!(w[0].contains("\"bad\"") && w[0].contains("sensor offline") && w[0].contains("scope run"), "{}", w[0]);
+    assert!(
+        w[0].contains("\"bad\"") && w[0].contains("sensor offline") && w[0].contains("scope run"),
+        "{}",
+        w[0]
+    );
     assert!(w[1].contains("collector exploded"), "{}", w[1]);
     assert_eq!(set.collect_run(&cfg, 1)[0].1, ExtraValue::Number(5.0));
     set.collect_run(&cfg, 2);
-    assert!(set.take_warnings().is_empty(), "one warning per (scope, name) per session");
+    assert!(
+        set.take_warnings().is_empty(),
+        "one warning per (scope, name) per session"
+    );
 }
 
 #[test]
@@ -167,9 +211,15 @@ fn collected_values_attach_to_samples_by_scope() {
     let mut set = CollectorSet::new(
         vec![
             FnCollector::new("driver", CollectionScope::Once, |_| "580.159.04").boxed(),
-            FnCollector::new("size", CollectionScope::Config, |ctx| ctx.config.and_then(|c| c.get("n")).and_then(ParamValue::as_f64)).boxed(),
+            FnCollector::new("size", CollectionScope::Config, |ctx| {
+                ctx.config.and_then(|c| c.get("n")).and_then(ParamValue::as_f64)
+            })
+            .boxed(),
             FnCollector::new("sm_clock", CollectionScope::Run, |ctx| 1900.0 + ctx.run.unwrap() as f64).boxed(),
-            FnCollector::new("where", CollectionScope::Annotation, |ctx| ctx.annotation.unwrap().to_uppercase()).boxed(),
+            FnCollector::new("where", CollectionScope::Annotation, |ctx| {
+                ctx.annotation.unwrap().to_uppercase()
+            })
+            .boxed(),
         ],
         &params(),
     )
@@ -207,12 +257,21 @@ fn collected_values_attach_to_samples_by_scope() {
         }
     }
     let col = |name: &str| raw.extras.iter().find(|c| c.name == name).unwrap().values.clone();
-    assert!(col("driver").iter().all(|v| *v == ExtraValue::Text("580.159.04".into())));
-    let size: Vec<ExtraValue> = [1024.0, 1024.0, 1024.0, 1024.0, 4096.0, 4096.0, 4096.0, 4096.0].map(ExtraValue::Number).to_vec();
+    assert!(col("driver")
+        .iter()
+        .all(|v| *v == ExtraValue::Text("580.159.04".into())));
+    let size: Vec<ExtraValue> = [1024.0, 1024.0, 1024.0, 1024.0, 4096.0, 4096.0, 4096.0, 4096.0]
+        .map(ExtraValue::Number)
+        .to_vec();
     assert_eq!(col("size"), size);
-    let clock: Vec<ExtraValue> = [1900.0, 1900.0, 1901.0, 1901.0, 1900.0, 1900.0, 1901.0, 1901.0].map(ExtraValue::Number).to_vec();
+    let clock: Vec<ExtraValue> = [1900.0, 1900.0, 1901.0, 1901.0, 1900.0, 1900.0, 1901.0, 1901.0]
+        .map(ExtraValue::Number)
+        .to_vec();
     assert_eq!(col("sm_clock"), clock);
-    assert_eq!(col("where")[..2], [ExtraValue::Text("A".into()), ExtraValue::Text("B".into())]);
+    assert_eq!(
+        col("where")[..2],
+        [ExtraValue::Text("A".into()), ExtraValue::Text("B".into())]
+    );
     // A sample of an unknown run gets only once- and config-values.
     assert_eq!(values.extras_for(0, 9, "a").len(), 2);
 }

@@ -55,7 +55,10 @@ fn json_round_trip_with_nulls() {
 
 #[test]
 fn sidecar_next_to_the_csv() {
-    assert_eq!(sidecar_path(Path::new("/r/processed_data-mm-1.csv")), Path::new("/r/processed_data-mm-1.env.json"));
+    assert_eq!(
+        sidecar_path(Path::new("/r/processed_data-mm-1.csv")),
+        Path::new("/r/processed_data-mm-1.env.json")
+    );
     assert_eq!(sidecar_path(Path::new("out.csv")), Path::new("out.env.json"));
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("profiled_data-mm-1.csv");
@@ -71,15 +74,31 @@ fn sidecar_next_to_the_csv() {
 fn render_lists_every_field() {
     let text = render(&full());
     assert!(text.starts_with("Environment\n"));
-    for needle in ["NVIDIA H200", "580.159.04", "13.0 (API 130001)", "ECC", "enabled", "700 W", "1980 MHz", "Ubuntu 24.04.3 LTS"] {
+    for needle in [
+        "NVIDIA H200",
+        "580.159.04",
+        "13.0 (API 130001)",
+        "ECC",
+        "enabled",
+        "700 W",
+        "1980 MHz",
+        "Ubuntu 24.04.3 LTS",
+    ] {
         assert!(text.contains(needle), "{needle} missing in\n{text}");
     }
-    assert!(text.lines().any(|l| l.contains("CUDA runtime") && l.ends_with("unknown")), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("CUDA runtime") && l.ends_with("unknown")),
+        "{text}"
+    );
     // Values start in one column.
     let fields = full().fields();
     let width = fields.iter().map(|(l, _)| l.chars().count()).max().unwrap();
     for ((label, value), line) in fields.iter().zip(text.lines().skip(1)) {
-        assert_eq!(line, format!("  {label:<width$}  {}", value.as_deref().unwrap_or("unknown")));
+        assert_eq!(
+            line,
+            format!("  {label:<width$}  {}", value.as_deref().unwrap_or("unknown"))
+        );
     }
     let empty = render(&Fingerprint::default());
     assert_eq!(empty.matches("unknown").count(), full().fields().len());
@@ -118,6 +137,9 @@ fn version_formats_and_os_release() {
     assert_eq!(format_cupti_version(24), "API 24");
     let text = "NAME=\"Ubuntu\"\nVERSION=\"24.04.3 LTS (Noble Numbat)\"\nPRETTY_NAME=\"Ubuntu 24.04.3 LTS\"\n";
     assert_eq!(parse_os_release(text).as_deref(), Some("Ubuntu 24.04.3 LTS"));
-    assert_eq!(parse_os_release("NAME=Debian\nVERSION=12\n").as_deref(), Some("Debian 12"));
+    assert_eq!(
+        parse_os_release("NAME=Debian\nVERSION=12\n").as_deref(),
+        Some("Debian 12")
+    );
     assert_eq!(parse_os_release("").as_deref(), None);
 }

@@ -51,7 +51,14 @@ impl ConditionsSource for Fake {
 }
 
 fn fake(sm: &[f64], reasons: &[u64], energy: &[u64]) -> Fake {
-    Fake { sm: sm.to_vec(), reasons: reasons.to_vec(), energy: energy.to_vec(), i_sm: 0, i_r: 0, i_e: 0 }
+    Fake {
+        sm: sm.to_vec(),
+        reasons: reasons.to_vec(),
+        energy: energy.to_vec(),
+        i_sm: 0,
+        i_r: 0,
+        i_e: 0,
+    }
 }
 
 fn run(s: &mut RunSampler<Fake>) -> RunConditions {
@@ -123,7 +130,10 @@ fn energy_counter_going_backwards_is_nan() {
 fn reason_names() {
     assert_eq!(throttle_reason_names(0), vec!["None"]);
     assert_eq!(throttle_reason_names(0x1), vec!["GpuIdle"]);
-    assert_eq!(throttle_reason_names(0x4 | 0x40), vec!["SwPowerCap", "HwThermalSlowdown"]);
+    assert_eq!(
+        throttle_reason_names(0x4 | 0x40),
+        vec!["SwPowerCap", "HwThermalSlowdown"]
+    );
     assert_eq!(throttle_reason_names(0x200 | 0x8), vec!["HwSlowdown", "0x200"]);
 }
 
@@ -174,21 +184,32 @@ fn uuid_forms() {
     assert_eq!(normalize_uuid(" 1a2b3c4d000011112222333344445555 "), canon);
     assert_eq!(normalize_uuid("MIG-abc"), "MIG-abc");
     assert_eq!(normalize_uuid("not-a-uuid"), "not-a-uuid");
-    let bytes = [0x1a, 0x2b, 0x3c, 0x4d, 0, 0, 0x11, 0x11, 0x22, 0x22, 0x33, 0x33, 0x44, 0x44, 0x55, 0x55];
+    let bytes = [
+        0x1a, 0x2b, 0x3c, 0x4d, 0, 0, 0x11, 0x11, 0x22, 0x22, 0x33, 0x33, 0x44, 0x44, 0x55, 0x55,
+    ];
     assert_eq!(uuid_from_bytes(&bytes), canon);
 }
 
 fn raw_with_throttled() -> RawResults {
     let mut raw = RawResults::new();
-    let d = DeviceInfo { gpu: "NVIDIA H200".into(), host: "vm".into(), ..Default::default() };
+    let d = DeviceInfo {
+        gpu: "NVIDIA H200".into(),
+        host: "vm".into(),
+        ..Default::default()
+    };
     let configs = [Config::new().with("n", 1024), Config::new().with("n", 4096)];
     // config 0: runs throttled 0,1,1; config 1: unknown, unknown, 0.
     let flags = [[Some(0.0), Some(1.0), Some(1.0)], [None, None, Some(0.0)]];
     let clocks = [[1980.0, 1700.0, 1600.0], [1980.0, 1980.0, 1980.0]];
     for (ci, c) in configs.iter().enumerate() {
         for run in 0..3u32 {
-            let t = flags[ci][run as usize].map(ExtraValue::Number).unwrap_or(ExtraValue::Number(f64::NAN));
-            let extras = [("Throttled", t), ("SMClockMHz", ExtraValue::Number(clocks[ci][run as usize]))];
+            let t = flags[ci][run as usize]
+                .map(ExtraValue::Number)
+                .unwrap_or(ExtraValue::Number(f64::NAN));
+            let extras = [
+                ("Throttled", t),
+                ("SMClockMHz", ExtraValue::Number(clocks[ci][run as usize])),
+            ];
             // Time inversely proportional to the clock for config 0.
             let value = 1.0e6 * 1980.0 / clocks[ci][run as usize] + run as f64;
             raw.push(&SampleRecord {
@@ -248,13 +269,23 @@ fn row(raw: &RawResults, config: usize) -> ProcessedRow {
 fn throttled_runs_per_series_and_in_the_processed_table() {
     let raw = raw_with_throttled();
     assert_eq!(throttled_runs(&raw), vec![Some(2), Some(0)]);
-    let mut processed = ProcessedResults { param_names: vec!["n".into()], rows: vec![row(&raw, 0), row(&raw, 1)], ..Default::default() };
+    let mut processed = ProcessedResults {
+        param_names: vec!["n".into()],
+        rows: vec![row(&raw, 0), row(&raw, 1)],
+        ..Default::default()
+    };
     let mut other = row(&raw, 0);
     other.annotation = "derived".into();
     processed.rows.push(other);
     add_throttled_runs(&mut processed, &raw);
     add_throttled_runs(&mut processed, &raw); // idempotent
-    let tr = |r: &ProcessedRow| r.extras.iter().filter(|(n, _)| n == THROTTLED_RUNS_COLUMN).map(|(_, v)| v.clone()).collect::<Vec<_>>();
+    let tr = |r: &ProcessedRow| {
+        r.extras
+            .iter()
+            .filter(|(n, _)| n == THROTTLED_RUNS_COLUMN)
+            .map(|(_, v)| v.clone())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(tr(&processed.rows[0]), vec![ExtraValue::Number(2.0)]);
     assert_eq!(tr(&processed.rows[1]), vec![ExtraValue::Number(0.0)]);
     match &tr(&processed.rows[2])[..] {
@@ -265,7 +296,10 @@ fn throttled_runs_per_series_and_in_the_processed_table() {
     // No Throttled column: nothing added.
     let mut plain = RawResults::new();
     plain.series = raw.series.clone();
-    let mut p2 = ProcessedResults { rows: vec![row(&raw, 0)], ..Default::default() };
+    let mut p2 = ProcessedResults {
+        rows: vec![row(&raw, 0)],
+        ..Default::default()
+    };
     add_throttled_runs(&mut p2, &plain);
     assert!(tr(&p2.rows[0]).is_empty());
     assert_eq!(throttled_runs(&plain), vec![None, None]);

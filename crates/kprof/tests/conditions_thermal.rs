@@ -33,7 +33,11 @@ struct Script {
 }
 
 fn script(m: &[f64]) -> Script {
-    Script { margins: m.iter().map(|&x| Some(x)).collect(), last: None, reads: Rc::default() }
+    Script {
+        margins: m.iter().map(|&x| Some(x)).collect(),
+        last: None,
+        reads: Rc::default(),
+    }
 }
 
 impl TemperatureSensor for Script {
@@ -70,7 +74,10 @@ fn guard<S: TemperatureSensor>(mode: ThermalMode, sensor: S) -> ThermalGuard<S, 
 
 fn time_guard(mode: ThermalMode, f: impl Fn(f64) -> f64 + 'static) -> ThermalGuard<TimeSensor, FakeClock> {
     let clock = FakeClock::default();
-    let sensor = TimeSensor { clock: clock.clone(), f: Box::new(f) };
+    let sensor = TimeSensor {
+        clock: clock.clone(),
+        f: Box::new(f),
+    };
     ThermalGuard::new(mode, ThermalSettings::default(), Some(sensor), clock).unwrap()
 }
 
@@ -80,7 +87,10 @@ fn defaults_match_nsight_python() {
     assert_eq!((s.wait_c, s.cont_c), (10.0, 20.0));
     assert_eq!(s.timeout, Duration::from_secs(180));
     assert_eq!(s.poll, Duration::from_millis(500));
-    assert_eq!((MIN_THERMAL_CONT_C, MAX_THERMAL_CONT_C, ADJUSTMENT_STEP_C), (12.0, 50.0, 3.0));
+    assert_eq!(
+        (MIN_THERMAL_CONT_C, MAX_THERMAL_CONT_C, ADJUSTMENT_STEP_C),
+        (12.0, 50.0, 3.0)
+    );
     assert_eq!((TARGET_MIN_ITERATIONS, TARGET_MAX_ITERATIONS), (5, 50));
     assert_eq!(ThermalMode::default(), ThermalMode::Auto);
 }
@@ -134,7 +144,13 @@ fn manual_mode_times_out_at_once() {
     let mut g = time_guard(ThermalMode::Manual, |_| 5.0);
     let err = g.guard_before_run().unwrap_err();
     match err {
-        ConditionsError::CoolingTimeout { margin_c, cont_c, waited_s, timeout_s, ref mode } => {
+        ConditionsError::CoolingTimeout {
+            margin_c,
+            cont_c,
+            waited_s,
+            timeout_s,
+            ref mode,
+        } => {
             assert_eq!((margin_c, cont_c, timeout_s), (5.0, 20.0, 180.0));
             assert!((180.0..181.0).contains(&waited_s), "{waited_s}");
             assert_eq!(mode, "manual");
@@ -164,7 +180,9 @@ fn auto_mode_gives_up_at_the_floor() {
     // 20 → 17 → 14 → 12, then a fourth timeout at the floor raises.
     let mut g = time_guard(ThermalMode::Auto, |_| 5.0);
     let err = g.guard_before_run().unwrap_err();
-    let ConditionsError::CoolingTimeout { cont_c, waited_s, .. } = err else { panic!("{err}") };
+    let ConditionsError::CoolingTimeout { cont_c, waited_s, .. } = err else {
+        panic!("{err}")
+    };
     assert_eq!(cont_c, MIN_THERMAL_CONT_C);
     assert!((722.0..=724.0).contains(&waited_s), "{waited_s}");
     assert_eq!(g.take_warnings().len(), 3);
@@ -234,7 +252,11 @@ fn first_pause_without_counting_does_not_adapt() {
 #[test]
 fn unsupported_sensor_disables_the_guard_with_one_warning() {
     let reads = Rc::new(Cell::new(0));
-    let sensor = Script { margins: VecDeque::from([None]), last: None, reads: reads.clone() };
+    let sensor = Script {
+        margins: VecDeque::from([None]),
+        last: None,
+        reads: reads.clone(),
+    };
     let mut g = guard(ThermalMode::Auto, sensor);
     assert!(g.is_active());
     assert_eq!(g.guard_before_run().unwrap(), Duration::ZERO);
@@ -251,7 +273,11 @@ fn unsupported_sensor_disables_the_guard_with_one_warning() {
 
 #[test]
 fn sensor_failing_while_cooling_stops_waiting() {
-    let sensor = Script { margins: VecDeque::from([Some(5.0), Some(6.0), None]), last: None, reads: Rc::default() };
+    let sensor = Script {
+        margins: VecDeque::from([Some(5.0), Some(6.0), None]),
+        last: None,
+        reads: Rc::default(),
+    };
     let mut g = guard(ThermalMode::Auto, sensor);
     let waited = g.guard_before_run().unwrap();
     assert_eq!(waited, Duration::from_secs(1));
@@ -263,25 +289,52 @@ fn sensor_failing_while_cooling_stops_waiting() {
 #[test]
 fn off_mode_and_missing_sensor_read_nothing() {
     let reads = Rc::new(Cell::new(0));
-    let sensor = Script { margins: VecDeque::from([Some(1.0)]), last: None, reads: reads.clone() };
-    let mut g = ThermalGuard::new(ThermalMode::Off, ThermalSettings::default(), Some(sensor), FakeClock::default()).unwrap();
+    let sensor = Script {
+        margins: VecDeque::from([Some(1.0)]),
+        last: None,
+        reads: reads.clone(),
+    };
+    let mut g = ThermalGuard::new(
+        ThermalMode::Off,
+        ThermalSettings::default(),
+        Some(sensor),
+        FakeClock::default(),
+    )
+    .unwrap();
     assert!(!g.is_active());
     assert_eq!(g.guard_before_run().unwrap(), Duration::ZERO);
     assert_eq!(reads.get(), 0);
-    let mut g: ThermalGuard<Script, FakeClock> =
-        ThermalGuard::new(ThermalMode::Auto, ThermalSettings::default(), None, FakeClock::default()).unwrap();
+    let mut g: ThermalGuard<Script, FakeClock> = ThermalGuard::new(
+        ThermalMode::Auto,
+        ThermalSettings::default(),
+        None,
+        FakeClock::default(),
+    )
+    .unwrap();
     assert_eq!(g.guard_before_run().unwrap(), Duration::ZERO);
-    assert!(g.take_warnings().is_empty(), "missing NVML is reported by the caller, once");
+    assert!(
+        g.take_warnings().is_empty(),
+        "missing NVML is reported by the caller, once"
+    );
 }
 
 #[test]
 fn settings_and_mode_parsing() {
-    let bad = ThermalSettings { wait_c: 20.0, cont_c: 10.0, ..Default::default() };
+    let bad = ThermalSettings {
+        wait_c: 20.0,
+        cont_c: 10.0,
+        ..Default::default()
+    };
     let err = ThermalGuard::new(ThermalMode::Auto, bad, Some(script(&[30.0])), FakeClock::default()).unwrap_err();
     assert!(err.to_string().contains("must be below thermal_cont"), "{err}");
     // Off mode does not care.
     assert!(ThermalGuard::new(ThermalMode::Off, bad, Some(script(&[30.0])), FakeClock::default()).is_ok());
-    assert!(ThermalSettings { timeout: Duration::ZERO, ..Default::default() }.validate().is_err());
+    assert!(ThermalSettings {
+        timeout: Duration::ZERO,
+        ..Default::default()
+    }
+    .validate()
+    .is_err());
     assert_eq!("AUTO".parse::<ThermalMode>().unwrap(), ThermalMode::Auto);
     assert_eq!("manual".parse::<ThermalMode>().unwrap(), ThermalMode::Manual);
     assert_eq!("off".parse::<ThermalMode>().unwrap(), ThermalMode::Off);

@@ -87,8 +87,12 @@ pub enum CollectionScope {
 
 impl CollectionScope {
     /// All scopes, in calling order.
-    pub const ALL: [CollectionScope; 4] =
-        [CollectionScope::Once, CollectionScope::Config, CollectionScope::Run, CollectionScope::Annotation];
+    pub const ALL: [CollectionScope; 4] = [
+        CollectionScope::Once,
+        CollectionScope::Config,
+        CollectionScope::Run,
+        CollectionScope::Annotation,
+    ];
 
     /// `once`, `config`, `run`, `annotation` (nsight-python's values).
     pub fn as_str(self) -> &'static str {
@@ -195,7 +199,10 @@ pub struct FnCollector {
 
 impl fmt::Debug for FnCollector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FnCollector").field("name", &self.name).field("scope", &self.scope).finish_non_exhaustive()
+        f.debug_struct("FnCollector")
+            .field("name", &self.name)
+            .field("scope", &self.scope)
+            .finish_non_exhaustive()
     }
 }
 
@@ -206,7 +213,11 @@ impl FnCollector {
         T: IntoExtraValue,
         F: FnMut(&CollectContext<'_>) -> T + Send + 'static,
     {
-        FnCollector { name: name.into(), scope, callback: Box::new(move |ctx| Ok(f(ctx).into_extra())) }
+        FnCollector {
+            name: name.into(),
+            scope,
+            callback: Box::new(move |ctx| Ok(f(ctx).into_extra())),
+        }
     }
 
     /// A collector whose closure can fail.
@@ -274,7 +285,10 @@ pub fn validate_names(names: &[&str], param_names: &[String]) -> Result<(), Cond
             return Err(ConditionsError::DuplicateCollector(name.to_string()));
         }
         if let Some(why) = reserved_reason(name) {
-            return Err(ConditionsError::ReservedCollectorName { name: name.to_string(), why });
+            return Err(ConditionsError::ReservedCollectorName {
+                name: name.to_string(),
+                why,
+            });
         }
         if param_names.iter().any(|p| p == name) {
             return Err(ConditionsError::CollectorParamCollision(name.to_string()));
@@ -304,7 +318,9 @@ pub struct CollectorSet {
 
 impl fmt::Debug for CollectorSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CollectorSet").field("names", &self.names()).finish_non_exhaustive()
+        f.debug_struct("CollectorSet")
+            .field("names", &self.names())
+            .finish_non_exhaustive()
     }
 }
 
@@ -313,12 +329,20 @@ impl CollectorSet {
     pub fn new(collectors: Vec<Box<dyn InfoCollector>>, param_names: &[String]) -> Result<Self, ConditionsError> {
         let names: Vec<&str> = collectors.iter().map(|c| c.name()).collect();
         validate_names(&names, param_names)?;
-        Ok(CollectorSet { collectors, warned: HashSet::new(), warnings: Vec::new() })
+        Ok(CollectorSet {
+            collectors,
+            warned: HashSet::new(),
+            warnings: Vec::new(),
+        })
     }
 
     /// No collectors.
     pub fn empty() -> Self {
-        CollectorSet { collectors: Vec::new(), warned: HashSet::new(), warnings: Vec::new() }
+        CollectorSet {
+            collectors: Vec::new(),
+            warned: HashSet::new(),
+            warnings: Vec::new(),
+        }
     }
 
     /// Number of collectors.
@@ -343,7 +367,10 @@ impl CollectorSet {
 
     /// Calls every collector of `scope` with `ctx`, in order, and returns `(name, value)`.
     pub fn collect(&mut self, scope: CollectionScope, ctx: &CollectContext<'_>) -> Vec<(String, ExtraValue)> {
-        let ctx = CollectContext { scope: Some(scope), ..*ctx };
+        let ctx = CollectContext {
+            scope: Some(scope),
+            ..*ctx
+        };
         let mut out = Vec::new();
         for c in self.collectors.iter_mut().filter(|c| c.scope() == scope) {
             let result = match catch_unwind(AssertUnwindSafe(|| c.collect(&ctx))) {
@@ -374,19 +401,37 @@ impl CollectorSet {
 
     /// Once per configuration.
     pub fn collect_config(&mut self, config: &Config) -> Vec<(String, ExtraValue)> {
-        self.collect(CollectionScope::Config, &CollectContext { config: Some(config), ..Default::default() })
+        self.collect(
+            CollectionScope::Config,
+            &CollectContext {
+                config: Some(config),
+                ..Default::default()
+            },
+        )
     }
 
     /// Before every run.
     pub fn collect_run(&mut self, config: &Config, run: u32) -> Vec<(String, ExtraValue)> {
-        self.collect(CollectionScope::Run, &CollectContext { config: Some(config), run: Some(run), ..Default::default() })
+        self.collect(
+            CollectionScope::Run,
+            &CollectContext {
+                config: Some(config),
+                run: Some(run),
+                ..Default::default()
+            },
+        )
     }
 
     /// On every annotation enter, before the region starts.
     pub fn collect_annotation(&mut self, annotation: &str, config: &Config, run: u32) -> Vec<(String, ExtraValue)> {
         self.collect(
             CollectionScope::Annotation,
-            &CollectContext { scope: None, config: Some(config), run: Some(run), annotation: Some(annotation) },
+            &CollectContext {
+                scope: None,
+                config: Some(config),
+                run: Some(run),
+                annotation: Some(annotation),
+            },
         )
     }
 

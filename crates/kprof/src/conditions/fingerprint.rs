@@ -127,7 +127,10 @@ pub fn format_cupti_version(api: u32) -> String {
 }
 
 fn read_trimmed(path: &str) -> Option<String> {
-    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
 }
 
 /// The host name (`/proc/sys/kernel/hostname`, `/etc/hostname`, `$HOSTNAME`).
@@ -158,7 +161,10 @@ fn os_name() -> Option<String> {
 }
 
 fn kernel() -> Option<String> {
-    match (read_trimmed("/proc/sys/kernel/ostype"), read_trimmed("/proc/sys/kernel/osrelease")) {
+    match (
+        read_trimmed("/proc/sys/kernel/ostype"),
+        read_trimmed("/proc/sys/kernel/osrelease"),
+    ) {
         (Some(t), Some(r)) => Some(format!("{t} {r}")),
         (None, Some(r)) => Some(r),
         (Some(t), None) => Some(t),
@@ -182,7 +188,10 @@ impl Fingerprint {
                 .or_else(|| dev.and_then(GpuDevice::compute_capability))
                 .map(|(a, b)| format!("{a}.{b}")),
             driver_version: nvml.and_then(Nvml::driver_version),
-            cuda_driver_version: inputs.cuda_driver_version.or_else(|| nvml.and_then(Nvml::cuda_driver_version)).map(format_cuda_version),
+            cuda_driver_version: inputs
+                .cuda_driver_version
+                .or_else(|| nvml.and_then(Nvml::cuda_driver_version))
+                .map(format_cuda_version),
             cuda_runtime_version: inputs.cuda_runtime_version.clone(),
             cupti_version: inputs.cupti_version.clone(),
             nvml_version: nvml.and_then(Nvml::nvml_version),
@@ -211,7 +220,10 @@ impl Fingerprint {
             arch: Some(std::env::consts::ARCH.to_string()),
             kprof_version: Some(KPROF_VERSION.to_string()),
             git_revision: Some(KPROF_GIT_REV.to_string()),
-            collected_at_unix_s: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok().map(|d| d.as_secs()),
+            collected_at_unix_s: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()
+                .map(|d| d.as_secs()),
             ..Fingerprint::default()
         }
     }
@@ -232,14 +244,20 @@ impl Fingerprint {
         let path = sidecar_path(csv_path);
         let mut text = self.to_json();
         text.push('\n');
-        std::fs::write(&path, text).map_err(|source| ConditionsError::Io { path: path.display().to_string(), source })?;
+        std::fs::write(&path, text).map_err(|source| ConditionsError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
         Ok(path)
     }
 
     /// Reads the sidecar of a result CSV.
     pub fn read_sidecar(csv_path: &Path) -> Result<Fingerprint, ConditionsError> {
         let path = sidecar_path(csv_path);
-        let text = std::fs::read_to_string(&path).map_err(|source| ConditionsError::Io { path: path.display().to_string(), source })?;
+        let text = std::fs::read_to_string(&path).map_err(|source| ConditionsError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
         Fingerprint::from_json(&text)
     }
 
@@ -265,7 +283,10 @@ impl Fingerprint {
             ("Max SM clock", self.max_sm_clock_mhz.map(|v| format!("{v} MHz"))),
             ("Max memory clock", self.max_mem_clock_mhz.map(|v| format!("{v} MHz"))),
             ("Rated SM clock", self.rated_sm_clock_khz.map(|v| format!("{v} kHz"))),
-            ("Rated memory clock", self.rated_mem_clock_khz.map(|v| format!("{v} kHz"))),
+            (
+                "Rated memory clock",
+                self.rated_mem_clock_khz.map(|v| format!("{v} kHz")),
+            ),
             ("Clock policy", s(&self.clock_policy)),
             ("Thermal mode", s(&self.thermal_mode)),
             ("Other GPU processes", self.other_processes.map(|v| v.to_string())),
@@ -283,7 +304,10 @@ impl Fingerprint {
 /// The sidecar of a result CSV: `<dir>/<stem>.env.json` (`processed_data-mm-1.csv` →
 /// `processed_data-mm-1.env.json`).
 pub fn sidecar_path(csv_path: &Path) -> PathBuf {
-    let stem = csv_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let stem = csv_path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     csv_path.with_file_name(format!("{stem}.env.json"))
 }
 
@@ -295,7 +319,11 @@ pub fn render(fp: &Fingerprint) -> String {
     let mut out = String::from("Environment\n");
     for (label, value) in fields {
         let pad = width - label.chars().count();
-        out.push_str(&format!("  {label}{}  {}\n", " ".repeat(pad), value.as_deref().unwrap_or("unknown")));
+        out.push_str(&format!(
+            "  {label}{}  {}\n",
+            " ".repeat(pad),
+            value.as_deref().unwrap_or("unknown")
+        ));
     }
     out
 }

@@ -12,14 +12,15 @@ use std::ffi::OsStr;
 use std::sync::Arc;
 
 use nvml_wrapper::enum_wrappers::device::{Clock as NvClock, TemperatureSensor as NvSensor};
-use nvml_wrapper::structs::device::FieldId;
 use nvml_wrapper::enums::device::SampleValue;
+use nvml_wrapper::structs::device::FieldId;
 
 use super::thermal::TemperatureSensor;
 use super::ConditionsError;
 
 /// `nvmlMarginTemperature_v1_t`'s struct version: `sizeof(struct) | 1 << 24`.
-const MARGIN_TEMPERATURE_V1: u32 = std::mem::size_of::<nvml_wrapper_sys::bindings::nvmlMarginTemperature_v1_t>() as u32 | (1 << 24);
+const MARGIN_TEMPERATURE_V1: u32 =
+    std::mem::size_of::<nvml_wrapper_sys::bindings::nvmlMarginTemperature_v1_t>() as u32 | (1 << 24);
 
 /// NVML field id of the instantaneous power draw (mW), `NVML_FI_DEV_POWER_INSTANT`.
 const FI_DEV_POWER_INSTANT: u32 = 186;
@@ -46,7 +47,9 @@ impl Nvml {
     /// Without a driver this returns [`ConditionsError::NvmlUnavailable`]; it never panics.
     pub fn load() -> Result<Nvml, ConditionsError> {
         let inner = std::panic::catch_unwind(nvml_wrapper::Nvml::init)
-            .map_err(|_| ConditionsError::NvmlUnavailable { reason: "nvml-wrapper panicked while loading".into() })?
+            .map_err(|_| ConditionsError::NvmlUnavailable {
+                reason: "nvml-wrapper panicked while loading".into(),
+            })?
             .map_err(unavailable)?;
         Ok(Nvml { inner: Arc::new(inner) })
     }
@@ -55,7 +58,9 @@ impl Nvml {
     pub fn load_from(path: impl AsRef<OsStr>) -> Result<Nvml, ConditionsError> {
         let path = path.as_ref();
         let inner = std::panic::catch_unwind(|| nvml_wrapper::Nvml::builder().lib_path(path).init())
-            .map_err(|_| ConditionsError::NvmlUnavailable { reason: "nvml-wrapper panicked while loading".into() })?
+            .map_err(|_| ConditionsError::NvmlUnavailable {
+                reason: "nvml-wrapper panicked while loading".into(),
+            })?
             .map_err(unavailable)?;
         Ok(Nvml { inner: Arc::new(inner) })
     }
@@ -92,7 +97,10 @@ impl Nvml {
         let norm = normalize_uuid(uuid);
         match self.inner.device_by_uuid(norm.as_str()) {
             Ok(d) => Ok(GpuDevice::wrap(self, &d)),
-            Err(e) => Err(ConditionsError::DeviceNotFound { uuid: norm, reason: e.to_string() }),
+            Err(e) => Err(ConditionsError::DeviceNotFound {
+                uuid: norm,
+                reason: e.to_string(),
+            }),
         }
     }
 
@@ -100,7 +108,10 @@ impl Nvml {
     pub fn device_by_index(&self, index: u32) -> Result<GpuDevice, ConditionsError> {
         match self.inner.device_by_index(index) {
             Ok(d) => Ok(GpuDevice::wrap(self, &d)),
-            Err(e) => Err(ConditionsError::Nvml { call: "nvmlDeviceGetHandleByIndex", reason: e.to_string() }),
+            Err(e) => Err(ConditionsError::Nvml {
+                call: "nvmlDeviceGetHandleByIndex",
+                reason: e.to_string(),
+            }),
         }
     }
 
@@ -117,7 +128,12 @@ impl Nvml {
         let mut warning = None;
         if let Some(u) = uuid {
             match self.device_by_uuid(u) {
-                Ok(d) => return ResolvedDevice { device: Some(d), warning: None },
+                Ok(d) => {
+                    return ResolvedDevice {
+                        device: Some(d),
+                        warning: None,
+                    }
+                }
                 Err(e) => warning = Some(format!("{e}; monitoring NVML device 0 instead")),
             }
         }
@@ -135,7 +151,10 @@ impl Nvml {
                         self.device_count().unwrap_or(0)
                     ));
                 }
-                ResolvedDevice { device: Some(d), warning }
+                ResolvedDevice {
+                    device: Some(d),
+                    warning,
+                }
             }
             Err(e) => ResolvedDevice {
                 device: None,
@@ -166,11 +185,22 @@ pub fn normalize_uuid(uuid: &str) -> String {
     if u.len() >= 4 && u[..4].eq_ignore_ascii_case("MIG-") {
         return u.to_string();
     }
-    let body = if u.len() >= 4 && u[..4].eq_ignore_ascii_case("GPU-") { &u[4..] } else { u };
+    let body = if u.len() >= 4 && u[..4].eq_ignore_ascii_case("GPU-") {
+        &u[4..]
+    } else {
+        u
+    };
     let hex: String = body.chars().filter(|c| *c != '-').collect();
     if hex.len() == 32 && hex.chars().all(|c| c.is_ascii_hexdigit()) {
         let h = hex.to_ascii_lowercase();
-        return format!("GPU-{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32]);
+        return format!(
+            "GPU-{}-{}-{}-{}-{}",
+            &h[0..8],
+            &h[8..12],
+            &h[12..16],
+            &h[16..20],
+            &h[20..32]
+        );
     }
     u.to_string()
 }
@@ -202,7 +232,10 @@ pub struct GpuDevice {
 
 impl std::fmt::Debug for GpuDevice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GpuDevice").field("uuid", &self.uuid).field("index", &self.index).finish()
+        f.debug_struct("GpuDevice")
+            .field("uuid", &self.uuid)
+            .field("index", &self.index)
+            .finish()
     }
 }
 
@@ -210,7 +243,12 @@ impl GpuDevice {
     fn wrap(nvml: &Nvml, d: &nvml_wrapper::Device<'_>) -> GpuDevice {
         // SAFETY: the handle comes from this NVML instance, which `GpuDevice` keeps alive.
         let handle = Handle(unsafe { d.handle() });
-        GpuDevice { nvml: nvml.clone(), handle, uuid: d.uuid().unwrap_or_default(), index: d.index().ok() }
+        GpuDevice {
+            nvml: nvml.clone(),
+            handle,
+            uuid: d.uuid().unwrap_or_default(),
+            index: d.index().ok(),
+        }
     }
 
     fn dev(&self) -> nvml_wrapper::Device<'_> {
@@ -289,7 +327,10 @@ impl GpuDevice {
     /// is the raw call; `None` when the symbol is missing or the call fails.
     pub fn margin_temperature_c(&self) -> Option<i32> {
         let f = self.nvml.inner.lib().nvmlDeviceGetMarginTemperature.as_ref().ok()?;
-        let mut info = nvml_wrapper_sys::bindings::nvmlMarginTemperature_v1_t { version: MARGIN_TEMPERATURE_V1, marginTemperature: 0 };
+        let mut info = nvml_wrapper_sys::bindings::nvmlMarginTemperature_v1_t {
+            version: MARGIN_TEMPERATURE_V1,
+            marginTemperature: 0,
+        };
         // SAFETY: valid handle, versioned struct of the right size.
         let rc = unsafe { f(self.handle.0, &mut info) };
         (rc == 0).then_some(info.marginTemperature)
@@ -353,7 +394,8 @@ impl GpuDevice {
     /// Number of processes on the device other than this one.
     pub fn other_process_count(&self) -> Option<u32> {
         let me = std::process::id();
-        self.process_ids().map(|p| p.iter().filter(|&&pid| pid != me).count() as u32)
+        self.process_ids()
+            .map(|p| p.iter().filter(|&&pid| pid != me).count() as u32)
     }
 }
 

@@ -202,8 +202,9 @@ impl RunConditions {
 
     /// Decides [`RunConditions::throttled`] from the other fields.
     pub fn classify(&mut self) {
-        let clock_low = (self.sm_clock_mhz_after.is_finite() && self.max_sm_clock_mhz.is_finite() && self.max_sm_clock_mhz > 0.0)
-            .then(|| self.sm_clock_mhz_after < THROTTLE_CLOCK_FRACTION * self.max_sm_clock_mhz);
+        let clock_low =
+            (self.sm_clock_mhz_after.is_finite() && self.max_sm_clock_mhz.is_finite() && self.max_sm_clock_mhz > 0.0)
+                .then_some(self.sm_clock_mhz_after < THROTTLE_CLOCK_FRACTION * self.max_sm_clock_mhz);
         let reasons = match (self.throttle_reasons_before, self.throttle_reasons) {
             (None, None) => None,
             (a, b) => Some((a.unwrap_or(0) | b.unwrap_or(0)) & THERMAL_OR_POWER != 0),
@@ -230,9 +231,14 @@ impl RunConditions {
             ("EnergyMilliJ", n(self.energy_mj)),
             (
                 "ThrottleReasons",
-                self.throttle_reasons.map(|b| ExtraValue::Text(format!("{b:#x}"))).unwrap_or(ExtraValue::Missing),
+                self.throttle_reasons
+                    .map(|b| ExtraValue::Text(format!("{b:#x}")))
+                    .unwrap_or(ExtraValue::Missing),
             ),
-            ("Throttled", n(self.throttled.map(|t| if t { 1.0 } else { 0.0 }).unwrap_or(f64::NAN))),
+            (
+                "Throttled",
+                n(self.throttled.map(|t| if t { 1.0 } else { 0.0 }).unwrap_or(f64::NAN)),
+            ),
             ("ThermalWaitS", n(self.thermal_wait_s)),
         ]
     }
@@ -257,7 +263,11 @@ impl<S: ConditionsSource> RunSampler<S> {
     /// A sampler over `source`; `None` (no NVML) gives NaN conditions.
     pub fn new(mut source: Option<S>) -> Self {
         let max_sm_clock_mhz = source.as_mut().and_then(|s| s.max_sm_clock_mhz()).unwrap_or(f64::NAN);
-        RunSampler { source, max_sm_clock_mhz, before: None }
+        RunSampler {
+            source,
+            max_sm_clock_mhz,
+            before: None,
+        }
     }
 
     /// Whether a source is present.
@@ -277,7 +287,12 @@ impl<S: ConditionsSource> RunSampler<S> {
             let energy = s.total_energy_mj();
             let sm = s.sm_clock_mhz().unwrap_or(f64::NAN);
             let reasons = s.throttle_reasons();
-            Before { at: Instant::now(), sm, reasons, energy }
+            Before {
+                at: Instant::now(),
+                sm,
+                reasons,
+                energy,
+            }
         });
     }
 

@@ -107,7 +107,10 @@ impl ThermalSettings {
     pub fn validate(&self) -> Result<(), ConditionsError> {
         let bad = |m: String| Err(ConditionsError::InvalidThermalSettings(m));
         if !self.wait_c.is_finite() || !self.cont_c.is_finite() {
-            return bad(format!("thermal_wait {} and thermal_cont {} must be finite", self.wait_c, self.cont_c));
+            return bad(format!(
+                "thermal_wait {} and thermal_cont {} must be finite",
+                self.wait_c, self.cont_c
+            ));
         }
         if self.wait_c >= self.cont_c {
             return bad(format!(
@@ -226,7 +229,12 @@ impl<S, C> fmt::Debug for ThermalGuard<S, C> {
 impl<S: TemperatureSensor, C: Clock> ThermalGuard<S, C> {
     /// A guard in `mode` with `settings`. `sensor = None` (no NVML, no device) gives an inactive
     /// guard without a warning: the caller already reported why NVML is missing.
-    pub fn new(mode: ThermalMode, settings: ThermalSettings, sensor: Option<S>, clock: C) -> Result<Self, ConditionsError> {
+    pub fn new(
+        mode: ThermalMode,
+        settings: ThermalSettings,
+        sensor: Option<S>,
+        clock: C,
+    ) -> Result<Self, ConditionsError> {
         if mode != ThermalMode::Off {
             settings.validate()?;
         }
