@@ -507,6 +507,7 @@ fn run() -> Result<bool, String> {
     let mut sampler = RunSampler::new(Some(device.clone()));
     let mut rows: Vec<Value> = Vec::new();
     let (mut durations, mut clocks, mut temps, mut ratios, mut ratios_avg) = (vec![], vec![], vec![], vec![], vec![]);
+    let mut overhead_us: Vec<f64> = Vec::new();
     let mut all_ok_reasons = true;
     let mut throttled_runs = 0;
     println!(
@@ -538,10 +539,15 @@ fn run() -> Result<bool, String> {
                 (inst, avg)
             })
         };
+        let tb = Instant::now();
         sampler.begin_run();
+        let begin_us = tb.elapsed().as_secs_f64() * 1e6;
         let t0 = Instant::now();
         let kernel = gpu.launch(iters)?;
+        let te = Instant::now();
         let cond = sampler.end_run(waited);
+        let end_us = te.elapsed().as_secs_f64() * 1e6;
+        overhead_us.push(begin_us + end_us);
         let wall = t0.elapsed().as_secs_f64();
         stop.store(true, Ordering::Relaxed);
         let (inst, avg) = poller.join().map_err(|_| "power thread panicked")?;
@@ -588,6 +594,7 @@ fn run() -> Result<bool, String> {
             "energy_ratio": ratio,
             "energy_ratio_vs_avg_power": cond.energy_mj / (p_avg * dur),
             "margin_c_after": device.margin_temperature_c(),
+            "sampler_overhead_us": begin_us + end_us,
         }));
     }
 
@@ -674,6 +681,11 @@ fn run() -> Result<bool, String> {
         "idle throttle reasons: {:?}",
         device.throttle_reasons().map(throttle_reason_names)
     );
+    println!(
+        "NVML reads around a run (begin_run + end_run): median {:.0} us, max {:.0} us",
+        median(&overhead_us),
+        overhead_us.iter().copied().fold(0.0, f64::max)
+    );
 
     println!("\n{:<62} {:<5} detail", "check", "");
     let mut all = true;
@@ -693,6 +705,7 @@ fn run() -> Result<bool, String> {
         "seconds_per_run": seconds,
         "runs": rows,
         "time_clock_correlation": r,
+        "sampler_overhead_us_median": median(&overhead_us),
         "thermal_waits": guard.waits(),
         "checks": checks.iter().map(|c| json!({"name": c.name, "pass": c.pass, "detail": c.detail})).collect::<Vec<_>>(),
     });
