@@ -1,0 +1,508 @@
+//! Info collectors (experimental, as in nsight-python 1.1): user values that become columns.
+//!
+//! A collector has a name (the column), a [`CollectionScope`] saying when it is called, and a
+//! callback. The runner calls [`CollectorSet::collect_once`] once per session,
+//! [`CollectorSet::collect_config`] once per configuration, [`CollectorSet::collect_run`] before
+//! every run and [`CollectorSet::collect_annotation`] on every annotation enter (before the
+//! region starts), and attaches the values to samples with [`CollectedValues`]. Numeric values
+//! of the per-config, per-run and per-annotation scopes are aggregated by kprof-core as
+//! `X_Avg`/`X_Std`/`X_Min`/`X_Max`; other values are kept as they are.
+//!
+//! Names are validated before profiling: duplicates, nsight-python's reserved column names,
+//! kprof's own columns (also with the `_Avg`/`_Std`/`_Min`/`_Max` suffixes kprof-core's
+//! aggregation adds), and the benchmark's parameter names are rejected with a clear error.
+//!
+//! A collector that fails (returns `Err` or panics) gives a missing value and one warning per
+//! (scope, name) per session. A panic is caught, but Rust's panic hook still prints it.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::str::FromStr;
+
+use kprof_core::{Config, ExtraValue};
+
+use super::sampler::{CONDITION_COLUMNS, THROTTLED_RUNS_COLUMN};
+use super::ConditionsError;
+
+/// nsight-python's `RESERVED_COLUMN_NAMES`.
+pub const NSIGHT_RESERVED_COLUMN_NAMES: [&str; 21] = [
+    "Annotation",
+    "Value",
+    "Metric",
+    "Kernel",
+    "GPU",
+    "Host",
+    "ComputeClock",
+    "MemoryClock",
+    "Unit",
+    "AvgValue",
+    "StdDev",
+    "MinValue",
+    "MaxValue",
+    "NumRuns",
+    "CI95_Lower",
+    "CI95_Upper",
+    "RelativeStdDevPct",
+    "StableMeasurement",
+    "Geomean",
+    "Normalized",
+    "NormalizationValue",
+];
+
+/// Columns kprof writes beyond nsight-python's (besides [`CONDITION_COLUMNS`] and
+/// `ThrottledRuns`).
+pub const KPROF_RESERVED_COLUMN_NAMES: [&str; 12] = [
+    "Benchmark",
+    "Run",
+    "Median",
+    "P05",
+    "P95",
+    "TotalRuns",
+    "OutliersMild",
+    "OutliersSevere",
+    "BootstrapMean_Lower",
+    "BootstrapMean_Upper",
+    "BootstrapMedian_Lower",
+    "BootstrapMedian_Upper",
+];
+
+/// Suffixes kprof-core's aggregation appends to numeric extra columns.
+pub const AGGREGATE_SUFFIXES: [&str; 4] = ["_Avg", "_Std", "_Min", "_Max"];
+
+/// When a collector is called.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CollectionScope {
+    /// Once per session, without arguments.
+    Once,
+    /// Once per configuration, with the configuration.
+    Config,
+    /// Before every run, with the configuration and the run index.
+    Run,
+    /// On every annotation enter, before the region starts, with the annotation name, the
+    /// configuration and the run index.
+    Annotation,
+}
+
+impl CollectionScope {
+    /// All scopes, in calling order.
+    pub const ALL: [CollectionScope; 4] = [
+        CollectionScope::Once,
+        CollectionScope::Config,
+        CollectionScope::Run,
+        CollectionScope::Annotation,
+    ];
+
+    /// `once`, `config`, `run`, `annotation` (nsight-python's values).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CollectionScope::Once => "once",
+            CollectionScope::Config => "config",
+            CollectionScope::Run => "run",
+            CollectionScope::Annotation => "annotation",
+        }
+    }
+}
+
+impl FromStr for CollectionScope {
+    type Err = ConditionsError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "once" => Ok(CollectionScope::Once),
+            "config" => Ok(CollectionScope::Config),
+            "run" => Ok(CollectionScope::Run),
+            "annotation" => Ok(CollectionScope::Annotation),
+            _ => Err(ConditionsError::UnknownScope(s.to_string())),
+        }
+    }
+}
+
+impl fmt::Display for CollectionScope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a collector is called with. Fields not given by the scope are `None`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CollectContext<'a> {
+    /// The scope of this call.
+    pub scope: Option<CollectionScope>,
+    /// The configuration (config, run and annotation scopes).
+    pub config: Option<&'a Config>,
+    /// The run index (run and annotation scopes).
+    pub run: Option<u32>,
+    /// The annotation being entered (annotation scope).
+    pub annotation: Option<&'a str>,
+}
+
+/// A user value source.
+pub trait InfoCollector: Send {
+    /// Column name.
+    fn name(&self) -> &str;
+    /// When it is called.
+    fn scope(&self) -> CollectionScope;
+    /// The value; `Err` (or a panic) gives a missing value and one warning.
+    fn collect(&mut self, ctx: &CollectContext<'_>) -> Result<ExtraValue, String>;
+}
+
+/// Values a collector callback may return.
+pub trait IntoExtraValue {
+    /// The column value.
+    fn into_extra(self) -> ExtraValue;
+}
+
+impl IntoExtraValue for ExtraValue {
+    fn into_extra(self) -> ExtraValue {
+        self
+    }
+}
+macro_rules! number_into_extra {
+    ($($t:ty),*) => {$(
+        impl IntoExtraValue for $t {
+            fn into_extra(self) -> ExtraValue { ExtraValue::Number(self as f64) }
+        }
+    )*};
+}
+number_into_extra!(f64, f32, i64, i32, u64, u32, usize);
+impl IntoExtraValue for bool {
+    /// 1 or 0, so that it aggregates like pandas' booleans.
+    fn into_extra(self) -> ExtraValue {
+        ExtraValue::Number(if self { 1.0 } else { 0.0 })
+    }
+}
+impl IntoExtraValue for String {
+    fn into_extra(self) -> ExtraValue {
+        ExtraValue::Text(self)
+    }
+}
+impl IntoExtraValue for &str {
+    fn into_extra(self) -> ExtraValue {
+        ExtraValue::Text(self.to_string())
+    }
+}
+impl<T: IntoExtraValue> IntoExtraValue for Option<T> {
+    fn into_extra(self) -> ExtraValue {
+        self.map(IntoExtraValue::into_extra).unwrap_or(ExtraValue::Missing)
+    }
+}
+
+type Callback = Box<dyn FnMut(&CollectContext<'_>) -> Result<ExtraValue, String> + Send>;
+
+/// A collector made of a name, a scope and a closure (nsight's `(name, callback, scope)`).
+pub struct FnCollector {
+    name: String,
+    scope: CollectionScope,
+    callback: Callback,
+}
+
+impl fmt::Debug for FnCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FnCollector")
+            .field("name", &self.name)
+            .field("scope", &self.scope)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FnCollector {
+    /// A collector whose closure returns a value (number, text, bool, `Option`, `ExtraValue`).
+    pub fn new<T, F>(name: impl Into<String>, scope: CollectionScope, mut f: F) -> Self
+    where
+        T: IntoExtraValue,
+        F: FnMut(&CollectContext<'_>) -> T + Send + 'static,
+    {
+        FnCollector {
+            name: name.into(),
+            scope,
+            callback: Box::new(move |ctx| Ok(f(ctx).into_extra())),
+        }
+    }
+
+    /// A collector whose closure can fail.
+    pub fn fallible<T, E, F>(name: impl Into<String>, scope: CollectionScope, mut f: F) -> Self
+    where
+        T: IntoExtraValue,
+        E: fmt::Display,
+        F: FnMut(&CollectContext<'_>) -> Result<T, E> + Send + 'static,
+    {
+        FnCollector {
+            name: name.into(),
+            scope,
+            callback: Box::new(move |ctx| f(ctx).map(IntoExtraValue::into_extra).map_err(|e| e.to_string())),
+        }
+    }
+
+    /// Boxed, for [`CollectorSet::new`].
+    pub fn boxed(self) -> Box<dyn InfoCollector> {
+        Box::new(self)
+    }
+}
+
+impl InfoCollector for FnCollector {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn scope(&self) -> CollectionScope {
+        self.scope
+    }
+    fn collect(&mut self, ctx: &CollectContext<'_>) -> Result<ExtraValue, String> {
+        (self.callback)(ctx)
+    }
+}
+
+/// Why `name` is reserved, if it is.
+pub fn reserved_reason(name: &str) -> Option<String> {
+    if NSIGHT_RESERVED_COLUMN_NAMES.contains(&name) {
+        return Some("one of nsight-python's reserved column names".into());
+    }
+    if KPROF_RESERVED_COLUMN_NAMES.contains(&name) {
+        return Some("a column of kprof's result tables".into());
+    }
+    if CONDITION_COLUMNS.contains(&name) || name == THROTTLED_RUNS_COLUMN {
+        return Some("a run-condition column kprof measures itself".into());
+    }
+    for suffix in AGGREGATE_SUFFIXES {
+        if let Some(base) = name.strip_suffix(suffix) {
+            if CONDITION_COLUMNS.contains(&base) || base == THROTTLED_RUNS_COLUMN {
+                return Some(format!("the aggregate {suffix} of kprof's run-condition column {base}"));
+            }
+        }
+    }
+    None
+}
+
+/// Checks collector names: non-empty, unique, not reserved ([`reserved_reason`]), not a
+/// parameter name, and not another collector's aggregate column (`x` and `x_Avg`).
+pub fn validate_names(names: &[&str], param_names: &[String]) -> Result<(), ConditionsError> {
+    let mut seen = HashSet::new();
+    for &name in names {
+        if name.trim().is_empty() {
+            return Err(ConditionsError::EmptyCollectorName);
+        }
+        if !seen.insert(name) {
+            return Err(ConditionsError::DuplicateCollector(name.to_string()));
+        }
+        if let Some(why) = reserved_reason(name) {
+            return Err(ConditionsError::ReservedCollectorName {
+                name: name.to_string(),
+                why,
+            });
+        }
+        if param_names.iter().any(|p| p == name) {
+            return Err(ConditionsError::CollectorParamCollision(name.to_string()));
+        }
+    }
+    for &name in names {
+        for suffix in AGGREGATE_SUFFIXES {
+            if let Some(base) = name.strip_suffix(suffix) {
+                if seen.contains(base) {
+                    return Err(ConditionsError::ReservedCollectorName {
+                        name: name.to_string(),
+                        why: format!("the aggregate {suffix} column of the collector {base:?}"),
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The validated collectors of a benchmark, with the per-(scope, name) warning memory.
+pub struct CollectorSet {
+    collectors: Vec<Box<dyn InfoCollector>>,
+    warned: HashSet<(CollectionScope, String)>,
+    warnings: Vec<String>,
+}
+
+impl fmt::Debug for CollectorSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CollectorSet")
+            .field("names", &self.names())
+            .finish_non_exhaustive()
+    }
+}
+
+impl CollectorSet {
+    /// Validates the names against each other and the benchmark's parameter names.
+    pub fn new(collectors: Vec<Box<dyn InfoCollector>>, param_names: &[String]) -> Result<Self, ConditionsError> {
+        let names: Vec<&str> = collectors.iter().map(|c| c.name()).collect();
+        validate_names(&names, param_names)?;
+        Ok(CollectorSet {
+            collectors,
+            warned: HashSet::new(),
+            warnings: Vec::new(),
+        })
+    }
+
+    /// No collectors.
+    pub fn empty() -> Self {
+        CollectorSet {
+            collectors: Vec::new(),
+            warned: HashSet::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Number of collectors.
+    pub fn len(&self) -> usize {
+        self.collectors.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.collectors.is_empty()
+    }
+
+    /// Collector names, in order.
+    pub fn names(&self) -> Vec<&str> {
+        self.collectors.iter().map(|c| c.name()).collect()
+    }
+
+    /// Whether any collector has this scope.
+    pub fn has_scope(&self, scope: CollectionScope) -> bool {
+        self.collectors.iter().any(|c| c.scope() == scope)
+    }
+
+    /// Calls every collector of `scope` with `ctx`, in order, and returns `(name, value)`.
+    pub fn collect(&mut self, scope: CollectionScope, ctx: &CollectContext<'_>) -> Vec<(String, ExtraValue)> {
+        let ctx = CollectContext {
+            scope: Some(scope),
+            ..*ctx
+        };
+        let mut out = Vec::new();
+        for c in self.collectors.iter_mut().filter(|c| c.scope() == scope) {
+            let result = match catch_unwind(AssertUnwindSafe(|| c.collect(&ctx))) {
+                Ok(r) => r,
+                Err(payload) => Err(format!("panicked: {}", panic_message(&payload))),
+            };
+            let name = c.name().to_string();
+            let value = match result {
+                Ok(v) => v,
+                Err(e) => {
+                    if self.warned.insert((scope, name.clone())) {
+                        self.warnings.push(format!(
+                            "info collector {name:?} (scope {scope}) failed: {e}; its value is missing (further failures of this collector are not reported)"
+                        ));
+                    }
+                    ExtraValue::Missing
+                }
+            };
+            out.push((name, value));
+        }
+        out
+    }
+
+    /// Once per session.
+    pub fn collect_once(&mut self) -> Vec<(String, ExtraValue)> {
+        self.collect(CollectionScope::Once, &CollectContext::default())
+    }
+
+    /// Once per configuration.
+    pub fn collect_config(&mut self, config: &Config) -> Vec<(String, ExtraValue)> {
+        self.collect(
+            CollectionScope::Config,
+            &CollectContext {
+                config: Some(config),
+                ..Default::default()
+            },
+        )
+    }
+
+    /// Before every run.
+    pub fn collect_run(&mut self, config: &Config, run: u32) -> Vec<(String, ExtraValue)> {
+        self.collect(
+            CollectionScope::Run,
+            &CollectContext {
+                config: Some(config),
+                run: Some(run),
+                ..Default::default()
+            },
+        )
+    }
+
+    /// On every annotation enter, before the region starts.
+    pub fn collect_annotation(&mut self, annotation: &str, config: &Config, run: u32) -> Vec<(String, ExtraValue)> {
+        self.collect(
+            CollectionScope::Annotation,
+            &CollectContext {
+                scope: None,
+                config: Some(config),
+                run: Some(run),
+                annotation: Some(annotation),
+            },
+        )
+    }
+
+    /// Warnings produced since the last call (each failing (scope, name) once per session).
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
+    }
+}
+
+fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a non-string panic".into()
+    }
+}
+
+/// The collected values of a session, keyed by where they apply, so the runner can attach them
+/// to each sample: once-values to every sample, config values to the samples of that
+/// configuration, run values to that run, annotation values to that annotation in that run
+/// (the last enter wins when a region is entered several times in one run). Configurations
+/// are identified by the runner's own index.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CollectedValues {
+    once: Vec<(String, ExtraValue)>,
+    config: HashMap<u32, Vec<(String, ExtraValue)>>,
+    run: HashMap<(u32, u32), Vec<(String, ExtraValue)>>,
+    annotation: HashMap<(u32, u32, String), Vec<(String, ExtraValue)>>,
+}
+
+impl CollectedValues {
+    /// Empty.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Stores the once-values.
+    pub fn set_once(&mut self, values: Vec<(String, ExtraValue)>) {
+        self.once = values;
+    }
+
+    /// Stores a configuration's values.
+    pub fn set_config(&mut self, config: u32, values: Vec<(String, ExtraValue)>) {
+        self.config.insert(config, values);
+    }
+
+    /// Stores a run's values.
+    pub fn set_run(&mut self, config: u32, run: u32, values: Vec<(String, ExtraValue)>) {
+        self.run.insert((config, run), values);
+    }
+
+    /// Stores an annotation enter's values.
+    pub fn set_annotation(&mut self, config: u32, run: u32, annotation: &str, values: Vec<(String, ExtraValue)>) {
+        self.annotation.insert((config, run, annotation.to_string()), values);
+    }
+
+    /// Every value that applies to a sample of `annotation` in `run` of `config`: once, config,
+    /// run, annotation values, in that order.
+    pub fn extras_for(&self, config: u32, run: u32, annotation: &str) -> Vec<(String, ExtraValue)> {
+        let mut out = self.once.clone();
+        if let Some(v) = self.config.get(&config) {
+            out.extend(v.iter().cloned());
+        }
+        if let Some(v) = self.run.get(&(config, run)) {
+            out.extend(v.iter().cloned());
+        }
+        if let Some(v) = self.annotation.get(&(config, run, annotation.to_string())) {
+            out.extend(v.iter().cloned());
+        }
+        out
+    }
+}

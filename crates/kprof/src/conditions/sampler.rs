@@ -1,0 +1,427 @@
+//! Per-run conditions: SM and memory clocks, clock-event ("throttle") reasons, temperature,
+//! power and energy, read through NVML around each run, and turned into extra columns.
+//!
+//! Readings and their timing:
+//!
+//! | column | unit | read |
+//! |---|---|---|
+//! | `SMClockMHz` | MHz | right after the run (the clock the kernels left the GPU at) |
+//! | `MemClockMHz` | MHz | right after the run |
+//! | `TemperatureC` | °C | right after the run |
+//! | `PowerW` | W | right after the run; NVML's power usage, which on Ampere and newer (not GA100) is the average over the last second |
+//! | `EnergyMilliJ` | mJ | difference of NVML's total-energy counter between before and after the run (Volta and newer) |
+//! | `ThrottleReasons` | text | clock-event reasons read after the run, as hex (`0x4`); names via [`throttle_reason_names`] |
+//! | `Throttled` | 0/1 | see below |
+//! | `ThermalWaitS` | s | time the thermal guard waited before this run |
+//!
+//! A run is **throttled** when the SM clock after it is below 90% of the maximum (boost) SM
+//! clock, or when a thermal or power clock-event reason is set before or after it:
+//! `SW_POWER_CAP` (0x4), `HW_SLOWDOWN` (0x8), `SW_THERMAL_SLOWDOWN` (0x20),
+//! `HW_THERMAL_SLOWDOWN` (0x40), `HW_POWER_BRAKE_SLOWDOWN` (0x80) ([`THERMAL_OR_POWER`]).
+//! `GPU_IDLE` (0x1), `APPLICATIONS_CLOCKS_SETTING` (0x2), `SYNC_BOOST` (0x10) and
+//! `DISPLAY_CLOCK_SETTING` (0x100) do not count. Unknown when neither the clock nor the
+//! reasons can be read.
+//!
+//! Without NVML every number is NaN and `ThrottleReasons` is empty; nothing fails.
+
+use std::time::{Duration, Instant};
+
+use kprof_core::{ExtraValue, ProcessedResults, RawResults};
+
+use super::nvml::GpuDevice;
+
+/// Column names written for every run, in order.
+pub const CONDITION_COLUMNS: [&str; 8] = [
+    "SMClockMHz",
+    "MemClockMHz",
+    "TemperatureC",
+    "PowerW",
+    "EnergyMilliJ",
+    "ThrottleReasons",
+    "Throttled",
+    "ThermalWaitS",
+];
+
+/// The processed-table column counting throttled runs.
+pub const THROTTLED_RUNS_COLUMN: &str = "ThrottledRuns";
+
+/// A run whose SM clock is below this fraction of the max boost clock is throttled.
+pub const THROTTLE_CLOCK_FRACTION: f64 = 0.9;
+
+/// NVML clock-event reason bits (`nvmlClocksEventReason*`).
+pub mod reasons {
+    /// Nothing is running on the GPU.
+    pub const GPU_IDLE: u64 = 0x1;
+    /// Clocks limited by the applications-clocks setting.
+    pub const APPLICATIONS_CLOCKS_SETTING: u64 = 0x2;
+    /// Software power cap.
+    pub const SW_POWER_CAP: u64 = 0x4;
+    /// Hardware slowdown (temperature, power brake or fast power trigger).
+    pub const HW_SLOWDOWN: u64 = 0x8;
+    /// Held back by another GPU of its sync-boost group.
+    pub const SYNC_BOOST: u64 = 0x10;
+    /// Software thermal slowdown.
+    pub const SW_THERMAL_SLOWDOWN: u64 = 0x20;
+    /// Hardware thermal slowdown.
+    pub const HW_THERMAL_SLOWDOWN: u64 = 0x40;
+    /// Hardware power-brake slowdown.
+    pub const HW_POWER_BRAKE_SLOWDOWN: u64 = 0x80;
+    /// Clocks limited by the display clock setting.
+    pub const DISPLAY_CLOCK_SETTING: u64 = 0x100;
+}
+
+/// The reason bits that flag a run as throttled (thermal or power).
+pub const THERMAL_OR_POWER: u64 = reasons::SW_POWER_CAP
+    | reasons::HW_SLOWDOWN
+    | reasons::SW_THERMAL_SLOWDOWN
+    | reasons::HW_THERMAL_SLOWDOWN
+    | reasons::HW_POWER_BRAKE_SLOWDOWN;
+
+const REASON_NAMES: [(u64, &str); 9] = [
+    (reasons::GPU_IDLE, "GpuIdle"),
+    (reasons::APPLICATIONS_CLOCKS_SETTING, "ApplicationsClocksSetting"),
+    (reasons::SW_POWER_CAP, "SwPowerCap"),
+    (reasons::HW_SLOWDOWN, "HwSlowdown"),
+    (reasons::SYNC_BOOST, "SyncBoost"),
+    (reasons::SW_THERMAL_SLOWDOWN, "SwThermalSlowdown"),
+    (reasons::HW_THERMAL_SLOWDOWN, "HwThermalSlowdown"),
+    (reasons::HW_POWER_BRAKE_SLOWDOWN, "HwPowerBrakeSlowdown"),
+    (reasons::DISPLAY_CLOCK_SETTING, "DisplayClockSetting"),
+];
+
+/// Names of the set reason bits, in bit order; unknown bits as hex (`0x200`); `None` for 0.
+pub fn throttle_reason_names(bits: u64) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = bits;
+    for (bit, name) in REASON_NAMES {
+        if bits & bit != 0 {
+            out.push(name.to_string());
+            rest &= !bit;
+        }
+    }
+    for i in 0..64 {
+        if rest & (1 << i) != 0 {
+            out.push(format!("{:#x}", 1u64 << i));
+        }
+    }
+    if out.is_empty() {
+        out.push("None".into());
+    }
+    out
+}
+
+/// Where the sampler reads conditions (NVML in production, a fake in tests).
+pub trait ConditionsSource {
+    /// Current SM clock, MHz.
+    fn sm_clock_mhz(&mut self) -> Option<f64>;
+    /// Current memory clock, MHz.
+    fn mem_clock_mhz(&mut self) -> Option<f64>;
+    /// Max boost SM clock, MHz (read once).
+    fn max_sm_clock_mhz(&mut self) -> Option<f64>;
+    /// Clock-event reasons bitmask.
+    fn throttle_reasons(&mut self) -> Option<u64>;
+    /// GPU temperature, °C.
+    fn temperature_c(&mut self) -> Option<f64>;
+    /// Power draw, mW.
+    fn power_mw(&mut self) -> Option<f64>;
+    /// Total-energy counter, mJ.
+    fn total_energy_mj(&mut self) -> Option<u64>;
+}
+
+impl ConditionsSource for GpuDevice {
+    fn sm_clock_mhz(&mut self) -> Option<f64> {
+        GpuDevice::sm_clock_mhz(self).map(f64::from)
+    }
+    fn mem_clock_mhz(&mut self) -> Option<f64> {
+        GpuDevice::mem_clock_mhz(self).map(f64::from)
+    }
+    fn max_sm_clock_mhz(&mut self) -> Option<f64> {
+        GpuDevice::max_sm_clock_mhz(self).map(f64::from)
+    }
+    fn throttle_reasons(&mut self) -> Option<u64> {
+        GpuDevice::throttle_reasons(self)
+    }
+    fn temperature_c(&mut self) -> Option<f64> {
+        GpuDevice::temperature_c(self).map(f64::from)
+    }
+    fn power_mw(&mut self) -> Option<f64> {
+        GpuDevice::power_mw(self).map(f64::from)
+    }
+    fn total_energy_mj(&mut self) -> Option<u64> {
+        GpuDevice::total_energy_mj(self)
+    }
+}
+
+/// The conditions of one run. Numbers are NaN when unknown.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RunConditions {
+    /// SM clock right before the run, MHz.
+    pub sm_clock_mhz_before: f64,
+    /// SM clock right after the run, MHz (the `SMClockMHz` column).
+    pub sm_clock_mhz_after: f64,
+    /// Max boost SM clock of the device, MHz.
+    pub max_sm_clock_mhz: f64,
+    /// Memory clock after the run, MHz.
+    pub mem_clock_mhz: f64,
+    /// Clock-event reasons before the run.
+    pub throttle_reasons_before: Option<u64>,
+    /// Clock-event reasons after the run (the `ThrottleReasons` column).
+    pub throttle_reasons: Option<u64>,
+    /// GPU temperature after the run, °C.
+    pub temperature_c: f64,
+    /// Power draw after the run, mW.
+    pub power_mw: f64,
+    /// Energy used during the run (counter difference), mJ.
+    pub energy_mj: f64,
+    /// Host time between the before and after readings, s.
+    pub wall_s: f64,
+    /// Time the thermal guard waited before the run, s.
+    pub thermal_wait_s: f64,
+    /// Whether the run was throttled (see the module docs); `None` when unknown.
+    pub throttled: Option<bool>,
+}
+
+impl RunConditions {
+    /// The conditions of a run without NVML: every reading NaN, only the guard's wait known.
+    pub fn unknown(thermal_wait: Duration) -> Self {
+        RunConditions {
+            sm_clock_mhz_before: f64::NAN,
+            sm_clock_mhz_after: f64::NAN,
+            max_sm_clock_mhz: f64::NAN,
+            mem_clock_mhz: f64::NAN,
+            throttle_reasons_before: None,
+            throttle_reasons: None,
+            temperature_c: f64::NAN,
+            power_mw: f64::NAN,
+            energy_mj: f64::NAN,
+            wall_s: f64::NAN,
+            thermal_wait_s: thermal_wait.as_secs_f64(),
+            throttled: None,
+        }
+    }
+
+    /// Decides [`RunConditions::throttled`] from the other fields.
+    pub fn classify(&mut self) {
+        let clock_low =
+            (self.sm_clock_mhz_after.is_finite() && self.max_sm_clock_mhz.is_finite() && self.max_sm_clock_mhz > 0.0)
+                .then_some(self.sm_clock_mhz_after < THROTTLE_CLOCK_FRACTION * self.max_sm_clock_mhz);
+        let reasons = match (self.throttle_reasons_before, self.throttle_reasons) {
+            (None, None) => None,
+            (a, b) => Some((a.unwrap_or(0) | b.unwrap_or(0)) & THERMAL_OR_POWER != 0),
+        };
+        self.throttled = match (clock_low, reasons) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(false) || b.unwrap_or(false)),
+        };
+    }
+
+    /// Names of the reasons after the run.
+    pub fn throttle_reason_names(&self) -> Vec<String> {
+        self.throttle_reasons.map(throttle_reason_names).unwrap_or_default()
+    }
+
+    /// The run's extra columns ([`CONDITION_COLUMNS`], in order).
+    pub fn to_extras(&self) -> Vec<(&'static str, ExtraValue)> {
+        let n = ExtraValue::Number;
+        vec![
+            ("SMClockMHz", n(self.sm_clock_mhz_after)),
+            ("MemClockMHz", n(self.mem_clock_mhz)),
+            ("TemperatureC", n(self.temperature_c)),
+            ("PowerW", n(self.power_mw / 1000.0)),
+            ("EnergyMilliJ", n(self.energy_mj)),
+            (
+                "ThrottleReasons",
+                self.throttle_reasons
+                    .map(|b| ExtraValue::Text(format!("{b:#x}")))
+                    .unwrap_or(ExtraValue::Missing),
+            ),
+            (
+                "Throttled",
+                n(self.throttled.map(|t| if t { 1.0 } else { 0.0 }).unwrap_or(f64::NAN)),
+            ),
+            ("ThermalWaitS", n(self.thermal_wait_s)),
+        ]
+    }
+}
+
+struct Before {
+    at: Instant,
+    sm: f64,
+    reasons: Option<u64>,
+    energy: Option<u64>,
+}
+
+/// Reads conditions around each run: [`RunSampler::begin_run`] right before the run,
+/// [`RunSampler::end_run`] right after it has synchronised.
+pub struct RunSampler<S> {
+    source: Option<S>,
+    max_sm_clock_mhz: f64,
+    before: Option<Before>,
+}
+
+impl<S: ConditionsSource> RunSampler<S> {
+    /// A sampler over `source`; `None` (no NVML) gives NaN conditions.
+    pub fn new(mut source: Option<S>) -> Self {
+        let max_sm_clock_mhz = source.as_mut().and_then(|s| s.max_sm_clock_mhz()).unwrap_or(f64::NAN);
+        RunSampler {
+            source,
+            max_sm_clock_mhz,
+            before: None,
+        }
+    }
+
+    /// Whether a source is present.
+    pub fn is_active(&self) -> bool {
+        self.source.is_some()
+    }
+
+    /// The max boost SM clock read at construction, MHz (NaN if unknown).
+    pub fn max_sm_clock_mhz(&self) -> f64 {
+        self.max_sm_clock_mhz
+    }
+
+    /// Reads the "before" values: energy counter, SM clock, reasons. Cheap (a few NVML calls,
+    /// tens of microseconds); call it outside the timed region.
+    pub fn begin_run(&mut self) {
+        self.before = self.source.as_mut().map(|s| {
+            let energy = s.total_energy_mj();
+            let sm = s.sm_clock_mhz().unwrap_or(f64::NAN);
+            let reasons = s.throttle_reasons();
+            Before {
+                at: Instant::now(),
+                sm,
+                reasons,
+                energy,
+            }
+        });
+    }
+
+    /// Reads the "after" values and returns the run's conditions. `thermal_wait` is what
+    /// [`super::ThermalGuard::guard_before_run`] returned for this run.
+    pub fn end_run(&mut self, thermal_wait: Duration) -> RunConditions {
+        let before = self.before.take();
+        let Some(s) = self.source.as_mut() else {
+            return RunConditions::unknown(thermal_wait);
+        };
+        let energy_after = s.total_energy_mj();
+        let sm_after = s.sm_clock_mhz().unwrap_or(f64::NAN);
+        let reasons_after = s.throttle_reasons();
+        let mem = s.mem_clock_mhz().unwrap_or(f64::NAN);
+        let temp = s.temperature_c().unwrap_or(f64::NAN);
+        let power = s.power_mw().unwrap_or(f64::NAN);
+        let (sm_before, reasons_before, energy, wall) = match &before {
+            Some(b) => (
+                b.sm,
+                b.reasons,
+                match (b.energy, energy_after) {
+                    (Some(a), Some(z)) if z >= a => (z - a) as f64,
+                    _ => f64::NAN,
+                },
+                b.at.elapsed().as_secs_f64(),
+            ),
+            None => (f64::NAN, None, f64::NAN, f64::NAN),
+        };
+        let mut c = RunConditions {
+            sm_clock_mhz_before: sm_before,
+            sm_clock_mhz_after: sm_after,
+            max_sm_clock_mhz: self.max_sm_clock_mhz,
+            mem_clock_mhz: mem,
+            throttle_reasons_before: reasons_before,
+            throttle_reasons: reasons_after,
+            temperature_c: temp,
+            power_mw: power,
+            energy_mj: energy,
+            wall_s: wall,
+            thermal_wait_s: thermal_wait.as_secs_f64(),
+            throttled: None,
+        };
+        c.classify();
+        c
+    }
+}
+
+fn number(v: &ExtraValue) -> Option<f64> {
+    match v {
+        ExtraValue::Number(x) if x.is_finite() => Some(*x),
+        ExtraValue::Text(t) => t.trim().parse::<f64>().ok().filter(|x| x.is_finite()),
+        _ => None,
+    }
+}
+
+/// Per series of `raw` (indexed like `raw.series`): the number of runs whose `Throttled`
+/// column is 1; `None` when no run of the series has a known `Throttled` value (no NVML, or no
+/// `Throttled` column at all).
+pub fn throttled_runs(raw: &RawResults) -> Vec<Option<u32>> {
+    let mut out = vec![None; raw.series.len()];
+    let Some(col) = raw.extras.iter().find(|c| c.name == "Throttled") else {
+        return out;
+    };
+    for (sample, v) in raw.samples.iter().zip(&col.values) {
+        if let Some(x) = number(v) {
+            let slot = out[sample.series as usize].get_or_insert(0);
+            if x > 0.5 {
+                *slot += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Adds a `ThrottledRuns` column to every row of `processed` whose (benchmark, annotation,
+/// metric, configuration) is a series of `raw`: the count from [`throttled_runs`], NaN when
+/// unknown. Does nothing when `raw` has no `Throttled` column. Replaces an existing
+/// `ThrottledRuns` value.
+pub fn add_throttled_runs(processed: &mut ProcessedResults, raw: &RawResults) {
+    if !raw.extras.iter().any(|c| c.name == "Throttled") {
+        return;
+    }
+    let counts = throttled_runs(raw);
+    for row in &mut processed.rows {
+        let found = raw.series.iter().position(|s| {
+            s.key.benchmark == row.benchmark
+                && s.key.annotation == row.annotation
+                && s.key.metric == row.metric
+                && raw.configs[s.key.config as usize] == row.config
+        });
+        let value = match found.and_then(|i| counts[i]) {
+            Some(n) => ExtraValue::Number(n as f64),
+            None => ExtraValue::Number(f64::NAN),
+        };
+        row.extras.retain(|(n, _)| n != THROTTLED_RUNS_COLUMN);
+        row.extras.push((THROTTLED_RUNS_COLUMN.to_string(), value));
+    }
+}
+
+/// Pearson correlation of each series' values with its `SMClockMHz` column over the runs where
+/// both are finite (indexed like `raw.series`); `None` with fewer than 3 such runs or when
+/// either has no variance. A strongly negative value means the time follows the clock.
+pub fn clock_correlation(raw: &RawResults) -> Vec<Option<f64>> {
+    let mut pairs: Vec<Vec<(f64, f64)>> = vec![Vec::new(); raw.series.len()];
+    if let Some(col) = raw.extras.iter().find(|c| c.name == "SMClockMHz") {
+        for (s, v) in raw.samples.iter().zip(&col.values) {
+            if let Some(clock) = number(v) {
+                if s.value.is_finite() {
+                    pairs[s.series as usize].push((s.value, clock));
+                }
+            }
+        }
+    }
+    pairs.iter().map(|p| pearson(p)).collect()
+}
+
+/// Pearson's r of `(x, y)` pairs; `None` with fewer than 3 pairs or zero variance.
+pub fn pearson(pairs: &[(f64, f64)]) -> Option<f64> {
+    if pairs.len() < 3 {
+        return None;
+    }
+    let n = pairs.len() as f64;
+    let (mx, my) = pairs.iter().fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
+    let (mx, my) = (mx / n, my / n);
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for (x, y) in pairs {
+        sxy += (x - mx) * (y - my);
+        sxx += (x - mx) * (x - mx);
+        syy += (y - my) * (y - my);
+    }
+    (sxx > 0.0 && syy > 0.0).then(|| sxy / (sxx * syy).sqrt())
+}
