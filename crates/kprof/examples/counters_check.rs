@@ -12,8 +12,9 @@
 //! `sm__throughput.avg.pct_of_peak_sustained_elapsed`:
 //! * kernel replay: 3 launches → 3 ranges "0","1","2";
 //! * user replay: range "scale_x1" (1 launch) and "scale_x3" (3 launches), closure re-run per pass;
-//! then times the per-kernel cost of a 3-metric set in kernel replay on small (~10 µs) kernels,
-//! and checks that too many kernels for the counter-data image is an error (no silent drops).
+//!
+//! Then it times the per-kernel cost of a 3-metric set in kernel replay on small (~10 µs)
+//! kernels, and checks that too many kernels for the counter-data image is an error.
 //!
 //! libcupti: `KPROF_CUPTI_PATH`, else the pip copy under /opt/torch/.venv, else the toolkit's.
 
@@ -217,7 +218,7 @@ impl Gpu {
             &mut a as *mut _ as *mut c_void,
             &mut pn as *mut _ as *mut c_void,
         ];
-        let blocks = ((n + 255) / 256).min(132 * 8) as c_uint;
+        let blocks = n.div_ceil(256).min(132 * 8) as c_uint;
         self.d.check("cuLaunchKernel", unsafe {
             (self.d.cu_launch_kernel)(
                 self.func,
@@ -296,7 +297,7 @@ fn check_bytes(rec: &Recording, range: &str, launches: u64, failures: &mut Vec<S
         let line = format!("{:?} {m}: {v:.0} vs {expect:.0} moved ({rel:+.3} %)\n", range);
         print!("{line}");
         report.push_str(&line);
-        if !(rel.abs() < 3.0) {
+        if rel.is_nan() || rel.abs() >= 3.0 {
             failures.push(format!("range {range:?}: {m} off by {rel:.2} %"));
         }
     }

@@ -1,8 +1,8 @@
 //! Collection with the CUPTI Range Profiler (`cupti_range_profiler.h`) on the current context.
 //!
 //! Sequence (gpu-stack.md §3.5, run on the H200): `cuptiProfilerInitialize` →
-//! `cuptiDeviceGetChipName` → `cuptiProfilerGetCounterAvailability` → host object + config image
-//! + pass count → `cuptiRangeProfilerEnable(ctx)` → per collection: `GetCounterDataSize` +
+//! `cuptiDeviceGetChipName` → `cuptiProfilerGetCounterAvailability` → host object, config image
+//! and pass count → `cuptiRangeProfilerEnable(ctx)` → per collection: `GetCounterDataSize` +
 //! `CounterDataImageInitialize` → `SetConfig` → `Start` / [`PushRange` … `PopRange`] / `Stop`
 //! until `isAllPassSubmitted` → `DecodeData` (synchronizes the context; dropped ranges are an
 //! error here) → per range `CounterDataGetRangeInfo` + `cuptiProfilerHostEvaluateToGpuValues`.

@@ -359,8 +359,8 @@ pub struct StructSizes {
     pub get_counter_availability: usize,
     /// 32 on 13.0–13.3; 36 from 13.4 (`cacheControlMode`).
     pub range_enable: usize,
-    /// 48. Later CUPTIs append `pSinglePassMetricSetName` (56) which these structs do not
-    /// declare; CUPTI accepts the older size, so 48 is right for every version.
+    /// Always 48: later CUPTIs append `pSinglePassMetricSetName` (size 56), which these structs
+    /// do not declare, and CUPTI accepts the older size.
     pub host_initialize: usize,
 }
 
