@@ -16,6 +16,7 @@ use kprof_core::pipeline::{process, ProcessOptions};
 use kprof_core::stats::{BootstrapOptions, StatsOptions};
 
 mod import_cmd;
+mod metrics_cmd;
 
 #[derive(Parser, Debug)]
 #[command(name = "kprof", version, about = "GPU kernel profiling you can trust")]
@@ -30,6 +31,8 @@ enum Command {
     Summarize(SummarizeArgs),
     /// Turn an Nsight Compute report (.ncu-rep, or its raw-page CSV export) into kprof's tables.
     Import(import_cmd::ImportArgs),
+    /// List hardware metrics (ncu names) for a chip, validate names, count replay passes.
+    Metrics(metrics_cmd::MetricsArgs),
     /// Print a result file (raw CSV, processed CSV or kprof JSON) as an aligned table.
     Show {
         /// The result file.
@@ -124,6 +127,7 @@ fn main() -> ExitCode {
         Command::Summarize(args) => summarize(args),
         Command::Show { file, max_rows } => show(file, *max_rows),
         Command::Import(args) => import_cmd::run(args.clone()),
+        Command::Metrics(args) => metrics_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -111,6 +111,7 @@ pub use kprof_core as core;
 
 pub mod attribution;
 pub mod conditions;
+pub mod counters;
 pub mod cupti;
 pub mod driver;
 pub mod error;

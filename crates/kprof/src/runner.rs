@@ -1386,7 +1386,7 @@ mod tests {
         let p = StoppingPolicy {
             min_runs: 5,
             max_runs: 3,
-            ..Default::default()
+            ..StoppingPolicy::fixed(3)
         };
         let e = BenchOptions {
             policy: Some(p),
@@ -1398,7 +1398,7 @@ mod tests {
         assert!(e.contains("min_runs"), "{e}");
         let p = StoppingPolicy {
             target_rsd_pct: Some(-1.0),
-            ..Default::default()
+            ..StoppingPolicy::fixed(3)
         };
         assert!(BenchOptions {
             policy: Some(p),
@@ -1406,61 +1406,6 @@ mod tests {
         }
         .validate()
         .is_err());
-    }
-
-    #[test]
-    fn reducers() {
-        let k = [("a", 1.0), ("b", 4.0), ("c", 2.0)];
-        let v = |r: Reducer| combine_kernels(&k, &r).unwrap().1;
-        assert_eq!(
-            combine_kernels(&k, &Reducer::Sum).unwrap(),
-            ("a|b|c".to_string(), 7.0)
-        );
-        assert_eq!(v(Reducer::Mean), 7.0 / 3.0);
-        assert_eq!(v(Reducer::Max), 4.0);
-        assert_eq!(v(Reducer::Min), 1.0);
-        assert_eq!(v(Reducer::First), 1.0);
-        assert_eq!(v(Reducer::Last), 2.0);
-        assert_eq!(v(Reducer::Custom(Arc::new(|a, b| a * b))), 8.0);
-        assert!(combine_kernels(&[], &Reducer::Sum).is_none());
-    }
-
-    #[test]
-    fn policy_stops_on_precision_or_budget() {
-        let p = StoppingPolicy {
-            min_runs: 3,
-            max_runs: 50,
-            ..Default::default()
-        };
-        assert!(!policy_should_stop(&p, &[100.0, 100.0], 2, Duration::ZERO));
-        assert!(policy_should_stop(
-            &p,
-            &[100.0, 100.0, 100.0],
-            3,
-            Duration::ZERO
-        ));
-        assert!(!policy_should_stop(
-            &p,
-            &[100.0, 200.0, 50.0],
-            3,
-            Duration::ZERO
-        ));
-        assert!(policy_should_stop(
-            &p,
-            &[100.0, 200.0, 50.0],
-            50,
-            Duration::ZERO
-        ));
-        let b = StoppingPolicy {
-            time_budget: Some(Duration::from_millis(1)),
-            ..p
-        };
-        assert!(policy_should_stop(
-            &b,
-            &[100.0, 200.0, 50.0],
-            3,
-            Duration::from_secs(1)
-        ));
     }
 
     #[test]
@@ -1639,7 +1584,7 @@ mod tests {
             min_runs: 3,
             max_runs: 20,
             target_rel_ci_half_width: Some(0.01),
-            ..Default::default()
+            ..StoppingPolicy::fixed(20)
         };
         let opts = BenchOptions {
             warmup: 0,

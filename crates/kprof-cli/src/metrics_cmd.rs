@@ -1,0 +1,157 @@
+//! `kprof metrics`: metric discovery without a GPU.
+//!
+//! ```text
+//! kprof metrics [--chip GH100] [--filter dram] [--suffixes]     # list metrics, descriptions, units
+//! kprof metrics [--chip GH100] --passes m1,m2,...               # print the number of replay passes
+//! ```
+//!
+//! Works on a GPU-less machine: the CUPTI Profiler Host API only needs the chip name. The
+//! library comes from `--cupti`, else `KPROF_CUPTI_PATH` (file or folder), else
+//! `KPROF_CUPTI_WHEEL_DIR` (an unpacked `nvidia-cuda-cupti` wheel), else the CUDA toolkit
+//! (`kprof::counters::locate_cupti`). An unknown metric name is an error naming the closest
+//! valid ones (exit status 1 through `main`).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+
+use kprof::counters::{locate_cupti, MetricsCatalog};
+
+/// Arguments of `kprof metrics`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct MetricsArgs {
+    /// Chip whose metrics to list: GH100 (H100/H200), GA100, AD102, GB100, ... Without it,
+    /// KPROF_CHIP or GH100. (On a GPU machine the engine takes it from the device.)
+    #[arg(long, value_name = "CHIP")]
+    pub chip: Option<String>,
+    /// Only base metrics whose name contains this text (case-insensitive).
+    #[arg(long, value_name = "TEXT")]
+    pub filter: Option<String>,
+    /// Print the number of replay passes this metric set needs (a number only), after checking
+    /// the names.
+    #[arg(long, value_delimiter = ',', value_name = "M1,M2")]
+    pub passes: Option<Vec<String>>,
+    /// List every full name (base + suffix, as ncu names them) with its unit.
+    #[arg(long)]
+    pub suffixes: bool,
+    /// libcupti to use (file or folder); overrides KPROF_CUPTI_PATH.
+    #[arg(long, value_name = "PATH")]
+    pub cupti: Option<PathBuf>,
+}
+
+fn chip(args: &MetricsArgs) -> String {
+    args.chip
+        .clone()
+        .or_else(|| std::env::var("KPROF_CHIP").ok().filter(|s| !s.is_empty()))
+        .unwrap_or_else(|| "GH100".into())
+}
+
+fn cupti_path(args: &MetricsArgs) -> Result<PathBuf> {
+    match &args.cupti {
+        Some(p) if p.is_dir() => {
+            kprof::counters::cupti_in(p).with_context(|| format!("no libcupti.so* in {}", p.display()))
+        }
+        Some(p) => Ok(p.clone()),
+        None => Ok(locate_cupti()?),
+    }
+}
+
+/// Runs `kprof metrics`.
+pub fn run(args: &MetricsArgs) -> Result<()> {
+    let lib = cupti_path(args)?;
+    let chip = chip(args);
+    let catalog = MetricsCatalog::open(&lib, &chip).with_context(|| format!("cannot read the metrics of {chip}"))?;
+    let mut out = std::io::stdout().lock();
+    let result = if let Some(names) = &args.passes {
+        let names: Vec<&str> = names.iter().map(|s| s.trim()).filter(|s| !s.is_empty()).collect();
+        let passes = catalog.num_passes(&names)?;
+        writeln!(out, "{passes}")
+    } else {
+        list(&catalog, args, &mut out)
+    };
+    match result {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => Ok(r?),
+    }
+}
+
+fn list(catalog: &MetricsCatalog, args: &MetricsArgs, out: &mut impl Write) -> std::io::Result<()> {
+    let bases = catalog.filter(args.filter.as_deref());
+    let mut rows: Vec<[String; 4]> = Vec::new();
+    for b in &bases {
+        if args.suffixes {
+            for full in b.full_names() {
+                let unit = catalog.properties(&full).map(|p| p.dim_unit).unwrap_or_default();
+                rows.push([full, b.kind.to_string(), unit, b.description.clone()]);
+            }
+        } else {
+            let unit = if b.hw_unit.is_empty() {
+                b.dim_unit.clone()
+            } else {
+                format!("{} ({})", b.dim_unit, b.hw_unit)
+            };
+            rows.push([b.name.clone(), b.kind.to_string(), unit, b.description.clone()]);
+        }
+    }
+    let header = [
+        if args.suffixes { "metric" } else { "base metric" },
+        "kind",
+        "unit",
+        "description",
+    ];
+    let w: Vec<usize> = (0..3)
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].len())
+                .chain([header[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    writeln!(
+        out,
+        "{:w0$}  {:w1$}  {:w2$}  {}",
+        header[0],
+        header[1],
+        header[2],
+        header[3],
+        w0 = w[0],
+        w1 = w[1],
+        w2 = w[2]
+    )?;
+    for r in &rows {
+        writeln!(
+            out,
+            "{:w0$}  {:w1$}  {:w2$}  {}",
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            w0 = w[0],
+            w1 = w[1],
+            w2 = w[2]
+        )?;
+    }
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(
+        err,
+        "{} base metrics{} for {} (CUPTI {} from {}).{}",
+        bases.len(),
+        args.filter
+            .as_deref()
+            .map(|f| format!(" matching {f:?}"))
+            .unwrap_or_default(),
+        catalog.chip(),
+        catalog.lib().api_version,
+        catalog.lib().path.display(),
+        if args.suffixes {
+            String::new()
+        } else {
+            " Counters need a rollup (.sum/.avg/.min/.max), ratios .ratio/.pct/.max_rate, throughputs \
+             e.g. .avg.pct_of_peak_sustained_elapsed; --suffixes lists every full name."
+                .to_string()
+        }
+    );
+    Ok(())
+}

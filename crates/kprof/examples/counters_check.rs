@@ -1,0 +1,518 @@
+//! GPU check of the counter module (run on the H200; needs a GPU, libcuda and libcupti).
+//!
+//! ```text
+//! counters_check OUT_DIR           # collect, check, write recordings to OUT_DIR/{kernel_replay,user_replay}
+//! counters_check --plain [N_SMALL] # only launch the same kernels (for ncu; no CUPTI)
+//! ```
+//!
+//! A hand-written PTX kernel `y[i] = a * x[i]` over 64 Mi floats moves 256 MiB in and 256 MiB
+//! out per launch (≫ the 50 MB L2), so `dram__bytes_read.sum` and `dram__bytes_write.sum` must
+//! each be ≈ 268,435,456 bytes per launch. It collects `gpu__time_duration.sum`,
+//! `dram__bytes_read.sum`, `dram__bytes_write.sum` and
+//! `sm__throughput.avg.pct_of_peak_sustained_elapsed`:
+//! * kernel replay: 3 launches → 3 ranges "0","1","2";
+//! * user replay: range "scale_x1" (1 launch) and "scale_x3" (3 launches), closure re-run per pass;
+//!
+//! Then it times the per-kernel cost of a 3-metric set in kernel replay on small (~10 µs)
+//! kernels, and checks that too many kernels for the counter-data image is an error.
+//!
+//! libcupti: `KPROF_CUPTI_PATH`, else the pip copy under /opt/torch/.venv, else the toolkit's.
+
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
+use std::path::{Path, PathBuf};
+use std::ptr::{null, null_mut};
+use std::time::Instant;
+
+use kprof::counters::recorded::write_recording;
+use kprof::counters::{CountersError, CuptiLib, RangeProfiler, Recording, ReplayMode};
+
+const PTX: &str = r#"
+.version 7.0
+.target sm_80
+.address_size 64
+
+.visible .entry scale(
+    .param .u64 px,
+    .param .u64 py,
+    .param .f32 pa,
+    .param .u64 pn
+)
+{
+    .reg .pred %p;
+    .reg .b32 %r<5>;
+    .reg .b64 %rd<10>;
+    .reg .f32 %f<3>;
+
+    ld.param.u64 %rd1, [px];
+    ld.param.u64 %rd2, [py];
+    ld.param.f32 %f1, [pa];
+    ld.param.u64 %rd3, [pn];
+    cvta.to.global.u64 %rd1, %rd1;
+    cvta.to.global.u64 %rd2, %rd2;
+    mov.u32 %r1, %ctaid.x;
+    mov.u32 %r2, %ntid.x;
+    mov.u32 %r3, %tid.x;
+    mov.u32 %r4, %nctaid.x;
+    mul.wide.u32 %rd4, %r1, %r2;
+    cvt.u64.u32 %rd5, %r3;
+    add.u64 %rd4, %rd4, %rd5;
+    mul.wide.u32 %rd6, %r4, %r2;
+LOOP:
+    setp.ge.u64 %p, %rd4, %rd3;
+    @%p bra DONE;
+    shl.b64 %rd7, %rd4, 2;
+    add.u64 %rd8, %rd1, %rd7;
+    ld.global.f32 %f2, [%rd8];
+    mul.f32 %f2, %f2, %f1;
+    add.u64 %rd9, %rd2, %rd7;
+    st.global.f32 [%rd9], %f2;
+    add.u64 %rd4, %rd4, %rd6;
+    bra LOOP;
+DONE:
+    ret;
+}
+"#;
+
+const METRICS4: [&str; 4] = [
+    "gpu__time_duration.sum",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+];
+const METRICS3: [&str; 3] = [
+    "gpu__time_duration.sum",
+    "dram__bytes_read.sum",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+];
+const N_BIG: u64 = 64 << 20; // floats: 256 MiB per buffer
+const N_SMALL_DEFAULT: u64 = 1 << 20; // 4 MiB: a ~10 µs kernel
+const SMALL_KERNELS: usize = 50;
+
+type CUresult = c_int;
+type CUdeviceptr = u64;
+
+/// The few driver calls this check needs, resolved from libcuda.so.1.
+struct Driver {
+    _lib: libloading::Library,
+    cu_init: unsafe extern "C" fn(c_uint) -> CUresult,
+    cu_device_get: unsafe extern "C" fn(*mut c_int, c_int) -> CUresult,
+    cu_device_get_name: unsafe extern "C" fn(*mut c_char, c_int, c_int) -> CUresult,
+    cu_primary_ctx_retain: unsafe extern "C" fn(*mut *mut c_void, c_int) -> CUresult,
+    cu_ctx_set_current: unsafe extern "C" fn(*mut c_void) -> CUresult,
+    cu_ctx_synchronize: unsafe extern "C" fn() -> CUresult,
+    cu_module_load_data: unsafe extern "C" fn(*mut *mut c_void, *const c_void) -> CUresult,
+    cu_module_get_function: unsafe extern "C" fn(*mut *mut c_void, *mut c_void, *const c_char) -> CUresult,
+    cu_mem_alloc: unsafe extern "C" fn(*mut CUdeviceptr, usize) -> CUresult,
+    cu_memset_d32: unsafe extern "C" fn(CUdeviceptr, c_uint, usize) -> CUresult,
+    cu_launch_kernel: unsafe extern "C" fn(
+        *mut c_void,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        *mut c_void,
+        *mut *mut c_void,
+        *mut *mut c_void,
+    ) -> CUresult,
+    cu_get_error_name: unsafe extern "C" fn(CUresult, *mut *const c_char) -> CUresult,
+}
+
+impl Driver {
+    fn load() -> Result<Self, String> {
+        let lib = unsafe { libloading::Library::new("libcuda.so.1") }.map_err(|e| format!("libcuda.so.1: {e}"))?;
+        macro_rules! s {
+            ($n:literal) => {
+                *unsafe { lib.get(concat!($n, "\0").as_bytes()) }.map_err(|e| format!("{}: {e}", $n))?
+            };
+        }
+        Ok(Driver {
+            cu_init: s!("cuInit"),
+            cu_device_get: s!("cuDeviceGet"),
+            cu_device_get_name: s!("cuDeviceGetName"),
+            cu_primary_ctx_retain: s!("cuDevicePrimaryCtxRetain"),
+            cu_ctx_set_current: s!("cuCtxSetCurrent"),
+            cu_ctx_synchronize: s!("cuCtxSynchronize"),
+            cu_module_load_data: s!("cuModuleLoadData"),
+            cu_module_get_function: s!("cuModuleGetFunction"),
+            cu_mem_alloc: s!("cuMemAlloc_v2"),
+            cu_memset_d32: s!("cuMemsetD32_v2"),
+            cu_launch_kernel: s!("cuLaunchKernel"),
+            cu_get_error_name: s!("cuGetErrorName"),
+            _lib: lib,
+        })
+    }
+
+    fn check(&self, what: &str, rc: CUresult) -> Result<(), String> {
+        if rc == 0 {
+            return Ok(());
+        }
+        let mut s: *const c_char = null();
+        unsafe { (self.cu_get_error_name)(rc, &mut s) };
+        let name = if s.is_null() {
+            "?".into()
+        } else {
+            unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
+        };
+        Err(format!("{what} failed: {name} ({rc})"))
+    }
+}
+
+struct Gpu {
+    d: Driver,
+    ctx: *mut c_void,
+    func: *mut c_void,
+    x: CUdeviceptr,
+    y: CUdeviceptr,
+    name: String,
+}
+
+impl Gpu {
+    fn new() -> Result<Self, String> {
+        let d = Driver::load()?;
+        unsafe {
+            d.check("cuInit", (d.cu_init)(0))?;
+            let mut dev = 0;
+            d.check("cuDeviceGet", (d.cu_device_get)(&mut dev, 0))?;
+            let mut buf = [0 as c_char; 128];
+            d.check("cuDeviceGetName", (d.cu_device_get_name)(buf.as_mut_ptr(), 128, dev))?;
+            let name = CStr::from_ptr(buf.as_ptr()).to_string_lossy().into_owned();
+            let mut ctx = null_mut();
+            d.check("cuDevicePrimaryCtxRetain", (d.cu_primary_ctx_retain)(&mut ctx, dev))?;
+            d.check("cuCtxSetCurrent", (d.cu_ctx_set_current)(ctx))?;
+            let ptx = CString::new(PTX).unwrap();
+            let mut module = null_mut();
+            d.check(
+                "cuModuleLoadData",
+                (d.cu_module_load_data)(&mut module, ptx.as_ptr() as *const c_void),
+            )?;
+            let mut func = null_mut();
+            d.check(
+                "cuModuleGetFunction",
+                (d.cu_module_get_function)(&mut func, module, c"scale".as_ptr()),
+            )?;
+            let (mut x, mut y) = (0, 0);
+            d.check("cuMemAlloc x", (d.cu_mem_alloc)(&mut x, (N_BIG * 4) as usize))?;
+            d.check("cuMemAlloc y", (d.cu_mem_alloc)(&mut y, (N_BIG * 4) as usize))?;
+            d.check("cuMemsetD32", (d.cu_memset_d32)(x, 1.0f32.to_bits(), N_BIG as usize))?;
+            d.check("cuCtxSynchronize", (d.cu_ctx_synchronize)())?;
+            Ok(Gpu {
+                d,
+                ctx,
+                func,
+                x,
+                y,
+                name,
+            })
+        }
+    }
+
+    /// `y = 2 * x` over the first `n` floats: 132 SMs x 8 blocks of 256 threads, grid-stride.
+    fn scale(&self, n: u64) -> Result<(), String> {
+        let (mut px, mut py, mut a, mut pn) = (self.x, self.y, 2.0f32, n);
+        let mut params: [*mut c_void; 4] = [
+            &mut px as *mut _ as *mut c_void,
+            &mut py as *mut _ as *mut c_void,
+            &mut a as *mut _ as *mut c_void,
+            &mut pn as *mut _ as *mut c_void,
+        ];
+        let blocks = n.div_ceil(256).min(132 * 8) as c_uint;
+        self.d.check("cuLaunchKernel", unsafe {
+            (self.d.cu_launch_kernel)(
+                self.func,
+                blocks,
+                1,
+                1,
+                256,
+                1,
+                1,
+                0,
+                null_mut(),
+                params.as_mut_ptr(),
+                null_mut(),
+            )
+        })
+    }
+
+    fn sync(&self) -> Result<(), String> {
+        self.d
+            .check("cuCtxSynchronize", unsafe { (self.d.cu_ctx_synchronize)() })
+    }
+}
+
+fn find_cupti() -> Result<PathBuf, String> {
+    if let Ok(p) = kprof::counters::locate_cupti() {
+        if std::env::var_os("KPROF_CUPTI_PATH").is_some() {
+            return Ok(p);
+        }
+    }
+    for p in [
+        "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcupti.so.13",
+        "/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so.13",
+        "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13",
+    ] {
+        if Path::new(p).exists() {
+            return Ok(p.into());
+        }
+    }
+    kprof::counters::locate_cupti().map_err(|e| e.to_string())
+}
+
+fn print_table(title: &str, rec: &Recording, report: &mut String) {
+    let mut s = format!(
+        "\n== {title}: chip {}, {} passes, closure ran {}x, {} ranges\n",
+        rec.chip,
+        rec.passes,
+        rec.closure_runs,
+        rec.ranges.len()
+    );
+    s.push_str(&format!("{:<10}", "range"));
+    for m in &rec.metrics {
+        s.push_str(&format!(" {:>52}", m));
+    }
+    s.push('\n');
+    for r in &rec.ranges {
+        s.push_str(&format!("{:<10}", r.name));
+        for (_, v) in &r.values {
+            s.push_str(&format!(" {:>52.3}", v));
+        }
+        s.push('\n');
+    }
+    print!("{s}");
+    report.push_str(&s);
+}
+
+/// Checks dram bytes of a range against `launches` launches of the big kernel (4 bytes x N each way).
+fn check_bytes(rec: &Recording, range: &str, launches: u64, failures: &mut Vec<String>, report: &mut String) {
+    let Some(r) = rec.ranges.iter().find(|r| r.name == range) else {
+        failures.push(format!("range {range:?} missing"));
+        return;
+    };
+    let expect = (launches * N_BIG * 4) as f64;
+    for m in ["dram__bytes_read.sum", "dram__bytes_write.sum"] {
+        let v = r.get(m).unwrap_or(f64::NAN);
+        let rel = (v - expect) / expect * 100.0;
+        let line = format!("{:?} {m}: {v:.0} vs {expect:.0} moved ({rel:+.3} %)\n", range);
+        print!("{line}");
+        report.push_str(&line);
+        if rel.is_nan() || rel.abs() >= 3.0 {
+            failures.push(format!("range {range:?}: {m} off by {rel:.2} %"));
+        }
+    }
+}
+
+fn run(out: &Path) -> Result<Vec<String>, String> {
+    let gpu = Gpu::new()?;
+    let cupti_path = find_cupti()?;
+    let lib = CuptiLib::load(&cupti_path).map_err(|e| e.to_string())?;
+    let mut report = format!(
+        "device {} | libcupti {} (API {}) | nvperf_host {:?}\n",
+        gpu.name,
+        lib.path.display(),
+        lib.api_version,
+        lib.nvperf_host
+    );
+    print!("{report}");
+    let mut failures = Vec::new();
+    gpu.scale(N_BIG)?; // warm-up (JIT, first touch)
+    gpu.sync()?;
+
+    // Kernel replay: 3 launches, 3 ranges.
+    let t = Instant::now();
+    let mut kp = match RangeProfiler::new(lib, gpu.ctx, 0, &METRICS4, ReplayMode::Kernel) {
+        Ok(p) => p,
+        Err(e) => return Err(format!("cannot start the Range Profiler: {e}")),
+    };
+    let setup_kernel = t.elapsed();
+    let t = Instant::now();
+    let mut launch_err = None;
+    let rec = kp
+        .collect(3, |_| {
+            for _ in 0..3 {
+                if let Err(e) = gpu.scale(N_BIG) {
+                    launch_err.get_or_insert(e);
+                }
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    if let Some(e) = launch_err {
+        return Err(e);
+    }
+    let collect_kernel = t.elapsed();
+    print_table(
+        "kernel replay (AutoRange + KernelReplay), 3 launches of scale(64 Mi floats)",
+        &rec,
+        &mut report,
+    );
+    for r in ["0", "1", "2"] {
+        check_bytes(&rec, r, 1, &mut failures, &mut report);
+    }
+    if rec.closure_runs != 1 {
+        failures.push(format!("kernel replay ran the closure {} times", rec.closure_runs));
+    }
+    write_recording(&out.join("kernel_replay"), &rec).map_err(|e| e.to_string())?;
+    drop(kp);
+
+    // User replay: two named ranges, the closure re-runs once per pass.
+    let mut up = RangeProfiler::new(lib, gpu.ctx, 0, &METRICS4, ReplayMode::User).map_err(|e| e.to_string())?;
+    let t = Instant::now();
+    let mut launch_err = None;
+    let rec = up
+        .collect(2, |r| {
+            let mut go = |k: usize| {
+                for _ in 0..k {
+                    if let Err(e) = gpu.scale(N_BIG) {
+                        launch_err.get_or_insert(e);
+                    }
+                }
+            };
+            let _ = r.range("scale_x1", || go(1));
+            let _ = r.range("scale_x3", || go(3));
+        })
+        .map_err(|e| e.to_string())?;
+    if let Some(e) = launch_err {
+        return Err(e);
+    }
+    let collect_user = t.elapsed();
+    print_table(
+        "user replay (UserRange + UserReplay), ranges scale_x1 (1 launch) and scale_x3 (3 launches)",
+        &rec,
+        &mut report,
+    );
+    check_bytes(&rec, "scale_x1", 1, &mut failures, &mut report);
+    check_bytes(&rec, "scale_x3", 3, &mut failures, &mut report);
+    if rec.closure_runs != rec.passes {
+        failures.push(format!(
+            "user replay ran the closure {} times for {} passes",
+            rec.closure_runs, rec.passes
+        ));
+    }
+    write_recording(&out.join("user_replay"), &rec).map_err(|e| e.to_string())?;
+    drop(up);
+
+    // Cost of a 3-metric set per kernel (kernel replay), small kernels.
+    let n_small = N_SMALL_DEFAULT;
+    for _ in 0..5 {
+        gpu.scale(n_small)?;
+    }
+    gpu.sync()?;
+    let t = Instant::now();
+    for _ in 0..SMALL_KERNELS {
+        gpu.scale(n_small)?;
+    }
+    gpu.sync()?;
+    let plain = t.elapsed();
+    let t = Instant::now();
+    let mut p3 = RangeProfiler::new(lib, gpu.ctx, 0, &METRICS3, ReplayMode::Kernel).map_err(|e| e.to_string())?;
+    let setup3 = t.elapsed();
+    let t = Instant::now();
+    let rec3 = p3
+        .collect(SMALL_KERNELS, |_| {
+            for _ in 0..SMALL_KERNELS {
+                let _ = gpu.scale(n_small);
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    let prof = t.elapsed();
+    let mean_dur: f64 = rec3
+        .ranges
+        .iter()
+        .filter_map(|r| r.get("gpu__time_duration.sum"))
+        .sum::<f64>()
+        / rec3.ranges.len().max(1) as f64;
+    let per_kernel_ms = (prof.as_secs_f64() - plain.as_secs_f64()) / SMALL_KERNELS as f64 * 1e3;
+    let s = format!(
+        "\n== cost, 3-metric set ({} passes), {SMALL_KERNELS} kernels of {} floats (gpu__time_duration mean {:.0} ns), kernel replay\n\
+         plain launches: {:.3} ms total | profiled collect: {:.3} ms total | setup (RangeProfiler::new): {:.3} ms\n\
+         per-kernel profiling overhead: {:.3} ms (ncu on the H200: ~93 ms per kernel with one metric, plus ~2.3 s start-up)\n\
+         (4-metric sessions: setup {:.3} ms, kernel-replay collect of 3 big kernels {:.3} ms, user-replay collect {:.3} ms)\n",
+        rec3.passes,
+        n_small,
+        mean_dur,
+        plain.as_secs_f64() * 1e3,
+        prof.as_secs_f64() * 1e3,
+        setup3.as_secs_f64() * 1e3,
+        per_kernel_ms,
+        setup_kernel.as_secs_f64() * 1e3,
+        collect_kernel.as_secs_f64() * 1e3,
+        collect_user.as_secs_f64() * 1e3,
+    );
+    print!("{s}");
+    report.push_str(&s);
+    if rec3.ranges.len() != SMALL_KERNELS {
+        failures.push(format!("{} ranges for {SMALL_KERNELS} kernels", rec3.ranges.len()));
+    }
+
+    // Too many kernels for the image: must be an error, never a silent drop.
+    let r = p3.collect(2, |_| {
+        for _ in 0..4 {
+            let _ = gpu.scale(n_small);
+        }
+    });
+    let line = match &r {
+        Err(CountersError::DroppedRanges { dropped, capacity }) => {
+            format!("\ndropped ranges are an error: OK ({dropped} dropped, capacity {capacity})\n")
+        }
+        Err(e) => format!("\ndropped ranges: other error: {e}\n"),
+        Ok(rec) => {
+            failures.push(format!(
+                "4 kernels into a 2-range image gave no error ({} ranges)",
+                rec.ranges.len()
+            ));
+            format!("\ndropped ranges: NO ERROR ({} ranges returned)\n", rec.ranges.len())
+        }
+    };
+    print!("{line}");
+    report.push_str(&line);
+    std::fs::write(out.join("summary.txt"), &report).map_err(|e| e.to_string())?;
+    Ok(failures)
+}
+
+fn plain(args: &[String]) -> Result<(), String> {
+    let n_small: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(N_SMALL_DEFAULT);
+    let gpu = Gpu::new()?;
+    let t = Instant::now();
+    gpu.scale(N_BIG)?; // warm-up
+    for _ in 0..3 {
+        gpu.scale(N_BIG)?; // as in kernel replay
+    }
+    for _ in 0..4 {
+        gpu.scale(N_BIG)?; // as the user-replay ranges (1 + 3)
+    }
+    for _ in 0..SMALL_KERNELS {
+        gpu.scale(n_small)?;
+    }
+    gpu.sync()?;
+    println!(
+        "plain: {} kernels ({} of 64 Mi floats, {SMALL_KERNELS} of {n_small}) in {:.3} ms",
+        8 + SMALL_KERNELS,
+        8,
+        t.elapsed().as_secs_f64() * 1e3
+    );
+    Ok(())
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--plain") {
+        if let Err(e) = plain(&args) {
+            eprintln!("counters_check --plain: {e}");
+            std::process::exit(2);
+        }
+        return;
+    }
+    let out = PathBuf::from(args.get(1).cloned().unwrap_or_else(|| "counters-out".into()));
+    match run(&out) {
+        Ok(f) if f.is_empty() => println!("\nALL CHECKS PASSED; recordings in {}", out.display()),
+        Ok(f) => {
+            println!("\nFAILED CHECKS:\n  {}", f.join("\n  "));
+            std::process::exit(1);
+        }
+        Err(e) => {
+            eprintln!("counters_check: {e}");
+            std::process::exit(2);
+        }
+    }
+}

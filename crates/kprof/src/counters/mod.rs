@@ -1,0 +1,194 @@
+//! Hardware counters in-process through the CUPTI Range Profiler and Profiler Host API
+//! (CUDA 12.6 Update 2+; written against CUDA 13.0 / CUPTI API 130001).
+//!
+//! * [`metrics::MetricsCatalog`] — metric discovery, validation (closest names for typos),
+//!   device-level/context-level compatibility and pass counts, **without a GPU**: the host API
+//!   only needs the chip name (`"GH100"` for H100/H200).
+//! * [`range::RangeProfiler`] — collection on the GPU for the current context, in kernel replay
+//!   (one range per kernel) or user replay (one named range per region; the caller's closure is
+//!   re-run once per pass).
+//! * [`recorded`] — config and counter-data images stored as files, re-evaluated offline with the
+//!   host API (CI checks the values recorded on the H200).
+//!
+//! This module loads libcupti by an explicit path ([`host::CuptiLib::load`]); [`locate_cupti`]
+//! finds one from the environment for the CLI and tests.
+
+pub mod host;
+pub mod metrics;
+pub mod range;
+pub mod recorded;
+pub mod structs;
+
+use std::path::{Path, PathBuf};
+
+pub use host::{CuptiLib, HostObject, MetricKind, MetricProperties};
+pub use metrics::{MetricInfo, MetricScope, MetricsCatalog};
+pub use range::{RangeProfiler, RangeResult, Recording, ReplayMode, UserRanges};
+
+/// Errors of the counter module.
+#[derive(Debug, thiserror::Error)]
+pub enum CountersError {
+    /// libcupti (or libnvperf_host) could not be loaded or lacks an entry point.
+    #[error("cannot load CUPTI from {}: {reason}", path.display())]
+    Load {
+        /// The library.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// No libcupti was found.
+    #[error("no libcupti found: {0}")]
+    NotFound(String),
+    /// A CUPTI call failed.
+    #[error("{call} failed: {name} ({code}){}", hint.as_ref().map(|h| format!(": {h}")).unwrap_or_default())]
+    Cupti {
+        /// The CUPTI function.
+        call: &'static str,
+        /// `CUptiResult`.
+        code: u32,
+        /// Its name from `cuptiGetResultString`.
+        name: String,
+        /// What the user can change, when known.
+        hint: Option<String>,
+    },
+    /// The chip name is not one this CUPTI knows.
+    #[error("unknown chip {chip:?}; this CUPTI supports: {}", supported.join(", "))]
+    InvalidChip {
+        /// The name given.
+        chip: String,
+        /// `cuptiProfilerHostGetSupportedChips`.
+        supported: Vec<String>,
+    },
+    /// Metric names that are not valid for the chip.
+    #[error("{}", unknown_message(.0))]
+    UnknownMetrics(Vec<UnknownMetric>),
+    /// Metrics that CUPTI cannot collect in one session.
+    #[error("{0}")]
+    IncompatibleMetrics(String),
+    /// A metric name contains a NUL byte.
+    #[error("metric or range name {0:?} contains a NUL byte")]
+    NulInName(String),
+    /// CUPTI dropped ranges: the counter-data image was too small, or more ranges were pushed than configured.
+    #[error("CUPTI dropped {dropped} range(s) (the counter-data image holds {capacity}); nothing is silently lost: raise the number of ranges")]
+    DroppedRanges {
+        /// `numOfRangeDropped`.
+        dropped: usize,
+        /// `maxNumOfRanges` used.
+        capacity: usize,
+    },
+    /// Misuse of the collection API.
+    #[error("{0}")]
+    Usage(String),
+    /// File I/O.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A recorded fixture could not be read.
+    #[error("bad recording {}: {reason}", path.display())]
+    BadRecording {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// An unknown metric name and the closest valid names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownMetric {
+    /// The name given.
+    pub name: String,
+    /// Why it is not valid (e.g. "a counter needs a rollup").
+    pub reason: String,
+    /// Up to 3 closest valid full names, best first.
+    pub closest: Vec<String>,
+}
+
+fn unknown_message(list: &[UnknownMetric]) -> String {
+    list.iter()
+        .map(|u| {
+            let mut s = format!("unknown metric {:?}", u.name);
+            if !u.reason.is_empty() {
+                s.push_str(&format!(" ({})", u.reason));
+            }
+            if !u.closest.is_empty() {
+                s.push_str(&format!("; closest valid names: {}", u.closest.join(", ")));
+            }
+            s
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Where the library-locating functions look, for error messages.
+const LIB_NAMES: [&str; 3] = ["libcupti.so.13", "libcupti.so", "libcupti.so.12"];
+
+fn lib_in_dir(dir: &Path) -> Option<PathBuf> {
+    LIB_NAMES.iter().map(|n| dir.join(n)).find(|p| p.is_file())
+}
+
+/// The libcupti in a folder, or in the pip layouts below it (`nvidia/cu13/lib`, `nvidia/cuda_cupti/lib`).
+pub fn cupti_in(dir: &Path) -> Option<PathBuf> {
+    [
+        dir.to_path_buf(),
+        dir.join("nvidia/cu13/lib"),
+        dir.join("nvidia/cuda_cupti/lib"),
+        dir.join("lib"),
+    ]
+    .iter()
+    .find_map(|d| lib_in_dir(d))
+}
+
+/// Finds a libcupti for the counter module:
+/// 1. `KPROF_CUPTI_PATH` (a file, or a folder holding `libcupti.so*`);
+/// 2. `KPROF_CUPTI_WHEEL_DIR` (an unpacked `nvidia-cuda-cupti` wheel; CI uses
+///    `target/cupti-wheel/unpacked` made by `scripts/setup-dev.sh`);
+/// 3. `$CUDA_HOME/{extras/CUPTI/lib64,targets/x86_64-linux/lib}` and the same under `/usr/local/cuda`.
+///
+/// The engine's loader (branch `engine`) replaces this at merge.
+pub fn locate_cupti() -> Result<PathBuf, CountersError> {
+    let mut tried = Vec::new();
+    if let Some(v) = std::env::var_os("KPROF_CUPTI_PATH").filter(|v| !v.is_empty()) {
+        let p = PathBuf::from(v);
+        if p.is_file() {
+            return Ok(p);
+        }
+        if let Some(found) = p.is_dir().then(|| cupti_in(&p)).flatten() {
+            return Ok(found);
+        }
+        return Err(CountersError::NotFound(format!(
+            "KPROF_CUPTI_PATH={} is neither libcupti nor a folder holding it",
+            p.display()
+        )));
+    }
+    if let Some(v) = std::env::var_os("KPROF_CUPTI_WHEEL_DIR").filter(|v| !v.is_empty()) {
+        let p = PathBuf::from(v);
+        if let Some(found) = cupti_in(&p) {
+            return Ok(found);
+        }
+        tried.push(format!("KPROF_CUPTI_WHEEL_DIR={}", p.display()));
+    }
+    let mut roots: Vec<PathBuf> = Vec::new();
+    if let Some(h) = std::env::var_os("CUDA_HOME").filter(|v| !v.is_empty()) {
+        roots.push(PathBuf::from(h));
+    }
+    roots.push(PathBuf::from("/usr/local/cuda"));
+    for root in roots {
+        for sub in ["extras/CUPTI/lib64", "targets/x86_64-linux/lib", "lib64"] {
+            let d = root.join(sub);
+            if let Some(found) = lib_in_dir(&d) {
+                return Ok(found);
+            }
+            tried.push(d.display().to_string());
+        }
+    }
+    Err(CountersError::NotFound(format!(
+        "set KPROF_CUPTI_PATH to libcupti.so.13 (or its folder), or KPROF_CUPTI_WHEEL_DIR to an unpacked \
+         nvidia-cuda-cupti wheel (`python3 -m pip download --no-deps nvidia-cuda-cupti==13.0.85`); tried: {}",
+        tried.join(", ")
+    )))
+}

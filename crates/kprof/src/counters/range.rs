@@ -1,0 +1,554 @@
+//! Collection with the CUPTI Range Profiler (`cupti_range_profiler.h`) on the current context.
+//!
+//! Sequence (gpu-stack.md §3.5, run on the H200): `cuptiProfilerInitialize` →
+//! `cuptiDeviceGetChipName` → `cuptiProfilerGetCounterAvailability` → host object, config image
+//! and pass count → `cuptiRangeProfilerEnable(ctx)` → per collection: `GetCounterDataSize` +
+//! `CounterDataImageInitialize` → `SetConfig` → `Start` / [`PushRange` … `PopRange`] / `Stop`
+//! until `isAllPassSubmitted` → `DecodeData` (synchronizes the context; dropped ranges are an
+//! error here) → per range `CounterDataGetRangeInfo` + `cuptiProfilerHostEvaluateToGpuValues`.
+//!
+//! * [`ReplayMode::Kernel`]: AutoRange + KernelReplay. Every kernel launched inside the closure is
+//!   a range named `"0"`, `"1"`, …; CUPTI saves, restores and replays each kernel for every pass,
+//!   so the closure runs **once**. CUPTI adds a context synchronization after each kernel, and
+//!   kernels that wait on each other can hang. CUPTI 13.0 cannot flush caches between its own
+//!   replay passes.
+//! * [`ReplayMode::User`]: UserRange + UserReplay. The closure opens named ranges through
+//!   [`UserRanges`] and is **re-run once per pass** until CUPTI has all passes (8 passes for
+//!   `gpu__time_duration.sum`, `dram__bytes_read.sum`, `sm__throughput.avg.pct_of_peak_sustained_elapsed`
+//!   on the H200). The closure must therefore be repeatable: same launches, same ranges, in the
+//!   same order, with inputs it does not destroy (nothing is saved or restored for it).
+
+use std::ffi::{c_char, CStr, CString};
+use std::ptr::{null, null_mut};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::host::{c_names, CuptiLib, HostObject};
+use super::metrics::{is_bad_name_code, MetricsCatalog};
+use super::structs::*;
+use super::CountersError;
+
+/// How ranges are formed and passes replayed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReplayMode {
+    /// AutoRange + KernelReplay: one range (one value per metric) per kernel, named "0", "1", …
+    Kernel,
+    /// UserRange + UserReplay: one range per [`UserRanges::push`]/[`pop`](UserRanges::pop) region;
+    /// the closure is re-run once per pass.
+    User,
+}
+
+impl ReplayMode {
+    /// `"kernel"` or `"user"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReplayMode::Kernel => "kernel",
+            ReplayMode::User => "user",
+        }
+    }
+
+    /// Parses `"kernel"`, `"user"` (or `"range"`).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "kernel" => Some(ReplayMode::Kernel),
+            "user" | "range" => Some(ReplayMode::User),
+            _ => None,
+        }
+    }
+}
+
+/// The values of one range.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RangeResult {
+    /// Range name: `"0"`, `"1"`, … in kernel replay; the pushed names (nested joined by `/`) in user replay.
+    pub name: String,
+    /// `(metric, value)` in the order the metrics were given.
+    pub values: Vec<(String, f64)>,
+}
+
+impl RangeResult {
+    /// The value of one metric.
+    pub fn get(&self, metric: &str) -> Option<f64> {
+        self.values.iter().find(|(m, _)| m == metric).map(|(_, v)| *v)
+    }
+}
+
+/// Everything one collection produced: the images (enough to re-evaluate offline) and the values.
+#[derive(Debug, Clone)]
+pub struct Recording {
+    /// Chip name (e.g. `GH100`).
+    pub chip: String,
+    /// CUPTI API version that recorded it.
+    pub api_version: u32,
+    /// Replay mode used.
+    pub mode: ReplayMode,
+    /// Metric names, in order.
+    pub metrics: Vec<String>,
+    /// Passes the config needed (`cuptiProfilerHostGetNumOfPasses`).
+    pub passes: usize,
+    /// Times the closure ran (1 in kernel replay; the pass count in user replay).
+    pub closure_runs: usize,
+    /// Config image.
+    pub config_image: Vec<u8>,
+    /// Counter-availability image of the device.
+    pub counter_availability: Vec<u8>,
+    /// Decoded counter-data image.
+    pub counter_data: Vec<u8>,
+    /// Values per range.
+    pub ranges: Vec<RangeResult>,
+}
+
+static PROFILER_INITIALIZED: AtomicBool = AtomicBool::new(false);
+
+/// Evaluates every range of a decoded counter-data image with a host object that has `metrics`
+/// added. Used after collection and for offline re-evaluation.
+pub fn evaluate_counter_data(
+    host: &HostObject,
+    counter_data: &[u8],
+    metrics: &[String],
+) -> Result<Vec<RangeResult>, CountersError> {
+    let lib = host.lib();
+    let c = c_names(metrics)?;
+    let n = lib.counter_data_num_ranges(counter_data)?;
+    (0..n)
+        .map(|i| {
+            let name = lib.range_name(counter_data, i)?;
+            let vals = host.evaluate(counter_data, i, &c)?;
+            Ok(RangeResult {
+                name,
+                values: metrics.iter().cloned().zip(vals).collect(),
+            })
+        })
+        .collect()
+}
+
+/// A Range Profiler session on one CUDA context, for one metric set.
+pub struct RangeProfiler {
+    lib: &'static CuptiLib,
+    obj: *mut RangeProfilerObject,
+    host: HostObject,
+    chip: String,
+    counter_availability: Vec<u8>,
+    metrics: Vec<String>,
+    metrics_c: Vec<CString>,
+    config_image: Vec<u8>,
+    passes: usize,
+    mode: ReplayMode,
+}
+
+impl RangeProfiler {
+    /// Sets up the Range Profiler on `ctx` (a `CUcontext`, current on this thread) of device
+    /// `device_index` for `metrics`. Fails before any GPU work on unknown or incompatible metric
+    /// names (with the closest valid names), and with a message saying what to change when the
+    /// user may not read counters.
+    pub fn new<S: AsRef<str>>(
+        lib: &'static CuptiLib,
+        ctx: CUcontext,
+        device_index: usize,
+        metrics: &[S],
+        mode: ReplayMode,
+    ) -> Result<Self, CountersError> {
+        if !PROFILER_INITIALIZED.load(Ordering::Acquire) {
+            let mut p = CUpti_Profiler_Initialize_Params {
+                structSize: v13_0::PROFILER_INITIALIZE,
+                pPriv: null_mut(),
+            };
+            lib.check("cuptiProfilerInitialize", unsafe {
+                (lib.fns.profiler_initialize)(&mut p)
+            })?;
+            PROFILER_INITIALIZED.store(true, Ordering::Release);
+        }
+        let chip = chip_name(lib, device_index)?;
+        let counter_availability = counter_availability(lib, ctx)?;
+        let metrics: Vec<String> = metrics.iter().map(|m| m.as_ref().trim().to_string()).collect();
+        let metrics_c = c_names(&metrics)?;
+        let mut host = HostObject::new(lib, &chip, Some(&counter_availability))?;
+        if let Err(e) = host.add_metrics(&metrics_c) {
+            // Explain with the catalog (closest names, device-level conflicts) when it is the names.
+            if let CountersError::Cupti { code, .. } = &e {
+                if is_bad_name_code(*code) || *code == CUPTI_ERROR_NOT_SUPPORTED {
+                    let catalog = MetricsCatalog::with_lib(lib, &chip, Some(counter_availability.clone()))?;
+                    catalog.validate(&metrics)?;
+                }
+            }
+            return Err(e);
+        }
+        let config_image = host.config_image()?;
+        let passes = lib.num_passes(&config_image)?;
+        let mut en = CUpti_RangeProfiler_Enable_Params {
+            structSize: lib.sizes.range_enable,
+            pPriv: null_mut(),
+            ctx,
+            pRangeProfilerObject: null_mut(),
+            cacheControlMode: 0,
+        };
+        lib.check("cuptiRangeProfilerEnable", unsafe { (lib.fns.rp_enable)(&mut en) })?;
+        Ok(RangeProfiler {
+            lib,
+            obj: en.pRangeProfilerObject,
+            host,
+            chip,
+            counter_availability,
+            metrics,
+            metrics_c,
+            config_image,
+            passes,
+            mode,
+        })
+    }
+
+    /// Chip name of the device.
+    pub fn chip(&self) -> &str {
+        &self.chip
+    }
+
+    /// Replay passes the metric set needs.
+    pub fn passes(&self) -> usize {
+        self.passes
+    }
+
+    /// The metric names.
+    pub fn metrics(&self) -> &[String] {
+        &self.metrics
+    }
+
+    /// The replay mode.
+    pub fn mode(&self) -> ReplayMode {
+        self.mode
+    }
+
+    fn obj_params(&self) -> CUpti_RangeProfiler_Object_Params {
+        CUpti_RangeProfiler_Object_Params {
+            structSize: v13_0::RANGE_START,
+            pPriv: null_mut(),
+            pRangeProfilerObject: self.obj,
+        }
+    }
+
+    /// Runs `workload` under the profiler and returns the values of every range.
+    ///
+    /// `max_ranges` sizes the counter-data image: the number of kernels launched (kernel
+    /// replay) or of ranges pushed per pass (user replay). More ranges than that are an error
+    /// ([`CountersError::DroppedRanges`]), never silently lost.
+    ///
+    /// Kernel replay calls `workload` once; user replay calls it once per pass, and it must
+    /// push the same ranges every time.
+    pub fn collect<F>(&mut self, max_ranges: usize, mut workload: F) -> Result<Recording, CountersError>
+    where
+        F: FnMut(&mut UserRanges<'_>),
+    {
+        if max_ranges == 0 {
+            return Err(CountersError::Usage("max_ranges must be at least 1".into()));
+        }
+        let lib = self.lib;
+        // Counter-data image for max_ranges ranges.
+        let mut ptrs: Vec<*const c_char> = self.metrics_c.iter().map(|m| m.as_ptr()).collect();
+        let mut sz = CUpti_RangeProfiler_GetCounterDataSize_Params {
+            structSize: v13_0::RANGE_GET_COUNTER_DATA_SIZE,
+            pPriv: null_mut(),
+            pRangeProfilerObject: self.obj,
+            pMetricNames: ptrs.as_mut_ptr(),
+            numMetrics: ptrs.len(),
+            maxNumOfRanges: max_ranges,
+            maxNumRangeTreeNodes: u32::try_from(max_ranges).unwrap_or(u32::MAX),
+            counterDataSize: 0,
+        };
+        lib.check("cuptiRangeProfilerGetCounterDataSize", unsafe {
+            (lib.fns.rp_get_counter_data_size)(&mut sz)
+        })?;
+        let mut image = vec![0u8; sz.counterDataSize];
+        let mut init = CUpti_RangeProfiler_CounterDataImage_Initialize_Params {
+            structSize: v13_0::RANGE_COUNTER_DATA_IMAGE_INITIALIZE,
+            pPriv: null_mut(),
+            pRangeProfilerObject: self.obj,
+            counterDataSize: image.len(),
+            pCounterData: image.as_mut_ptr(),
+        };
+        lib.check("cuptiRangeProfilerCounterDataImageInitialize", unsafe {
+            (lib.fns.rp_counter_data_image_initialize)(&mut init)
+        })?;
+        let (range, replay) = match self.mode {
+            ReplayMode::Kernel => (CUPTI_AUTO_RANGE, CUPTI_KERNEL_REPLAY),
+            ReplayMode::User => (CUPTI_USER_RANGE, CUPTI_USER_REPLAY),
+        };
+        let mut cfg = CUpti_RangeProfiler_SetConfig_Params {
+            structSize: v13_0::RANGE_SET_CONFIG,
+            pPriv: null_mut(),
+            pRangeProfilerObject: self.obj,
+            configSize: self.config_image.len(),
+            pConfig: self.config_image.as_ptr(),
+            counterDataImageSize: image.len(),
+            pCounterDataImage: image.as_mut_ptr(),
+            range,
+            replayMode: replay,
+            maxRangesPerPass: max_ranges,
+            numNestingLevels: 1,
+            minNestingLevel: 1,
+            passIndex: 0,
+            targetNestingLevel: 1,
+        };
+        lib.check("cuptiRangeProfilerSetConfig", unsafe {
+            (lib.fns.rp_set_config)(&mut cfg)
+        })?;
+
+        let max_runs = self.passes.max(1) + 2;
+        let mut runs = 0usize;
+        let mut first_pass_ranges: Option<Vec<String>> = None;
+        loop {
+            if runs >= max_runs {
+                return Err(CountersError::Usage(format!(
+                    "CUPTI still wants passes after {runs} runs of the workload (the config needs {}); did the workload \
+                     launch any kernel inside a range?",
+                    self.passes
+                )));
+            }
+            let mut start = self.obj_params();
+            lib.check("cuptiRangeProfilerStart", unsafe { (lib.fns.rp_start)(&mut start) })?;
+            let mut ranges = UserRanges {
+                lib,
+                obj: self.obj,
+                mode: self.mode,
+                pass: runs,
+                stack: Vec::new(),
+                pushed: Vec::new(),
+                error: None,
+            };
+            workload(&mut ranges);
+            let pass_error = ranges.finish();
+            let mut stop = CUpti_RangeProfiler_Stop_Params {
+                structSize: v13_0::RANGE_STOP,
+                pPriv: null_mut(),
+                pRangeProfilerObject: self.obj,
+                passIndex: 0,
+                targetNestingLevel: 0,
+                isAllPassSubmitted: 0,
+            };
+            let stop_rc = unsafe { (lib.fns.rp_stop)(&mut stop) };
+            runs += 1;
+            if let Some(e) = pass_error.err() {
+                return Err(e);
+            }
+            lib.check("cuptiRangeProfilerStop", stop_rc)?;
+            if self.mode == ReplayMode::User {
+                match &first_pass_ranges {
+                    None => first_pass_ranges = Some(ranges.pushed.clone()),
+                    Some(first) if *first != ranges.pushed => {
+                        return Err(CountersError::Usage(format!(
+                            "user replay: pass {} pushed ranges {:?} but pass 0 pushed {:?}; the workload must be repeatable",
+                            runs - 1,
+                            ranges.pushed,
+                            first
+                        )))
+                    }
+                    _ => {}
+                }
+                if ranges.pushed.len() > max_ranges {
+                    return Err(CountersError::DroppedRanges {
+                        dropped: ranges.pushed.len() - max_ranges,
+                        capacity: max_ranges,
+                    });
+                }
+            }
+            if stop.isAllPassSubmitted != 0 {
+                break;
+            }
+        }
+        let mut dec = CUpti_RangeProfiler_DecodeData_Params {
+            structSize: v13_0::RANGE_DECODE_DATA,
+            pPriv: null_mut(),
+            pRangeProfilerObject: self.obj,
+            numOfRangeDropped: 0,
+        };
+        lib.check("cuptiRangeProfilerDecodeData", unsafe {
+            (lib.fns.rp_decode_data)(&mut dec)
+        })?;
+        if dec.numOfRangeDropped > 0 {
+            return Err(CountersError::DroppedRanges {
+                dropped: dec.numOfRangeDropped,
+                capacity: max_ranges,
+            });
+        }
+        let ranges = evaluate_counter_data(&self.host, &image, &self.metrics)?;
+        Ok(Recording {
+            chip: self.chip.clone(),
+            api_version: lib.api_version,
+            mode: self.mode,
+            metrics: self.metrics.clone(),
+            passes: self.passes,
+            closure_runs: runs,
+            config_image: self.config_image.clone(),
+            counter_availability: self.counter_availability.clone(),
+            counter_data: image,
+            ranges,
+        })
+    }
+}
+
+impl Drop for RangeProfiler {
+    fn drop(&mut self) {
+        if !self.obj.is_null() {
+            let mut p = self.obj_params();
+            p.structSize = v13_0::RANGE_DISABLE;
+            unsafe { (self.lib.fns.rp_disable)(&mut p) };
+        }
+    }
+}
+
+/// Range control handed to the workload closure of [`RangeProfiler::collect`].
+pub struct UserRanges<'a> {
+    lib: &'a CuptiLib,
+    obj: *mut RangeProfilerObject,
+    mode: ReplayMode,
+    pass: usize,
+    stack: Vec<CString>,
+    pushed: Vec<String>,
+    error: Option<CountersError>,
+}
+
+impl UserRanges<'_> {
+    /// Which run of the workload this is (0-based; the pass in user replay).
+    pub fn pass(&self) -> usize {
+        self.pass
+    }
+
+    /// Opens a named range (user replay only). Errors are also kept and reported by `collect`.
+    pub fn push(&mut self, name: &str) -> Result<(), CountersError> {
+        let r = self.push_inner(name);
+        if let Err(e) = &r {
+            self.error.get_or_insert_with(|| clone_err(e));
+        }
+        r
+    }
+
+    fn push_inner(&mut self, name: &str) -> Result<(), CountersError> {
+        if self.mode != ReplayMode::User {
+            return Err(CountersError::Usage(
+                "ranges can only be pushed in user replay (ReplayMode::User)".into(),
+            ));
+        }
+        if !self.stack.is_empty() {
+            return Err(CountersError::Usage(format!(
+                "range {name:?} opened inside {:?}: nested ranges are not configured (one nesting level)",
+                self.stack
+                    .last()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            )));
+        }
+        let c = CString::new(name).map_err(|_| CountersError::NulInName(name.into()))?;
+        let mut p = CUpti_RangeProfiler_PushRange_Params {
+            structSize: v13_0::RANGE_PUSH_RANGE,
+            pPriv: null_mut(),
+            pRangeProfilerObject: self.obj,
+            pRangeName: c.as_ptr(),
+        };
+        self.lib.check("cuptiRangeProfilerPushRange", unsafe {
+            (self.lib.fns.rp_push_range)(&mut p)
+        })?;
+        self.pushed.push(name.to_string());
+        self.stack.push(c);
+        Ok(())
+    }
+
+    /// Closes the innermost range.
+    pub fn pop(&mut self) -> Result<(), CountersError> {
+        let r = self.pop_inner();
+        if let Err(e) = &r {
+            self.error.get_or_insert_with(|| clone_err(e));
+        }
+        r
+    }
+
+    fn pop_inner(&mut self) -> Result<(), CountersError> {
+        if self.stack.is_empty() {
+            return Err(CountersError::Usage("pop without a matching push".into()));
+        }
+        let mut p = CUpti_RangeProfiler_PopRange_Params {
+            structSize: v13_0::RANGE_POP_RANGE,
+            pPriv: null_mut(),
+            pRangeProfilerObject: self.obj,
+        };
+        self.lib.check("cuptiRangeProfilerPopRange", unsafe {
+            (self.lib.fns.rp_pop_range)(&mut p)
+        })?;
+        self.stack.pop();
+        Ok(())
+    }
+
+    /// Runs `f` inside the named range.
+    pub fn range<R>(&mut self, name: &str, f: impl FnOnce() -> R) -> Result<R, CountersError> {
+        self.push(name)?;
+        let r = f();
+        self.pop()?;
+        Ok(r)
+    }
+
+    fn finish(&mut self) -> Result<(), CountersError> {
+        while !self.stack.is_empty() {
+            let name = self
+                .stack
+                .last()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let _ = self.pop_inner();
+            self.error.get_or_insert(CountersError::Usage(format!(
+                "range {name:?} was not closed by the workload"
+            )));
+        }
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+fn clone_err(e: &CountersError) -> CountersError {
+    match e {
+        CountersError::Cupti { call, code, name, hint } => CountersError::Cupti {
+            call,
+            code: *code,
+            name: name.clone(),
+            hint: hint.clone(),
+        },
+        CountersError::NulInName(n) => CountersError::NulInName(n.clone()),
+        other => CountersError::Usage(other.to_string()),
+    }
+}
+
+/// `cuptiDeviceGetChipName` (e.g. `"GH100"`).
+pub fn chip_name(lib: &CuptiLib, device_index: usize) -> Result<String, CountersError> {
+    let mut p = CUpti_Device_GetChipName_Params {
+        structSize: v13_0::DEVICE_GET_CHIP_NAME,
+        pPriv: null_mut(),
+        deviceIndex: device_index,
+        pChipName: null(),
+    };
+    lib.check("cuptiDeviceGetChipName", unsafe {
+        (lib.fns.device_get_chip_name)(&mut p)
+    })?;
+    if p.pChipName.is_null() {
+        return Err(CountersError::Usage("cuptiDeviceGetChipName returned no name".into()));
+    }
+    Ok(unsafe { CStr::from_ptr(p.pChipName) }.to_string_lossy().into_owned())
+}
+
+/// `cuptiProfilerGetCounterAvailability` for `ctx` (size query, then the image).
+pub fn counter_availability(lib: &CuptiLib, ctx: CUcontext) -> Result<Vec<u8>, CountersError> {
+    let mut p = CUpti_Profiler_GetCounterAvailability_Params {
+        structSize: lib.sizes.get_counter_availability,
+        pPriv: null_mut(),
+        ctx,
+        counterAvailabilityImageSize: 0,
+        pCounterAvailabilityImage: null_mut(),
+        bAllowDeviceLevelCounters: 0,
+    };
+    lib.check("cuptiProfilerGetCounterAvailability", unsafe {
+        (lib.fns.get_counter_availability)(&mut p)
+    })?;
+    let mut buf = vec![0u8; p.counterAvailabilityImageSize];
+    p.pCounterAvailabilityImage = buf.as_mut_ptr();
+    lib.check("cuptiProfilerGetCounterAvailability", unsafe {
+        (lib.fns.get_counter_availability)(&mut p)
+    })?;
+    buf.truncate(p.counterAvailabilityImageSize);
+    Ok(buf)
+}

@@ -1,0 +1,271 @@
+//! Host-side counter tests (no GPU): struct layouts against the real CUPTI 13.0 headers, metric
+//! listing, validation with closest names, pass counts, device-level conflicts, and offline
+//! re-evaluation of the images recorded on the H200 (`tests/fixtures/counters/`).
+//!
+//! They need the `nvidia-cuda-cupti` 13.0.85 wheel unpacked (headers + libcupti +
+//! libnvperf_host): `KPROF_CUPTI_WHEEL_DIR` (set by `scripts/test.sh`), else
+//! `target/cupti-wheel/unpacked` (made by `scripts/setup-dev.sh`), else `/tmp/cupti-wheel/unpacked`.
+//! Without one each test prints why it is skipped and passes.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use kprof::counters::metrics::MetricsCatalog;
+use kprof::counters::recorded::{evaluate_recorded, recorded_cases};
+use kprof::counters::structs::{layout_table, v13_0_constants};
+use kprof::counters::{cupti_in, CountersError, MetricKind, MetricScope};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The unpacked wheel root (holding `nvidia/cu13/{lib,include}`).
+fn wheel_root() -> Option<PathBuf> {
+    let mut c: Vec<PathBuf> = Vec::new();
+    if let Some(v) = std::env::var_os("KPROF_CUPTI_WHEEL_DIR").filter(|v| !v.is_empty()) {
+        c.push(v.into());
+    }
+    c.push(workspace().join("target/cupti-wheel/unpacked"));
+    c.push("/tmp/cupti-wheel/unpacked".into());
+    c.into_iter().find(|d| d.join("nvidia/cu13/lib").is_dir())
+}
+
+fn cupti() -> Option<PathBuf> {
+    let found = wheel_root().and_then(|w| cupti_in(&w));
+    if found.is_none() {
+        eprintln!(
+            "SKIPPED: no unpacked nvidia-cuda-cupti wheel (set KPROF_CUPTI_WHEEL_DIR or run scripts/setup-dev.sh, which \
+             unpacks it into target/cupti-wheel/unpacked)"
+        );
+    }
+    found
+}
+
+fn catalog() -> Option<MetricsCatalog> {
+    Some(MetricsCatalog::open(&cupti()?, "GH100").expect("open GH100 catalog"))
+}
+
+const SET3: [&str; 3] = [
+    "gpu__time_duration.sum",
+    "dram__bytes_read.sum",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+];
+
+#[test]
+fn struct_layouts_match_cuda_13_0_headers() {
+    let Some(root) = wheel_root() else {
+        eprintln!("SKIPPED: no unpacked CUPTI wheel, so no headers to compare with");
+        return;
+    };
+    let include = root.join("nvidia/cu13/include");
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "g++".into());
+    if Command::new(&cxx).arg("--version").output().is_err() {
+        eprintln!("SKIPPED: no C++ compiler ({cxx}) to read the headers with");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    // cupti_range_profiler.h includes <cuda.h>, which the wheel does not ship: a stub suffices.
+    std::fs::write(
+        tmp.path().join("cuda.h"),
+        "#pragma once\ntypedef struct CUctx_st *CUcontext;\ntypedef int CUdevice;\ntypedef int CUresult;\n\
+         typedef struct CUstream_st *CUstream;\ntypedef struct CUfunc_st *CUfunction;\n",
+    )
+    .unwrap();
+    let table = layout_table();
+    let consts = v13_0_constants();
+    let mut src = String::from(
+        "#include <cstdio>\n#include <cstddef>\n#include <cupti_profiler_target.h>\n#include <cupti_target.h>\n\
+         #include <cupti_profiler_host.h>\n#include <cupti_range_profiler.h>\nint main(){\n",
+    );
+    for (key, _) in &table {
+        match key.split_once('.') {
+            Some((s, f)) => src.push_str(&format!("printf(\"{key} %zu\\n\", (size_t)offsetof({s}, {f}));\n")),
+            None => src.push_str(&format!("printf(\"{key}#macro %zu\\n\", (size_t){key}_STRUCT_SIZE);\n")),
+        }
+    }
+    for (name, _) in &consts {
+        src.push_str(&format!(
+            "printf(\"{name}#const %zu\\n\", (size_t){name}_STRUCT_SIZE);\n"
+        ));
+    }
+    src.push_str("return 0;}\n");
+    let c = tmp.path().join("sizes.cpp");
+    std::fs::write(&c, src).unwrap();
+    let exe = tmp.path().join("sizes");
+    let out = Command::new(&cxx)
+        .args(["-std=c++17", "-o"])
+        .arg(&exe)
+        .arg(&c)
+        .arg("-I")
+        .arg(tmp.path())
+        .arg("-I")
+        .arg(&include)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "compiling the header probe failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = Command::new(&exe).output().unwrap();
+    let text = String::from_utf8(run.stdout).unwrap();
+    let c_vals: std::collections::HashMap<&str, usize> = text
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(k, v)| (k, v.parse().unwrap()))
+        .collect();
+    let mut checked = 0;
+    for (key, rust) in &table {
+        let ckey = if key.contains('.') {
+            key.clone()
+        } else {
+            format!("{key}#macro")
+        };
+        assert_eq!(c_vals[ckey.as_str()], *rust, "{key}: C header vs Rust");
+        checked += 1;
+    }
+    for (name, val) in &consts {
+        assert_eq!(c_vals[format!("{name}#const").as_str()], *val, "{name}_STRUCT_SIZE");
+        checked += 1;
+    }
+    eprintln!("checked {checked} offsets and sizes against {}", include.display());
+}
+
+#[test]
+fn gh100_listing_has_dram_bytes_read() {
+    let Some(cat) = catalog() else { return };
+    assert!(
+        cat.base_metrics().len() > 1000,
+        "only {} base metrics",
+        cat.base_metrics().len()
+    );
+    let b = cat.base("dram__bytes_read").expect("dram__bytes_read listed");
+    assert_eq!(b.kind, MetricKind::Counter);
+    assert_eq!(b.dim_unit, "byte");
+    assert_eq!(b.hw_unit, "dram");
+    assert!(b.suffixes.iter().any(|s| s == ".sum"));
+    assert!(b.suffixes.iter().any(|s| s == ".sum.per_second"));
+    assert!(b.suffixes.iter().any(|s| s == ".avg.pct_of_peak_sustained_elapsed"));
+    let t = cat.base("sm__throughput").unwrap();
+    assert_eq!(t.kind, MetricKind::Throughput);
+    assert!(t
+        .full_names()
+        .any(|n| n == "sm__throughput.avg.pct_of_peak_sustained_elapsed"));
+    assert!(cat
+        .base_metrics()
+        .iter()
+        .any(|b| b.kind == MetricKind::Ratio && b.suffixes.iter().any(|s| s == ".ratio")));
+    let dram = cat.filter(Some("DRAM__BYTES"));
+    assert!(dram.iter().all(|b| b.name.contains("dram__bytes")) && dram.len() >= 3);
+    let p = cat.properties("gpu__time_duration.sum").unwrap();
+    assert_eq!(p.dim_unit, "nanosecond");
+    assert_eq!(
+        cat.properties("dram__bytes_read.sum.per_second").unwrap().dim_unit,
+        "byte/second"
+    );
+    assert!(cat.num_full_names() > 100_000);
+}
+
+#[test]
+fn validation_names_closest_metrics() {
+    let Some(cat) = catalog() else { return };
+    let infos = cat.validate(&SET3).unwrap();
+    assert_eq!(infos.len(), 3);
+    assert_eq!(infos[2].properties.dim_unit, "percent");
+    assert!(infos.iter().all(|i| i.scope == MetricScope::Context));
+
+    let err = cat.validate(&[
+        "dram__bytes_red.sum",
+        "gpu__time_duration.sum",
+        "sm__throughput.avg.pct_of_peak_sustained_elpased",
+    ]);
+    let Err(CountersError::UnknownMetrics(list)) = err else {
+        panic!("expected UnknownMetrics, got {err:?}")
+    };
+    assert_eq!(list.len(), 2);
+    assert_eq!(list[0].closest[0], "dram__bytes_read.sum");
+    assert_eq!(list[0].closest.len(), 3);
+    assert_eq!(list[1].closest[0], "sm__throughput.avg.pct_of_peak_sustained_elapsed");
+    let msg = CountersError::UnknownMetrics(list).to_string();
+    assert!(msg.contains("closest valid names: dram__bytes_read.sum"), "{msg}");
+
+    let Err(CountersError::UnknownMetrics(list)) = cat.validate(&["dram__bytes_read"]) else {
+        panic!()
+    };
+    assert!(list[0].reason.contains("rollup"), "{:?}", list[0]);
+    assert!(
+        list[0].closest.iter().any(|c| c == "dram__bytes_read.sum"),
+        "{:?}",
+        list[0].closest
+    );
+
+    let Err(CountersError::UnknownMetrics(list)) = cat.validate(&["not_a_metric_at_all"]) else {
+        panic!()
+    };
+    assert_eq!(list[0].closest.len(), 3);
+
+    // Group-qualified names are accepted through CUPTI directly.
+    assert!(cat.validate(&["TPC.TriageCompute.sm__cycles_active.sum"]).is_ok());
+}
+
+#[test]
+fn pass_count_of_the_h200_set() {
+    let Some(cat) = catalog() else { return };
+    // Measured on the H200 (gpu-stack.md §3.5): these 3 metrics need 8 passes, config image 10,512 bytes.
+    assert_eq!(cat.num_passes(&SET3).unwrap(), 8);
+    assert_eq!(cat.config_image(&SET3).unwrap().len(), 10_512);
+    assert_eq!(cat.num_passes(&["gpu__time_duration.sum"]).unwrap(), 1);
+    assert_eq!(
+        cat.num_passes(&["dram__bytes_read.sum", "dram__bytes_write.sum"])
+            .unwrap(),
+        1
+    );
+}
+
+#[test]
+fn device_level_metrics_cannot_mix_with_context_level() {
+    let Some(cat) = catalog() else { return };
+    assert_eq!(cat.base("nvlrx__bytes").unwrap().scope(), MetricScope::Device);
+    assert!(cat
+        .validate(&["nvlrx__bytes.sum", "nvltx__bytes.sum", "gpu__time_duration.sum"])
+        .is_ok());
+    let err = cat.validate(&["nvlrx__bytes.sum", "dram__bytes_read.sum"]).unwrap_err();
+    let CountersError::IncompatibleMetrics(msg) = &err else {
+        panic!("{err:?}")
+    };
+    assert!(
+        msg.contains("nvlrx__bytes.sum (device-level") && msg.contains("dram__bytes_read.sum (context-level"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn unknown_chip_lists_supported_ones() {
+    let Some(lib) = cupti() else { return };
+    match MetricsCatalog::open(&lib, "XX100") {
+        Err(CountersError::InvalidChip { supported, .. }) => assert!(supported.iter().any(|c| c == "GH100")),
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("XX100 accepted"),
+    }
+}
+
+#[test]
+fn recorded_h200_images_reevaluate_exactly() {
+    let root = workspace().join("tests/fixtures/counters");
+    let cases = recorded_cases(&root);
+    if cases.is_empty() {
+        eprintln!(
+            "SKIPPED: no recordings in {} yet (written by examples/counters_check.rs on the H200)",
+            root.display()
+        );
+        return;
+    }
+    let Some(lib) = cupti() else { return };
+    for case in cases {
+        let check = evaluate_recorded(&lib, &case).unwrap_or_else(|e| panic!("{}: {e}", case.display()));
+        let bad = check.mismatches();
+        assert!(bad.is_empty(), "{}:\n{}", case.display(), bad.join("\n"));
+        assert!(!check.reevaluated.is_empty());
+        eprintln!("{}: {} ranges identical", case.display(), check.reevaluated.len());
+    }
+}
