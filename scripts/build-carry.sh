@@ -7,9 +7,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-EXAMPLES=(gpu_check vector_scale sgemm multi_kernel graph)
+EXAMPLES=(gpu_check vector_scale sgemm multi_kernel graph counters_check conditions_check)
 
 cargo build --release -p kprof --examples
+cargo build --release -p kprof-cli
 
 mkdir -p .carry/bin
 for ex in "${EXAMPLES[@]}"; do
@@ -17,6 +18,7 @@ for ex in "${EXAMPLES[@]}"; do
     [ -x "$src" ] || { echo "missing $src" >&2; exit 1; }
     cp -f "$src" ".carry/bin/$ex"
 done
+cp -f target/release/kprof .carry/bin/kprof
 strip .carry/bin/* 2>/dev/null || true
 git rev-parse --short HEAD > .carry/bin/BUILT_FROM 2>/dev/null || true
 echo "built from $(cat .carry/bin/BUILT_FROM 2>/dev/null || echo '?'):"

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Every GPU check of kprof in one call on the H200 (device time is scarce: one machine start).
+# Run ON the GPU machine from the repo root after scripts/build-carry.sh filled .carry/ here:
+#
+#     scripts/gpu-check-all.sh [OUT]       # OUT defaults to $OUT
+#
+# Parts (each may be skipped with SKIP="engine ncu counters conditions python"):
+#   engine      scripts/gpu-check.sh           issue 3 checks a-g + benchmark (CUPTI activity)
+#   counters    scripts/counters-vs-ncu.sh     issue 5: in-process counters vs ncu
+#   conditions  conditions_check               issue 7: NVML readings, energy, fingerprint
+#   ncu         scripts/ncu-capture.sh         issue 6: real ncu exports for the fixtures
+#   python      scripts/gpu-check-python.sh    issue 4: the seed's steps through the wheel
+# Results: one tarball per part plus all-checks.log in OUT. Never changes any GPU setting.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${1:-${OUT:?give OUT}}"
+SKIP="${SKIP:-}"
+LOG="$OUT/all-checks.log"
+: > "$LOG"
+status=0
+part() {
+    local name="$1"; shift
+    case " $SKIP " in *" $name "*) echo "== $name: skipped" | tee -a "$LOG"; return;; esac
+    local dir="$OUT/$name"; mkdir -p "$dir"
+    local t0=$SECONDS
+    echo "== $name: $*" | tee -a "$LOG"
+    ( "$@" ) > "$dir/console.log" 2>&1
+    local rc=$?
+    tail -n 40 "$dir/console.log" >> "$LOG"
+    echo "== $name: exit $rc after $((SECONDS - t0)) s" | tee -a "$LOG"
+    [ $rc -eq 0 ] || status=1
+    tar -C "$OUT" -czf "$OUT/$name.tar.gz" "$name" && rm -rf "$dir"
+}
+part engine     env OUT="$OUT/engine" scripts/gpu-check.sh "$OUT/engine"
+part counters   scripts/counters-vs-ncu.sh .carry/bin/counters_check "$OUT/counters"
+part conditions .carry/bin/conditions_check "$OUT/conditions/conditions_fixture.json" 30 1.0
+part ncu        env OUT="$OUT/ncu" bash scripts/ncu-capture.sh
+[ -x scripts/gpu-check-python.sh ] && part python env OUT="$OUT/python" scripts/gpu-check-python.sh
+echo "== overall: $([ $status -eq 0 ] && echo PASS || echo FAIL)" | tee -a "$LOG"
+exit $status
