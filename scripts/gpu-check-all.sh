@@ -29,7 +29,9 @@ part() {
     tail -n 40 "$dir/console.log" >> "$LOG"
     echo "== $name: exit $rc after $((SECONDS - t0)) s" | tee -a "$LOG"
     [ $rc -eq 0 ] || status=1
-    tar -C "$OUT" -czf "$OUT/$name.tar.gz" "$name" && rm -rf "$dir"
+    # .ncu-rep files stay on the machine (too large to come back); their sizes are logged.
+    find "$dir" -name '*.ncu-rep' -printf '   kept there: %p (%s bytes)\n' | tee -a "$LOG"
+    tar -C "$OUT" --exclude='*.ncu-rep' -czf "$OUT/$name.tar.gz" "$name" && rm -rf "$dir"
 }
 part engine     env OUT="$OUT/engine" scripts/gpu-check.sh "$OUT/engine"
 part counters   scripts/counters-vs-ncu.sh .carry/bin/counters_check "$OUT/counters"

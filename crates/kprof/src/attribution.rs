@@ -218,6 +218,7 @@ mod tests {
     }
     fn launch(corr: u32, t: u64, tid: u32, cbid: u32) -> ApiRecord {
         ApiRecord {
+            kind: crate::cupti::ffi::ACTIVITY_KIND_DRIVER,
             cbid,
             start_ns: t,
             end_ns: t + 3,
@@ -335,7 +336,7 @@ mod tests {
     }
 
     fn cbid_is_graph(c: u32) -> bool {
-        crate::cupti::ffi::cbid::is_graph_launch(c)
+        crate::cupti::ffi::cbid::is_graph_launch(crate::cupti::ffi::ACTIVITY_KIND_DRIVER, c)
     }
 
     #[test]

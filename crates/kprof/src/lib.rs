@@ -86,7 +86,7 @@
 //!     pub fn dump_path(&self) -> Option<PathBuf>
 //!     pub fn stop(self) -> Result<(), EngineError> }                   // also on Drop
 //! pub fn current_thread_id() -> u32                                    // gettid
-//! pub enum LaunchRecords { KindMinusOthers, PerCbid, WholeDriverKind /*default*/ }
+//! pub enum LaunchRecords { KindMinusOthers /*default*/, PerCbid, WholeDriverKind }
 //! impl ActivitySession { pub fn launch_records(&self) -> LaunchRecords }
 //! env KPROF_CUPTI_LAUNCH_RECORDS=kind|cbid|kind-minus overrides (diagnostics)
 //! env KPROF_RECORD_ACTIVITY=<file.jsonl>: every record is also appended there

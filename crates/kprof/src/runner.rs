@@ -1565,12 +1565,12 @@ mod tests {
         // Config 0 finished before the failure: its rows are on disk.
         let csv = std::fs::read_to_string(dir.path().join("g-raw.csv")).unwrap();
         assert!(
-            csv.starts_with("Benchmark,Annotation,n,Run,Metric,Value,Unit,Kernel,GPU,Host"),
+            csv.starts_with("Annotation,Value,Metric,Kernel,GPU,Host,ComputeClock,MemoryClock,Unit"),
             "{csv}"
         );
         assert_eq!(csv.lines().count(), 1 + 3, "{csv}");
         assert!(
-            csv.contains("g,k,512,0,gpu__time_duration.sum,100,ns,k,Fake GPU,h,1,2,0"),
+            csv.contains("k,100.0,gpu__time_duration.sum,k,Fake GPU,h,1.0,2.0,ns,0.0,512,g,0"),
             "{csv}"
         );
     }

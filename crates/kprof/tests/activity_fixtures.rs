@@ -82,7 +82,7 @@ fn every_fixture_parses_and_attributes_consistently() {
             let graph_corrs: HashSet<u32> = b
                 .launches
                 .iter()
-                .filter(|l| cbid::is_graph_launch(l.cbid))
+                .filter(|l| cbid::is_graph_launch(l.kind, l.cbid))
                 .map(|l| l.correlation_id)
                 .collect();
             for k in &b.kernels {

@@ -44,27 +44,28 @@ pub const ENV_LAUNCH_RECORDS: &str = "KPROF_CUPTI_LAUNCH_RECORDS";
 /// (CUPTI 13.0 has 807; later versions add a few).
 const DRIVER_CBID_LIMIT: u32 = 1024;
 
-/// How the driver-API records of kernel launches are enabled.
+/// How the API records of kernel launches (driver and runtime) are enabled.
 ///
-/// Seen on the H200 (CUPTI 13.0, driver 580): enabling only the launch CBIDs with
-/// `cuptiActivityEnableDriverApi` gives **no** API records for a context that already existed
-/// when the session started (it works when the session starts first). Enabling the whole DRIVER
-/// kind and then switching every other CBID off works in both orders, but cuBLAS 13's kernels
-/// (`sm80_xmma_gemm_*`) were launched through none of the eight launch CBIDs: their kernel
-/// records had no API record, so they could not be attributed. Every driver call is therefore
-/// recorded by default ([`LaunchRecords::WholeDriverKind`]), and so is every runtime call: on the
-/// H200, cuBLAS 13's launches produced no driver record even with the whole DRIVER kind on, only
-/// runtime ones. Attribution needs only the API record (driver or runtime) that shares the
-/// kernel's correlation id, whatever its CBID.
+/// Seen on the H200 (CUPTI 13.0, driver 580):
+/// - enabling only the launch CBIDs with `cuptiActivityEnableDriverApi` gives **no** API records
+///   for a context that already existed when the session started (it works when the session
+///   starts first); enabling the whole kind and then switching every other CBID off works in
+///   both orders;
+/// - cuBLAS 13 launches through the runtime's `cudaLaunchKernelExC` with no traced driver call:
+///   only a RUNTIME record carries the kernel's correlation id.
+///
+/// So the default enables the DRIVER and RUNTIME kinds and switches off every non-launch CBID
+/// of both ([`LaunchRecords::KindMinusOthers`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LaunchRecords {
-    /// `cuptiActivityEnable(DRIVER)`, then `cuptiActivityEnableDriverApi(id, 0)` for every
-    /// non-launch CBID (`KPROF_CUPTI_LAUNCH_RECORDS=kind-minus`; misses cuBLAS 13's launches).
+    /// The DRIVER and RUNTIME kinds, then every non-launch CBID of both switched off (the
+    /// default when CUPTI >= 12.5 has the per-CBID calls).
     KindMinusOthers,
-    /// `cuptiActivityEnableDriverApi(id, 1)` for the launch CBIDs only
-    /// (`KPROF_CUPTI_LAUNCH_RECORDS=cbid`; only for contexts created after the session started).
+    /// Only the launch CBIDs of both kinds (`KPROF_CUPTI_LAUNCH_RECORDS=cbid`; sees only contexts
+    /// created after the session started).
     PerCbid,
-    /// `cuptiActivityEnable(DRIVER)`: every driver call (the default).
+    /// Every driver and runtime call (`KPROF_CUPTI_LAUNCH_RECORDS=kind`, and the fallback before
+    /// CUPTI 12.5).
     WholeDriverKind,
 }
 
@@ -208,10 +209,10 @@ unsafe fn process_buffer(ctx: *mut c_void, stream: u32, buf: *mut u8, valid: usi
             None
         };
         let dump = dumping.then(|| (kind, bytes.to_vec(), name.clone()));
-        // Only launch API records matter (the whole DRIVER kind is on when per-CBID enabling
-        // is unavailable); everything else stays out of the batch but goes into the dump.
+        // Only launch API records matter (whole kinds are on when per-CBID enabling is
+        // unavailable); everything else stays out of the batch but goes into the dump.
         let rec = parse_record(bytes, name).filter(|r| match r {
-            Record::Api(a) => cbid::LAUNCH_CBIDS.contains(&a.cbid),
+            Record::Api(a) => cbid::is_launch(a.kind, a.cbid),
             _ => true,
         });
         if rec.is_some() || dump.is_some() {
@@ -352,36 +353,42 @@ impl ActivitySession {
         c.check("cuptiActivityEnable(EXTERNAL_CORRELATION)", unsafe {
             (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_EXTERNAL_CORRELATION)
         })?;
-        let per_cbid_api = c.fns.cuptiActivityEnableDriverApi.is_some();
-        let mode = match std::env::var(ENV_LAUNCH_RECORDS).as_deref() {
-            Ok("kind-minus") if per_cbid_api => LaunchRecords::KindMinusOthers,
-            Ok("cbid") if per_cbid_api => LaunchRecords::PerCbid,
-            _ => LaunchRecords::WholeDriverKind,
+        let per_cbid = match (c.fns.cuptiActivityEnableDriverApi, c.fns.cuptiActivityEnableRuntimeApi) {
+            (Some(d), Some(r)) => Some((d, r)),
+            _ => None,
+        };
+        let mode = match (std::env::var(ENV_LAUNCH_RECORDS).as_deref(), per_cbid) {
+            (Ok("kind"), _) | (_, None) => LaunchRecords::WholeDriverKind,
+            (Ok("cbid"), Some(_)) => LaunchRecords::PerCbid,
+            (_, Some(_)) => LaunchRecords::KindMinusOthers,
         };
         self.launch_mode = mode;
-        // Launches through the CUDA runtime (cuBLAS 13 with its static cudart, PyTorch) may have
-        // no traced driver call at all: only a runtime record carries their correlation id.
-        c.check("cuptiActivityEnable(RUNTIME)", unsafe { (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_RUNTIME) })?;
-        match (mode, c.fns.cuptiActivityEnableDriverApi) {
-            (LaunchRecords::PerCbid, Some(f)) => {
+        let enable_kinds = || -> Result<(), EngineError> {
+            c.check("cuptiActivityEnable(DRIVER)", unsafe { (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_DRIVER) })?;
+            c.check("cuptiActivityEnable(RUNTIME)", unsafe { (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_RUNTIME) })
+        };
+        match (mode, per_cbid) {
+            (LaunchRecords::PerCbid, Some((driver, runtime))) => {
                 for id in cbid::LAUNCH_CBIDS {
-                    c.check("cuptiActivityEnableDriverApi", unsafe { f(id, 1) })?;
+                    c.check("cuptiActivityEnableDriverApi", unsafe { driver(id, 1) })?;
+                }
+                for id in cbid::RUNTIME_LAUNCH_CBIDS {
+                    c.check("cuptiActivityEnableRuntimeApi", unsafe { runtime(id, 1) })?;
                 }
             }
-            (LaunchRecords::KindMinusOthers, Some(f)) => {
-                c.check("cuptiActivityEnable(DRIVER)", unsafe {
-                    (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_DRIVER)
-                })?;
+            (LaunchRecords::KindMinusOthers, Some((driver, runtime))) => {
+                enable_kinds()?;
                 for id in 1..DRIVER_CBID_LIMIT {
+                    // Ids this CUPTI does not know fail harmlessly.
                     if !cbid::LAUNCH_CBIDS.contains(&id) {
-                        // Ids this CUPTI does not know fail harmlessly.
-                        let _ = unsafe { f(id, 0) };
+                        let _ = unsafe { driver(id, 0) };
+                    }
+                    if !cbid::RUNTIME_LAUNCH_CBIDS.contains(&id) {
+                        let _ = unsafe { runtime(id, 0) };
                     }
                 }
             }
-            _ => c.check("cuptiActivityEnable(DRIVER)", unsafe {
-                (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_DRIVER)
-            })?,
+            _ => enable_kinds()?,
         }
         Ok(())
     }
@@ -506,15 +513,20 @@ impl ActivitySession {
                 let _ = (c.fns.cuptiActivityFlushAll)(ACTIVITY_FLAG_FLUSH_FORCED);
                 let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_CONCURRENT_KERNEL);
                 let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_EXTERNAL_CORRELATION);
-                let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_RUNTIME);
-                if let (LaunchRecords::PerCbid, Some(f)) =
-                    (self.launch_mode, c.fns.cuptiActivityEnableDriverApi)
-                {
+                if let (LaunchRecords::PerCbid, Some(d), Some(r)) = (
+                    self.launch_mode,
+                    c.fns.cuptiActivityEnableDriverApi,
+                    c.fns.cuptiActivityEnableRuntimeApi,
+                ) {
                     for id in cbid::LAUNCH_CBIDS {
-                        let _ = f(id, 0);
+                        let _ = d(id, 0);
+                    }
+                    for id in cbid::RUNTIME_LAUNCH_CBIDS {
+                        let _ = r(id, 0);
                     }
                 } else {
                     let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_DRIVER);
+                    let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_RUNTIME);
                 }
                 let _ = (c.fns.cuptiUnsubscribe)(self.subscriber as *mut c_void);
                 self.subscriber = 0;

@@ -59,9 +59,55 @@ pub mod cbid {
         CU_LAUNCH_KERNEL_EX_PTSZ,
     ];
 
-    /// Whether a CBID is a CUDA graph launch.
-    pub fn is_graph_launch(cbid: u32) -> bool {
-        cbid == CU_GRAPH_LAUNCH || cbid == CU_GRAPH_LAUNCH_PTSZ
+    /// Runtime-API launch CBIDs (`cupti_runtime_cbid.h`). cuBLAS 13 launches through
+    /// `cudaLaunchKernelExC` (430) with no traced driver call, so these matter.
+    pub const CUDA_LAUNCH: u32 = 13;
+    pub const CUDA_LAUNCH_KERNEL: u32 = 211;
+    pub const CUDA_LAUNCH_PTSZ: u32 = 213;
+    pub const CUDA_LAUNCH_KERNEL_PTSZ: u32 = 214;
+    pub const CUDA_LAUNCH_COOPERATIVE_KERNEL: u32 = 269;
+    pub const CUDA_LAUNCH_COOPERATIVE_KERNEL_PTSZ: u32 = 270;
+    pub const CUDA_LAUNCH_COOPERATIVE_KERNEL_MULTI_DEVICE: u32 = 272;
+    pub const CUDA_GRAPH_LAUNCH: u32 = 311;
+    pub const CUDA_GRAPH_LAUNCH_PTSZ: u32 = 312;
+    pub const CUDA_LAUNCH_KERNEL_EX_C: u32 = 430;
+    pub const CUDA_LAUNCH_KERNEL_EX_C_PTSZ: u32 = 431;
+    pub const CUDA_LAUNCH_KERNEL_INTERNAL: u32 = 505;
+    pub const CUDA_LAUNCH_KERNEL_INTERNAL_PTSZ: u32 = 506;
+
+    /// Every runtime launch CBID the activity session records.
+    pub const RUNTIME_LAUNCH_CBIDS: [u32; 13] = [
+        CUDA_LAUNCH,
+        CUDA_LAUNCH_KERNEL,
+        CUDA_LAUNCH_PTSZ,
+        CUDA_LAUNCH_KERNEL_PTSZ,
+        CUDA_LAUNCH_COOPERATIVE_KERNEL,
+        CUDA_LAUNCH_COOPERATIVE_KERNEL_PTSZ,
+        CUDA_LAUNCH_COOPERATIVE_KERNEL_MULTI_DEVICE,
+        CUDA_GRAPH_LAUNCH,
+        CUDA_GRAPH_LAUNCH_PTSZ,
+        CUDA_LAUNCH_KERNEL_EX_C,
+        CUDA_LAUNCH_KERNEL_EX_C_PTSZ,
+        CUDA_LAUNCH_KERNEL_INTERNAL,
+        CUDA_LAUNCH_KERNEL_INTERNAL_PTSZ,
+    ];
+
+    /// Whether an API record of activity kind `kind` (4 driver, 5 runtime) is a kernel launch.
+    pub fn is_launch(kind: u32, cbid: u32) -> bool {
+        match kind {
+            super::ACTIVITY_KIND_DRIVER => LAUNCH_CBIDS.contains(&cbid),
+            super::ACTIVITY_KIND_RUNTIME => RUNTIME_LAUNCH_CBIDS.contains(&cbid),
+            _ => false,
+        }
+    }
+
+    /// Whether an API record of activity kind `kind` is a CUDA graph launch.
+    pub fn is_graph_launch(kind: u32, cbid: u32) -> bool {
+        match kind {
+            super::ACTIVITY_KIND_DRIVER => cbid == CU_GRAPH_LAUNCH || cbid == CU_GRAPH_LAUNCH_PTSZ,
+            super::ACTIVITY_KIND_RUNTIME => cbid == CUDA_GRAPH_LAUNCH || cbid == CUDA_GRAPH_LAUNCH_PTSZ,
+            _ => false,
+        }
     }
 }
 
@@ -102,6 +148,8 @@ pub struct CuptiFns {
     pub cuptiActivityDisable: FnActivityKind,
     /// Absent before CUPTI 12.5: then the whole DRIVER kind is enabled instead.
     pub cuptiActivityEnableDriverApi: Option<FnEnableDriverApi>,
+    /// `cuptiActivityEnableRuntimeApi` (CUPTI >= 12.5; same signature as the driver one).
+    pub cuptiActivityEnableRuntimeApi: Option<FnEnableDriverApi>,
     pub cuptiActivityPushExternalCorrelationId: FnPushExternal,
     pub cuptiActivityPopExternalCorrelationId: FnPopExternal,
     pub cuptiActivityFlushAll: FnFlushAll,
@@ -141,6 +189,7 @@ impl CuptiFns {
                 cuptiActivityEnable: lib.sym("cuptiActivityEnable")?,
                 cuptiActivityDisable: lib.sym("cuptiActivityDisable")?,
                 cuptiActivityEnableDriverApi: lib.opt_sym("cuptiActivityEnableDriverApi"),
+                cuptiActivityEnableRuntimeApi: lib.opt_sym("cuptiActivityEnableRuntimeApi"),
                 cuptiActivityPushExternalCorrelationId: lib
                     .sym("cuptiActivityPushExternalCorrelationId")?,
                 cuptiActivityPopExternalCorrelationId: lib

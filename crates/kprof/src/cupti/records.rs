@@ -86,12 +86,19 @@ impl KernelRecord {
 /// One driver/runtime API call (here: a launch).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApiRecord {
+    /// Activity kind: 4 driver API, 5 runtime API (their CBID numberings differ).
+    #[serde(default = "driver_kind")]
+    pub kind: u32,
     pub cbid: u32,
     pub start_ns: u64,
     pub end_ns: u64,
     pub process_id: u32,
     pub thread_id: u32,
     pub correlation_id: u32,
+}
+
+fn driver_kind() -> u32 {
+    ACTIVITY_KIND_DRIVER
 }
 
 /// Links a CUPTI correlation id to the external id pushed by the launching thread.
@@ -156,6 +163,7 @@ pub fn parse_record(bytes: &[u8], kernel_name: Option<String>) -> Option<Record>
                 return None;
             }
             Some(Record::Api(ApiRecord {
+                kind,
                 cbid: rd_u32(bytes, API_CBID)?,
                 start_ns: rd_u64(bytes, API_START)?,
                 end_ns: rd_u64(bytes, API_END)?,
@@ -362,7 +370,7 @@ pub mod synth {
     /// A DRIVER API record (40 bytes).
     pub fn api_bytes(a: &ApiRecord) -> Vec<u8> {
         let mut b = vec![0u8; 40];
-        put32(&mut b, KIND, ACTIVITY_KIND_DRIVER);
+        put32(&mut b, KIND, a.kind);
         put32(&mut b, API_CBID, a.cbid);
         put64(&mut b, API_START, a.start_ns);
         put64(&mut b, API_END, a.end_ns);
@@ -419,6 +427,7 @@ mod tests {
     #[test]
     fn api_and_external_round_trip() {
         let a = ApiRecord {
+            kind: ACTIVITY_KIND_DRIVER,
             cbid: 307,
             start_ns: 10,
             end_ns: 20,
@@ -431,8 +440,8 @@ mod tests {
             Some(Record::Api(a.clone()))
         );
         let mut rt = api_bytes(&a);
-        rt[0] = 5; // RUNTIME kind parses the same way
-        assert_eq!(parse_record(&rt, None), Some(Record::Api(a)));
+        rt[0] = 5; // RUNTIME kind parses the same way, and keeps its kind
+        assert_eq!(parse_record(&rt, None), Some(Record::Api(ApiRecord { kind: 5, ..a })));
         let e = ExternalCorrelationRecord {
             external_kind: 3,
             external_id: 0xfff0_0000_0000_0001,
@@ -452,6 +461,7 @@ mod tests {
         }
         assert!(parse_record(&b[..160], None).is_some());
         let a = api_bytes(&ApiRecord {
+            kind: ACTIVITY_KIND_DRIVER,
             cbid: 1,
             start_ns: 1,
             end_ns: 2,
