@@ -54,7 +54,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, Protocol, runtime_checkable
 
-from .exceptions import not_available
 
 __all__ = [
     "Backend",
@@ -152,29 +151,51 @@ class Backend(Protocol):
     def _exit_region(self, name: str, failed: bool) -> None: ...
 
 
-class _UnwiredBackend:
-    """The backend until the CUPTI engine is wired into the package.
+class CuptiBackend:
+    """The CUPTI activity engine (Rust, ``kprof._core``): times kernels in this process.
 
-    Region hooks do nothing (so annotated code runs normally outside profiling);
-    ``run_benchmark`` raises :class:`kprof.NotAvailableYetError`.
+    The first benchmark loads libcuda and libcupti (a libcupti PyTorch already mapped is reused;
+    site-packages ``nvidia/cu13/lib`` and ``nvidia/cuda_cupti/lib`` are searched) and starts the
+    CUPTI session, which then stays for the life of the process.
     """
 
-    def run_benchmark(self, name, func, configs, options, progress):  # noqa: D401
-        raise not_available(
-            "profiling from Python (the CUPTI engine in kprof._core)",
-            "the engine bindings (the Rust API works today)",
-        )
+    def run_benchmark(self, name, func, configs, options, progress):
+        from . import _core
+
+        _export_site_packages()
+        return _core.run_benchmark(name, func, configs, options, progress)
 
     def _enter_region(self, name: str) -> None:
-        pass
+        from . import _core
+
+        _core.enter_region(name)
 
     def _exit_region(self, name: str, failed: bool) -> None:
+        from . import _core
+
+        _core.exit_region(name, failed)
+
+
+def _export_site_packages() -> None:
+    """Tells the engine's library search where pip's NVIDIA wheels live (``KPROF_PYTHON_SITE_PACKAGES``)."""
+    import os
+    import site
+    import sys
+
+    if "KPROF_PYTHON_SITE_PACKAGES" in os.environ:
+        return
+    dirs = []
+    try:
+        dirs.extend(site.getsitepackages())
+    except AttributeError:  # virtualenv's old site module
         pass
+    dirs.extend(p for p in sys.path if p.endswith("site-packages"))
+    os.environ["KPROF_PYTHON_SITE_PACKAGES"] = os.pathsep.join(dict.fromkeys(dirs))
 
 
 #: The installed backend. ``kprof.annotate`` calls its region hooks; ``@kernel(backend="cupti")``
 #: runs benchmarks through it.
-_backend: Backend = _UnwiredBackend()
+_backend: Backend = CuptiBackend()
 
 
 def get_backend() -> Backend:
@@ -183,8 +204,8 @@ def get_backend() -> Backend:
 
 
 def set_backend(backend: Backend | None) -> Backend:
-    """Installs ``backend`` (None: the unwired default) and returns the previous one."""
+    """Installs ``backend`` (None: the CUPTI engine) and returns the previous one."""
     global _backend
     previous = _backend
-    _backend = _UnwiredBackend() if backend is None else backend
+    _backend = CuptiBackend() if backend is None else backend
     return previous

@@ -138,9 +138,9 @@ def test_ignore_failures_does_not_swallow_base_exceptions(fake_backend):
     assert fake_backend.events[-1] == ("exit", "k", True)
 
 
-def test_unwired_backend_hooks_are_no_ops():
+def test_engine_hooks_are_no_ops_outside_a_benchmark():
     from kprof import _backend
 
-    assert type(_backend.get_backend()).__name__ == "_UnwiredBackend"
+    assert type(_backend.get_backend()).__name__ == "CuptiBackend"
     with kprof.annotate("fine"):
         pass

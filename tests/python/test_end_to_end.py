@@ -178,25 +178,39 @@ def test_return_value_warns_once(fake_backend, fake_core):
     assert len([x for x in w if "discards" in str(x.message)]) == 1
 
 
-def test_unwired_backend_raises_not_available():
+def test_engine_without_a_gpu_gives_one_clear_error():
+    """On a machine without the NVIDIA driver the CUPTI engine says what is missing and the fix."""
+    from kprof import _backend
+    from kprof.exceptions import BackendError
+
+    available, why = _core.engine_available()
+    if available:
+        pytest.skip(f"a CUDA driver is present here ({why})")
+
     @kprof.kernel(configs=[1], verbosity=SILENT)
     def f(n):
         pass
 
-    with pytest.raises(NotAvailableYetError, match=re.escape(
-        "profiling from Python (the CUPTI engine in kprof._core) is not available yet in this version of kprof"
-    )):
+    assert type(_backend.get_backend()).__name__ == "CuptiBackend"
+    with pytest.raises(BackendError, match="libcuda could not be loaded") as err:
         f()
+    assert "install the NVIDIA driver" in str(err.value)
 
 
-def test_unwired_process_raw(fake_backend):
-    res = make_bench()()
-    assert len(res.raw()) == 16  # the raw table works without the core
-    with pytest.raises(NotAvailableYetError, match="kprof._core.process_raw"):
-        res.to_dataframe()
-    text = repr(res)
-    assert "16 raw rows" in text and "NotAvailableYetError" in text
-    assert "<pre>" in res._repr_html_()
+def test_processed_statistics_come_from_the_core(fake_backend):
+    """The processed table is kprof-core's: Student-t CIs (df = n-1), sample std dev, percentiles."""
+    df = make_bench()().to_dataframe()
+    row = df[(df.Annotation == "impl") & (df.n == 4096)].iloc[0]
+    values = [1000.0 * 2 * 2 + run for run in range(4)]  # FakeBackend: 1000*(k+1)*(i+1) + run
+    mean = sum(values) / 4
+    sd = (sum((v - mean) ** 2 for v in values) / 3) ** 0.5
+    t975_df3 = 3.182446305284263  # scipy.stats.t.ppf(0.975, 3)
+    assert row.AvgValue == pytest.approx(mean)
+    assert row.StdDev == pytest.approx(sd)
+    assert row.CI95_Lower == pytest.approx(mean - t975_df3 * sd / 2)
+    assert row.CI95_Upper == pytest.approx(mean + t975_df3 * sd / 2)
+    assert row.Median == pytest.approx(4001.5)
+    assert row.NumRuns == 4 and row.TotalRuns == 4
 
 
 def test_bad_backend_tables(fake_backend, fake_core, monkeypatch):
@@ -430,10 +444,11 @@ def test_param_value_conversion():
         _core.convert_config([["n", 4]])
 
 
-def test_cli_version(capsys):
+def test_cli_version(capfd):
     assert _core.cli_main(["kprof", "--version"]) == 0
-    assert capsys.readouterr().out == f"kprof {kprof.__version__}\n"
-    assert _core.cli_main(["kprof"]) == 0
+    assert capfd.readouterr().out == f"kprof {kprof.__version__}\n"
+    assert _core.cli_main(["kprof"]) == 2  # no subcommand: usage on stderr
+    assert "Usage" in capfd.readouterr().err
 
 
 def test_console_script():
@@ -442,3 +457,10 @@ def test_console_script():
         pytest.skip("kprof console script not installed (run pytest against `pip install .`)")
     out = subprocess.run([exe, "--version"], capture_output=True, text=True, check=True).stdout
     assert out.strip() == f"kprof {kprof.__version__}"
+    # The same CLI as the Rust binary: summarize an nsight-python raw CSV.
+    fixture = os.path.join(os.path.dirname(__file__), "..", "fixtures", "io", "profiled_data-matmul-0.csv")
+    done = subprocess.run([exe, "summarize", fixture], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "AvgValue" in done.stdout and "gpu__time_duration.sum" in done.stdout
+    bad = subprocess.run([exe, "summarize", "/nonexistent.csv"], capture_output=True, text=True)
+    assert bad.returncode == 1 and "/nonexistent.csv" in bad.stderr

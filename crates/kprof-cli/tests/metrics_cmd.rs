@@ -1,15 +1,10 @@
-//! `kprof metrics` (crates/kprof-cli/src/metrics_cmd.rs), compiled here directly until it is
-//! hooked into main.rs. Needs the unpacked CUPTI wheel (see crates/kprof/tests/counters_host.rs);
-//! skips with a printed reason without it.
-
-#[path = "../src/metrics_cmd.rs"]
-#[allow(dead_code)]
-mod metrics_cmd;
+//! `kprof metrics` (crates/kprof-cli/src/metrics_cmd.rs). Needs the unpacked CUPTI wheel (see
+//! crates/kprof/tests/counters_host.rs); skips with a printed reason without it.
 
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
-use metrics_cmd::{run, MetricsArgs};
+use kprof_cli::metrics_cmd::{run, MetricsArgs};
 
 #[derive(Parser)]
 struct Cli {

@@ -1,23 +1,29 @@
 //! `kprof._core`: the compiled part of kprof's Python package.
 //!
 //! The Python package (`python/kprof`) holds the decorator API; this module holds what must be
-//! Rust: conversions between Python values and kprof-core's model, and (wired by the engine
-//! merge) the run loop, `process_raw` and the CLI.
+//! Rust: conversions between Python values and kprof-core's model, the run loop, `process_raw`
+//! and the CLI.
 //!
-//! What is here today:
+//! What is here:
 //! - `__version__`;
 //! - `param_value(obj)` and `convert_config(pairs)`: Python scalar → [`ParamValue`] rules;
-//! - `cli_main(argv)`: a placeholder (only `--version` does anything);
-//! - `process_raw(raw, options)`: a placeholder raising `NotImplementedError`, with the contract
-//!   the Python side is written against (see its doc string and `python/kprof/results.py`).
+//! - `cli_main(argv)`: the `kprof` CLI (the same library as the Rust binary);
+//! - `process_raw(raw, options)`: raw columns → processed columns through kprof-core;
+//! - `run_benchmark`, `enter_region`, `exit_region`: the CUPTI engine (module `engine`).
 //!
 //! The Rust helpers [`param_value_from_py`], [`param_value_to_py`], [`config_from_py`] and
 //! [`config_to_py`] are public so the engine bindings can reuse them.
 
-use kprof_core::{Config, ParamValue};
-use pyo3::exceptions::{PyNotImplementedError, PyTypeError};
+use std::collections::HashMap;
+
+use kprof_core::pipeline::{process, ProcessOptions};
+use kprof_core::stats::StatsOptions;
+use kprof_core::{Config, DeviceInfo, ParamValue, ProcessedResults, RawResults, SampleRecord};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+
+mod engine;
 
 /// The package version (the workspace version).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -152,28 +158,211 @@ fn convert_config<'py>(py: Python<'py>, pairs: &Bound<'py, PyAny>) -> PyResult<B
     config_to_py(py, &config)
 }
 
-/// `cli_main(argv: list[str]) -> int`: the `kprof` console command.
-///
-/// PLACEHOLDER until the CLI library is wired in: prints `kprof <version>` for `--version`/`-V`
-/// and returns 0 for everything else.
+/// `cli_main(argv: list[str]) -> int`: the `kprof` console command (the same CLI as the Rust
+/// binary; `argv[0]` is the program name). Returns the exit code.
 #[pyfunction]
-fn cli_main(py: Python<'_>, argv: Vec<String>) -> PyResult<i32> {
-    if argv.iter().skip(1).any(|a| a == "--version" || a == "-V") {
-        // Through Python's print so it shows in notebooks and under redirected sys.stdout.
-        let builtins = py.import("builtins")?;
-        builtins.getattr("print")?.call1((format!("kprof {VERSION}"),))?;
+fn cli_main(py: Python<'_>, argv: Vec<String>) -> i32 {
+    py.detach(|| kprof_cli::run(argv))
+}
+
+fn column<'py>(raw: &Bound<'py, PyDict>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    raw.get_item(name)?
+        .ok_or_else(|| PyValueError::new_err(format!("the raw table has no column {name:?}")))
+}
+
+fn opt_f64(v: &Bound<'_, PyAny>) -> PyResult<Option<f64>> {
+    if v.is_none() {
+        return Ok(None);
     }
-    Ok(0)
+    let x: f64 = v.extract()?;
+    Ok(if x.is_nan() { None } else { Some(x) })
+}
+
+fn text(v: &Bound<'_, PyAny>) -> PyResult<String> {
+    if v.is_none() {
+        return Ok(String::new());
+    }
+    if let Ok(s) = v.extract::<String>() {
+        return Ok(s);
+    }
+    // pandas writes a missing unit as NaN.
+    match v.extract::<f64>() {
+        Ok(x) if x.is_nan() => Ok(String::new()),
+        _ => Ok(v.str()?.to_string()),
+    }
+}
+
+/// Builds [`RawResults`] from the raw columns the Python side holds (see `process_raw`).
+fn raw_from_columns(raw: &Bound<'_, PyDict>, params: &[String]) -> PyResult<RawResults> {
+    let cols = |name: &str| -> PyResult<Vec<Bound<'_, PyAny>>> {
+        column(raw, name)?.try_iter()?.collect::<PyResult<Vec<_>>>()
+    };
+    let annotation = cols("Annotation")?;
+    let n = annotation.len();
+    let named = ["Value", "Metric", "Kernel", "GPU", "Host", "ComputeClock", "MemoryClock", "Unit", "Benchmark", "Run"];
+    let mut by_name: HashMap<&str, Vec<Bound<'_, PyAny>>> = HashMap::new();
+    for name in named {
+        let c = cols(name)?;
+        if c.len() != n {
+            return Err(PyValueError::new_err(format!(
+                "column {name:?} has {} values but Annotation has {n}",
+                c.len()
+            )));
+        }
+        by_name.insert(name, c);
+    }
+    let mut param_cols = Vec::with_capacity(params.len());
+    for p in params {
+        let c = cols(p)?;
+        if c.len() != n {
+            return Err(PyValueError::new_err(format!("parameter column {p:?} has {} values but Annotation has {n}", c.len())));
+        }
+        param_cols.push(c);
+    }
+    let mut out = RawResults::new();
+    for i in 0..n {
+        let mut config = Config::new();
+        for (p, c) in params.iter().zip(&param_cols) {
+            config.params.push((p.clone(), param_value_from_py(&c[i])?));
+        }
+        let device = DeviceInfo {
+            gpu: text(&by_name["GPU"][i])?,
+            host: text(&by_name["Host"][i])?,
+            compute_clock_khz: opt_f64(&by_name["ComputeClock"][i])?,
+            memory_clock_khz: opt_f64(&by_name["MemoryClock"][i])?,
+        };
+        let value = opt_f64(&by_name["Value"][i])?.unwrap_or(f64::NAN);
+        let run: u32 = by_name["Run"][i].extract()?;
+        out.push(&SampleRecord {
+            benchmark: &text(&by_name["Benchmark"][i])?,
+            annotation: &text(&annotation[i])?,
+            config: &config,
+            run,
+            metric: &text(&by_name["Metric"][i])?,
+            value,
+            unit: &text(&by_name["Unit"][i])?,
+            kernel: &text(&by_name["Kernel"][i])?,
+            device: &device,
+            extras: &[],
+        })
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    }
+    out.check_unique_runs().map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(out)
+}
+
+fn nan_to_none(py: Python<'_>, x: f64) -> PyResult<Bound<'_, PyAny>> {
+    Ok(if x.is_nan() { py.None().into_bound(py) } else { x.into_pyobject(py)?.into_any() })
 }
 
 /// `process_raw(raw: dict[str, list], options: dict) -> dict[str, list]`: raw columns to processed
-/// columns. Not wired yet: raises `NotImplementedError` (the Python side turns that into
-/// `kprof.NotAvailableYetError`). The contract is documented in `python/kprof/results.py`.
+/// columns through kprof-core's pipeline (the statistics `kprof summarize` computes). The contract
+/// is documented in `python/kprof/results.py`. Bad input raises `ValueError`; configurations
+/// dropped from normalisation for lack of a baseline raise a `UserWarning` naming them.
 #[pyfunction]
-fn process_raw(_raw: &Bound<'_, PyAny>, _options: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-    Err(PyNotImplementedError::new_err(
-        "kprof._core.process_raw is not wired to kprof-core's statistics yet",
-    ))
+fn process_raw<'py>(py: Python<'py>, raw: &Bound<'py, PyDict>, options: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
+    let get = |k: &str| options.get_item(k);
+    let params: Vec<String> = match get("params")? {
+        Some(v) if !v.is_none() => v.extract()?,
+        _ => Vec::new(),
+    };
+    let normalize_against: Option<String> = match get("normalize_against")? {
+        Some(v) if !v.is_none() => Some(v.extract()?),
+        _ => None,
+    };
+    let stable_rsd_pct: f64 = match get("stable_rsd_pct")? {
+        Some(v) if !v.is_none() => v.extract()?,
+        _ => 2.0,
+    };
+    let raw_results = raw_from_columns(raw, &params)?;
+    let opts = ProcessOptions {
+        stats: StatsOptions { stable_rsd_pct, ..StatsOptions::default() },
+        normalize_against,
+    };
+    let processed = py
+        .detach(|| process(&raw_results, &opts))
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    for m in &processed.missing_baselines {
+        let msg = format!(
+            "annotation {:?} (metric {:?}, config [{}]) has no baseline row to normalise against; it is left out of the processed table",
+            m.annotation, m.metric, m.config
+        );
+        PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyUserWarning>(), &std::ffi::CString::new(msg).unwrap_or_default(), 1)?;
+    }
+    processed_to_columns(py, &processed, &params)
+}
+
+fn processed_to_columns<'py>(py: Python<'py>, p: &ProcessedResults, params: &[String]) -> PyResult<Bound<'py, PyDict>> {
+    let normalised = p.rows.iter().any(|r| r.normalized.is_some());
+    let mut names: Vec<String> = vec!["Annotation".into(), "Metric".into()];
+    names.extend(params.iter().cloned());
+    for n in [
+        "AvgValue", "StdDev", "MinValue", "MaxValue", "NumRuns", "Kernel", "GPU", "Host", "ComputeClock", "MemoryClock",
+        "Unit", "CI95_Lower", "CI95_Upper", "RelativeStdDevPct", "StableMeasurement", "Normalized",
+    ] {
+        names.push(n.into());
+    }
+    if normalised {
+        names.push("NormalizationValue".into());
+    }
+    for n in ["Geomean", "Benchmark", "Median", "P05", "P95", "TotalRuns", "OutliersMild", "OutliersSevere"] {
+        names.push(n.into());
+    }
+    let mut cols: Vec<Vec<Bound<'py, PyAny>>> = vec![Vec::with_capacity(p.rows.len()); names.len()];
+    for r in &p.rows {
+        let s = &r.summary;
+        let mut i = 0;
+        let mut put = |v: Bound<'py, PyAny>| {
+            cols[i].push(v);
+            i += 1;
+        };
+        put(PyString::new(py, &r.annotation).into_any());
+        put(PyString::new(py, &r.metric).into_any());
+        for name in params {
+            put(match r.config.get(name) {
+                Some(v) => param_value_to_py(py, v)?,
+                None => py.None().into_bound(py),
+            });
+        }
+        put(nan_to_none(py, s.mean)?);
+        put(nan_to_none(py, s.std_dev)?);
+        put(nan_to_none(py, s.min)?);
+        put(nan_to_none(py, s.max)?);
+        put(s.num_runs.into_pyobject(py)?.into_any());
+        put(PyString::new(py, &r.kernel).into_any());
+        put(PyString::new(py, &r.device.gpu).into_any());
+        put(PyString::new(py, &r.device.host).into_any());
+        put(nan_to_none(py, r.device.compute_clock_khz.unwrap_or(f64::NAN))?);
+        put(nan_to_none(py, r.device.memory_clock_khz.unwrap_or(f64::NAN))?);
+        put(PyString::new(py, &r.unit).into_any());
+        put(nan_to_none(py, s.ci95_lower)?);
+        put(nan_to_none(py, s.ci95_upper)?);
+        put(nan_to_none(py, s.rsd_pct)?);
+        put(match s.stable {
+            Some(b) => PyBool::new(py, b).to_owned().into_any(),
+            None => py.None().into_bound(py),
+        });
+        put(match &r.normalized {
+            Some(b) => PyString::new(py, b).into_any(),
+            None => PyBool::new(py, false).to_owned().into_any(),
+        });
+        if normalised {
+            put(nan_to_none(py, r.normalization_value.unwrap_or(f64::NAN))?);
+        }
+        put(nan_to_none(py, r.geomean)?);
+        put(PyString::new(py, &r.benchmark).into_any());
+        put(nan_to_none(py, s.median)?);
+        put(nan_to_none(py, s.p05)?);
+        put(nan_to_none(py, s.p95)?);
+        put(s.total_runs.into_pyobject(py)?.into_any());
+        put(s.outliers_mild.into_pyobject(py)?.into_any());
+        put(s.outliers_severe.into_pyobject(py)?.into_any());
+    }
+    let out = PyDict::new(py);
+    for (name, values) in names.iter().zip(cols) {
+        out.set_item(name, PyList::new(py, values)?)?;
+    }
+    Ok(out)
 }
 
 #[pymodule]
@@ -183,5 +372,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(convert_config, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(process_raw, m)?)?;
+    engine::register(m)?;
     Ok(())
 }

@@ -403,6 +403,8 @@ struct SpanRec {
     thread_id: u64,
     start_ns: u64,
     end_ns: Option<u64>,
+    /// The region's body failed and the failure was ignored: its value is NaN.
+    failed: bool,
 }
 
 #[derive(Default)]
@@ -470,6 +472,7 @@ impl Run {
                 thread_id,
                 start_ns,
                 end_ns: None,
+                failed: false,
             });
         }
         Ok(RegionGuard {
@@ -498,6 +501,15 @@ impl Run {
     /// The run index (recorded runs and warm-up runs count separately from 0).
     pub fn index(&self) -> u32 {
         self.run_index
+    }
+}
+
+impl RegionGuard {
+    /// Marks the region as failed: its value in this run is recorded as NaN (with a warning)
+    /// whatever kernels it launched, and the sweep goes on. For code that catches an error
+    /// inside a region on purpose (Python's `annotate(..., ignore_failures=True)`).
+    pub fn mark_failed(&self) {
+        self.state.inner.borrow_mut().spans[self.index].failed = true;
     }
 }
 
@@ -764,6 +776,15 @@ impl Profiler {
                 let mut total = 0.0;
                 let mut any = false;
                 for s in &spans {
+                    if s.failed {
+                        let msg = format!(
+                            "{name}: region {:?} failed in run {} of config [{config}] (failure ignored); recorded as NaN",
+                            s.name, step.run
+                        );
+                        self.push_sample(&mut raw, name, &s.name, step, device_idx, f64::NAN, "", &[], Some(&msg))?;
+                        self.warnings.push(msg);
+                        continue;
+                    }
                     let kernels = collected
                         .by_region
                         .get(&s.key)

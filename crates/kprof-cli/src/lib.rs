@@ -1,0 +1,153 @@
+//! The `kprof` command-line tool, as a library: the binary (`src/main.rs`) and the Python
+//! package's `kprof` console command (`kprof._core.cli_main`) both call [`run`].
+//!
+//! Offline subcommands (no GPU needed): `summarize` turns a raw CSV (kprof's or nsight-python's)
+//! into the processed table, `show` prints any result file as an aligned table, `import` reads
+//! Nsight Compute reports.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+
+use kprof_core::display::{render_processed, render_raw};
+use kprof_core::io::{self, Loaded, ReadOptions};
+use kprof_core::pipeline::{process, ProcessOptions};
+use kprof_core::stats::{BootstrapOptions, StatsOptions};
+
+pub mod import_cmd;
+pub mod metrics_cmd;
+
+#[derive(Parser, Debug)]
+#[command(name = "kprof", version, about = "GPU kernel profiling you can trust")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Turn a raw CSV (written by kprof or by nsight-python) into the processed table.
+    Summarize(SummarizeArgs),
+    /// Turn an Nsight Compute report (.ncu-rep, or its raw-page CSV export) into kprof's tables.
+    Import(import_cmd::ImportArgs),
+    /// List hardware metrics (ncu names) for a chip, validate names, count replay passes.
+    Metrics(metrics_cmd::MetricsArgs),
+    /// Print a result file (raw CSV, processed CSV or kprof JSON) as an aligned table.
+    Show {
+        /// The result file.
+        file: PathBuf,
+        /// Rows of a raw file to print.
+        #[arg(long, default_value_t = 50)]
+        max_rows: usize,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+struct SummarizeArgs {
+    /// Raw CSV: one row per (annotation, config, run, metric).
+    raw: PathBuf,
+    /// Where to write the processed table: `.csv`, or `.json` for kprof's JSON (raw + processed).
+    /// Without it the table is printed.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Baseline annotation: every other annotation becomes a ratio to it, with its own CI.
+    #[arg(long, value_name = "NAME")]
+    normalize_against: Option<String>,
+    /// A series is stable when its relative standard deviation is below this percentage.
+    #[arg(long, value_name = "PCT", default_value_t = 2.0)]
+    stable_rsd: f64,
+    /// The columns that are configuration parameters (others unknown to kprof become extra
+    /// columns). By default every unknown column is a parameter.
+    #[arg(long, value_delimiter = ',', value_name = "A,B")]
+    params: Option<Vec<String>>,
+    /// Also compute seeded percentile-bootstrap CIs of the mean and median with this many resamples.
+    #[arg(long, value_name = "N")]
+    bootstrap: Option<usize>,
+    /// Seed of the bootstrap.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+}
+
+fn summarize(args: &SummarizeArgs) -> Result<()> {
+    if !(args.stable_rsd.is_finite() && args.stable_rsd > 0.0) {
+        bail!("--stable-rsd must be a positive percentage, got {}", args.stable_rsd);
+    }
+    if args.bootstrap == Some(0) {
+        bail!("--bootstrap needs at least 1 resample (2000 is a good choice)");
+    }
+    let raw = io::read_raw_csv(&args.raw, &ReadOptions { params: args.params.clone(), benchmark: None })?;
+    let opts = ProcessOptions {
+        stats: StatsOptions {
+            stable_rsd_pct: args.stable_rsd,
+            bootstrap: args.bootstrap.map(|resamples| BootstrapOptions { resamples, seed: args.seed }),
+        },
+        normalize_against: args.normalize_against.clone(),
+    };
+    let processed = process(&raw, &opts).with_context(|| format!("cannot summarize {}", args.raw.display()))?;
+    match &args.output {
+        None => print!("{}", render_processed(&processed)),
+        Some(out) if has_extension(out, "json") => {
+            io::write_results_json(out, &io::ResultFile::new(Some(raw), Some(processed), None))?;
+            eprintln!("wrote {}", out.display());
+        }
+        Some(out) => {
+            io::write_processed_csv(out, &processed)?;
+            eprintln!("wrote {} ({} rows)", out.display(), processed.rows.len());
+        }
+    }
+    Ok(())
+}
+
+fn has_extension(path: &Path, ext: &str) -> bool {
+    path.extension().is_some_and(|e| e.eq_ignore_ascii_case(ext))
+}
+
+fn show(file: &Path, max_rows: usize) -> Result<()> {
+    match io::read_any(file)? {
+        Loaded::Raw(raw) => print!("{}", render_raw(&raw, max_rows)),
+        Loaded::Processed(processed) => print!("{}", render_processed(&processed)),
+        Loaded::Json(result) => {
+            if let Some(env) = &result.environment {
+                println!("environment:\n{}", serde_json::to_string_pretty(env)?);
+            }
+            match (&result.processed, &result.raw) {
+                (Some(p), _) => print!("{}", render_processed(p)),
+                (None, Some(r)) => print!("{}", render_raw(r, max_rows)),
+                (None, None) => println!("{} holds no results", file.display()),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs the CLI on `args` (the program name first) and returns the process exit code: 0 on
+/// success, 1 with one `kprof: error: ...` line on stderr for bad input, 2 for bad arguments
+/// (clap's usage message), 0 for `--help`/`--version`.
+pub fn run<I, T>(args: I) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return e.exit_code();
+        }
+    };
+    let result = match &cli.command {
+        Command::Summarize(args) => summarize(args),
+        Command::Show { file, max_rows } => show(file, *max_rows),
+        Command::Import(args) => import_cmd::run(args.clone()),
+        Command::Metrics(args) => metrics_cmd::run(args),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(err) => {
+            eprintln!("kprof: error: {err:#}");
+            1
+        }
+    }
+}

@@ -1,0 +1,312 @@
+//! The CUPTI engine for Python: `run_benchmark`, `enter_region` and `exit_region`.
+//!
+//! `run_benchmark` drives [`Profiler::bench`] with the GIL released; the benchmark closure takes
+//! the GIL back to call the user's function. While that function runs, `kprof.annotate` calls
+//! `enter_region`/`exit_region`, which open and close regions on the current [`Run`] (kept in a
+//! thread-local for exactly that call). One profiler per process, used from the thread that
+//! created it (CUPTI allows one subscriber per process).
+
+use std::cell::{Cell, RefCell};
+use std::ptr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kprof::runner::{
+    BenchOptions, CacheControl, ClockControl, Profiler, Reducer, RegionGuard, Run, RunOrder, StoppingPolicy,
+};
+use kprof_core::{Config, ExtraValue, RawResults};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString};
+
+use crate::config_from_py;
+
+thread_local! {
+    /// The process's profiler, created on the first `run_benchmark` of this thread.
+    static PROFILER: RefCell<Option<Profiler>> = const { RefCell::new(None) };
+    /// The run whose closure is calling into Python right now (null otherwise).
+    static CURRENT_RUN: Cell<*mut Run> = const { Cell::new(ptr::null_mut()) };
+    /// Regions opened by `enter_region` and not closed yet, innermost last.
+    static GUARDS: RefCell<Vec<(String, RegionGuard)>> = const { RefCell::new(Vec::new()) };
+    /// The Python exception that stopped the benchmark, re-raised unchanged.
+    static PENDING: RefCell<Option<PyErr>> = const { RefCell::new(None) };
+}
+
+/// An exception raised inside a user reducer (`combine_kernel_metrics`), re-raised afterwards.
+static REDUCER_ERROR: Mutex<Option<PyErr>> = Mutex::new(None);
+
+fn kprof_exception(py: Python<'_>, class: &str, msg: String) -> PyErr {
+    match py.import("kprof.exceptions").and_then(|m| m.getattr(class)) {
+        Ok(cls) => PyErr::from_value(cls.call1((msg,)).unwrap_or_else(|e| e.into_value(py).into_bound(py).into_any())),
+        Err(_) => PyRuntimeError::new_err(msg),
+    }
+}
+
+fn get<'py>(opts: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+    Ok(opts.get_item(key)?.filter(|v| !v.is_none()))
+}
+
+fn reducer(value: Option<Bound<'_, PyAny>>) -> PyResult<Reducer> {
+    let Some(v) = value else { return Ok(Reducer::Sum) };
+    if let Ok(name) = v.extract::<String>() {
+        return name.parse::<Reducer>().map_err(|e| PyValueError::new_err(e.to_string()));
+    }
+    if !v.is_callable() {
+        return Err(PyValueError::new_err("combine_kernel_metrics must be a reducer name or a callable f(a, b)"));
+    }
+    let f: Py<PyAny> = v.unbind();
+    Ok(Reducer::Custom(Arc::new(move |a: f64, b: f64| {
+        Python::attach(|py| match f.call1(py, (a, b)).and_then(|r| r.extract::<f64>(py)) {
+            Ok(x) => x,
+            Err(e) => {
+                if let Ok(mut slot) = REDUCER_ERROR.lock() {
+                    slot.get_or_insert(e);
+                }
+                f64::NAN
+            }
+        })
+    })))
+}
+
+/// The options dict of the Python backend contract (`python/kprof/_backend.py`) as
+/// [`BenchOptions`].
+fn bench_options(opts: &Bound<'_, PyDict>) -> PyResult<BenchOptions> {
+    let mut o = BenchOptions::default();
+    if let Some(v) = get(opts, "runs")? {
+        o.runs = v.extract()?;
+    }
+    if let Some(v) = get(opts, "warmup")? {
+        o.warmup = v.extract()?;
+    }
+    if let Some(v) = get(opts, "order")? {
+        o.order = match v.extract::<String>()?.as_str() {
+            "interleaved" => RunOrder::Interleaved,
+            "sequential" => RunOrder::Sequential,
+            other => return Err(PyValueError::new_err(format!("order must be 'interleaved' or 'sequential', got {other:?}"))),
+        };
+    }
+    if let Some(v) = get(opts, "metrics")? {
+        o.metrics = v.extract()?;
+    }
+    if let Some(v) = get(opts, "ignore_kernel_list")? {
+        o.ignore_kernels = v.extract()?;
+    }
+    o.combine = reducer(get(opts, "combine_kernel_metrics")?)?;
+    if let Some(v) = get(opts, "cache_control")? {
+        o.cache = match v.extract::<String>()?.as_str() {
+            "all" => CacheControl::All,
+            "none" => CacheControl::None,
+            other => return Err(PyValueError::new_err(format!("cache_control must be 'all' or 'none', got {other:?}"))),
+        };
+    }
+    if let Some(v) = get(opts, "clock_control")? {
+        o.clock = match v.extract::<String>()?.as_str() {
+            "none" => ClockControl::None,
+            "base" => ClockControl::Base,
+            other => return Err(PyValueError::new_err(format!("clock_control must be 'none' or 'base', got {other:?}"))),
+        };
+    }
+    let target_rsd: Option<f64> = get(opts, "target_rsd")?.map(|v| v.extract()).transpose()?;
+    let target_ci: Option<f64> = get(opts, "target_ci")?.map(|v| v.extract()).transpose()?;
+    let max_runs: Option<u32> = get(opts, "max_runs")?.map(|v| v.extract()).transpose()?;
+    let budget: Option<f64> = get(opts, "time_budget")?.map(|v| v.extract()).transpose()?;
+    if target_rsd.is_some() || target_ci.is_some() {
+        o.policy = Some(StoppingPolicy {
+            min_runs: o.runs.max(2),
+            max_runs: max_runs.unwrap_or(o.runs.max(100)),
+            target_rel_ci_half_width: target_ci.map(|pct| pct / 100.0),
+            target_rsd_pct: target_rsd,
+            time_budget: budget.map(Duration::from_secs_f64),
+        });
+    }
+    o.validate().map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(o)
+}
+
+fn extra_to_py<'py>(py: Python<'py>, v: &ExtraValue) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        ExtraValue::Missing => py.None().into_bound(py),
+        ExtraValue::Number(x) => x.into_pyobject(py)?.into_any(),
+        ExtraValue::Text(s) => PyString::new(py, s).into_any(),
+    })
+}
+
+fn opt_to_py(py: Python<'_>, x: Option<f64>) -> PyResult<Bound<'_, PyAny>> {
+    Ok(match x {
+        Some(v) => v.into_pyobject(py)?.into_any(),
+        None => py.None().into_bound(py),
+    })
+}
+
+/// The raw table of the backend contract: one row per sample, with `_config` indexing `configs`.
+fn raw_table<'py>(py: Python<'py>, raw: &RawResults, configs: &[Config]) -> PyResult<Bound<'py, PyDict>> {
+    let config_index: Vec<usize> =
+        raw.configs.iter().map(|c| configs.iter().position(|d| d == c).unwrap_or(0)).collect();
+    let names = ["Annotation", "Value", "Metric", "Kernel", "GPU", "Host", "ComputeClock", "MemoryClock", "Unit", "Benchmark", "Run", "_config"];
+    let mut cols: Vec<Vec<Bound<'py, PyAny>>> = vec![Vec::with_capacity(raw.samples.len()); names.len() + raw.extras.len()];
+    for (i, s) in raw.samples.iter().enumerate() {
+        let series = raw.series_of(s);
+        let dev = &raw.devices[series.device as usize];
+        let row = [
+            PyString::new(py, &series.key.annotation).into_any(),
+            s.value.into_pyobject(py)?.into_any(),
+            PyString::new(py, &series.key.metric).into_any(),
+            PyString::new(py, &raw.kernel_names[s.kernel as usize]).into_any(),
+            PyString::new(py, &dev.gpu).into_any(),
+            PyString::new(py, &dev.host).into_any(),
+            opt_to_py(py, dev.compute_clock_khz)?,
+            opt_to_py(py, dev.memory_clock_khz)?,
+            PyString::new(py, &series.unit).into_any(),
+            PyString::new(py, &series.key.benchmark).into_any(),
+            s.run.into_pyobject(py)?.into_any(),
+            config_index[series.key.config as usize].into_pyobject(py)?.into_any(),
+        ];
+        for (c, v) in cols.iter_mut().zip(row) {
+            c.push(v);
+        }
+        for (j, extra) in raw.extras.iter().enumerate() {
+            cols[names.len() + j].push(extra_to_py(py, &extra.values[i])?);
+        }
+    }
+    let out = PyDict::new(py);
+    let all_names = names.iter().map(|n| n.to_string()).chain(raw.extras.iter().map(|e| e.name.clone()));
+    for (name, values) in all_names.zip(cols) {
+        out.set_item(name, PyList::new(py, values)?)?;
+    }
+    Ok(out)
+}
+
+/// `run_benchmark(name, func, configs, options, progress) -> dict[str, list]`: the CUPTI
+/// backend of `python/kprof/_backend.py` (see the contract there).
+#[pyfunction]
+fn run_benchmark<'py>(
+    py: Python<'py>,
+    name: String,
+    func: Py<PyAny>,
+    configs: &Bound<'py, PyList>,
+    options: &Bound<'py, PyDict>,
+    progress: Py<PyAny>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let configs: Vec<Config> = configs.iter().map(|c| config_from_py(&c)).collect::<PyResult<_>>()?;
+    let opts = bench_options(options)?;
+    PENDING.with(|p| p.borrow_mut().take());
+    if let Ok(mut slot) = REDUCER_ERROR.lock() {
+        slot.take();
+    }
+    let outcome = py.detach(|| {
+        PROFILER.with(|cell| {
+            let mut slot = cell.borrow_mut();
+            if slot.is_none() {
+                *slot = Some(Profiler::new().map_err(|e| ("engine", e.to_string()))?);
+            }
+            let profiler = slot.as_mut().expect("profiler was just created");
+            let before = profiler.warnings().len();
+            let result = profiler.bench(&name, &configs, &opts, |config, run| {
+                let index = configs.iter().position(|c| c == config).unwrap_or(0);
+                let measured = !run.is_warmup();
+                CURRENT_RUN.with(|c| c.set(run as *mut Run));
+                let called = Python::attach(|py| -> PyResult<()> {
+                    func.call1(py, (index,))?;
+                    if measured {
+                        progress.call_method1(py, "advance", (index,))?;
+                    }
+                    Ok(())
+                });
+                CURRENT_RUN.with(|c| c.set(ptr::null_mut()));
+                GUARDS.with(|g| g.borrow_mut().clear());
+                called.map_err(|e| {
+                    let msg = Python::attach(|py| {
+                        let text = e.to_string();
+                        PENDING.with(|p| *p.borrow_mut() = Some(e.clone_ref(py)));
+                        text
+                    });
+                    msg.into()
+                })
+            });
+            let warnings = profiler.warnings()[before..].to_vec();
+            result.map(|raw| (raw, warnings)).map_err(|e| ("run", e.to_string()))
+        })
+    });
+    if let Some(e) = PENDING.with(|p| p.borrow_mut().take()) {
+        return Err(e);
+    }
+    if let Some(e) = REDUCER_ERROR.lock().ok().and_then(|mut s| s.take()) {
+        return Err(e);
+    }
+    let (raw, warnings) = match outcome {
+        Ok(v) => v,
+        Err((stage, msg)) => {
+            let class = if stage == "engine" { "BackendError" } else { "ProfilerError" };
+            return Err(kprof_exception(py, class, msg));
+        }
+    };
+    if !warnings.is_empty() {
+        let mut text = warnings.iter().take(5).cloned().collect::<Vec<_>>().join("\n");
+        if warnings.len() > 5 {
+            text.push_str(&format!("\n... and {} more", warnings.len() - 5));
+        }
+        let warn = py.import("warnings")?.getattr("warn")?;
+        warn.call1((format!("kprof: {text}"), py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), 2))?;
+    }
+    raw_table(py, &raw, &configs)
+}
+
+/// `enter_region(name)`: opens a region on the run being measured; does nothing outside a
+/// measured call (annotated code then runs normally).
+#[pyfunction]
+fn enter_region(py: Python<'_>, name: &str) -> PyResult<()> {
+    let run = CURRENT_RUN.with(Cell::get);
+    if run.is_null() {
+        return Ok(());
+    }
+    // SAFETY: CURRENT_RUN is set only while the benchmark closure that owns this `&mut Run` is
+    // calling into Python on this thread, and that closure does not touch the run meanwhile.
+    let run = unsafe { &mut *run };
+    let guard = run.region(name).map_err(|e| kprof_exception(py, "AnnotationError", e.to_string()))?;
+    GUARDS.with(|g| g.borrow_mut().push((name.to_string(), guard)));
+    Ok(())
+}
+
+/// `exit_region(name, failed)`: closes the innermost region, which must be `name`; `failed`
+/// records NaN for it in this run (an ignored failure).
+#[pyfunction]
+fn exit_region(py: Python<'_>, name: &str, failed: bool) -> PyResult<()> {
+    GUARDS.with(|g| {
+        let mut guards = g.borrow_mut();
+        match guards.last() {
+            None => Ok(()),
+            Some((open, _)) if open == name => {
+                if let Some((_, guard)) = guards.pop() {
+                    if failed {
+                        guard.mark_failed();
+                    }
+                }
+                Ok(())
+            }
+            Some((open, _)) => Err(kprof_exception(
+                py,
+                "AnnotationError",
+                format!("annotation {name:?} was closed while {open:?} was still open inside it"),
+            )),
+        }
+    })
+}
+
+/// `engine_available() -> tuple[bool, str]`: whether the CUDA driver and CUPTI load here, and
+/// why not (without starting a profiler).
+#[pyfunction]
+fn engine_available(py: Python<'_>) -> (bool, String) {
+    py.detach(|| match kprof::loader::Libraries::load() {
+        Ok(l) => (true, format!("libcuda {} / libcupti {}", l.cuda_path.display(), l.cupti_path.display())),
+        Err(e) => (false, e.to_string()),
+    })
+}
+
+/// Adds the engine functions to `kprof._core`.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run_benchmark, m)?)?;
+    m.add_function(wrap_pyfunction!(enter_region, m)?)?;
+    m.add_function(wrap_pyfunction!(exit_region, m)?)?;
+    m.add_function(wrap_pyfunction!(engine_available, m)?)?;
+    Ok(())
+}
