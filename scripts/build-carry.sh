@@ -19,6 +19,9 @@ for ex in "${EXAMPLES[@]}"; do
     cp -f "$src" ".carry/bin/$ex"
 done
 cp -f target/release/kprof .carry/bin/kprof
+# The Python package (abi3 wheel: imports on the GPU machine's Python 3.12).
+rm -rf .carry/wheels && mkdir -p .carry/wheels
+python3 -m pip wheel -q --no-deps -w .carry/wheels .
 strip .carry/bin/* 2>/dev/null || true
 git rev-parse --short HEAD > .carry/bin/BUILT_FROM 2>/dev/null || true
 echo "built from $(cat .carry/bin/BUILT_FROM 2>/dev/null || echo '?'):"

@@ -1,0 +1,134 @@
+"""The seed tutorial (nsight-python on a GPU, step by step), with kprof.
+
+Each step is a function returning the processed DataFrame, so `scripts/gpu_check_python.py` can
+check the numbers; run this file to print every step. Steps that need features not built yet
+(hardware counters: steps 6 and 7; cache/clock control through ncu: step 4; thermal control and
+info collectors: step 8; the ncu backend: steps 9 and 10) are listed at the end with the issue that
+brings them.
+
+    python examples/tutorial.py
+
+Differences from the seed (nsight-python): no import-order rule (torch may touch the GPU first),
+no `combine_kernel_metrics` needed when cuBLAS launches several kernels (kprof sums them by
+default and keeps the per-kernel breakdown), Student-t confidence intervals, and normalised rows
+that carry the ratio's own statistics.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import torch  # before kprof on purpose: kprof has no import-order rule
+
+import kprof
+
+SILENT = kprof.VerbosityLevel.SILENT
+
+
+# -- Step 2: profile one kernel ----------------------------------------------------------------
+
+
+@kprof.kernel(thermal_mode="off", verbosity=SILENT)
+def first_matmul(n: int) -> None:
+    a = torch.randn(n, n, device="cuda")
+    b = torch.randn(n, n, device="cuda")
+    with kprof.annotate("matmul"):
+        _ = a @ b
+
+
+def step2_first_profile():
+    """One fp32 2048 matmul: one row with the kernel, its time in ns and the GPU."""
+    df = first_matmul(2048).to_dataframe()
+    r = df.iloc[0]
+    t = float(r["AvgValue"])
+    print(f"  annotation {r['Annotation']!r}, n = {r['n']}, kernel {r['Kernel']}")
+    print(f"  {r['Metric']} = {t:,.0f} {r['Unit']}  (runs {r['NumRuns']}, stable: {r['StableMeasurement']})")
+    print(f"  GPU {r['GPU']}; {2 * 2048 ** 3 / (t * 1e-9) / 1e12:.2f} TFLOP/s")
+    return df
+
+
+# -- Step 3: how many runs? ----------------------------------------------------------------------
+
+
+@kprof.kernel(configs=[1 << 14, 1 << 24], runs=20, thermal_mode="off", verbosity=SILENT)
+def noisy_or_not(n: int) -> None:
+    x = torch.randn(n, device="cuda")
+    y = torch.randn(n, device="cuda")
+    a = torch.randn(2048, 2048, device="cuda")
+    with kprof.annotate("vector add"):
+        _ = x + y
+    with kprof.annotate("matmul 2048"):
+        _ = a @ a
+
+
+def step3_stability():
+    """20 runs per configuration: spread, Student-t CIs and the stability flag."""
+    df = noisy_or_not().to_dataframe()
+    cols = ["Annotation", "n", "AvgValue", "StdDev", "CI95_Lower", "CI95_Upper", "RelativeStdDevPct",
+            "StableMeasurement", "NumRuns"]
+    print(textwrap.indent(df[cols].to_string(index=False), "  "))
+    return df
+
+
+# -- Step 5: a size sweep, a derived TFLOP/s metric, normalisation -------------------------------
+
+SIZES = [512, 1024, 2048, 4096]
+
+
+def tflops(time_ns: float, n: int) -> tuple[float, str]:
+    return 2 * n ** 3 / (time_ns * 1e-9) / 1e12, "TFLOP/s"
+
+
+def make_precision_body():
+    def precision(n: int) -> None:
+        a = torch.randn(n, n, device="cuda")
+        b = torch.randn(n, n, device="cuda")
+        a16, b16 = a.half(), b.half()
+        with kprof.annotate("fp32"):
+            _ = a @ b
+        with kprof.annotate("fp16"):
+            _ = a16 @ b16
+    return precision
+
+
+precision_tflops = kprof.kernel(configs=SIZES, runs=5, derive_metric=tflops, thermal_mode="off",
+                                verbosity=SILENT)(make_precision_body())
+precision_ratio = kprof.kernel(configs=SIZES, runs=5, normalize_against="fp32", thermal_mode="off",
+                               verbosity=SILENT)(make_precision_body())
+
+
+def step5_precision_sweep():
+    """fp32 vs fp16 over 512..4096: TFLOP/s derived per run, and fp16 time as a ratio of fp32."""
+    df = precision_tflops().to_dataframe()
+    tf = df[df.Metric == "tflops"].pivot(index="n", columns="Annotation", values="AvgValue")
+    print(textwrap.indent(tf[["fp32", "fp16"]].to_string(float_format=lambda v: f"{v:,.2f}"), "  "))
+    rd = precision_ratio().to_dataframe()
+    fp16 = rd[rd.Annotation == "fp16"][["n", "AvgValue", "StdDev", "CI95_Lower", "CI95_Upper", "Unit", "Normalized"]]
+    print("\n  fp16 time / fp32 time, with the ratio's own statistics (unit x):\n")
+    print(textwrap.indent(fp16.to_string(index=False, float_format=lambda v: f"{v:,.4f}"), "  "))
+    return df, rd
+
+
+LATER = {
+    "4. cache and clock control": "cache_control works in the CUPTI backend; clock locking needs the ncu backend (issue 6)",
+    "6. compute- vs memory-bound from counters": "hardware counters in-process (issue 5)",
+    "7. kernel fusion in bytes": "hardware counters in-process (issue 5)",
+    "8. info collectors and thermal control": "run conditions (issue 7)",
+    "9. CUPTI vs Nsight Compute": "the ncu backend (issue 6)",
+    "10. keep the raw report": "the ncu backend (issue 6)",
+}
+
+
+def main():
+    for title, step in [("2. Profile one kernel", step2_first_profile),
+                        ("3. How many runs?", step3_stability),
+                        ("5. A size sweep, TFLOP/s and normalisation", step5_precision_sweep)]:
+        print("\n" + "=" * 78 + f"\n{title}\n" + "=" * 78)
+        step()
+    print("\nNot in this version yet:")
+    for step, why in LATER.items():
+        print(f"  {step}: {why}")
+
+
+if __name__ == "__main__":
+    main()
