@@ -445,3 +445,14 @@ fn render_processed_shows_baselines_and_missing_ones() {
     let col = lines[0].find("AvgValue").unwrap();
     assert!(lines[1].len() >= col);
 }
+
+#[test]
+fn engine_extra_columns_are_not_parameters() {
+    let text = "Annotation,Value,Metric,Kernel,GPU,Host,ComputeClock,MemoryClock,Unit,DeviceOrdinal,DriverVersion,n,Benchmark,Run\n\
+                matmul,13728.0,gpu__time_duration.sum,k,NVIDIA H200,vm,1980000.0,3201000.0,ns,0.0,580.159.04,512,sgemm,0\n";
+    let raw = kprof_core::io::read_raw_csv_from(text.as_bytes(), std::path::Path::new("sgemm-raw.csv"), &Default::default())
+        .unwrap();
+    assert_eq!(raw.param_names(), vec!["n"]);
+    let extras: Vec<&str> = raw.extras.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(extras, vec!["DeviceOrdinal", "DriverVersion"]);
+}

@@ -33,7 +33,7 @@ pub use json::{
     SCHEMA_VERSION,
 };
 pub use processed_csv::{read_processed_csv, write_processed_csv, write_processed_csv_to};
-pub use raw_csv::{read_raw_csv, read_raw_csv_from, write_raw_csv, write_raw_csv_to};
+pub use raw_csv::{read_raw_csv, read_raw_csv_from, write_raw_csv, write_raw_csv_to, KPROF_EXTRA_COLUMNS};
 
 /// Errors of reading and writing result files. Every message names the file and, where it
 /// applies, the line and column, and says how to fix the problem.

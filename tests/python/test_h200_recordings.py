@@ -1,0 +1,55 @@
+"""Recorded H200 results (tests/fixtures/h200-python, see its README) re-read through the offline
+path: the processed schema the package wrote there, and `kprof summarize` on the Rust API's raw CSV
+reproducing the statistics from the raw values."""
+
+from __future__ import annotations
+
+import csv
+import os
+import statistics
+
+import pandas as pd
+import pytest
+
+from kprof import _core
+from kprof.results import PROCESSED_COLUMNS
+
+HERE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "h200-python")
+T975 = {9: 2.2621571627409915, 19: 2.093024054408263}  # scipy.stats.t.ppf(0.975, df)
+
+
+def test_recorded_processed_tables_have_nsight_order_then_ours():
+    df = pd.read_csv(os.path.join(HERE, "step3.csv"))
+    expected = [c for c in PROCESSED_COLUMNS if c not in ("<params>", "NormalizationValue")]
+    expected[2:2] = ["n"]
+    assert list(df.columns) == expected
+    assert (df.NumRuns == 20).all() and (df.GPU == "NVIDIA H200").all() and (df.Unit == "ns").all()
+    half = df.CI95_Upper - df.AvgValue
+    assert half.tolist() == pytest.approx((T975[19] * df.StdDev / 20 ** 0.5).tolist(), rel=1e-9)
+
+
+def test_recorded_normalized_rows_carry_ratio_statistics():
+    df = pd.read_csv(os.path.join(HERE, "step5-normalized.csv"))
+    fp16 = df[(df.Annotation == "fp16") & (df.Metric == "gpu__time_duration.sum")]
+    assert (fp16.Unit == "x").all() and (fp16.Normalized == "fp32").all()
+    assert ((fp16.CI95_Lower < fp16.AvgValue) & (fp16.AvgValue < fp16.CI95_Upper)).all()
+    assert (fp16.AvgValue < 1).all()  # fp16 is faster than fp32 at every size on the H200
+
+
+def test_summarize_reproduces_statistics_of_the_recorded_raw_csv(tmp_path, capfd):
+    raw_path = os.path.join(HERE, "sgemm-raw.csv")
+    out = tmp_path / "processed.csv"
+    assert _core.cli_main(["kprof", "summarize", raw_path, "-o", str(out)]) == 0
+    capfd.readouterr()
+    with open(raw_path) as f:
+        rows = list(csv.DictReader(f))
+    processed = pd.read_csv(out)
+    assert len(processed) == 5
+    for _, row in processed.iterrows():
+        values = [float(r["Value"]) for r in rows if int(r["n"]) == row.n]
+        mean, sd = statistics.mean(values), statistics.stdev(values)
+        assert row.NumRuns == len(values) == 10
+        assert row.AvgValue == pytest.approx(mean, rel=1e-12)
+        assert row.StdDev == pytest.approx(sd, rel=1e-9)
+        assert row.CI95_Lower == pytest.approx(mean - T975[9] * sd / 10 ** 0.5, rel=1e-9)
+        assert row.Median == pytest.approx(statistics.median(values), rel=1e-12)
