@@ -1704,6 +1704,120 @@ mod tests {
         assert_eq!(total, attribute(&fl.batch, &fl.regions).total_ns(id) as f64);
     }
 
+    /// Replays an activity recording (`KPROF_RECORD_ACTIVITY`): each `collect` hands the run
+    /// loop the next recorded flush, attributed by the real backend's adapter, after checking
+    /// that the run opened exactly the regions (same keys) the recorded run had.
+    struct Replay {
+        flushes: Mutex<std::collections::VecDeque<crate::cupti::records::RecordedFlush>>,
+        clock: AtomicU64,
+    }
+
+    impl Backend for Replay {
+        fn timestamp_ns(&self) -> u64 {
+            self.clock.fetch_add(1, Ordering::SeqCst)
+        }
+        fn thread_id(&self) -> u64 {
+            1
+        }
+        fn encode_key(&self, call: u64, config: u64, run: u64, region: u64) -> Result<u64, EngineError> {
+            let c = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+            crate::attribution::encode_region_key(c(call), c(config), c(run), c(region))
+        }
+        fn enter(&self, _key: u64, _name: &str) -> Result<(), EngineError> {
+            Ok(())
+        }
+        fn exit(&self) -> Result<(), EngineError> {
+            Ok(())
+        }
+        fn synchronize(&self) -> Result<(), EngineError> {
+            Ok(())
+        }
+        fn flush_l2(&self) -> Result<(), EngineError> {
+            Ok(())
+        }
+        fn collect(&self, spans: &[Span]) -> Result<Collected, EngineError> {
+            let fl = self.flushes.lock().unwrap().pop_front().expect("more runs than recorded flushes");
+            let keys: Vec<(u64, Option<u64>)> = spans.iter().map(|s| (s.key, s.parent)).collect();
+            let recorded: Vec<(u64, Option<u64>)> = fl.regions.iter().map(|r| (r.id, r.parent)).collect();
+            assert_eq!(keys, recorded, "flush {}: the replayed run opened other regions", fl.flush);
+            Ok(gpu::collect_batch(&fl.batch, &fl.regions))
+        }
+    }
+
+    /// The GPU check of 2026-11-30 on the H200 (examples/gpu_check.rs, checks a b c d e g), replayed
+    /// from its activity recording through the real run loop and adapter: the raw CSVs written now
+    /// are byte-identical to the ones the runner wrote on the H200.
+    #[test]
+    fn replaying_the_h200_gpu_check_rewrites_its_raw_csvs() {
+        use crate::cupti::records::RecordedBuffer;
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let rb = RecordedBuffer::read_jsonl(&root.join("tests/fixtures/activity/h200-cuda13-gpu-check.jsonl")).unwrap();
+        assert_eq!(rb.flushes.len(), 107, "one flush per run, warm-ups included");
+        let replay = Arc::new(Replay {
+            flushes: Mutex::new(rb.flushes.into_iter().collect()),
+            clock: AtomicU64::new(0),
+        });
+        let device = DeviceInfo {
+            gpu: "NVIDIA H200".into(),
+            host: "vm".into(),
+            compute_clock_khz: Some(1_980_000.0),
+            memory_clock_khz: Some(3_201_000.0),
+        };
+        let extras = vec![
+            ("DeviceOrdinal".to_string(), ExtraValue::Number(0.0)),
+            ("DriverVersion".to_string(), ExtraValue::Text("580.159.04".into())),
+            ("CudaVersion".to_string(), ExtraValue::Text("13.0".into())),
+            ("CuptiVersion".to_string(), ExtraValue::Number(130_001.0)),
+        ];
+        let mut prof = Profiler::with_backend(replay.clone(), device, extras);
+        let out = tempfile::tempdir().unwrap();
+        let opts = |runs: u32, warmup: u32, cache: CacheControl| BenchOptions {
+            runs,
+            warmup,
+            cache,
+            output_prefix: Some(out.path().to_path_buf()),
+            ..Default::default()
+        };
+        let one = |n: i64| vec![Config::new().with("n", n)];
+        let sweep: Vec<Config> = [512i64, 1024, 2048, 4096, 8192].iter().map(|&n| Config::new().with("n", n)).collect();
+        // (benchmark, region, configs, runs, warm-ups, cache) exactly as gpu_check.rs calls bench.
+        let calls: Vec<(&str, &str, Vec<Config>, u32, u32, CacheControl)> = vec![
+            ("a_sgemm4096", "matmul", one(4096), 20, 3, CacheControl::None),
+            ("b_scale256mb", "scale", one(64 << 20), 10, 1, CacheControl::All),
+            ("c_three_kernels", "three", one(1 << 24), 5, 1, CacheControl::None),
+            ("d_second_thread", "threaded", one(1 << 22), 5, 1, CacheControl::None),
+            ("e_graph", "graph_replay", one(1 << 22), 5, 1, CacheControl::None),
+            ("g_sgemm_sweep", "matmul", sweep, 10, 1, CacheControl::All),
+        ];
+        let fixtures = root.join("../../tests/fixtures/h200");
+        let mut results = Vec::new();
+        for (name, region, configs, runs, warmup, cache) in calls {
+            let raw = prof
+                .bench(name, &configs, &opts(runs, warmup, cache), |_, run| {
+                    let _r = run.region(region)?;
+                    Ok(())
+                })
+                .unwrap();
+            let now = std::fs::read_to_string(raw_csv_path(out.path(), name)).unwrap();
+            let then = std::fs::read_to_string(fixtures.join(format!("{name}-raw.csv"))).unwrap();
+            assert_eq!(now, then, "{name}: replayed raw CSV differs from the one written on the H200");
+            results.push(raw);
+        }
+        assert!(replay.flushes.lock().unwrap().is_empty(), "recorded flushes left over");
+        assert!(prof.warnings().is_empty(), "{:?}", prof.warnings());
+        // The H200 run reported 184 unattributed kernels (cushions, L2 flushes, epilogue setup).
+        assert_eq!(prof.unattributed_kernels(), 184);
+        // The breakdown (not in the raw CSV): check c's run 0 is the 3 kernels the H200 reported.
+        let c = &results[2];
+        let parts: Vec<(&str, f64)> =
+            c.kernel_breakdown.iter().filter(|k| k.run == 0).map(|k| (k.kernel.as_str(), k.value)).collect();
+        assert_eq!(
+            parts,
+            [("kprof_scale", 55_488.0), ("kprof_add", 63_744.0), ("kprof_scale", 56_704.0)]
+        );
+        assert_eq!(c.samples[0].value, 175_936.0);
+    }
+
     #[test]
     fn raw_csv_paths() {
         assert_eq!(

@@ -154,3 +154,124 @@ fn h200_fixture_exact_answers() {
         assert!((30_000..60_000).contains(&k.duration_ns()), "{k:?}");
     }
 }
+
+/// The GPU check of 2026-11-30 on the H200 (`examples/gpu_check.rs a b c d e g` with
+/// `KPROF_RECORD_ACTIVITY`; see the README): every recorded run, attributed here and combined like
+/// the runner does (sum, kernel names joined by `|`), gives exactly the value and kernel names
+/// that the runner wrote to the raw CSVs on the H200 (`tests/fixtures/h200/*-raw.csv`).
+#[test]
+fn h200_gpu_check_matches_the_raw_csvs_written_on_the_h200() {
+    use kprof::core::io::{read_raw_csv, ReadOptions};
+    use kprof::core::transforms::{combine_kernels, Reducer};
+
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let rb = RecordedBuffer::read_jsonl(&root.join("tests/fixtures/activity/h200-cuda13-gpu-check.jsonl"))
+        .unwrap();
+    // bench calls 1..=6 of the Profiler, in gpu_check's order: (benchmark, region, recorded runs).
+    let calls = [
+        ("a_sgemm4096", "matmul", 20u32),
+        ("b_scale256mb", "scale", 10),
+        ("c_three_kernels", "three", 5),
+        ("d_second_thread", "threaded", 5),
+        ("e_graph", "graph_replay", 5),
+        ("g_sgemm_sweep", "matmul", 10),
+    ];
+    // (benchmark, n, run) -> (value, kernel names) from the H200's raw CSVs.
+    let mut csv: HashMap<(String, i64, u32), (f64, String)> = HashMap::new();
+    let opts = ReadOptions {
+        params: Some(vec!["n".into()]),
+        benchmark: None,
+    };
+    for (name, region, runs) in calls {
+        let p = root.join(format!("../../tests/fixtures/h200/{name}-raw.csv"));
+        let raw = read_raw_csv(&p, &opts).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        let configs = if name == "g_sgemm_sweep" { 5 } else { 1 };
+        assert_eq!(raw.samples.len(), runs as usize * configs, "{name}");
+        for s in &raw.samples {
+            let series = raw.series_of(s);
+            assert_eq!(series.key.annotation, region);
+            assert_eq!(series.key.metric, "gpu__time_duration.sum");
+            let n = match raw.config_of(series).get("n") {
+                Some(kprof::core::ParamValue::Int(n)) => *n,
+                other => panic!("{name}: n = {other:?}"),
+            };
+            let k = raw.kernel_names[s.kernel as usize].clone();
+            csv.insert((name.to_string(), n, s.run), (s.value, k));
+        }
+    }
+    let sweep = [512i64, 1024, 2048, 4096, 8192];
+    let n_of = |call: usize, config: u32| -> i64 {
+        match call {
+            1 => 4096,
+            2 => 64 << 20,
+            3 => 1 << 24,
+            4 | 5 => 1 << 22,
+            6 => sweep[config as usize],
+            _ => panic!("call {call}"),
+        }
+    };
+
+    let mut matched = 0;
+    let mut warmups = 0;
+    // (call, n) -> kernel counts seen.
+    let mut counts: HashMap<(u32, i64), HashSet<usize>> = HashMap::new();
+    for fl in &rb.flushes {
+        let a = attribute(&fl.batch, &fl.regions);
+        assert_eq!(fl.regions.len(), 1, "flush {}: one region per run", fl.flush);
+        let r = &fl.regions[0];
+        let key = decode_region_key(r.id);
+        let (name, _, runs) = calls[key.call as usize - 1];
+        if key.run >= runs {
+            warmups += 1; // warm-up runs are keyed above every recorded run
+            continue;
+        }
+        let ks = &a.by_region[&r.id];
+        let pairs: Vec<(&str, f64)> = ks
+            .iter()
+            .map(|k| (k.name.as_str(), k.duration_ns() as f64))
+            .collect();
+        let (names, value) = combine_kernels(&pairs, &Reducer::Sum).unwrap();
+        let n = n_of(key.call as usize, key.config);
+        let (want, want_names) = &csv[&(name.to_string(), n, key.run)];
+        assert_eq!((value, &names), (*want, want_names), "{name} n={n} run {}", key.run);
+        counts.entry((key.call, n)).or_default().insert(ks.len());
+        let (ext, ts) = a.direct_via[&r.id];
+        match key.call {
+            // (a) one cuBLAS kernel of ~2.67 ms per run, by external correlation.
+            1 => {
+                assert_eq!((ext, ts), (1, 0));
+                assert!(names.starts_with("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize256x128x8"));
+                assert!((2_660_000.0..2_680_000.0).contains(&value), "{value}");
+            }
+            // (c) 3 kernels on the main thread: their sum.
+            3 => {
+                assert_eq!((ext, ts), (3, 0));
+                assert_eq!(names, "kprof_scale|kprof_add|kprof_scale");
+            }
+            // (d) 1 kernel on the main thread (external id) + 2 from the worker thread, which
+            // only the launch timestamps place in the region.
+            4 => {
+                assert_eq!((ext, ts), (1, 2));
+                assert_eq!(names, "kprof_scale|kprof_add|kprof_add");
+            }
+            // (e) one graph launch: its 3 kernel nodes share the launch's correlation id.
+            5 => {
+                assert_eq!(ks.len(), 3);
+                assert!(ks.iter().all(|k| k.graph_id != 0 && k.correlation_id == ks[0].correlation_id));
+                assert_eq!(names, "kprof_scale|kprof_add|kprof_scale");
+            }
+            _ => {}
+        }
+        matched += 1;
+    }
+    assert_eq!(matched, csv.len(), "every CSV row has its recorded run");
+    assert_eq!(matched, 20 + 10 + 5 + 5 + 5 + 50);
+    assert_eq!(warmups, 3 + 1 + 1 + 1 + 1 + 5);
+    // (g) kernel counts per size: split-K at 512 (2), one GEMM at 1024, GEMM + epilogue scale
+    // from 2048 on; the same count in every run of a size.
+    let g: Vec<Vec<usize>> = sweep
+        .iter()
+        .map(|&n| counts[&(6, n)].iter().copied().collect())
+        .collect();
+    assert_eq!(g, [vec![2], vec![1], vec![2], vec![2], vec![2]]);
+}

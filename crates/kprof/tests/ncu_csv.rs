@@ -348,3 +348,123 @@ fn h200_captures_when_present() {
         assert_eq!(have, want, "{name}");
     }
 }
+
+fn runs_of(t: &Table, b: &str, a: &str, cfg: &str) -> Vec<(u32, f64, usize)> {
+    get(t, b, a, cfg, T)
+        .iter()
+        .map(|(r, v)| (*r, v.0, v.1.split('|').count()))
+        .collect()
+}
+
+/// The real exports of 2026-11-30 (ncu 2025.3.1 on the H200, capture_program.py; see the
+/// README): values, kernel counts, the device and the NVTX cells as ncu really wrote them.
+#[test]
+fn h200_kprof_export_values_kernels_and_device() {
+    let opts = ImportOptions {
+        benchmark: "capture".into(),
+        ..ImportOptions::default()
+    };
+    let raw = parse_ncu_csv_file(&fixture("h200-kprof-cache-all.csv"), &opts).unwrap();
+    // No unit on the clock rates in the real units row: the values are kHz.
+    assert_eq!(raw.devices.len(), 1);
+    assert_eq!(raw.devices[0].gpu, "NVIDIA H200");
+    assert_eq!(raw.devices[0].host, "127.0.0.1");
+    assert_eq!(raw.devices[0].compute_clock_khz, Some(1_980_000.0));
+    assert_eq!(raw.devices[0].memory_clock_khz, Some(3_201_000.0));
+    let t = table(&raw);
+    let c = |i: u32| format!("config={i}");
+    // cuBLAS picks 2 kernels for 256^3, 1 for 1024^3, split-K + reduce for 64x65536x64, 1 for
+    // 4096^3; run 1 of config 1 was skipped by the program.
+    assert_eq!(
+        runs_of(&t, "capture", "matmul", &c(0)),
+        [(0, 11_392.0, 2), (1, 11_104.0, 2), (2, 11_232.0, 2)]
+    );
+    assert_eq!(runs_of(&t, "capture", "matmul", &c(1)), [(0, 61_472.0, 1), (2, 61_152.0, 1)]);
+    assert_eq!(
+        runs_of(&t, "capture", "matmul", &c(2)),
+        [(0, 33_984.0, 2), (1, 33_952.0, 2), (2, 34_592.0, 2)]
+    );
+    let m2 = &get(&t, "capture", "matmul", &c(2), T)[&0].1;
+    assert!(m2.contains("cutlass") && m2.contains("splitKreduce_kernel"), "{m2}");
+    assert_eq!(
+        runs_of(&t, "capture", "matmul", &c(3)),
+        [(0, 2_682_464.0, 1), (1, 2_679_296.0, 1), (2, 2_679_584.0, 1)]
+    );
+    // chain: config k launches k+1 kernels.
+    assert_eq!(runs_of(&t, "capture", "chain", &c(0)), [(0, 4_000.0, 1)]);
+    assert_eq!(runs_of(&t, "capture", "chain", &c(1)), [(0, 8_352.0, 2)]);
+    assert_eq!(runs_of(&t, "capture", "chain", &c(2)), [(0, 12_448.0, 3)]);
+    // two: the second kernel also sits in a default-domain range, listed before kprof's.
+    assert_eq!(runs_of(&t, "capture", "two", &c(0)), [(0, 8_288.0, 2), (1, 8_256.0, 2)]);
+    // outer > inner: each kernel goes to its innermost keyed range only.
+    assert_eq!(runs_of(&t, "capture", "outer", &c(0)), [(0, 4_160.0, 1)]);
+    assert_eq!(runs_of(&t, "capture", "inner", &c(0)), [(0, 4_064.0, 1)]);
+    // The second bench call (call 1).
+    assert_eq!(runs_of(&t, "capture-call1", "matmul", &c(0)), [(0, 10_912.0, 2)]);
+    // Every kernel of the export is in exactly one sample: 31 kernels, 19 samples.
+    let samples: Vec<_> = raw.samples.iter().filter(|s| raw.series_of(s).key.metric == T).collect();
+    assert_eq!(samples.len(), 19);
+    let kernels: usize = t
+        .iter()
+        .filter(|(k, _)| k.3 == T)
+        .flat_map(|(_, runs)| runs.values())
+        .map(|v| v.1.split('|').count())
+        .sum();
+    assert_eq!(kernels, 31);
+
+    // The narrowed export (`--metrics gpu__time_duration.sum,...`) gives the same durations.
+    let narrowed = parse_ncu_csv_file(&fixture("h200-kprof-cache-all-narrowed.csv"), &opts).unwrap();
+    let tn = table(&narrowed);
+    for (k, runs) in t.iter().filter(|(k, _)| k.3 == T) {
+        assert_eq!(Some(runs), tn.get(k), "{k:?}");
+    }
+}
+
+/// The plain report (no kprof; torch.cuda.nvtx ranges "matmul" x3 and "scale" x2, kernels
+/// outside any range around them).
+#[test]
+fn h200_plain_export_ranges_and_kernels_outside() {
+    let raw = parse_ncu_csv_file(
+        &fixture("h200-plain.csv"),
+        &ImportOptions {
+            benchmark: "plain".into(),
+            ..ImportOptions::default()
+        },
+    )
+    .unwrap();
+    let t = table(&raw);
+    assert_eq!(
+        runs_of(&t, "plain", "matmul", ""),
+        [(0, 61_344.0, 1), (1, 62_144.0, 1), (2, 61_344.0, 1)]
+    );
+    assert_eq!(runs_of(&t, "plain", "scale", ""), [(0, 4_320.0, 1), (1, 4_256.0, 1)]);
+    // 24 kernels: 5 in ranges, 19 outside (warm-ups and the final `x + 3.0`), each one run of
+    // the region named after its kernel.
+    let outside: usize = t
+        .iter()
+        .filter(|(k, _)| k.3 == T && k.1 != "matmul" && k.1 != "scale")
+        .map(|(_, runs)| runs.len())
+        .sum();
+    assert_eq!(outside, 19);
+    assert_eq!(raw.devices[0].compute_clock_khz, Some(1_980_000.0));
+}
+
+/// A plain import of a kprof export: without the kprof domain the ranges are plain ranges, and
+/// the kernel inside `torch.cuda.nvtx` range "user_inner" (listed before kprof's range in the
+/// cell) belongs to "user_inner", not to `kprof@two#...`.
+#[test]
+fn h200_cross_domain_cell_in_a_plain_import() {
+    let raw = parse_ncu_csv_file(
+        &fixture("h200-kprof-cache-all.csv"),
+        &ImportOptions {
+            benchmark: "p".into(),
+            domain: "no-such-domain".into(),
+            ..ImportOptions::default()
+        },
+    )
+    .unwrap();
+    let t = table(&raw);
+    assert_eq!(runs_of(&t, "p", "user_inner", ""), [(0, 4_160.0, 1), (1, 4_096.0, 1)]);
+    assert_eq!(runs_of(&t, "p", "kprof@two#c0.0.0", ""), [(0, 4_128.0, 1)]);
+    assert_eq!(runs_of(&t, "p", "kprof@inner#c0.0.0", ""), [(0, 4_064.0, 1)]);
+}

@@ -33,7 +33,9 @@ pub use json::{
     SCHEMA_VERSION,
 };
 pub use processed_csv::{read_processed_csv, write_processed_csv, write_processed_csv_to};
-pub use raw_csv::{read_raw_csv, read_raw_csv_from, write_raw_csv, write_raw_csv_to, KPROF_EXTRA_COLUMNS};
+pub use raw_csv::{
+    read_raw_csv, read_raw_csv_from, write_raw_csv, write_raw_csv_to, KPROF_EXTRA_COLUMNS,
+};
 
 /// Errors of reading and writing result files. Every message names the file and, where it
 /// applies, the line and column, and says how to fix the problem.
@@ -141,7 +143,8 @@ fn missing_column_message(path: &Path, column: &str, found: &[String]) -> String
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReadOptions {
     /// The exact set of parameter columns. `None`: every column kprof does not know is a
-    /// parameter. `Some`: exactly these are parameters (each must be a column of the file) and
+    /// parameter, except kprof's engine columns ([`KPROF_EXTRA_COLUMNS`]), which are extra
+    /// columns. `Some`: exactly these are parameters (each must be a column of the file) and
     /// the remaining unknown columns become extra columns.
     pub params: Option<Vec<String>>,
     /// Benchmark name for files without a `Benchmark` column (or with empty cells in it).

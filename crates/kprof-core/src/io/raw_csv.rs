@@ -27,8 +27,13 @@ pub(crate) const NSIGHT_RAW_COLUMNS: [&str; 9] = [
 /// kprof's own raw columns, written after the parameters.
 pub(crate) const KPROF_RAW_COLUMNS: [&str; 2] = ["Benchmark", "Run"];
 
-/// Extra columns kprof's engine writes (device metadata, warnings, run conditions). Without
-/// [`ReadOptions::params`] these are read as extra columns, never as parameters.
+/// Extra columns kprof's engine writes (constant run information, the warning of a failed run,
+/// and the per-run conditions of `kprof::conditions::sampler::CONDITION_COLUMNS`). Reading
+/// without [`ReadOptions::params`], these are extra columns, not parameters: the raw CSVs the
+/// runner wrote on the H200 (`tests/fixtures/h200/`) otherwise read back with `DeviceOrdinal`,
+/// `DriverVersion`, `CudaVersion` and `CuptiVersion` as parameters, and per-run columns (a
+/// `Warning` on one run, `SMClockMHz`, `PowerW`, ...) would split a series into one
+/// configuration per run.
 pub const KPROF_EXTRA_COLUMNS: [&str; 13] = [
     "DeviceOrdinal",
     "DriverVersion",
@@ -162,8 +167,8 @@ fn write_raw<W: Write>(path: &Path, writer: W, raw: &RawResults) -> Result<(), I
 ///
 /// - `Annotation`, `Value` and `Metric` are required; `Kernel`, `GPU`, `Host`, `ComputeClock`,
 ///   `MemoryClock`, `Unit`, `Benchmark` and `Run` are optional (empty when absent).
-/// - Every other column is a configuration parameter, except kprof's own extra columns
-///   ([`KPROF_EXTRA_COLUMNS`]), unless [`ReadOptions::params`] is given:
+/// - Every other column is a configuration parameter, except kprof's engine columns
+///   ([`KPROF_EXTRA_COLUMNS`], extra columns), unless [`ReadOptions::params`] is given:
 ///   then exactly those columns are parameters and the remaining unknown columns are extra
 ///   columns ([`ExtraValue::infer`]). Parameter types are inferred per cell
 ///   ([`ParamValue::infer`]); an empty parameter cell means the configuration lacks that

@@ -11,8 +11,14 @@
 //! - `==PROF==`/`==WARNING==`/`==ERROR==` lines interleaved by the CLI (skipped: only lines that
 //!   start with `"` are CSV);
 //! - the push/pop NVTX cell `<tid>  "domain:range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg" ...`
-//!   (one quoted entry per open range, outermost first) and the start/end cell
-//!   `"id:domain:range:..." ...`.
+//!   (one quoted entry per open range, two spaces apart, a trailing space; each domain's ranges
+//!   outermost first, but the domains not in nesting order: on the H200 a default-domain range
+//!   nested inside a `kprof` range came first) and the start/end cell `"id:domain:range:..." ...`
+//!   (empty when the kernel is in no start/end range). As exported by ncu 2025.3.1 on the H200:
+//!   kprof's ranges read `"kprof:matmul#c0.1.0:none:none:none:none:ASCII:matmul#c0.1.0"`, a
+//!   `torch.cuda.nvtx.range_push("x")` range `"<default domain>:x:none:none:none:none:none:none"`;
+//!   numbers had no thousands separators and the units row left the clock rates without a unit
+//!   (values in kHz).
 //!
 //! Attribution ([`parse_ncu_csv`]):
 //!
@@ -23,7 +29,8 @@
 //!   special. The kernels of one group are combined with [`ImportOptions::reducer`] (default
 //!   sum) and each kernel's own value is kept in [`RawResults::kernel_breakdown`];
 //! - in a report made by plain ncu, a kernel inside other NVTX ranges belongs to the region named
-//!   by its innermost range (`name` in the default domain, `domain@name` otherwise), and each
+//!   by its innermost range (`name` in the default domain, `domain@name` otherwise; across domains
+//!   a default-domain range counts as the innermost, see above), and each
 //!   occurrence of the range is one run: a start/end range occurrence is known by its id; for
 //!   push/pop ranges (which ncu does not number) an occurrence is a stretch of consecutive
 //!   kernels under the same range stack, split where the stretch's first kernel name comes
@@ -114,9 +121,18 @@ impl NvtxRange {
 }
 
 /// Splits one `domain:range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg` entry. A name with
-/// `:` makes the entry longer; range and message are then taken as equal halves of the rest.
+/// `:` makes the entry longer; without a message (`...:none:none`) the range is everything
+/// before the last 6 fields, otherwise range and message are taken as equal halves of the rest.
 fn split_entry(entry: &str) -> Option<(Option<String>, String)> {
     let parts: Vec<&str> = entry.split(':').collect();
+    let n = parts.len();
+    if n >= 8 && parts[n - 2] == "none" && parts[n - 1] == "none" {
+        // No message (Msg_Type `none`), as for `nvtxRangePushA` in the default domain on the
+        // H200: the name is everything between the domain and the 6 payload/color/message
+        // fields, `:` included.
+        let range = parts[1..n - 6].join(":");
+        return Some((domain_of(parts[0]), range));
+    }
     if parts.len() < 8 || (parts.len() - 8) % 2 != 0 {
         // Not the documented layout: treat everything after the domain as the name.
         let (d, rest) = entry.split_once(':')?;
@@ -159,7 +175,8 @@ fn quoted_entries(cell: &str) -> Vec<&str> {
     out
 }
 
-/// Parses the push/pop NVTX cell: `<tid>  "d:r:...:msg"  "d2:r2:..."`, outermost range first.
+/// Parses the push/pop NVTX cell: `<tid>  "d:r:...:msg"  "d2:r2:..."`, in the cell's order
+/// (outermost first within a domain; see the module docs for the order across domains).
 /// Returns the thread id (when present) and the ranges. An empty cell has no ranges.
 pub fn parse_push_pop_cell(cell: &str) -> (Option<u64>, Vec<NvtxRange>) {
     let cell = cell.trim();
@@ -205,7 +222,7 @@ pub struct KernelRow {
     pub line: u64,
     /// `Kernel Name`.
     pub kernel: String,
-    /// Push/pop ranges, outermost first.
+    /// Push/pop ranges in the cell's order (outermost first within each domain).
     pub push_pop: Vec<NvtxRange>,
     /// Start/end ranges.
     pub start_end: Vec<NvtxRange>,
@@ -499,6 +516,19 @@ struct GroupKey {
     run: u32,
 }
 
+/// The innermost push/pop range of a plain report's row. ncu lists the ranges per domain (each
+/// domain's stack outermost first), not in nesting order across domains: on the H200 (ncu
+/// 2025.3.1) a default-domain range pushed *inside* a `kprof` range was listed *before* it. The
+/// nesting between domains is not in the export, so a default-domain range (the program's own,
+/// e.g. `torch.cuda.nvtx`) is taken as the innermost when there is one, else the last range.
+fn innermost_push_pop(ranges: &[NvtxRange]) -> Option<&NvtxRange> {
+    ranges
+        .iter()
+        .rev()
+        .find(|r| r.domain.is_none())
+        .or_else(|| ranges.last())
+}
+
 /// Groups the rows by (call, config, region, run) as described in the module docs. Returns the
 /// groups in order of their first kernel, each with its rows in launch order.
 fn attribute(table: &NcuTable, domain: &str) -> Vec<(GroupKey, Vec<usize>)> {
@@ -541,7 +571,7 @@ fn attribute(table: &NcuTable, domain: &str) -> Vec<(GroupKey, Vec<usize>)> {
             );
             continue;
         }
-        if let Some(inner) = row.push_pop.last() {
+        if let Some(inner) = innermost_push_pop(&row.push_pop) {
             let region = inner.region();
             let same_stretch = matches!(&current, Some((stack, first, key))
                 if *stack == row.push_pop && key.region == region && row.kernel != *first);
@@ -820,5 +850,29 @@ mod tests {
         );
         assert_eq!(r[0].region(), "nsight-rs@regionA");
         assert!(parse_push_pop_cell("").1.is_empty());
+    }
+
+    /// Cells exactly as ncu 2025.3.1 exported them on the H200 (tests/fixtures/ncu/h200-*.csv).
+    #[test]
+    fn nvtx_cells_of_the_h200_exports() {
+        // torch.cuda.nvtx.range_push("user_inner") inside kprof's range "two": the default
+        // domain is listed first although it is the inner range.
+        let (tid, r) = parse_push_pop_cell(
+            r#"696  "<default domain>:user_inner:none:none:none:none:none:none"  "kprof:two#c0.0.0:none:none:none:none:ASCII:two#c0.0.0" "#,
+        );
+        assert_eq!(tid, Some(696));
+        assert_eq!((r[0].domain.as_deref(), r[0].name.as_str()), (None, "user_inner"));
+        assert_eq!((r[1].domain.as_deref(), r[1].name.as_str()), (Some("kprof"), "two#c0.0.0"));
+        assert_eq!(innermost_push_pop(&r).unwrap().name, "user_inner");
+        // Nested ranges of one domain: outermost first.
+        let (_, r) = parse_push_pop_cell(
+            r#"696  "kprof:outer#c0.0.0:none:none:none:none:ASCII:outer#c0.0.0"  "kprof:inner#c0.0.0:none:none:none:none:ASCII:inner#c0.0.0" "#,
+        );
+        assert_eq!(innermost_push_pop(&r).unwrap().name, "inner#c0.0.0");
+        // A default-domain name with `:` and no message.
+        let (_, r) = parse_push_pop_cell(r#"1453  "<default domain>:a:b:none:none:none:none:none:none" "#);
+        assert_eq!((r[0].domain.as_deref(), r[0].name.as_str()), (None, "a:b"));
+        let (_, r) = parse_push_pop_cell(r#"1453  "<default domain>:matmul:none:none:none:none:none:none" "#);
+        assert_eq!(r[0].region(), "matmul");
     }
 }
