@@ -10,7 +10,7 @@ use kprof::cupti::ffi::cbid;
 use kprof::cupti::RecordedBuffer;
 
 fn fixtures() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/activity");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/activity");
     let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .filter_map(|e| e.ok())
@@ -106,7 +106,7 @@ fn every_fixture_parses_and_attributes_consistently() {
 #[test]
 fn synthetic_fixture_exact_answers() {
     let f = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/activity/synthetic-cuda13.jsonl");
+        .join("../../tests/fixtures/activity/synthetic-cuda13.jsonl");
     let rb = RecordedBuffer::read_jsonl(&f).unwrap();
     assert_eq!(rb.flushes.len(), 2);
 
@@ -137,7 +137,7 @@ fn synthetic_fixture_exact_answers() {
 #[test]
 fn h200_fixture_exact_answers() {
     let f = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/activity/h200-cuda13-region-threads.jsonl");
+        .join("../../tests/fixtures/activity/h200-cuda13-region-threads.jsonl");
     let rb = RecordedBuffer::read_jsonl(&f).unwrap();
     let fl = rb.flushes.iter().find(|f| f.flush == 1).expect("flush 1");
     assert_eq!(fl.batch.kernels.len(), 6);
@@ -165,7 +165,7 @@ fn h200_gpu_check_matches_the_raw_csvs_written_on_the_h200() {
     use kprof::core::transforms::{combine_kernels, Reducer};
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let rb = RecordedBuffer::read_jsonl(&root.join("tests/fixtures/activity/h200-cuda13-gpu-check.jsonl"))
+    let rb = RecordedBuffer::read_jsonl(&root.join("../../tests/fixtures/activity/h200-cuda13-gpu-check.jsonl"))
         .unwrap();
     // bench calls 1..=6 of the Profiler, in gpu_check's order: (benchmark, region, recorded runs).
     let calls = [
