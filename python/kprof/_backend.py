@@ -102,7 +102,9 @@ RAW_COLUMNS = (
 #: * ``target_rsd`` (float % | None), ``target_ci`` (float % | None): stop a config's runs once its
 #:   relative std dev / relative CI95 half-width is below this;
 #: * ``max_runs`` (int | None), ``time_budget`` (float seconds | None): caps of adaptive runs;
-#: * ``verbosity`` (int): a :class:`kprof.VerbosityLevel` value.
+#: * ``verbosity`` (int): a :class:`kprof.VerbosityLevel` value;
+#: * ``output_prefix`` (str, only with ``output_csv=True``): write the raw CSV
+#:   ``<output_prefix><name>-raw.csv`` after every finished configuration.
 OPTION_KEYS = (
     "runs",
     "warmup",
@@ -119,6 +121,7 @@ OPTION_KEYS = (
     "max_runs",
     "time_budget",
     "verbosity",
+    "output_prefix",
 )
 
 

@@ -614,8 +614,22 @@ def _profile(func, sig: Signature, tag: str, settings: Settings, state: dict, ar
             "kprof: note: thermal_mode='auto' has no effect yet (thermal control lands with run conditions); "
             "runs are not paused to cool down. Pass thermal_mode='off' to silence this note."
         )
+    options = settings.backend_options()
+    run_id = _next_run_id(tag)
+    partial = None
+    if settings.output_csv:
+        if state["prefix"] is None:
+            state["prefix"] = tempfile.mkdtemp(prefix="kprof_") + os.sep
+        # The engine rewrites this raw CSV after every finished configuration, so an exception or
+        # Ctrl-C keeps what was measured; it is removed once the complete files are written.
+        options["output_prefix"] = f"{state['prefix']}partial-{tag}-{run_id}-"
+        partial = f"{options['output_prefix']}{sig.func_name}-raw.csv"
     try:
-        table = backend.run_benchmark(sig.func_name, call, pairs, settings.backend_options(), progress)
+        table = backend.run_benchmark(sig.func_name, call, pairs, options, progress)
+    except BaseException:
+        if partial is not None and os.path.exists(partial):
+            progress.info(f"kprof: the runs measured before the failure are in {partial}")
+        raise
     finally:
         progress.close()
 
@@ -624,11 +638,8 @@ def _profile(func, sig: Signature, tag: str, settings: Settings, state: dict, ar
         _append_derived(raw, config_index, configs, settings)
     results = ProfileResults(raw, list(sig.names), normalize_against=settings.normalize_against, benchmark=sig.func_name)
 
-    run_id = _next_run_id(tag)
     results.files = []  # type: ignore[attr-defined]
     if settings.output_csv:
-        if state["prefix"] is None:
-            state["prefix"] = tempfile.mkdtemp(prefix="kprof_") + os.sep
         prefix = state["prefix"]
         raw_path = f"{prefix}profiled_data-{tag}-{run_id}.csv"
         results._write_raw_csv(raw_path)
@@ -638,6 +649,8 @@ def _profile(func, sig: Signature, tag: str, settings: Settings, state: dict, ar
         results.save(processed_path)
         results.files.append(processed_path)
         progress.info(f"kprof: wrote {processed_path}")
+        if partial is not None and os.path.exists(partial):
+            os.remove(partial)
     _commit_run_id(tag, run_id)
     return results
 

@@ -77,7 +77,7 @@ def test_options_handed_to_backend(fake_backend, fake_core):
     make_bench(warmup=2, order="sequential", combine_kernel_metrics="sum", ignore_kernel_list="x",
                target_rsd=1.5, max_runs=50)()
     o = fake_backend.options
-    assert set(o) == set(_backend.OPTION_KEYS)
+    assert set(o) == set(_backend.OPTION_KEYS) - {"output_prefix"}  # only with output_csv=True
     assert o["runs"] == 4 and o["warmup"] == 2 and o["order"] == "sequential"
     assert o["metrics"] == ["gpu__time_duration.sum"]
     assert o["combine_kernel_metrics"] == "sum" and o["ignore_kernel_list"] == ["x"]
@@ -266,6 +266,12 @@ def test_process_raw_input(fake_backend, monkeypatch):
     assert list(seen["raw"]) == RAW_ORDER
     assert seen["options"] == {"params": ["n", "dtype"], "normalize_against": "base", "stable_rsd_pct": 2.0}
     assert all(isinstance(v, float) for v in seen["raw"]["Value"])
+
+
+def test_output_csv_asks_the_engine_for_per_config_raw_files(fake_backend, fake_core, tmp_path):
+    make_bench(output_csv=True, output_prefix=str(tmp_path) + "/")()
+    prefix = fake_backend.options["output_prefix"]
+    assert prefix.startswith(str(tmp_path) + "/partial-") and prefix.endswith("-")
 
 
 def test_output_csv_file_names(fake_backend, fake_core, tmp_path, capsys):

@@ -92,6 +92,9 @@ fn bench_options(opts: &Bound<'_, PyDict>) -> PyResult<BenchOptions> {
         o.ignore_kernels = v.extract()?;
     }
     o.combine = reducer(get(opts, "combine_kernel_metrics")?)?;
+    if let Some(v) = get(opts, "output_prefix")? {
+        o.output_prefix = Some(v.extract::<String>()?.into());
+    }
     if let Some(v) = get(opts, "cache_control")? {
         o.cache = match v.extract::<String>()?.as_str() {
             "all" => CacheControl::All,
