@@ -646,6 +646,8 @@ struct Sweep<'a> {
     spent: Vec<Duration>,
     /// Per config: whether its finished results were written to the raw CSV.
     written: Vec<bool>,
+    /// Samples in the raw CSV as last written (the file is synced to disk on every write).
+    samples_on_disk: Option<usize>,
     /// Runs waiting for the next flush, in run order, and their spans as handed to the backend.
     pending: Vec<PendingRun>,
     wire: Vec<Span>,
@@ -836,6 +838,7 @@ impl Profiler {
             policy_values: vec![Vec::new(); n],
             spent: vec![Duration::ZERO; n],
             written: vec![false; n],
+            samples_on_disk: None,
             pending: Vec::new(),
             wire: Vec::new(),
             pending_recorded: vec![0; n],
@@ -844,7 +847,9 @@ impl Profiler {
         match self.sweep(call, &mut sw, &mut f) {
             Ok(()) => {
                 if let Some(p) = &sw.out_path {
-                    write_raw(p, &sw.raw)?;
+                    if sw.samples_on_disk != Some(sw.raw.samples.len()) {
+                        write_raw(p, &sw.raw)?;
+                    }
                 }
                 Ok(sw.raw)
             }
@@ -937,6 +942,7 @@ impl Profiler {
                 .collect();
             if !newly.is_empty() {
                 write_raw(p, &sw.raw)?;
+                sw.samples_on_disk = Some(sw.raw.samples.len());
                 for c in newly {
                     sw.written[c] = true;
                 }
