@@ -21,7 +21,7 @@ use cudarc::cublas::CudaBlas;
 use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::{CudaEvent, CudaStream};
 use kprof::core::model::{Config, KernelSample, RawResults};
-use kprof::runner::{BenchOptions, CacheControl, Profiler};
+use kprof::runner::{BenchOptions, CacheControl, FlushPolicy, Profiler};
 use serde_json::{json, Map, Value};
 
 const SWEEP: [usize; 5] = [512, 1024, 2048, 4096, 8192];
@@ -621,8 +621,13 @@ fn bench_kprof(
     base: &Baselines,
 ) -> Result<Vec<Row>, BoxError> {
     let configs: Vec<Config> = SWEEP.iter().map(|&n| Config::new().with("n", n)).collect();
-    let mut sweep = |cache: CacheControl, name: &str| -> Result<(f64, RawResults), BoxError> {
+    // (wall s, results, activity flushes of the sweep)
+    type Swept = (f64, RawResults, u64);
+    let mut sweep = |cache: CacheControl, name: &str, flush: FlushPolicy| -> Result<Swept, BoxError> {
         let opts = cx.opts(SWEEP_RUNS, 1, cache);
+        let default_flush = prof.flush_policy();
+        prof.set_flush_policy(flush);
+        let flushes = prof.flush_count();
         let t0 = Instant::now();
         let raw = prof.bench(name, &configs, &opts, |c, run| {
             let i = configs
@@ -631,12 +636,18 @@ fn bench_kprof(
                 .ok_or("unknown config")?;
             let _r = run.region("matmul")?;
             mats[i].run(&cx.blas)
-        })?;
-        Ok((t0.elapsed().as_secs_f64(), raw))
+        });
+        let wall = t0.elapsed().as_secs_f64();
+        prof.set_flush_policy(default_flush);
+        Ok((wall, raw?, prof.flush_count() - flushes))
     };
-    sweep(CacheControl::None, "bench_sweep_warmup")?;
-    let warm = med3(|| sweep(CacheControl::None, "bench_sweep_kprof"), |x| x.0)?;
-    let cold = sweep(CacheControl::All, "bench_sweep_kprof_cold")?;
+    let batched = FlushPolicy::default();
+    sweep(CacheControl::None, "bench_sweep_warmup", batched)?;
+    let warm = med3(|| sweep(CacheControl::None, "bench_sweep_kprof", batched), |x| x.0)?;
+    let cold = sweep(CacheControl::All, "bench_sweep_kprof_cold", batched)?;
+    // The loop as it was before batching (a forced flush after every run), for comparison.
+    let per_run = sweep(CacheControl::None, "bench_sweep_kprof_flush_per_run", FlushPolicy::every_run())?;
+    let runs_per_sweep = SWEEP.len() as u32 * (SWEEP_RUNS + 1);
     let kmed: Vec<f64> = (0..SWEEP.len() as u32)
         .map(|c| median(&region_values(&warm.1, "matmul", Some(c))))
         .collect();
@@ -650,11 +661,23 @@ fn bench_kprof(
     let mut rows = vec![Row::info(
         "perf-sweep",
         format!(
-            "sgemm 512..8192 x {SWEEP_RUNS} runs wall: kprof {:.3} s, CUDA events {:.3} s, plain {:.3} s -> {r_ev:.3}x events (target <= 1.15), {r_plain:.3}x plain; kprof cold-L2 {:.3} s; kprof vs event medians {}",
-            warm.0, base.events_s, base.plain_s, cold.0, diffs.join(" ")
+            "sgemm 512..8192 x {SWEEP_RUNS} runs wall: kprof {:.3} s ({} flushes for {runs_per_sweep} runs), CUDA events {:.3} s, plain {:.3} s -> {r_ev:.3}x events (target <= 1.15), {r_plain:.3}x plain; kprof flushing after every run {:.3} s ({} flushes, {:.3}x events); kprof cold-L2 {:.3} s ({} flushes); kprof vs event medians {}",
+            warm.0,
+            warm.2,
+            base.events_s,
+            base.plain_s,
+            per_run.0,
+            per_run.2,
+            per_run.0 / base.events_s,
+            cold.0,
+            cold.2,
+            diffs.join(" ")
         ),
         json!({"kprof_wall_s": warm.0, "events_wall_s": base.events_s, "plain_wall_s": base.plain_s,
                "ratio_vs_events": r_ev, "ratio_vs_plain": r_plain, "kprof_cold_wall_s": cold.0,
+               "kprof_flushes": warm.2, "kprof_cold_flushes": cold.2, "runs_per_sweep": runs_per_sweep,
+               "flush_policy": format!("{batched:?}"), "kprof_flush_per_run_wall_s": per_run.0,
+               "kprof_flush_per_run_flushes": per_run.2,
                "kprof_medians_ns": kmed, "events_medians_ns": base.events_medians_ns, "target_ratio_vs_events": 1.15}),
     )];
 

@@ -74,10 +74,11 @@ pub enum EngineError {
         version: u32,
     },
 
-    /// CUPTI dropped activity records: the durations of this run are incomplete.
+    /// CUPTI dropped activity records: the durations of these runs are incomplete.
     #[error(
-        "CUPTI dropped {count} activity record(s); the kernel durations of this run are \
-         incomplete. Launch fewer kernels per run, or make sure flush() is called after every run \
+        "CUPTI dropped {count} activity record(s); the kernel durations of the runs since the last \
+         flush are incomplete. Launch fewer kernels per run, or flush more often (flush() after \
+         every run; in the run loop a smaller FlushPolicy, FlushPolicy::every_run() at most) \
          (buffers are {buffer_mib} MiB each)"
     )]
     DroppedRecords { count: u64, buffer_mib: usize },

@@ -5,9 +5,11 @@
 //! closure the user opens regions ([`Run::region`] or [`Run::annotate`]); every kernel launched
 //! while a region is open is attributed to it by the engine (external correlation on the opening
 //! thread, CPU launch timestamps for other threads). After every run the device is synchronised
-//! (runs never overlap), the CUPTI activity buffers are flushed, kernels are attributed to
-//! regions, ignored kernels are dropped, and each region's kernels are combined with the
-//! reducer into one [`kprof_core::model::SampleRecord`] of metric `gpu__time_duration.sum` (ns).
+//! (runs never overlap). Once per batch of runs ([`FlushPolicy`]: by default every 50 ms of runs,
+//! at the end, and before a configuration under a [`StoppingPolicy`] gets its next run) the CUPTI
+//! activity buffers are flushed, kernels are attributed to the regions of every waiting run by
+//! key, ignored kernels are dropped, and each region's kernels are combined with the reducer
+//! into one [`kprof_core::model::SampleRecord`] of metric `gpu__time_duration.sum` (ns).
 //!
 //! Nested regions are inclusive: an outer region's value includes the kernels of its inner
 //! regions (the attribution rule lives in `attribution.rs`).
@@ -87,7 +89,9 @@ pub struct BenchOptions {
     pub clock: ClockControl,
     /// Order of (configuration, run) pairs (default [`RunOrder::Interleaved`]).
     pub order: RunOrder,
-    /// Adaptive stopping, per configuration.
+    /// Adaptive stopping, per configuration. The policy decides after each recorded run, before
+    /// the configuration's next run; the loop flushes the activity buffers for it then, so in
+    /// interleaved order it decides (and flushes) once per round.
     pub policy: Option<StoppingPolicy>,
     /// Kernels to drop before combining, by exact name (mangled or demangled).
     pub ignore_kernels: Vec<String>,
@@ -95,8 +99,9 @@ pub struct BenchOptions {
     pub combine: Reducer,
     /// An error returned by the closure gives NaN samples for that run and the sweep goes on.
     pub ignore_failures: bool,
-    /// Write the raw CSV `<prefix><benchmark>-raw.csv` after every finished configuration (and
-    /// before an error is returned). A prefix that is a directory or ends in `/` puts the file
+    /// Write the raw CSV `<prefix><benchmark>-raw.csv` after every finished configuration (at
+    /// the activity flush that records its last run, see [`FlushPolicy`]), at the end, and
+    /// before an error is returned. A prefix that is a directory or ends in `/` puts the file
     /// inside it.
     pub output_prefix: Option<PathBuf>,
     /// Metrics to record: empty or `["gpu__time_duration.sum"]` in this backend.
@@ -211,6 +216,11 @@ impl Scheduler {
     /// No more recorded runs for this configuration.
     pub fn stop(&mut self, config: usize) {
         self.stopped[config] = true;
+    }
+
+    /// Whether [`Scheduler::stop`] was called for this configuration.
+    pub fn is_stopped(&self, config: usize) -> bool {
+        self.stopped[config]
     }
 
     /// Whether a configuration will get no more runs.
@@ -387,7 +397,7 @@ pub(crate) trait Backend: Send + Sync {
     /// Evicts the L2 (writes a buffer of at least twice its size) and waits for it.
     fn flush_l2(&self) -> Result<(), EngineError>;
     /// Flushes the activity buffers (after [`Backend::synchronize`]) and attributes the kernels
-    /// to the given spans.
+    /// to the given spans: those of every run since the last flush (keys tell runs apart).
     fn collect(&self, spans: &[Span]) -> Result<Collected, EngineError>;
 }
 
@@ -541,8 +551,12 @@ impl Drop for RegionGuard {
 impl RunState {
     /// Closes regions left open (a leaked guard) and returns the spans plus misuse messages.
     fn finish(&self) -> (Vec<SpanRec>, Vec<String>) {
-        let end = self.backend.timestamp_ns();
         let mut inner = self.inner.borrow_mut();
+        let end = if inner.stack.is_empty() {
+            0
+        } else {
+            self.backend.timestamp_ns()
+        };
         while let Some(i) = inner.stack.pop() {
             let name = inner.spans[i].name.clone();
             inner.misuse.push(format!(
@@ -564,6 +578,85 @@ impl RunState {
 
 static PROFILER_ACTIVE: AtomicBool = AtomicBool::new(false);
 
+/// When the run loop flushes the CUPTI activity buffers and attributes the kernels of the runs
+/// done since the last flush.
+///
+/// A forced CUPTI flush costs about a millisecond, so the loop does not flush after every run:
+/// runs are synchronised one by one (they never overlap) and their region spans kept; kernels are
+/// attributed by key afterwards (the external-correlation id encodes call, config, run and
+/// region; kernels launched from other threads fall inside the recorded spans of their run), so
+/// one flush serves many runs. Activity buffers that fill up between flushes are handed back by
+/// CUPTI at any time and gathered until the next flush; nothing is lost in between.
+///
+/// The loop flushes when `max_runs` runs (warm-ups included) are waiting, when the first waiting
+/// run started `max_time` ago or more, when a closure error ends the sweep, at the end of the
+/// sweep, and, with a [`StoppingPolicy`], before a configuration with a waiting recorded run gets
+/// its next run (so the policy decides exactly as with a flush after every run). The raw CSV of
+/// [`BenchOptions::output_prefix`] is written at the flush that records a configuration's last
+/// run. `max_runs: 1` flushes after every run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlushPolicy {
+    /// Flush once this many runs are waiting (default 256; 0 counts as 1).
+    pub max_runs: u32,
+    /// Flush once the oldest waiting run started this long ago (default 50 ms).
+    pub max_time: Duration,
+}
+
+impl Default for FlushPolicy {
+    fn default() -> Self {
+        FlushPolicy {
+            max_runs: 256,
+            max_time: Duration::from_millis(50),
+        }
+    }
+}
+
+impl FlushPolicy {
+    /// Flush after every run (what the loop did before batching; for comparisons).
+    pub fn every_run() -> Self {
+        FlushPolicy {
+            max_runs: 1,
+            max_time: Duration::ZERO,
+        }
+    }
+}
+
+/// A run that is synchronised but whose kernels are not flushed and attributed yet.
+struct PendingRun {
+    step: Step,
+    spans: Vec<SpanRec>,
+    failure: Option<EngineError>,
+    /// Wall time of the run (cache flush, closure, synchronisation).
+    wall: Duration,
+}
+
+/// The state of one [`Profiler::bench`] call.
+struct Sweep<'a> {
+    name: &'a str,
+    configs: &'a [Config],
+    opts: &'a BenchOptions,
+    out_path: Option<PathBuf>,
+    raw: RawResults,
+    device_idx: u32,
+    sched: Scheduler,
+    /// Region names seen so far, in order (for NaN rows of failed runs).
+    known_regions: Vec<String>,
+    /// Per config: per-run policy values, and wall time spent.
+    policy_values: Vec<Vec<f64>>,
+    spent: Vec<Duration>,
+    /// Per config: whether its finished results were written to the raw CSV.
+    written: Vec<bool>,
+    /// Samples in the raw CSV as last written (the file is synced to disk on every write).
+    samples_on_disk: Option<usize>,
+    /// Runs waiting for the next flush, in run order, and their spans as handed to the backend.
+    pending: Vec<PendingRun>,
+    wire: Vec<Span>,
+    /// Per config: recorded runs among `pending`.
+    pending_recorded: Vec<u32>,
+    /// When the first waiting run started.
+    batch_start: Option<Instant>,
+}
+
 /// The profiler: owns the CUPTI activity session. One per process.
 pub struct Profiler {
     backend: Arc<dyn Backend>,
@@ -573,6 +666,9 @@ pub struct Profiler {
     next_call: u64,
     warnings: Vec<String>,
     unattributed: u64,
+    /// Activity flushes of all bench calls so far.
+    flushes: u64,
+    flush_policy: FlushPolicy,
     /// Whether this instance holds the process-wide slot (the mock backends in tests do not).
     holds_slot: bool,
 }
@@ -619,6 +715,8 @@ impl Profiler {
                 next_call: 1,
                 warnings: Vec::new(),
                 unattributed: 0,
+                flushes: 0,
+                flush_policy: FlushPolicy::default(),
                 holds_slot: true,
             }),
             Err(e) => {
@@ -641,6 +739,8 @@ impl Profiler {
             next_call: 1,
             warnings: Vec::new(),
             unattributed: 0,
+            flushes: 0,
+            flush_policy: FlushPolicy::default(),
             holds_slot: false,
         }
     }
@@ -666,6 +766,22 @@ impl Profiler {
         self.unattributed
     }
 
+    /// How many times the bench calls so far flushed the activity buffers (one flush serves a
+    /// batch of runs; see [`FlushPolicy`]).
+    pub fn flush_count(&self) -> u64 {
+        self.flushes
+    }
+
+    /// When the run loop flushes the activity buffers.
+    pub fn flush_policy(&self) -> FlushPolicy {
+        self.flush_policy
+    }
+
+    /// Sets when the run loop flushes the activity buffers (for the following bench calls).
+    pub fn set_flush_policy(&mut self, policy: FlushPolicy) {
+        self.flush_policy = policy;
+    }
+
     /// Waits for all work on the device.
     pub fn synchronize(&self) -> Result<(), EngineError> {
         self.backend.synchronize()
@@ -674,6 +790,12 @@ impl Profiler {
     /// Runs the benchmark closure `f` over `configs` and returns the raw samples: one sample per
     /// region per recorded run, metric `gpu__time_duration.sum` in ns. An empty `configs` means
     /// one configuration without parameters.
+    ///
+    /// The device is synchronised after every run; the CUPTI activity buffers are flushed and the
+    /// kernels attributed once per batch of runs (see [`FlushPolicy`]). With a
+    /// [`StoppingPolicy`], a configuration's pending values are flushed and decided on before it
+    /// gets its next run: the policy sees exactly the values it saw with a flush after every run
+    /// (in interleaved order that is one flush per round; in sequential order one per run).
     pub fn bench<F>(
         &mut self,
         name: &str,
@@ -693,7 +815,6 @@ impl Profiler {
         };
         let call = self.next_call;
         self.next_call += 1;
-        let out_path = opts.output_prefix.as_deref().map(|p| raw_csv_path(p, name));
 
         let mut raw = RawResults::new();
         for (i, c) in configs.iter().enumerate() {
@@ -704,161 +825,243 @@ impl Profiler {
             }
         }
         let device_idx = raw.intern_device(&self.device);
-        let mut sched = Scheduler::new(configs.len(), opts.warmup, opts.max_runs(), opts.order);
-        // Region names seen so far, in order (for NaN rows of failed runs).
-        let mut known_regions: Vec<String> = Vec::new();
-        // Per config: per-run policy values, and wall time spent.
-        let mut policy_values: Vec<Vec<f64>> = vec![Vec::new(); configs.len()];
-        let mut spent: Vec<Duration> = vec![Duration::ZERO; configs.len()];
-        let mut written: Vec<bool> = vec![false; configs.len()];
-
-        while let Some(step) = sched.next_step() {
-            let t0 = Instant::now();
-            let config = &configs[step.config];
-            let outcome = self.one_run(name, call, step, config, opts, &mut f);
-            let (spans, collected, failure) = match outcome {
-                Ok(v) => v,
-                Err(e) => {
-                    if let Some(p) = &out_path {
-                        let _ = write_raw(p, &raw);
+        let n = configs.len();
+        let mut sw = Sweep {
+            name,
+            configs,
+            opts,
+            out_path: opts.output_prefix.as_deref().map(|p| raw_csv_path(p, name)),
+            raw,
+            device_idx,
+            sched: Scheduler::new(n, opts.warmup, opts.max_runs(), opts.order),
+            known_regions: Vec::new(),
+            policy_values: vec![Vec::new(); n],
+            spent: vec![Duration::ZERO; n],
+            written: vec![false; n],
+            samples_on_disk: None,
+            pending: Vec::new(),
+            wire: Vec::new(),
+            pending_recorded: vec![0; n],
+            batch_start: None,
+        };
+        match self.sweep(call, &mut sw, &mut f) {
+            Ok(()) => {
+                if let Some(p) = &sw.out_path {
+                    if sw.samples_on_disk != Some(sw.raw.samples.len()) {
+                        write_raw(p, &sw.raw)?;
                     }
-                    return Err(e);
                 }
-            };
-            spent[step.config] += t0.elapsed();
-            if step.warmup {
-                if let Some(e) = failure {
-                    if !opts.ignore_failures {
-                        if let Some(p) = &out_path {
-                            let _ = write_raw(p, &raw);
-                        }
-                        return Err(e);
-                    }
-                    self.warnings.push(format!(
-                        "{name}: warm-up run {} of config [{config}] failed: {e}",
-                        step.run
-                    ));
-                }
-                continue;
+                Ok(sw.raw)
             }
-            for s in &spans {
-                if !known_regions.contains(&s.name) {
-                    known_regions.push(s.name.clone());
+            Err(e) => {
+                // Keep what was measured before the error: attribute the runs still waiting for
+                // a flush (best effort), then write the file.
+                let _ = self.flush_batch(&mut sw, None);
+                if let Some(p) = &sw.out_path {
+                    let _ = write_raw(p, &sw.raw);
                 }
-            }
-            if let Some(e) = failure {
-                if !opts.ignore_failures {
-                    if let Some(p) = &out_path {
-                        let _ = write_raw(p, &raw);
-                    }
-                    return Err(e);
-                }
-                let msg = format!(
-                    "{name}: run {} of config [{config}] failed, recorded as NaN: {e}",
-                    step.run
-                );
-                for region in &known_regions {
-                    self.push_sample(
-                        &mut raw,
-                        name,
-                        region,
-                        step,
-                        device_idx,
-                        f64::NAN,
-                        "",
-                        &[],
-                        Some(&msg),
-                    )?;
-                }
-                self.warnings.push(msg);
-                policy_values[step.config].push(f64::NAN);
-            } else {
-                let mut total = 0.0;
-                let mut any = false;
-                for s in &spans {
-                    if s.failed {
-                        let msg = format!(
-                            "{name}: region {:?} failed in run {} of config [{config}] (failure ignored); recorded as NaN",
-                            s.name, step.run
-                        );
-                        self.push_sample(&mut raw, name, &s.name, step, device_idx, f64::NAN, "", &[], Some(&msg))?;
-                        self.warnings.push(msg);
-                        continue;
-                    }
-                    let kernels = collected
-                        .by_region
-                        .get(&s.key)
-                        .map(Vec::as_slice)
-                        .unwrap_or(&[]);
-                    let kept: Vec<&KernelRun> = kernels
-                        .iter()
-                        .filter(|k| !opts.ignore_kernels.iter().any(|ig| kernel_matches(k, ig)))
-                        .collect();
-                    let pairs: Vec<(&str, f64)> = kept
-                        .iter()
-                        .map(|k| (k.name.as_str(), k.end_ns.saturating_sub(k.start_ns) as f64))
-                        .collect();
-                    match combine_kernels(&pairs, &opts.combine) {
-                        Some((kname, value)) => {
-                            total += value;
-                            any = true;
-                            self.push_sample(
-                                &mut raw, name, &s.name, step, device_idx, value, &kname, &pairs,
-                                None,
-                            )?;
-                        }
-                        None => {
-                            let what = if kernels.is_empty() {
-                                "launched no kernel"
-                            } else {
-                                "launched only ignored kernels"
-                            };
-                            let msg = format!(
-                                "{name}: region {:?} {what} in run {} of config [{config}]; recorded as NaN",
-                                s.name, step.run
-                            );
-                            self.push_sample(
-                                &mut raw,
-                                name,
-                                &s.name,
-                                step,
-                                device_idx,
-                                f64::NAN,
-                                "",
-                                &[],
-                                Some(&msg),
-                            )?;
-                            self.warnings.push(msg);
-                        }
-                    }
-                }
-                policy_values[step.config].push(if any { total } else { f64::NAN });
-            }
-            if let Some(p) = &opts.policy {
-                if matches!(p.decide(&policy_values[step.config], spent[step.config]), Decision::Stop(_)) {
-                    sched.stop(step.config);
-                }
-            }
-            if let Some(p) = &out_path {
-                let newly: Vec<usize> = (0..configs.len())
-                    .filter(|&c| !written[c] && sched.finished(c))
-                    .collect();
-                if !newly.is_empty() {
-                    write_raw(p, &raw)?;
-                    for c in newly {
-                        written[c] = true;
-                    }
-                }
+                Err(e)
             }
         }
-        if let Some(p) = &out_path {
-            write_raw(p, &raw)?;
-        }
-        Ok(raw)
     }
 
-    /// One run: cache flush, the closure, synchronise, collect. Returns the spans, the kernels,
-    /// and the closure's error (if any) as an engine error. Engine failures are `Err`.
+    /// The run loop: runs steps, batches them, flushes per [`FlushPolicy`], at the end, when a
+    /// closure error ends the sweep, and before a configuration under a stopping policy gets its
+    /// next run.
+    fn sweep<F>(&mut self, call: u64, sw: &mut Sweep<'_>, f: &mut F) -> Result<(), EngineError>
+    where
+        F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let opts = sw.opts;
+        let configs = sw.configs;
+        let max_runs = self.flush_policy.max_runs.max(1) as usize;
+        while let Some(step) = sw.sched.next_step() {
+            if opts.policy.is_some() && !step.warmup && sw.pending_recorded[step.config] > 0 {
+                // The policy decides on this config's last run before it gets another one.
+                self.flush_batch(sw, Some(step.config))?;
+                if sw.sched.is_stopped(step.config) {
+                    continue;
+                }
+            }
+            let t0 = Instant::now();
+            let (spans, failure) =
+                self.one_run(sw.name, call, step, &configs[step.config], opts, f, &mut sw.wire)?;
+            let abort = failure.is_some() && !opts.ignore_failures;
+            if !step.warmup {
+                sw.pending_recorded[step.config] += 1;
+            }
+            let started = *sw.batch_start.get_or_insert(t0);
+            sw.pending.push(PendingRun {
+                step,
+                spans,
+                failure,
+                wall: t0.elapsed(),
+            });
+            if abort
+                || sw.pending.len() >= max_runs
+                || started.elapsed() >= self.flush_policy.max_time
+            {
+                self.flush_batch(sw, None)?;
+            }
+        }
+        self.flush_batch(sw, None)
+    }
+
+    /// Flushes the activity buffers once for every waiting run, records their samples in run
+    /// order, and writes the raw CSV when configurations have finished (`in_flight`: a config
+    /// whose next run is already handed out and so is not finished unless stopped).
+    fn flush_batch(&mut self, sw: &mut Sweep<'_>, in_flight: Option<usize>) -> Result<(), EngineError> {
+        if sw.pending.is_empty() {
+            return Ok(());
+        }
+        let pending = std::mem::take(&mut sw.pending);
+        sw.batch_start = None;
+        for r in &pending {
+            if !r.step.warmup {
+                sw.pending_recorded[r.step.config] -= 1;
+            }
+        }
+        let t0 = Instant::now();
+        self.flushes += 1;
+        let collected = self.backend.collect(&sw.wire);
+        sw.wire.clear();
+        let collected = collected?;
+        self.unattributed += collected.unattributed as u64;
+        // The flush's wall time counts towards the time budgets of the batch's configs.
+        let share = t0.elapsed() / pending.len() as u32;
+        for run in pending {
+            self.record_run(sw, run, &collected, share)?;
+        }
+        if let Some(p) = &sw.out_path {
+            let newly: Vec<usize> = (0..sw.configs.len())
+                .filter(|&c| {
+                    !sw.written[c]
+                        && sw.sched.finished(c)
+                        && (Some(c) != in_flight || sw.sched.is_stopped(c))
+                })
+                .collect();
+            if !newly.is_empty() {
+                write_raw(p, &sw.raw)?;
+                sw.samples_on_disk = Some(sw.raw.samples.len());
+                for c in newly {
+                    sw.written[c] = true;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Records one run's samples (or NaN rows and warnings) from a flushed batch, and lets the
+    /// stopping policy decide. A closure failure without `ignore_failures` is returned.
+    fn record_run(
+        &mut self,
+        sw: &mut Sweep<'_>,
+        run: PendingRun,
+        collected: &Collected,
+        flush_share: Duration,
+    ) -> Result<(), EngineError> {
+        let PendingRun {
+            step,
+            spans,
+            failure,
+            wall,
+        } = run;
+        let (name, opts) = (sw.name, sw.opts);
+        let config = &sw.configs[step.config];
+        let device_idx = sw.device_idx;
+        sw.spent[step.config] += wall + flush_share;
+        if step.warmup {
+            if let Some(e) = failure {
+                if !opts.ignore_failures {
+                    return Err(e);
+                }
+                self.warnings.push(format!(
+                    "{name}: warm-up run {} of config [{config}] failed: {e}",
+                    step.run
+                ));
+            }
+            return Ok(());
+        }
+        for s in &spans {
+            if !sw.known_regions.contains(&s.name) {
+                sw.known_regions.push(s.name.clone());
+            }
+        }
+        let raw = &mut sw.raw;
+        if let Some(e) = failure {
+            if !opts.ignore_failures {
+                return Err(e);
+            }
+            let msg = format!(
+                "{name}: run {} of config [{config}] failed, recorded as NaN: {e}",
+                step.run
+            );
+            for region in &sw.known_regions {
+                self.push_sample(raw, name, region, step, device_idx, f64::NAN, "", &[], Some(&msg))?;
+            }
+            self.warnings.push(msg);
+            sw.policy_values[step.config].push(f64::NAN);
+        } else {
+            let mut total = 0.0;
+            let mut any = false;
+            for s in &spans {
+                if s.failed {
+                    let msg = format!(
+                        "{name}: region {:?} failed in run {} of config [{config}] (failure ignored); recorded as NaN",
+                        s.name, step.run
+                    );
+                    self.push_sample(raw, name, &s.name, step, device_idx, f64::NAN, "", &[], Some(&msg))?;
+                    self.warnings.push(msg);
+                    continue;
+                }
+                let kernels = collected
+                    .by_region
+                    .get(&s.key)
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[]);
+                let pairs: Vec<(&str, f64)> = kernels
+                    .iter()
+                    .filter(|k| !opts.ignore_kernels.iter().any(|ig| kernel_matches(k, ig)))
+                    .map(|k| (k.name.as_str(), k.end_ns.saturating_sub(k.start_ns) as f64))
+                    .collect();
+                match combine_kernels(&pairs, &opts.combine) {
+                    Some((kname, value)) => {
+                        total += value;
+                        any = true;
+                        self.push_sample(raw, name, &s.name, step, device_idx, value, &kname, &pairs, None)?;
+                    }
+                    None => {
+                        let what = if kernels.is_empty() {
+                            "launched no kernel"
+                        } else {
+                            "launched only ignored kernels"
+                        };
+                        let msg = format!(
+                            "{name}: region {:?} {what} in run {} of config [{config}]; recorded as NaN",
+                            s.name, step.run
+                        );
+                        self.push_sample(raw, name, &s.name, step, device_idx, f64::NAN, "", &[], Some(&msg))?;
+                        self.warnings.push(msg);
+                    }
+                }
+            }
+            sw.policy_values[step.config].push(if any { total } else { f64::NAN });
+        }
+        if let Some(p) = &opts.policy {
+            if matches!(
+                p.decide(&sw.policy_values[step.config], sw.spent[step.config]),
+                Decision::Stop(_)
+            ) {
+                sw.sched.stop(step.config);
+            }
+        }
+        Ok(())
+    }
+
+    /// One run: cache flush, the closure, synchronise. Returns the spans (their wire form is
+    /// appended to `wire` for the next flush) and the closure's error (if any) as an engine
+    /// error. Engine failures are `Err`.
+    #[allow(clippy::too_many_arguments)]
     fn one_run<F>(
         &mut self,
         name: &str,
@@ -867,7 +1070,8 @@ impl Profiler {
         config: &Config,
         opts: &BenchOptions,
         f: &mut F,
-    ) -> Result<(Vec<SpanRec>, Collected, Option<EngineError>), EngineError>
+        wire: &mut Vec<Span>,
+    ) -> Result<(Vec<SpanRec>, Option<EngineError>), EngineError>
     where
         F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
     {
@@ -896,24 +1100,19 @@ impl Profiler {
         drop(run);
         let (spans, misuse) = state.finish();
         self.backend.synchronize()?;
-        let wire: Vec<Span> = spans
-            .iter()
-            .map(|s| Span {
-                key: s.key,
-                parent: s.parent.map(|p| spans[p].key),
-                thread_id: s.thread_id,
-                start_ns: s.start_ns,
-                end_ns: s.end_ns.unwrap_or(s.start_ns),
-            })
-            .collect();
-        let collected = self.backend.collect(&wire)?;
-        self.unattributed += collected.unattributed as u64;
+        wire.extend(spans.iter().map(|s| Span {
+            key: s.key,
+            parent: s.parent.map(|p| spans[p].key),
+            thread_id: s.thread_id,
+            start_ns: s.start_ns,
+            end_ns: s.end_ns.unwrap_or(s.start_ns),
+        }));
         let failure = match result {
             Err(e) => Some(closure_error(name, config, step.run, e.as_ref())),
             Ok(()) if !misuse.is_empty() => Some(EngineError::RegionMisuse(misuse.join("; "))),
             Ok(()) => None,
         };
-        Ok((spans, collected, failure))
+        Ok((spans, failure))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1183,13 +1382,21 @@ mod tests {
     use std::sync::Mutex;
 
     /// A fake GPU: `launch` records a kernel under the calling thread's innermost external id.
+    /// As with CUPTI, a kernel's record reaches a flush only once the kernel has completed:
+    /// launched kernels are `running` until the next synchronisation.
     #[derive(Default)]
     struct Mock {
         clock: AtomicU64,
         stacks: Mutex<HashMap<std::thread::ThreadId, Vec<u64>>>,
+        running: Mutex<Vec<(Option<u64>, KernelRun)>>,
         pending: Mutex<Vec<(Option<u64>, KernelRun)>>,
         l2_flushes: AtomicU64,
         syncs: AtomicU64,
+        /// Flushes (`collect` calls) and the spans each was given.
+        collects: AtomicU64,
+        spans_per_collect: Mutex<Vec<usize>>,
+        /// When non-zero, the synchronisation with this number (1-based) fails.
+        fail_sync_at: AtomicU64,
         names: Mutex<Vec<String>>,
     }
 
@@ -1202,7 +1409,7 @@ mod tests {
                 .get(&std::thread::current().id())
                 .and_then(|s| s.last().copied());
             let t = self.clock.fetch_add(dur + 10, Ordering::SeqCst);
-            self.pending.lock().unwrap().push((
+            self.running.lock().unwrap().push((
                 ext,
                 KernelRun {
                     name: name.to_string(),
@@ -1249,7 +1456,12 @@ mod tests {
             Ok(())
         }
         fn synchronize(&self) -> Result<(), EngineError> {
-            self.syncs.fetch_add(1, Ordering::SeqCst);
+            let n = self.syncs.fetch_add(1, Ordering::SeqCst) + 1;
+            if n == self.fail_sync_at.load(Ordering::SeqCst) {
+                return Err(EngineError::Unsupported("mock device lost".into()));
+            }
+            let done: Vec<_> = self.running.lock().unwrap().drain(..).collect();
+            self.pending.lock().unwrap().extend(done);
             Ok(())
         }
         fn flush_l2(&self) -> Result<(), EngineError> {
@@ -1257,6 +1469,8 @@ mod tests {
             Ok(())
         }
         fn collect(&self, spans: &[Span]) -> Result<Collected, EngineError> {
+            self.collects.fetch_add(1, Ordering::SeqCst);
+            self.spans_per_collect.lock().unwrap().push(spans.len());
             let mut out = Collected::default();
             for (ext, k) in self.pending.lock().unwrap().drain(..) {
                 let mut cur = ext.and_then(|e| spans.iter().find(|s| s.key == e));
@@ -1828,5 +2042,331 @@ mod tests {
             raw_csv_path(Path::new("/nonexistent/run1_"), "mm"),
             PathBuf::from("/nonexistent/run1_mm-raw.csv")
         );
+    }
+
+    // --------------------------------------------------------------------------------------------
+    // Batched flushing
+    // --------------------------------------------------------------------------------------------
+
+    /// Never flush for time in tests (timing on a loaded machine must not change the counts).
+    fn batches_of(max_runs: u32) -> FlushPolicy {
+        FlushPolicy {
+            max_runs,
+            max_time: Duration::from_secs(3600),
+        }
+    }
+
+    /// Every sample as comparable text (NaN-safe): region, config, run, value, kernels, warning.
+    fn rows(raw: &RawResults) -> Vec<String> {
+        let warning = raw.extras.iter().find(|c| c.name == "Warning");
+        raw.samples
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let k = &raw.series_of(s).key;
+                let w = warning.map(|c| format!("{:?}", c.values[i])).unwrap_or_default();
+                format!(
+                    "{}|{}|{}|{:?}|{}|{w}",
+                    k.annotation, k.config, s.run, s.value, raw.kernel_names[s.kernel as usize]
+                )
+            })
+            .collect()
+    }
+
+    /// How long a kernel of (config, run, part) lasts in `sweep_with`; warm-ups add 10^9.
+    fn dur(config: usize, run: u32, warmup: bool, part: u64) -> u64 {
+        100_000 * (config as u64 + 1) + 1000 * run as u64 + part + if warmup { 1_000_000_000 } else { 0 }
+    }
+
+    /// 5 configs x 10 runs (+1 warm-up) with nested regions, a kernel outside every region and
+    /// one launched from a second thread inside the outer region (attributed by key only in the
+    /// mock, by launch time on a GPU). Returns the results, the profiler and the mock.
+    fn sweep_with(policy: FlushPolicy, order: RunOrder) -> (RawResults, Profiler, Arc<Mock>) {
+        let mock = Arc::new(Mock::default());
+        let mut p = profiler(&mock);
+        p.set_flush_policy(policy);
+        let m = mock.clone();
+        let opts = BenchOptions {
+            runs: 10,
+            warmup: 1,
+            cache: CacheControl::None,
+            order,
+            ..Default::default()
+        };
+        let cfgs = configs(5);
+        let raw = p
+            .bench("sweep", &cfgs, &opts, |c, run| {
+                let i = cfgs.iter().position(|x| x == c).unwrap();
+                let (r, w) = (run.index(), run.is_warmup());
+                m.launch("before", 3);
+                {
+                    let _outer = run.region("outer")?;
+                    m.launch("gemm", dur(i, r, w, 1));
+                    run.annotate("inner", |_| m.launch("epilogue", dur(i, r, w, 2)))?;
+                }
+                m.launch("after", 3);
+                Ok(())
+            })
+            .unwrap();
+        (raw, p, mock)
+    }
+
+    #[test]
+    fn one_flush_serves_a_whole_sweep_and_every_kernel_keeps_its_config_run_and_region() {
+        let (raw, p, mock) = sweep_with(batches_of(256), RunOrder::Interleaved);
+        // 55 runs (50 recorded + 5 warm-ups), all in one batch: one flush, at the end.
+        assert_eq!(p.flush_count(), 1);
+        assert_eq!(mock.collects.load(Ordering::SeqCst), 1);
+        assert_eq!(*mock.spans_per_collect.lock().unwrap(), vec![55 * 2]);
+        // Still one synchronisation per run: runs never overlap.
+        assert_eq!(mock.syncs.load(Ordering::SeqCst), 55);
+        assert_eq!(raw.samples.len(), 5 * 10 * 2);
+        for s in &raw.samples {
+            let k = &raw.series_of(s).key;
+            let (c, r) = (k.config as usize, s.run);
+            let want = match k.annotation.as_str() {
+                "outer" => dur(c, r, false, 1) + dur(c, r, false, 2),
+                "inner" => dur(c, r, false, 2),
+                other => panic!("unexpected region {other}"),
+            };
+            assert_eq!(s.value, want as f64, "{} config {c} run {r}", k.annotation);
+        }
+        // Warm-up kernels (same run index 0, other key) never leak into recorded samples.
+        assert!(raw.samples.iter().all(|s| s.value < 1e9));
+        // The two kernels outside regions of each of the 55 runs are unattributed.
+        assert_eq!(p.unattributed_kernels(), 110);
+        assert!(p.warnings().is_empty(), "{:?}", p.warnings());
+    }
+
+    #[test]
+    fn the_default_policy_flushes_far_fewer_times_than_runs() {
+        let (_, p, _) = sweep_with(FlushPolicy::default(), RunOrder::Interleaved);
+        // 55 mock runs take microseconds: the 50 ms budget is not reached (10 would need 0.5 s).
+        assert!(p.flush_count() <= 10, "{} flushes", p.flush_count());
+        let (_, p, _) = sweep_with(FlushPolicy::every_run(), RunOrder::Interleaved);
+        assert_eq!(p.flush_count(), 55);
+    }
+
+    #[test]
+    fn batches_split_anywhere_give_the_same_results_as_a_flush_per_run() {
+        for order in [RunOrder::Interleaved, RunOrder::Sequential] {
+            let (every, p1, _) = sweep_with(FlushPolicy::every_run(), order);
+            assert_eq!(p1.flush_count(), 55);
+            // Batches of 4 and 7 runs split rounds and configs in the middle.
+            for (n, flushes) in [(4, 14), (7, 8), (256, 1)] {
+                let (batched, p, mock) = sweep_with(batches_of(n), order);
+                assert_eq!(p.flush_count(), flushes, "{order:?} batches of {n}");
+                assert_eq!(rows(&batched), rows(&every), "{order:?} batches of {n}");
+                assert_eq!(batched.kernel_breakdown, every.kernel_breakdown);
+                assert_eq!(p.unattributed_kernels(), p1.unattributed_kernels());
+                let spans = mock.spans_per_collect.lock().unwrap().clone();
+                assert_eq!(spans.iter().sum::<usize>(), 110, "{spans:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_zero_time_budget_flushes_after_every_run_and_zero_runs_counts_as_one() {
+        let p0 = FlushPolicy {
+            max_runs: 1000,
+            max_time: Duration::ZERO,
+        };
+        let (_, p, _) = sweep_with(p0, RunOrder::Interleaved);
+        assert_eq!(p.flush_count(), 55);
+        let (_, p, _) = sweep_with(batches_of(0), RunOrder::Interleaved);
+        assert_eq!(p.flush_count(), 55);
+    }
+
+    /// Adaptive stopping over 2 configs (one stable, one noisy) under a flush policy.
+    fn adaptive(policy: FlushPolicy, order: RunOrder) -> (RawResults, Profiler) {
+        let mock = Arc::new(Mock::default());
+        let mut p = profiler(&mock);
+        p.set_flush_policy(policy);
+        let m = mock.clone();
+        let stopping = StoppingPolicy {
+            min_runs: 3,
+            max_runs: 20,
+            target_rel_ci_half_width: Some(0.01),
+            ..StoppingPolicy::fixed(20)
+        };
+        let opts = BenchOptions {
+            warmup: 1,
+            cache: CacheControl::None,
+            order,
+            policy: Some(stopping),
+            ..Default::default()
+        };
+        let raw = p
+            .bench("s", &configs(3), &opts, |c, run| {
+                let i = run.index() as u64;
+                let n = c.get("n").and_then(|v| v.as_f64()).unwrap() as i64;
+                let _g = run.region("k")?;
+                // 512: stable, 1024: noisy, 2048: slightly noisy.
+                m.launch("k", 100 + (i % 2) * [0, 50, 1][(n / 1024) as usize]);
+                Ok(())
+            })
+            .unwrap();
+        (raw, p)
+    }
+
+    #[test]
+    fn adaptive_stopping_decides_as_before_with_batched_flushes() {
+        for order in [RunOrder::Interleaved, RunOrder::Sequential] {
+            let (every, _) = adaptive(FlushPolicy::every_run(), order);
+            let (batched, p) = adaptive(batches_of(256), order);
+            assert_eq!(rows(&batched), rows(&every), "{order:?}");
+            assert_eq!(values(&batched, "k", 0).len(), 3, "{order:?}");
+            assert_eq!(values(&batched, "k", 1).len(), 20, "{order:?}");
+            assert_eq!(values(&batched, "k", 2).len(), 4, "{order:?}");
+            let flushes = p.flush_count();
+            match order {
+                // One flush per round (before run r of a config whose run r-1 is waiting) for
+                // rounds 1..19 (config 1 needs all 20 runs), then one at the end.
+                RunOrder::Interleaved => assert_eq!(flushes, 20, "{order:?}"),
+                // Sequential: a decision after every recorded run, as a flush per run did: before
+                // runs 1..3 of config 0 (run 3 is then not run), 1..19 of config 1 and 1..4 of
+                // config 2; nothing is left for the end.
+                RunOrder::Sequential => assert_eq!(flushes, 3 + 19 + 4, "{order:?}"),
+            }
+        }
+    }
+
+    /// The failure scenario of `failures_are_nan_with_ignore_failures_and_errors_without`, plus
+    /// a failed warm-up, a region marked failed and an empty region, in the given order.
+    fn failing(
+        policy: FlushPolicy,
+        order: RunOrder,
+        ignore: bool,
+        dir: &Path,
+    ) -> (Result<RawResults, String>, Profiler) {
+        let mock = Arc::new(Mock::default());
+        let mut p = profiler(&mock);
+        p.set_flush_policy(policy);
+        let m = mock.clone();
+        let opts = BenchOptions {
+            runs: 3,
+            warmup: 1,
+            order,
+            ignore_failures: ignore,
+            output_prefix: Some(dir.to_path_buf()),
+            ..Default::default()
+        };
+        let res = p.bench("f", &configs(3), &opts, |c, run| {
+            let n = c.get("n").and_then(|v| v.as_f64()).unwrap() as i64;
+            if n == 2048 && run.is_warmup() {
+                return Err("warm-up out of memory".into());
+            }
+            {
+                let g = run.region("k")?;
+                m.launch("k", 100 + n as u64);
+                if n == 512 && run.index() == 2 && !run.is_warmup() {
+                    g.mark_failed();
+                }
+            }
+            run.annotate("empty", |_| ())?;
+            if n == 1024 && run.index() == 1 && !run.is_warmup() {
+                return Err("out of memory".into());
+            }
+            Ok(())
+        });
+        (res.map_err(|e| e.to_string()), p)
+    }
+
+    #[test]
+    fn failures_and_nan_rows_are_unchanged_by_batching() {
+        for order in [RunOrder::Interleaved, RunOrder::Sequential] {
+            let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+            // ignore_failures: NaN rows and warnings, in the same order, the same file.
+            let (every, p1) = failing(FlushPolicy::every_run(), order, true, d1.path());
+            let (batched, p2) = failing(batches_of(256), order, true, d2.path());
+            let (every, batched) = (every.unwrap(), batched.unwrap());
+            assert_eq!(rows(&batched), rows(&every), "{order:?}");
+            assert_eq!(p2.warnings(), p1.warnings(), "{order:?}");
+            assert!(values(&batched, "k", 1)[1].is_nan());
+            assert!(values(&batched, "k", 0)[2].is_nan());
+            assert!(values(&batched, "empty", 0).iter().all(|v| v.is_nan()));
+            assert!(p2.warnings().iter().any(|w| w.contains("warm-up out of memory")));
+            assert!(p2.flush_count() < p1.flush_count(), "{order:?}");
+            let read = |d: &Path| std::fs::read_to_string(d.join("f-raw.csv")).unwrap();
+            assert_eq!(read(d2.path()), read(d1.path()), "{order:?}");
+
+            // Without: the same error, and the same rows on disk (those recorded before it).
+            // (Interleaved order fails at config 2's warm-up, sequential at config 1's run 1.)
+            let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+            let (e1, _) = failing(FlushPolicy::every_run(), order, false, d1.path());
+            let (e2, _) = failing(batches_of(256), order, false, d2.path());
+            let (e1, e2) = (e1.unwrap_err(), e2.unwrap_err());
+            assert_eq!(e2, e1, "{order:?}");
+            assert!(e2.contains("out of memory"), "{e2}");
+            assert_eq!(read(d2.path()), read(d1.path()), "{order:?}");
+            if order == RunOrder::Sequential {
+                // Config 0 (3 runs x 2 regions) and config 1's run 0 (2 regions).
+                assert_eq!(read(d2.path()).lines().count(), 1 + 8);
+            }
+        }
+    }
+
+    #[test]
+    fn an_engine_error_mid_batch_still_records_and_writes_the_runs_before_it() {
+        for policy in [FlushPolicy::every_run(), batches_of(256)] {
+            let dir = tempfile::tempdir().unwrap();
+            let mock = Arc::new(Mock::default());
+            // Runs c0r0 c0r1 c0r2 c1r0 synchronise; c1r1's synchronisation fails.
+            mock.fail_sync_at.store(5, Ordering::SeqCst);
+            let mut p = profiler(&mock);
+            p.set_flush_policy(policy);
+            let m = mock.clone();
+            let opts = BenchOptions {
+                runs: 3,
+                warmup: 0,
+                cache: CacheControl::None,
+                order: RunOrder::Sequential,
+                output_prefix: Some(dir.path().to_path_buf()),
+                ..Default::default()
+            };
+            let e = p
+                .bench("e", &configs(2), &opts, |_, run| {
+                    let _g = run.region("k")?;
+                    m.launch("k", 100);
+                    Ok(())
+                })
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("mock device lost"), "{e}");
+            let csv = std::fs::read_to_string(dir.path().join("e-raw.csv")).unwrap();
+            assert_eq!(csv.lines().count(), 1 + 4, "{policy:?}: {csv}");
+            assert_eq!(csv.matches("k,100.0,").count(), 4, "{policy:?}: {csv}");
+        }
+    }
+
+    #[test]
+    fn a_finished_config_is_written_at_the_flush_that_records_its_last_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let mock = Arc::new(Mock::default());
+        let mut p = profiler(&mock);
+        p.set_flush_policy(batches_of(2));
+        let m = mock.clone();
+        let path = dir.path().join("w-raw.csv");
+        let mut on_disk = Vec::new();
+        let opts = BenchOptions {
+            runs: 2,
+            warmup: 0,
+            cache: CacheControl::None,
+            order: RunOrder::Sequential,
+            output_prefix: Some(dir.path().to_path_buf()),
+            ..Default::default()
+        };
+        p.bench("w", &configs(3), &opts, |_, run| {
+            let rows = std::fs::read_to_string(&path).map(|s| s.lines().count() - 1);
+            on_disk.push(rows.unwrap_or(0));
+            let _g = run.region("k")?;
+            m.launch("k", 1);
+            Ok(())
+        })
+        .unwrap();
+        // c0r0 c0r1 | flush: config 0 written | c1r0 c1r1 | flush | c2r0 c2r1 | flush.
+        assert_eq!(on_disk, vec![0, 0, 2, 2, 4, 4]);
+        assert_eq!(p.flush_count(), 3);
+        assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 1 + 6);
     }
 }
