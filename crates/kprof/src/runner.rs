@@ -1984,6 +1984,8 @@ mod tests {
             ("CuptiVersion".to_string(), ExtraValue::Number(130_001.0)),
         ];
         let mut prof = Profiler::with_backend(replay.clone(), device, extras);
+        // The recording has one flush per run (the policy of the engine that recorded it).
+        prof.set_flush_policy(FlushPolicy::every_run());
         let out = tempfile::tempdir().unwrap();
         let opts = |runs: u32, warmup: u32, cache: CacheControl| BenchOptions {
             runs,
