@@ -168,3 +168,29 @@ def test_report_writes_self_contained_html(fake_backend, tmp_path):
     assert 'class="kprof-summary sortable"' in html
     assert html.count("<svg") >= 2, "a plot and distributions"
     assert "kprof-errorbar" in html
+
+
+def test_decorator_displays_the_svg_inline_in_jupyter(fake_backend, tmp_path, monkeypatch):
+    import sys
+    import types
+
+    from kprof import plotting
+
+    shown = []
+    display_mod = types.ModuleType("IPython.display")
+    display_mod.display = shown.append
+    ipython = types.ModuleType("IPython")
+    ipython.display = display_mod
+    ipython.get_ipython = lambda: types.SimpleNamespace(kernel=object())
+    monkeypatch.setitem(sys.modules, "IPython", ipython)
+    monkeypatch.setitem(sys.modules, "IPython.display", display_mod)
+    assert plotting.in_jupyter()
+
+    @kprof.analyze.plot(str(tmp_path / "j.svg"))
+    @kprof.analyze.kernel(configs=[(512,), (1024,)], runs=2, verbosity=SILENT)
+    def bench(n):
+        with kprof.annotate("a"):
+            pass
+
+    results = bench()
+    assert shown == [results.plot_image] and "<svg" in shown[0]._repr_svg_()
