@@ -128,6 +128,15 @@ pub fn run(args: &PlotArgs) -> Result<()> {
         bail!("{} has no rows to plot", args.input.display());
     }
     let spec = args.spec();
+    if let Some(dir) = args.output.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.is_dir() {
+            bail!(
+                "cannot write {}: no such directory {}",
+                args.output.display(),
+                dir.display()
+            );
+        }
+    }
     let png = args.output.extension().is_some_and(|e| e.eq_ignore_ascii_case("png"));
     if png {
         render_png(&input.processed, &spec, &args.output)

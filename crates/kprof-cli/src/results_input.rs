@@ -28,7 +28,8 @@ pub struct ResultInput {
 /// Errors: the file cannot be read or parsed, the raw samples cannot be processed, a JSON file
 /// holds no results, or a sidecar fingerprint exists but is not valid JSON.
 pub fn load(path: &Path) -> Result<ResultInput> {
-    let loaded = io::read_any(path).with_context(|| format!("cannot read {}", path.display()))?;
+    // The reader's errors name the file already.
+    let loaded = io::read_any(path)?;
     let (raw, processed, environment) = match loaded {
         Loaded::Raw(raw) => (Some(raw), None, None),
         Loaded::Processed(p) => (None, Some(p), None),

@@ -142,6 +142,10 @@ fn unknown_metric_or_parameter_exits_1() {
     assert!(!svg.exists(), "nothing written on error");
     assert_eq!(run(&["plot", "/nonexistent.csv", "-o", svg.to_str().unwrap()]), 1);
     assert_eq!(
+        run(&["plot", &file, "-m", "tflops", "-o", "/nonexistent-kprof-dir/x.png"]),
+        1
+    );
+    assert_eq!(
         run(&["plot", &file, "--type", "pie"]),
         2,
         "bad argument: clap usage error"
@@ -215,4 +219,29 @@ fn report_errors() {
     );
     assert_eq!(run(&["report", "-o", html.to_str().unwrap()]), 2, "RESULTS is required");
     assert!(!html.exists());
+}
+
+#[test]
+fn plot_and_report_from_kprof_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = out(&dir, "sgemm.json");
+    assert_eq!(
+        run(&["summarize", &fixture("sgemm-raw.csv"), "-o", json.to_str().unwrap()]),
+        0
+    );
+    let svg = out(&dir, "sgemm.svg");
+    assert_eq!(
+        run(&["plot", json.to_str().unwrap(), "--x", "n", "-o", svg.to_str().unwrap()]),
+        0
+    );
+    assert!(read(&svg).contains("kprof-errorbar"));
+    let html = out(&dir, "sgemm.html");
+    assert_eq!(
+        run(&["report", json.to_str().unwrap(), "-o", html.to_str().unwrap()]),
+        0
+    );
+    assert!(
+        read(&html).contains("kprof-run"),
+        "the JSON's raw samples give distributions"
+    );
 }
