@@ -85,20 +85,11 @@ fn summarize(args: &SummarizeArgs) -> Result<()> {
     if args.bootstrap == Some(0) {
         bail!("--bootstrap needs at least 1 resample (2000 is a good choice)");
     }
-    let raw = io::read_raw_csv(
-        &args.raw,
-        &ReadOptions {
-            params: args.params.clone(),
-            benchmark: None,
-        },
-    )?;
+    let raw = io::read_raw_csv(&args.raw, &ReadOptions { params: args.params.clone(), benchmark: None })?;
     let opts = ProcessOptions {
         stats: StatsOptions {
             stable_rsd_pct: args.stable_rsd,
-            bootstrap: args.bootstrap.map(|resamples| BootstrapOptions {
-                resamples,
-                seed: args.seed,
-            }),
+            bootstrap: args.bootstrap.map(|resamples| BootstrapOptions { resamples, seed: args.seed }),
         },
         normalize_against: args.normalize_against.clone(),
     };
