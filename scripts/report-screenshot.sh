@@ -7,6 +7,7 @@
 #
 # Exit 0 when the checks pass, or when Chromium cannot be installed (prints "SKIP: reason"; set
 # KPROF_REQUIRE_CHROMIUM=1 to fail instead). Exit 1 when a check fails.
+# KPROF_SCREENSHOT_SIZE=W,H sets the window (and screenshot) size; the default is 1400,2000.
 set -uo pipefail
 
 report="${1:?usage: $0 REPORT.html [OUT.png]}"
@@ -55,7 +56,7 @@ want=$(grep -o '<svg' "$report" | wc -l)
 got=$(grep -o '<svg' "$work/dom.html" | wc -l)
 check "one <svg> per plot ($got in the DOM, $want in the file)" "$([ "$got" -gt 0 ] && [ "$got" = "$want" ]; echo $?)" "count differs"
 
-timeout 120 chromium "${flags[@]}" --screenshot="$out" --window-size=1400,2000 "$url" >"$work/shot.log" 2>&1
+timeout 120 chromium "${flags[@]}" --screenshot="$out" --window-size="${KPROF_SCREENSHOT_SIZE:-1400,2000}" "$url" >"$work/shot.log" 2>&1
 rc=$?
 sig="$(head -c 8 "$out" 2>/dev/null | od -An -tx1 | tr -d ' \n')"
 check "screenshot written to $out" "$([ $rc = 0 ] && [ "$sig" = 89504e470d0a1a0a ]; echo $?)" "exit $rc, signature '$sig'"

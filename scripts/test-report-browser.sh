@@ -1,8 +1,33 @@
 #!/usr/bin/env bash
-# The headless-browser check of the HTML report, callable from CI: writes the test report
-# (the kprof-plot test `report_written_for_browser_check`) and renders it in Chromium.
-# Skips with a printed reason when Chromium cannot be installed.
+# The headless-browser check of the HTML report, callable from CI. Renders two reports in
+# Chromium (scripts/report-screenshot.sh: page loads, no console errors, summary table and every
+# <svg> in the DOM, screenshot written):
+#   1. the kprof-plot test report (the test `report_written_for_browser_check`: synthetic data
+#      with every warning kind);
+#   2. `kprof report` on the recorded H200 results in tests/fixtures/h200-python.
+# Prints "N passed, N failed" over both. Skips with a printed reason when Chromium cannot be
+# installed (KPROF_REQUIRE_CHROMIUM=1 makes that a failure).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+out=target/kprof-plot
+mkdir -p "$out"
 cargo test -q --locked -p kprof-plot --test png_and_report report_written_for_browser_check >/dev/null
-exec scripts/report-screenshot.sh target/kprof-plot/report-test.html target/kprof-plot/report-test.png
+cargo run -q --locked -p kprof-cli -- report \
+    tests/fixtures/h200-python/sgemm-raw.csv tests/fixtures/h200-python/step5-tflops.csv \
+    --title "kprof report: H200 recordings" -o "$out/report-h200.html"
+
+passed=0; failed=0
+for report in "$out/report-test.html" "$out/report-h200.html"; do
+    set +e
+    log="$(scripts/report-screenshot.sh "$report" "${report%.html}.png")"
+    rc=$?
+    set -e
+    echo "$log"
+    case "$log" in *"SKIP:"*) exit 0 ;; esac
+    p=$(grep -c '^ok: ' <<<"$log" || true)
+    f=$(grep -c '^FAIL: ' <<<"$log" || true)
+    passed=$((passed + p)); failed=$((failed + f))
+    [ "$rc" = 0 ] || [ "$f" -gt 0 ] || failed=$((failed + 1))
+done
+echo "test-report-browser: $passed passed, $failed failed"
+[ "$failed" = 0 ]

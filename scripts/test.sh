@@ -5,5 +5,8 @@ cd "$(dirname "$0")/.."
 scripts/setup-dev.sh
 export KPROF_CUPTI_WHEEL_DIR="$PWD/target/cupti-wheel/unpacked"
 cargo test --workspace --locked
+# The HTML report in headless Chromium (Debian's chromium, installed when missing: about 1.5 min
+# once; the check itself takes a few seconds). Prints "N passed, N failed"; fails on a failed check.
+scripts/test-report-browser.sh
 # The Python package: pip install . (builds kprof._core with maturin), then pytest on the installed package.
 scripts/test-python.sh

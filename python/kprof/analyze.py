@@ -20,7 +20,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from . import _backend, annotation
+from . import _backend, annotation, plotting
 from ._backend import RAW_COLUMNS
 from .exceptions import BackendError, ConfigError, ProfilerError, not_available
 from .progress import ProgressReporter
@@ -747,9 +747,99 @@ def _as_float(v: Any) -> float:
 # the rest of nsight.analyze
 
 
-def plot(*args, **kwargs):
-    """nsight-python's ``@analyze.plot``: not available yet."""
-    raise not_available("kprof.analyze.plot", "the plots issue")
+def plot(
+    filename: str | os.PathLike = "plot.png",
+    metric: str | None = None,
+    *,
+    title: str | None = None,
+    ylabel: str | None = None,
+    annotate_points: bool = False,
+    show_aggregate: str | None = None,
+    plot_type: str = "line",
+    plot_width: float | None = None,
+    plot_height: float | None = None,
+    row_panels: Iterable[str] | None = None,
+    col_panels: Iterable[str] | None = None,
+    x_keys: Iterable[str] | None = None,
+    print_data: bool = False,
+    variant_fields: Iterable[str] | None = None,
+    variant_annotations: Iterable[str] | None = None,
+    plot_callback: Callable | None = None,
+    error_bars: bool = True,
+):
+    """nsight-python's ``@analyze.plot``, stacked on :func:`kernel`::
+
+        @kprof.analyze.plot("sweep.png", metric="gpu__time_duration.sum", show_aggregate="geomean")
+        @kprof.analyze.kernel(configs=[(n,) for n in (512, 1024, 2048)], runs=10)
+        def matmul(n): ...
+
+        results = matmul()      # profiles, writes sweep.png, returns the ProfileResults
+
+    Calling the decorated function profiles it, draws ``metric`` (any metric when there is
+    only one) against the configurations with kprof's renderer and writes ``filename`` (``.png``
+    or ``.svg``); it returns the :class:`kprof.ProfileResults`, whose ``figure`` is the
+    matplotlib ``Figure`` when matplotlib is installed (else the SVG
+    :class:`kprof.plotting.Plot`). In Jupyter the plot is shown inline.
+
+    Options as nsight-python: one series per annotation (or per ``variant_fields`` combination
+    of the ``variant_annotations``), ``plot_type`` "line" or "bar", ``row_panels`` /
+    ``col_panels`` facets, ``x_keys`` for the x axis, ``show_aggregate`` "avg" or "geomean",
+    ``annotate_points``, ``title`` (default: the metric), ``ylabel``, ``print_data``,
+    ``plot_width`` / ``plot_height`` (inches per panel), ``plot_callback(fig)`` (needs
+    matplotlib; the file is then saved from the Figure). kprof adds ``error_bars`` (CI95, on by
+    default) and draws every series (the palette cycles with marker shapes). Options are
+    checked when the decorator is applied; unknown metric or parameter names raise
+    :class:`kprof.ConfigError` listing the available ones.
+    """
+    if callable(filename) and not isinstance(filename, (str, os.PathLike)):
+        raise ConfigError(
+            "@kprof.analyze.plot needs parentheses: @kprof.analyze.plot() or @kprof.analyze.plot('plot.png', ...)"
+        )
+    plotting.check_options(
+        filename=filename,
+        plot_type=plot_type,
+        show_aggregate=show_aggregate,
+        plot_width=plot_width,
+        plot_height=plot_height,
+        plot_callback=plot_callback,
+    )
+    if metric is not None and not isinstance(metric, str):
+        raise ConfigError(f"metric must be one metric name (a string) or None, got {metric!r}")
+    options = dict(
+        title=title,
+        ylabel=ylabel,
+        annotate_points=annotate_points,
+        show_aggregate=show_aggregate,
+        plot_type=plot_type,
+        row_panels=row_panels,
+        col_panels=col_panels,
+        x_keys=x_keys,
+        variant_fields=variant_fields,
+        variant_annotations=variant_annotations,
+        error_bars=error_bars,
+        plot_width=plot_width,
+        plot_height=plot_height,
+    )
+
+    def decorate(func: Callable) -> Callable:
+        if not callable(func):
+            raise ConfigError(f"@plot decorates a function, got {func!r}")
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            results = func(*args, **kwargs)
+            if not isinstance(results, ProfileResults):
+                raise ConfigError(
+                    f"@kprof.analyze.plot must be stacked on @kprof.analyze.kernel (above it); "
+                    f"{_callable_name(func)} returned {type(results).__name__}, not ProfileResults"
+                )
+            results.plot(filename, metric, print_data=print_data, plot_callback=plot_callback, **options)
+            plotting.display_inline(results.plot_image)
+            return results
+
+        return wrapper
+
+    return decorate
 
 
 @contextlib.contextmanager

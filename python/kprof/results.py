@@ -29,9 +29,9 @@ import csv
 import html
 import math
 import os
-from typing import Any
+from typing import Any, Callable, Iterable
 
-from . import _core
+from . import _core, plotting
 from ._backend import RAW_COLUMNS
 from .exceptions import BackendError, ConfigError, NotAvailableYetError, ProfilerError, not_available
 
@@ -113,8 +113,19 @@ class ProfileResults:
     * :meth:`to_dataframe`: the processed table (pandas), nsight-python's columns then kprof's;
     * :meth:`raw`: the raw table (pandas);
     * :meth:`to_polars`, :meth:`to_dict`: the processed table as polars / plain columns;
-    * :meth:`save`: write the processed table to a ``.csv`` file.
+    * :meth:`save`: write the processed table to a ``.csv`` file;
+    * :meth:`plot`: plot a metric (PNG/SVG, matplotlib Figure when available);
+    * :meth:`report`: write the self-contained HTML report.
+
+    After :meth:`plot` (or ``@kprof.analyze.plot``), :attr:`figure` holds the matplotlib Figure
+    when matplotlib is installed, else the :class:`kprof.plotting.Plot` (SVG).
     """
+
+    #: The last plot: a matplotlib Figure when matplotlib is installed, else a
+    #: :class:`kprof.plotting.Plot`; None before any plot.
+    figure: Any = None
+    #: The last plot as a :class:`kprof.plotting.Plot` (SVG text, path written); None before any plot.
+    plot_image: Any = None
 
     def __init__(
         self,
@@ -212,6 +223,89 @@ class ProfileResults:
             raise not_available("ProfileResults.save() to .json", "kprof's JSON result files from Python")
         raise ConfigError(f"ProfileResults.save({path!r}): unknown file type {ext or '(none)'!r}; use a .csv path")
 
+    def plot(
+        self,
+        filename: str | os.PathLike | None = None,
+        metric: str | None = None,
+        *,
+        title: str | None = None,
+        ylabel: str | None = None,
+        annotate_points: bool = False,
+        show_aggregate: str | None = None,
+        plot_type: str = "line",
+        row_panels: Iterable[str] | None = None,
+        col_panels: Iterable[str] | None = None,
+        x_keys: Iterable[str] | None = None,
+        print_data: bool = False,
+        variant_fields: Iterable[str] | None = None,
+        variant_annotations: Iterable[str] | None = None,
+        error_bars: bool = True,
+        plot_width: float | None = None,
+        plot_height: float | None = None,
+        plot_callback: Callable | None = None,
+    ):
+        """Plots one metric against the configurations, with CI95 error bars (kprof's renderer,
+        the same as ``kprof plot``).
+
+        Options are those of nsight-python's ``@analyze.plot`` (see :func:`kprof.analyze.plot`)
+        plus ``error_bars``. ``filename``: write a ``.png`` or ``.svg`` file. ``metric``: may be
+        left out when the results have one metric; an unknown metric or parameter raises
+        :class:`kprof.ConfigError` listing the available ones.
+
+        Returns a matplotlib ``Figure`` (the rendered image) when matplotlib is installed;
+        otherwise the path written, or, without ``filename``, a :class:`kprof.plotting.Plot`
+        (SVG; shows inline in Jupyter). Either way :attr:`figure` holds the Figure when there is
+        one, else the :class:`~kprof.plotting.Plot`.
+        """
+        spec = plotting.plot_spec(
+            self,
+            metric,
+            title=title,
+            ylabel=ylabel,
+            annotate_points=annotate_points,
+            show_aggregate=show_aggregate,
+            plot_type=plot_type,
+            row_panels=row_panels,
+            col_panels=col_panels,
+            x_keys=x_keys,
+            variant_fields=variant_fields,
+            variant_annotations=variant_annotations,
+            error_bars=error_bars,
+            plot_width=plot_width,
+            plot_height=plot_height,
+        )
+        if print_data:
+            self._print_data(metric)
+        drawn, figure = plotting.render(self, spec, filename, want_figure=True, plot_callback=plot_callback)
+        self.plot_image = drawn
+        self.figure = figure if figure is not None else drawn
+        if figure is not None:
+            return figure
+        return drawn.path if drawn.path is not None else drawn
+
+    def report(self, path: str | os.PathLike = "report.html", *, title: str | None = None) -> str:
+        """Writes the self-contained HTML report (summary table, a plot per metric with error
+        bars, per-configuration distributions, warnings), the page ``kprof report`` writes;
+        returns the path."""
+        path = os.fspath(path)
+        directory = os.path.dirname(path)
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        columns, options, _ = self._core_inputs()
+        inputs = [{"title": self.benchmark or "results", "raw": columns, "options": options}]
+        try:
+            _core.render_report(inputs, {"title": title or f"kprof report: {self.benchmark}"}, path)
+        except ValueError as e:
+            raise ConfigError(str(e)) from e
+        return path
+
+    def _print_data(self, metric: str | None) -> None:
+        cols = self._process()
+        header, rows = self._summary_rows(cols)
+        if metric is not None:
+            rows = [r for r, m in zip(rows, cols["Metric"]) if m == metric]
+        print(_text_table(header, rows))
+
     def _write_raw_csv(self, path: str) -> str:
         _write_csv(path, self._raw)
         return path
@@ -254,7 +348,9 @@ class ProfileResults:
             self._processed = self._run_process_raw()
         return self._processed
 
-    def _run_process_raw(self) -> dict[str, list]:
+    def _core_inputs(self) -> tuple[dict[str, list], dict[str, Any], dict[str, dict]]:
+        """The raw columns and options ``_core.process_raw`` (and ``render_plot``) take, and the
+        original parameter objects by converted value."""
         raw = self._raw
         n = len(raw.get("Annotation", []))
         if self._normalize_against is not None and n:
@@ -286,6 +382,10 @@ class ProfileResults:
             "normalize_against": self._normalize_against,
             "stable_rsd_pct": float(self._stable_rsd_pct),
         }
+        return columns, options, originals
+
+    def _run_process_raw(self) -> dict[str, list]:
+        columns, options, originals = self._core_inputs()
         try:
             out = _core.process_raw(columns, options)
         except NotImplementedError as e:

@@ -107,9 +107,19 @@ def test_not_available_yet(opts, message):
     assert NOT_YET in str(err)
 
 
-def test_plot_not_available_yet():
-    with pytest.raises(NotAvailableYetError, match="kprof.analyze.plot " + NOT_YET + " the plots issue"):
-        kprof.analyze.plot(metric="gpu__time_duration.sum")
+@pytest.mark.parametrize(
+    "opts, message",
+    [
+        (dict(plot_type="pie"), "plot_type must be 'line' or 'bar'"),
+        (dict(show_aggregate="median"), "show_aggregate must be None, 'avg' or 'geomean'"),
+        (dict(filename="plot.pdf"), "kprof writes .png or .svg images"),
+        (dict(plot_width=-1), "plot_width must be a positive number"),
+        (dict(metric=["a", "b"]), "metric must be one metric name"),
+    ],
+)
+def test_plot_options_checked_when_applied(opts, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        kprof.analyze.plot(**opts)
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,8 @@
 //!
 //! Offline subcommands (no GPU needed): `summarize` turns a raw CSV (kprof's or nsight-python's)
 //! into the processed table, `show` prints any result file as an aligned table, `import` reads
-//! Nsight Compute reports.
+//! Nsight Compute reports, `plot` draws one metric as an SVG or PNG image, `report` writes a
+//! self-contained HTML report.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -18,6 +19,9 @@ use kprof_core::stats::{BootstrapOptions, StatsOptions};
 
 pub mod import_cmd;
 pub mod metrics_cmd;
+pub mod plot_cmd;
+pub mod report_cmd;
+pub mod results_input;
 
 #[derive(Parser, Debug)]
 #[command(name = "kprof", version, about = "GPU kernel profiling you can trust")]
@@ -34,6 +38,10 @@ enum Command {
     Import(import_cmd::ImportArgs),
     /// List hardware metrics (ncu names) for a chip, validate names, count replay passes.
     Metrics(metrics_cmd::MetricsArgs),
+    /// Plot one metric of a result file (processed CSV, raw CSV or kprof JSON) as SVG or PNG.
+    Plot(plot_cmd::PlotArgs),
+    /// Write a self-contained HTML report (summary table, plots, distributions, warnings).
+    Report(report_cmd::ReportArgs),
     /// Print a result file (raw CSV, processed CSV or kprof JSON) as an aligned table.
     Show {
         /// The result file.
@@ -142,6 +150,8 @@ where
         Command::Show { file, max_rows } => show(file, *max_rows),
         Command::Import(args) => import_cmd::run(args.clone()),
         Command::Metrics(args) => metrics_cmd::run(args),
+        Command::Plot(args) => plot_cmd::run(args),
+        Command::Report(args) => report_cmd::run(args),
     };
     match result {
         Ok(()) => 0,

@@ -9,7 +9,8 @@
 //! - `param_value(obj)` and `convert_config(pairs)`: Python scalar → [`ParamValue`] rules;
 //! - `cli_main(argv)`: the `kprof` CLI (the same library as the Rust binary);
 //! - `process_raw(raw, options)`: raw columns → processed columns through kprof-core;
-//! - `run_benchmark`, `enter_region`, `exit_region`: the CUPTI engine (module `engine`).
+//! - `run_benchmark`, `enter_region`, `exit_region`: the CUPTI engine (module `engine`);
+//! - `render_plot`, `render_report`: plots and the HTML report through kprof-plot (module `plot`).
 //!
 //! The Rust helpers [`param_value_from_py`], [`param_value_to_py`], [`config_from_py`] and
 //! [`config_to_py`] are public so the engine bindings can reuse them.
@@ -24,6 +25,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 mod engine;
+mod plot;
 
 /// The package version (the workspace version).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -255,12 +257,9 @@ fn nan_to_none(py: Python<'_>, x: f64) -> PyResult<Bound<'_, PyAny>> {
     Ok(if x.is_nan() { py.None().into_bound(py) } else { x.into_pyobject(py)?.into_any() })
 }
 
-/// `process_raw(raw: dict[str, list], options: dict) -> dict[str, list]`: raw columns to processed
-/// columns through kprof-core's pipeline (the statistics `kprof summarize` computes). The contract
-/// is documented in `python/kprof/results.py`. Bad input raises `ValueError`; configurations
-/// dropped from normalisation for lack of a baseline raise a `UserWarning` naming them.
-#[pyfunction]
-fn process_raw<'py>(py: Python<'py>, raw: &Bound<'py, PyDict>, options: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
+/// The parameter names and [`ProcessOptions`] of a `process_raw` options dict
+/// (`params`, `normalize_against`, `stable_rsd_pct`; all optional).
+fn process_options(options: &Bound<'_, PyDict>) -> PyResult<(Vec<String>, ProcessOptions)> {
     let get = |k: &str| options.get_item(k);
     let params: Vec<String> = match get("params")? {
         Some(v) if !v.is_none() => v.extract()?,
@@ -274,11 +273,21 @@ fn process_raw<'py>(py: Python<'py>, raw: &Bound<'py, PyDict>, options: &Bound<'
         Some(v) if !v.is_none() => v.extract()?,
         _ => 2.0,
     };
-    let raw_results = raw_from_columns(raw, &params)?;
     let opts = ProcessOptions {
         stats: StatsOptions { stable_rsd_pct, ..StatsOptions::default() },
         normalize_against,
     };
+    Ok((params, opts))
+}
+
+/// `process_raw(raw: dict[str, list], options: dict) -> dict[str, list]`: raw columns to processed
+/// columns through kprof-core's pipeline (the statistics `kprof summarize` computes). The contract
+/// is documented in `python/kprof/results.py`. Bad input raises `ValueError`; configurations
+/// dropped from normalisation for lack of a baseline raise a `UserWarning` naming them.
+#[pyfunction]
+fn process_raw<'py>(py: Python<'py>, raw: &Bound<'py, PyDict>, options: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
+    let (params, opts) = process_options(options)?;
+    let raw_results = raw_from_columns(raw, &params)?;
     let processed = py
         .detach(|| process(&raw_results, &opts))
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
@@ -373,5 +382,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(process_raw, m)?)?;
     engine::register(m)?;
+    plot::register(m)?;
     Ok(())
 }

@@ -1,0 +1,74 @@
+//! `kprof report`: one self-contained HTML report (inline SVG, CSS and JS; no network) over
+//! one or more result files.
+//!
+//! ```text
+//! kprof report RESULTS... -o report.html [--title T] [--x PARAM] [--type line|bar]
+//! ```
+//!
+//! Each RESULTS file is a raw CSV, a processed CSV or a kprof JSON file. Raw samples (a raw CSV,
+//! or a JSON file that has them) add per-configuration distributions; a `<stem>.env.json`
+//! environment fingerprint next to a CSV is shown when present.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+
+use kprof_plot::{render_report, PlotType, ReportInput, ReportOptions};
+
+use crate::plot_cmd::PlotTypeArg;
+use crate::results_input::{self, ResultInput};
+
+/// Arguments of `kprof report`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ReportArgs {
+    /// Result files: raw CSV, processed CSV or kprof JSON.
+    #[arg(required = true, value_name = "RESULTS")]
+    pub inputs: Vec<PathBuf>,
+    /// The HTML file to write.
+    #[arg(short, long, default_value = "report.html", value_name = "FILE")]
+    pub output: PathBuf,
+    /// Page title.
+    #[arg(long, value_name = "T", default_value = "kprof report")]
+    pub title: String,
+    /// x-axis parameter of the plots (default: the first numeric parameter that varies).
+    #[arg(long, value_name = "PARAM")]
+    pub x: Option<String>,
+    /// Line plots or grouped bars.
+    #[arg(long = "type", value_enum, default_value = "line")]
+    pub plot_type: PlotTypeArg,
+    /// Leave out the per-configuration distributions.
+    #[arg(long)]
+    pub no_distributions: bool,
+}
+
+/// Runs `kprof report`: reads every input, renders the report, writes it.
+pub fn run(args: &ReportArgs) -> Result<()> {
+    let loaded: Vec<(String, ResultInput)> = args
+        .inputs
+        .iter()
+        .map(|p| Ok((p.display().to_string(), results_input::load(p)?)))
+        .collect::<Result<_>>()?;
+    let inputs: Vec<ReportInput<'_>> = loaded
+        .iter()
+        .map(|(title, r)| ReportInput {
+            title,
+            raw: r.raw.as_ref(),
+            processed: &r.processed,
+            environment: r.environment.as_ref(),
+        })
+        .collect();
+    let opts = ReportOptions {
+        title: args.title.clone(),
+        x: args.x.clone(),
+        plot_type: match args.plot_type {
+            PlotTypeArg::Line => PlotType::Line,
+            PlotTypeArg::Bar => PlotType::Bar,
+        },
+        distributions: !args.no_distributions,
+        ..ReportOptions::default()
+    };
+    let html = render_report(&inputs, &opts).context("cannot render the report")?;
+    std::fs::write(&args.output, html).with_context(|| format!("cannot write {}", args.output.display()))?;
+    eprintln!("wrote {} ({} result set(s))", args.output.display(), inputs.len());
+    Ok(())
+}
