@@ -67,13 +67,14 @@ run_check() {
 run_check bench bench
 KPROF_RECORD_ACTIVITY="$RES/activity-checks.jsonl" run_check checks a b c d e g
 run_check f f
+run_check h h
 
 cp -f "$RES"/summary-*.json "$OUT"/ 2>/dev/null || true
 tar -C "$OUT" -czf "$OUT/gpu-check-results.tar.gz" results && rm -rf "$RES"
 
 say ""
 say "################ kprof GPU check: all tables ################"
-tar -xzOf "$OUT/gpu-check-results.tar.gz" results/run-bench.log results/run-checks.log results/run-f.log 2>/dev/null \
+tar -xzOf "$OUT/gpu-check-results.tar.gz" results/run-bench.log results/run-checks.log results/run-f.log results/run-h.log 2>/dev/null \
     | sed -n '/==== kprof GPU check ====/,/checks passed/p' | grep -v '^=\+ kprof GPU check =\+$' | tee -a "$LOG"
 say "overall: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
 exit $status

@@ -103,6 +103,7 @@ RAW_COLUMNS = (
 #:   relative std dev / relative CI95 half-width is below this;
 #: * ``max_runs`` (int | None), ``time_budget`` (float seconds | None): caps of adaptive runs;
 #: * ``verbosity`` (int): a :class:`kprof.VerbosityLevel` value;
+#: * ``backend`` ("cupti" | "cuda-events"): CUPTI kernel records, or the CUDA-events fallback;
 #: * ``output_prefix`` (str, only with ``output_csv=True``): write the raw CSV
 #:   ``<output_prefix><name>-raw.csv`` after every finished configuration.
 OPTION_KEYS = (
@@ -121,6 +122,7 @@ OPTION_KEYS = (
     "max_runs",
     "time_budget",
     "verbosity",
+    "backend",
     "output_prefix",
 )
 

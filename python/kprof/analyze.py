@@ -40,7 +40,7 @@ _CHOICES = {
     "replay_mode": ("kernel", "range"),
     "thermal_mode": ("auto", "manual", "off"),
     "order": ("interleaved", "sequential"),
-    "backend": ("cupti", "ncu"),
+    "backend": ("cupti", "cuda-events", "ncu"),
 }
 
 _HW_COUNTERS = "hardware counters (CUPTI Range Profiler metrics)"
@@ -93,6 +93,7 @@ class Settings:
             "max_runs": self.max_runs,
             "time_budget": self.time_budget,
             "verbosity": int(self.verbosity),
+            "backend": self.backend,
         }
 
 
@@ -520,7 +521,9 @@ def kernel(
     * ``target_rsd`` / ``target_ci`` (percent): keep running a config until its relative standard
       deviation / relative CI95 half-width falls below the target, with ``runs`` as the minimum
       and ``max_runs`` / ``time_budget`` (seconds) as the caps;
-    * ``backend`` ("cupti"): the measurement backend.
+    * ``backend`` ("cupti"): the measurement backend; ``"cuda-events"`` times each annotation with
+      two CUDA events instead (no CUPTI needed, e.g. while torch.profiler holds CUPTI; metric
+      ``cuda_event_elapsed.sum``, idle gaps included, no kernel names).
     """
     opts = dict(
         configs=configs,

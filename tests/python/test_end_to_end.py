@@ -470,3 +470,8 @@ def test_console_script():
     assert "AvgValue" in done.stdout and "gpu__time_duration.sum" in done.stdout
     bad = subprocess.run([exe, "summarize", "/nonexistent.csv"], capture_output=True, text=True)
     assert bad.returncode == 1 and "/nonexistent.csv" in bad.stderr
+
+
+def test_cuda_events_backend_is_handed_to_the_engine(fake_backend, fake_core):
+    make_bench(backend="cuda-events")()
+    assert fake_backend.options["backend"] == "cuda-events"

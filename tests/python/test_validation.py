@@ -38,7 +38,7 @@ def check(exc, message, **opts):
         (dict(replay_mode="app"), "replay_mode must be one of 'kernel', 'range'; got 'app'"),
         (dict(thermal_mode="hot"), "thermal_mode must be one of 'auto', 'manual', 'off'; got 'hot'"),
         (dict(order="random"), "order must be one of 'interleaved', 'sequential'; got 'random'"),
-        (dict(backend="nvbit"), "backend must be one of 'cupti', 'ncu'; got 'nvbit'"),
+        (dict(backend="nvbit"), "backend must be one of 'cupti', 'cuda-events', 'ncu'; got 'nvbit'"),
         (dict(thermal_wait=20, thermal_cont=10),
          "thermal_cont (10) must be greater than thermal_wait (20): profiling pauses at thermal_wait"),
         (dict(thermal_wait=15, thermal_cont=15), "thermal_cont (15) must be greater than thermal_wait (15)"),

@@ -192,6 +192,12 @@ fn run_benchmark<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let configs: Vec<Config> = configs.iter().map(|c| config_from_py(&c)).collect::<PyResult<_>>()?;
     let opts = bench_options(options)?;
+    let events = match get(options, "backend")?.map(|v| v.extract::<String>()).transpose()?.as_deref() {
+        None | Some("cupti") => false,
+        Some("cuda-events") => true,
+        Some(other) => return Err(PyValueError::new_err(format!("backend {other:?} is not a backend of the engine"))),
+    };
+    let metric = if events { kprof::runner::CUDA_EVENTS_METRIC } else { kprof_core::DEFAULT_METRIC };
     PENDING.with(|p| p.borrow_mut().take());
     if let Ok(mut slot) = REDUCER_ERROR.lock() {
         slot.take();
@@ -200,9 +206,20 @@ fn run_benchmark<'py>(
         PROFILER.with(|cell| {
             let mut slot = cell.borrow_mut();
             if slot.is_none() {
-                *slot = Some(Profiler::new().map_err(|e| ("engine", e.to_string()))?);
+                let created = if events { Profiler::with_cuda_events() } else { Profiler::new() };
+                *slot = Some(created.map_err(|e| ("engine", e.to_string()))?);
             }
             let profiler = slot.as_mut().expect("profiler was just created");
+            if profiler.metric() != metric {
+                return Err((
+                    "engine",
+                    format!(
+                        "this process already profiles with the {} backend; one backend per process (restart \
+                         Python to switch between backend='cupti' and backend='cuda-events')",
+                        if events { "cupti" } else { "cuda-events" }
+                    ),
+                ));
+            }
             let before = profiler.warnings().len();
             let result = profiler.bench(&name, &configs, &opts, |config, run| {
                 let index = configs.iter().position(|c| c == config).unwrap_or(0);

@@ -210,6 +210,65 @@ fn check_a(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
     ))
 }
 
+/// (h) CUPTI's subscriber slot already taken (as torch.profiler or nsys would): `Profiler::new`
+/// gives the clear error, and the CUDA-events fallback measures the 3-kernel region instead.
+fn check_h(cx: &mut Ctx) -> Result<Row, BoxError> {
+    let libs = kprof::loader::Libraries::load()?;
+    let mut subscriber: *mut std::ffi::c_void = std::ptr::null_mut();
+    let rc = unsafe { (libs.cupti.fns.cuptiSubscribe)(&mut subscriber as *mut _ as _, None, std::ptr::null_mut()) };
+    if rc != 0 {
+        return Ok(Row::check("h", false, format!("could not take the CUPTI slot for the test (code {rc})"), json!({})));
+    }
+    let refused = match Profiler::new() {
+        Ok(_) => "Profiler::new() succeeded although CUPTI was taken".to_string(),
+        Err(e) => e.to_string(),
+    };
+    let clear = refused.contains("already in use") && refused.contains("with_cuda_events");
+    let n: u32 = 1 << 24;
+    let s = cx.gpu.stream.clone();
+    let x = s.clone_htod(&vec![1.0f32; n as usize])?;
+    let mut y = s.alloc_zeros::<f32>(n as usize)?;
+    let mut z = s.alloc_zeros::<f32>(n as usize)?;
+    let k = &cx.k;
+    let mut prof = Profiler::with_cuda_events()?;
+    let (e0, e1) = (cx.timing_event()?, cx.timing_event()?);
+    let mut ev = Vec::new();
+    let raw = prof.bench("h_cuda_events", &[Config::new().with("n", n as i64)], &cx.opts(10, 2, CacheControl::None), |_, run| {
+        e0.record(&s)?;
+        {
+            let _r = run.region("three")?;
+            k.scale(&s, &mut y, &x, 2.0, n)?;
+            k.add(&s, &mut y, &x, n)?;
+            k.scale(&s, &mut z, &y, 0.5, n)?;
+        }
+        e1.record(&s)?;
+        if !run.is_warmup() {
+            ev.push(event_ns(&e0, &e1)?);
+        }
+        Ok(())
+    })?;
+    let vals = region_values(&raw, "three", None);
+    let metric_ok = raw.series.iter().all(|s| s.key.metric == kprof::runner::CUDA_EVENTS_METRIC)
+        && raw.kernel_names.iter().all(|k| k == "(cuda events)");
+    let (mk, me) = (median(&vals), median(&ev));
+    let d = pct(mk, me);
+    // The fallback's pair sits inside the outer pair, so it can only be shorter, by little.
+    let close = vals.len() == 10 && mk > 0.0 && mk <= me * 1.001 && d > -5.0;
+    unsafe { (libs.cupti.fns.cuptiUnsubscribe)(subscriber as _) };
+    Ok(Row::check(
+        "h",
+        clear && metric_ok && close,
+        format!(
+            "CUPTI taken -> Profiler::new(): {}; CUDA-events fallback: 3-kernel region median {} vs outer events {} ({d:+.2}%), metric {}",
+            if clear { "clear error naming with_cuda_events" } else { refused.as_str() },
+            us(mk),
+            us(me),
+            kprof::runner::CUDA_EVENTS_METRIC
+        ),
+        json!({"refusal": refused, "fallback_ns": vals, "outer_events_ns": ev}),
+    ))
+}
+
 /// (b) 256 MB vector scale vs bytes moved and the measured device-to-device copy bandwidth.
 fn check_b(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
     let n: usize = 64 << 20; // 64 Mi floats = 256 MiB
@@ -813,6 +872,12 @@ fn run(out: &Path, names: &[String]) -> Result<(Vec<Row>, Value), BoxError> {
         cx.gpu.sync()?;
         let base = bench_baselines(&cx, &mut mats)?;
         bench_state = Some((mats, base));
+    }
+
+    if want("h") {
+        // Its own process: it takes CUPTI's only subscriber slot on purpose.
+        rows.push(check_h(&mut cx)?);
+        return Ok((rows, json!({"checks": names})));
     }
 
     let t_start = Instant::now();

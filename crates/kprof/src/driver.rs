@@ -45,6 +45,13 @@ type FnMemAlloc = unsafe extern "C" fn(*mut CuDevicePtr, usize) -> CuResult;
 type FnMemFree = unsafe extern "C" fn(CuDevicePtr) -> CuResult;
 type FnMemsetD8 = unsafe extern "C" fn(CuDevicePtr, u8, usize) -> CuResult;
 type FnGetErrorName = unsafe extern "C" fn(CuResult, *mut *const c_char) -> CuResult;
+type FnEventCreate = unsafe extern "C" fn(*mut CuEvent, c_uint) -> CuResult;
+type FnEventRecord = unsafe extern "C" fn(CuEvent, *mut std::ffi::c_void) -> CuResult;
+type FnEventElapsedTime = unsafe extern "C" fn(*mut f32, CuEvent, CuEvent) -> CuResult;
+type FnEventDestroy = unsafe extern "C" fn(CuEvent) -> CuResult;
+
+/// `CUevent`.
+pub type CuEvent = *mut std::ffi::c_void;
 
 /// Raw function pointers, resolved once.
 #[derive(Debug, Clone, Copy)]
@@ -66,6 +73,10 @@ pub struct DriverFns {
     pub cuMemFree: FnMemFree,
     pub cuMemsetD8: FnMemsetD8,
     pub cuGetErrorName: FnGetErrorName,
+    pub cuEventCreate: FnEventCreate,
+    pub cuEventRecord: FnEventRecord,
+    pub cuEventElapsedTime: FnEventElapsedTime,
+    pub cuEventDestroy: FnEventDestroy,
 }
 
 impl DriverFns {
@@ -91,6 +102,10 @@ impl DriverFns {
                 cuMemFree: lib.sym("cuMemFree_v2")?,
                 cuMemsetD8: lib.sym("cuMemsetD8_v2")?,
                 cuGetErrorName: lib.sym("cuGetErrorName")?,
+                cuEventCreate: lib.sym("cuEventCreate")?,
+                cuEventRecord: lib.sym("cuEventRecord")?,
+                cuEventElapsedTime: lib.sym("cuEventElapsedTime")?,
+                cuEventDestroy: lib.sym("cuEventDestroy_v2")?,
             })
         }
     }
@@ -261,6 +276,31 @@ impl Driver {
             (self.fns.cuMemAlloc)(&mut ptr, bytes)
         })?;
         Ok(DeviceBuffer { ptr, bytes })
+    }
+
+    /// Creates a CUDA event (default flags: it records timing).
+    pub fn event_create(&self) -> Result<CuEvent, EngineError> {
+        let mut e: CuEvent = std::ptr::null_mut();
+        self.check("cuEventCreate", unsafe { (self.fns.cuEventCreate)(&mut e, 0) })?;
+        Ok(e)
+    }
+
+    /// Records `event` on the legacy default stream, which orders it after the work already
+    /// queued on every blocking stream of the context.
+    pub fn event_record(&self, event: CuEvent) -> Result<(), EngineError> {
+        self.check("cuEventRecord", unsafe { (self.fns.cuEventRecord)(event, std::ptr::null_mut()) })
+    }
+
+    /// Milliseconds between two recorded, completed events.
+    pub fn event_elapsed_ms(&self, start: CuEvent, end: CuEvent) -> Result<f32, EngineError> {
+        let mut ms = 0f32;
+        self.check("cuEventElapsedTime", unsafe { (self.fns.cuEventElapsedTime)(&mut ms, start, end) })?;
+        Ok(ms)
+    }
+
+    /// Destroys an event.
+    pub fn event_destroy(&self, event: CuEvent) -> Result<(), EngineError> {
+        self.check("cuEventDestroy_v2", unsafe { (self.fns.cuEventDestroy)(event) })
     }
 
     /// Sets every byte of the buffer (asynchronously w.r.t. the host on the legacy stream).

@@ -63,9 +63,10 @@ pub enum EngineError {
         "CUPTI is already in use in this process ({call} returned {message}): CUPTI {version} \
          allows one subscriber per process. It is usually held by torch.profiler (Kineto), \
          Nsight Systems (nsys), Nsight Compute (ncu), cuda-gdb / compute-sanitizer, or another \
-         kprof session that is still open. Stop that tool or session, or run this benchmark with \
-         the CUDA-events fallback option (timing = \"cuda-events\"), which does not need CUPTI \
-         but gives one duration per region instead of per-kernel records"
+         kprof session that is still open. Stop that tool or session, or use the CUDA-events \
+         fallback (Rust: Profiler::with_cuda_events(); Python: backend=\"cuda-events\"), which \
+         does not need CUPTI but gives one event-to-event duration per region instead of \
+         per-kernel records"
     )]
     SubscriberTaken {
         call: &'static str,

@@ -671,7 +671,16 @@ pub struct Profiler {
     flush_policy: FlushPolicy,
     /// Whether this instance holds the process-wide slot (the mock backends in tests do not).
     holds_slot: bool,
+    /// The metric the samples carry: [`DEFAULT_METRIC`] from CUPTI kernel records, or
+    /// [`CUDA_EVENTS_METRIC`] from the CUDA-events fallback.
+    metric: &'static str,
 }
+
+/// The metric of [`Profiler::with_cuda_events`]: GPU time between two CUDA events around a
+/// region, in ns. It includes idle gaps between the region's kernels (and launch latency when the
+/// GPU was idle at region entry), so it is not the sum of kernel durations that
+/// `gpu__time_duration.sum` is.
+pub const CUDA_EVENTS_METRIC: &str = "cuda_event_elapsed.sum";
 
 impl std::fmt::Debug for Profiler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -718,6 +727,39 @@ impl Profiler {
                 flushes: 0,
                 flush_policy: FlushPolicy::default(),
                 holds_slot: true,
+                metric: DEFAULT_METRIC,
+            }),
+            Err(e) => {
+                PROFILER_ACTIVE.store(false, Ordering::SeqCst);
+                Err(e)
+            }
+        }
+    }
+
+    /// The CUDA-events fallback, for when CUPTI cannot be used (its single subscriber slot is
+    /// taken by torch.profiler, Nsight Systems or another tool, or libcupti is missing): each
+    /// region is timed by two CUDA events recorded on the legacy default stream around it. Needs
+    /// only the CUDA driver. The samples' metric is [`CUDA_EVENTS_METRIC`], not
+    /// `gpu__time_duration.sum`: the events measure GPU time from region entry to exit, idle gaps
+    /// included, and there is no per-kernel breakdown or kernel name (`Kernel` is
+    /// `(cuda events)`). Kernels on non-blocking streams are not ordered by the legacy stream and
+    /// may be missed.
+    pub fn with_cuda_events() -> Result<Profiler, EngineError> {
+        if PROFILER_ACTIVE.swap(true, Ordering::SeqCst) {
+            return Err(EngineError::SessionActive);
+        }
+        match events::EventsBackend::start() {
+            Ok((backend, device, extras)) => Ok(Profiler {
+                backend: Arc::new(backend),
+                device,
+                extras,
+                next_call: 1,
+                warnings: Vec::new(),
+                unattributed: 0,
+                flushes: 0,
+                flush_policy: FlushPolicy::default(),
+                holds_slot: true,
+                metric: CUDA_EVENTS_METRIC,
             }),
             Err(e) => {
                 PROFILER_ACTIVE.store(false, Ordering::SeqCst);
@@ -742,7 +784,14 @@ impl Profiler {
             flushes: 0,
             flush_policy: FlushPolicy::default(),
             holds_slot: false,
+            metric: DEFAULT_METRIC,
         }
+    }
+
+    /// The metric this profiler's samples carry (`gpu__time_duration.sum`, or
+    /// [`CUDA_EVENTS_METRIC`] for the CUDA-events fallback).
+    pub fn metric(&self) -> &'static str {
+        self.metric
     }
 
     /// The device every sample is attributed to.
@@ -1132,7 +1181,7 @@ impl Profiler {
             benchmark: benchmark.to_string(),
             annotation: region.to_string(),
             config: step.config as u32,
-            metric: DEFAULT_METRIC.to_string(),
+            metric: self.metric.to_string(),
         };
         let series = raw
             .intern_series(key, DEFAULT_UNIT, device_idx)
@@ -1367,6 +1416,157 @@ mod gpu {
             session.record_regions(&regions)?;
             drop(session);
             Ok(collect_batch(&batch, &regions))
+        }
+    }
+}
+
+/// The CUDA-events fallback backend ([`Profiler::with_cuda_events`]).
+mod events {
+    use std::sync::atomic::AtomicU8;
+    use std::sync::Mutex;
+    use std::time::Instant;
+
+    use super::*;
+    use crate::attribution::encode_region_key;
+    use crate::driver::{CuEvent, DeviceBuffer, Driver};
+    use crate::loader::SearchEnv;
+
+    /// Name of the single pseudo-kernel of each region.
+    pub(super) const EVENTS_KERNEL: &str = "(cuda events)";
+
+    /// Raw CUDA event handles, used only through the driver while the backend's locks are held.
+    struct Event(CuEvent);
+    // SAFETY: a CUevent is a driver handle, valid from any thread of the process.
+    unsafe impl Send for Event {}
+
+    pub(super) struct EventsBackend {
+        driver: &'static Driver,
+        epoch: Instant,
+        /// Regions entered and not exited: (key, start event), innermost last.
+        open: Mutex<Vec<(u64, Event)>>,
+        /// Regions exited since the last collect: (key, start, end).
+        done: Mutex<Vec<(u64, Event, Event)>>,
+        flush_bytes: usize,
+        flush_buf: Mutex<Option<DeviceBuffer>>,
+        flush_value: AtomicU8,
+    }
+
+    fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+        m.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    impl EventsBackend {
+        pub(super) fn start() -> Result<(EventsBackend, DeviceInfo, Vec<(String, ExtraValue)>), EngineError> {
+            let driver = Driver::load(&SearchEnv::from_process())?;
+            driver.ensure_context()?;
+            let ordinal = driver.current_device()?;
+            let props = driver.device_info(ordinal)?;
+            let device = DeviceInfo {
+                gpu: props.name.clone(),
+                host: host_name(),
+                compute_clock_khz: (props.clock_khz > 0).then_some(props.clock_khz as f64),
+                memory_clock_khz: (props.mem_clock_khz > 0).then_some(props.mem_clock_khz as f64),
+            };
+            let extras = vec![
+                ("DeviceOrdinal".to_string(), ExtraValue::Number(ordinal as f64)),
+                ("CudaVersion".to_string(), ExtraValue::Text(format!("{}.{}", driver.version / 1000, (driver.version % 1000) / 10))),
+            ];
+            let flush_bytes = match props.l2_bytes {
+                0 => 256 << 20,
+                l2 => (2 * l2 as usize).next_multiple_of(1 << 20),
+            };
+            let backend = EventsBackend {
+                driver,
+                epoch: Instant::now(),
+                open: Mutex::new(Vec::new()),
+                done: Mutex::new(Vec::new()),
+                flush_bytes,
+                flush_buf: Mutex::new(None),
+                flush_value: AtomicU8::new(0),
+            };
+            Ok((backend, device, extras))
+        }
+
+        fn recorded_event(&self) -> Result<Event, EngineError> {
+            let e = self.driver.event_create()?;
+            if let Err(err) = self.driver.event_record(e) {
+                let _ = self.driver.event_destroy(e);
+                return Err(err);
+            }
+            Ok(Event(e))
+        }
+    }
+
+    impl Drop for EventsBackend {
+        fn drop(&mut self) {
+            for (_, e) in lock(&self.open).drain(..) {
+                let _ = self.driver.event_destroy(e.0);
+            }
+            for (_, s, e) in lock(&self.done).drain(..) {
+                let _ = self.driver.event_destroy(s.0);
+                let _ = self.driver.event_destroy(e.0);
+            }
+            if let Some(buf) = lock(&self.flush_buf).take() {
+                let _ = self.driver.free(buf);
+            }
+        }
+    }
+
+    impl Backend for EventsBackend {
+        fn timestamp_ns(&self) -> u64 {
+            self.epoch.elapsed().as_nanos() as u64
+        }
+        fn thread_id(&self) -> u64 {
+            0
+        }
+        fn encode_key(&self, call: u64, config: u64, run: u64, region: u64) -> Result<u64, EngineError> {
+            let c = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+            encode_region_key(c(call), c(config), c(run), c(region))
+        }
+        fn enter(&self, key: u64, _name: &str) -> Result<(), EngineError> {
+            let e = self.recorded_event()?;
+            lock(&self.open).push((key, e));
+            Ok(())
+        }
+        fn exit(&self) -> Result<(), EngineError> {
+            let end = self.recorded_event()?;
+            match lock(&self.open).pop() {
+                Some((key, start)) => lock(&self.done).push((key, start, end)),
+                None => {
+                    let _ = self.driver.event_destroy(end.0);
+                }
+            }
+            Ok(())
+        }
+        fn synchronize(&self) -> Result<(), EngineError> {
+            self.driver.ensure_context()?;
+            self.driver.synchronize()
+        }
+        fn flush_l2(&self) -> Result<(), EngineError> {
+            self.driver.ensure_context()?;
+            let mut slot = lock(&self.flush_buf);
+            let buf = match *slot {
+                Some(b) => b,
+                None => *slot.insert(self.driver.alloc(self.flush_bytes)?),
+            };
+            self.driver.memset(buf, self.flush_value.fetch_add(1, Ordering::Relaxed))?;
+            self.driver.synchronize()
+        }
+        fn collect(&self, _spans: &[Span]) -> Result<Collected, EngineError> {
+            let mut collected = Collected::default();
+            for (key, start, end) in lock(&self.done).drain(..) {
+                let elapsed = self.driver.event_elapsed_ms(start.0, end.0);
+                let _ = self.driver.event_destroy(start.0);
+                let _ = self.driver.event_destroy(end.0);
+                let ns = (f64::from(elapsed?) * 1e6).round() as u64;
+                collected.by_region.entry(key).or_default().push(KernelRun {
+                    name: EVENTS_KERNEL.to_string(),
+                    demangled: None,
+                    start_ns: 0,
+                    end_ns: ns,
+                });
+            }
+            Ok(collected)
         }
     }
 }
@@ -1653,6 +1853,10 @@ mod tests {
         assert!(matches!(e, EngineError::LibraryNotFound { .. }), "{msg}");
         assert!(msg.contains("libcuda"), "{msg}");
         // The slot is free again after a failed start.
+        assert!(!PROFILER_ACTIVE.load(Ordering::SeqCst));
+        // The CUDA-events fallback needs the driver too, and says so the same way.
+        let e = Profiler::with_cuda_events().unwrap_err();
+        assert!(matches!(e, EngineError::LibraryNotFound { .. }) && e.to_string().contains("libcuda"), "{e}");
         assert!(!PROFILER_ACTIVE.load(Ordering::SeqCst));
     }
 
