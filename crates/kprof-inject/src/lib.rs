@@ -1,0 +1,442 @@
+//! `libkprof_inject.so`: profiles an unmodified CUDA program for `kprof run`.
+//!
+//! Entry points (C ABI, never unwind):
+//! - `InitializeInjection` — `CUDA_INJECTION64_PATH`: the CUDA driver calls it inside `cuInit`.
+//!   Loads CUPTI (kprof's loader: `KPROF_CUPTI_PATH`, an already-mapped copy, the toolkit before
+//!   pip wheels), starts kprof's activity session (kernel + launch records), self-tests that NVTX
+//!   calls reach this library, and registers an `atexit` handler.
+//! - `InitializeInjectionNvtx2` — `NVTX_INJECTION64_PATH`: every NVTX v3 copy in the process calls
+//!   it at its first NVTX call; see [`nvtx_abi`] for the handshake. Ranges are recorded with
+//!   CUPTI timestamps, the clock of the launch records.
+//!
+//! At exit the handler synchronises the device, flushes CUPTI, attributes kernels to NVTX range
+//! occurrences by the CPU time of their launch ([`report::build_raw`]) and writes, when
+//! `KPROF_RUN_OUTPUT` is set, `kprof-run-<pid>.csv` (raw samples) and `kprof-run-<pid>.json`
+//! (status: counts, warnings, errors) into that directory (or next to that file name).
+//!
+//! Environment read: `KPROF_RUN_OUTPUT`, `KPROF_RUN_BENCHMARK` (default: the process name),
+//! `KPROF_RUN_GROUP_BY` (nvtx|kernel|both), `KPROF_RUN_NVTX_INCLUDE` / `KPROF_RUN_NVTX_EXCLUDE`
+//! (newline-separated patterns), `KPROF_RUN_VERBOSE` (messages on stderr, prefixed `kprof:`;
+//! nothing is ever printed to stdout), `KPROF_CUPTI_PATH`.
+//!
+//! Limits: results are written by `atexit`, so a process that ends with `_exit`, `abort` or a
+//! signal writes nothing; kernels still running at exit are waited for only in the current
+//! context.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use kprof::cupti::ffi::Cupti;
+use kprof::cupti::ActivitySession;
+use kprof::loader::SearchEnv;
+use kprof_core::{DeviceInfo, ExtraValue};
+use serde::Serialize;
+
+pub mod book;
+pub mod nvtx_abi;
+pub mod report;
+
+pub const ENV_OUTPUT: &str = "KPROF_RUN_OUTPUT";
+pub const ENV_BENCHMARK: &str = "KPROF_RUN_BENCHMARK";
+pub const ENV_GROUP_BY: &str = "KPROF_RUN_GROUP_BY";
+pub const ENV_NVTX_INCLUDE: &str = "KPROF_RUN_NVTX_INCLUDE";
+pub const ENV_NVTX_EXCLUDE: &str = "KPROF_RUN_NVTX_EXCLUDE";
+pub const ENV_VERBOSE: &str = "KPROF_RUN_VERBOSE";
+/// The NVTX range the self-test pushes (removed from the results).
+pub const SELFTEST_RANGE: &str = "kprof_inject_selftest";
+
+fn verbose() -> bool {
+    std::env::var(ENV_VERBOSE).is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+macro_rules! log {
+    ($($t:tt)*) => { if verbose() { log_lines(&format!($($t)*)); } };
+}
+
+/// Writes a message to stderr with `kprof: ` before every line.
+fn log_lines(msg: &str) {
+    let text: String = msg.lines().map(|l| format!("kprof: {l}\n")).collect();
+    eprint!("{text}");
+}
+
+/// Process-wide state besides the NVTX book.
+#[derive(Default)]
+struct Proc {
+    cuda_injected: bool,
+    selftest: Option<String>,
+    warnings: Vec<String>,
+    errors: Vec<String>,
+}
+
+static PROC: Mutex<Option<Proc>> = Mutex::new(None);
+static SESSION: Mutex<Option<ActivitySession>> = Mutex::new(None);
+static CUPTI: OnceLock<Option<&'static Cupti>> = OnceLock::new();
+static NVTX_INITS: AtomicU32 = AtomicU32::new(0);
+static ATEXIT: AtomicBool = AtomicBool::new(false);
+static CUPTI_CLOCK: AtomicBool = AtomicBool::new(false);
+
+fn with_proc<T>(f: impl FnOnce(&mut Proc) -> T) -> T {
+    let mut g = PROC.lock().unwrap_or_else(|p| p.into_inner());
+    f(g.get_or_insert_with(Proc::default))
+}
+
+fn error(msg: String) {
+    log!("{msg}");
+    with_proc(|p| p.errors.push(msg));
+}
+
+fn warning(msg: String) {
+    log!("warning: {msg}");
+    with_proc(|p| p.warnings.push(msg));
+}
+
+/// The OS thread id of the caller.
+pub fn thread_id() -> u32 {
+    kprof::cupti::collector::current_thread_id()
+}
+
+/// CUPTI, loaded once (kprof's search order; `KPROF_CUPTI_PATH` wins).
+fn cupti() -> Option<&'static Cupti> {
+    *CUPTI.get_or_init(|| match Cupti::load(&SearchEnv::from_process()) {
+        Ok(c) => {
+            log!("CUPTI {} from {}", c.api_version, c.path.display());
+            Some(c)
+        }
+        Err(e) => {
+            error(format!("cannot load CUPTI: {e}"));
+            None
+        }
+    })
+}
+
+/// Timestamps of NVTX ranges: `cuptiGetTimestamp` (the clock of the activity records) when CUPTI
+/// is loaded, else CLOCK_REALTIME (then no kernel can be attributed anyway).
+pub fn now_ns() -> u64 {
+    if let Some(Some(c)) = CUPTI.get() {
+        if let Ok(t) = c.timestamp_ns() {
+            CUPTI_CLOCK.store(true, Ordering::Relaxed);
+            return t;
+        }
+    }
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+extern "C" fn at_exit_handler() {
+    let _ = catch_unwind(AssertUnwindSafe(write_results));
+}
+
+fn register_atexit() {
+    if !ATEXIT.swap(true, Ordering::SeqCst) {
+        unsafe { libc::atexit(at_exit_handler) };
+    }
+}
+
+/// `CUDA_INJECTION64_PATH` entry point, called by the CUDA driver inside `cuInit`.
+#[no_mangle]
+pub extern "C" fn InitializeInjection() -> i32 {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        with_proc(|p| p.cuda_injected = true);
+        register_atexit();
+        let Some(c) = cupti() else { return };
+        match ActivitySession::start_with(c) {
+            Ok(s) => {
+                *SESSION.lock().unwrap_or_else(|p| p.into_inner()) = Some(s);
+                log!("CUPTI activity collection started");
+            }
+            Err(e) => error(format!("cannot start CUPTI activity collection: {e}")),
+        }
+        selftest();
+    }));
+    1
+}
+
+/// Pushes and pops one range through kprof's own NVTX copy: it reaches this library only if
+/// `NVTX_INJECTION64_PATH` names it and the handshake works.
+fn selftest() {
+    let before = NVTX_INITS.load(Ordering::SeqCst);
+    let r = kprof::nvtx::push_range(SELFTEST_RANGE);
+    drop(r);
+    let seen = book::with(|b| b.remove_named(SELFTEST_RANGE));
+    let msg = if seen > 0 {
+        "ok: an NVTX range reached the injection library".to_string()
+    } else {
+        let path = std::env::var("NVTX_INJECTION64_PATH").unwrap_or_default();
+        let m = format!(
+            "no NVTX range arrived from the self-test (NVTX_INJECTION64_PATH={path:?}, NVTX copies \
+             attached before: {before}); the program's NVTX ranges will not be seen, only kernels"
+        );
+        warning(m.clone());
+        m
+    };
+    with_proc(|p| p.selftest = Some(msg));
+}
+
+/// `NVTX_INJECTION64_PATH` entry point, called by each NVTX v3 copy at its first NVTX call.
+///
+/// # Safety
+/// `get_export_table` must be the function the NVTX copy passes.
+#[no_mangle]
+pub unsafe extern "C" fn InitializeInjectionNvtx2(
+    get_export_table: Option<nvtx_abi::GetExportTable>,
+) -> i32 {
+    catch_unwind(AssertUnwindSafe(|| {
+        let Some(get) = get_export_table else {
+            return 0;
+        };
+        // Load CUPTI now so that every range has CUPTI timestamps.
+        let _ = cupti();
+        match unsafe { nvtx_abi::attach(get) } {
+            Ok(n) => {
+                let k = NVTX_INITS.fetch_add(1, Ordering::SeqCst) + 1;
+                log!("NVTX copy #{k} attached ({n} callbacks)");
+                register_atexit();
+                1
+            }
+            Err(e) => {
+                error(format!("NVTX handshake failed: {e}"));
+                0
+            }
+        }
+    }))
+    .unwrap_or(0)
+}
+
+/// Where one process writes: `<dir>/kprof-run-<pid>.csv` and `.json` when `base` is a
+/// directory (or ends with `/`), else `<stem>-<pid>.csv` / `<stem>-<pid>.json` beside `base`.
+pub fn output_paths(base: &Path, is_dir: bool, pid: u32) -> (PathBuf, PathBuf) {
+    if is_dir || base.as_os_str().to_string_lossy().ends_with('/') {
+        return (
+            base.join(format!("kprof-run-{pid}.csv")),
+            base.join(format!("kprof-run-{pid}.json")),
+        );
+    }
+    let stem = base
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "kprof-run".into());
+    let dir = base.parent().unwrap_or(Path::new(""));
+    (
+        dir.join(format!("{stem}-{pid}.csv")),
+        dir.join(format!("{stem}-{pid}.json")),
+    )
+}
+
+/// Per-range-name counts for the status file.
+#[derive(Debug, Serialize)]
+struct RangeCount {
+    domain: String,
+    name: String,
+    count: usize,
+}
+
+/// The status file of one process (`kprof-run-<pid>.json`).
+#[derive(Debug, Serialize)]
+struct Status {
+    pid: u32,
+    benchmark: String,
+    cmdline: Vec<String>,
+    cuda_injected: bool,
+    cupti_path: Option<String>,
+    cupti_version: Option<u32>,
+    timestamps: &'static str,
+    nvtx_copies_attached: u32,
+    nvtx_selftest: Option<String>,
+    nvtx_calls: u64,
+    ranges: Vec<RangeCount>,
+    anomalies: book::Anomalies,
+    stats: report::BuildStats,
+    device: Option<DeviceInfo>,
+    raw_csv: Option<String>,
+    warnings: Vec<String>,
+    errors: Vec<String>,
+}
+
+fn process_name() -> String {
+    std::fs::read_to_string("/proc/self/comm")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "program".into())
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_default()
+}
+
+fn cmdline() -> Vec<String> {
+    std::fs::read("/proc/self/cmdline")
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .filter(|s| !s.is_empty())
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Device information and constant extra columns, from the driver (at exit CUDA is initialised).
+fn device_context() -> (DeviceInfo, Vec<(String, ExtraValue)>) {
+    let mut device = DeviceInfo {
+        host: host_name(),
+        ..Default::default()
+    };
+    let mut extras = Vec::new();
+    if let Ok(d) = kprof::Driver::load(&SearchEnv::from_process()) {
+        if let Err(e) = d.synchronize() {
+            log!("device synchronize at exit: {e}");
+        }
+        let ordinal = d.current_device().unwrap_or(0);
+        if let Ok(p) = d.device_info(ordinal) {
+            device.gpu = p.name;
+            device.compute_clock_khz = (p.clock_khz > 0).then_some(p.clock_khz as f64);
+            device.memory_clock_khz = (p.mem_clock_khz > 0).then_some(p.mem_clock_khz as f64);
+        }
+        extras.push(("DeviceOrdinal".into(), ExtraValue::Number(ordinal as f64)));
+        extras.push((
+            "CudaVersion".into(),
+            ExtraValue::Text(format!("{}.{}", d.version / 1000, (d.version % 1000) / 10)),
+        ));
+    }
+    if let Some(Some(c)) = CUPTI.get() {
+        extras.push(("CuptiVersion".into(), ExtraValue::Number(c.api_version as f64)));
+    }
+    (device, extras)
+}
+
+fn write_results() {
+    let pid = std::process::id();
+    let cuda = with_proc(|p| p.cuda_injected);
+    let (device, extras) = if cuda {
+        device_context()
+    } else {
+        (DeviceInfo::default(), Vec::new())
+    };
+    let batch = {
+        let mut s = SESSION.lock().unwrap_or_else(|p| p.into_inner());
+        match s.as_mut().map(|s| s.flush()) {
+            Some(Ok(b)) => b,
+            Some(Err(e)) => {
+                error(format!("CUPTI flush at exit: {e}"));
+                Default::default()
+            }
+            None => Default::default(),
+        }
+    };
+    let (ranges, anomalies, calls) = book::with(|b| {
+        let r = b.take_closed();
+        (r, b.anomalies.clone(), b.calls)
+    });
+    if anomalies.left_open > 0 {
+        warning(format!(
+            "{} NVTX range(s) were still open at exit and are ignored",
+            anomalies.left_open
+        ));
+    }
+    let group_by = std::env::var(ENV_GROUP_BY)
+        .ok()
+        .and_then(|v| report::GroupBy::parse(&v))
+        .unwrap_or_default();
+    let filter = report::Filter::from_lists(
+        &std::env::var(ENV_NVTX_INCLUDE).unwrap_or_default(),
+        &std::env::var(ENV_NVTX_EXCLUDE).unwrap_or_default(),
+    );
+    let benchmark = std::env::var(ENV_BENCHMARK)
+        .ok()
+        .filter(|b| !b.is_empty())
+        .unwrap_or_else(process_name);
+    let ctx = report::SampleContext {
+        benchmark: benchmark.clone(),
+        device: device.clone(),
+        config: Default::default(),
+        extras,
+    };
+    let (raw, stats) = report::build_raw(&ranges, &batch, group_by, &filter, &ctx);
+    if cuda && NVTX_INITS.load(Ordering::SeqCst) <= 1 && ranges.is_empty() && stats.kernels > 0 {
+        log!("no NVTX ranges from the program: kernels are grouped by name");
+    }
+    let mut counts: Vec<RangeCount> = Vec::new();
+    for r in &ranges {
+        match counts.iter_mut().find(|c| c.domain == r.domain && c.name == r.name) {
+            Some(c) => c.count += 1,
+            None => counts.push(RangeCount {
+                domain: r.domain.clone(),
+                name: r.name.clone(),
+                count: 1,
+            }),
+        }
+    }
+    log!(
+        "{} kernel(s), {} NVTX range occurrence(s), {} sample(s)",
+        stats.kernels,
+        ranges.len(),
+        stats.samples
+    );
+    let Some(base) = std::env::var_os(ENV_OUTPUT).filter(|v| !v.is_empty()) else {
+        log!("{ENV_OUTPUT} not set: nothing written");
+        return;
+    };
+    let base = PathBuf::from(base);
+    let (csv, json) = output_paths(&base, base.is_dir(), pid);
+    let mut raw_csv = None;
+    if !raw.samples.is_empty() {
+        match kprof_core::io::write_raw_csv(&csv, &raw) {
+            Ok(()) => raw_csv = Some(csv.display().to_string()),
+            Err(e) => error(format!("cannot write {}: {e}", csv.display())),
+        }
+    }
+    let (selftest, warnings, errors) =
+        with_proc(|p| (p.selftest.clone(), p.warnings.clone(), p.errors.clone()));
+    let cupti = CUPTI.get().copied().flatten();
+    let status = Status {
+        pid,
+        benchmark,
+        cmdline: cmdline(),
+        cuda_injected: cuda,
+        cupti_path: cupti.map(|c| c.path.display().to_string()),
+        cupti_version: cupti.map(|c| c.api_version),
+        timestamps: if CUPTI_CLOCK.load(Ordering::Relaxed) {
+            "cupti"
+        } else {
+            "realtime"
+        },
+        nvtx_copies_attached: NVTX_INITS.load(Ordering::SeqCst),
+        nvtx_selftest: selftest,
+        nvtx_calls: calls,
+        ranges: counts,
+        anomalies,
+        stats,
+        device: cuda.then_some(device),
+        raw_csv,
+        warnings,
+        errors,
+    };
+    match serde_json::to_string_pretty(&status) {
+        Ok(text) => {
+            if let Err(e) = std::fs::write(&json, text) {
+                log!("cannot write {}: {e}", json.display());
+            }
+        }
+        Err(e) => log!("cannot serialise the status: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_paths_per_pid() {
+        let (c, j) = output_paths(Path::new("/tmp/x"), true, 42);
+        assert_eq!(c, Path::new("/tmp/x/kprof-run-42.csv"));
+        assert_eq!(j, Path::new("/tmp/x/kprof-run-42.json"));
+        let (c, j) = output_paths(Path::new("/tmp/out.csv"), false, 7);
+        assert_eq!(c, Path::new("/tmp/out-7.csv"));
+        assert_eq!(j, Path::new("/tmp/out-7.json"));
+    }
+}

@@ -1,0 +1,283 @@
+//! The NVTX v3 injection handshake and the callbacks installed into each NVTX copy.
+//!
+//! ABI (NVTX v3, `nvtxDetail/nvtxTypes.h`, `nvtxImpl.h`, `nvtxInit.h`; written from reading them,
+//! nothing copied):
+//! - Each NVTX copy in the process, at its first call, `dlopen`s `NVTX_INJECTION64_PATH` and calls
+//!   `int InitializeInjectionNvtx2(const void* (*getExportTable)(uint32_t etid))`; 0 = failure.
+//! - `getExportTable(NVTX_ETID_CALLBACKS = 1)` returns `{ size_t struct_size; int
+//!   (*GetModuleFunctionTable)(int module, NvtxFunctionPointer*** out_table, unsigned* out_size) }`.
+//!   The table is an array of pointers to the copy's function-pointer slots, indexed by callback id
+//!   (`out_size` = number of ids incl. the invalid id 0); the tool writes its functions into the
+//!   slots it wants (`*table[cbid] = fn`). Slots left alone become no-ops.
+//! - `getExportTable(NVTX_ETID_VERSIONINFO = 3)` returns `{ size_t struct_size; uint32_t version;
+//!   uint32_t reserved0; void (*SetInjectionNvtxVersion)(uint32_t) }`.
+//! - Modules: CORE = 1 (RangeStartEx 4, RangeStartA 5, RangeStartW 6, RangeEnd 7, RangePushEx 8,
+//!   RangePushA 9, RangePushW 10, RangePop 11), CORE2 = 5 (DomainMarkEx 1, DomainRangeStartEx 2,
+//!   DomainRangeEnd 3, DomainRangePushEx 4, DomainRangePop 5, DomainRegisterStringA 10,
+//!   DomainRegisterStringW 11, DomainCreateA 12, DomainCreateW 13, DomainDestroy 14,
+//!   Initialize 15).
+//! - `nvtxEventAttributes_t` (v2, 48 bytes): version u16 @0, size u16 @2, ..., messageType i32
+//!   @32 (1 ASCII, 2 wide `wchar_t` = 4 bytes on Linux, 3 registered string handle), message @40.
+
+use std::ffi::{c_char, c_void, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::{book, now_ns, thread_id};
+
+pub const ETID_CALLBACKS: u32 = 1;
+pub const ETID_VERSIONINFO: u32 = 3;
+pub const MODULE_CORE: i32 = 1;
+pub const MODULE_CORE2: i32 = 5;
+
+pub type GetExportTable = unsafe extern "C" fn(u32) -> *const c_void;
+/// `int (*)(NvtxCallbackModule, NvtxFunctionTable*, unsigned int*)`.
+pub type GetModuleFunctionTable =
+    unsafe extern "C" fn(i32, *mut *mut *mut *const c_void, *mut u32) -> i32;
+
+#[repr(C)]
+pub struct ExportTableCallbacks {
+    pub struct_size: usize,
+    pub get_module_function_table: Option<GetModuleFunctionTable>,
+}
+
+#[repr(C)]
+pub struct ExportTableVersionInfo {
+    pub struct_size: usize,
+    pub version: u32,
+    pub reserved0: u32,
+    pub set_injection_nvtx_version: Option<unsafe extern "C" fn(u32)>,
+}
+
+/// Offsets in `nvtxEventAttributes_v2`.
+pub const ATTR_SIZE: usize = 2;
+pub const ATTR_MESSAGE_TYPE: usize = 32;
+pub const ATTR_MESSAGE: usize = 40;
+pub const ATTR_V2_SIZE: usize = 48;
+pub const MESSAGE_ASCII: i32 = 1;
+pub const MESSAGE_UNICODE: i32 = 2;
+pub const MESSAGE_REGISTERED: i32 = 3;
+
+fn guard<T>(default: T, f: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(default)
+}
+
+unsafe fn ascii(p: *const c_char) -> String {
+    if p.is_null() {
+        return String::new();
+    }
+    CStr::from_ptr(p).to_string_lossy().into_owned()
+}
+
+unsafe fn wide(p: *const i32) -> String {
+    if p.is_null() {
+        return String::new();
+    }
+    let mut s = String::new();
+    for i in 0..4096 {
+        let c = *p.add(i);
+        if c == 0 {
+            break;
+        }
+        s.push(char::from_u32(c as u32).unwrap_or('\u{fffd}'));
+    }
+    s
+}
+
+/// The message of an event attribute structure (empty when absent or malformed).
+///
+/// # Safety
+/// `attr` is null or points to an `nvtxEventAttributes_t` as NVTX passes it.
+pub unsafe fn attr_message(attr: *const c_void) -> String {
+    if attr.is_null() {
+        return String::new();
+    }
+    let b = attr as *const u8;
+    let size = std::ptr::read_unaligned(b.add(ATTR_SIZE) as *const u16) as usize;
+    if size < ATTR_V2_SIZE {
+        return String::new();
+    }
+    let kind = std::ptr::read_unaligned(b.add(ATTR_MESSAGE_TYPE) as *const i32);
+    let msg = std::ptr::read_unaligned(b.add(ATTR_MESSAGE) as *const usize);
+    match kind {
+        MESSAGE_ASCII => ascii(msg as *const c_char),
+        MESSAGE_UNICODE => wide(msg as *const i32),
+        MESSAGE_REGISTERED => book::with(|b| b.string(msg as u64).unwrap_or("").to_string()),
+        _ => String::new(),
+    }
+}
+
+// ---- CORE ----------------------------------------------------------------------------------
+
+unsafe extern "C" fn range_push_a(msg: *const c_char) -> i32 {
+    guard(-1, || {
+        let (t, name) = (now_ns(), unsafe { ascii(msg) });
+        book::with(|b| b.push(thread_id(), 0, &name, t))
+    })
+}
+unsafe extern "C" fn range_push_w(msg: *const i32) -> i32 {
+    guard(-1, || {
+        let (t, name) = (now_ns(), unsafe { wide(msg) });
+        book::with(|b| b.push(thread_id(), 0, &name, t))
+    })
+}
+unsafe extern "C" fn range_push_ex(attr: *const c_void) -> i32 {
+    guard(-1, || {
+        let (t, name) = (now_ns(), unsafe { attr_message(attr) });
+        book::with(|b| b.push(thread_id(), 0, &name, t))
+    })
+}
+unsafe extern "C" fn range_pop() -> i32 {
+    guard(-1, || {
+        let t = now_ns();
+        book::with(|b| b.pop(thread_id(), 0, t))
+    })
+}
+unsafe extern "C" fn range_start_a(msg: *const c_char) -> u64 {
+    guard(0, || {
+        let (t, name) = (now_ns(), unsafe { ascii(msg) });
+        book::with(|b| b.start(thread_id(), 0, &name, t))
+    })
+}
+unsafe extern "C" fn range_start_w(msg: *const i32) -> u64 {
+    guard(0, || {
+        let (t, name) = (now_ns(), unsafe { wide(msg) });
+        book::with(|b| b.start(thread_id(), 0, &name, t))
+    })
+}
+unsafe extern "C" fn range_start_ex(attr: *const c_void) -> u64 {
+    guard(0, || {
+        let (t, name) = (now_ns(), unsafe { attr_message(attr) });
+        book::with(|b| b.start(thread_id(), 0, &name, t))
+    })
+}
+unsafe extern "C" fn range_end(id: u64) {
+    guard((), || {
+        let t = now_ns();
+        book::with(|b| b.end(id, t))
+    })
+}
+
+// ---- CORE2 (domains) -----------------------------------------------------------------------
+
+unsafe extern "C" fn domain_range_push_ex(domain: *const c_void, attr: *const c_void) -> i32 {
+    guard(-1, || {
+        let (t, name) = (now_ns(), unsafe { attr_message(attr) });
+        book::with(|b| b.push(thread_id(), domain as u64, &name, t))
+    })
+}
+unsafe extern "C" fn domain_range_pop(domain: *const c_void) -> i32 {
+    guard(-1, || {
+        let t = now_ns();
+        book::with(|b| b.pop(thread_id(), domain as u64, t))
+    })
+}
+unsafe extern "C" fn domain_range_start_ex(domain: *const c_void, attr: *const c_void) -> u64 {
+    guard(0, || {
+        let (t, name) = (now_ns(), unsafe { attr_message(attr) });
+        book::with(|b| b.start(thread_id(), domain as u64, &name, t))
+    })
+}
+unsafe extern "C" fn domain_range_end(_domain: *const c_void, id: u64) {
+    guard((), || {
+        let t = now_ns();
+        book::with(|b| b.end(id, t))
+    })
+}
+unsafe extern "C" fn domain_register_string_a(_d: *const c_void, s: *const c_char) -> *const c_void {
+    guard(std::ptr::null(), || {
+        let s = unsafe { ascii(s) };
+        book::with(|b| b.register_string(&s)) as *const c_void
+    })
+}
+unsafe extern "C" fn domain_register_string_w(_d: *const c_void, s: *const i32) -> *const c_void {
+    guard(std::ptr::null(), || {
+        let s = unsafe { wide(s) };
+        book::with(|b| b.register_string(&s)) as *const c_void
+    })
+}
+unsafe extern "C" fn domain_create_a(name: *const c_char) -> *const c_void {
+    guard(std::ptr::null(), || {
+        let n = unsafe { ascii(name) };
+        book::with(|b| b.create_domain(&n)) as *const c_void
+    })
+}
+unsafe extern "C" fn domain_create_w(name: *const i32) -> *const c_void {
+    guard(std::ptr::null(), || {
+        let n = unsafe { wide(name) };
+        book::with(|b| b.create_domain(&n)) as *const c_void
+    })
+}
+unsafe extern "C" fn domain_noop(_d: *const c_void) {}
+unsafe extern "C" fn domain_mark_noop(_d: *const c_void, _a: *const c_void) {}
+unsafe extern "C" fn initialize_noop(_r: *const c_void) {}
+
+/// The (module, callback id, function) triples installed into every NVTX copy.
+pub fn installed() -> Vec<(i32, usize, *const c_void)> {
+    vec![
+        (MODULE_CORE, 4, range_start_ex as *const c_void),
+        (MODULE_CORE, 5, range_start_a as *const c_void),
+        (MODULE_CORE, 6, range_start_w as *const c_void),
+        (MODULE_CORE, 7, range_end as *const c_void),
+        (MODULE_CORE, 8, range_push_ex as *const c_void),
+        (MODULE_CORE, 9, range_push_a as *const c_void),
+        (MODULE_CORE, 10, range_push_w as *const c_void),
+        (MODULE_CORE, 11, range_pop as *const c_void),
+        (MODULE_CORE2, 1, domain_mark_noop as *const c_void),
+        (MODULE_CORE2, 2, domain_range_start_ex as *const c_void),
+        (MODULE_CORE2, 3, domain_range_end as *const c_void),
+        (MODULE_CORE2, 4, domain_range_push_ex as *const c_void),
+        (MODULE_CORE2, 5, domain_range_pop as *const c_void),
+        (MODULE_CORE2, 10, domain_register_string_a as *const c_void),
+        (MODULE_CORE2, 11, domain_register_string_w as *const c_void),
+        (MODULE_CORE2, 12, domain_create_a as *const c_void),
+        (MODULE_CORE2, 13, domain_create_w as *const c_void),
+        (MODULE_CORE2, 14, domain_noop as *const c_void),
+        (MODULE_CORE2, 15, initialize_noop as *const c_void),
+    ]
+}
+
+/// Performs the handshake with one NVTX copy. Returns the number of slots installed, or an
+/// error message.
+///
+/// # Safety
+/// `get` must be the `getExportTable` an NVTX copy passed to `InitializeInjectionNvtx2`.
+pub unsafe fn attach(get: GetExportTable) -> Result<usize, String> {
+    let cb = get(ETID_CALLBACKS) as *const ExportTableCallbacks;
+    if cb.is_null() {
+        return Err("getExportTable(NVTX_ETID_CALLBACKS) returned NULL".into());
+    }
+    if (*cb).struct_size < std::mem::size_of::<ExportTableCallbacks>() {
+        return Err(format!(
+            "NVTX callbacks table too small ({} bytes)",
+            (*cb).struct_size
+        ));
+    }
+    let Some(get_table) = (*cb).get_module_function_table else {
+        return Err("NVTX callbacks table has no GetModuleFunctionTable".into());
+    };
+    let mut installed_n = 0;
+    for module in [MODULE_CORE, MODULE_CORE2] {
+        let mut table: *mut *mut *const c_void = std::ptr::null_mut();
+        let mut size: u32 = 0;
+        if get_table(module, &mut table, &mut size) == 0 || table.is_null() {
+            return Err(format!("GetModuleFunctionTable({module}) failed"));
+        }
+        for (m, cbid, f) in installed() {
+            if m != module || cbid >= size as usize {
+                continue;
+            }
+            let slot = *table.add(cbid);
+            if !slot.is_null() {
+                *slot = f;
+                installed_n += 1;
+            }
+        }
+    }
+    let vi = get(ETID_VERSIONINFO) as *const ExportTableVersionInfo;
+    if !vi.is_null() && (*vi).struct_size >= std::mem::size_of::<ExportTableVersionInfo>() {
+        if let Some(set) = (*vi).set_injection_nvtx_version {
+            set(2);
+        }
+    }
+    Ok(installed_n)
+}

@@ -1,0 +1,376 @@
+//! From NVTX range occurrences and CUPTI kernel records to raw samples (pure).
+//!
+//! - Every kept range occurrence is one run of the region named by the range (annotation = the
+//!   range's message; the domain is not part of the name). Its value is the summed GPU time
+//!   (`gpu__time_duration.sum`, ns) of the kernels launched inside it, found by
+//!   [`kprof::attribution::attribute`] from the CPU launch timestamps (nested ranges are
+//!   inclusive). Occurrences without kernels give no sample.
+//! - Kernels outside every kept range are grouped by kernel name: each launch is one run of an
+//!   annotation named after the kernel.
+//! - `--group-by kernel` ignores ranges and groups every kernel by name; `both` gives the ranges
+//!   and every kernel by name.
+//! - Filters (`--nvtx-include`/`--nvtx-exclude`): a pattern matches a range when it equals its
+//!   name or `domain@name`, or, ending in `*`, is a prefix of either. With include patterns only
+//!   matching ranges are kept; exclude patterns then drop ranges. A dropped range's kernels go to
+//!   the nearest kept enclosing range, or count as outside ranges.
+
+use std::collections::HashMap;
+
+use kprof::attribution::{attribute, RegionSpan};
+use kprof::cupti::records::{ActivityBatch, KernelRecord};
+use kprof_core::{Config, DeviceInfo, ExtraValue, RawResults, SampleRecord, DEFAULT_METRIC};
+
+use crate::book::RangeOcc;
+
+/// How kernels are grouped into annotations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GroupBy {
+    /// NVTX ranges; kernels outside ranges by kernel name.
+    #[default]
+    Nvtx,
+    /// Every kernel by its name.
+    Kernel,
+    /// NVTX ranges, and every kernel by its name.
+    Both,
+}
+
+impl GroupBy {
+    pub fn parse(s: &str) -> Option<GroupBy> {
+        match s.trim() {
+            "" | "nvtx" => Some(GroupBy::Nvtx),
+            "kernel" => Some(GroupBy::Kernel),
+            "both" => Some(GroupBy::Both),
+            _ => None,
+        }
+    }
+}
+
+/// Range filters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    pub include: Vec<String>,
+    pub exclude: Vec<String>,
+}
+
+impl Filter {
+    /// Parses the newline-separated lists kprof run passes in the environment.
+    pub fn from_lists(include: &str, exclude: &str) -> Filter {
+        let split = |s: &str| {
+            s.split('\n')
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .map(String::from)
+                .collect::<Vec<_>>()
+        };
+        Filter {
+            include: split(include),
+            exclude: split(exclude),
+        }
+    }
+
+    /// Whether one pattern matches a range.
+    pub fn pattern_matches(pattern: &str, domain: &str, name: &str) -> bool {
+        let full = format!("{domain}@{name}");
+        match pattern.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix) || full.starts_with(prefix),
+            None => pattern == name || pattern == full,
+        }
+    }
+
+    /// Whether a range is kept.
+    pub fn keeps(&self, domain: &str, name: &str) -> bool {
+        let inc = self.include.is_empty()
+            || self
+                .include
+                .iter()
+                .any(|p| Self::pattern_matches(p, domain, name));
+        inc && !self
+            .exclude
+            .iter()
+            .any(|p| Self::pattern_matches(p, domain, name))
+    }
+}
+
+/// What goes into every sample besides the measurement.
+#[derive(Debug, Clone, Default)]
+pub struct SampleContext {
+    pub benchmark: String,
+    pub device: DeviceInfo,
+    pub config: Config,
+    /// Constant extra columns (DriverVersion, CuptiVersion, ...).
+    pub extras: Vec<(String, ExtraValue)>,
+}
+
+/// Counts for the status file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct BuildStats {
+    pub ranges_total: usize,
+    pub ranges_kept: usize,
+    pub ranges_with_kernels: usize,
+    pub kernels: usize,
+    pub kernels_in_ranges: usize,
+    pub kernels_outside_ranges: usize,
+    pub samples: usize,
+}
+
+/// The `Kernel` column of a sample: distinct kernel names in launch order, joined with `|`,
+/// at most 8 (then `|...(+N more)`).
+pub fn kernel_label(kernels: &[KernelRecord]) -> String {
+    let mut names: Vec<&str> = Vec::new();
+    for k in kernels {
+        if !names.contains(&k.name.as_str()) {
+            names.push(&k.name);
+        }
+    }
+    const MAX: usize = 8;
+    if names.len() > MAX {
+        let more = names.len() - MAX;
+        format!("{}|...(+{more} more)", names[..MAX].join("|"))
+    } else {
+        names.join("|")
+    }
+}
+
+/// Builds the raw samples of one process.
+pub fn build_raw(
+    ranges: &[RangeOcc],
+    batch: &ActivityBatch,
+    group_by: GroupBy,
+    filter: &Filter,
+    ctx: &SampleContext,
+) -> (RawResults, BuildStats) {
+    let mut raw = RawResults::new();
+    let mut stats = BuildStats {
+        ranges_total: ranges.len(),
+        kernels: batch.kernels.len(),
+        ..Default::default()
+    };
+    let extras: Vec<(&str, ExtraValue)> = ctx
+        .extras
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.clone()))
+        .collect();
+    let mut runs: HashMap<String, u32> = HashMap::new();
+    let mut push = |raw: &mut RawResults, annotation: &str, kernels: &[KernelRecord]| {
+        let run = runs.entry(annotation.to_string()).or_insert(0);
+        let value: u64 = kernels.iter().map(KernelRecord::duration_ns).sum();
+        let label = kernel_label(kernels);
+        // One unit for every sample: cannot fail.
+        let _ = raw.push(&SampleRecord {
+            benchmark: &ctx.benchmark,
+            annotation,
+            config: &ctx.config,
+            run: *run,
+            metric: DEFAULT_METRIC,
+            value: value as f64,
+            unit: "ns",
+            kernel: &label,
+            device: &ctx.device,
+            extras: &extras,
+        });
+        *run += 1;
+    };
+
+    let use_ranges = matches!(group_by, GroupBy::Nvtx | GroupBy::Both);
+    let mut outside: Vec<KernelRecord> = batch.kernels.clone();
+    if use_ranges {
+        let kept: Vec<&RangeOcc> = ranges
+            .iter()
+            .filter(|r| filter.keeps(&r.domain, &r.name))
+            .collect();
+        stats.ranges_kept = kept.len();
+        let kept_ids: std::collections::HashSet<u64> = kept.iter().map(|r| r.id).collect();
+        let parent_of: HashMap<u64, Option<u64>> = ranges.iter().map(|r| (r.id, r.parent)).collect();
+        let nearest_kept_parent = |mut p: Option<u64>| {
+            let mut hops = 0;
+            while let Some(id) = p {
+                if kept_ids.contains(&id) || hops > ranges.len() {
+                    return Some(id).filter(|id| kept_ids.contains(id));
+                }
+                p = parent_of.get(&id).copied().flatten();
+                hops += 1;
+            }
+            None
+        };
+        let spans: Vec<RegionSpan> = kept
+            .iter()
+            .map(|r| RegionSpan {
+                id: r.id,
+                parent: nearest_kept_parent(r.parent),
+                thread_id: r.thread,
+                start_ns: r.start_ns,
+                end_ns: r.end_ns,
+            })
+            .collect();
+        let att = attribute(batch, &spans);
+        stats.kernels_outside_ranges = att.unattributed.len();
+        stats.kernels_in_ranges = batch.kernels.len() - att.unattributed.len();
+        for r in &kept {
+            if let Some(ks) = att.by_region.get(&r.id).filter(|ks| !ks.is_empty()) {
+                stats.ranges_with_kernels += 1;
+                push(&mut raw, &r.name, ks);
+            }
+        }
+        outside = att.unattributed;
+    } else {
+        stats.kernels_outside_ranges = batch.kernels.len();
+    }
+    // Kernels by name: the ones outside ranges (nvtx), or all of them (kernel, both).
+    let by_name: &[KernelRecord] = match group_by {
+        GroupBy::Nvtx => &outside,
+        GroupBy::Kernel | GroupBy::Both => &batch.kernels,
+    };
+    let mut ordered: Vec<&KernelRecord> = by_name.iter().collect();
+    ordered.sort_by_key(|k| (k.start_ns, k.correlation_id));
+    for k in ordered {
+        push(&mut raw, &k.name, std::slice::from_ref(k));
+    }
+    stats.samples = raw.samples.len();
+    (raw, stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kprof::cupti::records::ApiRecord;
+
+    fn kernel(corr: u32, name: &str, start: u64, dur: u64) -> KernelRecord {
+        KernelRecord {
+            start_ns: start,
+            end_ns: start + dur,
+            device_id: 0,
+            context_id: 1,
+            stream_id: 7,
+            correlation_id: corr,
+            grid_id: corr as i64,
+            graph_id: 0,
+            graph_node_id: 0,
+            name: name.to_string(),
+        }
+    }
+    fn launch(corr: u32, t: u64) -> ApiRecord {
+        ApiRecord {
+            kind: 4,
+            cbid: 307,
+            start_ns: t,
+            end_ns: t + 5,
+            process_id: 1,
+            thread_id: 1,
+            correlation_id: corr,
+        }
+    }
+    fn range(id: u64, parent: Option<u64>, name: &str, s: u64, e: u64) -> RangeOcc {
+        RangeOcc {
+            id,
+            parent,
+            thread: 1,
+            domain: String::new(),
+            name: name.into(),
+            start_ns: s,
+            end_ns: e,
+            push_pop: true,
+        }
+    }
+
+    /// Two occurrences of "step" (each holding "mm"), plus one kernel launched outside.
+    fn fixture() -> (Vec<RangeOcc>, ActivityBatch) {
+        let ranges = vec![
+            range(1, None, "step", 100, 200),
+            range(2, Some(1), "mm", 110, 150),
+            range(3, None, "step", 300, 400),
+            range(4, Some(3), "mm", 310, 350),
+        ];
+        let batch = ActivityBatch {
+            kernels: vec![
+                kernel(1, "gemm", 1000, 50),
+                kernel(2, "relu", 1100, 10),
+                kernel(3, "gemm", 2000, 60),
+                kernel(4, "relu", 2100, 11),
+                kernel(5, "copy", 3000, 7),
+            ],
+            launches: vec![launch(1, 120), launch(2, 160), launch(3, 320), launch(4, 360), launch(5, 500)],
+            external: vec![],
+        };
+        (ranges, batch)
+    }
+
+    fn values(raw: &RawResults, annotation: &str) -> Vec<f64> {
+        raw.samples
+            .iter()
+            .filter(|s| raw.series_of(s).key.annotation == annotation)
+            .map(|s| s.value)
+            .collect()
+    }
+
+    #[test]
+    fn ranges_are_runs_and_outside_kernels_group_by_name() {
+        let (ranges, batch) = fixture();
+        let ctx = SampleContext {
+            benchmark: "prog".into(),
+            ..Default::default()
+        };
+        let (raw, st) = build_raw(&ranges, &batch, GroupBy::Nvtx, &Filter::default(), &ctx);
+        assert_eq!(values(&raw, "step"), [60.0, 71.0]);
+        assert_eq!(values(&raw, "mm"), [50.0, 60.0]);
+        assert_eq!(values(&raw, "copy"), [7.0]);
+        assert!(values(&raw, "gemm").is_empty());
+        let runs: Vec<u32> = raw
+            .samples
+            .iter()
+            .filter(|s| raw.series_of(s).key.annotation == "step")
+            .map(|s| s.run)
+            .collect();
+        assert_eq!(runs, [0, 1]);
+        assert_eq!(st.kernels_in_ranges, 4);
+        assert_eq!(st.kernels_outside_ranges, 1);
+        assert_eq!(st.ranges_with_kernels, 4);
+        raw.check_unique_runs().unwrap();
+        let k = &raw.kernel_names[raw.samples[0].kernel as usize];
+        assert_eq!(k, "gemm|relu");
+    }
+
+    #[test]
+    fn filters_and_group_modes() {
+        let (ranges, batch) = fixture();
+        let ctx = SampleContext::default();
+        let f = Filter::from_lists("", "step");
+        let (raw, _) = build_raw(&ranges, &batch, GroupBy::Nvtx, &f, &ctx);
+        assert!(values(&raw, "step").is_empty());
+        assert_eq!(values(&raw, "mm"), [50.0, 60.0]);
+        // relu was only inside "step": now outside every kept range.
+        assert_eq!(values(&raw, "relu"), [10.0, 11.0]);
+
+        let f = Filter::from_lists("m*", "");
+        let (raw, _) = build_raw(&ranges, &batch, GroupBy::Nvtx, &f, &ctx);
+        assert_eq!(values(&raw, "mm"), [50.0, 60.0]);
+        assert!(values(&raw, "step").is_empty());
+
+        let (raw, st) = build_raw(&ranges, &batch, GroupBy::Kernel, &Filter::default(), &ctx);
+        assert_eq!(values(&raw, "gemm"), [50.0, 60.0]);
+        assert!(values(&raw, "step").is_empty());
+        assert_eq!(st.kernels_outside_ranges, 5);
+
+        let (raw, _) = build_raw(&ranges, &batch, GroupBy::Both, &Filter::default(), &ctx);
+        assert_eq!(values(&raw, "step"), [60.0, 71.0]);
+        assert_eq!(values(&raw, "gemm"), [50.0, 60.0]);
+        assert_eq!(values(&raw, "copy"), [7.0]);
+    }
+
+    #[test]
+    fn pattern_syntax() {
+        assert!(Filter::pattern_matches("mm", "", "mm"));
+        assert!(Filter::pattern_matches("app@mm", "app", "mm"));
+        assert!(!Filter::pattern_matches("app@mm", "other", "mm"));
+        assert!(Filter::pattern_matches("app@*", "app", "x"));
+        assert!(!Filter::pattern_matches("m", "", "mm"));
+        assert_eq!(GroupBy::parse("both"), Some(GroupBy::Both));
+        assert_eq!(GroupBy::parse("x"), None);
+    }
+
+    #[test]
+    fn long_kernel_lists_are_capped() {
+        let ks: Vec<_> = (0..10).map(|i| kernel(i, &format!("k{i}"), 0, 1)).collect();
+        let l = kernel_label(&ks);
+        assert!(l.ends_with("|...(+2 more)"), "{l}");
+    }
+}
