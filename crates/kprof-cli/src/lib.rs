@@ -17,11 +17,14 @@ use kprof_core::io::{self, Loaded, ReadOptions};
 use kprof_core::pipeline::{process, ProcessOptions};
 use kprof_core::stats::{BootstrapOptions, StatsOptions};
 
+pub mod compare_cmd;
+pub mod doctor_cmd;
 pub mod import_cmd;
 pub mod metrics_cmd;
 pub mod plot_cmd;
 pub mod report_cmd;
 pub mod results_input;
+pub mod run_cmd;
 
 #[derive(Parser, Debug)]
 #[command(name = "kprof", version, about = "GPU kernel profiling you can trust")]
@@ -42,6 +45,12 @@ enum Command {
     Plot(plot_cmd::PlotArgs),
     /// Write a self-contained HTML report (summary table, plots, distributions, warnings).
     Report(report_cmd::ReportArgs),
+    /// Profile an unmodified CUDA program (kernels grouped by the NVTX ranges it emits).
+    Run(run_cmd::RunArgs),
+    /// Compare two result files: change, CI, Welch's t-test; exit 1 on a significant regression.
+    Compare(compare_cmd::CompareArgs),
+    /// Check the GPU, driver, CUPTI, NVML and ncu setup and say how to fix problems.
+    Doctor(doctor_cmd::DoctorArgs),
     /// Print a result file (raw CSV, processed CSV or kprof JSON) as an aligned table.
     Show {
         /// The result file.
@@ -145,6 +154,13 @@ where
             return e.exit_code();
         }
     };
+    // These set their own exit codes (run: the program's; compare: 0/1/2; doctor: 0).
+    match &cli.command {
+        Command::Run(args) => return run_cmd::run(args),
+        Command::Compare(args) => return compare_cmd::run(args),
+        Command::Doctor(args) => return doctor_cmd::run(args),
+        _ => {}
+    }
     let result = match &cli.command {
         Command::Summarize(args) => summarize(args),
         Command::Show { file, max_rows } => show(file, *max_rows),
@@ -152,6 +168,7 @@ where
         Command::Metrics(args) => metrics_cmd::run(args),
         Command::Plot(args) => plot_cmd::run(args),
         Command::Report(args) => report_cmd::run(args),
+        Command::Run(_) | Command::Compare(_) | Command::Doctor(_) => unreachable!(),
     };
     match result {
         Ok(()) => 0,

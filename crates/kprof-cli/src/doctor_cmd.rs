@@ -1,0 +1,221 @@
+//! `kprof doctor`: what kprof can use on this machine, and how to fix what it cannot.
+//!
+//! Checks, in order: the CUDA driver (libcuda, GPUs), libcupti (every place kprof's loader
+//! searches), libnvperf_host beside it, NVML, Nsight Compute, GPU performance-counter permission,
+//! other profilers injecting themselves, and kprof run's injection library. Each problem is
+//! printed with its fix. Always exits 0: a machine without a GPU is a diagnosis, not a failure.
+
+use kprof::loader::{self, Candidate, LibKind, SearchEnv};
+
+/// Arguments of `kprof doctor`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct DoctorArgs {
+    /// Also list every location the library search looked at.
+    #[arg(long)]
+    pub verbose: bool,
+}
+
+/// One finding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub level: Level,
+    pub item: String,
+    pub detail: String,
+    pub fix: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Ok,
+    Warn,
+    Fail,
+    Info,
+}
+
+impl Level {
+    fn tag(self) -> &'static str {
+        match self {
+            Level::Ok => "[ ok ]",
+            Level::Warn => "[warn]",
+            Level::Fail => "[FAIL]",
+            Level::Info => "[info]",
+        }
+    }
+}
+
+fn f(level: Level, item: &str, detail: impl Into<String>, fix: Option<String>) -> Finding {
+    Finding { level, item: item.into(), detail: detail.into(), fix }
+}
+
+/// The search plan of a library as lines (candidates, then places that held nothing).
+fn plan_lines(kind: LibKind, env: &SearchEnv) -> Vec<String> {
+    let plan = loader::search(kind, env);
+    let mut out: Vec<String> = plan
+        .candidates
+        .iter()
+        .map(|(c, s)| match c {
+            Candidate::Path(p) => format!("candidate {} ({s:?})", p.display()),
+            Candidate::BareName(n) => format!("candidate {n} (loader default search)"),
+        })
+        .collect();
+    out.extend(plan.tried.iter().map(|p| format!("looked at {}", p.display())));
+    out
+}
+
+/// An engine error on one line: its lines joined with "; ", without its own "fix:" line (the
+/// finding carries the fix).
+fn error_detail(e: &str) -> String {
+    e.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("fix:"))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Parses `RmProfilingAdminOnly: N` from /proc/driver/nvidia/params.
+pub fn profiling_admin_only(params: &str) -> Option<bool> {
+    params.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == "RmProfilingAdminOnly").then(|| v.trim() == "1")
+    })
+}
+
+/// Runs every check.
+pub fn diagnose(env: &SearchEnv, verbose: bool) -> Vec<Finding> {
+    let mut out = Vec::new();
+
+    // 1. CUDA driver and GPUs.
+    let mut have_driver = false;
+    match kprof::Driver::load(env) {
+        Ok(d) => {
+            have_driver = true;
+            let v = d.version;
+            out.push(f(Level::Ok, "CUDA driver", format!("{} (supports CUDA {}.{})", d.path.display(), v / 1000, (v % 1000) / 10), None));
+            match d.device_count() {
+                Ok(0) | Err(_) => out.push(f(Level::Fail, "GPU", "the driver sees no GPU", Some("check nvidia-smi and CUDA_VISIBLE_DEVICES".into()))),
+                Ok(n) => {
+                    for i in 0..n {
+                        match d.device_info(i) {
+                            Ok(p) => out.push(f(Level::Ok, "GPU", format!("#{i} {} (cc {}.{}, L2 {} MiB, SM clock {} MHz, uuid {})", p.name, p.cc.0, p.cc.1, p.l2_bytes >> 20, p.clock_khz / 1000, p.uuid), None)),
+                            Err(e) => out.push(f(Level::Warn, "GPU", format!("#{i}: {e}"), None)),
+                        }
+                    }
+                }
+            }
+        }
+        Err(e) => {
+            let detail = error_detail(&e.to_string());
+            out.push(f(Level::Fail, "CUDA driver", format!("libcuda is missing or unusable: {detail}"), Some(LibKind::Cuda.hint())));
+            if verbose {
+                for l in plan_lines(LibKind::Cuda, env) {
+                    out.push(f(Level::Info, "libcuda search", l, None));
+                }
+            }
+        }
+    }
+
+    // 2. CUPTI (every place searched) and nvperf.
+    let cupti_lines = plan_lines(LibKind::Cupti, env);
+    match kprof::cupti::Cupti::load(env) {
+        Ok(c) => {
+            let v = c.api_version;
+            out.push(f(Level::Ok, "CUPTI", format!("{} (API {v}, CUDA {}.{})", c.path.display(), v / 10000, (v % 10000) / 100), None));
+            match &c.nvperf_host {
+                Some(p) => out.push(f(Level::Ok, "nvperf host", p.display().to_string(), None)),
+                None => out.push(f(Level::Warn, "nvperf host", format!("no libnvperf_host.so beside {}", c.path.display()), Some("in-process hardware counters need it: use a CUPTI folder that has it (toolkit targets/*/lib or the nvidia-cuda-cupti wheel)".into()))),
+            }
+            if v < 130300 {
+                out.push(f(Level::Info, "CUPTI subscribers", format!("CUPTI API {v} allows one subscriber per process (multi-subscriber needs CUDA 13.3+ and driver r610+)"), None));
+            }
+            if c.path.to_string_lossy().contains("site-packages") {
+                out.push(f(Level::Info, "CUPTI copy", "a pip copy: on the H200 its NVTX-to-CUPTI path delivered no markers; kprof run receives NVTX itself through NVTX_INJECTION64_PATH, so this does not matter there", None));
+            }
+        }
+        Err(e) => {
+            let detail = error_detail(&e.to_string());
+            out.push(f(Level::Fail, "CUPTI", format!("libcupti not loadable: {detail}"), Some(LibKind::Cupti.hint())));
+        }
+    }
+    if verbose || !out.iter().any(|x| x.item == "CUPTI" && x.level == Level::Ok) {
+        for l in cupti_lines {
+            out.push(f(Level::Info, "libcupti search", l, None));
+        }
+    }
+
+    // 3. NVML.
+    match loader::load_library(LibKind::Nvml, env) {
+        Ok(l) => out.push(f(Level::Ok, "NVML", l.path.display().to_string(), None)),
+        Err(_) => out.push(f(Level::Warn, "NVML", "libnvidia-ml not found: no clocks, temperature or power in the results", Some(LibKind::Nvml.hint()))),
+    }
+
+    // 4. Nsight Compute.
+    match kprof::ncu::NcuInstall::detect() {
+        Ok(n) => out.push(f(Level::Ok, "Nsight Compute", n.describe(), None)),
+        Err(e) => out.push(f(Level::Warn, "Nsight Compute", format!("{e}").lines().next().unwrap_or("").to_string(), Some("install Nsight Compute (it ships with the CUDA toolkit) or put ncu on PATH; only the ncu backend and counter cross-checks need it".into()))),
+    }
+
+    // 5. Counter permission.
+    match std::fs::read_to_string("/proc/driver/nvidia/params").ok().as_deref().and_then(profiling_admin_only) {
+        Some(true) => {
+            let root = unsafe { libc::geteuid() } == 0;
+            out.push(f(if root { Level::Ok } else { Level::Warn }, "counter permission", format!("RmProfilingAdminOnly=1 (performance counters need admin){}", if root { "; running as root" } else { "" }), (!root).then(|| "run as root, or load the driver with NVreg_RestrictProfilingToAdminUsers=0 (kernel timing via CUPTI activity is not affected)".to_string())));
+        }
+        Some(false) => out.push(f(Level::Ok, "counter permission", "RmProfilingAdminOnly=0: any user may read performance counters", None)),
+        None => out.push(f(Level::Info, "counter permission", if have_driver { "unknown (/proc/driver/nvidia/params has no RmProfilingAdminOnly)" } else { "unknown (no NVIDIA driver)" }, None)),
+    }
+
+    // 6. Other CUPTI users / injectors.
+    let injectors: Vec<String> = ["CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH"]
+        .iter()
+        .filter_map(|v| std::env::var(v).ok().filter(|x| !x.is_empty()).map(|x| format!("{v}={x}")))
+        .collect();
+    if injectors.is_empty() {
+        out.push(f(Level::Info, "other CUPTI users", "none injected through the environment; another CUPTI client inside a program (torch.profiler/Kineto, Proton, a second kprof) cannot be seen before subscribing: kprof then reports 'subscriber taken'", Some("to check a program: run it under `kprof run --verbose` and look for 'cannot start CUPTI activity collection'".into())));
+    } else {
+        out.push(f(Level::Warn, "other CUPTI users", format!("a profiler injects itself: {}", injectors.join(", ")), Some("kprof run refuses to run under ncu/nsys; run kprof outside them".into())));
+    }
+
+    // 7. kprof run's injection library.
+    let exe = std::env::current_exe().ok();
+    match crate::run_cmd::find_inject_lib(std::env::var_os(crate::run_cmd::ENV_INJECT_PATH).map(Into::into), exe) {
+        Ok(p) => out.push(f(Level::Ok, "kprof run", format!("injection library {}", p.display()), None)),
+        Err(e) => out.push(f(Level::Warn, "kprof run", e.to_string(), None)),
+    }
+    out
+}
+
+/// Renders findings, one per line, fixes indented below.
+pub fn render(findings: &[Finding]) -> String {
+    let mut s = String::new();
+    for x in findings {
+        s.push_str(&format!("{} {}: {}\n", x.level.tag(), x.item, x.detail));
+        if let Some(fix) = &x.fix {
+            if x.level != Level::Ok {
+                s.push_str(&format!("       fix: {fix}\n"));
+            }
+        }
+    }
+    let fails = findings.iter().filter(|x| x.level == Level::Fail).count();
+    let warns = findings.iter().filter(|x| x.level == Level::Warn).count();
+    s.push_str(&format!("{fails} problem(s), {warns} warning(s)\n"));
+    s
+}
+
+/// Runs `kprof doctor`; always 0.
+pub fn run(args: &DoctorArgs) -> i32 {
+    let env = SearchEnv::from_process();
+    print!("{}", render(&diagnose(&env, args.verbose)));
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn admin_only_param() {
+        assert_eq!(profiling_admin_only("Foo: 1\nRmProfilingAdminOnly: 1\n"), Some(true));
+        assert_eq!(profiling_admin_only("RmProfilingAdminOnly: 0"), Some(false));
+        assert_eq!(profiling_admin_only("x"), None);
+    }
+}

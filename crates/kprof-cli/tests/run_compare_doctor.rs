@@ -1,0 +1,181 @@
+//! `kprof run`, `kprof compare` and `kprof doctor` through the binary (no GPU needed).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use kprof_core::io::{self, ReadOptions};
+
+fn kprof() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_kprof"));
+    c.env_remove("CUDA_INJECTION64_PATH")
+        .env_remove("NVTX_INJECTION64_PATH")
+        .env_remove("KPROF_INJECT_PATH");
+    c
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/h200").join(name)
+}
+
+fn text(o: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// A copy of a raw fixture with every value multiplied by `factor`.
+fn scaled(src: &Path, factor: f64, dir: &Path) -> PathBuf {
+    let mut raw = io::read_raw_csv(src, &ReadOptions::default()).unwrap();
+    for s in &mut raw.samples {
+        s.value *= factor;
+    }
+    let out = dir.join(format!("scaled-{}", src.file_name().unwrap().to_string_lossy()));
+    io::write_raw_csv(&out, &raw).unwrap();
+    out
+}
+
+#[test]
+fn compare_h200_fixtures_with_themselves_is_no_change() {
+    for name in ["a_sgemm4096-raw.csv", "b_scale256mb-raw.csv", "c_three_kernels-raw.csv", "g_sgemm_sweep-raw.csv"] {
+        let f = fixture(name);
+        let o = kprof().arg("compare").arg(&f).arg(&f).output().unwrap();
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{name}: {out}{err}");
+        assert!(!out.contains("REGRESSION"), "{out}");
+        assert!(out.lines().skip(1).all(|l| l.ends_with("same")), "{name}: {out}");
+    }
+}
+
+#[test]
+fn compare_h200_fixture_scaled_by_1_1_is_a_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["a_sgemm4096-raw.csv", "g_sgemm_sweep-raw.csv"] {
+        let base = fixture(name);
+        let slow = scaled(&base, 1.1, dir.path());
+        let o = kprof().arg("compare").arg(&base).arg(&slow).output().unwrap();
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{name}: {out}{err}");
+        assert!(out.contains("REGRESSION") && out.contains("+10.00%"), "{out}");
+        assert!(err.contains("significant regression"), "{err}");
+        // Faster is an improvement, exit 0.
+        let fast_dir = dir.path().join("fast");
+        std::fs::create_dir_all(&fast_dir).unwrap();
+        let fast2 = scaled(&base, 0.9, &fast_dir);
+        let o = kprof().arg("compare").arg(&base).arg(&fast2).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+        assert!(text(&o).0.contains("improvement"));
+    }
+}
+
+#[test]
+fn compare_processed_tables_uses_their_moments_and_writes_csv_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let base_raw = fixture("a_sgemm4096-raw.csv");
+    let slow_raw = scaled(&base_raw, 1.1, dir.path());
+    let base_p = dir.path().join("base-processed.csv");
+    let slow_p = dir.path().join("slow-processed.csv");
+    for (i, o) in [(&base_raw, &base_p), (&slow_raw, &slow_p)] {
+        let s = kprof().arg("summarize").arg(i).arg("-o").arg(o).output().unwrap();
+        assert!(s.status.success(), "{:?}", text(&s));
+    }
+    let csv = dir.path().join("cmp.csv");
+    let o = kprof().args(["compare", "--json", "--csv"]).arg(&csv).arg(&base_p).arg(&slow_p).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
+    let v: serde_json::Value = serde_json::from_str(&text(&o).0).unwrap();
+    assert_eq!(v[0]["verdict"], "regression");
+    assert!(v[0]["p_value"].as_f64().unwrap() < 1e-6);
+    assert!(std::fs::read_to_string(&csv).unwrap().contains(",regression") || std::fs::read_to_string(&csv).unwrap().contains("REGRESSION"));
+    // A 20% threshold turns it into "same".
+    let o = kprof().args(["compare", "--threshold", "20%"]).arg(&base_p).arg(&slow_p).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+}
+
+#[test]
+fn compare_bad_input_exits_2() {
+    let o = kprof().args(["compare", "/nonexistent/a.csv", "/nonexistent/b.csv"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("kprof: error:"));
+    let f = fixture("a_sgemm4096-raw.csv");
+    let o = kprof().args(["compare", "--threshold", "x"]).arg(&f).arg(&f).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    // No series in common.
+    let o = kprof().arg("compare").arg(&f).arg(fixture("b_scale256mb-raw.csv")).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
+    // Usage error (clap).
+    let o = kprof().args(["compare", "only-one"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn doctor_exits_0_and_diagnoses_a_gpu_less_machine() {
+    let o = kprof().arg("doctor").output().unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    for item in ["CUDA driver", "CUPTI", "NVML", "Nsight Compute", "counter permission", "other CUPTI users", "kprof run"] {
+        assert!(out.contains(item), "{item} missing:\n{out}");
+    }
+    let has_libcuda = ["/usr/lib/libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib64/libcuda.so.1"]
+        .iter()
+        .any(|p| Path::new(p).exists());
+    if !has_libcuda {
+        assert!(out.contains("[FAIL] CUDA driver: libcuda is missing"), "{out}");
+        assert!(out.contains("fix: install the NVIDIA driver"), "{out}");
+    }
+}
+
+#[test]
+fn run_passes_the_exit_code_through_and_explains_missing_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake_lib = dir.path().join("libkprof_inject.so");
+    std::fs::write(&fake_lib, b"").unwrap();
+    let out = dir.path().join("out");
+    let o = kprof()
+        .env("KPROF_INJECT_PATH", &fake_lib)
+        .args(["run", "--out"])
+        .arg(&out)
+        .args(["--", "sh", "-c", "echo \"$CUDA_INJECTION64_PATH|$KPROF_RUN_BENCHMARK\"; exit 3"])
+        .output()
+        .unwrap();
+    let (so, se) = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{so}{se}");
+    let lib = std::fs::canonicalize(&fake_lib).unwrap();
+    assert_eq!(so, format!("{}|sh\n", lib.display()));
+    assert!(se.contains("exited with 3") && se.contains("no process of the command initialised CUDA"), "{se}");
+    // Success of the command but no results: 1.
+    let o = kprof().env("KPROF_INJECT_PATH", &fake_lib).args(["run", "--quiet", "--out"]).arg(&out).args(["--", "true"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
+    // Repeat and env sweep run the command once per (value, repetition), with the variable set.
+    let log = dir.path().join("log");
+    let o = kprof()
+        .env("KPROF_INJECT_PATH", &fake_lib)
+        .args(["run", "--repeat", "2", "--env-sweep", "N=1,2", "--out"])
+        .arg(&out)
+        .arg("--")
+        .args(["sh", "-c"])
+        .arg(format!("echo $N >> {}", log.display()))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "1\n1\n2\n2\n");
+}
+
+#[test]
+fn run_refuses_without_library_or_under_another_profiler() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = kprof().env("KPROF_INJECT_PATH", dir.path().join("missing.so")).args(["run", "--", "true"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("KPROF_INJECT_PATH"));
+    let fake_lib = dir.path().join("libkprof_inject.so");
+    std::fs::write(&fake_lib, b"").unwrap();
+    let o = kprof()
+        .env("KPROF_INJECT_PATH", &fake_lib)
+        .env("CUDA_INJECTION64_PATH", "/opt/nvidia/nsight-compute/lib/libInterceptor.so")
+        .args(["run", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("another profiler"), "{:?}", text(&o));
+    // Bad options.
+    let o = kprof().env("KPROF_INJECT_PATH", &fake_lib).args(["run", "--env-sweep", "N", "--", "true"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let o = kprof().args(["run", "--group-by", "stream", "--", "true"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
