@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 EXAMPLES=(gpu_check vector_scale sgemm multi_kernel graph counters_check conditions_check)
 
 cargo build --release -p kprof --examples
-cargo build --release -p kprof-cli
+cargo build --release -p kprof-cli -p kprof-inject
 
 mkdir -p .carry/bin
 for ex in "${EXAMPLES[@]}"; do
@@ -19,6 +19,7 @@ for ex in "${EXAMPLES[@]}"; do
     cp -f "$src" ".carry/bin/$ex"
 done
 cp -f target/release/kprof .carry/bin/kprof
+cp -f target/release/libkprof_inject.so .carry/bin/libkprof_inject.so   # kprof run finds it next to kprof
 # The Python package (abi3 wheel: imports on the GPU machine's Python 3.12).
 rm -rf .carry/wheels && mkdir -p .carry/wheels
 python3 -m pip wheel -q --no-deps -w .carry/wheels .

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# GPU check of `kprof run` (issue 9), ON the H200 from the repo root after scripts/build-carry.sh
+# filled .carry/bin/ (kprof + libkprof_inject.so):
+#
+#     scripts/gpu-check-run.sh [OUT]        # OUT defaults to $OUT
+#
+# 1. builds scripts/gpu-run/nvtx_ranges.cu with nvcc (two NVTX ranges, kernels >= 50 us, CUDA
+#    events around the same kernels) and runs it under `kprof run`: per-range durations must be
+#    within 1% of the CUDA-event times (scripts/gpu-run/check_ranges.py);
+# 2. the same with a PyTorch script (torch.cuda.nvtx.range_push/pop);
+# 3. `kprof compare` of two runs of (1): exit 0; against a slowed variant (SLOW=1.5): exit 1;
+# 4. wall time of the PyTorch script with and without `kprof run`;
+# 5. `kprof doctor`.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${1:-${OUT:?give OUT}}"
+mkdir -p "$OUT"
+KPROF=.carry/bin/kprof
+NVCC=/usr/local/cuda/bin/nvcc
+PY=/opt/torch/.venv/bin/python3
+status=0
+step() { echo "== $*"; }
+fail() { echo "FAIL: $*"; status=1; }
+
+[ -x "$KPROF" ] && [ -f .carry/bin/libkprof_inject.so ] || { echo "run scripts/build-carry.sh first"; exit 2; }
+
+step "doctor"
+"$KPROF" doctor --verbose | tee "$OUT/doctor.txt" || fail "doctor exit $?"
+
+step "build nvtx_ranges.cu"
+"$NVCC" -O2 -arch=sm_90 -o "$OUT/nvtx_ranges" scripts/gpu-run/nvtx_ranges.cu || { fail "nvcc"; exit 1; }
+
+step "1. CUDA C++ program under kprof run"
+for i in 1 2; do
+    KPROF_RUN_VERBOSE=1 "$KPROF" run --verbose --out "$OUT/cpp$i" -- "$OUT/nvtx_ranges" > "$OUT/cpp$i.stdout" 2> "$OUT/cpp$i.stderr"
+    rc=$?; echo "kprof run exit $rc"; [ $rc -eq 0 ] || fail "kprof run cpp$i exit $rc"
+    cat "$OUT/cpp$i.stderr"; grep -v '^EVENT' "$OUT/cpp$i.stdout"
+    cat "$OUT"/cpp$i/procs/rep0/*.json
+    python3 scripts/gpu-run/check_ranges.py "$OUT/cpp$i/raw.csv" "$OUT/cpp$i.stdout" 1 || fail "cpp$i ranges vs CUDA events"
+done
+
+step "2. PyTorch script under kprof run"
+"$KPROF" run --verbose --out "$OUT/torch" -- "$PY" scripts/gpu-run/torch_nvtx.py > "$OUT/torch.stdout" 2> "$OUT/torch.stderr"
+rc=$?; echo "kprof run exit $rc"; [ $rc -eq 0 ] || fail "kprof run torch exit $rc"
+cat "$OUT/torch.stderr"; grep -v '^EVENT' "$OUT/torch.stdout"
+cat "$OUT"/torch/procs/rep0/*.json
+python3 scripts/gpu-run/check_ranges.py "$OUT/torch/raw.csv" "$OUT/torch.stdout" 1 || fail "torch ranges vs CUDA events"
+
+step "3. compare: two runs (expect exit 0), slowed variant (expect exit 1)"
+"$KPROF" compare "$OUT/cpp1/raw.csv" "$OUT/cpp2/raw.csv" | tee "$OUT/compare-same.txt"
+rc=${PIPESTATUS[0]}; echo "compare exit $rc"; [ $rc -eq 0 ] || fail "compare of two runs exit $rc"
+SLOW=1.5 "$KPROF" run --quiet --out "$OUT/cpp-slow" -- "$OUT/nvtx_ranges" > /dev/null 2>&1
+"$KPROF" compare "$OUT/cpp1/raw.csv" "$OUT/cpp-slow/raw.csv" --csv "$OUT/compare-slow.csv" | tee "$OUT/compare-slow.txt"
+rc=${PIPESTATUS[0]}; echo "compare exit $rc"; [ $rc -eq 1 ] || fail "compare against the slowed variant exit $rc (want 1)"
+
+step "4. PyTorch wall time with and without kprof run (3 each)"
+for i in 1 2 3; do
+    t0=$(date +%s.%N); "$PY" scripts/gpu-run/torch_nvtx.py > /dev/null 2>&1; t1=$(date +%s.%N)
+    "$KPROF" run --quiet --out "$OUT/torch-t$i" -- "$PY" scripts/gpu-run/torch_nvtx.py > /dev/null 2>&1; t2=$(date +%s.%N)
+    echo "plain $(awk "BEGIN{print $t1 - $t0}") s   under kprof run $(awk "BEGIN{print $t2 - $t1}") s" | tee -a "$OUT/timing.txt"
+done
+
+step "5. exit code pass-through and group-by kernel"
+"$KPROF" run --quiet --out "$OUT/fail" -- "$PY" -c "import torch; torch.ones(1, device='cuda').sum().item(); raise SystemExit(7)"
+rc=$?; echo "exit $rc"; [ $rc -eq 7 ] || fail "exit code not passed through ($rc)"
+"$KPROF" run --group-by kernel --out "$OUT/bykernel" -- "$OUT/nvtx_ranges" > /dev/null || fail "group-by kernel"
+
+echo "== run check: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
+exit $status

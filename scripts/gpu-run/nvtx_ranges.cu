@@ -1,0 +1,48 @@
+// GPU check for `kprof run` (scripts/gpu-check-run.sh): two NVTX ranges around kernels of
+// >= 50 us, each also timed in-process with CUDA events, printed as
+//   EVENT <range> <iteration> <ns>
+// SLOW=<factor> makes the kernels do that many times more work (the "slowed variant").
+#include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
+#include <cstdio>
+#include <cstdlib>
+
+__global__ void scale(float* x, size_t n, float a, int reps) {
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i < n) {
+        float v = x[i];
+        for (int r = 0; r < reps; r++) v = v * a + 1e-7f;
+        x[i] = v;
+    }
+}
+
+int main() {
+    double slow = getenv("SLOW") ? atof(getenv("SLOW")) : 1.0;
+    const size_t n = 64ull << 20;  // 64 Mi floats = 256 MB: ~200 us per memory-bound pass
+    float* x;
+    if (cudaMalloc(&x, n * sizeof(float)) != cudaSuccess) { fprintf(stderr, "cudaMalloc failed\n"); return 1; }
+    cudaMemset(x, 0, n * sizeof(float));
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    const char* names[2] = {"scale_light", "scale_heavy"};
+    int reps[2] = {(int)(1 * slow), (int)(400 * slow)};
+    unsigned blocks = (unsigned)((n + 255) / 256);
+    scale<<<blocks, 256>>>(x, n, 1.0f, 1);  // warm-up, outside any range
+    cudaDeviceSynchronize();
+    for (int it = 0; it < 10; it++) {
+        for (int k = 0; k < 2; k++) {
+            nvtxRangePushA(names[k]);
+            cudaEventRecord(e0);
+            scale<<<blocks, 256>>>(x, n, 0.999f, reps[k]);
+            cudaEventRecord(e1);
+            cudaEventSynchronize(e1);
+            nvtxRangePop();
+            float ms = 0;
+            cudaEventElapsedTime(&ms, e0, e1);
+            printf("EVENT %s %d %.0f\n", names[k], it, ms * 1e6);
+        }
+    }
+    cudaFree(x);
+    return 0;
+}
