@@ -136,7 +136,9 @@ class NcuBackend:
             os._exit(0)
         from . import _core
 
-        module = getattr(sys.modules.get("__main__"), "__file__", None) or self.tag
+        # Report names: <script>:<module.qualname> (the stem hashes it, so names never collide).
+        main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+        module = f"{os.path.basename(main_file)}:{self.tag}" if main_file else self.tag
         progress.info(f"kprof: {name}: running the script again under ncu (KPROF_NCU_CHILD={self.id})")
         table, info = _core.ncu_relaunch(
             name,
@@ -145,7 +147,7 @@ class NcuBackend:
             self.program,
             self.args,
             self.id,
-            f"{module}:{self.tag}",
+            module,
             self.call_index,
             self.report_prefix,
             None,
