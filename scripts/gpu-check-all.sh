@@ -4,13 +4,14 @@
 #
 #     scripts/gpu-check-all.sh [OUT]       # OUT defaults to $OUT
 #
-# Parts (each may be skipped with SKIP="engine ncu counters conditions python run"):
+# Parts (each may be skipped with SKIP="engine ncu counters conditions python run ncubackend"):
 #   engine      scripts/gpu-check.sh           issue 3 checks a-g + benchmark (CUPTI activity)
 #   counters    scripts/counters-vs-ncu.sh     issue 5: in-process counters vs ncu
 #   conditions  conditions_check               issue 7: NVML readings, energy, fingerprint
 #   ncu         scripts/ncu-capture.sh         issue 6: real ncu exports for the fixtures
 #   python      scripts/gpu-check-python.sh    issue 4: the seed's steps through the wheel
 #   run         scripts/gpu-check-run.sh       issue 9: kprof run (injection) vs CUDA events, compare
+#   ncubackend  scripts/gpu-check-ncu.sh       issue 6: backend="ncu" through the wheel
 # Results: one tarball per part plus all-checks.log in OUT. Never changes any GPU setting.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -40,5 +41,6 @@ part conditions .carry/bin/conditions_check "$OUT/conditions/conditions_fixture.
 part ncu        env OUT="$OUT/ncu" bash scripts/ncu-capture.sh
 [ -x scripts/gpu-check-run.sh ] && part run env OUT="$OUT/run" scripts/gpu-check-run.sh "$OUT/run"
 [ -x scripts/gpu-check-python.sh ] && part python env OUT="$OUT/python" scripts/gpu-check-python.sh
+[ -x scripts/gpu-check-ncu.sh ] && part ncubackend env OUT="$OUT/ncubackend" scripts/gpu-check-ncu.sh
 echo "== overall: $([ $status -eq 0 ] && echo PASS || echo FAIL)" | tee -a "$LOG"
 exit $status

@@ -103,7 +103,9 @@ RAW_COLUMNS = (
 #:   relative std dev / relative CI95 half-width is below this;
 #: * ``max_runs`` (int | None), ``time_budget`` (float seconds | None): caps of adaptive runs;
 #: * ``verbosity`` (int): a :class:`kprof.VerbosityLevel` value;
-#: * ``backend`` ("cupti" | "cuda-events"): CUPTI kernel records, or the CUDA-events fallback;
+#: * ``backend`` ("cupti" | "cuda-events" | "ncu"): CUPTI kernel records, or the CUDA-events fallback;
+#:   "ncu" reaches a backend only in an ncu child (``kprof._ncu``), to run the selected benchmark;
+#: * ``ncu_options`` (dict | None): more ncu arguments for backend="ncu" (see ``kprof._ncu``);
 #: * ``output_prefix`` (str, only with ``output_csv=True``): write the raw CSV
 #:   ``<output_prefix><name>-raw.csv`` after every finished configuration.
 OPTION_KEYS = (
@@ -124,6 +126,7 @@ OPTION_KEYS = (
     "verbosity",
     "backend",
     "output_prefix",
+    "ncu_options",
 )
 
 

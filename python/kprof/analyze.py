@@ -20,7 +20,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from . import _backend, annotation, plotting
+from . import _backend, _ncu, annotation, plotting
 from ._backend import RAW_COLUMNS
 from .exceptions import BackendError, ConfigError, ProfilerError, not_available
 from .progress import ProgressReporter
@@ -37,7 +37,7 @@ REDUCERS = ("sum", "mean", "max", "min", "first", "last")
 _CHOICES = {
     "clock_control": ("none", "base"),
     "cache_control": ("all", "none"),
-    "replay_mode": ("kernel", "range"),
+    "replay_mode": ("kernel", "range", "application"),
     "thermal_mode": ("auto", "manual", "off"),
     "order": ("interleaved", "sequential"),
     "backend": ("cupti", "cuda-events", "ncu"),
@@ -94,6 +94,7 @@ class Settings:
             "time_budget": self.time_budget,
             "verbosity": int(self.verbosity),
             "backend": self.backend,
+            "ncu_options": self.extra.get("ncu_options"),
         }
 
 
@@ -273,15 +274,22 @@ def _validate(opts: dict[str, Any]) -> Settings:
             raise ConfigError("configs is empty; give at least one config")
 
     # Valid values whose feature lands later: raise rather than silently ignore.
-    if metrics != (DEFAULT_METRIC,):
+    if metrics != (DEFAULT_METRIC,) and backend != "ncu":  # ncu collects any metric
         others = [m for m in metrics if m != DEFAULT_METRIC]
         raise not_available(f"metrics={list(metrics)!r} (only {DEFAULT_METRIC!r} is measured now; {others!r} need counters)", _HW_COUNTERS)
-    if backend == "ncu":
-        raise not_available("backend='ncu'", _NCU)
-    if clock == "base":
-        raise not_available("clock_control='base' (locking clocks)", _NCU)
-    if replay == "range":
-        raise not_available("replay_mode='range'", _NCU)
+    ncu_options = _ncu.check_ncu_options(opts["ncu_options"])
+    if backend != "ncu":
+        for what, given in (
+            ("clock_control='base' (locking clocks)", clock == "base"),
+            (f"replay_mode={replay!r}", replay != "kernel"),
+            ("ncu_options", ncu_options is not None),
+        ):
+            if given:
+                raise ConfigError(f"{what} needs backend='ncu' (Nsight Compute); got backend={backend!r}")
+    elif target_rsd is not None or target_ci is not None:
+        raise ConfigError("target_rsd / target_ci (adaptive runs) do not work with backend='ncu': the values are known only after ncu has finished; give runs=N")
+    elif ignore:
+        raise ConfigError("ignore_kernel_list is not supported with backend='ncu' yet; use backend='cupti' or narrow the annotations")
     if thermal == "manual":
         raise not_available("thermal_mode='manual'", _THERMAL)
     for name in ("thermal_wait", "thermal_cont", "thermal_timeout", "thermal_device"):
@@ -312,6 +320,7 @@ def _validate(opts: dict[str, Any]) -> Settings:
         max_runs=max_runs,
         time_budget=time_budget,
         backend=backend,
+        extra={"ncu_options": ncu_options},
     )
 
 
@@ -505,6 +514,7 @@ def kernel(
     max_runs: int | None = None,
     time_budget: float | None = None,
     backend: str = "cupti",
+    ncu_options: dict | None = None,
 ):
     """Profiles the decorated function: ``@kernel``, ``@kernel()`` or ``@kernel(**options)``.
 
@@ -523,7 +533,11 @@ def kernel(
       and ``max_runs`` / ``time_budget`` (seconds) as the caps;
     * ``backend`` ("cupti"): the measurement backend; ``"cuda-events"`` times each annotation with
       two CUDA events instead (no CUPTI needed, e.g. while torch.profiler holds CUPTI; metric
-      ``cuda_event_elapsed.sum``, idle gaps included, no kernel names).
+      ``cuda_event_elapsed.sum``, idle gaps included, no kernel names); ``"ncu"`` re-runs the script
+      under Nsight Compute (relaunch mode, see :mod:`kprof._ncu`): any ncu metric,
+      ``clock_control="base"``, ``replay_mode="range"``/``"application"`` and ``ncu_options``
+      (``set``, ``sections``, ``target_processes``, ``launch_skip``, ``launch_count``,
+      ``extra_args``); the ``.ncu-rep`` is kept. Not in notebooks.
     """
     opts = dict(
         configs=configs,
@@ -552,6 +566,7 @@ def kernel(
         max_runs=max_runs,
         time_budget=time_budget,
         backend=backend,
+        ncu_options=ncu_options,
     )
     if _func is not None and not callable(_func):
         raise ConfigError(
@@ -591,6 +606,12 @@ def _profile(func, sig: Signature, tag: str, settings: Settings, state: dict, ar
         _check_derive_arity(settings.derive_metric, settings.metrics, sig)
     backend = _backend.get_backend()
     pairs = [list(zip(sig.names, values)) for values in configs]
+    if settings.backend == "ncu" or _ncu.in_child():
+        # ncu relaunch mode: in the child only the selected benchmark runs (kprof/_ncu.py).
+        backend = _ncu.NcuBackend(tag, backend) if settings.backend == "ncu" else None
+        if backend is None or backend.skip:
+            raw, _ = _finish_raw(_ncu.empty_table(), sig, pairs)
+            return ProfileResults(raw, list(sig.names), normalize_against=settings.normalize_against, benchmark=sig.func_name)
     calls = [sig.call_args(values) for values in configs]
     returned = {"warned": False}
 
@@ -627,6 +648,8 @@ def _profile(func, sig: Signature, tag: str, settings: Settings, state: dict, ar
         # Ctrl-C keeps what was measured; it is removed once the complete files are written.
         options["output_prefix"] = f"{state['prefix']}partial-{tag}-{run_id}-"
         partial = f"{options['output_prefix']}{sig.func_name}-raw.csv"
+    if isinstance(backend, _ncu.NcuBackend):
+        backend.report_prefix = state["prefix"]
     try:
         table = backend.run_benchmark(sig.func_name, call, pairs, options, progress)
     except BaseException:

@@ -35,7 +35,7 @@ def check(exc, message, **opts):
         (dict(verbosity="loud"), "verbosity must be a kprof.VerbosityLevel (SILENT=0, INFO=3, DEBUG=4), got 'loud'"),
         (dict(clock_control="fast"), "clock_control must be one of 'none', 'base'; got 'fast'"),
         (dict(cache_control="some"), "cache_control must be one of 'all', 'none'; got 'some'"),
-        (dict(replay_mode="app"), "replay_mode must be one of 'kernel', 'range'; got 'app'"),
+        (dict(replay_mode="app"), "replay_mode must be one of 'kernel', 'range', 'application'; got 'app'"),
         (dict(thermal_mode="hot"), "thermal_mode must be one of 'auto', 'manual', 'off'; got 'hot'"),
         (dict(order="random"), "order must be one of 'interleaved', 'sequential'; got 'random'"),
         (dict(backend="nvbit"), "backend must be one of 'cupti', 'cuda-events', 'ncu'; got 'nvbit'"),
@@ -90,9 +90,6 @@ NOT_YET = "is not available yet in this version of kprof; it lands with"
         (dict(metrics=["sm__throughput.avg.pct_of_peak_sustained_elapsed"]), "hardware counters"),
         (dict(metrics=["gpu__time_duration.sum", "dram__bytes.sum"]), "hardware counters"),
         (dict(metrics="dram__bytes.sum"), "hardware counters"),
-        (dict(backend="ncu"), "backend='ncu' " + NOT_YET + " the ncu backend"),
-        (dict(clock_control="base"), "clock_control='base' (locking clocks) " + NOT_YET + " the ncu backend"),
-        (dict(replay_mode="range"), "replay_mode='range' " + NOT_YET + " the ncu backend"),
         (dict(thermal_mode="manual"), "thermal_mode='manual' " + NOT_YET + " thermal control"),
         (dict(thermal_wait=10), "thermal_wait=10 " + NOT_YET + " thermal control"),
         (dict(thermal_wait=10, thermal_cont=20), "thermal_wait=10 " + NOT_YET),
@@ -192,3 +189,32 @@ def test_verbosity_levels():
     V = kprof.VerbosityLevel
     assert (V.SILENT, V.INFO, V.DEBUG) == (0, 3, 4)
     assert [m.name for m in V] == ["SILENT", "INFO", "DEBUG"]
+
+
+@pytest.mark.parametrize(
+    "opts, message",
+    [
+        (dict(clock_control="base"), "clock_control='base' (locking clocks) needs backend='ncu'"),
+        (dict(replay_mode="range"), "replay_mode='range' needs backend='ncu'"),
+        (dict(replay_mode="application"), "replay_mode='application' needs backend='ncu'"),
+        (dict(ncu_options={"set": "full"}), "ncu_options needs backend='ncu'"),
+        (dict(backend="ncu", target_rsd=2.0), "do not work with backend='ncu'"),
+        (dict(backend="ncu", ignore_kernel_list=["k"]), "ignore_kernel_list is not supported with backend='ncu'"),
+        (dict(backend="ncu", ncu_options={"sett": "full"}), "ncu_options has unknown key(s) ['sett']"),
+        (dict(backend="ncu", ncu_options={"sections": "X"}), "must be a list of strings"),
+        (dict(backend="ncu", ncu_options={"launch_count": -1}), "must be an int >= 0"),
+        (dict(backend="ncu", ncu_options={"target_processes": "some"}), "'all' or 'application-only'"),
+    ],
+)
+def test_ncu_only_options(opts, message):
+    check(ConfigError, message, **opts)
+
+
+def test_ncu_backend_accepts_its_options():
+    for opts in (
+        dict(backend="ncu"),
+        dict(backend="ncu", clock_control="base", replay_mode="application", cache_control="none"),
+        dict(backend="ncu", metrics=["dram__bytes_read.sum", "gpu__time_duration.sum"]),
+        dict(backend="ncu", ncu_options={"set": "full", "sections": ["SpeedOfLight"], "launch_count": 3}),
+    ):
+        kernel(**opts)(body)

@@ -35,7 +35,7 @@ thread_local! {
 /// An exception raised inside a user reducer (`combine_kernel_metrics`), re-raised afterwards.
 static REDUCER_ERROR: Mutex<Option<PyErr>> = Mutex::new(None);
 
-fn kprof_exception(py: Python<'_>, class: &str, msg: String) -> PyErr {
+pub(crate) fn kprof_exception(py: Python<'_>, class: &str, msg: String) -> PyErr {
     match py.import("kprof.exceptions").and_then(|m| m.getattr(class)) {
         Ok(cls) => PyErr::from_value(cls.call1((msg,)).unwrap_or_else(|e| e.into_value(py).into_bound(py).into_any())),
         Err(_) => PyRuntimeError::new_err(msg),
@@ -46,7 +46,7 @@ fn get<'py>(opts: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<Bound<'py, 
     Ok(opts.get_item(key)?.filter(|v| !v.is_none()))
 }
 
-fn reducer(value: Option<Bound<'_, PyAny>>) -> PyResult<Reducer> {
+pub(crate) fn reducer(value: Option<Bound<'_, PyAny>>) -> PyResult<Reducer> {
     let Some(v) = value else { return Ok(Reducer::Sum) };
     if let Ok(name) = v.extract::<String>() {
         return name.parse::<Reducer>().map_err(|e| PyValueError::new_err(e.to_string()));
@@ -70,7 +70,7 @@ fn reducer(value: Option<Bound<'_, PyAny>>) -> PyResult<Reducer> {
 
 /// The options dict of the Python backend contract (`python/kprof/_backend.py`) as
 /// [`BenchOptions`].
-fn bench_options(opts: &Bound<'_, PyDict>) -> PyResult<BenchOptions> {
+pub(crate) fn bench_options(opts: &Bound<'_, PyDict>) -> PyResult<BenchOptions> {
     let mut o = BenchOptions::default();
     if let Some(v) = get(opts, "runs")? {
         o.runs = v.extract()?;
@@ -142,7 +142,7 @@ fn opt_to_py(py: Python<'_>, x: Option<f64>) -> PyResult<Bound<'_, PyAny>> {
 }
 
 /// The raw table of the backend contract: one row per sample, with `_config` indexing `configs`.
-fn raw_table<'py>(py: Python<'py>, raw: &RawResults, configs: &[Config]) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn raw_table<'py>(py: Python<'py>, raw: &RawResults, configs: &[Config]) -> PyResult<Bound<'py, PyDict>> {
     let config_index: Vec<usize> =
         raw.configs.iter().map(|c| configs.iter().position(|d| d == c).unwrap_or(0)).collect();
     let names = ["Annotation", "Value", "Metric", "Kernel", "GPU", "Host", "ComputeClock", "MemoryClock", "Unit", "Benchmark", "Run", "_config"];
@@ -191,9 +191,12 @@ fn run_benchmark<'py>(
     progress: Py<PyAny>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let configs: Vec<Config> = configs.iter().map(|c| config_from_py(&c)).collect::<PyResult<_>>()?;
-    let opts = bench_options(options)?;
-    let events = match get(options, "backend")?.map(|v| v.extract::<String>()).transpose()?.as_deref() {
-        None | Some("cupti") => false,
+    let backend = get(options, "backend")?.map(|v| v.extract::<String>()).transpose()?;
+    // backend="ncu" here is the ncu child running its selected benchmark (crate::ncu).
+    let ncu = backend.as_deref() == Some("ncu");
+    let opts = if ncu { crate::ncu::child_bench_options(options)? } else { bench_options(options)? };
+    let events = match backend.as_deref() {
+        None | Some("cupti") | Some("ncu") => false,
         Some("cuda-events") => true,
         Some(other) => return Err(PyValueError::new_err(format!("backend {other:?} is not a backend of the engine"))),
     };
@@ -220,6 +223,7 @@ fn run_benchmark<'py>(
                     ),
                 ));
             }
+            let _armed = if ncu { Some(kprof::ncu::arm_child(&opts).map_err(|e| ("engine", e.to_string()))?) } else { None };
             let before = profiler.warnings().len();
             let result = profiler.bench(&name, &configs, &opts, |config, run| {
                 let index = configs.iter().position(|c| c == config).unwrap_or(0);
@@ -260,7 +264,7 @@ fn run_benchmark<'py>(
             return Err(kprof_exception(py, class, msg));
         }
     };
-    if !warnings.is_empty() {
+    if !warnings.is_empty() && !ncu {
         let mut text = warnings.iter().take(5).cloned().collect::<Vec<_>>().join("\n");
         if warnings.len() > 5 {
             text.push_str(&format!("\n... and {} more", warnings.len() - 5));

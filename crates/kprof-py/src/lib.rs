@@ -25,6 +25,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 mod engine;
+mod ncu;
 mod plot;
 
 /// The package version (the workspace version).
@@ -382,6 +383,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(process_raw, m)?)?;
     engine::register(m)?;
+    ncu::register(m)?;
     plot::register(m)?;
     Ok(())
 }

@@ -144,6 +144,10 @@ pub enum EngineError {
         source: std::io::Error,
     },
 
+    /// The Nsight Compute backend failed (ncu missing or too old, counter permission, crash).
+    #[error(transparent)]
+    Ncu(#[from] crate::ncu::NcuError),
+
     /// A recorded activity fixture could not be parsed.
     #[error("bad activity fixture {path}, line {line}: {message}")]
     Fixture {

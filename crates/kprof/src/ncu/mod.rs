@@ -8,10 +8,12 @@
 //! - [`version`]: [`find_ncu`], [`NcuVersion`], [`NcuInstall`], attach or relaunch ([`NcuMode`]).
 //! - [`csv`]: [`parse_ncu_csv`] for `ncu --import REP --csv --page raw --print-units base`.
 //! - [`relaunch`]: the `KPROF_NCU_CHILD` protocol and [`relaunch_under_ncu`].
+//! - [`bench`]: the backend of the run loop, [`bench_ncu`] / `Profiler::bench_ncu`.
 //!
 //! Every failure is an [`NcuError`] whose message says what happened and what to do.
 
 pub mod argv;
+pub mod bench;
 pub mod csv;
 pub mod relaunch;
 pub mod version;
@@ -23,6 +25,7 @@ pub use self::csv::{
     export_args, export_csv, parse_ncu_csv, parse_ncu_csv_file, parse_push_pop_cell, parse_start_end_cell,
     ImportOptions, NumberStyle, NvtxRange,
 };
+pub use self::bench::{arm_child, bench_ncu, last_run, NcuRunInfo, Relaunch};
 pub use self::relaunch::{
     child_target, is_ncu_child, relaunch_under_ncu, relaunch_with, report_stem, RunOutput, CHILD_ENV,
 };

@@ -1,0 +1,168 @@
+//! The ncu backend for Python (`python/kprof/_ncu.py` drives it).
+//!
+//! - Parent: `ncu_relaunch(...)` re-runs the script under ncu with `KPROF_NCU_CHILD=<id>`, exports
+//!   the report and returns the raw table of the backend contract plus a dict describing the run
+//!   (mode, report, log, CSV, ncu version, argv, wall time).
+//! - Child: `run_benchmark(..., options={"backend": "ncu", ...})` (engine.rs) runs the selected
+//!   benchmark through the NVTX-only profiler with [`child_bench_options`]; Python then exits.
+
+use kprof::ncu::bench::{child_options, report_path};
+use kprof::ncu::{
+    relaunch_with, CacheControl, ClockControl, ImportOptions, NcuInstall, NcuMode, NcuOptions, ReplayMode, TargetProcesses,
+    CHILD_ENV,
+};
+use kprof::runner::BenchOptions;
+use kprof_core::Config;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use crate::config_from_py;
+use crate::engine::{bench_options, kprof_exception, raw_table, reducer};
+
+fn get<'py>(opts: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+    Ok(opts.get_item(key)?.filter(|v| !v.is_none()))
+}
+
+/// The loop options of the ncu child: the contract's options without what ncu does itself
+/// (cache and clock control, metrics) and without adaptive stopping.
+pub(crate) fn child_bench_options(options: &Bound<'_, PyDict>) -> PyResult<BenchOptions> {
+    let d = options.copy()?;
+    d.set_item("cache_control", "none")?;
+    d.set_item("clock_control", "none")?;
+    for k in ["metrics", "target_rsd", "target_ci", "max_runs", "time_budget", "output_prefix", "ignore_kernel_list"] {
+        d.del_item(k).ok();
+    }
+    Ok(child_options(&bench_options(&d)?))
+}
+
+fn choice<T>(v: Option<Bound<'_, PyAny>>, name: &str, table: &[(&str, T)]) -> PyResult<Option<T>>
+where
+    T: Copy,
+{
+    let Some(v) = v else { return Ok(None) };
+    let s: String = v.extract()?;
+    table.iter().find(|(k, _)| *k == s).map(|(_, t)| Some(*t)).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "{name} must be one of {}, got {s:?}",
+            table.iter().map(|(k, _)| format!("{k:?}")).collect::<Vec<_>>().join(", ")
+        ))
+    })
+}
+
+/// The contract's options (`cache_control`, `clock_control`, `replay_mode`, `metrics` and the
+/// `ncu_options` dict: `set`, `sections`, `target_processes`, `launch_skip`, `launch_count`,
+/// `extra_args`) as [`NcuOptions`].
+pub(crate) fn ncu_options(options: &Bound<'_, PyDict>) -> PyResult<NcuOptions> {
+    let mut n = NcuOptions::default();
+    if let Some(c) = choice(get(options, "cache_control")?, "cache_control", &[("all", CacheControl::All), ("none", CacheControl::None)])? {
+        n.cache_control = c;
+    }
+    if let Some(c) = choice(get(options, "clock_control")?, "clock_control", &[("none", ClockControl::None), ("base", ClockControl::Base)])? {
+        n.clock_control = c;
+    }
+    let replay = [("kernel", ReplayMode::Kernel), ("range", ReplayMode::Range), ("application", ReplayMode::Application)];
+    if let Some(r) = choice(get(options, "replay_mode")?, "replay_mode", &replay)? {
+        n.replay_mode = r;
+    }
+    if let Some(m) = get(options, "metrics")? {
+        let m: Vec<String> = m.extract()?;
+        if !m.is_empty() {
+            n.metrics = m;
+        }
+    }
+    if let Some(extra) = get(options, "ncu_options")? {
+        let d = extra.cast::<PyDict>().map_err(|_| PyValueError::new_err("ncu_options must be a dict"))?;
+        n.set = get(d, "set")?.map(|v| v.extract()).transpose()?;
+        if let Some(v) = get(d, "sections")? {
+            n.sections = v.extract()?;
+        }
+        let tp = [("all", TargetProcesses::All), ("application-only", TargetProcesses::ApplicationOnly)];
+        if let Some(t) = choice(get(d, "target_processes")?, "ncu_options['target_processes']", &tp)? {
+            n.target_processes = t;
+        }
+        n.launch_skip = get(d, "launch_skip")?.map(|v| v.extract()).transpose()?;
+        n.launch_count = get(d, "launch_count")?.map(|v| v.extract()).transpose()?;
+        if let Some(v) = get(d, "extra_args")? {
+            let a: Vec<String> = v.extract()?;
+            n.extra_args = a.into_iter().map(Into::into).collect();
+        }
+    }
+    Ok(n)
+}
+
+/// `ncu_argv(options, program, args) -> list[str]`: the ncu arguments kprof would use (tests).
+#[pyfunction]
+fn ncu_argv(options: &Bound<'_, PyDict>, program: String, args: Vec<String>) -> PyResult<Vec<String>> {
+    let n = ncu_options(options)?;
+    Ok(n.argv(&program, &args).into_iter().map(|a| a.to_string_lossy().into_owned()).collect())
+}
+
+/// `ncu_relaunch(name, configs, options, program, args, child_id, module, call_index,
+/// report_prefix=None, env=None) -> (raw_table, info)`: the parent side of relaunch mode.
+#[pyfunction]
+#[pyo3(signature = (name, configs, options, program, args, child_id, module, call_index, report_prefix=None, env=None))]
+#[allow(clippy::too_many_arguments)]
+fn ncu_relaunch<'py>(
+    py: Python<'py>,
+    name: String,
+    configs: &Bound<'py, PyList>,
+    options: &Bound<'py, PyDict>,
+    program: String,
+    args: Vec<String>,
+    child_id: String,
+    module: String,
+    call_index: u32,
+    report_prefix: Option<String>,
+    env: Option<Vec<(String, String)>>,
+) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>)> {
+    let configs: Vec<Config> = configs.iter().map(|c| config_from_py(&c)).collect::<PyResult<_>>()?;
+    let mut n = ncu_options(options)?;
+    n.report_path = Some(report_path(report_prefix.as_deref().map(std::path::Path::new), &module, &name, call_index));
+    let import = ImportOptions {
+        benchmark: name.clone(),
+        call_names: vec![name.clone()],
+        configs: configs.clone(),
+        metrics: Some(n.metrics.clone()),
+        reducer: reducer(get(options, "combine_kernel_metrics")?)?,
+        ..ImportOptions::default()
+    };
+    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> =
+        env.unwrap_or_default().into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+    env.push((CHILD_ENV.into(), child_id.clone().into()));
+    let outcome = py.detach(|| -> Result<_, kprof::ncu::NcuError> {
+        let install = NcuInstall::detect()?;
+        let out = relaunch_with(&install, &n, &program, &args, &env, &import)?;
+        Ok((install, out))
+    });
+    let (install, out) = outcome.map_err(|e| kprof_exception(py, "BackendError", e.to_string()))?;
+    let table = raw_table(py, &out.raw, &configs)?;
+    let info = PyDict::new(py);
+    let mode_note = if install.mode == NcuMode::Attach {
+        format!("relaunch (ncu {} could attach; attach mode is not implemented)", install.version)
+    } else {
+        "relaunch".to_string()
+    };
+    info.set_item("id", child_id)?;
+    info.set_item("mode", out.mode.as_str())?;
+    info.set_item("mode_note", mode_note)?;
+    info.set_item("ncu", install.path.display().to_string())?;
+    info.set_item("version", install.version.to_string())?;
+    info.set_item("report", out.report.display().to_string())?;
+    info.set_item("log", out.log.display().to_string())?;
+    info.set_item("csv", out.csv.display().to_string())?;
+    info.set_item(
+        "argv",
+        out.argv.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>(),
+    )?;
+    info.set_item("wall_s", out.wall.as_secs_f64())?;
+    info.set_item("output_tail", out.output_tail)?;
+    Ok((table, info))
+}
+
+/// Adds the ncu functions to `kprof._core`.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(ncu_relaunch, m)?)?;
+    m.add_function(wrap_pyfunction!(ncu_argv, m)?)?;
+    Ok(())
+}

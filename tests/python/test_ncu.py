@@ -1,0 +1,228 @@
+"""backend="ncu" without a GPU: the argv for each option, the notebook error, and the relaunch
+end to end through the wheel with a fake ``ncu`` (a shell script): the parent re-runs a script
+under it, the child runs only the selected function (its NVTX range names are traced with
+KPROF_NCU_CHILD_TRACE), the fake turns the trace into a raw-page CSV, the parent reads it back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import kprof
+from kprof import BackendError, _core, _ncu
+
+FAKE_NCU = r"""#!/bin/sh
+if [ "$1" = "--version" ]; then echo "Version 2025.3.1.0 (build 36398880)"; exit 0; fi
+if [ "$1" = "--import" ]; then cat "$2"; exit 0; fi
+log=/dev/null; rep=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --log-file) log="$2"; shift 2;;
+    -o) rep="$2"; shift 2;;
+    --) shift; break;;
+    *) echo "$1" >> "$FAKE_ARGS"; shift;;
+  esac
+done
+echo "==PROF== Connected to process $$" > "$log"
+: > "$KPROF_NCU_CHILD_TRACE"
+echo "child $KPROF_NCU_CHILD" >> "$FAKE_CHILDREN"
+"$@" || { echo "==ERROR== The application returned an error code ($?)." >> "$log"; exit 9; }
+{
+echo '"ID","Process ID","Process Name","Host Name","thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg","Kernel Name","Device","gpu__time_duration.sum"'
+echo '"","","","","","","","ns"'
+i=0
+while read -r name; do
+  cfg=$(echo "$name" | sed 's/.*#c0\.\([0-9]*\)\.\([0-9]*\)$/\1/')
+  run=$(echo "$name" | sed 's/.*#c0\.\([0-9]*\)\.\([0-9]*\)$/\2/')
+  n=1; case "$name" in two#*) n=2;; esac
+  k=0
+  while [ $k -lt $n ]; do
+    echo "\"$i\",\"1\",\"t\",\"vm\",\"1  \"\"kprof:$name:none:none:none:none:ASCII:$name\"\" \",\"kern_$k\",\"NVIDIA H200\",\"$((1000 * (cfg + 1) + 10 * run + k))\""
+    i=$((i+1)); k=$((k+1))
+  done
+done < "$KPROF_NCU_CHILD_TRACE"
+} > "$rep"
+echo "==PROF== Disconnected from process $$" >> "$log"
+"""
+
+SCRIPT = """
+import json, os, sys
+import kprof
+
+@kprof.analyze.kernel(configs=[(1,), (2,)], runs=3, backend="ncu", output_prefix=os.environ["OUT_PREFIX"])
+def first(n):
+    with open(os.environ["CALLS"], "a") as f:
+        f.write(f"first {n}\\n")
+    with kprof.annotate("one"):
+        pass
+
+@kprof.analyze.kernel(configs=[(1,), (2,)], runs=3, warmup=2, backend="ncu", combine_kernel_metrics="sum")
+def second(n):
+    with open(os.environ["CALLS"], "a") as f:
+        f.write(f"second {n}\\n")
+    with kprof.annotate("one"):
+        pass
+    with kprof.annotate("two"):
+        pass
+
+r1 = first()
+r1.to_dict()  # code that uses the results of earlier benchmarks keeps working in the child
+r2 = second()
+cols = r2.raw_columns()
+print("RESULT " + json.dumps({k: cols[k] for k in ("Annotation", "Value", "Run", "n", "Benchmark", "Unit")}))
+print("FILES " + json.dumps(sorted(os.listdir(os.path.dirname(os.environ["OUT_PREFIX"])))))
+"""
+
+
+def test_relaunch_end_to_end_with_a_fake_ncu(tmp_path):
+    ncu = tmp_path / "ncu"
+    ncu.write_text(FAKE_NCU)
+    ncu.chmod(0o755)
+    script = tmp_path / "bench_script.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    env = dict(
+        os.environ,
+        KPROF_NCU=str(ncu),
+        KPROF_NCU_CHILD_TRACE=str(tmp_path / "trace.txt"),
+        FAKE_ARGS=str(tmp_path / "args.txt"),
+        FAKE_CHILDREN=str(tmp_path / "children.txt"),
+        CALLS=str(tmp_path / "calls.txt"),
+        OUT_PREFIX=str(tmp_path / "out" / "run-"),
+    )
+    env.pop("KPROF_NCU_CHILD", None)
+    p = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    # One child per benchmark, selected by module.qualname#call.
+    children = (tmp_path / "children.txt").read_text().split()
+    assert children == ["child", "main__.first#0", "child", "main__.second#0"], children
+    # The parent ran nothing itself; each child ran only its function (warm-ups included).
+    calls = (tmp_path / "calls.txt").read_text().split("\n")
+    assert calls.count("first 1") == 4 and calls.count("first 2") == 4, calls
+    assert calls.count("second 1") == 5 and calls.count("second 2") == 5, calls
+    # Ranges of recorded runs only (second's child is the last one traced).
+    trace = (tmp_path / "trace.txt").read_text().split()
+    assert len(trace) == 2 * 3 * 2 and "two#c0.1.2" in trace, trace
+
+    result = json.loads(next(l for l in p.stdout.splitlines() if l.startswith("RESULT "))[7:])
+    rows = sorted(zip(result["Annotation"], result["n"], result["Run"], result["Value"]))
+    assert ("one", 1, 0, 1000.0) in rows and ("one", 2, 2, 2020.0) in rows, rows
+    assert ("two", 2, 1, 2 * 2010.0 + 1) in rows, rows  # two kernels summed
+    assert len(rows) == 12 and set(result["Benchmark"]) == {"second"} and set(result["Unit"]) == {"ns"}
+    # first's report, log and CSV next to its output prefix; mode reported at INFO.
+    files = json.loads(next(l for l in p.stdout.splitlines() if l.startswith("FILES "))[6:])
+    stems = [f for f in files if f.endswith(".ncu-rep")]
+    assert len(stems) == 1 and stems[0].startswith("run-"), files
+    base = stems[0][: -len(".ncu-rep")]
+    assert base + ".log" in files and base + ".csv" in files, files
+    assert "relaunch mode" in p.stderr + p.stdout, p.stderr
+    args = (tmp_path / "args.txt").read_text().split("\n")
+    assert "--clock-control" in args and "regex:kprof@.+/" in args
+
+
+def test_a_crashing_child_shows_the_log_tail(tmp_path):
+    ncu = tmp_path / "ncu"
+    ncu.write_text(FAKE_NCU)
+    ncu.chmod(0o755)
+    script = tmp_path / "crash.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import kprof
+            @kprof.analyze.kernel(backend="ncu")
+            def boom():
+                raise RuntimeError("the user's code failed")
+            boom()
+            """
+        )
+    )
+    env = dict(
+        os.environ,
+        KPROF_NCU=str(ncu),
+        KPROF_NCU_CHILD_TRACE=str(tmp_path / "trace.txt"),
+        FAKE_ARGS=str(tmp_path / "args.txt"),
+        FAKE_CHILDREN=str(tmp_path / "children.txt"),
+    )
+    env.pop("KPROF_NCU_CHILD", None)
+    p = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0
+    assert "BackendError" in p.stderr and "ncu exited with exit code 9" in p.stderr, p.stderr
+
+
+def test_notebook_gives_a_clear_error(monkeypatch):
+    import __main__
+
+    monkeypatch.delattr(__main__, "__file__", raising=False)
+    monkeypatch.delenv("KPROF_NCU_CHILD", raising=False)
+
+    @kprof.analyze.kernel(backend="ncu")
+    def f():
+        pass
+
+    with pytest.raises(BackendError, match="backend='cupti'"):
+        f()
+
+
+def test_in_a_child_other_functions_return_empty_results(monkeypatch):
+    monkeypatch.setenv("KPROF_NCU_CHILD", "some.other#0")
+    ran = []
+
+    @kprof.analyze.kernel(configs=[(1,)], backend="ncu")
+    def f(n):
+        ran.append(n)
+
+    @kprof.analyze.kernel(configs=[(1,)])
+    def g(n):
+        ran.append(n)
+
+    for r in (f(), g()):
+        assert r.raw_columns()["Value"] == []
+    assert ran == []
+
+
+def _argv(**options):
+    return _core.ncu_argv(options, "python3", ["s.py"])
+
+
+def test_argv_for_each_option():
+    base = _argv()
+    assert base[:2] == ["--cache-control", "all"] and base[-3:] == ["--", "python3", "s.py"]
+    assert base[base.index("--clock-control") + 1] == "none"
+    assert base[base.index("--metrics") + 1] == "gpu__time_duration.sum"
+    assert "--nvtx" in base and base[base.index("--nvtx-include") + 1] == "regex:kprof@.+/"
+
+    def value(argv, flag):
+        return argv[argv.index(flag) + 1]
+
+    assert value(_argv(cache_control="none"), "--cache-control") == "none"
+    assert value(_argv(clock_control="base"), "--clock-control") == "base"
+    for mode in ("kernel", "range", "application"):
+        assert value(_argv(replay_mode=mode), "--replay-mode") == mode
+    assert value(_argv(metrics=["a__x.sum", "b__y.avg"]), "--metrics") == "a__x.sum,b__y.avg"
+    a = _argv(
+        ncu_options=dict(
+            set="full",
+            sections=["SpeedOfLight", "MemoryWorkloadAnalysis"],
+            target_processes="application-only",
+            launch_skip=2,
+            launch_count=5,
+            extra_args=["--print-summary", "none"],
+        )
+    )
+    assert value(a, "--set") == "full"
+    assert [a[i + 1] for i, x in enumerate(a) if x == "--section"] == ["SpeedOfLight", "MemoryWorkloadAnalysis"]
+    assert value(a, "--target-processes") == "application-only"
+    assert value(a, "--launch-skip") == "2" and value(a, "--launch-count") == "5"
+    assert a.index("--print-summary") < a.index("--")
+    with pytest.raises(ValueError, match="replay_mode"):
+        _argv(replay_mode="app")
+
+
+def test_check_ncu_options_normalises():
+    assert _ncu.check_ncu_options({"sections": ("A",)}) == {"sections": ["A"]}
+    assert _ncu.check_ncu_options(None) is None
