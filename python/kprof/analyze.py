@@ -273,15 +273,18 @@ def _validate(opts: dict[str, Any]) -> Settings:
             raise ConfigError("configs is empty; give at least one config")
 
     # Valid values whose feature lands later: raise rather than silently ignore.
-    if metrics != (DEFAULT_METRIC,):
-        others = [m for m in metrics if m != DEFAULT_METRIC]
-        raise not_available(f"metrics={list(metrics)!r} (only {DEFAULT_METRIC!r} is measured now; {others!r} need counters)", _HW_COUNTERS)
+    # Counter metrics (any ncu name) are checked by the engine on the host, before any GPU work
+    # (unknown names give the closest valid ones); they need the CUPTI backend.
+    counters = [m for m in metrics if m != DEFAULT_METRIC]
+    if counters and backend == "cuda-events":
+        raise ConfigError(
+            f"metrics {counters!r} are hardware counters (CUPTI Range Profiler); backend='cuda-events' measures "
+            "only time between CUDA events. Use backend='cupti' for counters"
+        )
     if backend == "ncu":
         raise not_available("backend='ncu'", _NCU)
     if clock == "base":
         raise not_available("clock_control='base' (locking clocks)", _NCU)
-    if replay == "range":
-        raise not_available("replay_mode='range'", _NCU)
     if thermal == "manual":
         raise not_available("thermal_mode='manual'", _THERMAL)
     for name in ("thermal_wait", "thermal_cont", "thermal_timeout", "thermal_device"):
