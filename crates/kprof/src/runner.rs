@@ -386,6 +386,8 @@ pub(crate) struct Span {
 pub(crate) struct Collected {
     pub by_region: HashMap<u64, Vec<KernelRun>>,
     pub unattributed: usize,
+    /// The unattributed kernels themselves (kernel replay orders a run's kernels with them).
+    pub outside: Vec<KernelRun>,
 }
 
 /// The GPU side of the run loop. Implementations use interior mutability; region enter/exit are
@@ -954,12 +956,14 @@ impl Profiler {
                 }
             }
             let t0 = Instant::now();
+            let run_start_ns = self.backend.timestamp_ns();
             let (spans, failure) =
                 self.one_run(sw.name, call, step, &configs[step.config], opts, f, &mut sw.wire)?;
             let abort = failure.is_some() && !opts.ignore_failures;
             let counters = match (&mut sw.counters, step.warmup, &failure) {
                 (Some(st), false, None) => {
-                    Some(self.counter_run(st, sw.name, call, step, &configs[step.config], opts, f, spans.len())?)
+                    let window = (run_start_ns, self.backend.timestamp_ns());
+                    Some(self.counter_run(st, sw.name, call, step, &configs[step.config], opts, f, spans.len(), window)?)
                 }
                 _ => None,
             };
@@ -1407,9 +1411,20 @@ mod gpu {
                 (id, ks)
             })
             .collect();
+        let outside = att
+            .unattributed
+            .iter()
+            .map(|k| KernelRun {
+                start_ns: k.start_ns,
+                end_ns: k.end_ns,
+                demangled: None,
+                name: k.name.clone(),
+            })
+            .collect();
         Collected {
             by_region,
             unattributed: att.unattributed.len(),
+            outside,
         }
     }
 

@@ -16,12 +16,13 @@
 //!    not destroy). Warm-up runs get no counter pass.
 //!    * [`ReplayMode::Kernel`] (default): AutoRange + KernelReplay, the closure runs once and CUPTI
 //!      replays each kernel once per pass (saving and restoring memory itself). One value per
-//!      kernel. The i-th profiled kernel of the counter pass is the i-th kernel (by start time) the
-//!      run's timing pass attributed to its regions; each region's kernels are then combined with
-//!      [`BenchOptions::combine`], with the per-kernel breakdown kept. Kernels launched outside
-//!      every region make that mapping ambiguous: the run's counter values are then NaN with a
-//!      warning (use [`ReplayMode::User`], or put every kernel in a region). With a cold cache the
-//!      L2 is flushed once before the counter pass; **CUPTI 13.0 cannot flush between its own
+//!      kernel. The i-th profiled kernel of the counter pass is the i-th kernel (by GPU start
+//!      time) of the run's timing pass: the kernels the activity records attributed to its regions
+//!      plus its kernels outside every region (those that started inside the run's time window,
+//!      e.g. input set-up). Each region's kernels are then combined with
+//!      [`BenchOptions::combine`], with the per-kernel breakdown kept. When the counts differ (a
+//!      closure that does not repeat its launches) the run's counter values are NaN with a
+//!      warning. With a cold cache the L2 is flushed once before the counter pass; **CUPTI 13.0 cannot flush between its own
 //!      kernel-replay passes**, so a kernel's later passes see the L2 its previous pass left (and
 //!      DRAM writes can include dirty lines of the kernel before it).
 //!    * [`ReplayMode::User`] (`replay_mode="range"` in Python): UserRange + UserReplay, every
@@ -286,7 +287,9 @@ const MAX_CAPACITY: usize = 1 << 16;
 #[derive(Debug)]
 pub(super) enum CounterRun {
     /// Kernel replay: the values of every profiled kernel, in launch order.
-    PerKernel(Vec<Vec<f64>>),
+    /// The second field is the timing run's window `(start, end)` on the activity clock (its
+    /// kernels outside every region started inside it).
+    PerKernel(Vec<Vec<f64>>, (u64, u64)),
     /// User replay: the values of every region, by name.
     PerRegion(Vec<(String, Vec<f64>)>),
     /// The closure failed in the counter pass (the message).
@@ -406,6 +409,7 @@ impl Profiler {
         opts: &BenchOptions,
         f: &mut F,
         n_regions: usize,
+        window: (u64, u64),
     ) -> Result<CounterRun, EngineError>
     where
         F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
@@ -441,6 +445,7 @@ impl Profiler {
                                 .into_iter()
                                 .map(|r| r.values.into_iter().map(|(_, v)| v).collect())
                                 .collect(),
+                            window,
                         ))
                     }
                 }
@@ -535,19 +540,26 @@ impl Profiler {
                 }
                 Ok(())
             }
-            CounterRun::PerKernel(per_kernel) => {
+            CounterRun::PerKernel(per_kernel, (t0, t1)) => {
                 let empty: &[KernelRun] = &[];
-                let lists: Vec<&[KernelRun]> = spans
+                let mut lists: Vec<&[KernelRun]> = spans
                     .iter()
                     .map(|s| collected.by_region.get(&s.key).map(Vec::as_slice).unwrap_or(empty))
                     .collect();
+                // The run's kernels outside every region (e.g. input set-up) were profiled too.
+                let outside: Vec<KernelRun> = collected
+                    .outside
+                    .iter()
+                    .filter(|k| k.start_ns >= *t0 && k.start_ns <= *t1)
+                    .cloned()
+                    .collect();
+                lists.push(&outside);
                 let (n, positions) = kernel_order(&lists);
                 if n != per_kernel.len() {
                     let msg = format!(
                         "{name}: kernel replay profiled {} kernel(s) in the counter pass of run {} of config [{config}] but \
-                         the timing pass attributed {n} kernel(s) to regions; kernels launched outside every region (or a \
-                         closure that does not repeat its launches) make the kernel-to-region mapping ambiguous: put every \
-                         kernel in a region or use replay_mode Range (user replay). Counters recorded as NaN",
+                         the timing pass ran {n}; the closure must launch the same kernels every time it runs (it runs \
+                         once for timing and once for counters). Counters recorded as NaN",
                         per_kernel.len(),
                         step.run
                     );

@@ -77,6 +77,7 @@ impl Backend for Mock {
             let mut cur = ext.and_then(|e| spans.iter().find(|s| s.key == e));
             if cur.is_none() {
                 out.unattributed += 1;
+                out.outside.push(k.clone());
             }
             while let Some(s) = cur {
                 out.by_region.entry(s.key).or_default().push(k.clone());
@@ -370,20 +371,39 @@ fn kernel_replay_maps_the_ith_profiled_kernel_to_the_ith_launch_and_combines_per
 }
 
 #[test]
-fn kernels_outside_regions_make_kernel_replay_values_nan_with_a_warning() {
+fn kernel_replay_counts_kernels_outside_regions_when_mapping() {
     let (mock, mut p) = setup(2);
     let m = mock.clone();
     let raw = p
         .bench("b", &[], &opts(&["bytes.sum"], ReplayMode::Kernel), |_, run| {
-            m.launch("stray", 5);
+            m.launch("setup", 5);
             run.annotate("r", |_| m.launch("k", 10))?;
+            m.launch("after", 3);
+            run.annotate("s", |_| m.launch("k2", 4))?;
             Ok(())
         })
         .unwrap();
     assert_eq!(series(&raw, "r", "gpu__time_duration.sum").1, vec![10.0, 10.0]);
+    assert_eq!(series(&raw, "r", "bytes.sum").1, vec![20.0, 20.0]);
+    assert_eq!(series(&raw, "s", "bytes.sum").1, vec![8.0, 8.0]);
+}
+
+#[test]
+fn a_closure_that_launches_differently_in_the_counter_pass_gives_nan_with_a_warning() {
+    let (mock, mut p) = setup(2);
+    let m = mock.clone();
+    let raw = p
+        .bench("b", &[], &opts(&["bytes.sum"], ReplayMode::Kernel), |_, run| {
+            if m.in_counter_pass.load(Ordering::SeqCst) {
+                m.launch("extra", 1);
+            }
+            run.annotate("r", |_| m.launch("k", 10))?;
+            Ok(())
+        })
+        .unwrap();
     assert!(series(&raw, "r", "bytes.sum").1.iter().all(|v| v.is_nan()));
     assert!(
-        p.warnings().iter().any(|w| w.contains("outside every region")),
+        p.warnings().iter().any(|w| w.contains("must launch the same kernels")),
         "{:?}",
         p.warnings()
     );
