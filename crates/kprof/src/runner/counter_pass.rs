@@ -99,7 +99,9 @@ impl CounterPlan {
     }
 }
 
-static LAST_PLAN: Mutex<Option<CounterPlan>> = Mutex::new(None);
+/// The last plan of every profiler, by the address of its backend (kept out of the `Profiler`
+/// struct, which other work changes too).
+static LAST_PLAN: Mutex<Vec<(usize, CounterPlan)>> = Mutex::new(Vec::new());
 
 /// Opens and closes named ranges (user replay); [`crate::counters::UserRanges`] on the GPU.
 pub(crate) trait RangeSink {
@@ -367,7 +369,13 @@ pub(crate) fn kernel_order(regions: &[&[KernelRun]]) -> (usize, Vec<Vec<usize>>)
 impl Profiler {
     /// The last counter metric set validated by a bench call (chip, units, pass count).
     pub fn counter_plan(&self) -> Option<CounterPlan> {
-        LAST_PLAN.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        let me = self.plan_key();
+        let plans = LAST_PLAN.lock().unwrap_or_else(|p| p.into_inner());
+        plans.iter().find(|(k, _)| *k == me).map(|(_, p)| p.clone())
+    }
+
+    fn plan_key(&self) -> usize {
+        Arc::as_ptr(&self.backend) as *const () as usize
     }
 
     /// Validates the counter metrics of `opts` on the host; `None` without counter metrics.
@@ -389,7 +397,11 @@ impl Profiler {
         })?;
         let plan = cb.plan(&metrics, opts.replay_mode)?;
         self.warnings.push(format!("{name}: {}", plan.describe()));
-        *LAST_PLAN.lock().unwrap_or_else(|p| p.into_inner()) = Some(plan.clone());
+        let me = self.plan_key();
+        let mut plans = LAST_PLAN.lock().unwrap_or_else(|p| p.into_inner());
+        plans.retain(|(k, _)| *k != me);
+        plans.push((me, plan.clone()));
+        drop(plans);
         Ok(Some(CounterState {
             plan,
             capacity: FIRST_CAPACITY,
