@@ -1,10 +1,10 @@
 """The seed tutorial (nsight-python on a GPU, step by step), with kprof.
 
 Each step is a function returning the processed DataFrame, so `scripts/gpu_check_python.py` can
-check the numbers; run this file to print every step. Steps that need features not built yet
-(hardware counters: steps 6 and 7; cache/clock control through ncu: step 4; thermal control and
-info collectors: step 8; the ncu backend: steps 9 and 10) are listed at the end with the issue that
-brings them.
+check the numbers; run this file to print every step. Steps 6 and 7 read hardware counters in-process
+(CUPTI Range Profiler, no Nsight Compute). Steps that need features not built yet (cache/clock
+control through ncu: step 4; thermal control and info collectors: step 8; the ncu backend: steps 9
+and 10) are listed at the end with the issue that brings them.
 
     python examples/tutorial.py
 
@@ -109,10 +109,89 @@ def step5_precision_sweep():
     return df, rd
 
 
+# -- Step 6: compute-bound or memory-bound? Three metrics, hardware counters in-process -----------
+
+BOUND_METRICS = ["gpu__time_duration.sum",
+                 "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                 "dram__throughput.avg.pct_of_peak_sustained_elapsed"]
+BOUND_REGIONS = ["fp16 matmul 4096", "x * 2 (256 MB)", "softmax 8192x1024"]
+
+
+def make_what_limits():
+    def what_limits(n: int) -> None:
+        # As in the seed: inputs are made inside the function, outside the annotations. Kernel
+        # replay profiles them too and kprof leaves them out of every region.
+        a = torch.randn(n, n, device="cuda").half()
+        x = torch.randn(64 * 2 ** 20, device="cuda")
+        s = torch.randn(8192, 1024, device="cuda")
+        with kprof.annotate(BOUND_REGIONS[0]):
+            _ = a @ a
+        with kprof.annotate(BOUND_REGIONS[1]):
+            _ = x * 2.0
+        with kprof.annotate(BOUND_REGIONS[2]):
+            _ = torch.softmax(s, dim=-1)
+    return what_limits
+
+
+what_limits = kprof.kernel(metrics=BOUND_METRICS, runs=3, thermal_mode="off", verbosity=SILENT)(make_what_limits())
+
+
+def step6_bound():
+    """SM vs DRAM throughput (% of peak) per region: the larger one names what limits the kernel."""
+    df = what_limits(4096).to_dataframe()
+    tab = df.pivot(index="Annotation", columns="Metric", values="AvgValue")
+    tab = tab.rename(columns={"gpu__time_duration.sum": "ms",
+                              "sm__throughput.avg.pct_of_peak_sustained_elapsed": "SM % of peak",
+                              "dram__throughput.avg.pct_of_peak_sustained_elapsed": "DRAM % of peak"})
+    tab["ms"] = tab["ms"] / 1e6
+    tab["limited by"] = ["compute" if sm > dram else "memory" for sm, dram in zip(tab["SM % of peak"], tab["DRAM % of peak"])]
+    print(textwrap.indent(tab.to_string(float_format=lambda v: f"{v:,.2f}"), "  "))
+    x2 = tab.loc["x * 2 (256 MB)"]
+    gbs = 2 * 4 * 64 * 2 ** 20 / (x2["ms"] * 1e6)
+    print(f"\n  Cross-check: x * 2 moves 2 x 256 MB in {x2['ms']:.3f} ms = {gbs:,.0f} GB/s; the counters say "
+          f"{x2['DRAM % of peak']:.0f}% of DRAM peak.")
+    return df, tab
+
+
+# -- Step 7: kernel fusion, measured in bytes ------------------------------------------------------
+
+BYTES = ["gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum"]
+FUSION_REGIONS = ["a + b * c (unfused)", "torch.addcmul (fused)"]
+
+
+def make_fusion():
+    def fusion(n: int) -> None:
+        a, b, c = (torch.randn(n, device="cuda") for _ in range(3))
+        with kprof.annotate(FUSION_REGIONS[0]):
+            _ = a + b * c
+        with kprof.annotate(FUSION_REGIONS[1]):
+            _ = torch.addcmul(a, b, c)
+    return fusion
+
+
+# kprof sums a region's kernels by default (the seed needs combine_kernel_metrics here).
+fusion = kprof.kernel(metrics=BYTES, runs=5, thermal_mode="off", verbosity=SILENT)(make_fusion())
+
+
+def step7_fusion():
+    """a + b * c (2 kernels, b * c goes through memory) vs torch.addcmul (1 kernel): DRAM bytes."""
+    n = 32 * 2 ** 20
+    df = fusion(n).to_dataframe()
+    tab = df.pivot(index="Annotation", columns="Metric", values="AvgValue")
+    import pandas as pd
+    tab = pd.DataFrame({"ms": tab["gpu__time_duration.sum"] / 1e6,
+                        "MB read": tab["dram__bytes_read.sum"] / 2 ** 20,
+                        "MB written": tab["dram__bytes_write.sum"] / 2 ** 20})
+    print(f"  {n:,} float32 elements per tensor (128 MB each); metrics summed over the kernels in each region:\n")
+    print(textwrap.indent(tab.to_string(float_format=lambda v: f"{v:,.1f}"), "  "))
+    u, f = tab.loc[FUSION_REGIONS[0]], tab.loc[FUSION_REGIONS[1]]
+    print(f"\n  The unfused version writes b * c to memory and reads it back: {u['MB read'] + u['MB written']:,.0f} MB of")
+    print(f"  traffic against {f['MB read'] + f['MB written']:,.0f} MB, and {u['ms'] / f['ms']:.2f}x the time.")
+    return df, tab
+
+
 LATER = {
     "4. cache and clock control": "cache_control works in the CUPTI backend; clock locking needs the ncu backend (issue 6)",
-    "6. compute- vs memory-bound from counters": "hardware counters in-process (issue 5)",
-    "7. kernel fusion in bytes": "hardware counters in-process (issue 5)",
     "8. info collectors and thermal control": "run conditions (issue 7)",
     "9. CUPTI vs Nsight Compute": "the ncu backend (issue 6)",
     "10. keep the raw report": "the ncu backend (issue 6)",
@@ -122,7 +201,9 @@ LATER = {
 def main():
     for title, step in [("2. Profile one kernel", step2_first_profile),
                         ("3. How many runs?", step3_stability),
-                        ("5. A size sweep, TFLOP/s and normalisation", step5_precision_sweep)]:
+                        ("5. A size sweep, TFLOP/s and normalisation", step5_precision_sweep),
+                        ("6. Compute-bound or memory-bound? Hardware counters", step6_bound),
+                        ("7. Kernel fusion, measured in bytes", step7_fusion)]:
         print("\n" + "=" * 78 + f"\n{title}\n" + "=" * 78)
         step()
     print("\nNot in this version yet:")

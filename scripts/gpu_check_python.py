@@ -1,6 +1,13 @@
 """Issue 4's checks on the GPU machine: the seed's steps 2, 3 and 5 through the installed kprof
-package, against CUDA events and the Rust API. Run by scripts/gpu-check-python.sh; prints a
-pass/fail table and writes the processed tables (CSV) and a JSON summary into OUT."""
+package, against CUDA events and the Rust API; issue 5's: steps 6 and 7 (hardware counters
+in-process) against Nsight Compute (`ncu --clock-control none --cache-control all`) on the same
+kernels, and the per-kernel cost of a 3-metric set in kprof vs ncu. Run by
+scripts/gpu-check-python.sh; prints a pass/fail table and writes the processed tables (CSV) and a
+JSON summary into OUT.
+
+`python3 gpu_check_python.py --ncu-child {compare|cost} REPS` is the program ncu profiles: the
+same kernels without kprof, inside cudaProfilerStart/Stop (ncu --profile-from-start off), one NVTX
+range per region (ncu --print-nvtx-rename kernel names each kernel after its region)."""
 
 from __future__ import annotations
 
@@ -12,7 +19,39 @@ import time
 
 import torch  # first, on purpose: kprof has no import-order rule
 
-import kprof
+
+def ncu_child(what: str, reps: int) -> None:
+    """The kernels of steps 6 and 7 (compare) or the cost loop, as ncu sees them."""
+    if what == "cost":
+        xs = torch.randn(1 << 20, device="cuda")
+        regions = [(f"cost{i}", lambda: xs * 2.0) for i in range(COST_KERNELS)]
+    else:
+        a = torch.randn(4096, 4096, device="cuda").half()
+        x = torch.randn(64 * 2 ** 20, device="cuda")
+        s = torch.randn(8192, 1024, device="cuda")
+        p, q, r = (torch.randn(32 * 2 ** 20, device="cuda") for _ in range(3))
+        regions = [("fp16 matmul 4096", lambda: a @ a), ("x * 2 (256 MB)", lambda: x * 2.0),
+                   ("softmax 8192x1024", lambda: torch.softmax(s, dim=-1)),
+                   ("a + b * c (unfused)", lambda: p + q * r), ("torch.addcmul (fused)", lambda: torch.addcmul(p, q, r))]
+    for _, fn in regions:  # warm-up: cuBLAS handles, caching allocator
+        fn()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    for _ in range(reps):
+        for name, fn in regions:
+            torch.cuda.nvtx.range_push(name)
+            fn()
+            torch.cuda.nvtx.range_pop()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+
+
+COST_KERNELS = 20
+if len(sys.argv) > 1 and sys.argv[1] == "--ncu-child":
+    ncu_child(sys.argv[2], int(sys.argv[3]))
+    sys.exit(0)
+
+import kprof  # noqa: E402
 
 OUT = sys.argv[1]
 RUST_RAW = sys.argv[2] if len(sys.argv) > 2 else None
@@ -122,6 +161,132 @@ if RUST_RAW and os.path.exists(RUST_RAW):
     check("rust-vs-python", abs(dr) <= 1.0 if same_kernel else None,
           f"fp32 4096 cold: Rust {statistics.median(rk.Value):,.0f} ns vs Python {statistics.median(py.Value):,.0f} ns: "
           f"{dr:+.2f}%; same kernel: {same_kernel}")
+
+# -- Issue 5: steps 6 and 7 with hardware counters in-process, against ncu ------------------------
+import csv  # noqa: E402
+import io  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+
+df6, tab6 = tutorial.step6_bound()
+df6.to_csv(os.path.join(OUT, "step6.csv"), index=False)
+lim = dict(zip(tab6.index, tab6["limited by"]))
+check("step6", lim.get("fp16 matmul 4096") == "compute" and lim.get("x * 2 (256 MB)") == "memory",
+      f"limited by: {lim}; SM% {dict(tab6['SM % of peak'].round(1))}, DRAM% {dict(tab6['DRAM % of peak'].round(1))}")
+numbers["step6"] = tab6.reset_index().to_dict("records")
+
+df7, tab7 = tutorial.step7_fusion()
+df7.to_csv(os.path.join(OUT, "step7.csv"), index=False)
+u7, f7 = tab7.loc["a + b * c (unfused)"], tab7.loc["torch.addcmul (fused)"]
+tu, tf7 = u7["MB read"] + u7["MB written"], f7["MB read"] + f7["MB written"]
+check("step7", tu > 1.3 * tf7, f"unfused {u7['MB read']:,.1f} MB read + {u7['MB written']:,.1f} MB written = {tu:,.0f} MB vs "
+      f"fused {f7['MB read']:,.1f} + {f7['MB written']:,.1f} = {tf7:,.0f} MB ({tu / tf7:.2f}x)")
+numbers["step7"] = tab7.reset_index().to_dict("records")
+
+# Same kernels under ncu, same cache mode (cold: kprof flushes L2 before each run and each counter
+# pass; ncu --cache-control all flushes before every replay pass of every kernel).
+NCU = os.environ.get("NCU") or shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
+M_ALL = ["gpu__time_duration.sum", "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+         "dram__throughput.avg.pct_of_peak_sustained_elapsed", "dram__bytes_read.sum", "dram__bytes_write.sum"]
+M3 = ["dram__bytes_read.sum", "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+      "dram__throughput.avg.pct_of_peak_sustained_elapsed"]
+
+
+def run_ncu(args, what, reps):
+    cmd = [NCU, "--profile-from-start", "off", "--clock-control", "none", "--cache-control", "all", *args,
+           sys.executable, os.path.abspath(__file__), "--ncu-child", what, str(reps)]
+    t = time.time()
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    return p, time.time() - t
+
+
+def ncu_rows(text):
+    """{ID: {"name": kernel name (the NVTX range with --print-nvtx-rename kernel), metric: value}}"""
+    out: dict = {}
+    lines = [l for l in text.splitlines() if l.startswith('"')]
+    for r in csv.DictReader(io.StringIO("\n".join(lines))):
+        v = r["Metric Value"].replace(",", "")
+        if v in ("", "n/a"):
+            continue
+        d = out.setdefault(int(r["ID"]), {"name": r["Kernel Name"]})
+        d[r["Metric Name"]] = float(v)
+    return out
+
+
+if os.path.exists(NCU):
+    REPS = 3
+    p, _ = run_ncu(["--nvtx", "--print-nvtx-rename", "kernel", "--metrics", ",".join(M_ALL), "--csv", "--page", "details",
+                    "--print-units", "base"], "compare", REPS)
+    open(os.path.join(OUT, "ncu-compare.csv"), "w").write(p.stdout)
+    open(os.path.join(OUT, "ncu-compare.err"), "w").write(p.stderr)
+    rows_ncu = ncu_rows(p.stdout)
+    per_region: dict = {}
+    for k in rows_ncu.values():
+        per_region.setdefault(k["name"], []).append(k)
+    # Sum a region's kernels per repetition, then average over the repetitions.
+    ncu_vals: dict = {}
+    for name, ks in per_region.items():
+        per_rep = max(1, len(ks) // REPS)
+        reps = [ks[i:i + per_rep] for i in range(0, len(ks), per_rep)]
+        agg = {}
+        for m in M_ALL:
+            if "pct" in m:
+                vals = [sum(k[m] * k["gpu__time_duration.sum"] for k in rp) / sum(k["gpu__time_duration.sum"] for k in rp)
+                        for rp in reps]
+            else:
+                vals = [sum(k[m] for k in rp) for rp in reps]
+            agg[m] = statistics.mean(vals)
+        ncu_vals[name] = agg
+    kp_vals = {}
+    for df in (df6, df7):
+        for (ann, met), v in df.groupby(["Annotation", "Metric"])["AvgValue"].mean().items():
+            kp_vals.setdefault(ann, {})[met] = float(v)
+    numbers["vs_ncu"] = {"ncu": ncu_vals, "kprof": kp_vals, "ncu_rc": p.returncode}
+    found = sorted(set(ncu_vals) & set(kp_vals))
+    check("ncu-regions", len(found) == 5, f"ncu named {len(rows_ncu)} kernels after the regions {sorted(per_region)} "
+          f"(rc {p.returncode}); matched {found}")
+    for ann in found:
+        for m in M_ALL:
+            if m not in kp_vals[ann] or m not in ncu_vals[ann]:
+                continue
+            k, n = kp_vals[ann][m], ncu_vals[ann][m]
+            if "pct" in m:
+                diff, ok, ds = k - n, abs(k - n) <= 1.0, f"{k - n:+.2f} pt (limit 1)"
+            else:
+                d = (k / n - 1) * 100 if n else float("nan")
+                lim_pct = 2.0 if m == "gpu__time_duration.sum" else 0.5
+                ok, ds = abs(d) <= lim_pct, f"{d:+.3f}% (limit {lim_pct}%)"
+            check(f"vs-ncu {ann[:18]} {m.split('.')[0].split('__')[1][:14]}", ok, f"{m}: kprof {k:,.3f} vs ncu {n:,.3f}: {ds}")
+
+    # Cost of a 3-metric set per profiled kernel: kprof (kernel replay, in-process) vs ncu.
+    xs = torch.randn(1 << 20, device="cuda")
+
+    def cost_body():
+        with kprof.annotate("cost"):
+            for _ in range(COST_KERNELS):
+                _ = xs * 2.0
+
+    COST_RUNS = 5
+    timing_only = kprof.kernel(runs=COST_RUNS, thermal_mode="off", verbosity=kprof.VerbosityLevel.SILENT)(cost_body)
+    with_counters = kprof.kernel(runs=COST_RUNS, metrics=M3, thermal_mode="off",
+                                 verbosity=kprof.VerbosityLevel.SILENT)(cost_body)
+    timing_only(); with_counters()  # warm: libraries, host API, Range Profiler session
+    t = time.time(); timing_only(); t_timing = time.time() - t
+    t = time.time(); with_counters(); t_counters = time.time() - t
+    kp_per = (t_counters - t_timing) / (COST_RUNS * COST_KERNELS) * 1e3
+    p3, t_ncu3 = run_ncu(["--metrics", ",".join(M3), "--csv", "--page", "details"], "cost", COST_RUNS)
+    p0, t_ncu0 = run_ncu(["--metrics", ",".join(M3), "--launch-skip", "1000000"], "cost", COST_RUNS)
+    n3 = len(ncu_rows(p3.stdout))
+    ncu_per = (t_ncu3 - t_ncu0) / max(n3, 1) * 1e3
+    ratio = ncu_per / kp_per if kp_per > 0 else float("inf")
+    numbers["cost"] = {"kprof_ms_per_kernel": kp_per, "ncu_ms_per_kernel": ncu_per, "ratio": ratio,
+                       "kprof_wall_counters_s": t_counters, "kprof_wall_timing_s": t_timing,
+                       "ncu_wall_s": t_ncu3, "ncu_nothing_wall_s": t_ncu0, "ncu_kernels": n3}
+    check("cost-3-metrics", ratio >= 20 if n3 else None,
+          f"per profiled kernel: kprof {kp_per:.2f} ms vs ncu {ncu_per:.1f} ms ({n3} kernels, start-up excluded): "
+          f"{ratio:.1f}x cheaper (target 20x)")
+else:
+    check("vs-ncu", None, f"no ncu at {NCU}: comparison skipped")
 
 check("import-order", True, "torch was imported and used on the GPU before kprof's first benchmark")
 numbers["wall_s"] = time.time() - t0

@@ -43,8 +43,6 @@ _CHOICES = {
     "backend": ("cupti", "cuda-events", "ncu"),
 }
 
-_HW_COUNTERS = "hardware counters (CUPTI Range Profiler metrics)"
-_NCU = "the ncu backend"
 _THERMAL = "thermal control (run conditions)"
 
 
@@ -274,14 +272,19 @@ def _validate(opts: dict[str, Any]) -> Settings:
             raise ConfigError("configs is empty; give at least one config")
 
     # Valid values whose feature lands later: raise rather than silently ignore.
-    if metrics != (DEFAULT_METRIC,) and backend != "ncu":  # ncu collects any metric
-        others = [m for m in metrics if m != DEFAULT_METRIC]
-        raise not_available(f"metrics={list(metrics)!r} (only {DEFAULT_METRIC!r} is measured now; {others!r} need counters)", _HW_COUNTERS)
+    # Counter metrics (any ncu name) are checked by the engine on the host, before any GPU work
+    # (unknown names give the closest valid ones); they need the CUPTI or the ncu backend.
+    counters = [m for m in metrics if m != DEFAULT_METRIC]
+    if counters and backend == "cuda-events":
+        raise ConfigError(
+            f"metrics {counters!r} are hardware counters (CUPTI Range Profiler); backend='cuda-events' measures "
+            "only time between CUDA events. Use backend='cupti' for counters"
+        )
     ncu_options = _ncu.check_ncu_options(opts["ncu_options"])
     if backend != "ncu":
         for what, given in (
             ("clock_control='base' (locking clocks)", clock == "base"),
-            (f"replay_mode={replay!r}", replay != "kernel"),
+            (f"replay_mode={replay!r}", replay not in ("kernel", "range")),
             ("ncu_options", ncu_options is not None),
         ):
             if given:

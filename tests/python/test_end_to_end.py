@@ -90,6 +90,13 @@ def test_options_handed_to_backend(fake_backend, fake_core):
     assert fake_backend.options["combine_kernel_metrics"] is operator.add
 
 
+def test_counter_metrics_and_range_replay_reach_the_backend(fake_backend, fake_core):
+    metrics = ["gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum"]
+    make_bench(metrics=metrics, replay_mode="range")()
+    o = fake_backend.options
+    assert o["metrics"] == metrics and o["replay_mode"] == "range"
+
+
 def test_derive_metric_rows(fake_backend, fake_core):
     def tflops(t, n, dtype):
         return 2 * n ** 3 / (t * 1e-9) / 1e12, "TFLOP/s"

@@ -22,7 +22,7 @@ use kprof::counters::{locate_cupti, MetricsCatalog};
 #[derive(clap::Args, Debug, Clone)]
 pub struct MetricsArgs {
     /// Chip whose metrics to list: GH100 (H100/H200), GA100, AD102, GB100, ... Without it,
-    /// KPROF_CHIP or GH100. (On a GPU machine the engine takes it from the device.)
+    /// the device's chip when a GPU is present, else KPROF_CHIP, else GH100.
     #[arg(long, value_name = "CHIP")]
     pub chip: Option<String>,
     /// Only base metrics whose name contains this text (case-insensitive).
@@ -40,11 +40,19 @@ pub struct MetricsArgs {
     pub cupti: Option<PathBuf>,
 }
 
+/// `--chip`, else the device's chip when a GPU is present, else `KPROF_CHIP`, else GH100.
 fn chip(args: &MetricsArgs) -> String {
     args.chip
         .clone()
+        .or_else(|| if gpu_present() { kprof::counters::device_chip() } else { None })
         .or_else(|| std::env::var("KPROF_CHIP").ok().filter(|s| !s.is_empty()))
         .unwrap_or_else(|| "GH100".into())
+}
+
+/// A cheap look for an NVIDIA device node before loading the driver (keeps GPU-less runs fast
+/// and free of driver side effects). `KPROF_NO_DEVICE=1` forces the offline path.
+fn gpu_present() -> bool {
+    std::env::var_os("KPROF_NO_DEVICE").is_none() && std::path::Path::new("/dev/nvidia0").exists()
 }
 
 fn cupti_path(args: &MetricsArgs) -> Result<PathBuf> {
@@ -53,6 +61,11 @@ fn cupti_path(args: &MetricsArgs) -> Result<PathBuf> {
             kprof::counters::cupti_in(p).with_context(|| format!("no libcupti.so* in {}", p.display()))
         }
         Some(p) => Ok(p.clone()),
+        // On a GPU machine: the engine's libcupti (same search as the run loop).
+        None if gpu_present() => match kprof::loader::Libraries::load() {
+            Ok(l) => Ok(l.cupti_path.clone()),
+            Err(_) => Ok(locate_cupti()?),
+        },
         None => Ok(locate_cupti()?),
     }
 }

@@ -88,6 +88,13 @@ pub(crate) fn bench_options(opts: &Bound<'_, PyDict>) -> PyResult<BenchOptions> 
     if let Some(v) = get(opts, "metrics")? {
         o.metrics = v.extract()?;
     }
+    if let Some(v) = get(opts, "replay_mode")? {
+        o.replay_mode = match v.extract::<String>()?.as_str() {
+            "kernel" => kprof::runner::ReplayMode::Kernel,
+            "range" => kprof::runner::ReplayMode::User,
+            other => return Err(PyValueError::new_err(format!("replay_mode must be 'kernel' or 'range', got {other:?}"))),
+        };
+    }
     if let Some(v) = get(opts, "ignore_kernel_list")? {
         o.ignore_kernels = v.extract()?;
     }

@@ -243,6 +243,10 @@ impl Gpu {
 }
 
 fn find_cupti() -> Result<PathBuf, String> {
+    // The engine's loader first (same libcupti as the activity session and the run loop).
+    if let Ok(l) = kprof::loader::Libraries::load() {
+        return Ok(l.cupti_path.clone());
+    }
     if let Ok(p) = kprof::counters::locate_cupti() {
         if std::env::var_os("KPROF_CUPTI_PATH").is_some() {
             return Ok(p);

@@ -132,6 +132,11 @@ pub enum EngineError {
     #[error(transparent)]
     Results(#[from] kprof_core::io::IoError),
 
+    /// Hardware counters (CUPTI Range Profiler / Profiler Host API): unknown or incompatible
+    /// metric names, dropped ranges, counter permission, ...
+    #[error(transparent)]
+    Counters(#[from] crate::counters::CountersError),
+
     /// A feature this backend does not offer (e.g. clock control).
     #[error("{0}")]
     Unsupported(String),

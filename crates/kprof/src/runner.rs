@@ -32,6 +32,10 @@ use kprof_core::model::{
 
 use crate::error::EngineError;
 
+mod counter_pass;
+pub use crate::counters::ReplayMode;
+pub use counter_pass::{is_counter_metric, CounterPlan};
+
 /// The unit of [`DEFAULT_METRIC`].
 pub const DEFAULT_UNIT: &str = "ns";
 
@@ -104,8 +108,14 @@ pub struct BenchOptions {
     /// before an error is returned. A prefix that is a directory or ends in `/` puts the file
     /// inside it.
     pub output_prefix: Option<PathBuf>,
-    /// Metrics to record: empty or `["gpu__time_duration.sum"]` in this backend.
+    /// Metrics to record: `gpu__time_duration.sum` (always recorded) and any hardware counter
+    /// metrics (ncu names, collected in a counter pass of every recorded run; see
+    /// `runner/counter_pass.rs`).
     pub metrics: Vec<String>,
+    /// How counter metrics are collected: [`ReplayMode::Kernel`] (default, one value per kernel,
+    /// combined per region) or [`ReplayMode::User`] (one range per region, the closure re-run
+    /// once per pass).
+    pub replay_mode: ReplayMode,
 }
 
 impl Default for BenchOptions {
@@ -122,6 +132,7 @@ impl Default for BenchOptions {
             ignore_failures: false,
             output_prefix: None,
             metrics: Vec::new(),
+            replay_mode: ReplayMode::Kernel,
         }
     }
 }
@@ -138,14 +149,13 @@ impl BenchOptions {
                     .to_string(),
             ));
         }
-        for m in &self.metrics {
-            if m != DEFAULT_METRIC {
-                return Err(EngineError::Unsupported(format!(
-                    "metric {m:?} is not available in the CUPTI activity backend, which records \
-                     only {DEFAULT_METRIC} (kernel start/end timestamps); hardware counter \
-                     metrics come with the counter backend (CUPTI Range Profiler / ncu), which is \
-                     not built yet"
-                )));
+        // Counter metric names are checked on the host by Profiler::bench (they need the chip).
+        for (i, m) in self.metrics.iter().enumerate() {
+            if m.trim().is_empty() {
+                return Err(invalid_option("metrics: empty metric name"));
+            }
+            if self.metrics[..i].contains(m) {
+                return Err(invalid_option(&format!("metrics lists {m:?} twice")));
             }
         }
         match &self.policy {
@@ -376,6 +386,8 @@ pub(crate) struct Span {
 pub(crate) struct Collected {
     pub by_region: HashMap<u64, Vec<KernelRun>>,
     pub unattributed: usize,
+    /// The unattributed kernels themselves (kernel replay orders a run's kernels with them).
+    pub outside: Vec<KernelRun>,
 }
 
 /// The GPU side of the run loop. Implementations use interior mutability; region enter/exit are
@@ -399,6 +411,10 @@ pub(crate) trait Backend: Send + Sync {
     /// Flushes the activity buffers (after [`Backend::synchronize`]) and attributes the kernels
     /// to the given spans: those of every run since the last flush (keys tell runs apart).
     fn collect(&self, spans: &[Span]) -> Result<Collected, EngineError>;
+    /// Hardware counters (CUPTI Range Profiler), when this backend has them.
+    fn counters(&self) -> Option<&dyn counter_pass::CounterBackend> {
+        None
+    }
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -628,6 +644,8 @@ struct PendingRun {
     failure: Option<EngineError>,
     /// Wall time of the run (cache flush, closure, synchronisation).
     wall: Duration,
+    /// The run's counter pass, when counter metrics are asked for.
+    counters: Option<counter_pass::CounterRun>,
 }
 
 /// The state of one [`Profiler::bench`] call.
@@ -655,6 +673,8 @@ struct Sweep<'a> {
     pending_recorded: Vec<u32>,
     /// When the first waiting run started.
     batch_start: Option<Instant>,
+    /// Counter metrics of this call (validated plan), if any.
+    counters: Option<counter_pass::CounterState>,
 }
 
 /// The profiler: owns the CUPTI activity session. One per process.
@@ -880,6 +900,8 @@ impl Profiler {
             return Ok(RawResults::new());
         }
         opts.validate()?;
+        // Counter metrics are validated on the host before any GPU work.
+        let counters = self.counters_prepare(name, opts)?;
         let default_configs = [Config::new()];
         let configs: &[Config] = if configs.is_empty() {
             &default_configs
@@ -916,6 +938,7 @@ impl Profiler {
             wire: Vec::new(),
             pending_recorded: vec![0; n],
             batch_start: None,
+            counters,
         };
         match self.sweep(call, &mut sw, &mut f) {
             Ok(()) => {
@@ -957,9 +980,17 @@ impl Profiler {
                 }
             }
             let t0 = Instant::now();
+            let run_start_ns = self.backend.timestamp_ns();
             let (spans, failure) =
                 self.one_run(sw.name, call, step, &configs[step.config], opts, f, &mut sw.wire)?;
             let abort = failure.is_some() && !opts.ignore_failures;
+            let counters = match (&mut sw.counters, step.warmup, &failure) {
+                (Some(st), false, None) => {
+                    let window = (run_start_ns, self.backend.timestamp_ns());
+                    Some(self.counter_run(st, sw.name, call, step, &configs[step.config], opts, f, spans.len(), window)?)
+                }
+                _ => None,
+            };
             if !step.warmup {
                 sw.pending_recorded[step.config] += 1;
             }
@@ -969,6 +1000,7 @@ impl Profiler {
                 spans,
                 failure,
                 wall: t0.elapsed(),
+                counters,
             });
             if abort
                 || sw.pending.len() >= max_runs
@@ -1038,6 +1070,7 @@ impl Profiler {
             spans,
             failure,
             wall,
+            counters,
         } = run;
         let (name, opts) = (sw.name, sw.opts);
         let config = &sw.configs[step.config];
@@ -1119,6 +1152,9 @@ impl Profiler {
                 }
             }
             sw.policy_values[step.config].push(if any { total } else { f64::NAN });
+            if let (Some(c), Some(st)) = (&counters, &sw.counters) {
+                self.record_counters(raw, &st.plan, name, config, step, device_idx, &spans, collected, c, opts)?;
+            }
         }
         if let Some(p) = &opts.policy {
             if matches!(
@@ -1201,14 +1237,34 @@ impl Profiler {
         breakdown: &[(&str, f64)],
         warning: Option<&str>,
     ) -> Result<(), EngineError> {
+        let metric = self.metric;
+        self.push_sample_as(raw, benchmark, region, metric, DEFAULT_UNIT, step, device_idx, value, kernel, breakdown, warning)
+    }
+
+    /// [`Profiler::push_sample`] for any metric and unit (counter metrics).
+    #[allow(clippy::too_many_arguments)]
+    fn push_sample_as(
+        &self,
+        raw: &mut RawResults,
+        benchmark: &str,
+        region: &str,
+        metric: &str,
+        unit: &str,
+        step: Step,
+        device_idx: u32,
+        value: f64,
+        kernel: &str,
+        breakdown: &[(&str, f64)],
+        warning: Option<&str>,
+    ) -> Result<(), EngineError> {
         let key = SeriesKey {
             benchmark: benchmark.to_string(),
             annotation: region.to_string(),
             config: step.config as u32,
-            metric: self.metric.to_string(),
+            metric: metric.to_string(),
         };
         let series = raw
-            .intern_series(key, DEFAULT_UNIT, device_idx)
+            .intern_series(key, unit, device_idx)
             .map_err(model_error)?;
         let kernel_idx = raw.intern_kernel(kernel);
         let mut extras: Vec<(&str, ExtraValue)> = self
@@ -1379,9 +1435,20 @@ mod gpu {
                 (id, ks)
             })
             .collect();
+        let outside = att
+            .unattributed
+            .iter()
+            .map(|k| KernelRun {
+                start_ns: k.start_ns,
+                end_ns: k.end_ns,
+                demangled: None,
+                name: k.name.clone(),
+            })
+            .collect();
         Collected {
             by_region,
             unattributed: att.unattributed.len(),
+            outside,
         }
     }
 
@@ -1440,6 +1507,9 @@ mod gpu {
             session.record_regions(&regions)?;
             drop(session);
             Ok(collect_batch(&batch, &regions))
+        }
+        fn counters(&self) -> Option<&dyn super::counter_pass::CounterBackend> {
+            Some(super::counter_pass::gpu_counters(self.libs))
         }
     }
 }
@@ -1810,21 +1880,19 @@ mod tests {
     }
 
     #[test]
-    fn other_metrics_say_the_counter_backend_comes_later() {
+    fn counter_metric_names_pass_option_validation_and_duplicates_do_not() {
+        // Counter names are checked on the host by Profiler::bench (runner/counter_pass/tests.rs).
         let ok = BenchOptions {
-            metrics: vec![DEFAULT_METRIC.into()],
+            metrics: vec![DEFAULT_METRIC.into(), "dram__bytes_read.sum".into()],
             ..Default::default()
         };
         ok.validate().unwrap();
         let o = BenchOptions {
-            metrics: vec!["dram__bytes_read.sum".into()],
+            metrics: vec!["dram__bytes_read.sum".into(), "dram__bytes_read.sum".into()],
             ..Default::default()
         };
         let e = o.validate().unwrap_err().to_string();
-        assert!(
-            e.contains("dram__bytes_read.sum") && e.contains("counter backend"),
-            "{e}"
-        );
+        assert!(e.contains("twice"), "{e}");
     }
 
     #[test]

@@ -362,3 +362,41 @@ fn recorded_h200_values_are_plausible() {
         }
     }
 }
+
+/// What `Profiler::bench` does on the host before any GPU work (the run loop's counter plan):
+/// units and pass count of the seed's step 6 and 7 sets, closest names, device-level conflicts.
+#[test]
+fn bench_counter_plan_validates_on_the_host() {
+    use kprof::runner::{CounterPlan, ReplayMode};
+    let Some(cat) = catalog() else { return };
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let step6 = s(&[
+        "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+        "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    ]);
+    let plan = CounterPlan::new(&cat, &step6, ReplayMode::Kernel).unwrap();
+    assert_eq!(plan.chip, "GH100");
+    assert_eq!(plan.units, ["percent", "percent"]);
+    assert!(plan.passes >= 1, "{plan:?}");
+    let step7 = s(&["dram__bytes_read.sum", "dram__bytes_write.sum"]);
+    let plan = CounterPlan::new(&cat, &step7, ReplayMode::User).unwrap();
+    assert_eq!((plan.units.clone(), plan.passes), (s(&["byte", "byte"]), 1));
+    assert!(
+        plan.describe().contains("1 replay pass(es) in user replay"),
+        "{}",
+        plan.describe()
+    );
+    let e = CounterPlan::new(&cat, &s(&["dram__bytes_raed.sum"]), ReplayMode::Kernel).unwrap_err();
+    let msg = kprof::EngineError::from(e).to_string();
+    assert!(
+        msg.contains("closest valid names") && msg.contains("dram__bytes_read.sum"),
+        "{msg}"
+    );
+    let e = CounterPlan::new(
+        &cat,
+        &s(&["nvlrx__bytes.sum", "dram__bytes_read.sum"]),
+        ReplayMode::Kernel,
+    )
+    .unwrap_err();
+    assert!(matches!(e, CountersError::IncompatibleMetrics(_)), "{e:?}");
+}

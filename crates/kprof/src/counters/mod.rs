@@ -10,8 +10,10 @@
 //! * [`recorded`] — config and counter-data images stored as files, re-evaluated offline with the
 //!   host API (CI checks the values recorded on the H200).
 //!
-//! This module loads libcupti by an explicit path ([`host::CuptiLib::load`]); [`locate_cupti`]
-//! finds one from the environment for the CLI and tests.
+//! The run loop gets its libcupti from the engine's loader ([`engine_cupti`]: the same
+//! `Libraries::load()` search, `KPROF_CUPTI_PATH` first, so the activity session and the Range
+//! Profiler share one copy). [`locate_cupti`] (with `KPROF_CUPTI_WHEEL_DIR`) is only for the
+//! offline `kprof metrics` on a GPU-less machine and for tests.
 
 pub mod host;
 pub mod metrics;
@@ -149,7 +151,7 @@ pub fn cupti_in(dir: &Path) -> Option<PathBuf> {
 ///    `target/cupti-wheel/unpacked` made by `scripts/setup-dev.sh`);
 /// 3. `$CUDA_HOME/{extras/CUPTI/lib64,targets/x86_64-linux/lib}` and the same under `/usr/local/cuda`.
 ///
-/// The engine's loader (branch `engine`) replaces this at merge.
+/// Offline use only (`kprof metrics` without a GPU, tests); the run loop uses [`engine_cupti`].
 pub fn locate_cupti() -> Result<PathBuf, CountersError> {
     let mut tried = Vec::new();
     if let Some(v) = std::env::var_os("KPROF_CUPTI_PATH").filter(|v| !v.is_empty()) {
@@ -191,4 +193,23 @@ pub fn locate_cupti() -> Result<PathBuf, CountersError> {
          nvidia-cuda-cupti wheel (`python3 -m pip download --no-deps nvidia-cuda-cupti==13.0.85`); tried: {}",
         tried.join(", ")
     )))
+}
+
+/// The libcupti the engine loaded ([`crate::loader::Libraries::load`]), opened for the counter
+/// entry points (the same file, so one CUPTI copy per process), with `libnvperf_host.so` from its
+/// folder.
+pub fn engine_cupti() -> Result<&'static CuptiLib, crate::error::EngineError> {
+    let libs = crate::loader::Libraries::load()?;
+    Ok(CuptiLib::load(&libs.cupti_path)?)
+}
+
+/// The chip name of the current device (e.g. `GH100`), through the engine's libraries; `None`
+/// when there is no usable GPU (no driver, no device, no context).
+pub fn device_chip() -> Option<String> {
+    let libs = crate::loader::Libraries::load().ok()?;
+    libs.cuda.ensure_context().ok()?;
+    let ordinal = libs.cuda.current_device().ok()?;
+    let lib = CuptiLib::load(&libs.cupti_path).ok()?;
+    range::profiler_initialize(lib).ok()?;
+    range::chip_name(lib, ordinal as usize).ok()
 }

@@ -147,16 +147,7 @@ impl RangeProfiler {
         metrics: &[S],
         mode: ReplayMode,
     ) -> Result<Self, CountersError> {
-        if !PROFILER_INITIALIZED.load(Ordering::Acquire) {
-            let mut p = CUpti_Profiler_Initialize_Params {
-                structSize: v13_0::PROFILER_INITIALIZE,
-                pPriv: null_mut(),
-            };
-            lib.check("cuptiProfilerInitialize", unsafe {
-                (lib.fns.profiler_initialize)(&mut p)
-            })?;
-            PROFILER_INITIALIZED.store(true, Ordering::Release);
-        }
+        profiler_initialize(lib)?;
         let chip = chip_name(lib, device_index)?;
         let counter_availability = counter_availability(lib, ctx)?;
         let metrics: Vec<String> = metrics.iter().map(|m| m.as_ref().trim().to_string()).collect();
@@ -240,7 +231,12 @@ impl RangeProfiler {
             return Err(CountersError::Usage("max_ranges must be at least 1".into()));
         }
         let lib = self.lib;
-        // Counter-data image for max_ranges ranges.
+        // Counter-data image for max_ranges ranges plus one spare: CUPTI 13.0 drops the kernels of
+        // a full image in kernel replay without counting them in numOfRangeDropped (seen on the
+        // H200: 4 kernels into a 2-range image gave 2 ranges and no error), so a range in the
+        // spare slot is how an overflow shows.
+        let user_max = max_ranges;
+        let max_ranges = max_ranges + 1;
         let mut ptrs: Vec<*const c_char> = self.metrics_c.iter().map(|m| m.as_ptr()).collect();
         let mut sz = CUpti_RangeProfiler_GetCounterDataSize_Params {
             structSize: v13_0::RANGE_GET_COUNTER_DATA_SIZE,
@@ -341,10 +337,10 @@ impl RangeProfiler {
                     }
                     _ => {}
                 }
-                if ranges.pushed.len() > max_ranges {
+                if ranges.pushed.len() > user_max {
                     return Err(CountersError::DroppedRanges {
-                        dropped: ranges.pushed.len() - max_ranges,
-                        capacity: max_ranges,
+                        dropped: ranges.pushed.len() - user_max,
+                        capacity: user_max,
                     });
                 }
             }
@@ -364,7 +360,15 @@ impl RangeProfiler {
         if dec.numOfRangeDropped > 0 {
             return Err(CountersError::DroppedRanges {
                 dropped: dec.numOfRangeDropped,
-                capacity: max_ranges,
+                capacity: user_max,
+            });
+        }
+        let total = lib.counter_data_num_ranges(&image)?;
+        if total > user_max {
+            // The spare slot was used: at least one range more than asked for, maybe more lost.
+            return Err(CountersError::DroppedRanges {
+                dropped: total - user_max,
+                capacity: user_max,
             });
         }
         let ranges = evaluate_counter_data(&self.host, &image, &self.metrics)?;
@@ -514,7 +518,22 @@ fn clone_err(e: &CountersError) -> CountersError {
     }
 }
 
-/// `cuptiDeviceGetChipName` (e.g. `"GH100"`).
+/// `cuptiProfilerInitialize`, once per process.
+pub fn profiler_initialize(lib: &CuptiLib) -> Result<(), CountersError> {
+    if !PROFILER_INITIALIZED.load(Ordering::Acquire) {
+        let mut p = CUpti_Profiler_Initialize_Params {
+            structSize: v13_0::PROFILER_INITIALIZE,
+            pPriv: null_mut(),
+        };
+        lib.check("cuptiProfilerInitialize", unsafe {
+            (lib.fns.profiler_initialize)(&mut p)
+        })?;
+        PROFILER_INITIALIZED.store(true, Ordering::Release);
+    }
+    Ok(())
+}
+
+/// `cuptiDeviceGetChipName` (e.g. `"GH100"`); call [`profiler_initialize`] first.
 pub fn chip_name(lib: &CuptiLib, device_index: usize) -> Result<String, CountersError> {
     let mut p = CUpti_Device_GetChipName_Params {
         structSize: v13_0::DEVICE_GET_CHIP_NAME,

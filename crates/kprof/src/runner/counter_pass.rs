@@ -1,0 +1,615 @@
+//! Hardware counter metrics in the run loop (CUPTI Range Profiler; issue 5).
+//!
+//! When [`BenchOptions::metrics`] names counter metrics (any ncu/Perfworks name other than
+//! `gpu__time_duration.sum` from the activity records), [`Profiler::bench`]:
+//!
+//! 1. **validates them on the host before any GPU work**: the chip comes from the device
+//!    (`cuptiDeviceGetChipName`), the names are checked with the Profiler Host API
+//!    ([`MetricsCatalog::validate`]: unknown names give the closest valid ones; device-level metrics
+//!    mixed with context-level ones are explained) and the replay pass count is computed
+//!    ([`Profiler::counter_plan`], and one line in [`Profiler::warnings`]).
+//! 2. **collects them in a separate counter pass of every recorded run**, right after the run's
+//!    timing pass (the CUPTI activity session stays on; the Range Profiler API does not take the
+//!    CUPTI subscriber slot, but kernel replay saves, restores and re-launches kernels, which would
+//!    disturb the timing, so timing and counters never share a pass). The closure runs again for
+//!    the counter pass: **it must be repeatable** (same launches in the same order, inputs it does
+//!    not destroy). Warm-up runs get no counter pass.
+//!    * [`ReplayMode::Kernel`] (default): AutoRange + KernelReplay, the closure runs once and CUPTI
+//!      replays each kernel once per pass (saving and restoring memory itself). One value per
+//!      kernel. The i-th profiled kernel of the counter pass is the i-th kernel (by GPU start
+//!      time) of the run's timing pass: the kernels the activity records attributed to its regions
+//!      plus its kernels outside every region (those that started inside the run's time window,
+//!      e.g. input set-up). Each region's kernels are then combined with
+//!      [`BenchOptions::combine`], with the per-kernel breakdown kept. When the counts differ (a
+//!      closure that does not repeat its launches) the run's counter values are NaN with a
+//!      warning. With a cold cache the L2 is flushed once before the counter pass; **CUPTI 13.0 cannot flush between its own
+//!      kernel-replay passes**, so a kernel's later passes see the L2 its previous pass left (and
+//!      DRAM writes can include dirty lines of the kernel before it).
+//!    * [`ReplayMode::User`] (`replay_mode="range"` in Python): UserRange + UserReplay, every
+//!      region is a named range, and the engine re-runs the closure once per pass until CUPTI has
+//!      all passes (8 for a typical 3-metric set on the H200). One value per region, including
+//!      idle gaps and launch overhead between its kernels for time-like metrics. With a cold cache
+//!      the L2 is flushed before every pass. Regions cannot nest in this mode.
+//! 3. records every counter metric as its own series (unit from the host API, e.g. `byte`,
+//!    `percent`), with the same keys (benchmark, region, config, run) as the timing samples, in the
+//!    same [`RawResults`].
+//!
+//! The counter-data image is sized from the run (kernels of the previous counter pass in kernel
+//! replay, starting at 64 and growing ×4 on overflow; the run's regions in user replay). Nothing
+//! is silently dropped: an overflow is detected by a spare range slot and either re-collected with
+//! a larger image (kernel replay) or returned as [`CountersError::DroppedRanges`].
+//!
+//! One Range Profiler session (config image, `cuptiRangeProfilerEnable`) is kept for the whole
+//! process and reused while the metric set and replay mode stay the same.
+//!
+//! Counter-pass kernels carry no region key; the activity session still sees them, so they count
+//! in [`Profiler::unattributed_kernels`].
+
+use std::cell::Cell;
+use std::sync::{Mutex, OnceLock};
+
+use super::*;
+use crate::counters::range::{chip_name, profiler_initialize};
+use crate::counters::{CountersError, CuptiLib, MetricsCatalog, RangeProfiler, RangeResult, ReplayMode};
+use crate::loader::Libraries;
+
+/// Whether `m` is a hardware counter metric (anything but the timing tier's metrics).
+pub fn is_counter_metric(m: &str) -> bool {
+    m != DEFAULT_METRIC && m != CUDA_EVENTS_METRIC
+}
+
+/// A validated counter metric set: what the host API says about it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CounterPlan {
+    /// Chip the names were checked against (e.g. `GH100`).
+    pub chip: String,
+    /// Counter metric names, in the order given.
+    pub metrics: Vec<String>,
+    /// Their units (`byte`, `percent`, `nanosecond`, ...), from `cuptiProfilerHostGetMetricProperties`.
+    pub units: Vec<String>,
+    /// Replay passes the set needs (`cuptiProfilerHostGetNumOfPasses`).
+    pub passes: usize,
+    /// How the passes are replayed.
+    pub mode: ReplayMode,
+}
+
+impl CounterPlan {
+    /// Validates `metrics` with the host API of `catalog`'s chip (no GPU work).
+    pub fn new(catalog: &MetricsCatalog, metrics: &[String], mode: ReplayMode) -> Result<Self, CountersError> {
+        let infos = catalog.validate(metrics)?;
+        let passes = catalog.num_passes(metrics)?;
+        Ok(CounterPlan {
+            chip: catalog.chip().to_string(),
+            metrics: infos.iter().map(|i| i.name.clone()).collect(),
+            units: infos.iter().map(|i| i.properties.dim_unit.clone()).collect(),
+            passes,
+            mode,
+        })
+    }
+
+    /// One line for warnings/debug output.
+    pub fn describe(&self) -> String {
+        format!(
+            "counter metrics {} on {}: {} replay pass(es) in {} replay per recorded run",
+            self.metrics.join(", "),
+            self.chip,
+            self.passes,
+            self.mode.as_str()
+        )
+    }
+}
+
+/// The last plan of every profiler, by the address of its backend (kept out of the `Profiler`
+/// struct, which other work changes too).
+static LAST_PLAN: Mutex<Vec<(usize, CounterPlan)>> = Mutex::new(Vec::new());
+
+/// Opens and closes named ranges (user replay); [`crate::counters::UserRanges`] on the GPU.
+pub(crate) trait RangeSink {
+    fn push(&mut self, name: &str) -> Result<(), CountersError>;
+    fn pop(&mut self) -> Result<(), CountersError>;
+}
+
+impl RangeSink for crate::counters::UserRanges<'_> {
+    fn push(&mut self, name: &str) -> Result<(), CountersError> {
+        crate::counters::UserRanges::push(self, name)
+    }
+    fn pop(&mut self) -> Result<(), CountersError> {
+        crate::counters::UserRanges::pop(self)
+    }
+}
+
+/// The counter side of a backend.
+pub(crate) trait CounterBackend: Send + Sync {
+    /// Validates the metric set for the device's chip, on the host (no GPU work).
+    fn plan(&self, metrics: &[String], mode: ReplayMode) -> Result<CounterPlan, EngineError>;
+    /// One collection: calls `workload` once (kernel replay) or once per pass (user replay) and
+    /// returns the ranges (one per kernel, or one per pushed range).
+    fn collect(
+        &self,
+        plan: &CounterPlan,
+        max_ranges: usize,
+        workload: &mut dyn FnMut(&mut dyn RangeSink),
+    ) -> Result<Vec<RangeResult>, EngineError>;
+}
+
+// ------------------------------------------------------------------------------------------------
+// GPU implementation
+// ------------------------------------------------------------------------------------------------
+
+struct Session(RangeProfiler);
+// SAFETY: the Range Profiler object is a CUPTI handle for a context; it is only used under the
+// mutex, from the thread that runs the benchmark.
+unsafe impl Send for Session {}
+
+pub(super) struct GpuCounters {
+    libs: &'static Libraries,
+    catalogs: Mutex<Vec<MetricsCatalog>>,
+    session: Mutex<Option<Session>>,
+}
+
+/// The process-wide counter backend on the engine's libraries.
+pub(super) fn gpu_counters(libs: &'static Libraries) -> &'static GpuCounters {
+    static G: OnceLock<GpuCounters> = OnceLock::new();
+    G.get_or_init(|| GpuCounters {
+        libs,
+        catalogs: Mutex::new(Vec::new()),
+        session: Mutex::new(None),
+    })
+}
+
+impl GpuCounters {
+    fn lib(&self) -> Result<&'static CuptiLib, EngineError> {
+        Ok(CuptiLib::load(&self.libs.cupti_path)?)
+    }
+
+    fn device(&self) -> Result<(usize, String), EngineError> {
+        let lib = self.lib()?;
+        self.libs.cuda.ensure_context()?;
+        let ordinal = self.libs.cuda.current_device()? as usize;
+        profiler_initialize(lib)?;
+        Ok((ordinal, chip_name(lib, ordinal)?))
+    }
+}
+
+impl CounterBackend for GpuCounters {
+    fn plan(&self, metrics: &[String], mode: ReplayMode) -> Result<CounterPlan, EngineError> {
+        let lib = self.lib()?;
+        let (_, chip) = self.device()?;
+        let mut cats = self.catalogs.lock().unwrap_or_else(|p| p.into_inner());
+        if !cats.iter().any(|c| c.chip() == chip) {
+            cats.push(MetricsCatalog::with_lib(lib, &chip, None)?);
+        }
+        let cat = cats.iter().find(|c| c.chip() == chip).expect("just added");
+        Ok(CounterPlan::new(cat, metrics, mode)?)
+    }
+
+    fn collect(
+        &self,
+        plan: &CounterPlan,
+        max_ranges: usize,
+        workload: &mut dyn FnMut(&mut dyn RangeSink),
+    ) -> Result<Vec<RangeResult>, EngineError> {
+        let lib = self.lib()?;
+        let ctx = self.libs.cuda.ensure_context()?;
+        let (ordinal, _) = self.device()?;
+        let mut slot = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        let reuse =
+            matches!(&*slot, Some(Session(rp)) if rp.metrics() == plan.metrics.as_slice() && rp.mode() == plan.mode);
+        if !reuse {
+            *slot = None; // disable the old session before enabling a new one
+            let rp = RangeProfiler::new(lib, ctx as _, ordinal, &plan.metrics, plan.mode)?;
+            *slot = Some(Session(rp));
+        }
+        let Some(Session(rp)) = slot.as_mut() else {
+            unreachable!()
+        };
+        let rec = rp.collect(max_ranges, |ur| workload(ur))?;
+        Ok(rec.ranges)
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// The counter pass
+// ------------------------------------------------------------------------------------------------
+
+thread_local! {
+    /// The range sink of the user-replay pass running on this thread.
+    static SINK: Cell<Option<*mut (dyn RangeSink + 'static)>> = const { Cell::new(None) };
+}
+
+fn with_sink<R>(sink: &mut dyn RangeSink, f: impl FnOnce() -> R) -> R {
+    let p: *mut (dyn RangeSink + '_) = sink;
+    // SAFETY: the pointer is only used while `f` runs (the guard clears it), while `sink` is
+    // mutably borrowed by this function.
+    let p: *mut (dyn RangeSink + 'static) = unsafe { std::mem::transmute(p) };
+    struct Reset(Option<*mut (dyn RangeSink + 'static)>);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            SINK.with(|s| s.set(self.0));
+        }
+    }
+    let _reset = Reset(SINK.with(|s| s.replace(Some(p))));
+    f()
+}
+
+fn sink_call(f: impl FnOnce(&mut dyn RangeSink) -> Result<(), CountersError>) -> Result<(), EngineError> {
+    match SINK.with(|s| s.get()) {
+        // SAFETY: set by `with_sink` on this thread for the duration of the pass.
+        Some(p) => f(unsafe { &mut *p }).map_err(EngineError::from),
+        None => Ok(()),
+    }
+}
+
+/// The backend the closure sees in a counter pass: regions open user ranges (user replay) instead
+/// of NVTX ranges and external ids, so the activity records of the pass are not attributed.
+struct PassBackend {
+    inner: Arc<dyn Backend>,
+}
+
+impl Backend for PassBackend {
+    fn timestamp_ns(&self) -> u64 {
+        self.inner.timestamp_ns()
+    }
+    fn thread_id(&self) -> u64 {
+        self.inner.thread_id()
+    }
+    fn encode_key(&self, call: u64, config: u64, run: u64, region: u64) -> Result<u64, EngineError> {
+        self.inner.encode_key(call, config, run, region)
+    }
+    fn enter(&self, _key: u64, name: &str) -> Result<(), EngineError> {
+        sink_call(|s| s.push(name))
+    }
+    fn exit(&self) -> Result<(), EngineError> {
+        sink_call(|s| s.pop())
+    }
+    fn synchronize(&self) -> Result<(), EngineError> {
+        self.inner.synchronize()
+    }
+    fn flush_l2(&self) -> Result<(), EngineError> {
+        self.inner.flush_l2()
+    }
+    fn collect(&self, _spans: &[Span]) -> Result<Collected, EngineError> {
+        Err(EngineError::Unsupported(
+            "no activity collection inside a counter pass".into(),
+        ))
+    }
+}
+
+/// Counter state of one bench call.
+pub(super) struct CounterState {
+    pub plan: CounterPlan,
+    /// Kernel replay: counter-data image capacity (kernels per run).
+    capacity: usize,
+}
+
+const FIRST_CAPACITY: usize = 64;
+const MAX_CAPACITY: usize = 1 << 16;
+
+/// What a counter pass gave for one run.
+#[derive(Debug)]
+pub(super) enum CounterRun {
+    /// Kernel replay: the values of every profiled kernel, in launch order.
+    /// The second field is the timing run's window `(start, end)` on the activity clock (its
+    /// kernels outside every region started inside it).
+    PerKernel(Vec<Vec<f64>>, (u64, u64)),
+    /// User replay: the values of every region, by name.
+    PerRegion(Vec<(String, Vec<f64>)>),
+    /// The closure failed in the counter pass (the message).
+    Failed(String),
+}
+
+/// Runs the benchmark closure once on a [`PassBackend`]; returns the failure, if any.
+fn pass_closure<F>(
+    inner: &Arc<dyn Backend>,
+    name: &str,
+    call: u64,
+    key_run: u64,
+    step: Step,
+    config: &Config,
+    f: &mut F,
+) -> Option<String>
+where
+    F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
+{
+    let backend: Arc<dyn Backend> = Arc::new(PassBackend {
+        inner: Arc::clone(inner),
+    });
+    let state = Rc::new(RunState {
+        backend,
+        call,
+        config: step.config as u64,
+        run: key_run,
+        inner: RefCell::new(RunInner::default()),
+    });
+    let mut run = Run {
+        state: Rc::clone(&state),
+        warmup: false,
+        run_index: step.run,
+    };
+    let result = f(config, &mut run);
+    drop(run);
+    let (_spans, misuse) = state.finish();
+    match result {
+        Err(e) => Some(format!(
+            "{name}: counter pass of run {} of config [{config}] failed: {e}",
+            step.run
+        )),
+        Ok(()) if !misuse.is_empty() => Some(format!(
+            "{name}: counter pass of run {} of config [{config}]: {}",
+            step.run,
+            misuse.join("; ")
+        )),
+        Ok(()) => None,
+    }
+}
+
+/// The distinct kernels of a run's regions in launch (start-time) order, and for every region the
+/// positions of its kernels in that order (nested regions share their inner kernels).
+pub(crate) fn kernel_order(regions: &[&[KernelRun]]) -> (usize, Vec<Vec<usize>>) {
+    let mut all: Vec<(u64, u64, &str)> = regions
+        .iter()
+        .flat_map(|ks| ks.iter().map(|k| (k.start_ns, k.end_ns, k.name.as_str())))
+        .collect();
+    all.sort();
+    all.dedup();
+    let per_region = regions
+        .iter()
+        .map(|ks| {
+            ks.iter()
+                .map(|k| {
+                    all.binary_search(&(k.start_ns, k.end_ns, k.name.as_str()))
+                        .expect("every kernel is in the union")
+                })
+                .collect()
+        })
+        .collect();
+    (all.len(), per_region)
+}
+
+impl Profiler {
+    /// The last counter metric set validated by a bench call (chip, units, pass count).
+    pub fn counter_plan(&self) -> Option<CounterPlan> {
+        let me = self.plan_key();
+        let plans = LAST_PLAN.lock().unwrap_or_else(|p| p.into_inner());
+        plans.iter().find(|(k, _)| *k == me).map(|(_, p)| p.clone())
+    }
+
+    fn plan_key(&self) -> usize {
+        Arc::as_ptr(&self.backend) as *const () as usize
+    }
+
+    /// Validates the counter metrics of `opts` on the host; `None` without counter metrics.
+    pub(super) fn counters_prepare(
+        &mut self,
+        name: &str,
+        opts: &BenchOptions,
+    ) -> Result<Option<CounterState>, EngineError> {
+        let metrics: Vec<String> = opts.metrics.iter().filter(|m| is_counter_metric(m)).cloned().collect();
+        if metrics.is_empty() {
+            return Ok(None);
+        }
+        let backend = Arc::clone(&self.backend);
+        let cb = backend.counters().ok_or_else(|| {
+            EngineError::Unsupported(format!(
+                "counter metrics {metrics:?} need the CUPTI backend (Profiler::new); this profiler ({}) measures only time",
+                self.metric
+            ))
+        })?;
+        let plan = cb.plan(&metrics, opts.replay_mode)?;
+        self.warnings.push(format!("{name}: {}", plan.describe()));
+        let me = self.plan_key();
+        let mut plans = LAST_PLAN.lock().unwrap_or_else(|p| p.into_inner());
+        plans.retain(|(k, _)| *k != me);
+        plans.push((me, plan.clone()));
+        drop(plans);
+        Ok(Some(CounterState {
+            plan,
+            capacity: FIRST_CAPACITY,
+        }))
+    }
+
+    /// The counter pass of one recorded run (see the module docs). `n_regions`: regions the
+    /// timing pass opened.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn counter_run<F>(
+        &mut self,
+        st: &mut CounterState,
+        name: &str,
+        call: u64,
+        step: Step,
+        config: &Config,
+        opts: &BenchOptions,
+        f: &mut F,
+        n_regions: usize,
+        window: (u64, u64),
+    ) -> Result<CounterRun, EngineError>
+    where
+        F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let backend = Arc::clone(&self.backend);
+        let cb = backend
+            .counters()
+            .ok_or_else(|| EngineError::Unsupported("this backend has no counters".into()))?;
+        // Keys of counter passes never collide with timing or warm-up runs (nothing is attributed
+        // to them anyway: the pass backend pushes no external id).
+        let key_run = opts.max_runs() as u64 + opts.warmup as u64 + step.run as u64;
+        let cold = opts.cache == CacheControl::All;
+        match st.plan.mode {
+            ReplayMode::Kernel => loop {
+                if cold {
+                    backend.flush_l2()?;
+                }
+                let mut failure = None;
+                let got = cb.collect(&st.plan, st.capacity, &mut |_sink| {
+                    failure = pass_closure(&backend, name, call, key_run, step, config, f);
+                });
+                if let Some(msg) = failure {
+                    return Ok(CounterRun::Failed(msg));
+                }
+                match got {
+                    Err(EngineError::Counters(CountersError::DroppedRanges { .. })) if st.capacity < MAX_CAPACITY => {
+                        st.capacity *= 4;
+                    }
+                    Err(e) => return Err(e),
+                    Ok(ranges) => {
+                        return Ok(CounterRun::PerKernel(
+                            ranges
+                                .into_iter()
+                                .map(|r| r.values.into_iter().map(|(_, v)| v).collect())
+                                .collect(),
+                            window,
+                        ))
+                    }
+                }
+            },
+            ReplayMode::User => {
+                let mut failure = None;
+                let got = cb.collect(&st.plan, n_regions.max(1), &mut |sink| {
+                    if cold {
+                        if let Err(e) = backend.flush_l2() {
+                            failure.get_or_insert(format!("L2 flush before a counter pass failed: {e}"));
+                        }
+                    }
+                    let r = with_sink(sink, || pass_closure(&backend, name, call, key_run, step, config, f));
+                    if let Some(msg) = r {
+                        failure.get_or_insert(msg);
+                    }
+                });
+                if let Some(msg) = failure {
+                    return Ok(CounterRun::Failed(msg));
+                }
+                Ok(CounterRun::PerRegion(
+                    got?.into_iter()
+                        .map(|r| (r.name, r.values.into_iter().map(|(_, v)| v).collect()))
+                        .collect(),
+                ))
+            }
+        }
+    }
+
+    /// Records the counter samples of one run (its timing samples are already recorded).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn record_counters(
+        &mut self,
+        raw: &mut RawResults,
+        plan: &CounterPlan,
+        name: &str,
+        config: &Config,
+        step: Step,
+        device_idx: u32,
+        spans: &[SpanRec],
+        collected: &Collected,
+        counters: &CounterRun,
+        opts: &BenchOptions,
+    ) -> Result<(), EngineError> {
+        let nan_all = |me: &mut Profiler, raw: &mut RawResults, msg: &str| -> Result<(), EngineError> {
+            for s in spans {
+                for (m, u) in plan.metrics.iter().zip(&plan.units) {
+                    me.push_sample_as(raw, name, &s.name, m, u, step, device_idx, f64::NAN, "", &[], Some(msg))?;
+                }
+            }
+            me.warnings.push(msg.to_string());
+            Ok(())
+        };
+        match counters {
+            CounterRun::Failed(msg) => {
+                if !opts.ignore_failures {
+                    return Err(EngineError::Benchmark {
+                        benchmark: name.to_string(),
+                        config: config.to_string(),
+                        run: step.run,
+                        message: msg.clone(),
+                    });
+                }
+                nan_all(self, raw, &format!("{msg}; counters recorded as NaN"))
+            }
+            CounterRun::PerRegion(values) => {
+                for s in spans {
+                    let got = values.iter().find(|(n, _)| *n == s.name);
+                    for (i, (m, u)) in plan.metrics.iter().zip(&plan.units).enumerate() {
+                        let v = got.and_then(|(_, v)| v.get(i).copied());
+                        let warn = (s.failed || v.is_none()).then(|| {
+                            format!(
+                                "{name}: no counter value for region {:?} in run {} of config [{config}]; recorded as NaN",
+                                s.name, step.run
+                            )
+                        });
+                        let v = if s.failed { None } else { v };
+                        self.push_sample_as(
+                            raw,
+                            name,
+                            &s.name,
+                            m,
+                            u,
+                            step,
+                            device_idx,
+                            v.unwrap_or(f64::NAN),
+                            "",
+                            &[],
+                            warn.as_deref(),
+                        )?;
+                    }
+                }
+                Ok(())
+            }
+            CounterRun::PerKernel(per_kernel, (t0, t1)) => {
+                let empty: &[KernelRun] = &[];
+                let mut lists: Vec<&[KernelRun]> = spans
+                    .iter()
+                    .map(|s| collected.by_region.get(&s.key).map(Vec::as_slice).unwrap_or(empty))
+                    .collect();
+                // The run's kernels outside every region (e.g. input set-up) were profiled too.
+                let outside: Vec<KernelRun> = collected
+                    .outside
+                    .iter()
+                    .filter(|k| k.start_ns >= *t0 && k.start_ns <= *t1)
+                    .cloned()
+                    .collect();
+                lists.push(&outside);
+                let (n, positions) = kernel_order(&lists);
+                if n != per_kernel.len() {
+                    let msg = format!(
+                        "{name}: kernel replay profiled {} kernel(s) in the counter pass of run {} of config [{config}] but \
+                         the timing pass ran {n}; the closure must launch the same kernels every time it runs (it runs \
+                         once for timing and once for counters). Counters recorded as NaN",
+                        per_kernel.len(),
+                        step.run
+                    );
+                    return nan_all(self, raw, &msg);
+                }
+                for ((s, kernels), pos) in spans.iter().zip(&lists).zip(&positions) {
+                    for (i, (m, u)) in plan.metrics.iter().zip(&plan.units).enumerate() {
+                        let pairs: Vec<(&str, f64)> = kernels
+                            .iter()
+                            .zip(pos)
+                            .filter(|(k, _)| !opts.ignore_kernels.iter().any(|ig| kernel_matches(k, ig)))
+                            .map(|(k, &p)| (k.name.as_str(), per_kernel[p].get(i).copied().unwrap_or(f64::NAN)))
+                            .collect();
+                        match (s.failed, combine_kernels(&pairs, &opts.combine)) {
+                            (false, Some((kname, value))) => self.push_sample_as(
+                                raw, name, &s.name, m, u, step, device_idx, value, &kname, &pairs, None,
+                            )?,
+                            _ => self.push_sample_as(
+                                raw,
+                                name,
+                                &s.name,
+                                m,
+                                u,
+                                step,
+                                device_idx,
+                                f64::NAN,
+                                "",
+                                &[],
+                                None,
+                            )?,
+                        }
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,494 @@
+//! The counter pass with a mock backend (no GPU): validation before GPU work, kernel-to-region
+//! mapping in kernel replay, one value per region in user replay, overflow handling.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use super::*;
+
+/// Timing kernels get `dur` ns; counter metric `bytes.sum` of a kernel is `dur * 2`, `pct` is 50.
+#[derive(Default)]
+struct Mock {
+    clock: AtomicU64,
+    stack: Mutex<Vec<u64>>,
+    running: Mutex<Vec<(Option<u64>, KernelRun)>>,
+    done: Mutex<Vec<(Option<u64>, KernelRun)>>,
+    in_counter_pass: AtomicBool,
+    /// Counter pass: kernel durations of the pass (kernel replay) or (range, dur) (user replay).
+    counted: Mutex<Vec<(Option<String>, u64)>>,
+    open_range: Mutex<Option<String>>,
+    l2_flushes: AtomicUsize,
+    collects: AtomicUsize,
+    capacities: Mutex<Vec<usize>>,
+    passes: usize,
+}
+
+impl Mock {
+    fn launch(&self, name: &str, dur: u64) {
+        if self.in_counter_pass.load(Ordering::SeqCst) {
+            let r = self.open_range.lock().unwrap().clone();
+            self.counted.lock().unwrap().push((r, dur));
+            return;
+        }
+        let ext = self.stack.lock().unwrap().last().copied();
+        let t = self.clock.fetch_add(dur + 10, Ordering::SeqCst);
+        self.running.lock().unwrap().push((
+            ext,
+            KernelRun {
+                name: name.into(),
+                demangled: None,
+                start_ns: t,
+                end_ns: t + dur,
+            },
+        ));
+    }
+}
+
+impl Backend for Mock {
+    fn timestamp_ns(&self) -> u64 {
+        self.clock.fetch_add(1, Ordering::SeqCst)
+    }
+    fn thread_id(&self) -> u64 {
+        1
+    }
+    fn encode_key(&self, call: u64, config: u64, run: u64, region: u64) -> Result<u64, EngineError> {
+        Ok(call << 52 | config << 32 | run << 12 | region)
+    }
+    fn enter(&self, key: u64, _name: &str) -> Result<(), EngineError> {
+        self.stack.lock().unwrap().push(key);
+        Ok(())
+    }
+    fn exit(&self) -> Result<(), EngineError> {
+        self.stack.lock().unwrap().pop();
+        Ok(())
+    }
+    fn synchronize(&self) -> Result<(), EngineError> {
+        let d: Vec<_> = self.running.lock().unwrap().drain(..).collect();
+        self.done.lock().unwrap().extend(d);
+        Ok(())
+    }
+    fn flush_l2(&self) -> Result<(), EngineError> {
+        self.l2_flushes.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+    fn collect(&self, spans: &[Span]) -> Result<Collected, EngineError> {
+        let mut out = Collected::default();
+        for (ext, k) in self.done.lock().unwrap().drain(..) {
+            let mut cur = ext.and_then(|e| spans.iter().find(|s| s.key == e));
+            if cur.is_none() {
+                out.unattributed += 1;
+                out.outside.push(k.clone());
+            }
+            while let Some(s) = cur {
+                out.by_region.entry(s.key).or_default().push(k.clone());
+                cur = s.parent.and_then(|p| spans.iter().find(|x| x.key == p));
+            }
+        }
+        Ok(out)
+    }
+    fn counters(&self) -> Option<&dyn CounterBackend> {
+        Some(self)
+    }
+}
+
+struct Sink<'a>(&'a Mock);
+impl RangeSink for Sink<'_> {
+    fn push(&mut self, name: &str) -> Result<(), CountersError> {
+        let mut r = self.0.open_range.lock().unwrap();
+        if r.is_some() {
+            return Err(CountersError::Usage("nested ranges are not configured".into()));
+        }
+        *r = Some(name.into());
+        Ok(())
+    }
+    fn pop(&mut self) -> Result<(), CountersError> {
+        *self.0.open_range.lock().unwrap() = None;
+        Ok(())
+    }
+}
+
+impl CounterBackend for Mock {
+    fn plan(&self, metrics: &[String], mode: ReplayMode) -> Result<CounterPlan, EngineError> {
+        let known = ["bytes.sum", "pct"];
+        let bad: Vec<_> = metrics
+            .iter()
+            .filter(|m| !known.contains(&m.as_str()))
+            .map(|m| crate::counters::UnknownMetric {
+                name: m.clone(),
+                reason: String::new(),
+                closest: vec!["bytes.sum".into()],
+            })
+            .collect();
+        if !bad.is_empty() {
+            return Err(CountersError::UnknownMetrics(bad).into());
+        }
+        Ok(CounterPlan {
+            chip: "MOCK".into(),
+            metrics: metrics.to_vec(),
+            units: metrics
+                .iter()
+                .map(|m| if m == "pct" { "percent" } else { "byte" }.to_string())
+                .collect(),
+            passes: self.passes,
+            mode,
+        })
+    }
+
+    fn collect(
+        &self,
+        plan: &CounterPlan,
+        max_ranges: usize,
+        workload: &mut dyn FnMut(&mut dyn RangeSink),
+    ) -> Result<Vec<RangeResult>, EngineError> {
+        self.collects.fetch_add(1, Ordering::SeqCst);
+        self.capacities.lock().unwrap().push(max_ranges);
+        self.in_counter_pass.store(true, Ordering::SeqCst);
+        let runs = if plan.mode == ReplayMode::Kernel {
+            1
+        } else {
+            plan.passes
+        };
+        let mut counted = Vec::new();
+        for _ in 0..runs {
+            self.counted.lock().unwrap().clear();
+            workload(&mut Sink(self));
+            counted = std::mem::take(&mut *self.counted.lock().unwrap());
+        }
+        self.in_counter_pass.store(false, Ordering::SeqCst);
+        let vals = |bytes: f64| -> Vec<(String, f64)> {
+            plan.metrics
+                .iter()
+                .map(|m| (m.clone(), if m == "pct" { 50.0 } else { bytes }))
+                .collect()
+        };
+        match plan.mode {
+            ReplayMode::Kernel => {
+                if counted.len() > max_ranges {
+                    return Err(CountersError::DroppedRanges {
+                        dropped: counted.len() - max_ranges,
+                        capacity: max_ranges,
+                    }
+                    .into());
+                }
+                Ok(counted
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (_, d))| RangeResult {
+                        name: i.to_string(),
+                        values: vals(*d as f64 * 2.0),
+                    })
+                    .collect())
+            }
+            ReplayMode::User => {
+                let mut out: Vec<RangeResult> = Vec::new();
+                for (r, d) in counted {
+                    let Some(r) = r else { continue };
+                    match out.iter_mut().find(|x| x.name == r) {
+                        Some(x) => {
+                            for (m, v) in &mut x.values {
+                                if m != "pct" {
+                                    *v += d as f64 * 2.0;
+                                }
+                            }
+                        }
+                        None => out.push(RangeResult {
+                            name: r,
+                            values: vals(d as f64 * 2.0),
+                        }),
+                    }
+                }
+                Ok(out)
+            }
+        }
+    }
+}
+
+fn setup(passes: usize) -> (Arc<Mock>, Profiler) {
+    let mock = Arc::new(Mock {
+        passes,
+        ..Default::default()
+    });
+    let device = DeviceInfo {
+        gpu: "Mock GPU".into(),
+        host: "h".into(),
+        compute_clock_khz: None,
+        memory_clock_khz: None,
+    };
+    let p = Profiler::with_backend(mock.clone(), device, vec![]);
+    (mock, p)
+}
+
+/// Unit and values of a region's metric, configs in order, runs in order.
+fn series(raw: &RawResults, region: &str, metric: &str) -> (String, Vec<f64>) {
+    let mut idx: Vec<(u32, usize)> = raw
+        .series
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.key.annotation == region && s.key.metric == metric)
+        .map(|(i, s)| (s.key.config, i))
+        .collect();
+    assert!(!idx.is_empty(), "no series {region}/{metric}");
+    idx.sort();
+    let unit = raw.series[idx[0].1].unit.clone();
+    let v = idx
+        .iter()
+        .flat_map(|&(_, i)| {
+            raw.samples
+                .iter()
+                .filter(move |x| x.series as usize == i)
+                .map(|x| x.value)
+        })
+        .collect();
+    (unit, v)
+}
+
+fn opts(metrics: &[&str], mode: ReplayMode) -> BenchOptions {
+    BenchOptions {
+        runs: 2,
+        warmup: 1,
+        metrics: metrics.iter().map(|s| s.to_string()).collect(),
+        replay_mode: mode,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn unknown_counter_metric_fails_before_any_gpu_work() {
+    let (mock, mut p) = setup(8);
+    let o = opts(&["gpu__time_duration.sum", "bytes.sun"], ReplayMode::Kernel);
+    let e = p
+        .bench("b", &[], &o, |_, _| panic!("the closure must not run"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("bytes.sun") && e.contains("closest valid names: bytes.sum"),
+        "{e}"
+    );
+    assert_eq!(mock.l2_flushes.load(Ordering::SeqCst), 0);
+    assert_eq!(mock.collects.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn the_cuda_events_backend_refuses_counter_metrics() {
+    struct NoCounters(Mock);
+    impl Backend for NoCounters {
+        fn timestamp_ns(&self) -> u64 {
+            self.0.timestamp_ns()
+        }
+        fn thread_id(&self) -> u64 {
+            1
+        }
+        fn encode_key(&self, a: u64, b: u64, c: u64, d: u64) -> Result<u64, EngineError> {
+            self.0.encode_key(a, b, c, d)
+        }
+        fn enter(&self, k: u64, n: &str) -> Result<(), EngineError> {
+            self.0.enter(k, n)
+        }
+        fn exit(&self) -> Result<(), EngineError> {
+            self.0.exit()
+        }
+        fn synchronize(&self) -> Result<(), EngineError> {
+            Ok(())
+        }
+        fn flush_l2(&self) -> Result<(), EngineError> {
+            Ok(())
+        }
+        fn collect(&self, _: &[Span]) -> Result<Collected, EngineError> {
+            Ok(Collected::default())
+        }
+    }
+    let device = DeviceInfo {
+        gpu: "g".into(),
+        host: "h".into(),
+        compute_clock_khz: None,
+        memory_clock_khz: None,
+    };
+    let mut p = Profiler::with_backend(Arc::new(NoCounters(Mock::default())), device, vec![]);
+    let e = p
+        .bench("b", &[], &opts(&["bytes.sum"], ReplayMode::Kernel), |_, _| Ok(()))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("need the CUPTI backend"), "{e}");
+}
+
+#[test]
+fn kernel_replay_maps_the_ith_profiled_kernel_to_the_ith_launch_and_combines_per_region() {
+    let (mock, mut p) = setup(8);
+    let m = mock.clone();
+    let configs = [Config::new().with("n", 1i64), Config::new().with("n", 2i64)];
+    let o = opts(&["gpu__time_duration.sum", "bytes.sum", "pct"], ReplayMode::Kernel);
+    let runs = AtomicUsize::new(0);
+    let raw = p
+        .bench("b", &configs, &o, |c, run| {
+            runs.fetch_add(1, Ordering::SeqCst);
+            let n = c.get("n").unwrap().as_f64().unwrap() as u64;
+            run.annotate("outer", |run| {
+                m.launch("k1", 100 * n);
+                run.annotate("inner", |_| {
+                    m.launch("k2", 10);
+                    m.launch("k3", 20);
+                })
+                .unwrap();
+            })?;
+            run.annotate("other", |_| m.launch("k4", 7))?;
+            Ok(())
+        })
+        .unwrap();
+    // 2 configs x (1 warm-up + 2 timing + 2 counter passes).
+    assert_eq!(runs.load(Ordering::SeqCst), 10);
+    assert_eq!(mock.collects.load(Ordering::SeqCst), 4);
+    // Cold cache: one flush per timing run (warm-ups included) and one per counter pass.
+    assert_eq!(mock.l2_flushes.load(Ordering::SeqCst), 6 + 4);
+    let (u, t) = series(&raw, "outer", "gpu__time_duration.sum");
+    assert_eq!((u.as_str(), t), ("ns", vec![130.0, 130.0, 230.0, 230.0]));
+    let (u, b) = series(&raw, "outer", "bytes.sum");
+    assert_eq!((u.as_str(), b), ("byte", vec![260.0, 260.0, 460.0, 460.0]));
+    assert_eq!(series(&raw, "inner", "bytes.sum").1, vec![60.0; 4]);
+    assert_eq!(series(&raw, "other", "bytes.sum").1, vec![14.0; 4]);
+    let (u, pct) = series(&raw, "other", "pct");
+    assert_eq!((u.as_str(), pct), ("percent", vec![50.0; 4]));
+    // Per-kernel breakdown kept for counters too.
+    let s = raw
+        .series
+        .iter()
+        .position(|s| s.key.annotation == "inner" && s.key.metric == "bytes.sum")
+        .unwrap();
+    let kb: Vec<(String, f64)> = raw
+        .kernel_breakdown
+        .iter()
+        .filter(|k| k.series as usize == s && k.run == 0)
+        .map(|k| (k.kernel.clone(), k.value))
+        .collect();
+    assert_eq!(kb, vec![("k2".to_string(), 20.0), ("k3".to_string(), 40.0)]);
+    assert!(
+        p.warnings()
+            .iter()
+            .any(|w| w.contains("8 replay pass(es) in kernel replay")),
+        "{:?}",
+        p.warnings()
+    );
+    assert_eq!(p.counter_plan().unwrap().passes, 8);
+}
+
+#[test]
+fn kernel_replay_counts_kernels_outside_regions_when_mapping() {
+    let (mock, mut p) = setup(2);
+    let m = mock.clone();
+    let raw = p
+        .bench("b", &[], &opts(&["bytes.sum"], ReplayMode::Kernel), |_, run| {
+            m.launch("setup", 5);
+            run.annotate("r", |_| m.launch("k", 10))?;
+            m.launch("after", 3);
+            run.annotate("s", |_| m.launch("k2", 4))?;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(series(&raw, "r", "gpu__time_duration.sum").1, vec![10.0, 10.0]);
+    assert_eq!(series(&raw, "r", "bytes.sum").1, vec![20.0, 20.0]);
+    assert_eq!(series(&raw, "s", "bytes.sum").1, vec![8.0, 8.0]);
+}
+
+#[test]
+fn a_closure_that_launches_differently_in_the_counter_pass_gives_nan_with_a_warning() {
+    let (mock, mut p) = setup(2);
+    let m = mock.clone();
+    let raw = p
+        .bench("b", &[], &opts(&["bytes.sum"], ReplayMode::Kernel), |_, run| {
+            if m.in_counter_pass.load(Ordering::SeqCst) {
+                m.launch("extra", 1);
+            }
+            run.annotate("r", |_| m.launch("k", 10))?;
+            Ok(())
+        })
+        .unwrap();
+    assert!(series(&raw, "r", "bytes.sum").1.iter().all(|v| v.is_nan()));
+    assert!(
+        p.warnings().iter().any(|w| w.contains("must launch the same kernels")),
+        "{:?}",
+        p.warnings()
+    );
+}
+
+#[test]
+fn kernel_replay_grows_the_counter_data_image_instead_of_dropping_kernels() {
+    let (mock, mut p) = setup(2);
+    let m = mock.clone();
+    let o = BenchOptions {
+        runs: 1,
+        warmup: 0,
+        ..opts(&["bytes.sum"], ReplayMode::Kernel)
+    };
+    let raw = p
+        .bench("b", &[], &o, |_, run| {
+            run.annotate("r", |_| {
+                for _ in 0..100 {
+                    m.launch("k", 1)
+                }
+            })?;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(*mock.capacities.lock().unwrap(), vec![64, 256]);
+    assert_eq!(series(&raw, "r", "bytes.sum").1, vec![200.0]);
+}
+
+#[test]
+fn user_replay_reruns_the_closure_per_pass_flushes_l2_per_pass_and_gives_one_value_per_region() {
+    let (mock, mut p) = setup(3);
+    let m = mock.clone();
+    let runs = AtomicUsize::new(0);
+    let o = BenchOptions {
+        runs: 2,
+        warmup: 0,
+        ..opts(&["bytes.sum"], ReplayMode::User)
+    };
+    let raw = p
+        .bench("b", &[], &o, |_, run| {
+            runs.fetch_add(1, Ordering::SeqCst);
+            run.annotate("a", |_| {
+                m.launch("k1", 10);
+                m.launch("k2", 20);
+            })?;
+            m.launch("outside", 1000);
+            run.annotate("b", |_| m.launch("k3", 5))?;
+            Ok(())
+        })
+        .unwrap();
+    // 2 timing runs + 2 x 3 passes.
+    assert_eq!(runs.load(Ordering::SeqCst), 8);
+    assert_eq!(mock.l2_flushes.load(Ordering::SeqCst), 2 + 6);
+    assert_eq!(*mock.capacities.lock().unwrap(), vec![2, 2]);
+    assert_eq!(series(&raw, "a", "bytes.sum").1, vec![60.0, 60.0]);
+    assert_eq!(series(&raw, "b", "bytes.sum").1, vec![10.0, 10.0]);
+    assert_eq!(series(&raw, "a", "gpu__time_duration.sum").1, vec![30.0, 30.0]);
+}
+
+#[test]
+fn user_replay_refuses_nested_regions() {
+    let (mock, mut p) = setup(2);
+    let m = mock.clone();
+    let e = p
+        .bench("b", &[], &opts(&["bytes.sum"], ReplayMode::User), |_, run| {
+            run.annotate("a", |run| run.annotate("b", |_| m.launch("k", 1)).map(|_| ()))??;
+            Ok(())
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("nested"), "{e}");
+}
+
+#[test]
+fn kernel_order_dedups_nested_kernels_and_orders_by_start() {
+    let k = |n: &str, s: u64| KernelRun {
+        name: n.into(),
+        demangled: None,
+        start_ns: s,
+        end_ns: s + 1,
+    };
+    let outer = vec![k("a", 5), k("b", 1), k("c", 9)];
+    let inner = vec![k("c", 9)];
+    let other = vec![k("d", 3)];
+    let (n, pos) = kernel_order(&[&outer, &inner, &other]);
+    assert_eq!(n, 4);
+    assert_eq!(pos, vec![vec![2, 0, 3], vec![3], vec![1]]);
+}
