@@ -144,6 +144,10 @@ pub enum EngineError {
         source: std::io::Error,
     },
 
+    /// Run conditions: thermal guard (cooling timeout, bad settings) or info collectors.
+    #[error(transparent)]
+    Conditions(#[from] crate::conditions::ConditionsError),
+
     /// A recorded activity fixture could not be parsed.
     #[error("bad activity fixture {path}, line {line}: {message}")]
     Fixture {
