@@ -1,4 +1,4 @@
-"""Issue 4's checks on the GPU machine: the seed's steps 2, 3 and 5 through the installed kprof
+"""Issue 4's checks on the GPU machine: the seed's steps 2, 3 and 5 (and issue 7's step 8) through the installed kprof
 package, against CUDA events and the Rust API. Run by scripts/gpu-check-python.sh; prints a
 pass/fail table and writes the processed tables (CSV) and a JSON summary into OUT."""
 
@@ -122,6 +122,14 @@ if RUST_RAW and os.path.exists(RUST_RAW):
     check("rust-vs-python", abs(dr) <= 1.0 if same_kernel else None,
           f"fp32 4096 cold: Rust {statistics.median(rk.Value):,.0f} ns vs Python {statistics.median(py.Value):,.0f} ns: "
           f"{dr:+.2f}%; same kernel: {same_kernel}")
+
+# Step 8 (issue 7): info collectors, thermal off/auto, run conditions, energy, fingerprint.
+import gpu_check_step8  # noqa: E402  (scripts/ is sys.path[0])
+
+try:
+    gpu_check_step8.run(check, numbers, OUT)
+except Exception as e:  # the other steps' results still count
+    check("step8", False, f"{type(e).__name__}: {e}")
 
 check("import-order", True, "torch was imported and used on the GPU before kprof's first benchmark")
 numbers["wall_s"] = time.time() - t0
