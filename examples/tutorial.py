@@ -2,9 +2,8 @@
 
 Each step is a function returning the processed DataFrame, so `scripts/gpu_check_python.py` can
 check the numbers; run this file to print every step. Steps 6 and 7 read hardware counters in-process
-(CUPTI Range Profiler, no Nsight Compute). Steps that need features not built yet (cache/clock
-control through ncu: step 4; thermal control and info collectors: step 8; the ncu backend: steps 9
-and 10) are listed at the end with the issue that brings them.
+(CUPTI Range Profiler, no Nsight Compute); step 8 records run conditions and info collectors.
+Steps that need the ncu backend (4: clock control; 9, 10) are listed at the end.
 
     python examples/tutorial.py
 
@@ -16,6 +15,7 @@ that carry the ratio's own statistics.
 
 from __future__ import annotations
 
+import ctypes
 import textwrap
 
 import torch  # before kprof on purpose: kprof has no import-order rule
@@ -190,11 +190,107 @@ def step7_fusion():
     return df, tab
 
 
+# -- Step 8: info collectors and thermal control --------------------------------------------------
+#
+# The seed's collectors read NVML through pynvml; this reads the same three values through NVML's C
+# API with ctypes, so the step needs no extra package. NVML device 0 is the benchmark's GPU on a
+# one-GPU machine (kprof's own condition columns map the device by UUID).
+
+
+class _Nvml:
+    def __init__(self):
+        self.lib = ctypes.CDLL("libnvidia-ml.so.1")
+        if self.lib.nvmlInit_v2() != 0:
+            raise RuntimeError("nvmlInit failed")
+        self.dev = ctypes.c_void_p()
+        if self.lib.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(self.dev)) != 0:
+            raise RuntimeError("nvmlDeviceGetHandleByIndex(0) failed")
+
+    def driver_version(self) -> str:
+        buf = ctypes.create_string_buffer(96)
+        self.lib.nvmlSystemGetDriverVersion(buf, 96)
+        return buf.value.decode()
+
+    def sm_clock_mhz(self) -> int:
+        v = ctypes.c_uint()
+        self.lib.nvmlDeviceGetClockInfo(self.dev, 1, ctypes.byref(v))  # NVML_CLOCK_SM
+        return v.value
+
+    def temperature_c(self) -> int:
+        v = ctypes.c_uint()
+        self.lib.nvmlDeviceGetTemperature(self.dev, 0, ctypes.byref(v))  # NVML_TEMPERATURE_GPU
+        return v.value
+
+
+_NVML: _Nvml | None = None
+
+
+def _nvml() -> _Nvml:
+    global _NVML
+    if _NVML is None:
+        _NVML = _Nvml()
+    return _NVML
+
+
+@kprof.experimental.collect(scope=kprof.CollectionScope.ONCE)
+def driver_version(*args):
+    return _nvml().driver_version()
+
+
+@kprof.experimental.collect(scope=kprof.CollectionScope.RUN)
+def sm_clock_mhz(*args):
+    return _nvml().sm_clock_mhz()
+
+
+@kprof.experimental.collect(scope=kprof.CollectionScope.RUN)
+def gpu_temp_c(*args):
+    return _nvml().temperature_c()
+
+
+def make_heat_body(repeat: int = 1):
+    """The seed's fp16 matmul; ``repeat`` > 1 loops it inside the annotation (a run of ~1 s or more)."""
+
+    def heat(n: int) -> None:
+        a = torch.randn(n, n, device="cuda").half()
+        with kprof.annotate("fp16 matmul"):
+            for _ in range(repeat):
+                _ = a @ a
+
+    return heat
+
+
+def step8_conditions(output_prefix: str = "kprof_step8/"):
+    """30 runs of a 4096 fp16 matmul with thermal_mode off and auto: the driver version once, the SM
+    clock and temperature before every run (user collectors), and kprof's own per-run conditions
+    (SMClockMHz, TemperatureC, PowerW, EnergyMilliJ, Throttled, ThermalWaitS). Returns
+    ``{mode: ProfileResults}``."""
+    out = {}
+    for mode in ("off", "auto"):
+        bench = kprof.kernel(configs=[4096], runs=30, thermal_mode=mode, thermal_timeout=60,
+                             info_collectors=[driver_version, sm_clock_mhz, gpu_temp_c], verbosity=SILENT,
+                             output_prefix=f"{output_prefix}{mode}/", output_csv=True)(make_heat_body())
+        res = bench()
+        out[mode] = res
+        r = res.to_dataframe().iloc[0]
+        print(f"  thermal_mode={mode!r}: {r['AvgValue'] / 1e3:,.1f} us +/- {r['RelativeStdDevPct']:.1f}%  "
+              f"driver {r['driver_version']}; SM clock {r['SMClockMHz_Min']:.0f}-{r['SMClockMHz_Max']:.0f} MHz, "
+              f"{r['TemperatureC_Min']:.0f}-{r['TemperatureC_Max']:.0f} C, throttled runs {r['ThrottledRuns']:.0f}, "
+              f"waited {r['ThermalWaitS_Max']:.1f} s at most before a run")
+    raw = out["off"].raw()
+    corr = raw[["Value", "SMClockMHz", "sm_clock_mhz", "gpu_temp_c"]].astype(float).corr().iloc[0]
+    print(f"  over 30 runs (thermal off): correlation of kernel time with the SM clock after the run "
+          f"{corr['SMClockMHz']:+.2f}, before it (collector) {corr['sm_clock_mhz']:+.2f}, with temperature "
+          f"{corr['gpu_temp_c']:+.2f}")
+    fp = getattr(out["off"], "fingerprint", None) or {}
+    print(f"  environment: {fp.get('gpu_name')} | driver {fp.get('driver_version')} | CUDA "
+          f"{fp.get('cuda_driver_version')} | CUPTI {fp.get('cupti_version')} (also in {out['off'].files[0][:-4]}.env.json)")
+    return out
+
+
 LATER = {
-    "4. cache and clock control": "cache_control works in the CUPTI backend; clock locking needs the ncu backend (issue 6)",
-    "8. info collectors and thermal control": "run conditions (issue 7)",
-    "9. CUPTI vs Nsight Compute": "the ncu backend (issue 6)",
-    "10. keep the raw report": "the ncu backend (issue 6)",
+    "4. cache and clock control": "backend='ncu' (clock_control='base'); checked in scripts/gpu-check-ncu.py, not a tutorial step yet",
+    "9. CUPTI vs Nsight Compute": "backend='ncu' against backend='cupti' in scripts/gpu-check-ncu.py, not a tutorial step yet",
+    "10. keep the raw report": "backend='ncu' keeps the .ncu-rep; not a tutorial step yet",
 }
 
 
@@ -203,7 +299,8 @@ def main():
                         ("3. How many runs?", step3_stability),
                         ("5. A size sweep, TFLOP/s and normalisation", step5_precision_sweep),
                         ("6. Compute-bound or memory-bound? Hardware counters", step6_bound),
-                        ("7. Kernel fusion, measured in bytes", step7_fusion)]:
+                        ("7. Kernel fusion, measured in bytes", step7_fusion),
+                        ("8. Info collectors and thermal control", step8_conditions)]:
         print("\n" + "=" * 78 + f"\n{title}\n" + "=" * 78)
         step()
     print("\nNot in this version yet:")

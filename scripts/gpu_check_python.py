@@ -1,5 +1,5 @@
 """Issue 4's checks on the GPU machine: the seed's steps 2, 3 and 5 through the installed kprof
-package, against CUDA events and the Rust API; issue 5's: steps 6 and 7 (hardware counters
+package, against CUDA events and the Rust API; issue 7's step 8 (run conditions, collectors); issue 5's: steps 6 and 7 (hardware counters
 in-process) against Nsight Compute (`ncu --clock-control none --cache-control all`) on the same
 kernels, and the per-kernel cost of a 3-metric set in kprof vs ncu. Run by
 scripts/gpu-check-python.sh; prints a pass/fail table and writes the processed tables (CSV) and a
@@ -287,6 +287,14 @@ if os.path.exists(NCU):
           f"{ratio:.1f}x cheaper (target 20x)")
 else:
     check("vs-ncu", None, f"no ncu at {NCU}: comparison skipped")
+
+# Step 8 (issue 7): info collectors, thermal off/auto, run conditions, energy, fingerprint.
+import gpu_check_step8  # noqa: E402  (scripts/ is sys.path[0])
+
+try:
+    gpu_check_step8.run(check, numbers, OUT)
+except Exception as e:  # the other steps' results still count
+    check("step8", False, f"{type(e).__name__}: {e}")
 
 check("import-order", True, "torch was imported and used on the GPU before kprof's first benchmark")
 numbers["wall_s"] = time.time() - t0

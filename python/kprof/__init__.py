@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from . import _core, analyze, exceptions
 from .analyze import kernel
+from . import experimental
 from .annotation import annotate
+from .collectors import CollectionScope, InfoCollector
 from .exceptions import (
     AnnotationError,
     BackendError,
@@ -33,6 +35,9 @@ __version__: str = _core.__version__
 
 __all__ = [
     "annotate",
+    "CollectionScope",
+    "InfoCollector",
+    "experimental",
     "analyze",
     "kernel",
     "VerbosityLevel",

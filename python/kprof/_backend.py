@@ -97,8 +97,10 @@ RAW_COLUMNS = (
 #:   "min", "first", "last"), or a callable ``f(a, b)`` applied with reduce, called with floats,
 #:   once per metric, with the GIL held;
 #: * ``cache_control`` ("all" | "none"), ``clock_control`` ("none"), ``replay_mode`` ("kernel"),
-#:   ``thermal_mode`` ("auto" | "off"): as nsight-python; the other values raise before the backend
-#:   is reached;
+#:   ``thermal_mode`` ("auto" | "manual" | "off"), ``thermal_wait`` / ``thermal_cont`` (°C of
+#:   headroom, None: 10 / 20), ``thermal_timeout`` (s, None: 180), ``thermal_device`` (CUDA ordinal
+#:   or None: the benchmark's device; another device is an error): nsight-python's thermal guard,
+#:   checked before every run;
 #: * ``target_rsd`` (float % | None), ``target_ci`` (float % | None): stop a config's runs once its
 #:   relative std dev / relative CI95 half-width is below this;
 #: * ``max_runs`` (int | None), ``time_budget`` (float seconds | None): caps of adaptive runs;
@@ -119,6 +121,10 @@ OPTION_KEYS = (
     "clock_control",
     "replay_mode",
     "thermal_mode",
+    "thermal_wait",
+    "thermal_cont",
+    "thermal_timeout",
+    "thermal_device",
     "target_rsd",
     "target_ci",
     "max_runs",

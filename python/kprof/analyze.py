@@ -10,6 +10,7 @@ import collections.abc
 import contextlib
 import functools
 import inspect
+import json
 import math
 import numbers
 import os
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from . import _backend, _ncu, annotation, plotting
+from . import collectors as _collectors
 from ._backend import RAW_COLUMNS
 from .exceptions import BackendError, ConfigError, ProfilerError, not_available
 from .progress import ProgressReporter
@@ -43,7 +45,6 @@ _CHOICES = {
     "backend": ("cupti", "cuda-events", "ncu"),
 }
 
-_THERMAL = "thermal control (run conditions)"
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,11 @@ class Settings:
     time_budget: float | None
     backend: str
     extra: dict = field(default_factory=dict)
+    thermal_wait: float | None = None
+    thermal_cont: float | None = None
+    thermal_timeout: float | None = None
+    thermal_device: int | None = None
+    info_collectors: tuple = ()
 
     def backend_options(self) -> dict[str, Any]:
         """The ``options`` dict handed to ``Backend.run_benchmark`` (keys: ``_backend.OPTION_KEYS``)."""
@@ -86,6 +92,10 @@ class Settings:
             "clock_control": self.clock_control,
             "replay_mode": self.replay_mode,
             "thermal_mode": self.thermal_mode,
+            "thermal_wait": self.thermal_wait,
+            "thermal_cont": self.thermal_cont,
+            "thermal_timeout": self.thermal_timeout,
+            "thermal_device": self.thermal_device,
             "target_rsd": self.target_rsd,
             "target_ci": self.target_ci,
             "max_runs": self.max_runs,
@@ -261,7 +271,7 @@ def _validate(opts: dict[str, Any]) -> Settings:
                     "(without a target every config runs exactly `runs` times)"
                 )
 
-    collectors = opts["info_collectors"]
+    collectors = _collectors.normalize(opts["info_collectors"])
 
     configs = opts["configs"]
     if configs is not None:
@@ -293,13 +303,6 @@ def _validate(opts: dict[str, Any]) -> Settings:
         raise ConfigError("target_rsd / target_ci (adaptive runs) do not work with backend='ncu': the values are known only after ncu has finished; give runs=N")
     elif ignore:
         raise ConfigError("ignore_kernel_list is not supported with backend='ncu' yet; use backend='cupti' or narrow the annotations")
-    if thermal == "manual":
-        raise not_available("thermal_mode='manual'", _THERMAL)
-    for name in ("thermal_wait", "thermal_cont", "thermal_timeout", "thermal_device"):
-        if opts[name] is not None:
-            raise not_available(f"{name}={opts[name]!r}", _THERMAL)
-    if collectors is not None and (not isinstance(collectors, Iterable) or list(collectors)):
-        raise not_available("info_collectors", "the info-collector issue")
 
     return Settings(
         configs=configs,
@@ -324,6 +327,11 @@ def _validate(opts: dict[str, Any]) -> Settings:
         time_budget=time_budget,
         backend=backend,
         extra={"ncu_options": ncu_options},
+        thermal_wait=None if wait is None else float(wait),
+        thermal_cont=None if cont is None else float(cont),
+        thermal_timeout=None if opts["thermal_timeout"] is None else float(opts["thermal_timeout"]),
+        thermal_device=device,
+        info_collectors=collectors,
     )
 
 
@@ -464,7 +472,6 @@ def _check_derive_arity(derive: Callable, metrics: tuple[str, ...], sig: Signatu
 
 _RUN_IDS: dict[str, int] = {}
 _RUN_IDS_LOCK = threading.Lock()
-_thermal_note_shown = False
 
 
 def file_tag(func: Callable) -> str:
@@ -591,6 +598,7 @@ def _make_wrapper(func: Callable, settings: Settings) -> Callable:
     if settings.configs is not None:  # configs given at decoration are checked now
         for i, c in enumerate(settings.configs):
             sig.complete(i, c)
+    _collectors.normalize(settings.info_collectors, sig.names)  # names vs. parameters
     state = {"prefix": settings.output_prefix}
 
     @functools.wraps(func)
@@ -603,7 +611,6 @@ def _make_wrapper(func: Callable, settings: Settings) -> Callable:
 
 
 def _profile(func, sig: Signature, tag: str, settings: Settings, state: dict, args, call_configs, kwargs):
-    global _thermal_note_shown
     configs = resolve_configs(sig, settings.configs, call_configs, args, kwargs)
     if settings.derive_metric is not None:
         _check_derive_arity(settings.derive_metric, settings.metrics, sig)
@@ -618,13 +625,19 @@ def _profile(func, sig: Signature, tag: str, settings: Settings, state: dict, ar
     calls = [sig.call_args(values) for values in configs]
     returned = {"warned": False}
 
+    session = _collectors.Session(settings.info_collectors, configs, settings.warmup) if settings.info_collectors else None
+
     def call(config_index: int) -> None:
         a, kw = calls[config_index]
+        if session is not None:
+            session.before_call(config_index)
         annotation._begin_run()
         try:
             ret = func(*a, **kw)
         finally:
             annotation._end_run()
+            if session is not None:
+                session.after_call()
         if ret is not None and not returned["warned"]:
             returned["warned"] = True
             warnings.warn(
@@ -635,12 +648,6 @@ def _profile(func, sig: Signature, tag: str, settings: Settings, state: dict, ar
             )
 
     progress = ProgressReporter(sig.func_name, len(configs), settings.runs, settings.verbosity)
-    if settings.thermal_mode == "auto" and not _thermal_note_shown and settings.verbosity >= VerbosityLevel.INFO:
-        _thermal_note_shown = True
-        progress.info(
-            "kprof: note: thermal_mode='auto' has no effect yet (thermal control lands with run conditions); "
-            "runs are not paused to cool down. Pass thermal_mode='off' to silence this note."
-        )
     options = settings.backend_options()
     run_id = _next_run_id(tag)
     partial = None
@@ -653,6 +660,7 @@ def _profile(func, sig: Signature, tag: str, settings: Settings, state: dict, ar
         partial = f"{options['output_prefix']}{sig.func_name}-raw.csv"
     if isinstance(backend, _ncu.NcuBackend):
         backend.report_prefix = state["prefix"]
+    _collectors._active = session
     try:
         table = backend.run_benchmark(sig.func_name, call, pairs, options, progress)
     except BaseException:
@@ -660,14 +668,18 @@ def _profile(func, sig: Signature, tag: str, settings: Settings, state: dict, ar
             progress.info(f"kprof: the runs measured before the failure are in {partial}")
         raise
     finally:
+        _collectors._active = None
         progress.close()
 
     raw, config_index = _finish_raw(table, sig, pairs)
+    if session is not None:
+        session.add_columns(raw, config_index)
     if settings.derive_metric is not None:
         _append_derived(raw, config_index, configs, settings)
     results = ProfileResults(raw, list(sig.names), normalize_against=settings.normalize_against, benchmark=sig.func_name)
 
     results.files = []  # type: ignore[attr-defined]
+    results.fingerprint = _fingerprint(backend)  # type: ignore[attr-defined]
     if settings.output_csv:
         prefix = state["prefix"]
         raw_path = f"{prefix}profiled_data-{tag}-{run_id}.csv"
@@ -678,6 +690,9 @@ def _profile(func, sig: Signature, tag: str, settings: Settings, state: dict, ar
         results.save(processed_path)
         results.files.append(processed_path)
         progress.info(f"kprof: wrote {processed_path}")
+        if results.fingerprint is not None:
+            for path in (raw_path, processed_path):
+                _write_sidecar(path, results.fingerprint)
         if partial is not None and os.path.exists(partial):
             os.remove(partial)
     _commit_run_id(tag, run_id)
@@ -706,7 +721,30 @@ def _finish_raw(table: Any, sig: Signature, pairs: list) -> tuple[dict[str, list
         raw[name] = [pairs[i][j][1] for i in idx]
     raw["Benchmark"] = list(table["Benchmark"])
     raw["Run"] = [int(r) for r in table["Run"]]
+    for name in _collectors.CONDITION_COLUMNS:  # kprof's per-run conditions, when the backend measured them
+        if name in table and len(table[name]) == n:
+            raw[name] = list(table[name])
     return raw, idx
+
+
+def _fingerprint(backend: Any) -> dict | None:
+    """The engine's environment fingerprint (None for other backends or before any run)."""
+    if not isinstance(backend, _backend.CuptiBackend):
+        return None
+    from . import _core
+
+    get = getattr(_core, "fingerprint_json", None)
+    text = get() if get is not None else None
+    return None if text is None else json.loads(text)
+
+
+def _write_sidecar(csv_path: str, fingerprint: dict) -> str:
+    """Writes ``<stem>.env.json`` next to a result CSV (``kprof show`` prints it)."""
+    path = os.path.splitext(csv_path)[0] + ".env.json"
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(fingerprint, f, indent=2)
+        f.write("\n")
+    return path
 
 
 def _append_derived(raw: dict[str, list], config_index: list[int], configs: list[tuple], settings: Settings) -> None:

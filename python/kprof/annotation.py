@@ -19,6 +19,7 @@ import threading
 import warnings
 
 from . import _backend
+from . import collectors as _collectors
 from .exceptions import AnnotationError
 
 __all__ = ["annotate"]
@@ -95,6 +96,7 @@ class annotate(contextlib.ContextDecorator):
                 _run_names.add(self.name)
         _tls.current = self.name
         try:
+            _collectors._on_annotation(self.name)  # ANNOTATION-scope info collectors, before the region
             _backend.get_backend()._enter_region(self.name)
         except BaseException:
             _tls.current = None

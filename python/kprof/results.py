@@ -377,11 +377,18 @@ class ProfileResults:
             columns[p] = converted
         columns["Benchmark"] = list(raw["Benchmark"])
         columns["Run"] = [int(r) for r in raw["Run"]]
+        # Run conditions and info-collector values: aggregated by the core (X_Avg/X_Std/X_Min/X_Max).
+        known = set(RAW_COLUMNS) | set(self._params) | {"_config"}
+        extras = [c for c in raw if c not in known]
+        for c in extras:
+            columns[c] = list(raw[c])
         options = {
             "params": list(self._params),
             "normalize_against": self._normalize_against,
             "stable_rsd_pct": float(self._stable_rsd_pct),
         }
+        if extras:
+            options["extras"] = extras
         return columns, options, originals
 
     def _run_process_raw(self) -> dict[str, list]:

@@ -322,19 +322,14 @@ def test_output_csv_default_dir_and_info_messages(fake_backend, fake_core, capsy
     assert f"kprof: wrote {res.files[0]}" in err and "1/1 runs" in err
 
 
-def test_thermal_auto_note_once(fake_backend, fake_core, capsys, monkeypatch):
-    from kprof import analyze
-
-    monkeypatch.setattr(analyze, "_thermal_note_shown", False)
-
-    @kprof.kernel(configs=[1])
+def test_no_thermal_note_now_that_the_guard_is_active(fake_backend, fake_core, capsys):
+    @kprof.kernel(configs=[1], verbosity=kprof.VerbosityLevel.INFO)
     def h(n):
         pass
 
     h()
-    h()
-    err = capsys.readouterr().err
-    assert err.count("thermal_mode='auto' has no effect yet") == 1
+    assert "has no effect yet" not in capsys.readouterr().err
+    assert fake_backend.options["thermal_mode"] == "auto" and fake_backend.options["thermal_wait"] is None
 
 
 def test_save(fake_backend, fake_core, tmp_path):

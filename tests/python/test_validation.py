@@ -89,13 +89,6 @@ NOT_YET = "is not available yet in this version of kprof; it lands with"
 @pytest.mark.parametrize(
     "opts, message",
     [
-        (dict(thermal_mode="manual"), "thermal_mode='manual' " + NOT_YET + " thermal control"),
-        (dict(thermal_wait=10), "thermal_wait=10 " + NOT_YET + " thermal control"),
-        (dict(thermal_wait=10, thermal_cont=20), "thermal_wait=10 " + NOT_YET),
-        (dict(thermal_cont=20), "thermal_cont=20 " + NOT_YET),
-        (dict(thermal_timeout=60), "thermal_timeout=60 " + NOT_YET),
-        (dict(thermal_device=0), "thermal_device=0 " + NOT_YET),
-        (dict(info_collectors=[lambda: 1]), "info_collectors " + NOT_YET + " the info-collector issue"),
     ],
 )
 def test_not_available_yet(opts, message):

@@ -19,6 +19,7 @@ use kprof_core::stats::{BootstrapOptions, StatsOptions};
 
 pub mod compare_cmd;
 pub mod doctor_cmd;
+pub mod env_show;
 pub mod import_cmd;
 pub mod metrics_cmd;
 pub mod plot_cmd;
@@ -122,13 +123,18 @@ fn has_extension(path: &Path, ext: &str) -> bool {
 }
 
 fn show(file: &Path, max_rows: usize) -> Result<()> {
-    match io::read_any(file)? {
+    let loaded = io::read_any(file)?;
+    let json_env = match &loaded {
+        Loaded::Json(result) => result.environment.as_ref(),
+        _ => None,
+    };
+    if let Some(text) = env_show::environment_text(file, json_env) {
+        println!("{text}");
+    }
+    match loaded {
         Loaded::Raw(raw) => print!("{}", render_raw(&raw, max_rows)),
         Loaded::Processed(processed) => print!("{}", render_processed(&processed)),
         Loaded::Json(result) => {
-            if let Some(env) = &result.environment {
-                println!("environment:\n{}", serde_json::to_string_pretty(env)?);
-            }
             match (&result.processed, &result.raw) {
                 (Some(p), _) => print!("{}", render_processed(p)),
                 (None, Some(r)) => print!("{}", render_raw(r, max_rows)),

@@ -653,8 +653,45 @@ fn aggregate_extras(raw: &RawResults) -> Vec<Vec<(String, ExtraValue)>> {
                 row.push((name.clone(), v));
             }
         }
+        if col.name == THROTTLED_COLUMN {
+            push_throttled_runs(raw, col, &mut out);
+        }
     }
     out
+}
+
+/// The per-run extra column that flags a throttled run (1 or 0; kprof's run conditions).
+pub const THROTTLED_COLUMN: &str = "Throttled";
+/// The processed column counting a series' throttled runs.
+pub const THROTTLED_RUNS_COLUMN: &str = "ThrottledRuns";
+
+/// Adds `ThrottledRuns` to every series: how many of its runs have a `Throttled` value of 1
+/// (or `true`), NaN when no run of the series has a known value.
+fn push_throttled_runs(raw: &RawResults, col: &crate::model::ExtraColumn, out: &mut [Vec<(String, ExtraValue)>]) {
+    let mut counts: Vec<Option<u32>> = vec![None; out.len()];
+    for (j, s) in raw.samples.iter().enumerate() {
+        let Some(slot) = counts.get_mut(s.series as usize) else {
+            continue;
+        };
+        let flag = match col.values.get(j) {
+            Some(ExtraValue::Number(x)) if !x.is_nan() => Some(*x > 0.5),
+            Some(ExtraValue::Text(t)) => match t.trim().to_ascii_lowercase().as_str() {
+                "1" | "true" | "yes" => Some(true),
+                "0" | "false" | "no" => Some(false),
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some(f) = flag {
+            *slot.get_or_insert(0) += u32::from(f);
+        }
+    }
+    for (row, c) in out.iter_mut().zip(counts) {
+        row.push((
+            THROTTLED_RUNS_COLUMN.to_string(),
+            ExtraValue::Number(c.map(f64::from).unwrap_or(f64::NAN)),
+        ));
+    }
 }
 
 #[cfg(test)]

@@ -32,6 +32,11 @@ thread_local! {
     static PENDING: RefCell<Option<PyErr>> = const { RefCell::new(None) };
 }
 
+/// Runs `f` with this thread's profiler (None before the first `run_benchmark`).
+pub(crate) fn with_profiler<R>(f: impl FnOnce(Option<&Profiler>) -> R) -> R {
+    PROFILER.with(|cell| f(cell.borrow().as_ref()))
+}
+
 /// An exception raised inside a user reducer (`combine_kernel_metrics`), re-raised afterwards.
 static REDUCER_ERROR: Mutex<Option<PyErr>> = Mutex::new(None);
 
@@ -129,6 +134,7 @@ pub(crate) fn bench_options(opts: &Bound<'_, PyDict>) -> PyResult<BenchOptions> 
             time_budget: budget.map(Duration::from_secs_f64),
         });
     }
+    crate::conditions::apply_thermal_options(opts, &mut o)?;
     o.validate().map_err(|e| PyValueError::new_err(e.to_string()))?;
     Ok(o)
 }
@@ -212,6 +218,7 @@ fn run_benchmark<'py>(
     if let Ok(mut slot) = REDUCER_ERROR.lock() {
         slot.take();
     }
+    let thermal_device: Option<i64> = get(options, "thermal_device")?.map(|v| v.extract()).transpose()?;
     let outcome = py.detach(|| {
         PROFILER.with(|cell| {
             let mut slot = cell.borrow_mut();
@@ -231,6 +238,7 @@ fn run_benchmark<'py>(
                 ));
             }
             let _armed = if ncu { Some(kprof::ncu::arm_child(&opts).map_err(|e| ("engine", e.to_string()))?) } else { None };
+            crate::conditions::check_thermal_device(thermal_device, profiler).map_err(|m| ("engine", m))?;
             let before = profiler.warnings().len();
             let result = profiler.bench(&name, &configs, &opts, |config, run| {
                 let index = configs.iter().position(|c| c == config).unwrap_or(0);

@@ -26,6 +26,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 mod engine;
 mod ncu;
+mod conditions;
 mod plot;
 
 /// The package version (the workspace version).
@@ -288,7 +289,8 @@ fn process_options(options: &Bound<'_, PyDict>) -> PyResult<(Vec<String>, Proces
 #[pyfunction]
 fn process_raw<'py>(py: Python<'py>, raw: &Bound<'py, PyDict>, options: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
     let (params, opts) = process_options(options)?;
-    let raw_results = raw_from_columns(raw, &params)?;
+    let mut raw_results = raw_from_columns(raw, &params)?;
+    conditions::attach(raw, &conditions::extra_names(options)?, &mut raw_results)?;
     let processed = py
         .detach(|| process(&raw_results, &opts))
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
@@ -299,7 +301,9 @@ fn process_raw<'py>(py: Python<'py>, raw: &Bound<'py, PyDict>, options: &Bound<'
         );
         PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyUserWarning>(), &std::ffi::CString::new(msg).unwrap_or_default(), 1)?;
     }
-    processed_to_columns(py, &processed, &params)
+    let out = processed_to_columns(py, &processed, &params)?;
+    conditions::append_processed(py, &out, &processed)?;
+    Ok(out)
 }
 
 fn processed_to_columns<'py>(py: Python<'py>, p: &ProcessedResults, params: &[String]) -> PyResult<Bound<'py, PyDict>> {
@@ -384,6 +388,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(process_raw, m)?)?;
     engine::register(m)?;
     ncu::register(m)?;
+    conditions::register(m)?;
     plot::register(m)?;
     Ok(())
 }

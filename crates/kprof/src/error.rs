@@ -152,6 +152,9 @@ pub enum EngineError {
     /// The Nsight Compute backend failed (ncu missing or too old, counter permission, crash).
     #[error(transparent)]
     Ncu(#[from] crate::ncu::NcuError),
+    /// Run conditions: thermal guard (cooling timeout, bad settings) or info collectors.
+    #[error(transparent)]
+    Conditions(#[from] crate::conditions::ConditionsError),
 
     /// A recorded activity fixture could not be parsed.
     #[error("bad activity fixture {path}, line {line}: {message}")]

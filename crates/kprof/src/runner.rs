@@ -30,6 +30,8 @@ use kprof_core::model::{
     Config, DeviceInfo, ExtraValue, KernelSample, RawResults, Sample, SeriesKey, DEFAULT_METRIC,
 };
 
+use crate::conditions::runtime::{Collectors, ProfilerConditions, ThermalOptions};
+use crate::conditions::FingerprintInputs;
 use crate::error::EngineError;
 
 mod counter_pass;
@@ -116,6 +118,13 @@ pub struct BenchOptions {
     /// combined per region) or [`ReplayMode::User`] (one range per region, the closure re-run
     /// once per pass).
     pub replay_mode: ReplayMode,
+    /// Thermal guard before every run (default: auto, as nsight-python).
+    pub thermal: ThermalOptions,
+    /// Sample NVML conditions (clocks, temperature, power, energy, throttling) around every run
+    /// as extra columns (default true; NaN without NVML).
+    pub conditions: bool,
+    /// User info collectors (values become extra columns).
+    pub collectors: Collectors,
 }
 
 impl Default for BenchOptions {
@@ -133,6 +142,9 @@ impl Default for BenchOptions {
             output_prefix: None,
             metrics: Vec::new(),
             replay_mode: ReplayMode::Kernel,
+            thermal: ThermalOptions::default(),
+            conditions: true,
+            collectors: Collectors::default(),
         }
     }
 }
@@ -166,6 +178,7 @@ impl BenchOptions {
             }
             Some(p) => p.validate().map_err(|e| invalid_option(&format!("policy: {e}")))?,
         }
+        self.thermal.validate()?;
         Ok(())
     }
 
@@ -415,6 +428,10 @@ pub(crate) trait Backend: Send + Sync {
     fn counters(&self) -> Option<&dyn counter_pass::CounterBackend> {
         None
     }
+    /// What the backend knows about its device for the environment fingerprint.
+    fn fingerprint_inputs(&self) -> FingerprintInputs {
+        FingerprintInputs::default()
+    }
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -447,6 +464,8 @@ struct RunState {
     config: u64,
     run: u64,
     inner: RefCell<RunInner>,
+    /// Annotation-scope info collectors, called on every region enter.
+    on_enter: Option<crate::conditions::runtime::AnnotationHook>,
 }
 
 /// One run of a benchmark closure: open regions with [`Run::region`] or [`Run::annotate`].
@@ -472,6 +491,9 @@ impl Run {
         let st = &self.state;
         let index;
         let key;
+        if let Some(hook) = &st.on_enter {
+            hook(name);
+        }
         {
             let mut inner = st.inner.borrow_mut();
             if inner.names.contains(name) {
@@ -694,6 +716,9 @@ pub struct Profiler {
     /// The metric the samples carry: [`DEFAULT_METRIC`] from CUPTI kernel records, or
     /// [`CUDA_EVENTS_METRIC`] from the CUDA-events fallback.
     metric: &'static str,
+    /// NVML, the monitored device, the fingerprint, and the current bench call's guard,
+    /// sampler and collectors.
+    conditions: ProfilerConditions,
 }
 
 /// The metric of [`Profiler::with_cuda_events`]: GPU time between two CUDA events around a
@@ -752,6 +777,7 @@ impl Profiler {
                 flush_policy: FlushPolicy::default(),
                 holds_slot: true,
                 metric: DEFAULT_METRIC,
+                conditions: ProfilerConditions::new(),
             }),
             Err(e) => {
                 PROFILER_ACTIVE.store(false, Ordering::SeqCst);
@@ -784,6 +810,7 @@ impl Profiler {
                 flush_policy: FlushPolicy::default(),
                 holds_slot: true,
                 metric: CUDA_EVENTS_METRIC,
+                conditions: ProfilerConditions::new(),
             }),
             Err(e) => {
                 PROFILER_ACTIVE.store(false, Ordering::SeqCst);
@@ -805,6 +832,8 @@ impl Profiler {
             flush_policy: FlushPolicy::default(),
             holds_slot: false,
             metric: DEFAULT_METRIC,
+            // Under ncu, which profiles every run, no NVML sampling around runs.
+            conditions: ProfilerConditions::with_probe(Box::new(crate::conditions::runtime::NullProbe)),
         }
     }
 
@@ -825,7 +854,20 @@ impl Profiler {
             flush_policy: FlushPolicy::default(),
             holds_slot: false,
             metric: DEFAULT_METRIC,
+            conditions: ProfilerConditions::with_probe(Box::new(crate::conditions::runtime::NullProbe)),
         }
+    }
+
+    /// Replaces where conditions are read (tests: fake sensors, or NVML missing).
+    #[cfg(test)]
+    pub(crate) fn set_conditions(&mut self, c: ProfilerConditions) {
+        self.conditions = c;
+    }
+
+    /// The environment fingerprint (GPU, driver, CUDA, CUPTI, host, kprof), collected once at
+    /// the first bench call; `None` before it.
+    pub fn fingerprint(&self) -> Option<&crate::conditions::Fingerprint> {
+        self.conditions.fingerprint()
     }
 
     /// The metric this profiler's samples carry (`gpu__time_duration.sum`, or
@@ -921,6 +963,11 @@ impl Profiler {
         }
         let device_idx = raw.intern_device(&self.device);
         let n = configs.len();
+        if let Some(w) = self.conditions.init(&self.backend.fingerprint_inputs()) {
+            self.warnings.push(w);
+        }
+        self.conditions
+            .begin_sweep(&opts.thermal, opts.conditions, &opts.collectors, &raw.param_names())?;
         let mut sw = Sweep {
             name,
             configs,
@@ -940,7 +987,23 @@ impl Profiler {
             batch_start: None,
             counters,
         };
-        match self.sweep(call, &mut sw, &mut f) {
+        let result = self.sweep(call, &mut sw, &mut f);
+        if result.is_err() {
+            // Keep what was measured before the error: attribute the runs still waiting for a
+            // flush (best effort) while their conditions are still known.
+            let _ = self.flush_batch(&mut sw, None);
+        }
+        let cond_warnings = self.conditions.end_sweep();
+        self.warnings.extend(cond_warnings);
+        if let (Some(p), Some(fp)) = (&sw.out_path, self.conditions.fingerprint()) {
+            if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            if let Err(e) = fp.write_sidecar(p) {
+                self.warnings.push(format!("could not write the environment fingerprint: {e}"));
+            }
+        }
+        match result {
             Ok(()) => {
                 if let Some(p) = &sw.out_path {
                     if sw.samples_on_disk != Some(sw.raw.samples.len()) {
@@ -950,9 +1013,6 @@ impl Profiler {
                 Ok(sw.raw)
             }
             Err(e) => {
-                // Keep what was measured before the error: attribute the runs still waiting for
-                // a flush (best effort), then write the file.
-                let _ = self.flush_batch(&mut sw, None);
                 if let Some(p) = &sw.out_path {
                     let _ = write_raw(p, &sw.raw);
                 }
@@ -1184,9 +1244,11 @@ impl Profiler {
     where
         F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
     {
+        self.conditions.thermal_guard()?;
         if opts.cache == CacheControl::All {
             self.backend.flush_l2()?;
         }
+        self.conditions.before_run(step.config, config, step.run, step.warmup)?;
         // Warm-up runs get run indices above every recorded run, so their keys never collide.
         let key_run = if step.warmup {
             opts.max_runs() as u64 + step.run as u64
@@ -1199,6 +1261,7 @@ impl Profiler {
             config: step.config as u64,
             run: key_run,
             inner: RefCell::new(RunInner::default()),
+            on_enter: self.conditions.annotation_hook(step.config, config, step.run, step.warmup),
         });
         let mut run = Run {
             state: Rc::clone(&state),
@@ -1209,6 +1272,7 @@ impl Profiler {
         drop(run);
         let (spans, misuse) = state.finish();
         self.backend.synchronize()?;
+        self.conditions.after_run(step.config, step.run, step.warmup);
         wire.extend(spans.iter().map(|s| Span {
             key: s.key,
             parent: s.parent.map(|p| spans[p].key),
@@ -1272,6 +1336,8 @@ impl Profiler {
             .iter()
             .map(|(n, v)| (n.as_str(), v.clone()))
             .collect();
+        let run_extras = self.conditions.extras_for(step.config, step.run, region);
+        extras.extend(run_extras.iter().map(|(n, v)| (n.as_str(), v.clone())));
         if let Some(w) = warning {
             extras.push(("Warning", ExtraValue::Text(w.to_string())));
         }
@@ -1329,6 +1395,7 @@ mod gpu {
         flush_bytes: usize,
         flush_buf: Mutex<Option<DeviceBuffer>>,
         flush_value: AtomicU8,
+        inputs: FingerprintInputs,
     }
 
     fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -1383,12 +1450,19 @@ mod gpu {
                 0 => DEFAULT_FLUSH_BYTES,
                 l2 => (2 * l2 as usize).next_multiple_of(1 << 20),
             };
+            let inputs = crate::conditions::runtime::fingerprint_inputs(
+                ordinal,
+                &props,
+                v.driver,
+                Some(crate::conditions::fingerprint::format_cupti_version(v.cupti_api)),
+            );
             let backend = GpuBackend {
                 libs,
                 session: Mutex::new(session),
                 flush_bytes,
                 flush_buf: Mutex::new(None),
                 flush_value: AtomicU8::new(0),
+                inputs,
             };
             Ok((backend, device, extras))
         }
@@ -1511,6 +1585,9 @@ mod gpu {
         fn counters(&self) -> Option<&dyn super::counter_pass::CounterBackend> {
             Some(super::counter_pass::gpu_counters(self.libs))
         }
+        fn fingerprint_inputs(&self) -> FingerprintInputs {
+            self.inputs.clone()
+        }
     }
 }
 
@@ -1543,6 +1620,7 @@ mod events {
         flush_bytes: usize,
         flush_buf: Mutex<Option<DeviceBuffer>>,
         flush_value: AtomicU8,
+        inputs: FingerprintInputs,
     }
 
     fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -1569,6 +1647,7 @@ mod events {
                 0 => 256 << 20,
                 l2 => (2 * l2 as usize).next_multiple_of(1 << 20),
             };
+            let inputs = crate::conditions::runtime::fingerprint_inputs(ordinal, &props, driver.version, None);
             let backend = EventsBackend {
                 driver,
                 epoch: Instant::now(),
@@ -1577,6 +1656,7 @@ mod events {
                 flush_bytes,
                 flush_buf: Mutex::new(None),
                 flush_value: AtomicU8::new(0),
+                inputs,
             };
             Ok((backend, device, extras))
         }
@@ -1661,6 +1741,9 @@ mod events {
                 });
             }
             Ok(collected)
+        }
+        fn fingerprint_inputs(&self) -> FingerprintInputs {
+            self.inputs.clone()
         }
     }
 }
@@ -2062,6 +2145,8 @@ mod tests {
             order: RunOrder::Sequential,
             ignore_failures: true,
             output_prefix: Some(dir.path().to_path_buf()),
+            // The expected CSV below predates the condition columns.
+            conditions: false,
             ..Default::default()
         };
         let body =
@@ -2288,6 +2373,8 @@ mod tests {
             warmup,
             cache,
             output_prefix: Some(out.path().to_path_buf()),
+            // The recorded CSVs predate the condition columns.
+            conditions: false,
             ..Default::default()
         };
         let one = |n: i64| vec![Config::new().with("n", n)];
@@ -2666,5 +2753,323 @@ mod tests {
         assert_eq!(on_disk, vec![0, 0, 2, 2, 4, 4]);
         assert_eq!(p.flush_count(), 3);
         assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 1 + 6);
+    }
+
+    // -- run conditions (issue 7): guard, sampler, collectors, fingerprint --------------------
+
+    mod conditions {
+        use super::*;
+        use crate::conditions::runtime::{BoxClock, BoxSensor, BoxSource, ConditionsProbe, ProfilerConditions};
+        use crate::conditions::sampler::{ConditionsSource, CONDITION_COLUMNS};
+        use crate::conditions::thermal::{Clock, TemperatureSensor, ThermalMode};
+        use crate::conditions::{CollectionScope, FnCollector};
+
+        fn column<'a>(raw: &'a RawResults, name: &str) -> &'a [ExtraValue] {
+            &raw.extras
+                .iter()
+                .find(|c| c.name == name)
+                .unwrap_or_else(|| panic!("no column {name}"))
+                .values
+        }
+
+        fn num(v: &ExtraValue) -> f64 {
+            match v {
+                ExtraValue::Number(x) => *x,
+                other => panic!("not a number: {other:?}"),
+            }
+        }
+
+        fn body(m: Arc<Mock>) -> impl FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+            move |_c, run| {
+                {
+                    let _a = run.region("a")?;
+                    m.launch("ka", 100);
+                }
+                let _b = run.region("b")?;
+                m.launch("kb", 50);
+                Ok(())
+            }
+        }
+
+        #[test]
+        fn without_nvml_the_condition_columns_are_nan_with_one_warning() {
+            let mock = Arc::new(Mock::default());
+            let mut p = profiler(&mock);
+            p.set_conditions(ProfilerConditions::unavailable("libnvidia-ml.so.1 not found"));
+            let opts = BenchOptions {
+                runs: 3,
+                ..Default::default()
+            };
+            let raw = p.bench("g", &configs(2), &opts, body(mock.clone())).unwrap();
+            for c in CONDITION_COLUMNS {
+                assert_eq!(column(&raw, c).len(), raw.samples.len(), "{c}");
+            }
+            assert!(column(&raw, "SMClockMHz").iter().all(|v| num(v).is_nan()));
+            assert!(column(&raw, "EnergyMilliJ").iter().all(|v| num(v).is_nan()));
+            assert!(column(&raw, "ThermalWaitS").iter().all(|v| num(v) == 0.0));
+            assert!(column(&raw, "ThrottleReasons")
+                .iter()
+                .all(|v| *v == ExtraValue::Missing));
+            let nvml: Vec<_> = p.warnings().iter().filter(|w| w.contains("NVML")).collect();
+            assert_eq!(nvml.len(), 1, "{:?}", p.warnings());
+            p.bench("g2", &configs(1), &opts, body(mock.clone())).unwrap();
+            assert_eq!(p.warnings().iter().filter(|w| w.contains("NVML")).count(), 1);
+            // Processed: all-NaN columns stay single columns, ThrottledRuns is NaN.
+            let processed = kprof_core::stats::aggregate(&raw, &Default::default());
+            let row = &processed.rows[0];
+            let tr = row.extras.iter().find(|(n, _)| n == "ThrottledRuns").unwrap();
+            assert!(num(&tr.1).is_nan());
+            // Off: no columns at all.
+            let off = BenchOptions {
+                conditions: false,
+                ..opts
+            };
+            let raw = p.bench("g3", &configs(1), &off, body(mock.clone())).unwrap();
+            assert!(!raw.extras.iter().any(|c| c.name == "SMClockMHz"));
+        }
+
+        /// Scripted headroom readings (the last one repeats) and counters of the reads.
+        struct Fake {
+            margins: Arc<Mutex<Vec<f64>>>,
+            margin_reads: Arc<AtomicU64>,
+            energy: Arc<AtomicU64>,
+            now: Duration,
+        }
+
+        struct Sensor(Arc<Mutex<Vec<f64>>>, Arc<AtomicU64>);
+        impl TemperatureSensor for Sensor {
+            fn margin_c(&mut self) -> Option<f64> {
+                self.1.fetch_add(1, Ordering::SeqCst);
+                let mut m = self.0.lock().unwrap();
+                Some(if m.len() > 1 { m.remove(0) } else { m[0] })
+            }
+            fn temperature_c(&mut self) -> Option<f64> {
+                Some(60.0)
+            }
+        }
+
+        struct Source(Arc<AtomicU64>, u32);
+        impl ConditionsSource for Source {
+            fn sm_clock_mhz(&mut self) -> Option<f64> {
+                self.1 += 1;
+                // Every third run ends throttled (below 90% of 1980 MHz).
+                Some(if self.1 % 6 == 0 { 1500.0 } else { 1980.0 })
+            }
+            fn mem_clock_mhz(&mut self) -> Option<f64> {
+                Some(3201.0)
+            }
+            fn max_sm_clock_mhz(&mut self) -> Option<f64> {
+                Some(1980.0)
+            }
+            fn throttle_reasons(&mut self) -> Option<u64> {
+                Some(0)
+            }
+            fn temperature_c(&mut self) -> Option<f64> {
+                Some(55.0)
+            }
+            fn power_mw(&mut self) -> Option<f64> {
+                Some(300_000.0)
+            }
+            fn total_energy_mj(&mut self) -> Option<u64> {
+                Some(self.0.fetch_add(250, Ordering::SeqCst))
+            }
+        }
+
+        struct FakeClock(Duration);
+        impl Clock for FakeClock {
+            fn now(&self) -> Duration {
+                self.0
+            }
+            fn sleep(&mut self, d: Duration) {
+                self.0 += d;
+            }
+        }
+
+        impl ConditionsProbe for Fake {
+            fn sensor(&mut self) -> Option<BoxSensor> {
+                Some(Box::new(Sensor(self.margins.clone(), self.margin_reads.clone())))
+            }
+            fn source(&mut self) -> Option<BoxSource> {
+                Some(Box::new(Source(self.energy.clone(), 0)))
+            }
+            fn clock(&mut self) -> BoxClock {
+                Box::new(FakeClock(self.now))
+            }
+        }
+
+        #[test]
+        fn the_thermal_guard_runs_before_every_run_and_its_wait_is_reported() {
+            let mock = Arc::new(Mock::default());
+            let mut p = profiler(&mock);
+            let reads = Arc::new(AtomicU64::new(0));
+            // Runs: warm-up (30), run 0 (30), run 1 (5: pause; polls 15, 15, 25: resume), run 2 (30).
+            let margins = Arc::new(Mutex::new(vec![30.0, 30.0, 5.0, 15.0, 15.0, 25.0, 30.0]));
+            p.set_conditions(ProfilerConditions::with_probe(Box::new(Fake {
+                margins,
+                margin_reads: reads.clone(),
+                energy: Arc::new(AtomicU64::new(1000)),
+                now: Duration::ZERO,
+            })));
+            let opts = BenchOptions {
+                runs: 3,
+                warmup: 1,
+                ..Default::default()
+            };
+            let raw = p.bench("g", &configs(1), &opts, body(mock.clone())).unwrap();
+            // One headroom read per run (4 runs) plus 3 polls while cooling.
+            assert_eq!(reads.load(Ordering::SeqCst), 4 + 3);
+            let wait: Vec<(u32, f64)> = raw
+                .samples
+                .iter()
+                .zip(column(&raw, "ThermalWaitS"))
+                .map(|(s, v)| (s.run, num(v)))
+                .collect();
+            for (run, w) in wait {
+                assert_eq!(w, if run == 1 { 1.5 } else { 0.0 }, "run {run}");
+            }
+            assert!(
+                p.warnings().iter().any(|w| w.contains("waited 1.5 s")),
+                "{:?}",
+                p.warnings()
+            );
+            // The sampler: counter differences, clocks, throttling.
+            assert!(column(&raw, "EnergyMilliJ").iter().all(|v| num(v) == 250.0));
+            assert!(column(&raw, "PowerW").iter().all(|v| num(v) == 300.0));
+            let throttled: Vec<f64> = column(&raw, "Throttled").iter().map(num).collect();
+            assert_eq!(throttled, vec![0.0, 0.0, 1.0, 1.0, 0.0, 0.0]);
+            let processed = kprof_core::stats::aggregate(&raw, &Default::default());
+            for row in &processed.rows {
+                let get = |n: &str| row.extras.iter().find(|(x, _)| x == n).map(|(_, v)| num(v)).unwrap();
+                assert_eq!(get("ThrottledRuns"), 1.0);
+                assert_eq!(get("SMClockMHz_Min"), 1500.0);
+                assert_eq!(get("SMClockMHz_Max"), 1980.0);
+                assert_eq!(get("TemperatureC_Avg"), 55.0);
+            }
+            // Off: the sensor is never read.
+            let before = reads.load(Ordering::SeqCst);
+            let off = BenchOptions {
+                thermal: ThermalOptions::off(),
+                ..opts
+            };
+            p.bench("g2", &configs(1), &off, body(mock.clone())).unwrap();
+            assert_eq!(reads.load(Ordering::SeqCst), before);
+            assert_eq!(off.thermal.mode, ThermalMode::Off);
+        }
+
+        #[test]
+        fn collectors_are_called_at_each_scope_and_become_columns() {
+            let mock = Arc::new(Mock::default());
+            let mut p = profiler(&mock);
+            let calls = Arc::new(Mutex::new(Vec::<String>::new()));
+            let log = |tag: &'static str, calls: &Arc<Mutex<Vec<String>>>| {
+                let calls = calls.clone();
+                move |ctx: &crate::conditions::CollectContext<'_>| {
+                    calls.lock().unwrap().push(tag.to_string());
+                    match tag {
+                        "once" => ExtraValue::Text("580.159.04".into()),
+                        "config" => {
+                            ExtraValue::Number(ctx.config.and_then(|c| c.get("n")).and_then(|v| v.as_f64()).unwrap())
+                        }
+                        "run" => ExtraValue::Number(ctx.run.unwrap() as f64 * 10.0),
+                        _ => ExtraValue::Number(ctx.annotation.unwrap().len() as f64 + ctx.run.unwrap() as f64),
+                    }
+                }
+            };
+            let collectors = Collectors::new(vec![
+                FnCollector::new("Driver", CollectionScope::Once, log("once", &calls)).boxed(),
+                FnCollector::new("N2", CollectionScope::Config, log("config", &calls)).boxed(),
+                FnCollector::new("RunX", CollectionScope::Run, log("run", &calls)).boxed(),
+                FnCollector::new("Ann", CollectionScope::Annotation, log("annotation", &calls)).boxed(),
+                FnCollector::fallible(
+                    "Broken",
+                    CollectionScope::Run,
+                    |_: &crate::conditions::CollectContext<'_>| Err::<f64, _>("no sensor"),
+                )
+                .boxed(),
+            ]);
+            let opts = BenchOptions {
+                runs: 3,
+                warmup: 1,
+                collectors: collectors.clone(),
+                ..Default::default()
+            };
+            let raw = p.bench("g", &configs(2), &opts, body(mock.clone())).unwrap();
+            let count = |t: &str| calls.lock().unwrap().iter().filter(|c| *c == t).count();
+            assert_eq!(
+                (count("once"), count("config"), count("run"), count("annotation")),
+                (1, 2, 6, 12)
+            );
+            for (i, s) in raw.samples.iter().enumerate() {
+                let region = &raw.series[s.series as usize].key.annotation;
+                let n = raw.configs[raw.series[s.series as usize].key.config as usize]
+                    .get("n")
+                    .unwrap()
+                    .as_f64()
+                    .unwrap();
+                assert_eq!(column(&raw, "Driver")[i], ExtraValue::Text("580.159.04".into()));
+                assert_eq!(num(&column(&raw, "N2")[i]), n);
+                assert_eq!(num(&column(&raw, "RunX")[i]), s.run as f64 * 10.0);
+                assert_eq!(num(&column(&raw, "Ann")[i]), region.len() as f64 + s.run as f64);
+                assert_eq!(column(&raw, "Broken")[i], ExtraValue::Missing);
+            }
+            assert_eq!(
+                p.warnings().iter().filter(|w| w.contains("\"Broken\"")).count(),
+                1,
+                "{:?}",
+                p.warnings()
+            );
+            let processed = kprof_core::stats::aggregate(&raw, &Default::default());
+            let row = &processed.rows[0];
+            let names: Vec<&str> = row.extras.iter().map(|(n, _)| n.as_str()).collect();
+            for c in [
+                "Driver", "N2_Avg", "RunX_Avg", "RunX_Std", "RunX_Min", "RunX_Max", "Ann_Avg",
+            ] {
+                assert!(names.contains(&c), "{c} not in {names:?}");
+            }
+            // The collectors are back in the options: a second call uses them again.
+            assert_eq!(collectors.len(), 5);
+            p.bench("h", &configs(1), &opts, body(mock.clone())).unwrap();
+            assert_eq!(count("once"), 2);
+            // Reserved names and parameter collisions are clear errors.
+            for bad in ["AvgValue", "SMClockMHz", "n"] {
+                let o = BenchOptions {
+                    collectors: Collectors::new(vec![FnCollector::new(
+                        bad,
+                        CollectionScope::Run,
+                        |_: &crate::conditions::CollectContext<'_>| 1.0,
+                    )
+                    .boxed()]),
+                    ..Default::default()
+                };
+                let e = p
+                    .bench("x", &configs(1), &o, body(mock.clone()))
+                    .unwrap_err()
+                    .to_string();
+                assert!(e.contains(bad), "{e}");
+            }
+        }
+
+        #[test]
+        fn the_fingerprint_is_collected_once_and_written_next_to_the_raw_csv() {
+            let dir = tempfile::tempdir().unwrap();
+            let mock = Arc::new(Mock::default());
+            let mut p = profiler(&mock);
+            assert!(p.fingerprint().is_none());
+            let opts = BenchOptions {
+                runs: 2,
+                output_prefix: Some(dir.path().to_path_buf()),
+                ..Default::default()
+            };
+            p.bench("g", &configs(1), &opts, body(mock.clone())).unwrap();
+            let csv = dir.path().join("g-raw.csv");
+            assert!(csv.exists());
+            let side = dir.path().join("g-raw.env.json");
+            let fp = crate::conditions::Fingerprint::from_json(&std::fs::read_to_string(&side).unwrap()).unwrap();
+            assert_eq!(Some(&fp), p.fingerprint());
+            assert_eq!(fp.kprof_version.as_deref(), Some(env!("CARGO_PKG_VERSION")));
+            assert_eq!(fp.thermal_mode.as_deref(), Some("auto"));
+            assert!(fp.hostname.is_some());
+            assert_eq!(crate::conditions::Fingerprint::read_sidecar(&csv).unwrap(), fp);
+        }
     }
 }

@@ -435,6 +435,11 @@ impl CollectorSet {
         )
     }
 
+    /// The collectors, to use them again.
+    pub fn into_collectors(self) -> Vec<Box<dyn InfoCollector>> {
+        self.collectors
+    }
+
     /// Warnings produced since the last call (each failing (scope, name) once per session).
     pub fn take_warnings(&mut self) -> Vec<String> {
         std::mem::take(&mut self.warnings)
@@ -488,6 +493,11 @@ impl CollectedValues {
     /// Stores an annotation enter's values.
     pub fn set_annotation(&mut self, config: u32, run: u32, annotation: &str, values: Vec<(String, ExtraValue)>) {
         self.annotation.insert((config, run, annotation.to_string()), values);
+    }
+
+    /// A run's values, as stored.
+    pub fn run_values(&self, config: u32, run: u32) -> Vec<(String, ExtraValue)> {
+        self.run.get(&(config, run)).cloned().unwrap_or_default()
     }
 
     /// Every value that applies to a sample of `annotation` in `run` of `config`: once, config,

@@ -31,12 +31,14 @@
 pub mod collectors;
 pub mod fingerprint;
 pub mod nvml;
+pub mod runtime;
 pub mod sampler;
 pub mod thermal;
 
 pub use collectors::{CollectContext, CollectedValues, CollectionScope, CollectorSet, FnCollector, InfoCollector};
 pub use fingerprint::{render, Fingerprint, FingerprintInputs};
 pub use nvml::{GpuDevice, Nvml, ResolvedDevice};
+pub use runtime::{Collectors, ConditionsProbe, ProfilerConditions, ThermalOptions};
 pub use sampler::{ConditionsSource, RunConditions, RunSampler};
 pub use thermal::{Clock, SystemClock, TemperatureSensor, ThermalGuard, ThermalMode, ThermalSettings};
 

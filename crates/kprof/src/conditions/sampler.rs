@@ -42,8 +42,10 @@ pub const CONDITION_COLUMNS: [&str; 8] = [
     "ThermalWaitS",
 ];
 
-/// The processed-table column counting throttled runs.
-pub const THROTTLED_RUNS_COLUMN: &str = "ThrottledRuns";
+/// The processed-table column counting throttled runs. kprof-core's `stats::aggregate` adds it
+/// itself whenever the raw results have a `Throttled` column; [`add_throttled_runs`] is for
+/// processed tables built some other way.
+pub use kprof_core::stats::THROTTLED_RUNS_COLUMN;
 
 /// A run whose SM clock is below this fraction of the max boost clock is throttled.
 pub const THROTTLE_CLOCK_FRACTION: f64 = 0.9;

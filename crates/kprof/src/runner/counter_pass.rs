@@ -320,6 +320,8 @@ where
         config: step.config as u64,
         run: key_run,
         inner: RefCell::new(RunInner::default()),
+        // Annotation collectors ran in the timing pass of this run.
+        on_enter: None,
     });
     let mut run = Run {
         state: Rc::clone(&state),

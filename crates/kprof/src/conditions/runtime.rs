@@ -1,0 +1,482 @@
+//! The conditions wiring of the run loop: what [`crate::runner::Profiler`] holds (NVML, the
+//! monitored device, the fingerprint) and what one `bench` call holds (thermal guard, sampler,
+//! collectors and their values). The runner calls a few hooks; everything else lives here.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kprof_core::{Config, ExtraValue};
+
+use super::collectors::{CollectedValues, CollectorSet, InfoCollector};
+use super::fingerprint::{Fingerprint, FingerprintInputs};
+use super::nvml::{GpuDevice, Nvml};
+use super::sampler::{ConditionsSource, RunSampler};
+use super::thermal::{Clock, SystemClock, TemperatureSensor, ThermalGuard, ThermalMode, ThermalSettings};
+use super::ConditionsError;
+
+/// The thermal guard's options (nsight-python's `thermal_mode`, `thermal_wait`,
+/// `thermal_cont`, `thermal_timeout`). Default: auto, 10 °C / 20 °C, 180 s, like nsight.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ThermalOptions {
+    /// `auto` (default), `manual` or `off`.
+    pub mode: ThermalMode,
+    /// Pause when the headroom to the slowdown temperature is at most this, °C.
+    pub wait_c: f64,
+    /// Resume when the headroom is at least this, °C (the start value in auto mode).
+    pub cont_c: f64,
+    /// Longest wait for cooling.
+    pub timeout: Duration,
+}
+
+impl Default for ThermalOptions {
+    fn default() -> Self {
+        let s = ThermalSettings::default();
+        ThermalOptions {
+            mode: ThermalMode::Auto,
+            wait_c: s.wait_c,
+            cont_c: s.cont_c,
+            timeout: s.timeout,
+        }
+    }
+}
+
+impl ThermalOptions {
+    /// No guard.
+    pub fn off() -> Self {
+        ThermalOptions {
+            mode: ThermalMode::Off,
+            ..Default::default()
+        }
+    }
+
+    /// The guard's settings.
+    pub fn settings(&self) -> ThermalSettings {
+        ThermalSettings {
+            wait_c: self.wait_c,
+            cont_c: self.cont_c,
+            timeout: self.timeout,
+            ..ThermalSettings::default()
+        }
+    }
+
+    /// Checks the thresholds (nothing to check when off).
+    pub fn validate(&self) -> Result<(), ConditionsError> {
+        if self.mode == ThermalMode::Off {
+            return Ok(());
+        }
+        self.settings().validate()
+    }
+}
+
+/// User info collectors of a bench call, shareable so that [`crate::runner::BenchOptions`] stays
+/// `Clone` (clones share the same collectors).
+#[derive(Clone, Default)]
+pub struct Collectors(Arc<Mutex<Vec<Box<dyn InfoCollector>>>>);
+
+impl fmt::Debug for Collectors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let g = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        f.debug_list()
+            .entries(g.iter().map(|c| (c.name().to_string(), c.scope())))
+            .finish()
+    }
+}
+
+impl Collectors {
+    /// From boxed collectors.
+    pub fn new(collectors: Vec<Box<dyn InfoCollector>>) -> Self {
+        Collectors(Arc::new(Mutex::new(collectors)))
+    }
+
+    /// Adds one.
+    pub fn push(&self, c: Box<dyn InfoCollector>) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(c);
+    }
+
+    /// Number of collectors.
+    pub fn len(&self) -> usize {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn take(&self) -> Vec<Box<dyn InfoCollector>> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    fn restore(&self, mut v: Vec<Box<dyn InfoCollector>>) {
+        let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        v.append(&mut g);
+        *g = v;
+    }
+}
+
+/// A boxed temperature sensor.
+pub type BoxSensor = Box<dyn TemperatureSensor + Send>;
+/// A boxed conditions source.
+pub type BoxSource = Box<dyn ConditionsSource + Send>;
+/// A boxed clock.
+pub type BoxClock = Box<dyn Clock + Send>;
+
+impl<T: ConditionsSource + ?Sized> ConditionsSource for Box<T> {
+    fn sm_clock_mhz(&mut self) -> Option<f64> {
+        (**self).sm_clock_mhz()
+    }
+    fn mem_clock_mhz(&mut self) -> Option<f64> {
+        (**self).mem_clock_mhz()
+    }
+    fn max_sm_clock_mhz(&mut self) -> Option<f64> {
+        (**self).max_sm_clock_mhz()
+    }
+    fn throttle_reasons(&mut self) -> Option<u64> {
+        (**self).throttle_reasons()
+    }
+    fn temperature_c(&mut self) -> Option<f64> {
+        (**self).temperature_c()
+    }
+    fn power_mw(&mut self) -> Option<f64> {
+        (**self).power_mw()
+    }
+    fn total_energy_mj(&mut self) -> Option<u64> {
+        (**self).total_energy_mj()
+    }
+}
+
+impl<T: Clock + ?Sized> Clock for Box<T> {
+    fn now(&self) -> Duration {
+        (**self).now()
+    }
+    fn sleep(&mut self, d: Duration) {
+        (**self).sleep(d)
+    }
+}
+
+/// Where a profiler reads the conditions: NVML in production; tests inject fakes through
+/// [`ProfilerConditions::with_probe`].
+pub trait ConditionsProbe: Send {
+    /// The thermal guard's sensor (`None`: no guard).
+    fn sensor(&mut self) -> Option<BoxSensor>;
+    /// The sampler's source (`None`: NaN columns).
+    fn source(&mut self) -> Option<BoxSource>;
+    /// The guard's clock.
+    fn clock(&mut self) -> BoxClock {
+        Box::new(SystemClock::new())
+    }
+}
+
+struct NvmlProbe(GpuDevice);
+
+impl ConditionsProbe for NvmlProbe {
+    fn sensor(&mut self) -> Option<BoxSensor> {
+        Some(Box::new(self.0.clone()))
+    }
+    fn source(&mut self) -> Option<BoxSource> {
+        Some(Box::new(self.0.clone()))
+    }
+}
+
+/// A probe with nothing to read (conditions NaN, no guard), without a warning.
+pub struct NullProbe;
+
+impl ConditionsProbe for NullProbe {
+    fn sensor(&mut self) -> Option<BoxSensor> {
+        None
+    }
+    fn source(&mut self) -> Option<BoxSource> {
+        None
+    }
+}
+
+enum Source {
+    /// Not looked at yet: NVML is loaded at the first bench call.
+    Lazy,
+    /// NVML loaded (the device may be missing).
+    Nvml { nvml: Nvml, device: Option<GpuDevice> },
+    /// Injected.
+    Probe(Box<dyn ConditionsProbe>),
+    /// NVML could not be loaded.
+    Missing,
+}
+
+/// What a [`crate::runner::Profiler`] keeps for the conditions of its runs.
+pub struct ProfilerConditions {
+    source: Source,
+    /// Warning to report once (NVML missing, device fallback) at the first bench call.
+    pending_warning: Option<String>,
+    fingerprint: Option<Fingerprint>,
+    /// The state of the bench call in progress.
+    sweep: Option<SweepConditions>,
+}
+
+impl fmt::Debug for ProfilerConditions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProfilerConditions")
+            .field("has_fingerprint", &self.fingerprint.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for ProfilerConditions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ProfilerConditions {
+    /// NVML is loaded at the first bench call.
+    pub fn new() -> Self {
+        ProfilerConditions {
+            source: Source::Lazy,
+            pending_warning: None,
+            fingerprint: None,
+            sweep: None,
+        }
+    }
+
+    /// Reads through `probe` instead of NVML (tests).
+    pub fn with_probe(probe: Box<dyn ConditionsProbe>) -> Self {
+        ProfilerConditions {
+            source: Source::Probe(probe),
+            ..Self::new()
+        }
+    }
+
+    /// As if NVML were missing: one warning, NaN columns, no guard.
+    pub fn unavailable(reason: &str) -> Self {
+        ProfilerConditions {
+            source: Source::Missing,
+            pending_warning: Some(
+                ConditionsError::NvmlUnavailable {
+                    reason: reason.to_string(),
+                }
+                .to_string(),
+            ),
+            ..Self::new()
+        }
+    }
+
+    /// Loads NVML and resolves the device by UUID once; collects the fingerprint once.
+    /// Returns the warning to report, once.
+    pub fn init(&mut self, inputs: &FingerprintInputs) -> Option<String> {
+        if matches!(self.source, Source::Lazy) {
+            match Nvml::load() {
+                Ok(nvml) => {
+                    let r = nvml.resolve_device(inputs.uuid.as_deref());
+                    self.pending_warning = r.warning;
+                    self.source = Source::Nvml { nvml, device: r.device };
+                }
+                Err(e) => {
+                    self.pending_warning = Some(e.to_string());
+                    self.source = Source::Missing;
+                }
+            }
+        }
+        if self.fingerprint.is_none() {
+            self.fingerprint = Some(match &self.source {
+                Source::Nvml { nvml, device } => Fingerprint::collect(inputs, Some(nvml), device.as_ref()),
+                _ => Fingerprint::collect(inputs, None, None),
+            });
+        }
+        self.pending_warning.take()
+    }
+
+    /// The environment fingerprint (after the first bench call).
+    pub fn fingerprint(&self) -> Option<&Fingerprint> {
+        self.fingerprint.as_ref()
+    }
+
+    fn probe_parts(&mut self) -> (Option<BoxSensor>, Option<BoxSource>, BoxClock) {
+        match &mut self.source {
+            Source::Nvml { device: Some(d), .. } => {
+                let mut p = NvmlProbe(d.clone());
+                (p.sensor(), p.source(), p.clock())
+            }
+            Source::Probe(p) => (p.sensor(), p.source(), p.clock()),
+            _ => (None, None, Box::new(SystemClock::new())),
+        }
+    }
+
+    /// Starts a bench call: builds the guard, the sampler and the collector set (validated
+    /// against the parameter names), and calls the once-collectors.
+    pub fn begin_sweep(
+        &mut self,
+        thermal: &ThermalOptions,
+        sample: bool,
+        collectors: &Collectors,
+        param_names: &[String],
+    ) -> Result<(), ConditionsError> {
+        thermal.validate()?;
+        if let Some(fp) = self.fingerprint.as_mut() {
+            fp.thermal_mode = Some(thermal.mode.to_string());
+        }
+        let (sensor, source, clock) = self.probe_parts();
+        let guard = ThermalGuard::new(thermal.mode, thermal.settings(), sensor, clock)?;
+        {
+            let g = lock(&collectors.0);
+            let names: Vec<&str> = g.iter().map(|c| c.name()).collect();
+            super::collectors::validate_names(&names, param_names)?;
+        }
+        let set = CollectorSet::new(collectors.take(), param_names)?;
+        let mut values = CollectedValues::new();
+        let set = Arc::new(Mutex::new(set));
+        values.set_once(lock(&set).collect_once());
+        self.sweep = Some(SweepConditions {
+            guard,
+            sampler: sample.then(|| RunSampler::new(source)),
+            set,
+            values: Arc::new(Mutex::new(values)),
+            configs_seen: Vec::new(),
+            collectors: collectors.clone(),
+            wait: Duration::ZERO,
+        });
+        Ok(())
+    }
+
+    /// Before every run (warm-ups too), before the L2 flush: the thermal guard. The time it
+    /// waited is the run's `ThermalWaitS`.
+    pub fn thermal_guard(&mut self) -> Result<(), ConditionsError> {
+        if let Some(sw) = self.sweep.as_mut() {
+            sw.wait = sw.guard.guard_before_run()?;
+        }
+        Ok(())
+    }
+
+    /// Before a run (after the L2 flush, right before the closure): the config and run
+    /// collectors, the sampler's "before" reading.
+    pub fn before_run(
+        &mut self,
+        config_idx: usize,
+        config: &Config,
+        run: u32,
+        warmup: bool,
+    ) -> Result<(), ConditionsError> {
+        let Some(sw) = self.sweep.as_mut() else { return Ok(()) };
+        if !sw.configs_seen.contains(&config_idx) {
+            sw.configs_seen.push(config_idx);
+            let v = lock(&sw.set).collect_config(config);
+            lock(&sw.values).set_config(config_idx as u32, v);
+        }
+        if !warmup {
+            let v = lock(&sw.set).collect_run(config, run);
+            lock(&sw.values).set_run(config_idx as u32, run, v);
+        }
+        if let Some(s) = sw.sampler.as_mut() {
+            s.begin_run();
+        }
+        Ok(())
+    }
+
+    /// After a run has synchronised: the sampler's "after" reading, stored with the run.
+    pub fn after_run(&mut self, config_idx: usize, run: u32, warmup: bool) {
+        let Some(sw) = self.sweep.as_mut() else { return };
+        let Some(s) = sw.sampler.as_mut() else { return };
+        let cond = s.end_run(sw.wait);
+        if warmup {
+            return;
+        }
+        let mut values = lock(&sw.values);
+        let mut run_values: Vec<(String, ExtraValue)> =
+            cond.to_extras().into_iter().map(|(n, v)| (n.to_string(), v)).collect();
+        run_values.extend(values.run_values(config_idx as u32, run));
+        values.set_run(config_idx as u32, run, run_values);
+    }
+
+    /// A hook for region enters of the current run: calls the annotation collectors.
+    pub fn annotation_hook(
+        &self,
+        config_idx: usize,
+        config: &Config,
+        run: u32,
+        warmup: bool,
+    ) -> Option<AnnotationHook> {
+        let sw = self.sweep.as_ref()?;
+        if warmup || !lock(&sw.set).has_scope(super::CollectionScope::Annotation) {
+            return None;
+        }
+        let (set, values, config) = (Arc::clone(&sw.set), Arc::clone(&sw.values), config.clone());
+        Some(Box::new(move |name: &str| {
+            let v = lock(&set).collect_annotation(name, &config, run);
+            lock(&values).set_annotation(config_idx as u32, run, name, v);
+        }))
+    }
+
+    /// The extra columns of a sample of `region` in `run` of `config_idx`.
+    pub fn extras_for(&self, config_idx: usize, run: u32, region: &str) -> Vec<(String, ExtraValue)> {
+        match &self.sweep {
+            Some(sw) => lock(&sw.values).extras_for(config_idx as u32, run, region),
+            None => Vec::new(),
+        }
+    }
+
+    /// Ends the bench call: gives the collectors back to the options and returns the warnings
+    /// of the guard and the collectors.
+    pub fn end_sweep(&mut self) -> Vec<String> {
+        let Some(mut sw) = self.sweep.take() else {
+            return Vec::new();
+        };
+        let mut out = sw.guard.take_warnings();
+        let total = sw.guard.total_wait();
+        if total > Duration::ZERO {
+            out.push(format!(
+                "thermal guard: waited {:.1} s in {} pause(s) for the GPU to cool (see the ThermalWaitS column)",
+                total.as_secs_f64(),
+                sw.guard.waits().len()
+            ));
+        }
+        drop(sw.guard);
+        match Arc::try_unwrap(sw.set) {
+            Ok(m) => {
+                let mut set = m.into_inner().unwrap_or_else(|p| p.into_inner());
+                out.extend(set.take_warnings());
+                sw.collectors.restore(set.into_collectors());
+            }
+            Err(shared) => out.extend(lock(&shared).take_warnings()),
+        }
+        out
+    }
+}
+
+/// Called with the region name when a region is entered.
+pub type AnnotationHook = Box<dyn Fn(&str)>;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The fingerprint inputs of the CUDA device a profiler runs on.
+pub fn fingerprint_inputs(
+    ordinal: i32,
+    props: &crate::driver::DeviceProps,
+    cuda_driver_version: i32,
+    cupti_version: Option<String>,
+) -> FingerprintInputs {
+    FingerprintInputs {
+        cuda_ordinal: Some(ordinal),
+        gpu_name: Some(props.name.clone()),
+        uuid: Some(props.uuid.clone()).filter(|u| !u.is_empty()),
+        compute_capability: Some(props.cc),
+        cuda_driver_version: Some(cuda_driver_version),
+        cuda_runtime_version: None,
+        cupti_version,
+        clock_policy: Some("none (clocks not locked)".into()),
+        thermal_mode: None,
+        rated_sm_clock_khz: (props.clock_khz > 0).then_some(props.clock_khz),
+        rated_mem_clock_khz: (props.mem_clock_khz > 0).then_some(props.mem_clock_khz),
+    }
+}
+
+/// The conditions state of one bench call.
+struct SweepConditions {
+    guard: ThermalGuard<BoxSensor, BoxClock>,
+    sampler: Option<RunSampler<BoxSource>>,
+    set: Arc<Mutex<CollectorSet>>,
+    values: Arc<Mutex<CollectedValues>>,
+    configs_seen: Vec<usize>,
+    collectors: Collectors,
+    /// The guard's wait before the current run.
+    wait: Duration,
+}

@@ -1,0 +1,269 @@
+"""Info collectors (experimental, as in nsight-python 1.1) and the run-condition columns.
+
+A collector is a ``(name, callback, scope)``; its values become raw columns, and the processed
+table aggregates numeric values as ``X_Avg``/``X_Std``/``X_Min``/``X_Max`` (others keep the
+value of the first run). Scopes (:class:`CollectionScope`):
+
+* ``ONCE``: once per profiled call, with no arguments;
+* ``CONFIG``: once per config (before its first run, warm-ups included), with the config values;
+* ``RUN``: before every measured run, with the config values;
+* ``ANNOTATION``: on every ``kprof.annotate`` enter of a measured run, before the region starts,
+  with ``(annotation_name, *config)``.
+
+Callbacks run on the profiling thread with the GIL held. A callback with ``*args`` receives the
+whole config; a fixed-arity callback only as many leading values as it has parameters
+(nsight-python's binding). A raising collector gives ``None`` and one ``RuntimeWarning`` per
+``(scope, name)`` per profiled call.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+from .exceptions import ConfigError
+
+__all__ = ["CollectionScope", "InfoCollector", "collect", "normalize", "RESERVED_COLUMN_NAMES", "CONDITION_COLUMNS"]
+
+
+class CollectionScope(enum.Enum):
+    """When an info collector is called."""
+
+    ONCE = "once"
+    CONFIG = "config"
+    RUN = "run"
+    ANNOTATION = "annotation"
+
+
+@dataclass
+class InfoCollector:
+    """A named value source: ``callback`` is called at ``scope`` and its value becomes column ``name``."""
+
+    name: str
+    callback: Callable[..., Any]
+    scope: CollectionScope | str = CollectionScope.RUN
+
+    def __post_init__(self) -> None:
+        self.scope = _scope(self.scope, self.name)
+
+    def collect(self, *args: Any) -> Any:
+        """Calls the callback with ``args`` bound to its signature."""
+        return self.callback(*_bind(self.callback, args))
+
+
+def collect(_func: Callable | None = None, *, scope: CollectionScope | str = CollectionScope.RUN):
+    """Marks a function as an info collector named after it (``@kprof.experimental.collect(scope=...)``).
+
+    Can be used as ``@collect``, ``@collect(scope="once")`` or called directly: ``collect(f, scope=...)``.
+    """
+
+    def mark(f: Callable) -> Callable:
+        if not callable(f):
+            raise ConfigError(f"collect() needs a callable, got {f!r}")
+        f._kprof_collector_scope = _scope(scope, getattr(f, "__name__", "?"))  # type: ignore[attr-defined]
+        f._kprof_collector_name = f.__name__  # type: ignore[attr-defined]
+        # nsight-python's attribute names, so collectors written for nsight work as they are.
+        f._nsight_collector_scope = f._kprof_collector_scope.value  # type: ignore[attr-defined]
+        f._nsight_collector_name = f.__name__  # type: ignore[attr-defined]
+        return f
+
+    return mark if _func is None else mark(_func)
+
+
+#: nsight-python's reserved column names.
+NSIGHT_RESERVED = (
+    "Annotation", "Value", "Metric", "Kernel", "GPU", "Host", "ComputeClock", "MemoryClock", "Unit",
+    "AvgValue", "StdDev", "MinValue", "MaxValue", "NumRuns", "CI95_Lower", "CI95_Upper",
+    "RelativeStdDevPct", "StableMeasurement", "Geomean", "Normalized", "NormalizationValue",
+)
+#: The run-condition columns kprof measures around every run (raw table).
+CONDITION_COLUMNS = (
+    "SMClockMHz", "MemClockMHz", "TemperatureC", "PowerW", "EnergyMilliJ", "ThrottleReasons", "Throttled",
+    "ThermalWaitS",
+)
+#: Every name a collector may not take.
+RESERVED_COLUMN_NAMES = NSIGHT_RESERVED + (
+    "Benchmark", "Run", "Median", "P05", "P95", "TotalRuns", "OutliersMild", "OutliersSevere", "Warning",
+    "DeviceOrdinal", "DriverVersion", "CudaVersion", "CuptiVersion", "ThrottledRuns", "_config",
+) + CONDITION_COLUMNS
+_SUFFIXES = ("_Avg", "_Std", "_Min", "_Max")
+
+
+def _scope(scope: Any, name: str) -> CollectionScope:
+    if isinstance(scope, CollectionScope):
+        return scope
+    if isinstance(scope, str):
+        try:
+            return CollectionScope(scope.lower())
+        except ValueError:
+            pass
+    raise ConfigError(
+        f"info collector {name!r}: scope must be a kprof.CollectionScope or one of 'once', 'config', 'run', "
+        f"'annotation', got {scope!r}"
+    )
+
+
+def _bind(callback: Callable, args: tuple) -> tuple:
+    """nsight's binding: ``*args`` gets everything, a fixed arity gets the leading values."""
+    try:
+        params = list(inspect.signature(callback).parameters.values())
+    except (TypeError, ValueError):
+        return args
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return args
+    n = sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+    return args[:n]
+
+
+def normalize(items: Iterable | None, param_names: Iterable[str] = ()) -> tuple[InfoCollector, ...]:
+    """The ``info_collectors`` option as :class:`InfoCollector`s; raises ConfigError on a bad item,
+    a duplicate or reserved name, or a name equal to a parameter of the function."""
+    if items is None:
+        return ()
+    if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+        raise ConfigError(f"info_collectors must be a list of collectors, got {items!r}")
+    out: list[InfoCollector] = []
+    for item in items:
+        if isinstance(item, InfoCollector):
+            c = item
+        elif isinstance(item, tuple) and len(item) == 3:
+            name, callback, scope = item
+            if not isinstance(name, str) or not callable(callback):
+                raise ConfigError(f"an info collector tuple is (name: str, callback, scope), got {item!r}")
+            c = InfoCollector(name, callback, scope)
+        elif callable(item) and hasattr(item, "_kprof_collector_scope"):
+            c = InfoCollector(item._kprof_collector_name, item, item._kprof_collector_scope)
+        elif callable(item) and hasattr(item, "_nsight_collector_scope"):
+            c = InfoCollector(item._nsight_collector_name, item, item._nsight_collector_scope)
+        else:
+            raise ConfigError(
+                f"info_collectors item {item!r} is not a collector: use a function decorated with "
+                "@kprof.experimental.collect(scope=...), a kprof.InfoCollector(name, callback, scope) or a "
+                "(name, callback, scope) tuple"
+            )
+        out.append(c)
+    params = set(param_names)
+    seen: set[str] = set()
+    for c in out:
+        if not isinstance(c.name, str) or not c.name.strip():
+            raise ConfigError(f"an info collector has an empty name: {c!r}")
+        if c.name in seen:
+            raise ConfigError(f"info collector name {c.name!r} is used by more than one collector; names must be unique")
+        seen.add(c.name)
+        if c.name in RESERVED_COLUMN_NAMES:
+            raise ConfigError(f"info collector name {c.name!r} is reserved (a column kprof writes); choose another name")
+        for suffix in _SUFFIXES:
+            base = c.name[: -len(suffix)] if c.name.endswith(suffix) else None
+            if base is not None and base in CONDITION_COLUMNS:
+                raise ConfigError(f"info collector name {c.name!r} is reserved (the {suffix} of {base}); choose another name")
+        if c.name in params:
+            raise ConfigError(
+                f"info collector name {c.name!r} collides with a parameter of the profiled function; choose another name"
+            )
+    for c in out:
+        for suffix in _SUFFIXES:
+            if c.name.endswith(suffix) and c.name[: -len(suffix)] in seen:
+                raise ConfigError(
+                    f"info collector name {c.name!r} collides with the {suffix} column of collector "
+                    f"{c.name[: -len(suffix)]!r}; choose another name"
+                )
+    return tuple(out)
+
+
+class Session:
+    """The collectors of one profiled call: wraps the per-run call, keeps the values by
+    (config, run[, annotation]) and adds them to the raw table afterwards.
+
+    The backend calls ``call(config_index)`` once per run, a config's warm-ups before its
+    measured runs (the backend contract), so the k-th call of a config is measured run
+    ``k - warmup``.
+    """
+
+    def __init__(self, collectors: tuple[InfoCollector, ...], configs: list[tuple], warmup: int):
+        self.collectors = collectors
+        self.configs = configs
+        self.warmup = warmup
+        self.calls = [0] * len(configs)
+        self.warned: set[tuple[str, str]] = set()
+        self.once: dict[str, Any] = {}
+        self.config: dict[int, dict[str, Any]] = {}
+        self.run: dict[tuple[int, int], dict[str, Any]] = {}
+        self.annotation: dict[tuple[int, int, str], dict[str, Any]] = {}
+        self.current: tuple[int, int] | None = None
+        self.has = {s: any(c.scope is s for c in collectors) for s in CollectionScope}
+        self.once = self._collect(CollectionScope.ONCE, ())
+
+    def _collect(self, scope: CollectionScope, args: tuple) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for c in self.collectors:
+            if c.scope is not scope:
+                continue
+            try:
+                out[c.name] = c.collect(*args)
+            except Exception as e:  # a failing collector never stops the benchmark
+                out[c.name] = None
+                if (scope.value, c.name) not in self.warned:
+                    self.warned.add((scope.value, c.name))
+                    warnings.warn(
+                        f"kprof: info collector {c.name!r} (scope {scope.value}) raised {type(e).__name__}: {e}; "
+                        "its value is None (further failures of this collector are not reported)",
+                        RuntimeWarning,
+                        stacklevel=2,
+                    )
+        return out
+
+    def before_call(self, i: int) -> None:
+        k = self.calls[i]
+        self.calls[i] += 1
+        config = tuple(self.configs[i])
+        if k == 0 and self.has[CollectionScope.CONFIG]:
+            self.config[i] = self._collect(CollectionScope.CONFIG, config)
+        if k < self.warmup:
+            self.current = None
+            return
+        run = k - self.warmup
+        self.current = (i, run)
+        if self.has[CollectionScope.RUN]:
+            self.run[(i, run)] = self._collect(CollectionScope.RUN, config)
+
+    def after_call(self) -> None:
+        self.current = None
+
+    def on_annotation(self, name: str) -> None:
+        if self.current is None or not self.has[CollectionScope.ANNOTATION]:
+            return
+        i, run = self.current
+        self.annotation[(i, run, name)] = self._collect(CollectionScope.ANNOTATION, (name, *self.configs[i]))
+
+    def add_columns(self, raw: dict[str, list], config_index: list[int]) -> None:
+        """Adds a column per collector to ``raw`` (rows keyed by (_config, Run, Annotation))."""
+        if not self.collectors:
+            return
+        n = len(raw["Annotation"])
+        for c in self.collectors:
+            col = []
+            for row in range(n):
+                i, run, ann = config_index[row], raw["Run"][row], raw["Annotation"][row]
+                if c.scope is CollectionScope.ONCE:
+                    v = self.once.get(c.name)
+                elif c.scope is CollectionScope.CONFIG:
+                    v = self.config.get(i, {}).get(c.name)
+                elif c.scope is CollectionScope.RUN:
+                    v = self.run.get((i, run), {}).get(c.name)
+                else:
+                    v = self.annotation.get((i, run, ann), {}).get(c.name)
+                col.append(v)
+            raw[c.name] = col
+
+
+#: The session of the profiled call in progress (annotate() reports enters to it).
+_active: Session | None = None
+
+
+def _on_annotation(name: str) -> None:
+    s = _active
+    if s is not None:
+        s.on_annotation(name)
