@@ -19,28 +19,57 @@ fn domain() -> &'static nvtx::Domain {
     D.get_or_init(|| nvtx::Domain::new(c"kprof"))
 }
 
-/// Characters that NVTX filter expressions or ncu's CSV columns give a meaning to.
-pub const RESERVED_CHARS: &[char] = &['@', ',', '[', ']', '/', '*', '+', ':', '"', '\\'];
+/// Characters that NVTX filter expressions or ncu's CSV columns give a meaning to, plus `%` (the
+/// escape itself) and `#` (kprof's key separator under ncu).
+pub const RESERVED_CHARS: &[char] = &['@', ',', '[', ']', '/', '*', '+', ':', '"', '\\', '%', '#'];
 
-/// Checks that a region name can be used as an NVTX range name and in ncu filters: non-empty,
-/// printable ASCII, no reserved character.
+/// The NVTX range name of a region: the name with every reserved character, space, non-ASCII
+/// byte and control character percent-encoded (`x * 2` → `x%20%2A%202`), so any region name
+/// (the seed's `a + b * c (unfused)` included) survives ncu's `--nvtx-include` filters and the
+/// `domain:range:...` cells of its CSV export. [`decode_range_name`] is the inverse.
+pub fn encode_range_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for b in name.bytes() {
+        let c = b as char;
+        if b.is_ascii_graphic() && !RESERVED_CHARS.contains(&c) {
+            out.push(c);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Decodes [`encode_range_name`]'s `%XX` escapes (other text is kept as it is).
+pub fn decode_range_name(encoded: &str) -> String {
+    let bytes = encoded.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |j: usize| bytes.get(j).and_then(|b| (*b as char).to_digit(16));
+        match (bytes[i], hex(i + 1), hex(i + 2)) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Checks a region name (any non-empty text) and returns its NVTX range name
+/// ([`encode_range_name`]) as an ASCII C string.
 pub fn validate_region_name(name: &str) -> Result<CString, EngineError> {
     if name.is_empty() {
         return Err(EngineError::RegionMisuse(
             "a region name must not be empty".into(),
         ));
     }
-    if let Some(c) = name
-        .chars()
-        .find(|c| !c.is_ascii() || c.is_ascii_control() || RESERVED_CHARS.contains(c))
-    {
-        return Err(EngineError::RegionMisuse(format!(
-            "region name {name:?} contains {c:?}; use printable ASCII without any of {} \
-             (they have a meaning in ncu's --nvtx-include filters and CSV columns)",
-            RESERVED_CHARS.iter().collect::<String>()
-        )));
-    }
-    CString::new(name).map_err(|_| EngineError::RegionMisuse(format!("{name:?} contains NUL")))
+    CString::new(encode_range_name(name)).map_err(|_| EngineError::RegionMisuse(format!("{name:?} contains NUL")))
 }
 
 /// An open NVTX push/pop range on the current thread; popped on drop. Not `Send`: a push/pop
@@ -73,13 +102,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_are_checked() {
-        assert!(validate_region_name("matmul_4096").is_ok());
+    fn names_are_checked_and_encoded() {
+        assert_eq!(validate_region_name("matmul_4096").unwrap().to_str().unwrap(), "matmul_4096");
         assert!(validate_region_name("").is_err());
-        let e = validate_region_name("a/b").unwrap_err().to_string();
-        assert!(e.contains("'/'"), "{e}");
-        assert!(validate_region_name("caf\u{e9}").is_err());
-        assert!(validate_region_name("a\nb").is_err());
+        for name in ["x * 2 (256 MB)", "a + b * c (unfused)", "a/b:c@d,e[f]\"g\\h%i#j", "caf\u{e9}", "a\nb"] {
+            let c = validate_region_name(name).unwrap();
+            let encoded = c.to_str().unwrap();
+            assert!(encoded.chars().all(|c| c.is_ascii_graphic() && (c == '%' || !RESERVED_CHARS.contains(&c))), "{encoded}");
+            assert_eq!(decode_range_name(encoded), name);
+        }
+        assert_eq!(encode_range_name("x * 2"), "x%20%2A%202");
     }
 
     #[test]

@@ -1369,7 +1369,6 @@ impl Profiler {
 
 mod gpu {
     use std::cell::RefCell;
-    use std::ffi::CString;
     use std::sync::atomic::AtomicU8;
     use std::sync::Mutex;
 
@@ -1544,8 +1543,7 @@ mod gpu {
             encode_region_key(c(call), c(config), c(run), c(region))
         }
         fn enter(&self, key: u64, name: &str) -> Result<(), EngineError> {
-            let cname = CString::new(name)
-                .map_err(|_| EngineError::RegionMisuse(format!("{name:?} contains NUL")))?;
+            let cname = crate::nvtx::validate_region_name(name)?;
             lock(&self.session).push_external_id(key)?;
             RANGES.with(|r| r.borrow_mut().push(push_range_cstr(cname)));
             Ok(())
