@@ -468,3 +468,35 @@ fn h200_cross_domain_cell_in_a_plain_import() {
     assert_eq!(runs_of(&t, "p", "kprof@two#c0.0.0", ""), [(0, 4_128.0, 1)]);
     assert_eq!(runs_of(&t, "p", "kprof@inner#c0.0.0", ""), [(0, 4_064.0, 1)]);
 }
+
+/// The ncu backend's own export on the H200 (tests/fixtures/ncu/backend/README.md) parses to the
+/// raw table `kprof import` made of it there: same regions, runs and values, by key.
+#[test]
+fn ncu_backend_export_from_the_h200_reproduces_its_raw_table() {
+    let dir = fixture("backend");
+    let raw = parse_ncu_csv_file(&dir.join("step2-export.csv"), &ImportOptions::default()).unwrap();
+    let mut got: Vec<(String, u32, f64)> = raw
+        .samples
+        .iter()
+        .filter(|s| raw.series_of(s).key.metric == "gpu__time_duration.sum")
+        .map(|s| (raw.series_of(s).key.annotation.clone(), s.run, s.value))
+        .collect();
+    let metrics: Vec<&str> = raw.series.iter().map(|s| s.key.metric.as_str()).collect();
+    assert!(got.iter().all(|g| g.2.is_finite()), "{got:?} {metrics:?}");
+    got.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let text = std::fs::read_to_string(dir.join("step2-raw.csv")).unwrap();
+    let mut rdr = csv::Reader::from_reader(text.as_bytes());
+    let headers = rdr.headers().unwrap().clone();
+    let col = |n: &str| headers.iter().position(|h| h == n).unwrap();
+    let (a, v, r) = (col("Annotation"), col("Value"), col("Run"));
+    let mut want: Vec<(String, u32, f64)> = rdr
+        .records()
+        .map(|rec| {
+            let rec = rec.unwrap();
+            (rec[a].to_string(), rec[r].parse().unwrap(), rec[v].parse().unwrap())
+        })
+        .collect();
+    want.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    assert_eq!(got.len(), 20);
+    assert_eq!(got, want);
+}
