@@ -28,6 +28,7 @@
 //! }
 //! ```
 
+pub mod background;
 pub mod collectors;
 pub mod fingerprint;
 pub mod nvml;
@@ -35,6 +36,7 @@ pub mod runtime;
 pub mod sampler;
 pub mod thermal;
 
+pub use background::{BackgroundSampler, Sample};
 pub use collectors::{CollectContext, CollectedValues, CollectionScope, CollectorSet, FnCollector, InfoCollector};
 pub use fingerprint::{render, Fingerprint, FingerprintInputs};
 pub use nvml::{GpuDevice, Nvml, ResolvedDevice};

@@ -128,6 +128,12 @@ pub trait ConditionsSource {
     fn power_mw(&mut self) -> Option<f64>;
     /// Total-energy counter, mJ.
     fn total_energy_mj(&mut self) -> Option<u64>;
+    /// Headroom to the slowdown temperature (NVML margin temperature), °C, for the thermal
+    /// guard's check before each run ([`super::background`]); `None` (the default) when the
+    /// source cannot read it, and then the guard reads its own sensor.
+    fn margin_c(&mut self) -> Option<f64> {
+        None
+    }
 }
 
 impl ConditionsSource for GpuDevice {
@@ -151,6 +157,9 @@ impl ConditionsSource for GpuDevice {
     }
     fn total_energy_mj(&mut self) -> Option<u64> {
         GpuDevice::total_energy_mj(self)
+    }
+    fn margin_c(&mut self) -> Option<f64> {
+        GpuDevice::margin_temperature_c(self).map(f64::from)
     }
 }
 
@@ -181,6 +190,25 @@ pub struct RunConditions {
     pub thermal_wait_s: f64,
     /// Whether the run was throttled (see the module docs); `None` when unknown.
     pub throttled: Option<bool>,
+    /// Lowest SM clock seen during the run, MHz (background sampler: the minimum of the samples
+    /// inside the run; direct reads: NaN, and [`RunConditions::classify`] uses the clock after
+    /// the run).
+    #[serde(default = "nan", skip_serializing_if = "is_nan")]
+    pub sm_clock_mhz_min: f64,
+    /// Background sampler: the number of samples taken inside the run. `Some(0)` means the run
+    /// was shorter than the poll interval and its clocks, temperature and power are the nearest
+    /// sample's; with fewer than 2 the energy is an interpolation at the counter's resolution
+    /// (an estimate). `None` for direct reads ([`RunSampler`]) or without NVML.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples_in_run: Option<u32>,
+}
+
+fn nan() -> f64 {
+    f64::NAN
+}
+
+fn is_nan(x: &f64) -> bool {
+    x.is_nan()
 }
 
 impl RunConditions {
@@ -199,14 +227,20 @@ impl RunConditions {
             wall_s: f64::NAN,
             thermal_wait_s: thermal_wait.as_secs_f64(),
             throttled: None,
+            sm_clock_mhz_min: f64::NAN,
+            samples_in_run: None,
         }
     }
 
     /// Decides [`RunConditions::throttled`] from the other fields.
     pub fn classify(&mut self) {
-        let clock_low =
-            (self.sm_clock_mhz_after.is_finite() && self.max_sm_clock_mhz.is_finite() && self.max_sm_clock_mhz > 0.0)
-                .then_some(self.sm_clock_mhz_after < THROTTLE_CLOCK_FRACTION * self.max_sm_clock_mhz);
+        let clock = if self.sm_clock_mhz_min.is_finite() {
+            self.sm_clock_mhz_min
+        } else {
+            self.sm_clock_mhz_after
+        };
+        let clock_low = (clock.is_finite() && self.max_sm_clock_mhz.is_finite() && self.max_sm_clock_mhz > 0.0)
+            .then_some(clock < THROTTLE_CLOCK_FRACTION * self.max_sm_clock_mhz);
         let reasons = match (self.throttle_reasons_before, self.throttle_reasons) {
             (None, None) => None,
             (a, b) => Some((a.unwrap_or(0) | b.unwrap_or(0)) & THERMAL_OR_POWER != 0),
@@ -336,6 +370,8 @@ impl<S: ConditionsSource> RunSampler<S> {
             wall_s: wall,
             thermal_wait_s: thermal_wait.as_secs_f64(),
             throttled: None,
+            sm_clock_mhz_min: f64::NAN,
+            samples_in_run: None,
         };
         c.classify();
         c

@@ -132,6 +132,12 @@ pub trait TemperatureSensor {
     fn margin_c(&mut self) -> Option<f64>;
     /// GPU temperature, °C, for reports; `None` when it cannot be read.
     fn temperature_c(&mut self) -> Option<f64>;
+    /// The headroom read afresh, used while the guard polls for cooling. The default is
+    /// [`TemperatureSensor::margin_c`]; a sensor that answers `margin_c` from the background
+    /// sampler's latest sample reads the device here.
+    fn margin_c_fresh(&mut self) -> Option<f64> {
+        self.margin_c()
+    }
 }
 
 impl<T: TemperatureSensor + ?Sized> TemperatureSensor for Box<T> {
@@ -140,6 +146,9 @@ impl<T: TemperatureSensor + ?Sized> TemperatureSensor for Box<T> {
     }
     fn temperature_c(&mut self) -> Option<f64> {
         (**self).temperature_c()
+    }
+    fn margin_c_fresh(&mut self) -> Option<f64> {
+        (**self).margin_c_fresh()
     }
 }
 
@@ -287,8 +296,13 @@ impl<S: TemperatureSensor, C: Clock> ThermalGuard<S, C> {
     }
 
     fn read_margin(&mut self) -> Option<f64> {
+        self.read_margin_with(false)
+    }
+
+    fn read_margin_with(&mut self, fresh: bool) -> Option<f64> {
         let sensor = self.sensor.as_mut()?;
-        match sensor.margin_c() {
+        let m = if fresh { sensor.margin_c_fresh() } else { sensor.margin_c() };
+        match m {
             Some(m) if m.is_finite() => Some(m),
             _ => {
                 self.sensor = None;
@@ -353,7 +367,7 @@ impl<S: TemperatureSensor, C: Clock> ThermalGuard<S, C> {
                 });
             }
             self.clock.sleep(self.settings.poll);
-            match self.read_margin() {
+            match self.read_margin_with(true) {
                 Some(m) => margin = m,
                 None => return Ok(finish(self, f64::NAN)),
             }
