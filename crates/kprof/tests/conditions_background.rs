@@ -212,3 +212,45 @@ fn poll_interval_from_the_environment_value() {
     assert_eq!(poll_interval_from_env(None), None);
     assert_eq!(DEFAULT_POLL_INTERVAL, ms(20));
 }
+
+struct Probe(Arc<AtomicU64>, Arc<AtomicU64>);
+impl kprof::conditions::ConditionsProbe for Probe {
+    fn sensor(&mut self) -> Option<kprof::conditions::runtime::BoxSensor> {
+        Some(Box::new(Direct(self.1.clone())))
+    }
+    fn source(&mut self) -> Option<kprof::conditions::runtime::BoxSource> {
+        Some(Box::new(Counting(self.0.clone())))
+    }
+}
+
+/// The run loop's conditions hooks (guard check, start and end stamps, and the flush's
+/// `settle` every 16 runs) cost microseconds per run, with no source or sensor read.
+#[test]
+fn per_run_cost_of_the_hooks_is_microseconds() {
+    use kprof::conditions::{Collectors, ProfilerConditions, ThermalOptions};
+    let (polls, direct) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let mut pc = ProfilerConditions::with_probe(Box::new(Probe(polls.clone(), direct.clone())));
+    pc.set_poll_interval(ms(10));
+    pc.begin_sweep(&ThermalOptions::default(), true, &Collectors::default(), &[]).unwrap();
+    let config = kprof::core::Config::new().with("n", 1);
+    let mut per_run = Vec::new();
+    for run in 0..2000u32 {
+        let t = Instant::now();
+        pc.thermal_guard().unwrap();
+        pc.before_run(0, &config, run, false).unwrap();
+        pc.after_run(0, run, false);
+        if run % 16 == 15 {
+            pc.settle();
+        }
+        per_run.push(t.elapsed());
+    }
+    per_run.sort();
+    let median = per_run[per_run.len() / 2];
+    eprintln!("conditions hooks per run: median {median:?}, p99 {:?}", per_run[per_run.len() * 99 / 100]);
+    assert_eq!(direct.load(Ordering::SeqCst), 0, "the guard read the sensor directly");
+    assert!(median < ms(1), "median {median:?}");
+    let extras = pc.extras_for(0, 1999, "r");
+    assert!(extras.contains(&("PowerW".to_string(), kprof::core::ExtraValue::Number(200.0))), "{extras:?}");
+    let warnings = pc.end_sweep();
+    assert!(warnings.is_empty(), "{warnings:?}");
+}
