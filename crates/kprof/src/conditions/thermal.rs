@@ -14,6 +14,10 @@
 //! `manual` mode keeps the thresholds fixed and gives up at the first timeout. `off` reads
 //! nothing. A sensor that cannot read the headroom disables the guard with one warning.
 //!
+//! In the profiler the check before each run reads the background sampler's latest sample
+//! ([`super::background::SampledSensor`]), not NVML; the polls while cooling read NVML
+//! ([`TemperatureSensor::margin_c_fresh`]).
+//!
 //! The sensor and the clock are traits, so tests drive the state machine with a scripted
 //! sensor and a fake clock.
 
