@@ -1094,6 +1094,8 @@ impl Profiler {
         self.unattributed += collected.unattributed as u64;
         // The flush's wall time counts towards the time budgets of the batch's configs.
         let share = t0.elapsed() / pending.len() as u32;
+        // The runs' conditions from the background sampler's samples (no NVML read here).
+        self.conditions.settle();
         for run in pending {
             self.record_run(sw, run, &collected, share)?;
         }
@@ -2826,12 +2828,17 @@ mod tests {
             assert!(!raw.extras.iter().any(|c| c.name == "SMClockMHz"));
         }
 
-        /// Scripted headroom readings (the last one repeats) and counters of the reads.
+        /// Scripted headroom readings (the last one repeats) and counters of the reads. The
+        /// source (polled by the background sampler thread) has constant readings, except the
+        /// energy counter, and records the threads it is read on; `source_margin: None` makes the
+        /// guard read the scripted sensor directly before every run.
         struct Fake {
             margins: Arc<Mutex<Vec<f64>>>,
             margin_reads: Arc<AtomicU64>,
             energy: Arc<AtomicU64>,
             now: Duration,
+            source_margin: Option<f64>,
+            source_threads: Arc<Mutex<Vec<std::thread::ThreadId>>>,
         }
 
         struct Sensor(Arc<Mutex<Vec<f64>>>, Arc<AtomicU64>);
@@ -2846,12 +2853,16 @@ mod tests {
             }
         }
 
-        struct Source(Arc<AtomicU64>, u32);
+        struct Source(Arc<AtomicU64>, Option<f64>, Arc<Mutex<Vec<std::thread::ThreadId>>>);
         impl ConditionsSource for Source {
             fn sm_clock_mhz(&mut self) -> Option<f64> {
-                self.1 += 1;
-                // Every third run ends throttled (below 90% of 1980 MHz).
-                Some(if self.1 % 6 == 0 { 1500.0 } else { 1980.0 })
+                self.2.lock().unwrap().push(std::thread::current().id());
+                // Below 90% of 1980 MHz: every run is throttled.
+                Some(1500.0)
+            }
+            fn margin_c(&mut self) -> Option<f64> {
+                self.2.lock().unwrap().push(std::thread::current().id());
+                self.1
             }
             fn mem_clock_mhz(&mut self) -> Option<f64> {
                 Some(3201.0)
@@ -2888,11 +2899,61 @@ mod tests {
                 Some(Box::new(Sensor(self.margins.clone(), self.margin_reads.clone())))
             }
             fn source(&mut self) -> Option<BoxSource> {
-                Some(Box::new(Source(self.energy.clone(), 0)))
+                Some(Box::new(Source(
+                    self.energy.clone(),
+                    self.source_margin,
+                    self.source_threads.clone(),
+                )))
             }
             fn clock(&mut self) -> BoxClock {
                 Box::new(FakeClock(self.now))
             }
+        }
+
+        /// `body` with 2 ms of host time per run, so that the 1 ms sampler polls inside runs.
+        fn slow_body(m: Arc<Mock>) -> impl FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+            let mut inner = body(m);
+            move |c, run| {
+                std::thread::sleep(Duration::from_millis(2));
+                inner(c, run)
+            }
+        }
+
+        #[test]
+        fn the_run_loop_reads_no_nvml_per_run_only_the_sampler_thread_polls() {
+            let mock = Arc::new(Mock::default());
+            let mut p = profiler(&mock);
+            let reads = Arc::new(AtomicU64::new(0));
+            let threads: Arc<Mutex<Vec<std::thread::ThreadId>>> = Arc::default();
+            p.set_conditions(ProfilerConditions::with_probe(Box::new(Fake {
+                margins: Arc::new(Mutex::new(vec![30.0])),
+                margin_reads: reads.clone(),
+                energy: Arc::new(AtomicU64::new(1000)),
+                now: Duration::ZERO,
+                source_margin: Some(30.0),
+                source_threads: threads.clone(),
+            })));
+            p.conditions.set_poll_interval(Duration::from_millis(5));
+            let opts = BenchOptions {
+                runs: 20,
+                warmup: 2,
+                ..Default::default()
+            };
+            let raw = p.bench("g", &configs(3), &opts, body(mock.clone())).unwrap();
+            assert_eq!(raw.samples.len(), 3 * 20 * 2);
+            let me = std::thread::current().id();
+            let polled = threads.lock().unwrap().clone();
+            assert!(!polled.is_empty(), "the sampler thread polled");
+            assert!(polled.iter().all(|t| *t != me), "a source read on the run loop's thread");
+            // The guard checked the sampler's margin before each of the 66 runs, never the device.
+            assert_eq!(reads.load(Ordering::SeqCst), 0);
+            assert!(column(&raw, "PowerW").iter().all(|v| num(v) == 300.0));
+            // Between bench calls the sampler is paused; dropping the profiler stops it.
+            std::thread::sleep(Duration::from_millis(10)); // a poll in progress ends
+            let n = threads.lock().unwrap().len();
+            std::thread::sleep(Duration::from_millis(30));
+            assert_eq!(threads.lock().unwrap().len(), n, "polls while no bench call runs");
+            drop(p);
         }
 
         #[test]
@@ -2907,13 +2968,16 @@ mod tests {
                 margin_reads: reads.clone(),
                 energy: Arc::new(AtomicU64::new(1000)),
                 now: Duration::ZERO,
+                source_margin: None,
+                source_threads: Arc::default(),
             })));
+            p.conditions.set_poll_interval(Duration::from_millis(1));
             let opts = BenchOptions {
                 runs: 3,
                 warmup: 1,
                 ..Default::default()
             };
-            let raw = p.bench("g", &configs(1), &opts, body(mock.clone())).unwrap();
+            let raw = p.bench("g", &configs(1), &opts, slow_body(mock.clone())).unwrap();
             // One headroom read per run (4 runs) plus 3 polls while cooling.
             assert_eq!(reads.load(Ordering::SeqCst), 4 + 3);
             let wait: Vec<(u32, f64)> = raw
@@ -2930,17 +2994,21 @@ mod tests {
                 "{:?}",
                 p.warnings()
             );
-            // The sampler: counter differences, clocks, throttling.
-            assert!(column(&raw, "EnergyMilliJ").iter().all(|v| num(v) == 250.0));
+            // The background sampler: readings of the samples around each run (their number
+            // depends on timing; the values of this fake do not, except the energy).
             assert!(column(&raw, "PowerW").iter().all(|v| num(v) == 300.0));
+            assert!(column(&raw, "EnergyMilliJ").iter().all(|v| {
+                let e = num(v);
+                e.is_nan() || e >= 0.0
+            }));
             let throttled: Vec<f64> = column(&raw, "Throttled").iter().map(num).collect();
-            assert_eq!(throttled, vec![0.0, 0.0, 1.0, 1.0, 0.0, 0.0]);
+            assert_eq!(throttled, vec![1.0; 6]);
             let processed = kprof_core::stats::aggregate(&raw, &Default::default());
             for row in &processed.rows {
                 let get = |n: &str| row.extras.iter().find(|(x, _)| x == n).map(|(_, v)| num(v)).unwrap();
-                assert_eq!(get("ThrottledRuns"), 1.0);
+                assert_eq!(get("ThrottledRuns"), 3.0);
                 assert_eq!(get("SMClockMHz_Min"), 1500.0);
-                assert_eq!(get("SMClockMHz_Max"), 1980.0);
+                assert_eq!(get("SMClockMHz_Max"), 1500.0);
                 assert_eq!(get("TemperatureC_Avg"), 55.0);
             }
             // Off: the sensor is never read.

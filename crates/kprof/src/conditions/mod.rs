@@ -5,8 +5,10 @@
 //!   mapped to its NVML device by UUID, so `CUDA_VISIBLE_DEVICES` is honoured.
 //! - [`thermal`]: nsight-python's Thermovision guard (pause on low headroom to the slowdown limit,
 //!   resume at a higher headroom, adaptive resume threshold), over injectable sensor and clock.
-//! - [`sampler`]: clocks, throttle reasons, temperature, power and energy read around each run,
-//!   as extra columns; the `ThrottledRuns` count of the processed table.
+//! - [`sampler`]: clocks, throttle reasons, temperature, power and energy of each run, as extra
+//!   columns; the `ThrottledRuns` count of the processed table.
+//! - [`background`]: the thread that polls NVML during bench calls so that the run loop reads
+//!   nothing per run; per-run conditions computed from its timestamped samples.
 //! - [`fingerprint`]: the environment of a result (GPU, driver, CUDA, host, kprof version), as
 //!   JSON and as a `<csv stem>.env.json` sidecar.
 //! - [`collectors`]: user info collectors with nsight-python's scopes and name validation.
@@ -15,19 +17,21 @@
 //!
 //! # How the runner uses it
 //! ```ignore
-//! let nvml = Nvml::load();                          // Err: one warning, NaN columns, no guard
-//! let dev = nvml.as_ref().ok().map(|n| n.resolve_device(Some(&props.uuid)));
-//! let mut guard = ThermalGuard::new(mode, ThermalSettings::default(), dev.sensor(), SystemClock::new());
-//! let mut sampler = RunSampler::new(dev.device.clone());
+//! // ProfilerConditions (runtime.rs) does this for the Profiler:
+//! let bg = BackgroundSampler::start(device.clone(), Duration::from_millis(20)); // once
+//! bg.set_active(true);                              // per bench call; polls every 20 ms
+//! let mut guard = ThermalGuard::new(mode, settings, Some(bg.sensor(device.clone())), SystemClock::new())?;
 //! for run in .. {
-//!     let waited = guard.guard_before_run()?;       // CoolingTimeout aborts the sweep
-//!     sampler.begin_run();
+//!     let waited = guard.guard_before_run()?;       // latest sample's margin, no NVML read
+//!     let start = Instant::now();
 //!     /* the run */
-//!     let cond = sampler.end_run(waited);
-//!     extras.extend(cond.to_extras());
+//!     windows.push((start, Instant::now(), waited));
 //! }
+//! // at each flush, before the runs are recorded:
+//! for cond in bg.conditions(&windows, None) { extras.extend(cond.to_extras()); }
 //! ```
 
+pub mod background;
 pub mod collectors;
 pub mod fingerprint;
 pub mod nvml;
@@ -35,6 +39,7 @@ pub mod runtime;
 pub mod sampler;
 pub mod thermal;
 
+pub use background::{BackgroundSampler, Sample};
 pub use collectors::{CollectContext, CollectedValues, CollectionScope, CollectorSet, FnCollector, InfoCollector};
 pub use fingerprint::{render, Fingerprint, FingerprintInputs};
 pub use nvml::{GpuDevice, Nvml, ResolvedDevice};

@@ -4,14 +4,15 @@
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kprof_core::{Config, ExtraValue};
 
 use super::collectors::{CollectedValues, CollectorSet, InfoCollector};
 use super::fingerprint::{Fingerprint, FingerprintInputs};
 use super::nvml::{GpuDevice, Nvml};
-use super::sampler::{ConditionsSource, RunSampler};
+use super::background::{poll_interval_from_env, BackgroundSampler, DEFAULT_POLL_INTERVAL, POLL_ENV};
+use super::sampler::{ConditionsSource, RunConditions};
 use super::thermal::{Clock, SystemClock, TemperatureSensor, ThermalGuard, ThermalMode, ThermalSettings};
 use super::ConditionsError;
 
@@ -144,6 +145,9 @@ impl<T: ConditionsSource + ?Sized> ConditionsSource for Box<T> {
     fn total_energy_mj(&mut self) -> Option<u64> {
         (**self).total_energy_mj()
     }
+    fn margin_c(&mut self) -> Option<f64> {
+        (**self).margin_c()
+    }
 }
 
 impl<T: Clock + ?Sized> Clock for Box<T> {
@@ -210,6 +214,10 @@ pub struct ProfilerConditions {
     fingerprint: Option<Fingerprint>,
     /// The state of the bench call in progress.
     sweep: Option<SweepConditions>,
+    /// The background sampler, started at the first bench call that needs it, stopped on drop.
+    background: Option<BackgroundSampler>,
+    /// Its poll interval.
+    poll_interval: Duration,
 }
 
 impl fmt::Debug for ProfilerConditions {
@@ -234,7 +242,21 @@ impl ProfilerConditions {
             pending_warning: None,
             fingerprint: None,
             sweep: None,
+            background: None,
+            poll_interval: poll_interval_from_env(std::env::var(POLL_ENV).ok().as_deref())
+                .unwrap_or(DEFAULT_POLL_INTERVAL),
         }
+    }
+
+    /// The background sampler's poll interval (default 20 ms, or `KPROF_CONDITIONS_POLL_MS`).
+    /// Takes effect when the sampler starts, at the first bench call that samples.
+    pub fn set_poll_interval(&mut self, interval: Duration) {
+        self.poll_interval = interval.max(Duration::from_millis(1));
+    }
+
+    /// The background sampler, once started.
+    pub fn background(&self) -> Option<&BackgroundSampler> {
+        self.background.as_ref()
     }
 
     /// Reads through `probe` instead of NVML (tests).
@@ -314,6 +336,18 @@ impl ProfilerConditions {
             fp.thermal_mode = Some(thermal.mode.to_string());
         }
         let (sensor, source, clock) = self.probe_parts();
+        if self.background.is_none() && (sample || thermal.mode != ThermalMode::Off) {
+            if let Some(src) = source {
+                self.background = Some(BackgroundSampler::start(src, self.poll_interval));
+            }
+        }
+        let sensor: Option<BoxSensor> = match (&self.background, sensor) {
+            (Some(bg), Some(s)) => Some(Box::new(bg.sensor(s))),
+            (_, s) => s,
+        };
+        if let Some(bg) = &self.background {
+            bg.set_active(true);
+        }
         let guard = ThermalGuard::new(thermal.mode, thermal.settings(), sensor, clock)?;
         {
             let g = lock(&collectors.0);
@@ -326,7 +360,10 @@ impl ProfilerConditions {
         values.set_once(lock(&set).collect_once());
         self.sweep = Some(SweepConditions {
             guard,
-            sampler: sample.then(|| RunSampler::new(source)),
+            sample: sample && self.background.is_some(),
+            unknown: sample && self.background.is_none(),
+            start: None,
+            windows: Vec::new(),
             set,
             values: Arc::new(Mutex::new(values)),
             configs_seen: Vec::new(),
@@ -346,7 +383,7 @@ impl ProfilerConditions {
     }
 
     /// Before a run (after the L2 flush, right before the closure): the config and run
-    /// collectors, the sampler's "before" reading.
+    /// collectors, then the run's start time (no NVML read: see [`super::background`]).
     pub fn before_run(
         &mut self,
         config_idx: usize,
@@ -364,25 +401,51 @@ impl ProfilerConditions {
             let v = lock(&sw.set).collect_run(config, run);
             lock(&sw.values).set_run(config_idx as u32, run, v);
         }
-        if let Some(s) = sw.sampler.as_mut() {
-            s.begin_run();
-        }
+        sw.start = (sw.sample && !warmup).then(Instant::now);
         Ok(())
     }
 
-    /// After a run has synchronised: the sampler's "after" reading, stored with the run.
+    /// After a run has synchronised: its end time (no NVML read). Without a sampler (no NVML,
+    /// no device) the NaN conditions are stored at once.
     pub fn after_run(&mut self, config_idx: usize, run: u32, warmup: bool) {
         let Some(sw) = self.sweep.as_mut() else { return };
-        let Some(s) = sw.sampler.as_mut() else { return };
-        let cond = s.end_run(sw.wait);
         if warmup {
             return;
         }
-        let mut values = lock(&sw.values);
-        let mut run_values: Vec<(String, ExtraValue)> =
-            cond.to_extras().into_iter().map(|(n, v)| (n.to_string(), v)).collect();
-        run_values.extend(values.run_values(config_idx as u32, run));
-        values.set_run(config_idx as u32, run, run_values);
+        if sw.unknown {
+            let cond = RunConditions::unknown(sw.wait);
+            store(&sw.values, config_idx, run, &cond);
+            return;
+        }
+        if let Some(start) = sw.start.take() {
+            sw.windows.push(Window {
+                config_idx,
+                run,
+                start,
+                end: Instant::now(),
+                wait: sw.wait,
+            });
+        }
+    }
+
+    /// Before the runs that ended since the last call are recorded: their conditions from the
+    /// background sampler's samples (no NVML read, no waiting; see [`super::background`]).
+    pub fn settle(&mut self) {
+        let Some(sw) = self.sweep.as_mut() else { return };
+        if sw.windows.is_empty() {
+            return;
+        }
+        let Some(bg) = &self.background else {
+            sw.windows.clear();
+            return;
+        };
+        let windows = std::mem::take(&mut sw.windows);
+        let spans: Vec<(Instant, Instant, Duration)> = windows.iter().map(|w| (w.start, w.end, w.wait)).collect();
+        let keep_from = windows.iter().map(|w| w.end).max();
+        let conds = bg.conditions(&spans, keep_from);
+        for (w, cond) in windows.iter().zip(&conds) {
+            store(&sw.values, w.config_idx, w.run, cond);
+        }
     }
 
     /// A hook for region enters of the current run: calls the annotation collectors.
@@ -415,6 +478,10 @@ impl ProfilerConditions {
     /// Ends the bench call: gives the collectors back to the options and returns the warnings
     /// of the guard and the collectors.
     pub fn end_sweep(&mut self) -> Vec<String> {
+        self.settle();
+        if let Some(bg) = &self.background {
+            bg.set_active(false);
+        }
         let Some(mut sw) = self.sweep.take() else {
             return Vec::new();
         };
@@ -442,6 +509,24 @@ impl ProfilerConditions {
 
 /// Called with the region name when a region is entered.
 pub type AnnotationHook = Box<dyn Fn(&str)>;
+
+/// Stores a run's condition columns before its collector values.
+fn store(values: &Mutex<CollectedValues>, config_idx: usize, run: u32, cond: &RunConditions) {
+    let mut values = lock(values);
+    let mut run_values: Vec<(String, ExtraValue)> =
+        cond.to_extras().into_iter().map(|(n, v)| (n.to_string(), v)).collect();
+    run_values.extend(values.run_values(config_idx as u32, run));
+    values.set_run(config_idx as u32, run, run_values);
+}
+
+/// A measured run waiting for its conditions.
+struct Window {
+    config_idx: usize,
+    run: u32,
+    start: Instant,
+    end: Instant,
+    wait: Duration,
+}
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -472,7 +557,14 @@ pub fn fingerprint_inputs(
 /// The conditions state of one bench call.
 struct SweepConditions {
     guard: ThermalGuard<BoxSensor, BoxClock>,
-    sampler: Option<RunSampler<BoxSource>>,
+    /// Per-run conditions from the background sampler.
+    sample: bool,
+    /// Per-run conditions asked for but no sampler (no NVML or device): NaN columns.
+    unknown: bool,
+    /// Start of the measured run in progress.
+    start: Option<Instant>,
+    /// Measured runs whose conditions are not computed yet.
+    windows: Vec<Window>,
     set: Arc<Mutex<CollectorSet>>,
     values: Arc<Mutex<CollectedValues>>,
     configs_seen: Vec<usize>,

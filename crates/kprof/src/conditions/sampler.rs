@@ -1,21 +1,28 @@
 //! Per-run conditions: SM and memory clocks, clock-event ("throttle") reasons, temperature,
-//! power and energy, read through NVML around each run, and turned into extra columns.
+//! power and energy, turned into extra columns.
 //!
-//! Readings and their timing:
+//! The profiler's run loop does not read NVML around its runs: a background thread polls the
+//! device (every 20 ms by default) and each run's conditions are computed from the samples in
+//! and around its `[start, end]` window ([`super::background`], which documents the details).
+//! [`RunSampler`] here is the direct alternative (NVML reads right before and after a run, about
+//! 6 ms per run on the H200), kept for standalone checks that want readings at the run's edges.
 //!
-//! | column | unit | read |
-//! |---|---|---|
-//! | `SMClockMHz` | MHz | right after the run (the clock the kernels left the GPU at) |
-//! | `MemClockMHz` | MHz | right after the run |
-//! | `TemperatureC` | °C | right after the run |
-//! | `PowerW` | W | right after the run; NVML's power usage, which on Ampere and newer (not GA100) is the average over the last second |
-//! | `EnergyMilliJ` | mJ | difference of NVML's total-energy counter between before and after the run (Volta and newer) |
-//! | `ThrottleReasons` | text | clock-event reasons read after the run, as hex (`0x4`); names via [`throttle_reason_names`] |
-//! | `Throttled` | 0/1 | see below |
-//! | `ThermalWaitS` | s | time the thermal guard waited before this run |
+//! | column | unit | profiler (background samples) | [`RunSampler`] (direct reads) |
+//! |---|---|---|---|
+//! | `SMClockMHz` | MHz | mean of the samples during the run (nearest sample for a run shorter than the poll interval) | right after the run |
+//! | `MemClockMHz` | MHz | mean during the run / nearest | right after the run |
+//! | `TemperatureC` | °C | mean during the run / nearest | right after the run |
+//! | `PowerW` | W | mean of NVML's power usage during the run / nearest (on Ampere and newer, not GA100, NVML averages it over the last second) | right after the run |
+//! | `EnergyMilliJ` | mJ | NVML's total-energy counter interpolated at the run's end minus at its start (an estimate for runs under ~2 poll intervals: the counter itself steps every 10-20 ms on Hopper) | counter difference between before and after the run |
+//! | `ThrottleReasons` | text | OR of the reasons of the samples during the run and the nearest before and after, as hex (`0x4`) | after the run |
+//! | `Throttled` | 0/1 | see below | see below |
+//! | `ThermalWaitS` | s | time the thermal guard waited before this run | same |
 //!
-//! A run is **throttled** when the SM clock after it is below 90% of the maximum (boost) SM
-//! clock, or when a thermal or power clock-event reason is set before or after it:
+//! Names of the reason bits via [`throttle_reason_names`].
+//!
+//! A run is **throttled** when its SM clock (the lowest sample during the run; with direct
+//! reads the clock after it) is below 90% of the maximum (boost) SM clock, or when a thermal or
+//! power clock-event reason is set before, during or after it:
 //! `SW_POWER_CAP` (0x4), `HW_SLOWDOWN` (0x8), `SW_THERMAL_SLOWDOWN` (0x20),
 //! `HW_THERMAL_SLOWDOWN` (0x40), `HW_POWER_BRAKE_SLOWDOWN` (0x80) ([`THERMAL_OR_POWER`]).
 //! `GPU_IDLE` (0x1), `APPLICATIONS_CLOCKS_SETTING` (0x2), `SYNC_BOOST` (0x10) and
@@ -128,6 +135,12 @@ pub trait ConditionsSource {
     fn power_mw(&mut self) -> Option<f64>;
     /// Total-energy counter, mJ.
     fn total_energy_mj(&mut self) -> Option<u64>;
+    /// Headroom to the slowdown temperature (NVML margin temperature), °C, for the thermal
+    /// guard's check before each run ([`super::background`]); `None` (the default) when the
+    /// source cannot read it, and then the guard reads its own sensor.
+    fn margin_c(&mut self) -> Option<f64> {
+        None
+    }
 }
 
 impl ConditionsSource for GpuDevice {
@@ -152,35 +165,61 @@ impl ConditionsSource for GpuDevice {
     fn total_energy_mj(&mut self) -> Option<u64> {
         GpuDevice::total_energy_mj(self)
     }
+    fn margin_c(&mut self) -> Option<f64> {
+        GpuDevice::margin_temperature_c(self).map(f64::from)
+    }
 }
 
 /// The conditions of one run. Numbers are NaN when unknown.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RunConditions {
-    /// SM clock right before the run, MHz.
+    /// SM clock right before the run (background sampler: the nearest sample before it), MHz.
     pub sm_clock_mhz_before: f64,
-    /// SM clock right after the run, MHz (the `SMClockMHz` column).
+    /// SM clock of the run, MHz (the `SMClockMHz` column): right after it with direct reads;
+    /// the mean of the samples during it (or the nearest sample) with the background sampler.
     pub sm_clock_mhz_after: f64,
     /// Max boost SM clock of the device, MHz.
     pub max_sm_clock_mhz: f64,
-    /// Memory clock after the run, MHz.
+    /// Memory clock after (background sampler: mean during) the run, MHz.
     pub mem_clock_mhz: f64,
-    /// Clock-event reasons before the run.
+    /// Clock-event reasons before the run (background sampler: of the nearest sample before).
     pub throttle_reasons_before: Option<u64>,
-    /// Clock-event reasons after the run (the `ThrottleReasons` column).
+    /// Clock-event reasons after the run (background sampler: OR of the samples during the run
+    /// and the nearest before and after); the `ThrottleReasons` column.
     pub throttle_reasons: Option<u64>,
-    /// GPU temperature after the run, °C.
+    /// GPU temperature after (background sampler: mean during) the run, °C.
     pub temperature_c: f64,
-    /// Power draw after the run, mW.
+    /// Power draw after (background sampler: mean during) the run, mW.
     pub power_mw: f64,
-    /// Energy used during the run (counter difference), mJ.
+    /// Energy used during the run (counter difference; background sampler: of the interpolated
+    /// counter), mJ.
     pub energy_mj: f64,
-    /// Host time between the before and after readings, s.
+    /// Host time between the before and after readings (background sampler: the run's start
+    /// and end stamps), s.
     pub wall_s: f64,
     /// Time the thermal guard waited before the run, s.
     pub thermal_wait_s: f64,
     /// Whether the run was throttled (see the module docs); `None` when unknown.
     pub throttled: Option<bool>,
+    /// Lowest SM clock seen during the run, MHz (background sampler: the minimum of the samples
+    /// inside the run; direct reads: NaN, and [`RunConditions::classify`] uses the clock after
+    /// the run).
+    #[serde(default = "nan", skip_serializing_if = "is_nan")]
+    pub sm_clock_mhz_min: f64,
+    /// Background sampler: the number of samples taken inside the run. `Some(0)` means the run
+    /// was shorter than the poll interval and its clocks, temperature and power are the nearest
+    /// sample's; with fewer than 2 the energy is an interpolation at the counter's resolution
+    /// (an estimate). `None` for direct reads ([`RunSampler`]) or without NVML.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples_in_run: Option<u32>,
+}
+
+fn nan() -> f64 {
+    f64::NAN
+}
+
+fn is_nan(x: &f64) -> bool {
+    x.is_nan()
 }
 
 impl RunConditions {
@@ -199,14 +238,20 @@ impl RunConditions {
             wall_s: f64::NAN,
             thermal_wait_s: thermal_wait.as_secs_f64(),
             throttled: None,
+            sm_clock_mhz_min: f64::NAN,
+            samples_in_run: None,
         }
     }
 
     /// Decides [`RunConditions::throttled`] from the other fields.
     pub fn classify(&mut self) {
-        let clock_low =
-            (self.sm_clock_mhz_after.is_finite() && self.max_sm_clock_mhz.is_finite() && self.max_sm_clock_mhz > 0.0)
-                .then_some(self.sm_clock_mhz_after < THROTTLE_CLOCK_FRACTION * self.max_sm_clock_mhz);
+        let clock = if self.sm_clock_mhz_min.is_finite() {
+            self.sm_clock_mhz_min
+        } else {
+            self.sm_clock_mhz_after
+        };
+        let clock_low = (clock.is_finite() && self.max_sm_clock_mhz.is_finite() && self.max_sm_clock_mhz > 0.0)
+            .then_some(clock < THROTTLE_CLOCK_FRACTION * self.max_sm_clock_mhz);
         let reasons = match (self.throttle_reasons_before, self.throttle_reasons) {
             (None, None) => None,
             (a, b) => Some((a.unwrap_or(0) | b.unwrap_or(0)) & THERMAL_OR_POWER != 0),
@@ -336,6 +381,8 @@ impl<S: ConditionsSource> RunSampler<S> {
             wall_s: wall,
             thermal_wait_s: thermal_wait.as_secs_f64(),
             throttled: None,
+            sm_clock_mhz_min: f64::NAN,
+            samples_in_run: None,
         };
         c.classify();
         c

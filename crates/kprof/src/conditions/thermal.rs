@@ -14,6 +14,10 @@
 //! `manual` mode keeps the thresholds fixed and gives up at the first timeout. `off` reads
 //! nothing. A sensor that cannot read the headroom disables the guard with one warning.
 //!
+//! In the profiler the check before each run reads the background sampler's latest sample
+//! ([`super::background::SampledSensor`]), not NVML; the polls while cooling read NVML
+//! ([`TemperatureSensor::margin_c_fresh`]).
+//!
 //! The sensor and the clock are traits, so tests drive the state machine with a scripted
 //! sensor and a fake clock.
 
@@ -132,6 +136,12 @@ pub trait TemperatureSensor {
     fn margin_c(&mut self) -> Option<f64>;
     /// GPU temperature, °C, for reports; `None` when it cannot be read.
     fn temperature_c(&mut self) -> Option<f64>;
+    /// The headroom read afresh, used while the guard polls for cooling. The default is
+    /// [`TemperatureSensor::margin_c`]; a sensor that answers `margin_c` from the background
+    /// sampler's latest sample reads the device here.
+    fn margin_c_fresh(&mut self) -> Option<f64> {
+        self.margin_c()
+    }
 }
 
 impl<T: TemperatureSensor + ?Sized> TemperatureSensor for Box<T> {
@@ -140,6 +150,9 @@ impl<T: TemperatureSensor + ?Sized> TemperatureSensor for Box<T> {
     }
     fn temperature_c(&mut self) -> Option<f64> {
         (**self).temperature_c()
+    }
+    fn margin_c_fresh(&mut self) -> Option<f64> {
+        (**self).margin_c_fresh()
     }
 }
 
@@ -287,8 +300,13 @@ impl<S: TemperatureSensor, C: Clock> ThermalGuard<S, C> {
     }
 
     fn read_margin(&mut self) -> Option<f64> {
+        self.read_margin_with(false)
+    }
+
+    fn read_margin_with(&mut self, fresh: bool) -> Option<f64> {
         let sensor = self.sensor.as_mut()?;
-        match sensor.margin_c() {
+        let m = if fresh { sensor.margin_c_fresh() } else { sensor.margin_c() };
+        match m {
             Some(m) if m.is_finite() => Some(m),
             _ => {
                 self.sensor = None;
@@ -353,7 +371,7 @@ impl<S: TemperatureSensor, C: Clock> ThermalGuard<S, C> {
                 });
             }
             self.clock.sleep(self.settings.poll);
-            match self.read_margin() {
+            match self.read_margin_with(true) {
                 Some(m) => margin = m,
                 None => return Ok(finish(self, f64::NAN)),
             }

@@ -1,0 +1,436 @@
+//! The background conditions sampler: NVML read off the run loop's path.
+//!
+//! Reading NVML around every run ([`super::RunSampler`]: energy counter, SM clock and clock-event
+//! reasons before the run; energy, SM and memory clock, reasons, temperature and power after it;
+//! plus the guard's margin temperature before it) cost a median of about 6 ms per run on the
+//! H200, far more than the GPU work of short runs. Instead, a [`BackgroundSampler`] thread polls
+//! the device every [`DEFAULT_POLL_INTERVAL`] (20 ms; set with
+//! [`super::ProfilerConditions::set_poll_interval`] or the `KPROF_CONDITIONS_POLL_MS` environment
+//! variable, 1..=1000 ms) into a ring of timestamped [`Sample`]s (at most [`RING_CAPACITY`]). The
+//! run loop only takes `Instant::now()` at the start and end of each run (a few tens of
+//! nanoseconds) and, when the runs are recorded, turns each window into a [`RunConditions`]
+//! with [`conditions_from_samples`] (microseconds, one lock of the ring).
+//!
+//! A sample's time is the middle of its poll (one poll is a handful of NVML calls, ~1-3 ms). Per
+//! run, with `inside` the samples within `[start, end]`, `before`/`after` the nearest samples
+//! outside it:
+//!
+//! | field (column) | value |
+//! |---|---|
+//! | `SMClockMHz` | mean SM clock of `inside`; when `inside` is empty (run shorter than the poll interval), the nearest sample's |
+//! | `sm_clock_mhz_min` | minimum of `inside` (nearest sample when empty): used for the `Throttled` 90%-of-max test |
+//! | `MemClockMHz`, `TemperatureC`, `PowerW` | mean of `inside`, else the nearest sample |
+//! | `ThrottleReasons` | OR of `inside`, `before` and `after` |
+//! | `EnergyMilliJ` | energy counter linearly interpolated at `end` minus at `start` |
+//! | `samples_in_run` | `inside.len()` |
+//!
+//! Energy resolution: NVML's total-energy counter itself advances in steps about every
+//! 10-20 ms on Hopper, so the energy of a run shorter than ~2 poll intervals
+//! (`samples_in_run < 2`) is an estimate (interpolation of a coarse counter); the value is kept.
+//! Runs are recorded at the next flush of the run loop (at most ~50 ms later), without waiting
+//! for the sampler: when no sample after a run's end exists yet, the counter is extrapolated from
+//! the last two samples and the "nearest after" sample is missing. A time outside the ring (a run
+//! longer than [`RING_CAPACITY`] polls) gives NaN energy.
+//!
+//! The thermal guard checks the latest sample's margin temperature before each run
+//! ([`SampledSensor`]); when that sample is older than [`STALE_POLLS`] poll intervals and
+//! [`STALE_MIN`] (the sampler is starved), or the source cannot read the margin, it reads the
+//! device directly, and while it waits for the GPU to cool it always reads directly.
+//!
+//! The thread is started at a profiler's first bench call that needs it, polls only while a
+//! bench call is in progress, and is stopped and joined when the [`BackgroundSampler`] is
+//! dropped (with its [`super::ProfilerConditions`]).
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::sampler::{ConditionsSource, RunConditions};
+use super::thermal::TemperatureSensor;
+
+/// Default poll interval of the background sampler.
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(20);
+/// Most samples kept (at 20 ms, about 160 s).
+pub const RING_CAPACITY: usize = 8192;
+/// The guard's pre-run check uses the latest sample when it is at most this many poll
+/// intervals old (and at least [`STALE_MIN`]).
+pub const STALE_POLLS: u32 = 4;
+/// The least age up to which the guard's pre-run check trusts the latest sample (the GPU's
+/// temperature moves slowly; the guard polls every 0.5 s while cooling).
+pub const STALE_MIN: Duration = Duration::from_millis(250);
+/// Environment variable overriding the poll interval, in milliseconds.
+pub const POLL_ENV: &str = "KPROF_CONDITIONS_POLL_MS";
+
+/// One poll of the device. `None`/NaN: could not be read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
+    /// When it was taken (middle of the poll).
+    pub at: Instant,
+    /// SM clock, MHz.
+    pub sm_clock_mhz: f64,
+    /// Memory clock, MHz.
+    pub mem_clock_mhz: f64,
+    /// Clock-event reasons.
+    pub reasons: Option<u64>,
+    /// GPU temperature, °C.
+    pub temperature_c: f64,
+    /// Power draw, mW.
+    pub power_mw: f64,
+    /// Total-energy counter, mJ.
+    pub energy_mj: Option<u64>,
+    /// Headroom to the slowdown temperature, °C.
+    pub margin_c: Option<f64>,
+}
+
+impl Sample {
+    /// Reads every value from `source` once.
+    pub fn poll<S: ConditionsSource + ?Sized>(source: &mut S) -> Sample {
+        let t0 = Instant::now();
+        let energy_mj = source.total_energy_mj();
+        let sm_clock_mhz = source.sm_clock_mhz().unwrap_or(f64::NAN);
+        let reasons = source.throttle_reasons();
+        let mem_clock_mhz = source.mem_clock_mhz().unwrap_or(f64::NAN);
+        let temperature_c = source.temperature_c().unwrap_or(f64::NAN);
+        let power_mw = source.power_mw().unwrap_or(f64::NAN);
+        let margin_c = source.margin_c().filter(|m| m.is_finite());
+        let at = t0 + t0.elapsed() / 2;
+        Sample {
+            at,
+            sm_clock_mhz,
+            mem_clock_mhz,
+            reasons,
+            temperature_c,
+            power_mw,
+            energy_mj,
+            margin_c,
+        }
+    }
+}
+
+/// Parses [`POLL_ENV`]'s value (milliseconds, 1..=1000).
+pub fn poll_interval_from_env(value: Option<&str>) -> Option<Duration> {
+    let ms: u64 = value?.trim().parse().ok()?;
+    (1..=1000).contains(&ms).then(|| Duration::from_millis(ms))
+}
+
+fn mean(xs: impl Iterator<Item = f64>) -> f64 {
+    let (s, n) = xs.filter(|x| x.is_finite()).fold((0.0, 0u32), |(s, n), x| (s + x, n + 1));
+    if n == 0 {
+        f64::NAN
+    } else {
+        s / n as f64
+    }
+}
+
+/// The energy counter at `t`, mJ: linear interpolation between the samples around `t`, or
+/// extrapolated from the last two samples when `t` is after all of them; `None` when `t` is
+/// before every sample or there are too few samples with a counter.
+pub fn energy_at(samples: &[Sample], t: Instant) -> Option<f64> {
+    let pts: Vec<(Instant, f64)> = samples
+        .iter()
+        .filter_map(|s| s.energy_mj.map(|e| (s.at, e as f64)))
+        .collect();
+    if pts.is_empty() {
+        return None;
+    }
+    if let Some(&(_, e)) = pts.iter().find(|(at, _)| *at == t) {
+        return Some(e);
+    }
+    let after = pts.iter().position(|(at, _)| *at > t);
+    let (a, b) = match after {
+        Some(0) => return None, // before every sample: the ring does not reach back that far
+        Some(i) => (pts[i - 1], pts[i]),
+        None if pts.len() >= 2 => (pts[pts.len() - 2], pts[pts.len() - 1]),
+        None => return None,
+    };
+    let span = b.0.duration_since(a.0).as_secs_f64();
+    if span <= 0.0 {
+        return Some(b.1);
+    }
+    let x = if t >= a.0 {
+        t.duration_since(a.0).as_secs_f64()
+    } else {
+        -a.0.duration_since(t).as_secs_f64()
+    };
+    Some(a.1 + (b.1 - a.1) * x / span)
+}
+
+/// The conditions of the run `[start, end]` from `samples` (in time order); see the module docs.
+/// `max_sm_clock_mhz` is the device's boost clock, `thermal_wait` the guard's wait before the run.
+pub fn conditions_from_samples(
+    samples: &[Sample],
+    start: Instant,
+    end: Instant,
+    max_sm_clock_mhz: f64,
+    thermal_wait: Duration,
+) -> RunConditions {
+    let mut c = RunConditions::unknown(thermal_wait);
+    c.max_sm_clock_mhz = max_sm_clock_mhz;
+    c.wall_s = end.saturating_duration_since(start).as_secs_f64();
+    let inside: Vec<&Sample> = samples.iter().filter(|s| s.at >= start && s.at <= end).collect();
+    let before = samples.iter().rev().find(|s| s.at < start);
+    let after = samples.iter().find(|s| s.at > end);
+    c.samples_in_run = Some(inside.len() as u32);
+    if samples.is_empty() {
+        c.classify();
+        return c;
+    }
+    let nearest = match (before, after) {
+        (Some(b), Some(a)) => {
+            if start.duration_since(b.at) < a.at.duration_since(end) {
+                Some(b)
+            } else {
+                Some(a)
+            }
+        }
+        (b, a) => a.or(b),
+    };
+    let window: Vec<&Sample> = if inside.is_empty() {
+        nearest.into_iter().collect()
+    } else {
+        inside.clone()
+    };
+    c.sm_clock_mhz_before = before.map(|s| s.sm_clock_mhz).unwrap_or(f64::NAN);
+    c.sm_clock_mhz_after = mean(window.iter().map(|s| s.sm_clock_mhz));
+    c.sm_clock_mhz_min = window
+        .iter()
+        .map(|s| s.sm_clock_mhz)
+        .filter(|x| x.is_finite())
+        .fold(f64::NAN, f64::min);
+    c.mem_clock_mhz = mean(window.iter().map(|s| s.mem_clock_mhz));
+    c.temperature_c = mean(window.iter().map(|s| s.temperature_c));
+    c.power_mw = mean(window.iter().map(|s| s.power_mw));
+    c.throttle_reasons_before = before.and_then(|s| s.reasons);
+    let all = inside.iter().copied().chain(before).chain(after);
+    c.throttle_reasons = all.fold(None, |acc: Option<u64>, s| match (acc, s.reasons) {
+        (a, None) => a,
+        (a, Some(r)) => Some(a.unwrap_or(0) | r),
+    });
+    c.energy_mj = match (energy_at(samples, start), energy_at(samples, end)) {
+        (Some(a), Some(z)) if z >= a => z - a,
+        _ => f64::NAN,
+    };
+    c.classify();
+    c
+}
+
+struct State {
+    stop: bool,
+    active: bool,
+    ring: VecDeque<Sample>,
+    max_sm_clock_mhz: f64,
+    polls: u64,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    wake: Condvar,
+    interval: Duration,
+}
+
+fn lock(m: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The sampler thread and its ring of samples; see the module docs.
+pub struct BackgroundSampler {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for BackgroundSampler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BackgroundSampler")
+            .field("interval", &self.shared.interval)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BackgroundSampler {
+    /// Starts the thread over `source`, paused (see [`BackgroundSampler::set_active`]). The max
+    /// SM clock is read once, in the thread.
+    pub fn start<S: ConditionsSource + Send + 'static>(mut source: S, interval: Duration) -> Self {
+        let interval = interval.max(Duration::from_millis(1));
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                stop: false,
+                active: false,
+                ring: VecDeque::new(),
+                max_sm_clock_mhz: f64::NAN,
+                polls: 0,
+            }),
+            wake: Condvar::new(),
+            interval,
+        });
+        let sh = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("kprof-nvml-sampler".into())
+            .spawn(move || {
+                let max = source.max_sm_clock_mhz().unwrap_or(f64::NAN);
+                lock(&sh.state).max_sm_clock_mhz = max;
+                let mut next = Instant::now();
+                loop {
+                    {
+                        let mut g = lock(&sh.state);
+                        loop {
+                            if g.stop {
+                                return;
+                            }
+                            let now = Instant::now();
+                            if g.active && now >= next {
+                                break;
+                            }
+                            let wait = if g.active { next - now } else { sh.interval };
+                            g = sh.wake.wait_timeout(g, wait).unwrap_or_else(|p| p.into_inner()).0;
+                        }
+                    }
+                    let s = Sample::poll(&mut source);
+                    next = Instant::now().max(next) + sh.interval;
+                    let mut g = lock(&sh.state);
+                    if g.active {
+                        if g.ring.len() >= RING_CAPACITY {
+                            g.ring.pop_front();
+                        }
+                        g.ring.push_back(s);
+                        g.polls += 1;
+                    }
+                }
+            })
+            .ok();
+        BackgroundSampler { shared, thread }
+    }
+
+    /// Whether the thread is running.
+    pub fn is_running(&self) -> bool {
+        self.thread.is_some()
+    }
+
+    /// The poll interval.
+    pub fn interval(&self) -> Duration {
+        self.shared.interval
+    }
+
+    /// Starts (`true`: clears the ring, polls at once) or pauses polling. Starting waits (at
+    /// most 2 poll intervals + 100 ms) for the first sample, so that the first run has a sample
+    /// before it and the guard's first check needs no direct read.
+    pub fn set_active(&self, active: bool) {
+        let mut g = lock(&self.shared.state);
+        let starting = active && !g.active;
+        if starting {
+            g.ring.clear();
+        }
+        g.active = active;
+        drop(g);
+        self.shared.wake.notify_all();
+        if starting && self.thread.is_some() {
+            let t0 = Instant::now();
+            let limit = self.shared.interval * 2 + Duration::from_millis(100);
+            while lock(&self.shared.state).ring.is_empty() && t0.elapsed() < limit {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
+    }
+
+    /// The max SM clock read by the thread (NaN until read, or when unknown).
+    pub fn max_sm_clock_mhz(&self) -> f64 {
+        lock(&self.shared.state).max_sm_clock_mhz
+    }
+
+    /// Polls stored so far.
+    pub fn polls(&self) -> u64 {
+        lock(&self.shared.state).polls
+    }
+
+    /// The newest sample.
+    pub fn latest(&self) -> Option<Sample> {
+        lock(&self.shared.state).ring.back().cloned()
+    }
+
+    /// Waits (at most `timeout`) until a sample taken after `t` exists; returns whether one does.
+    pub fn wait_for_sample_after(&self, t: Instant, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if lock(&self.shared.state).ring.back().is_some_and(|s| s.at > t) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Conditions of each window `(start, end, thermal_wait)`, in one lock of the ring; drops
+    /// the samples older than the sample before `keep_from` (when given).
+    pub fn conditions(
+        &self,
+        windows: &[(Instant, Instant, Duration)],
+        keep_from: Option<Instant>,
+    ) -> Vec<RunConditions> {
+        let mut g = lock(&self.shared.state);
+        let max = g.max_sm_clock_mhz;
+        let ring = g.ring.make_contiguous();
+        let out = windows
+            .iter()
+            .map(|&(a, z, w)| {
+                // Only the samples around the window (binary search on time).
+                let hi = (ring.partition_point(|s| s.at <= z) + 1).min(ring.len());
+                let lo = ring.partition_point(|s| s.at < a).saturating_sub(2).min(hi.saturating_sub(2));
+                conditions_from_samples(&ring[lo..hi], a, z, max, w)
+            })
+            .collect();
+        if let Some(t) = keep_from {
+            let first_needed = g.ring.iter().position(|s| s.at >= t).unwrap_or(g.ring.len());
+            let drop_n = first_needed.saturating_sub(2);
+            g.ring.drain(..drop_n);
+        }
+        out
+    }
+
+    /// A sensor for the thermal guard over this sampler's latest sample, reading `direct` when
+    /// the sample is stale or has no margin, and always while cooling.
+    pub fn sensor<T: TemperatureSensor>(&self, direct: T) -> SampledSensor<T> {
+        SampledSensor {
+            shared: Arc::clone(&self.shared),
+            direct,
+        }
+    }
+}
+
+impl Drop for BackgroundSampler {
+    fn drop(&mut self) {
+        lock(&self.shared.state).stop = true;
+        self.shared.wake.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The thermal guard's sensor: the latest background sample's margin before each run; the
+/// device (`direct`) otherwise. See the module docs.
+pub struct SampledSensor<T> {
+    shared: Arc<Shared>,
+    direct: T,
+}
+
+impl<T: TemperatureSensor> TemperatureSensor for SampledSensor<T> {
+    fn margin_c(&mut self) -> Option<f64> {
+        let fresh = {
+            let g = lock(&self.shared.state);
+            let max_age = (self.shared.interval * STALE_POLLS).max(STALE_MIN);
+            g.ring
+                .back()
+                .filter(|s| g.active && s.at.elapsed() <= max_age)
+                .and_then(|s| s.margin_c)
+        };
+        fresh.or_else(|| self.direct.margin_c())
+    }
+    fn temperature_c(&mut self) -> Option<f64> {
+        self.direct.temperature_c()
+    }
+    fn margin_c_fresh(&mut self) -> Option<f64> {
+        self.direct.margin_c_fresh()
+    }
+}

@@ -1,0 +1,256 @@
+//! Per-run conditions from synthetic sample streams, and the background sampler thread.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kprof::conditions::background::*;
+use kprof::conditions::sampler::ConditionsSource;
+use kprof::conditions::thermal::TemperatureSensor;
+
+fn ms(x: u64) -> Duration {
+    Duration::from_millis(x)
+}
+
+/// A sample at `t0 + at_ms` with the given SM clock, reasons and energy counter.
+fn s(t0: Instant, at_ms: u64, sm: f64, reasons: u64, energy: u64) -> Sample {
+    Sample {
+        at: t0 + ms(at_ms),
+        sm_clock_mhz: sm,
+        mem_clock_mhz: 3201.0,
+        reasons: Some(reasons),
+        temperature_c: 40.0 + at_ms as f64 / 10.0,
+        power_mw: 100_000.0 + 1000.0 * at_ms as f64,
+        energy_mj: Some(energy),
+        margin_c: Some(30.0),
+    }
+}
+
+#[test]
+fn a_window_with_samples_uses_their_mean_min_and_or() {
+    let t0 = Instant::now();
+    let samples = vec![
+        s(t0, 0, 1980.0, 0x1, 1000),
+        s(t0, 20, 1980.0, 0x0, 1400),
+        s(t0, 40, 1600.0, 0x0, 1800),
+        s(t0, 60, 1980.0, 0x0, 2200),
+        s(t0, 80, 1980.0, 0x0, 2600),
+    ];
+    let c = conditions_from_samples(&samples, t0 + ms(10), t0 + ms(70), 1980.0, ms(3));
+    assert_eq!(c.samples_in_run, Some(3));
+    assert_eq!(c.sm_clock_mhz_after, (1980.0 + 1600.0 + 1980.0) / 3.0);
+    assert_eq!(c.sm_clock_mhz_min, 1600.0);
+    assert_eq!(c.sm_clock_mhz_before, 1980.0);
+    assert_eq!(c.power_mw, 140_000.0, "mean of 120, 140, 160 W");
+    assert_eq!(c.temperature_c, 44.0);
+    assert_eq!(c.mem_clock_mhz, 3201.0);
+    // Energy: 1200 at 10 ms, 2400 at 70 ms.
+    assert!((c.energy_mj - 1200.0).abs() < 1e-9, "{}", c.energy_mj);
+    // GPU_IDLE before the run is in the OR but does not count as throttling; the 1600 MHz
+    // sample (< 0.9 * 1980) does.
+    assert_eq!(c.throttle_reasons, Some(0x1));
+    assert_eq!(c.throttle_reasons_before, Some(0x1));
+    assert_eq!(c.throttled, Some(true));
+    assert_eq!(c.thermal_wait_s, 0.003);
+    assert!((c.wall_s - 0.060).abs() < 1e-9);
+}
+
+#[test]
+fn a_run_shorter_than_the_interval_takes_the_nearest_sample() {
+    let t0 = Instant::now();
+    let samples = vec![s(t0, 0, 1700.0, 0, 1000), s(t0, 20, 1980.0, 0, 1400)];
+    // [14, 16] ms: nearer to the 20 ms sample.
+    let c = conditions_from_samples(&samples, t0 + ms(14), t0 + ms(16), 1980.0, Duration::ZERO);
+    assert_eq!(c.samples_in_run, Some(0));
+    assert_eq!(c.sm_clock_mhz_after, 1980.0);
+    assert_eq!(c.power_mw, 120_000.0);
+    assert_eq!(c.throttled, Some(false));
+    // Interpolated energy: 1280 to 1320.
+    assert!((c.energy_mj - 40.0).abs() < 1e-9, "{}", c.energy_mj);
+    // [2, 4] ms: nearer to the 0 ms sample, whose 1700 MHz is throttled.
+    let c = conditions_from_samples(&samples, t0 + ms(2), t0 + ms(4), 1980.0, Duration::ZERO);
+    assert_eq!(c.sm_clock_mhz_after, 1700.0);
+    assert_eq!(c.throttled, Some(true));
+}
+
+#[test]
+fn energy_is_interpolated_and_extrapolated_past_the_newest_sample() {
+    let t0 = Instant::now();
+    let samples = vec![s(t0, 0, 1980.0, 0, 1000), s(t0, 20, 1980.0, 0, 1400)];
+    assert_eq!(energy_at(&samples, t0 + ms(5)), Some(1100.0));
+    assert_eq!(energy_at(&samples, t0 + ms(20)), Some(1400.0));
+    // After the newest sample: the last two samples' slope.
+    assert_eq!(energy_at(&samples, t0 + ms(30)), Some(1600.0));
+    // Before the oldest: unknown.
+    let before = t0.checked_sub(ms(1)).unwrap();
+    assert_eq!(energy_at(&samples, before), None);
+    assert_eq!(energy_at(&samples[..1], t0 + ms(5)), None);
+    // A counter that did not advance between polls gives 0 for a short run (its resolution).
+    let flat = vec![s(t0, 0, 1980.0, 0, 1000), s(t0, 20, 1980.0, 0, 1000)];
+    let c = conditions_from_samples(&flat, t0 + ms(5), t0 + ms(8), 1980.0, Duration::ZERO);
+    assert_eq!(c.energy_mj, 0.0);
+    // A counter going backwards is NaN.
+    let back = vec![s(t0, 0, 1980.0, 0, 1000), s(t0, 20, 1980.0, 0, 900)];
+    let c = conditions_from_samples(&back, t0 + ms(5), t0 + ms(8), 1980.0, Duration::ZERO);
+    assert!(c.energy_mj.is_nan());
+}
+
+#[test]
+fn throttle_reasons_are_the_or_of_the_window_and_its_neighbours() {
+    let t0 = Instant::now();
+    let samples = vec![
+        s(t0, 0, 1980.0, 0x0, 0),   // older than the nearest before: not included
+        s(t0, 20, 1980.0, 0x4, 0),  // nearest before: SW power cap
+        s(t0, 40, 1980.0, 0x1, 0),  // inside
+        s(t0, 60, 1980.0, 0x40, 0), // nearest after: HW thermal slowdown
+        s(t0, 80, 1980.0, 0x100, 0),
+    ];
+    let c = conditions_from_samples(&samples, t0 + ms(30), t0 + ms(50), 1980.0, Duration::ZERO);
+    assert_eq!(c.throttle_reasons, Some(0x4 | 0x1 | 0x40));
+    assert_eq!(c.throttle_reasons_before, Some(0x4));
+    assert_eq!(c.throttled, Some(true));
+    let idle = vec![s(t0, 0, 1980.0, 0x1, 0), s(t0, 20, 1980.0, 0x100, 0)];
+    let c = conditions_from_samples(&idle, t0 + ms(5), t0 + ms(10), 1980.0, Duration::ZERO);
+    assert_eq!(c.throttle_reasons, Some(0x101));
+    assert_eq!(c.throttled, Some(false));
+}
+
+#[test]
+fn no_samples_gives_nan_columns() {
+    let t0 = Instant::now();
+    let c = conditions_from_samples(&[], t0, t0 + ms(1), 1980.0, Duration::ZERO);
+    assert!(c.sm_clock_mhz_after.is_nan() && c.energy_mj.is_nan() && c.power_mw.is_nan());
+    assert_eq!(c.throttled, None);
+}
+
+/// Counts its reads; the energy counter advances by 10 mJ per read.
+struct Counting(Arc<AtomicU64>);
+
+impl ConditionsSource for Counting {
+    fn sm_clock_mhz(&mut self) -> Option<f64> {
+        Some(1980.0)
+    }
+    fn mem_clock_mhz(&mut self) -> Option<f64> {
+        Some(3201.0)
+    }
+    fn max_sm_clock_mhz(&mut self) -> Option<f64> {
+        Some(1980.0)
+    }
+    fn throttle_reasons(&mut self) -> Option<u64> {
+        Some(0)
+    }
+    fn temperature_c(&mut self) -> Option<f64> {
+        Some(50.0)
+    }
+    fn power_mw(&mut self) -> Option<f64> {
+        Some(200_000.0)
+    }
+    fn total_energy_mj(&mut self) -> Option<u64> {
+        Some(10 * self.0.fetch_add(1, Ordering::SeqCst))
+    }
+    fn margin_c(&mut self) -> Option<f64> {
+        Some(25.0)
+    }
+}
+
+struct Direct(Arc<AtomicU64>);
+impl TemperatureSensor for Direct {
+    fn margin_c(&mut self) -> Option<f64> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Some(5.0)
+    }
+    fn temperature_c(&mut self) -> Option<f64> {
+        Some(80.0)
+    }
+}
+
+#[test]
+fn the_thread_polls_only_while_active_and_feeds_the_guard_sensor() {
+    let polls = Arc::new(AtomicU64::new(0));
+    let bg = BackgroundSampler::start(Counting(polls.clone()), ms(2));
+    assert!(bg.is_running());
+    std::thread::sleep(ms(20));
+    assert_eq!(polls.load(Ordering::SeqCst), 0, "paused until activated");
+    bg.set_active(true);
+    assert!(bg.latest().is_some(), "activation waits for the first sample");
+    let start = Instant::now();
+    std::thread::sleep(ms(20));
+    let end = Instant::now();
+    assert!(bg.wait_for_sample_after(end, ms(500)));
+    let c = bg.conditions(&[(start, end, Duration::ZERO)], Some(end));
+    assert_eq!(c.len(), 1);
+    assert!(c[0].samples_in_run.unwrap() >= 1, "{c:?}");
+    assert_eq!(c[0].max_sm_clock_mhz, 1980.0);
+    assert_eq!(c[0].sm_clock_mhz_after, 1980.0);
+    assert_eq!(c[0].power_mw, 200_000.0);
+    assert!(c[0].energy_mj > 0.0);
+    assert_eq!(c[0].throttled, Some(false));
+    // The guard's pre-run check answers from the samples; cooling polls read the device.
+    let direct = Arc::new(AtomicU64::new(0));
+    let mut sensor = bg.sensor(Direct(direct.clone()));
+    assert_eq!(sensor.margin_c(), Some(25.0));
+    assert_eq!(direct.load(Ordering::SeqCst), 0);
+    assert_eq!(sensor.margin_c_fresh(), Some(5.0));
+    assert_eq!(direct.load(Ordering::SeqCst), 1);
+    // Paused: no polls, and the sensor reads the device.
+    bg.set_active(false);
+    std::thread::sleep(ms(10));
+    let n = polls.load(Ordering::SeqCst);
+    std::thread::sleep(ms(20));
+    assert_eq!(polls.load(Ordering::SeqCst), n);
+    assert_eq!(sensor.margin_c(), Some(5.0));
+    drop(bg); // joins the thread
+}
+
+#[test]
+fn poll_interval_from_the_environment_value() {
+    assert_eq!(poll_interval_from_env(Some("10")), Some(ms(10)));
+    assert_eq!(poll_interval_from_env(Some(" 15 ")), Some(ms(15)));
+    assert_eq!(poll_interval_from_env(Some("0")), None);
+    assert_eq!(poll_interval_from_env(Some("5000")), None);
+    assert_eq!(poll_interval_from_env(Some("x")), None);
+    assert_eq!(poll_interval_from_env(None), None);
+    assert_eq!(DEFAULT_POLL_INTERVAL, ms(20));
+}
+
+struct Probe(Arc<AtomicU64>, Arc<AtomicU64>);
+impl kprof::conditions::ConditionsProbe for Probe {
+    fn sensor(&mut self) -> Option<kprof::conditions::runtime::BoxSensor> {
+        Some(Box::new(Direct(self.1.clone())))
+    }
+    fn source(&mut self) -> Option<kprof::conditions::runtime::BoxSource> {
+        Some(Box::new(Counting(self.0.clone())))
+    }
+}
+
+/// The run loop's conditions hooks (guard check, start and end stamps, and the flush's
+/// `settle` every 16 runs) cost microseconds per run, with no source or sensor read.
+#[test]
+fn per_run_cost_of_the_hooks_is_microseconds() {
+    use kprof::conditions::{Collectors, ProfilerConditions, ThermalOptions};
+    let (polls, direct) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let mut pc = ProfilerConditions::with_probe(Box::new(Probe(polls.clone(), direct.clone())));
+    pc.set_poll_interval(ms(10));
+    pc.begin_sweep(&ThermalOptions::default(), true, &Collectors::default(), &[]).unwrap();
+    let config = kprof::core::Config::new().with("n", 1);
+    let mut per_run = Vec::new();
+    for run in 0..2000u32 {
+        let t = Instant::now();
+        pc.thermal_guard().unwrap();
+        pc.before_run(0, &config, run, false).unwrap();
+        pc.after_run(0, run, false);
+        if run % 16 == 15 {
+            pc.settle();
+        }
+        per_run.push(t.elapsed());
+    }
+    per_run.sort();
+    let median = per_run[per_run.len() / 2];
+    eprintln!("conditions hooks per run: median {median:?}, p99 {:?}", per_run[per_run.len() * 99 / 100]);
+    assert_eq!(direct.load(Ordering::SeqCst), 0, "the guard read the sensor directly");
+    assert!(median < ms(1), "median {median:?}");
+    let extras = pc.extras_for(0, 1999, "r");
+    assert!(extras.contains(&("PowerW".to_string(), kprof::core::ExtraValue::Number(200.0))), "{extras:?}");
+    let warnings = pc.end_sweep();
+    assert!(warnings.is_empty(), "{warnings:?}");
+}
