@@ -83,7 +83,7 @@ def run(check, numbers: dict, out_dir: str) -> None:
             "thermal_wait_s_total": sum(float(v) for v in raw["ThermalWaitS"]),
             "sm_clock": [d["SMClockMHz_Min"][0], d["SMClockMHz_Avg"][0], d["SMClockMHz_Max"][0]],
             "temperature": [d["TemperatureC_Min"][0], d["TemperatureC_Avg"][0], d["TemperatureC_Max"][0]],
-            "energy_mj_avg": d["EnergyMilliJ_Avg"][0],
+            "energy_mj_avg": d.get("EnergyMilliJ_Avg", [None])[0],  # runs shorter than the NVML poll interval have no energy
             "corr_time_sm_after": _pearson(raw["Value"], raw["SMClockMHz"]),
             "corr_time_sm_before": _pearson(raw["Value"], raw["sm_clock_mhz"]),
             "corr_time_temperature": _pearson(raw["Value"], raw["TemperatureC"]),
