@@ -71,7 +71,11 @@ impl Moments {
     pub fn of(values: &[f64]) -> Moments {
         let v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
         let n = v.len();
-        let mean = if n == 0 { f64::NAN } else { v.iter().sum::<f64>() / n as f64 };
+        let mean = if n == 0 {
+            f64::NAN
+        } else {
+            v.iter().sum::<f64>() / n as f64
+        };
         let sd = if n < 2 {
             f64::NAN
         } else {
@@ -185,15 +189,28 @@ pub fn welch(base: &Moments, new: &Moments, alpha: f64) -> Option<Welch> {
     let se = (v1 + v2).sqrt();
     if se == 0.0 {
         let p = if diff == 0.0 { 1.0 } else { 0.0 };
-        return Some(Welch { diff, se, df: f64::INFINITY, t: if diff == 0.0 { 0.0 } else { f64::INFINITY }, p, half_width: 0.0 });
+        return Some(Welch {
+            diff,
+            se,
+            df: f64::INFINITY,
+            t: if diff == 0.0 { 0.0 } else { f64::INFINITY },
+            p,
+            half_width: 0.0,
+        });
     }
-    let df = (v1 + v2).powi(2)
-        / (v1.powi(2) / (base.n as f64 - 1.0) + v2.powi(2) / (new.n as f64 - 1.0));
+    let df = (v1 + v2).powi(2) / (v1.powi(2) / (base.n as f64 - 1.0) + v2.powi(2) / (new.n as f64 - 1.0));
     let t = diff / se;
     let dist = StudentsT::new(0.0, 1.0, df).ok()?;
     let p = (2.0 * (1.0 - dist.cdf(t.abs()))).clamp(0.0, 1.0);
     let q = dist.inverse_cdf(1.0 - alpha / 2.0);
-    Some(Welch { diff, se, df, t, p, half_width: q * se })
+    Some(Welch {
+        diff,
+        se,
+        df,
+        t,
+        p,
+        half_width: q * se,
+    })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -254,7 +271,18 @@ pub fn compare(base: &Side, new: &Side, o: &Options) -> Vec<Row> {
     for (key, bm, unit) in base {
         let lib = lower_is_better(&key.metric, unit, o.direction);
         let Some((nm, _)) = new_map.get(key) else {
-            rows.push(Row { key: key.clone(), unit: unit.clone(), base: Some(*bm), new: None, change_pct: f64::NAN, ci_low_pct: f64::NAN, ci_high_pct: f64::NAN, p_value: f64::NAN, lower_is_better: lib, verdict: Verdict::OnlyInBase });
+            rows.push(Row {
+                key: key.clone(),
+                unit: unit.clone(),
+                base: Some(*bm),
+                new: None,
+                change_pct: f64::NAN,
+                ci_low_pct: f64::NAN,
+                ci_high_pct: f64::NAN,
+                p_value: f64::NAN,
+                lower_is_better: lib,
+                verdict: Verdict::OnlyInBase,
+            });
             continue;
         };
         let change = (nm.mean - bm.mean) / bm.mean * 100.0;
@@ -273,15 +301,41 @@ pub fn compare(base: &Side, new: &Side, o: &Options) -> Vec<Row> {
         } else if w.is_none() {
             Verdict::Untested
         } else if p < o.alpha {
-            if worse { Verdict::Regression } else { Verdict::Improvement }
+            if worse {
+                Verdict::Regression
+            } else {
+                Verdict::Improvement
+            }
         } else {
             Verdict::NotSignificant
         };
-        rows.push(Row { key: key.clone(), unit: unit.clone(), base: Some(*bm), new: Some(**nm), change_pct: change, ci_low_pct: lo, ci_high_pct: hi, p_value: p, lower_is_better: lib, verdict });
+        rows.push(Row {
+            key: key.clone(),
+            unit: unit.clone(),
+            base: Some(*bm),
+            new: Some(**nm),
+            change_pct: change,
+            ci_low_pct: lo,
+            ci_high_pct: hi,
+            p_value: p,
+            lower_is_better: lib,
+            verdict,
+        });
     }
     for (key, nm, unit) in new {
         if !base_keys.contains(key) {
-            rows.push(Row { key: key.clone(), unit: unit.clone(), base: None, new: Some(*nm), change_pct: f64::NAN, ci_low_pct: f64::NAN, ci_high_pct: f64::NAN, p_value: f64::NAN, lower_is_better: lower_is_better(&key.metric, unit, o.direction), verdict: Verdict::OnlyInNew });
+            rows.push(Row {
+                key: key.clone(),
+                unit: unit.clone(),
+                base: None,
+                new: Some(*nm),
+                change_pct: f64::NAN,
+                ci_low_pct: f64::NAN,
+                ci_high_pct: f64::NAN,
+                p_value: f64::NAN,
+                lower_is_better: lower_is_better(&key.metric, unit, o.direction),
+                verdict: Verdict::OnlyInNew,
+            });
         }
     }
     rows
@@ -290,7 +344,9 @@ pub fn compare(base: &Side, new: &Side, o: &Options) -> Vec<Row> {
 /// Parses `2%`, `2` or `0.5 %` as a percentage.
 pub fn parse_threshold(s: &str) -> Result<f64> {
     let t = s.trim().trim_end_matches('%').trim();
-    let v: f64 = t.parse().map_err(|_| anyhow!("--threshold must be a percentage like 2% (got {s:?})"))?;
+    let v: f64 = t
+        .parse()
+        .map_err(|_| anyhow!("--threshold must be a percentage like 2% (got {s:?})"))?;
     if !(v.is_finite() && v >= 0.0) {
         bail!("--threshold must be a non-negative percentage (got {s:?})");
     }
@@ -298,16 +354,38 @@ pub fn parse_threshold(s: &str) -> Result<f64> {
 }
 
 fn fmt_num(x: f64) -> String {
-    if x.is_finite() { kprof_core::display::fmt_sig(x) } else { "-".into() }
+    if x.is_finite() {
+        kprof_core::display::fmt_sig(x)
+    } else {
+        "-".into()
+    }
 }
 
 fn fmt_pct(x: f64) -> String {
-    if x.is_finite() { format!("{x:+.2}%") } else { "-".into() }
+    if x.is_finite() {
+        format!("{x:+.2}%")
+    } else {
+        "-".into()
+    }
 }
 
 /// The comparison as an aligned table.
 pub fn render(rows: &[Row]) -> String {
-    let mut table: Vec<Vec<String>> = vec![["Benchmark", "Annotation", "Config", "Metric", "Base", "New", "Change", "CI95", "p", "Verdict"].iter().map(|s| s.to_string()).collect()];
+    let mut table: Vec<Vec<String>> = vec![[
+        "Benchmark",
+        "Annotation",
+        "Config",
+        "Metric",
+        "Base",
+        "New",
+        "Change",
+        "CI95",
+        "p",
+        "Verdict",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()];
     for r in rows {
         table.push(vec![
             r.key.benchmark.clone(),
@@ -317,12 +395,22 @@ pub fn render(rows: &[Row]) -> String {
             r.base.map(|m| fmt_num(m.mean)).unwrap_or("-".into()),
             r.new.map(|m| fmt_num(m.mean)).unwrap_or("-".into()),
             fmt_pct(r.change_pct),
-            if r.ci_low_pct.is_finite() { format!("[{}, {}]", fmt_pct(r.ci_low_pct), fmt_pct(r.ci_high_pct)) } else { "-".into() },
-            if r.p_value.is_finite() { format!("{:.3}", r.p_value) } else { "-".into() },
+            if r.ci_low_pct.is_finite() {
+                format!("[{}, {}]", fmt_pct(r.ci_low_pct), fmt_pct(r.ci_high_pct))
+            } else {
+                "-".into()
+            },
+            if r.p_value.is_finite() {
+                format!("{:.3}", r.p_value)
+            } else {
+                "-".into()
+            },
             r.verdict.as_str().to_string(),
         ]);
     }
-    let widths: Vec<usize> = (0..table[0].len()).map(|c| table.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..table[0].len())
+        .map(|c| table.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
     let mut out = String::new();
     for row in &table {
         let line: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
@@ -334,12 +422,51 @@ pub fn render(rows: &[Row]) -> String {
 
 fn write_csv(path: &Path, rows: &[Row]) -> Result<()> {
     let mut w = csv::Writer::from_path(path).with_context(|| format!("cannot write {}", path.display()))?;
-    w.write_record(["Benchmark", "Annotation", "Config", "Metric", "Unit", "BaseN", "BaseMean", "BaseStdDev", "NewN", "NewMean", "NewStdDev", "ChangePct", "CiLowPct", "CiHighPct", "PValue", "LowerIsBetter", "Verdict"])?;
+    w.write_record([
+        "Benchmark",
+        "Annotation",
+        "Config",
+        "Metric",
+        "Unit",
+        "BaseN",
+        "BaseMean",
+        "BaseStdDev",
+        "NewN",
+        "NewMean",
+        "NewStdDev",
+        "ChangePct",
+        "CiLowPct",
+        "CiHighPct",
+        "PValue",
+        "LowerIsBetter",
+        "Verdict",
+    ])?;
     let f = |x: f64| if x.is_finite() { format!("{x}") } else { String::new() };
     for r in rows {
-        let (bn, bm, bs) = r.base.map(|m| (m.n.to_string(), f(m.mean), f(m.sd))).unwrap_or_default();
+        let (bn, bm, bs) = r
+            .base
+            .map(|m| (m.n.to_string(), f(m.mean), f(m.sd)))
+            .unwrap_or_default();
         let (nn, nm, ns) = r.new.map(|m| (m.n.to_string(), f(m.mean), f(m.sd))).unwrap_or_default();
-        w.write_record([r.key.benchmark.clone(), r.key.annotation.clone(), r.key.config.clone(), r.key.metric.clone(), r.unit.clone(), bn, bm, bs, nn, nm, ns, f(r.change_pct), f(r.ci_low_pct), f(r.ci_high_pct), f(r.p_value), r.lower_is_better.to_string(), r.verdict.as_str().to_string()])?;
+        w.write_record([
+            r.key.benchmark.clone(),
+            r.key.annotation.clone(),
+            r.key.config.clone(),
+            r.key.metric.clone(),
+            r.unit.clone(),
+            bn,
+            bm,
+            bs,
+            nn,
+            nm,
+            ns,
+            f(r.change_pct),
+            f(r.ci_low_pct),
+            f(r.ci_high_pct),
+            f(r.p_value),
+            r.lower_is_better.to_string(),
+            r.verdict.as_str().to_string(),
+        ])?;
     }
     w.flush()?;
     Ok(())
@@ -352,9 +479,21 @@ fn run_inner(args: &CompareArgs) -> Result<i32> {
     }
     let base = load_side(&args.base).with_context(|| format!("cannot read BASE {}", args.base.display()))?;
     let new = load_side(&args.new).with_context(|| format!("cannot read NEW {}", args.new.display()))?;
-    let rows = compare(&base, &new, &Options { threshold_pct, alpha: args.alpha, direction: args.direction });
+    let rows = compare(
+        &base,
+        &new,
+        &Options {
+            threshold_pct,
+            alpha: args.alpha,
+            direction: args.direction,
+        },
+    );
     if !rows.iter().any(|r| r.base.is_some() && r.new.is_some()) {
-        bail!("{} and {} have no series in common (benchmark, annotation, config, metric)", args.base.display(), args.new.display());
+        bail!(
+            "{} and {} have no series in common (benchmark, annotation, config, metric)",
+            args.base.display(),
+            args.new.display()
+        );
     }
     if let Some(p) = &args.csv {
         write_csv(p, &rows)?;
@@ -366,7 +505,10 @@ fn run_inner(args: &CompareArgs) -> Result<i32> {
     }
     let regressions = rows.iter().filter(|r| r.verdict == Verdict::Regression).count();
     if regressions > 0 {
-        eprintln!("kprof: {regressions} significant regression(s) beyond {threshold_pct}% (alpha {})", args.alpha);
+        eprintln!(
+            "kprof: {regressions} significant regression(s) beyond {threshold_pct}% (alpha {})",
+            args.alpha
+        );
         Ok(1)
     } else {
         Ok(0)
@@ -389,7 +531,12 @@ mod tests {
     use super::*;
 
     fn key(a: &str) -> Key {
-        Key { benchmark: "b".into(), annotation: a.into(), config: String::new(), metric: "gpu__time_duration.sum".into() }
+        Key {
+            benchmark: "b".into(),
+            annotation: a.into(),
+            config: String::new(),
+            metric: "gpu__time_duration.sum".into(),
+        }
     }
 
     #[test]
@@ -411,13 +558,57 @@ mod tests {
 
     #[test]
     fn verdicts_threshold_and_direction() {
-        let o = Options { threshold_pct: 2.0, alpha: 0.05, direction: DirectionArg::Auto };
+        let o = Options {
+            threshold_pct: 2.0,
+            alpha: 0.05,
+            direction: DirectionArg::Auto,
+        };
         let base: Side = vec![
-            (key("slower"), Moments { n: 10, mean: 100.0, sd: 1.0 }, "ns".into()),
-            (key("tiny"), Moments { n: 10, mean: 100.0, sd: 0.01 }, "ns".into()),
-            (key("noisy"), Moments { n: 3, mean: 100.0, sd: 30.0 }, "ns".into()),
-            (key("faster"), Moments { n: 10, mean: 100.0, sd: 1.0 }, "ns".into()),
-            (key("gone"), Moments { n: 10, mean: 1.0, sd: 0.1 }, "ns".into()),
+            (
+                key("slower"),
+                Moments {
+                    n: 10,
+                    mean: 100.0,
+                    sd: 1.0,
+                },
+                "ns".into(),
+            ),
+            (
+                key("tiny"),
+                Moments {
+                    n: 10,
+                    mean: 100.0,
+                    sd: 0.01,
+                },
+                "ns".into(),
+            ),
+            (
+                key("noisy"),
+                Moments {
+                    n: 3,
+                    mean: 100.0,
+                    sd: 30.0,
+                },
+                "ns".into(),
+            ),
+            (
+                key("faster"),
+                Moments {
+                    n: 10,
+                    mean: 100.0,
+                    sd: 1.0,
+                },
+                "ns".into(),
+            ),
+            (
+                key("gone"),
+                Moments {
+                    n: 10,
+                    mean: 1.0,
+                    sd: 0.1,
+                },
+                "ns".into(),
+            ),
         ];
         let mut new = base.clone();
         new[0].1.mean = 110.0;
@@ -425,10 +616,28 @@ mod tests {
         new[2].1.mean = 130.0;
         new[3].1.mean = 90.0;
         new.remove(4);
-        new.push((key("added"), Moments { n: 1, mean: 1.0, sd: f64::NAN }, "ns".into()));
+        new.push((
+            key("added"),
+            Moments {
+                n: 1,
+                mean: 1.0,
+                sd: f64::NAN,
+            },
+            "ns".into(),
+        ));
         let rows = compare(&base, &new, &o);
         let v: Vec<Verdict> = rows.iter().map(|r| r.verdict).collect();
-        assert_eq!(v, [Verdict::Regression, Verdict::Same, Verdict::NotSignificant, Verdict::Improvement, Verdict::OnlyInBase, Verdict::OnlyInNew]);
+        assert_eq!(
+            v,
+            [
+                Verdict::Regression,
+                Verdict::Same,
+                Verdict::NotSignificant,
+                Verdict::Improvement,
+                Verdict::OnlyInBase,
+                Verdict::OnlyInNew
+            ]
+        );
         assert!((rows[0].change_pct - 10.0).abs() < 1e-9);
         assert!(rows[0].ci_low_pct < 10.0 && rows[0].ci_high_pct > 10.0);
         // Throughput: higher is better, so +10% is an improvement.
@@ -437,7 +646,10 @@ mod tests {
         let mut tn = tb.clone();
         tn[0].1.mean = 110.0;
         assert_eq!(compare(&tb, &tn, &o)[0].verdict, Verdict::Improvement);
-        let forced = Options { direction: DirectionArg::LowerIsBetter, ..o };
+        let forced = Options {
+            direction: DirectionArg::LowerIsBetter,
+            ..o
+        };
         assert_eq!(compare(&tb, &tn, &forced)[0].verdict, Verdict::Regression);
     }
 

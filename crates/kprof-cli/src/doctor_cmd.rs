@@ -44,7 +44,12 @@ impl Level {
 }
 
 fn f(level: Level, item: &str, detail: impl Into<String>, fix: Option<String>) -> Finding {
-    Finding { level, item: item.into(), detail: detail.into(), fix }
+    Finding {
+        level,
+        item: item.into(),
+        detail: detail.into(),
+        fix,
+    }
 }
 
 /// The search plan of a library as lines (candidates, then places that held nothing).
@@ -90,13 +95,36 @@ pub fn diagnose(env: &SearchEnv, verbose: bool) -> Vec<Finding> {
         Ok(d) => {
             have_driver = true;
             let v = d.version;
-            out.push(f(Level::Ok, "CUDA driver", format!("{} (supports CUDA {}.{})", d.path.display(), v / 1000, (v % 1000) / 10), None));
+            out.push(f(
+                Level::Ok,
+                "CUDA driver",
+                format!("{} (supports CUDA {}.{})", d.path.display(), v / 1000, (v % 1000) / 10),
+                None,
+            ));
             match d.device_count() {
-                Ok(0) | Err(_) => out.push(f(Level::Fail, "GPU", "the driver sees no GPU", Some("check nvidia-smi and CUDA_VISIBLE_DEVICES".into()))),
+                Ok(0) | Err(_) => out.push(f(
+                    Level::Fail,
+                    "GPU",
+                    "the driver sees no GPU",
+                    Some("check nvidia-smi and CUDA_VISIBLE_DEVICES".into()),
+                )),
                 Ok(n) => {
                     for i in 0..n {
                         match d.device_info(i) {
-                            Ok(p) => out.push(f(Level::Ok, "GPU", format!("#{i} {} (cc {}.{}, L2 {} MiB, SM clock {} MHz, uuid {})", p.name, p.cc.0, p.cc.1, p.l2_bytes >> 20, p.clock_khz / 1000, p.uuid), None)),
+                            Ok(p) => out.push(f(
+                                Level::Ok,
+                                "GPU",
+                                format!(
+                                    "#{i} {} (cc {}.{}, L2 {} MiB, SM clock {} MHz, uuid {})",
+                                    p.name,
+                                    p.cc.0,
+                                    p.cc.1,
+                                    p.l2_bytes >> 20,
+                                    p.clock_khz / 1000,
+                                    p.uuid
+                                ),
+                                None,
+                            )),
                             Err(e) => out.push(f(Level::Warn, "GPU", format!("#{i}: {e}"), None)),
                         }
                     }
@@ -105,7 +133,12 @@ pub fn diagnose(env: &SearchEnv, verbose: bool) -> Vec<Finding> {
         }
         Err(e) => {
             let detail = error_detail(&e.to_string());
-            out.push(f(Level::Fail, "CUDA driver", format!("libcuda is missing or unusable: {detail}"), Some(LibKind::Cuda.hint())));
+            out.push(f(
+                Level::Fail,
+                "CUDA driver",
+                format!("libcuda is missing or unusable: {detail}"),
+                Some(LibKind::Cuda.hint()),
+            ));
             if verbose {
                 for l in plan_lines(LibKind::Cuda, env) {
                     out.push(f(Level::Info, "libcuda search", l, None));
@@ -119,7 +152,17 @@ pub fn diagnose(env: &SearchEnv, verbose: bool) -> Vec<Finding> {
     match kprof::cupti::Cupti::load(env) {
         Ok(c) => {
             let v = c.api_version;
-            out.push(f(Level::Ok, "CUPTI", format!("{} (API {v}, CUDA {}.{})", c.path.display(), v / 10000, (v % 10000) / 100), None));
+            out.push(f(
+                Level::Ok,
+                "CUPTI",
+                format!(
+                    "{} (API {v}, CUDA {}.{})",
+                    c.path.display(),
+                    v / 10000,
+                    (v % 10000) / 100
+                ),
+                None,
+            ));
             match &c.nvperf_host {
                 Some(p) => out.push(f(Level::Ok, "nvperf host", p.display().to_string(), None)),
                 None => out.push(f(Level::Warn, "nvperf host", format!("no libnvperf_host.so beside {}", c.path.display()), Some("in-process hardware counters need it: use a CUPTI folder that has it (toolkit targets/*/lib or the nvidia-cuda-cupti wheel)".into()))),
@@ -133,7 +176,12 @@ pub fn diagnose(env: &SearchEnv, verbose: bool) -> Vec<Finding> {
         }
         Err(e) => {
             let detail = error_detail(&e.to_string());
-            out.push(f(Level::Fail, "CUPTI", format!("libcupti not loadable: {detail}"), Some(LibKind::Cupti.hint())));
+            out.push(f(
+                Level::Fail,
+                "CUPTI",
+                format!("libcupti not loadable: {detail}"),
+                Some(LibKind::Cupti.hint()),
+            ));
         }
     }
     if verbose || !out.iter().any(|x| x.item == "CUPTI" && x.level == Level::Ok) {
@@ -145,7 +193,12 @@ pub fn diagnose(env: &SearchEnv, verbose: bool) -> Vec<Finding> {
     // 3. NVML.
     match loader::load_library(LibKind::Nvml, env) {
         Ok(l) => out.push(f(Level::Ok, "NVML", l.path.display().to_string(), None)),
-        Err(_) => out.push(f(Level::Warn, "NVML", "libnvidia-ml not found: no clocks, temperature or power in the results", Some(LibKind::Nvml.hint()))),
+        Err(_) => out.push(f(
+            Level::Warn,
+            "NVML",
+            "libnvidia-ml not found: no clocks, temperature or power in the results",
+            Some(LibKind::Nvml.hint()),
+        )),
     }
 
     // 4. Nsight Compute.
@@ -155,30 +208,63 @@ pub fn diagnose(env: &SearchEnv, verbose: bool) -> Vec<Finding> {
     }
 
     // 5. Counter permission.
-    match std::fs::read_to_string("/proc/driver/nvidia/params").ok().as_deref().and_then(profiling_admin_only) {
+    match std::fs::read_to_string("/proc/driver/nvidia/params")
+        .ok()
+        .as_deref()
+        .and_then(profiling_admin_only)
+    {
         Some(true) => {
             let root = unsafe { libc::geteuid() } == 0;
             out.push(f(if root { Level::Ok } else { Level::Warn }, "counter permission", format!("RmProfilingAdminOnly=1 (performance counters need admin){}", if root { "; running as root" } else { "" }), (!root).then(|| "run as root, or load the driver with NVreg_RestrictProfilingToAdminUsers=0 (kernel timing via CUPTI activity is not affected)".to_string())));
         }
-        Some(false) => out.push(f(Level::Ok, "counter permission", "RmProfilingAdminOnly=0: any user may read performance counters", None)),
-        None => out.push(f(Level::Info, "counter permission", if have_driver { "unknown (/proc/driver/nvidia/params has no RmProfilingAdminOnly)" } else { "unknown (no NVIDIA driver)" }, None)),
+        Some(false) => out.push(f(
+            Level::Ok,
+            "counter permission",
+            "RmProfilingAdminOnly=0: any user may read performance counters",
+            None,
+        )),
+        None => out.push(f(
+            Level::Info,
+            "counter permission",
+            if have_driver {
+                "unknown (/proc/driver/nvidia/params has no RmProfilingAdminOnly)"
+            } else {
+                "unknown (no NVIDIA driver)"
+            },
+            None,
+        )),
     }
 
     // 6. Other CUPTI users / injectors.
     let injectors: Vec<String> = ["CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH"]
         .iter()
-        .filter_map(|v| std::env::var(v).ok().filter(|x| !x.is_empty()).map(|x| format!("{v}={x}")))
+        .filter_map(|v| {
+            std::env::var(v)
+                .ok()
+                .filter(|x| !x.is_empty())
+                .map(|x| format!("{v}={x}"))
+        })
         .collect();
     if injectors.is_empty() {
         out.push(f(Level::Info, "other CUPTI users", "none injected through the environment; another CUPTI client inside a program (torch.profiler/Kineto, Proton, a second kprof) cannot be seen before subscribing: kprof then reports 'subscriber taken'", Some("to check a program: run it under `kprof run --verbose` and look for 'cannot start CUPTI activity collection'".into())));
     } else {
-        out.push(f(Level::Warn, "other CUPTI users", format!("a profiler injects itself: {}", injectors.join(", ")), Some("kprof run refuses to run under ncu/nsys; run kprof outside them".into())));
+        out.push(f(
+            Level::Warn,
+            "other CUPTI users",
+            format!("a profiler injects itself: {}", injectors.join(", ")),
+            Some("kprof run refuses to run under ncu/nsys; run kprof outside them".into()),
+        ));
     }
 
     // 7. kprof run's injection library.
     let exe = std::env::current_exe().ok();
     match crate::run_cmd::find_inject_lib(std::env::var_os(crate::run_cmd::ENV_INJECT_PATH).map(Into::into), exe) {
-        Ok(p) => out.push(f(Level::Ok, "kprof run", format!("injection library {}", p.display()), None)),
+        Ok(p) => out.push(f(
+            Level::Ok,
+            "kprof run",
+            format!("injection library {}", p.display()),
+            None,
+        )),
         Err(e) => out.push(f(Level::Warn, "kprof run", e.to_string(), None)),
     }
     out

@@ -42,7 +42,10 @@ pub struct ImportArgs {
 }
 
 fn sibling(file: &Path, suffix: &str) -> PathBuf {
-    let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "ncu".into());
+    let stem = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "ncu".into());
     file.with_file_name(format!("{stem}{suffix}"))
 }
 
@@ -55,7 +58,10 @@ fn processed(raw: &RawResults) -> Result<kprof_core::ProcessedResults> {
 pub fn run(args: ImportArgs) -> Result<()> {
     let file = &args.file;
     if !file.is_file() {
-        bail!("{}: no such file; give a .ncu-rep report or its CSV export", file.display());
+        bail!(
+            "{}: no such file; give a .ncu-rep report or its CSV export",
+            file.display()
+        );
     }
     let is_report = file
         .extension()
@@ -86,7 +92,9 @@ pub fn run(args: ImportArgs) -> Result<()> {
         other => bail!("--numbers {other:?}: use auto, c or european"),
     };
     let benchmark = args.benchmark.clone().unwrap_or_else(|| {
-        file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "ncu".into())
+        file.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "ncu".into())
     });
     let opts = ImportOptions {
         benchmark,
@@ -122,7 +130,9 @@ mod tests {
     use super::*;
 
     fn fixture(name: &str) -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/ncu").join(name)
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/ncu")
+            .join(name)
     }
 
     fn args(file: PathBuf, dir: &Path) -> ImportArgs {
@@ -144,9 +154,21 @@ mod tests {
         run(args(fixture("kprof-keyed.csv"), dir.path())).unwrap();
         let raw = std::fs::read_to_string(dir.path().join("r.csv")).unwrap();
         let processed = std::fs::read_to_string(dir.path().join("p.csv")).unwrap();
-        assert!(raw.lines().next().unwrap().starts_with("Annotation,Value,Metric,Kernel,GPU"), "{raw}");
-        assert!(raw.contains("2670688") && raw.contains("NVIDIA H200") && raw.contains("kprof-keyed"), "{raw}");
-        assert!(processed.contains("AvgValue") && processed.contains("matmul"), "{processed}");
+        assert!(
+            raw.lines()
+                .next()
+                .unwrap()
+                .starts_with("Annotation,Value,Metric,Kernel,GPU"),
+            "{raw}"
+        );
+        assert!(
+            raw.contains("2670688") && raw.contains("NVIDIA H200") && raw.contains("kprof-keyed"),
+            "{raw}"
+        );
+        assert!(
+            processed.contains("AvgValue") && processed.contains("matmul"),
+            "{processed}"
+        );
         // Read back through kprof-core: the same samples.
         let back = kprof_core::io::read_raw_csv(&dir.path().join("r.csv"), &Default::default()).unwrap();
         assert_eq!(back.samples.len(), 36);

@@ -95,11 +95,20 @@ fn summarize(args: &SummarizeArgs) -> Result<()> {
     if args.bootstrap == Some(0) {
         bail!("--bootstrap needs at least 1 resample (2000 is a good choice)");
     }
-    let raw = io::read_raw_csv(&args.raw, &ReadOptions { params: args.params.clone(), benchmark: None })?;
+    let raw = io::read_raw_csv(
+        &args.raw,
+        &ReadOptions {
+            params: args.params.clone(),
+            benchmark: None,
+        },
+    )?;
     let opts = ProcessOptions {
         stats: StatsOptions {
             stable_rsd_pct: args.stable_rsd,
-            bootstrap: args.bootstrap.map(|resamples| BootstrapOptions { resamples, seed: args.seed }),
+            bootstrap: args.bootstrap.map(|resamples| BootstrapOptions {
+                resamples,
+                seed: args.seed,
+            }),
         },
         normalize_against: args.normalize_against.clone(),
     };
@@ -134,13 +143,11 @@ fn show(file: &Path, max_rows: usize) -> Result<()> {
     match loaded {
         Loaded::Raw(raw) => print!("{}", render_raw(&raw, max_rows)),
         Loaded::Processed(processed) => print!("{}", render_processed(&processed)),
-        Loaded::Json(result) => {
-            match (&result.processed, &result.raw) {
-                (Some(p), _) => print!("{}", render_processed(p)),
-                (None, Some(r)) => print!("{}", render_raw(r, max_rows)),
-                (None, None) => println!("{} holds no results", file.display()),
-            }
-        }
+        Loaded::Json(result) => match (&result.processed, &result.raw) {
+            (Some(p), _) => print!("{}", render_processed(p)),
+            (None, Some(r)) => print!("{}", render_raw(r, max_rows)),
+            (None, None) => println!("{} holds no results", file.display()),
+        },
     }
     Ok(())
 }

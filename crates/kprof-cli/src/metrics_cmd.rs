@@ -44,7 +44,13 @@ pub struct MetricsArgs {
 fn chip(args: &MetricsArgs) -> String {
     args.chip
         .clone()
-        .or_else(|| if gpu_present() { kprof::counters::device_chip() } else { None })
+        .or_else(|| {
+            if gpu_present() {
+                kprof::counters::device_chip()
+            } else {
+                None
+            }
+        })
         .or_else(|| std::env::var("KPROF_CHIP").ok().filter(|s| !s.is_empty()))
         .unwrap_or_else(|| "GH100".into())
 }

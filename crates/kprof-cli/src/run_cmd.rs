@@ -129,7 +129,11 @@ pub fn find_inject_lib(explicit: Option<PathBuf>, exe: Option<PathBuf>) -> Resul
     bail!(
         "cannot find {INJECT_LIB} (tried: {}); build it with `cargo build --release -p kprof-inject` \
          and put it next to the kprof executable, or set {ENV_INJECT_PATH}",
-        if tried.is_empty() { "nothing: the kprof executable's path is unknown".into() } else { tried.join(", ") }
+        if tried.is_empty() {
+            "nothing: the kprof executable's path is unknown".into()
+        } else {
+            tried.join(", ")
+        }
     )
 }
 
@@ -158,7 +162,9 @@ pub fn benchmark_name(command: &[OsString]) -> String {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default()
     };
-    let Some(first) = command.first() else { return "program".into() };
+    let Some(first) = command.first() else {
+        return "program".into();
+    };
     let name = base(first);
     if name.starts_with("python") {
         if let Some(script) = command[1..].iter().find(|a| a.to_string_lossy().ends_with(".py")) {
@@ -190,7 +196,11 @@ pub fn plan(sweep: Option<&(String, Vec<String>)>, repeat: u32) -> Vec<Invocatio
                 Some(_) => format!("sweep{i}-rep{k}"),
                 None => format!("rep{k}"),
             });
-            out.push(Invocation { sweep: s.clone(), repeat: k, dir });
+            out.push(Invocation {
+                sweep: s.clone(),
+                repeat: k,
+                dir,
+            });
         }
     }
     out
@@ -209,12 +219,21 @@ pub fn merge(parts: &[(Option<(String, String)>, RawResults)]) -> Result<RawResu
             if let Some((var, val)) = sweep {
                 config.params.push((var.clone(), ParamValue::infer(val)));
             }
-            let k = (series.key.benchmark.clone(), series.key.annotation.clone(), config.clone(), series.key.metric.clone());
+            let k = (
+                series.key.benchmark.clone(),
+                series.key.annotation.clone(),
+                config.clone(),
+                series.key.metric.clone(),
+            );
             let offset = next_run.get(&k).copied().unwrap_or(0);
             let run = offset + s.run;
             let e = max_run.entry(k).or_insert(run);
             *e = (*e).max(run);
-            let extras: Vec<(&str, ExtraValue)> = raw.extras.iter().map(|c| (c.name.as_str(), c.values[i].clone())).collect();
+            let extras: Vec<(&str, ExtraValue)> = raw
+                .extras
+                .iter()
+                .map(|c| (c.name.as_str(), c.values[i].clone()))
+                .collect();
             out.push(&SampleRecord {
                 benchmark: &series.key.benchmark,
                 annotation: &series.key.annotation,
@@ -242,19 +261,31 @@ struct Collected {
 }
 
 fn collect(dir: &Path) -> Result<Collected> {
-    let mut c = Collected { raws: Vec::new(), statuses: Vec::new() };
+    let mut c = Collected {
+        raws: Vec::new(),
+        statuses: Vec::new(),
+    };
     let Ok(rd) = std::fs::read_dir(dir) else { return Ok(c) };
     let mut files: Vec<PathBuf> = rd.filter_map(|e| e.ok()).map(|e| e.path()).collect();
     files.sort();
     for f in files {
         match f.extension().and_then(|e| e.to_str()) {
             Some("csv") => {
-                let raw = io::read_raw_csv(&f, &ReadOptions { params: Some(Vec::new()), benchmark: None })
-                    .with_context(|| format!("cannot read {}", f.display()))?;
+                let raw = io::read_raw_csv(
+                    &f,
+                    &ReadOptions {
+                        params: Some(Vec::new()),
+                        benchmark: None,
+                    },
+                )
+                .with_context(|| format!("cannot read {}", f.display()))?;
                 c.raws.push(raw);
             }
             Some("json") => {
-                if let Ok(v) = std::fs::read_to_string(&f).map_err(anyhow::Error::from).and_then(|t| Ok(serde_json::from_str(&t)?)) {
+                if let Ok(v) = std::fs::read_to_string(&f)
+                    .map_err(anyhow::Error::from)
+                    .and_then(|t| Ok(serde_json::from_str(&t)?))
+                {
                     c.statuses.push(v);
                 }
             }
@@ -276,7 +307,10 @@ pub fn run(args: &RunArgs) -> i32 {
             bail!("--repeat must be at least 1");
         }
         let sweep = args.env_sweep.as_deref().map(parse_env_sweep).transpose()?;
-        let lib = find_inject_lib(std::env::var_os(ENV_INJECT_PATH).map(PathBuf::from), std::env::current_exe().ok())?;
+        let lib = find_inject_lib(
+            std::env::var_os(ENV_INJECT_PATH).map(PathBuf::from),
+            std::env::current_exe().ok(),
+        )?;
         check_foreign_injection(|v| std::env::var(v).ok(), &lib)?;
         std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
         Ok((lib, sweep))
@@ -320,13 +354,24 @@ pub fn run(args: &RunArgs) -> i32 {
             Ok(st) => {
                 let code = exit_code(st);
                 if code != 0 {
-                    eprintln!("kprof: the command exited with {code}{}", if invocations.len() > 1 { format!(" (repetition {})", inv.repeat) } else { String::new() });
+                    eprintln!(
+                        "kprof: the command exited with {code}{}",
+                        if invocations.len() > 1 {
+                            format!(" (repetition {})", inv.repeat)
+                        } else {
+                            String::new()
+                        }
+                    );
                     program_code = code;
                 }
             }
             Err(e) => {
                 eprintln!("kprof: error: cannot start {}: {e}", args.command[0].to_string_lossy());
-                return if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
+                return if e.kind() == std::io::ErrorKind::NotFound {
+                    127
+                } else {
+                    126
+                };
             }
         }
         match collect(&dir) {
@@ -342,13 +387,21 @@ pub fn run(args: &RunArgs) -> i32 {
         Ok(()) => program_code,
         Err(e) => {
             eprintln!("kprof: error: {e:#}");
-            if program_code != 0 { program_code } else { 1 }
+            if program_code != 0 {
+                program_code
+            } else {
+                1
+            }
         }
     }
 }
 
 /// Prints the processes' warnings and errors, writes raw.csv / processed.csv and the table.
-fn finish(args: &RunArgs, parts: &[(Option<(String, String)>, RawResults)], statuses: &[serde_json::Value]) -> Result<()> {
+fn finish(
+    args: &RunArgs,
+    parts: &[(Option<(String, String)>, RawResults)],
+    statuses: &[serde_json::Value],
+) -> Result<()> {
     for s in statuses {
         let pid = s["pid"].as_u64().unwrap_or(0);
         for (kind, list) in [("error", &s["errors"]), ("warning", &s["warnings"])] {
@@ -368,7 +421,10 @@ fn finish(args: &RunArgs, parts: &[(Option<(String, String)>, RawResults)], stat
                 args.out.join("procs").display()
             );
         }
-        bail!("{cuda_procs} CUDA process(es) ran but no kernel was recorded (see the errors above and {}/procs/*/*.json)", args.out.display());
+        bail!(
+            "{cuda_procs} CUDA process(es) ran but no kernel was recorded (see the errors above and {}/procs/*/*.json)",
+            args.out.display()
+        );
     }
     let raw_path = args.out.join("raw.csv");
     io::write_raw_csv(&raw_path, &merged)?;
@@ -380,7 +436,13 @@ fn finish(args: &RunArgs, parts: &[(Option<(String, String)>, RawResults)], stat
     } else if !args.quiet {
         print!("{}", render_processed(&processed));
     }
-    eprintln!("kprof: wrote {} and {} ({} samples from {} process file(s))", raw_path.display(), processed_path.display(), merged.samples.len(), parts.len());
+    eprintln!(
+        "kprof: wrote {} and {} ({} samples from {} process file(s))",
+        raw_path.display(),
+        processed_path.display(),
+        merged.samples.len(),
+        parts.len()
+    );
     Ok(())
 }
 
@@ -391,7 +453,10 @@ mod tests {
 
     #[test]
     fn env_sweep_parsing() {
-        assert_eq!(parse_env_sweep("N=1,2,4").unwrap(), ("N".into(), vec!["1".into(), "2".into(), "4".into()]));
+        assert_eq!(
+            parse_env_sweep("N=1,2,4").unwrap(),
+            ("N".into(), vec!["1".into(), "2".into(), "4".into()])
+        );
         assert!(parse_env_sweep("N").is_err());
         assert!(parse_env_sweep("=1").is_err());
         assert!(parse_env_sweep("A-B=1").is_err());
@@ -402,7 +467,10 @@ mod tests {
     fn benchmark_names() {
         let v = |s: &[&str]| s.iter().map(OsString::from).collect::<Vec<_>>();
         assert_eq!(benchmark_name(&v(&["./bin/sgemm", "4096"])), "sgemm");
-        assert_eq!(benchmark_name(&v(&["/opt/torch/.venv/bin/python3", "-u", "train.py"])), "train");
+        assert_eq!(
+            benchmark_name(&v(&["/opt/torch/.venv/bin/python3", "-u", "train.py"])),
+            "train"
+        );
         assert_eq!(benchmark_name(&v(&["python", "-c", "pass"])), "python");
     }
 
@@ -410,8 +478,16 @@ mod tests {
     fn foreign_injection_is_refused() {
         let ours = Path::new("/x/libkprof_inject.so");
         assert!(check_foreign_injection(|_| None, ours).is_ok());
-        assert!(check_foreign_injection(|v| (v == "CUDA_INJECTION64_PATH").then(|| ours.display().to_string()), ours).is_ok());
-        let e = check_foreign_injection(|v| (v == "NVTX_INJECTION64_PATH").then(|| "/opt/ncu/libInterceptor.so".into()), ours).unwrap_err();
+        assert!(check_foreign_injection(
+            |v| (v == "CUDA_INJECTION64_PATH").then(|| ours.display().to_string()),
+            ours
+        )
+        .is_ok());
+        let e = check_foreign_injection(
+            |v| (v == "NVTX_INJECTION64_PATH").then(|| "/opt/ncu/libInterceptor.so".into()),
+            ours,
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("ncu"), "{e}");
     }
 
@@ -429,17 +505,26 @@ mod tests {
         let mut r = RawResults::new();
         let d = DeviceInfo::default();
         for (run, v) in values.iter().enumerate() {
-            r.push(&SampleRecord { benchmark: "b", annotation: "mm", config: &Config::new(), run: run as u32, metric: DEFAULT_METRIC, value: *v, unit: "ns", kernel: "k", device: &d, extras: &[] }).unwrap();
+            r.push(&SampleRecord {
+                benchmark: "b",
+                annotation: "mm",
+                config: &Config::new(),
+                run: run as u32,
+                metric: DEFAULT_METRIC,
+                value: *v,
+                unit: "ns",
+                kernel: "k",
+                device: &d,
+                extras: &[],
+            })
+            .unwrap();
         }
         r
     }
 
     #[test]
     fn merge_offsets_runs_and_adds_sweep_params() {
-        let parts = vec![
-            (None, part(&[1.0, 2.0])),
-            (None, part(&[3.0])),
-        ];
+        let parts = vec![(None, part(&[1.0, 2.0])), (None, part(&[3.0]))];
         let m = merge(&parts).unwrap();
         assert_eq!(m.samples.iter().map(|s| s.run).collect::<Vec<_>>(), [0, 1, 2]);
         m.check_unique_runs().unwrap();
@@ -458,8 +543,13 @@ mod tests {
     #[test]
     fn missing_library_message() {
         let dir = tempfile::tempdir().unwrap();
-        let e = find_inject_lib(None, Some(dir.path().join("kprof"))).unwrap_err().to_string();
-        assert!(e.contains("libkprof_inject.so") && e.contains("KPROF_INJECT_PATH"), "{e}");
+        let e = find_inject_lib(None, Some(dir.path().join("kprof")))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("libkprof_inject.so") && e.contains("KPROF_INJECT_PATH"),
+            "{e}"
+        );
         std::fs::write(dir.path().join(INJECT_LIB), b"").unwrap();
         assert!(find_inject_lib(None, Some(dir.path().join("kprof"))).is_ok());
         assert!(find_inject_lib(Some(dir.path().join("nope.so")), None).is_err());

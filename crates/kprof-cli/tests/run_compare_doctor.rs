@@ -14,11 +14,16 @@ fn kprof() -> Command {
 }
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/h200").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/h200")
+        .join(name)
 }
 
 fn text(o: &Output) -> (String, String) {
-    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
 }
 
 /// A copy of a raw fixture with every value multiplied by `factor`.
@@ -34,7 +39,12 @@ fn scaled(src: &Path, factor: f64, dir: &Path) -> PathBuf {
 
 #[test]
 fn compare_h200_fixtures_with_themselves_is_no_change() {
-    for name in ["a_sgemm4096-raw.csv", "b_scale256mb-raw.csv", "c_three_kernels-raw.csv", "g_sgemm_sweep-raw.csv"] {
+    for name in [
+        "a_sgemm4096-raw.csv",
+        "b_scale256mb-raw.csv",
+        "c_three_kernels-raw.csv",
+        "g_sgemm_sweep-raw.csv",
+    ] {
         let f = fixture(name);
         let o = kprof().arg("compare").arg(&f).arg(&f).output().unwrap();
         let (out, err) = text(&o);
@@ -77,27 +87,54 @@ fn compare_processed_tables_uses_their_moments_and_writes_csv_and_json() {
         assert!(s.status.success(), "{:?}", text(&s));
     }
     let csv = dir.path().join("cmp.csv");
-    let o = kprof().args(["compare", "--json", "--csv"]).arg(&csv).arg(&base_p).arg(&slow_p).output().unwrap();
+    let o = kprof()
+        .args(["compare", "--json", "--csv"])
+        .arg(&csv)
+        .arg(&base_p)
+        .arg(&slow_p)
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
     let v: serde_json::Value = serde_json::from_str(&text(&o).0).unwrap();
     assert_eq!(v[0]["verdict"], "regression");
     assert!(v[0]["p_value"].as_f64().unwrap() < 1e-6);
-    assert!(std::fs::read_to_string(&csv).unwrap().contains(",regression") || std::fs::read_to_string(&csv).unwrap().contains("REGRESSION"));
+    assert!(
+        std::fs::read_to_string(&csv).unwrap().contains(",regression")
+            || std::fs::read_to_string(&csv).unwrap().contains("REGRESSION")
+    );
     // A 20% threshold turns it into "same".
-    let o = kprof().args(["compare", "--threshold", "20%"]).arg(&base_p).arg(&slow_p).output().unwrap();
+    let o = kprof()
+        .args(["compare", "--threshold", "20%"])
+        .arg(&base_p)
+        .arg(&slow_p)
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
 }
 
 #[test]
 fn compare_bad_input_exits_2() {
-    let o = kprof().args(["compare", "/nonexistent/a.csv", "/nonexistent/b.csv"]).output().unwrap();
+    let o = kprof()
+        .args(["compare", "/nonexistent/a.csv", "/nonexistent/b.csv"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("kprof: error:"));
     let f = fixture("a_sgemm4096-raw.csv");
-    let o = kprof().args(["compare", "--threshold", "x"]).arg(&f).arg(&f).output().unwrap();
+    let o = kprof()
+        .args(["compare", "--threshold", "x"])
+        .arg(&f)
+        .arg(&f)
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
     // No series in common.
-    let o = kprof().arg("compare").arg(&f).arg(fixture("b_scale256mb-raw.csv")).output().unwrap();
+    let o = kprof()
+        .arg("compare")
+        .arg(&f)
+        .arg(fixture("b_scale256mb-raw.csv"))
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
     // Usage error (clap).
     let o = kprof().args(["compare", "only-one"]).output().unwrap();
@@ -109,12 +146,24 @@ fn doctor_exits_0_and_diagnoses_a_gpu_less_machine() {
     let o = kprof().arg("doctor").output().unwrap();
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
-    for item in ["CUDA driver", "CUPTI", "NVML", "Nsight Compute", "counter permission", "other CUPTI users", "kprof run"] {
+    for item in [
+        "CUDA driver",
+        "CUPTI",
+        "NVML",
+        "Nsight Compute",
+        "counter permission",
+        "other CUPTI users",
+        "kprof run",
+    ] {
         assert!(out.contains(item), "{item} missing:\n{out}");
     }
-    let has_libcuda = ["/usr/lib/libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib64/libcuda.so.1"]
-        .iter()
-        .any(|p| Path::new(p).exists());
+    let has_libcuda = [
+        "/usr/lib/libcuda.so.1",
+        "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+        "/usr/lib64/libcuda.so.1",
+    ]
+    .iter()
+    .any(|p| Path::new(p).exists());
     if !has_libcuda {
         assert!(out.contains("[FAIL] CUDA driver: libcuda is missing"), "{out}");
         assert!(out.contains("fix: install the NVIDIA driver"), "{out}");
@@ -131,16 +180,30 @@ fn run_passes_the_exit_code_through_and_explains_missing_results() {
         .env("KPROF_INJECT_PATH", &fake_lib)
         .args(["run", "--out"])
         .arg(&out)
-        .args(["--", "sh", "-c", "echo \"$CUDA_INJECTION64_PATH|$KPROF_RUN_BENCHMARK\"; exit 3"])
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "echo \"$CUDA_INJECTION64_PATH|$KPROF_RUN_BENCHMARK\"; exit 3",
+        ])
         .output()
         .unwrap();
     let (so, se) = text(&o);
     assert_eq!(o.status.code(), Some(3), "{so}{se}");
     let lib = std::fs::canonicalize(&fake_lib).unwrap();
     assert_eq!(so, format!("{}|sh\n", lib.display()));
-    assert!(se.contains("exited with 3") && se.contains("no process of the command initialised CUDA"), "{se}");
+    assert!(
+        se.contains("exited with 3") && se.contains("no process of the command initialised CUDA"),
+        "{se}"
+    );
     // Success of the command but no results: 1.
-    let o = kprof().env("KPROF_INJECT_PATH", &fake_lib).args(["run", "--quiet", "--out"]).arg(&out).args(["--", "true"]).output().unwrap();
+    let o = kprof()
+        .env("KPROF_INJECT_PATH", &fake_lib)
+        .args(["run", "--quiet", "--out"])
+        .arg(&out)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
     // Repeat and env sweep run the command once per (value, repetition), with the variable set.
     let log = dir.path().join("log");
@@ -160,22 +223,36 @@ fn run_passes_the_exit_code_through_and_explains_missing_results() {
 #[test]
 fn run_refuses_without_library_or_under_another_profiler() {
     let dir = tempfile::tempdir().unwrap();
-    let o = kprof().env("KPROF_INJECT_PATH", dir.path().join("missing.so")).args(["run", "--", "true"]).output().unwrap();
+    let o = kprof()
+        .env("KPROF_INJECT_PATH", dir.path().join("missing.so"))
+        .args(["run", "--", "true"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("KPROF_INJECT_PATH"));
     let fake_lib = dir.path().join("libkprof_inject.so");
     std::fs::write(&fake_lib, b"").unwrap();
     let o = kprof()
         .env("KPROF_INJECT_PATH", &fake_lib)
-        .env("CUDA_INJECTION64_PATH", "/opt/nvidia/nsight-compute/lib/libInterceptor.so")
+        .env(
+            "CUDA_INJECTION64_PATH",
+            "/opt/nvidia/nsight-compute/lib/libInterceptor.so",
+        )
         .args(["run", "--", "true"])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("another profiler"), "{:?}", text(&o));
     // Bad options.
-    let o = kprof().env("KPROF_INJECT_PATH", &fake_lib).args(["run", "--env-sweep", "N", "--", "true"]).output().unwrap();
+    let o = kprof()
+        .env("KPROF_INJECT_PATH", &fake_lib)
+        .args(["run", "--env-sweep", "N", "--", "true"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
-    let o = kprof().args(["run", "--group-by", "stream", "--", "true"]).output().unwrap();
+    let o = kprof()
+        .args(["run", "--group-by", "stream", "--", "true"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
 }

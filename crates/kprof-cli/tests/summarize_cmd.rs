@@ -4,7 +4,11 @@
 use std::path::PathBuf;
 
 fn fixture(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/io").join(name).display().to_string()
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/io")
+        .join(name)
+        .display()
+        .to_string()
 }
 
 fn run(args: &[&str]) -> i32 {
@@ -15,7 +19,15 @@ fn run(args: &[&str]) -> i32 {
 fn summarize_writes_the_processed_table_with_t_based_cis() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("processed.csv");
-    assert_eq!(run(&["summarize", &fixture("profiled_data-matmul-0.csv"), "-o", out.to_str().unwrap()]), 0);
+    assert_eq!(
+        run(&[
+            "summarize",
+            &fixture("profiled_data-matmul-0.csv"),
+            "-o",
+            out.to_str().unwrap()
+        ]),
+        0
+    );
     let p = kprof_core::io::read_processed_csv(&out).unwrap();
     assert!(!p.rows.is_empty());
     for row in &p.rows {
@@ -23,11 +35,22 @@ fn summarize_writes_the_processed_table_with_t_based_cis() {
         if s.num_runs >= 2 {
             let t = kprof_core::stats::t_quantile(0.975, (s.num_runs - 1) as f64);
             let half = t * s.std_dev / (s.num_runs as f64).sqrt();
-            assert!((s.ci95_upper - s.mean - half).abs() <= 1e-9 * s.mean.abs().max(1.0), "{row:?}");
+            assert!(
+                (s.ci95_upper - s.mean - half).abs() <= 1e-9 * s.mean.abs().max(1.0),
+                "{row:?}"
+            );
         }
     }
     let json = dir.path().join("all.json");
-    assert_eq!(run(&["summarize", &fixture("profiled_data-matmul-0.csv"), "-o", json.to_str().unwrap()]), 0);
+    assert_eq!(
+        run(&[
+            "summarize",
+            &fixture("profiled_data-matmul-0.csv"),
+            "-o",
+            json.to_str().unwrap()
+        ]),
+        0
+    );
     assert_eq!(run(&["show", json.to_str().unwrap()]), 0);
     assert_eq!(run(&["show", out.to_str().unwrap()]), 0);
 }
@@ -36,19 +59,49 @@ fn summarize_writes_the_processed_table_with_t_based_cis() {
 fn summarize_normalises_against_a_baseline() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("n.csv");
-    let code = run(&["summarize", &fixture("profiled_data-matmul-0.csv"), "--normalize-against", "base", "-o", out.to_str().unwrap()]);
+    let code = run(&[
+        "summarize",
+        &fixture("profiled_data-matmul-0.csv"),
+        "--normalize-against",
+        "base",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0);
     let p = kprof_core::io::read_processed_csv(&out).unwrap();
-    assert!(p.rows.iter().all(|r| r.unit == "x" && r.normalized.as_deref() == Some("base")), "{:?}", p.rows);
+    assert!(
+        p.rows
+            .iter()
+            .all(|r| r.unit == "x" && r.normalized.as_deref() == Some("base")),
+        "{:?}",
+        p.rows
+    );
 }
 
 #[test]
 fn bad_inputs_exit_1() {
     assert_eq!(run(&["summarize", "/nonexistent/raw.csv"]), 1);
-    assert_eq!(run(&["summarize", &fixture("profiled_data-matmul-0.csv"), "--stable-rsd=-1"]), 1);
-    assert_eq!(run(&["summarize", &fixture("profiled_data-matmul-0.csv"), "--normalize-against", "nope"]), 1);
-    assert_eq!(run(&["summarize", &fixture("profiled_data-matmul-0.csv"), "--params", "nope"]), 1);
-    assert_eq!(run(&["summarize", &fixture("profiled_data-matmul-0.csv"), "--bootstrap", "0"]), 1);
+    assert_eq!(
+        run(&["summarize", &fixture("profiled_data-matmul-0.csv"), "--stable-rsd=-1"]),
+        1
+    );
+    assert_eq!(
+        run(&[
+            "summarize",
+            &fixture("profiled_data-matmul-0.csv"),
+            "--normalize-against",
+            "nope"
+        ]),
+        1
+    );
+    assert_eq!(
+        run(&["summarize", &fixture("profiled_data-matmul-0.csv"), "--params", "nope"]),
+        1
+    );
+    assert_eq!(
+        run(&["summarize", &fixture("profiled_data-matmul-0.csv"), "--bootstrap", "0"]),
+        1
+    );
     assert_eq!(run(&["show", "/nonexistent/file.csv"]), 1);
     assert_eq!(run(&["summarize"]), 2); // usage error from clap
 }

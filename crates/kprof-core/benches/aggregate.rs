@@ -51,11 +51,7 @@ fn build() -> RawResults {
     let kernel = raw.intern_kernel("gemm_kernel");
     let mut rng = 42u64;
     for c in 0..CONFIGS {
-        let config = raw.intern_config(
-            &Config::new()
-                .with("n", i64::from(c) * 64)
-                .with("dtype", "fp16"),
-        );
+        let config = raw.intern_config(&Config::new().with("n", i64::from(c) * 64).with("dtype", "fp16"));
         let mut ids = Vec::new();
         for a in ANNOTATIONS {
             for m in METRICS {

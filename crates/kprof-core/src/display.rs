@@ -186,12 +186,7 @@ pub fn render_processed(p: &ProcessedResults) -> String {
         row.push(clip(&r.annotation, 40));
         row.push(clip(&r.metric, 48));
         for n in &params {
-            row.push(
-                r.config
-                    .get(n)
-                    .map(|v| clip(&v.to_string(), 24))
-                    .unwrap_or_default(),
-            );
+            row.push(r.config.get(n).map(|v| clip(&v.to_string(), 24)).unwrap_or_default());
         }
         row.push(fmt_sig(s.mean));
         row.push(fmt_sig((s.ci95_upper - s.ci95_lower) / 2.0));
@@ -217,11 +212,7 @@ pub fn render_processed(p: &ProcessedResults) -> String {
         row.push(r.unit.clone());
         if normalised {
             row.push(r.normalized.clone().unwrap_or_else(|| "-".into()));
-            row.push(
-                r.normalization_value
-                    .map(fmt_sig)
-                    .unwrap_or_else(|| "-".into()),
-            );
+            row.push(r.normalization_value.map(fmt_sig).unwrap_or_else(|| "-".into()));
         }
         t.rows.push(row);
     }
@@ -231,7 +222,9 @@ pub fn render_processed(p: &ProcessedResults) -> String {
         t.render()
     };
     if normalised {
-        out.push_str("Normalised rows: AvgValue is the ratio to the baseline's mean; StdDev and CI keep the original unit.\n");
+        out.push_str(
+            "Normalised rows: AvgValue is the ratio to the baseline's mean; StdDev and CI keep the original unit.\n",
+        );
     }
     if !p.missing_baselines.is_empty() {
         out.push_str(&format!(
@@ -261,11 +254,10 @@ pub fn render_processed(p: &ProcessedResults) -> String {
 /// says how many rows were left out.
 pub fn render_raw(r: &RawResults, max_rows: usize) -> String {
     let params = r.param_names();
-    let multi_bench = r.series.iter().any(|s| {
-        r.series
-            .first()
-            .is_some_and(|f| f.key.benchmark != s.key.benchmark)
-    });
+    let multi_bench = r
+        .series
+        .iter()
+        .any(|s| r.series.first().is_some_and(|f| f.key.benchmark != s.key.benchmark));
     let mut cols: Vec<(String, bool)> = Vec::new();
     if multi_bench {
         cols.push(("Benchmark".into(), false));
@@ -273,10 +265,7 @@ pub fn render_raw(r: &RawResults, max_rows: usize) -> String {
     cols.push(("Annotation".into(), false));
     cols.push(("Metric".into(), false));
     cols.extend(params.iter().map(|n| {
-        let numeric = r
-            .configs
-            .iter()
-            .all(|c| c.get(n).is_none_or(|v| v.as_f64().is_some()));
+        let numeric = r.configs.iter().all(|c| c.get(n).is_none_or(|v| v.as_f64().is_some()));
         (n.clone(), numeric)
     }));
     cols.push(("Run".into(), true));
@@ -312,17 +301,11 @@ pub fn render_raw(r: &RawResults, max_rows: usize) -> String {
         });
         row.push(series.unit.clone());
         row.push(clip(
-            r.kernel_names
-                .get(s.kernel as usize)
-                .map(String::as_str)
-                .unwrap_or(""),
+            r.kernel_names.get(s.kernel as usize).map(String::as_str).unwrap_or(""),
             48,
         ));
         for c in &r.extras {
-            row.push(clip(
-                &c.values.get(i).map(|v| v.to_string()).unwrap_or_default(),
-                24,
-            ));
+            row.push(clip(&c.values.get(i).map(|v| v.to_string()).unwrap_or_default(), 24));
         }
         t.rows.push(row);
     }

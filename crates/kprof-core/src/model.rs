@@ -456,7 +456,11 @@ impl RawResults {
         }
         let i = self.series.len() as u32;
         self.index.series.insert(key.clone(), i);
-        self.series.push(Series { key, unit: unit.to_string(), device });
+        self.series.push(Series {
+            key,
+            unit: unit.to_string(),
+            device,
+        });
         Ok(i)
     }
 
@@ -476,7 +480,15 @@ impl RawResults {
         };
         let series = self.intern_series(key, rec.unit, device)?;
         let kernel = self.intern_kernel(rec.kernel);
-        self.push_sample(Sample { series, run: rec.run, value: rec.value, kernel }, rec.extras);
+        self.push_sample(
+            Sample {
+                series,
+                run: rec.run,
+                value: rec.value,
+                kernel,
+            },
+            rec.extras,
+        );
         Ok(())
     }
 
@@ -570,7 +582,14 @@ impl RawResults {
             let key = &other.series[k.series as usize];
             let config = self.intern_config(other.config_of(key));
             let device = self.intern_device(&other.devices[key.device as usize]);
-            let series = self.intern_series(SeriesKey { config, ..key.key.clone() }, &key.unit, device)?;
+            let series = self.intern_series(
+                SeriesKey {
+                    config,
+                    ..key.key.clone()
+                },
+                &key.unit,
+                device,
+            )?;
             self.kernel_breakdown.push(KernelSample { series, ..k.clone() });
         }
         Ok(())
@@ -685,7 +704,12 @@ mod tests {
     use super::*;
 
     fn device() -> DeviceInfo {
-        DeviceInfo { gpu: "NVIDIA H200".into(), host: "vm".into(), compute_clock_khz: Some(1_980_000.0), memory_clock_khz: None }
+        DeviceInfo {
+            gpu: "NVIDIA H200".into(),
+            host: "vm".into(),
+            compute_clock_khz: Some(1_980_000.0),
+            memory_clock_khz: None,
+        }
     }
 
     #[test]
@@ -702,7 +726,11 @@ mod tests {
         let c = Config::new().with("n", 1024).with("dtype", "fp16");
         let d = device();
         for run in 0..3 {
-            let extras = if run == 1 { vec![("temp", ExtraValue::Number(40.0))] } else { vec![] };
+            let extras = if run == 1 {
+                vec![("temp", ExtraValue::Number(40.0))]
+            } else {
+                vec![]
+            };
             raw.push(&SampleRecord {
                 benchmark: "mm",
                 annotation: "a",
@@ -720,7 +748,10 @@ mod tests {
         assert_eq!(raw.series.len(), 1);
         assert_eq!(raw.configs.len(), 1);
         assert_eq!(raw.samples.len(), 3);
-        assert_eq!(raw.extras[0].values, vec![ExtraValue::Missing, ExtraValue::Number(40.0), ExtraValue::Missing]);
+        assert_eq!(
+            raw.extras[0].values,
+            vec![ExtraValue::Missing, ExtraValue::Number(40.0), ExtraValue::Missing]
+        );
         assert_eq!(raw.param_names(), vec!["n", "dtype"]);
         assert_eq!(c.to_string(), "n=1024, dtype=fp16");
         raw.check_unique_runs().unwrap();
@@ -745,7 +776,10 @@ mod tests {
         };
         raw.push(&rec).unwrap();
         raw.push(&rec).unwrap();
-        assert!(matches!(raw.check_unique_runs(), Err(ModelError::DuplicateRun { run: 0, .. })));
+        assert!(matches!(
+            raw.check_unique_runs(),
+            Err(ModelError::DuplicateRun { run: 0, .. })
+        ));
         rec.unit = "us";
         rec.run = 1;
         let err = raw.push(&rec).unwrap_err();

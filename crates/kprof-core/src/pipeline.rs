@@ -19,9 +19,16 @@ pub struct ProcessOptions {
 
 /// Turns raw samples into the processed table.
 pub fn process(raw: &RawResults, opts: &ProcessOptions) -> Result<ProcessedResults, TransformError> {
-    let mut processed = aggregate(raw, &AggregateOptions { stats: opts.stats.clone() });
+    let mut processed = aggregate(
+        raw,
+        &AggregateOptions {
+            stats: opts.stats.clone(),
+        },
+    );
     if let Some(baseline) = &opts.normalize_against {
-        let norm = NormalizeOptions { stable_rsd_pct: opts.stats.stable_rsd_pct };
+        let norm = NormalizeOptions {
+            stable_rsd_pct: opts.stats.stable_rsd_pct,
+        };
         normalize_against(raw, &mut processed, baseline, &norm)?;
     }
     apply_geomean(&mut processed);

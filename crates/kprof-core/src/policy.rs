@@ -143,11 +143,7 @@ impl fmt::Display for StopReason {
                 short(*rsd_pct),
                 short(*target_pct)
             ),
-            StopReason::TimeBudget {
-                runs,
-                elapsed,
-                budget,
-            } => write!(
+            StopReason::TimeBudget { runs, elapsed, budget } => write!(
                 f,
                 "stopped after {}: time budget spent ({} s elapsed, budget {} s)",
                 runs_text(*runs),
@@ -183,9 +179,7 @@ impl StoppingPolicy {
             });
         }
         let positive = |name: &'static str, v: Option<f64>| match v {
-            Some(x) if !(x.is_finite() && x > 0.0) => {
-                Err(TransformError::PolicyNonPositive { name, value: x })
-            }
+            Some(x) if !(x.is_finite() && x > 0.0) => Err(TransformError::PolicyNonPositive { name, value: x }),
             _ => Ok(()),
         };
         positive("target_rel_ci_half_width", self.target_rel_ci_half_width)?;
@@ -208,11 +202,7 @@ impl StoppingPolicy {
         }
         if let Some(budget) = self.time_budget {
             if runs >= 1 && elapsed >= budget {
-                return Decision::Stop(StopReason::TimeBudget {
-                    runs,
-                    elapsed,
-                    budget,
-                });
+                return Decision::Stop(StopReason::TimeBudget { runs, elapsed, budget });
             }
         }
         if runs < self.min_runs {

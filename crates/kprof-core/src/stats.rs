@@ -16,10 +16,7 @@
 
 use statrs::distribution::{Continuous, ContinuousCDF, Normal, StudentsT};
 
-use crate::model::{
-    BootstrapCi, Config, DeviceInfo, ExtraValue, ProcessedResults, ProcessedRow, RawResults,
-    Summary,
-};
+use crate::model::{BootstrapCi, Config, DeviceInfo, ExtraValue, ProcessedResults, ProcessedRow, RawResults, Summary};
 
 /// Options of [`summarize`]: the stability threshold and the optional bootstrap.
 #[derive(Clone, Debug, PartialEq)]
@@ -217,11 +214,7 @@ pub fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
     }
     // numpy's `_lerp`: interpolate from the nearer end, then keep the result inside [a, b].
     let d = b - a;
-    let x = if t < 0.5 {
-        a + d * t
-    } else {
-        b - d * (1.0 - t)
-    };
+    let x = if t < 0.5 { a + d * t } else { b - d * (1.0 - t) };
     if a <= b {
         x.clamp(a, b)
     } else {
@@ -301,22 +294,11 @@ fn summarize_with_t(sorted: &[f64], total_runs: usize, opts: &StatsOptions, t975
     let (mean, std_dev) = if min == max {
         // All equal (this also covers n = 1): exact, free of rounding. Equal infinities
         // have an undefined deviation, like any infinite series.
-        (
-            min,
-            if n > 1 && min.is_finite() {
-                0.0
-            } else {
-                f64::NAN
-            },
-        )
+        (min, if n > 1 && min.is_finite() { 0.0 } else { f64::NAN })
     } else {
         let mean = sorted.iter().sum::<f64>() / n as f64;
         // Rounding must not push the mean outside the data; an infinite or NaN mean stays as is.
-        let mean = if mean.is_finite() {
-            mean.clamp(min, max)
-        } else {
-            mean
-        };
+        let mean = if mean.is_finite() { mean.clamp(min, max) } else { mean };
         let ss: f64 = sorted.iter().map(|&x| (x - mean) * (x - mean)).sum();
         (mean, (ss / (n - 1) as f64).sqrt())
     };

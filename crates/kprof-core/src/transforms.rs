@@ -16,10 +16,9 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 
-
 use crate::model::{
-    Config, KernelSample, MissingBaseline, ModelError, ProcessedResults, ProcessedRow, RawResults,
-    Sample, SampleRecord, SeriesKey, Summary,
+    Config, KernelSample, MissingBaseline, ModelError, ProcessedResults, ProcessedRow, RawResults, Sample,
+    SampleRecord, SeriesKey, Summary,
 };
 
 /// Errors of the transforms and of [`crate::policy::StoppingPolicy::validate`].
@@ -161,11 +160,7 @@ fn list_names(names: &[String]) -> String {
     if names.is_empty() {
         "(none)".to_string()
     } else {
-        names
-            .iter()
-            .map(|n| format!("{n:?}"))
-            .collect::<Vec<_>>()
-            .join(", ")
+        names.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", ")
     }
 }
 
@@ -237,18 +232,12 @@ pub struct RunMetrics<'a> {
 impl RunMetrics<'_> {
     /// The value of `metric` in this run (the first one, should it occur twice).
     pub fn get(&self, metric: &str) -> Option<f64> {
-        self.values
-            .iter()
-            .find(|(m, _, _)| *m == metric)
-            .map(|(_, v, _)| *v)
+        self.values.iter().find(|(m, _, _)| *m == metric).map(|(_, v, _)| *v)
     }
 
     /// The unit of `metric` in this run.
     pub fn unit(&self, metric: &str) -> Option<&str> {
-        self.values
-            .iter()
-            .find(|(m, _, _)| *m == metric)
-            .map(|(_, _, u)| *u)
+        self.values.iter().find(|(m, _, _)| *m == metric).map(|(_, _, u)| *u)
     }
 }
 
@@ -430,9 +419,7 @@ pub struct NormalizeOptions {
 impl Default for NormalizeOptions {
     /// `stable_rsd_pct = 2.0`, the threshold used for unnormalised rows.
     fn default() -> Self {
-        Self {
-            stable_rsd_pct: 2.0,
-        }
+        Self { stable_rsd_pct: 2.0 }
     }
 }
 
@@ -539,18 +526,8 @@ pub fn normalize_against(
         });
     }
 
-    let series_index: HashMap<&SeriesKey, usize> = raw
-        .series
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (&s.key, i))
-        .collect();
-    let config_index: HashMap<&Config, u32> = raw
-        .configs
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (c, i as u32))
-        .collect();
+    let series_index: HashMap<&SeriesKey, usize> = raw.series.iter().enumerate().map(|(i, s)| (&s.key, i)).collect();
+    let config_index: HashMap<&Config, u32> = raw.configs.iter().enumerate().map(|(i, c)| (c, i as u32)).collect();
     let (values, totals) = values_by_series(raw);
 
     let mut new_rows: Vec<ProcessedRow> = Vec::with_capacity(processed.rows.len());
@@ -639,13 +616,7 @@ fn rsd_and_stable(sd: f64, m: f64, opts: &NormalizeOptions) -> (f64, Option<bool
     (rsd, stable)
 }
 
-fn ratio_summary(
-    old: &Summary,
-    c: &[f64],
-    b: &[f64],
-    total: usize,
-    opts: &NormalizeOptions,
-) -> Summary {
+fn ratio_summary(old: &Summary, c: &[f64], b: &[f64], total: usize, opts: &NormalizeOptions) -> Summary {
     let (mc, mb) = (mean(c), mean(b));
     let r = mc / mb;
     let (sc, sb) = (std_dev(c), std_dev(b));
@@ -675,11 +646,7 @@ fn ratio_summary(
 
 fn baseline_summary(old: &Summary, b: &[f64], total: usize, opts: &NormalizeOptions) -> Summary {
     let mb = mean(b);
-    let one = if mb.is_finite() && mb != 0.0 {
-        1.0
-    } else {
-        f64::NAN
-    };
+    let one = if mb.is_finite() && mb != 0.0 { 1.0 } else { f64::NAN };
     let sd = std_dev(b) / mb.abs();
     let half = t975((b.len() as f64) - 1.0) * sd / (b.len() as f64).sqrt();
     let (min, max, median, p05, p95) = scaled_order_stats(b, mb);
@@ -755,9 +722,7 @@ impl FromStr for Reducer {
             "min" => Ok(Reducer::Min),
             "first" => Ok(Reducer::First),
             "last" => Ok(Reducer::Last),
-            _ => Err(TransformError::UnknownReducer {
-                name: s.to_string(),
-            }),
+            _ => Err(TransformError::UnknownReducer { name: s.to_string() }),
         }
     }
 }
@@ -769,11 +734,7 @@ impl FromStr for Reducer {
 /// the combined value is NaN (a region with a failed kernel is a failed run).
 pub fn combine_kernels(kernels: &[(&str, f64)], reducer: &Reducer) -> Option<(String, f64)> {
     let (&(_, first), rest) = kernels.split_first()?;
-    let names = kernels
-        .iter()
-        .map(|(n, _)| *n)
-        .collect::<Vec<_>>()
-        .join("|");
+    let names = kernels.iter().map(|(n, _)| *n).collect::<Vec<_>>().join("|");
     if kernels.iter().any(|(_, v)| v.is_nan()) {
         return Some((names, f64::NAN));
     }
@@ -888,11 +849,7 @@ pub fn apply_geomean(processed: &mut ProcessedResults) {
         .map(|((b, a, m), v)| ((b.to_string(), a.to_string(), m.to_string()), geomean(v)))
         .collect();
     for row in &mut processed.rows {
-        let key = (
-            row.benchmark.clone(),
-            row.annotation.clone(),
-            row.metric.clone(),
-        );
+        let key = (row.benchmark.clone(), row.annotation.clone(), row.metric.clone());
         row.geomean = gm.get(&key).copied().unwrap_or(f64::NAN);
     }
 }
@@ -910,11 +867,7 @@ mod tests {
             (9.0, 2.262157162798205),
             (30.0, 2.0422724563012378),
         ] {
-            assert!(
-                (t975(df) - want).abs() < 1e-9 * want,
-                "df {df}: {}",
-                t975(df)
-            );
+            assert!((t975(df) - want).abs() < 1e-9 * want, "df {df}: {}", t975(df));
         }
         // Large df (Cornish-Fisher branch), scipy.stats.t.ppf(0.975, df).
         for (df, want) in [
@@ -930,5 +883,4 @@ mod tests {
         assert!(t975(-1.0).is_nan());
         assert!(t975(f64::NAN).is_nan());
     }
-
 }

@@ -56,7 +56,10 @@ fn h200_raw_csvs_process_with_t_based_intervals() {
         assert_eq!(raw.devices[0].memory_clock_khz, Some(3_201_000.0));
         // The runner's constant columns are extras, not parameters: `n` is the only parameter.
         let extras: Vec<&str> = raw.extras.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(extras, ["DeviceOrdinal", "DriverVersion", "CudaVersion", "CuptiVersion"]);
+        assert_eq!(
+            extras,
+            ["DeviceOrdinal", "DriverVersion", "CudaVersion", "CuptiVersion"]
+        );
         assert_eq!(raw.param_names(), ["n"], "{name}");
         let p = process(&raw, &ProcessOptions::default()).unwrap();
         assert_eq!(p.param_names, ["n"], "{name}");
@@ -65,7 +68,9 @@ fn h200_raw_csvs_process_with_t_based_intervals() {
         let mut by_n: HashMap<i64, Vec<(u32, f64)>> = HashMap::new();
         for s in &raw.samples {
             let series = raw.series_of(s);
-            by_n.entry(n_of(raw.config_of(series))).or_default().push((s.run, s.value));
+            by_n.entry(n_of(raw.config_of(series)))
+                .or_default()
+                .push((s.run, s.value));
         }
         for row in &p.rows {
             assert_eq!((row.benchmark.as_str(), row.annotation.as_str()), (name, region));
@@ -73,7 +78,10 @@ fn h200_raw_csvs_process_with_t_based_intervals() {
             assert_eq!(row.unit, "ns");
             let mut v = by_n[&n_of(&row.config)].clone();
             v.sort_by_key(|x| x.0);
-            assert_eq!(v.iter().map(|x| x.0).collect::<Vec<_>>(), (0..runs as u32).collect::<Vec<_>>());
+            assert_eq!(
+                v.iter().map(|x| x.0).collect::<Vec<_>>(),
+                (0..runs as u32).collect::<Vec<_>>()
+            );
             let v: Vec<f64> = v.into_iter().map(|x| x.1).collect();
             let s = &row.summary;
             let n = v.len();
@@ -94,10 +102,23 @@ fn h200_raw_csvs_process_with_t_based_intervals() {
             assert_eq!((s.min, s.max), (sorted[0], sorted[n - 1]));
             // CI: mean ± t(0.975, n-1) · sd / √n — t-based, not the normal 1.96.
             let half = t975(n - 1) * sd / (n as f64).sqrt();
-            assert!(rel(s.ci95_lower, mean - half) < 1e-9, "{name}: lower {} vs {}", s.ci95_lower, mean - half);
-            assert!(rel(s.ci95_upper, mean + half) < 1e-9, "{name}: upper {} vs {}", s.ci95_upper, mean + half);
+            assert!(
+                rel(s.ci95_lower, mean - half) < 1e-9,
+                "{name}: lower {} vs {}",
+                s.ci95_lower,
+                mean - half
+            );
+            assert!(
+                rel(s.ci95_upper, mean + half) < 1e-9,
+                "{name}: upper {} vs {}",
+                s.ci95_upper,
+                mean + half
+            );
             let z_half = 1.959_963_984_540_054 * sd / (n as f64).sqrt();
-            assert!(((s.ci95_upper - s.ci95_lower) / 2.0 - z_half).abs() > 0.05 * z_half, "{name}: CI looks normal-based");
+            assert!(
+                ((s.ci95_upper - s.ci95_lower) / 2.0 - z_half).abs() > 0.05 * z_half,
+                "{name}: CI looks normal-based"
+            );
             assert!(rel(s.rsd_pct, sd / mean * 100.0) < 1e-9);
             // The GPU was quiet: every series is stable (RSD well below 1 %, except the 13 µs
             // sgemm 512 where launch-to-launch noise is a few percent).
@@ -119,7 +140,10 @@ fn h200_values_match_what_the_gpu_check_reported() {
     assert_eq!(first("c_three_kernels"), 175_936.0);
     assert_eq!(first("d_second_thread"), 38_560.0);
     assert_eq!(first("e_graph"), 36_864.0);
-    let g: Vec<f64> = median("g_sgemm_sweep").iter().map(|m| (m / 100.0).round() / 10.0).collect();
+    let g: Vec<f64> = median("g_sgemm_sweep")
+        .iter()
+        .map(|m| (m / 100.0).round() / 10.0)
+        .collect();
     assert_eq!(g, [13.5, 60.9, 352.3, 2738.0, 21650.8]);
     // The kernel column: one cuBLAS GEMM for (a); 1 or 2 kernels joined by `|` in the sweep.
     let raw = read("g_sgemm_sweep");

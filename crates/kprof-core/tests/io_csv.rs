@@ -112,12 +112,7 @@ fn raw_csv_round_trip() {
     );
 
     let params = ReadOptions {
-        params: Some(vec![
-            "n".into(),
-            "alpha".into(),
-            "dtype".into(),
-            "tc".into(),
-        ]),
+        params: Some(vec!["n".into(), "alpha".into(), "dtype".into(), "tc".into()]),
         benchmark: None,
     };
     let back = read_raw_csv(&path, &params).unwrap();
@@ -150,18 +145,11 @@ fn raw_csv_round_trip() {
 
 #[test]
 fn reads_nsight_profiled_data() {
-    let raw = read_raw_csv(
-        &fixture("profiled_data-matmul-0.csv"),
-        &ReadOptions::default(),
-    )
-    .unwrap();
+    let raw = read_raw_csv(&fixture("profiled_data-matmul-0.csv"), &ReadOptions::default()).unwrap();
     assert_eq!(raw.samples.len(), 12);
     assert_eq!(raw.series.len(), 4);
     assert_eq!(raw.param_names(), vec!["n", "dtype"]);
-    assert_eq!(
-        raw.configs[0],
-        Config::new().with("n", 1024).with("dtype", "fp32")
-    );
+    assert_eq!(raw.configs[0], Config::new().with("n", 1024).with("dtype", "fp32"));
     assert_eq!(
         raw.series[0].key.benchmark, "matmul",
         "benchmark from the nsight file name"
@@ -184,10 +172,7 @@ fn reads_nsight_profiled_data() {
         raw.kernel_names[raw.samples[0].kernel as usize],
         "void gemm<float>(int, float const*, float*)"
     );
-    assert_eq!(
-        raw.kernel_names[raw.samples[3].kernel as usize],
-        "tiled_gemm|epilogue"
-    );
+    assert_eq!(raw.kernel_names[raw.samples[3].kernel as usize], "tiled_gemm|epilogue");
 
     let named = read_raw_csv(
         &fixture("profiled_data-matmul-0.csv"),
@@ -200,10 +185,7 @@ fn reads_nsight_profiled_data() {
     assert_eq!(named.series[0].key.benchmark, "gemm");
 
     let out = render_raw(&raw, 5);
-    assert!(
-        out.contains("failed") || out.contains("... 7 more rows"),
-        "{out}"
-    );
+    assert!(out.contains("failed") || out.contains("... 7 more rows"), "{out}");
     assert!(out.contains("... 7 more rows (12 samples in all)"), "{out}");
 }
 
@@ -215,16 +197,10 @@ fn reads_nsight_processed_data() {
     let r = &p.rows[3];
     assert_eq!(r.benchmark, "matmul");
     assert_eq!(r.annotation, "impl");
-    assert_eq!(
-        r.config,
-        Config::new().with("n", 2048).with("dtype", "fp32")
-    );
+    assert_eq!(r.config, Config::new().with("n", 2048).with("dtype", "fp32"));
     assert_eq!(r.summary.mean, 252.0);
     assert_eq!(r.summary.num_runs, 2);
-    assert_eq!(
-        r.summary.total_runs, 2,
-        "without TotalRuns it equals NumRuns"
-    );
+    assert_eq!(r.summary.total_runs, 2, "without TotalRuns it equals NumRuns");
     assert_eq!(r.summary.ci95_lower, 248.08);
     assert_eq!(r.summary.stable, Some(true));
     assert!(r.summary.median.is_nan());
@@ -233,10 +209,7 @@ fn reads_nsight_processed_data() {
     assert_eq!(r.kernel, "tiled_gemm|epilogue");
     assert_eq!(r.unit, "ns");
     assert!(r.extras.is_empty());
-    assert_eq!(
-        p.rows[0].kernel,
-        "void gemm<float>(int, float const*, float*)"
-    );
+    assert_eq!(p.rows[0].kernel, "void gemm<float>(int, float const*, float*)");
     let table = render_processed(&p);
     assert!(table.contains("252.0"), "{table}");
 }
@@ -254,21 +227,14 @@ fn unknown_columns_with_params_become_extras() {
     assert_eq!(names, vec!["gpu_temp", "driver"]);
     assert_eq!(
         raw.extras[0].values,
-        vec![
-            ExtraValue::Number(41.5),
-            ExtraValue::Number(42.0),
-            ExtraValue::Missing
-        ]
+        vec![ExtraValue::Number(41.5), ExtraValue::Number(42.0), ExtraValue::Missing]
     );
     assert_eq!(raw.extras[1].values[0], ExtraValue::Number(575.57));
     assert_eq!(raw.series[0].key.benchmark, "collectors");
 
     // Without --params the collector columns are (wrongly, but predictably) parameters.
     let loose = read_raw_csv(&fixture("collectors.csv"), &ReadOptions::default()).unwrap();
-    assert_eq!(
-        loose.param_names(),
-        vec!["gpu_temp", "driver", "n", "dtype"]
-    );
+    assert_eq!(loose.param_names(), vec!["gpu_temp", "driver", "n", "dtype"]);
 }
 
 fn summary(mean: f64, n: usize) -> Summary {
@@ -354,17 +320,11 @@ NormalizationValue,Geomean,Benchmark,Median,P05,P95,TotalRuns,OutliersMild,Outli
 BootstrapMean_Upper,BootstrapMedian_Lower,BootstrapMedian_Upper"
     );
     assert!(
-        text.lines()
-            .nth(1)
-            .unwrap()
-            .contains(",True,False,,141.42,mm,"),
+        text.lines().nth(1).unwrap().contains(",True,False,,141.42,mm,"),
         "{text}"
     );
     assert!(
-        text.lines()
-            .nth(2)
-            .unwrap()
-            .contains(",True,base,100.0,141.42,mm,"),
+        text.lines().nth(2).unwrap().contains(",True,base,100.0,141.42,mm,"),
         "{text}"
     );
     let back = read_processed_csv(&path).unwrap();
@@ -380,19 +340,12 @@ BootstrapMean_Upper,BootstrapMedian_Lower,BootstrapMedian_Upper"
     plain.rows[0].summary.bootstrap = None;
     let mut buf = Vec::new();
     write_processed_csv_to(&mut buf, &plain).unwrap();
-    let header = String::from_utf8(buf)
-        .unwrap()
-        .lines()
-        .next()
-        .unwrap()
-        .to_string();
+    let header = String::from_utf8(buf).unwrap().lines().next().unwrap().to_string();
     assert!(
         !header.contains("NormalizationValue") && !header.contains("Bootstrap"),
         "{header}"
     );
-    assert!(header.ends_with(
-        "Normalized,Geomean,Benchmark,Median,P05,P95,TotalRuns,OutliersMild,OutliersSevere"
-    ));
+    assert!(header.ends_with("Normalized,Geomean,Benchmark,Median,P05,P95,TotalRuns,OutliersMild,OutliersSevere"));
 }
 
 #[test]
@@ -405,10 +358,7 @@ fn read_any_detects_the_format() {
     write_processed_csv(&processed_path, &sample_processed()).unwrap();
     write_results_json(&json_path, &ResultFile::new(Some(sample_raw()), None, None)).unwrap();
     assert!(matches!(read_any(&raw_path).unwrap(), Loaded::Raw(_)));
-    assert!(matches!(
-        read_any(&processed_path).unwrap(),
-        Loaded::Processed(_)
-    ));
+    assert!(matches!(read_any(&processed_path).unwrap(), Loaded::Processed(_)));
     assert!(matches!(read_any(&json_path).unwrap(), Loaded::Json(_)));
     assert!(matches!(
         read_any(&fixture("processed_data-matmul-0.csv")).unwrap(),
@@ -436,10 +386,7 @@ fn render_processed_shows_baselines_and_missing_ones() {
     assert!(lines[0].starts_with("Benchmark  Annotation"), "{out}");
     assert!(lines[0].contains("Baseline"), "{out}");
     assert!(out.contains("Missing baselines (1)"), "{out}");
-    assert!(
-        out.contains("mm / impl / gpu__time_duration.sum [n=4096]"),
-        "{out}"
-    );
+    assert!(out.contains("mm / impl / gpu__time_duration.sum [n=4096]"), "{out}");
     assert!(out.contains("5/6"), "NumRuns shows failures: {out}");
     // Every table line has the same column start for AvgValue.
     let col = lines[0].find("AvgValue").unwrap();
@@ -450,8 +397,12 @@ fn render_processed_shows_baselines_and_missing_ones() {
 fn engine_extra_columns_are_not_parameters() {
     let text = "Annotation,Value,Metric,Kernel,GPU,Host,ComputeClock,MemoryClock,Unit,DeviceOrdinal,DriverVersion,n,Benchmark,Run\n\
                 matmul,13728.0,gpu__time_duration.sum,k,NVIDIA H200,vm,1980000.0,3201000.0,ns,0.0,580.159.04,512,sgemm,0\n";
-    let raw = kprof_core::io::read_raw_csv_from(text.as_bytes(), std::path::Path::new("sgemm-raw.csv"), &Default::default())
-        .unwrap();
+    let raw = kprof_core::io::read_raw_csv_from(
+        text.as_bytes(),
+        std::path::Path::new("sgemm-raw.csv"),
+        &Default::default(),
+    )
+    .unwrap();
     assert_eq!(raw.param_names(), vec!["n"]);
     let extras: Vec<&str> = raw.extras.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(extras, vec!["DeviceOrdinal", "DriverVersion"]);

@@ -58,11 +58,7 @@ fn non_numeric_value() {
     let text = format!("{HEAD}a,1,m,k,g,h,fast,,ns,1\n");
     let p = write(dir.path(), "clock.csv", &text);
     let e = read_raw_csv(&p, &ReadOptions::default()).unwrap_err();
-    assert!(
-        e.to_string()
-            .contains("clock.csv:2: column \"ComputeClock\""),
-        "{e}"
-    );
+    assert!(e.to_string().contains("clock.csv:2: column \"ComputeClock\""), "{e}");
 
     let p = write(dir.path(), "ragged.csv", &format!("{HEAD}a,1,m\n"));
     let e = read_raw_csv(&p, &ReadOptions::default()).unwrap_err();
@@ -108,10 +104,7 @@ fn duplicate_run() {
         "Annotation,Value,Metric,Unit\na,1,m,ns\na,2,m,us\n",
     );
     let e = read_raw_csv(&p, &ReadOptions::default()).unwrap_err();
-    assert!(
-        e.to_string().contains("units.csv:3: column \"Unit\""),
-        "{e}"
-    );
+    assert!(e.to_string().contains("units.csv:3: column \"Unit\""), "{e}");
 }
 
 #[test]
@@ -131,10 +124,7 @@ fn wrong_json_schema() {
 
     let p = write(dir.path(), "arr.json", "[1, 2]");
     let e = read_results_json(&p).unwrap_err();
-    assert!(
-        e.to_string().contains("not a kprof JSON result file"),
-        "{e}"
-    );
+    assert!(e.to_string().contains("not a kprof JSON result file"), "{e}");
 
     let p = write(
         dir.path(),
@@ -191,10 +181,7 @@ fn empty_file() {
 
     // A header without rows is an empty result, not an error.
     let p = write(dir.path(), "header.csv", HEAD);
-    assert!(read_raw_csv(&p, &ReadOptions::default())
-        .unwrap()
-        .samples
-        .is_empty());
+    assert!(read_raw_csv(&p, &ReadOptions::default()).unwrap().samples.is_empty());
 }
 
 #[test]
@@ -210,11 +197,7 @@ fn file_not_found() {
         assert!(matches!(e, IoError::Open { .. }), "{e:?}");
         assert!(e.to_string().contains("nope.csv"), "{e}");
     }
-    let e = write_raw_csv(
-        &dir.path().join("no/such/dir/x.csv"),
-        &kprof_core::RawResults::new(),
-    )
-    .unwrap_err();
+    let e = write_raw_csv(&dir.path().join("no/such/dir/x.csv"), &kprof_core::RawResults::new()).unwrap_err();
     assert!(matches!(e, IoError::Write { .. }), "{e:?}");
 }
 

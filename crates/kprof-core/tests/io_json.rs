@@ -28,17 +28,8 @@ fn same_file(a: &ResultFile, b: &ResultFile) -> bool {
     };
     raw(a) == raw(b)
         && same(&a.processed, &b.processed)
-        && (
-            &a.schema,
-            a.schema_version,
-            &a.kprof_version,
-            &a.environment,
-        ) == (
-            &b.schema,
-            b.schema_version,
-            &b.kprof_version,
-            &b.environment,
-        )
+        && (&a.schema, a.schema_version, &a.kprof_version, &a.environment)
+            == (&b.schema, b.schema_version, &b.kprof_version, &b.environment)
 }
 
 fn raw_with_nan() -> RawResults {
@@ -59,10 +50,7 @@ fn raw_with_nan() -> RawResults {
         .enumerate()
     {
         let extras = [
-            (
-                "temp",
-                ExtraValue::Number(if run == 1 { f64::NAN } else { 40.0 }),
-            ),
+            ("temp", ExtraValue::Number(if run == 1 { f64::NAN } else { 40.0 })),
             ("label", ExtraValue::Text("NaN".into())),
             ("gone", ExtraValue::Missing),
         ];
@@ -168,10 +156,7 @@ fn json_round_trip_with_nan() {
         "text stays text"
     );
     assert!(matches!(raw.configs[0].get("eps"), Some(ParamValue::Float(x)) if x.is_nan()));
-    assert_eq!(
-        raw.configs[0].get("dtype"),
-        Some(&ParamValue::Str("NaN".into()))
-    );
+    assert_eq!(raw.configs[0].get("dtype"), Some(&ParamValue::Str("NaN".into())));
 
     // The index is rebuilt: pushing an existing key reuses its series.
     let mut raw = raw;

@@ -54,10 +54,7 @@ fn max_runs_without_targets() {
         p.decide(&[1.0, 2.0, 3.0, 4.0], secs(0)),
         Decision::Stop(StopReason::MaxRuns(4))
     );
-    assert_eq!(
-        p.decide(&[1.0; 9], secs(0)),
-        Decision::Stop(StopReason::MaxRuns(9))
-    );
+    assert_eq!(p.decide(&[1.0; 9], secs(0)), Decision::Stop(StopReason::MaxRuns(9)));
     assert_eq!(
         StopReason::MaxRuns(4).to_string(),
         "stopped after 4 runs: reached max_runs without reaching a target"
@@ -92,10 +89,7 @@ fn ci_target() {
         rel_ci_half_width: 0.008,
         target: 0.01,
     };
-    assert_eq!(
-        r.to_string(),
-        "stopped after 12 runs: CI half-width 0.8% <= target 1%"
-    );
+    assert_eq!(r.to_string(), "stopped after 12 runs: CI half-width 0.8% <= target 1%");
 }
 
 #[test]
@@ -120,10 +114,7 @@ fn rsd_target() {
         rsd_pct: 0.790569415042095,
         target_pct: 1.0,
     };
-    assert_eq!(
-        r.to_string(),
-        "stopped after 5 runs: RSD 0.791% <= target 1%"
-    );
+    assert_eq!(r.to_string(), "stopped after 5 runs: RSD 0.791% <= target 1%");
 }
 
 #[test]
@@ -195,10 +186,7 @@ fn time_budget() {
         time_budget: Some(secs(10)),
         ..adaptive(1, 2)
     };
-    assert_eq!(
-        p.decide(&[1.0, 2.0], secs(99)),
-        Decision::Stop(StopReason::MaxRuns(2))
-    );
+    assert_eq!(p.decide(&[1.0, 2.0], secs(99)), Decision::Stop(StopReason::MaxRuns(2)));
     let r = StopReason::TimeBudget {
         runs: 7,
         elapsed: Duration::from_millis(10_250),
@@ -215,10 +203,7 @@ fn validation_messages() {
     assert_eq!(adaptive(0, 1).validate(), Ok(()));
     let e = adaptive(0, 0).validate().unwrap_err();
     assert_eq!(e, TransformError::PolicyNoRuns);
-    assert_eq!(
-        e.to_string(),
-        "stopping policy: max_runs must be at least 1, got 0"
-    );
+    assert_eq!(e.to_string(), "stopping policy: max_runs must be at least 1, got 0");
     let e = adaptive(5, 3).validate().unwrap_err();
     assert_eq!(
         e.to_string(),
@@ -288,8 +273,5 @@ fn invalid_policies_do_not_panic() {
         target_rel_ci_half_width: Some(-1.0),
         ..adaptive(0, 9)
     };
-    assert_eq!(
-        p.decide(&[1.0, 1.0, f64::INFINITY], secs(0)),
-        Decision::Continue
-    );
+    assert_eq!(p.decide(&[1.0, 1.0, f64::INFINITY], secs(0)), Decision::Continue);
 }

@@ -1,9 +1,7 @@
 //! `kprof_core::stats::aggregate`: grouping by series, kernel of the first run, extras.
 
 use kprof_core::stats::{aggregate, summarize, AggregateOptions, BootstrapOptions, StatsOptions};
-use kprof_core::{
-    Config, DeviceInfo, ExtraValue, RawResults, Sample, SampleRecord, DEFAULT_METRIC,
-};
+use kprof_core::{Config, DeviceInfo, ExtraValue, RawResults, Sample, SampleRecord, DEFAULT_METRIC};
 
 fn device() -> DeviceInfo {
     DeviceInfo {
@@ -53,12 +51,10 @@ fn two_interleaved_series_with_runs_out_of_order() {
         let ka = format!("ka{run}");
         let kb = format!("kb{run}");
         raw.push(&rec("a", &c1, run, v, &ka, &d, &[])).unwrap();
-        raw.push(&rec("b", &c2, run, v * 2.0, &kb, &d, &[]))
-            .unwrap();
+        raw.push(&rec("b", &c2, run, v * 2.0, &kb, &d, &[])).unwrap();
     }
     // A failed run of "b".
-    raw.push(&rec("b", &c2, 4, f64::NAN, "kb4", &d, &[]))
-        .unwrap();
+    raw.push(&rec("b", &c2, 4, f64::NAN, "kb4", &d, &[])).unwrap();
 
     let out = aggregate(&raw, &AggregateOptions::default());
     assert_eq!(out.param_names, vec!["n", "dtype", "layout"]);
@@ -81,10 +77,7 @@ fn two_interleaved_series_with_runs_out_of_order() {
     );
     assert_eq!(
         b.summary,
-        summarize(
-            &[26.0, 20.0, f64::NAN, 24.0, 22.0],
-            &StatsOptions::default()
-        )
+        summarize(&[26.0, 20.0, f64::NAN, 24.0, 22.0], &StatsOptions::default())
     );
     assert_eq!((b.summary.num_runs, b.summary.total_runs), (4, 5));
     assert_eq!(a.summary.mean, 11.5);
@@ -102,10 +95,8 @@ fn sample_order_does_not_matter() {
     let d = device();
     let values = [5.0, 1.0, 4.0, 2.0, 3.0, 9.0];
     for (run, &v) in values.iter().enumerate() {
-        raw.push(&rec("a", &c, run as u32, v, "k", &d, &[]))
-            .unwrap();
-        raw.push(&rec("z", &c, run as u32, -v, "k", &d, &[]))
-            .unwrap();
+        raw.push(&rec("a", &c, run as u32, v, "k", &d, &[])).unwrap();
+        raw.push(&rec("z", &c, run as u32, -v, "k", &d, &[])).unwrap();
     }
     let opts = AggregateOptions {
         stats: StatsOptions {
@@ -139,8 +130,7 @@ fn extras_numeric_and_text() {
             ("temp", ExtraValue::Number(temp)),
             ("note", ExtraValue::Text(text.into())),
         ];
-        raw.push(&rec("s", &c, run, 1.0 + run as f64, "k", &d, &ex))
-            .unwrap();
+        raw.push(&rec("s", &c, run, 1.0 + run as f64, "k", &d, &ex)).unwrap();
     }
     // A second series where "temp" is missing in one run and text in another (mixed), and
     // "note" is missing everywhere but one run.
@@ -151,10 +141,7 @@ fn extras_numeric_and_text() {
         ("note", ExtraValue::Text("x".into())),
     ];
     raw.push(&rec("t", &c, 2, 1.0, "k", &d, &ex)).unwrap();
-    let ex = [
-        ("temp", ExtraValue::Number(7.0)),
-        ("note", ExtraValue::Missing),
-    ];
+    let ex = [("temp", ExtraValue::Number(7.0)), ("note", ExtraValue::Missing)];
     raw.push(&rec("t", &c, 1, 1.0, "k", &d, &ex)).unwrap();
     // A third series with only missing values and one numeric value.
     let ex = [("temp", ExtraValue::Number(f64::NAN))];
@@ -165,10 +152,7 @@ fn extras_numeric_and_text() {
     let out = aggregate(&raw, &AggregateOptions::default());
     let s = &out.rows[0];
     let names: Vec<&str> = s.extras.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(
-        names,
-        vec!["temp_Avg", "temp_Std", "temp_Min", "temp_Max", "note"]
-    );
+    assert_eq!(names, vec!["temp_Avg", "temp_Std", "temp_Min", "temp_Max", "note"]);
     assert_eq!(extra(s, "temp_Avg"), Some(&ExtraValue::Number(45.0)));
     assert_eq!(extra(s, "temp_Std"), Some(&ExtraValue::Number(5.0)));
     assert_eq!(extra(s, "temp_Min"), Some(&ExtraValue::Number(40.0)));

@@ -1,8 +1,6 @@
 //! Edge cases of `kprof_core::stats`: empty, single, constant, zero-mean, NaN and infinite input.
 
-use kprof_core::stats::{
-    percentile_sorted, summarize, summarize_sorted, t_quantile, BootstrapOptions, StatsOptions,
-};
+use kprof_core::stats::{percentile_sorted, summarize, summarize_sorted, t_quantile, BootstrapOptions, StatsOptions};
 
 fn opts() -> StatsOptions {
     StatsOptions::default()
@@ -65,9 +63,7 @@ fn single_value() {
     for x in [s.mean, s.min, s.max, s.median, s.p05, s.p95] {
         assert_eq!(x, 42.5);
     }
-    assert!(
-        s.std_dev.is_nan() && s.ci95_lower.is_nan() && s.ci95_upper.is_nan() && s.rsd_pct.is_nan()
-    );
+    assert!(s.std_dev.is_nan() && s.ci95_lower.is_nan() && s.ci95_upper.is_nan() && s.rsd_pct.is_nan());
     assert_eq!(s.stable, None);
     assert_eq!((s.outliers_mild, s.outliers_severe), (0, 0));
     let b = s.bootstrap.unwrap();
@@ -126,10 +122,7 @@ fn t_not_z_for_small_n() {
     let s = summarize(&[10.0, 12.0], &opts());
     let half = s.ci95_upper - s.mean;
     let expected = 12.706204736174694 * s.std_dev / 2f64.sqrt();
-    assert!(
-        (half - expected).abs() < 1e-9 * expected,
-        "{half} vs {expected}"
-    );
+    assert!((half - expected).abs() < 1e-9 * expected, "{half} vs {expected}");
 }
 
 #[test]
@@ -147,9 +140,7 @@ fn infinities_are_values() {
     let s = summarize(&[1.0, 2.0, f64::INFINITY], &opts());
     assert_eq!(s.num_runs, 3);
     assert_eq!(s.mean, f64::INFINITY);
-    assert!(
-        s.std_dev.is_nan() && s.ci95_lower.is_nan() && s.ci95_upper.is_nan() && s.rsd_pct.is_nan()
-    );
+    assert!(s.std_dev.is_nan() && s.ci95_lower.is_nan() && s.ci95_upper.is_nan() && s.rsd_pct.is_nan());
     assert_eq!(s.stable, None);
     assert_eq!((s.min, s.median, s.max), (1.0, 2.0, f64::INFINITY));
     assert_eq!(s.p95, f64::INFINITY);
@@ -175,10 +166,7 @@ fn infinities_are_values() {
 
 #[test]
 fn huge_values_do_not_panic() {
-    let s = summarize(
-        &[f64::MAX, f64::MAX, -f64::MAX, f64::MIN_POSITIVE],
-        &boot(20, 0),
-    );
+    let s = summarize(&[f64::MAX, f64::MAX, -f64::MAX, f64::MIN_POSITIVE], &boot(20, 0));
     assert_eq!(s.num_runs, 4);
     assert_eq!(s.max, f64::MAX);
 }
@@ -256,11 +244,7 @@ fn bootstrap_is_seeded_and_sane() {
     assert_eq!(a, b);
     assert_ne!(a, c);
     let s = summarize(&v, &opts());
-    assert!(
-        a.mean_lower < s.mean && s.mean < a.mean_upper,
-        "{a:?} {}",
-        s.mean
-    );
+    assert!(a.mean_lower < s.mean && s.mean < a.mean_upper, "{a:?} {}", s.mean);
     assert!(
         a.median_lower <= s.median && s.median <= a.median_upper,
         "{a:?} {}",

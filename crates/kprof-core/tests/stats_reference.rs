@@ -8,12 +8,8 @@ use serde_json::Value;
 const REL_TOL: f64 = 1e-9;
 
 fn load() -> Value {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/fixtures/stats/reference.json"
-    );
-    let text =
-        std::fs::read_to_string(path).expect("reference.json (run scripts/stats_reference.py)");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/stats/reference.json");
+    let text = std::fs::read_to_string(path).expect("reference.json (run scripts/stats_reference.py)");
     serde_json::from_str(&text).expect("valid JSON")
 }
 
@@ -39,11 +35,7 @@ fn summaries_match_numpy_and_scipy() {
         let name = d["name"].as_str().unwrap();
         let values: Vec<f64> = d["values"].as_array().unwrap().iter().map(f).collect();
         let s = summarize(&values, &StatsOptions::default());
-        assert_eq!(
-            s.num_runs as u64,
-            d["num_runs"].as_u64().unwrap(),
-            "{name}: num_runs"
-        );
+        assert_eq!(s.num_runs as u64, d["num_runs"].as_u64().unwrap(), "{name}: num_runs");
         assert_eq!(
             s.total_runs as u64,
             d["total_runs"].as_u64().unwrap(),
@@ -71,10 +63,7 @@ fn summaries_match_numpy_and_scipy() {
         for (field, got) in checks {
             let want = f(&d[field]);
             let sc = if field == "rsd_pct" { 0.0 } else { scale };
-            assert!(
-                close(got, want, sc),
-                "{name}: {field} = {got}, numpy/scipy say {want}"
-            );
+            assert!(close(got, want, sc), "{name}: {field} = {got}, numpy/scipy say {want}");
         }
         assert_eq!(
             s.outliers_mild as u64,

@@ -10,26 +10,11 @@ const K: [(&str, f64); 3] = [("gemm", 3.0), ("bias", 1.0), ("relu", 2.0)];
 #[test]
 fn each_builtin_reducer() {
     let name = "gemm|bias|relu".to_string();
-    assert_eq!(
-        combine_kernels(&K, &Reducer::Sum),
-        Some((name.clone(), 6.0))
-    );
-    assert_eq!(
-        combine_kernels(&K, &Reducer::Mean),
-        Some((name.clone(), 2.0))
-    );
-    assert_eq!(
-        combine_kernels(&K, &Reducer::Max),
-        Some((name.clone(), 3.0))
-    );
-    assert_eq!(
-        combine_kernels(&K, &Reducer::Min),
-        Some((name.clone(), 1.0))
-    );
-    assert_eq!(
-        combine_kernels(&K, &Reducer::First),
-        Some((name.clone(), 3.0))
-    );
+    assert_eq!(combine_kernels(&K, &Reducer::Sum), Some((name.clone(), 6.0)));
+    assert_eq!(combine_kernels(&K, &Reducer::Mean), Some((name.clone(), 2.0)));
+    assert_eq!(combine_kernels(&K, &Reducer::Max), Some((name.clone(), 3.0)));
+    assert_eq!(combine_kernels(&K, &Reducer::Min), Some((name.clone(), 1.0)));
+    assert_eq!(combine_kernels(&K, &Reducer::First), Some((name.clone(), 3.0)));
     assert_eq!(combine_kernels(&K, &Reducer::Last), Some((name, 2.0)));
 }
 
@@ -43,10 +28,7 @@ fn custom_reducer_is_a_left_fold() {
     assert_eq!(combine_kernels(&K, &digits).unwrap().1, 312.0);
     // One value: returned as is, f not called.
     let never = Reducer::Custom(Arc::new(|_, _| panic!("not called")));
-    assert_eq!(
-        combine_kernels(&[("k", 5.0)], &never),
-        Some(("k".to_string(), 5.0))
-    );
+    assert_eq!(combine_kernels(&[("k", 5.0)], &never), Some(("k".to_string(), 5.0)));
     assert_eq!(format!("{sub:?}"), "Custom(<fn>)");
 }
 
@@ -67,10 +49,7 @@ fn single_and_empty() {
         );
         assert_eq!(combine_kernels(&[], &r), None, "{r:?}");
     }
-    assert_eq!(
-        combine_kernels(&[], &Reducer::Custom(Arc::new(|a, b| a + b))),
-        None
-    );
+    assert_eq!(combine_kernels(&[], &Reducer::Custom(Arc::new(|a, b| a + b))), None);
 }
 
 #[test]
@@ -110,12 +89,7 @@ fn parse_reducer_names() {
         err.to_string(),
         "unknown reducer \"median\"; valid reducers are: sum, mean, max, min, first, last"
     );
-    assert_eq!(
-        err,
-        TransformError::UnknownReducer {
-            name: "median".into()
-        }
-    );
+    assert_eq!(err, TransformError::UnknownReducer { name: "median".into() });
     assert!("".parse::<Reducer>().is_err());
 }
 
@@ -143,10 +117,7 @@ fn record_combined_keeps_the_breakdown() {
     record_combined(&mut raw, &rec(&c, &d, 1), &[("gemm", 4.0)], &Reducer::Sum).unwrap();
     assert_eq!(raw.samples.len(), 2);
     assert_eq!(raw.samples[0].value, 6.0);
-    assert_eq!(
-        raw.kernel_names[raw.samples[0].kernel as usize],
-        "gemm|bias|relu"
-    );
+    assert_eq!(raw.kernel_names[raw.samples[0].kernel as usize], "gemm|bias|relu");
     assert_eq!(raw.samples[1].value, 4.0);
     assert_eq!(raw.kernel_names[raw.samples[1].kernel as usize], "gemm");
     // Breakdown only for the run with several kernels, in launch order.
@@ -155,18 +126,8 @@ fn record_combined_keeps_the_breakdown() {
         .iter()
         .map(|k| (k.run, k.position, k.kernel.as_str(), k.value))
         .collect();
-    assert_eq!(
-        b,
-        vec![
-            (0, 0, "gemm", 3.0),
-            (0, 1, "bias", 1.0),
-            (0, 2, "relu", 2.0)
-        ]
-    );
-    assert!(raw
-        .kernel_breakdown
-        .iter()
-        .all(|k| k.series == raw.samples[0].series));
+    assert_eq!(b, vec![(0, 0, "gemm", 3.0), (0, 1, "bias", 1.0), (0, 2, "relu", 2.0)]);
+    assert!(raw.kernel_breakdown.iter().all(|k| k.series == raw.samples[0].series));
     assert_eq!(raw.series[0].key.annotation, "layer");
 }
 
@@ -185,17 +146,10 @@ fn record_combined_errors() {
     let mut other_unit = rec(&c, &d, 1);
     other_unit.unit = "us";
     let err = record_combined(&mut raw, &other_unit, &K, &Reducer::Max).unwrap_err();
-    assert!(matches!(
-        err,
-        TransformError::Model(ModelError::UnitMismatch { .. })
-    ));
+    assert!(matches!(err, TransformError::Model(ModelError::UnitMismatch { .. })));
     assert_eq!(
         err.to_string(),
         "metric \"gpu__time_duration.sum\" of annotation \"layer\" has two units, \"ns\" and \"us\"; one series must have one unit"
     );
-    assert_eq!(
-        raw.kernel_breakdown.len(),
-        3,
-        "no breakdown for the failed record"
-    );
+    assert_eq!(raw.kernel_breakdown.len(), 3, "no breakdown for the failed record");
 }

@@ -59,11 +59,7 @@ fn tflops(m: &RunMetrics) -> Result<Vec<DerivedValue>, String> {
         .and_then(ParamValue::as_f64)
         .ok_or("config has no numeric n")?;
     let ns = m.get(DEFAULT_METRIC).ok_or("no duration")?;
-    Ok(vec![DerivedValue::new(
-        "tflops",
-        2.0 * n * n * n / ns / 1e3,
-        "TFLOP/s",
-    )])
+    Ok(vec![DerivedValue::new("tflops", 2.0 * n * n * n / ns / 1e3, "TFLOP/s")])
 }
 
 fn matmul_raw() -> RawResults {
@@ -71,28 +67,8 @@ fn matmul_raw() -> RawResults {
     let c1 = Config::new().with("n", 1024);
     let c2 = Config::new().with("n", 2048);
     for run in 0..2 {
-        push(
-            &mut raw,
-            "mm",
-            "cublas",
-            &c1,
-            run,
-            DEFAULT_METRIC,
-            1e6,
-            "ns",
-            "gemm_a",
-        );
-        push(
-            &mut raw,
-            "mm",
-            "cublas",
-            &c2,
-            run,
-            DEFAULT_METRIC,
-            8e6,
-            "ns",
-            "gemm_b",
-        );
+        push(&mut raw, "mm", "cublas", &c1, run, DEFAULT_METRIC, 1e6, "ns", "gemm_a");
+        push(&mut raw, "mm", "cublas", &c2, run, DEFAULT_METRIC, 8e6, "ns", "gemm_b");
     }
     // A failed run.
     push(
@@ -156,11 +132,7 @@ fn tflops_from_duration_and_config_n() {
         .iter()
         .position(|s| s.key.metric == "tflops" && s.key.config == 1)
         .unwrap();
-    let v2 = raw
-        .samples
-        .iter()
-        .find(|x| x.series as usize == s2)
-        .unwrap();
+    let v2 = raw.samples.iter().find(|x| x.series as usize == s2).unwrap();
     assert!((v2.value - 2.147483648).abs() < 1e-12);
     assert_eq!(raw.kernel_names[v2.kernel as usize], "gemm_b");
     raw.check_unique_runs().unwrap();
@@ -217,10 +189,7 @@ fn empty_results_call_nothing() {
 fn name_of_measured_metric_is_an_error() {
     let mut raw = matmul_raw();
     let before = shape(&raw);
-    let err = apply_derived(&mut raw, |_| {
-        Ok(vec![DerivedValue::new(DEFAULT_METRIC, 1.0, "ns")])
-    })
-    .unwrap_err();
+    let err = apply_derived(&mut raw, |_| Ok(vec![DerivedValue::new(DEFAULT_METRIC, 1.0, "ns")])).unwrap_err();
     assert_eq!(
         err.to_string(),
         "derived metric \"gpu__time_duration.sum\" (benchmark \"mm\", annotation \"cublas\") has the name of a \
@@ -230,22 +199,23 @@ fn name_of_measured_metric_is_an_error() {
     // Applying the same derivation twice is caught the same way.
     apply_derived(&mut raw, tflops).unwrap();
     let err = apply_derived(&mut raw, tflops).unwrap_err();
-    assert!(
-        matches!(err, TransformError::DerivedNameCollision { ref metric, .. } if metric == "tflops")
-    );
+    assert!(matches!(err, TransformError::DerivedNameCollision { ref metric, .. } if metric == "tflops"));
 }
 
 #[test]
 fn error_from_f_names_the_group() {
     let mut raw = matmul_raw();
     let before = shape(&raw);
-    let err = apply_derived(&mut raw, |m| {
-        if m.run == 1 {
-            Err("boom".to_string())
-        } else {
-            tflops(m)
-        }
-    })
+    let err = apply_derived(
+        &mut raw,
+        |m| {
+            if m.run == 1 {
+                Err("boom".to_string())
+            } else {
+                tflops(m)
+            }
+        },
+    )
     .unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -276,10 +246,7 @@ fn error_from_f_names_the_group() {
 fn duplicate_derived_name_in_one_run_is_an_error() {
     let mut raw = matmul_raw();
     let err = apply_derived(&mut raw, |_| {
-        Ok(vec![
-            DerivedValue::new("d", 1.0, "x"),
-            DerivedValue::new("d", 2.0, "x"),
-        ])
+        Ok(vec![DerivedValue::new("d", 1.0, "x"), DerivedValue::new("d", 2.0, "x")])
     })
     .unwrap_err();
     assert_eq!(

@@ -166,10 +166,7 @@ fn fieller_edge_cases() {
     let (lo, hi) = fieller_ci95(&[1.0, 2.0, 3.0], &[2.0, 2.0]);
     // mean 2, s = 1, se = 1/sqrt(3), t(0.975, 2) = 4.302652729749464 (scipy)
     let half = 4.302652729749464 / 3f64.sqrt() / 2.0;
-    assert!(
-        close(lo, 1.0 - half, 1e-9) && close(hi, 1.0 + half, 1e-9),
-        "{lo} {hi}"
-    );
+    assert!(close(lo, 1.0 - half, 1e-9) && close(hi, 1.0 + half, 1e-9), "{lo} {hi}");
     // Negative denominator: bounds still ordered.
     let neg: Vec<f64> = B.iter().map(|x| -x).collect();
     let (lo, hi) = fieller_ci95(&C, &neg);
@@ -205,30 +202,13 @@ fn ratio_rows_get_their_own_statistics() {
         (5, 6),
         "NaN run ignored, still counted in total"
     );
-    assert_eq!(
-        (s.outliers_mild, s.outliers_severe),
-        (1, 2),
-        "outlier counts kept"
-    );
+    assert_eq!((s.outliers_mild, s.outliers_severe), (1, 2), "outlier counts kept");
     assert_eq!(s.bootstrap, None);
     // A looser stability threshold.
     let mut p = processed_from(&raw);
-    normalize_against(
-        &raw,
-        &mut p,
-        "base",
-        &NormalizeOptions {
-            stable_rsd_pct: 5.0,
-        },
-    )
-    .unwrap();
+    normalize_against(&raw, &mut p, "base", &NormalizeOptions { stable_rsd_pct: 5.0 }).unwrap();
     assert_eq!(
-        p.rows
-            .iter()
-            .find(|r| r.annotation == "fast")
-            .unwrap()
-            .summary
-            .stable,
+        p.rows.iter().find(|r| r.annotation == "fast").unwrap().summary.stable,
         Some(true)
     );
 }
@@ -290,13 +270,7 @@ fn unknown_baseline_lists_annotations() {
         "baseline annotation \"nope\" does not exist in any benchmark; annotations are: \"base\", \"fast\", \"x\""
     );
     assert_eq!(p.rows.len(), rows_before);
-    let err = normalize_against(
-        &RawResults::new(),
-        &mut p,
-        "b",
-        &NormalizeOptions::default(),
-    )
-    .unwrap_err();
+    let err = normalize_against(&RawResults::new(), &mut p, "b", &NormalizeOptions::default()).unwrap_err();
     assert_eq!(
         err.to_string(),
         "baseline annotation \"b\" does not exist in any benchmark; annotations are: (none)"
@@ -351,28 +325,17 @@ fn degenerate_series_give_nan_not_panics() {
     assert!(base1.mean.is_nan() && base1.std_dev.is_nan() && base1.stable.is_none());
     let cur1 = &p.rows[1].summary;
     assert!(cur1.mean.is_nan() && cur1.ci95_lower.is_nan());
-    assert!(
-        p.rows[2].summary.mean.is_nan(),
-        "baseline with mean 0 is not 1"
-    );
+    assert!(p.rows[2].summary.mean.is_nan(), "baseline with mean 0 is not 1");
     let cur2 = &p.rows[3].summary;
     assert!(cur2.mean.is_infinite() && cur2.ci95_lower.is_nan() && cur2.stable.is_none());
 }
 
 #[test]
 fn geomean_cases() {
-    assert!(close(
-        geomean([1.0, 2.0, 4.0, 8.0]),
-        2.82842712474619,
-        1e-12
-    ));
+    assert!(close(geomean([1.0, 2.0, 4.0, 8.0]), 2.82842712474619, 1e-12));
     assert!(close(geomean([0.5, 2.0, 3.0]), 1.4422495703074085, 1e-12));
     assert!(
-        close(
-            geomean([0.5, f64::NAN, 2.0, 3.0]),
-            1.4422495703074085,
-            1e-12
-        ),
+        close(geomean([0.5, f64::NAN, 2.0, 3.0]), 1.4422495703074085, 1e-12),
         "NaN ignored"
     );
     assert_eq!(geomean([3.0]), 3.0);
@@ -396,10 +359,7 @@ fn apply_geomean_groups_across_configs() {
     apply_geomean(&mut p);
     let g: Vec<f64> = p.rows.iter().map(|r| r.geomean).collect();
     let want = [2.0, 2.0, (0.5f64).sqrt(), (0.5f64).sqrt(), 9.0];
-    assert!(
-        g.iter().zip(want).all(|(a, b)| close(*a, b, 1e-12)),
-        "{g:?}"
-    );
+    assert!(g.iter().zip(want).all(|(a, b)| close(*a, b, 1e-12)), "{g:?}");
     // After normalisation the geomean is of ratios: fast/base = 0.5 and 0.25.
     let mut p = processed_from(&raw);
     normalize_against(&raw, &mut p, "base", &NormalizeOptions::default()).unwrap();

@@ -84,10 +84,7 @@ impl Book {
         if handle == 0 {
             return "";
         }
-        self.domains
-            .get(handle as usize - 1)
-            .map(String::as_str)
-            .unwrap_or("")
+        self.domains.get(handle as usize - 1).map(String::as_str).unwrap_or("")
     }
 
     /// Registers a string and returns its handle (>= 1).

@@ -180,9 +180,7 @@ fn selftest() {
 /// # Safety
 /// `get_export_table` must be the function the NVTX copy passes.
 #[no_mangle]
-pub unsafe extern "C" fn InitializeInjectionNvtx2(
-    get_export_table: Option<nvtx_abi::GetExportTable>,
-) -> i32 {
+pub unsafe extern "C" fn InitializeInjectionNvtx2(get_export_table: Option<nvtx_abi::GetExportTable>) -> i32 {
     catch_unwind(AssertUnwindSafe(|| {
         let Some(get) = get_export_table else {
             return 0;
@@ -390,8 +388,7 @@ fn write_results() {
             Err(e) => error(format!("cannot write {}: {e}", csv.display())),
         }
     }
-    let (selftest, warnings, errors) =
-        with_proc(|p| (p.selftest.clone(), p.warnings.clone(), p.errors.clone()));
+    let (selftest, warnings, errors) = with_proc(|p| (p.selftest.clone(), p.warnings.clone(), p.errors.clone()));
     let cupti = CUPTI.get().copied().flatten();
     let status = Status {
         pid,

@@ -31,8 +31,7 @@ pub const MODULE_CORE2: i32 = 5;
 
 pub type GetExportTable = unsafe extern "C" fn(u32) -> *const c_void;
 /// `int (*)(NvtxCallbackModule, NvtxFunctionTable*, unsigned int*)`.
-pub type GetModuleFunctionTable =
-    unsafe extern "C" fn(i32, *mut *mut *mut *const c_void, *mut u32) -> i32;
+pub type GetModuleFunctionTable = unsafe extern "C" fn(i32, *mut *mut *mut *const c_void, *mut u32) -> i32;
 
 #[repr(C)]
 pub struct ExportTableCallbacks {
@@ -247,10 +246,7 @@ pub unsafe fn attach(get: GetExportTable) -> Result<usize, String> {
         return Err("getExportTable(NVTX_ETID_CALLBACKS) returned NULL".into());
     }
     if (*cb).struct_size < std::mem::size_of::<ExportTableCallbacks>() {
-        return Err(format!(
-            "NVTX callbacks table too small ({} bytes)",
-            (*cb).struct_size
-        ));
+        return Err(format!("NVTX callbacks table too small ({} bytes)", (*cb).struct_size));
     }
     let Some(get_table) = (*cb).get_module_function_table else {
         return Err("NVTX callbacks table has no GetModuleFunctionTable".into());

@@ -79,15 +79,8 @@ impl Filter {
 
     /// Whether a range is kept.
     pub fn keeps(&self, domain: &str, name: &str) -> bool {
-        let inc = self.include.is_empty()
-            || self
-                .include
-                .iter()
-                .any(|p| Self::pattern_matches(p, domain, name));
-        inc && !self
-            .exclude
-            .iter()
-            .any(|p| Self::pattern_matches(p, domain, name))
+        let inc = self.include.is_empty() || self.include.iter().any(|p| Self::pattern_matches(p, domain, name));
+        inc && !self.exclude.iter().any(|p| Self::pattern_matches(p, domain, name))
     }
 }
 
@@ -145,11 +138,7 @@ pub fn build_raw(
         kernels: batch.kernels.len(),
         ..Default::default()
     };
-    let extras: Vec<(&str, ExtraValue)> = ctx
-        .extras
-        .iter()
-        .map(|(n, v)| (n.as_str(), v.clone()))
-        .collect();
+    let extras: Vec<(&str, ExtraValue)> = ctx.extras.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
     let mut runs: HashMap<String, u32> = HashMap::new();
     let mut push = |raw: &mut RawResults, annotation: &str, kernels: &[KernelRecord]| {
         let run = runs.entry(annotation.to_string()).or_insert(0);
@@ -174,10 +163,7 @@ pub fn build_raw(
     let use_ranges = matches!(group_by, GroupBy::Nvtx | GroupBy::Both);
     let mut outside: Vec<KernelRecord> = batch.kernels.clone();
     if use_ranges {
-        let kept: Vec<&RangeOcc> = ranges
-            .iter()
-            .filter(|r| filter.keeps(&r.domain, &r.name))
-            .collect();
+        let kept: Vec<&RangeOcc> = ranges.iter().filter(|r| filter.keeps(&r.domain, &r.name)).collect();
         stats.ranges_kept = kept.len();
         let kept_ids: std::collections::HashSet<u64> = kept.iter().map(|r| r.id).collect();
         let parent_of: HashMap<u64, Option<u64>> = ranges.iter().map(|r| (r.id, r.parent)).collect();
@@ -288,7 +274,13 @@ mod tests {
                 kernel(4, "relu", 2100, 11),
                 kernel(5, "copy", 3000, 7),
             ],
-            launches: vec![launch(1, 120), launch(2, 160), launch(3, 320), launch(4, 360), launch(5, 500)],
+            launches: vec![
+                launch(1, 120),
+                launch(2, 160),
+                launch(3, 320),
+                launch(4, 360),
+                launch(5, 500),
+            ],
             external: vec![],
         };
         (ranges, batch)

@@ -44,7 +44,11 @@ fn nvtx_program_ranges_reach_the_injection_library() {
         return;
     };
     let lib = inject_lib();
-    assert!(lib.is_file(), "{} missing (cargo builds the cdylib with the tests)", lib.display());
+    assert!(
+        lib.is_file(),
+        "{} missing (cargo builds the cdylib with the tests)",
+        lib.display()
+    );
     let dir = tempfile::tempdir().unwrap();
     let exe = dir.path().join("nvtx_program");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/nvtx_program.c");
@@ -78,8 +82,7 @@ fn nvtx_program_ranges_reach_the_injection_library() {
     assert_eq!(stdout, "program done\n");
     assert!(stderr.lines().all(|l| l.starts_with("kprof: ")), "{stderr}");
     let status_path = out.join(format!("kprof-run-{}.json", run_pid(&out)));
-    let status: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&status_path).unwrap()).unwrap();
+    let status: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&status_path).unwrap()).unwrap();
     assert_eq!(status["nvtx_copies_attached"], 1, "{status:#}");
     assert_eq!(status["cuda_injected"], false);
     let count = |domain: &str, name: &str| {

@@ -5,9 +5,7 @@
 mod common;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let out = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "report.html".into());
+    let out = std::env::args().nth(1).unwrap_or_else(|| "report.html".into());
     let (raw, processed) = common::sgemm_sweep();
     let env = common::environment();
     let html = kprof_plot::render_report(

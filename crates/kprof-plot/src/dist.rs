@@ -64,11 +64,7 @@ struct BoxData {
 /// line, whiskers at the furthest runs within Tukey's 1.5 IQR fences, every run as a point with
 /// deterministic horizontal jitter (class `kprof-run`), runs outside the fences drawn as red
 /// diamonds (class `kprof-outlier`). Failed (NaN) runs are counted in the box label.
-pub fn render_distribution_svg(
-    raw: &RawResults,
-    metric: &str,
-    spec: &DistributionSpec,
-) -> Result<String, PlotError> {
+pub fn render_distribution_svg(raw: &RawResults, metric: &str, spec: &DistributionSpec) -> Result<String, PlotError> {
     let mut metrics: Vec<String> = Vec::new();
     for s in &raw.series {
         if !metrics.contains(&s.key.metric) {
@@ -111,19 +107,14 @@ pub fn render_distribution_svg(
         .enumerate()
         .filter(|(_, s)| s.key.metric == metric)
         .filter(|(_, s)| spec.config.is_none_or(|c| s.key.config == c))
-        .filter(|(_, s)| {
-            spec.annotations.is_empty() || spec.annotations.contains(&s.key.annotation)
-        })
+        .filter(|(_, s)| spec.annotations.is_empty() || spec.annotations.contains(&s.key.annotation))
         .map(|(i, _)| i)
         .collect();
     chosen.sort_by_key(|&i| {
         let s = &raw.series[i];
         (
             s.key.config,
-            annotations
-                .iter()
-                .position(|a| *a == s.key.annotation)
-                .unwrap_or(0),
+            annotations.iter().position(|a| *a == s.key.annotation).unwrap_or(0),
         )
     });
     let benchmarks = {
@@ -191,11 +182,7 @@ pub fn render_distribution_svg(
         let (q1, median, q3) = (quantile(&v, 0.25), quantile(&v, 0.5), quantile(&v, 0.75));
         let iqr = q3 - q1;
         let (flo, fhi) = (q1 - 1.5 * iqr, q3 + 1.5 * iqr);
-        let inside: Vec<f64> = v
-            .iter()
-            .copied()
-            .filter(|x| *x >= flo && *x <= fhi)
-            .collect();
+        let inside: Vec<f64> = v.iter().copied().filter(|x| *x >= flo && *x <= fhi).collect();
         let whisker_lo = inside.first().copied().unwrap_or(q1);
         let whisker_hi = inside.last().copied().unwrap_or(q3);
         boxes.push(BoxData {
@@ -216,10 +203,7 @@ pub fn render_distribution_svg(
     }
 
     // Scale large ns values as the metric plots do.
-    let all: Vec<f64> = boxes
-        .iter()
-        .flat_map(|b| b.runs.iter().map(|r| r.1))
-        .collect();
+    let all: Vec<f64> = boxes.iter().flat_map(|b| b.runs.iter().map(|r| r.1)).collect();
     let maxabs = all.iter().fold(0.0f64, |a, v| a.max(v.abs()));
     let f = match unit.as_str() {
         "ns" if maxabs >= 1e6 => {
@@ -249,9 +233,7 @@ pub fn render_distribution_svg(
     let (lo, hi) = boxes
         .iter()
         .flat_map(|b| b.runs.iter().map(|r| r.1))
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
-            (a.min(v), b.max(v))
-        });
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
     let span = if hi > lo {
         hi - lo
     } else if hi != 0.0 {
@@ -262,9 +244,7 @@ pub fn render_distribution_svg(
     let (y0, y1) = (lo - 0.12 * span, hi + 0.12 * span);
 
     let n = boxes.len();
-    let width = spec
-        .width_px
-        .unwrap_or_else(|| (140 + 90 * n as u32).clamp(360, 4000));
+    let width = spec.width_px.unwrap_or_else(|| (140 + 90 * n as u32).clamp(360, 4000));
     let height = spec.height_px;
     if !(200..=MAX_SIDE).contains(&width) || !(150..=MAX_SIDE).contains(&height) {
         return Err(PlotError::InvalidSpec(format!(
@@ -286,12 +266,7 @@ pub fn render_distribution_svg(
     let root = backend.into_drawing_area();
     root.fill(&WHITE).map_err(render_err)?;
     let slot_px = (width.saturating_sub(100)) as f64 / n as f64;
-    let longest = boxes
-        .iter()
-        .map(|b| b.label.chars().count())
-        .max()
-        .unwrap_or(1) as f64
-        * 6.5;
+    let longest = boxes.iter().map(|b| b.label.chars().count()).max().unwrap_or(1) as f64 * 6.5;
     let rotate = longest > slot_px * 0.95;
     let x_area = if rotate {
         (longest as u32 + 24).min(height / 2)
@@ -369,11 +344,8 @@ pub fn render_distribution_svg(
         .map_err(render_err)?;
         tag.set("kprof-whisker");
         for (from, to) in [(b.q1, b.whisker_lo), (b.q3, b.whisker_hi)] {
-            area.draw(&PathElement::new(
-                vec![(x, from), (x, to)],
-                BLACK.stroke_width(1),
-            ))
-            .map_err(render_err)?;
+            area.draw(&PathElement::new(vec![(x, from), (x, to)], BLACK.stroke_width(1)))
+                .map_err(render_err)?;
             area.draw(&PathElement::new(
                 vec![(x - half / 2.0, to), (x + half / 2.0, to)],
                 BLACK.stroke_width(1),
@@ -384,13 +356,8 @@ pub fn render_distribution_svg(
             let at = (x + jitter(run) * 0.6, v);
             if v < b.whisker_lo || v > b.whisker_hi {
                 tag.set("kprof-outlier");
-                area.draw(&marker::<_, (f64, f64)>(
-                    Marker::Diamond,
-                    at,
-                    4,
-                    RGBColor(214, 39, 40),
-                ))
-                .map_err(render_err)?;
+                area.draw(&marker::<_, (f64, f64)>(Marker::Diamond, at, 4, RGBColor(214, 39, 40)))
+                    .map_err(render_err)?;
             } else {
                 tag.set("kprof-run");
                 area.draw(&Circle::new(at, 2, RGBColor(40, 40, 40).mix(0.55).filled()))

@@ -28,11 +28,7 @@ pub fn render_svg(p: &ProcessedResults, spec: &PlotSpec) -> Result<String, PlotE
 }
 
 /// Renders the plot as a PNG file at `path`, with the embedded font (no system font needed).
-pub fn render_png(
-    p: &ProcessedResults,
-    spec: &PlotSpec,
-    path: impl AsRef<Path>,
-) -> Result<(), PlotError> {
+pub fn render_png(p: &ProcessedResults, spec: &PlotSpec, path: impl AsRef<Path>) -> Result<(), PlotError> {
     let m = build_model(p, spec)?;
     ensure_font()?;
     let root = BitMapBackend::new(path.as_ref(), (m.width, m.height)).into_drawing_area();
@@ -109,9 +105,7 @@ pub(crate) fn resolve_metric(p: &ProcessedResults, metric: &str) -> Result<Strin
     let available = distinct(p.rows.iter().map(|r| r.metric.clone()));
     if metric.is_empty() {
         return match available.len() {
-            0 => Err(PlotError::NoData(
-                "the processed results have no rows".into(),
-            )),
+            0 => Err(PlotError::NoData("the processed results have no rows".into())),
             1 => Ok(available[0].clone()),
             _ => Err(PlotError::AmbiguousMetric { available }),
         };
@@ -172,10 +166,7 @@ pub(crate) fn build_model(p: &ProcessedResults, spec: &PlotSpec) -> Result<Model
     }
     let (variant_fields, variant_anns) = match &spec.series_by {
         SeriesBy::Annotation => (Vec::new(), Vec::new()),
-        SeriesBy::Variant {
-            fields,
-            annotations,
-        } => (fields.clone(), annotations.clone()),
+        SeriesBy::Variant { fields, annotations } => (fields.clone(), annotations.clone()),
     };
     for n in &variant_fields {
         check(n, "variant fields")?;
@@ -205,11 +196,7 @@ pub(crate) fn build_model(p: &ProcessedResults, spec: &PlotSpec) -> Result<Model
             )));
         }
     }
-    let free: Vec<String> = params
-        .iter()
-        .filter(|n| !used.contains(n))
-        .cloned()
-        .collect();
+    let free: Vec<String> = params.iter().filter(|n| !used.contains(n)).cloned().collect();
 
     // Facet keys, sorted by value.
     let mut rkeys = distinct(rows.iter().map(|r| values_of(&r.config, &spec.row_panels)));
@@ -232,13 +219,8 @@ pub(crate) fn build_model(p: &ProcessedResults, spec: &PlotSpec) -> Result<Model
             r.annotation.clone()
         };
         let mut parts = Vec::new();
-        if !variant_fields.is_empty()
-            && (variant_anns.is_empty() || variant_anns.contains(&r.annotation))
-        {
-            parts.push(label(
-                &variant_fields,
-                &values_of(&r.config, &variant_fields),
-            ));
+        if !variant_fields.is_empty() && (variant_anns.is_empty() || variant_anns.contains(&r.annotation)) {
+            parts.push(label(&variant_fields, &values_of(&r.config, &variant_fields)));
         }
         if spec.x.is_some() && !free.is_empty() {
             parts.push(label(&free, &values_of(&r.config, &free)));
@@ -259,23 +241,15 @@ pub(crate) fn build_model(p: &ProcessedResults, spec: &PlotSpec) -> Result<Model
             None => Some(ParamValue::Str(label(&free, &values_of(&r.config, &free)))),
         })
         .collect();
-    let all_numeric =
-        spec.x.is_some() && xvals.iter().all(|v| v.as_ref().and_then(numeric).is_some());
+    let all_numeric = spec.x.is_some() && xvals.iter().all(|v| v.as_ref().and_then(numeric).is_some());
     let xkind = if all_numeric && spec.plot_type == PlotType::Line {
-        if xvals
-            .iter()
-            .all(|v| v.as_ref().and_then(numeric).is_some_and(is_pow2))
-        {
+        if xvals.iter().all(|v| v.as_ref().and_then(numeric).is_some_and(is_pow2)) {
             XKind::Log2
         } else {
             XKind::Linear
         }
     } else {
-        let mut cats = distinct(
-            xvals
-                .iter()
-                .map(|v| v.clone().unwrap_or(ParamValue::Str("-".into()))),
-        );
+        let mut cats = distinct(xvals.iter().map(|v| v.clone().unwrap_or(ParamValue::Str("-".into()))));
         if spec.x.is_some() {
             cats.sort_by(cmp_values);
         }
@@ -321,10 +295,7 @@ pub(crate) fn build_model(p: &ProcessedResults, spec: &PlotSpec) -> Result<Model
             .iter()
             .position(|k| *k == values_of(&r.config, &spec.col_panels))
             .unwrap_or(0);
-        let si = series
-            .iter()
-            .position(|s| *s == series_label(r))
-            .unwrap_or(0);
+        let si = series.iter().position(|s| *s == series_label(r)).unwrap_or(0);
         let s = &r.summary;
         let cell = cells.entry((ri, ci, si)).or_default();
         cell.1.push(r);
@@ -336,11 +307,8 @@ pub(crate) fn build_model(p: &ProcessedResults, spec: &PlotSpec) -> Result<Model
             continue;
         }
         any_finite = true;
-        let ci95 = (spec.error_bars
-            && s.num_runs >= 2
-            && s.ci95_lower.is_finite()
-            && s.ci95_upper.is_finite())
-        .then_some((s.ci95_lower, s.ci95_upper));
+        let ci95 = (spec.error_bars && s.num_runs >= 2 && s.ci95_lower.is_finite() && s.ci95_upper.is_finite())
+            .then_some((s.ci95_lower, s.ci95_upper));
         cell.0.push(Point {
             x,
             mean: s.mean,
@@ -354,15 +322,10 @@ pub(crate) fn build_model(p: &ProcessedResults, spec: &PlotSpec) -> Result<Model
     }
 
     // The x extent and the aggregate slot.
-    let xs: Vec<f64> = cells
-        .values()
-        .flat_map(|c| c.0.iter().map(|p| p.x))
-        .collect();
+    let xs: Vec<f64> = cells.values().flat_map(|c| c.0.iter().map(|p| p.x)).collect();
     let (xmin, xmax) = xs
         .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
-            (a.min(x), b.max(x))
-        });
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
     let slot = match &xkind {
         XKind::Linear => {
             let mut u = distinct(xs.iter().map(|x| x.to_bits()))
@@ -370,10 +333,7 @@ pub(crate) fn build_model(p: &ProcessedResults, spec: &PlotSpec) -> Result<Model
                 .map(f64::from_bits)
                 .collect::<Vec<_>>();
             u.sort_by(|a, b| a.total_cmp(b));
-            let gaps = u
-                .windows(2)
-                .map(|w| w[1] - w[0])
-                .fold(f64::INFINITY, f64::min);
+            let gaps = u.windows(2).map(|w| w[1] - w[0]).fold(f64::INFINITY, f64::min);
             if gaps.is_finite() && gaps > 0.0 {
                 gaps
             } else if xmax != 0.0 {
@@ -389,8 +349,7 @@ pub(crate) fn build_model(p: &ProcessedResults, spec: &PlotSpec) -> Result<Model
         _ => (xmin, xmax),
     };
     let agg = spec.aggregate.map(|a| (a, xmax + slot));
-    let wide =
-        spec.plot_type == PlotType::Bar || matches!(xkind, XKind::Categorical(_)) || agg.is_some();
+    let wide = spec.plot_type == PlotType::Bar || matches!(xkind, XKind::Categorical(_)) || agg.is_some();
     let pad = if wide { 0.5 } else { 0.3 } * slot;
     let x_range = (xmin - pad, agg.map(|(_, x)| x).unwrap_or(xmax) + pad);
 
@@ -424,9 +383,7 @@ pub(crate) fn build_model(p: &ProcessedResults, spec: &PlotSpec) -> Result<Model
                             // metric); use it only when this series shows all of them.
                             let whole = srows.first().is_some_and(|f| {
                                 rows.iter()
-                                    .filter(|r| {
-                                        r.benchmark == f.benchmark && r.annotation == f.annotation
-                                    })
+                                    .filter(|r| r.benchmark == f.benchmark && r.annotation == f.annotation)
                                     .count()
                                     == srows.len()
                             });
@@ -434,13 +391,11 @@ pub(crate) fn build_model(p: &ProcessedResults, spec: &PlotSpec) -> Result<Model
                             if col.is_finite() && col > 0.0 {
                                 col
                             } else {
-                                let pos: Vec<f64> =
-                                    means.iter().copied().filter(|m| *m > 0.0).collect();
+                                let pos: Vec<f64> = means.iter().copied().filter(|m| *m > 0.0).collect();
                                 if pos.is_empty() {
                                     f64::NAN
                                 } else {
-                                    (pos.iter().map(|m| m.ln()).sum::<f64>() / pos.len() as f64)
-                                        .exp()
+                                    (pos.iter().map(|m| m.ln()).sum::<f64>() / pos.len() as f64).exp()
                                 }
                             }
                         }
@@ -475,10 +430,7 @@ pub(crate) fn build_model(p: &ProcessedResults, spec: &PlotSpec) -> Result<Model
         .find(|u| !u.is_empty())
         .unwrap_or_default();
     // Times in ns are shown in us or ms when they are large, so tick labels stay short.
-    let maxabs = ys
-        .iter()
-        .filter(|v| v.is_finite())
-        .fold(0.0f64, |a, v| a.max(v.abs()));
+    let maxabs = ys.iter().filter(|v| v.is_finite()).fold(0.0f64, |a, v| a.max(v.abs()));
     let scale = match unit.as_str() {
         "ns" if !normalized && maxabs >= 1e6 => Some((1e-6, "ms")),
         "ns" if !normalized && maxabs >= 1e4 => Some((1e-3, "µs")),
@@ -505,9 +457,7 @@ pub(crate) fn build_model(p: &ProcessedResults, spec: &PlotSpec) -> Result<Model
     let (lo, hi) = ys
         .iter()
         .filter(|v| v.is_finite())
-        .fold((0.0f64, f64::NEG_INFINITY), |(a, b), &v| {
-            (a.min(v), b.max(v))
-        });
+        .fold((0.0f64, f64::NEG_INFINITY), |(a, b), &v| (a.min(v), b.max(v)));
     let hi = if hi > 0.0 { hi * 1.1 } else { 1.0 };
     let lo = if lo < 0.0 { lo * 1.1 } else { 0.0 };
 
@@ -527,16 +477,8 @@ pub(crate) fn build_model(p: &ProcessedResults, spec: &PlotSpec) -> Result<Model
         (None, _) if free.is_empty() => "configuration".into(),
         (None, _) => format!("configuration ({})", free.join(", ")),
     };
-    let gpus = distinct(
-        rows.iter()
-            .map(|r| r.device.gpu.clone())
-            .filter(|g| !g.is_empty()),
-    );
-    let hosts = distinct(
-        rows.iter()
-            .map(|r| r.device.host.clone())
-            .filter(|g| !g.is_empty()),
-    );
+    let gpus = distinct(rows.iter().map(|r| r.device.gpu.clone()).filter(|g| !g.is_empty()));
+    let hosts = distinct(rows.iter().map(|r| r.device.host.clone()).filter(|g| !g.is_empty()));
     let max_runs = rows.iter().map(|r| r.summary.num_runs).max().unwrap_or(0);
     let mut subtitle = Vec::new();
     if !gpus.is_empty() {
@@ -656,11 +598,8 @@ where
         let x0 = 8 + (i / per_col) as i32 * col_w;
         let y = 16 + (i % per_col) as i32 * LEGEND_ROW_H as i32;
         tag.set(&format!("kprof-legend-marker kprof-series-{i}"));
-        area.draw(&PathElement::new(
-            vec![(x0, y), (x0 + 26, y)],
-            color.stroke_width(2),
-        ))
-        .map_err(render_err)?;
+        area.draw(&PathElement::new(vec![(x0, y), (x0 + 26, y)], color.stroke_width(2)))
+            .map_err(render_err)?;
         area.draw(&marker::<DB, (i32, i32)>(mk, (x0 + 13, y), 4, color))
             .map_err(render_err)?;
         tag.set("kprof-legend-entry");
@@ -675,12 +614,7 @@ where
     Ok(())
 }
 
-fn draw_panel<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    m: &Model,
-    panel: &Panel,
-    tag: &Tagger,
-) -> Res
+fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, m: &Model, panel: &Panel, tag: &Tagger) -> Res
 where
     DB::ErrorType: 'static,
 {
@@ -711,9 +645,7 @@ where
         tag.set("kprof-panel-title");
         builder.caption(panel.title.clone(), (FONT_FAMILY, 14));
     }
-    let mut chart = builder
-        .build_cartesian_2d(x0..x1, y0..y1)
-        .map_err(render_err)?;
+    let mut chart = builder.build_cartesian_2d(x0..x1, y0..y1).map_err(render_err)?;
     tag.set("kprof-panel");
     chart
         .plotting_area()
@@ -777,11 +709,7 @@ where
         // plotters centres axis labels on the tick, also when rotated; draw them ourselves so
         // that each starts just below its tick and runs downwards.
         let mut labels: Vec<(f64, String)> = match &m.xkind {
-            XKind::Categorical(l) => l
-                .iter()
-                .enumerate()
-                .map(|(i, t)| (i as f64, t.clone()))
-                .collect(),
+            XKind::Categorical(l) => l.iter().enumerate().map(|(i, t)| (i as f64, t.clone())).collect(),
             _ => Vec::new(),
         };
         if let Some((a, pos)) = m.agg {
@@ -871,10 +799,7 @@ where
                 chart
                     .draw_series(ps.points.iter().map(|p| {
                         let c = at(p.x);
-                        Rectangle::new(
-                            [(c - bar_half, base), (c + bar_half, p.mean)],
-                            color.filled(),
-                        )
+                        Rectangle::new([(c - bar_half, base), (c + bar_half, p.mean)], color.filled())
                     }))
                     .map_err(render_err)?;
             }
@@ -882,16 +807,7 @@ where
         tag.set(&format!("kprof-errorbar kprof-series-{si}"));
         chart
             .draw_series(ps.points.iter().filter_map(|p| {
-                p.ci.map(|(lo, hi)| {
-                    ErrorBar::new_vertical(
-                        at(p.x),
-                        lo,
-                        p.mean,
-                        hi,
-                        BLACK.mix(0.75).stroke_width(1),
-                        7,
-                    )
-                })
+                p.ci.map(|(lo, hi)| ErrorBar::new_vertical(at(p.x), lo, p.mean, hi, BLACK.mix(0.75).stroke_width(1), 7))
             }))
             .map_err(render_err)?;
         if let (Some((_, pos)), Some(v)) = (m.agg, ps.agg) {
@@ -907,8 +823,7 @@ where
                 tag.set("kprof-point-label");
                 chart
                     .draw_series(std::iter::once(
-                        EmptyElement::at((c, v))
-                            + Text::new(fmt_num(v), (0, -4), label_style.clone()),
+                        EmptyElement::at((c, v)) + Text::new(fmt_num(v), (0, -4), label_style.clone()),
                     ))
                     .map_err(render_err)?;
             }
@@ -918,8 +833,7 @@ where
             chart
                 .draw_series(ps.points.iter().map(|p| {
                     let top = p.ci.map(|(_, hi)| hi).unwrap_or(p.mean).max(p.mean);
-                    EmptyElement::at((at(p.x), top))
-                        + Text::new(fmt_num(p.mean), (0, -6), label_style.clone())
+                    EmptyElement::at((at(p.x), top)) + Text::new(fmt_num(p.mean), (0, -6), label_style.clone())
                 }))
                 .map_err(render_err)?;
         }

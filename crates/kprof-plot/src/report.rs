@@ -140,10 +140,7 @@ fn row_label(r: &ProcessedRow) -> String {
 }
 
 /// The warnings of one result set, as `(css class, tag text, message)`.
-fn warnings(
-    p: &ProcessedResults,
-    opts: &ReportOptions,
-) -> Vec<(&'static str, &'static str, String)> {
+fn warnings(p: &ProcessedResults, opts: &ReportOptions) -> Vec<(&'static str, &'static str, String)> {
     let mut w = Vec::new();
     let floor = opts.timer_floor_ns * opts.floor_factor;
     for r in &p.rows {
@@ -175,10 +172,17 @@ fn warnings(
             ));
         }
         if r.unit == "ns" && r.normalized.is_none() && s.mean.is_finite() && s.mean < floor {
-            w.push(("floor", "timer floor", format!(
-                "{}: mean {} ns is within {}x of the {} ns timer floor; the value is mostly timer overhead",
-                row_label(r), fmt_num(s.mean), fmt_num(opts.floor_factor), fmt_num(opts.timer_floor_ns)
-            )));
+            w.push((
+                "floor",
+                "timer floor",
+                format!(
+                    "{}: mean {} ns is within {}x of the {} ns timer floor; the value is mostly timer overhead",
+                    row_label(r),
+                    fmt_num(s.mean),
+                    fmt_num(opts.floor_factor),
+                    fmt_num(opts.timer_floor_ns)
+                ),
+            ));
         }
         if s.total_runs > s.num_runs {
             w.push((
@@ -194,10 +198,14 @@ fn warnings(
         }
     }
     for m in &p.missing_baselines {
-        w.push(("baseline", "no baseline", format!(
+        w.push((
+            "baseline",
+            "no baseline",
+            format!(
             "{}/{} · {} · {}: dropped from normalisation, the baseline annotation has no value for this configuration",
             m.benchmark, m.annotation, m.metric, m.config
-        )));
+        ),
+        ));
     }
     w
 }
@@ -211,11 +219,7 @@ fn summary_table(p: &ProcessedResults, out: &mut String) {
             }
         }
     }
-    let extras = distinct(
-        p.rows
-            .iter()
-            .flat_map(|r| r.extras.iter().map(|(n, _)| n.clone())),
-    );
+    let extras = distinct(p.rows.iter().flat_map(|r| r.extras.iter().map(|(n, _)| n.clone())));
     let any_norm = p.rows.iter().any(|r| r.normalized.is_some());
     out.push_str("<div class=\"table-wrap\"><table class=\"kprof-summary sortable\"><thead><tr>");
     let mut head = |name: &str, text: bool| {
@@ -264,11 +268,7 @@ fn summary_table(p: &ProcessedResults, out: &mut String) {
             match r.config.get(n) {
                 Some(v) => match v.as_f64() {
                     Some(x) if !matches!(v, kprof_core::ParamValue::Bool(_)) => {
-                        let _ = write!(
-                            out,
-                            "<td data-v=\"{x}\">{}</td>",
-                            html_escape(&v.to_string())
-                        );
+                        let _ = write!(out, "<td data-v=\"{x}\">{}</td>", html_escape(&v.to_string()));
                     }
                     _ => out.push_str(&text_td(&v.to_string())),
                 },
@@ -363,14 +363,8 @@ fn auto_x(p: &ProcessedResults) -> Option<String> {
 ///
 /// A plot that cannot be drawn (say, a metric whose values are all NaN) is reported on the page
 /// instead of failing the report; an invalid `opts.x` fails it with the available names.
-pub fn render_report(
-    inputs: &[ReportInput<'_>],
-    opts: &ReportOptions,
-) -> Result<String, PlotError> {
-    if !(opts.timer_floor_ns.is_finite()
-        && opts.timer_floor_ns >= 0.0
-        && opts.floor_factor.is_finite())
-    {
+pub fn render_report(inputs: &[ReportInput<'_>], opts: &ReportOptions) -> Result<String, PlotError> {
+    if !(opts.timer_floor_ns.is_finite() && opts.timer_floor_ns >= 0.0 && opts.floor_factor.is_finite()) {
         return Err(PlotError::InvalidSpec(
             "timer floor and factor must be finite and non-negative".into(),
         ));
@@ -390,12 +384,7 @@ pub fn render_report(
             "<section class=\"result\" id=\"result-{ii}\">\n<h2>{}</h2>\n",
             html_escape(input.title)
         );
-        let gpus = distinct(
-            p.rows
-                .iter()
-                .map(|r| r.device.gpu.clone())
-                .filter(|g| !g.is_empty()),
-        );
+        let gpus = distinct(p.rows.iter().map(|r| r.device.gpu.clone()).filter(|g| !g.is_empty()));
         if !gpus.is_empty() {
             let _ = writeln!(
                 h,
@@ -465,16 +454,15 @@ pub fn render_report(
                         configs.push(s.key.config);
                     }
                 }
-                let _ = write!(h, "<details class=\"dist\" open><summary>{}</summary>\n<div class=\"dist-grid\">\n", html_escape(&metric));
+                let _ = write!(
+                    h,
+                    "<details class=\"dist\" open><summary>{}</summary>\n<div class=\"dist-grid\">\n",
+                    html_escape(&metric)
+                );
                 for &c in configs.iter().take(opts.max_distribution_configs) {
                     let spec = DistributionSpec {
                         config: Some(c),
-                        title: Some(
-                            raw.configs
-                                .get(c as usize)
-                                .map(|c| c.to_string())
-                                .unwrap_or_default(),
-                        ),
+                        title: Some(raw.configs.get(c as usize).map(|c| c.to_string()).unwrap_or_default()),
                         width_px: Some(300),
                         height_px: 260,
                         ..Default::default()
@@ -484,11 +472,7 @@ pub fn render_report(
                             let _ = write!(h, "<figure class=\"distribution\">\n{svg}</figure>\n");
                         }
                         Err(e) => {
-                            let _ = writeln!(
-                                h,
-                                "<p class=\"plot-error\">{}</p>",
-                                html_escape(&e.to_string())
-                            );
+                            let _ = writeln!(h, "<p class=\"plot-error\">{}</p>", html_escape(&e.to_string()));
                         }
                     }
                 }
@@ -509,12 +493,7 @@ pub fn render_report(
             let mut kv = Vec::new();
             flatten("", env, &mut kv);
             for (k, v) in kv {
-                let _ = writeln!(
-                    h,
-                    "<tr><td>{}</td><td>{}</td></tr>",
-                    html_escape(&k),
-                    html_escape(&v)
-                );
+                let _ = writeln!(h, "<tr><td>{}</td><td>{}</td></tr>", html_escape(&k), html_escape(&v));
             }
             h.push_str("</tbody></table>\n");
         }

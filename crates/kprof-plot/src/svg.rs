@@ -10,8 +10,8 @@ use std::rc::Rc;
 
 use plotters_backend::text_anchor::{HPos, VPos};
 use plotters_backend::{
-    BackendColor, BackendCoord, BackendStyle, BackendTextStyle, DrawingBackend, DrawingErrorKind,
-    FontStyle, FontTransform,
+    BackendColor, BackendCoord, BackendStyle, BackendTextStyle, DrawingBackend, DrawingErrorKind, FontStyle,
+    FontTransform,
 };
 
 /// The font stack written into SVG text: the embedded DejaVu Sans first, so browsers that have
@@ -170,11 +170,7 @@ impl DrawingBackend for TaggedSvg {
         Ok(())
     }
 
-    fn draw_pixel(
-        &mut self,
-        p: BackendCoord,
-        c: BackendColor,
-    ) -> Result<(), DrawingErrorKind<SvgError>> {
+    fn draw_pixel(&mut self, p: BackendCoord, c: BackendColor) -> Result<(), DrawingErrorKind<SvgError>> {
         if c.alpha == 0.0 {
             return Ok(());
         }

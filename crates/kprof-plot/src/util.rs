@@ -52,12 +52,7 @@ pub(crate) fn cmp_tuples(a: &[ParamValue], b: &[ParamValue]) -> Ordering {
 pub(crate) fn values_of(config: &Config, names: &[String]) -> Vec<ParamValue> {
     names
         .iter()
-        .map(|n| {
-            config
-                .get(n)
-                .cloned()
-                .unwrap_or_else(|| ParamValue::Str("-".into()))
-        })
+        .map(|n| config.get(n).cloned().unwrap_or_else(|| ParamValue::Str("-".into())))
         .collect()
 }
 
@@ -125,15 +120,13 @@ pub(crate) fn marker<'a, DB: DrawingBackend + 'a, C: Clone + 'a>(
     let s = size;
     match m {
         Marker::Circle => Circle::new(at, s, fill).into_dyn(),
-        Marker::Square => {
-            (EmptyElement::at(at) + Rectangle::new([(-s, -s), (s, s)], fill)).into_dyn()
+        Marker::Square => (EmptyElement::at(at) + Rectangle::new([(-s, -s), (s, s)], fill)).into_dyn(),
+        Marker::TriangleUp => {
+            (EmptyElement::at(at) + Polygon::new(vec![(0, -s - 1), (s + 1, s), (-s - 1, s)], fill)).into_dyn()
         }
-        Marker::TriangleUp => (EmptyElement::at(at)
-            + Polygon::new(vec![(0, -s - 1), (s + 1, s), (-s - 1, s)], fill))
-        .into_dyn(),
-        Marker::TriangleDown => (EmptyElement::at(at)
-            + Polygon::new(vec![(0, s + 1), (s + 1, -s), (-s - 1, -s)], fill))
-        .into_dyn(),
+        Marker::TriangleDown => {
+            (EmptyElement::at(at) + Polygon::new(vec![(0, s + 1), (s + 1, -s), (-s - 1, -s)], fill)).into_dyn()
+        }
         Marker::Diamond => (EmptyElement::at(at)
             + Polygon::new(vec![(0, -s - 1), (s + 1, 0), (0, s + 1), (-s - 1, 0)], fill))
         .into_dyn(),

@@ -87,21 +87,14 @@ fn distribution_marks_outliers() {
         ..Default::default()
     };
     let svg = render_distribution_svg(&raw, DEFAULT_METRIC, &spec).unwrap();
-    assert_eq!(
-        svg.matches("class=\"kprof-box\"").count(),
-        2,
-        "filled box + outline"
-    );
+    assert_eq!(svg.matches("class=\"kprof-box\"").count(), 2, "filled box + outline");
     assert_eq!(svg.matches("class=\"kprof-median\"").count(), 1);
     assert_eq!(svg.matches("class=\"kprof-outlier\"").count(), 1);
     assert_eq!(svg.matches("class=\"kprof-run\"").count(), 9);
     assert!(svg.contains("n=4096, dtype=fp32"));
 
     // Jitter is deterministic.
-    assert_eq!(
-        svg,
-        render_distribution_svg(&raw, DEFAULT_METRIC, &spec).unwrap()
-    );
+    assert_eq!(svg, render_distribution_svg(&raw, DEFAULT_METRIC, &spec).unwrap());
 
     // All configs: one box per config.
     let all = render_distribution_svg(&raw, DEFAULT_METRIC, &DistributionSpec::default()).unwrap();
@@ -171,29 +164,18 @@ fn report_is_self_contained_with_table_plots_and_warnings() {
     assert_eq!(html.matches("<figure class=\"distribution\"").count(), 20);
     assert_eq!(html.matches("<svg").count(), 22);
     // No network references: the only "http" is the SVG namespace.
-    let http: Vec<&str> = html
-        .match_indices("http")
-        .map(|(i, _)| &html[i..i + 26])
-        .collect();
-    assert!(
-        http.iter().all(|h| *h == "http://www.w3.org/2000/svg"),
-        "{http:?}"
-    );
+    let http: Vec<&str> = html.match_indices("http").map(|(i, _)| &html[i..i + 26]).collect();
+    assert!(http.iter().all(|h| *h == "http://www.w3.org/2000/svg"), "{http:?}");
     assert!(!html.contains("<script src") && !html.contains("<link") && !html.contains("@import"));
     // Warnings.
-    assert!(
-        html.contains("sgemm/gemm · gpu__time_duration.sum · n=512, dtype=fp16: relative std dev")
-    );
+    assert!(html.contains("sgemm/gemm · gpu__time_duration.sum · n=512, dtype=fp16: relative std dev"));
     assert_eq!(
         html.matches("class=\"warn-unstable\"").count(),
         3,
         "n=512 fp16 (both metrics) and the throttled config"
     );
     assert!(html.matches("class=\"warn-throttled\"").count() >= 1);
-    assert!(
-        html.contains("class=\"warn-floor\""),
-        "memset at 155 ns < 320 ns"
-    );
+    assert!(html.contains("class=\"warn-floor\""), "memset at 155 ns < 320 ns");
     assert!(html.contains("class=\"warn-baseline\"") && html.contains("n=16384, dtype=fp8"));
     // Environment.
     assert!(html.contains("<td>gpu.name</td><td>NVIDIA H200</td>"));
@@ -230,10 +212,7 @@ fn report_floor_is_a_parameter_and_bad_x_is_an_error() {
         },
     )
     .unwrap_err();
-    assert!(
-        e.to_string().contains("available parameters: n, dtype"),
-        "{e}"
-    );
+    assert!(e.to_string().contains("available parameters: n, dtype"), "{e}");
     let html = render_report(
         &input,
         &ReportOptions {

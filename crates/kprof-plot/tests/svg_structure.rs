@@ -39,28 +39,17 @@ fn one_series_per_annotation_with_legend() {
 
 #[test]
 fn error_bars_only_with_two_or_more_runs() {
-    let with = render_svg(
-        &simple(2, &[1, 2, 4], 3),
-        &PlotSpec::new(DEFAULT_METRIC).with_x("n"),
-    )
-    .unwrap();
+    let with = render_svg(&simple(2, &[1, 2, 4], 3), &PlotSpec::new(DEFAULT_METRIC).with_x("n")).unwrap();
     // plotters' ErrorBar draws a stem, two caps and a ring at the mean: 2 series x 3 points x 4.
     assert_eq!(count(&with, "kprof-errorbar"), 24);
 
-    let single = render_svg(
-        &simple(2, &[1, 2, 4], 1),
-        &PlotSpec::new(DEFAULT_METRIC).with_x("n"),
-    )
-    .unwrap();
+    let single = render_svg(&simple(2, &[1, 2, 4], 1), &PlotSpec::new(DEFAULT_METRIC).with_x("n")).unwrap();
     assert_eq!(count(&single, "kprof-errorbar"), 0, "n = 1 has no CI");
 
     let mut off = PlotSpec::new(DEFAULT_METRIC).with_x("n");
     off.error_bars = false;
     assert_eq!(
-        count(
-            &render_svg(&simple(2, &[1, 2, 4], 3), &off).unwrap(),
-            "kprof-errorbar"
-        ),
+        count(&render_svg(&simple(2, &[1, 2, 4], 3), &off).unwrap(), "kprof-errorbar"),
         0
     );
 
@@ -81,10 +70,7 @@ fn grid_data() -> ProcessedResults {
     for dtype in ["fp32", "fp16", "bf16"] {
         for layout in ["nn", "tn"] {
             for n in [256i64, 512, 1024] {
-                let cfg = Config::new()
-                    .with("n", n)
-                    .with("dtype", dtype)
-                    .with("layout", layout);
+                let cfg = Config::new().with("n", n).with("dtype", dtype).with("layout", layout);
                 rows.push(row(
                     "gemm",
                     DEFAULT_METRIC,
@@ -172,11 +158,7 @@ fn normalised_rows_get_ratio_label_and_reference_line() {
 fn more_than_fourteen_series_stay_distinct() {
     let p = simple(20, &[1, 2, 4], 2);
     let svg = render_svg(&p, &PlotSpec::new(DEFAULT_METRIC).with_x("n")).unwrap();
-    assert_eq!(
-        series_ids(&svg, "kprof-series"),
-        (0..20).collect(),
-        "no series dropped"
-    );
+    assert_eq!(series_ids(&svg, "kprof-series"), (0..20).collect(), "no series dropped");
     assert_eq!(count(&svg, "kprof-legend-entry"), 20);
     // Each series' (line colour, marker shape) pair is unique: the shape is the marker's
     // elements with coordinates taken relative to the marker's first point.
@@ -226,13 +208,7 @@ fn marker_shape(svg: &str, i: usize) -> String {
         let rel: Vec<i64> = n
             .iter()
             .enumerate()
-            .map(|(k, v)| {
-                if k % 2 == 0 {
-                    v - origin.0
-                } else {
-                    v - origin.1
-                }
-            })
+            .map(|(k, v)| if k % 2 == 0 { v - origin.0 } else { v - origin.1 })
             .collect();
         sig.push_str(&format!("{name}{rel:?};"));
     }
@@ -294,33 +270,24 @@ fn bad_input_lists_available_names() {
     let e = render_svg(&p, &PlotSpec::new("dram__bytes")).unwrap_err();
     assert!(matches!(e, PlotError::UnknownMetric { .. }));
     assert!(
-        e.to_string()
-            .contains("available metrics: gpu__time_duration.sum"),
+        e.to_string().contains("available metrics: gpu__time_duration.sum"),
         "{e}"
     );
 
     let e = render_svg(&p, &PlotSpec::new(DEFAULT_METRIC).with_x("size")).unwrap_err();
-    assert!(
-        e.to_string()
-            .contains("available parameters: n, dtype, layout"),
-        "{e}"
-    );
+    assert!(e.to_string().contains("available parameters: n, dtype, layout"), "{e}");
 
     let mut spec = PlotSpec::new(DEFAULT_METRIC);
     spec.row_panels = vec!["dtyp".into()];
     let e = render_svg(&p, &spec).unwrap_err();
     assert!(
-        e.to_string().contains("\"dtyp\" (used as row_panels)")
-            && e.to_string().contains("n, dtype, layout"),
+        e.to_string().contains("\"dtyp\" (used as row_panels)") && e.to_string().contains("n, dtype, layout"),
         "{e}"
     );
 
     let mut spec = PlotSpec::new(DEFAULT_METRIC).with_x("n");
     spec.col_panels = vec!["n".into()];
-    assert!(matches!(
-        render_svg(&p, &spec),
-        Err(PlotError::InvalidSpec(_))
-    ));
+    assert!(matches!(render_svg(&p, &spec), Err(PlotError::InvalidSpec(_))));
 
     spec.col_panels.clear();
     spec.series_by = SeriesBy::Variant {
@@ -335,10 +302,7 @@ fn bad_input_lists_available_names() {
     r.metric = "other".into();
     two.rows.push(r);
     let e = render_svg(&two, &PlotSpec::new("")).unwrap_err();
-    assert!(
-        e.to_string().contains("gpu__time_duration.sum, other"),
-        "{e}"
-    );
+    assert!(e.to_string().contains("gpu__time_duration.sum, other"), "{e}");
 
     let mut nan = simple(1, &[1, 2], 1);
     for r in &mut nan.rows {

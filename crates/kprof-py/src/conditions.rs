@@ -32,7 +32,11 @@ pub fn extra_from_py(v: &Bound<'_, PyAny>) -> ExtraValue {
         return ExtraValue::Text(s.to_string());
     }
     if let Ok(x) = v.extract::<f64>() {
-        return if x.is_nan() { ExtraValue::Missing } else { ExtraValue::Number(x) };
+        return if x.is_nan() {
+            ExtraValue::Missing
+        } else {
+            ExtraValue::Number(x)
+        };
     }
     match v.str() {
         Ok(s) => ExtraValue::Text(s.to_string()),
@@ -47,8 +51,10 @@ pub fn attach(raw: &Bound<'_, PyDict>, names: &[String], out: &mut RawResults) -
         let col = raw
             .get_item(name)?
             .ok_or_else(|| PyValueError::new_err(format!("the raw table has no extra column {name:?}")))?;
-        let values: Vec<ExtraValue> =
-            col.try_iter()?.map(|v| v.map(|v| extra_from_py(&v))).collect::<PyResult<_>>()?;
+        let values: Vec<ExtraValue> = col
+            .try_iter()?
+            .map(|v| v.map(|v| extra_from_py(&v)))
+            .collect::<PyResult<_>>()?;
         if values.len() != out.samples.len() {
             return Err(PyValueError::new_err(format!(
                 "extra column {name:?} has {} values but the table has {} rows",
@@ -57,7 +63,10 @@ pub fn attach(raw: &Bound<'_, PyDict>, names: &[String], out: &mut RawResults) -
             )));
         }
         out.extras.retain(|c| &c.name != name);
-        out.extras.push(ExtraColumn { name: name.clone(), values });
+        out.extras.push(ExtraColumn {
+            name: name.clone(),
+            values,
+        });
     }
     Ok(())
 }
@@ -109,7 +118,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 pub fn apply_thermal_options(opts: &Bound<'_, PyDict>, o: &mut kprof::runner::BenchOptions) -> PyResult<()> {
     let get = |k: &str| -> PyResult<Option<Bound<'_, PyAny>>> { Ok(opts.get_item(k)?.filter(|v| !v.is_none())) };
     if let Some(v) = get("thermal_mode")? {
-        o.thermal.mode = v.extract::<String>()?.parse().map_err(|e: kprof::conditions::ConditionsError| PyValueError::new_err(e.to_string()))?;
+        o.thermal.mode = v
+            .extract::<String>()?
+            .parse()
+            .map_err(|e: kprof::conditions::ConditionsError| PyValueError::new_err(e.to_string()))?;
     }
     if let Some(v) = get("thermal_wait")? {
         o.thermal.wait_c = v.extract()?;
@@ -120,7 +132,9 @@ pub fn apply_thermal_options(opts: &Bound<'_, PyDict>, o: &mut kprof::runner::Be
     if let Some(v) = get("thermal_timeout")? {
         let s: f64 = v.extract()?;
         if !(s.is_finite() && s > 0.0) {
-            return Err(PyValueError::new_err(format!("thermal_timeout must be a positive number of seconds, got {s}")));
+            return Err(PyValueError::new_err(format!(
+                "thermal_timeout must be a positive number of seconds, got {s}"
+            )));
         }
         o.thermal.timeout = std::time::Duration::from_secs_f64(s);
     }
@@ -132,10 +146,14 @@ pub fn apply_thermal_options(opts: &Bound<'_, PyDict>, o: &mut kprof::runner::Be
 /// guard on the wrong GPU.
 pub fn check_thermal_device(wanted: Option<i64>, profiler: &kprof::runner::Profiler) -> Result<(), String> {
     let Some(wanted) = wanted else { return Ok(()) };
-    let current = profiler.extras().iter().find(|(n, _)| n == "DeviceOrdinal").and_then(|(_, v)| match v {
-        ExtraValue::Number(x) => Some(*x as i64),
-        _ => None,
-    });
+    let current = profiler
+        .extras()
+        .iter()
+        .find(|(n, _)| n == "DeviceOrdinal")
+        .and_then(|(_, v)| match v {
+            ExtraValue::Number(x) => Some(*x as i64),
+            _ => None,
+        });
     match current {
         Some(c) if c != wanted => Err(format!(
             "thermal_device={wanted} is not the CUDA device this process profiles (device {c}, the current device when \

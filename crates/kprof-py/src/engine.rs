@@ -42,7 +42,10 @@ static REDUCER_ERROR: Mutex<Option<PyErr>> = Mutex::new(None);
 
 pub(crate) fn kprof_exception(py: Python<'_>, class: &str, msg: String) -> PyErr {
     match py.import("kprof.exceptions").and_then(|m| m.getattr(class)) {
-        Ok(cls) => PyErr::from_value(cls.call1((msg,)).unwrap_or_else(|e| e.into_value(py).into_bound(py).into_any())),
+        Ok(cls) => PyErr::from_value(
+            cls.call1((msg,))
+                .unwrap_or_else(|e| e.into_value(py).into_bound(py).into_any()),
+        ),
         Err(_) => PyRuntimeError::new_err(msg),
     }
 }
@@ -54,10 +57,14 @@ fn get<'py>(opts: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<Bound<'py, 
 pub(crate) fn reducer(value: Option<Bound<'_, PyAny>>) -> PyResult<Reducer> {
     let Some(v) = value else { return Ok(Reducer::Sum) };
     if let Ok(name) = v.extract::<String>() {
-        return name.parse::<Reducer>().map_err(|e| PyValueError::new_err(e.to_string()));
+        return name
+            .parse::<Reducer>()
+            .map_err(|e| PyValueError::new_err(e.to_string()));
     }
     if !v.is_callable() {
-        return Err(PyValueError::new_err("combine_kernel_metrics must be a reducer name or a callable f(a, b)"));
+        return Err(PyValueError::new_err(
+            "combine_kernel_metrics must be a reducer name or a callable f(a, b)",
+        ));
     }
     let f: Py<PyAny> = v.unbind();
     Ok(Reducer::Custom(Arc::new(move |a: f64, b: f64| {
@@ -87,7 +94,11 @@ pub(crate) fn bench_options(opts: &Bound<'_, PyDict>) -> PyResult<BenchOptions> 
         o.order = match v.extract::<String>()?.as_str() {
             "interleaved" => RunOrder::Interleaved,
             "sequential" => RunOrder::Sequential,
-            other => return Err(PyValueError::new_err(format!("order must be 'interleaved' or 'sequential', got {other:?}"))),
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "order must be 'interleaved' or 'sequential', got {other:?}"
+                )))
+            }
         };
     }
     if let Some(v) = get(opts, "metrics")? {
@@ -97,7 +108,11 @@ pub(crate) fn bench_options(opts: &Bound<'_, PyDict>) -> PyResult<BenchOptions> 
         o.replay_mode = match v.extract::<String>()?.as_str() {
             "kernel" => kprof::runner::ReplayMode::Kernel,
             "range" => kprof::runner::ReplayMode::User,
-            other => return Err(PyValueError::new_err(format!("replay_mode must be 'kernel' or 'range', got {other:?}"))),
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "replay_mode must be 'kernel' or 'range', got {other:?}"
+                )))
+            }
         };
     }
     if let Some(v) = get(opts, "ignore_kernel_list")? {
@@ -111,14 +126,22 @@ pub(crate) fn bench_options(opts: &Bound<'_, PyDict>) -> PyResult<BenchOptions> 
         o.cache = match v.extract::<String>()?.as_str() {
             "all" => CacheControl::All,
             "none" => CacheControl::None,
-            other => return Err(PyValueError::new_err(format!("cache_control must be 'all' or 'none', got {other:?}"))),
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "cache_control must be 'all' or 'none', got {other:?}"
+                )))
+            }
         };
     }
     if let Some(v) = get(opts, "clock_control")? {
         o.clock = match v.extract::<String>()?.as_str() {
             "none" => ClockControl::None,
             "base" => ClockControl::Base,
-            other => return Err(PyValueError::new_err(format!("clock_control must be 'none' or 'base', got {other:?}"))),
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "clock_control must be 'none' or 'base', got {other:?}"
+                )))
+            }
         };
     }
     let target_rsd: Option<f64> = get(opts, "target_rsd")?.map(|v| v.extract()).transpose()?;
@@ -156,10 +179,27 @@ fn opt_to_py(py: Python<'_>, x: Option<f64>) -> PyResult<Bound<'_, PyAny>> {
 
 /// The raw table of the backend contract: one row per sample, with `_config` indexing `configs`.
 pub(crate) fn raw_table<'py>(py: Python<'py>, raw: &RawResults, configs: &[Config]) -> PyResult<Bound<'py, PyDict>> {
-    let config_index: Vec<usize> =
-        raw.configs.iter().map(|c| configs.iter().position(|d| d == c).unwrap_or(0)).collect();
-    let names = ["Annotation", "Value", "Metric", "Kernel", "GPU", "Host", "ComputeClock", "MemoryClock", "Unit", "Benchmark", "Run", "_config"];
-    let mut cols: Vec<Vec<Bound<'py, PyAny>>> = vec![Vec::with_capacity(raw.samples.len()); names.len() + raw.extras.len()];
+    let config_index: Vec<usize> = raw
+        .configs
+        .iter()
+        .map(|c| configs.iter().position(|d| d == c).unwrap_or(0))
+        .collect();
+    let names = [
+        "Annotation",
+        "Value",
+        "Metric",
+        "Kernel",
+        "GPU",
+        "Host",
+        "ComputeClock",
+        "MemoryClock",
+        "Unit",
+        "Benchmark",
+        "Run",
+        "_config",
+    ];
+    let mut cols: Vec<Vec<Bound<'py, PyAny>>> =
+        vec![Vec::with_capacity(raw.samples.len()); names.len() + raw.extras.len()];
     for (i, s) in raw.samples.iter().enumerate() {
         let series = raw.series_of(s);
         let dev = &raw.devices[series.device as usize];
@@ -185,7 +225,10 @@ pub(crate) fn raw_table<'py>(py: Python<'py>, raw: &RawResults, configs: &[Confi
         }
     }
     let out = PyDict::new(py);
-    let all_names = names.iter().map(|n| n.to_string()).chain(raw.extras.iter().map(|e| e.name.clone()));
+    let all_names = names
+        .iter()
+        .map(|n| n.to_string())
+        .chain(raw.extras.iter().map(|e| e.name.clone()));
     for (name, values) in all_names.zip(cols) {
         out.set_item(name, PyList::new(py, values)?)?;
     }
@@ -207,13 +250,25 @@ fn run_benchmark<'py>(
     let backend = get(options, "backend")?.map(|v| v.extract::<String>()).transpose()?;
     // backend="ncu" here is the ncu child running its selected benchmark (crate::ncu).
     let ncu = backend.as_deref() == Some("ncu");
-    let opts = if ncu { crate::ncu::child_bench_options(options)? } else { bench_options(options)? };
+    let opts = if ncu {
+        crate::ncu::child_bench_options(options)?
+    } else {
+        bench_options(options)?
+    };
     let events = match backend.as_deref() {
         None | Some("cupti") | Some("ncu") => false,
         Some("cuda-events") => true,
-        Some(other) => return Err(PyValueError::new_err(format!("backend {other:?} is not a backend of the engine"))),
+        Some(other) => {
+            return Err(PyValueError::new_err(format!(
+                "backend {other:?} is not a backend of the engine"
+            )))
+        }
     };
-    let metric = if events { kprof::runner::CUDA_EVENTS_METRIC } else { kprof_core::DEFAULT_METRIC };
+    let metric = if events {
+        kprof::runner::CUDA_EVENTS_METRIC
+    } else {
+        kprof_core::DEFAULT_METRIC
+    };
     PENDING.with(|p| p.borrow_mut().take());
     if let Ok(mut slot) = REDUCER_ERROR.lock() {
         slot.take();
@@ -223,7 +278,11 @@ fn run_benchmark<'py>(
         PROFILER.with(|cell| {
             let mut slot = cell.borrow_mut();
             if slot.is_none() {
-                let created = if events { Profiler::with_cuda_events() } else { Profiler::new() };
+                let created = if events {
+                    Profiler::with_cuda_events()
+                } else {
+                    Profiler::new()
+                };
                 *slot = Some(created.map_err(|e| ("engine", e.to_string()))?);
             }
             let profiler = slot.as_mut().expect("profiler was just created");
@@ -237,7 +296,11 @@ fn run_benchmark<'py>(
                     ),
                 ));
             }
-            let _armed = if ncu { Some(kprof::ncu::arm_child(&opts).map_err(|e| ("engine", e.to_string()))?) } else { None };
+            let _armed = if ncu {
+                Some(kprof::ncu::arm_child(&opts).map_err(|e| ("engine", e.to_string()))?)
+            } else {
+                None
+            };
             crate::conditions::check_thermal_device(thermal_device, profiler).map_err(|m| ("engine", m))?;
             let before = profiler.warnings().len();
             let result = profiler.bench(&name, &configs, &opts, |config, run| {
@@ -275,7 +338,11 @@ fn run_benchmark<'py>(
     let (raw, warnings) = match outcome {
         Ok(v) => v,
         Err((stage, msg)) => {
-            let class = if stage == "engine" { "BackendError" } else { "ProfilerError" };
+            let class = if stage == "engine" {
+                "BackendError"
+            } else {
+                "ProfilerError"
+            };
             return Err(kprof_exception(py, class, msg));
         }
     };
@@ -285,7 +352,11 @@ fn run_benchmark<'py>(
             text.push_str(&format!("\n... and {} more", warnings.len() - 5));
         }
         let warn = py.import("warnings")?.getattr("warn")?;
-        warn.call1((format!("kprof: {text}"), py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), 2))?;
+        warn.call1((
+            format!("kprof: {text}"),
+            py.get_type::<pyo3::exceptions::PyRuntimeWarning>(),
+            2,
+        ))?;
     }
     raw_table(py, &raw, &configs)
 }
@@ -301,7 +372,9 @@ fn enter_region(py: Python<'_>, name: &str) -> PyResult<()> {
     // SAFETY: CURRENT_RUN is set only while the benchmark closure that owns this `&mut Run` is
     // calling into Python on this thread, and that closure does not touch the run meanwhile.
     let run = unsafe { &mut *run };
-    let guard = run.region(name).map_err(|e| kprof_exception(py, "AnnotationError", e.to_string()))?;
+    let guard = run
+        .region(name)
+        .map_err(|e| kprof_exception(py, "AnnotationError", e.to_string()))?;
     GUARDS.with(|g| g.borrow_mut().push((name.to_string(), guard)));
     Ok(())
 }
@@ -336,7 +409,14 @@ fn exit_region(py: Python<'_>, name: &str, failed: bool) -> PyResult<()> {
 #[pyfunction]
 fn engine_available(py: Python<'_>) -> (bool, String) {
     py.detach(|| match kprof::loader::Libraries::load() {
-        Ok(l) => (true, format!("libcuda {} / libcupti {}", l.cuda_path.display(), l.cupti_path.display())),
+        Ok(l) => (
+            true,
+            format!(
+                "libcuda {} / libcupti {}",
+                l.cuda_path.display(),
+                l.cupti_path.display()
+            ),
+        ),
         Err(e) => (false, e.to_string()),
     })
 }

@@ -24,9 +24,9 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
+mod conditions;
 mod engine;
 mod ncu;
-mod conditions;
 mod plot;
 
 /// The package version (the workspace version).
@@ -203,7 +203,18 @@ fn raw_from_columns(raw: &Bound<'_, PyDict>, params: &[String]) -> PyResult<RawR
     };
     let annotation = cols("Annotation")?;
     let n = annotation.len();
-    let named = ["Value", "Metric", "Kernel", "GPU", "Host", "ComputeClock", "MemoryClock", "Unit", "Benchmark", "Run"];
+    let named = [
+        "Value",
+        "Metric",
+        "Kernel",
+        "GPU",
+        "Host",
+        "ComputeClock",
+        "MemoryClock",
+        "Unit",
+        "Benchmark",
+        "Run",
+    ];
     let mut by_name: HashMap<&str, Vec<Bound<'_, PyAny>>> = HashMap::new();
     for name in named {
         let c = cols(name)?;
@@ -219,7 +230,10 @@ fn raw_from_columns(raw: &Bound<'_, PyDict>, params: &[String]) -> PyResult<RawR
     for p in params {
         let c = cols(p)?;
         if c.len() != n {
-            return Err(PyValueError::new_err(format!("parameter column {p:?} has {} values but Annotation has {n}", c.len())));
+            return Err(PyValueError::new_err(format!(
+                "parameter column {p:?} has {} values but Annotation has {n}",
+                c.len()
+            )));
         }
         param_cols.push(c);
     }
@@ -251,12 +265,17 @@ fn raw_from_columns(raw: &Bound<'_, PyDict>, params: &[String]) -> PyResult<RawR
         })
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
     }
-    out.check_unique_runs().map_err(|e| PyValueError::new_err(e.to_string()))?;
+    out.check_unique_runs()
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
     Ok(out)
 }
 
 fn nan_to_none(py: Python<'_>, x: f64) -> PyResult<Bound<'_, PyAny>> {
-    Ok(if x.is_nan() { py.None().into_bound(py) } else { x.into_pyobject(py)?.into_any() })
+    Ok(if x.is_nan() {
+        py.None().into_bound(py)
+    } else {
+        x.into_pyobject(py)?.into_any()
+    })
 }
 
 /// The parameter names and [`ProcessOptions`] of a `process_raw` options dict
@@ -276,7 +295,10 @@ fn process_options(options: &Bound<'_, PyDict>) -> PyResult<(Vec<String>, Proces
         _ => 2.0,
     };
     let opts = ProcessOptions {
-        stats: StatsOptions { stable_rsd_pct, ..StatsOptions::default() },
+        stats: StatsOptions {
+            stable_rsd_pct,
+            ..StatsOptions::default()
+        },
         normalize_against,
     };
     Ok((params, opts))
@@ -287,7 +309,11 @@ fn process_options(options: &Bound<'_, PyDict>) -> PyResult<(Vec<String>, Proces
 /// is documented in `python/kprof/results.py`. Bad input raises `ValueError`; configurations
 /// dropped from normalisation for lack of a baseline raise a `UserWarning` naming them.
 #[pyfunction]
-fn process_raw<'py>(py: Python<'py>, raw: &Bound<'py, PyDict>, options: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
+fn process_raw<'py>(
+    py: Python<'py>,
+    raw: &Bound<'py, PyDict>,
+    options: &Bound<'py, PyDict>,
+) -> PyResult<Bound<'py, PyDict>> {
     let (params, opts) = process_options(options)?;
     let mut raw_results = raw_from_columns(raw, &params)?;
     conditions::attach(raw, &conditions::extra_names(options)?, &mut raw_results)?;
@@ -299,7 +325,12 @@ fn process_raw<'py>(py: Python<'py>, raw: &Bound<'py, PyDict>, options: &Bound<'
             "annotation {:?} (metric {:?}, config [{}]) has no baseline row to normalise against; it is left out of the processed table",
             m.annotation, m.metric, m.config
         );
-        PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyUserWarning>(), &std::ffi::CString::new(msg).unwrap_or_default(), 1)?;
+        PyErr::warn(
+            py,
+            &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+            &std::ffi::CString::new(msg).unwrap_or_default(),
+            1,
+        )?;
     }
     let out = processed_to_columns(py, &processed, &params)?;
     conditions::append_processed(py, &out, &processed)?;
@@ -311,15 +342,38 @@ fn processed_to_columns<'py>(py: Python<'py>, p: &ProcessedResults, params: &[St
     let mut names: Vec<String> = vec!["Annotation".into(), "Metric".into()];
     names.extend(params.iter().cloned());
     for n in [
-        "AvgValue", "StdDev", "MinValue", "MaxValue", "NumRuns", "Kernel", "GPU", "Host", "ComputeClock", "MemoryClock",
-        "Unit", "CI95_Lower", "CI95_Upper", "RelativeStdDevPct", "StableMeasurement", "Normalized",
+        "AvgValue",
+        "StdDev",
+        "MinValue",
+        "MaxValue",
+        "NumRuns",
+        "Kernel",
+        "GPU",
+        "Host",
+        "ComputeClock",
+        "MemoryClock",
+        "Unit",
+        "CI95_Lower",
+        "CI95_Upper",
+        "RelativeStdDevPct",
+        "StableMeasurement",
+        "Normalized",
     ] {
         names.push(n.into());
     }
     if normalised {
         names.push("NormalizationValue".into());
     }
-    for n in ["Geomean", "Benchmark", "Median", "P05", "P95", "TotalRuns", "OutliersMild", "OutliersSevere"] {
+    for n in [
+        "Geomean",
+        "Benchmark",
+        "Median",
+        "P05",
+        "P95",
+        "TotalRuns",
+        "OutliersMild",
+        "OutliersSevere",
+    ] {
         names.push(n.into());
     }
     let mut cols: Vec<Vec<Bound<'py, PyAny>>> = vec![Vec::with_capacity(p.rows.len()); names.len()];

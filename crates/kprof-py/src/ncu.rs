@@ -8,8 +8,8 @@
 
 use kprof::ncu::bench::{child_options, report_path};
 use kprof::ncu::{
-    relaunch_with, CacheControl, ClockControl, ImportOptions, NcuInstall, NcuMode, NcuOptions, ReplayMode, TargetProcesses,
-    CHILD_ENV,
+    relaunch_with, CacheControl, ClockControl, ImportOptions, NcuInstall, NcuMode, NcuOptions, ReplayMode,
+    TargetProcesses, CHILD_ENV,
 };
 use kprof::runner::BenchOptions;
 use kprof_core::Config;
@@ -30,7 +30,15 @@ pub(crate) fn child_bench_options(options: &Bound<'_, PyDict>) -> PyResult<Bench
     let d = options.copy()?;
     d.set_item("cache_control", "none")?;
     d.set_item("clock_control", "none")?;
-    for k in ["metrics", "target_rsd", "target_ci", "max_runs", "time_budget", "output_prefix", "ignore_kernel_list"] {
+    for k in [
+        "metrics",
+        "target_rsd",
+        "target_ci",
+        "max_runs",
+        "time_budget",
+        "output_prefix",
+        "ignore_kernel_list",
+    ] {
         d.del_item(k).ok();
     }
     Ok(child_options(&bench_options(&d)?))
@@ -42,12 +50,20 @@ where
 {
     let Some(v) = v else { return Ok(None) };
     let s: String = v.extract()?;
-    table.iter().find(|(k, _)| *k == s).map(|(_, t)| Some(*t)).ok_or_else(|| {
-        PyValueError::new_err(format!(
-            "{name} must be one of {}, got {s:?}",
-            table.iter().map(|(k, _)| format!("{k:?}")).collect::<Vec<_>>().join(", ")
-        ))
-    })
+    table
+        .iter()
+        .find(|(k, _)| *k == s)
+        .map(|(_, t)| Some(*t))
+        .ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "{name} must be one of {}, got {s:?}",
+                table
+                    .iter()
+                    .map(|(k, _)| format!("{k:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })
 }
 
 /// The contract's options (`cache_control`, `clock_control`, `replay_mode`, `metrics` and the
@@ -55,13 +71,25 @@ where
 /// `extra_args`) as [`NcuOptions`].
 pub(crate) fn ncu_options(options: &Bound<'_, PyDict>) -> PyResult<NcuOptions> {
     let mut n = NcuOptions::default();
-    if let Some(c) = choice(get(options, "cache_control")?, "cache_control", &[("all", CacheControl::All), ("none", CacheControl::None)])? {
+    if let Some(c) = choice(
+        get(options, "cache_control")?,
+        "cache_control",
+        &[("all", CacheControl::All), ("none", CacheControl::None)],
+    )? {
         n.cache_control = c;
     }
-    if let Some(c) = choice(get(options, "clock_control")?, "clock_control", &[("none", ClockControl::None), ("base", ClockControl::Base)])? {
+    if let Some(c) = choice(
+        get(options, "clock_control")?,
+        "clock_control",
+        &[("none", ClockControl::None), ("base", ClockControl::Base)],
+    )? {
         n.clock_control = c;
     }
-    let replay = [("kernel", ReplayMode::Kernel), ("range", ReplayMode::Range), ("application", ReplayMode::Application)];
+    let replay = [
+        ("kernel", ReplayMode::Kernel),
+        ("range", ReplayMode::Range),
+        ("application", ReplayMode::Application),
+    ];
     if let Some(r) = choice(get(options, "replay_mode")?, "replay_mode", &replay)? {
         n.replay_mode = r;
     }
@@ -72,12 +100,17 @@ pub(crate) fn ncu_options(options: &Bound<'_, PyDict>) -> PyResult<NcuOptions> {
         }
     }
     if let Some(extra) = get(options, "ncu_options")? {
-        let d = extra.cast::<PyDict>().map_err(|_| PyValueError::new_err("ncu_options must be a dict"))?;
+        let d = extra
+            .cast::<PyDict>()
+            .map_err(|_| PyValueError::new_err("ncu_options must be a dict"))?;
         n.set = get(d, "set")?.map(|v| v.extract()).transpose()?;
         if let Some(v) = get(d, "sections")? {
             n.sections = v.extract()?;
         }
-        let tp = [("all", TargetProcesses::All), ("application-only", TargetProcesses::ApplicationOnly)];
+        let tp = [
+            ("all", TargetProcesses::All),
+            ("application-only", TargetProcesses::ApplicationOnly),
+        ];
         if let Some(t) = choice(get(d, "target_processes")?, "ncu_options['target_processes']", &tp)? {
             n.target_processes = t;
         }
@@ -95,7 +128,10 @@ pub(crate) fn ncu_options(options: &Bound<'_, PyDict>) -> PyResult<NcuOptions> {
 #[pyfunction]
 fn ncu_argv(options: &Bound<'_, PyDict>, program: String, args: Vec<String>) -> PyResult<Vec<String>> {
     let n = ncu_options(options)?;
-    Ok(n.argv(&program, &args).into_iter().map(|a| a.to_string_lossy().into_owned()).collect())
+    Ok(n.argv(&program, &args)
+        .into_iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect())
 }
 
 /// `ncu_relaunch(name, configs, options, program, args, child_id, module, call_index,
@@ -118,7 +154,12 @@ fn ncu_relaunch<'py>(
 ) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>)> {
     let configs: Vec<Config> = configs.iter().map(|c| config_from_py(&c)).collect::<PyResult<_>>()?;
     let mut n = ncu_options(options)?;
-    n.report_path = Some(report_path(report_prefix.as_deref().map(std::path::Path::new), &module, &name, call_index));
+    n.report_path = Some(report_path(
+        report_prefix.as_deref().map(std::path::Path::new),
+        &module,
+        &name,
+        call_index,
+    ));
     let import = ImportOptions {
         benchmark: name.clone(),
         call_names: vec![name.clone()],
@@ -127,8 +168,11 @@ fn ncu_relaunch<'py>(
         reducer: reducer(get(options, "combine_kernel_metrics")?)?,
         ..ImportOptions::default()
     };
-    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> =
-        env.unwrap_or_default().into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = env
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
     env.push((CHILD_ENV.into(), child_id.clone().into()));
     let outcome = py.detach(|| -> Result<_, kprof::ncu::NcuError> {
         let install = NcuInstall::detect()?;
@@ -139,7 +183,10 @@ fn ncu_relaunch<'py>(
     let table = raw_table(py, &out.raw, &configs)?;
     let info = PyDict::new(py);
     let mode_note = if install.mode == NcuMode::Attach {
-        format!("relaunch (ncu {} could attach; attach mode is not implemented)", install.version)
+        format!(
+            "relaunch (ncu {} could attach; attach mode is not implemented)",
+            install.version
+        )
     } else {
         "relaunch".to_string()
     };
@@ -153,7 +200,10 @@ fn ncu_relaunch<'py>(
     info.set_item("csv", out.csv.display().to_string())?;
     info.set_item(
         "argv",
-        out.argv.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>(),
+        out.argv
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>(),
     )?;
     info.set_item("wall_s", out.wall.as_secs_f64())?;
     info.set_item("output_tail", out.output_tail)?;

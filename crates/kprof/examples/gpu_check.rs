@@ -85,10 +85,7 @@ impl Ctx {
         }
     }
     fn timing_event(&self) -> Result<CudaEvent, BoxError> {
-        Ok(self
-            .gpu
-            .ctx
-            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?)
+        Ok(self.gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?)
     }
 }
 
@@ -168,35 +165,27 @@ fn check_a(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
     let cushion_x = s.clone_htod(&vec![1.0f32; cushion_n as usize])?;
     let mut cushion_y = s.alloc_zeros::<f32>(cushion_n as usize)?;
     let k = &cx.k;
-    let raw = prof.bench(
-        "a_sgemm4096",
-        &[Config::new().with("n", 4096)],
-        &opts,
-        |_, run| {
-            for _ in 0..8 {
-                k.scale(&s, &mut cushion_y, &cushion_x, 2.0, cushion_n)?;
-            }
-            {
-                let _r = run.region("matmul")?;
-                e0.record(&gpu.stream)?;
-                m.run(blas)?;
-                e1.record(&gpu.stream)?;
-            }
-            let t = event_ns(&e0, &e1)?;
-            if !run.is_warmup() {
-                ev.push(t);
-            }
-            Ok(())
-        },
-    )?;
+    let raw = prof.bench("a_sgemm4096", &[Config::new().with("n", 4096)], &opts, |_, run| {
+        for _ in 0..8 {
+            k.scale(&s, &mut cushion_y, &cushion_x, 2.0, cushion_n)?;
+        }
+        {
+            let _r = run.region("matmul")?;
+            e0.record(&gpu.stream)?;
+            m.run(blas)?;
+            e1.record(&gpu.stream)?;
+        }
+        let t = event_ns(&e0, &e1)?;
+        if !run.is_warmup() {
+            ev.push(t);
+        }
+        Ok(())
+    })?;
     let kp = region_values(&raw, "matmul", None);
     let (mk, me) = (median(&kp), median(&ev));
     let d = pct(mk, me);
     let pass = kp.len() == 20 && ev.len() == 20 && d.abs() <= 1.0;
-    let kernels = per_sample(&raw)
-        .first()
-        .map(|s| s.5.clone())
-        .unwrap_or_default();
+    let kernels = per_sample(&raw).first().map(|s| s.5.clone()).unwrap_or_default();
     Ok(Row::check(
         "a",
         pass,
@@ -217,7 +206,12 @@ fn check_h(cx: &mut Ctx) -> Result<Row, BoxError> {
     let mut subscriber: *mut std::ffi::c_void = std::ptr::null_mut();
     let rc = unsafe { (libs.cupti.fns.cuptiSubscribe)(&mut subscriber as *mut _ as _, None, std::ptr::null_mut()) };
     if rc != 0 {
-        return Ok(Row::check("h", false, format!("could not take the CUPTI slot for the test (code {rc})"), json!({})));
+        return Ok(Row::check(
+            "h",
+            false,
+            format!("could not take the CUPTI slot for the test (code {rc})"),
+            json!({}),
+        ));
     }
     let refused = match Profiler::new() {
         Ok(_) => "Profiler::new() succeeded although CUPTI was taken".to_string(),
@@ -233,22 +227,30 @@ fn check_h(cx: &mut Ctx) -> Result<Row, BoxError> {
     let mut prof = Profiler::with_cuda_events()?;
     let (e0, e1) = (cx.timing_event()?, cx.timing_event()?);
     let mut ev = Vec::new();
-    let raw = prof.bench("h_cuda_events", &[Config::new().with("n", n as i64)], &cx.opts(10, 2, CacheControl::None), |_, run| {
-        e0.record(&s)?;
-        {
-            let _r = run.region("three")?;
-            k.scale(&s, &mut y, &x, 2.0, n)?;
-            k.add(&s, &mut y, &x, n)?;
-            k.scale(&s, &mut z, &y, 0.5, n)?;
-        }
-        e1.record(&s)?;
-        if !run.is_warmup() {
-            ev.push(event_ns(&e0, &e1)?);
-        }
-        Ok(())
-    })?;
+    let raw = prof.bench(
+        "h_cuda_events",
+        &[Config::new().with("n", n as i64)],
+        &cx.opts(10, 2, CacheControl::None),
+        |_, run| {
+            e0.record(&s)?;
+            {
+                let _r = run.region("three")?;
+                k.scale(&s, &mut y, &x, 2.0, n)?;
+                k.add(&s, &mut y, &x, n)?;
+                k.scale(&s, &mut z, &y, 0.5, n)?;
+            }
+            e1.record(&s)?;
+            if !run.is_warmup() {
+                ev.push(event_ns(&e0, &e1)?);
+            }
+            Ok(())
+        },
+    )?;
     let vals = region_values(&raw, "three", None);
-    let metric_ok = raw.series.iter().all(|s| s.key.metric == kprof::runner::CUDA_EVENTS_METRIC)
+    let metric_ok = raw
+        .series
+        .iter()
+        .all(|s| s.key.metric == kprof::runner::CUDA_EVENTS_METRIC)
         && raw.kernel_names.iter().all(|k| k == "(cuda events)");
     let (mk, me) = (median(&vals), median(&ev));
     let d = pct(mk, me);
@@ -290,15 +292,10 @@ fn check_b(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
     }
     let opts = cx.opts(10, 1, CacheControl::All);
     let k = &cx.k;
-    let raw = prof.bench(
-        "b_scale256mb",
-        &[Config::new().with("n", n)],
-        &opts,
-        |_, run| {
-            let _r = run.region("scale")?;
-            k.scale(&s, &mut y, &x, 2.0, n as u32)
-        },
-    )?;
+    let raw = prof.bench("b_scale256mb", &[Config::new().with("n", n)], &opts, |_, run| {
+        let _r = run.region("scale")?;
+        k.scale(&s, &mut y, &x, 2.0, n as u32)
+    })?;
     let ts = median(&region_values(&raw, "scale", None));
     let tc = median(&copy);
     let (bw_scale, bw_copy) = (bytes / ts, bytes / tc); // bytes/ns = GB/s
@@ -338,9 +335,9 @@ fn check_c(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
     )?;
     let rows = per_sample(&raw);
     let ok = rows.len() == 5
-        && rows.iter().all(|r| {
-            r.2.is_finite() && r.3 == 3 && (r.2 - r.4).abs() < 1e-6 && r.5.split('|').count() == 3
-        });
+        && rows
+            .iter()
+            .all(|r| r.2.is_finite() && r.3 == 3 && (r.2 - r.4).abs() < 1e-6 && r.5.split('|').count() == 3);
     let first = rows.first().cloned().unwrap_or_default();
     let parts: Vec<f64> = raw
         .kernel_breakdown
@@ -394,10 +391,7 @@ fn check_d(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
         },
     )?;
     let rows = per_sample(&raw);
-    let ok = rows.len() == 5
-        && rows
-            .iter()
-            .all(|r| r.3 == 3 && r.5.matches("kprof_add").count() == 2);
+    let ok = rows.len() == 5 && rows.iter().all(|r| r.3 == 3 && r.5.matches("kprof_add").count() == 2);
     let first = rows.first().cloned().unwrap_or_default();
     Ok(Row::check(
         "d",
@@ -514,11 +508,7 @@ fn check_g(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
     // Output of the epilogue kernel of the sizes that launch two kernels.
     let mut epilogue: Vec<_> = SWEEP
         .iter()
-        .map(|&n| {
-            cx.gpu
-                .stream
-                .alloc_zeros::<f32>(if n >= 2048 { n * n } else { 1 })
-        })
+        .map(|&n| cx.gpu.stream.alloc_zeros::<f32>(if n >= 2048 { n * n } else { 1 }))
         .collect::<Result<_, _>>()?;
     let configs: Vec<Config> = SWEEP.iter().map(|&n| Config::new().with("n", n)).collect();
     let (k, s, blas) = (&cx.k, cx.gpu.stream.clone(), &cx.blas);
@@ -527,10 +517,7 @@ fn check_g(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
         &configs,
         &cx.opts(SWEEP_RUNS, 1, CacheControl::All),
         |c, run| {
-            let i = configs
-                .iter()
-                .position(|x| x == c)
-                .ok_or("unknown config")?;
+            let i = configs.iter().position(|x| x == c).ok_or("unknown config")?;
             let _r = run.region("matmul")?;
             let m = &mut mats[i];
             m.run(blas)?;
@@ -643,10 +630,7 @@ fn launch_loop(cx: &Ctx) -> Result<(f64, f64), BoxError> {
     ))
 }
 
-fn med3<T>(
-    mut f: impl FnMut() -> Result<T, BoxError>,
-    key: impl Fn(&T) -> f64,
-) -> Result<T, BoxError> {
+fn med3<T>(mut f: impl FnMut() -> Result<T, BoxError>, key: impl Fn(&T) -> f64) -> Result<T, BoxError> {
     let mut v = vec![f()?, f()?, f()?];
     v.sort_by(|a, b| key(a).total_cmp(&key(b)));
     Ok(v.swap_remove(1))
@@ -673,12 +657,7 @@ fn bench_baselines(cx: &Ctx, mats: &mut [Matmul]) -> Result<Baselines, BoxError>
     })
 }
 
-fn bench_kprof(
-    prof: &mut Profiler,
-    cx: &Ctx,
-    mats: &mut [Matmul],
-    base: &Baselines,
-) -> Result<Vec<Row>, BoxError> {
+fn bench_kprof(prof: &mut Profiler, cx: &Ctx, mats: &mut [Matmul], base: &Baselines) -> Result<Vec<Row>, BoxError> {
     let configs: Vec<Config> = SWEEP.iter().map(|&n| Config::new().with("n", n)).collect();
     // (wall s, results, activity flushes of the sweep)
     type Swept = (f64, RawResults, u64);
@@ -689,10 +668,7 @@ fn bench_kprof(
         let flushes = prof.flush_count();
         let t0 = Instant::now();
         let raw = prof.bench(name, &configs, &opts, |c, run| {
-            let i = configs
-                .iter()
-                .position(|x| x == c)
-                .ok_or("unknown config")?;
+            let i = configs.iter().position(|x| x == c).ok_or("unknown config")?;
             let _r = run.region("matmul")?;
             mats[i].run(&cx.blas)
         });
@@ -705,7 +681,11 @@ fn bench_kprof(
     let warm = med3(|| sweep(CacheControl::None, "bench_sweep_kprof", batched), |x| x.0)?;
     let cold = sweep(CacheControl::All, "bench_sweep_kprof_cold", batched)?;
     // The loop as it was before batching (a forced flush after every run), for comparison.
-    let per_run = sweep(CacheControl::None, "bench_sweep_kprof_flush_per_run", FlushPolicy::every_run())?;
+    let per_run = sweep(
+        CacheControl::None,
+        "bench_sweep_kprof_flush_per_run",
+        FlushPolicy::every_run(),
+    )?;
     let runs_per_sweep = SWEEP.len() as u32 * (SWEEP_RUNS + 1);
     let kmed: Vec<f64> = (0..SWEEP.len() as u32)
         .map(|c| median(&region_values(&warm.1, "matmul", Some(c))))
@@ -814,9 +794,7 @@ fn main() {
         .unwrap_or_else(|| PathBuf::from("gpu-check-out"));
     let mut names: Vec<String> = args.collect();
     if names.is_empty() {
-        names = ["bench", "a", "b", "c", "d", "e", "f", "g"]
-            .map(String::from)
-            .to_vec();
+        names = ["bench", "a", "b", "c", "d", "e", "f", "g"].map(String::from).to_vec();
     }
     let label: String = names.join("_");
     let code = match run(&out, &names) {
@@ -829,10 +807,7 @@ fn main() {
                 "rows": rows.iter().map(|r| json!({"id": r.id, "pass": r.pass, "summary": r.summary, "numbers": r.numbers})).collect::<Vec<_>>(),
             });
             let path = out.join(format!("summary-{label}.json"));
-            if let Err(e) = std::fs::write(
-                &path,
-                serde_json::to_string_pretty(&summary).unwrap_or_default(),
-            ) {
+            if let Err(e) = std::fs::write(&path, serde_json::to_string_pretty(&summary).unwrap_or_default()) {
                 eprintln!("cannot write {}: {e}", path.display());
             }
             i32::from(failed)
@@ -921,21 +896,11 @@ fn run(out: &Path, names: &[String]) -> Result<(Vec<Row>, Value), BoxError> {
             continue;
         }
         let t0 = Instant::now();
-        let row = f(&mut prof, &mut cx).unwrap_or_else(|e| {
-            Row::check(
-                id,
-                false,
-                format!("error: {e}"),
-                json!({"error": e.to_string()}),
-            )
-        });
+        let row = f(&mut prof, &mut cx)
+            .unwrap_or_else(|e| Row::check(id, false, format!("error: {e}"), json!({"error": e.to_string()})));
         println!(
             "[{id}] {} ({:.1} s): {}",
-            if row.pass == Some(true) {
-                "PASS"
-            } else {
-                "FAIL"
-            },
+            if row.pass == Some(true) { "PASS" } else { "FAIL" },
             t0.elapsed().as_secs_f64(),
             row.summary
         );

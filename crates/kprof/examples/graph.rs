@@ -39,16 +39,11 @@ fn run() -> Result<(), BoxError> {
         cache: CacheControl::None,
         ..Default::default()
     };
-    let raw = prof.bench(
-        "graph",
-        &[Config::new().with("n", n as i64)],
-        &opts,
-        |_, run| {
-            let _r = run.region("graph_replay")?;
-            graph.launch()?;
-            Ok(())
-        },
-    )?;
+    let raw = prof.bench("graph", &[Config::new().with("n", n as i64)], &opts, |_, run| {
+        let _r = run.region("graph_replay")?;
+        graph.launch()?;
+        Ok(())
+    })?;
     print_results("graph replay", &raw);
     Ok(())
 }

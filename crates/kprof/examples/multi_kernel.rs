@@ -30,17 +30,12 @@ fn run() -> Result<(), BoxError> {
         cache: CacheControl::None,
         ..Default::default()
     };
-    let raw = prof.bench(
-        "multi_kernel",
-        &[Config::new().with("n", n as i64)],
-        &opts,
-        |_, run| {
-            let _r = run.region("three")?;
-            k.scale(&gpu.stream, &mut y, &x, 2.0, n)?;
-            k.add(&gpu.stream, &mut y, &x, n)?;
-            k.scale(&gpu.stream, &mut z, &y, 0.5, n)
-        },
-    )?;
+    let raw = prof.bench("multi_kernel", &[Config::new().with("n", n as i64)], &opts, |_, run| {
+        let _r = run.region("three")?;
+        k.scale(&gpu.stream, &mut y, &x, 2.0, n)?;
+        k.add(&gpu.stream, &mut y, &x, n)?;
+        k.scale(&gpu.stream, &mut z, &y, 0.5, n)
+    })?;
     print_results("multi_kernel", &raw);
     println!("breakdown (run, position, kernel, ns):");
     for b in &raw.kernel_breakdown {

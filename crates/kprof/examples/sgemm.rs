@@ -21,10 +21,7 @@ fn run() -> Result<(), BoxError> {
     let gpu = Gpu::new()?;
     let blas = cublas(&gpu.stream)?;
     let sizes = [512usize, 1024, 2048, 4096, 8192];
-    let mut mats: Vec<Matmul> = sizes
-        .iter()
-        .map(|&n| Matmul::new(&gpu, n))
-        .collect::<Result<_, _>>()?;
+    let mut mats: Vec<Matmul> = sizes.iter().map(|&n| Matmul::new(&gpu, n)).collect::<Result<_, _>>()?;
     gpu.sync()?;
     let configs: Vec<Config> = sizes.iter().map(|&n| Config::new().with("n", n)).collect();
     let opts = BenchOptions {
@@ -39,10 +36,7 @@ fn run() -> Result<(), BoxError> {
     print_results("sgemm fp32 (cold L2, 10 runs)", &raw);
     for s in common::series_stats(&raw) {
         let n: f64 = s.config.trim_start_matches("n=").parse().unwrap_or(0.0);
-        println!(
-            "  n={n:>5}: {:.1} TFLOP/s",
-            2.0 * n * n * n / s.median / 1e3
-        );
+        println!("  n={n:>5}: {:.1} TFLOP/s", 2.0 * n * n * n / s.median / 1e3);
     }
     Ok(())
 }

@@ -26,16 +26,11 @@ fn run() -> Result<(), BoxError> {
     let mut y = gpu.stream.alloc_zeros::<f32>(max)?;
     gpu.sync()?;
     let configs: Vec<Config> = sizes.iter().map(|&n| Config::new().with("n", n)).collect();
-    let raw = prof.bench(
-        "vector_scale",
-        &configs,
-        &BenchOptions::default(),
-        |c, run| {
-            let n = c.get("n").and_then(|v| v.as_f64()).unwrap() as u32;
-            let _r = run.region("scale")?;
-            k.scale(&gpu.stream, &mut y, &x, 2.0, n)
-        },
-    )?;
+    let raw = prof.bench("vector_scale", &configs, &BenchOptions::default(), |c, run| {
+        let n = c.get("n").and_then(|v| v.as_f64()).unwrap() as u32;
+        let _r = run.region("scale")?;
+        k.scale(&gpu.stream, &mut y, &x, 2.0, n)
+    })?;
     print_results("vector_scale (cold L2)", &raw);
     for s in common::series_stats(&raw) {
         let n: f64 = s.config.trim_start_matches("n=").parse().unwrap_or(0.0);

@@ -94,10 +94,7 @@ pub fn attribute(batch: &ActivityBatch, regions: &[RegionSpan]) -> Attribution {
         .iter()
         .enumerate()
         .map(|(i, k)| {
-            let t = launch_start
-                .get(&k.correlation_id)
-                .copied()
-                .unwrap_or(k.start_ns);
+            let t = launch_start.get(&k.correlation_id).copied().unwrap_or(k.start_ns);
             (t, k.start_ns, i)
         })
         .collect();
@@ -109,10 +106,7 @@ pub fn attribute(batch: &ActivityBatch, regions: &[RegionSpan]) -> Attribution {
         let (region, via) = if let Some(&id) = ext_of_corr.get(&k.correlation_id) {
             (Some(id), Via::ExternalCorrelation)
         } else if launch_start.contains_key(&k.correlation_id) {
-            (
-                innermost_containing(regions, launch_t),
-                Via::LaunchTimestamp,
-            )
+            (innermost_containing(regions, launch_t), Via::LaunchTimestamp)
         } else {
             (None, Via::LaunchTimestamp)
         };
@@ -162,12 +156,7 @@ pub struct RegionKey {
 
 /// Packs (call, config, run, region) into one external-correlation id:
 /// `call << 52 | config << 32 | run << 12 | region`. Errors name the field that overflowed.
-pub fn encode_region_key(
-    call: u32,
-    config: u32,
-    run: u32,
-    region: u32,
-) -> Result<u64, EngineError> {
+pub fn encode_region_key(call: u32, config: u32, run: u32, region: u32) -> Result<u64, EngineError> {
     let vals = [call, config, run, region];
     let mut key = 0u64;
     for ((field, bits), v) in KEY_BITS.iter().zip(vals) {
@@ -366,11 +355,7 @@ mod tests {
         let r2 = encode_region_key(0, 3, 2, 0).unwrap();
         let batch = ActivityBatch {
             kernels: vec![k(1, 100, 5, "a"), k(2, 110, 5, "b"), k(3, 200, 7, "c")],
-            launches: vec![
-                launch(1, 1, 1, 307),
-                launch(2, 2, 1, 307),
-                launch(3, 50, 1, 307),
-            ],
+            launches: vec![launch(1, 1, 1, 307), launch(2, 2, 1, 307), launch(3, 50, 1, 307)],
             external: vec![ext(1, r1), ext(2, r1), ext(3, r2)],
         };
         let a = attribute(&batch, &[span(r1, None, 0, 10), span(r2, None, 40, 60)]);

@@ -158,9 +158,7 @@ impl Driver {
             path: lib.path,
             version: 0,
         };
-        d.check("cuDriverGetVersion", unsafe {
-            (fns.cuDriverGetVersion)(&mut version)
-        })?;
+        d.check("cuDriverGetVersion", unsafe { (fns.cuDriverGetVersion)(&mut version) })?;
         d.version = version;
         d.check_hint(
             "cuInit",
@@ -198,16 +196,9 @@ impl Driver {
         }
     }
 
-    fn check_hint(
-        &self,
-        call: &'static str,
-        code: CuResult,
-        hint: &str,
-    ) -> Result<(), EngineError> {
+    fn check_hint(&self, call: &'static str, code: CuResult, hint: &str) -> Result<(), EngineError> {
         self.check(call, code).map_err(|e| match e {
-            EngineError::DriverCall {
-                call, code, name, ..
-            } => EngineError::DriverCall {
+            EngineError::DriverCall { call, code, name, .. } => EngineError::DriverCall {
                 call,
                 code,
                 name,
@@ -220,9 +211,7 @@ impl Driver {
     /// The current context, if any.
     pub fn current_context(&self) -> Result<Option<CuContext>, EngineError> {
         let mut ctx: CuContext = std::ptr::null_mut();
-        self.check("cuCtxGetCurrent", unsafe {
-            (self.fns.cuCtxGetCurrent)(&mut ctx)
-        })?;
+        self.check("cuCtxGetCurrent", unsafe { (self.fns.cuCtxGetCurrent)(&mut ctx) })?;
         Ok((!ctx.is_null()).then_some(ctx))
     }
 
@@ -233,34 +222,26 @@ impl Driver {
             return Ok(ctx);
         }
         let mut dev: CuDevice = 0;
-        self.check("cuDeviceGet", unsafe {
-            (self.fns.cuDeviceGet)(&mut dev, 0)
-        })?;
+        self.check("cuDeviceGet", unsafe { (self.fns.cuDeviceGet)(&mut dev, 0) })?;
         let mut ctx: CuContext = std::ptr::null_mut();
         self.check("cuDevicePrimaryCtxRetain", unsafe {
             (self.fns.cuDevicePrimaryCtxRetain)(&mut ctx, dev)
         })?;
-        self.check("cuCtxSetCurrent", unsafe {
-            (self.fns.cuCtxSetCurrent)(ctx)
-        })?;
+        self.check("cuCtxSetCurrent", unsafe { (self.fns.cuCtxSetCurrent)(ctx) })?;
         Ok(ctx)
     }
 
     /// The device ordinal of the current context.
     pub fn current_device(&self) -> Result<i32, EngineError> {
         let mut dev: CuDevice = 0;
-        self.check("cuCtxGetDevice", unsafe {
-            (self.fns.cuCtxGetDevice)(&mut dev)
-        })?;
+        self.check("cuCtxGetDevice", unsafe { (self.fns.cuCtxGetDevice)(&mut dev) })?;
         Ok(dev)
     }
 
     /// Number of visible devices.
     pub fn device_count(&self) -> Result<i32, EngineError> {
         let mut n = 0;
-        self.check("cuDeviceGetCount", unsafe {
-            (self.fns.cuDeviceGetCount)(&mut n)
-        })?;
+        self.check("cuDeviceGetCount", unsafe { (self.fns.cuDeviceGetCount)(&mut n) })?;
         Ok(n)
     }
 
@@ -272,9 +253,7 @@ impl Driver {
     /// Allocates device memory in the current context.
     pub fn alloc(&self, bytes: usize) -> Result<DeviceBuffer, EngineError> {
         let mut ptr: CuDevicePtr = 0;
-        self.check("cuMemAlloc_v2", unsafe {
-            (self.fns.cuMemAlloc)(&mut ptr, bytes)
-        })?;
+        self.check("cuMemAlloc_v2", unsafe { (self.fns.cuMemAlloc)(&mut ptr, bytes) })?;
         Ok(DeviceBuffer { ptr, bytes })
     }
 
@@ -288,13 +267,17 @@ impl Driver {
     /// Records `event` on the legacy default stream, which orders it after the work already
     /// queued on every blocking stream of the context.
     pub fn event_record(&self, event: CuEvent) -> Result<(), EngineError> {
-        self.check("cuEventRecord", unsafe { (self.fns.cuEventRecord)(event, std::ptr::null_mut()) })
+        self.check("cuEventRecord", unsafe {
+            (self.fns.cuEventRecord)(event, std::ptr::null_mut())
+        })
     }
 
     /// Milliseconds between two recorded, completed events.
     pub fn event_elapsed_ms(&self, start: CuEvent, end: CuEvent) -> Result<f32, EngineError> {
         let mut ms = 0f32;
-        self.check("cuEventElapsedTime", unsafe { (self.fns.cuEventElapsedTime)(&mut ms, start, end) })?;
+        self.check("cuEventElapsedTime", unsafe {
+            (self.fns.cuEventElapsedTime)(&mut ms, start, end)
+        })?;
         Ok(ms)
     }
 
@@ -324,9 +307,7 @@ impl Driver {
         self.check("cuDeviceGetName", unsafe {
             (f.cuDeviceGetName)(name.as_mut_ptr(), name.len() as c_int, dev)
         })?;
-        let name = unsafe { CStr::from_ptr(name.as_ptr()) }
-            .to_string_lossy()
-            .into_owned();
+        let name = unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
         let get = |a: i32| -> Result<i32, EngineError> {
             let mut v = 0;
             self.check("cuDeviceGetAttribute", unsafe {
@@ -335,9 +316,7 @@ impl Driver {
             Ok(v)
         };
         let mut uuid = [0u8; 16];
-        self.check("cuDeviceGetUuid", unsafe {
-            (f.cuDeviceGetUuid)(&mut uuid, dev)
-        })?;
+        self.check("cuDeviceGetUuid", unsafe { (f.cuDeviceGetUuid)(&mut uuid, dev) })?;
         Ok(DeviceProps {
             ordinal,
             name,

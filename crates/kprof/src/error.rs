@@ -33,10 +33,7 @@ pub enum EngineError {
     },
 
     /// A CUDA driver API call returned an error.
-    #[error(
-        "CUDA driver call {call} failed with {name} ({code}){}",
-        hint_suffix(hint)
-    )]
+    #[error("CUDA driver call {call} failed with {name} ({code}){}", hint_suffix(hint))]
     DriverCall {
         call: &'static str,
         code: i32,
@@ -46,10 +43,7 @@ pub enum EngineError {
     },
 
     /// A CUPTI call returned an error.
-    #[error(
-        "CUPTI call {call} failed with code {code}: {message}{}",
-        hint_suffix(hint)
-    )]
+    #[error("CUPTI call {call} failed with code {code}: {message}{}", hint_suffix(hint))]
     CuptiCall {
         call: &'static str,
         code: u32,
@@ -101,11 +95,7 @@ pub enum EngineError {
          reduce the number of {field}s in one benchmark",
         (1u64 << bits) - 1
     )]
-    KeyOverflow {
-        field: &'static str,
-        value: u64,
-        bits: u32,
-    },
+    KeyOverflow { field: &'static str, value: u64, bits: u32 },
 
     /// A benchmark option is invalid.
     #[error("invalid benchmark option: {0}")]

@@ -120,12 +120,8 @@ pub mod ncu;
 pub mod nvtx;
 pub mod runner;
 
-pub use attribution::{
-    attribute, decode_region_key, encode_region_key, Attribution, RegionKey, RegionSpan,
-};
-pub use cupti::{
-    ActivityBatch, ActivitySession, ApiRecord, ExternalCorrelationRecord, KernelRecord,
-};
+pub use attribution::{attribute, decode_region_key, encode_region_key, Attribution, RegionKey, RegionSpan};
+pub use cupti::{ActivityBatch, ActivitySession, ApiRecord, ExternalCorrelationRecord, KernelRecord};
 pub use driver::{DeviceProps, Driver};
 pub use error::EngineError;
 pub use loader::{Libraries, SearchEnv, Versions};

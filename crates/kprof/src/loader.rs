@@ -91,9 +91,7 @@ impl LibKind {
                  CUDA_HOME to a CUDA toolkit, or `pip install nvidia-cuda-cupti` (CUDA 13) / \
                  `nvidia-cuda-cupti-cu12` (CUDA 12) into the active Python environment"
             ),
-            LibKind::Nvml => format!(
-                "libnvidia-ml.so.1 ships with the NVIDIA driver; set {ENV_NVML_PATH} to override"
-            ),
+            LibKind::Nvml => format!("libnvidia-ml.so.1 ships with the NVIDIA driver; set {ENV_NVML_PATH} to override"),
         }
     }
 }
@@ -136,10 +134,7 @@ impl SearchEnv {
     }
 
     fn var(&self, key: &str) -> Option<&str> {
-        self.vars
-            .get(key)
-            .map(|s| s.as_str())
-            .filter(|s| !s.is_empty())
+        self.vars.get(key).map(|s| s.as_str()).filter(|s| !s.is_empty())
     }
 
     fn rooted(&self, abs: &str) -> PathBuf {
@@ -212,8 +207,7 @@ fn push_dir(plan: &mut SearchPlan, dir: &Path, kind: LibKind, source: Source) {
         } else {
             "no such directory".to_string()
         };
-        plan.tried
-            .push(PathBuf::from(format!("{} -- {why}", dir.display())));
+        plan.tried.push(PathBuf::from(format!("{} -- {why}", dir.display())));
     }
     for f in files {
         plan.candidates.push((Candidate::Path(f), source));
@@ -283,16 +277,14 @@ pub fn search(kind: LibKind, env: &SearchEnv) -> SearchPlan {
         // 2. already mapped into this process.
         if let Some(maps) = &env.proc_maps {
             for p in mapped_libraries(maps, kind.file_prefix()) {
-                plan.candidates
-                    .push((Candidate::Path(p), Source::ProcessMaps));
+                plan.candidates.push((Candidate::Path(p), Source::ProcessMaps));
             }
             if !plan.candidates.is_empty() {
                 // Never load a second copy next to one already mapped.
                 return plan;
             }
-            plan.tried.push(PathBuf::from(
-                "/proc/self/maps -- no libcupti mapped in this process",
-            ));
+            plan.tried
+                .push(PathBuf::from("/proc/self/maps -- no libcupti mapped in this process"));
         }
 
         // 3. toolkit locations.
@@ -312,11 +304,7 @@ pub fn search(kind: LibKind, env: &SearchEnv) -> SearchPlan {
             seen.push(home.clone());
             let targets = home.join("targets");
             let mut target_libs: Vec<PathBuf> = std::fs::read_dir(&targets)
-                .map(|rd| {
-                    rd.filter_map(|e| e.ok())
-                        .map(|e| e.path().join("lib"))
-                        .collect()
-                })
+                .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path().join("lib")).collect())
                 .unwrap_or_default();
             target_libs.sort();
             if target_libs.is_empty() {
@@ -343,12 +331,7 @@ pub fn search(kind: LibKind, env: &SearchEnv) -> SearchPlan {
                 continue;
             }
             seen_sites.push(site.clone());
-            push_dir(
-                &mut plan,
-                &site.join("nvidia/cu13/lib"),
-                kind,
-                Source::SitePackages,
-            );
+            push_dir(&mut plan, &site.join("nvidia/cu13/lib"), kind, Source::SitePackages);
             push_dir(
                 &mut plan,
                 &site.join("nvidia/cuda_cupti/lib"),
@@ -382,13 +365,12 @@ impl LoadedLib {
     /// # Safety
     /// `T` must be the exact `unsafe extern "C" fn` type of the symbol.
     pub unsafe fn sym<T: Copy>(&self, name: &str) -> Result<T, EngineError> {
-        self.opt_sym(name)
-            .ok_or_else(|| EngineError::SymbolMissing {
-                library: self.kind.name().to_string(),
-                symbol: name.to_string(),
-                path: self.path.to_path_buf(),
-                hint: self.kind.hint(),
-            })
+        self.opt_sym(name).ok_or_else(|| EngineError::SymbolMissing {
+            library: self.kind.name().to_string(),
+            symbol: name.to_string(),
+            path: self.path.to_path_buf(),
+            hint: self.kind.hint(),
+        })
     }
 
     /// Resolves an optional symbol.
@@ -408,9 +390,7 @@ pub fn open_plan(kind: LibKind, plan: &SearchPlan) -> Result<LoadedLib, EngineEr
     let mut tried = plan.tried.clone();
     for (cand, source) in &plan.candidates {
         let (label, res) = match cand {
-            Candidate::Path(p) => (p.display().to_string(), unsafe {
-                libloading::Library::new(p)
-            }),
+            Candidate::Path(p) => (p.display().to_string(), unsafe { libloading::Library::new(p) }),
             Candidate::BareName(n) => (format!("{n} (loader default search)"), unsafe {
                 libloading::Library::new(n)
             }),
@@ -453,9 +433,7 @@ fn resolve_path(lib: &libloading::Library, kind: LibKind) -> Option<PathBuf> {
         if libc::dladdr(addr as *const c_void, &mut info) == 0 || info.dli_fname.is_null() {
             return None;
         }
-        let name = CStr::from_ptr(info.dli_fname)
-            .to_string_lossy()
-            .into_owned();
+        let name = CStr::from_ptr(info.dli_fname).to_string_lossy().into_owned();
         let p = PathBuf::from(name);
         Some(std::fs::canonicalize(&p).unwrap_or(p))
     }
@@ -609,13 +587,9 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let f = t.path().join("custom/libcupti.so.13");
         touch(&f);
-        touch(
-            &t.path()
-                .join("usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13"),
-        );
+        touch(&t.path().join("usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13"));
         let mut env = env_in(t.path());
-        env.vars
-            .insert(ENV_CUPTI_PATH.into(), f.display().to_string());
+        env.vars.insert(ENV_CUPTI_PATH.into(), f.display().to_string());
         env.proc_maps = Some(format!(
             "7f00-7f01 r-xp 00000000 08:01 42 {}/other/libcupti.so.12\n",
             t.path().display()
@@ -634,8 +608,7 @@ mod tests {
         touch(&d.join("libcupti.so.13"));
         touch(&d.join("libnvperf_host.so"));
         let mut env = env_in(t.path());
-        env.vars
-            .insert(ENV_CUPTI_PATH.into(), d.display().to_string());
+        env.vars.insert(ENV_CUPTI_PATH.into(), d.display().to_string());
         let plan = search(LibKind::Cupti, &env);
         let got: Vec<PathBuf> = paths(&plan).into_iter().map(|p| p.0).collect();
         assert_eq!(
@@ -646,10 +619,7 @@ mod tests {
                 d.join("libcupti.so.2025.3.1")
             ]
         );
-        assert_eq!(
-            nvperf_host_beside(&got[0]),
-            Some(d.join("libnvperf_host.so"))
-        );
+        assert_eq!(nvperf_host_beside(&got[0]), Some(d.join("libnvperf_host.so")));
     }
 
     #[test]
@@ -657,8 +627,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let mut env = env_in(t.path());
         let missing = t.path().join("nope");
-        env.vars
-            .insert(ENV_CUPTI_PATH.into(), missing.display().to_string());
+        env.vars.insert(ENV_CUPTI_PATH.into(), missing.display().to_string());
         let plan = search(LibKind::Cupti, &env);
         assert!(plan.candidates.is_empty());
         let err = open_plan(LibKind::Cupti, &plan).unwrap_err().to_string();
@@ -668,8 +637,7 @@ mod tests {
         // An empty directory: the directory is listed as tried.
         let empty = t.path().join("empty");
         fs::create_dir_all(&empty).unwrap();
-        env.vars
-            .insert(ENV_CUPTI_PATH.into(), empty.display().to_string());
+        env.vars.insert(ENV_CUPTI_PATH.into(), empty.display().to_string());
         let plan = search(LibKind::Cupti, &env);
         let err = open_plan(LibKind::Cupti, &plan).unwrap_err().to_string();
         assert!(err.contains("empty -- no libcupti.so* there"), "{err}");
@@ -678,10 +646,7 @@ mod tests {
     #[test]
     fn mapped_copy_wins_over_toolkit() {
         let t = tempfile::tempdir().unwrap();
-        touch(
-            &t.path()
-                .join("usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13"),
-        );
+        touch(&t.path().join("usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13"));
         let mapped = t.path().join("site/nvidia/cu13/lib/libcupti.so.13");
         touch(&mapped);
         let mut env = env_in(t.path());
@@ -728,10 +693,8 @@ mod tests {
         touch(&site1.join("nvidia/cu13/lib/libcupti.so.13"));
         touch(&site2.join("nvidia/cuda_cupti/lib/libcupti.so.12"));
         let mut env = env_in(r);
-        env.vars
-            .insert("CUDA_HOME".into(), home.display().to_string());
-        env.vars
-            .insert("CUDA_PATH".into(), cpath.display().to_string());
+        env.vars.insert("CUDA_HOME".into(), home.display().to_string());
+        env.vars.insert("CUDA_PATH".into(), cpath.display().to_string());
         env.vars
             .insert(ENV_PYTHON_SITE_PACKAGES.into(), site1.display().to_string());
         env.site_packages.push(site2.clone());
@@ -739,14 +702,8 @@ mod tests {
         assert_eq!(
             paths(&plan),
             vec![
-                (
-                    home.join("targets/x86_64-linux/lib/libcupti.so.13"),
-                    Source::CudaHome
-                ),
-                (
-                    cpath.join("extras/CUPTI/lib64/libcupti.so.12"),
-                    Source::CudaPath
-                ),
+                (home.join("targets/x86_64-linux/lib/libcupti.so.13"), Source::CudaHome),
+                (cpath.join("extras/CUPTI/lib64/libcupti.so.12"), Source::CudaPath),
                 (
                     r.join("usr/local/cuda/targets/sbsa-linux/lib/libcupti.so.13"),
                     Source::UsrLocalCuda
@@ -755,20 +712,11 @@ mod tests {
                     r.join("usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13"),
                     Source::UsrLocalCuda
                 ),
-                (
-                    site1.join("nvidia/cu13/lib/libcupti.so.13"),
-                    Source::SitePackages
-                ),
-                (
-                    site2.join("nvidia/cuda_cupti/lib/libcupti.so.12"),
-                    Source::SitePackages
-                ),
+                (site1.join("nvidia/cu13/lib/libcupti.so.13"), Source::SitePackages),
+                (site2.join("nvidia/cuda_cupti/lib/libcupti.so.12"), Source::SitePackages),
             ]
         );
-        assert_eq!(
-            bare(&plan),
-            vec!["libcupti.so.13", "libcupti.so.12", "libcupti.so"]
-        );
+        assert_eq!(bare(&plan), vec!["libcupti.so.13", "libcupti.so.12", "libcupti.so"]);
         let tried: Vec<String> = plan.tried.iter().map(|p| p.display().to_string()).collect();
         assert!(tried[0].starts_with("/proc/self/maps"), "{tried:?}");
         assert!(
@@ -795,10 +743,8 @@ mod tests {
     fn nothing_found_lists_every_path_tried() {
         let t = tempfile::tempdir().unwrap();
         let mut env = env_in(t.path());
-        env.vars.insert(
-            "CUDA_HOME".into(),
-            t.path().join("no-cuda").display().to_string(),
-        );
+        env.vars
+            .insert("CUDA_HOME".into(), t.path().join("no-cuda").display().to_string());
         let mut plan = search(LibKind::Cupti, &env);
         // Replace the bare names by ones that cannot exist, so the test is independent of the
         // machine's loader path.
@@ -832,8 +778,7 @@ mod tests {
         let f = t.path().join("libcupti.so.13");
         touch(&f);
         let mut env = env_in(t.path());
-        env.vars
-            .insert(ENV_CUPTI_PATH.into(), f.display().to_string());
+        env.vars.insert(ENV_CUPTI_PATH.into(), f.display().to_string());
         let err = open_plan(LibKind::Cupti, &search(LibKind::Cupti, &env))
             .unwrap_err()
             .to_string();
@@ -844,10 +789,7 @@ mod tests {
     fn driver_and_nvml_search() {
         let t = tempfile::tempdir().unwrap();
         let env = env_in(t.path());
-        assert_eq!(
-            bare(&search(LibKind::Cuda, &env)),
-            vec!["libcuda.so.1", "libcuda.so"]
-        );
+        assert_eq!(bare(&search(LibKind::Cuda, &env)), vec!["libcuda.so.1", "libcuda.so"]);
         assert_eq!(
             bare(&search(LibKind::Nvml, &env)),
             vec!["libnvidia-ml.so.1", "libnvidia-ml.so"]
@@ -855,8 +797,7 @@ mod tests {
         let mut env = env_in(t.path());
         let d = t.path().join("drv");
         touch(&d.join("libcuda.so.1"));
-        env.vars
-            .insert(ENV_LIBCUDA_PATH.into(), d.display().to_string());
+        env.vars.insert(ENV_LIBCUDA_PATH.into(), d.display().to_string());
         let plan = search(LibKind::Cuda, &env);
         assert_eq!(paths(&plan), vec![(d.join("libcuda.so.1"), Source::EnvVar)]);
         assert!(bare(&plan).is_empty());

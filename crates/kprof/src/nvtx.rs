@@ -65,9 +65,7 @@ pub fn decode_range_name(encoded: &str) -> String {
 /// ([`encode_range_name`]) as an ASCII C string.
 pub fn validate_region_name(name: &str) -> Result<CString, EngineError> {
     if name.is_empty() {
-        return Err(EngineError::RegionMisuse(
-            "a region name must not be empty".into(),
-        ));
+        return Err(EngineError::RegionMisuse("a region name must not be empty".into()));
     }
     CString::new(encode_range_name(name)).map_err(|_| EngineError::RegionMisuse(format!("{name:?} contains NUL")))
 }
@@ -103,12 +101,26 @@ mod tests {
 
     #[test]
     fn names_are_checked_and_encoded() {
-        assert_eq!(validate_region_name("matmul_4096").unwrap().to_str().unwrap(), "matmul_4096");
+        assert_eq!(
+            validate_region_name("matmul_4096").unwrap().to_str().unwrap(),
+            "matmul_4096"
+        );
         assert!(validate_region_name("").is_err());
-        for name in ["x * 2 (256 MB)", "a + b * c (unfused)", "a/b:c@d,e[f]\"g\\h%i#j", "caf\u{e9}", "a\nb"] {
+        for name in [
+            "x * 2 (256 MB)",
+            "a + b * c (unfused)",
+            "a/b:c@d,e[f]\"g\\h%i#j",
+            "caf\u{e9}",
+            "a\nb",
+        ] {
             let c = validate_region_name(name).unwrap();
             let encoded = c.to_str().unwrap();
-            assert!(encoded.chars().all(|c| c.is_ascii_graphic() && (c == '%' || !RESERVED_CHARS.contains(&c))), "{encoded}");
+            assert!(
+                encoded
+                    .chars()
+                    .all(|c| c.is_ascii_graphic() && (c == '%' || !RESERVED_CHARS.contains(&c))),
+                "{encoded}"
+            );
             assert_eq!(decode_range_name(encoded), name);
         }
         assert_eq!(encode_range_name("x * 2"), "x%20%2A%202");

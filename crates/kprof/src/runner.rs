@@ -26,9 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kprof_core::model::{
-    Config, DeviceInfo, ExtraValue, KernelSample, RawResults, Sample, SeriesKey, DEFAULT_METRIC,
-};
+use kprof_core::model::{Config, DeviceInfo, ExtraValue, KernelSample, RawResults, Sample, SeriesKey, DEFAULT_METRIC};
 
 use crate::conditions::runtime::{Collectors, ProfilerConditions, ThermalOptions};
 use crate::conditions::FingerprintInputs;
@@ -78,8 +76,8 @@ pub enum RunOrder {
 }
 
 pub use kprof_core::policy::{Decision, StopReason, StoppingPolicy};
-pub use kprof_core::transforms::Reducer;
 use kprof_core::transforms::combine_kernels;
+pub use kprof_core::transforms::Reducer;
 
 /// Options of one [`Profiler::bench`] call.
 #[derive(Clone, Debug)]
@@ -363,7 +361,12 @@ fn invalid_option(msg: &str) -> EngineError {
 }
 
 fn closure_error(benchmark: &str, config: &Config, run: u32, e: &(dyn std::error::Error + Send + Sync)) -> EngineError {
-    EngineError::Benchmark { benchmark: benchmark.to_string(), config: config.to_string(), run, message: e.to_string() }
+    EngineError::Benchmark {
+        benchmark: benchmark.to_string(),
+        config: config.to_string(),
+        run,
+        message: e.to_string(),
+    }
 }
 
 fn model_error(e: kprof_core::model::ModelError) -> EngineError {
@@ -411,8 +414,7 @@ pub(crate) trait Backend: Send + Sync {
     /// The calling thread's id as the activity records report it.
     fn thread_id(&self) -> u64;
     /// Packs (call, config, run, region) into the 64-bit external correlation id.
-    fn encode_key(&self, call: u64, config: u64, run: u64, region: u64)
-        -> Result<u64, EngineError>;
+    fn encode_key(&self, call: u64, config: u64, run: u64, region: u64) -> Result<u64, EngineError>;
     /// Opens a region on the calling thread: NVTX push and external-id push.
     fn enter(&self, key: u64, name: &str) -> Result<(), EngineError>;
     /// Closes the innermost region on the calling thread.
@@ -504,9 +506,7 @@ impl Run {
             }
             crate::nvtx::validate_region_name(name)?;
             index = inner.spans.len();
-            key = st
-                .backend
-                .encode_key(st.call, st.config, st.run, index as u64)?;
+            key = st.backend.encode_key(st.call, st.config, st.run, index as u64)?;
             st.backend.enter(key, name)?;
             let parent = inner.stack.last().copied();
             let thread_id = st.backend.thread_id();
@@ -530,11 +530,7 @@ impl Run {
     }
 
     /// Runs `f` inside a region named `name` and returns its result.
-    pub fn annotate<R>(
-        &mut self,
-        name: &str,
-        f: impl FnOnce(&mut Run) -> R,
-    ) -> Result<R, EngineError> {
+    pub fn annotate<R>(&mut self, name: &str, f: impl FnOnce(&mut Run) -> R) -> Result<R, EngineError> {
         let guard = self.region(name)?;
         let r = f(self);
         drop(guard);
@@ -603,10 +599,7 @@ impl RunState {
             inner.spans[i].end_ns = Some(end);
             let _ = self.backend.exit();
         }
-        (
-            std::mem::take(&mut inner.spans),
-            std::mem::take(&mut inner.misuse),
-        )
+        (std::mem::take(&mut inner.spans), std::mem::take(&mut inner.misuse))
     }
 }
 
@@ -820,7 +813,11 @@ impl Profiler {
     }
 
     /// A profiler over another backend (the ncu child's), not holding the process-wide slot.
-    pub(crate) fn from_parts(backend: Arc<dyn Backend>, device: DeviceInfo, extras: Vec<(String, ExtraValue)>) -> Profiler {
+    pub(crate) fn from_parts(
+        backend: Arc<dyn Backend>,
+        device: DeviceInfo,
+        extras: Vec<(String, ExtraValue)>,
+    ) -> Profiler {
         Profiler {
             backend,
             device,
@@ -945,11 +942,7 @@ impl Profiler {
         // Counter metrics are validated on the host before any GPU work.
         let counters = self.counters_prepare(name, opts)?;
         let default_configs = [Config::new()];
-        let configs: &[Config] = if configs.is_empty() {
-            &default_configs
-        } else {
-            configs
-        };
+        let configs: &[Config] = if configs.is_empty() { &default_configs } else { configs };
         let call = self.next_call;
         self.next_call += 1;
 
@@ -1000,7 +993,8 @@ impl Profiler {
                 let _ = std::fs::create_dir_all(dir);
             }
             if let Err(e) = fp.write_sidecar(p) {
-                self.warnings.push(format!("could not write the environment fingerprint: {e}"));
+                self.warnings
+                    .push(format!("could not write the environment fingerprint: {e}"));
             }
         }
         match result {
@@ -1041,13 +1035,22 @@ impl Profiler {
             }
             let t0 = Instant::now();
             let run_start_ns = self.backend.timestamp_ns();
-            let (spans, failure) =
-                self.one_run(sw.name, call, step, &configs[step.config], opts, f, &mut sw.wire)?;
+            let (spans, failure) = self.one_run(sw.name, call, step, &configs[step.config], opts, f, &mut sw.wire)?;
             let abort = failure.is_some() && !opts.ignore_failures;
             let counters = match (&mut sw.counters, step.warmup, &failure) {
                 (Some(st), false, None) => {
                     let window = (run_start_ns, self.backend.timestamp_ns());
-                    Some(self.counter_run(st, sw.name, call, step, &configs[step.config], opts, f, spans.len(), window)?)
+                    Some(self.counter_run(
+                        st,
+                        sw.name,
+                        call,
+                        step,
+                        &configs[step.config],
+                        opts,
+                        f,
+                        spans.len(),
+                        window,
+                    )?)
                 }
                 _ => None,
             };
@@ -1062,10 +1065,7 @@ impl Profiler {
                 wall: t0.elapsed(),
                 counters,
             });
-            if abort
-                || sw.pending.len() >= max_runs
-                || started.elapsed() >= self.flush_policy.max_time
-            {
+            if abort || sw.pending.len() >= max_runs || started.elapsed() >= self.flush_policy.max_time {
                 self.flush_batch(sw, None)?;
             }
         }
@@ -1101,11 +1101,7 @@ impl Profiler {
         }
         if let Some(p) = &sw.out_path {
             let newly: Vec<usize> = (0..sw.configs.len())
-                .filter(|&c| {
-                    !sw.written[c]
-                        && sw.sched.finished(c)
-                        && (Some(c) != in_flight || sw.sched.is_stopped(c))
-                })
+                .filter(|&c| !sw.written[c] && sw.sched.finished(c) && (Some(c) != in_flight || sw.sched.is_stopped(c)))
                 .collect();
             if !newly.is_empty() {
                 write_raw(p, &sw.raw)?;
@@ -1182,11 +1178,7 @@ impl Profiler {
                     self.warnings.push(msg);
                     continue;
                 }
-                let kernels = collected
-                    .by_region
-                    .get(&s.key)
-                    .map(Vec::as_slice)
-                    .unwrap_or(&[]);
+                let kernels = collected.by_region.get(&s.key).map(Vec::as_slice).unwrap_or(&[]);
                 let pairs: Vec<(&str, f64)> = kernels
                     .iter()
                     .filter(|k| !opts.ignore_kernels.iter().any(|ig| kernel_matches(k, ig)))
@@ -1215,7 +1207,9 @@ impl Profiler {
             }
             sw.policy_values[step.config].push(if any { total } else { f64::NAN });
             if let (Some(c), Some(st)) = (&counters, &sw.counters) {
-                self.record_counters(raw, &st.plan, name, config, step, device_idx, &spans, collected, c, opts)?;
+                self.record_counters(
+                    raw, &st.plan, name, config, step, device_idx, &spans, collected, c, opts,
+                )?;
             }
         }
         if let Some(p) = &opts.policy {
@@ -1263,7 +1257,9 @@ impl Profiler {
             config: step.config as u64,
             run: key_run,
             inner: RefCell::new(RunInner::default()),
-            on_enter: self.conditions.annotation_hook(step.config, config, step.run, step.warmup),
+            on_enter: self
+                .conditions
+                .annotation_hook(step.config, config, step.run, step.warmup),
         });
         let mut run = Run {
             state: Rc::clone(&state),
@@ -1304,7 +1300,19 @@ impl Profiler {
         warning: Option<&str>,
     ) -> Result<(), EngineError> {
         let metric = self.metric;
-        self.push_sample_as(raw, benchmark, region, metric, DEFAULT_UNIT, step, device_idx, value, kernel, breakdown, warning)
+        self.push_sample_as(
+            raw,
+            benchmark,
+            region,
+            metric,
+            DEFAULT_UNIT,
+            step,
+            device_idx,
+            value,
+            kernel,
+            breakdown,
+            warning,
+        )
     }
 
     /// [`Profiler::push_sample`] for any metric and unit (counter metrics).
@@ -1329,15 +1337,9 @@ impl Profiler {
             config: step.config as u32,
             metric: metric.to_string(),
         };
-        let series = raw
-            .intern_series(key, unit, device_idx)
-            .map_err(model_error)?;
+        let series = raw.intern_series(key, unit, device_idx).map_err(model_error)?;
         let kernel_idx = raw.intern_kernel(kernel);
-        let mut extras: Vec<(&str, ExtraValue)> = self
-            .extras
-            .iter()
-            .map(|(n, v)| (n.as_str(), v.clone()))
-            .collect();
+        let mut extras: Vec<(&str, ExtraValue)> = self.extras.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
         let run_extras = self.conditions.extras_for(step.config, step.run, region);
         extras.extend(run_extras.iter().map(|(n, v)| (n.as_str(), v.clone())));
         if let Some(w) = warning {
@@ -1426,26 +1428,13 @@ mod gpu {
             };
             let v = &libs.versions;
             let extras = vec![
-                (
-                    "DeviceOrdinal".to_string(),
-                    ExtraValue::Number(ordinal as f64),
-                ),
+                ("DeviceOrdinal".to_string(), ExtraValue::Number(ordinal as f64)),
                 (
                     "DriverVersion".to_string(),
-                    ExtraValue::Text(
-                        v.driver_release
-                            .clone()
-                            .unwrap_or_else(|| v.driver.to_string()),
-                    ),
+                    ExtraValue::Text(v.driver_release.clone().unwrap_or_else(|| v.driver.to_string())),
                 ),
-                (
-                    "CudaVersion".to_string(),
-                    ExtraValue::Text(cuda_version(v.driver)),
-                ),
-                (
-                    "CuptiVersion".to_string(),
-                    ExtraValue::Number(v.cupti_api as f64),
-                ),
+                ("CudaVersion".to_string(), ExtraValue::Text(cuda_version(v.driver))),
+                ("CuptiVersion".to_string(), ExtraValue::Number(v.cupti_api as f64)),
             ];
             let flush_bytes = match props.l2_bytes {
                 0 => DEFAULT_FLUSH_BYTES,
@@ -1534,13 +1523,7 @@ mod gpu {
         fn thread_id(&self) -> u64 {
             current_thread_id() as u64
         }
-        fn encode_key(
-            &self,
-            call: u64,
-            config: u64,
-            run: u64,
-            region: u64,
-        ) -> Result<u64, EngineError> {
+        fn encode_key(&self, call: u64, config: u64, run: u64, region: u64) -> Result<u64, EngineError> {
             let c = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
             encode_region_key(c(call), c(config), c(run), c(region))
         }
@@ -1641,7 +1624,10 @@ mod events {
             };
             let extras = vec![
                 ("DeviceOrdinal".to_string(), ExtraValue::Number(ordinal as f64)),
-                ("CudaVersion".to_string(), ExtraValue::Text(format!("{}.{}", driver.version / 1000, (driver.version % 1000) / 10))),
+                (
+                    "CudaVersion".to_string(),
+                    ExtraValue::Text(format!("{}.{}", driver.version / 1000, (driver.version % 1000) / 10)),
+                ),
             ];
             let flush_bytes = match props.l2_bytes {
                 0 => 256 << 20,
@@ -1723,7 +1709,8 @@ mod events {
                 Some(b) => b,
                 None => *slot.insert(self.driver.alloc(self.flush_bytes)?),
             };
-            self.driver.memset(buf, self.flush_value.fetch_add(1, Ordering::Relaxed))?;
+            self.driver
+                .memset(buf, self.flush_value.fetch_add(1, Ordering::Relaxed))?;
             self.driver.synchronize()
         }
         fn collect(&self, _spans: &[Span]) -> Result<Collected, EngineError> {
@@ -1805,13 +1792,7 @@ mod tests {
         fn thread_id(&self) -> u64 {
             1
         }
-        fn encode_key(
-            &self,
-            call: u64,
-            config: u64,
-            run: u64,
-            region: u64,
-        ) -> Result<u64, EngineError> {
+        fn encode_key(&self, call: u64, config: u64, run: u64, region: u64) -> Result<u64, EngineError> {
             Ok(call << 52 | config << 32 | run << 12 | region)
         }
         fn enter(&self, key: u64, name: &str) -> Result<(), EngineError> {
@@ -2031,7 +2012,10 @@ mod tests {
         assert!(!PROFILER_ACTIVE.load(Ordering::SeqCst));
         // The CUDA-events fallback needs the driver too, and says so the same way.
         let e = Profiler::with_cuda_events().unwrap_err();
-        assert!(matches!(e, EngineError::LibraryNotFound { .. }) && e.to_string().contains("libcuda"), "{e}");
+        assert!(
+            matches!(e, EngineError::LibraryNotFound { .. }) && e.to_string().contains("libcuda"),
+            "{e}"
+        );
         assert!(!PROFILER_ACTIVE.load(Ordering::SeqCst));
     }
 
@@ -2076,13 +2060,7 @@ mod tests {
             .any(|k| k.kernel == "splitk_reduce" && k.value == 7.0 && k.position == 1));
         assert_eq!(p.warnings().len(), 6);
         let w = raw.extras.iter().find(|c| c.name == "Warning").unwrap();
-        assert_eq!(
-            w.values
-                .iter()
-                .filter(|v| **v != ExtraValue::Missing)
-                .count(),
-            6
-        );
+        assert_eq!(w.values.iter().filter(|v| **v != ExtraValue::Missing).count(), 6);
         // Cold cache by default: one flush per run, warm-ups included; one sync per run.
         assert_eq!(mock.l2_flushes.load(Ordering::SeqCst), 8);
         assert_eq!(mock.syncs.load(Ordering::SeqCst), 8);
@@ -2149,15 +2127,14 @@ mod tests {
             conditions: false,
             ..Default::default()
         };
-        let body =
-            |c: &Config, run: &mut Run| -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-                let _g = run.region("k")?;
-                m.launch("k", 100);
-                if c.get("n") == Some(&1024.into()) && run.index() == 1 {
-                    return Err("out of memory".into());
-                }
-                Ok(())
-            };
+        let body = |c: &Config, run: &mut Run| -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+            let _g = run.region("k")?;
+            m.launch("k", 100);
+            if c.get("n") == Some(&1024.into()) && run.index() == 1 {
+                return Err("out of memory".into());
+            }
+            Ok(())
+        };
         let raw = p.bench("f", &configs(3), &opts, body).unwrap();
         assert_eq!(values(&raw, "k", 1).len(), 2);
         assert!(values(&raw, "k", 1)[1].is_nan());
@@ -2229,10 +2206,7 @@ mod tests {
             end_ns: 1,
         };
         assert!(kernel_matches(&k, "_Z5scalePfPKffi"));
-        assert!(kernel_matches(
-            &k,
-            "scale(float*, float const*, float, int)"
-        ));
+        assert!(kernel_matches(&k, "scale(float*, float const*, float, int)"));
         assert!(kernel_matches(&k, "scale"));
         assert!(!kernel_matches(&k, "scal"));
         let plain = KernelRun {
@@ -2250,12 +2224,7 @@ mod tests {
         let mut p = profiler(&mock);
         let c = Config::new().with("n", 1);
         let e = p
-            .bench(
-                "d",
-                &[c.clone(), c],
-                &BenchOptions::default(),
-                |_, _| Ok(()),
-            )
+            .bench("d", &[c.clone(), c], &BenchOptions::default(), |_, _| Ok(()))
             .unwrap_err()
             .to_string();
         assert!(e.contains("listed twice"), "{e}");
@@ -2331,10 +2300,19 @@ mod tests {
             Ok(())
         }
         fn collect(&self, spans: &[Span]) -> Result<Collected, EngineError> {
-            let fl = self.flushes.lock().unwrap().pop_front().expect("more runs than recorded flushes");
+            let fl = self
+                .flushes
+                .lock()
+                .unwrap()
+                .pop_front()
+                .expect("more runs than recorded flushes");
             let keys: Vec<(u64, Option<u64>)> = spans.iter().map(|s| (s.key, s.parent)).collect();
             let recorded: Vec<(u64, Option<u64>)> = fl.regions.iter().map(|r| (r.id, r.parent)).collect();
-            assert_eq!(keys, recorded, "flush {}: the replayed run opened other regions", fl.flush);
+            assert_eq!(
+                keys, recorded,
+                "flush {}: the replayed run opened other regions",
+                fl.flush
+            );
             Ok(gpu::collect_batch(&fl.batch, &fl.regions))
         }
     }
@@ -2346,7 +2324,8 @@ mod tests {
     fn replaying_the_h200_gpu_check_rewrites_its_raw_csvs() {
         use crate::cupti::records::RecordedBuffer;
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let rb = RecordedBuffer::read_jsonl(&root.join("../../tests/fixtures/activity/h200-cuda13-gpu-check.jsonl")).unwrap();
+        let rb = RecordedBuffer::read_jsonl(&root.join("../../tests/fixtures/activity/h200-cuda13-gpu-check.jsonl"))
+            .unwrap();
         assert_eq!(rb.flushes.len(), 107, "one flush per run, warm-ups included");
         let replay = Arc::new(Replay {
             flushes: Mutex::new(rb.flushes.into_iter().collect()),
@@ -2378,7 +2357,10 @@ mod tests {
             ..Default::default()
         };
         let one = |n: i64| vec![Config::new().with("n", n)];
-        let sweep: Vec<Config> = [512i64, 1024, 2048, 4096, 8192].iter().map(|&n| Config::new().with("n", n)).collect();
+        let sweep: Vec<Config> = [512i64, 1024, 2048, 4096, 8192]
+            .iter()
+            .map(|&n| Config::new().with("n", n))
+            .collect();
         // (benchmark, region, configs, runs, warm-ups, cache) exactly as gpu_check.rs calls bench.
         let calls: Vec<(&str, &str, Vec<Config>, u32, u32, CacheControl)> = vec![
             ("a_sgemm4096", "matmul", one(4096), 20, 3, CacheControl::None),
@@ -2399,7 +2381,10 @@ mod tests {
                 .unwrap();
             let now = std::fs::read_to_string(raw_csv_path(out.path(), name)).unwrap();
             let then = std::fs::read_to_string(fixtures.join(format!("{name}-raw.csv"))).unwrap();
-            assert_eq!(now, then, "{name}: replayed raw CSV differs from the one written on the H200");
+            assert_eq!(
+                now, then,
+                "{name}: replayed raw CSV differs from the one written on the H200"
+            );
             results.push(raw);
         }
         assert!(replay.flushes.lock().unwrap().is_empty(), "recorded flushes left over");
@@ -2408,21 +2393,26 @@ mod tests {
         assert_eq!(prof.unattributed_kernels(), 184);
         // The breakdown (not in the raw CSV): check c's run 0 is the 3 kernels the H200 reported.
         let c = &results[2];
-        let parts: Vec<(&str, f64)> =
-            c.kernel_breakdown.iter().filter(|k| k.run == 0).map(|k| (k.kernel.as_str(), k.value)).collect();
+        let parts: Vec<(&str, f64)> = c
+            .kernel_breakdown
+            .iter()
+            .filter(|k| k.run == 0)
+            .map(|k| (k.kernel.as_str(), k.value))
+            .collect();
         assert_eq!(
             parts,
-            [("kprof_scale", 55_488.0), ("kprof_add", 63_744.0), ("kprof_scale", 56_704.0)]
+            [
+                ("kprof_scale", 55_488.0),
+                ("kprof_add", 63_744.0),
+                ("kprof_scale", 56_704.0)
+            ]
         );
         assert_eq!(c.samples[0].value, 175_936.0);
     }
 
     #[test]
     fn raw_csv_paths() {
-        assert_eq!(
-            raw_csv_path(Path::new("out/"), "mm"),
-            PathBuf::from("out/mm-raw.csv")
-        );
+        assert_eq!(raw_csv_path(Path::new("out/"), "mm"), PathBuf::from("out/mm-raw.csv"));
         assert_eq!(
             raw_csv_path(Path::new("/nonexistent/run1_"), "mm"),
             PathBuf::from("/nonexistent/run1_mm-raw.csv")
@@ -2911,7 +2901,9 @@ mod tests {
         }
 
         /// `body` with 2 ms of host time per run, so that the 1 ms sampler polls inside runs.
-        fn slow_body(m: Arc<Mock>) -> impl FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        fn slow_body(
+            m: Arc<Mock>,
+        ) -> impl FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             let mut inner = body(m);
             move |c, run| {
                 std::thread::sleep(Duration::from_millis(2));
@@ -2944,7 +2936,10 @@ mod tests {
             let me = std::thread::current().id();
             let polled = threads.lock().unwrap().clone();
             assert!(!polled.is_empty(), "the sampler thread polled");
-            assert!(polled.iter().all(|t| *t != me), "a source read on the run loop's thread");
+            assert!(
+                polled.iter().all(|t| *t != me),
+                "a source read on the run loop's thread"
+            );
             // The guard checked the sampler's margin before each of the 66 runs, never the device.
             assert_eq!(reads.load(Ordering::SeqCst), 0);
             assert!(column(&raw, "PowerW").iter().all(|v| num(v) == 300.0));

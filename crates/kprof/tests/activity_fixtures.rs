@@ -31,33 +31,17 @@ fn every_fixture_parses_and_attributes_consistently() {
         for fl in &rb.flushes {
             let b = &fl.batch;
             kernels += b.kernels.len();
-            let launch_of: HashMap<u32, u64> = b
-                .launches
-                .iter()
-                .map(|a| (a.correlation_id, a.start_ns))
-                .collect();
+            let launch_of: HashMap<u32, u64> = b.launches.iter().map(|a| (a.correlation_id, a.start_ns)).collect();
             for k in &b.kernels {
                 assert!(k.end_ns >= k.start_ns, "{}: {k:?}", f.display());
-                assert!(
-                    !k.name.is_empty(),
-                    "{}: kernel without a name {k:?}",
-                    f.display()
-                );
+                assert!(!k.name.is_empty(), "{}: kernel without a name {k:?}", f.display());
                 if let Some(&t) = launch_of.get(&k.correlation_id) {
                     // API and kernel records share one clock: a kernel starts after its launch.
-                    assert!(
-                        t <= k.start_ns,
-                        "{}: launch after kernel {k:?}",
-                        f.display()
-                    );
+                    assert!(t <= k.start_ns, "{}: launch after kernel {k:?}", f.display());
                 }
             }
             let a = attribute(b, &fl.regions);
-            let ext: HashMap<u32, u64> = b
-                .external
-                .iter()
-                .map(|e| (e.correlation_id, e.external_id))
-                .collect();
+            let ext: HashMap<u32, u64> = b.external.iter().map(|e| (e.correlation_id, e.external_id)).collect();
             // Every kernel with an external id lands in that region.
             for k in &b.kernels {
                 if let Some(id) = ext.get(&k.correlation_id) {
@@ -87,26 +71,17 @@ fn every_fixture_parses_and_attributes_consistently() {
                 .collect();
             for k in &b.kernels {
                 if k.graph_id != 0 && launch_of.contains_key(&k.correlation_id) {
-                    assert!(
-                        graph_corrs.contains(&k.correlation_id),
-                        "{}: {k:?}",
-                        f.display()
-                    );
+                    assert!(graph_corrs.contains(&k.correlation_id), "{}: {k:?}", f.display());
                 }
             }
         }
-        eprintln!(
-            "{}: {} flushes, {kernels} kernels",
-            f.display(),
-            rb.flushes.len()
-        );
+        eprintln!("{}: {} flushes, {kernels} kernels", f.display(), rb.flushes.len());
     }
 }
 
 #[test]
 fn synthetic_fixture_exact_answers() {
-    let f = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/activity/synthetic-cuda13.jsonl");
+    let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/activity/synthetic-cuda13.jsonl");
     let rb = RecordedBuffer::read_jsonl(&f).unwrap();
     assert_eq!(rb.flushes.len(), 2);
 
@@ -115,10 +90,7 @@ fn synthetic_fixture_exact_answers() {
     let a = attribute(&f0.batch, &f0.regions);
     let names: Vec<&str> = a.by_region[&a_id].iter().map(|k| k.name.as_str()).collect();
     // 3 kernels by external correlation + one from a worker thread by launch timestamp.
-    assert_eq!(
-        names,
-        ["_Z4gemmv", "_Z6reducev", "_Z8backwardv", "_Z5scalev"]
-    );
+    assert_eq!(names, ["_Z4gemmv", "_Z6reducev", "_Z8backwardv", "_Z5scalev"]);
     assert_eq!(a.direct_via[&a_id], (3, 1));
     assert_eq!(a.total_ns(a_id), 50_000 + 8_000 + 12_000 + 3_000);
     assert_eq!(a.unattributed.len(), 1);
@@ -136,8 +108,8 @@ fn synthetic_fixture_exact_answers() {
 
 #[test]
 fn h200_fixture_exact_answers() {
-    let f = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/activity/h200-cuda13-region-threads.jsonl");
+    let f =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/activity/h200-cuda13-region-threads.jsonl");
     let rb = RecordedBuffer::read_jsonl(&f).unwrap();
     let fl = rb.flushes.iter().find(|f| f.flush == 1).expect("flush 1");
     assert_eq!(fl.batch.kernels.len(), 6);
@@ -165,8 +137,8 @@ fn h200_gpu_check_matches_the_raw_csvs_written_on_the_h200() {
     use kprof::core::transforms::{combine_kernels, Reducer};
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let rb = RecordedBuffer::read_jsonl(&root.join("../../tests/fixtures/activity/h200-cuda13-gpu-check.jsonl"))
-        .unwrap();
+    let rb =
+        RecordedBuffer::read_jsonl(&root.join("../../tests/fixtures/activity/h200-cuda13-gpu-check.jsonl")).unwrap();
     // bench calls 1..=6 of the Profiler, in gpu_check's order: (benchmark, region, recorded runs).
     let calls = [
         ("a_sgemm4096", "matmul", 20u32),
@@ -226,10 +198,7 @@ fn h200_gpu_check_matches_the_raw_csvs_written_on_the_h200() {
             continue;
         }
         let ks = &a.by_region[&r.id];
-        let pairs: Vec<(&str, f64)> = ks
-            .iter()
-            .map(|k| (k.name.as_str(), k.duration_ns() as f64))
-            .collect();
+        let pairs: Vec<(&str, f64)> = ks.iter().map(|k| (k.name.as_str(), k.duration_ns() as f64)).collect();
         let (names, value) = combine_kernels(&pairs, &Reducer::Sum).unwrap();
         let n = n_of(key.call as usize, key.config);
         let (want, want_names) = &csv[&(name.to_string(), n, key.run)];
@@ -257,7 +226,9 @@ fn h200_gpu_check_matches_the_raw_csvs_written_on_the_h200() {
             // (e) one graph launch: its 3 kernel nodes share the launch's correlation id.
             5 => {
                 assert_eq!(ks.len(), 3);
-                assert!(ks.iter().all(|k| k.graph_id != 0 && k.correlation_id == ks[0].correlation_id));
+                assert!(ks
+                    .iter()
+                    .all(|k| k.graph_id != 0 && k.correlation_id == ks[0].correlation_id));
                 assert_eq!(names, "kprof_scale|kprof_add|kprof_scale");
             }
             _ => {}

@@ -231,7 +231,8 @@ fn per_run_cost_of_the_hooks_is_microseconds() {
     let (polls, direct) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let mut pc = ProfilerConditions::with_probe(Box::new(Probe(polls.clone(), direct.clone())));
     pc.set_poll_interval(ms(10));
-    pc.begin_sweep(&ThermalOptions::default(), true, &Collectors::default(), &[]).unwrap();
+    pc.begin_sweep(&ThermalOptions::default(), true, &Collectors::default(), &[])
+        .unwrap();
     let config = kprof::core::Config::new().with("n", 1);
     let mut per_run = Vec::new();
     for run in 0..2000u32 {
@@ -246,11 +247,17 @@ fn per_run_cost_of_the_hooks_is_microseconds() {
     }
     per_run.sort();
     let median = per_run[per_run.len() / 2];
-    eprintln!("conditions hooks per run: median {median:?}, p99 {:?}", per_run[per_run.len() * 99 / 100]);
+    eprintln!(
+        "conditions hooks per run: median {median:?}, p99 {:?}",
+        per_run[per_run.len() * 99 / 100]
+    );
     assert_eq!(direct.load(Ordering::SeqCst), 0, "the guard read the sensor directly");
     assert!(median < ms(1), "median {median:?}");
     let extras = pc.extras_for(0, 1999, "r");
-    assert!(extras.contains(&("PowerW".to_string(), kprof::core::ExtraValue::Number(200.0))), "{extras:?}");
+    assert!(
+        extras.contains(&("PowerW".to_string(), kprof::core::ExtraValue::Number(200.0))),
+        "{extras:?}"
+    );
     let warnings = pc.end_sweep();
     assert!(warnings.is_empty(), "{warnings:?}");
 }

@@ -11,8 +11,7 @@ use kprof::core::ExtraValue;
 use serde_json::Value;
 
 fn fixture() -> Value {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/conditions/h200-conditions.json");
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/conditions/h200-conditions.json");
     let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     serde_json::from_str(&text).unwrap()
 }
@@ -27,8 +26,8 @@ fn runs(d: &Value) -> Vec<(Value, RunConditions)> {
         .unwrap()
         .iter()
         .map(|r| {
-            let c: RunConditions = serde_json::from_value(r["conditions"].clone())
-                .unwrap_or_else(|e| panic!("run {}: {e}", r["run"]));
+            let c: RunConditions =
+                serde_json::from_value(r["conditions"].clone()).unwrap_or_else(|e| panic!("run {}: {e}", r["run"]));
             (r.clone(), c)
         })
         .collect()

@@ -20,10 +20,7 @@ use kprof::counters::{cupti_in, CountersError, MetricKind, MetricScope};
 /// decompressed, under `tmp`; a folder without `.gz` files is returned as it is.
 fn unpacked(case: &Path, tmp: &Path) -> PathBuf {
     use std::io::Read;
-    let files: Vec<PathBuf> = std::fs::read_dir(case)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let files: Vec<PathBuf> = std::fs::read_dir(case).unwrap().map(|e| e.unwrap().path()).collect();
     if !files.iter().any(|p| p.extension().is_some_and(|e| e == "gz")) {
         return case.to_path_buf();
     }
@@ -335,9 +332,7 @@ fn recorded_h200_values_are_plausible() {
         );
         assert_eq!(rec.config_image.len(), 10_600);
         assert!(rec.counter_data.len() > 1_000_000, "{}", rec.counter_data.len());
-        let value = |r: usize, m: &str| -> f64 {
-            rec.ranges[r].values.iter().find(|(n, _)| n == m).unwrap().1
-        };
+        let value = |r: usize, m: &str| -> f64 { rec.ranges[r].values.iter().find(|(n, _)| n == m).unwrap().1 };
         let launches: Vec<f64> = match rec.mode.as_str() {
             "kernel" => {
                 assert_eq!(rec.closure_runs, 1);
@@ -352,8 +347,14 @@ fn recorded_h200_values_are_plausible() {
             }
         };
         for (r, k) in launches.iter().enumerate() {
-            assert!(close(value(r, "dram__bytes_read.sum"), k * mib256, 0.001), "{case:?} {r}");
-            assert!(close(value(r, "dram__bytes_write.sum"), k * mib256, 0.01), "{case:?} {r}");
+            assert!(
+                close(value(r, "dram__bytes_read.sum"), k * mib256, 0.001),
+                "{case:?} {r}"
+            );
+            assert!(
+                close(value(r, "dram__bytes_write.sum"), k * mib256, 0.01),
+                "{case:?} {r}"
+            );
             // ~2.4-3.4 TB/s on the H200's HBM3e: 160-230 us per launch.
             let t = value(r, "gpu__time_duration.sum") / k;
             assert!((150_000.0..230_000.0).contains(&t), "{case:?} {r}: {t}");

@@ -18,10 +18,9 @@ fn header(cu13: &std::path::Path, name: &str) -> String {
 fn enum_value(text: &str, name: &str) -> Option<i64> {
     for line in text.lines() {
         let l = line.trim();
-        let rest = l.strip_prefix(name).or_else(|| {
-            l.strip_prefix("#define ")
-                .and_then(|r| r.strip_prefix(name))
-        });
+        let rest = l
+            .strip_prefix(name)
+            .or_else(|| l.strip_prefix("#define ").and_then(|r| r.strip_prefix(name)));
         let Some(rest) = rest else { continue };
         if !rest.starts_with(|c: char| c.is_whitespace() || c == '=') {
             continue;
@@ -91,21 +90,9 @@ fn constants_match_cupti_13_0_headers() {
             "CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz",
             cbid::CU_LAUNCH_KERNEL_EX_PTSZ as i64,
         ),
-        (
-            &act,
-            "CUPTI_ACTIVITY_KIND_KERNEL",
-            ffi::ACTIVITY_KIND_KERNEL as i64,
-        ),
-        (
-            &act,
-            "CUPTI_ACTIVITY_KIND_DRIVER",
-            ffi::ACTIVITY_KIND_DRIVER as i64,
-        ),
-        (
-            &act,
-            "CUPTI_ACTIVITY_KIND_RUNTIME",
-            ffi::ACTIVITY_KIND_RUNTIME as i64,
-        ),
+        (&act, "CUPTI_ACTIVITY_KIND_KERNEL", ffi::ACTIVITY_KIND_KERNEL as i64),
+        (&act, "CUPTI_ACTIVITY_KIND_DRIVER", ffi::ACTIVITY_KIND_DRIVER as i64),
+        (&act, "CUPTI_ACTIVITY_KIND_RUNTIME", ffi::ACTIVITY_KIND_RUNTIME as i64),
         (
             &act,
             "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL",
@@ -142,11 +129,7 @@ fn constants_match_cupti_13_0_headers() {
             "CUPTI_ERROR_NOT_INITIALIZED",
             ffi::CUPTI_ERROR_NOT_INITIALIZED as i64,
         ),
-        (
-            &res,
-            "CUPTI_ERROR_NOT_SUPPORTED",
-            ffi::CUPTI_ERROR_NOT_SUPPORTED as i64,
-        ),
+        (&res, "CUPTI_ERROR_NOT_SUPPORTED", ffi::CUPTI_ERROR_NOT_SUPPORTED as i64),
         (
             &res,
             "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES",
@@ -264,14 +247,8 @@ fn record_offsets_match_cupti_13_0_headers() {
         ("CUpti_ActivityAPI.processId".into(), API_PROCESS_ID),
         ("CUpti_ActivityAPI.threadId".into(), API_THREAD_ID),
         ("CUpti_ActivityAPI.correlationId".into(), API_CORRELATION_ID),
-        (
-            "CUpti_ActivityExternalCorrelation.externalKind".into(),
-            EXT_KIND,
-        ),
-        (
-            "CUpti_ActivityExternalCorrelation.externalId".into(),
-            EXT_ID,
-        ),
+        ("CUpti_ActivityExternalCorrelation.externalKind".into(), EXT_KIND),
+        ("CUpti_ActivityExternalCorrelation.externalId".into(), EXT_ID),
         (
             "CUpti_ActivityExternalCorrelation.correlationId".into(),
             EXT_CORRELATION_ID,

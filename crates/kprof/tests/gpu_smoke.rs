@@ -63,10 +63,7 @@ impl Kernels {
     fn fill(&self, ptr: u64, n: u32) {
         let mut p = ptr;
         let mut nn = n;
-        let mut args = [
-            &mut p as *mut u64 as *mut c_void,
-            &mut nn as *mut u32 as *mut c_void,
-        ];
+        let mut args = [&mut p as *mut u64 as *mut c_void, &mut nn as *mut u32 as *mut c_void];
         let r = unsafe {
             (self.launch)(
                 self.fill as *mut c_void,
@@ -135,8 +132,7 @@ fn gpu_end_to_end() {
     let (load, getf, launch, setcur) = unsafe {
         (
             *lib.get::<FnModuleLoadData>(b"cuModuleLoadData\0").unwrap(),
-            *lib.get::<FnModuleGetFunction>(b"cuModuleGetFunction\0")
-                .unwrap(),
+            *lib.get::<FnModuleGetFunction>(b"cuModuleGetFunction\0").unwrap(),
             *lib.get::<FnLaunchKernel>(b"cuLaunchKernel\0").unwrap(),
             *lib.get::<FnCtxSetCurrent>(b"cuCtxSetCurrent\0").unwrap(),
         )
@@ -221,12 +217,7 @@ fn gpu_end_to_end() {
         batch.external.len()
     );
     for kr in &batch.kernels {
-        eprintln!(
-            "  {} corr {} {} ns",
-            kr.name,
-            kr.correlation_id,
-            kr.duration_ns()
-        );
+        eprintln!("  {} corr {} {} ns", kr.name, kr.correlation_id, kr.duration_ns());
     }
     for l in &batch.launches {
         eprintln!(

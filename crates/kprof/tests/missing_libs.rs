@@ -29,10 +29,7 @@ fn missing_driver_and_cupti_are_clear_errors() {
 
     // Libraries::load reports the first missing piece (the driver).
     let e = Libraries::load().unwrap_err();
-    assert!(
-        e.to_string().starts_with("libcuda could not be loaded"),
-        "{e}"
-    );
+    assert!(e.to_string().starts_with("libcuda could not be loaded"), "{e}");
 
     // Without the overrides, on a machine with no driver, the bare-name search fails cleanly too.
     std::env::remove_var(ENV_LIBCUDA_PATH);
@@ -41,10 +38,7 @@ fn missing_driver_and_cupti_are_clear_errors() {
         Err(e) => {
             eprintln!("{e}");
             assert!(
-                matches!(
-                    e,
-                    EngineError::LibraryNotFound { .. } | EngineError::DriverCall { .. }
-                ),
+                matches!(e, EngineError::LibraryNotFound { .. } | EngineError::DriverCall { .. }),
                 "{e:?}"
             );
         }

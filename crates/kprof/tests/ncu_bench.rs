@@ -66,7 +66,10 @@ fn relaunch(dir: &Path, ncu: &Path, bench: &str) -> Relaunch {
     Relaunch {
         program: Some((exe.into_os_string(), args)),
         env: vec![
-            ("KPROF_NCU_CHILD_TRACE".into(), dir.join(format!("trace-{bench}.txt")).into()),
+            (
+                "KPROF_NCU_CHILD_TRACE".into(),
+                dir.join(format!("trace-{bench}.txt")).into(),
+            ),
             ("TEST_CALL_LOG".into(), dir.join(format!("calls-{bench}.txt")).into()),
             ("FAKE_ARGS".into(), dir.join("args.txt").into()),
             ("TEST_DIR".into(), dir.into()),
@@ -84,18 +87,32 @@ fn run_both(dir: &Path, ncu: &Path) -> (RawResults, RawResults) {
         ..BenchOptions::default()
     };
     let ncu_opts = NcuOptions::default();
-    let first = bench_ncu("first", &configs(), &opts, &ncu_opts, &relaunch(dir, ncu, "first"), |c, run| {
-        log_call(&format!("first {} {}", c, run.is_warmup()));
-        let _g = run.region("one")?;
-        Ok(())
-    })
+    let first = bench_ncu(
+        "first",
+        &configs(),
+        &opts,
+        &ncu_opts,
+        &relaunch(dir, ncu, "first"),
+        |c, run| {
+            log_call(&format!("first {} {}", c, run.is_warmup()));
+            let _g = run.region("one")?;
+            Ok(())
+        },
+    )
     .unwrap();
-    let second = bench_ncu("second", &configs(), &opts, &ncu_opts, &relaunch(dir, ncu, "second"), |c, run| {
-        log_call(&format!("second {} {}", c, run.is_warmup()));
-        run.annotate("one", |_| ())?;
-        run.annotate("two", |_| ())?;
-        Ok(())
-    })
+    let second = bench_ncu(
+        "second",
+        &configs(),
+        &opts,
+        &ncu_opts,
+        &relaunch(dir, ncu, "second"),
+        |c, run| {
+            log_call(&format!("second {} {}", c, run.is_warmup()));
+            run.annotate("one", |_| ())?;
+            run.annotate("two", |_| ())?;
+            Ok(())
+        },
+    )
     .unwrap();
     (first, second)
 }
@@ -152,9 +169,15 @@ fn relaunch_end_to_end() {
     assert_eq!(values(&first, "one", 0), vec![1000.0, 1010.0, 1020.0]);
     assert_eq!(values(&first, "one", 1), vec![2000.0, 2010.0, 2020.0]);
     assert_eq!(values(&second, "two", 1), vec![4001.0, 4021.0, 4041.0]);
-    assert!(second.samples.iter().all(|s| second.series_of(s).key.benchmark == "second"));
+    assert!(second
+        .samples
+        .iter()
+        .all(|s| second.series_of(s).key.benchmark == "second"));
     assert!(second.configs.contains(&Config::new().with("n", 2i64)));
-    assert_eq!(second.kernel_breakdown.iter().filter(|k| k.kernel == "kern_1").count(), 6);
+    assert_eq!(
+        second.kernel_breakdown.iter().filter(|k| k.kernel == "kern_1").count(),
+        6
+    );
 
     // Report, log, CSV and raw CSV side by side under the output prefix.
     let info = last_run().unwrap();
@@ -162,7 +185,12 @@ fn relaunch_end_to_end() {
     assert_eq!(info.mode, NcuMode::Relaunch);
     assert_eq!(info.mode_note, "relaunch");
     assert!(info.report.starts_with(dir.join("out")), "{}", info.report.display());
-    assert!(info.report.file_name().unwrap().to_string_lossy().starts_with("tests_ncu_bench.second-0-"));
+    assert!(info
+        .report
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .starts_with("tests_ncu_bench.second-0-"));
     assert!(info.report.is_file() && info.log.is_file() && info.csv.is_file());
     assert!(dir.join("out/second-raw.csv").is_file() && dir.join("out/first-raw.csv").is_file());
     let args = read(dir.join("args.txt"));
@@ -177,6 +205,14 @@ fn missing_ncu_is_an_engine_error() {
         ncu: Some("/nonexistent/ncu".into()),
         ..Relaunch::default()
     };
-    let e = bench_ncu("missing", &[], &BenchOptions::default(), &NcuOptions::default(), &r, |_, _| Ok(())).unwrap_err();
+    let e = bench_ncu(
+        "missing",
+        &[],
+        &BenchOptions::default(),
+        &NcuOptions::default(),
+        &r,
+        |_, _| Ok(()),
+    )
+    .unwrap_err();
     assert!(matches!(e, EngineError::Ncu(NcuError::VersionRun { .. })), "{e:?}");
 }

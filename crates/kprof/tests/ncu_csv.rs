@@ -379,7 +379,10 @@ fn h200_kprof_export_values_kernels_and_device() {
         runs_of(&t, "capture", "matmul", &c(0)),
         [(0, 11_392.0, 2), (1, 11_104.0, 2), (2, 11_232.0, 2)]
     );
-    assert_eq!(runs_of(&t, "capture", "matmul", &c(1)), [(0, 61_472.0, 1), (2, 61_152.0, 1)]);
+    assert_eq!(
+        runs_of(&t, "capture", "matmul", &c(1)),
+        [(0, 61_472.0, 1), (2, 61_152.0, 1)]
+    );
     assert_eq!(
         runs_of(&t, "capture", "matmul", &c(2)),
         [(0, 33_984.0, 2), (1, 33_952.0, 2), (2, 34_592.0, 2)]
@@ -402,7 +405,11 @@ fn h200_kprof_export_values_kernels_and_device() {
     // The second bench call (call 1).
     assert_eq!(runs_of(&t, "capture-call1", "matmul", &c(0)), [(0, 10_912.0, 2)]);
     // Every kernel of the export is in exactly one sample: 31 kernels, 19 samples.
-    let samples: Vec<_> = raw.samples.iter().filter(|s| raw.series_of(s).key.metric == T).collect();
+    let samples: Vec<_> = raw
+        .samples
+        .iter()
+        .filter(|s| raw.series_of(s).key.metric == T)
+        .collect();
     assert_eq!(samples.len(), 19);
     let kernels: usize = t
         .iter()

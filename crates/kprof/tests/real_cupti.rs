@@ -52,10 +52,7 @@ fn loads_wheel_libcupti_and_fails_cleanly_without_a_driver() {
         Err(e) => {
             eprintln!("session start without a GPU: {e}");
             assert!(
-                matches!(
-                    e,
-                    EngineError::CuptiCall { .. } | EngineError::SubscriberTaken { .. }
-                ),
+                matches!(e, EngineError::CuptiCall { .. } | EngineError::SubscriberTaken { .. }),
                 "{e:?}"
             );
             // A failed start leaves no session behind: the next attempt gets the same kind of

@@ -78,10 +78,7 @@ pub(crate) struct Header {
 
 impl Header {
     /// Reads the header of `rdr`, rejecting duplicate column names.
-    pub(crate) fn read<R: std::io::Read>(
-        path: &Path,
-        rdr: &mut csv::Reader<R>,
-    ) -> Result<Header, IoError> {
+    pub(crate) fn read<R: std::io::Read>(path: &Path, rdr: &mut csv::Reader<R>) -> Result<Header, IoError> {
         let rec = rdr.headers().map_err(|e| csv_error(path, e))?;
         let names: Vec<String> = rec
             .iter()
@@ -93,9 +90,7 @@ impl Header {
                     path: path.to_path_buf(),
                     line: 1,
                     column: n.clone(),
-                    message:
-                        "this column name appears twice in the header; rename or remove one of them"
-                            .into(),
+                    message: "this column name appears twice in the header; rename or remove one of them".into(),
                 });
             }
         }

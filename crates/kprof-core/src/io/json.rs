@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{write_atomically, IoError};
 use crate::model::{
-    BootstrapCi, Config, DeviceInfo, ExtraColumn, ExtraValue, KernelSample, MissingBaseline,
-    ParamValue, ProcessedResults, ProcessedRow, RawResults, Sample, Series, Summary,
+    BootstrapCi, Config, DeviceInfo, ExtraColumn, ExtraValue, KernelSample, MissingBaseline, ParamValue,
+    ProcessedResults, ProcessedRow, RawResults, Sample, Series, Summary,
 };
 
 /// The `schema` field of every kprof JSON result file.
@@ -571,10 +571,7 @@ impl From<&ProcessedRow> for RowJ {
             kernel: kernel.clone(),
             device: device.into(),
             unit: unit.clone(),
-            extras: extras
-                .iter()
-                .map(|(n, v)| (n.clone(), ExtraJ(v.clone())))
-                .collect(),
+            extras: extras.iter().map(|(n, v)| (n.clone(), ExtraJ(v.clone()))).collect(),
             normalized: normalized.clone(),
             normalization_value: normalization_value.map(J),
             geomean: J(*geomean),
@@ -738,13 +735,15 @@ pub fn read_results_json(path: &Path) -> Result<ResultFile, IoError> {
                 "schema is {other:?}, not {RESULT_SCHEMA:?}; this is not a kprof result file"
             )))
         }
-        None => return Err(schema_err(format!("no \"schema\" field; this is not a kprof result file (expected \"schema\": \"{RESULT_SCHEMA}\")"))),
+        None => {
+            return Err(schema_err(format!(
+                "no \"schema\" field; this is not a kprof result file (expected \"schema\": \"{RESULT_SCHEMA}\")"
+            )))
+        }
     }
-    let version = header.schema_version.ok_or_else(|| {
-        schema_err(
-            "no \"schema_version\" field; the file is damaged or not written by kprof".into(),
-        )
-    })?;
+    let version = header
+        .schema_version
+        .ok_or_else(|| schema_err("no \"schema_version\" field; the file is damaged or not written by kprof".into()))?;
     if version > SCHEMA_VERSION {
         return Err(schema_err(format!(
             "written with result schema version {version} (by kprof {}), but this kprof ({}) reads versions up to {SCHEMA_VERSION}; upgrade kprof to read it",

@@ -5,15 +5,11 @@ use std::io::{BufReader, Write};
 use std::path::Path;
 
 use super::csvutil::{
-    cell, check_unique_columns, csv_error, fmt_num, fmt_opt, is_missing, line_of, parse_num,
-    write_error, Header,
+    cell, check_unique_columns, csv_error, fmt_num, fmt_opt, is_missing, line_of, parse_num, write_error, Header,
 };
 use super::raw_csv::{fmt_extra, fmt_param};
 use super::{benchmark_from_path, write_atomically, IoError};
-use crate::model::{
-    BootstrapCi, Config, DeviceInfo, ExtraValue, ParamValue, ProcessedResults, ProcessedRow,
-    Summary,
-};
+use crate::model::{BootstrapCi, Config, DeviceInfo, ExtraValue, ParamValue, ProcessedResults, ProcessedRow, Summary};
 
 /// Columns between the parameters and the extra columns (nsight-python's order).
 const STAT_COLUMNS: [&str; 11] = [
@@ -44,22 +40,10 @@ const KPROF_COLUMNS: [&str; 7] = [
     "OutliersMild",
     "OutliersSevere",
 ];
-const TAIL_COLUMNS: [&str; 4] = [
-    "CI95_Lower",
-    "CI95_Upper",
-    "RelativeStdDevPct",
-    "StableMeasurement",
-];
+const TAIL_COLUMNS: [&str; 4] = ["CI95_Lower", "CI95_Upper", "RelativeStdDevPct", "StableMeasurement"];
 
 fn is_known(name: &str) -> bool {
-    [
-        "Annotation",
-        "Metric",
-        "Normalized",
-        "NormalizationValue",
-        "Geomean",
-    ]
-    .contains(&name)
+    ["Annotation", "Metric", "Normalized", "NormalizationValue", "Geomean"].contains(&name)
         || STAT_COLUMNS.contains(&name)
         || BOOTSTRAP_COLUMNS.contains(&name)
         || KPROF_COLUMNS.contains(&name)
@@ -133,8 +117,7 @@ fn write_processed<W: Write>(path: &Path, writer: W, p: &ProcessedResults) -> Re
     check_unique_columns(path, &header)?;
 
     let mut wtr = csv::Writer::from_writer(writer);
-    wtr.write_record(&header)
-        .map_err(|e| write_error(path, e))?;
+    wtr.write_record(&header).map_err(|e| write_error(path, e))?;
     let mut out: Vec<String> = Vec::with_capacity(header.len());
     for r in &p.rows {
         let s = &r.summary;
@@ -151,11 +134,7 @@ fn write_processed<W: Write>(path: &Path, writer: W, p: &ProcessedResults) -> Re
             fmt_num(s.max),
             s.num_runs.to_string(),
         ]);
-        out.extend([
-            r.kernel.clone(),
-            r.device.gpu.clone(),
-            r.device.host.clone(),
-        ]);
+        out.extend([r.kernel.clone(), r.device.gpu.clone(), r.device.host.clone()]);
         out.extend([
             fmt_opt(r.device.compute_clock_khz),
             fmt_opt(r.device.memory_clock_khz),
@@ -181,12 +160,7 @@ fn write_processed<W: Write>(path: &Path, writer: W, p: &ProcessedResults) -> Re
             out.push(fmt_opt(r.normalization_value));
         }
         out.push(fmt_num(r.geomean));
-        out.extend([
-            r.benchmark.clone(),
-            fmt_num(s.median),
-            fmt_num(s.p05),
-            fmt_num(s.p95),
-        ]);
+        out.extend([r.benchmark.clone(), fmt_num(s.median), fmt_num(s.p05), fmt_num(s.p95)]);
         out.extend([
             s.total_runs.to_string(),
             s.outliers_mild.to_string(),
@@ -194,9 +168,7 @@ fn write_processed<W: Write>(path: &Path, writer: W, p: &ProcessedResults) -> Re
         ]);
         if bootstrap {
             match &s.bootstrap {
-                Some(b) => out.extend(
-                    [b.mean_lower, b.mean_upper, b.median_lower, b.median_upper].map(fmt_num),
-                ),
+                Some(b) => out.extend([b.mean_lower, b.mean_upper, b.median_lower, b.median_upper].map(fmt_num)),
                 None => out.extend([String::new(), String::new(), String::new(), String::new()]),
             }
         }
@@ -241,9 +213,7 @@ pub fn read_processed_csv(path: &Path) -> Result<ProcessedResults, IoError> {
             message: "column Metric comes after AvgValue; the parameter columns must lie between Metric and AvgValue, as nsight-python and kprof write them".into(),
         });
     }
-    let params: Vec<(String, usize)> = (met + 1..avg)
-        .map(|i| (header.names[i].clone(), i))
-        .collect();
+    let params: Vec<(String, usize)> = (met + 1..avg).map(|i| (header.names[i].clone(), i)).collect();
     if let Some((n, _)) = params.iter().find(|(n, _)| is_known(n)) {
         return Err(IoError::Schema {
             path: path.to_path_buf(),
@@ -272,8 +242,7 @@ pub fn read_processed_csv(path: &Path) -> Result<ProcessedResults, IoError> {
         f("RelativeStdDevPct"),
         f("StableMeasurement"),
     );
-    let (normalized, norm_value, geomean) =
-        (f("Normalized"), f("NormalizationValue"), f("Geomean"));
+    let (normalized, norm_value, geomean) = (f("Normalized"), f("NormalizationValue"), f("Geomean"));
     let (bench, median, p05, p95) = (f("Benchmark"), f("Median"), f("P05"), f("P95"));
     let (total, mild, severe) = (f("TotalRuns"), f("OutliersMild"), f("OutliersSevere"));
     let boot: Vec<Option<usize>> = BOOTSTRAP_COLUMNS.iter().map(|c| f(c)).collect();
@@ -320,12 +289,7 @@ pub fn read_processed_csv(path: &Path) -> Result<ProcessedResults, IoError> {
                     let x = text.parse::<f64>().ok()?;
                     (x >= 0.0 && x.fract() == 0.0 && x < 1e15).then_some(x as usize)
                 })
-                .ok_or_else(|| {
-                    err(
-                        i,
-                        format!("{text:?} is not a count; write a non-negative integer"),
-                    )
-                })
+                .ok_or_else(|| err(i, format!("{text:?} is not a count; write a non-negative integer")))
         };
         let stable_value = match stable {
             None => None,
@@ -343,9 +307,7 @@ pub fn read_processed_csv(path: &Path) -> Result<ProcessedResults, IoError> {
             }
         };
         let num_runs = count(Some(num), 0)?;
-        let bootstrap = if boot.iter().all(Option::is_some)
-            && boot.iter().any(|c| !is_missing(cell(&rec, *c)))
-        {
+        let bootstrap = if boot.iter().all(Option::is_some) && boot.iter().any(|c| !is_missing(cell(&rec, *c))) {
             Some(BootstrapCi {
                 mean_lower: number(boot[0])?,
                 mean_upper: number(boot[1])?,

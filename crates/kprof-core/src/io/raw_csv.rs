@@ -5,8 +5,7 @@ use std::io::{BufReader, Read, Write};
 use std::path::Path;
 
 use super::csvutil::{
-    cell, check_unique_columns, csv_error, fmt_num, fmt_opt, is_missing, line_of, parse_num,
-    write_error, Header,
+    cell, check_unique_columns, csv_error, fmt_num, fmt_opt, is_missing, line_of, parse_num, write_error, Header,
 };
 use super::{benchmark_from_path, write_atomically, IoError, ReadOptions};
 use crate::model::{Config, DeviceInfo, ExtraValue, ParamValue, RawResults, Sample, SeriesKey};
@@ -89,9 +88,7 @@ pub fn write_raw_csv_to<W: Write>(writer: W, raw: &RawResults) -> Result<(), IoE
 fn inconsistent(path: &Path, what: &str) -> IoError {
     IoError::Schema {
         path: path.to_path_buf(),
-        message: format!(
-            "cannot write inconsistent results: {what} (an index points past the end of its list)"
-        ),
+        message: format!("cannot write inconsistent results: {what} (an index points past the end of its list)"),
     }
 }
 
@@ -117,8 +114,7 @@ fn write_raw<W: Write>(path: &Path, writer: W, raw: &RawResults) -> Result<(), I
     }
 
     let mut wtr = csv::Writer::from_writer(writer);
-    wtr.write_record(&header)
-        .map_err(|e| write_error(path, e))?;
+    wtr.write_record(&header).map_err(|e| write_error(path, e))?;
     let mut row: Vec<String> = Vec::with_capacity(header.len());
     for (i, s) in raw.samples.iter().enumerate() {
         let series = raw
@@ -191,11 +187,7 @@ pub fn read_raw_csv(path: &Path, opts: &ReadOptions) -> Result<RawResults, IoErr
 
 /// Reads a raw CSV from any reader, as [`read_raw_csv`] does; `path` is used in error messages
 /// and for the default benchmark name.
-pub fn read_raw_csv_from<R: Read>(
-    reader: R,
-    path: &Path,
-    opts: &ReadOptions,
-) -> Result<RawResults, IoError> {
+pub fn read_raw_csv_from<R: Read>(reader: R, path: &Path, opts: &ReadOptions) -> Result<RawResults, IoError> {
     let mut rdr = csv::ReaderBuilder::new().from_reader(reader);
     let header = Header::read(path, &mut rdr)?;
     let ann = header.require(path, "Annotation")?;
@@ -214,9 +206,7 @@ pub fn read_raw_csv_from<R: Read>(
         .names
         .iter()
         .enumerate()
-        .filter(|(_, n)| {
-            !NSIGHT_RAW_COLUMNS.contains(&n.as_str()) && !KPROF_RAW_COLUMNS.contains(&n.as_str())
-        })
+        .filter(|(_, n)| !NSIGHT_RAW_COLUMNS.contains(&n.as_str()) && !KPROF_RAW_COLUMNS.contains(&n.as_str()))
         .map(|(i, n)| (n.clone(), i))
         .collect();
     type Columns = Vec<(String, usize)>;
@@ -241,17 +231,11 @@ pub fn read_raw_csv_from<R: Read>(
                     }
                 }
             }
-            let extras = unknown
-                .into_iter()
-                .filter(|(n, _)| !names.contains(n))
-                .collect();
+            let extras = unknown.into_iter().filter(|(n, _)| !names.contains(n)).collect();
             (params, extras)
         }
     };
-    let default_benchmark = opts
-        .benchmark
-        .clone()
-        .unwrap_or_else(|| benchmark_from_path(path));
+    let default_benchmark = opts.benchmark.clone().unwrap_or_else(|| benchmark_from_path(path));
 
     let mut raw = RawResults::new();
     let mut next_run: Vec<u32> = Vec::new();
@@ -277,10 +261,12 @@ pub fn read_raw_csv_from<R: Read>(
             if is_missing(text) {
                 return Ok(None);
             }
-            text.trim()
-                .parse::<f64>()
-                .map(Some)
-                .map_err(|_| parse_err(name, format!("{text:?} is not a clock rate in kHz; write a number or leave the cell empty")))
+            text.trim().parse::<f64>().map(Some).map_err(|_| {
+                parse_err(
+                    name,
+                    format!("{text:?} is not a clock rate in kHz; write a number or leave the cell empty"),
+                )
+            })
         };
         let device = DeviceInfo {
             gpu: cell(&rec, gpu_col).to_string(),
@@ -311,12 +297,7 @@ pub fn read_raw_csv_from<R: Read>(
         };
         let series = raw
             .intern_series(key, cell(&rec, unit_col), device_id)
-            .map_err(|e| {
-                parse_err(
-                    "Unit",
-                    format!("{e}; fix the unit or use a different metric name"),
-                )
-            })?;
+            .map_err(|e| parse_err("Unit", format!("{e}; fix the unit or use a different metric name")))?;
         let run = match run_col {
             Some(i) => {
                 let text = cell(&rec, Some(i)).trim();

@@ -6,9 +6,8 @@ use kprof_core::*;
 /// Student-t 97.5% quantiles for 1..=30 degrees of freedom, then the normal value.
 fn t975(df: usize) -> f64 {
     const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-        2.052, 2.048, 2.045, 2.042,
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
     ];
     if df == 0 {
         f64::NAN
@@ -63,11 +62,7 @@ pub fn summary(values: &[f64]) -> Summary {
         ci95_lower: mean - half,
         ci95_upper: mean + half,
         rsd_pct: rsd,
-        stable: if rsd.is_finite() {
-            Some(rsd < 2.0)
-        } else {
-            None
-        },
+        stable: if rsd.is_finite() { Some(rsd < 2.0) } else { None },
         outliers_mild: 0,
         outliers_severe: 0,
         bootstrap: None,
@@ -95,13 +90,7 @@ pub fn noise(seed: u64) -> f64 {
 }
 
 /// A processed row with the given runs.
-pub fn row(
-    annotation: &str,
-    metric: &str,
-    unit: &str,
-    config: Config,
-    runs: &[f64],
-) -> ProcessedRow {
+pub fn row(annotation: &str, metric: &str, unit: &str, config: Config, runs: &[f64]) -> ProcessedRow {
     let s = summary(runs);
     ProcessedRow {
         benchmark: "bench".into(),
@@ -236,16 +225,12 @@ pub fn process(raw: &RawResults) -> ProcessedResults {
                     _ => None,
                 })
                 .sum();
-            r.extras
-                .push(("ThrottledRuns".into(), ExtraValue::Number(throttled)));
+            r.extras.push(("ThrottledRuns".into(), ExtraValue::Number(throttled)));
         }
         rows.push(r);
     }
     // Geomean per (annotation, metric, dtype) over n — here per (annotation, metric) as in kprof.
-    let keys: Vec<(String, String)> = rows
-        .iter()
-        .map(|r| (r.annotation.clone(), r.metric.clone()))
-        .collect();
+    let keys: Vec<(String, String)> = rows.iter().map(|r| (r.annotation.clone(), r.metric.clone())).collect();
     for i in 0..rows.len() {
         let same: Vec<f64> = rows
             .iter()

@@ -5,9 +5,7 @@
 use std::sync::Arc;
 
 use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
-use cudarc::driver::{
-    CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
-};
+use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use kprof::core::model::RawResults;
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -170,13 +168,7 @@ impl Kernels {
     }
 
     /// `y += x` over the first `n` elements.
-    pub fn add(
-        &self,
-        s: &CudaStream,
-        y: &mut CudaSlice<f32>,
-        x: &CudaSlice<f32>,
-        n: u32,
-    ) -> Result<(), BoxError> {
+    pub fn add(&self, s: &CudaStream, y: &mut CudaSlice<f32>, x: &CudaSlice<f32>, n: u32) -> Result<(), BoxError> {
         let mut b = s.launch_builder(&self.add);
         b.arg(y).arg(x).arg(&n);
         unsafe { b.launch(blocks(n)) }?;
@@ -269,16 +261,8 @@ pub struct SeriesStats {
 pub fn series_stats(raw: &RawResults) -> Vec<SeriesStats> {
     let mut out = Vec::new();
     for (i, s) in raw.series.iter().enumerate() {
-        let samples: Vec<_> = raw
-            .samples
-            .iter()
-            .filter(|x| x.series as usize == i)
-            .collect();
-        let mut v: Vec<f64> = samples
-            .iter()
-            .map(|x| x.value)
-            .filter(|x| x.is_finite())
-            .collect();
+        let samples: Vec<_> = raw.samples.iter().filter(|x| x.series as usize == i).collect();
+        let mut v: Vec<f64> = samples.iter().map(|x| x.value).filter(|x| x.is_finite()).collect();
         v.sort_by(f64::total_cmp);
         let kernel = samples
             .first()

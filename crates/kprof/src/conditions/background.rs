@@ -115,7 +115,9 @@ pub fn poll_interval_from_env(value: Option<&str>) -> Option<Duration> {
 }
 
 fn mean(xs: impl Iterator<Item = f64>) -> f64 {
-    let (s, n) = xs.filter(|x| x.is_finite()).fold((0.0, 0u32), |(s, n), x| (s + x, n + 1));
+    let (s, n) = xs
+        .filter(|x| x.is_finite())
+        .fold((0.0, 0u32), |(s, n), x| (s + x, n + 1));
     if n == 0 {
         f64::NAN
     } else {
@@ -376,7 +378,10 @@ impl BackgroundSampler {
             .map(|&(a, z, w)| {
                 // Only the samples around the window (binary search on time).
                 let hi = (ring.partition_point(|s| s.at <= z) + 1).min(ring.len());
-                let lo = ring.partition_point(|s| s.at < a).saturating_sub(2).min(hi.saturating_sub(2));
+                let lo = ring
+                    .partition_point(|s| s.at < a)
+                    .saturating_sub(2)
+                    .min(hi.saturating_sub(2));
                 conditions_from_samples(&ring[lo..hi], a, z, max, w)
             })
             .collect();

@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use kprof_core::{Config, ExtraValue};
 
+use super::background::{poll_interval_from_env, BackgroundSampler, DEFAULT_POLL_INTERVAL, POLL_ENV};
 use super::collectors::{CollectedValues, CollectorSet, InfoCollector};
 use super::fingerprint::{Fingerprint, FingerprintInputs};
 use super::nvml::{GpuDevice, Nvml};
-use super::background::{poll_interval_from_env, BackgroundSampler, DEFAULT_POLL_INTERVAL, POLL_ENV};
 use super::sampler::{ConditionsSource, RunConditions};
 use super::thermal::{Clock, SystemClock, TemperatureSensor, ThermalGuard, ThermalMode, ThermalSettings};
 use super::ConditionsError;

@@ -305,7 +305,11 @@ impl<S: TemperatureSensor, C: Clock> ThermalGuard<S, C> {
 
     fn read_margin_with(&mut self, fresh: bool) -> Option<f64> {
         let sensor = self.sensor.as_mut()?;
-        let m = if fresh { sensor.margin_c_fresh() } else { sensor.margin_c() };
+        let m = if fresh {
+            sensor.margin_c_fresh()
+        } else {
+            sensor.margin_c()
+        };
         match m {
             Some(m) if m.is_finite() => Some(m),
             _ => {

@@ -22,15 +22,12 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use crate::attribution::RegionSpan;
 use crate::cupti::ffi::{
-    cbid, Cupti, ACTIVITY_FLAG_FLUSH_FORCED, ACTIVITY_KIND_CONCURRENT_KERNEL, ACTIVITY_KIND_DRIVER, ACTIVITY_KIND_RUNTIME,
-    ACTIVITY_KIND_EXTERNAL_CORRELATION, ACTIVITY_KIND_KERNEL, CUPTI_ERROR_MAX_LIMIT_REACHED,
-    CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, CUPTI_SUCCESS,
-    EXTERNAL_CORRELATION_KIND_CUSTOM0,
+    cbid, Cupti, ACTIVITY_FLAG_FLUSH_FORCED, ACTIVITY_KIND_CONCURRENT_KERNEL, ACTIVITY_KIND_DRIVER,
+    ACTIVITY_KIND_EXTERNAL_CORRELATION, ACTIVITY_KIND_KERNEL, ACTIVITY_KIND_RUNTIME, CUPTI_ERROR_MAX_LIMIT_REACHED,
+    CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, CUPTI_SUCCESS, EXTERNAL_CORRELATION_KIND_CUSTOM0,
 };
 pub use crate::cupti::records::ActivityBatch;
-use crate::cupti::records::{
-    kernel_name_ptr, parse_record, record_kind, to_hex, write_dump_line, DumpLine, Record,
-};
+use crate::cupti::records::{kernel_name_ptr, parse_record, record_kind, to_hex, write_dump_line, DumpLine, Record};
 use crate::error::EngineError;
 use crate::loader::Libraries;
 
@@ -142,13 +139,7 @@ unsafe extern "C" fn buffer_requested(buf: *mut *mut u8, size: *mut usize, max: 
     }
 }
 
-unsafe extern "C" fn buffer_completed(
-    ctx: *mut c_void,
-    stream: u32,
-    buf: *mut u8,
-    size: usize,
-    valid: usize,
-) {
+unsafe extern "C" fn buffer_completed(ctx: *mut c_void, stream: u32, buf: *mut u8, size: usize, valid: usize) {
     let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
         process_buffer(ctx, stream, buf, valid);
     }));
@@ -311,12 +302,7 @@ impl ActivitySession {
                     .create(true)
                     .append(true)
                     .open(&path)
-                    .map_err(|e| {
-                        EngineError::io(
-                            format!("opening {ENV_RECORD_ACTIVITY}={}", path.display()),
-                            e,
-                        )
-                    })?;
+                    .map_err(|e| EngineError::io(format!("opening {ENV_RECORD_ACTIVITY}={}", path.display()), e))?;
                 let mut w = BufWriter::new(f);
                 write_dump_line(
                     &mut w,
@@ -332,10 +318,8 @@ impl ActivitySession {
             }
         }
         let mut sub: *mut c_void = std::ptr::null_mut();
-        let r =
-            unsafe { (c.fns.cuptiSubscribe)(&mut sub, Some(noop_callback), std::ptr::null_mut()) };
-        if r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED || r == CUPTI_ERROR_MAX_LIMIT_REACHED
-        {
+        let r = unsafe { (c.fns.cuptiSubscribe)(&mut sub, Some(noop_callback), std::ptr::null_mut()) };
+        if r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED || r == CUPTI_ERROR_MAX_LIMIT_REACHED {
             return Err(EngineError::SubscriberTaken {
                 call: "cuptiSubscribe",
                 message: c.result_string(r),
@@ -364,8 +348,12 @@ impl ActivitySession {
         };
         self.launch_mode = mode;
         let enable_kinds = || -> Result<(), EngineError> {
-            c.check("cuptiActivityEnable(DRIVER)", unsafe { (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_DRIVER) })?;
-            c.check("cuptiActivityEnable(RUNTIME)", unsafe { (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_RUNTIME) })
+            c.check("cuptiActivityEnable(DRIVER)", unsafe {
+                (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_DRIVER)
+            })?;
+            c.check("cuptiActivityEnable(RUNTIME)", unsafe {
+                (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_RUNTIME)
+            })
         };
         match (mode, per_cbid) {
             (LaunchRecords::PerCbid, Some((driver, runtime))) => {
@@ -421,10 +409,7 @@ impl ActivitySession {
         let c = self.cupti;
         let mut id = 0u64;
         c.check("cuptiActivityPopExternalCorrelationId", unsafe {
-            (c.fns.cuptiActivityPopExternalCorrelationId)(
-                EXTERNAL_CORRELATION_KIND_CUSTOM0,
-                &mut id,
-            )
+            (c.fns.cuptiActivityPopExternalCorrelationId)(EXTERNAL_CORRELATION_KIND_CUSTOM0, &mut id)
         })?;
         Ok(id)
     }
@@ -445,9 +430,7 @@ impl ActivitySession {
         })?;
         let mut st = lock(&STATE);
         let batch = std::mem::take(&mut st.batch);
-        let lost = std::mem::take(&mut st.lost_in_callback)
-            + std::mem::take(&mut st.dropped_reported)
-            + dropped as u64;
+        let lost = std::mem::take(&mut st.lost_in_callback) + std::mem::take(&mut st.dropped_reported) + dropped as u64;
         self.last_flush = Some(st.flush_index);
         st.flush_index += 1;
         if let Some(w) = st.dump.as_mut() {

@@ -120,8 +120,7 @@ pub type BufferCompletedFunc = unsafe extern "C" fn(*mut c_void, u32, *mut u8, u
 
 type FnGetVersion = unsafe extern "C" fn(*mut u32) -> CuptiResult;
 type FnGetResultString = unsafe extern "C" fn(CuptiResult, *mut *const c_char) -> CuptiResult;
-type FnSubscribe =
-    unsafe extern "C" fn(*mut SubscriberHandle, Option<CallbackFunc>, *mut c_void) -> CuptiResult;
+type FnSubscribe = unsafe extern "C" fn(*mut SubscriberHandle, Option<CallbackFunc>, *mut c_void) -> CuptiResult;
 type FnUnsubscribe = unsafe extern "C" fn(SubscriberHandle) -> CuptiResult;
 type FnRegisterCallbacks =
     unsafe extern "C" fn(Option<BufferRequestedFunc>, Option<BufferCompletedFunc>) -> CuptiResult;
@@ -190,10 +189,8 @@ impl CuptiFns {
                 cuptiActivityDisable: lib.sym("cuptiActivityDisable")?,
                 cuptiActivityEnableDriverApi: lib.opt_sym("cuptiActivityEnableDriverApi"),
                 cuptiActivityEnableRuntimeApi: lib.opt_sym("cuptiActivityEnableRuntimeApi"),
-                cuptiActivityPushExternalCorrelationId: lib
-                    .sym("cuptiActivityPushExternalCorrelationId")?,
-                cuptiActivityPopExternalCorrelationId: lib
-                    .sym("cuptiActivityPopExternalCorrelationId")?,
+                cuptiActivityPushExternalCorrelationId: lib.sym("cuptiActivityPushExternalCorrelationId")?,
+                cuptiActivityPopExternalCorrelationId: lib.sym("cuptiActivityPopExternalCorrelationId")?,
                 cuptiActivityFlushAll: lib.sym("cuptiActivityFlushAll")?,
                 cuptiActivityGetNextRecord: lib.sym("cuptiActivityGetNextRecord")?,
                 cuptiActivityGetNumDroppedRecords: lib.sym("cuptiActivityGetNumDroppedRecords")?,
@@ -234,9 +231,7 @@ impl Cupti {
             nvperf_host: nvperf_host_beside(lib.path),
             api_version: 0,
         };
-        c.check("cuptiGetVersion", unsafe {
-            (fns.cuptiGetVersion)(&mut version)
-        })?;
+        c.check("cuptiGetVersion", unsafe { (fns.cuptiGetVersion)(&mut version) })?;
         c.api_version = version;
         let c: &'static Cupti = Box::leak(Box::new(c));
         *slot = Some(c);
@@ -289,9 +284,7 @@ impl Cupti {
     /// `cuptiGetTimestamp`, in ns (same clock as the activity records).
     pub fn timestamp_ns(&self) -> Result<u64, EngineError> {
         let mut t = 0u64;
-        self.check("cuptiGetTimestamp", unsafe {
-            (self.fns.cuptiGetTimestamp)(&mut t)
-        })?;
+        self.check("cuptiGetTimestamp", unsafe { (self.fns.cuptiGetTimestamp)(&mut t) })?;
         Ok(t)
     }
 }

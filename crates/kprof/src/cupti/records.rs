@@ -24,8 +24,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::attribution::RegionSpan;
 use crate::cupti::ffi::{
-    ACTIVITY_KIND_CONCURRENT_KERNEL, ACTIVITY_KIND_DRIVER, ACTIVITY_KIND_EXTERNAL_CORRELATION,
-    ACTIVITY_KIND_KERNEL, ACTIVITY_KIND_RUNTIME,
+    ACTIVITY_KIND_CONCURRENT_KERNEL, ACTIVITY_KIND_DRIVER, ACTIVITY_KIND_EXTERNAL_CORRELATION, ACTIVITY_KIND_KERNEL,
+    ACTIVITY_KIND_RUNTIME,
 };
 use crate::error::EngineError;
 
@@ -281,8 +281,7 @@ pub struct RecordedBuffer {
 impl RecordedBuffer {
     /// Reads a JSON-lines fixture written by the collector (`KPROF_RECORD_ACTIVITY`).
     pub fn read_jsonl(path: &Path) -> Result<Self, EngineError> {
-        let f = std::fs::File::open(path)
-            .map_err(|e| EngineError::io(format!("opening {}", path.display()), e))?;
+        let f = std::fs::File::open(path).map_err(|e| EngineError::io(format!("opening {}", path.display()), e))?;
         Self::parse_lines(path, std::io::BufReader::new(f))
     }
 
@@ -290,8 +289,7 @@ impl RecordedBuffer {
     pub fn parse_lines(path: &Path, r: impl BufRead) -> Result<Self, EngineError> {
         let mut out = RecordedBuffer::default();
         for (i, line) in r.lines().enumerate() {
-            let line =
-                line.map_err(|e| EngineError::io(format!("reading {}", path.display()), e))?;
+            let line = line.map_err(|e| EngineError::io(format!("reading {}", path.display()), e))?;
             if line.trim().is_empty() {
                 continue;
             }
@@ -303,9 +301,7 @@ impl RecordedBuffer {
             let dl: DumpLine = serde_json::from_str(&line).map_err(|e| bad(e.to_string()))?;
             match dl {
                 DumpLine::Meta { .. } => out.meta.push(dl),
-                DumpLine::Record {
-                    flush, hex, name, ..
-                } => {
+                DumpLine::Record { flush, hex, name, .. } => {
                     let bytes = from_hex(&hex).ok_or_else(|| bad("bad hex".into()))?;
                     let f = out.flush_mut(flush);
                     match parse_record(&bytes, name) {
@@ -416,10 +412,7 @@ mod tests {
         let k = kernel();
         for size in [208, 216, 224, 232, 248] {
             let b = kernel_bytes(&k, size);
-            assert_eq!(
-                parse_record(&b, Some(k.name.clone())),
-                Some(Record::Kernel(k.clone()))
-            );
+            assert_eq!(parse_record(&b, Some(k.name.clone())), Some(Record::Kernel(k.clone())));
         }
         assert_eq!(k.duration_ns(), 219_000);
     }
@@ -435,10 +428,7 @@ mod tests {
             thread_id: 101,
             correlation_id: 42,
         };
-        assert_eq!(
-            parse_record(&api_bytes(&a), None),
-            Some(Record::Api(a.clone()))
-        );
+        assert_eq!(parse_record(&api_bytes(&a), None), Some(Record::Api(a.clone())));
         let mut rt = api_bytes(&a);
         rt[0] = 5; // RUNTIME kind parses the same way, and keeps its kind
         assert_eq!(parse_record(&rt, None), Some(Record::Api(ApiRecord { kind: 5, ..a })));
@@ -447,10 +437,7 @@ mod tests {
             external_id: 0xfff0_0000_0000_0001,
             correlation_id: 42,
         };
-        assert_eq!(
-            parse_record(&external_bytes(&e), None),
-            Some(Record::External(e))
-        );
+        assert_eq!(parse_record(&external_bytes(&e), None), Some(Record::External(e)));
     }
 
     #[test]
@@ -543,9 +530,6 @@ mod tests {
 
         let bad = b"{\"type\":\"record\",\"flush\":0,\"kind\":10,\"hex\":\"0\"}\n";
         let err = RecordedBuffer::parse_lines(Path::new("f.jsonl"), &bad[..]).unwrap_err();
-        assert!(
-            err.to_string().contains("f.jsonl, line 1: bad hex"),
-            "{err}"
-        );
+        assert!(err.to_string().contains("f.jsonl, line 1: bad hex"), "{err}");
     }
 }

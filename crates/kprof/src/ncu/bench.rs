@@ -89,7 +89,10 @@ pub fn last_run() -> Option<NcuRunInfo> {
 /// The next benchmark id for `name`: `<name>.<k>`.
 pub fn next_benchmark_id(name: &str) -> String {
     let mut calls = CALLS.lock().unwrap_or_else(|p| p.into_inner());
-    let k = calls.get_or_insert_with(HashMap::new).entry(name.to_string()).or_insert(0);
+    let k = calls
+        .get_or_insert_with(HashMap::new)
+        .entry(name.to_string())
+        .or_insert(0);
     let id = format!("{name}.{k}");
     *k += 1;
     id
@@ -205,7 +208,8 @@ where
     let (program, args) = match &relaunch.program {
         Some((p, a)) => (p.clone(), a.clone()),
         None => {
-            let exe = std::env::current_exe().map_err(|e| EngineError::io("finding this program to run it under ncu", e))?;
+            let exe =
+                std::env::current_exe().map_err(|e| EngineError::io("finding this program to run it under ncu", e))?;
             (exe.into_os_string(), std::env::args_os().skip(1).collect())
         }
     };
@@ -222,14 +226,21 @@ where
     let import = ImportOptions {
         benchmark: name.to_string(),
         call_names: vec![name.to_string()],
-        configs: if configs.is_empty() { vec![Config::new()] } else { configs.to_vec() },
+        configs: if configs.is_empty() {
+            vec![Config::new()]
+        } else {
+            configs.to_vec()
+        },
         metrics: (!n.metrics.is_empty()).then(|| n.metrics.clone()),
         reducer: opts.combine.clone(),
         ..ImportOptions::default()
     };
     let out = relaunch_with(&install, &n, &program, &args, &env, &import)?;
     let mode_note = if install.mode == NcuMode::Attach {
-        format!("relaunch (ncu {} could attach; attach mode is not implemented)", install.version)
+        format!(
+            "relaunch (ncu {} could attach; attach mode is not implemented)",
+            install.version
+        )
     } else {
         "relaunch".to_string()
     };
@@ -475,7 +486,10 @@ mod tests {
         assert_eq!(n.clock_control, super::super::ClockControl::Base);
         assert_eq!(n.metrics, vec!["dram__bytes_read.sum".to_string()]);
         let c = child_options(&o);
-        assert_eq!((c.cache, c.clock, c.metrics.len()), (CacheControl::None, ClockControl::None, 0));
+        assert_eq!(
+            (c.cache, c.clock, c.metrics.len()),
+            (CacheControl::None, ClockControl::None, 0)
+        );
         c.validate().unwrap();
     }
 
@@ -495,9 +509,6 @@ mod tests {
         let p = report_path(Some(Path::new("/x/")), "bench.py", "f", 1);
         assert!(p.to_string_lossy().starts_with("/x/bench.f-1-"), "{}", p.display());
         assert!(p.to_string_lossy().ends_with(".ncu-rep"));
-        assert_ne!(
-            report_path(None, "a/b.py", "f", 0),
-            report_path(None, "a_b.py", "f", 0)
-        );
+        assert_ne!(report_path(None, "a/b.py", "f", 0), report_path(None, "a_b.py", "f", 0));
     }
 }

@@ -862,7 +862,10 @@ mod tests {
         );
         assert_eq!(tid, Some(696));
         assert_eq!((r[0].domain.as_deref(), r[0].name.as_str()), (None, "user_inner"));
-        assert_eq!((r[1].domain.as_deref(), r[1].name.as_str()), (Some("kprof"), "two#c0.0.0"));
+        assert_eq!(
+            (r[1].domain.as_deref(), r[1].name.as_str()),
+            (Some("kprof"), "two#c0.0.0")
+        );
         assert_eq!(innermost_push_pop(&r).unwrap().name, "user_inner");
         // Nested ranges of one domain: outermost first.
         let (_, r) = parse_push_pop_cell(

@@ -21,11 +21,11 @@ pub mod version;
 use std::path::PathBuf;
 
 pub use self::argv::{CacheControl, ClockControl, NcuOptions, ReplayMode, TargetProcesses, DEFAULT_NVTX_INCLUDE};
+pub use self::bench::{arm_child, bench_ncu, last_run, NcuRunInfo, Relaunch};
 pub use self::csv::{
     export_args, export_csv, parse_ncu_csv, parse_ncu_csv_file, parse_push_pop_cell, parse_start_end_cell,
     ImportOptions, NumberStyle, NvtxRange,
 };
-pub use self::bench::{arm_child, bench_ncu, last_run, NcuRunInfo, Relaunch};
 pub use self::relaunch::{
     child_target, is_ncu_child, relaunch_under_ncu, relaunch_with, report_stem, RunOutput, CHILD_ENV,
 };
@@ -343,14 +343,19 @@ mod tests {
     fn range_names_avoid_ncu_special_characters() {
         let n = range_name("copy_kernel-2", 12, 345, 6789);
         assert!(
-            n.chars().all(|c| c.is_ascii_graphic() && (c == '#' || !RESERVED_CHARS.contains(&c))),
+            n.chars()
+                .all(|c| c.is_ascii_graphic() && (c == '#' || !RESERVED_CHARS.contains(&c))),
             "{n}"
         );
         check_region_name("copy_kernel-2").unwrap();
         assert!(check_region_name("").is_err());
         // Any other name works: special characters are percent-encoded and decoded back.
         let n = range_name("x * 2 (256 MB)", 0, 1, 2);
-        assert!(n.chars().all(|c| c.is_ascii_graphic() && (c == '%' || c == '#' || !RESERVED_CHARS.contains(&c))), "{n}");
+        assert!(
+            n.chars()
+                .all(|c| c.is_ascii_graphic() && (c == '%' || c == '#' || !RESERVED_CHARS.contains(&c))),
+            "{n}"
+        );
         assert_eq!(parse_range_name(&n).unwrap().region, "x * 2 (256 MB)");
     }
 }

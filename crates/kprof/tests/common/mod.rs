@@ -30,8 +30,7 @@ pub fn cupti_wheel() -> Result<PathBuf, String> {
     let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
     let root = extract_root();
     let cu13 = root.join("nvidia/cu13");
-    if cu13.join("include/cupti_activity.h").is_file() && cu13.join("lib/libcupti.so.13").is_file()
-    {
+    if cu13.join("include/cupti_activity.h").is_file() && cu13.join("lib/libcupti.so.13").is_file() {
         return Ok(cu13);
     }
     let mut dirs: Vec<PathBuf> = Vec::new();
