@@ -755,27 +755,49 @@ impl Profiler {
             // Under ncu (relaunch mode): no CUPTI session, NVTX ranges only (ncu/bench.rs).
             return crate::ncu::bench::child_profiler();
         }
+        Self::claim_slot(|| {
+            let (backend, device, extras) = gpu::GpuBackend::start()?;
+            Ok(Self::assemble(
+                Arc::new(backend),
+                device,
+                extras,
+                true,
+                DEFAULT_METRIC,
+                ProfilerConditions::new(),
+            ))
+        })
+    }
+
+    /// Takes the process-wide profiler slot, builds the profiler, and gives the slot back when
+    /// building fails.
+    fn claim_slot(build: impl FnOnce() -> Result<Profiler, EngineError>) -> Result<Profiler, EngineError> {
         if PROFILER_ACTIVE.swap(true, Ordering::SeqCst) {
             return Err(EngineError::SessionActive);
         }
-        match gpu::GpuBackend::start() {
-            Ok((backend, device, extras)) => Ok(Profiler {
-                backend: Arc::new(backend),
-                device,
-                extras,
-                next_call: 1,
-                warnings: Vec::new(),
-                unattributed: 0,
-                flushes: 0,
-                flush_policy: FlushPolicy::default(),
-                holds_slot: true,
-                metric: DEFAULT_METRIC,
-                conditions: ProfilerConditions::new(),
-            }),
-            Err(e) => {
-                PROFILER_ACTIVE.store(false, Ordering::SeqCst);
-                Err(e)
-            }
+        build().inspect_err(|_| PROFILER_ACTIVE.store(false, Ordering::SeqCst))
+    }
+
+    /// A profiler over `backend`, with empty counters and the default flush policy.
+    fn assemble(
+        backend: Arc<dyn Backend>,
+        device: DeviceInfo,
+        extras: Vec<(String, ExtraValue)>,
+        holds_slot: bool,
+        metric: &'static str,
+        conditions: ProfilerConditions,
+    ) -> Profiler {
+        Profiler {
+            backend,
+            device,
+            extras,
+            next_call: 1,
+            warnings: Vec::new(),
+            unattributed: 0,
+            flushes: 0,
+            flush_policy: FlushPolicy::default(),
+            holds_slot,
+            metric,
+            conditions,
         }
     }
 
@@ -788,28 +810,17 @@ impl Profiler {
     /// `(cuda events)`). Kernels on non-blocking streams are not ordered by the legacy stream and
     /// may be missed.
     pub fn with_cuda_events() -> Result<Profiler, EngineError> {
-        if PROFILER_ACTIVE.swap(true, Ordering::SeqCst) {
-            return Err(EngineError::SessionActive);
-        }
-        match events::EventsBackend::start() {
-            Ok((backend, device, extras)) => Ok(Profiler {
-                backend: Arc::new(backend),
+        Self::claim_slot(|| {
+            let (backend, device, extras) = events::EventsBackend::start()?;
+            Ok(Self::assemble(
+                Arc::new(backend),
                 device,
                 extras,
-                next_call: 1,
-                warnings: Vec::new(),
-                unattributed: 0,
-                flushes: 0,
-                flush_policy: FlushPolicy::default(),
-                holds_slot: true,
-                metric: CUDA_EVENTS_METRIC,
-                conditions: ProfilerConditions::new(),
-            }),
-            Err(e) => {
-                PROFILER_ACTIVE.store(false, Ordering::SeqCst);
-                Err(e)
-            }
-        }
+                true,
+                CUDA_EVENTS_METRIC,
+                ProfilerConditions::new(),
+            ))
+        })
     }
 
     /// A profiler over another backend (the ncu child's), not holding the process-wide slot.
@@ -818,20 +829,9 @@ impl Profiler {
         device: DeviceInfo,
         extras: Vec<(String, ExtraValue)>,
     ) -> Profiler {
-        Profiler {
-            backend,
-            device,
-            extras,
-            next_call: 1,
-            warnings: Vec::new(),
-            unattributed: 0,
-            flushes: 0,
-            flush_policy: FlushPolicy::default(),
-            holds_slot: false,
-            metric: DEFAULT_METRIC,
-            // Under ncu, which profiles every run, no NVML sampling around runs.
-            conditions: ProfilerConditions::with_probe(Box::new(crate::conditions::runtime::NullProbe)),
-        }
+        // Under ncu, which profiles every run, no NVML sampling around runs.
+        let conditions = ProfilerConditions::with_probe(Box::new(crate::conditions::runtime::NullProbe));
+        Self::assemble(backend, device, extras, false, DEFAULT_METRIC, conditions)
     }
 
     #[cfg(test)]
@@ -840,19 +840,8 @@ impl Profiler {
         device: DeviceInfo,
         extras: Vec<(String, ExtraValue)>,
     ) -> Profiler {
-        Profiler {
-            backend,
-            device,
-            extras,
-            next_call: 1,
-            warnings: Vec::new(),
-            unattributed: 0,
-            flushes: 0,
-            flush_policy: FlushPolicy::default(),
-            holds_slot: false,
-            metric: DEFAULT_METRIC,
-            conditions: ProfilerConditions::with_probe(Box::new(crate::conditions::runtime::NullProbe)),
-        }
+        let conditions = ProfilerConditions::with_probe(Box::new(crate::conditions::runtime::NullProbe));
+        Self::assemble(backend, device, extras, false, DEFAULT_METRIC, conditions)
     }
 
     /// Replaces where conditions are read (tests: fake sensors, or NVML missing).
