@@ -53,3 +53,18 @@ def test_summarize_reproduces_statistics_of_the_recorded_raw_csv(tmp_path, capfd
         assert row.StdDev == pytest.approx(sd, rel=1e-9)
         assert row.CI95_Lower == pytest.approx(mean - T975[9] * sd / 10 ** 0.5, rel=1e-9)
         assert row.Median == pytest.approx(statistics.median(values), rel=1e-12)
+
+
+def test_recorded_counter_tables_classify_as_the_seed_does():
+    """Steps 6 and 7 recorded on the H200 with in-process hardware counters (CUPTI Range Profiler)."""
+    d6 = pd.read_csv(os.path.join(HERE, "step6.csv"))
+    tab = d6.pivot(index="Annotation", columns="Metric", values="AvgValue")
+    sm = tab["sm__throughput.avg.pct_of_peak_sustained_elapsed"]
+    dram = tab["dram__throughput.avg.pct_of_peak_sustained_elapsed"]
+    assert sm["fp16 matmul 4096"] > dram["fp16 matmul 4096"]  # compute-bound
+    assert dram["x * 2 (256 MB)"] > sm["x * 2 (256 MB)"]  # memory-bound
+    assert set(d6[d6.Metric.str.contains("pct")].Unit) == {"percent"}  # the unit name of the Profiler Host API
+    d7 = pd.read_csv(os.path.join(HERE, "step7.csv"))
+    moved = d7[d7.Metric.str.startswith("dram__bytes")].groupby("Annotation").AvgValue.sum()
+    assert set(d7[d7.Metric.str.startswith("dram__bytes")].Unit) == {"byte"}
+    assert moved["a + b * c (unfused)"] > 1.3 * moved["torch.addcmul (fused)"]
