@@ -3,9 +3,14 @@
     pip install . && python examples/quickstart.py
 """
 
-import torch
+import sys
 
 import kprof
+
+try:
+    import torch
+except ImportError:
+    sys.exit("quickstart: this example profiles PyTorch matmuls; install PyTorch with CUDA (pip install torch)")
 
 
 @kprof.kernel(configs=[1024, 2048, 4096], runs=10, thermal_mode="off")
@@ -16,5 +21,8 @@ def matmul(n: int) -> None:
         _ = a @ b
 
 
-df = matmul().to_dataframe()
+try:
+    df = matmul().to_dataframe()
+except kprof.ProfilerError as e:  # e.g. no NVIDIA driver on this machine: says what is missing and the fix
+    sys.exit(f"quickstart: {e}")
 print(df[["Annotation", "n", "AvgValue", "CI95_Lower", "CI95_Upper", "RelativeStdDevPct", "Kernel"]])
