@@ -70,6 +70,41 @@ def step3_stability():
     return df
 
 
+# -- Step 4: cache control (the CUPTI backend; clock locking needs backend="ncu") ----------------
+
+_SCALE_INPUTS: dict = {}
+
+
+def make_scale_bench(cache_control):
+    # kprof flushes L2 before each *run* (not before each kernel, as ncu's replay does), so the
+    # input is made once, outside the function: a torch.randn inside it would leave x in L2 again.
+    def scale(n: int) -> None:
+        x = _SCALE_INPUTS.setdefault(n, torch.randn(n, device="cuda"))
+        with kprof.annotate("x * 2"):
+            _ = x * 2.0
+    return kprof.kernel(configs=[1 << 18, 1 << 24], runs=10, cache_control=cache_control, thermal_mode="off",
+                        verbosity=SILENT, metrics=["gpu__time_duration.sum", "gpc__cycles_elapsed.avg.per_second"])(scale)
+
+
+def step4_cache():
+    """1 MB and 64 MB `x * 2` with a cold (cache_control="all") and a warm ("none") L2."""
+    rows = []
+    for cache in ("all", "none"):
+        df = make_scale_bench(cache)().to_dataframe()
+        t = df[df.Metric == "gpu__time_duration.sum"].set_index("n").AvgValue
+        hz = df[df.Metric == "gpc__cycles_elapsed.avg.per_second"].set_index("n").AvgValue
+        for n in t.index:
+            rows.append({"cache_control": cache, "MB": 4 * n / 2 ** 20, "time_us": t[n] / 1e3,
+                         "GB/s": 2 * 4 * n / t[n], "SM_MHz": hz[n] / 1e6})
+    import pandas as pd
+
+    tab = pd.DataFrame(rows)
+    print(textwrap.indent(tab.to_string(index=False, float_format=lambda v: f"{v:,.1f}"), "  "))
+    print("\n  The H200's L2 is 60 MB: a 1 MB input stays in it between runs unless it is flushed.")
+    print("  SM_MHz is measured per kernel (gpc__cycles_elapsed.avg.per_second); ComputeClock is the rated clock.")
+    return tab
+
+
 # -- Step 5: a size sweep, a derived TFLOP/s metric, normalisation -------------------------------
 
 SIZES = [512, 1024, 2048, 4096]
@@ -288,7 +323,7 @@ def step8_conditions(output_prefix: str = "kprof_step8/"):
 
 
 LATER = {
-    "4. cache and clock control": "backend='ncu' (clock_control='base'); checked in scripts/gpu-check-ncu.py, not a tutorial step yet",
+    "4. clock control": "backend='ncu' (clock_control='base'); checked as argv only (never lock clocks on a shared machine)",
     "9. CUPTI vs Nsight Compute": "backend='ncu' against backend='cupti' in scripts/gpu-check-ncu.py, not a tutorial step yet",
     "10. keep the raw report": "backend='ncu' keeps the .ncu-rep; not a tutorial step yet",
 }
@@ -297,6 +332,7 @@ LATER = {
 def main():
     for title, step in [("2. Profile one kernel", step2_first_profile),
                         ("3. How many runs?", step3_stability),
+                        ("4. Cache control", step4_cache),
                         ("5. A size sweep, TFLOP/s and normalisation", step5_precision_sweep),
                         ("6. Compute-bound or memory-bound? Hardware counters", step6_bound),
                         ("7. Kernel fusion, measured in bytes", step7_fusion),
