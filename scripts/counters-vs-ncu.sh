@@ -8,7 +8,8 @@
 # OUT: results folder (default $OUT/counters-vs-ncu, else /tmp/counters-vs-ncu). The recordings
 #      for tests/fixtures/counters/ are written to OUT/recordings/{kernel_replay,user_replay}.
 #
-# Steps: (1) the in-process check (tables, dram-bytes checks, per-kernel cost, dropped ranges);
+# Steps: (1) the in-process check (tables, dram-bytes checks, per-kernel cost in kernel and
+# user-range replay, dropped ranges);
 # (2) the same launches without any profiler (--plain); (3) ncu with the 4 metrics on all kernels
 # (--clock-control none --cache-control all), compared range by range with kprof's values;
 # (4) ncu's cost for the 3-metric set on the 50 small kernels, with its fixed start-up measured
@@ -104,6 +105,9 @@ if k3:
         if line.startswith("per-kernel profiling overhead"):
             kp = float(line.split(":")[1].split("ms")[0])
             print(f"kprof per-kernel cost, 3-metric set: {kp:.3f} ms -> ncu/kprof = {per / kp if kp > 0 else float('inf'):.1f}x")
+        if line.startswith("user-replay per-kernel profiling overhead"):
+            ku = float(line.split(":")[1].split("ms")[0])
+            print(f"kprof per-kernel cost, 3-metric set, user-range replay: {ku:.3f} ms -> ncu/kprof = {per / ku if ku > 0 else float('inf'):.1f}x")
 print("comparison:", "all within tolerance" if bad == 0 else f"{bad} values out of tolerance")
 PYEOF
 exit "$kprof_rc"

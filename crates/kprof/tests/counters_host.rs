@@ -187,12 +187,26 @@ fn gh100_listing_has_dram_bytes_read() {
     let dram = cat.filter(Some("DRAM__BYTES"));
     assert!(dram.iter().all(|b| b.name.contains("dram__bytes")) && dram.len() >= 3);
     let p = cat.properties("gpu__time_duration.sum").unwrap();
-    assert_eq!(p.dim_unit, "nanosecond");
+    assert_eq!(p.dim_unit, "ns");
     assert_eq!(
         cat.properties("dram__bytes_read.sum.per_second").unwrap().dim_unit,
-        "byte/second"
+        "byte/s"
     );
     assert!(cat.num_full_names() > 100_000);
+    // Every unit of the catalog is in ncu's spelling (units::ncu_unit knows all its atoms).
+    for b in cat.base_metrics() {
+        let u = &b.dim_unit;
+        assert!(
+            !u.contains("percent") && !u.contains("second") && !u.contains("_cycle") && !u.contains("instruction"),
+            "{}: unit {u:?} not mapped",
+            b.name
+        );
+    }
+    assert_eq!(
+        cat.properties("gpc__cycles_elapsed.avg.per_second").unwrap().dim_unit,
+        "Hz"
+    );
+    assert_eq!(cat.properties("sm__warps_active.avg").unwrap().dim_unit, "cycle*warp");
 }
 
 #[test]
@@ -200,7 +214,7 @@ fn validation_names_closest_metrics() {
     let Some(cat) = catalog() else { return };
     let infos = cat.validate(&SET3).unwrap();
     assert_eq!(infos.len(), 3);
-    assert_eq!(infos[2].properties.dim_unit, "percent");
+    assert_eq!(infos[2].properties.dim_unit, "%");
     assert!(infos.iter().all(|i| i.scope == MetricScope::Context));
 
     let err = cat.validate(&[
@@ -377,7 +391,7 @@ fn bench_counter_plan_validates_on_the_host() {
     ]);
     let plan = CounterPlan::new(&cat, &step6, ReplayMode::Kernel).unwrap();
     assert_eq!(plan.chip, "GH100");
-    assert_eq!(plan.units, ["percent", "percent"]);
+    assert_eq!(plan.units, ["%", "%"]);
     assert!(plan.passes >= 1, "{plan:?}");
     let step7 = s(&["dram__bytes_read.sum", "dram__bytes_write.sum"]);
     let plan = CounterPlan::new(&cat, &step7, ReplayMode::User).unwrap();

@@ -386,8 +386,9 @@ pub struct MetricProperties {
     pub description: String,
     /// Hardware unit (`dram`, `sm`, `gpu`, `lts`, …).
     pub hw_unit: String,
-    /// Dimension of the values (`byte`, `nanosecond`, `percent`, `byte/second`, …); depends on the
-    /// suffix of the full name.
+    /// Dimension of the values in Nsight Compute's base spelling (`byte`, `ns`, `%`, `byte/s`,
+    /// `cycle`, `Hz`, …): the host API's word (`nanosecond`, `percent`, `byte/second`,
+    /// `gpc_cycle`, …) mapped by [`super::units::ncu_unit`]. Depends on the suffix of the full name.
     pub dim_unit: String,
     /// Counter, ratio or throughput.
     pub kind: MetricKind,
@@ -503,7 +504,7 @@ impl HostObject {
             Ok(MetricProperties {
                 description: opt_str(p.pDescription),
                 hw_unit: opt_str(p.pHwUnit),
-                dim_unit: opt_str(p.pDimUnit),
+                dim_unit: super::units::ncu_unit(&opt_str(p.pDimUnit)),
                 kind: MetricKind::from_raw(p.metricType),
             })
         }

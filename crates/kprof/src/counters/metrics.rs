@@ -59,7 +59,7 @@ pub struct BaseMetric {
     pub description: String,
     /// Hardware unit (`dram`, `sm`, …).
     pub hw_unit: String,
-    /// Dimension of the base value (`byte`, `nanosecond`, `percent`, …).
+    /// Dimension of the base value in ncu's spelling (`byte`, `ns`, `%`, …; see [`super::units`]).
     pub dim_unit: String,
     /// Accepted suffixes, each starting with `.` (`.sum`, `.avg.pct_of_peak_sustained_elapsed`).
     pub suffixes: Vec<String>,

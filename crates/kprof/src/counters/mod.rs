@@ -20,12 +20,14 @@ pub mod metrics;
 pub mod range;
 pub mod recorded;
 pub mod structs;
+pub mod units;
 
 use std::path::{Path, PathBuf};
 
 pub use host::{CuptiLib, HostObject, MetricKind, MetricProperties};
 pub use metrics::{MetricInfo, MetricScope, MetricsCatalog};
 pub use range::{RangeProfiler, RangeResult, Recording, ReplayMode, UserRanges};
+pub use units::ncu_unit;
 
 /// Errors of the counter module.
 #[derive(Debug, thiserror::Error)]

@@ -30,8 +30,8 @@
 //!      all passes (8 for a typical 3-metric set on the H200). One value per region, including
 //!      idle gaps and launch overhead between its kernels for time-like metrics. With a cold cache
 //!      the L2 is flushed before every pass. Regions cannot nest in this mode.
-//! 3. records every counter metric as its own series (unit from the host API, e.g. `byte`,
-//!    `percent`), with the same keys (benchmark, region, config, run) as the timing samples, in the
+//! 3. records every counter metric as its own series (unit from the host API in ncu's base
+//!    spelling, e.g. `byte`, `%`, `ns`: [`crate::counters::ncu_unit`]), with the same keys (benchmark, region, config, run) as the timing samples, in the
 //!    same [`RawResults`].
 //!
 //! The counter-data image is sized from the run (kernels of the previous counter pass in kernel
@@ -65,7 +65,8 @@ pub struct CounterPlan {
     pub chip: String,
     /// Counter metric names, in the order given.
     pub metrics: Vec<String>,
-    /// Their units (`byte`, `percent`, `nanosecond`, ...), from `cuptiProfilerHostGetMetricProperties`.
+    /// Their units in ncu's base spelling (`byte`, `%`, `ns`, ...): `cuptiProfilerHostGetMetricProperties`
+    /// mapped by [`crate::counters::ncu_unit`].
     pub units: Vec<String>,
     /// Replay passes the set needs (`cuptiProfilerHostGetNumOfPasses`).
     pub passes: usize,

@@ -127,7 +127,7 @@ impl CounterBackend for Mock {
             metrics: metrics.to_vec(),
             units: metrics
                 .iter()
-                .map(|m| if m == "pct" { "percent" } else { "byte" }.to_string())
+                .map(|m| if m == "pct" { "%" } else { "byte" }.to_string())
                 .collect(),
             passes: self.passes,
             mode,
@@ -346,7 +346,7 @@ fn kernel_replay_maps_the_ith_profiled_kernel_to_the_ith_launch_and_combines_per
     assert_eq!(series(&raw, "inner", "bytes.sum").1, vec![60.0; 4]);
     assert_eq!(series(&raw, "other", "bytes.sum").1, vec![14.0; 4]);
     let (u, pct) = series(&raw, "other", "pct");
-    assert_eq!((u.as_str(), pct), ("percent", vec![50.0; 4]));
+    assert_eq!((u.as_str(), pct), ("%", vec![50.0; 4]));
     // Per-kernel breakdown kept for counters too.
     let s = raw
         .series
