@@ -63,7 +63,7 @@ def test_recorded_counter_tables_classify_as_the_seed_does():
     dram = tab["dram__throughput.avg.pct_of_peak_sustained_elapsed"]
     assert sm["fp16 matmul 4096"] > dram["fp16 matmul 4096"]  # compute-bound
     assert dram["x * 2 (256 MB)"] > sm["x * 2 (256 MB)"]  # memory-bound
-    assert set(d6[d6.Metric.str.contains("pct")].Unit) == {"percent"}  # recorded before units were mapped to ncu's "%"
+    assert set(d6[d6.Metric.str.contains("pct")].Unit) == {"%"}  # spelled as ncu exports it
     d7 = pd.read_csv(os.path.join(HERE, "step7.csv"))
     moved = d7[d7.Metric.str.startswith("dram__bytes")].groupby("Annotation").AvgValue.sum()
     assert set(d7[d7.Metric.str.startswith("dram__bytes")].Unit) == {"byte"}
