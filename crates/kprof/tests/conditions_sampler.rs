@@ -314,3 +314,15 @@ fn time_clock_correlation() {
     assert_eq!(pearson(&[(1.0, 2.0), (2.0, 4.0), (3.0, 6.0)]), Some(1.0));
     assert_eq!(pearson(&[(1.0, 2.0), (2.0, 4.0)]), None);
 }
+
+/// The raw-CSV reader must know every condition column as an extra column (not a configuration
+/// parameter); the two lists live in different crates, so this keeps them in step.
+#[test]
+fn every_condition_column_is_a_known_extra_column_of_the_raw_csv_reader() {
+    for name in kprof::conditions::sampler::CONDITION_COLUMNS {
+        assert!(
+            kprof_core::io::KPROF_EXTRA_COLUMNS.contains(&name),
+            "{name} is written by the run loop but read back as a parameter"
+        );
+    }
+}
