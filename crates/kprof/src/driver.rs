@@ -146,7 +146,7 @@ static DRIVER: Mutex<Option<&'static Driver>> = Mutex::new(None);
 impl Driver {
     /// Loads libcuda (once per process), resolves the table and calls `cuInit(0)`.
     pub fn load(env: &SearchEnv) -> Result<&'static Driver, EngineError> {
-        let mut slot = DRIVER.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slot = crate::lock(&DRIVER);
         if let Some(d) = *slot {
             return Ok(d);
         }

@@ -110,6 +110,12 @@
 pub use kprof_core as core;
 
 pub mod attribution;
+
+/// Locks a mutex, taking over its data if a thread panicked while holding it (kprof's shared
+/// state stays valid across such panics: callbacks never leave it half-written).
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
 pub mod conditions;
 pub mod counters;
 pub mod cupti;

@@ -444,7 +444,7 @@ static LOADED: Mutex<Vec<LoadedLib>> = Mutex::new(Vec::new());
 /// Loads `kind` once per process: the first successful load is cached and returned to every later
 /// caller (whatever `env` they pass). Failures are not cached, so a fixed environment can retry.
 pub fn load_library(kind: LibKind, env: &SearchEnv) -> Result<LoadedLib, EngineError> {
-    let mut loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner());
+    let mut loaded = crate::lock(&LOADED);
     if let Some(l) = loaded.iter().find(|l| l.kind == kind) {
         return Ok(*l);
     }
@@ -496,7 +496,7 @@ impl Libraries {
     /// Loads everything with an explicit search environment (the Python package passes its
     /// site-packages here). The first successful call wins for the rest of the process.
     pub fn load_with(env: &SearchEnv) -> Result<&'static Libraries, EngineError> {
-        let mut slot = LIBRARIES.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slot = crate::lock(&LIBRARIES);
         if let Some(l) = *slot {
             return Ok(l);
         }

@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use kprof_core::model::{Config, DeviceInfo, ExtraValue, KernelSample, RawResults, Sample, SeriesKey, DEFAULT_METRIC};
 
+use crate::conditions::fingerprint::format_cuda_version;
 use crate::conditions::runtime::{Collectors, ProfilerConditions, ThermalOptions};
 use crate::conditions::FingerprintInputs;
 use crate::error::EngineError;
@@ -1360,16 +1361,58 @@ impl Profiler {
 // The real backend: engine modules (driver, CUPTI activity session, attribution, NVTX)
 // ------------------------------------------------------------------------------------------------
 
+use crate::lock;
+
+/// Cold-cache control shared by the backends: a device buffer of at least twice the L2 (256 MiB
+/// when the device does not report its L2 size), allocated at the first flush and written with a
+/// new byte value each time, so every line of the L2 is evicted.
+struct L2Flusher {
+    bytes: usize,
+    buf: std::sync::Mutex<Option<crate::driver::DeviceBuffer>>,
+    value: std::sync::atomic::AtomicU8,
+}
+
+impl L2Flusher {
+    fn new(l2_bytes: u64) -> Self {
+        let bytes = match l2_bytes {
+            0 => 256 << 20,
+            l2 => (2 * l2 as usize).next_multiple_of(1 << 20),
+        };
+        L2Flusher {
+            bytes,
+            buf: std::sync::Mutex::new(None),
+            value: std::sync::atomic::AtomicU8::new(0),
+        }
+    }
+
+    /// Writes the buffer and waits for it.
+    fn flush(&self, driver: &crate::driver::Driver) -> Result<(), EngineError> {
+        driver.ensure_context()?;
+        let mut slot = lock(&self.buf);
+        let buf = match *slot {
+            Some(b) => b,
+            None => *slot.insert(driver.alloc(self.bytes)?),
+        };
+        driver.memset(buf, self.value.fetch_add(1, Ordering::Relaxed))?;
+        driver.synchronize()
+    }
+
+    /// Frees the buffer (backends call it when dropped).
+    fn release(&self, driver: &crate::driver::Driver) {
+        if let Some(buf) = lock(&self.buf).take() {
+            let _ = driver.free(buf);
+        }
+    }
+}
+
 mod gpu {
     use std::cell::RefCell;
-    use std::sync::atomic::AtomicU8;
     use std::sync::Mutex;
 
     use super::*;
     use crate::attribution::{attribute, encode_region_key, RegionSpan};
     use crate::cupti::collector::{current_thread_id, ActivitySession};
     use crate::cupti::records::ActivityBatch;
-    use crate::driver::DeviceBuffer;
     use crate::loader::Libraries;
     use crate::nvtx::{push_range_cstr, NvtxRange};
 
@@ -1378,24 +1421,11 @@ mod gpu {
         static RANGES: RefCell<Vec<NvtxRange>> = const { RefCell::new(Vec::new()) };
     }
 
-    /// Fallback L2 flush size when the device does not report its L2 size.
-    const DEFAULT_FLUSH_BYTES: usize = 256 << 20;
-
     pub(super) struct GpuBackend {
         libs: &'static Libraries,
         session: Mutex<ActivitySession>,
-        flush_bytes: usize,
-        flush_buf: Mutex<Option<DeviceBuffer>>,
-        flush_value: AtomicU8,
+        l2: L2Flusher,
         inputs: FingerprintInputs,
-    }
-
-    fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-        m.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn cuda_version(v: i32) -> String {
-        format!("{}.{}", v / 1000, (v % 1000) / 10)
     }
 
     /// What starting the backend yields: the backend, the device, the constant extra columns.
@@ -1422,13 +1452,12 @@ mod gpu {
                     "DriverVersion".to_string(),
                     ExtraValue::Text(v.driver_release.clone().unwrap_or_else(|| v.driver.to_string())),
                 ),
-                ("CudaVersion".to_string(), ExtraValue::Text(cuda_version(v.driver))),
+                (
+                    "CudaVersion".to_string(),
+                    ExtraValue::Text(format_cuda_version(v.driver)),
+                ),
                 ("CuptiVersion".to_string(), ExtraValue::Number(v.cupti_api as f64)),
             ];
-            let flush_bytes = match props.l2_bytes {
-                0 => DEFAULT_FLUSH_BYTES,
-                l2 => (2 * l2 as usize).next_multiple_of(1 << 20),
-            };
             let inputs = crate::conditions::runtime::fingerprint_inputs(
                 ordinal,
                 &props,
@@ -1438,9 +1467,7 @@ mod gpu {
             let backend = GpuBackend {
                 libs,
                 session: Mutex::new(session),
-                flush_bytes,
-                flush_buf: Mutex::new(None),
-                flush_value: AtomicU8::new(0),
+                l2: L2Flusher::new(props.l2_bytes),
                 inputs,
             };
             Ok((backend, device, extras))
@@ -1449,9 +1476,7 @@ mod gpu {
 
     impl Drop for GpuBackend {
         fn drop(&mut self) {
-            if let Some(buf) = lock(&self.flush_buf).take() {
-                let _ = self.libs.cuda.free(buf);
-            }
+            self.l2.release(self.libs.cuda);
         }
     }
 
@@ -1531,20 +1556,7 @@ mod gpu {
             self.libs.cuda.synchronize()
         }
         fn flush_l2(&self) -> Result<(), EngineError> {
-            let driver = self.libs.cuda;
-            driver.ensure_context()?;
-            let mut slot = lock(&self.flush_buf);
-            let buf = match *slot {
-                Some(b) => b,
-                None => {
-                    let b = driver.alloc(self.flush_bytes)?;
-                    *slot = Some(b);
-                    b
-                }
-            };
-            let v = self.flush_value.fetch_add(1, Ordering::Relaxed);
-            driver.memset(buf, v)?;
-            driver.synchronize()
+            self.l2.flush(self.libs.cuda)
         }
         fn collect(&self, spans: &[Span]) -> Result<Collected, EngineError> {
             let mut session = lock(&self.session);
@@ -1565,13 +1577,12 @@ mod gpu {
 
 /// The CUDA-events fallback backend ([`Profiler::with_cuda_events`]).
 mod events {
-    use std::sync::atomic::AtomicU8;
     use std::sync::Mutex;
     use std::time::Instant;
 
     use super::*;
     use crate::attribution::encode_region_key;
-    use crate::driver::{CuEvent, DeviceBuffer, Driver};
+    use crate::driver::{CuEvent, Driver};
     use crate::loader::SearchEnv;
 
     /// Name of the single pseudo-kernel of each region.
@@ -1589,14 +1600,8 @@ mod events {
         open: Mutex<Vec<(u64, Event)>>,
         /// Regions exited since the last collect: (key, start, end).
         done: Mutex<Vec<(u64, Event, Event)>>,
-        flush_bytes: usize,
-        flush_buf: Mutex<Option<DeviceBuffer>>,
-        flush_value: AtomicU8,
+        l2: L2Flusher,
         inputs: FingerprintInputs,
-    }
-
-    fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-        m.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     impl EventsBackend {
@@ -1615,22 +1620,16 @@ mod events {
                 ("DeviceOrdinal".to_string(), ExtraValue::Number(ordinal as f64)),
                 (
                     "CudaVersion".to_string(),
-                    ExtraValue::Text(format!("{}.{}", driver.version / 1000, (driver.version % 1000) / 10)),
+                    ExtraValue::Text(format_cuda_version(driver.version)),
                 ),
             ];
-            let flush_bytes = match props.l2_bytes {
-                0 => 256 << 20,
-                l2 => (2 * l2 as usize).next_multiple_of(1 << 20),
-            };
             let inputs = crate::conditions::runtime::fingerprint_inputs(ordinal, &props, driver.version, None);
             let backend = EventsBackend {
                 driver,
                 epoch: Instant::now(),
                 open: Mutex::new(Vec::new()),
                 done: Mutex::new(Vec::new()),
-                flush_bytes,
-                flush_buf: Mutex::new(None),
-                flush_value: AtomicU8::new(0),
+                l2: L2Flusher::new(props.l2_bytes),
                 inputs,
             };
             Ok((backend, device, extras))
@@ -1655,9 +1654,7 @@ mod events {
                 let _ = self.driver.event_destroy(s.0);
                 let _ = self.driver.event_destroy(e.0);
             }
-            if let Some(buf) = lock(&self.flush_buf).take() {
-                let _ = self.driver.free(buf);
-            }
+            self.l2.release(self.driver);
         }
     }
 
@@ -1692,15 +1689,7 @@ mod events {
             self.driver.synchronize()
         }
         fn flush_l2(&self) -> Result<(), EngineError> {
-            self.driver.ensure_context()?;
-            let mut slot = lock(&self.flush_buf);
-            let buf = match *slot {
-                Some(b) => b,
-                None => *slot.insert(self.driver.alloc(self.flush_bytes)?),
-            };
-            self.driver
-                .memset(buf, self.flush_value.fetch_add(1, Ordering::Relaxed))?;
-            self.driver.synchronize()
+            self.l2.flush(self.driver)
         }
         fn collect(&self, _spans: &[Span]) -> Result<Collected, EngineError> {
             let mut collected = Collected::default();

@@ -77,7 +77,7 @@ pub struct Collectors(Arc<Mutex<Vec<Box<dyn InfoCollector>>>>);
 
 impl fmt::Debug for Collectors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let g = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let g = lock(&self.0);
         f.debug_list()
             .entries(g.iter().map(|c| (c.name().to_string(), c.scope())))
             .finish()
@@ -92,12 +92,12 @@ impl Collectors {
 
     /// Adds one.
     pub fn push(&self, c: Box<dyn InfoCollector>) {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(c);
+        lock(&self.0).push(c);
     }
 
     /// Number of collectors.
     pub fn len(&self) -> usize {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).len()
+        lock(&self.0).len()
     }
 
     /// Whether there are none.
@@ -106,11 +106,11 @@ impl Collectors {
     }
 
     fn take(&self) -> Vec<Box<dyn InfoCollector>> {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
+        std::mem::take(&mut *lock(&self.0))
     }
 
     fn restore(&self, mut v: Vec<Box<dyn InfoCollector>>) {
-        let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut g = lock(&self.0);
         v.append(&mut g);
         *g = v;
     }
@@ -528,9 +528,7 @@ struct Window {
     wait: Duration,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+use crate::lock;
 
 /// The fingerprint inputs of the CUDA device a profiler runs on.
 pub fn fingerprint_inputs(

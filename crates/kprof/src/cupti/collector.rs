@@ -18,7 +18,7 @@ use std::io::{BufWriter, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
 use crate::attribution::RegionSpan;
 use crate::cupti::ffi::{
@@ -101,9 +101,7 @@ static POOL: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 static CUPTI: OnceLock<&'static Cupti> = OnceLock::new();
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+use crate::lock;
 
 fn buffer_layout() -> Layout {
     Layout::from_size_align(BUFFER_BYTES, BUFFER_ALIGN).expect("valid layout")
