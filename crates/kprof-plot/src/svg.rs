@@ -88,6 +88,15 @@ pub(crate) fn escape(buf: &mut String, value: &str) {
     }
 }
 
+/// The `fill` and `stroke` attributes of a shape drawn filled or as an outline in `c`.
+fn fill_and_stroke(c: BackendColor, fill: bool) -> (String, String) {
+    if fill {
+        (color(c), "none".to_string())
+    } else {
+        ("none".to_string(), color(c))
+    }
+}
+
 fn color(c: BackendColor) -> String {
     let (r, g, b) = c.rgb;
     format!("#{r:02X}{g:02X}{b:02X}")
@@ -226,11 +235,7 @@ impl DrawingBackend for TaggedSvg {
         if c.alpha == 0.0 {
             return Ok(());
         }
-        let (f, s) = if fill {
-            (color(c), "none".to_string())
-        } else {
-            ("none".to_string(), color(c))
-        };
+        let (f, s) = fill_and_stroke(c, fill);
         self.element(
             "rect",
             &[
@@ -302,11 +307,7 @@ impl DrawingBackend for TaggedSvg {
         if c.alpha == 0.0 {
             return Ok(());
         }
-        let (f, s) = if fill {
-            (color(c), "none".to_string())
-        } else {
-            ("none".to_string(), color(c))
-        };
+        let (f, s) = fill_and_stroke(c, fill);
         self.element(
             "circle",
             &[
