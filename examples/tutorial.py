@@ -78,30 +78,36 @@ _SCALE_INPUTS: dict = {}
 def make_scale_bench(cache_control):
     # kprof flushes L2 before each *run* (not before each kernel, as ncu's replay does), so the
     # input is made once, outside the function: a torch.randn inside it would leave x in L2 again.
+    # Sizes: 1 MB (fits the L2), 64 MB (about the H200's 50 MB L2) and 1 GB (20x the L2).
     def scale(n: int) -> None:
         x = _SCALE_INPUTS.setdefault(n, torch.randn(n, device="cuda"))
         with kprof.annotate("x * 2"):
             _ = x * 2.0
-    return kprof.kernel(configs=[1 << 18, 1 << 24], runs=10, cache_control=cache_control, thermal_mode="off",
-                        verbosity=SILENT, metrics=["gpu__time_duration.sum", "gpc__cycles_elapsed.avg.per_second"])(scale)
+    return kprof.kernel(configs=[1 << 18, 1 << 24, 1 << 28], runs=10, cache_control=cache_control, thermal_mode="off",
+                        verbosity=SILENT, metrics=["gpu__time_duration.sum", "gpc__cycles_elapsed.avg.per_second",
+                                                   "dram__bytes_write.sum"])(scale)
 
 
 def step4_cache():
-    """1 MB and 64 MB `x * 2` with a cold (cache_control="all") and a warm ("none") L2."""
+    """1 MB, 64 MB and 1 GB `x * 2` with a cold (cache_control="all") and a warm ("none") L2."""
     rows = []
     for cache in ("all", "none"):
         df = make_scale_bench(cache)().to_dataframe()
-        t = df[df.Metric == "gpu__time_duration.sum"].set_index("n").AvgValue
-        hz = df[df.Metric == "gpc__cycles_elapsed.avg.per_second"].set_index("n").AvgValue
+        by = {m: df[df.Metric == m].set_index("n").AvgValue for m in set(df.Metric)}
+        t, hz, wr = by["gpu__time_duration.sum"], by["gpc__cycles_elapsed.avg.per_second"], by["dram__bytes_write.sum"]
         for n in t.index:
             rows.append({"cache_control": cache, "MB": 4 * n / 2 ** 20, "time_us": t[n] / 1e3,
-                         "GB/s": 2 * 4 * n / t[n], "SM_MHz": hz[n] / 1e6})
+                         "GB/s": 2 * 4 * n / t[n], "SM_MHz": hz[n] / 1e6, "MB_written": wr[n] / 2 ** 20})
     import pandas as pd
 
     tab = pd.DataFrame(rows)
     print(textwrap.indent(tab.to_string(index=False, float_format=lambda v: f"{v:,.1f}"), "  "))
-    print("\n  The H200's L2 is 60 MB: a 1 MB input stays in it between runs unless it is flushed.")
-    print("  SM_MHz is measured per kernel (gpc__cycles_elapsed.avg.per_second); ComputeClock is the rated clock.")
+    l2_mb = torch.cuda.get_device_properties(0).L2_cache_size / 2 ** 20
+    print(f"\n  This GPU's L2 is {l2_mb:.0f} MB: a 1 MB input stays in it between runs unless it is flushed.")
+    print("  At 64 MB a warm run starts with the previous run's output still dirty in the L2 and pays to write")
+    print("  it back (MB_written above the output size); a cold run starts from a flushed, clean L2.")
+    print("  At 1 GB the L2 no longer matters. SM_MHz is measured per kernel (gpc__cycles_elapsed.avg.per_second);")
+    print("  ComputeClock is the rated clock.")
     return tab
 
 

@@ -49,6 +49,27 @@ type FnEventCreate = unsafe extern "C" fn(*mut CuEvent, c_uint) -> CuResult;
 type FnEventRecord = unsafe extern "C" fn(CuEvent, *mut std::ffi::c_void) -> CuResult;
 type FnEventElapsedTime = unsafe extern "C" fn(*mut f32, CuEvent, CuEvent) -> CuResult;
 type FnEventDestroy = unsafe extern "C" fn(CuEvent) -> CuResult;
+type FnModuleLoadData = unsafe extern "C" fn(*mut CuModule, *const c_void) -> CuResult;
+type FnModuleGetFunction = unsafe extern "C" fn(*mut CuFunction, CuModule, *const c_char) -> CuResult;
+#[allow(clippy::type_complexity)]
+type FnLaunchKernel = unsafe extern "C" fn(
+    CuFunction,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    *mut c_void,
+    *mut *mut c_void,
+    *mut *mut c_void,
+) -> CuResult;
+
+/// `CUmodule` (opaque pointer).
+pub type CuModule = *mut c_void;
+/// `CUfunction` (opaque pointer).
+pub type CuFunction = *mut c_void;
 
 /// `CUevent`.
 pub type CuEvent = *mut std::ffi::c_void;
@@ -77,6 +98,9 @@ pub struct DriverFns {
     pub cuEventRecord: FnEventRecord,
     pub cuEventElapsedTime: FnEventElapsedTime,
     pub cuEventDestroy: FnEventDestroy,
+    pub cuModuleLoadData: FnModuleLoadData,
+    pub cuModuleGetFunction: FnModuleGetFunction,
+    pub cuLaunchKernel: FnLaunchKernel,
 }
 
 impl DriverFns {
@@ -106,6 +130,9 @@ impl DriverFns {
                 cuEventRecord: lib.sym("cuEventRecord")?,
                 cuEventElapsedTime: lib.sym("cuEventElapsedTime")?,
                 cuEventDestroy: lib.sym("cuEventDestroy_v2")?,
+                cuModuleLoadData: lib.sym("cuModuleLoadData")?,
+                cuModuleGetFunction: lib.sym("cuModuleGetFunction")?,
+                cuLaunchKernel: lib.sym("cuLaunchKernel")?,
             })
         }
     }
@@ -290,6 +317,46 @@ impl Driver {
     pub fn memset(&self, buf: DeviceBuffer, value: u8) -> Result<(), EngineError> {
         self.check("cuMemsetD8_v2", unsafe {
             (self.fns.cuMemsetD8)(buf.ptr, value, buf.bytes)
+        })
+    }
+
+    /// Loads a PTX (or cubin) image into the current context (the driver JIT-compiles PTX for
+    /// the device) and returns its function `name`. The module stays loaded for the process.
+    pub fn load_function(&self, image: &CStr, name: &CStr) -> Result<CuFunction, EngineError> {
+        let mut module: CuModule = std::ptr::null_mut();
+        self.check("cuModuleLoadData", unsafe {
+            (self.fns.cuModuleLoadData)(&mut module, image.as_ptr().cast())
+        })?;
+        let mut func: CuFunction = std::ptr::null_mut();
+        self.check("cuModuleGetFunction", unsafe {
+            (self.fns.cuModuleGetFunction)(&mut func, module, name.as_ptr())
+        })?;
+        Ok(func)
+    }
+
+    /// Launches `func` on the legacy default stream with a 1-D grid; `params` points at each
+    /// kernel argument in order, as `cuLaunchKernel` wants.
+    pub fn launch_1d(
+        &self,
+        func: CuFunction,
+        blocks: u32,
+        threads: u32,
+        params: &mut [*mut c_void],
+    ) -> Result<(), EngineError> {
+        self.check("cuLaunchKernel", unsafe {
+            (self.fns.cuLaunchKernel)(
+                func,
+                blocks,
+                1,
+                1,
+                threads,
+                1,
+                1,
+                0,
+                std::ptr::null_mut(),
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
         })
     }
 

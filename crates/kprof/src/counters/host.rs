@@ -40,6 +40,7 @@ pub struct CuptiFns {
     pub host_get_num_of_passes: Fp<CUpti_Profiler_Host_GetNumOfPasses_Params>,
     // target (GPU)
     pub profiler_initialize: Fp<CUpti_Profiler_Initialize_Params>,
+    pub profiler_deinitialize: Fp<CUpti_Profiler_DeInitialize_Params>,
     pub device_get_chip_name: Fp<CUpti_Device_GetChipName_Params>,
     pub get_counter_availability: Fp<CUpti_Profiler_GetCounterAvailability_Params>,
     // range profiler
@@ -154,6 +155,7 @@ impl CuptiLib {
             host_get_config_image: sym!("cuptiProfilerHostGetConfigImage"),
             host_get_num_of_passes: sym!("cuptiProfilerHostGetNumOfPasses"),
             profiler_initialize: sym!("cuptiProfilerInitialize"),
+            profiler_deinitialize: sym!("cuptiProfilerDeInitialize"),
             device_get_chip_name: sym!("cuptiDeviceGetChipName"),
             get_counter_availability: sym!("cuptiProfilerGetCounterAvailability"),
             rp_enable: sym!("cuptiRangeProfilerEnable"),

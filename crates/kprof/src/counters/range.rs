@@ -533,6 +533,18 @@ pub fn profiler_initialize(lib: &CuptiLib) -> Result<(), CountersError> {
     Ok(())
 }
 
+/// `cuptiProfilerDeInitialize` when [`profiler_initialize`] initialized the profiler; errors
+/// are ignored (it runs on the way out).
+pub fn profiler_deinitialize(lib: &CuptiLib) {
+    if PROFILER_INITIALIZED.swap(false, Ordering::AcqRel) {
+        let mut p = CUpti_Profiler_DeInitialize_Params {
+            structSize: v13_0::PROFILER_DEINITIALIZE,
+            pPriv: null_mut(),
+        };
+        unsafe { (lib.fns.profiler_deinitialize)(&mut p) };
+    }
+}
+
 /// `cuptiDeviceGetChipName` (e.g. `"GH100"`); call [`profiler_initialize`] first.
 pub fn chip_name(lib: &CuptiLib, device_index: usize) -> Result<String, CountersError> {
     let mut p = CUpti_Device_GetChipName_Params {

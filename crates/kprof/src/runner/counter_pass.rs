@@ -39,8 +39,10 @@
 //! is silently dropped: an overflow is detected by a spare range slot and either re-collected with
 //! a larger image (kernel replay) or returned as [`CountersError::DroppedRanges`].
 //!
-//! One Range Profiler session (config image, `cuptiRangeProfilerEnable`) is kept for the whole
-//! process and reused while the metric set and replay mode stay the same.
+//! One Range Profiler session (config image, `cuptiRangeProfilerEnable`) is kept for a benchmark
+//! and reused while the metric set and replay mode stay the same; at the end of the benchmark it
+//! is disabled and the CUPTI profiler deinitialized, so other profiling tools (an ncu child
+//! process of the ncu backend, for one) can use the device between benchmarks.
 //!
 //! Counter-pass kernels carry no region key; the activity session still sees them, so they count
 //! in [`Profiler::unattributed_kernels`].
@@ -49,7 +51,7 @@ use std::cell::Cell;
 use std::sync::{Mutex, OnceLock};
 
 use super::*;
-use crate::counters::range::{chip_name, profiler_initialize};
+use crate::counters::range::{chip_name, profiler_deinitialize, profiler_initialize};
 use crate::counters::{CountersError, CuptiLib, MetricsCatalog, RangeProfiler, RangeResult, ReplayMode};
 use crate::loader::Libraries;
 
@@ -131,6 +133,9 @@ pub(crate) trait CounterBackend: Send + Sync {
         max_ranges: usize,
         workload: &mut dyn FnMut(&mut dyn RangeSink),
     ) -> Result<Vec<RangeResult>, EngineError>;
+    /// Ends the Range Profiler session and gives the device's profiling resources back (called
+    /// at the end of every benchmark that collected counters).
+    fn release(&self) {}
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -206,6 +211,16 @@ impl CounterBackend for GpuCounters {
         };
         let rec = rp.collect(max_ranges, |ur| workload(ur))?;
         Ok(rec.ranges)
+    }
+
+    fn release(&self) {
+        // Disabling the Range Profiler alone is not enough: while CUPTI's profiler stays
+        // initialized, ncu in a child process fails with "a driver resource was unavailable"
+        // (seen on the H200), so the profiler is deinitialized too.
+        *self.session.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        if let Ok(lib) = self.lib() {
+            profiler_deinitialize(lib);
+        }
     }
 }
 
