@@ -316,8 +316,21 @@ pub fn active() -> bool {
 }
 
 /// Sets the callback hook and enables the callbacks the collection needs on the activity
-/// session's subscriber (step 1 of the module docs).
+/// session's subscriber (step 1 of the module docs). A failure is also kept as the collection's
+/// error, so the process writes no counter value.
 pub fn install(
+    session: &kprof::cupti::ActivitySession,
+    cupti: &'static Cupti,
+    request: CounterRequest,
+) -> Result<(), String> {
+    let r = install_inner(session, cupti, request);
+    if let Err(e) = &r {
+        with_live(|l| fail(l, e.clone()));
+    }
+    r
+}
+
+fn install_inner(
     session: &kprof::cupti::ActivitySession,
     cupti: &'static Cupti,
     request: CounterRequest,

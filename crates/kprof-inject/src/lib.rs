@@ -19,9 +19,21 @@
 //! (newline-separated patterns), `KPROF_RUN_VERBOSE` (messages on stderr, prefixed `kprof:`;
 //! nothing is ever printed to stdout), `KPROF_CUPTI_PATH`.
 //!
+//! Counter launch (`kprof run --metrics`): `KPROF_RUN_METRICS` (comma-separated ncu metric
+//! names; `gpu__time_duration.sum` is ignored there), `KPROF_RUN_REPLAY_MODE` (`kernel`, the only
+//! mode), `KPROF_RUN_COUNTER_RANGES` (kernels per counter-data image, default 4096). The library
+//! then also enables the CUPTI Range Profiler in kernel replay on the first context that launches
+//! a kernel, decodes and restarts the counter-data image whenever it is full, and at exit writes
+//! counter samples instead of durations (the durations of a kernel-replayed run are not honest);
+//! see [`counters`] for the CUPTI call order and the matching of ranges to kernels. Its errors
+//! (e.g. `CUPTI_ERROR_INSUFFICIENT_PRIVILEGES`, with what to change) go to the status file's
+//! `errors`, its counts to `counters`.
+//!
 //! Limits: results are written by `atexit`, so a process that ends with `_exit`, `abort` or a
 //! signal writes nothing; kernels still running at exit are waited for only in the current
-//! context.
+//! context. Counters: one context per process is profiled; the exit handler decodes the last
+//! counter-data image from the thread that runs `atexit`, which must be able to use the profiled
+//! context (the main thread of the usual single-context program).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -39,11 +51,17 @@ pub mod counters;
 pub mod nvtx_abi;
 pub mod report;
 
+/// Env var: the output directory (or file name stem) of the per-process files.
 pub const ENV_OUTPUT: &str = "KPROF_RUN_OUTPUT";
+/// Env var: the benchmark name of the samples.
 pub const ENV_BENCHMARK: &str = "KPROF_RUN_BENCHMARK";
+/// Env var: how kernels become annotations (`nvtx`, `kernel`, `both`).
 pub const ENV_GROUP_BY: &str = "KPROF_RUN_GROUP_BY";
+/// Env var: newline-separated NVTX range patterns to keep.
 pub const ENV_NVTX_INCLUDE: &str = "KPROF_RUN_NVTX_INCLUDE";
+/// Env var: newline-separated NVTX range patterns to drop.
 pub const ENV_NVTX_EXCLUDE: &str = "KPROF_RUN_NVTX_EXCLUDE";
+/// Env var: messages on stderr when set (not `0`).
 pub const ENV_VERBOSE: &str = "KPROF_RUN_VERBOSE";
 /// The NVTX range the self-test pushes (removed from the results).
 pub const SELFTEST_RANGE: &str = "kprof_inject_selftest";
@@ -461,7 +479,10 @@ fn counter_samples(
 ) -> (kprof_core::RawResults, report::BuildStats, counters::CounterStatus) {
     let mut status = o.status;
     if let Some(e) = &o.error {
-        error(e.clone());
+        // An install failure is already in the errors.
+        if !with_proc(|p| p.errors.contains(e)) {
+            error(e.clone());
+        }
     }
     // Kernel replay may report a kernel more than once.
     let mut seen = std::collections::HashSet::new();
@@ -470,7 +491,7 @@ fn counter_samples(
     if o.error.is_some() {
         return (Default::default(), stats, status);
     }
-    if o.metrics.iter().any(|m| m.unit.is_empty()) {
+    if !o.ranges.is_empty() && o.metrics.iter().any(|m| m.unit.is_empty()) {
         warning("the units of the counter metrics could not be read from the host API".into());
     }
     match counters::map_ranges(&batch.kernels, &o.ranges) {
