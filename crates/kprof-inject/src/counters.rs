@@ -375,7 +375,15 @@ fn hook(domain: u32, id: u32, data: *const c_void) {
     if data.is_null() || IN_HOOK.with(Cell::get) {
         return;
     }
+    /// Clears `IN_HOOK` however the hook ends (a panic is caught by the collector's callback).
+    struct Leave;
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            IN_HOOK.with(|h| h.set(false));
+        }
+    }
     IN_HOOK.with(|h| h.set(true));
+    let _leave = Leave;
     match domain {
         DOMAIN_RESOURCE if id == CBID_CONTEXT_DESTROY_STARTING => {
             // CUpti_ResourceData: the context is the first field.
@@ -414,7 +422,6 @@ fn hook(domain: u32, id: u32, data: *const c_void) {
         }
         _ => {}
     }
-    IN_HOOK.with(|h| h.set(false));
 }
 
 fn fail(l: &mut Live, msg: String) {

@@ -1,5 +1,9 @@
 //! From NVTX range occurrences and CUPTI kernel records to raw samples (pure).
 //!
+//! [`group_kernels`] decides which kernels make one run of which annotation; [`build_raw`] turns
+//! the groups into timing samples, [`crate::counters::build_counter_raw`] into counter samples
+//! (the counter launch of `kprof run --metrics`), so both tiers share their keys.
+//!
 //! - Every kept range occurrence is one run of the region named by the range (annotation = the
 //!   range's message; the domain is not part of the name). Its value is the summed GPU time
 //!   (`gpu__time_duration.sum`, ns) of the kernels launched inside it, found by
