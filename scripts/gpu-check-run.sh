@@ -10,7 +10,14 @@
 # 2. the same with a PyTorch script (torch.cuda.nvtx.range_push/pop);
 # 3. `kprof compare` of two runs of (1): exit 0; against a slowed variant (SLOW=1.5): exit 1;
 # 4. wall time of the PyTorch script with and without `kprof run`;
-# 5. `kprof doctor`.
+# 5. `kprof doctor`;
+# 6. `kprof run --metrics dram__bytes_read.sum,gpu__time_duration.sum` on (1): the timing launch's
+#    durations must still be within 1% of the CUDA events, and per range occurrence kprof's
+#    dram__bytes_read.sum (counter launch, kernel replay, no L2 flush between kernels) must be
+#    within 0.5% of ncu's sum over the range's kernels with `--cache-control all`
+#    (scripts/gpu-run/check_counters.py); the `--cache-control none` comparison is printed too
+#    (information only). The program's kernels stream a 256 MB buffer (> the H200's L2), so the
+#    cache mode should matter little. Also: an unknown metric name exits 2 before anything runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${1:-${OUT:?give OUT}}"
@@ -64,6 +71,31 @@ step "5. exit code pass-through and group-by kernel"
 "$KPROF" run --quiet --out "$OUT/fail" -- "$PY" -c "import torch; torch.ones(1, device='cuda').sum().item(); raise SystemExit(7)"
 rc=$?; echo "exit $rc"; [ $rc -eq 7 ] || fail "exit code not passed through ($rc)"
 "$KPROF" run --group-by kernel --out "$OUT/bykernel" -- "$OUT/nvtx_ranges" > /dev/null || fail "group-by kernel"
+
+step "6. hardware counters: kprof run --metrics vs ncu"
+NCU=/usr/local/cuda/bin/ncu
+"$KPROF" run --metrics dram__bytes_red.sum --out "$OUT/badmetric" -- "$OUT/nvtx_ranges" > /dev/null 2> "$OUT/badmetric.stderr"
+rc=$?; cat "$OUT/badmetric.stderr"; echo "exit $rc"
+[ $rc -eq 2 ] && grep -q "dram__bytes_read.sum" "$OUT/badmetric.stderr" || fail "unknown metric: exit $rc (want 2 naming the closest name)"
+KPROF_RUN_VERBOSE=1 "$KPROF" run --verbose --metrics dram__bytes_read.sum,gpu__time_duration.sum --out "$OUT/counters" \
+    -- "$OUT/nvtx_ranges" > "$OUT/counters.stdout" 2> "$OUT/counters.stderr"
+rc=$?; echo "kprof run --metrics exit $rc"; [ $rc -eq 0 ] || fail "kprof run --metrics exit $rc"
+cat "$OUT/counters.stderr"; grep -v '^EVENT' "$OUT/counters.stdout"
+cat "$OUT"/counters/procs/rep0-counters/*.json
+grep -c ',dram__bytes_read.sum,' "$OUT/counters/raw.csv" || fail "no dram__bytes_read.sum rows in raw.csv"
+python3 scripts/gpu-run/check_ranges.py "$OUT/counters/raw.csv" "$OUT/counters.stdout" 1 || fail "timing launch with --metrics vs CUDA events"
+for cc in all none; do
+    "$NCU" --clock-control none --cache-control $cc --metrics dram__bytes_read.sum --nvtx --csv --page raw \
+        --print-units base "$OUT/nvtx_ranges" > "$OUT/ncu-$cc.csv" 2> "$OUT/ncu-$cc.stderr"
+    rc=$?; echo "ncu --cache-control $cc exit $rc"; [ $rc -eq 0 ] || { fail "ncu ($cc) exit $rc"; tail -5 "$OUT/ncu-$cc.stderr"; }
+    echo "-- kprof (counter launch, no flush) vs ncu --cache-control $cc"
+    if [ $cc = all ]; then
+        python3 scripts/gpu-run/check_counters.py "$OUT/counters/raw.csv" "$OUT/ncu-$cc.csv" dram__bytes_read.sum 0.5 \
+            || fail "dram__bytes_read.sum vs ncu --cache-control all"
+    else
+        python3 scripts/gpu-run/check_counters.py "$OUT/counters/raw.csv" "$OUT/ncu-$cc.csv" dram__bytes_read.sum 0.5 --info
+    fi
+done
 
 echo "== run check: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
 exit $status

@@ -22,6 +22,9 @@ print(f"event-pair floor subtracted: {floor:.0f} ns")
 ev = {k: v - floor for k, v in ev.items()}
 got = {}
 for row in csv.DictReader(open(raw)):
+    # raw.csv of `kprof run --metrics` also holds counter rows: compare the durations only.
+    if row.get("Metric", "gpu__time_duration.sum") != "gpu__time_duration.sum":
+        continue
     got[(row["Annotation"], int(row["Run"]))] = float(row["Value"])
 bad = checked = 0
 for key, e in sorted(ev.items()):

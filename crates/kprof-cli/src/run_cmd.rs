@@ -12,6 +12,15 @@
 //! - `--repeat N` runs the command N times; the runs of repetition k follow those of k-1.
 //! - `--env-sweep VAR=v1,v2` runs the command once per value (times `--repeat`) with `VAR` set;
 //!   `VAR` becomes a configuration parameter.
+//! - `--metrics m1,m2` adds hardware counters (ncu names; `gpu__time_duration.sum` stays the
+//!   activity-tier duration). The names are checked before anything runs, with the Profiler Host
+//!   API of the device's chip (or of `KPROF_CHIP` on a machine without a GPU; unknown names: exit
+//!   2 with the closest valid names). Kernel replay would disturb the durations, so every
+//!   repetition then runs the command twice: the timing launch as without `--metrics`, and a
+//!   counter launch (`KPROF_RUN_METRICS`, `KPROF_RUN_REPLAY_MODE=kernel`) in which the injection
+//!   library profiles every kernel with the CUPTI Range Profiler. Its samples join the timing
+//!   samples by key (benchmark, region, configuration, occurrence), so raw.csv and
+//!   processed.csv hold both, with units. `--replay-mode range` is refused (see [`ReplayModeArg`]).
 //! - Exit code: the command's (the last non-zero one over the repetitions; 128 + signal when it
 //!   was killed); if it succeeded but kprof could not write its results, 1; 2 when kprof could
 //!   not start it (no injection library, already running under ncu/nsys, bad options).
@@ -23,10 +32,11 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
+use kprof::counters::MetricsCatalog;
 use kprof_core::display::render_processed;
 use kprof_core::io::{self, ReadOptions};
 use kprof_core::pipeline::{process, ProcessOptions};
-use kprof_core::{Config, ExtraValue, ParamValue, RawResults, SampleRecord};
+use kprof_core::{Config, ExtraValue, ParamValue, RawResults, SampleRecord, DEFAULT_METRIC};
 
 /// Env var: an explicit path to libkprof_inject.so.
 pub const ENV_INJECT_PATH: &str = "KPROF_INJECT_PATH";
@@ -51,6 +61,29 @@ impl GroupByArg {
             GroupByArg::Kernel => "kernel",
             GroupByArg::Both => "both",
         }
+    }
+}
+
+/// How counter passes are replayed (`--replay-mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplayModeArg {
+    /// CUPTI kernel replay: every kernel is saved, replayed once per pass and restored, inside
+    /// the counter launch.
+    Kernel,
+}
+
+/// Why `--replay-mode range` is refused.
+pub const RANGE_REPLAY_UNAVAILABLE: &str = "range replay is not available for `kprof run`: the program's NVTX ranges \
+     would have to become CUPTI user ranges replayed by re-running the whole program once per pass (application \
+     replay), which the CUPTI Range Profiler does not offer; use `--replay-mode kernel`, or the in-process API \
+     (Python `replay_mode=\"range\"`)";
+
+/// Parses `--replay-mode`.
+pub fn parse_replay_mode(s: &str) -> Result<ReplayModeArg, String> {
+    match s.trim() {
+        "kernel" => Ok(ReplayModeArg::Kernel),
+        "range" | "user" | "application" => Err(RANGE_REPLAY_UNAVAILABLE.to_string()),
+        other => Err(format!("unknown replay mode {other:?}; use kernel")),
     }
 }
 
@@ -87,6 +120,13 @@ pub struct RunArgs {
     /// Let the injection library report on stderr (KPROF_RUN_VERBOSE=1).
     #[arg(long)]
     pub verbose: bool,
+    /// Hardware counter metrics (ncu names) to collect in a separate counter launch of every
+    /// repetition; gpu__time_duration.sum is the timing launch's duration.
+    #[arg(long, value_delimiter = ',', value_name = "M1,M2")]
+    pub metrics: Vec<String>,
+    /// How counter passes are replayed: kernel (the only mode `kprof run` offers).
+    #[arg(long, value_name = "MODE", default_value = "kernel", value_parser = parse_replay_mode)]
+    pub replay_mode: ReplayModeArg,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -106,6 +146,50 @@ pub fn parse_env_sweep(s: &str) -> Result<(String, Vec<String>)> {
         bail!("--env-sweep {var}= needs at least one value");
     }
     Ok((var.to_string(), values))
+}
+
+/// The counter metrics of `--metrics`: trimmed, without empty names, duplicates and
+/// `gpu__time_duration.sum` (the timing launch's metric).
+pub fn counter_metrics(names: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for n in names.iter().map(|n| n.trim()) {
+        if !n.is_empty() && n != DEFAULT_METRIC && !out.iter().any(|m| m == n) {
+            out.push(n.to_string());
+        }
+    }
+    out
+}
+
+/// Checks counter metric names with a chip's catalog; returns their units (ncu spelling).
+/// Unknown names give one error naming the closest valid ones.
+pub fn validate_metrics(catalog: &MetricsCatalog, names: &[String]) -> Result<Vec<(String, String)>> {
+    let infos = catalog
+        .validate(names)
+        .with_context(|| format!("--metrics: not valid for {}", catalog.chip()))?;
+    Ok(infos.into_iter().map(|i| (i.name, i.properties.dim_unit)).collect())
+}
+
+/// The catalog to check `--metrics` with, when the chip is known: the device's (a GPU is
+/// present), else `KPROF_CHIP`'s with the offline libcupti search. `Ok(None)` when neither is
+/// known (a machine without a GPU cannot run the program anyway).
+fn metrics_catalog() -> Result<Option<MetricsCatalog>> {
+    let gpu = std::env::var_os("KPROF_NO_DEVICE").is_none() && Path::new("/dev/nvidia0").exists();
+    if gpu {
+        if let Some(chip) = kprof::counters::device_chip() {
+            let lib = kprof::counters::engine_cupti().context("cannot load CUPTI to check --metrics")?;
+            return Ok(Some(
+                MetricsCatalog::with_lib(lib, &chip, None)
+                    .with_context(|| format!("cannot read the metrics of {chip}"))?,
+            ));
+        }
+    }
+    let Some(chip) = std::env::var("KPROF_CHIP").ok().filter(|c| !c.is_empty()) else {
+        return Ok(None);
+    };
+    let lib = kprof::counters::locate_cupti().context("cannot find libcupti to check --metrics")?;
+    Ok(Some(
+        MetricsCatalog::open(&lib, &chip).with_context(|| format!("cannot read the metrics of {chip}"))?,
+    ))
 }
 
 /// Finds libkprof_inject.so: `KPROF_INJECT_PATH`, else next to the kprof executable (or in
@@ -179,12 +263,15 @@ pub fn benchmark_name(command: &[OsString]) -> String {
 pub struct Invocation {
     pub sweep: Option<(String, String)>,
     pub repeat: u32,
+    /// The counter launch of this repetition (`--metrics`), after its timing launch.
+    pub counters: bool,
     /// Per-process files of this execution, relative to `--out`.
     pub dir: PathBuf,
 }
 
-/// Every execution, sweep values outermost.
-pub fn plan(sweep: Option<&(String, Vec<String>)>, repeat: u32) -> Vec<Invocation> {
+/// Every execution, sweep values outermost; with `counters`, each repetition's timing launch is
+/// followed by its counter launch (files in `<rep>-counters`).
+pub fn plan(sweep: Option<&(String, Vec<String>)>, repeat: u32, counters: bool) -> Vec<Invocation> {
     let values: Vec<Option<(String, String)>> = match sweep {
         None => vec![None],
         Some((var, vals)) => vals.iter().map(|v| Some((var.clone(), v.clone()))).collect(),
@@ -196,11 +283,29 @@ pub fn plan(sweep: Option<&(String, Vec<String>)>, repeat: u32) -> Vec<Invocatio
                 Some(_) => format!("sweep{i}-rep{k}"),
                 None => format!("rep{k}"),
             });
-            out.push(Invocation {
-                sweep: s.clone(),
-                repeat: k,
-                dir,
-            });
+            if counters {
+                let mut name = dir.clone().into_os_string();
+                name.push("-counters");
+                out.push(Invocation {
+                    sweep: s.clone(),
+                    repeat: k,
+                    counters: false,
+                    dir,
+                });
+                out.push(Invocation {
+                    sweep: s.clone(),
+                    repeat: k,
+                    counters: true,
+                    dir: PathBuf::from(name),
+                });
+            } else {
+                out.push(Invocation {
+                    sweep: s.clone(),
+                    repeat: k,
+                    counters: false,
+                    dir,
+                });
+            }
         }
     }
     out
@@ -252,6 +357,66 @@ pub fn merge(parts: &[(Option<(String, String)>, RawResults)]) -> Result<RawResu
         }
     }
     Ok(out)
+}
+
+/// Joins the counter launches' samples to the timing launches' (each already merged with
+/// [`merge`]): both are keyed by (benchmark, region, configuration, run), the run being the
+/// region occurrence's index over the repetitions, so one table holds both tiers. Returns
+/// warnings for regions whose occurrences differ between the two launches (a program that does
+/// not repeat its work); their counter runs then do not describe the same occurrences.
+pub fn join_counters(timing: &RawResults, counters: &RawResults) -> Result<(RawResults, Vec<String>)> {
+    let mut out = timing.clone();
+    out.extend_from(counters)?;
+    type Key = (String, String, Config);
+    let runs_of = |raw: &RawResults, timing_metric: bool| {
+        let mut m: std::collections::HashMap<Key, std::collections::HashSet<u32>> = Default::default();
+        for s in &raw.samples {
+            let series = raw.series_of(s);
+            if (series.key.metric == DEFAULT_METRIC) != timing_metric {
+                continue;
+            }
+            let k = (
+                series.key.benchmark.clone(),
+                series.key.annotation.clone(),
+                raw.config_of(series).clone(),
+            );
+            m.entry(k).or_default().insert(s.run);
+        }
+        m
+    };
+    let t = runs_of(timing, true);
+    let c = runs_of(counters, false);
+    let sorted = |m: &std::collections::HashMap<Key, std::collections::HashSet<u32>>| {
+        let mut v: Vec<(Key, usize)> = m.iter().map(|(k, r)| (k.clone(), r.len())).collect();
+        v.sort_by(|a, b| (&a.0 .0, &a.0 .1, a.0 .2.to_string()).cmp(&(&b.0 .0, &b.0 .1, b.0 .2.to_string())));
+        v
+    };
+    let mut warnings = Vec::new();
+    for (k, cr) in &sorted(&c) {
+        let tr = t.get(k).map(|r| r.len()).unwrap_or(0);
+        if tr != *cr {
+            warnings.push(format!(
+                "region {:?}{}: the counter launches saw {} occurrence(s), the timing launches {tr}; the program did \
+                 not repeat the same work, so its counter runs may not match its timing runs",
+                k.1,
+                if k.2.params.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [{}]", k.2)
+                },
+                cr
+            ));
+        }
+    }
+    for (k, tr) in &sorted(&t) {
+        if !c.contains_key(k) && !counters.samples.is_empty() {
+            warnings.push(format!(
+                "region {:?}: {} timing occurrence(s) but no counter value (the counter launch did not see it)",
+                k.1, tr
+            ));
+        }
+    }
+    Ok((out, warnings))
 }
 
 /// What the per-process files of one execution hold.
@@ -312,6 +477,18 @@ pub fn run(args: &RunArgs) -> i32 {
             std::env::current_exe().ok(),
         )?;
         check_foreign_injection(|v| std::env::var(v).ok(), &lib)?;
+        let counters = counter_metrics(&args.metrics);
+        if !counters.is_empty() {
+            match metrics_catalog()? {
+                Some(catalog) => {
+                    validate_metrics(&catalog, &counters)?;
+                }
+                None if args.verbose => eprintln!(
+                    "kprof: --metrics not checked here (no GPU and no KPROF_CHIP); the counter launch checks them"
+                ),
+                None => {}
+            }
+        }
         std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
         Ok((lib, sweep))
     };
@@ -323,9 +500,11 @@ pub fn run(args: &RunArgs) -> i32 {
         }
     };
     let benchmark = args.benchmark.clone().unwrap_or_else(|| benchmark_name(&args.command));
-    let invocations = plan(sweep.as_ref(), args.repeat);
+    let counters = counter_metrics(&args.metrics);
+    let invocations = plan(sweep.as_ref(), args.repeat, !counters.is_empty());
     let mut program_code = 0;
     let mut parts: Vec<(Option<(String, String)>, RawResults)> = Vec::new();
+    let mut counter_parts: Vec<(Option<(String, String)>, RawResults)> = Vec::new();
     let mut statuses = Vec::new();
     for inv in &invocations {
         let dir = args.out.join(&inv.dir);
@@ -347,6 +526,12 @@ pub fn run(args: &RunArgs) -> i32 {
         if args.verbose {
             cmd.env("KPROF_RUN_VERBOSE", "1");
         }
+        if inv.counters {
+            cmd.env("KPROF_RUN_METRICS", counters.join(","))
+                .env("KPROF_RUN_REPLAY_MODE", "kernel");
+        } else {
+            cmd.env_remove("KPROF_RUN_METRICS").env_remove("KPROF_RUN_REPLAY_MODE");
+        }
         if let Some((var, val)) = &inv.sweep {
             cmd.env(var, val);
         }
@@ -355,7 +540,8 @@ pub fn run(args: &RunArgs) -> i32 {
                 let code = exit_code(st);
                 if code != 0 {
                     eprintln!(
-                        "kprof: the command exited with {code}{}",
+                        "kprof: the command exited with {code}{}{}",
+                        if inv.counters { " in its counter launch" } else { "" },
                         if invocations.len() > 1 {
                             format!(" (repetition {})", inv.repeat)
                         } else {
@@ -376,13 +562,14 @@ pub fn run(args: &RunArgs) -> i32 {
         }
         match collect(&dir) {
             Ok(c) => {
-                parts.extend(c.raws.into_iter().map(|r| (inv.sweep.clone(), r)));
+                let dest = if inv.counters { &mut counter_parts } else { &mut parts };
+                dest.extend(c.raws.into_iter().map(|r| (inv.sweep.clone(), r)));
                 statuses.extend(c.statuses);
             }
             Err(e) => eprintln!("kprof: error: {e:#}"),
         }
     }
-    let results = finish(args, &parts, &statuses);
+    let results = finish(args, &parts, &counter_parts, &statuses);
     match results {
         Ok(()) => program_code,
         Err(e) => {
@@ -400,6 +587,7 @@ pub fn run(args: &RunArgs) -> i32 {
 fn finish(
     args: &RunArgs,
     parts: &[(Option<(String, String)>, RawResults)],
+    counter_parts: &[(Option<(String, String)>, RawResults)],
     statuses: &[serde_json::Value],
 ) -> Result<()> {
     for s in statuses {
@@ -412,7 +600,13 @@ fn finish(
         }
     }
     let cuda_procs = statuses.iter().filter(|s| s["cuda_injected"] == true).count();
-    let merged = merge(parts)?;
+    let timing = merge(parts)?;
+    let with_counters = !counter_metrics(&args.metrics).is_empty();
+    let counter_raw = merge(counter_parts)?;
+    let (merged, join_warnings) = join_counters(&timing, &counter_raw)?;
+    for w in &join_warnings {
+        eprintln!("kprof: warning: {w}");
+    }
     if merged.samples.is_empty() {
         if cuda_procs == 0 {
             bail!(
@@ -441,15 +635,22 @@ fn finish(
         raw_path.display(),
         processed_path.display(),
         merged.samples.len(),
-        parts.len()
+        parts.len() + counter_parts.len()
     );
+    if with_counters && counter_raw.samples.is_empty() {
+        bail!(
+            "--metrics: the counter launch(es) recorded no counter value (see the errors above and \
+             {}/procs/*-counters/*.json); raw.csv holds the timing samples only",
+            args.out.display()
+        );
+    }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kprof_core::{DeviceInfo, DEFAULT_METRIC};
+    use kprof_core::DeviceInfo;
 
     #[test]
     fn env_sweep_parsing() {
@@ -493,12 +694,26 @@ mod tests {
 
     #[test]
     fn plan_orders_sweep_then_repeat() {
-        let p = plan(Some(&("N".into(), vec!["1".into(), "2".into()])), 2);
+        let p = plan(Some(&("N".into(), vec!["1".into(), "2".into()])), 2, false);
         assert_eq!(p.len(), 4);
         assert_eq!(p[1].sweep, Some(("N".into(), "1".into())));
         assert_eq!(p[1].repeat, 1);
         assert_eq!(p[2].dir, PathBuf::from("procs/sweep1-rep0"));
-        assert_eq!(plan(None, 1)[0].dir, PathBuf::from("procs/rep0"));
+        assert_eq!(plan(None, 1, false)[0].dir, PathBuf::from("procs/rep0"));
+        let p = plan(None, 2, true);
+        let dirs: Vec<_> = p
+            .iter()
+            .map(|i| (i.dir.display().to_string(), i.counters, i.repeat))
+            .collect();
+        assert_eq!(
+            dirs,
+            [
+                ("procs/rep0".to_string(), false, 0),
+                ("procs/rep0-counters".to_string(), true, 0),
+                ("procs/rep1".to_string(), false, 1),
+                ("procs/rep1-counters".to_string(), true, 1),
+            ]
+        );
     }
 
     fn part(values: &[f64]) -> RawResults {
@@ -538,6 +753,146 @@ mod tests {
         assert_eq!(m.configs[0].get("N"), Some(&ParamValue::Int(1)));
         assert_eq!(m.samples.iter().map(|s| s.run).collect::<Vec<_>>(), [0, 0, 1]);
         m.check_unique_runs().unwrap();
+    }
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: RunArgs,
+    }
+
+    fn parse(argv: &[&str]) -> Result<RunArgs, clap::Error> {
+        use clap::Parser;
+        Cli::try_parse_from(std::iter::once("run").chain(argv.iter().copied())).map(|c| c.args)
+    }
+
+    #[test]
+    fn metrics_and_replay_mode_arguments() {
+        let a = parse(&["--", "prog"]).unwrap();
+        assert!(a.metrics.is_empty());
+        assert_eq!(a.replay_mode, ReplayModeArg::Kernel);
+        let a = parse(&[
+            "--metrics",
+            "dram__bytes_read.sum,gpu__time_duration.sum",
+            "--metrics",
+            "sm__cycles_elapsed.avg",
+            "--replay-mode",
+            "kernel",
+            "--",
+            "prog",
+        ])
+        .unwrap();
+        assert_eq!(
+            a.metrics,
+            [
+                "dram__bytes_read.sum",
+                "gpu__time_duration.sum",
+                "sm__cycles_elapsed.avg"
+            ]
+        );
+        assert_eq!(
+            counter_metrics(&a.metrics),
+            ["dram__bytes_read.sum", "sm__cycles_elapsed.avg"]
+        );
+        assert!(counter_metrics(&["gpu__time_duration.sum".into(), " ".into()]).is_empty());
+        let e = parse(&["--replay-mode", "range", "--", "prog"]).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let msg = e.to_string();
+        assert!(
+            msg.contains("range replay is not available for `kprof run`") && msg.contains("--replay-mode kernel"),
+            "{msg}"
+        );
+        assert!(parse(&["--replay-mode", "warp", "--", "prog"]).is_err());
+    }
+
+    fn sample(raw: &mut RawResults, annotation: &str, metric: &str, unit: &str, run: u32, value: f64) {
+        raw.push(&SampleRecord {
+            benchmark: "b",
+            annotation,
+            config: &Config::new(),
+            run,
+            metric,
+            value,
+            unit,
+            kernel: "k",
+            device: &DeviceInfo::default(),
+            extras: &[],
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn counter_samples_join_the_timing_table_by_key() {
+        // Two repetitions, each a timing and a counter launch with two "mm" occurrences.
+        let timing_parts: Vec<_> = (0..2)
+            .map(|rep| {
+                let mut r = RawResults::new();
+                for occ in 0..2 {
+                    sample(
+                        &mut r,
+                        "mm",
+                        DEFAULT_METRIC,
+                        "ns",
+                        occ,
+                        100.0 + rep as f64 * 10.0 + occ as f64,
+                    );
+                }
+                (None, r)
+            })
+            .collect();
+        let counter_parts: Vec<_> = (0..2)
+            .map(|rep| {
+                let mut r = RawResults::new();
+                for occ in 0..2 {
+                    sample(
+                        &mut r,
+                        "mm",
+                        "dram__bytes_read.sum",
+                        "byte",
+                        occ,
+                        1e6 + rep as f64 * 10.0 + occ as f64,
+                    );
+                }
+                (None, r)
+            })
+            .collect();
+        let (joined, warnings) =
+            join_counters(&merge(&timing_parts).unwrap(), &merge(&counter_parts).unwrap()).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        joined.check_unique_runs().unwrap();
+        let by = |metric: &str| {
+            joined
+                .samples
+                .iter()
+                .filter(|s| joined.series_of(s).key.metric == metric)
+                .map(|s| (s.run, s.value))
+                .collect::<Vec<_>>()
+        };
+        // Run k of each metric is the same occurrence: repetition k/2, occurrence k%2.
+        assert_eq!(by(DEFAULT_METRIC), [(0, 100.0), (1, 101.0), (2, 110.0), (3, 111.0)]);
+        assert_eq!(
+            by("dram__bytes_read.sum"),
+            [(0, 1e6), (1, 1e6 + 1.0), (2, 1e6 + 10.0), (3, 1e6 + 11.0)]
+        );
+        let units: Vec<_> = joined.series.iter().map(|s| s.unit.as_str()).collect();
+        assert_eq!(units, ["ns", "byte"]);
+        let processed = process(&joined, &ProcessOptions::default()).unwrap();
+        assert_eq!(processed.rows.len(), 2);
+
+        // A counter launch that saw one occurrence fewer is reported.
+        let mut short = RawResults::new();
+        sample(&mut short, "mm", "dram__bytes_read.sum", "byte", 0, 1.0);
+        let (_, warnings) = join_counters(&merge(&timing_parts[..1]).unwrap(), &short).unwrap();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains("1 occurrence(s), the timing launches 2"),
+            "{}",
+            warnings[0]
+        );
+        // No counters at all: nothing to warn about, the timing table unchanged.
+        let (j, w) = join_counters(&merge(&timing_parts).unwrap(), &RawResults::new()).unwrap();
+        assert!(w.is_empty());
+        assert_eq!(j.samples.len(), 4);
     }
 
     #[test]

@@ -19,9 +19,21 @@
 //! (newline-separated patterns), `KPROF_RUN_VERBOSE` (messages on stderr, prefixed `kprof:`;
 //! nothing is ever printed to stdout), `KPROF_CUPTI_PATH`.
 //!
+//! Counter launch (`kprof run --metrics`): `KPROF_RUN_METRICS` (comma-separated ncu metric
+//! names; `gpu__time_duration.sum` is ignored there), `KPROF_RUN_REPLAY_MODE` (`kernel`, the only
+//! mode), `KPROF_RUN_COUNTER_RANGES` (kernels per counter-data image, default 4096). The library
+//! then also enables the CUPTI Range Profiler in kernel replay on the first context that launches
+//! a kernel, decodes and restarts the counter-data image whenever it is full, and at exit writes
+//! counter samples instead of durations (the durations of a kernel-replayed run are not honest);
+//! see [`counters`] for the CUPTI call order and the matching of ranges to kernels. Its errors
+//! (e.g. `CUPTI_ERROR_INSUFFICIENT_PRIVILEGES`, with what to change) go to the status file's
+//! `errors`, its counts to `counters`.
+//!
 //! Limits: results are written by `atexit`, so a process that ends with `_exit`, `abort` or a
 //! signal writes nothing; kernels still running at exit are waited for only in the current
-//! context.
+//! context. Counters: one context per process is profiled; the exit handler decodes the last
+//! counter-data image from the thread that runs `atexit`, which must be able to use the profiled
+//! context (the main thread of the usual single-context program).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -35,14 +47,21 @@ use kprof_core::{DeviceInfo, ExtraValue};
 use serde::Serialize;
 
 pub mod book;
+pub mod counters;
 pub mod nvtx_abi;
 pub mod report;
 
+/// Env var: the output directory (or file name stem) of the per-process files.
 pub const ENV_OUTPUT: &str = "KPROF_RUN_OUTPUT";
+/// Env var: the benchmark name of the samples.
 pub const ENV_BENCHMARK: &str = "KPROF_RUN_BENCHMARK";
+/// Env var: how kernels become annotations (`nvtx`, `kernel`, `both`).
 pub const ENV_GROUP_BY: &str = "KPROF_RUN_GROUP_BY";
+/// Env var: newline-separated NVTX range patterns to keep.
 pub const ENV_NVTX_INCLUDE: &str = "KPROF_RUN_NVTX_INCLUDE";
+/// Env var: newline-separated NVTX range patterns to drop.
 pub const ENV_NVTX_EXCLUDE: &str = "KPROF_RUN_NVTX_EXCLUDE";
+/// Env var: messages on stderr when set (not `0`).
 pub const ENV_VERBOSE: &str = "KPROF_RUN_VERBOSE";
 /// The NVTX range the self-test pushes (removed from the results).
 pub const SELFTEST_RANGE: &str = "kprof_inject_selftest";
@@ -144,8 +163,19 @@ pub extern "C" fn InitializeInjection() -> i32 {
         let Some(c) = cupti() else { return };
         match ActivitySession::start_with(c) {
             Ok(s) => {
-                *SESSION.lock().unwrap_or_else(|p| p.into_inner()) = Some(s);
                 log!("CUPTI activity collection started");
+                match counters::CounterRequest::from_env() {
+                    Ok(None) => {}
+                    Ok(Some(req)) => {
+                        let names = req.metrics.join(",");
+                        match counters::install(&s, c, req) {
+                            Ok(()) => log!("counter collection armed (kernel replay): {names}"),
+                            Err(e) => error(e),
+                        }
+                    }
+                    Err(e) => error(e.to_string()),
+                }
+                *SESSION.lock().unwrap_or_else(|p| p.into_inner()) = Some(s);
             }
             Err(e) => error(format!("cannot start CUPTI activity collection: {e}")),
         }
@@ -248,6 +278,8 @@ struct Status {
     anomalies: book::Anomalies,
     stats: report::BuildStats,
     device: Option<DeviceInfo>,
+    /// The counter collection (`kprof run --metrics`), when this was a counter launch.
+    counters: Option<counters::CounterStatus>,
     raw_csv: Option<String>,
     warnings: Vec<String>,
     errors: Vec<String>,
@@ -310,12 +342,14 @@ fn device_context() -> (DeviceInfo, Vec<(String, ExtraValue)>) {
 fn write_results() {
     let pid = std::process::id();
     let cuda = with_proc(|p| p.cuda_injected);
+    // The counter collection first: its last decode synchronizes the profiled context.
+    let outcome = counters::take_outcome();
     let (device, extras) = if cuda {
         device_context()
     } else {
         (DeviceInfo::default(), Vec::new())
     };
-    let batch = {
+    let mut batch = {
         let mut s = SESSION.lock().unwrap_or_else(|p| p.into_inner());
         match s.as_mut().map(|s| s.flush()) {
             Some(Ok(b)) => b,
@@ -354,7 +388,16 @@ fn write_results() {
         config: Default::default(),
         extras,
     };
-    let (raw, stats) = report::build_raw(&ranges, &batch, group_by, &filter, &ctx);
+    let (raw, stats, counter_status) = match outcome {
+        None => {
+            let (raw, stats) = report::build_raw(&ranges, &batch, group_by, &filter, &ctx);
+            (raw, stats, None)
+        }
+        Some(o) => {
+            let (raw, stats, status) = counter_samples(o, &ranges, &mut batch, group_by, &filter, &ctx);
+            (raw, stats, Some(status))
+        }
+    };
     if cuda && NVTX_INITS.load(Ordering::SeqCst) <= 1 && ranges.is_empty() && stats.kernels > 0 {
         log!("no NVTX ranges from the program: kernels are grouped by name");
     }
@@ -409,6 +452,7 @@ fn write_results() {
         anomalies,
         stats,
         device: cuda.then_some(device),
+        counters: counter_status,
         raw_csv,
         warnings,
         errors,
@@ -420,6 +464,51 @@ fn write_results() {
             }
         }
         Err(e) => log!("cannot serialise the status: {e}"),
+    }
+}
+
+/// The samples of a counter launch: the kernels grouped as in the timing launch, one counter
+/// sample per group and metric; errors go to the status file.
+fn counter_samples(
+    o: counters::Outcome,
+    ranges: &[book::RangeOcc],
+    batch: &mut kprof::cupti::records::ActivityBatch,
+    group_by: report::GroupBy,
+    filter: &report::Filter,
+    ctx: &report::SampleContext,
+) -> (kprof_core::RawResults, report::BuildStats, counters::CounterStatus) {
+    let mut status = o.status;
+    if let Some(e) = &o.error {
+        // An install failure is already in the errors.
+        if !with_proc(|p| p.errors.contains(e)) {
+            error(e.clone());
+        }
+    }
+    // Kernel replay may report a kernel more than once.
+    let mut seen = std::collections::HashSet::new();
+    batch.kernels.retain(|k| seen.insert(counters::kernel_key(k)));
+    let (groups, mut stats) = report::group_kernels(ranges, batch, group_by, filter);
+    if o.error.is_some() {
+        return (Default::default(), stats, status);
+    }
+    if !o.ranges.is_empty() && o.metrics.iter().any(|m| m.unit.is_empty()) {
+        warning("the units of the counter metrics could not be read from the host API".into());
+    }
+    match counters::map_ranges(&batch.kernels, &o.ranges) {
+        Ok(map) => {
+            status.kernels_matched = map.len();
+            let (raw, warnings) = counters::build_counter_raw(&groups, &map, &o.metrics, ctx);
+            for w in warnings {
+                warning(w);
+            }
+            stats.samples = raw.samples.len();
+            status.samples = raw.samples.len();
+            (raw, stats, status)
+        }
+        Err(e) => {
+            error(e.to_string());
+            (Default::default(), stats, status)
+        }
     }
 }
 

@@ -1,5 +1,9 @@
 //! From NVTX range occurrences and CUPTI kernel records to raw samples (pure).
 //!
+//! [`group_kernels`] decides which kernels make one run of which annotation; [`build_raw`] turns
+//! the groups into timing samples, [`crate::counters::build_counter_raw`] into counter samples
+//! (the counter launch of `kprof run --metrics`), so both tiers share their keys.
+//!
 //! - Every kept range occurrence is one run of the region named by the range (annotation = the
 //!   range's message; the domain is not part of the name). Its value is the summed GPU time
 //!   (`gpu__time_duration.sum`, ns) of the kernels launched inside it, found by
@@ -124,42 +128,33 @@ pub fn kernel_label(kernels: &[KernelRecord]) -> String {
     }
 }
 
-/// Builds the raw samples of one process.
-pub fn build_raw(
+/// The kernels of one run of one annotation: a kept NVTX range occurrence, or one kernel
+/// grouped by its name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    /// The annotation (range name or kernel name).
+    pub annotation: String,
+    /// Its kernels, in the order the attribution gives (launch order within a range).
+    pub kernels: Vec<KernelRecord>,
+}
+
+/// Groups the kernels of one process into runs of annotations (see the module docs), in the
+/// order samples are written: kept ranges with kernels by start, then kernels by name by GPU
+/// start. The timing samples ([`build_raw`]) and the counter samples
+/// ([`crate::counters::build_counter_raw`]) both come from these groups, so the n-th run of an
+/// annotation is the same region occurrence in both.
+pub fn group_kernels(
     ranges: &[RangeOcc],
     batch: &ActivityBatch,
     group_by: GroupBy,
     filter: &Filter,
-    ctx: &SampleContext,
-) -> (RawResults, BuildStats) {
-    let mut raw = RawResults::new();
+) -> (Vec<Group>, BuildStats) {
+    let mut groups = Vec::new();
     let mut stats = BuildStats {
         ranges_total: ranges.len(),
         kernels: batch.kernels.len(),
         ..Default::default()
     };
-    let extras: Vec<(&str, ExtraValue)> = ctx.extras.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
-    let mut runs: HashMap<String, u32> = HashMap::new();
-    let mut push = |raw: &mut RawResults, annotation: &str, kernels: &[KernelRecord]| {
-        let run = runs.entry(annotation.to_string()).or_insert(0);
-        let value: u64 = kernels.iter().map(KernelRecord::duration_ns).sum();
-        let label = kernel_label(kernels);
-        // One unit for every sample: cannot fail.
-        let _ = raw.push(&SampleRecord {
-            benchmark: &ctx.benchmark,
-            annotation,
-            config: &ctx.config,
-            run: *run,
-            metric: DEFAULT_METRIC,
-            value: value as f64,
-            unit: "ns",
-            kernel: &label,
-            device: &ctx.device,
-            extras: &extras,
-        });
-        *run += 1;
-    };
-
     let use_ranges = matches!(group_by, GroupBy::Nvtx | GroupBy::Both);
     let mut outside: Vec<KernelRecord> = batch.kernels.clone();
     if use_ranges {
@@ -194,7 +189,10 @@ pub fn build_raw(
         for r in &kept {
             if let Some(ks) = att.by_region.get(&r.id).filter(|ks| !ks.is_empty()) {
                 stats.ranges_with_kernels += 1;
-                push(&mut raw, &r.name, ks);
+                groups.push(Group {
+                    annotation: r.name.clone(),
+                    kernels: ks.clone(),
+                });
             }
         }
         outside = att.unattributed;
@@ -209,7 +207,55 @@ pub fn build_raw(
     let mut ordered: Vec<&KernelRecord> = by_name.iter().collect();
     ordered.sort_by_key(|k| (k.start_ns, k.correlation_id));
     for k in ordered {
-        push(&mut raw, &k.name, std::slice::from_ref(k));
+        groups.push(Group {
+            annotation: k.name.clone(),
+            kernels: vec![k.clone()],
+        });
+    }
+    (groups, stats)
+}
+
+/// Run indices of `groups`: the n-th group of an annotation is its run n.
+pub fn run_indices(groups: &[Group]) -> Vec<u32> {
+    let mut runs: HashMap<&str, u32> = HashMap::new();
+    groups
+        .iter()
+        .map(|g| {
+            let r = runs.entry(g.annotation.as_str()).or_insert(0);
+            *r += 1;
+            *r - 1
+        })
+        .collect()
+}
+
+/// Builds the raw samples of one process (timing: `gpu__time_duration.sum`, the summed GPU time
+/// of each group's kernels, ns).
+pub fn build_raw(
+    ranges: &[RangeOcc],
+    batch: &ActivityBatch,
+    group_by: GroupBy,
+    filter: &Filter,
+    ctx: &SampleContext,
+) -> (RawResults, BuildStats) {
+    let (groups, mut stats) = group_kernels(ranges, batch, group_by, filter);
+    let mut raw = RawResults::new();
+    let extras: Vec<(&str, ExtraValue)> = ctx.extras.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
+    for (g, run) in groups.iter().zip(run_indices(&groups)) {
+        let value: u64 = g.kernels.iter().map(KernelRecord::duration_ns).sum();
+        let label = kernel_label(&g.kernels);
+        // One unit for every sample: cannot fail.
+        let _ = raw.push(&SampleRecord {
+            benchmark: &ctx.benchmark,
+            annotation: &g.annotation,
+            config: &ctx.config,
+            run,
+            metric: DEFAULT_METRIC,
+            value: value as f64,
+            unit: "ns",
+            kernel: &label,
+            device: &ctx.device,
+            extras: &extras,
+        });
     }
     stats.samples = raw.samples.len();
     (raw, stats)

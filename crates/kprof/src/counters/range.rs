@@ -133,6 +133,9 @@ pub struct RangeProfiler {
     config_image: Vec<u8>,
     passes: usize,
     mode: ReplayMode,
+    /// The counter-data image of a streaming collection ([`RangeProfiler::start_streaming`]) and
+    /// its capacity in ranges (without the spare slot).
+    stream: Option<(Vec<u8>, usize)>,
 }
 
 impl RangeProfiler {
@@ -184,6 +187,7 @@ impl RangeProfiler {
             config_image,
             passes,
             mode,
+            stream: None,
         })
     }
 
@@ -236,55 +240,8 @@ impl RangeProfiler {
         // H200: 4 kernels into a 2-range image gave 2 ranges and no error), so a range in the
         // spare slot is how an overflow shows.
         let user_max = max_ranges;
-        let max_ranges = max_ranges + 1;
-        let mut ptrs: Vec<*const c_char> = self.metrics_c.iter().map(|m| m.as_ptr()).collect();
-        let mut sz = CUpti_RangeProfiler_GetCounterDataSize_Params {
-            structSize: v13_0::RANGE_GET_COUNTER_DATA_SIZE,
-            pPriv: null_mut(),
-            pRangeProfilerObject: self.obj,
-            pMetricNames: ptrs.as_mut_ptr(),
-            numMetrics: ptrs.len(),
-            maxNumOfRanges: max_ranges,
-            maxNumRangeTreeNodes: u32::try_from(max_ranges).unwrap_or(u32::MAX),
-            counterDataSize: 0,
-        };
-        lib.check("cuptiRangeProfilerGetCounterDataSize", unsafe {
-            (lib.fns.rp_get_counter_data_size)(&mut sz)
-        })?;
-        let mut image = vec![0u8; sz.counterDataSize];
-        let mut init = CUpti_RangeProfiler_CounterDataImage_Initialize_Params {
-            structSize: v13_0::RANGE_COUNTER_DATA_IMAGE_INITIALIZE,
-            pPriv: null_mut(),
-            pRangeProfilerObject: self.obj,
-            counterDataSize: image.len(),
-            pCounterData: image.as_mut_ptr(),
-        };
-        lib.check("cuptiRangeProfilerCounterDataImageInitialize", unsafe {
-            (lib.fns.rp_counter_data_image_initialize)(&mut init)
-        })?;
-        let (range, replay) = match self.mode {
-            ReplayMode::Kernel => (CUPTI_AUTO_RANGE, CUPTI_KERNEL_REPLAY),
-            ReplayMode::User => (CUPTI_USER_RANGE, CUPTI_USER_REPLAY),
-        };
-        let mut cfg = CUpti_RangeProfiler_SetConfig_Params {
-            structSize: v13_0::RANGE_SET_CONFIG,
-            pPriv: null_mut(),
-            pRangeProfilerObject: self.obj,
-            configSize: self.config_image.len(),
-            pConfig: self.config_image.as_ptr(),
-            counterDataImageSize: image.len(),
-            pCounterDataImage: image.as_mut_ptr(),
-            range,
-            replayMode: replay,
-            maxRangesPerPass: max_ranges,
-            numNestingLevels: 1,
-            minNestingLevel: 1,
-            passIndex: 0,
-            targetNestingLevel: 1,
-        };
-        lib.check("cuptiRangeProfilerSetConfig", unsafe {
-            (lib.fns.rp_set_config)(&mut cfg)
-        })?;
+        let mut image = self.counter_data_image(max_ranges + 1)?;
+        self.set_config(&mut image, max_ranges + 1)?;
 
         let max_runs = self.passes.max(1) + 2;
         let mut runs = 0usize;
@@ -348,6 +305,84 @@ impl RangeProfiler {
                 break;
             }
         }
+        self.decode(&image, user_max)?;
+        let ranges = evaluate_counter_data(&self.host, &image, &self.metrics)?;
+        Ok(Recording {
+            chip: self.chip.clone(),
+            api_version: lib.api_version,
+            mode: self.mode,
+            metrics: self.metrics.clone(),
+            passes: self.passes,
+            closure_runs: runs,
+            config_image: self.config_image.clone(),
+            counter_availability: self.counter_availability.clone(),
+            counter_data: image,
+            ranges,
+        })
+    }
+
+    /// A counter-data image for `max_ranges` ranges (`GetCounterDataSize` + `CounterDataImageInitialize`).
+    fn counter_data_image(&self, max_ranges: usize) -> Result<Vec<u8>, CountersError> {
+        let lib = self.lib;
+        let mut ptrs: Vec<*const c_char> = self.metrics_c.iter().map(|m| m.as_ptr()).collect();
+        let mut sz = CUpti_RangeProfiler_GetCounterDataSize_Params {
+            structSize: v13_0::RANGE_GET_COUNTER_DATA_SIZE,
+            pPriv: null_mut(),
+            pRangeProfilerObject: self.obj,
+            pMetricNames: ptrs.as_mut_ptr(),
+            numMetrics: ptrs.len(),
+            maxNumOfRanges: max_ranges,
+            maxNumRangeTreeNodes: u32::try_from(max_ranges).unwrap_or(u32::MAX),
+            counterDataSize: 0,
+        };
+        lib.check("cuptiRangeProfilerGetCounterDataSize", unsafe {
+            (lib.fns.rp_get_counter_data_size)(&mut sz)
+        })?;
+        let mut image = vec![0u8; sz.counterDataSize];
+        let mut init = CUpti_RangeProfiler_CounterDataImage_Initialize_Params {
+            structSize: v13_0::RANGE_COUNTER_DATA_IMAGE_INITIALIZE,
+            pPriv: null_mut(),
+            pRangeProfilerObject: self.obj,
+            counterDataSize: image.len(),
+            pCounterData: image.as_mut_ptr(),
+        };
+        lib.check("cuptiRangeProfilerCounterDataImageInitialize", unsafe {
+            (lib.fns.rp_counter_data_image_initialize)(&mut init)
+        })?;
+        Ok(image)
+    }
+
+    /// `cuptiRangeProfilerSetConfig` for this profiler's mode, writing into `image`.
+    fn set_config(&self, image: &mut [u8], max_ranges: usize) -> Result<(), CountersError> {
+        let (range, replay) = match self.mode {
+            ReplayMode::Kernel => (CUPTI_AUTO_RANGE, CUPTI_KERNEL_REPLAY),
+            ReplayMode::User => (CUPTI_USER_RANGE, CUPTI_USER_REPLAY),
+        };
+        let mut cfg = CUpti_RangeProfiler_SetConfig_Params {
+            structSize: v13_0::RANGE_SET_CONFIG,
+            pPriv: null_mut(),
+            pRangeProfilerObject: self.obj,
+            configSize: self.config_image.len(),
+            pConfig: self.config_image.as_ptr(),
+            counterDataImageSize: image.len(),
+            pCounterDataImage: image.as_mut_ptr(),
+            range,
+            replayMode: replay,
+            maxRangesPerPass: max_ranges,
+            numNestingLevels: 1,
+            minNestingLevel: 1,
+            passIndex: 0,
+            targetNestingLevel: 1,
+        };
+        self.lib.check("cuptiRangeProfilerSetConfig", unsafe {
+            (self.lib.fns.rp_set_config)(&mut cfg)
+        })
+    }
+
+    /// `cuptiRangeProfilerDecodeData`, then the overflow checks: dropped ranges, or a range in
+    /// the spare slot beyond `user_max`, are [`CountersError::DroppedRanges`].
+    fn decode(&self, image: &[u8], user_max: usize) -> Result<(), CountersError> {
+        let lib = self.lib;
         let mut dec = CUpti_RangeProfiler_DecodeData_Params {
             structSize: v13_0::RANGE_DECODE_DATA,
             pPriv: null_mut(),
@@ -363,7 +398,7 @@ impl RangeProfiler {
                 capacity: user_max,
             });
         }
-        let total = lib.counter_data_num_ranges(&image)?;
+        let total = lib.counter_data_num_ranges(image)?;
         if total > user_max {
             // The spare slot was used: at least one range more than asked for, maybe more lost.
             return Err(CountersError::DroppedRanges {
@@ -371,19 +406,63 @@ impl RangeProfiler {
                 capacity: user_max,
             });
         }
-        let ranges = evaluate_counter_data(&self.host, &image, &self.metrics)?;
-        Ok(Recording {
-            chip: self.chip.clone(),
-            api_version: lib.api_version,
-            mode: self.mode,
-            metrics: self.metrics.clone(),
-            passes: self.passes,
-            closure_runs: runs,
-            config_image: self.config_image.clone(),
-            counter_availability: self.counter_availability.clone(),
-            counter_data: image,
-            ranges,
-        })
+        Ok(())
+    }
+
+    /// Starts a kernel-replay collection that is not bound to a closure (for an injected
+    /// library, where the workload is the rest of the program): a counter-data image for
+    /// `max_ranges` kernels plus a spare slot, `SetConfig` (AutoRange + KernelReplay) and
+    /// `cuptiRangeProfilerStart`. Every kernel launched on the context from now on is one range,
+    /// until [`RangeProfiler::stop_streaming`]. The caller counts its launches and stops (and
+    /// restarts) before `max_ranges` is exceeded; an overflow is reported by `stop_streaming`.
+    ///
+    /// Kernel replay only ([`CountersError::Usage`] otherwise, or when a collection is running).
+    pub fn start_streaming(&mut self, max_ranges: usize) -> Result<(), CountersError> {
+        if self.mode != ReplayMode::Kernel {
+            return Err(CountersError::Usage(
+                "streaming collection needs kernel replay (ReplayMode::Kernel)".into(),
+            ));
+        }
+        if self.stream.is_some() {
+            return Err(CountersError::Usage("a streaming collection is already running".into()));
+        }
+        if max_ranges == 0 {
+            return Err(CountersError::Usage("max_ranges must be at least 1".into()));
+        }
+        let mut image = self.counter_data_image(max_ranges + 1)?;
+        self.set_config(&mut image, max_ranges + 1)?;
+        let mut start = self.obj_params();
+        self.lib.check("cuptiRangeProfilerStart", unsafe {
+            (self.lib.fns.rp_start)(&mut start)
+        })?;
+        self.stream = Some((image, max_ranges));
+        Ok(())
+    }
+
+    /// Whether a streaming collection is running.
+    pub fn is_streaming(&self) -> bool {
+        self.stream.is_some()
+    }
+
+    /// Ends the collection of [`RangeProfiler::start_streaming`]: `cuptiRangeProfilerStop`,
+    /// `DecodeData` (synchronizes the context) and the evaluation of every range, in launch
+    /// order. More kernels than `max_ranges` are [`CountersError::DroppedRanges`].
+    pub fn stop_streaming(&mut self) -> Result<Vec<RangeResult>, CountersError> {
+        let Some((image, capacity)) = self.stream.take() else {
+            return Err(CountersError::Usage("no streaming collection is running".into()));
+        };
+        let lib = self.lib;
+        let mut stop = CUpti_RangeProfiler_Stop_Params {
+            structSize: v13_0::RANGE_STOP,
+            pPriv: null_mut(),
+            pRangeProfilerObject: self.obj,
+            passIndex: 0,
+            targetNestingLevel: 0,
+            isAllPassSubmitted: 0,
+        };
+        lib.check("cuptiRangeProfilerStop", unsafe { (lib.fns.rp_stop)(&mut stop) })?;
+        self.decode(&image, capacity)?;
+        evaluate_counter_data(&self.host, &image, &self.metrics)
     }
 }
 

@@ -107,8 +107,27 @@ fn buffer_layout() -> Layout {
     Layout::from_size_align(BUFFER_BYTES, BUFFER_ALIGN).expect("valid layout")
 }
 
-/// `CUpti_CallbackFunc` that ignores everything (the subscription only claims the slot).
-unsafe extern "C" fn noop_callback(_: *mut c_void, _: u32, _: u32, _: *const c_void) {}
+/// A function that receives the CUPTI callbacks of the session's subscriber (see
+/// [`set_callback_hook`]): `(domain, cbid, cbdata)` as CUPTI passes them (`CUpti_CallbackDomain`,
+/// `CUpti_CallbackId`, a pointer to the domain's callback data).
+pub type CallbackHook = fn(u32, u32, *const c_void);
+
+static HOOK: OnceLock<CallbackHook> = OnceLock::new();
+
+/// Installs the process's callback hook (once; a second call returns `false` and changes
+/// nothing). Only callbacks enabled with [`ActivitySession::enable_callback`] arrive. The hook
+/// runs on the thread that made the CUDA call; a panic in it is caught and ignored.
+pub fn set_callback_hook(hook: CallbackHook) -> bool {
+    HOOK.set(hook).is_ok()
+}
+
+/// `CUpti_CallbackFunc` of the subscription: forwards to the hook, if any (without one the
+/// subscription only claims the slot).
+unsafe extern "C" fn noop_callback(_: *mut c_void, domain: u32, cbid: u32, data: *const c_void) {
+    if let Some(h) = HOOK.get() {
+        let _ = catch_unwind(AssertUnwindSafe(|| h(domain, cbid, data)));
+    }
+}
 
 unsafe extern "C" fn buffer_requested(buf: *mut *mut u8, size: *mut usize, max: *mut usize) {
     let r = catch_unwind(|| {
@@ -377,6 +396,21 @@ impl ActivitySession {
             _ => enable_kinds()?,
         }
         Ok(())
+    }
+
+    /// `cuptiEnableCallback(1, subscriber, domain, cbid)`: delivers that callback to the hook of
+    /// [`set_callback_hook`]. Fails when this CUPTI lacks `cuptiEnableCallback`.
+    pub fn enable_callback(&self, domain: u32, cbid: u32) -> Result<(), EngineError> {
+        let c = self.cupti;
+        let Some(f) = c.fns.cuptiEnableCallback else {
+            return Err(EngineError::Unsupported(format!(
+                "{} has no cuptiEnableCallback",
+                c.path.display()
+            )));
+        };
+        c.check("cuptiEnableCallback", unsafe {
+            f(1, self.subscriber as *mut c_void, domain, cbid)
+        })
     }
 
     /// The loaded CUPTI this session uses.

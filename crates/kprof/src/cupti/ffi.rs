@@ -133,6 +133,8 @@ type FnGetNextRecord = unsafe extern "C" fn(*mut u8, usize, *mut *mut c_void) ->
 type FnGetNumDropped = unsafe extern "C" fn(*mut c_void, u32, *mut usize) -> CuptiResult;
 type FnGetTimestamp = unsafe extern "C" fn(*mut u64) -> CuptiResult;
 type FnFinalize = unsafe extern "C" fn() -> CuptiResult;
+/// `cuptiEnableCallback(enable, subscriber, domain, cbid)`.
+pub type FnEnableCallback = unsafe extern "C" fn(u32, SubscriberHandle, u32, u32) -> CuptiResult;
 
 /// Raw CUPTI function pointers, resolved once.
 #[derive(Debug, Clone, Copy)]
@@ -156,6 +158,8 @@ pub struct CuptiFns {
     pub cuptiActivityGetNumDroppedRecords: FnGetNumDropped,
     pub cuptiGetTimestamp: FnGetTimestamp,
     pub cuptiFinalize: FnFinalize,
+    /// `cuptiEnableCallback` (optional: only `kprof run --metrics` needs callbacks).
+    pub cuptiEnableCallback: Option<FnEnableCallback>,
 }
 
 /// The names of every symbol [`CuptiFns`] resolves (required ones first).
@@ -196,6 +200,7 @@ impl CuptiFns {
                 cuptiActivityGetNumDroppedRecords: lib.sym("cuptiActivityGetNumDroppedRecords")?,
                 cuptiGetTimestamp: lib.sym("cuptiGetTimestamp")?,
                 cuptiFinalize: lib.sym("cuptiFinalize")?,
+                cuptiEnableCallback: lib.opt_sym("cuptiEnableCallback"),
             })
         }
     }

@@ -1,0 +1,149 @@
+//! `kprof run --metrics` without a GPU: name checking with the CUPTI host library (the unpacked
+//! wheel; skipped with a printed reason without it) and the two launches per repetition.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use kprof::counters::MetricsCatalog;
+use kprof_cli::run_cmd::validate_metrics;
+
+fn wheel_dir() -> Option<PathBuf> {
+    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut c: Vec<PathBuf> = Vec::new();
+    if let Some(v) = std::env::var_os("KPROF_CUPTI_WHEEL_DIR").filter(|v| !v.is_empty()) {
+        c.push(v.into());
+    }
+    c.push(ws.join("target/cupti-wheel/unpacked"));
+    c.push("/tmp/cupti-wheel/unpacked".into());
+    let found = c.into_iter().find(|d| kprof::counters::cupti_in(d).is_some());
+    if found.is_none() {
+        eprintln!(
+            "SKIPPED: no unpacked nvidia-cuda-cupti wheel (set KPROF_CUPTI_WHEEL_DIR or run scripts/setup-dev.sh)"
+        );
+    }
+    found
+}
+
+fn kprof() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_kprof"));
+    c.env_remove("CUDA_INJECTION64_PATH")
+        .env_remove("NVTX_INJECTION64_PATH")
+        .env_remove("KPROF_INJECT_PATH")
+        .env_remove("KPROF_CUPTI_PATH")
+        .env_remove("KPROF_CHIP")
+        .env("KPROF_NO_DEVICE", "1");
+    c
+}
+
+#[test]
+fn metric_names_are_checked_with_the_chip_catalog() {
+    let Some(dir) = wheel_dir() else { return };
+    let lib = kprof::counters::cupti_in(&dir).unwrap();
+    let catalog = MetricsCatalog::open(&lib, "GH100").unwrap();
+    let units = validate_metrics(
+        &catalog,
+        &[
+            "dram__bytes_read.sum".into(),
+            "sm__throughput.avg.pct_of_peak_sustained_elapsed".into(),
+        ],
+    )
+    .unwrap();
+    assert_eq!(units[0], ("dram__bytes_read.sum".to_string(), "byte".to_string()));
+    assert_eq!(units[1].1, "%");
+    let e = validate_metrics(&catalog, &["dram__bytes_red.sum".into()]).unwrap_err();
+    let msg = format!("{e:#}");
+    assert!(
+        msg.contains("unknown metric \"dram__bytes_red.sum\"") && msg.contains("dram__bytes_read.sum"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn unknown_metric_exits_2_before_launching() {
+    let Some(dir) = wheel_dir() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let fake_lib = tmp.path().join("libkprof_inject.so");
+    std::fs::write(&fake_lib, b"").unwrap();
+    let marker = tmp.path().join("ran");
+    let o = kprof()
+        .env("KPROF_INJECT_PATH", &fake_lib)
+        .env("KPROF_CUPTI_WHEEL_DIR", &dir)
+        .env("KPROF_CHIP", "GH100")
+        .args(["run", "--metrics", "dram__bytes_red.sum", "--out"])
+        .arg(tmp.path().join("out"))
+        .args(["--", "touch"])
+        .arg(&marker)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("unknown metric \"dram__bytes_red.sum\"")
+            && err.contains("closest valid names: dram__bytes_read.sum"),
+        "{err}"
+    );
+    assert!(!marker.exists(), "the command must not run");
+}
+
+#[test]
+fn each_repetition_has_a_timing_and_a_counter_launch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fake_lib = tmp.path().join("libkprof_inject.so");
+    std::fs::write(&fake_lib, b"").unwrap();
+    let log = tmp.path().join("log");
+    let o = kprof()
+        .env("KPROF_INJECT_PATH", &fake_lib)
+        .args([
+            "run",
+            "--repeat",
+            "2",
+            "--metrics",
+            "dram__bytes_read.sum,gpu__time_duration.sum",
+            "--out",
+        ])
+        .arg(tmp.path().join("out"))
+        .args(["--", "sh", "-c"])
+        .arg(format!(
+            "echo \"$KPROF_RUN_METRICS|$KPROF_RUN_REPLAY_MODE|$(basename $KPROF_RUN_OUTPUT)\" >> {}",
+            log.display()
+        ))
+        .output()
+        .unwrap();
+    // No CUDA process: no results, exit 1; but both launches ran, in order.
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "||rep0\ndram__bytes_read.sum|kernel|rep0-counters\n||rep1\ndram__bytes_read.sum|kernel|rep1-counters\n"
+    );
+    // Only the timing metric: no counter launch.
+    std::fs::remove_file(&log).unwrap();
+    let o = kprof()
+        .env("KPROF_INJECT_PATH", &fake_lib)
+        .args(["run", "--metrics", "gpu__time_duration.sum", "--out"])
+        .arg(tmp.path().join("out"))
+        .args(["--", "sh", "-c"])
+        .arg(format!("echo \"$KPROF_RUN_METRICS|\" >> {}", log.display()))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "|\n");
+}
+
+#[test]
+fn range_replay_is_refused_at_parsing() {
+    let o = kprof()
+        .args([
+            "run",
+            "--metrics",
+            "dram__bytes_read.sum",
+            "--replay-mode",
+            "range",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("range replay is not available for `kprof run`"), "{err}");
+}

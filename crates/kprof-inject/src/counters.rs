@@ -1,0 +1,787 @@
+//! Hardware counters in the counter launch of `kprof run --metrics`.
+//!
+//! With `KPROF_RUN_METRICS` set, the library collects the named metrics with the CUPTI Range
+//! Profiler in kernel replay (AutoRange + KernelReplay: every kernel launched on the profiled
+//! context is one range; CUPTI saves, restores and replays each kernel once per pass, so the
+//! program runs once). Kernel replay perturbs GPU times, which is why `kprof run` uses a
+//! separate launch of the command for the counters and keeps the timing launch untouched.
+//!
+//! CUPTI call order (what the injected library does, in this order):
+//! 1. `InitializeInjection` (inside `cuInit`, no context yet): the activity session subscribes
+//!    as usual; [`install`] sets the subscriber's callback hook and enables the driver- and
+//!    runtime-API launch callbacks and `CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING`.
+//! 2. At the entry of the first kernel launch (a context is current then; CUPTI's own
+//!    `profiling_injection` sample starts its session at the same point): `cuptiProfilerInitialize`,
+//!    `cuptiDeviceGetChipName`, `cuptiProfilerGetCounterAvailability`, config image,
+//!    `cuptiRangeProfilerEnable(ctx)`, counter-data image for [`DEFAULT_CAPACITY`] ranges plus a
+//!    spare, `cuptiRangeProfilerSetConfig`, `cuptiRangeProfilerStart`
+//!    ([`kprof::counters::RangeProfiler::start_streaming`]).
+//! 3. At the entry of every launch: when the image already holds its capacity, `Stop`,
+//!    `DecodeData`, evaluation with the host API, and a new image + `SetConfig` + `Start`; then
+//!    the launch is counted. A launch is counted once even when the runtime call reaches the
+//!    driver (the outermost launch call of the thread counts).
+//! 4. At exit (or when the profiled context starts being destroyed): `Stop`, `DecodeData`,
+//!    evaluation, `cuptiRangeProfilerDisable`.
+//!
+//! The i-th profiled range is the i-th kernel of the process: the kernel activity records of the
+//! counter launch, deduplicated by (correlation id, graph node) and ordered by correlation id,
+//! are matched to the ranges by position ([`map_ranges`]); a count that differs is an error in the
+//! status file, never a silent shift. The kernels are then grouped exactly as the timing launch
+//! groups them ([`crate::report::group_kernels`]) and each group gets one sample per metric
+//! ([`build_counter_raw`]).
+//!
+//! Limits: one context (launches on another context are not profiled and are counted in the
+//! status); a CUDA graph launch counts as one launch for the image capacity (an image overflow is
+//! then an error, never silent); kernels launched by several threads at once are matched in
+//! correlation-id order, which is CUPTI's launch order only when launches do not race.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::Mutex;
+
+use kprof::counters::{CuptiLib, MetricsCatalog, RangeProfiler, ReplayMode};
+use kprof::cupti::ffi::{cbid, Cupti};
+use kprof::cupti::records::KernelRecord;
+use kprof_core::transforms::{record_combined, Reducer};
+use kprof_core::{ExtraValue, RawResults, SampleRecord, DEFAULT_METRIC};
+use serde::Serialize;
+
+use crate::report::{run_indices, Group, SampleContext};
+
+/// Env var: comma-separated metric names to collect (the counter launch of `kprof run --metrics`).
+pub const ENV_METRICS: &str = "KPROF_RUN_METRICS";
+/// Env var: the replay mode (`kernel`; the only one available for `kprof run`).
+pub const ENV_REPLAY_MODE: &str = "KPROF_RUN_REPLAY_MODE";
+/// Env var: ranges per counter-data image (default [`DEFAULT_CAPACITY`]).
+pub const ENV_CAPACITY: &str = "KPROF_RUN_COUNTER_RANGES";
+/// Kernels per counter-data image before it is decoded and restarted.
+pub const DEFAULT_CAPACITY: usize = 4096;
+
+/// `CUPTI_CB_DOMAIN_DRIVER_API`.
+const DOMAIN_DRIVER: u32 = 1;
+/// `CUPTI_CB_DOMAIN_RUNTIME_API`.
+const DOMAIN_RUNTIME: u32 = 2;
+/// `CUPTI_CB_DOMAIN_RESOURCE`.
+const DOMAIN_RESOURCE: u32 = 3;
+/// `CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING`.
+const CBID_CONTEXT_DESTROY_STARTING: u32 = 2;
+/// `CUPTI_API_ENTER`.
+const API_ENTER: u32 = 0;
+/// Byte offset of `CUpti_CallbackData::context` (x86-64: an enum and 4 pointers before it).
+const CALLBACK_DATA_CONTEXT_OFFSET: usize = 40;
+
+/// What the counter launch was asked for, from the environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CounterRequest {
+    /// Counter metric names (without `gpu__time_duration.sum`, which is the timing tier's).
+    pub metrics: Vec<String>,
+    /// Ranges per counter-data image.
+    pub capacity: usize,
+}
+
+/// A bad counter request in the environment.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    /// A replay mode other than `kernel`.
+    #[error(
+        "{ENV_REPLAY_MODE}={0:?}: kprof run collects counters in kernel replay only (range replay needs \
+         application replay, which the CUPTI Range Profiler does not offer); use kernel"
+    )]
+    ReplayMode(String),
+    /// A capacity that is not a positive number.
+    #[error("{ENV_CAPACITY}={0:?} is not a positive number of ranges")]
+    Capacity(String),
+}
+
+impl CounterRequest {
+    /// Parses the variables' values; `Ok(None)` when no counter metric is named.
+    pub fn parse(metrics: &str, mode: &str, capacity: &str) -> Result<Option<Self>, RequestError> {
+        let metrics: Vec<String> = metrics
+            .split(',')
+            .map(str::trim)
+            .filter(|m| !m.is_empty() && *m != DEFAULT_METRIC)
+            .map(String::from)
+            .collect();
+        if metrics.is_empty() {
+            return Ok(None);
+        }
+        match mode.trim() {
+            "" | "kernel" => {}
+            other => return Err(RequestError::ReplayMode(other.to_string())),
+        }
+        let capacity = match capacity.trim() {
+            "" => DEFAULT_CAPACITY,
+            c => c
+                .parse::<usize>()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| RequestError::Capacity(c.to_string()))?,
+        };
+        Ok(Some(CounterRequest { metrics, capacity }))
+    }
+
+    /// From the process environment.
+    pub fn from_env() -> Result<Option<Self>, RequestError> {
+        let get = |k: &str| std::env::var(k).unwrap_or_default();
+        Self::parse(&get(ENV_METRICS), &get(ENV_REPLAY_MODE), &get(ENV_CAPACITY))
+    }
+}
+
+/// The profiled ranges and the process's kernels do not pair up.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MapError {
+    /// Different counts: the i-th range cannot be the i-th kernel.
+    #[error(
+        "the counter launch recorded {kernels} kernel(s) but CUPTI profiled {ranges} range(s); the i-th range \
+         cannot be matched to the i-th kernel, so no counter value is written{}",
+        if kernels > ranges { " (kernels on another context, or launched before profiling started, are not profiled)" } else { "" }
+    )]
+    CountMismatch {
+        /// Distinct kernels in the activity records.
+        kernels: usize,
+        /// Ranges the Range Profiler returned.
+        ranges: usize,
+    },
+}
+
+/// The key of one kernel execution: (correlation id, graph node id).
+pub type KernelKey = (u32, u64);
+
+/// The key of a kernel record.
+pub fn kernel_key(k: &KernelRecord) -> KernelKey {
+    (k.correlation_id, k.graph_node_id)
+}
+
+/// The distinct kernels (by [`kernel_key`]) in launch order: correlation id, then GPU start.
+pub fn launch_order(kernels: &[KernelRecord]) -> Vec<&KernelRecord> {
+    let mut v: Vec<&KernelRecord> = kernels.iter().collect();
+    v.sort_by_key(|k| (k.correlation_id, k.start_ns, k.graph_node_id));
+    let mut seen = std::collections::HashSet::new();
+    v.retain(|k| seen.insert(kernel_key(k)));
+    v
+}
+
+/// Pairs the i-th range (values per metric, in profiling order) with the i-th kernel in launch
+/// order ([`launch_order`]). Both counts must be equal.
+pub fn map_ranges(kernels: &[KernelRecord], ranges: &[Vec<f64>]) -> Result<HashMap<KernelKey, Vec<f64>>, MapError> {
+    let order = launch_order(kernels);
+    if order.len() != ranges.len() {
+        return Err(MapError::CountMismatch {
+            kernels: order.len(),
+            ranges: ranges.len(),
+        });
+    }
+    Ok(order.into_iter().map(kernel_key).zip(ranges.iter().cloned()).collect())
+}
+
+/// Whether per-kernel values of a metric add up to the region's value (`.sum` rollups: counts,
+/// bytes, time). Other metrics (averages, ratios, percentages, rates) do not.
+pub fn is_additive(metric: &str) -> bool {
+    metric.ends_with(".sum")
+}
+
+/// One counter metric to write: name and unit (ncu's base spelling).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MetricUnit {
+    /// The ncu metric name.
+    pub name: String,
+    /// Its unit (`byte`, `ns`, `%`, ...; "" when unknown).
+    pub unit: String,
+}
+
+/// The counter samples of one process: per group (a run of an annotation, as in the timing
+/// samples) and metric, the kernels' values combined, with the per-kernel values in
+/// [`RawResults::kernel_breakdown`] when there are several. `.sum` metrics are summed; other
+/// metrics over several kernels are averaged (unweighted), with one warning per such metric.
+/// A kernel without a value (missing from `values`) makes its group's value NaN.
+pub fn build_counter_raw(
+    groups: &[Group],
+    values: &HashMap<KernelKey, Vec<f64>>,
+    metrics: &[MetricUnit],
+    ctx: &SampleContext,
+) -> (RawResults, Vec<String>) {
+    let mut raw = RawResults::new();
+    let mut warnings = Vec::new();
+    let extras: Vec<(&str, ExtraValue)> = ctx.extras.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
+    for (i, m) in metrics.iter().enumerate() {
+        let additive = is_additive(&m.name);
+        let mut averaged = false;
+        for (g, run) in groups.iter().zip(run_indices(groups)) {
+            let pairs: Vec<(&str, f64)> = g
+                .kernels
+                .iter()
+                .map(|k| {
+                    let v = values.get(&kernel_key(k)).and_then(|v| v.get(i)).copied();
+                    (k.name.as_str(), v.unwrap_or(f64::NAN))
+                })
+                .collect();
+            let reducer = if additive || pairs.len() < 2 {
+                Reducer::Sum
+            } else {
+                averaged = true;
+                Reducer::Mean
+            };
+            let rec = SampleRecord {
+                benchmark: &ctx.benchmark,
+                annotation: &g.annotation,
+                config: &ctx.config,
+                run,
+                metric: &m.name,
+                value: f64::NAN,
+                unit: &m.unit,
+                kernel: "",
+                device: &ctx.device,
+                extras: &extras,
+            };
+            // One unit per metric and groups are never empty: cannot fail.
+            let _ = record_combined(&mut raw, &rec, &pairs, &reducer);
+        }
+        if averaged {
+            warnings.push(format!(
+                "{} is not a .sum metric: regions with several kernels get the unweighted mean of their kernels",
+                m.name
+            ));
+        }
+    }
+    (raw, warnings)
+}
+
+/// The counter part of the status file.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CounterStatus {
+    /// Metric names and units.
+    pub metrics: Vec<MetricUnit>,
+    /// `kernel`.
+    pub replay_mode: &'static str,
+    /// Chip of the profiled device.
+    pub chip: Option<String>,
+    /// Ranges per counter-data image.
+    pub capacity: usize,
+    /// Kernel launches counted on the profiled context.
+    pub launches: u64,
+    /// Launches on other contexts (not profiled).
+    pub other_context_launches: u64,
+    /// Launch calls made while no context was current (not profiled).
+    pub launches_without_context: u64,
+    /// Counter-data images decoded.
+    pub images_decoded: usize,
+    /// Ranges returned by CUPTI.
+    pub ranges: usize,
+    /// Kernels matched to a range.
+    pub kernels_matched: usize,
+    /// Counter samples written.
+    pub samples: usize,
+}
+
+/// The Range Profiler of the profiled context.
+struct Profiler(RangeProfiler);
+// SAFETY: the Range Profiler object is a CUPTI handle; it is only used under the `LIVE` mutex.
+unsafe impl Send for Profiler {}
+
+/// The running collection.
+#[derive(Default)]
+struct Live {
+    request: Option<CounterRequest>,
+    cupti: Option<&'static Cupti>,
+    profiler: Option<Profiler>,
+    lib: Option<&'static CuptiLib>,
+    ctx: usize,
+    in_image: usize,
+    ranges: Vec<Vec<f64>>,
+    status: CounterStatus,
+    finished: bool,
+    error: Option<String>,
+}
+
+static LIVE: Mutex<Option<Live>> = Mutex::new(None);
+
+thread_local! {
+    /// Nesting depth of launch calls on this thread (runtime call → driver call).
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// Whether the outermost launch call of this thread was counted.
+    static COUNTED: Cell<bool> = const { Cell::new(false) };
+    /// Set while this thread is inside the hook (CUPTI calls made from it never re-enter).
+    static IN_HOOK: Cell<bool> = const { Cell::new(false) };
+}
+
+fn with_live<T>(f: impl FnOnce(&mut Live) -> T) -> Option<T> {
+    let mut g = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+    g.as_mut().map(f)
+}
+
+/// Whether a counter collection was installed in this process.
+pub fn active() -> bool {
+    with_live(|_| ()).is_some()
+}
+
+/// Sets the callback hook and enables the callbacks the collection needs on the activity
+/// session's subscriber (step 1 of the module docs). A failure is also kept as the collection's
+/// error, so the process writes no counter value.
+pub fn install(
+    session: &kprof::cupti::ActivitySession,
+    cupti: &'static Cupti,
+    request: CounterRequest,
+) -> Result<(), String> {
+    let r = install_inner(session, cupti, request);
+    if let Err(e) = &r {
+        with_live(|l| fail(l, e.clone()));
+    }
+    r
+}
+
+fn install_inner(
+    session: &kprof::cupti::ActivitySession,
+    cupti: &'static Cupti,
+    request: CounterRequest,
+) -> Result<(), String> {
+    *LIVE.lock().unwrap_or_else(|p| p.into_inner()) = Some(Live {
+        status: CounterStatus {
+            replay_mode: ReplayMode::Kernel.as_str(),
+            capacity: request.capacity,
+            metrics: request
+                .metrics
+                .iter()
+                .map(|m| MetricUnit {
+                    name: m.clone(),
+                    unit: String::new(),
+                })
+                .collect(),
+            ..Default::default()
+        },
+        request: Some(request),
+        cupti: Some(cupti),
+        ..Default::default()
+    });
+    if !kprof::cupti::collector::set_callback_hook(hook) {
+        return Err("the CUPTI callback hook was already set".into());
+    }
+    let mut enable = vec![(DOMAIN_RESOURCE, CBID_CONTEXT_DESTROY_STARTING)];
+    enable.extend(cbid::LAUNCH_CBIDS.iter().map(|&c| (DOMAIN_DRIVER, c)));
+    enable.extend(cbid::RUNTIME_LAUNCH_CBIDS.iter().map(|&c| (DOMAIN_RUNTIME, c)));
+    for (domain, id) in enable {
+        // Launch ids this CUPTI does not know fail harmlessly; the resource callback must work.
+        if let Err(e) = session.enable_callback(domain, id) {
+            if domain == DOMAIN_RESOURCE || id == cbid::CU_LAUNCH_KERNEL {
+                return Err(format!("cannot enable CUPTI callbacks for the counter collection: {e}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The CUPTI callback hook (runs on the thread of the CUDA call).
+fn hook(domain: u32, id: u32, data: *const c_void) {
+    if data.is_null() || IN_HOOK.with(Cell::get) {
+        return;
+    }
+    /// Clears `IN_HOOK` however the hook ends (a panic is caught by the collector's callback).
+    struct Leave;
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            IN_HOOK.with(|h| h.set(false));
+        }
+    }
+    IN_HOOK.with(|h| h.set(true));
+    let _leave = Leave;
+    match domain {
+        DOMAIN_RESOURCE if id == CBID_CONTEXT_DESTROY_STARTING => {
+            // CUpti_ResourceData: the context is the first field.
+            let ctx = unsafe { *(data as *const usize) };
+            with_live(|l| {
+                if l.profiler.is_some() && l.ctx == ctx {
+                    finish_live(l);
+                }
+            });
+        }
+        DOMAIN_DRIVER | DOMAIN_RUNTIME => {
+            // CUpti_CallbackData: callbackSite first, the current context at a fixed offset.
+            let site = unsafe { *(data as *const u32) };
+            let ctx = unsafe { *((data as *const u8).add(CALLBACK_DATA_CONTEXT_OFFSET) as *const usize) };
+            if site == API_ENTER {
+                let depth = DEPTH.with(|d| {
+                    d.set(d.get() + 1);
+                    d.get()
+                });
+                if depth == 1 {
+                    COUNTED.with(|c| c.set(false));
+                }
+                if ctx != 0 && !COUNTED.with(Cell::get) {
+                    COUNTED.with(|c| c.set(true));
+                    with_live(|l| on_launch(l, ctx));
+                }
+            } else {
+                let depth = DEPTH.with(|d| {
+                    d.set(d.get().saturating_sub(1));
+                    d.get()
+                });
+                if depth == 0 && !COUNTED.with(Cell::get) {
+                    with_live(|l| l.status.launches_without_context += 1);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn fail(l: &mut Live, msg: String) {
+    if l.error.is_none() {
+        l.error = Some(msg);
+    }
+}
+
+/// Steps 2 and 3 of the module docs, at the entry of one launch on `ctx`.
+fn on_launch(l: &mut Live, ctx: usize) {
+    if l.error.is_some() || l.finished {
+        return;
+    }
+    if l.profiler.is_none() {
+        if let Err(e) = start_profiler(l, ctx) {
+            fail(l, e);
+            return;
+        }
+    }
+    if l.ctx != ctx {
+        l.status.other_context_launches += 1;
+        return;
+    }
+    let capacity = l.status.capacity;
+    if l.in_image >= capacity {
+        let Some(Profiler(rp)) = l.profiler.as_mut() else {
+            return;
+        };
+        let restarted = rp.stop_streaming().and_then(|r| {
+            let n = r.len();
+            l.ranges
+                .extend(r.into_iter().map(|x| x.values.into_iter().map(|(_, v)| v).collect()));
+            rp.start_streaming(capacity).map(|()| n)
+        });
+        match restarted {
+            Ok(_) => {
+                l.status.images_decoded += 1;
+                l.in_image = 0;
+            }
+            Err(e) => {
+                fail(
+                    l,
+                    format!("counter collection: decoding a full counter-data image failed: {e}"),
+                );
+                return;
+            }
+        }
+    }
+    l.in_image += 1;
+    l.status.launches += 1;
+}
+
+fn start_profiler(l: &mut Live, ctx: usize) -> Result<(), String> {
+    let (Some(cupti), Some(req)) = (l.cupti, l.request.as_ref()) else {
+        return Err("counter collection: not installed".into());
+    };
+    let lib = CuptiLib::load(cupti.path).map_err(|e| format!("counter collection: {e}"))?;
+    let driver = kprof::Driver::load(&kprof::loader::SearchEnv::from_process())
+        .map_err(|e| format!("counter collection: cannot load the CUDA driver: {e}"))?;
+    let ordinal = driver
+        .current_device()
+        .map_err(|e| format!("counter collection: no current device at the first launch: {e}"))?;
+    let mut rp = RangeProfiler::new(lib, ctx as _, ordinal as usize, &req.metrics, ReplayMode::Kernel)
+        .map_err(|e| format!("cannot start the CUPTI Range Profiler: {e}"))?;
+    rp.start_streaming(req.capacity)
+        .map_err(|e| format!("cannot start the CUPTI Range Profiler: {e}"))?;
+    l.status.chip = Some(rp.chip().to_string());
+    l.lib = Some(lib);
+    l.ctx = ctx;
+    l.profiler = Some(Profiler(rp));
+    Ok(())
+}
+
+/// Step 4: the last image, then the profiler is disabled (idempotent).
+fn finish_live(l: &mut Live) {
+    if l.finished {
+        return;
+    }
+    l.finished = true;
+    if let Some(Profiler(mut rp)) = l.profiler.take() {
+        if rp.is_streaming() {
+            match rp.stop_streaming() {
+                Ok(r) => {
+                    l.status.images_decoded += 1;
+                    l.ranges
+                        .extend(r.into_iter().map(|x| x.values.into_iter().map(|(_, v)| v).collect()));
+                }
+                Err(e) => fail(
+                    l,
+                    format!("counter collection: decoding the counter data at exit failed: {e}"),
+                ),
+            }
+        }
+        drop(rp);
+    }
+}
+
+/// What the collection gave, taken at exit.
+pub struct Outcome {
+    /// Values per range (one per metric, in the request's order), in profiling order.
+    pub ranges: Vec<Vec<f64>>,
+    /// Metric names and units.
+    pub metrics: Vec<MetricUnit>,
+    /// The status so far (the caller fills the matching counts).
+    pub status: CounterStatus,
+    /// The first error (the collection stopped there).
+    pub error: Option<String>,
+}
+
+/// Finishes the collection (if the program's context is still alive) and takes its results;
+/// `None` when no collection was installed.
+pub fn take_outcome() -> Option<Outcome> {
+    // CUPTI calls below must not re-enter the hook on this thread (it would wait for LIVE).
+    let was_in_hook = IN_HOOK.with(|h| h.replace(true));
+    let out = with_live(|l| {
+        finish_live(l);
+        let units = match (l.lib, &l.status.chip) {
+            (Some(lib), Some(chip)) => MetricsCatalog::with_lib(lib, chip, None)
+                .and_then(|c| c.validate(&l.request.as_ref().map(|r| r.metrics.clone()).unwrap_or_default()))
+                .map(|infos| infos.into_iter().map(|i| i.properties.dim_unit).collect::<Vec<_>>())
+                .ok(),
+            _ => None,
+        };
+        if let Some(units) = units {
+            for (m, u) in l.status.metrics.iter_mut().zip(units) {
+                m.unit = u;
+            }
+        }
+        l.status.ranges = l.ranges.len();
+        Outcome {
+            ranges: std::mem::take(&mut l.ranges),
+            metrics: l.status.metrics.clone(),
+            status: l.status.clone(),
+            error: l.error.clone(),
+        }
+    });
+    IN_HOOK.with(|h| h.set(was_in_hook));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::book::RangeOcc;
+    use crate::report::{group_kernels, Filter, GroupBy};
+    use kprof::cupti::records::{ActivityBatch, ApiRecord};
+
+    fn kernel(corr: u32, name: &str, start: u64, dur: u64) -> KernelRecord {
+        KernelRecord {
+            start_ns: start,
+            end_ns: start + dur,
+            device_id: 0,
+            context_id: 1,
+            stream_id: 7,
+            correlation_id: corr,
+            grid_id: corr as i64,
+            graph_id: 0,
+            graph_node_id: 0,
+            name: name.to_string(),
+        }
+    }
+    fn launch(corr: u32, t: u64) -> ApiRecord {
+        ApiRecord {
+            kind: 4,
+            cbid: 307,
+            start_ns: t,
+            end_ns: t + 5,
+            process_id: 1,
+            thread_id: 1,
+            correlation_id: corr,
+        }
+    }
+    fn range(id: u64, parent: Option<u64>, name: &str, s: u64, e: u64) -> RangeOcc {
+        RangeOcc {
+            id,
+            parent,
+            thread: 1,
+            domain: String::new(),
+            name: name.into(),
+            start_ns: s,
+            end_ns: e,
+            push_pop: true,
+        }
+    }
+
+    #[test]
+    fn request_parsing() {
+        assert_eq!(CounterRequest::parse("", "", ""), Ok(None));
+        assert_eq!(CounterRequest::parse("gpu__time_duration.sum", "", ""), Ok(None));
+        let r = CounterRequest::parse(
+            " dram__bytes_read.sum, gpu__time_duration.sum,sm__cycles_elapsed.avg ",
+            "",
+            "",
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(r.metrics, ["dram__bytes_read.sum", "sm__cycles_elapsed.avg"]);
+        assert_eq!(r.capacity, DEFAULT_CAPACITY);
+        assert_eq!(
+            CounterRequest::parse("a.sum", "kernel", "16")
+                .unwrap()
+                .unwrap()
+                .capacity,
+            16
+        );
+        assert!(matches!(
+            CounterRequest::parse("a.sum", "range", ""),
+            Err(RequestError::ReplayMode(_))
+        ));
+        assert!(matches!(
+            CounterRequest::parse("a.sum", "", "0"),
+            Err(RequestError::Capacity(_))
+        ));
+    }
+
+    #[test]
+    fn ranges_map_to_kernels_in_launch_order() {
+        // Records arrive out of order and one is reported twice (kernel replay).
+        let ks = vec![
+            kernel(12, "b", 200, 5),
+            kernel(10, "a", 100, 5),
+            kernel(12, "b", 200, 5),
+            kernel(15, "c", 300, 5),
+        ];
+        let ranges = vec![vec![1.0], vec![2.0], vec![3.0]];
+        let m = map_ranges(&ks, &ranges).unwrap();
+        assert_eq!(m[&(10, 0)], [1.0]);
+        assert_eq!(m[&(12, 0)], [2.0]);
+        assert_eq!(m[&(15, 0)], [3.0]);
+        // Kernels of one graph launch share the correlation id and differ by node.
+        let mut g1 = kernel(20, "g", 400, 1);
+        g1.graph_node_id = 2;
+        let mut g2 = kernel(20, "g", 410, 1);
+        g2.graph_node_id = 1;
+        let m = map_ranges(&[g2.clone(), g1.clone()], &[vec![7.0], vec![8.0]]).unwrap();
+        assert_eq!(m[&(20, 2)], [7.0]);
+        assert_eq!(m[&(20, 1)], [8.0]);
+    }
+
+    #[test]
+    fn more_kernels_than_ranges_is_an_error() {
+        let ks = vec![kernel(1, "a", 0, 1), kernel(2, "b", 10, 1), kernel(3, "c", 20, 1)];
+        let e = map_ranges(&ks, &[vec![1.0], vec![2.0]]).unwrap_err();
+        assert_eq!(e, MapError::CountMismatch { kernels: 3, ranges: 2 });
+        assert!(e.to_string().contains("another context"), "{e}");
+        let e = map_ranges(&ks[..1], &[vec![1.0], vec![2.0]]).unwrap_err();
+        assert_eq!(e, MapError::CountMismatch { kernels: 1, ranges: 2 });
+        assert!(map_ranges(&[], &[]).unwrap().is_empty());
+    }
+
+    /// Two occurrences of "step" (each holding "mm"), plus one kernel launched outside.
+    fn fixture() -> (Vec<RangeOcc>, ActivityBatch) {
+        let ranges = vec![
+            range(1, None, "step", 100, 200),
+            range(2, Some(1), "mm", 110, 150),
+            range(3, None, "step", 300, 400),
+            range(4, Some(3), "mm", 310, 350),
+        ];
+        let batch = ActivityBatch {
+            kernels: vec![
+                kernel(1, "gemm", 1000, 50),
+                kernel(2, "relu", 1100, 10),
+                kernel(3, "gemm", 2000, 60),
+                kernel(4, "relu", 2100, 11),
+                kernel(5, "copy", 3000, 7),
+            ],
+            launches: vec![
+                launch(1, 120),
+                launch(2, 160),
+                launch(3, 320),
+                launch(4, 360),
+                launch(5, 500),
+            ],
+            external: vec![],
+        };
+        (ranges, batch)
+    }
+
+    fn values(raw: &RawResults, annotation: &str, metric: &str) -> Vec<(u32, f64)> {
+        raw.samples
+            .iter()
+            .filter(|s| {
+                let k = &raw.series_of(s).key;
+                k.annotation == annotation && k.metric == metric
+            })
+            .map(|s| (s.run, s.value))
+            .collect()
+    }
+
+    #[test]
+    fn counter_samples_follow_the_timing_groups() {
+        let (ranges, batch) = fixture();
+        let (groups, _) = group_kernels(&ranges, &batch, GroupBy::Nvtx, &Filter::default());
+        // Per kernel: bytes read (additive) and an average.
+        let per_range = vec![
+            vec![100.0, 10.0],
+            vec![20.0, 30.0],
+            vec![110.0, 12.0],
+            vec![21.0, 40.0],
+            vec![5.0, 50.0],
+        ];
+        let map = map_ranges(&batch.kernels, &per_range).unwrap();
+        let metrics = vec![
+            MetricUnit {
+                name: "dram__bytes_read.sum".into(),
+                unit: "byte".into(),
+            },
+            MetricUnit {
+                name: "sm__throughput.avg.pct_of_peak_sustained_elapsed".into(),
+                unit: "%".into(),
+            },
+        ];
+        let ctx = SampleContext {
+            benchmark: "prog".into(),
+            ..Default::default()
+        };
+        let (raw, warnings) = build_counter_raw(&groups, &map, &metrics, &ctx);
+        assert_eq!(values(&raw, "step", "dram__bytes_read.sum"), [(0, 120.0), (1, 131.0)]);
+        assert_eq!(values(&raw, "mm", "dram__bytes_read.sum"), [(0, 100.0), (1, 110.0)]);
+        // The kernel outside every range is its own annotation, as in the timing samples.
+        assert_eq!(values(&raw, "copy", "dram__bytes_read.sum"), [(0, 5.0)]);
+        let pct = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
+        assert_eq!(values(&raw, "step", pct), [(0, 20.0), (1, 26.0)]);
+        assert_eq!(values(&raw, "mm", pct), [(0, 10.0), (1, 12.0)]);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        let unit = raw
+            .series
+            .iter()
+            .find(|s| s.key.metric == "dram__bytes_read.sum")
+            .map(|s| s.unit.clone());
+        assert_eq!(unit.as_deref(), Some("byte"));
+        // Breakdown of the two-kernel regions: 2 step runs x 2 metrics x 2 kernels.
+        assert_eq!(raw.kernel_breakdown.len(), 8);
+        raw.check_unique_runs().unwrap();
+        // Same keys as the timing samples.
+        let (timing, _) = crate::report::build_raw(&ranges, &batch, GroupBy::Nvtx, &Filter::default(), &ctx);
+        let keys = |r: &RawResults, metric: &str| {
+            let mut k: Vec<(String, u32)> = r
+                .samples
+                .iter()
+                .filter(|s| r.series_of(s).key.metric == metric)
+                .map(|s| (r.series_of(s).key.annotation.clone(), s.run))
+                .collect();
+            k.sort();
+            k
+        };
+        assert_eq!(keys(&timing, DEFAULT_METRIC), keys(&raw, "dram__bytes_read.sum"));
+    }
+
+    #[test]
+    fn a_kernel_without_a_range_value_gives_nan() {
+        let (ranges, batch) = fixture();
+        let (groups, _) = group_kernels(&ranges, &batch, GroupBy::Nvtx, &Filter::default());
+        let map: HashMap<KernelKey, Vec<f64>> = [((1, 0), vec![1.0])].into_iter().collect();
+        let metrics = vec![MetricUnit {
+            name: "dram__bytes_read.sum".into(),
+            unit: "byte".into(),
+        }];
+        let (raw, _) = build_counter_raw(&groups, &map, &metrics, &SampleContext::default());
+        let v = values(&raw, "step", "dram__bytes_read.sum");
+        assert!(v[0].1.is_nan() && v[1].1.is_nan());
+    }
+}
