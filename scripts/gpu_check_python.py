@@ -238,7 +238,8 @@ if os.path.exists(NCU):
     rows_ncu = ncu_rows(p.stdout)
     per_region: dict = {}
     for k in rows_ncu.values():
-        per_region.setdefault(k["name"], []).append(k)
+        # ncu 2025.3 names a kernel "<NVTX range>/<kernel>" with --print-nvtx-rename kernel.
+        per_region.setdefault(k["name"].split("/", 1)[0], []).append(k)
     # Sum a region's kernels per repetition, then average over the repetitions.
     ncu_vals: dict = {}
     for name, ks in per_region.items():
@@ -317,7 +318,11 @@ if os.path.exists(NCU):
             parts = [f"{lab} {(wb[lab].get((ann, m), float('nan')) / n - 1) * 100:+.2f}%" for lab in wb]
             d = (wb["range/read"].get((ann, m), float("nan")) / n - 1) * 100
             one_kernel = ann != WB[2]
-            check(f"bytes {ann[:14]} {m.split('__')[1][:10]}", abs(d) <= 0.5 if one_kernel else None,
+            # Bytes read are judged (0.5%). Bytes written are reported: a kernel's count leaves out
+            # its own lines still dirty in the L2 when it ends and includes older dirty lines it
+            # evicts, so it depends on the L2 state at its start (the memset set-up shows it).
+            judged = one_kernel and m == "dram__bytes_read.sum"
+            check(f"bytes {ann[:14]} {m.split('__')[1][:10]}", abs(d) <= 0.5 if judged else None,
                   f"vs ncu {n / 2 ** 20:,.1f} MB: " + ", ".join(parts)
                   + ("" if one_kernel else " (ncu flushes between the region's 2 kernels, range replay does not)"))
 

@@ -388,6 +388,7 @@ fn hook(domain: u32, id: u32, data: *const c_void) {
         DOMAIN_RESOURCE if id == CBID_CONTEXT_DESTROY_STARTING => {
             // CUpti_ResourceData: the context is the first field.
             let ctx = unsafe { *(data as *const usize) };
+            crate::trace(&format!("counters: context {ctx:#x} is being destroyed"));
             with_live(|l| {
                 if l.profiler.is_some() && l.ctx == ctx {
                     finish_live(l);
@@ -450,6 +451,7 @@ fn on_launch(l: &mut Live, ctx: usize) {
         let Some(Profiler(rp)) = l.profiler.as_mut() else {
             return;
         };
+        crate::trace("counters: the counter-data image is full; decoding and restarting");
         let restarted = rp.stop_streaming().and_then(|r| {
             let n = r.len();
             l.ranges
@@ -478,6 +480,9 @@ fn start_profiler(l: &mut Live, ctx: usize) -> Result<(), String> {
     let (Some(cupti), Some(req)) = (l.cupti, l.request.as_ref()) else {
         return Err("counter collection: not installed".into());
     };
+    crate::trace(&format!(
+        "counters: starting the Range Profiler at the first launch on context {ctx:#x}"
+    ));
     let lib = CuptiLib::load(cupti.path).map_err(|e| format!("counter collection: {e}"))?;
     let driver = kprof::Driver::load(&kprof::loader::SearchEnv::from_process())
         .map_err(|e| format!("counter collection: cannot load the CUDA driver: {e}"))?;
@@ -486,8 +491,10 @@ fn start_profiler(l: &mut Live, ctx: usize) -> Result<(), String> {
         .map_err(|e| format!("counter collection: no current device at the first launch: {e}"))?;
     let mut rp = RangeProfiler::new(lib, ctx as _, ordinal as usize, &req.metrics, ReplayMode::Kernel)
         .map_err(|e| format!("cannot start the CUPTI Range Profiler: {e}"))?;
+    crate::trace("counters: Range Profiler enabled; starting collection");
     rp.start_streaming(req.capacity)
         .map_err(|e| format!("cannot start the CUPTI Range Profiler: {e}"))?;
+    crate::trace("counters: collecting");
     l.status.chip = Some(rp.chip().to_string());
     l.lib = Some(lib);
     l.ctx = ctx;
@@ -503,6 +510,10 @@ fn finish_live(l: &mut Live) {
     l.finished = true;
     if let Some(Profiler(mut rp)) = l.profiler.take() {
         if rp.is_streaming() {
+            crate::trace(&format!(
+                "counters: stopping and decoding ({} launches in this image)",
+                l.in_image
+            ));
             match rp.stop_streaming() {
                 Ok(r) => {
                     l.status.images_decoded += 1;
@@ -515,7 +526,9 @@ fn finish_live(l: &mut Live) {
                 ),
             }
         }
+        crate::trace("counters: decoded; disabling the Range Profiler");
         drop(rp);
+        crate::trace("counters: disabled");
     }
 }
 
@@ -538,6 +551,7 @@ pub fn take_outcome() -> Option<Outcome> {
     let was_in_hook = IN_HOOK.with(|h| h.replace(true));
     let out = with_live(|l| {
         finish_live(l);
+        crate::trace("counters: reading the metric units");
         let units = match (l.lib, &l.status.chip) {
             (Some(lib), Some(chip)) => MetricsCatalog::with_lib(lib, chip, None)
                 .and_then(|c| c.validate(&l.request.as_ref().map(|r| r.metrics.clone()).unwrap_or_default()))

@@ -74,6 +74,14 @@ macro_rules! log {
     ($($t:tt)*) => { if verbose() { log_lines(&format!($($t)*)); } };
 }
 
+/// A progress message on stderr when `KPROF_RUN_VERBOSE` is set (for the counter collection's
+/// steps, so a crash inside CUPTI shows the last step that started).
+pub(crate) fn trace(msg: &str) {
+    if verbose() {
+        log_lines(msg);
+    }
+}
+
 /// Writes a message to stderr with `kprof: ` before every line.
 fn log_lines(msg: &str) {
     let text: String = msg.lines().map(|l| format!("kprof: {l}\n")).collect();
@@ -145,7 +153,9 @@ pub fn now_ns() -> u64 {
 }
 
 extern "C" fn at_exit_handler() {
+    trace("exit handler: writing results");
     let _ = catch_unwind(AssertUnwindSafe(write_results));
+    trace("exit handler: done");
 }
 
 fn register_atexit() {

@@ -44,11 +44,13 @@ pub const DEFAULT_UNIT: &str = "ns";
 // Options
 // ------------------------------------------------------------------------------------------------
 
-/// L2 cache state at the start of every run.
+/// L2 cache state at the start of every run and region.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum CacheControl {
-    /// Cold cache (the default, as in Nsight Compute): before every run, outside the timed
-    /// regions, write a device buffer of at least twice the L2 size.
+    /// Cold cache (the default, as in Nsight Compute): before every run and before every
+    /// top-level region, outside the timed regions, the L2 is emptied (a buffer of twice its size
+    /// is read through it, see `KPROF_L2_FLUSH`), so each region starts cold and clean whatever
+    /// ran before it. Kernels *inside* one region share the L2 (ncu flushes before each kernel).
     #[default]
     All,
     /// Warm cache: nothing is done between runs.
@@ -469,6 +471,8 @@ struct RunState {
     inner: RefCell<RunInner>,
     /// Annotation-scope info collectors, called on every region enter.
     on_enter: Option<crate::conditions::runtime::AnnotationHook>,
+    /// Cold cache: flush the L2 before every top-level region.
+    flush_before_regions: bool,
 }
 
 /// One run of a benchmark closure: open regions with [`Run::region`] or [`Run::annotate`].
@@ -496,6 +500,9 @@ impl Run {
         let key;
         if let Some(hook) = &st.on_enter {
             hook(name);
+        }
+        if st.flush_before_regions && st.inner.borrow().stack.is_empty() {
+            st.backend.flush_l2()?;
         }
         {
             let mut inner = st.inner.borrow_mut();
@@ -1051,6 +1058,9 @@ impl Profiler {
                 }
                 _ => None,
             };
+            if counters.is_some() && opts.cache == CacheControl::None {
+                self.rewarm_after_counters(sw.name, call, step, &configs[step.config], opts, f)?;
+            }
             if !step.warmup {
                 sw.pending_recorded[step.config] += 1;
             }
@@ -1257,6 +1267,7 @@ impl Profiler {
             on_enter: self
                 .conditions
                 .annotation_hook(step.config, config, step.run, step.warmup),
+            flush_before_regions: opts.cache == CacheControl::All,
         });
         let mut run = Run {
             state: Rc::clone(&state),
@@ -1393,6 +1404,10 @@ unsafe impl Send for FlushState {}
 /// Environment variable that picks the L2 flush method: `read` (default) or `write`.
 pub const L2_FLUSH_ENV: &str = "KPROF_L2_FLUSH";
 
+/// Name of the L2 flush kernel (kept out of the kernels a run is matched by).
+pub(crate) const L2_FLUSH_KERNEL: &str = "kprof_l2_flush";
+const L2_FLUSH_KERNEL_C: &std::ffi::CStr = c"kprof_l2_flush";
+
 /// PTX of `kprof_l2_flush(buf, sectors)`: every thread reads one 32-byte sector per step of a
 /// grid-stride loop (`ld.global.cg`: cached in L2 only) and stores nothing unless the xor of
 /// everything it read equals a magic value, which keeps the loads alive through the JIT.
@@ -1475,7 +1490,7 @@ impl L2Flusher {
             Some(st) => st,
             None => {
                 let buf = driver.alloc(self.bytes)?;
-                let read_kernel = match driver.load_function(L2_READ_PTX, c"kprof_l2_flush") {
+                let read_kernel = match driver.load_function(L2_READ_PTX, L2_FLUSH_KERNEL_C) {
                     Ok(f) => Some(f),
                     Err(e) => {
                         eprintln!(
@@ -1982,6 +1997,7 @@ mod tests {
         let ptx = L2_READ_PTX.to_str().unwrap();
         assert!(ptx.contains(".visible .entry kprof_l2_flush(.param .u64 p_buf, .param .u64 p_sectors)"));
         assert!(ptx.contains("ld.global.cg.u32"), "the loads must go through the L2");
+        assert_eq!(L2_FLUSH_KERNEL_C.to_str().unwrap(), L2_FLUSH_KERNEL);
     }
 
     #[test]
@@ -2165,8 +2181,9 @@ mod tests {
         assert_eq!(p.warnings().len(), 6);
         let w = raw.extras.iter().find(|c| c.name == "Warning").unwrap();
         assert_eq!(w.values.iter().filter(|v| **v != ExtraValue::Missing).count(), 6);
-        // Cold cache by default: one flush per run, warm-ups included; one sync per run.
-        assert_eq!(mock.l2_flushes.load(Ordering::SeqCst), 8);
+        // Cold cache by default: per run (warm-ups included) one flush and one before each of
+        // its 2 top-level regions; one sync per run.
+        assert_eq!(mock.l2_flushes.load(Ordering::SeqCst), 8 * 3);
         assert_eq!(mock.syncs.load(Ordering::SeqCst), 8);
     }
 

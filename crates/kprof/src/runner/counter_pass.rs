@@ -24,7 +24,9 @@
 //!      closure that does not repeat its launches) the run's counter values are NaN with a
 //!      warning. With a cold cache the L2 is flushed once before the counter pass; **CUPTI 13.0 cannot flush between its own
 //!      kernel-replay passes**, so a kernel's later passes see the L2 its previous pass left (and
-//!      DRAM writes can include dirty lines of the kernel before it).
+//!      DRAM writes can include dirty lines of the kernel before it). With a warm cache the closure
+//!      runs once more, unrecorded, after the counter pass, so the next timing run sees the L2 a
+//!      plain run of the closure leaves, not the one replay leaves.
 //!    * [`ReplayMode::User`] (`replay_mode="range"` in Python): UserRange + UserReplay, every
 //!      region is a named range, and the engine re-runs the closure once per pass until CUPTI has
 //!      all passes (8 for a typical 3-metric set on the H200). One value per region, including
@@ -315,6 +317,7 @@ pub(super) enum CounterRun {
 }
 
 /// Runs the benchmark closure once on a [`PassBackend`]; returns the failure, if any.
+#[allow(clippy::too_many_arguments)]
 fn pass_closure<F>(
     inner: &Arc<dyn Backend>,
     name: &str,
@@ -323,6 +326,7 @@ fn pass_closure<F>(
     step: Step,
     config: &Config,
     f: &mut F,
+    flush_before_regions: bool,
 ) -> Option<String>
 where
     F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
@@ -338,6 +342,7 @@ where
         inner: RefCell::new(RunInner::default()),
         // Annotation collectors ran in the timing pass of this run.
         on_enter: None,
+        flush_before_regions,
     });
     let mut run = Run {
         state: Rc::clone(&state),
@@ -459,7 +464,8 @@ impl Profiler {
                 }
                 let mut failure = None;
                 let got = cb.collect(&st.plan, st.capacity, &mut |_sink| {
-                    failure = pass_closure(&backend, name, call, key_run, step, config, f);
+                    // No flush inside a kernel-replay pass: the flush kernel would be profiled too.
+                    failure = pass_closure(&backend, name, call, key_run, step, config, f, false);
                 });
                 if let Some(msg) = failure {
                     return Ok(CounterRun::Failed(msg));
@@ -488,7 +494,10 @@ impl Profiler {
                             failure.get_or_insert(format!("L2 flush before a counter pass failed: {e}"));
                         }
                     }
-                    let r = with_sink(sink, || pass_closure(&backend, name, call, key_run, step, config, f));
+                    // A flush before every region, outside the user ranges, as in the timing pass.
+                    let r = with_sink(sink, || {
+                        pass_closure(&backend, name, call, key_run, step, config, f, cold)
+                    });
                     if let Some(msg) = r {
                         failure.get_or_insert(msg);
                     }
@@ -503,6 +512,31 @@ impl Profiler {
                 ))
             }
         }
+    }
+
+    /// With a warm cache, runs the closure once more after a counter pass, unrecorded: kernel
+    /// replay saves and restores memory and user replay re-runs the closure many times, which
+    /// leaves an L2 the next timing run would not see after a plain run of the closure (on the
+    /// H200 a warm 1 MB `x * 2` was slower than a cold one until this was added).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn rewarm_after_counters<F>(
+        &mut self,
+        name: &str,
+        call: u64,
+        step: Step,
+        config: &Config,
+        opts: &BenchOptions,
+        f: &mut F,
+    ) -> Result<(), EngineError>
+    where
+        F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let key_run = 2 * (opts.max_runs() as u64 + opts.warmup as u64) + step.run as u64;
+        if let Some(msg) = pass_closure(&self.backend, name, call, key_run, step, config, f, false) {
+            self.warnings
+                .push(format!("re-warming run after a counter pass: {msg}"));
+        }
+        self.backend.synchronize()
     }
 
     /// Records the counter samples of one run (its timing samples are already recorded).
@@ -576,11 +610,12 @@ impl Profiler {
                     .iter()
                     .map(|s| collected.by_region.get(&s.key).map(Vec::as_slice).unwrap_or(empty))
                     .collect();
-                // The run's kernels outside every region (e.g. input set-up) were profiled too.
+                // The run's kernels outside every region (e.g. input set-up) were profiled too; the
+                // cold-cache flush before the timing pass was not (it runs before the counter pass).
                 let outside: Vec<KernelRun> = collected
                     .outside
                     .iter()
-                    .filter(|k| k.start_ns >= *t0 && k.start_ns <= *t1)
+                    .filter(|k| k.start_ns >= *t0 && k.start_ns <= *t1 && k.name != L2_FLUSH_KERNEL)
                     .cloned()
                     .collect();
                 lists.push(&outside);

@@ -68,7 +68,9 @@ impl Backend for Mock {
         Ok(())
     }
     fn flush_l2(&self) -> Result<(), EngineError> {
+        // As on the GPU: the flush is a kernel the activity records see, outside every region.
         self.l2_flushes.fetch_add(1, Ordering::SeqCst);
+        self.launch(crate::runner::L2_FLUSH_KERNEL, 7);
         Ok(())
     }
     fn collect(&self, spans: &[Span]) -> Result<Collected, EngineError> {
@@ -337,8 +339,9 @@ fn kernel_replay_maps_the_ith_profiled_kernel_to_the_ith_launch_and_combines_per
     // 2 configs x (1 warm-up + 2 timing + 2 counter passes).
     assert_eq!(runs.load(Ordering::SeqCst), 10);
     assert_eq!(mock.collects.load(Ordering::SeqCst), 4);
-    // Cold cache: one flush per timing run (warm-ups included) and one per counter pass.
-    assert_eq!(mock.l2_flushes.load(Ordering::SeqCst), 6 + 4);
+    // Cold cache: per timing run (warm-ups included) one flush and one before each of its 2
+    // top-level regions; one per counter pass, none inside a kernel-replay pass.
+    assert_eq!(mock.l2_flushes.load(Ordering::SeqCst), 6 * 3 + 4);
     let (u, t) = series(&raw, "outer", "gpu__time_duration.sum");
     assert_eq!((u.as_str(), t), ("ns", vec![130.0, 130.0, 230.0, 230.0]));
     let (u, b) = series(&raw, "outer", "bytes.sum");
@@ -456,7 +459,8 @@ fn user_replay_reruns_the_closure_per_pass_flushes_l2_per_pass_and_gives_one_val
         .unwrap();
     // 2 timing runs + 2 x 3 passes.
     assert_eq!(runs.load(Ordering::SeqCst), 8);
-    assert_eq!(mock.l2_flushes.load(Ordering::SeqCst), 2 + 6);
+    // Per timing run and per pass: one flush, and one before each of the 2 regions.
+    assert_eq!(mock.l2_flushes.load(Ordering::SeqCst), (2 + 6) * 3);
     assert_eq!(*mock.capacities.lock().unwrap(), vec![2, 2]);
     assert_eq!(series(&raw, "a", "bytes.sum").1, vec![60.0, 60.0]);
     assert_eq!(series(&raw, "b", "bytes.sum").1, vec![10.0, 10.0]);
@@ -491,4 +495,29 @@ fn kernel_order_dedups_nested_kernels_and_orders_by_start() {
     let (n, pos) = kernel_order(&[&outer, &inner, &other]);
     assert_eq!(n, 4);
     assert_eq!(pos, vec![vec![2, 0, 3], vec![3], vec![1]]);
+}
+
+#[test]
+fn a_warm_cache_gets_an_unrecorded_closure_run_after_every_counter_pass() {
+    for (cache, per_run) in [(CacheControl::None, 3), (CacheControl::All, 2)] {
+        let (mock, mut p) = setup(2);
+        let m = mock.clone();
+        let calls = AtomicUsize::new(0);
+        let o = BenchOptions {
+            warmup: 0,
+            cache,
+            ..opts(&["bytes.sum"], ReplayMode::Kernel)
+        };
+        let raw = p
+            .bench("b", &[], &o, |_, run| {
+                calls.fetch_add(1, Ordering::SeqCst);
+                run.annotate("r", |_| m.launch("k", 10))?;
+                Ok(())
+            })
+            .unwrap();
+        // Timing pass + counter pass (+ the re-warming run when warm) for each of the 2 runs.
+        assert_eq!(calls.load(Ordering::SeqCst), 2 * per_run, "{cache:?}");
+        assert_eq!(series(&raw, "r", "gpu__time_duration.sum").1, vec![10.0, 10.0]);
+        assert_eq!(series(&raw, "r", "bytes.sum").1, vec![20.0, 20.0]);
+    }
 }
