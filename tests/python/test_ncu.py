@@ -18,7 +18,7 @@ import kprof
 from kprof import BackendError, _core, _ncu
 
 FAKE_NCU = r"""#!/bin/sh
-if [ "$1" = "--version" ]; then echo "Version 2025.3.1.0 (build 36398880)"; exit 0; fi
+if [ "$1" = "--version" ]; then echo "Version ${FAKE_NCU_VERSION:-2025.3.1.0} (build 36398880)"; exit 0; fi
 if [ "$1" = "--import" ]; then cat "$2"; exit 0; fi
 log=/dev/null; rep=""
 while [ $# -gt 0 ]; do
@@ -77,6 +77,7 @@ r2 = second()
 cols = r2.raw_columns()
 print("RESULT " + json.dumps({k: cols[k] for k in ("Annotation", "Value", "Run", "n", "Benchmark", "Unit")}))
 print("FILES " + json.dumps(sorted(os.listdir(os.path.dirname(os.environ["OUT_PREFIX"])))))
+print("FP " + json.dumps(r2.fingerprint))
 """
 
 
@@ -120,9 +121,90 @@ def test_relaunch_end_to_end_with_a_fake_ncu(tmp_path):
     assert len(stems) == 1 and stems[0].startswith("run-"), files
     base = stems[0][: -len(".ncu-rep")]
     assert base + ".log" in files and base + ".csv" in files, files
-    assert "relaunch mode" in p.stderr + p.stdout, p.stderr
+    summary = "ncu 2025.3.1.0 in relaunch mode (attach needs ncu >= 2026.2.1.0; found 2025.3.1.0)"
+    assert summary in p.stderr + p.stdout, p.stderr
     args = (tmp_path / "args.txt").read_text().split("\n")
     assert "--clock-control" in args and "regex:kprof@.+/" in args
+    # The results record the ncu run: version, mode, what was asked for and why.
+    fp = json.loads(next(l for l in p.stdout.splitlines() if l.startswith("FP "))[3:])
+    assert fp["backend"] == "ncu" and fp["ncu"]["path"] == str(ncu), fp
+    assert (fp["ncu"]["version"], fp["ncu"]["mode"], fp["ncu"]["mode_requested"]) == ("2025.3.1.0", "relaunch", "auto")
+    assert fp["ncu"]["mode_reason"] == "attach needs ncu >= 2026.2.1.0; found 2025.3.1.0" and fp["ncu"]["summary"] == summary
+
+
+MODE_SCRIPT = """
+import json, sys
+import kprof
+
+mode = sys.argv[1] if len(sys.argv) > 1 else None
+
+@kprof.analyze.kernel(runs=1, backend="ncu", ncu_options=None if mode is None else {"mode": mode})
+def f():
+    with kprof.annotate("one"):
+        pass
+
+try:
+    r = f()
+except kprof.BackendError as e:
+    print("ERROR " + str(e))
+else:
+    print("FP " + json.dumps(r.fingerprint))
+"""
+
+
+def _run_mode(tmp_path, *args, **env_extra):
+    ncu = tmp_path / "ncu"
+    ncu.write_text(FAKE_NCU)
+    ncu.chmod(0o755)
+    script = tmp_path / "mode_script.py"
+    script.write_text(textwrap.dedent(MODE_SCRIPT))
+    env = dict(
+        os.environ,
+        KPROF_NCU=str(ncu),
+        KPROF_NCU_CHILD_TRACE=str(tmp_path / "trace.txt"),
+        FAKE_ARGS=str(tmp_path / "args.txt"),
+        FAKE_CHILDREN=str(tmp_path / "children.txt"),
+        **env_extra,
+    )
+    for k in ("KPROF_NCU_CHILD", "KPROF_NCU_MODE"):
+        if k not in env_extra:
+            env.pop(k, None)
+    (tmp_path / "children.txt").unlink(missing_ok=True)
+    p = subprocess.run([sys.executable, str(script), *args], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    line = next(l for l in p.stdout.splitlines() if l.startswith(("ERROR ", "FP ")))
+    ran = (tmp_path / "children.txt").exists()
+    if line.startswith("ERROR "):
+        return "error", line[6:], ran
+    return "ok", json.loads(line[3:])["ncu"], ran
+
+
+def test_asking_for_attach_with_an_old_ncu_is_one_clear_error(tmp_path):
+    kind, msg, ran = _run_mode(tmp_path, "attach")
+    assert kind == "error" and not ran, msg
+    assert msg.startswith("ncu attach mode needs Nsight Compute >= 2026.2.1.0"), msg
+    assert "found 2025.3.1.0 at" in msg and 'mode "relaunch"' in msg, msg
+    # The same through the environment.
+    kind, msg, ran = _run_mode(tmp_path, KPROF_NCU_MODE="attach")
+    assert kind == "error" and "found 2025.3.1.0" in msg and not ran, msg
+
+
+def test_attach_on_a_new_ncu_is_not_implemented_and_auto_relaunches(tmp_path):
+    kind, msg, ran = _run_mode(tmp_path, "attach", FAKE_NCU_VERSION="2026.2.1.0")
+    assert kind == "error" and not ran, msg
+    assert msg.startswith("ncu attach mode is not implemented in this version of kprof (ncu 2026.2.1.0 at"), msg
+    kind, info, ran = _run_mode(tmp_path, FAKE_NCU_VERSION="2026.2.1.0")
+    assert kind == "ok" and ran, info
+    assert (info["mode"], info["mode_requested"]) == ("relaunch", "auto"), info
+    assert info["mode_reason"] == "ncu 2026.2.1.0 could attach, but kprof does not implement attach mode yet", info
+
+
+def test_the_mode_option_wins_over_the_environment(tmp_path):
+    kind, info, _ = _run_mode(tmp_path, "relaunch", KPROF_NCU_MODE="attach")
+    assert kind == "ok" and (info["mode"], info["mode_requested"]) == ("relaunch", "relaunch"), info
+    assert info["mode_reason"] == "relaunch requested (KPROF_NCU_MODE or the mode option)"
+    kind, msg, _ = _run_mode(tmp_path, KPROF_NCU_MODE="inject")
+    assert kind == "error" and msg.startswith('KPROF_NCU_MODE is "inject"'), msg
 
 
 def test_a_crashing_child_shows_the_log_tail(tmp_path):
@@ -226,3 +308,9 @@ def test_argv_for_each_option():
 def test_check_ncu_options_normalises():
     assert _ncu.check_ncu_options({"sections": ("A",)}) == {"sections": ["A"]}
     assert _ncu.check_ncu_options(None) is None
+    for mode in ("auto", "relaunch", "attach"):
+        assert _ncu.check_ncu_options({"mode": mode}) == {"mode": mode}
+        argv = _argv(ncu_options={"mode": mode})
+        assert argv == _argv() and mode not in argv  # not an ncu argument
+    with pytest.raises(kprof.ConfigError, match="ncu_options\\['mode'\\] must be one of 'auto', 'relaunch', 'attach'"):
+        _ncu.check_ncu_options({"mode": "inject"})

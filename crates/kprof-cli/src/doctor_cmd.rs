@@ -203,7 +203,7 @@ pub fn diagnose(env: &SearchEnv, verbose: bool) -> Vec<Finding> {
 
     // 4. Nsight Compute.
     match kprof::ncu::NcuInstall::detect() {
-        Ok(n) => out.push(f(Level::Ok, "Nsight Compute", n.describe(), None)),
+        Ok(n) => out.push(ncu_line(&n, std::env::var(kprof::ncu::MODE_ENV).ok().as_deref())),
         Err(e) => out.push(f(Level::Warn, "Nsight Compute", format!("{e}").lines().next().unwrap_or("").to_string(), Some("install Nsight Compute (it ships with the CUDA toolkit) or put ncu on PATH; only the ncu backend and counter cross-checks need it".into()))),
     }
 
@@ -294,9 +294,64 @@ pub fn run(args: &DoctorArgs) -> i32 {
     0
 }
 
+/// The Nsight Compute line: the ncu found and the mode the ncu backend would use with it
+/// (`KPROF_NCU_MODE` = `env_mode` when set, else auto), with the reason; a warning when the
+/// variable is invalid or asks for a mode that cannot be used.
+fn ncu_line(install: &kprof::ncu::NcuInstall, env_mode: Option<&str>) -> Finding {
+    use kprof::ncu::{NcuModeRequest, MODE_ENV};
+    let requested = match NcuModeRequest::Auto.or_env_value(env_mode) {
+        Ok(r) => r,
+        Err(e) => {
+            return f(
+                Level::Warn,
+                "Nsight Compute",
+                install.describe(NcuModeRequest::Auto),
+                Some(format!("{e}; unset {MODE_ENV} or fix it")),
+            )
+        }
+    };
+    match install.choose_mode(requested) {
+        Ok(_) => f(Level::Ok, "Nsight Compute", install.describe(requested), None),
+        Err(e) => f(
+            Level::Warn,
+            "Nsight Compute",
+            install.describe(NcuModeRequest::Auto),
+            Some(format!("{MODE_ENV}={requested}: {e}")),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ncu_line_reports_the_mode_and_why() {
+        let old = kprof::ncu::NcuInstall::from_version_output("/x/ncu".into(), "Version 2025.3.1.0 (build 1)").unwrap();
+        let l = ncu_line(&old, None);
+        assert_eq!(l.level, Level::Ok);
+        assert_eq!(
+            l.detail,
+            "ncu 2025.3.1.0 at /x/ncu, relaunch mode (attach needs ncu >= 2026.2.1.0; found 2025.3.1.0)"
+        );
+        let l = ncu_line(&old, Some("attach"));
+        assert_eq!(l.level, Level::Warn);
+        let fix = l.fix.unwrap();
+        assert!(
+            fix.starts_with("KPROF_NCU_MODE=attach: ncu attach mode needs Nsight Compute >= 2026.2.1.0"),
+            "{fix}"
+        );
+        let l = ncu_line(&old, Some("fast"));
+        assert_eq!(l.level, Level::Warn);
+        assert!(l.fix.unwrap().contains("KPROF_NCU_MODE is \"fast\""));
+        let new = kprof::ncu::NcuInstall::from_version_output("/y/ncu".into(), "Version 2026.2.1.0 (build 1)").unwrap();
+        let l = ncu_line(&new, Some("relaunch"));
+        assert_eq!(l.level, Level::Ok);
+        assert!(l.detail.contains("relaunch mode (relaunch requested"), "{}", l.detail);
+        assert!(ncu_line(&new, None)
+            .detail
+            .contains("could attach, but kprof does not implement attach mode yet"));
+    }
 
     #[test]
     fn admin_only_param() {

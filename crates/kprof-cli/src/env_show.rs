@@ -23,7 +23,18 @@ pub fn environment_text(file: &Path, json_environment: Option<&serde_json::Value
         return None;
     }
     Some(match Fingerprint::read_sidecar(file) {
-        Ok(fp) => render(&fp),
+        Ok(fp) if fp != Fingerprint::default() => render(&fp),
+        // Not a device fingerprint (e.g. backend="ncu" records the ncu run): print it as JSON.
+        Ok(fp) => match std::fs::read_to_string(&side)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        {
+            Some(v) => format!(
+                "environment:\n{}\n",
+                serde_json::to_string_pretty(&v).unwrap_or_default()
+            ),
+            None => render(&fp),
+        },
         Err(e) => format!("Environment\n  (unreadable {}: {e})\n", side.display()),
     })
 }
@@ -53,5 +64,10 @@ mod tests {
         assert!(environment_text(&csv, Some(&v)).unwrap().contains("NVIDIA H200"));
         let other = serde_json::json!({"command": "x"});
         assert!(environment_text(&csv, Some(&other)).unwrap().contains("\"command\""));
+        // A sidecar that is not a device fingerprint (backend="ncu") is printed as JSON too.
+        let ncu = serde_json::json!({"backend": "ncu", "ncu": {"mode": "relaunch"}});
+        std::fs::write(dir.path().join("profiled_data-x-1.env.json"), ncu.to_string()).unwrap();
+        let text = environment_text(&csv, None).unwrap();
+        assert!(text.contains("\"mode\": \"relaunch\""), "{text}");
     }
 }

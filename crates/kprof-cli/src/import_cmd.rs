@@ -75,7 +75,12 @@ pub fn run(args: ImportArgs) -> Result<()> {
                 file.display()
             )
         })?;
-        eprintln!("kprof import: exporting {} with {}", file.display(), ncu.describe());
+        eprintln!(
+            "kprof import: exporting {} with ncu {} at {}",
+            file.display(),
+            ncu.version,
+            ncu.path.display()
+        );
         let csv = export_csv(&ncu.path, file)?;
         if let Some(keep) = &args.keep_csv {
             std::fs::write(keep, &csv).with_context(|| format!("cannot write {}", keep.display()))?;

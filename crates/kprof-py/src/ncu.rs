@@ -2,13 +2,14 @@
 //!
 //! - Parent: `ncu_relaunch(...)` re-runs the script under ncu with `KPROF_NCU_CHILD=<id>`, exports
 //!   the report and returns the raw table of the backend contract plus a dict describing the run
-//!   (mode, report, log, CSV, ncu version, argv, wall time).
+//!   (mode with the requested one, the reason and a summary line, report, log, CSV, ncu version,
+//!   argv, wall time).
 //! - Child: `run_benchmark(..., options={"backend": "ncu", ...})` (engine.rs) runs the selected
 //!   benchmark through the NVTX-only profiler with [`child_bench_options`]; Python then exits.
 
 use kprof::ncu::bench::{child_options, report_path};
 use kprof::ncu::{
-    relaunch_with, CacheControl, ClockControl, ImportOptions, NcuInstall, NcuMode, NcuOptions, ReplayMode,
+    relaunch_with, CacheControl, ClockControl, ImportOptions, NcuInstall, NcuModeRequest, NcuOptions, ReplayMode,
     TargetProcesses, CHILD_ENV,
 };
 use kprof::runner::BenchOptions;
@@ -68,7 +69,7 @@ where
 
 /// The contract's options (`cache_control`, `clock_control`, `replay_mode`, `metrics` and the
 /// `ncu_options` dict: `set`, `sections`, `target_processes`, `launch_skip`, `launch_count`,
-/// `extra_args`) as [`NcuOptions`].
+/// `extra_args`, `mode`) as [`NcuOptions`].
 pub(crate) fn ncu_options(options: &Bound<'_, PyDict>) -> PyResult<NcuOptions> {
     let mut n = NcuOptions::default();
     if let Some(c) = choice(
@@ -116,6 +117,11 @@ pub(crate) fn ncu_options(options: &Bound<'_, PyDict>) -> PyResult<NcuOptions> {
         }
         n.launch_skip = get(d, "launch_skip")?.map(|v| v.extract()).transpose()?;
         n.launch_count = get(d, "launch_count")?.map(|v| v.extract()).transpose()?;
+        if let Some(v) = get(d, "mode")? {
+            let m: String = v.extract()?;
+            n.mode =
+                NcuModeRequest::parse(&m, "ncu_options['mode']").map_err(|e| PyValueError::new_err(e.to_string()))?;
+        }
         if let Some(v) = get(d, "extra_args")? {
             let a: Vec<String> = v.extract()?;
             n.extra_args = a.into_iter().map(Into::into).collect();
@@ -182,17 +188,11 @@ fn ncu_relaunch<'py>(
     let (install, out) = outcome.map_err(|e| kprof_exception(py, "BackendError", e.to_string()))?;
     let table = raw_table(py, &out.raw, &configs)?;
     let info = PyDict::new(py);
-    let mode_note = if install.mode == NcuMode::Attach {
-        format!(
-            "relaunch (ncu {} could attach; attach mode is not implemented)",
-            install.version
-        )
-    } else {
-        "relaunch".to_string()
-    };
     info.set_item("id", child_id)?;
-    info.set_item("mode", out.mode.as_str())?;
-    info.set_item("mode_note", mode_note)?;
+    info.set_item("mode", out.mode.mode.as_str())?;
+    info.set_item("mode_requested", out.mode.requested.as_str())?;
+    info.set_item("mode_reason", out.mode.reason.as_str())?;
+    info.set_item("summary", out.mode.summary(install.version))?;
     info.set_item("ncu", install.path.display().to_string())?;
     info.set_item("version", install.version.to_string())?;
     info.set_item("report", out.report.display().to_string())?;

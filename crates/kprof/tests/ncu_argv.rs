@@ -3,7 +3,9 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use kprof::ncu::{CacheControl, ClockControl, NcuOptions, ReplayMode, TargetProcesses, DEFAULT_NVTX_INCLUDE};
+use kprof::ncu::{
+    CacheControl, ClockControl, NcuModeRequest, NcuOptions, ReplayMode, TargetProcesses, DEFAULT_NVTX_INCLUDE,
+};
 
 fn strs(v: &[OsString]) -> Vec<String> {
     v.iter().map(|s| s.to_string_lossy().into_owned()).collect()
@@ -85,6 +87,8 @@ fn everything_set() {
         log_file: Some(PathBuf::from("/tmp/out dir/a.log")),
         report_path: Some(PathBuf::from("/tmp/out dir/a.ncu-rep")),
         force_overwrite: true,
+        // Not an ncu argument: the argv below has no trace of it.
+        mode: NcuModeRequest::Relaunch,
     };
     expect(
         &o,

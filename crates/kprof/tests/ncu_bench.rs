@@ -11,7 +11,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use kprof::core::{Config, RawResults};
-use kprof::ncu::{bench_ncu, last_run, NcuError, NcuMode, NcuOptions, Relaunch, CHILD_ENV};
+use kprof::ncu::{bench_ncu, last_run, NcuError, NcuMode, NcuModeRequest, NcuOptions, Relaunch, CHILD_ENV};
 use kprof::runner::BenchOptions;
 use kprof::EngineError;
 
@@ -182,8 +182,11 @@ fn relaunch_end_to_end() {
     // Report, log, CSV and raw CSV side by side under the output prefix.
     let info = last_run().unwrap();
     assert_eq!(info.id, "second.0");
-    assert_eq!(info.mode, NcuMode::Relaunch);
-    assert_eq!(info.mode_note, "relaunch");
+    assert_eq!(info.mode.mode, NcuMode::Relaunch);
+    assert_eq!(
+        info.summary(),
+        "ncu 2025.3.1.0 in relaunch mode (attach needs ncu >= 2026.2.1.0; found 2025.3.1.0)"
+    );
     assert!(info.report.starts_with(dir.join("out")), "{}", info.report.display());
     assert!(info
         .report
@@ -215,4 +218,47 @@ fn missing_ncu_is_an_engine_error() {
     )
     .unwrap_err();
     assert!(matches!(e, EngineError::Ncu(NcuError::VersionRun { .. })), "{e:?}");
+}
+
+#[test]
+fn asking_for_attach_fails_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let ncu = dir.path().join("ncu");
+    std::fs::write(&ncu, FAKE_NCU).unwrap();
+    std::fs::set_permissions(&ncu, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let r = Relaunch {
+        ncu: Some(ncu.clone()),
+        program: Some(("/nonexistent/program".into(), Vec::new())),
+        ..Relaunch::default()
+    };
+    let opts = NcuOptions {
+        mode: NcuModeRequest::Attach,
+        ..NcuOptions::default()
+    };
+    let mut ran = false;
+    // Retry ETXTBSY: another test thread may have forked while the fake was being written.
+    let mut tries = 0;
+    let e = loop {
+        let e = bench_ncu("attach", &[], &BenchOptions::default(), &opts, &r, |_, _| {
+            ran = true;
+            Ok(())
+        })
+        .unwrap_err();
+        match &e {
+            EngineError::Ncu(NcuError::VersionRun { source, .. })
+                if source.raw_os_error() == Some(26) && tries < 200 =>
+            {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            _ => break e,
+        }
+    };
+    assert!(!ran);
+    assert!(
+        matches!(e, EngineError::Ncu(NcuError::AttachUnavailable { .. })),
+        "{e:?}"
+    );
+    let msg = e.to_string();
+    assert!(msg.contains("found 2025.3.1.0 at") && msg.contains("relaunch"), "{msg}");
 }

@@ -113,7 +113,12 @@ fn success_runs_the_child_with_its_target_and_keeps_report_log_and_csv() {
     let script = format!("echo \"$KPROF_NCU_CHILD\" > '{}'", marker.display());
     let out = f.run("ok", &["-c", &script]).unwrap();
     assert_eq!(read(&marker).trim(), "bench.matmul");
-    assert_eq!(out.mode, NcuMode::Relaunch);
+    assert_eq!(out.mode.mode, NcuMode::Relaunch);
+    assert!(
+        out.mode.reason.starts_with("attach needs ncu >= 2026.2.1.0; found "),
+        "{}",
+        out.mode.reason
+    );
     assert_eq!(out.report, f.path("out/r1.ncu-rep"));
     assert_eq!(out.log, f.path("out/r1.log"));
     assert_eq!(out.csv, f.path("out/r1.csv"));

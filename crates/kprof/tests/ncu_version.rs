@@ -1,10 +1,14 @@
-//! Finding ncu, parsing its version, choosing the mode; the missing / too-old errors.
+//! Finding ncu, parsing its version, choosing the mode (by version: older, equal, newer, unknown;
+//! by request: auto, relaunch, attach); the missing / too-old / attach errors.
 #![cfg(unix)]
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use kprof::ncu::{find_ncu_in, NcuError, NcuInstall, NcuMode, NcuSearch, NcuVersion, ATTACH_MIN_VERSION, MIN_VERSION};
+use kprof::ncu::{
+    find_ncu_in, ModeChoice, NcuError, NcuInstall, NcuMode, NcuModeRequest, NcuSearch, NcuVersion, ATTACH_MIN_VERSION,
+    MIN_VERSION, MODE_ENV,
+};
 
 fn fake_ncu(path: &Path, version_line: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -30,17 +34,146 @@ fn version_parsing() {
     assert_eq!(NcuVersion::new(2025, 3, 1, 0).to_string(), "2025.3.1.0");
 }
 
+const OLD: NcuVersion = NcuVersion::new(2025, 3, 1, 0);
+const JUST_BELOW: NcuVersion = NcuVersion::new(2026, 2, 0, 9);
+const NEWER: NcuVersion = NcuVersion::new(2027, 1, 0, 0);
+
+fn choose(req: NcuModeRequest, v: Option<NcuVersion>) -> Result<ModeChoice, NcuError> {
+    ModeChoice::choose(req, v, Path::new("/x/ncu"))
+}
+
 #[test]
-fn mode_choice() {
-    assert_eq!(NcuMode::for_version(NcuVersion::new(2025, 3, 1, 0)), NcuMode::Relaunch);
-    assert_eq!(NcuMode::for_version(NcuVersion::new(2026, 2, 0, 9)), NcuMode::Relaunch);
-    assert_eq!(NcuMode::for_version(ATTACH_MIN_VERSION), NcuMode::Attach);
-    assert_eq!(NcuMode::for_version(NcuVersion::new(2027, 1, 0, 0)), NcuMode::Attach);
+fn attach_support_by_version() {
+    assert!(!NcuMode::attach_supported(OLD));
+    assert!(!NcuMode::attach_supported(JUST_BELOW));
+    assert!(NcuMode::attach_supported(ATTACH_MIN_VERSION));
+    assert!(NcuMode::attach_supported(NEWER));
+    assert_eq!(ATTACH_MIN_VERSION.to_string(), "2026.2.1.0");
+}
+
+#[test]
+fn auto_relaunches_and_says_why() {
+    for (v, reason) in [
+        (Some(OLD), "attach needs ncu >= 2026.2.1.0; found 2025.3.1.0"),
+        (Some(JUST_BELOW), "attach needs ncu >= 2026.2.1.0; found 2026.2.0.9"),
+        (None, "attach needs ncu >= 2026.2.1.0; found an ncu of unknown version"),
+        (
+            Some(ATTACH_MIN_VERSION),
+            "ncu 2026.2.1.0 could attach, but kprof does not implement attach mode yet",
+        ),
+        (
+            Some(NEWER),
+            "ncu 2027.1.0.0 could attach, but kprof does not implement attach mode yet",
+        ),
+    ] {
+        let c = choose(NcuModeRequest::Auto, v).unwrap();
+        assert_eq!(
+            c,
+            ModeChoice {
+                mode: NcuMode::Relaunch,
+                requested: NcuModeRequest::Auto,
+                reason: reason.into()
+            }
+        );
+    }
+    let c = choose(NcuModeRequest::Auto, Some(OLD)).unwrap();
+    assert_eq!(
+        c.summary(OLD),
+        "ncu 2025.3.1.0 in relaunch mode (attach needs ncu >= 2026.2.1.0; found 2025.3.1.0)"
+    );
+}
+
+#[test]
+fn explicit_relaunch_works_with_every_version() {
+    for v in [Some(OLD), Some(ATTACH_MIN_VERSION), Some(NEWER), None] {
+        let c = choose(NcuModeRequest::Relaunch, v).unwrap();
+        assert_eq!((c.mode, c.requested), (NcuMode::Relaunch, NcuModeRequest::Relaunch));
+        assert_eq!(c.reason, "relaunch requested (KPROF_NCU_MODE or the mode option)");
+    }
+}
+
+#[test]
+fn explicit_attach_is_one_clear_error() {
+    // Older or unknown ncu: names the version found, the minimum and the fallback.
+    for (v, found) in [
+        (Some(OLD), "found 2025.3.1.0 at /x/ncu"),
+        (Some(JUST_BELOW), "found 2026.2.0.9 at /x/ncu"),
+        (None, "found an ncu of unknown version at /x/ncu"),
+    ] {
+        let e = choose(NcuModeRequest::Attach, v).unwrap_err();
+        assert!(matches!(e, NcuError::AttachUnavailable { .. }), "{e:?}");
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with("ncu attach mode needs Nsight Compute >= 2026.2.1.0 (CUDA 13.3 Update 1); "),
+            "{msg}"
+        );
+        assert!(msg.contains(found), "{msg}");
+        assert!(
+            msg.contains("\"relaunch\"") && msg.contains("runs this ncu in relaunch mode"),
+            "{msg}"
+        );
+        assert!(msg.contains("does not implement attach mode yet"), "{msg}");
+    }
+    // New enough ncu: not implemented, with the fallback.
+    for v in [ATTACH_MIN_VERSION, NEWER] {
+        let e = choose(NcuModeRequest::Attach, Some(v)).unwrap_err();
+        assert!(matches!(e, NcuError::AttachNotImplemented { .. }), "{e:?}");
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with("ncu attach mode is not implemented in this version of kprof"),
+            "{msg}"
+        );
+        assert!(
+            msg.contains(&format!("ncu {v} at /x/ncu")) && msg.contains("\"relaunch\""),
+            "{msg}"
+        );
+    }
+}
+
+#[test]
+fn mode_requests_parse_and_defer_to_the_environment() {
+    assert_eq!(NcuModeRequest::default(), NcuModeRequest::Auto);
+    for (text, want) in [
+        ("auto", NcuModeRequest::Auto),
+        ("relaunch", NcuModeRequest::Relaunch),
+        (" Attach ", NcuModeRequest::Attach),
+    ] {
+        assert_eq!(NcuModeRequest::parse(text, "x").unwrap(), want);
+        assert_eq!(NcuModeRequest::parse(want.as_str(), "x").unwrap(), want);
+    }
+    let e = NcuModeRequest::parse("inject", "ncu_options['mode']").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "ncu_options['mode'] is \"inject\"; the ncu mode must be \"auto\", \"relaunch\" or \"attach\""
+    );
+    // The environment fills in only an `auto` request; an empty variable is unset.
+    let auto = NcuModeRequest::Auto;
+    assert_eq!(auto.or_env_value(None).unwrap(), NcuModeRequest::Auto);
+    assert_eq!(auto.or_env_value(Some("")).unwrap(), NcuModeRequest::Auto);
+    assert_eq!(auto.or_env_value(Some("relaunch")).unwrap(), NcuModeRequest::Relaunch);
+    assert_eq!(
+        NcuModeRequest::Relaunch.or_env_value(Some("attach")).unwrap(),
+        NcuModeRequest::Relaunch
+    );
+    let e = auto.or_env_value(Some("x")).unwrap_err();
+    assert!(e.to_string().starts_with(&format!("{MODE_ENV} is \"x\"")), "{e}");
+}
+
+#[test]
+fn installs_describe_their_mode() {
     let i = NcuInstall::from_version_output("/x/ncu".into(), "Version 2025.3.1.0 (build 36398880)").unwrap();
-    assert_eq!(i.mode, NcuMode::Relaunch);
-    assert_eq!(i.describe(), "ncu 2025.3.1.0 at /x/ncu, relaunch mode");
+    assert_eq!(
+        i.describe(NcuModeRequest::Auto),
+        "ncu 2025.3.1.0 at /x/ncu, relaunch mode (attach needs ncu >= 2026.2.1.0; found 2025.3.1.0)"
+    );
+    assert!(
+        i.describe(NcuModeRequest::Attach)
+            .starts_with("ncu 2025.3.1.0 at /x/ncu, mode attach: ncu attach mode needs Nsight Compute >= 2026.2.1.0"),
+        "{}",
+        i.describe(NcuModeRequest::Attach)
+    );
     let i = NcuInstall::from_version_output("/x/ncu".into(), "Version 2026.2.1.0 (build 1)").unwrap();
-    assert_eq!(i.mode, NcuMode::Attach);
+    assert_eq!(i.choose_mode(NcuModeRequest::Auto).unwrap().mode, NcuMode::Relaunch);
 }
 
 #[test]
@@ -149,5 +282,5 @@ fn search_order_and_newest_opt_install() {
             Err(e) => panic!("{e}"),
         }
     };
-    assert_eq!((i.version, i.mode), (NcuVersion::new(2026, 2, 1, 0), NcuMode::Attach));
+    assert_eq!(i.version, NcuVersion::new(2026, 2, 1, 0));
 }

@@ -16,6 +16,8 @@ use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::path::PathBuf;
 
+use super::version::NcuModeRequest;
+
 /// The filter that selects every push/pop range in kprof's domain (gpu-stack.md §4.3: `regex:`
 /// applies to the range name, `Domain@Range/` selects push/pop ranges, the trailing `/` is
 /// required).
@@ -148,6 +150,9 @@ pub struct NcuOptions {
     pub report_path: Option<PathBuf>,
     /// `-f` (overwrite an existing report).
     pub force_overwrite: bool,
+    /// Relaunch or attach (not an ncu argument): `auto` defers to `KPROF_NCU_MODE`, then to the
+    /// ncu version ([`ModeChoice::choose`](super::ModeChoice::choose)).
+    pub mode: NcuModeRequest,
 }
 
 impl Default for NcuOptions {
@@ -167,6 +172,7 @@ impl Default for NcuOptions {
             log_file: None,
             report_path: None,
             force_overwrite: true,
+            mode: NcuModeRequest::Auto,
         }
     }
 }

@@ -23,8 +23,10 @@
 //! in the process, so parent and child agree as long as the program calls its benchmarks in the
 //! same order.
 //!
-//! Attach mode (ncu >= 2026.2.1) is not implemented: such an ncu is driven in relaunch mode too,
-//! and [`NcuRunInfo::mode`] says so.
+//! The mode comes from [`NcuOptions::mode`](super::NcuOptions::mode), else `KPROF_NCU_MODE`,
+//! else the ncu version ([`ModeChoice::choose`]). Attach mode (ncu >= 2026.2.1) is not
+//! implemented: `auto` relaunches, an explicit `attach` is an error, and [`NcuRunInfo::mode`]
+//! records the mode and the reason.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -39,7 +41,7 @@ use kprof_core::model::{Config, DeviceInfo, ExtraValue, RawResults};
 
 use super::csv::ImportOptions;
 use super::relaunch::{child_target, relaunch_with, report_stem, CHILD_ENV};
-use super::version::{NcuInstall, NcuMode};
+use super::version::{ModeChoice, NcuInstall};
 use super::{range_name, NcuOptions};
 use crate::attribution::{decode_region_key, encode_region_key};
 use crate::driver::Driver;
@@ -60,10 +62,8 @@ pub struct NcuRunInfo {
     pub id: String,
     /// The ncu that ran, with its version.
     pub install: NcuInstall,
-    /// The mode used: always relaunch today (attach is not implemented).
-    pub mode: NcuMode,
-    /// `relaunch` or `relaunch (ncu <v> could attach; attach mode is not implemented)`.
-    pub mode_note: String,
+    /// The mode used (always relaunch today: attach is not implemented) and why.
+    pub mode: ModeChoice,
     /// The `.ncu-rep` report (kept).
     pub report: PathBuf,
     /// ncu's log.
@@ -236,14 +236,6 @@ where
         ..ImportOptions::default()
     };
     let out = relaunch_with(&install, &n, &program, &args, &env, &import)?;
-    let mode_note = if install.mode == NcuMode::Attach {
-        format!(
-            "relaunch (ncu {} could attach; attach mode is not implemented)",
-            install.version
-        )
-    } else {
-        "relaunch".to_string()
-    };
     let raw = out.raw;
     if let Some(prefix) = &opts.output_prefix {
         let path = crate::runner::raw_csv_path(prefix, name);
@@ -256,7 +248,6 @@ where
         id,
         install: out.install,
         mode: out.mode,
-        mode_note,
         report: out.report,
         log: out.log,
         csv: out.csv,
@@ -265,6 +256,13 @@ where
         output_tail: out.output_tail,
     });
     Ok(raw)
+}
+
+impl NcuRunInfo {
+    /// `ncu 2025.3.1.0 in relaunch mode (attach needs ncu >= 2026.2.1.0; found 2025.3.1.0)`.
+    pub fn summary(&self) -> String {
+        self.mode.summary(self.install.version)
+    }
 }
 
 impl Profiler {

@@ -5,7 +5,8 @@
 //! - [`range_name`] / [`parse_range_name`]: `region#c<call>.<config>.<run>`, the NVTX push/pop
 //!   range name the engine uses under ncu, and its inverse.
 //! - [`argv`]: [`NcuOptions`] → the argument list of `ncu ... -- <program> <args>`.
-//! - [`version`]: [`find_ncu`], [`NcuVersion`], [`NcuInstall`], attach or relaunch ([`NcuMode`]).
+//! - [`version`]: [`find_ncu`], [`NcuVersion`], [`NcuInstall`], the mode
+//!   ([`NcuModeRequest`] → [`ModeChoice`]: relaunch; attach is documented there, not implemented).
 //! - [`csv`]: [`parse_ncu_csv`] for `ncu --import REP --csv --page raw --print-units base`.
 //! - [`relaunch`]: the `KPROF_NCU_CHILD` protocol and [`relaunch_under_ncu`].
 //! - [`bench`]: the backend of the run loop, [`bench_ncu`] / `Profiler::bench_ncu`.
@@ -30,7 +31,8 @@ pub use self::relaunch::{
     child_target, is_ncu_child, relaunch_under_ncu, relaunch_with, report_stem, RunOutput, CHILD_ENV,
 };
 pub use self::version::{
-    find_ncu, find_ncu_in, NcuInstall, NcuMode, NcuSearch, NcuVersion, ATTACH_MIN_VERSION, MIN_VERSION,
+    find_ncu, find_ncu_in, ModeChoice, NcuInstall, NcuMode, NcuModeRequest, NcuSearch, NcuVersion, ATTACH_MIN_VERSION,
+    MIN_VERSION, MODE_ENV,
 };
 
 /// kprof's NVTX domain (ASCII). Ranges in it are kprof's own regions.
@@ -147,6 +149,43 @@ pub enum NcuError {
         found: NcuVersion,
         /// The oldest supported version.
         min: NcuVersion,
+    },
+    /// A mode name that is not `auto`, `relaunch` or `attach`.
+    #[error("{origin} is {value:?}; the ncu mode must be \"auto\", \"relaunch\" or \"attach\"")]
+    ModeName {
+        /// What was given.
+        value: String,
+        /// Where it came from (`KPROF_NCU_MODE`, `ncu_options['mode']`).
+        origin: String,
+    },
+    /// Attach mode was asked for, but the ncu found is too old for it (or of unknown version).
+    #[error(
+        "ncu attach mode needs Nsight Compute >= {min} (CUDA 13.3 Update 1); found {found} at {}. \
+         Ask for mode \"relaunch\" or \"auto\" (KPROF_NCU_MODE, or ncu_options={{\"mode\": ...}} \
+         in Python), which runs this ncu in relaunch mode (the program is run again under ncu). \
+         A newer ncu alone would not help: this kprof does not implement attach mode yet",
+        path.display()
+    )]
+    AttachUnavailable {
+        /// The ncu found.
+        path: PathBuf,
+        /// Its version in words (`2025.3.1.0`, or `an ncu of unknown version`).
+        found: String,
+        /// The oldest ncu with attach mode.
+        min: NcuVersion,
+    },
+    /// Attach mode was asked for with an ncu that supports it, but kprof does not implement it.
+    #[error(
+        "ncu attach mode is not implemented in this version of kprof (ncu {found} at {} supports \
+         it). Ask for mode \"relaunch\" or \"auto\" (KPROF_NCU_MODE, or ncu_options={{\"mode\": ...}} \
+         in Python), which runs the program again under ncu",
+        path.display()
+    )]
+    AttachNotImplemented {
+        /// The ncu found.
+        path: PathBuf,
+        /// Its version.
+        found: String,
     },
     /// ncu could not be started.
     #[error("cannot start {}: {source}", program.display())]

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use kprof_core::RawResults;
 
 use super::csv::{export_csv, parse_ncu_csv, ImportOptions};
-use super::version::{NcuInstall, NcuMode};
+use super::version::{ModeChoice, NcuInstall};
 use super::{tail_lines, NcuError, NcuOptions};
 
 /// The environment variable that selects the benchmark to profile in the child.
@@ -47,8 +47,8 @@ pub struct RunOutput {
     pub raw: RawResults,
     /// The ncu that ran.
     pub install: NcuInstall,
-    /// The mode used (always [`NcuMode::Relaunch`] here; reported so callers can print it).
-    pub mode: NcuMode,
+    /// The mode used (always [`NcuMode::Relaunch`](super::NcuMode::Relaunch) here) and why, so callers can report it.
+    pub mode: ModeChoice,
     /// The `.ncu-rep` report (kept).
     pub report: PathBuf,
     /// ncu's log.
@@ -142,6 +142,9 @@ where
 /// Runs `program args` under the given ncu with `options` and `env` added to the environment,
 /// checks the outcome, exports and parses the report with `import`.
 ///
+/// The mode is chosen first from `options.mode` and `KPROF_NCU_MODE`
+/// ([`NcuInstall::choose_mode`]): asking for attach is an error before anything runs.
+///
 /// Without `options.report_path` the report goes to the temporary directory; without
 /// `options.log_file` the log is the report path with `.log` instead of `.ncu-rep`. The CSV is
 /// written next to the report (`.csv`).
@@ -158,6 +161,7 @@ where
     I: IntoIterator<Item = A>,
     A: AsRef<OsStr>,
 {
+    let mode = install.choose_mode(options.mode.or_env()?)?;
     let mut options = options.clone();
     let report = options.report_path.clone().unwrap_or_else(default_report);
     let report = if report.extension().is_some_and(|e| e == "ncu-rep") {
@@ -231,7 +235,7 @@ where
     Ok(RunOutput {
         raw,
         install: install.clone(),
-        mode: NcuMode::Relaunch,
+        mode,
         report,
         log,
         csv: csv_path,

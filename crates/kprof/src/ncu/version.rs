@@ -3,6 +3,42 @@
 //! Search order ([`find_ncu_in`]): `$KPROF_NCU` (an explicit path), every directory of `$PATH`,
 //! `$CUDA_HOME/bin`, `$CUDA_PATH/bin`, `/usr/local/cuda/bin`, then
 //! `/opt/nvidia/nsight-compute/<version>/ncu` (newest version first).
+//!
+//! # Mode
+//!
+//! [`ModeChoice::choose`] turns the user's [`NcuModeRequest`] (program option, else
+//! [`MODE_ENV`], else `auto`) and the ncu version into the [`NcuMode`] used and the reason, which
+//! the progress line, the results' metadata and `kprof doctor` report. Today `auto` always gives
+//! relaunch; an explicit `attach` is an error that names the ncu found and the fallback.
+//!
+//! # Attach mode (not implemented)
+//!
+//! How nsight-python >= 1.0 attaches, read from NVIDIA/nsight-python `nsight/collection/ncu.py`
+//! at main@8736723 (`try_init_injection`, `launch_ncu`, `NCUCollector.collect`; the exact argv
+//! is pinned by `tests/test_collection.py`) and the Nsight Compute 2026.2.1 release notes
+//! (<https://docs.nvidia.com/nsight-compute/ReleaseNotes/topics/updates-2026-2-1.html>: "in-process
+//! profiling workflows that dynamically load the CUDA injection library", header
+//! `extras/Api/nvComputeInj.h`, `--process-id` for `--mode attach`, `--list-injection-path-64`):
+//!
+//! 1. Once per process, **before CUDA is initialised and before any NVTX call**: run
+//!    `ncu --list-injection-path-64` (its first line is a directory `D`); set
+//!    `NVTX_INJECTION64_PATH=D/libcuda-injection.so`, `NV_COMPUTE_PROFILER_PERFWORKS_DIR=D`,
+//!    `NV_COMPUTE_PROFILER_IN_PROCESS=1`; `dlopen` that library and resolve
+//!    `nvInjBeginProfiling` / `nvInjEndProfiling`, both `int f(ProfilingParams*)` with
+//!    `struct ProfilingParams { size_t structSize; void *pPriv; }`, returning 0 on success,
+//!    1 unknown error, 2 invalid parameters, 3 not initialised (CUDA was initialised first).
+//! 2. Per profiled call: `nvInjBeginProfiling`; start in the background
+//!    `ncu --mode attach --process-id <own pid> --nvtx-include regex:<domain>@.+ --log-file L
+//!    --cache-control C --clock-control K --replay-mode R [--verbose] --metrics m1,m2 -f -o REP`;
+//!    run the benchmark; `nvInjEndProfiling`; wait for ncu; read REP.
+//!
+//! Why kprof does not do it yet: the semantics of begin/end against the attaching ncu (whether
+//! begin waits for ncu, what happens to kernels launched before it attaches) live in
+//! `nvComputeInj.h`, which nsight-python does not show and which is not available here; and
+//! step 1 must happen before CUDA is initialised, which in kprof means before `Profiler::new`
+//! (Rust) or at `import kprof` (Python), before the CUPTI backend's own NVTX injection. The only
+//! GPU machine available has ncu 2025.3.1, so none of it could be run. Building it untested
+//! would be a stub that pretends; `auto` therefore relaunches and says why.
 
 use std::cmp::Ordering;
 use std::ffi::OsString;
@@ -81,26 +117,29 @@ impl fmt::Display for NcuVersion {
 pub const MIN_VERSION: NcuVersion = NcuVersion::new(2023, 1, 0, 0);
 
 /// From this version on ncu can attach to a running process whose profiling ranges are opened
-/// through `libcuda-injection.so` (nsight-python 1.1's attach mode).
+/// through ncu's in-process injection library (what nsight-python >= 1.0 does; see
+/// [the module docs](self#attach-mode-not-implemented)).
 pub const ATTACH_MIN_VERSION: NcuVersion = NcuVersion::new(2026, 2, 1, 0);
+
+/// The environment variable that picks the mode when the program does not
+/// (`auto`, `relaunch` or `attach`; see [`NcuModeRequest`]).
+pub const MODE_ENV: &str = "KPROF_NCU_MODE";
 
 /// How the program is profiled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NcuMode {
-    /// ncu attaches to the running process (ncu >= 2026.2.1).
+    /// ncu attaches to the running process (needs ncu >= 2026.2.1; not implemented, see the
+    /// module docs).
     Attach,
     /// The program is re-run under ncu with `KPROF_NCU_CHILD` set (any supported ncu).
     Relaunch,
 }
 
 impl NcuMode {
-    /// The mode for an ncu version: attach from [`ATTACH_MIN_VERSION`] on, relaunch below.
-    pub fn for_version(v: NcuVersion) -> NcuMode {
-        if v >= ATTACH_MIN_VERSION {
-            NcuMode::Attach
-        } else {
-            NcuMode::Relaunch
-        }
+    /// Whether ncu `v` offers attach mode (`--mode attach --process-id` and the injection
+    /// library): [`ATTACH_MIN_VERSION`] or newer.
+    pub fn attach_supported(v: NcuVersion) -> bool {
+        v >= ATTACH_MIN_VERSION
     }
 
     /// `attach` or `relaunch`.
@@ -115,6 +154,122 @@ impl NcuMode {
 impl fmt::Display for NcuMode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// The mode the user asked for: a program option (`NcuOptions::mode`, Python
+/// `ncu_options={"mode": ...}`), else [`MODE_ENV`], else `auto`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum NcuModeRequest {
+    /// Attach when the ncu found supports it and kprof implements it, relaunch otherwise.
+    #[default]
+    Auto,
+    /// Always relaunch.
+    Relaunch,
+    /// Attach, or fail with a message naming the ncu found and the fallback.
+    Attach,
+}
+
+impl NcuModeRequest {
+    /// `auto`, `relaunch` or `attach`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NcuModeRequest::Auto => "auto",
+            NcuModeRequest::Relaunch => "relaunch",
+            NcuModeRequest::Attach => "attach",
+        }
+    }
+
+    /// Parses `auto`, `relaunch` or `attach` (ASCII case-insensitive, surrounding blanks
+    /// ignored); `origin` names where the text came from, for the error.
+    pub fn parse(text: &str, origin: &str) -> Result<NcuModeRequest, NcuError> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(NcuModeRequest::Auto),
+            "relaunch" => Ok(NcuModeRequest::Relaunch),
+            "attach" => Ok(NcuModeRequest::Attach),
+            _ => Err(NcuError::ModeName {
+                value: text.to_string(),
+                origin: origin.to_string(),
+            }),
+        }
+    }
+
+    /// This request, or the one in `env_value` (the value of [`MODE_ENV`]) when this is
+    /// `auto`: an explicit program option wins over the environment. An empty variable counts
+    /// as unset.
+    pub fn or_env_value(self, env_value: Option<&str>) -> Result<NcuModeRequest, NcuError> {
+        match (self, env_value.filter(|v| !v.trim().is_empty())) {
+            (NcuModeRequest::Auto, Some(v)) => NcuModeRequest::parse(v, MODE_ENV),
+            (r, _) => Ok(r),
+        }
+    }
+
+    /// [`or_env_value`](Self::or_env_value) with this process's [`MODE_ENV`].
+    pub fn or_env(self) -> Result<NcuModeRequest, NcuError> {
+        let v = std::env::var(MODE_ENV).ok();
+        self.or_env_value(v.as_deref())
+    }
+}
+
+impl fmt::Display for NcuModeRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The mode chosen for one ncu run, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModeChoice {
+    /// The mode used.
+    pub mode: NcuMode,
+    /// What was asked for.
+    pub requested: NcuModeRequest,
+    /// Why this mode, in words, e.g. `attach needs ncu >= 2026.2.1.0; found 2025.3.1.0`.
+    pub reason: String,
+}
+
+impl ModeChoice {
+    /// Chooses the mode for `requested` with the ncu at `path` of version `version` (`None`:
+    /// unknown). `auto` always gives relaunch today, with the reason; `attach` is an error
+    /// ([`NcuError::AttachUnavailable`] on an older or unknown ncu,
+    /// [`NcuError::AttachNotImplemented`] on a new enough one).
+    pub fn choose(requested: NcuModeRequest, version: Option<NcuVersion>, path: &Path) -> Result<ModeChoice, NcuError> {
+        let supported = version.is_some_and(NcuMode::attach_supported);
+        let found = match version {
+            Some(v) => v.to_string(),
+            None => "an ncu of unknown version".to_string(),
+        };
+        let reason = match requested {
+            NcuModeRequest::Relaunch => format!("relaunch requested ({MODE_ENV} or the mode option)"),
+            NcuModeRequest::Auto if supported => {
+                format!("ncu {found} could attach, but kprof does not implement attach mode yet")
+            }
+            NcuModeRequest::Auto => format!("attach needs ncu >= {ATTACH_MIN_VERSION}; found {found}"),
+            NcuModeRequest::Attach if supported => {
+                return Err(NcuError::AttachNotImplemented {
+                    path: path.to_path_buf(),
+                    found,
+                })
+            }
+            NcuModeRequest::Attach => {
+                return Err(NcuError::AttachUnavailable {
+                    path: path.to_path_buf(),
+                    found,
+                    min: ATTACH_MIN_VERSION,
+                })
+            }
+        };
+        Ok(ModeChoice {
+            mode: NcuMode::Relaunch,
+            requested,
+            reason,
+        })
+    }
+
+    /// `ncu 2025.3.1.0 in relaunch mode (attach needs ncu >= 2026.2.1.0; found 2025.3.1.0)`:
+    /// the line progress output and reports print.
+    pub fn summary(&self, version: NcuVersion) -> String {
+        format!("ncu {version} in {} mode ({})", self.mode, self.reason)
     }
 }
 
@@ -222,15 +377,13 @@ pub fn find_ncu() -> Result<PathBuf, NcuError> {
     find_ncu_in(&NcuSearch::from_env())
 }
 
-/// A usable ncu: where it is, its version, and the mode kprof will use with it.
+/// A usable ncu: where it is and its version.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NcuInstall {
     /// The executable.
     pub path: PathBuf,
     /// Its version.
     pub version: NcuVersion,
-    /// Attach (>= 2026.2.1) or relaunch.
-    pub mode: NcuMode,
 }
 
 impl NcuInstall {
@@ -276,15 +429,32 @@ impl NcuInstall {
                 min: MIN_VERSION,
             });
         }
-        Ok(NcuInstall {
-            path,
-            version,
-            mode: NcuMode::for_version(version),
-        })
+        Ok(NcuInstall { path, version })
     }
 
-    /// `ncu 2025.3.1.0 at /usr/local/cuda/bin/ncu, relaunch mode`, for reports.
-    pub fn describe(&self) -> String {
-        format!("ncu {} at {}, {} mode", self.version, self.path.display(), self.mode)
+    /// The mode for `requested` with this ncu ([`ModeChoice::choose`]).
+    pub fn choose_mode(&self, requested: NcuModeRequest) -> Result<ModeChoice, NcuError> {
+        ModeChoice::choose(requested, Some(self.version), &self.path)
+    }
+
+    /// `ncu 2025.3.1.0 at /usr/local/cuda/bin/ncu, relaunch mode (attach needs ncu >=
+    /// 2026.2.1.0; found 2025.3.1.0)`, for reports: the mode `requested` would give, or the
+    /// error's first line when it cannot be used.
+    pub fn describe(&self, requested: NcuModeRequest) -> String {
+        match self.choose_mode(requested) {
+            Ok(c) => format!(
+                "ncu {} at {}, {} mode ({})",
+                self.version,
+                self.path.display(),
+                c.mode,
+                c.reason
+            ),
+            Err(e) => format!(
+                "ncu {} at {}, mode {requested}: {}",
+                self.version,
+                self.path.display(),
+                e.to_string().lines().next().unwrap_or_default()
+            ),
+        }
     }
 }
