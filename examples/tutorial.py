@@ -72,20 +72,21 @@ def step3_stability():
 
 # -- Step 4: cache control (the CUPTI backend; clock locking needs backend="ncu") ----------------
 
-_SCALE_INPUTS: dict = {}
-
-
 def make_scale_bench(cache_control):
-    # kprof flushes L2 before each *run* (not before each kernel, as ncu's replay does), so the
-    # input is made once, outside the function: a torch.randn inside it would leave x in L2 again.
-    # Sizes: 1 MB (fits the L2), 64 MB (about the H200's 50 MB L2) and 1 GB (20x the L2).
+    # The seed's function: the input is made inside it, outside the annotation. With a cold cache
+    # kprof empties the L2 before the annotated region (after torch.randn), as ncu does before the
+    # kernel; with a warm one x is still in the L2 from torch.randn.
+    # Sizes: 1 MB (fits the L2), 64 MB (about the H200's 60 MB L2) and 1 GB (17x the L2).
     def scale(n: int) -> None:
-        x = _SCALE_INPUTS.setdefault(n, torch.randn(n, device="cuda"))
+        x = torch.randn(n, device="cuda")
         with kprof.annotate("x * 2"):
             _ = x * 2.0
+    # Range replay: the counters of each pass see the same L2 state as the timed run (kernel
+    # replay cannot flush the L2 between its passes).
     return kprof.kernel(configs=[1 << 18, 1 << 24, 1 << 28], runs=10, cache_control=cache_control, thermal_mode="off",
-                        verbosity=SILENT, metrics=["gpu__time_duration.sum", "gpc__cycles_elapsed.avg.per_second",
-                                                   "dram__bytes_write.sum"])(scale)
+                        verbosity=SILENT, replay_mode="range",
+                        metrics=["gpu__time_duration.sum", "gpc__cycles_elapsed.avg.per_second",
+                                 "dram__bytes_write.sum"])(scale)
 
 
 def step4_cache():
@@ -104,8 +105,8 @@ def step4_cache():
     print(textwrap.indent(tab.to_string(index=False, float_format=lambda v: f"{v:,.1f}"), "  "))
     l2_mb = torch.cuda.get_device_properties(0).L2_cache_size / 2 ** 20
     print(f"\n  This GPU's L2 is {l2_mb:.0f} MB: a 1 MB input stays in it between runs unless it is flushed.")
-    print("  At 64 MB a warm run starts with the previous run's output still dirty in the L2 and pays to write")
-    print("  it back (MB_written above the output size); a cold run starts from a flushed, clean L2.")
+    print("  At 64 MB a warm run starts with torch.randn's output still dirty in the L2 and pays to write it")
+    print("  back (MB_written above a cold run's); a cold run starts from an emptied, clean L2.")
     print("  At 1 GB the L2 no longer matters. SM_MHz is measured per kernel (gpc__cycles_elapsed.avg.per_second);")
     print("  ComputeClock is the rated clock.")
     return tab

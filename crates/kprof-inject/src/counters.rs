@@ -40,7 +40,7 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::Mutex;
 
-use kprof::counters::{CuptiLib, MetricsCatalog, RangeProfiler, ReplayMode};
+use kprof::counters::{CuptiLib, RangeProfiler, ReplayMode};
 use kprof::cupti::ffi::{cbid, Cupti};
 use kprof::cupti::records::KernelRecord;
 use kprof_core::transforms::{record_combined, Reducer};
@@ -496,6 +496,16 @@ fn start_profiler(l: &mut Live, ctx: usize) -> Result<(), String> {
         .map_err(|e| format!("cannot start the CUPTI Range Profiler: {e}"))?;
     crate::trace("counters: collecting");
     l.status.chip = Some(rp.chip().to_string());
+    // Units now, from the session's own host object: building a second metric catalog in the
+    // exit handler crashed the process on the H200 (CUPTI 13.0).
+    match rp.metric_units() {
+        Ok(units) => {
+            for (m, u) in l.status.metrics.iter_mut().zip(units) {
+                m.unit = u;
+            }
+        }
+        Err(e) => crate::trace(&format!("counters: no metric units: {e}")),
+    }
     l.lib = Some(lib);
     l.ctx = ctx;
     l.profiler = Some(Profiler(rp));
@@ -551,19 +561,6 @@ pub fn take_outcome() -> Option<Outcome> {
     let was_in_hook = IN_HOOK.with(|h| h.replace(true));
     let out = with_live(|l| {
         finish_live(l);
-        crate::trace("counters: reading the metric units");
-        let units = match (l.lib, &l.status.chip) {
-            (Some(lib), Some(chip)) => MetricsCatalog::with_lib(lib, chip, None)
-                .and_then(|c| c.validate(&l.request.as_ref().map(|r| r.metrics.clone()).unwrap_or_default()))
-                .map(|infos| infos.into_iter().map(|i| i.properties.dim_unit).collect::<Vec<_>>())
-                .ok(),
-            _ => None,
-        };
-        if let Some(units) = units {
-            for (m, u) in l.status.metrics.iter_mut().zip(units) {
-                m.unit = u;
-            }
-        }
         l.status.ranges = l.ranges.len();
         Outcome {
             ranges: std::mem::take(&mut l.ranges),

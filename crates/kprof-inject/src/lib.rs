@@ -354,11 +354,13 @@ fn write_results() {
     let cuda = with_proc(|p| p.cuda_injected);
     // The counter collection first: its last decode synchronizes the profiled context.
     let outcome = counters::take_outcome();
+    trace("exit handler: reading the device");
     let (device, extras) = if cuda {
         device_context()
     } else {
         (DeviceInfo::default(), Vec::new())
     };
+    trace("exit handler: flushing CUPTI activity");
     let mut batch = {
         let mut s = SESSION.lock().unwrap_or_else(|p| p.into_inner());
         match s.as_mut().map(|s| s.flush()) {
@@ -370,6 +372,7 @@ fn write_results() {
             None => Default::default(),
         }
     };
+    trace("exit handler: grouping kernels");
     let (ranges, anomalies, calls) = book::with(|b| {
         let r = b.take_closed();
         (r, b.anomalies.clone(), b.calls)

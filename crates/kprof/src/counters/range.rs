@@ -211,6 +211,14 @@ impl RangeProfiler {
         self.mode
     }
 
+    /// The unit of each metric, in ncu's spelling, from this session's host object.
+    pub fn metric_units(&self) -> Result<Vec<String>, CountersError> {
+        self.metrics
+            .iter()
+            .map(|m| Ok(self.host.properties(m)?.dim_unit))
+            .collect()
+    }
+
     fn obj_params(&self) -> CUpti_RangeProfiler_Object_Params {
         CUpti_RangeProfiler_Object_Params {
             structSize: v13_0::RANGE_START,
