@@ -26,18 +26,22 @@ def ncu_child(what: str, reps: int) -> None:
         xs = torch.randn(1 << 20, device="cuda")
         regions = [(f"cost{i}", lambda: xs * 2.0) for i in range(COST_KERNELS)]
     else:
-        a = torch.randn(4096, 4096, device="cuda").half()
-        x = torch.randn(64 * 2 ** 20, device="cuda")
-        s = torch.randn(8192, 1024, device="cuda")
-        p, q, r = (torch.randn(32 * 2 ** 20, device="cuda") for _ in range(3))
-        regions = [("fp16 matmul 4096", lambda: a @ a), ("x * 2 (256 MB)", lambda: x * 2.0),
-                   ("softmax 8192x1024", lambda: torch.softmax(s, dim=-1)),
-                   ("a + b * c (unfused)", lambda: p + q * r), ("torch.addcmul (fused)", lambda: torch.addcmul(p, q, r))]
+        def inputs():
+            return (torch.randn(4096, 4096, device="cuda").half(), torch.randn(64 * 2 ** 20, device="cuda"),
+                    torch.randn(8192, 1024, device="cuda"), *(torch.randn(32 * 2 ** 20, device="cuda") for _ in range(3)))
+        t = list(inputs())
+        regions = [("fp16 matmul 4096", lambda: t[0] @ t[0]), ("x * 2 (256 MB)", lambda: t[1] * 2.0),
+                   ("softmax 8192x1024", lambda: torch.softmax(t[2], dim=-1)),
+                   ("a + b * c (unfused)", lambda: t[3] + t[4] * t[5]), ("torch.addcmul (fused)", lambda: torch.addcmul(t[3], t[4], t[5]))]
     for _, fn in regions:  # warm-up: cuBLAS handles, caching allocator
         fn()
     torch.cuda.synchronize()
     torch.cuda.profiler.start()
     for _ in range(reps):
+        if what == "compare-seed":
+            # As steps 6 and 7 do: new inputs in every repetition, outside the ranges.
+            t[:] = []
+            t.extend(inputs())
         for name, fn in regions:
             torch.cuda.nvtx.range_push(name)
             fn()
@@ -141,7 +145,7 @@ check("step4-64MB", None,
 numbers["step4"] = tab4.to_dict("records")
 
 # The cold-cache flush itself, measured by the counters of a region that only reads: 8 MB summed
-# after the function wrote 64 MB (dirty lines in the L2). Range replay flushes before the region
+# after the function wrote 16 MB (dirty lines in the L2; both fit the 60 MB L2 together). Range replay flushes before the region
 # in every pass, so the counters see what the timed run sees. A cold, clean L2: the region reads
 # all 8 MB from DRAM and writes ~nothing back. The memset flush (KPROF_L2_FLUSH=write) leaves
 # dirty lines that the region writes back; a warm cache reads ~nothing from DRAM.
@@ -149,7 +153,7 @@ XS = torch.randn(2 * 2 ** 20, device="cuda")
 
 
 def flush_probe():
-    _ = torch.randn(16 * 2 ** 20, device="cuda")
+    _ = torch.randn(4 * 2 ** 20, device="cuda")
     with kprof.annotate("sum 8 MB"):
         XS.sum()
 
@@ -268,34 +272,46 @@ def ncu_rows(text):
 
 if os.path.exists(NCU):
     REPS = 3
-    p, _ = run_ncu(["--nvtx", "--print-nvtx-rename", "kernel", "--metrics", ",".join(M_ALL), "--csv", "--page", "details",
-                    "--print-units", "base"], "compare", REPS)
-    open(os.path.join(OUT, "ncu-compare.csv"), "w").write(p.stdout)
-    open(os.path.join(OUT, "ncu-compare.err"), "w").write(p.stderr)
-    rows_ncu = ncu_rows(p.stdout)
-    per_region: dict = {}
-    for k in rows_ncu.values():
-        # ncu 2025.3 names a kernel "<NVTX range>/<kernel>" with --print-nvtx-rename kernel.
-        per_region.setdefault(k["name"].split("/", 1)[0], []).append(k)
-    # Sum a region's kernels per repetition, then average over the repetitions.
-    ncu_vals: dict = {}
-    for name, ks in per_region.items():
-        per_rep = max(1, len(ks) // REPS)
-        reps = [ks[i:i + per_rep] for i in range(0, len(ks), per_rep)]
-        agg = {}
-        for m in M_ALL:
-            if "pct" in m:
-                vals = [sum(k[m] * k["gpu__time_duration.sum"] for k in rp) / sum(k["gpu__time_duration.sum"] for k in rp)
-                        for rp in reps]
-            else:
-                vals = [sum(k[m] for k in rp) for rp in reps]
-            agg[m] = statistics.mean(vals)
-        ncu_vals[name] = agg
+
+    def ncu_compare(what):
+        """ncu's values per region (kernels summed per repetition, then averaged)."""
+        p, _ = run_ncu(["--nvtx", "--print-nvtx-rename", "kernel", "--metrics", ",".join(M_ALL), "--csv", "--page",
+                        "details", "--print-units", "base"], what, REPS)
+        open(os.path.join(OUT, f"ncu-{what}.csv"), "w").write(p.stdout)
+        open(os.path.join(OUT, f"ncu-{what}.err"), "w").write(p.stderr)
+        rows_ncu = ncu_rows(p.stdout)
+        per_region: dict = {}
+        for k in rows_ncu.values():
+            # ncu 2025.3 names a kernel "<NVTX range>/<kernel>" with --print-nvtx-rename kernel;
+            # kernels outside every range (the inputs' torch.randn) keep their own names.
+            if "/" in k["name"]:
+                per_region.setdefault(k["name"].split("/", 1)[0], []).append(k)
+        vals: dict = {}
+        for name, ks in per_region.items():
+            per_rep = max(1, len(ks) // REPS)
+            reps = [ks[i:i + per_rep] for i in range(0, len(ks), per_rep)]
+            agg = {}
+            for m in M_ALL:
+                if "pct" in m:
+                    v = [sum(k[m] * k["gpu__time_duration.sum"] for k in rp) / sum(k["gpu__time_duration.sum"] for k in rp)
+                         for rp in reps]
+                else:
+                    v = [sum(k[m] for k in rp) for rp in reps]
+                agg[m] = statistics.mean(v)
+            vals[name] = agg
+        return vals, rows_ncu, p
+
+    # Steps 6 and 7 make their inputs inside the function: so does this ncu child. The write-bytes
+    # experiment below uses inputs made once, in kprof and in the "compare" child.
+    ncu_vals, rows_ncu, p = ncu_compare("compare-seed")
+    ncu_vals_pre, _, p_pre = ncu_compare("compare")
+    per_region = ncu_vals
     kp_vals = {}
     for df in (df6, df7):
         for (ann, met), v in df.groupby(["Annotation", "Metric"])["AvgValue"].mean().items():
             kp_vals.setdefault(ann, {})[met] = float(v)
-    numbers["vs_ncu"] = {"ncu": ncu_vals, "kprof": kp_vals, "ncu_rc": p.returncode}
+    numbers["vs_ncu"] = {"ncu": ncu_vals, "ncu_premade": ncu_vals_pre, "kprof": kp_vals, "ncu_rc": p.returncode,
+                         "ncu_premade_rc": p_pre.returncode}
     found = sorted(set(ncu_vals) & set(kp_vals))
     check("ncu-regions", len(found) == 5, f"ncu named {len(rows_ncu)} kernels after the regions {sorted(per_region)} "
           f"(rc {p.returncode}); matched {found}")
@@ -318,10 +334,9 @@ if os.path.exists(NCU):
                 lim_pct = 2.0 if m == "gpu__time_duration.sum" else 0.5
                 ok, ds = abs(d) <= lim_pct, f"{d:+.3f}% (limit {lim_pct}%)"
                 if m == "dram__bytes_write.sum":
-                    # Steps 6/7 make their inputs inside the function (as the seed does) and kernel
-                    # replay cannot flush between passes: the L2 holds dirty lines when the kernel
-                    # starts. Judged below on pre-made inputs with a flush before every pass.
-                    ok, ds = None, ds + "; inputs made in the function, kernel replay: see write-bytes"
+                    # Kernel replay cannot flush between passes: the L2 holds the previous pass's
+                    # dirty lines when the kernel starts. Measured below in three set-ups.
+                    ok, ds = None, ds + "; kernel replay: see the bytes rows"
             check(f"vs-ncu {ann[:18]} {m.split('.')[0].split('__')[1][:14]}", ok, f"{m}: kprof {k:,.3f} vs ncu {n:,.3f}: {ds}")
 
     # DRAM bytes on the ncu child's kernels with its pre-made inputs, in three kprof set-ups:
@@ -355,10 +370,10 @@ if os.path.exists(NCU):
         wb[label] = {(a, m): float(v) for (a, m), v in dfw.groupby(["Annotation", "Metric"])["AvgValue"].mean().items()}
     numbers["write_bytes"] = {lab: {f"{a} | {m}": v for (a, m), v in d.items()} for lab, d in wb.items()}
     for ann in WB:
-        if ann not in ncu_vals:
+        if ann not in ncu_vals_pre:
             continue
         for m in MB2:
-            n = ncu_vals[ann][m]
+            n = ncu_vals_pre[ann][m]
             parts = [f"{lab} {(wb[lab].get((ann, m), float('nan')) / n - 1) * 100:+.2f}%" for lab in wb]
             d = (wb["range/read"].get((ann, m), float("nan")) / n - 1) * 100
             one_kernel = ann != WB[2]

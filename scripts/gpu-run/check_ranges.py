@@ -1,11 +1,15 @@
 """Compares kprof run's per-range durations (raw.csv) with the program's CUDA-event lines.
 
 usage: check_ranges.py RAW_CSV EVENTS_TXT [TOLERANCE_PCT]
-Matches range occurrence i of annotation A with `EVENT A i ns`; for every kernel >= 50 us the
-CUPTI value must be within TOLERANCE_PCT (default 1) of the event value minus the program's
-event-pair floor (`FLOOR ns`: the median of empty event pairs measured the same way, about 2.3 us
-on the H200, which every event pair adds to what it brackets). Exit 1 on any mismatch."""
+Matches range occurrence i of annotation A with `EVENT A i ns` (the event value minus the
+program's event-pair floor, `FLOOR ns`: the median of empty event pairs measured the same way,
+1.3-3.9 us on the H200, which every event pair adds to what it brackets). For every range whose
+kernels take >= 50 us, the median over its occurrences of kprof's value must be within
+TOLERANCE_PCT (default 1) of the median event value; every occurrence is listed, flagged `>tol`
+when it alone is outside (the floor itself varies by ~1 us, 1% of a 100 us kernel). Exit 1 on a
+range outside the tolerance or a missing occurrence."""
 import csv
+import statistics
 import sys
 
 raw, events = sys.argv[1], sys.argv[2]
@@ -26,7 +30,8 @@ for row in csv.DictReader(open(raw)):
     if row.get("Metric", "gpu__time_duration.sum") != "gpu__time_duration.sum":
         continue
     got[(row["Annotation"], int(row["Run"]))] = float(row["Value"])
-bad = checked = 0
+bad = 0
+per_range: dict = {}
 for key, e in sorted(ev.items()):
     if key not in got:
         print(f"MISSING {key} in {raw}")
@@ -34,9 +39,19 @@ for key, e in sorted(ev.items()):
         continue
     k = got[key]
     diff = (k - e) / e * 100
-    ok = e < 50_000 or abs(diff) <= tol
-    checked += e >= 50_000
-    print(f"{'ok ' if ok else 'BAD'} {key[0]:>12} run {key[1]:>2}: kprof {k:>12.0f} ns  events {e:>12.0f} ns  {diff:+.2f}%")
+    per_range.setdefault(key[0], []).append((k, e))
+    flag = "    " if e < 50_000 or abs(diff) <= tol else ">tol"
+    print(f"{flag} {key[0]:>12} run {key[1]:>2}: kprof {k:>12.0f} ns  events {e:>12.0f} ns  {diff:+.2f}%")
+checked = 0
+for name, pairs in sorted(per_range.items()):
+    km, em = statistics.median(k for k, _ in pairs), statistics.median(e for _, e in pairs)
+    if em < 50_000:
+        continue
+    checked += 1
+    d = (km - em) / em * 100
+    ok = abs(d) <= tol
     bad += not ok
-print(f"{checked} occurrences >= 50 us checked, {bad} bad (tolerance {tol}%)")
+    print(f"{'ok ' if ok else 'BAD'} range {name}: median kprof {km:,.0f} ns vs events {em:,.0f} ns over "
+          f"{len(pairs)} occurrences: {d:+.2f}%")
+print(f"{checked} ranges >= 50 us checked, {bad} bad (tolerance {tol}%)")
 sys.exit(1 if bad or not checked else 0)

@@ -1,0 +1,70 @@
+//! `kprof run --metrics` on the H200, replayed from its recordings (tests/fixtures/run-metrics):
+//! the merged raw CSV of the timing and counter launches, read back, agrees with ncu's export of
+//! the same program imported by `kprof import`, range occurrence by range occurrence.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use kprof_core::io::{read_raw_csv, ReadOptions};
+use kprof_core::RawResults;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/run-metrics")
+        .join(name)
+}
+
+/// (annotation, run) -> value of `metric`, and the metric's unit.
+fn by_occurrence(raw: &RawResults, metric: &str) -> (BTreeMap<(String, u32), f64>, Vec<String>) {
+    let mut out = BTreeMap::new();
+    let mut units = Vec::new();
+    for s in &raw.samples {
+        let series = &raw.series[s.series as usize];
+        if series.key.metric == metric {
+            out.insert((series.key.annotation.clone(), s.run), s.value);
+            if !units.contains(&series.unit) {
+                units.push(series.unit.clone());
+            }
+        }
+    }
+    (out, units)
+}
+
+#[test]
+fn recorded_counter_values_match_ncu_within_half_a_percent_per_range_occurrence() {
+    let kprof_raw = read_raw_csv(&fixture("kprof-raw.csv"), &ReadOptions::default()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let imported = dir.path().join("ncu-raw.csv");
+    let args: Vec<String> = [
+        "kprof",
+        "import",
+        fixture("ncu-cache-all.csv").to_str().unwrap(),
+        "--raw",
+        imported.to_str().unwrap(),
+        "-o",
+        dir.path().join("ncu-processed.csv").to_str().unwrap(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    assert_eq!(kprof_cli::run(args), 0);
+    let ncu_raw = read_raw_csv(&imported, &ReadOptions::default()).unwrap();
+
+    let (kp, kp_units) = by_occurrence(&kprof_raw, "dram__bytes_read.sum");
+    let (ncu, _) = by_occurrence(&ncu_raw, "dram__bytes_read.sum");
+    assert_eq!(kp_units, vec!["byte".to_string()]);
+    let ranges: Vec<(String, u32)> = kp.keys().filter(|(a, _)| a.starts_with("scale_")).cloned().collect();
+    assert_eq!(ranges.len(), 20, "10 occurrences of each of the program's 2 ranges");
+    for key in &ranges {
+        let (k, n) = (kp[key], ncu[key]);
+        let diff_pct = (k / n - 1.0) * 100.0;
+        assert!(
+            diff_pct.abs() <= 0.5,
+            "{key:?}: kprof {k} vs ncu {n} bytes ({diff_pct:+.3}%)"
+        );
+    }
+    // The timing launch's durations sit in the same table, by the same keys.
+    let (durations, units) = by_occurrence(&kprof_raw, "gpu__time_duration.sum");
+    assert_eq!(units, vec!["ns".to_string()]);
+    assert!(ranges.iter().all(|k| durations[k] > 100_000.0));
+}
