@@ -26,6 +26,10 @@ Checks:
   d  a 5-size cuBLAS sweep (512..8192) with varying kernel counts works
   e  wall time of the seed's matmul sweep (1024/2048/4096 x 10 runs) under ncu (INFO; vs
      nsight-python 0.9.6's 8.1 s on this machine)
+  f  seed step 6 (fp16 matmul 4096, x * 2 on 256 MB, softmax 8192x1024; inputs made once) with
+     time, SM % and DRAM % of peak and DRAM bytes read, under ncu vs CUPTI (kernel replay), both
+     cold: durations within 2%, bytes read within 0.5%, SM % within 1 point; DRAM % is INFO (CUPTI's
+     kernel replay cannot flush between its passes, see issue 5's note)
 """
 
 from __future__ import annotations
@@ -295,6 +299,44 @@ if PARENT:
     detail = ", ".join(f"{n}: {statistics.median(p['values']) / 1e3:.1f} us, kernels/run {sorted(p['kernels'])}" for n, p in sorted(per.items()))
     summary["numbers"]["d"] = {str(n): {"median_ns": statistics.median(p["values"]), "kernels": sorted(p["kernels"])} for n, p in per.items()}
     check("d 5-size sweep", ok, f"{detail} ({time.time() - t:.1f} s)")
+
+# (f) seed step 6 under ncu vs CUPTI
+F_METRICS = ["gpu__time_duration.sum", "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+             "dram__throughput.avg.pct_of_peak_sustained_elapsed", "dram__bytes_read.sum"]
+
+
+def step6_body():
+    a = _tensors.setdefault("f16", torch.randn(4096, 4096, device="cuda").half())
+    x, _ = tensors("bw", 256 << 20)
+    s = _tensors.setdefault("softmax", torch.randn(8192, 1024, device="cuda"))
+    with kprof.annotate("fp16 matmul 4096"):
+        _ = a @ a
+    with kprof.annotate("x * 2 (256 MB)"):
+        _ = x * 2.0
+    with kprof.annotate("softmax 8192x1024"):
+        _ = torch.softmax(s, dim=-1)
+
+
+step6_ncu = kprof.analyze.kernel(runs=3, backend="ncu", cache_control="all", clock_control="none", metrics=F_METRICS,
+                                 output_prefix=PREFIX)(step6_body)
+step6_cupti = kprof.analyze.kernel(runs=3, backend="cupti", cache_control="all", metrics=F_METRICS)(step6_body)
+r6_ncu = step6_ncu()
+if PARENT:
+    r6_cupti = step6_cupti()
+    m6n, m6c = medians(r6_ncu, ("Annotation", "Metric")), medians(r6_cupti, ("Annotation", "Metric"))
+    summary["numbers"]["f"] = {f"{a} | {m}": {"ncu": v, "cupti": m6c.get((a, m))} for (a, m), v in m6n.items()}
+    for (ann, m), n in sorted(m6n.items()):
+        c = m6c.get((ann, m))
+        if c is None:
+            check(f"f {ann[:16]} {m[:24]}", False, "no CUPTI value")
+            continue
+        if "pct" in m:
+            ok = abs(c - n) <= 1.0 if m.startswith("sm__") else None
+            check(f"f {ann[:16]} {m[:24]}", ok, f"ncu {n:.2f} vs CUPTI {c:.2f} ({c - n:+.2f} pt)")
+        else:
+            lim = 2.0 if m == "gpu__time_duration.sum" else 0.5
+            d = (c / n - 1) * 100
+            check(f"f {ann[:16]} {m[:24]}", abs(d) <= lim, f"ncu {n:,.0f} vs CUPTI {c:,.0f} ({d:+.2f}%, limit {lim}%)")
 
 # (e) wall time of the seed's matmul sweep under ncu
 t = time.time()
