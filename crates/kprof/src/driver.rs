@@ -293,6 +293,8 @@ impl Driver {
 
     /// Records `event` on the legacy default stream, which orders it after the work already
     /// queued on every blocking stream of the context.
+    // `CuEvent` is an opaque driver handle: kprof never dereferences it, the driver checks it.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn event_record(&self, event: CuEvent) -> Result<(), EngineError> {
         self.check("cuEventRecord", unsafe {
             (self.fns.cuEventRecord)(event, std::ptr::null_mut())
@@ -300,6 +302,8 @@ impl Driver {
     }
 
     /// Milliseconds between two recorded, completed events.
+    // `CuEvent` is an opaque driver handle: kprof never dereferences it, the driver checks it.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn event_elapsed_ms(&self, start: CuEvent, end: CuEvent) -> Result<f32, EngineError> {
         let mut ms = 0f32;
         self.check("cuEventElapsedTime", unsafe {
@@ -309,6 +313,8 @@ impl Driver {
     }
 
     /// Destroys an event.
+    // `CuEvent` is an opaque driver handle: kprof never dereferences it, the driver checks it.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn event_destroy(&self, event: CuEvent) -> Result<(), EngineError> {
         self.check("cuEventDestroy_v2", unsafe { (self.fns.cuEventDestroy)(event) })
     }
@@ -336,7 +342,11 @@ impl Driver {
 
     /// Launches `func` on the legacy default stream with a 1-D grid; `params` points at each
     /// kernel argument in order, as `cuLaunchKernel` wants.
-    pub fn launch_1d(
+    ///
+    /// # Safety
+    /// `func` must come from [`Driver::load_function`] in the current context, and `params` must
+    /// point at live values whose number and types match the kernel's parameters.
+    pub unsafe fn launch_1d(
         &self,
         func: CuFunction,
         blocks: u32,

@@ -1511,7 +1511,9 @@ impl L2Flusher {
                     (&mut ptr as *mut u64).cast::<std::ffi::c_void>(),
                     (&mut sectors as *mut u64).cast::<std::ffi::c_void>(),
                 ];
-                driver.launch_1d(func, 1024, 256, &mut params)?;
+                // SAFETY: `func` is kprof_l2_flush(u64 buffer, u64 sectors) from this context's
+                // module, and both parameters live until the launch call returns.
+                unsafe { driver.launch_1d(func, 1024, 256, &mut params)? };
             }
             None => driver.memset(st.buf, self.value.fetch_add(1, Ordering::Relaxed))?,
         }
