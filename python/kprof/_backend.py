@@ -54,6 +54,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Protocol, runtime_checkable
 
+from . import _core
+
 
 __all__ = [
     "Backend",
@@ -70,19 +72,7 @@ RawTable = dict[str, list]
 
 #: The raw columns a backend must return, in the order of the raw table
 #: (parameter columns go between ``Unit`` and ``Benchmark``).
-RAW_COLUMNS = (
-    "Annotation",
-    "Value",
-    "Metric",
-    "Kernel",
-    "GPU",
-    "Host",
-    "ComputeClock",
-    "MemoryClock",
-    "Unit",
-    "Benchmark",
-    "Run",
-)
+RAW_COLUMNS: tuple[str, ...] = _core.RAW_COLUMNS
 
 #: The keys of the ``options`` dict handed to ``run_benchmark``:
 #:

@@ -24,6 +24,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
+from . import _core
 from .exceptions import ConfigError
 
 __all__ = ["CollectionScope", "InfoCollector", "collect", "normalize", "RESERVED_COLUMN_NAMES", "CONDITION_COLUMNS"]
@@ -73,23 +74,24 @@ def collect(_func: Callable | None = None, *, scope: CollectionScope | str = Col
     return mark if _func is None else mark(_func)
 
 
+# The column names are kprof-core's (``kprof_core::columns``), through ``kprof._core``.
 #: nsight-python's reserved column names.
-NSIGHT_RESERVED = (
-    "Annotation", "Value", "Metric", "Kernel", "GPU", "Host", "ComputeClock", "MemoryClock", "Unit",
-    "AvgValue", "StdDev", "MinValue", "MaxValue", "NumRuns", "CI95_Lower", "CI95_Upper",
-    "RelativeStdDevPct", "StableMeasurement", "Geomean", "Normalized", "NormalizationValue",
-)
+NSIGHT_RESERVED: tuple[str, ...] = _core.NSIGHT_RESERVED_COLUMN_NAMES
 #: The run-condition columns kprof measures around every run (raw table).
-CONDITION_COLUMNS = (
-    "SMClockMHz", "MemClockMHz", "TemperatureC", "PowerW", "EnergyMilliJ", "ThrottleReasons", "Throttled",
-    "ThermalWaitS",
+CONDITION_COLUMNS: tuple[str, ...] = _core.CONDITION_COLUMNS
+#: Every name a collector may not take: nsight-python's columns, kprof's raw and processed
+#: columns, the engine's extra columns (run information and :data:`CONDITION_COLUMNS`),
+#: ``ThrottledRuns`` and the backend's ``_config``.
+RESERVED_COLUMN_NAMES: tuple[str, ...] = tuple(
+    dict.fromkeys(
+        NSIGHT_RESERVED
+        + _core.KPROF_RAW_COLUMNS
+        + _core.KPROF_PROCESSED_COLUMNS
+        + _core.KPROF_EXTRA_COLUMNS
+        + (_core.THROTTLED_RUNS_COLUMN, "_config")
+    )
 )
-#: Every name a collector may not take.
-RESERVED_COLUMN_NAMES = NSIGHT_RESERVED + (
-    "Benchmark", "Run", "Median", "P05", "P95", "TotalRuns", "OutliersMild", "OutliersSevere", "Warning",
-    "DeviceOrdinal", "DriverVersion", "CudaVersion", "CuptiVersion", "ThrottledRuns", "_config",
-) + CONDITION_COLUMNS
-_SUFFIXES = ("_Avg", "_Std", "_Min", "_Max")
+_SUFFIXES: tuple[str, ...] = _core.AGGREGATE_SUFFIXES
 
 
 def _scope(scope: Any, name: str) -> CollectionScope:

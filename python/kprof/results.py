@@ -39,57 +39,18 @@ __all__ = ["ProfileResults", "PROCESSED_COLUMNS", "FLOAT_COLUMNS", "INT_COLUMNS"
 
 #: The processed columns, in order; ``<params>`` is replaced by the parameter columns and
 #: ``NormalizationValue`` is present only when normalising. Up to ``Geomean`` this is
-#: nsight-python 1.1's order; the rest are kprof's.
-PROCESSED_COLUMNS = (
-    "Annotation",
-    "Metric",
+#: nsight-python 1.1's order; the rest are kprof's. All names here are kprof-core's
+#: (``kprof_core::columns``), through ``kprof._core``.
+PROCESSED_COLUMNS: tuple[str, ...] = (
+    *_core.PROCESSED_KEY_COLUMNS,
     "<params>",
-    "AvgValue",
-    "StdDev",
-    "MinValue",
-    "MaxValue",
-    "NumRuns",
-    "Kernel",
-    "GPU",
-    "Host",
-    "ComputeClock",
-    "MemoryClock",
-    "Unit",
-    "CI95_Lower",
-    "CI95_Upper",
-    "RelativeStdDevPct",
-    "StableMeasurement",
-    "Normalized",
-    "NormalizationValue",
-    "Geomean",
-    "Benchmark",
-    "Median",
-    "P05",
-    "P95",
-    "TotalRuns",
-    "OutliersMild",
-    "OutliersSevere",
+    *_core.PROCESSED_COLUMNS[len(_core.PROCESSED_KEY_COLUMNS) :],
 )
 
-FLOAT_COLUMNS = frozenset(
-    {
-        "AvgValue",
-        "StdDev",
-        "MinValue",
-        "MaxValue",
-        "ComputeClock",
-        "MemoryClock",
-        "CI95_Lower",
-        "CI95_Upper",
-        "RelativeStdDevPct",
-        "NormalizationValue",
-        "Geomean",
-        "Median",
-        "P05",
-        "P95",
-    }
-)
-INT_COLUMNS = frozenset({"NumRuns", "TotalRuns", "OutliersMild", "OutliersSevere"})
+#: The processed columns holding floats (None / NaN when missing).
+FLOAT_COLUMNS = frozenset(_core.PROCESSED_FLOAT_COLUMNS)
+#: The processed columns holding run counts.
+INT_COLUMNS = frozenset(_core.PROCESSED_INT_COLUMNS)
 
 STABLE_RSD_PCT = 2.0
 
@@ -431,8 +392,8 @@ class ProfileResults:
         for c in PROCESSED_COLUMNS:
             if c == "<params>":
                 cols.extend(self._params)
-            elif c == "NormalizationValue":
-                if self._normalize_against is not None or "NormalizationValue" in out:
+            elif c == _core.NORMALIZATION_VALUE_COLUMN:
+                if self._normalize_against is not None or c in out:
                     cols.append(c)
             else:
                 cols.append(c)

@@ -6,7 +6,9 @@
 //! - [`policy`]: the adaptive stopping rule the run loop consults after each run.
 //! - [`io`]: raw/processed CSV and JSON result files, readers and writers.
 //! - [`display`]: aligned terminal tables.
+//! - [`columns`]: the column names of the result tables (nsight-python's and kprof's).
 
+pub mod columns;
 pub mod display;
 pub mod io;
 pub mod model;

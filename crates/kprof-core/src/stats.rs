@@ -642,10 +642,7 @@ fn aggregate_extras(raw: &RawResults) -> Vec<Vec<(String, ExtraValue)>> {
     out
 }
 
-/// The per-run extra column that flags a throttled run (1 or 0; kprof's run conditions).
-pub const THROTTLED_COLUMN: &str = "Throttled";
-/// The processed column counting a series' throttled runs.
-pub const THROTTLED_RUNS_COLUMN: &str = "ThrottledRuns";
+pub use crate::columns::{THROTTLED_COLUMN, THROTTLED_RUNS_COLUMN};
 
 /// Adds `ThrottledRuns` to every series: how many of its runs have a `Throttled` value of 1
 /// (or `true`), NaN when no run of the series has a known value.

@@ -14,6 +14,7 @@ use std::time::Duration;
 use kprof::runner::{
     BenchOptions, CacheControl, ClockControl, Profiler, Reducer, RegionGuard, Run, RunOrder, StoppingPolicy,
 };
+use kprof_core::columns::RAW_COLUMNS;
 use kprof_core::{Config, ExtraValue, RawResults};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -184,20 +185,7 @@ pub(crate) fn raw_table<'py>(py: Python<'py>, raw: &RawResults, configs: &[Confi
         .iter()
         .map(|c| configs.iter().position(|d| d == c).unwrap_or(0))
         .collect();
-    let names = [
-        "Annotation",
-        "Value",
-        "Metric",
-        "Kernel",
-        "GPU",
-        "Host",
-        "ComputeClock",
-        "MemoryClock",
-        "Unit",
-        "Benchmark",
-        "Run",
-        "_config",
-    ];
+    let names: Vec<&str> = RAW_COLUMNS.into_iter().chain(["_config"]).collect();
     let mut cols: Vec<Vec<Bound<'py, PyAny>>> =
         vec![Vec::with_capacity(raw.samples.len()); names.len() + raw.extras.len()];
     for (i, s) in raw.samples.iter().enumerate() {
@@ -217,6 +205,7 @@ pub(crate) fn raw_table<'py>(py: Python<'py>, raw: &RawResults, configs: &[Confi
             s.run.into_pyobject(py)?.into_any(),
             config_index[series.key.config as usize].into_pyobject(py)?.into_any(),
         ];
+        debug_assert_eq!(row.len(), names.len(), "one value per raw column");
         for (c, v) in cols.iter_mut().zip(row) {
             c.push(v);
         }

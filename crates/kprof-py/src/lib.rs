@@ -10,13 +10,15 @@
 //! - `cli_main(argv)`: the `kprof` CLI (the same library as the Rust binary);
 //! - `process_raw(raw, options)`: raw columns → processed columns through kprof-core;
 //! - `run_benchmark`, `enter_region`, `exit_region`: the CUPTI engine (module `engine`);
-//! - `render_plot`, `render_report`: plots and the HTML report through kprof-plot (module `plot`).
+//! - `render_plot`, `render_report`: plots and the HTML report through kprof-plot (module `plot`);
+//! - the column names of the result tables, as tuples of str (module `columns`).
 //!
 //! The Rust helpers [`param_value_from_py`], [`param_value_to_py`], [`config_from_py`] and
 //! [`config_to_py`] are public so the engine bindings can reuse them.
 
 use std::collections::HashMap;
 
+use kprof_core::columns::{NORMALIZATION_VALUE_COLUMN, PROCESSED_COLUMNS, PROCESSED_KEY_COLUMNS, RAW_COLUMNS};
 use kprof_core::pipeline::{process, ProcessOptions};
 use kprof_core::stats::StatsOptions;
 use kprof_core::{Config, DeviceInfo, ParamValue, ProcessedResults, RawResults, SampleRecord};
@@ -24,6 +26,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
+mod columns;
 mod conditions;
 mod engine;
 mod ncu;
@@ -203,20 +206,8 @@ fn raw_from_columns(raw: &Bound<'_, PyDict>, params: &[String]) -> PyResult<RawR
     };
     let annotation = cols("Annotation")?;
     let n = annotation.len();
-    let named = [
-        "Value",
-        "Metric",
-        "Kernel",
-        "GPU",
-        "Host",
-        "ComputeClock",
-        "MemoryClock",
-        "Unit",
-        "Benchmark",
-        "Run",
-    ];
     let mut by_name: HashMap<&str, Vec<Bound<'_, PyAny>>> = HashMap::new();
-    for name in named {
+    for name in RAW_COLUMNS.into_iter().filter(|c| *c != "Annotation") {
         let c = cols(name)?;
         if c.len() != n {
             return Err(PyValueError::new_err(format!(
@@ -339,43 +330,14 @@ fn process_raw<'py>(
 
 fn processed_to_columns<'py>(py: Python<'py>, p: &ProcessedResults, params: &[String]) -> PyResult<Bound<'py, PyDict>> {
     let normalised = p.rows.iter().any(|r| r.normalized.is_some());
-    let mut names: Vec<String> = vec!["Annotation".into(), "Metric".into()];
+    let mut names: Vec<String> = PROCESSED_KEY_COLUMNS.iter().map(|s| s.to_string()).collect();
     names.extend(params.iter().cloned());
-    for n in [
-        "AvgValue",
-        "StdDev",
-        "MinValue",
-        "MaxValue",
-        "NumRuns",
-        "Kernel",
-        "GPU",
-        "Host",
-        "ComputeClock",
-        "MemoryClock",
-        "Unit",
-        "CI95_Lower",
-        "CI95_Upper",
-        "RelativeStdDevPct",
-        "StableMeasurement",
-        "Normalized",
-    ] {
-        names.push(n.into());
-    }
-    if normalised {
-        names.push("NormalizationValue".into());
-    }
-    for n in [
-        "Geomean",
-        "Benchmark",
-        "Median",
-        "P05",
-        "P95",
-        "TotalRuns",
-        "OutliersMild",
-        "OutliersSevere",
-    ] {
-        names.push(n.into());
-    }
+    names.extend(
+        PROCESSED_COLUMNS[PROCESSED_KEY_COLUMNS.len()..]
+            .iter()
+            .filter(|c| normalised || **c != NORMALIZATION_VALUE_COLUMN)
+            .map(|s| s.to_string()),
+    );
     let mut cols: Vec<Vec<Bound<'py, PyAny>>> = vec![Vec::with_capacity(p.rows.len()); names.len()];
     for r in &p.rows {
         let s = &r.summary;
@@ -425,6 +387,7 @@ fn processed_to_columns<'py>(py: Python<'py>, p: &ProcessedResults, params: &[St
         put(s.total_runs.into_pyobject(py)?.into_any());
         put(s.outliers_mild.into_pyobject(py)?.into_any());
         put(s.outliers_severe.into_pyobject(py)?.into_any());
+        debug_assert_eq!(i, names.len(), "one value per processed column");
     }
     let out = PyDict::new(py);
     for (name, values) in names.iter().zip(cols) {
@@ -440,6 +403,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(convert_config, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(process_raw, m)?)?;
+    columns::register(m)?;
     engine::register(m)?;
     ncu::register(m)?;
     conditions::register(m)?;

@@ -315,14 +315,29 @@ fn time_clock_correlation() {
     assert_eq!(pearson(&[(1.0, 2.0), (2.0, 4.0)]), None);
 }
 
-/// The raw-CSV reader must know every condition column as an extra column (not a configuration
-/// parameter); the two lists live in different crates, so this keeps them in step.
+/// Every condition column the run loop writes reads back from a raw CSV as an extra column, not
+/// as a configuration parameter (the reader's list, `KPROF_EXTRA_COLUMNS`, is built from
+/// `CONDITION_COLUMNS` in kprof-core).
 #[test]
-fn every_condition_column_is_a_known_extra_column_of_the_raw_csv_reader() {
-    for name in kprof::conditions::sampler::CONDITION_COLUMNS {
-        assert!(
-            kprof_core::io::KPROF_EXTRA_COLUMNS.contains(&name),
-            "{name} is written by the run loop but read back as a parameter"
-        );
-    }
+fn condition_columns_read_back_from_a_raw_csv_as_extra_columns() {
+    let cols = kprof::core::columns::NSIGHT_RAW_COLUMNS
+        .iter()
+        .chain(&CONDITION_COLUMNS)
+        .chain(&["n"])
+        .chain(&kprof::core::columns::KPROF_RAW_COLUMNS);
+    let header: Vec<&str> = cols.copied().collect();
+    let text = format!(
+        "{}\na,1.0,m,k,G,h,,,ns,1500,2600,60,300,5,0x0,0,0,4,b,0\na,1.1,m,k,G,h,,,ns,1400,2600,61,310,6,0x4,1,0,4,b,1\n",
+        header.join(",")
+    );
+    let raw = kprof::core::io::read_raw_csv_from(
+        text.as_bytes(),
+        std::path::Path::new("x.csv"),
+        &kprof::core::io::ReadOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(raw.param_names(), ["n"]);
+    assert_eq!(raw.series.len(), 1, "a per-run condition split the series");
+    let extra_names: Vec<&str> = raw.extras.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(extra_names, CONDITION_COLUMNS);
 }

@@ -28,11 +28,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::model::{ModelError, ProcessedResults, RawResults};
 
+pub use crate::columns::KPROF_EXTRA_COLUMNS;
 pub use json::{
     read_results_json, write_results_json, write_results_json_to, ResultFile, RESULT_SCHEMA, SCHEMA_VERSION,
 };
 pub use processed_csv::{read_processed_csv, write_processed_csv, write_processed_csv_to};
-pub use raw_csv::{read_raw_csv, read_raw_csv_from, write_raw_csv, write_raw_csv_to, KPROF_EXTRA_COLUMNS};
+pub use raw_csv::{read_raw_csv, read_raw_csv_from, write_raw_csv, write_raw_csv_to};
 
 /// Errors of reading and writing result files. Every message names the file and, where it
 /// applies, the line and column, and says how to fix the problem.

@@ -9,45 +9,14 @@ use super::csvutil::{
 };
 use super::raw_csv::{fmt_extra, fmt_param};
 use super::{benchmark_from_path, write_atomically, IoError};
+use crate::columns::{
+    BOOTSTRAP_COLUMNS, KPROF_PROCESSED_COLUMNS, NORMALIZATION_VALUE_COLUMN, PROCESSED_COLUMNS, PROCESSED_KEY_COLUMNS,
+    PROCESSED_NORMALIZATION_COLUMNS, PROCESSED_QUALITY_COLUMNS, PROCESSED_STAT_COLUMNS,
+};
 use crate::model::{BootstrapCi, Config, DeviceInfo, ExtraValue, ParamValue, ProcessedResults, ProcessedRow, Summary};
 
-/// Columns between the parameters and the extra columns (nsight-python's order).
-const STAT_COLUMNS: [&str; 11] = [
-    "AvgValue",
-    "StdDev",
-    "MinValue",
-    "MaxValue",
-    "NumRuns",
-    "Kernel",
-    "GPU",
-    "Host",
-    "ComputeClock",
-    "MemoryClock",
-    "Unit",
-];
-const BOOTSTRAP_COLUMNS: [&str; 4] = [
-    "BootstrapMean_Lower",
-    "BootstrapMean_Upper",
-    "BootstrapMedian_Lower",
-    "BootstrapMedian_Upper",
-];
-const KPROF_COLUMNS: [&str; 7] = [
-    "Benchmark",
-    "Median",
-    "P05",
-    "P95",
-    "TotalRuns",
-    "OutliersMild",
-    "OutliersSevere",
-];
-const TAIL_COLUMNS: [&str; 4] = ["CI95_Lower", "CI95_Upper", "RelativeStdDevPct", "StableMeasurement"];
-
 fn is_known(name: &str) -> bool {
-    ["Annotation", "Metric", "Normalized", "NormalizationValue", "Geomean"].contains(&name)
-        || STAT_COLUMNS.contains(&name)
-        || BOOTSTRAP_COLUMNS.contains(&name)
-        || KPROF_COLUMNS.contains(&name)
-        || TAIL_COLUMNS.contains(&name)
+    PROCESSED_COLUMNS.contains(&name) || BOOTSTRAP_COLUMNS.contains(&name)
 }
 
 fn fmt_bool(b: Option<bool>) -> String {
@@ -100,19 +69,21 @@ fn write_processed<W: Write>(path: &Path, writer: W, p: &ProcessedResults) -> Re
         .any(|r| r.normalized.is_some() || r.normalization_value.is_some());
     let bootstrap = p.rows.iter().any(|r| r.summary.bootstrap.is_some());
 
-    let mut header: Vec<String> = vec!["Annotation".into(), "Metric".into()];
+    let names = |cols: &[&str]| cols.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let mut header: Vec<String> = names(&PROCESSED_KEY_COLUMNS);
     header.extend(params.iter().cloned());
-    header.extend(STAT_COLUMNS.iter().map(|s| s.to_string()));
+    header.extend(names(&PROCESSED_STAT_COLUMNS));
     header.extend(extras.iter().cloned());
-    header.extend(TAIL_COLUMNS.iter().map(|s| s.to_string()));
-    header.push("Normalized".into());
-    if normalised {
-        header.push("NormalizationValue".into());
-    }
-    header.push("Geomean".into());
-    header.extend(KPROF_COLUMNS.iter().map(|s| s.to_string()));
+    header.extend(names(&PROCESSED_QUALITY_COLUMNS));
+    header.extend(
+        PROCESSED_NORMALIZATION_COLUMNS
+            .iter()
+            .filter(|c| normalised || **c != NORMALIZATION_VALUE_COLUMN)
+            .map(|s| s.to_string()),
+    );
+    header.extend(names(&KPROF_PROCESSED_COLUMNS));
     if bootstrap {
-        header.extend(BOOTSTRAP_COLUMNS.iter().map(|s| s.to_string()));
+        header.extend(names(&BOOTSTRAP_COLUMNS));
     }
     check_unique_columns(path, &header)?;
 

@@ -8,46 +8,8 @@ use super::csvutil::{
     cell, check_unique_columns, csv_error, fmt_num, fmt_opt, is_missing, line_of, parse_num, write_error, Header,
 };
 use super::{benchmark_from_path, write_atomically, IoError, ReadOptions};
+use crate::columns::{KPROF_EXTRA_COLUMNS, KPROF_RAW_COLUMNS, NSIGHT_RAW_COLUMNS};
 use crate::model::{Config, DeviceInfo, ExtraValue, ParamValue, RawResults, Sample, SeriesKey};
-
-/// nsight-python's raw columns, in its order.
-pub(crate) const NSIGHT_RAW_COLUMNS: [&str; 9] = [
-    "Annotation",
-    "Value",
-    "Metric",
-    "Kernel",
-    "GPU",
-    "Host",
-    "ComputeClock",
-    "MemoryClock",
-    "Unit",
-];
-
-/// kprof's own raw columns, written after the parameters.
-pub(crate) const KPROF_RAW_COLUMNS: [&str; 2] = ["Benchmark", "Run"];
-
-/// Extra columns kprof's engine writes (constant run information, the warning of a failed run,
-/// and the per-run conditions of `kprof::conditions::sampler::CONDITION_COLUMNS`). Reading
-/// without [`ReadOptions::params`], these are extra columns, not parameters: the raw CSVs the
-/// runner wrote on the H200 (`tests/fixtures/h200/`) otherwise read back with `DeviceOrdinal`,
-/// `DriverVersion`, `CudaVersion` and `CuptiVersion` as parameters, and per-run columns (a
-/// `Warning` on one run, `SMClockMHz`, `PowerW`, ...) would split a series into one
-/// configuration per run.
-pub const KPROF_EXTRA_COLUMNS: [&str; 13] = [
-    "DeviceOrdinal",
-    "DriverVersion",
-    "CudaVersion",
-    "CuptiVersion",
-    "Warning",
-    "SMClockMHz",
-    "MemClockMHz",
-    "TemperatureC",
-    "PowerW",
-    "EnergyMilliJ",
-    "ThrottleReasons",
-    "Throttled",
-    "ThermalWaitS",
-];
 
 /// Formats a parameter value for a CSV cell: [`ParamValue`]'s `Display` (booleans as
 /// `True`/`False`, as pandas writes them), except that floats keep a decimal point (`2.0`, not

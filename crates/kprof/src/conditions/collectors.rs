@@ -25,50 +25,15 @@ use kprof_core::{Config, ExtraValue};
 use super::sampler::{CONDITION_COLUMNS, THROTTLED_RUNS_COLUMN};
 use super::ConditionsError;
 
-/// nsight-python's `RESERVED_COLUMN_NAMES`.
-pub const NSIGHT_RESERVED_COLUMN_NAMES: [&str; 21] = [
-    "Annotation",
-    "Value",
-    "Metric",
-    "Kernel",
-    "GPU",
-    "Host",
-    "ComputeClock",
-    "MemoryClock",
-    "Unit",
-    "AvgValue",
-    "StdDev",
-    "MinValue",
-    "MaxValue",
-    "NumRuns",
-    "CI95_Lower",
-    "CI95_Upper",
-    "RelativeStdDevPct",
-    "StableMeasurement",
-    "Geomean",
-    "Normalized",
-    "NormalizationValue",
-];
+/// nsight-python's `RESERVED_COLUMN_NAMES` (kprof-core's list).
+pub use kprof_core::columns::NSIGHT_RESERVED_COLUMN_NAMES;
 
 /// Columns kprof writes beyond nsight-python's (besides [`CONDITION_COLUMNS`] and
-/// `ThrottledRuns`).
-pub const KPROF_RESERVED_COLUMN_NAMES: [&str; 12] = [
-    "Benchmark",
-    "Run",
-    "Median",
-    "P05",
-    "P95",
-    "TotalRuns",
-    "OutliersMild",
-    "OutliersSevere",
-    "BootstrapMean_Lower",
-    "BootstrapMean_Upper",
-    "BootstrapMedian_Lower",
-    "BootstrapMedian_Upper",
-];
+/// `ThrottledRuns`; kprof-core's list).
+pub use kprof_core::columns::KPROF_RESERVED_COLUMN_NAMES;
 
 /// Suffixes kprof-core's aggregation appends to numeric extra columns.
-pub const AGGREGATE_SUFFIXES: [&str; 4] = ["_Avg", "_Std", "_Min", "_Max"];
+pub use kprof_core::columns::AGGREGATE_SUFFIXES;
 
 /// When a collector is called.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]

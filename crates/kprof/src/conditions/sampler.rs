@@ -33,26 +33,19 @@
 
 use std::time::{Duration, Instant};
 
+use kprof_core::columns::THROTTLED_COLUMN;
 use kprof_core::{ExtraValue, ProcessedResults, RawResults};
 
 use super::nvml::GpuDevice;
 
-/// Column names written for every run, in order.
-pub const CONDITION_COLUMNS: [&str; 8] = [
-    "SMClockMHz",
-    "MemClockMHz",
-    "TemperatureC",
-    "PowerW",
-    "EnergyMilliJ",
-    "ThrottleReasons",
-    "Throttled",
-    "ThermalWaitS",
-];
+/// Column names written for every run, in order (defined in kprof-core, whose raw-CSV reader
+/// reads them as extra columns).
+pub use kprof_core::columns::CONDITION_COLUMNS;
 
 /// The processed-table column counting throttled runs. kprof-core's `stats::aggregate` adds it
 /// itself whenever the raw results have a `Throttled` column; [`add_throttled_runs`] is for
 /// processed tables built some other way.
-pub use kprof_core::stats::THROTTLED_RUNS_COLUMN;
+pub use kprof_core::columns::THROTTLED_RUNS_COLUMN;
 
 /// A run whose SM clock is below this fraction of the max boost clock is throttled.
 pub const THROTTLE_CLOCK_FRACTION: f64 = 0.9;
@@ -283,7 +276,7 @@ impl RunConditions {
                     .unwrap_or(ExtraValue::Missing),
             ),
             (
-                "Throttled",
+                THROTTLED_COLUMN,
                 n(self.throttled.map(|t| if t { 1.0 } else { 0.0 }).unwrap_or(f64::NAN)),
             ),
             ("ThermalWaitS", n(self.thermal_wait_s)),
@@ -402,7 +395,7 @@ fn number(v: &ExtraValue) -> Option<f64> {
 /// `Throttled` column at all).
 pub fn throttled_runs(raw: &RawResults) -> Vec<Option<u32>> {
     let mut out = vec![None; raw.series.len()];
-    let Some(col) = raw.extras.iter().find(|c| c.name == "Throttled") else {
+    let Some(col) = raw.extras.iter().find(|c| c.name == THROTTLED_COLUMN) else {
         return out;
     };
     for (sample, v) in raw.samples.iter().zip(&col.values) {
@@ -421,7 +414,7 @@ pub fn throttled_runs(raw: &RawResults) -> Vec<Option<u32>> {
 /// unknown. Does nothing when `raw` has no `Throttled` column. Replaces an existing
 /// `ThrottledRuns` value.
 pub fn add_throttled_runs(processed: &mut ProcessedResults, raw: &RawResults) {
-    if !raw.extras.iter().any(|c| c.name == "Throttled") {
+    if !raw.extras.iter().any(|c| c.name == THROTTLED_COLUMN) {
         return;
     }
     let counts = throttled_runs(raw);
