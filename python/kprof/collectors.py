@@ -79,14 +79,15 @@ def collect(_func: Callable | None = None, *, scope: CollectionScope | str = Col
 NSIGHT_RESERVED: tuple[str, ...] = _core.NSIGHT_RESERVED_COLUMN_NAMES
 #: The run-condition columns kprof measures around every run (raw table).
 CONDITION_COLUMNS: tuple[str, ...] = _core.CONDITION_COLUMNS
-#: Every name a collector may not take: nsight-python's columns, kprof's raw and processed
-#: columns, the engine's extra columns (run information and :data:`CONDITION_COLUMNS`),
+#: Every name a collector may not take (the engine rejects the same names): nsight-python's
+#: columns, kprof's raw and processed columns (bootstrap intervals included), the engine's extra columns (run information and :data:`CONDITION_COLUMNS`),
 #: ``ThrottledRuns`` and the backend's ``_config``.
 RESERVED_COLUMN_NAMES: tuple[str, ...] = tuple(
     dict.fromkeys(
         NSIGHT_RESERVED
         + _core.KPROF_RAW_COLUMNS
         + _core.KPROF_PROCESSED_COLUMNS
+        + _core.BOOTSTRAP_COLUMNS
         + _core.KPROF_EXTRA_COLUMNS
         + (_core.THROTTLED_RUNS_COLUMN, "_config")
     )

@@ -110,6 +110,8 @@ def test_a_raising_collector_gives_none_and_one_warning(fake_backend, fake_core)
     [
         ([("AvgValue", lambda: 1, "once")], "info collector name 'AvgValue' is reserved"),
         ([("SMClockMHz", lambda: 1, "run")], "info collector name 'SMClockMHz' is reserved"),
+        ([("BootstrapMean_Lower", lambda: 1, "once")], "info collector name 'BootstrapMean_Lower' is reserved"),
+        ([("Warning", lambda: 1, "once")], "info collector name 'Warning' is reserved"),
         ([("TemperatureC_Avg", lambda: 1, "run")], "'TemperatureC_Avg' is reserved"),
         ([("x", lambda: 1, "run"), ("x", lambda: 2, "once")], "'x' is used by more than one collector"),
         ([("x", lambda: 1, "run"), ("x_Avg", lambda: 2, "run")], "collides with the _Avg column of collector 'x'"),

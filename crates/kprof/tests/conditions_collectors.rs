@@ -45,6 +45,15 @@ fn validation_rejects_with_clear_errors() {
             "{name}"
         );
     }
+    for name in [
+        "Warning",
+        "DeviceOrdinal",
+        "DriverVersion",
+        "CudaVersion",
+        "CuptiVersion",
+    ] {
+        assert!(names_err(&[name]).to_string().contains("engine writes"), "{name}");
+    }
     assert!(names_err(&["SMClockMHz_Avg"]).to_string().contains("aggregate _Avg"));
     let e = names_err(&["n"]);
     assert!(

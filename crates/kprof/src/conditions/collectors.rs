@@ -228,6 +228,9 @@ pub fn reserved_reason(name: &str) -> Option<String> {
     if CONDITION_COLUMNS.contains(&name) || name == THROTTLED_RUNS_COLUMN {
         return Some("a run-condition column kprof measures itself".into());
     }
+    if kprof_core::columns::ENGINE_INFO_COLUMNS.contains(&name) {
+        return Some("a column kprof's engine writes itself".into());
+    }
     for suffix in AGGREGATE_SUFFIXES {
         if let Some(base) = name.strip_suffix(suffix) {
             if CONDITION_COLUMNS.contains(&base) || base == THROTTLED_RUNS_COLUMN {
