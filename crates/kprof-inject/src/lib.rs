@@ -50,6 +50,8 @@ pub mod book;
 pub mod counters;
 pub mod nvtx_abi;
 pub mod report;
+#[cfg(test)]
+mod test_support;
 
 /// Env var: the output directory (or file name stem) of the per-process files.
 pub const ENV_OUTPUT: &str = "KPROF_RUN_OUTPUT";
