@@ -388,7 +388,7 @@ fn hook(domain: u32, id: u32, data: *const c_void) {
         DOMAIN_RESOURCE if id == CBID_CONTEXT_DESTROY_STARTING => {
             // CUpti_ResourceData: the context is the first field.
             let ctx = unsafe { *(data as *const usize) };
-            crate::trace(&format!("counters: context {ctx:#x} is being destroyed"));
+            log!("counters: context {ctx:#x} is being destroyed");
             with_live(|l| {
                 if l.profiler.is_some() && l.ctx == ctx {
                     finish_live(l);
@@ -451,7 +451,7 @@ fn on_launch(l: &mut Live, ctx: usize) {
         let Some(Profiler(rp)) = l.profiler.as_mut() else {
             return;
         };
-        crate::trace("counters: the counter-data image is full; decoding and restarting");
+        log!("counters: the counter-data image is full; decoding and restarting");
         let restarted = rp.stop_streaming().and_then(|r| {
             let n = r.len();
             l.ranges
@@ -480,9 +480,7 @@ fn start_profiler(l: &mut Live, ctx: usize) -> Result<(), String> {
     let (Some(cupti), Some(req)) = (l.cupti, l.request.as_ref()) else {
         return Err("counter collection: not installed".into());
     };
-    crate::trace(&format!(
-        "counters: starting the Range Profiler at the first launch on context {ctx:#x}"
-    ));
+    log!("counters: starting the Range Profiler at the first launch on context {ctx:#x}");
     let lib = CuptiLib::load(cupti.path).map_err(|e| format!("counter collection: {e}"))?;
     let driver = kprof::Driver::load(&kprof::loader::SearchEnv::from_process())
         .map_err(|e| format!("counter collection: cannot load the CUDA driver: {e}"))?;
@@ -491,10 +489,10 @@ fn start_profiler(l: &mut Live, ctx: usize) -> Result<(), String> {
         .map_err(|e| format!("counter collection: no current device at the first launch: {e}"))?;
     let mut rp = RangeProfiler::new(lib, ctx as _, ordinal as usize, &req.metrics, ReplayMode::Kernel)
         .map_err(|e| format!("cannot start the CUPTI Range Profiler: {e}"))?;
-    crate::trace("counters: Range Profiler enabled; starting collection");
+    log!("counters: Range Profiler enabled; starting collection");
     rp.start_streaming(req.capacity)
         .map_err(|e| format!("cannot start the CUPTI Range Profiler: {e}"))?;
-    crate::trace("counters: collecting");
+    log!("counters: collecting");
     l.status.chip = Some(rp.chip().to_string());
     // Units now, from the session's own host object: building a second metric catalog in the
     // exit handler crashed the process on the H200 (CUPTI 13.0).
@@ -504,7 +502,7 @@ fn start_profiler(l: &mut Live, ctx: usize) -> Result<(), String> {
                 m.unit = u;
             }
         }
-        Err(e) => crate::trace(&format!("counters: no metric units: {e}")),
+        Err(e) => log!("counters: no metric units: {e}"),
     }
     l.lib = Some(lib);
     l.ctx = ctx;
@@ -520,10 +518,10 @@ fn finish_live(l: &mut Live) {
     l.finished = true;
     if let Some(Profiler(mut rp)) = l.profiler.take() {
         if rp.is_streaming() {
-            crate::trace(&format!(
+            log!(
                 "counters: stopping and decoding ({} launches in this image)",
                 l.in_image
-            ));
+            );
             match rp.stop_streaming() {
                 Ok(r) => {
                     l.status.images_decoded += 1;
@@ -536,9 +534,9 @@ fn finish_live(l: &mut Live) {
                 ),
             }
         }
-        crate::trace("counters: decoded; disabling the Range Profiler");
+        log!("counters: decoded; disabling the Range Profiler");
         drop(rp);
-        crate::trace("counters: disabled");
+        log!("counters: disabled");
     }
 }
 

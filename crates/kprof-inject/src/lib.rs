@@ -46,6 +46,13 @@ use kprof::loader::SearchEnv;
 use kprof_core::{DeviceInfo, ExtraValue};
 use serde::Serialize;
 
+/// A message on stderr, prefixed `kprof: `, when `KPROF_RUN_VERBOSE` is set (formatted only
+/// then). The counter collection logs each CUPTI step with it, so a crash inside CUPTI shows the
+/// last step that started.
+macro_rules! log {
+    ($($t:tt)*) => { if $crate::verbose() { $crate::log_lines(&format!($($t)*)); } };
+}
+
 pub mod book;
 pub mod counters;
 pub mod nvtx_abi;
@@ -70,18 +77,6 @@ pub const SELFTEST_RANGE: &str = "kprof_inject_selftest";
 
 fn verbose() -> bool {
     std::env::var(ENV_VERBOSE).is_ok_and(|v| !v.is_empty() && v != "0")
-}
-
-macro_rules! log {
-    ($($t:tt)*) => { if verbose() { log_lines(&format!($($t)*)); } };
-}
-
-/// A progress message on stderr when `KPROF_RUN_VERBOSE` is set (for the counter collection's
-/// steps, so a crash inside CUPTI shows the last step that started).
-pub(crate) fn trace(msg: &str) {
-    if verbose() {
-        log_lines(msg);
-    }
 }
 
 /// Writes a message to stderr with `kprof: ` before every line.
@@ -155,9 +150,9 @@ pub fn now_ns() -> u64 {
 }
 
 extern "C" fn at_exit_handler() {
-    trace("exit handler: writing results");
+    log!("exit handler: writing results");
     let _ = catch_unwind(AssertUnwindSafe(write_results));
-    trace("exit handler: done");
+    log!("exit handler: done");
 }
 
 fn register_atexit() {
@@ -356,13 +351,13 @@ fn write_results() {
     let cuda = with_proc(|p| p.cuda_injected);
     // The counter collection first: its last decode synchronizes the profiled context.
     let outcome = counters::take_outcome();
-    trace("exit handler: reading the device");
+    log!("exit handler: reading the device");
     let (device, extras) = if cuda {
         device_context()
     } else {
         (DeviceInfo::default(), Vec::new())
     };
-    trace("exit handler: flushing CUPTI activity");
+    log!("exit handler: flushing CUPTI activity");
     let mut batch = {
         let mut s = SESSION.lock().unwrap_or_else(|p| p.into_inner());
         match s.as_mut().map(|s| s.flush()) {
@@ -374,7 +369,7 @@ fn write_results() {
             None => Default::default(),
         }
     };
-    trace("exit handler: grouping kernels");
+    log!("exit handler: grouping kernels");
     let (ranges, anomalies, calls) = book::with(|b| {
         let r = b.take_closed();
         (r, b.anomalies.clone(), b.calls)
