@@ -11,6 +11,7 @@ range per region (ncu --print-nvtx-rename kernel names each kernel after its reg
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import statistics
@@ -160,15 +161,22 @@ def flush_probe():
         XS.sum()
 
 
-fl: dict = {}
-for label, cache, method in (("cold/read", "all", "read"), ("cold/write", "all", "write"), ("warm", "none", "read")):
+@contextlib.contextmanager
+def l2_flush(method):
+    """kprof's cold-cache flush method (KPROF_L2_FLUSH) for the benchmarks run inside."""
     os.environ["KPROF_L2_FLUSH"] = method
     try:
+        yield
+    finally:
+        del os.environ["KPROF_L2_FLUSH"]
+
+
+fl: dict = {}
+for label, cache, method in (("cold/read", "all", "read"), ("cold/write", "all", "write"), ("warm", "none", "read")):
+    with l2_flush(method):
         dff = kprof.kernel(runs=5, cache_control=cache, replay_mode="range", thermal_mode="off",
                            metrics=["gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum"],
                            verbosity=kprof.VerbosityLevel.SILENT)(flush_probe)().to_dataframe()
-    finally:
-        del os.environ["KPROF_L2_FLUSH"]
     fl[label] = {m: float(v) for m, v in dff.groupby("Metric")["AvgValue"].mean().items()}
 numbers["flush_probe"] = fl
 MB = 2 ** 20
@@ -363,12 +371,9 @@ if os.path.exists(NCU):
     wb: dict = {}
     for label, mode, method in (("kernel/read", "kernel", "read"), ("range/read", "range", "read"),
                                 ("range/write", "range", "write")):
-        os.environ["KPROF_L2_FLUSH"] = method
-        try:
+        with l2_flush(method):
             dfw = kprof.kernel(runs=3, metrics=MB2, replay_mode=mode, thermal_mode="off",
                                verbosity=kprof.VerbosityLevel.SILENT)(premade)().to_dataframe()
-        finally:
-            del os.environ["KPROF_L2_FLUSH"]
         wb[label] = {(a, m): float(v) for (a, m), v in dfw.groupby(["Annotation", "Metric"])["AvgValue"].mean().items()}
     numbers["write_bytes"] = {lab: {f"{a} | {m}": v for (a, m), v in d.items()} for lab, d in wb.items()}
     for ann in WB:
