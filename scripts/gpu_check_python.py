@@ -315,7 +315,6 @@ if os.path.exists(NCU):
     # experiment below uses inputs made once, in kprof and in the "compare" child.
     ncu_vals, rows_ncu, p = ncu_compare("compare-seed")
     ncu_vals_pre, _, p_pre = ncu_compare("compare")
-    per_region = ncu_vals
     kp_vals = {}
     for df in (df6, df7):
         for (ann, met), v in df.groupby(["Annotation", "Metric"])["AvgValue"].mean().items():
@@ -323,7 +322,7 @@ if os.path.exists(NCU):
     numbers["vs_ncu"] = {"ncu": ncu_vals, "ncu_premade": ncu_vals_pre, "kprof": kp_vals, "ncu_rc": p.returncode,
                          "ncu_premade_rc": p_pre.returncode}
     found = sorted(set(ncu_vals) & set(kp_vals))
-    check("ncu-regions", len(found) == 5, f"ncu named {len(rows_ncu)} kernels after the regions {sorted(per_region)} "
+    check("ncu-regions", len(found) == 5, f"ncu named {len(rows_ncu)} kernels after the regions {sorted(ncu_vals)} "
           f"(rc {p.returncode}); matched {found}")
     for ann in found:
         for m in M_ALL:
