@@ -34,8 +34,12 @@ use crate::conditions::FingerprintInputs;
 use crate::error::EngineError;
 
 mod counter_pass;
+mod l2_flush;
 pub use crate::counters::ReplayMode;
 pub use counter_pass::{is_counter_metric, CounterPlan};
+use l2_flush::is_flush_kernel;
+use l2_flush::L2Flusher;
+pub use l2_flush::L2_FLUSH_ENV;
 
 /// The unit of [`DEFAULT_METRIC`].
 pub const DEFAULT_UNIT: &str = "ns";
@@ -1381,153 +1385,6 @@ impl Profiler {
 
 use crate::lock;
 
-/// Cold-cache control shared by the backends: a device buffer of at least twice the L2 (256 MiB
-/// when the device does not report its L2 size), allocated at the first flush and read through
-/// the L2 each time (see [`L2Flusher::flush`]), so every line of the L2 is evicted and clean.
-struct L2Flusher {
-    bytes: usize,
-    state: std::sync::Mutex<Option<FlushState>>,
-    value: std::sync::atomic::AtomicU8,
-}
-
-/// The flush buffer and, when the driver could JIT it, the read kernel.
-#[derive(Clone, Copy)]
-struct FlushState {
-    buf: crate::driver::DeviceBuffer,
-    read_kernel: Option<crate::driver::CuFunction>,
-}
-
-// SAFETY: a CUfunction handle is a process-wide driver object usable from any thread with its
-// context current; the flusher only uses it under its mutex.
-unsafe impl Send for FlushState {}
-
-/// Environment variable that picks the L2 flush method: `read` (default) or `write`.
-pub const L2_FLUSH_ENV: &str = "KPROF_L2_FLUSH";
-
-/// Name of the L2 flush kernel (kept out of the kernels a run is matched by).
-pub(crate) const L2_FLUSH_KERNEL: &str = "kprof_l2_flush";
-const L2_FLUSH_KERNEL_C: &std::ffi::CStr = c"kprof_l2_flush";
-
-/// PTX of `kprof_l2_flush(buf, sectors)`: every thread reads one 32-byte sector per step of a
-/// grid-stride loop (`ld.global.cg`: cached in L2 only) and stores nothing unless the xor of
-/// everything it read equals a magic value, which keeps the loads alive through the JIT.
-const L2_READ_PTX: &std::ffi::CStr = c".version 7.0
-.target sm_52
-.address_size 64
-.visible .entry kprof_l2_flush(.param .u64 p_buf, .param .u64 p_sectors)
-{
-    .reg .pred %p<3>;
-    .reg .b32 %r<8>;
-    .reg .b64 %rd<12>;
-    ld.param.u64 %rd1, [p_buf];
-    ld.param.u64 %rd2, [p_sectors];
-    mov.u32 %r1, %ctaid.x;
-    mov.u32 %r2, %ntid.x;
-    mov.u32 %r3, %tid.x;
-    mov.u32 %r4, %nctaid.x;
-    mul.wide.u32 %rd3, %r1, %r2;
-    cvt.u64.u32 %rd4, %r3;
-    add.u64 %rd5, %rd3, %rd4;
-    mul.wide.u32 %rd6, %r4, %r2;
-    mov.u32 %r5, 0;
-    setp.ge.u64 %p1, %rd5, %rd2;
-    @%p1 bra DONE;
-LOOP:
-    shl.b64 %rd7, %rd5, 5;
-    add.u64 %rd8, %rd1, %rd7;
-    ld.global.cg.u32 %r6, [%rd8];
-    xor.b32 %r5, %r5, %r6;
-    add.u64 %rd5, %rd5, %rd6;
-    setp.lt.u64 %p2, %rd5, %rd2;
-    @%p2 bra LOOP;
-DONE:
-    setp.eq.u32 %p1, %r5, 1515870810;
-    @%p1 st.global.u32 [%rd1], %r5;
-    ret;
-}
-";
-
-/// Whether the `KPROF_L2_FLUSH` value asks for the memset flush.
-fn flush_by_writing(value: Option<&str>) -> Result<bool, EngineError> {
-    match value {
-        None | Some("") | Some("read") => Ok(false),
-        Some("write") => Ok(true),
-        Some(other) => Err(invalid_option(&format!(
-            "{L2_FLUSH_ENV}={other:?} is not a flush method: use \"read\" (default: the L2 ends clean) or \"write\" \
-             (a memset: the L2 ends full of dirty lines)"
-        ))),
-    }
-}
-
-impl L2Flusher {
-    fn new(l2_bytes: u64) -> Self {
-        let bytes = match l2_bytes {
-            0 => 256 << 20,
-            l2 => (2 * l2 as usize).next_multiple_of(1 << 20),
-        };
-        L2Flusher {
-            bytes,
-            state: std::sync::Mutex::new(None),
-            value: std::sync::atomic::AtomicU8::new(0),
-        }
-    }
-
-    /// Empties the L2 of the user's data and waits for it.
-    ///
-    /// The buffer (twice the L2) is **read** by a small PTX kernel, which evicts everything and
-    /// writes the user's dirty lines back during the flush, so the measured kernel starts with a
-    /// cold *and clean* L2, as after `ncu --cache-control all`. Writing the buffer instead (the
-    /// usual memset flush) leaves the L2 full of dirty lines that the measured kernel pays to
-    /// write back (on the H200: +8% DRAM bytes written, and slower cold runs of write-heavy
-    /// kernels). When the driver cannot load the PTX, the buffer is written (memset) and a note is
-    /// printed once. `KPROF_L2_FLUSH=write` chooses the memset flush on purpose (to compare with
-    /// tools that flush that way, e.g. Triton's `do_bench`); `read` (or unset) is the default.
-    fn flush(&self, driver: &crate::driver::Driver) -> Result<(), EngineError> {
-        let write = flush_by_writing(std::env::var(L2_FLUSH_ENV).ok().as_deref())?;
-        driver.ensure_context()?;
-        let mut slot = lock(&self.state);
-        let st = match *slot {
-            Some(st) => st,
-            None => {
-                let buf = driver.alloc(self.bytes)?;
-                let read_kernel = match driver.load_function(L2_READ_PTX, L2_FLUSH_KERNEL_C) {
-                    Ok(f) => Some(f),
-                    Err(e) => {
-                        eprintln!(
-                            "kprof: the L2 flush kernel could not be loaded ({e}); flushing with a memset, which leaves \
-                             dirty lines in the L2"
-                        );
-                        None
-                    }
-                };
-                *slot.insert(FlushState { buf, read_kernel })
-            }
-        };
-        match st.read_kernel.filter(|_| !write) {
-            Some(func) => {
-                let mut ptr = st.buf.ptr;
-                let mut sectors = (st.buf.bytes / 32) as u64;
-                let mut params = [
-                    (&mut ptr as *mut u64).cast::<std::ffi::c_void>(),
-                    (&mut sectors as *mut u64).cast::<std::ffi::c_void>(),
-                ];
-                // SAFETY: `func` is kprof_l2_flush(u64 buffer, u64 sectors) from this context's
-                // module, and both parameters live until the launch call returns.
-                unsafe { driver.launch_1d(func, 1024, 256, &mut params)? };
-            }
-            None => driver.memset(st.buf, self.value.fetch_add(1, Ordering::Relaxed))?,
-        }
-        driver.synchronize()
-    }
-
-    /// Frees the buffer (backends call it when dropped).
-    fn release(&self, driver: &crate::driver::Driver) {
-        if let Some(st) = lock(&self.state).take() {
-            let _ = driver.free(st.buf);
-        }
-    }
-}
-
 mod gpu {
     use std::cell::RefCell;
     use std::sync::Mutex;
@@ -1979,27 +1836,6 @@ mod tests {
         std::iter::from_fn(|| s.next_step())
             .map(|s| (s.config, s.run, s.warmup))
             .collect()
-    }
-
-    #[test]
-    fn l2_flush_method_reads_by_default_and_rejects_unknown_values() {
-        assert!(!flush_by_writing(None).unwrap());
-        assert!(!flush_by_writing(Some("")).unwrap());
-        assert!(!flush_by_writing(Some("read")).unwrap());
-        assert!(flush_by_writing(Some("write")).unwrap());
-        let msg = flush_by_writing(Some("memset")).unwrap_err().to_string();
-        assert!(
-            msg.contains("KPROF_L2_FLUSH=\"memset\"") && msg.contains("\"read\""),
-            "{msg}"
-        );
-    }
-
-    #[test]
-    fn l2_flush_ptx_declares_the_kernel_the_flusher_looks_up() {
-        let ptx = L2_READ_PTX.to_str().unwrap();
-        assert!(ptx.contains(".visible .entry kprof_l2_flush(.param .u64 p_buf, .param .u64 p_sectors)"));
-        assert!(ptx.contains("ld.global.cg.u32"), "the loads must go through the L2");
-        assert_eq!(L2_FLUSH_KERNEL_C.to_str().unwrap(), L2_FLUSH_KERNEL);
     }
 
     #[test]

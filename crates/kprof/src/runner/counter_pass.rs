@@ -615,7 +615,7 @@ impl Profiler {
                 let outside: Vec<KernelRun> = collected
                     .outside
                     .iter()
-                    .filter(|k| k.start_ns >= *t0 && k.start_ns <= *t1 && k.name != L2_FLUSH_KERNEL)
+                    .filter(|k| k.start_ns >= *t0 && k.start_ns <= *t1 && !is_flush_kernel(&k.name))
                     .cloned()
                     .collect();
                 lists.push(&outside);

@@ -70,7 +70,7 @@ impl Backend for Mock {
     fn flush_l2(&self) -> Result<(), EngineError> {
         // As on the GPU: the flush is a kernel the activity records see, outside every region.
         self.l2_flushes.fetch_add(1, Ordering::SeqCst);
-        self.launch(crate::runner::L2_FLUSH_KERNEL, 7);
+        self.launch(crate::runner::l2_flush::L2_FLUSH_KERNEL, 7);
         Ok(())
     }
     fn collect(&self, spans: &[Span]) -> Result<Collected, EngineError> {
