@@ -4,7 +4,7 @@
 #
 #     scripts/gpu-check-all.sh [OUT]       # OUT defaults to $OUT
 #
-# Parts (each may be skipped with SKIP="engine ncu counters conditions python run ncubackend"):
+# Parts (each may be skipped with SKIP="engine ncu counters conditions python run ncubackend seed"):
 #   engine      scripts/gpu-check.sh           issue 3 checks a-g + benchmark (CUPTI activity)
 #   counters    scripts/counters-vs-ncu.sh     issue 5: in-process counters vs ncu
 #   conditions  conditions_check               issue 7: NVML readings, energy, fingerprint
@@ -12,6 +12,7 @@
 #   python      scripts/gpu-check-python.sh    issue 4: the seed's steps through the wheel
 #   run         scripts/gpu-check-run.sh       issue 9: kprof run (injection) vs CUDA events, compare
 #   ncubackend  scripts/gpu-check-ncu.sh       issue 6: backend="ncu" through the wheel
+#   seed        scripts/gpu-check-seed.sh      issue 5: seed steps 6 and 7 from Rust, CUPTI vs ncu
 # Results: one tarball per part plus all-checks.log in OUT. Never changes any GPU setting.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -42,5 +43,6 @@ part ncu        env OUT="$OUT/ncu" bash scripts/ncu-capture.sh
 [ -x scripts/gpu-check-run.sh ] && part run env OUT="$OUT/run" scripts/gpu-check-run.sh "$OUT/run"
 [ -x scripts/gpu-check-python.sh ] && part python env OUT="$OUT/python" scripts/gpu-check-python.sh
 [ -x scripts/gpu-check-ncu.sh ] && part ncubackend env OUT="$OUT/ncubackend" scripts/gpu-check-ncu.sh
+part seed       env OUT="$OUT/seed" scripts/gpu-check-seed.sh
 echo "== overall: $([ $status -eq 0 ] && echo PASS || echo FAIL)" | tee -a "$LOG"
 exit $status
