@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-EXAMPLES=(gpu_check vector_scale sgemm multi_kernel graph counters_check conditions_check)
+EXAMPLES=(gpu_check vector_scale sgemm multi_kernel graph counters_check conditions_check seed_counters)
 
 cargo build --release -p kprof --examples
 cargo build --release -p kprof-cli -p kprof-inject

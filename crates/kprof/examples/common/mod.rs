@@ -196,6 +196,25 @@ fn blocks(n: u32) -> LaunchConfig {
     }
 }
 
+/// Compiles CUDA C with NVRTC, for examples that have no PTX fallback: a readable error when
+/// libnvrtc is missing or the source does not compile.
+pub fn compile_with_nvrtc(src: &str) -> Result<cudarc::nvrtc::Ptx, BoxError> {
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return Err(
+            "libnvrtc (NVRTC, e.g. libnvrtc.so.13) not found: put the CUDA toolkit's lib64 (or the pip \
+                    nvidia/cu13/lib) on LD_LIBRARY_PATH"
+                .into(),
+        );
+    }
+    cudarc::nvrtc::compile_ptx(src).map_err(|e| {
+        let detail = match &e {
+            cudarc::nvrtc::CompileError::CompileError { log, .. } => log.to_string_lossy().into_owned(),
+            other => other.to_string(),
+        };
+        format!("NVRTC could not compile the example kernels: {detail}").into()
+    })
+}
+
 /// Square fp32 matrices for C = A * B.
 pub struct Matmul {
     pub n: usize,
