@@ -132,8 +132,11 @@ pub struct RunArgs {
     pub command: Vec<OsString>,
 }
 
+/// An `--env-sweep VAR=v1,v2`: the variable and its values.
+pub type EnvSweep = (String, Vec<String>);
+
 /// Parses `VAR=v1,v2`.
-pub fn parse_env_sweep(s: &str) -> Result<(String, Vec<String>)> {
+pub fn parse_env_sweep(s: &str) -> Result<EnvSweep> {
     let Some((var, values)) = s.split_once('=') else {
         bail!("--env-sweep must look like VAR=v1,v2 (got {s:?})");
     };
@@ -467,7 +470,7 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
 
 /// Runs `kprof run`; returns the exit code (see the module docs).
 pub fn run(args: &RunArgs) -> i32 {
-    let setup = || -> Result<(PathBuf, Option<(String, Vec<String>)>)> {
+    let setup = || -> Result<(PathBuf, Option<EnvSweep>)> {
         if args.repeat == 0 {
             bail!("--repeat must be at least 1");
         }

@@ -157,14 +157,24 @@ fn run(args: &[String]) -> Result<Outcome, BoxError> {
         }
     }
     let mut ncu_summary = None;
+    let mut ncu_failure = None;
     if args.modes.contains(&Mode::Ncu) {
-        if let Some((results, summary)) = bench_under_ncu(&mut prof, &mut work, &args.out_dir)? {
-            labels.push((NCU_LABEL.to_string(), results));
-            ncu_summary = Some(summary);
+        // An ncu failure keeps what CUPTI measured: it becomes a failed check, the JSON is written.
+        match bench_under_ncu(&mut prof, &mut work, &args.out_dir) {
+            Ok(Some((results, summary))) => {
+                labels.push((NCU_LABEL.to_string(), results));
+                ncu_summary = Some(summary);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                println!("error: {e}");
+                ncu_failure = Some(Check::new(Status::Fail, NCU_LABEL, e.to_string()));
+            }
         }
     }
 
-    let checks = report(&labels);
+    let mut checks = report(&labels);
+    checks.extend(ncu_failure);
     let json = results_json(&labels, &checks, &device, ncu_summary.as_deref());
     let json_path = args.out_dir.join(JSON_FILE);
     std::fs::write(&json_path, serde_json::to_string_pretty(&json)?)

@@ -1565,6 +1565,9 @@ mod events {
     use crate::driver::{CuEvent, Driver};
     use crate::loader::SearchEnv;
 
+    /// What starting the backend yields: the backend, the device, the constant extra columns.
+    type Started = (EventsBackend, DeviceInfo, Vec<(String, ExtraValue)>);
+
     /// Name of the single pseudo-kernel of each region.
     pub(super) const EVENTS_KERNEL: &str = "(cuda events)";
 
@@ -1585,7 +1588,7 @@ mod events {
     }
 
     impl EventsBackend {
-        pub(super) fn start() -> Result<(EventsBackend, DeviceInfo, Vec<(String, ExtraValue)>), EngineError> {
+        pub(super) fn start() -> Result<Started, EngineError> {
             let driver = Driver::load(&SearchEnv::from_process())?;
             driver.ensure_context()?;
             let ordinal = driver.current_device()?;
@@ -2321,7 +2324,8 @@ mod tests {
             .map(|&n| Config::new().with("n", n))
             .collect();
         // (benchmark, region, configs, runs, warm-ups, cache) exactly as gpu_check.rs calls bench.
-        let calls: Vec<(&str, &str, Vec<Config>, u32, u32, CacheControl)> = vec![
+        type Call = (&'static str, &'static str, Vec<Config>, u32, u32, CacheControl);
+        let calls: Vec<Call> = vec![
             ("a_sgemm4096", "matmul", one(4096), 20, 3, CacheControl::None),
             ("b_scale256mb", "scale", one(64 << 20), 10, 1, CacheControl::All),
             ("c_three_kernels", "three", one(1 << 24), 5, 1, CacheControl::None),

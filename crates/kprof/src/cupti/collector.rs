@@ -156,6 +156,9 @@ unsafe extern "C" fn buffer_requested(buf: *mut *mut u8, size: *mut usize, max: 
     }
 }
 
+/// A raw record kept for the activity dump: (kind, bytes, kernel name).
+type DumpedRecord = (u32, Vec<u8>, Option<String>);
+
 unsafe extern "C" fn buffer_completed(ctx: *mut c_void, stream: u32, buf: *mut u8, size: usize, valid: usize) {
     let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
         process_buffer(ctx, stream, buf, valid);
@@ -195,7 +198,7 @@ unsafe fn process_buffer(ctx: *mut c_void, stream: u32, buf: *mut u8, valid: usi
     }
     let base = buf as usize;
     let end = base + valid;
-    let mut parsed: Vec<(Option<Record>, Option<(u32, Vec<u8>, Option<String>)>)> = Vec::new();
+    let mut parsed: Vec<(Option<Record>, Option<DumpedRecord>)> = Vec::new();
     let dumping = lock(&STATE).dump.is_some();
     for (i, &s) in starts.iter().enumerate() {
         let next = starts.get(i + 1).copied().unwrap_or(end);
