@@ -294,7 +294,6 @@ def _validate(opts: dict[str, Any]) -> Settings:
     if backend != "ncu":
         for what, given in (
             ("clock_control='base' (locking clocks)", clock == "base"),
-            (f"replay_mode={replay!r}", replay not in ("kernel", "range")),
             ("ncu_options", ncu_options is not None),
         ):
             if given:

@@ -137,6 +137,7 @@ def test_plot_options_checked_when_applied(opts, message):
         dict(metrics=["gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum"]),
         dict(metrics="dram__bytes_read.sum", replay_mode="range"),
         dict(replay_mode="range"),
+        dict(metrics="dram__bytes_write.sum", replay_mode="application"),
     ],
 )
 def test_accepted(opts):
@@ -192,7 +193,6 @@ def test_verbosity_levels():
     "opts, message",
     [
         (dict(clock_control="base"), "clock_control='base' (locking clocks) needs backend='ncu'"),
-        (dict(replay_mode="application"), "replay_mode='application' needs backend='ncu'"),
         (dict(ncu_options={"set": "full"}), "ncu_options needs backend='ncu'"),
         (dict(backend="ncu", target_rsd=2.0), "do not work with backend='ncu'"),
         (dict(backend="ncu", ignore_kernel_list=["k"]), "ignore_kernel_list is not supported with backend='ncu'"),

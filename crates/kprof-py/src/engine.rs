@@ -109,9 +109,10 @@ pub(crate) fn bench_options(opts: &Bound<'_, PyDict>) -> PyResult<BenchOptions> 
         o.replay_mode = match v.extract::<String>()?.as_str() {
             "kernel" => kprof::runner::ReplayMode::Kernel,
             "range" => kprof::runner::ReplayMode::User,
+            "application" => kprof::runner::ReplayMode::Application,
             other => {
                 return Err(PyValueError::new_err(format!(
-                    "replay_mode must be 'kernel' or 'range', got {other:?}"
+                    "replay_mode must be 'kernel', 'range' or 'application', got {other:?}"
                 )))
             }
         };

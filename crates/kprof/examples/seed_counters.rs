@@ -3,7 +3,7 @@
 //! libcublas, libnvrtc, and ncu for the ncu mode).
 //!
 //! ```text
-//! seed_counters OUT_DIR [--modes kernel,range,ncu] [--flush read,write,...]
+//! seed_counters OUT_DIR [--modes kernel,application,range,ncu] [--flush read,write,...]
 //! ```
 //!
 //! Build on the dev machine with `scripts/build-carry.sh`, then on the GPU machine run
@@ -22,6 +22,8 @@
 //! index, so the closure repeats exactly when the engine re-runs it). Every mode runs both steps
 //! with a cold L2 (`CacheControl::All`) and no thermal guard:
 //! * `kernel`: in-process CUPTI Range Profiler, kernel replay (`ReplayMode::Kernel`);
+//! * `application`: in-process, application replay (`ReplayMode::Application`: one range per
+//!   kernel, the closure re-run once per pass with the L2 flushed as in the timing run);
 //! * `range`: in-process, user-range replay (`ReplayMode::User`, the closure re-run once per pass);
 //! * `ncu`: the ncu backend (`Profiler::bench_ncu`): this binary is relaunched under
 //!   `ncu --cache-control all`, where only the selected benchmark runs. Without ncu the mode is
@@ -42,13 +44,14 @@
 //!
 //! Judged checks (PASS/FAIL; exit 1 when one fails): per label, the step 6 classification
 //! (matmul compute-bound, `x * 2` and softmax memory-bound) and step 7's unfused region moving
-//! more DRAM bytes than the fused one; and `range/read` against ncu on one-kernel regions:
-//! durations within 2 %, `dram__bytes_read.sum` within 0.5 %, percentages within 1 point.
-//! Everything else against ncu is INFO with the numbers:
+//! more DRAM bytes than the fused one; and `application/read` against ncu on one-kernel regions:
+//! durations within 2 %, DRAM bytes read and written within 0.5 %, percentages within 1 point.
+//! Application replay is the in-process twin of `ncu --cache-control all`: one range per kernel,
+//! the closure re-run per pass with the L2 flushed before every pass and region. Everything else
+//! against ncu is INFO with the numbers:
 //! * kernel replay, because CUPTI 13.0's kernel replay cannot flush the L2 between its own passes:
-//!   passes after the first see what the previous pass left in the L2. Range replay flushes before
-//!   every pass, like `ncu --cache-control all`;
-//! * bytes written, which depend on the dirty lines in the L2 when a kernel starts and ends;
+//!   passes after the first see what the previous pass left in the L2;
+//! * range replay, whose rates are over the user range's whole elapsed time;
 //! * other flush methods (`write` leaves the L2 full of dirty lines on purpose);
 //! * regions of several kernels (the unfused `a + b * c`): ncu flushes the L2 before each kernel,
 //!   kprof only before the region, so the second kernel may find the first one's output in the L2.
@@ -75,7 +78,7 @@ use kprof::runner::{BenchOptions, Profiler, ReplayMode, Run};
 use kprof::EngineError;
 use serde_json::{json, Map, Value};
 
-const USAGE: &str = "usage: seed_counters OUT_DIR [--modes kernel,range,ncu] [--flush read,write,...]";
+const USAGE: &str = "usage: seed_counters OUT_DIR [--modes kernel,application,range,ncu] [--flush read,write,...]";
 
 const DURATION: &str = "gpu__time_duration.sum";
 const SM_PCT: &str = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
@@ -110,8 +113,11 @@ const BLOCK_THREADS: u32 = 256;
 
 /// The label every other label is compared with.
 const NCU_LABEL: &str = "ncu";
+/// The label of the CUDA-events timing (no CUPTI) and its metric.
+const EVENTS_LABEL: &str = "events";
+const EVENTS_METRIC: &str = "cuda_event_elapsed.sum";
 /// The only label whose comparison with ncu is judged.
-const JUDGED_LABEL: &str = "range/read";
+const JUDGED_LABEL: &str = "application/read";
 const JSON_FILE: &str = "seed-counters.json";
 
 fn main() {
@@ -138,8 +144,15 @@ fn run(args: &[String]) -> Result<Outcome, BoxError> {
         return Ok(Outcome::Passed);
     };
     std::fs::create_dir_all(&args.out_dir).map_err(|e| format!("cannot create {}: {e}", args.out_dir.display()))?;
-    let mut prof = Profiler::new().map_err(|e| format!("cannot start kprof's profiler: {e}"))?;
+    // The timing without CUPTI first (CUDA events around each region, same L2 flush): one
+    // profiler per process, and this one must not see CUPTI's activity tracing.
     let mut work = Workload::new()?;
+    let events = if kprof::ncu::is_ncu_child() {
+        None
+    } else {
+        Some(bench_events(&mut work, &args.out_dir)?)
+    };
+    let mut prof = Profiler::new().map_err(|e| format!("cannot start kprof's profiler: {e}"))?;
     let device = prof.device().gpu.clone();
     println!("device: {device}");
 
@@ -175,6 +188,12 @@ fn run(args: &[String]) -> Result<Outcome, BoxError> {
 
     let mut checks = report(&labels);
     checks.extend(ncu_failure);
+    if let Some(events) = events {
+        let rows = events_rows(&events, &labels);
+        print_checks(&rows);
+        checks.extend(rows);
+        labels.push((EVENTS_LABEL.to_string(), events));
+    }
     let json = results_json(&labels, &checks, &device, ncu_summary.as_deref());
     let json_path = args.out_dir.join(JSON_FILE);
     std::fs::write(&json_path, serde_json::to_string_pretty(&json)?)
@@ -196,6 +215,8 @@ fn run(args: &[String]) -> Result<Outcome, BoxError> {
 enum Mode {
     /// In-process, CUPTI kernel replay.
     Kernel,
+    /// In-process, CUPTI application replay (per kernel, the closure re-run per pass).
+    Application,
     /// In-process, CUPTI user-range replay.
     Range,
     /// Under Nsight Compute.
@@ -206,15 +227,19 @@ impl Mode {
     fn parse(s: &str) -> Result<Mode, String> {
         match s {
             "kernel" => Ok(Mode::Kernel),
+            "application" => Ok(Mode::Application),
             "range" => Ok(Mode::Range),
             "ncu" => Ok(Mode::Ncu),
-            other => Err(format!("unknown mode {other:?} (kernel, range or ncu)\n{USAGE}")),
+            other => Err(format!(
+                "unknown mode {other:?} (kernel, application, range or ncu)\n{USAGE}"
+            )),
         }
     }
 
     fn name(self) -> &'static str {
         match self {
             Mode::Kernel => "kernel",
+            Mode::Application => "application",
             Mode::Range => "range",
             Mode::Ncu => "ncu",
         }
@@ -232,7 +257,7 @@ impl Args {
     /// The parsed arguments, or `None` for `--help`.
     fn parse(args: &[String]) -> Result<Option<Args>, String> {
         let mut out_dir = None;
-        let mut modes = vec![Mode::Kernel, Mode::Range, Mode::Ncu];
+        let mut modes = vec![Mode::Kernel, Mode::Application, Mode::Range, Mode::Ncu];
         let mut flush_methods = vec!["read".to_string()];
         let mut it = args.iter();
         while let Some(arg) = it.next() {
@@ -754,10 +779,10 @@ fn bench_cupti(
     out_dir: &Path,
 ) -> Result<(String, LabelResults), BoxError> {
     let label = format!("{}/{method}", mode.name());
-    let replay = if mode == Mode::Range {
-        ReplayMode::User
-    } else {
-        ReplayMode::Kernel
+    let replay = match mode {
+        Mode::Application => ReplayMode::Application,
+        Mode::Range => ReplayMode::User,
+        _ => ReplayMode::Kernel,
     };
     let mut results = LabelResults::default();
     for step in Step::ALL {
@@ -772,6 +797,48 @@ fn bench_cupti(
         results.add(&raw);
     }
     Ok((label, results))
+}
+
+/// Both steps' timing with the CUDA-events backend (no CUPTI; the same cold L2 flush), before
+/// the CUPTI profiler exists.
+fn bench_events(work: &mut Workload, out_dir: &Path) -> Result<LabelResults, BoxError> {
+    let mut prof = Profiler::with_cuda_events().map_err(|e| format!("cannot start the CUDA-events profiler: {e}"))?;
+    let mut results = LabelResults::default();
+    for step in Step::ALL {
+        let opts = BenchOptions {
+            metrics: Vec::new(),
+            ..bench_options(step, output_prefix(out_dir, EVENTS_LABEL), ReplayMode::Kernel)
+        };
+        let raw = prof
+            .bench(step.name(), &[], &opts, |_, run| work.run(step, run))
+            .map_err(|e| format!("{EVENTS_LABEL} {}: {e}", step.name()))?;
+        results.add(&raw);
+    }
+    Ok(results)
+}
+
+/// INFO rows: each region's CUDA-event time (no CUPTI) next to the kernel time of every other
+/// label, so a difference between kprof and ncu can be placed (the events include launch gaps
+/// between a region's kernels and a floor of a few microseconds).
+fn events_rows(events: &LabelResults, labels: &[(String, LabelResults)]) -> Vec<Check> {
+    let mut rows = Vec::new();
+    for region in REGIONS {
+        let ev = events.mean(region, EVENTS_METRIC);
+        let parts: Vec<String> = labels
+            .iter()
+            .filter(|(l, _)| l == NCU_LABEL || l.starts_with("kernel/"))
+            .map(|(l, d)| {
+                let t = d.mean(region, DURATION);
+                format!("{l} {:.2} us ({:+.2} %)", t / 1e3, (t / ev - 1.0) * 100.0)
+            })
+            .collect();
+        rows.push(Check::new(
+            Status::Info,
+            format!("{EVENTS_LABEL}: {region}"),
+            format!("CUDA events {:.2} us; {}", ev / 1e3, parts.join(", ")),
+        ));
+    }
+    rows
 }
 
 /// Both steps under ncu; `None` (with a note) when ncu is not found. Returns the results and a
@@ -977,13 +1044,13 @@ impl fmt::Display for Diff {
     }
 }
 
-/// The limit a `range/read` value must meet against ncu, for the metrics that are judged.
+/// The limit a judged value must meet against ncu, for the metrics that are judged.
 fn ncu_limit(metric: &str, unit: &str) -> Option<f64> {
     if is_percentage(metric, unit) {
         Some(1.0)
     } else if metric == DURATION {
         Some(2.0)
-    } else if metric == DRAM_READ {
+    } else if metric == DRAM_READ || metric == DRAM_WRITE {
         Some(0.5)
     } else {
         None

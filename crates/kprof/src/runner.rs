@@ -119,9 +119,12 @@ pub struct BenchOptions {
     /// metrics (ncu names, collected in a counter pass of every recorded run; see
     /// `runner/counter_pass.rs`).
     pub metrics: Vec<String>,
-    /// How counter metrics are collected: [`ReplayMode::Kernel`] (default, one value per kernel,
-    /// combined per region) or [`ReplayMode::User`] (one range per region, the closure re-run
-    /// once per pass).
+    /// How counter metrics are collected: [`ReplayMode::Kernel`] (default: one value per kernel,
+    /// combined per region, the closure run once and each kernel replayed by CUPTI),
+    /// [`ReplayMode::Application`] (one value per kernel, the closure re-run once per pass with
+    /// the L2 flushed as in the timing pass: for counters that depend on the cache) or
+    /// [`ReplayMode::User`] (one range per region, the closure re-run once per pass; rates cover
+    /// the range's whole elapsed time). See `runner/counter_pass.rs`.
     pub replay_mode: ReplayMode,
     /// Thermal guard before every run (default: auto, as nsight-python).
     pub thermal: ThermalOptions,

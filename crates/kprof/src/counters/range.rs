@@ -12,6 +12,11 @@
 //!   so the closure runs **once**. CUPTI adds a context synchronization after each kernel, and
 //!   kernels that wait on each other can hang. CUPTI 13.0 cannot flush caches between its own
 //!   replay passes.
+//! * [`ReplayMode::Application`]: AutoRange + UserReplay. Every kernel is a range named `"0"`,
+//!   `"1"`, … as in kernel replay, but nothing is saved, restored or replayed by CUPTI: the closure
+//!   is **re-run once per pass** (as Nsight Compute's application replay re-runs the program), so
+//!   the caller can flush the L2 before every pass and each pass sees the memory and cache state a
+//!   plain run sees. Repeatable closures only (same kernels in the same order every pass).
 //! * [`ReplayMode::User`]: UserRange + UserReplay. The closure opens named ranges through
 //!   [`UserRanges`] and is **re-run once per pass** until CUPTI has all passes (8 passes for
 //!   `gpu__time_duration.sum`, `dram__bytes_read.sum`, `sm__throughput.avg.pct_of_peak_sustained_elapsed`
@@ -33,26 +38,37 @@ pub enum ReplayMode {
     /// AutoRange + KernelReplay: one range (one value per metric) per kernel, named "0", "1", …
     Kernel,
     /// UserRange + UserReplay: one range per [`UserRanges::push`]/[`pop`](UserRanges::pop) region;
-    /// the closure is re-run once per pass.
+    /// the closure is re-run once per pass. Rates (`*.pct_of_peak_sustained_elapsed`,
+    /// `*.per_second`) are over the range's whole elapsed time, idle gaps included.
     User,
+    /// AutoRange + UserReplay: one range per kernel, named "0", "1", …, the closure re-run once
+    /// per pass (nothing saved or restored).
+    Application,
 }
 
 impl ReplayMode {
-    /// `"kernel"` or `"user"`.
+    /// `"kernel"`, `"user"` or `"application"`.
     pub fn as_str(self) -> &'static str {
         match self {
             ReplayMode::Kernel => "kernel",
             ReplayMode::User => "user",
+            ReplayMode::Application => "application",
         }
     }
 
-    /// Parses `"kernel"`, `"user"` (or `"range"`).
+    /// Parses `"kernel"`, `"user"` (or `"range"`), `"application"`.
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "kernel" => Some(ReplayMode::Kernel),
             "user" | "range" => Some(ReplayMode::User),
+            "application" => Some(ReplayMode::Application),
             _ => None,
         }
+    }
+
+    /// Whether every kernel is its own range (kernel and application replay).
+    pub fn per_kernel(self) -> bool {
+        self != ReplayMode::User
     }
 }
 
@@ -365,6 +381,7 @@ impl RangeProfiler {
         let (range, replay) = match self.mode {
             ReplayMode::Kernel => (CUPTI_AUTO_RANGE, CUPTI_KERNEL_REPLAY),
             ReplayMode::User => (CUPTI_USER_RANGE, CUPTI_USER_REPLAY),
+            ReplayMode::Application => (CUPTI_AUTO_RANGE, CUPTI_USER_REPLAY),
         };
         let mut cfg = CUpti_RangeProfiler_SetConfig_Params {
             structSize: v13_0::RANGE_SET_CONFIG,

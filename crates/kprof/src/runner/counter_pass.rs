@@ -27,11 +27,24 @@
 //!      DRAM writes can include dirty lines of the kernel before it). With a warm cache the closure
 //!      runs once more, unrecorded, after the counter pass, so the next timing run sees the L2 a
 //!      plain run of the closure leaves, not the one replay leaves.
+//!    * [`ReplayMode::Application`] (`replay_mode="application"`): AutoRange + UserReplay, one
+//!      value per kernel mapped and combined as in kernel replay, but the engine re-runs the
+//!      closure once per pass (as ncu's application replay re-runs the program) and, with a cold
+//!      cache, flushes the L2 before every pass and every top-level region exactly as in the
+//!      timing pass. Every pass of every kernel then starts from the cache state a plain run gives
+//!      it: the mode to use when counters depend on the L2 (DRAM bytes written, DRAM throughput,
+//!      inputs that fit in the L2). The flush kernels are profiled too (their ranges are matched to
+//!      the timing pass's flush kernels and dropped).
 //!    * [`ReplayMode::User`] (`replay_mode="range"` in Python): UserRange + UserReplay, every
 //!      region is a named range, and the engine re-runs the closure once per pass until CUPTI has
-//!      all passes (8 for a typical 3-metric set on the H200). One value per region, including
-//!      idle gaps and launch overhead between its kernels for time-like metrics. With a cold cache
-//!      the L2 is flushed before every pass. Regions cannot nest in this mode.
+//!      all passes (8 for a typical 3-metric set on the H200). One value per region. Counts
+//!      (bytes, instructions) are the region's; rates (`*.pct_of_peak_sustained_elapsed`,
+//!      `*.per_second`) are over the range's elapsed time, from the push to the pop, idle time
+//!      included (on the H200: torch `x * 2` on 256 MB gives DRAM 53% of peak in a range vs 85%
+//!      per kernel; a spin kernel launched just *before* the push lowered the rates further, so the
+//!      range does not wait for earlier work in stream order and its idle time cannot be hidden):
+//!      use kernel or application replay for rates. With a cold cache the L2 is flushed before
+//!      every pass. Regions cannot nest in this mode.
 //! 3. records every counter metric as its own series (unit from the host API in ncu's base
 //!    spelling, e.g. `byte`, `%`, `ns`: [`crate::counters::ncu_unit`]), with the same keys (benchmark, region, config, run) as the timing samples, in the
 //!    same [`RawResults`].
@@ -306,10 +319,16 @@ const MAX_CAPACITY: usize = 1 << 16;
 /// What a counter pass gave for one run.
 #[derive(Debug)]
 pub(super) enum CounterRun {
-    /// Kernel replay: the values of every profiled kernel, in launch order.
-    /// The second field is the timing run's window `(start, end)` on the activity clock (its
-    /// kernels outside every region started inside it).
-    PerKernel(Vec<Vec<f64>>, (u64, u64)),
+    /// Kernel or application replay: the values of every profiled kernel, in launch order.
+    PerKernel {
+        /// Per kernel, the value of every metric.
+        values: Vec<Vec<f64>>,
+        /// The timing run's window `(start, end)` on the activity clock (its kernels outside every
+        /// region started inside it).
+        window: (u64, u64),
+        /// Whether the L2 flush kernels were profiled too (application replay with a cold cache).
+        flushes_profiled: bool,
+    },
     /// User replay: the values of every region, by name.
     PerRegion(Vec<(String, Vec<f64>)>),
     /// The closure failed in the counter pass (the message).
@@ -458,14 +477,24 @@ impl Profiler {
         let key_run = opts.max_runs() as u64 + opts.warmup as u64 + step.run as u64;
         let cold = opts.cache == CacheControl::All;
         match st.plan.mode {
-            ReplayMode::Kernel => loop {
-                if cold {
+            ReplayMode::Kernel | ReplayMode::Application => loop {
+                let app = st.plan.mode == ReplayMode::Application;
+                if cold && !app {
                     backend.flush_l2()?;
                 }
                 let mut failure = None;
                 let got = cb.collect(&st.plan, st.capacity, &mut |_sink| {
-                    // No flush inside a kernel-replay pass: the flush kernel would be profiled too.
-                    failure = pass_closure(&backend, name, call, key_run, step, config, f, false);
+                    // Kernel replay: no flush inside the pass (CUPTI replays each kernel back to
+                    // back). Application replay: every pass flushes as the timing pass did (before
+                    // the run and every top-level region); those flush kernels are ranges too.
+                    if app && cold {
+                        if let Err(e) = backend.flush_l2() {
+                            failure.get_or_insert(format!("L2 flush before a counter pass failed: {e}"));
+                        }
+                    }
+                    if let Some(msg) = pass_closure(&backend, name, call, key_run, step, config, f, app && cold) {
+                        failure.get_or_insert(msg);
+                    }
                 });
                 if let Some(msg) = failure {
                     return Ok(CounterRun::Failed(msg));
@@ -476,13 +505,14 @@ impl Profiler {
                     }
                     Err(e) => return Err(e),
                     Ok(ranges) => {
-                        return Ok(CounterRun::PerKernel(
-                            ranges
+                        return Ok(CounterRun::PerKernel {
+                            values: ranges
                                 .into_iter()
                                 .map(|r| r.values.into_iter().map(|(_, v)| v).collect())
                                 .collect(),
                             window,
-                        ))
+                            flushes_profiled: app && cold,
+                        })
                     }
                 }
             },
@@ -604,27 +634,35 @@ impl Profiler {
                 }
                 Ok(())
             }
-            CounterRun::PerKernel(per_kernel, (t0, t1)) => {
+            CounterRun::PerKernel {
+                values: per_kernel,
+                window: (t0, t1),
+                flushes_profiled,
+            } => {
                 let empty: &[KernelRun] = &[];
                 let mut lists: Vec<&[KernelRun]> = spans
                     .iter()
                     .map(|s| collected.by_region.get(&s.key).map(Vec::as_slice).unwrap_or(empty))
                     .collect();
                 // The run's kernels outside every region (e.g. input set-up) were profiled too; the
-                // cold-cache flush before the timing pass was not (it runs before the counter pass).
+                // L2 flush kernels of the timing pass only when the counter pass flushed the same way
+                // (application replay; kernel replay flushes once, before the pass).
                 let outside: Vec<KernelRun> = collected
                     .outside
                     .iter()
-                    .filter(|k| k.start_ns >= *t0 && k.start_ns <= *t1 && !is_flush_kernel(&k.name))
+                    .filter(|k| {
+                        k.start_ns >= *t0 && k.start_ns <= *t1 && (*flushes_profiled || !is_flush_kernel(&k.name))
+                    })
                     .cloned()
                     .collect();
                 lists.push(&outside);
                 let (n, positions) = kernel_order(&lists);
                 if n != per_kernel.len() {
                     let msg = format!(
-                        "{name}: kernel replay profiled {} kernel(s) in the counter pass of run {} of config [{config}] but \
+                        "{name}: {} replay profiled {} kernel(s) in the counter pass of run {} of config [{config}] but \
                          the timing pass ran {n}; the closure must launch the same kernels every time it runs (it runs \
-                         once for timing and once for counters). Counters recorded as NaN",
+                         once for timing and again for counters). Counters recorded as NaN",
+                        plan.mode.as_str(),
                         per_kernel.len(),
                         step.run
                     );

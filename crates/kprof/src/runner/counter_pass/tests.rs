@@ -1,5 +1,6 @@
 //! The counter pass with a mock backend (no GPU): validation before GPU work, kernel-to-region
-//! mapping in kernel replay, one value per region in user replay, overflow handling.
+//! mapping in kernel and application replay, one value per region in user replay, overflow
+//! handling.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -164,7 +165,7 @@ impl CounterBackend for Mock {
                 .collect()
         };
         match plan.mode {
-            ReplayMode::Kernel => {
+            ReplayMode::Kernel | ReplayMode::Application => {
                 if counted.len() > max_ranges {
                     return Err(CountersError::DroppedRanges {
                         dropped: counted.len() - max_ranges,
@@ -465,6 +466,61 @@ fn user_replay_reruns_the_closure_per_pass_flushes_l2_per_pass_and_gives_one_val
     assert_eq!(series(&raw, "a", "bytes.sum").1, vec![60.0, 60.0]);
     assert_eq!(series(&raw, "b", "bytes.sum").1, vec![10.0, 10.0]);
     assert_eq!(series(&raw, "a", "gpu__time_duration.sum").1, vec![30.0, 30.0]);
+}
+
+#[test]
+fn application_replay_reruns_the_closure_per_pass_flushing_as_the_timing_pass_and_maps_kernels_past_the_flushes() {
+    let (mock, mut p) = setup(3);
+    let m = mock.clone();
+    let runs = AtomicUsize::new(0);
+    let o = BenchOptions {
+        runs: 2,
+        warmup: 0,
+        ..opts(&["bytes.sum"], ReplayMode::Application)
+    };
+    let raw = p
+        .bench("b", &[], &o, |_, run| {
+            runs.fetch_add(1, Ordering::SeqCst);
+            m.launch("setup", 1000);
+            run.annotate("a", |run| {
+                m.launch("k1", 10);
+                // Nesting is fine: regions are not ranges in this mode.
+                run.annotate("inner", |_| m.launch("k2", 20)).unwrap();
+            })?;
+            run.annotate("b", |_| m.launch("k3", 5))?;
+            Ok(())
+        })
+        .unwrap();
+    // 2 timing runs + 2 x 3 passes.
+    assert_eq!(runs.load(Ordering::SeqCst), 8);
+    // Per timing run and per pass: one flush, and one before each of the 2 top-level regions.
+    assert_eq!(mock.l2_flushes.load(Ordering::SeqCst), (2 + 6) * 3);
+    // The flush kernels (7 ns, 14 bytes) are ranges of the pass; the regions get only their own.
+    assert_eq!(series(&raw, "a", "bytes.sum").1, vec![60.0, 60.0]);
+    assert_eq!(series(&raw, "inner", "bytes.sum").1, vec![40.0, 40.0]);
+    assert_eq!(series(&raw, "b", "bytes.sum").1, vec![10.0, 10.0]);
+    assert_eq!(series(&raw, "a", "gpu__time_duration.sum").1, vec![30.0, 30.0]);
+}
+
+#[test]
+fn application_replay_with_a_warm_cache_flushes_nothing_in_its_passes() {
+    let (mock, mut p) = setup(2);
+    let m = mock.clone();
+    let o = BenchOptions {
+        runs: 1,
+        warmup: 0,
+        cache: CacheControl::None,
+        ..opts(&["bytes.sum"], ReplayMode::Application)
+    };
+    let raw = p
+        .bench("b", &[], &o, |_, run| {
+            m.launch("setup", 1000);
+            run.annotate("a", |_| m.launch("k1", 10))?;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(mock.l2_flushes.load(Ordering::SeqCst), 0);
+    assert_eq!(series(&raw, "a", "bytes.sum").1, vec![20.0]);
 }
 
 #[test]
