@@ -37,6 +37,41 @@ pub const ENV_RECORD_ACTIVITY: &str = "KPROF_RECORD_ACTIVITY";
 /// Env var overriding how launch records are enabled: `kind`, `cbid` or `kind-minus` (default).
 pub const ENV_LAUNCH_RECORDS: &str = "KPROF_CUPTI_LAUNCH_RECORDS";
 
+/// Env var choosing how kernels are traced: `concurrent` (default) or `serial` (see [`KernelTrace`]).
+pub const ENV_KERNEL_TRACE: &str = "KPROF_KERNEL_TRACE";
+
+/// Which CUPTI activity kind records kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelTrace {
+    /// `CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL`: kernels keep their concurrency; CUPTI instruments
+    /// every kernel to time it, which costs time in kernels made of many short blocks.
+    Concurrent,
+    /// `CUPTI_ACTIVITY_KIND_KERNEL`: CUPTI serializes all kernels on the GPU and times them
+    /// without instrumenting them.
+    Serial,
+}
+
+impl KernelTrace {
+    /// The mode a `KPROF_KERNEL_TRACE` value names (unset or empty: the default).
+    pub fn parse(value: Option<&str>) -> Result<KernelTrace, EngineError> {
+        match value.map(str::trim) {
+            None | Some("") | Some("concurrent") => Ok(KernelTrace::Concurrent),
+            Some("serial") => Ok(KernelTrace::Serial),
+            Some(other) => Err(EngineError::Unsupported(format!(
+                "{ENV_KERNEL_TRACE}={other:?} is not a kernel trace mode: use \"concurrent\" or \"serial\""
+            ))),
+        }
+    }
+
+    /// The CUPTI activity kind of this mode.
+    fn activity_kind(self) -> u32 {
+        match self {
+            KernelTrace::Concurrent => ACTIVITY_KIND_CONCURRENT_KERNEL,
+            KernelTrace::Serial => ACTIVITY_KIND_KERNEL,
+        }
+    }
+}
+
 /// Upper bound (exclusive) of the driver CBIDs switched off in [`LaunchRecords::KindMinusOthers`]
 /// (CUPTI 13.0 has 807; later versions add a few).
 const DRIVER_CBID_LIMIT: u32 = 1024;
@@ -270,6 +305,7 @@ pub struct ActivitySession {
     cupti: &'static Cupti,
     subscriber: usize,
     launch_mode: LaunchRecords,
+    kernel_trace: KernelTrace,
     stopped: bool,
     last_flush: Option<u64>,
 }
@@ -294,6 +330,7 @@ impl ActivitySession {
             cupti,
             subscriber: 0,
             launch_mode: LaunchRecords::WholeDriverKind,
+            kernel_trace: KernelTrace::Concurrent,
             stopped: false,
             last_flush: None,
         };
@@ -351,9 +388,11 @@ impl ActivitySession {
         c.check("cuptiActivityRegisterCallbacks", unsafe {
             (c.fns.cuptiActivityRegisterCallbacks)(Some(buffer_requested), Some(buffer_completed))
         })?;
-        c.check("cuptiActivityEnable(CONCURRENT_KERNEL)", unsafe {
-            (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_CONCURRENT_KERNEL)
+        let trace = KernelTrace::parse(std::env::var(ENV_KERNEL_TRACE).ok().as_deref())?;
+        c.check("cuptiActivityEnable(kernels)", unsafe {
+            (c.fns.cuptiActivityEnable)(trace.activity_kind())
         })?;
+        self.kernel_trace = trace;
         c.check("cuptiActivityEnable(EXTERNAL_CORRELATION)", unsafe {
             (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_EXTERNAL_CORRELATION)
         })?;
@@ -529,7 +568,7 @@ impl ActivitySession {
         unsafe {
             if self.subscriber != 0 {
                 let _ = (c.fns.cuptiActivityFlushAll)(ACTIVITY_FLAG_FLUSH_FORCED);
-                let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_CONCURRENT_KERNEL);
+                let _ = (c.fns.cuptiActivityDisable)(self.kernel_trace.activity_kind());
                 let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_EXTERNAL_CORRELATION);
                 if let (LaunchRecords::PerCbid, Some(d), Some(r)) = (
                     self.launch_mode,
