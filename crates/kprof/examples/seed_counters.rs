@@ -26,8 +26,14 @@
 //!   kernel, the closure re-run once per pass with the L2 flushed as in the timing run);
 //! * `range`: in-process, user-range replay (`ReplayMode::User`, the closure re-run once per pass);
 //! * `ncu`: the ncu backend (`Profiler::bench_ncu`): this binary is relaunched under
-//!   `ncu --cache-control all`, where only the selected benchmark runs. Without ncu the mode is
-//!   skipped with a note.
+//!   `ncu --cache-control all`, where only the selected benchmark runs, once with ncu's kernel
+//!   replay (label `ncu`) and once with its application replay (`ncu/application`: the binary
+//!   re-run once per pass). Without ncu the mode is skipped with a note.
+//! * before all of them, the CUDA-events backend times every region without CUPTI (label
+//!   `events`, INFO rows only).
+//!
+//! Each kprof label is compared with ncu's like-for-like replay: kernel replay with `ncu`,
+//! application and range replay (which re-run the closure) with `ncu/application`.
 //!
 //! The CUPTI modes run once per `--flush` method (default `read`) with `KPROF_L2_FLUSH` set to it;
 //! their labels are `<mode>/<method>` (`kernel/read`, `range/write`, ...); the ncu mode is `ncu`.
@@ -43,11 +49,10 @@
 //! ```
 //!
 //! Judged checks (PASS/FAIL; exit 1 when one fails): per label, the step 6 classification
-//! (matmul compute-bound, `x * 2` memory-bound, the softmax as ncu classifies it) and step 7's unfused region moving
-//! more DRAM bytes than the fused one; and `application/read` against ncu on one-kernel regions:
-//! durations within 2 %, DRAM bytes read within 0.5 %, percentages within 1 point. DRAM bytes
-//! written are INFO: ncu's count includes its own baseline of dirty lines written back
-//! (measured by scripts/gpu_check_python.py on a read-only kernel).
+//! (matmul compute-bound, `x * 2` memory-bound, the softmax as ncu classifies it) and step 7's
+//! unfused region moving more DRAM bytes than the fused one; and `application/read` against
+//! `ncu/application` on one-kernel regions: durations within 2 %, DRAM bytes read and written
+//! within 0.5 %, percentages within 1 point.
 //! Application replay is the in-process twin of `ncu --cache-control all`: one range per kernel,
 //! the closure re-run per pass with the L2 flushed before every pass and region. Everything else
 //! against ncu is INFO with the numbers:
@@ -111,6 +116,8 @@ const BLOCK_THREADS: u32 = 256;
 
 /// The label every other label is compared with.
 const NCU_LABEL: &str = "ncu";
+/// The label of ncu's application replay (the binary re-run once per pass).
+const NCU_APP_LABEL: &str = "ncu/application";
 /// The label of the CUDA-events timing (no CUPTI) and its metric.
 const EVENTS_LABEL: &str = "events";
 const EVENTS_METRIC: &str = "cuda_event_elapsed.sum";
@@ -170,16 +177,23 @@ fn run(args: &[String]) -> Result<Outcome, BoxError> {
     let mut ncu_summary = None;
     let mut ncu_failure = None;
     if args.modes.contains(&Mode::Ncu) {
-        // An ncu failure keeps what CUPTI measured: it becomes a failed check, the JSON is written.
-        match bench_under_ncu(&mut prof, &mut work, &args.out_dir) {
-            Ok(Some((results, summary))) => {
-                labels.push((NCU_LABEL.to_string(), results));
-                ncu_summary = Some(summary);
-            }
-            Ok(None) => {}
-            Err(e) => {
-                println!("error: {e}");
-                ncu_failure = Some(Check::new(Status::Fail, NCU_LABEL, e.to_string()));
+        // ncu's kernel replay and its application replay (the like-for-like reference of kprof's
+        // application and range replay). An ncu failure keeps what CUPTI measured: it becomes a
+        // failed check, the JSON is written.
+        for (label, replay) in [
+            (NCU_LABEL, kprof::ncu::ReplayMode::Kernel),
+            (NCU_APP_LABEL, kprof::ncu::ReplayMode::Application),
+        ] {
+            match bench_under_ncu(&mut prof, &mut work, &args.out_dir, label, replay) {
+                Ok(Some((results, summary))) => {
+                    labels.push((label.to_string(), results));
+                    ncu_summary = Some(summary);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    println!("error: {e}");
+                    ncu_failure = Some(Check::new(Status::Fail, label, e.to_string()));
+                }
             }
         }
     }
@@ -824,7 +838,7 @@ fn events_rows(events: &LabelResults, labels: &[(String, LabelResults)]) -> Vec<
         let ev = events.mean(region, EVENTS_METRIC);
         let parts: Vec<String> = labels
             .iter()
-            .filter(|(l, _)| l == NCU_LABEL || l.starts_with("kernel/"))
+            .filter(|(l, _)| is_ncu(l) || l.starts_with("kernel/"))
             .map(|(l, d)| {
                 let t = d.mean(region, DURATION);
                 format!("{l} {:.2} us ({:+.2} %)", t / 1e3, (t / ev - 1.0) * 100.0)
@@ -845,14 +859,21 @@ fn bench_under_ncu(
     prof: &mut Profiler,
     work: &mut Workload,
     out_dir: &Path,
+    label: &str,
+    replay: kprof::ncu::ReplayMode,
 ) -> Result<Option<(LabelResults, String)>, BoxError> {
     let mut results = LabelResults::default();
     let mut mode_summary = String::new();
     let mut reports = Vec::new();
     for step in Step::ALL {
-        let opts = bench_options(step, output_prefix(out_dir, NCU_LABEL), ReplayMode::Kernel);
+        let opts = bench_options(
+            step,
+            output_prefix(out_dir, &label.replace('/', "-")),
+            ReplayMode::Kernel,
+        );
         let ncu = NcuOptions {
             metrics: step.metrics(),
+            replay_mode: replay,
             cache_control: kprof::ncu::CacheControl::All,
             clock_control: kprof::ncu::ClockControl::None,
             ..NcuOptions::default()
@@ -864,9 +885,9 @@ fn bench_under_ncu(
                 println!("note: skipping the ncu mode: {e}");
                 return Ok(None);
             }
-            Err(e) => return Err(format!("{NCU_LABEL} {}: {e}", step.name()).into()),
+            Err(e) => return Err(format!("{label} {}: {e}", step.name()).into()),
         };
-        println!("{NCU_LABEL} {}: {:.1} s", step.name(), started.elapsed().as_secs_f64());
+        println!("{label} {}: {:.1} s", step.name(), started.elapsed().as_secs_f64());
         if let Some(info) = kprof::ncu::last_run() {
             println!("  {} (report {})", info.summary(), info.report.display());
             mode_summary = info.summary();
@@ -1048,7 +1069,7 @@ fn ncu_limit(metric: &str, unit: &str) -> Option<f64> {
         Some(1.0)
     } else if metric == DURATION {
         Some(2.0)
-    } else if metric == DRAM_READ {
+    } else if metric == DRAM_READ || metric == DRAM_WRITE {
         Some(0.5)
     } else {
         None
@@ -1196,14 +1217,14 @@ fn check_step7(label: &str, data: &LabelResults) -> Check {
 
 /// One row per (region, metric) of `label` against ncu; judged only for [`JUDGED_LABEL`] on
 /// one-kernel regions.
-fn check_vs_ncu(label: &str, data: &LabelResults, ncu: &LabelResults) -> Vec<Check> {
+fn check_vs_ncu(label: &str, data: &LabelResults, ref_label: &str, ncu: &LabelResults) -> Vec<Check> {
     compare(data, ncu)
         .into_iter()
         .map(|c| {
             let kernels = data.kernel_count(c.region).max(ncu.kernel_count(c.region));
             let limit = ncu_limit(&c.metric, &c.unit).filter(|_| label == JUDGED_LABEL);
             let mut detail = format!(
-                "kprof {} vs ncu {}: {}",
+                "kprof {} vs {ref_label} {}: {}",
                 format_value(c.kprof, &c.unit),
                 format_value(c.ncu, &c.unit),
                 c.diff
@@ -1223,7 +1244,7 @@ fn check_vs_ncu(label: &str, data: &LabelResults, ncu: &LabelResults) -> Vec<Che
             };
             Check::new(
                 status,
-                format!("{label} vs ncu: {} {}", c.region, short_metric(&c.metric)),
+                format!("{label} vs {ref_label}: {} {}", c.region, short_metric(&c.metric)),
                 detail,
             )
         })
@@ -1248,6 +1269,22 @@ fn nan_rows(label: &str, data: &LabelResults) -> Vec<Check> {
     rows
 }
 
+/// Whether `label` is one of ncu's.
+fn is_ncu(label: &str) -> bool {
+    label == NCU_LABEL || label == NCU_APP_LABEL
+}
+
+/// The ncu results a kprof label is compared with: ncu's kernel replay for kernel replay, ncu's
+/// application replay (when it ran) for application and range replay, which re-run the closure.
+fn reference_for<'a>(label: &str, labels: &'a [(String, LabelResults)]) -> Option<(&'a str, &'a LabelResults)> {
+    let find = |name: &str| labels.iter().find(|(l, _)| l == name).map(|(l, d)| (l.as_str(), d));
+    if label.starts_with("kernel/") {
+        find(NCU_LABEL)
+    } else {
+        find(NCU_APP_LABEL).or_else(|| find(NCU_LABEL))
+    }
+}
+
 fn all_checks(labels: &[(String, LabelResults)]) -> Vec<Check> {
     let ncu = labels.iter().find(|(l, _)| l == NCU_LABEL).map(|(_, d)| d);
     let mut checks = Vec::new();
@@ -1257,9 +1294,11 @@ fn all_checks(labels: &[(String, LabelResults)]) -> Vec<Check> {
         checks.extend(nan_rows(label, data));
     }
     match ncu {
-        Some(ncu) => {
-            for (label, data) in labels.iter().filter(|(l, _)| l != NCU_LABEL) {
-                checks.extend(check_vs_ncu(label, data, ncu));
+        Some(_) => {
+            for (label, data) in labels.iter().filter(|(l, _)| !is_ncu(l)) {
+                if let Some((ref_label, reference)) = reference_for(label, labels) {
+                    checks.extend(check_vs_ncu(label, data, ref_label, reference));
+                }
             }
             if !labels.iter().any(|(l, _)| l == JUDGED_LABEL) {
                 checks.push(Check::new(
@@ -1337,8 +1376,8 @@ fn print_step7(label: &str, data: &LabelResults) {
     );
 }
 
-fn print_comparison(label: &str, data: &LabelResults, ncu: &LabelResults) {
-    println!("\n== {label} vs ncu (durations and bytes: % difference; percentages: point difference)");
+fn print_comparison(label: &str, data: &LabelResults, ref_label: &str, ncu: &LabelResults) {
+    println!("\n== {label} vs {ref_label} (durations and bytes: % difference; percentages: point difference)");
     println!(
         "{:<20} {:<11} {:>14} {:>14} {:>10}",
         "region", "metric", "kprof", "ncu", "diff"
@@ -1375,9 +1414,9 @@ fn report(labels: &[(String, LabelResults)]) -> Vec<Check> {
         print_step6(label, data);
         print_step7(label, data);
     }
-    if let Some((_, ncu)) = labels.iter().find(|(l, _)| l == NCU_LABEL) {
-        for (label, data) in labels.iter().filter(|(l, _)| l != NCU_LABEL) {
-            print_comparison(label, data, ncu);
+    for (label, data) in labels.iter().filter(|(l, _)| !is_ncu(l)) {
+        if let Some((ref_label, reference)) = reference_for(label, labels) {
+            print_comparison(label, data, ref_label, reference);
         }
     }
     let checks = all_checks(labels);

@@ -397,6 +397,13 @@ pub(crate) struct KernelRun {
     pub end_ns: u64,
 }
 
+impl KernelRun {
+    /// A kernel record without timestamps (a CUDA-graph node under serial kernel tracing).
+    pub fn is_untimed(&self) -> bool {
+        self.start_ns == 0 && self.end_ns == 0
+    }
+}
+
 /// One region instance of one run, as handed to attribution.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Span {
@@ -696,6 +703,8 @@ struct Sweep<'a> {
     written: Vec<bool>,
     /// Samples in the raw CSV as last written (the file is synced to disk on every write).
     samples_on_disk: Option<usize>,
+    /// Whether the warning about CUDA-graph kernels without timestamps was given.
+    warned_untimed: bool,
     /// Runs waiting for the next flush, in run order, and their spans as handed to the backend.
     pending: Vec<PendingRun>,
     wire: Vec<Span>,
@@ -978,6 +987,7 @@ impl Profiler {
             spent: vec![Duration::ZERO; n],
             written: vec![false; n],
             samples_on_disk: None,
+            warned_untimed: false,
             pending: Vec::new(),
             wire: Vec::new(),
             pending_recorded: vec![0; n],
@@ -1106,6 +1116,22 @@ impl Profiler {
         sw.wire.clear();
         let collected = collected?;
         self.unattributed += collected.unattributed as u64;
+        let untimed = collected
+            .by_region
+            .values()
+            .flatten()
+            .filter(|k| k.is_untimed())
+            .count();
+        if untimed > 0 && !sw.warned_untimed {
+            sw.warned_untimed = true;
+            self.warnings.push(format!(
+                "{}: {untimed} kernel(s) of CUDA graphs came without timestamps: serial kernel tracing (the default) \
+                 times a graph launch as one span, reported on one of its nodes, so a region's value is the graph's span \
+                 and its per-kernel breakdown is not per node; set KPROF_KERNEL_TRACE=concurrent for per-node durations \
+                 (CUPTI then instruments kernels, which slows kernels of many short blocks)",
+                sw.name
+            ));
+        }
         // The flush's wall time counts towards the time budgets of the batch's configs.
         let share = t0.elapsed() / pending.len() as u32;
         // The runs' conditions from the background sampler's samples (no NVML read here).
@@ -1749,6 +1775,27 @@ mod tests {
         }
     }
 
+    impl Mock {
+        /// A kernel record without timestamps, as serial tracing gives a CUDA-graph node.
+        fn launch_untimed(&self, name: &str) {
+            let ext = self
+                .stacks
+                .lock()
+                .unwrap()
+                .get(&std::thread::current().id())
+                .and_then(|s| s.last().copied());
+            self.running.lock().unwrap().push((
+                ext,
+                KernelRun {
+                    name: name.to_string(),
+                    demangled: None,
+                    start_ns: 0,
+                    end_ns: 0,
+                },
+            ));
+        }
+    }
+
     impl Backend for Mock {
         fn timestamp_ns(&self) -> u64 {
             self.clock.fetch_add(1, Ordering::SeqCst)
@@ -1842,6 +1889,38 @@ mod tests {
         std::iter::from_fn(|| s.next_step())
             .map(|s| (s.config, s.run, s.warmup))
             .collect()
+    }
+
+    #[test]
+    fn untimed_graph_kernels_give_one_warning_per_benchmark_naming_the_concurrent_mode() {
+        let mock = Arc::new(Mock::default());
+        let mut prof = profiler(&mock);
+        let m = mock.clone();
+        let opts = BenchOptions {
+            runs: 3,
+            conditions: false,
+            ..Default::default()
+        };
+        let raw = prof
+            .bench("graph", &[], &opts, |_, run| {
+                let _r = run.region("g")?;
+                m.launch("node0", 100);
+                m.launch_untimed("node1");
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(values(&raw, "g", 0), vec![100.0; 3]);
+        let w: Vec<_> = prof
+            .warnings()
+            .iter()
+            .filter(|w| w.contains("without timestamps"))
+            .collect();
+        assert_eq!(w.len(), 1, "{:?}", prof.warnings());
+        assert!(
+            w[0].starts_with("graph: ") && w[0].contains("KPROF_KERNEL_TRACE=concurrent"),
+            "{}",
+            w[0]
+        );
     }
 
     #[test]

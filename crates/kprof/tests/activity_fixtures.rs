@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use kprof::attribution::{attribute, decode_region_key, encode_region_key};
-use kprof::cupti::ffi::cbid;
+use kprof::cupti::ffi::{cbid, ACTIVITY_KIND_CONCURRENT_KERNEL, ACTIVITY_KIND_KERNEL};
 use kprof::cupti::RecordedBuffer;
 
 fn fixtures() -> Vec<PathBuf> {
@@ -35,6 +35,16 @@ fn every_fixture_parses_and_attributes_consistently() {
             for k in &b.kernels {
                 assert!(k.end_ns >= k.start_ns, "{}: {k:?}", f.display());
                 assert!(!k.name.is_empty(), "{}: kernel without a name {k:?}", f.display());
+                if k.start_ns == 0 {
+                    // Serial kernel tracing (KIND_KERNEL) times a CUDA graph launch as a whole:
+                    // one node record carries the span, the other nodes have no timestamps.
+                    assert!(
+                        k.graph_id != 0 && k.end_ns == 0,
+                        "{}: untimed kernel outside a graph {k:?}",
+                        f.display()
+                    );
+                    continue;
+                }
                 if let Some(&t) = launch_of.get(&k.correlation_id) {
                     // API and kernel records share one clock: a kernel starts after its launch.
                     assert!(t <= k.start_ns, "{}: launch after kernel {k:?}", f.display());
@@ -128,17 +138,42 @@ fn h200_fixture_exact_answers() {
 }
 
 /// The GPU check of 2026-11-30 on the H200 (`examples/gpu_check.rs a b c d e g` with
-/// `KPROF_RECORD_ACTIVITY`; see the README): every recorded run, attributed here and combined like
-/// the runner does (sum, kernel names joined by `|`), gives exactly the value and kernel names
-/// that the runner wrote to the raw CSVs on the H200 (`tests/fixtures/h200/*-raw.csv`).
+/// `KPROF_RECORD_ACTIVITY`; see the README), recorded with concurrent kernel tracing
+/// (`CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL` records): every recorded run, attributed here and
+/// combined like the runner does (sum, kernel names joined by `|`), gives exactly the value and
+/// kernel names that the runner wrote to the raw CSVs on the H200 (`tests/fixtures/h200/*-raw.csv`).
 #[test]
 fn h200_gpu_check_matches_the_raw_csvs_written_on_the_h200() {
+    check_gpu_check_recording("h200-cuda13-gpu-check.jsonl", "h200", ACTIVITY_KIND_CONCURRENT_KERNEL);
+}
+
+/// The same check recorded later that day with serial kernel tracing, kprof's default since
+/// (`CUPTI_ACTIVITY_KIND_KERNEL` records; raw CSVs in `tests/fixtures/h200-serial/`).
+#[test]
+fn h200_gpu_check_with_serial_kernel_records_matches_its_raw_csvs() {
+    check_gpu_check_recording(
+        "h200-cuda13-gpu-check-serial.jsonl",
+        "h200-serial",
+        ACTIVITY_KIND_KERNEL,
+    );
+}
+
+/// Replays `activity/<jsonl>` against the raw CSVs in `fixtures/<raw_dir>/`; every kernel record
+/// of the recording has `kernel_kind`.
+fn check_gpu_check_recording(jsonl: &str, raw_dir: &str, kernel_kind: u32) {
     use kprof::core::io::{read_raw_csv, ReadOptions};
     use kprof::core::transforms::{combine_kernels, Reducer};
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let rb =
-        RecordedBuffer::read_jsonl(&root.join("../../tests/fixtures/activity/h200-cuda13-gpu-check.jsonl")).unwrap();
+    let path = root.join("../../tests/fixtures/activity").join(jsonl);
+    let rb = RecordedBuffer::read_jsonl(&path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let kernel_records = [ACTIVITY_KIND_KERNEL, ACTIVITY_KIND_CONCURRENT_KERNEL].map(|k| count_kind(&text, k));
+    let wanted = if kernel_kind == ACTIVITY_KIND_KERNEL { 0 } else { 1 };
+    assert!(
+        kernel_records[wanted] > 0 && kernel_records[1 - wanted] == 0,
+        "{jsonl}: kernel records {kernel_records:?}"
+    );
     // bench calls 1..=6 of the Profiler, in gpu_check's order: (benchmark, region, recorded runs).
     let calls = [
         ("a_sgemm4096", "matmul", 20u32),
@@ -155,7 +190,7 @@ fn h200_gpu_check_matches_the_raw_csvs_written_on_the_h200() {
         benchmark: None,
     };
     for (name, region, runs) in calls {
-        let p = root.join(format!("../../tests/fixtures/h200/{name}-raw.csv"));
+        let p = root.join(format!("../../tests/fixtures/{raw_dir}/{name}-raw.csv"));
         let raw = read_raw_csv(&p, &opts).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         let configs = if name == "g_sgemm_sweep" { 5 } else { 1 };
         assert_eq!(raw.samples.len(), runs as usize * configs, "{name}");
@@ -187,10 +222,8 @@ fn h200_gpu_check_matches_the_raw_csvs_written_on_the_h200() {
     let mut warmups = 0;
     // (call, n) -> kernel counts seen.
     let mut counts: HashMap<(u32, i64), HashSet<usize>> = HashMap::new();
-    for fl in &rb.flushes {
+    for (fl, r) in rb.flushes.iter().flat_map(|fl| fl.regions.iter().map(move |r| (fl, r))) {
         let a = attribute(&fl.batch, &fl.regions);
-        assert_eq!(fl.regions.len(), 1, "flush {}: one region per run", fl.flush);
-        let r = &fl.regions[0];
         let key = decode_region_key(r.id);
         let (name, _, runs) = calls[key.call as usize - 1];
         if key.run >= runs {
@@ -229,7 +262,16 @@ fn h200_gpu_check_matches_the_raw_csvs_written_on_the_h200() {
                 assert!(ks
                     .iter()
                     .all(|k| k.graph_id != 0 && k.correlation_id == ks[0].correlation_id));
-                assert_eq!(names, "kprof_scale|kprof_add|kprof_scale");
+                // Serial tracing puts the untimed nodes first (start 0): compare as a set.
+                let mut sorted: Vec<&str> = names.split('|').collect();
+                sorted.sort_unstable();
+                assert_eq!(sorted, ["kprof_add", "kprof_scale", "kprof_scale"]);
+                if kernel_kind == ACTIVITY_KIND_KERNEL {
+                    // The graph's span is on one node record; the region's value is that span.
+                    let timed: Vec<_> = ks.iter().filter(|k| k.start_ns != 0).collect();
+                    assert_eq!(timed.len(), 1);
+                    assert_eq!(value, timed[0].duration_ns() as f64);
+                }
             }
             _ => {}
         }
@@ -245,4 +287,12 @@ fn h200_gpu_check_matches_the_raw_csvs_written_on_the_h200() {
         .map(|&n| counts[&(6, n)].iter().copied().collect())
         .collect();
     assert_eq!(g, [vec![2], vec![1], vec![2], vec![2], vec![2]]);
+}
+
+/// Records of activity kind `kind` in a recording (JSON lines with `"kind":N`).
+fn count_kind(jsonl: &str, kind: u32) -> usize {
+    jsonl
+        .lines()
+        .filter(|l| l.contains(&format!("\"kind\":{kind},")))
+        .count()
 }
