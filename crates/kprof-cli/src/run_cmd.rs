@@ -73,10 +73,9 @@ pub enum ReplayModeArg {
 }
 
 /// Why `--replay-mode range` is refused.
-pub const RANGE_REPLAY_UNAVAILABLE: &str = "range replay is not available for `kprof run`: the program's NVTX ranges \
-     would have to become CUPTI user ranges replayed by re-running the whole program once per pass (application \
-     replay), which the CUPTI Range Profiler does not offer; use `--replay-mode kernel`, or the in-process API \
-     (Python `replay_mode=\"range\"`)";
+pub const RANGE_REPLAY_UNAVAILABLE: &str = "range replay is not available for `kprof run` (nor application \
+     replay): every replay pass would need its own launch of the whole program, which `kprof run` does not do; use \
+     `--replay-mode kernel`, or the in-process API (Python `replay_mode=\"range\"` or `\"application\"`)";
 
 /// Parses `--replay-mode`.
 pub fn parse_replay_mode(s: &str) -> Result<ReplayModeArg, String> {

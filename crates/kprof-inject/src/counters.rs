@@ -85,8 +85,8 @@ pub struct CounterRequest {
 pub enum RequestError {
     /// A replay mode other than `kernel`.
     #[error(
-        "{ENV_REPLAY_MODE}={0:?}: kprof run collects counters in kernel replay only (range replay needs \
-         application replay, which the CUPTI Range Profiler does not offer); use kernel"
+        "{ENV_REPLAY_MODE}={0:?}: kprof run collects counters in kernel replay only (range and application \
+         replay would need one launch of the whole program per pass); use kernel"
     )]
     ReplayMode(String),
     /// A capacity that is not a positive number.
