@@ -22,7 +22,12 @@ def test_recorded_processed_tables_have_nsight_order_then_ours():
     df = pd.read_csv(os.path.join(HERE, "step3.csv"))
     expected = [c for c in PROCESSED_COLUMNS if c not in ("<params>", "NormalizationValue")]
     expected[2:2] = ["n"]
-    assert list(df.columns) == expected
+    assert list(df.columns[: len(expected)]) == expected
+    # Then the run conditions measured there (NVML), aggregated per row as X_Avg/_Std/_Min/_Max.
+    rest = list(df.columns[len(expected):])
+    allowed = {f"{c}{s}" for c in _core.CONDITION_COLUMNS for s in _core.AGGREGATE_SUFFIXES}
+    allowed |= set(_core.CONDITION_COLUMNS) | {_core.THROTTLED_RUNS_COLUMN}
+    assert "SMClockMHz_Avg" in rest and set(rest) <= allowed, rest
     assert (df.NumRuns == 20).all() and (df.GPU == "NVIDIA H200").all() and (df.Unit == "ns").all()
     half = df.CI95_Upper - df.AvgValue
     assert half.tolist() == pytest.approx((T975[19] * df.StdDev / 20 ** 0.5).tolist(), rel=1e-9)
