@@ -540,11 +540,15 @@ def kernel(
     * ``target_rsd`` / ``target_ci`` (percent): keep running a config until its relative standard
       deviation / relative CI95 half-width falls below the target, with ``runs`` as the minimum
       and ``max_runs`` / ``time_budget`` (seconds) as the caps;
+    * ``replay_mode`` ("kernel") for counter metrics with the CUPTI backend: ``"kernel"`` (CUPTI
+      replays each kernel; the function runs once), ``"application"`` (one value per kernel, the
+      function re-run once per pass with the L2 flushed as in the timed run: for counters that
+      depend on the cache) or ``"range"`` (one value per annotation, rates over its whole time);
     * ``backend`` ("cupti"): the measurement backend; ``"cuda-events"`` times each annotation with
       two CUDA events instead (no CUPTI needed, e.g. while torch.profiler holds CUPTI; metric
       ``cuda_event_elapsed.sum``, idle gaps included, no kernel names); ``"ncu"`` re-runs the script
       under Nsight Compute (relaunch mode, see :mod:`kprof._ncu`): any ncu metric,
-      ``clock_control="base"``, ``replay_mode="range"``/``"application"`` and ``ncu_options``
+      ``clock_control="base"`` and ``ncu_options``
       (``set``, ``sections``, ``target_processes``, ``launch_skip``, ``launch_count``,
       ``extra_args``, ``mode``: ``"auto"``/``"relaunch"``/``"attach"``, where attach, ncu >= 2026.2.1, is
       not implemented yet); the ``.ncu-rep`` is kept. Not in notebooks.
