@@ -377,6 +377,7 @@ fn run() -> Result<bool, String> {
         cupti_version: cupti,
         clock_policy: Some("none (clocks not locked; kprof never changes GPU settings)".into()),
         thermal_mode: Some("auto".into()),
+        kernel_timing: Some("none (this program times no kernels)".into()),
         rated_sm_clock_khz: cuda.attribute(13, dev).map(|v| v as u32),
         rated_mem_clock_khz: cuda.attribute(36, dev).map(|v| v as u32),
     };

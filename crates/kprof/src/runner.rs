@@ -1467,12 +1467,13 @@ mod gpu {
                 ),
                 ("CuptiVersion".to_string(), ExtraValue::Number(v.cupti_api as f64)),
             ];
-            let inputs = crate::conditions::runtime::fingerprint_inputs(
+            let mut inputs = crate::conditions::runtime::fingerprint_inputs(
                 ordinal,
                 &props,
                 v.driver,
                 Some(crate::conditions::fingerprint::format_cupti_version(v.cupti_api)),
             );
+            inputs.kernel_timing = Some(session.kernel_trace().describe().to_string());
             let backend = GpuBackend {
                 libs,
                 session: Mutex::new(session),
@@ -1635,7 +1636,8 @@ mod events {
                     ExtraValue::Text(format_cuda_version(driver.version)),
                 ),
             ];
-            let inputs = crate::conditions::runtime::fingerprint_inputs(ordinal, &props, driver.version, None);
+            let mut inputs = crate::conditions::runtime::fingerprint_inputs(ordinal, &props, driver.version, None);
+            inputs.kernel_timing = Some("CUDA events around each region (no CUPTI)".to_string());
             let backend = EventsBackend {
                 driver,
                 epoch: Instant::now(),

@@ -26,6 +26,7 @@ fn full() -> Fingerprint {
         rated_mem_clock_khz: Some(3_201_000),
         clock_policy: Some("none (clocks not locked)".into()),
         thermal_mode: Some("auto".into()),
+        kernel_timing: Some("CUPTI kernel records, serial (kernels not instrumented)".into()),
         other_processes: Some(0),
         hostname: Some("vm".into()),
         os: Some("Ubuntu 24.04.3 LTS".into()),
@@ -83,6 +84,8 @@ fn render_lists_every_field() {
         "700 W",
         "1980 MHz",
         "Ubuntu 24.04.3 LTS",
+        "Kernel timing",
+        "serial (kernels not instrumented)",
     ] {
         assert!(text.contains(needle), "{needle} missing in\n{text}");
     }

@@ -43,6 +43,8 @@ pub struct FingerprintInputs {
     pub clock_policy: Option<String>,
     /// The thermal mode used (`auto`, `manual`, `off`).
     pub thermal_mode: Option<String>,
+    /// How kernel durations were taken, e.g. `CUPTI kernel records, serial (not instrumented)`.
+    pub kernel_timing: Option<String>,
     /// Rated SM clock from the driver, kHz (nsight's `ComputeClock`).
     pub rated_sm_clock_khz: Option<u32>,
     /// Rated memory clock from the driver, kHz (nsight's `MemoryClock`).
@@ -93,6 +95,8 @@ pub struct Fingerprint {
     pub clock_policy: Option<String>,
     /// The thermal mode used.
     pub thermal_mode: Option<String>,
+    /// How kernel durations were taken (CUPTI serial or concurrent kernel records, CUDA events).
+    pub kernel_timing: Option<String>,
     /// Processes on the GPU other than kprof's, when the result was taken.
     pub other_processes: Option<u32>,
     /// Host name.
@@ -205,6 +209,7 @@ impl Fingerprint {
             rated_mem_clock_khz: inputs.rated_mem_clock_khz,
             clock_policy: inputs.clock_policy.clone(),
             thermal_mode: inputs.thermal_mode.clone(),
+            kernel_timing: inputs.kernel_timing.clone(),
             other_processes: dev.and_then(GpuDevice::other_process_count),
             ..Fingerprint::host_only()
         }
@@ -289,6 +294,7 @@ impl Fingerprint {
             ),
             ("Clock policy", s(&self.clock_policy)),
             ("Thermal mode", s(&self.thermal_mode)),
+            ("Kernel timing", s(&self.kernel_timing)),
             ("Other GPU processes", self.other_processes.map(|v| v.to_string())),
             ("Host", s(&self.hostname)),
             ("OS", s(&self.os)),

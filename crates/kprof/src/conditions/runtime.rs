@@ -547,6 +547,7 @@ pub fn fingerprint_inputs(
         cupti_version,
         clock_policy: Some("none (clocks not locked)".into()),
         thermal_mode: None,
+        kernel_timing: None,
         rated_sm_clock_khz: (props.clock_khz > 0).then_some(props.clock_khz),
         rated_mem_clock_khz: (props.mem_clock_khz > 0).then_some(props.mem_clock_khz),
     }

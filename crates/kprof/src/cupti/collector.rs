@@ -72,6 +72,14 @@ impl KernelTrace {
         }
     }
 
+    /// How results say their kernels were timed (the fingerprint's `kernel_timing`).
+    pub fn describe(self) -> &'static str {
+        match self {
+            KernelTrace::Serial => "CUPTI kernel records, serial (kernels not instrumented)",
+            KernelTrace::Concurrent => "CUPTI concurrent kernel records (kernels instrumented)",
+        }
+    }
+
     /// The CUPTI activity kind of this mode.
     fn activity_kind(self) -> u32 {
         match self {
@@ -467,6 +475,11 @@ impl ActivitySession {
     /// The loaded CUPTI this session uses.
     pub fn cupti(&self) -> &'static Cupti {
         self.cupti
+    }
+
+    /// How this session records kernels.
+    pub fn kernel_trace(&self) -> KernelTrace {
+        self.kernel_trace
     }
 
     /// How launch (driver API) records were enabled.

@@ -5,7 +5,10 @@ pub mod collector;
 pub mod ffi;
 pub mod records;
 
-pub use collector::{current_thread_id, ActivitySession, LaunchRecords, ENV_LAUNCH_RECORDS, ENV_RECORD_ACTIVITY};
+pub use collector::{
+    current_thread_id, ActivitySession, KernelTrace, LaunchRecords, ENV_KERNEL_TRACE, ENV_LAUNCH_RECORDS,
+    ENV_RECORD_ACTIVITY,
+};
 pub use ffi::Cupti;
 pub use records::{
     parse_record, ActivityBatch, ApiRecord, DumpLine, ExternalCorrelationRecord, KernelRecord, Record, RecordedBuffer,
