@@ -74,7 +74,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use common::{compile_with_nvrtc, cublas, BoxError, Gpu};
+use common::{blocks, compile_with_nvrtc, cublas, BoxError, Gpu};
 use cudarc::cublas::sys::{cublasComputeType_t, cublasGemmAlgo_t, cublasOperation_t, cudaDataType_t};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
@@ -442,15 +442,6 @@ struct SeedKernels {
     softmax: CudaFunction,
 }
 
-/// One thread per element, [`BLOCK_THREADS`]-thread blocks.
-fn elementwise_grid(n: u32) -> LaunchConfig {
-    LaunchConfig {
-        grid_dim: (n.div_ceil(BLOCK_THREADS), 1, 1),
-        block_dim: (BLOCK_THREADS, 1, 1),
-        shared_mem_bytes: 0,
-    }
-}
-
 fn len_u32(len: usize) -> Result<u32, BoxError> {
     u32::try_from(len).map_err(|_| format!("{len} elements do not fit the kernels' 32-bit index").into())
 }
@@ -475,7 +466,7 @@ impl SeedKernels {
         let mut b = s.launch_builder(&self.fill_f32);
         b.arg(out).arg(&n).arg(&seed);
         // SAFETY: the arguments match fill_normal_f32's signature; the grid covers n elements.
-        unsafe { b.launch(elementwise_grid(n)) }?;
+        unsafe { b.launch(blocks(n)) }?;
         Ok(())
     }
 
@@ -485,7 +476,7 @@ impl SeedKernels {
         let mut b = s.launch_builder(&self.fill_f16);
         b.arg(out).arg(&n).arg(&seed);
         // SAFETY: the arguments match fill_normal_f16's signature.
-        unsafe { b.launch(elementwise_grid(n)) }?;
+        unsafe { b.launch(blocks(n)) }?;
         Ok(())
     }
 
@@ -495,7 +486,7 @@ impl SeedKernels {
         let mut b = s.launch_builder(&self.scale);
         b.arg(y).arg(x).arg(&a).arg(&n);
         // SAFETY: the arguments match scale_f32's signature; both buffers hold n elements.
-        unsafe { b.launch(elementwise_grid(n)) }?;
+        unsafe { b.launch(blocks(n)) }?;
         Ok(())
     }
 
@@ -507,12 +498,7 @@ impl SeedKernels {
         b: &CudaSlice<f32>,
         c: &CudaSlice<f32>,
     ) -> Result<(), BoxError> {
-        let n = len_u32(t.len().min(b.len()).min(c.len()))?;
-        let mut l = s.launch_builder(&self.mul);
-        l.arg(t).arg(b).arg(c).arg(&n);
-        // SAFETY: the arguments match mul_f32's signature; all buffers hold n elements.
-        unsafe { l.launch(elementwise_grid(n)) }?;
-        Ok(())
+        Self::binary(&self.mul, s, t, b, c)
     }
 
     /// `y = a + t`.
@@ -523,11 +509,23 @@ impl SeedKernels {
         a: &CudaSlice<f32>,
         t: &CudaSlice<f32>,
     ) -> Result<(), BoxError> {
-        let n = len_u32(y.len().min(a.len()).min(t.len()))?;
-        let mut l = s.launch_builder(&self.add);
-        l.arg(y).arg(a).arg(t).arg(&n);
-        // SAFETY: the arguments match add_f32's signature; all buffers hold n elements.
-        unsafe { l.launch(elementwise_grid(n)) }?;
+        Self::binary(&self.add, s, y, a, t)
+    }
+
+    /// `out[i] = f(x[i], y[i])` for the kernels `f(out, x, y, n)` (`mul_f32`, `add_f32`).
+    fn binary(
+        f: &CudaFunction,
+        s: &CudaStream,
+        out: &mut CudaSlice<f32>,
+        x: &CudaSlice<f32>,
+        y: &CudaSlice<f32>,
+    ) -> Result<(), BoxError> {
+        let n = len_u32(out.len().min(x.len()).min(y.len()))?;
+        let mut l = s.launch_builder(f);
+        l.arg(out).arg(x).arg(y).arg(&n);
+        // SAFETY: the arguments match the (float*, const float*, const float*, unsigned int)
+        // signature of mul_f32 and add_f32; all buffers hold n elements.
+        unsafe { l.launch(blocks(n)) }?;
         Ok(())
     }
 
@@ -537,7 +535,7 @@ impl SeedKernels {
         let mut l = s.launch_builder(&self.addcmul);
         l.arg(y).arg(a).arg(b).arg(c).arg(&n);
         // SAFETY: the arguments match addcmul_f32's signature; all buffers hold n elements.
-        unsafe { l.launch(elementwise_grid(n)) }?;
+        unsafe { l.launch(blocks(n)) }?;
         Ok(())
     }
 

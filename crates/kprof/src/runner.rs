@@ -1758,43 +1758,34 @@ mod tests {
 
     impl Mock {
         fn launch(&self, name: &str, dur: u64) {
-            let ext = self
-                .stacks
-                .lock()
-                .unwrap()
-                .get(&std::thread::current().id())
-                .and_then(|s| s.last().copied());
             let t = self.clock.fetch_add(dur + 10, Ordering::SeqCst);
-            self.running.lock().unwrap().push((
-                ext,
-                KernelRun {
-                    name: name.to_string(),
-                    demangled: Some(format!("{name}()")),
-                    start_ns: t,
-                    end_ns: t + dur,
-                },
-            ));
+            self.run_kernel(KernelRun {
+                name: name.to_string(),
+                demangled: Some(format!("{name}()")),
+                start_ns: t,
+                end_ns: t + dur,
+            });
         }
-    }
 
-    impl Mock {
         /// A kernel record without timestamps, as serial tracing gives a CUDA-graph node.
         fn launch_untimed(&self, name: &str) {
+            self.run_kernel(KernelRun {
+                name: name.to_string(),
+                demangled: None,
+                start_ns: 0,
+                end_ns: 0,
+            });
+        }
+
+        /// Starts `k` under the calling thread's innermost external id.
+        fn run_kernel(&self, k: KernelRun) {
             let ext = self
                 .stacks
                 .lock()
                 .unwrap()
                 .get(&std::thread::current().id())
                 .and_then(|s| s.last().copied());
-            self.running.lock().unwrap().push((
-                ext,
-                KernelRun {
-                    name: name.to_string(),
-                    demangled: None,
-                    start_ns: 0,
-                    end_ns: 0,
-                },
-            ));
+            self.running.lock().unwrap().push((ext, k));
         }
     }
 

@@ -188,7 +188,8 @@ impl Kernels {
     }
 }
 
-fn blocks(n: u32) -> LaunchConfig {
+/// One thread per element in 256-thread blocks.
+pub fn blocks(n: u32) -> LaunchConfig {
     LaunchConfig {
         grid_dim: (n.div_ceil(256), 1, 1),
         block_dim: (256, 1, 1),
