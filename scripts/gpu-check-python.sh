@@ -6,13 +6,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:?set OUT}"
 mkdir -p "$OUT"
-PY="${PY:-/opt/torch/.venv/bin/python3}"
-SITE=/tmp/kprof-site
-rm -rf "$SITE"
-"$PY" -m pip install -q --no-index --no-deps --no-compile --target "$SITE" .carry/wheels/kprof-*.whl || exit 2
-export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
+. scripts/gpu-wheel.sh
 # The Rust API on the same kernel (cuBLAS sgemm sweep, cold L2), for the cross-check.
 LIBDIRS=/usr/local/cuda/lib64:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib
 LD_LIBRARY_PATH="$LIBDIRS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" .carry/bin/sgemm "$OUT/" > "$OUT/rust-sgemm.log" 2>&1
 echo "rust sgemm exit $? ($(tail -n 3 "$OUT/rust-sgemm.log" | tr '\n' ' '))"
-PYTHONUNBUFFERED=1 "$PY" scripts/gpu_check_python.py "$OUT" "$OUT/sgemm-raw.csv"
+"$PY" scripts/gpu_check_python.py "$OUT" "$OUT/sgemm-raw.csv"

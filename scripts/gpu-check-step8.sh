@@ -10,10 +10,6 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:?set OUT}"
 mkdir -p "$OUT"
-PY="${PY:-/opt/torch/.venv/bin/python3}"
-SITE=/tmp/kprof-site
-rm -rf "$SITE"
-"$PY" -m pip install -q --no-index --no-deps --no-compile --target "$SITE" .carry/wheels/kprof-*.whl || exit 2
-export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
+. scripts/gpu-wheel.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv
-PYTHONUNBUFFERED=1 "$PY" scripts/gpu_check_step8.py "$OUT"
+"$PY" scripts/gpu_check_step8.py "$OUT"

@@ -1,44 +1,72 @@
-"""Issue 5 follow-ups on the GPU machine (run by scripts/gpu-check-extra.sh through the installed
-wheel): (1) the per-kernel cost of a 3-metric set in application replay, next to kernel and range
-replay and ncu, on the same 20 small kernels as scripts/gpu_check_python.py; (2) the fp16 matmul
-4096's DRAM bytes over 10 runs in kprof's application replay against 10 repetitions under ncu's
-application replay, with the spread of each, to tell a difference from run-to-run variation.
+"""Issue 5 and 6 follow-ups on the GPU machine (run by scripts/gpu-check-extra.sh through the
+installed wheel), each over 10 runs so that a difference can be told from run-to-run variation:
 
-`python3 gpu_check_extra.py --ncu-child {cost|matmul} REPS` is the program ncu profiles."""
+  matmul  the fp16 matmul 4096's DRAM bytes in kprof's application replay against ncu's
+          application replay, with the spread of each (Welch's t).
+  gaps    where kprof's application replay and ncu disagreed (softmax 8192x1024's time and rates,
+          the matmul's bytes written, x * 2's DRAM %): the three kernels with the clocks and cycles
+          behind every rate (gpc__cycles_elapsed, its per-second clock, the DRAM clock), the
+          kernel's L2 write requests (lts__t_sectors_op_write) next to its DRAM writes, and the
+          duration from the counters (gpu__time_duration.max) next to the timing tier's, in kprof's
+          application replay with the read and the discard flush (and with the read flush and the
+          kernel activity records kept on during the counter passes, KPROF_COUNTER_PASS_RECORDS=on),
+          and under ncu's application and kernel replay.
+  warm    the same kernels with a warm cache (no flush anywhere), kprof's application replay
+          against ncu's (--cache-control none): whether a gap in cycles comes with the flush.
+  probe   softmax 8192x1024 in kprof's application replay (cold) three ways: as is, launched
+          1 ms after its region opened (the GPU idle between the flush and the kernel), and after
+          a small kernel that touched every 16 KB of its input (the input's address translations
+          warm, 0.2 % of its bytes in the L2); the region's value is its last kernel's.
+
+`python3 gpu_check_extra.py OUT [PART...]` runs the parts named (all by default) and writes
+OUT/extra.json; `python3 gpu_check_extra.py --ncu-child {matmul|gaps} REPS` is the program ncu
+profiles: the same kernels without kprof, inputs made once, one NVTX range per region."""
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
 import torch
 
-COST_KERNELS = 20
-M3 = ["dram__bytes_read.sum", "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-      "dram__throughput.avg.pct_of_peak_sustained_elapsed"]
+import gpu_ncu  # scripts/ is sys.path[0]
+
+N = 10
 MB2 = ["dram__bytes_read.sum", "dram__bytes_write.sum"]
+GAP_METRICS = ["gpu__time_duration.max", "gpc__cycles_elapsed.max", "gpc__cycles_elapsed.avg.per_second",
+               "dram__cycles_elapsed.avg.per_second", "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+               "dram__throughput.avg.pct_of_peak_sustained_elapsed", "dram__bytes_read.sum", "dram__bytes_write.sum",
+               "lts__t_sectors_op_write.sum"]
+TIME = "gpu__time_duration.sum"
+
+
+def regions(what):
+    """(name, function) per region, inputs made once."""
+    a = torch.randn(4096, 4096, device="cuda").half()
+    if what == "matmul":
+        return [("matmul", lambda: a @ a)]
+    s = torch.randn(8192, 1024, device="cuda")
+    if what == "probe":
+        return [("softmax", lambda: torch.softmax(s, dim=-1)),
+                ("softmax 1 ms after the flush", lambda: (time.sleep(1e-3), torch.softmax(s, dim=-1))),
+                ("softmax, input pages touched", lambda: (s.view(-1)[::4096].sum(), torch.softmax(s, dim=-1)))]
+    x = torch.randn(64 * 2 ** 20, device="cuda")
+    return [("softmax 8192x1024", lambda: torch.softmax(s, dim=-1)), ("x * 2 (256 MB)", lambda: x * 2.0),
+            ("fp16 matmul 4096", lambda: a @ a)]
 
 
 def child(what: str, reps: int) -> None:
-    if what == "cost":
-        xs = torch.randn(1 << 20, device="cuda")
-        body = [lambda: xs * 2.0] * COST_KERNELS
-    else:
-        a = torch.randn(4096, 4096, device="cuda").half()
-        body = [lambda: a @ a]
-    for fn in body:
+    body = regions(what)
+    for _, fn in body:
         fn()
     torch.cuda.synchronize()
     torch.cuda.profiler.start()
     for _ in range(reps):
-        for fn in body:
-            torch.cuda.nvtx.range_push(what)
+        for name, fn in body:
+            torch.cuda.nvtx.range_push(name)
             fn()
             torch.cuda.nvtx.range_pop()
     torch.cuda.synchronize()
@@ -52,76 +80,130 @@ if len(sys.argv) > 1 and sys.argv[1] == "--ncu-child":
 import kprof  # noqa: E402
 
 OUT = sys.argv[1]
-NCU = os.environ.get("NCU", "/usr/local/cuda/bin/ncu")
+PARTS = sys.argv[2:] or ["matmul", "gaps", "warm", "probe"]
 SILENT = kprof.VerbosityLevel.SILENT
 out: dict = {}
 
 
-def run_ncu(args, what, reps):
-    cmd = [NCU, "--profile-from-start", "off", "--clock-control", "none", "--cache-control", "all", *args,
-           sys.executable, os.path.abspath(__file__), "--ncu-child", what, str(reps)]
-    t = time.time()
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    return p, time.time() - t
+def welch(a, b):
+    """Welch's t statistic of the difference of the means of a and b."""
+    return (statistics.mean(a) - statistics.mean(b)) / (statistics.variance(a) / len(a) + statistics.variance(b) / len(b)) ** 0.5
 
 
-def ncu_values(text, metric):
-    lines = [l for l in text.splitlines() if l.startswith('"')]
-    rows = [r for r in csv.DictReader(io.StringIO("\n".join(lines))) if r["Metric Name"] == metric]
-    return [float(r["Metric Value"].replace(",", "")) for r in rows]
+def kprof_values(what, metrics, flush="read", cache="all", records="off"):
+    """{region: {metric: [value per run]}}: kprof's application replay, N runs, a region's value
+    its last kernel's; `records`: KPROF_COUNTER_PASS_RECORDS (kernel records during counter passes)."""
+    body = regions(what)
+
+    def bench():
+        for name, fn in body:
+            with kprof.annotate(name):
+                fn()
+
+    os.environ["KPROF_L2_FLUSH"] = flush
+    os.environ["KPROF_COUNTER_PASS_RECORDS"] = records
+    try:
+        df = kprof.kernel(runs=N, metrics=metrics, replay_mode="application", cache_control=cache,
+                          combine_kernel_metrics="last", thermal_mode="off", verbosity=SILENT)(bench)().raw()
+    finally:
+        del os.environ["KPROF_L2_FLUSH"], os.environ["KPROF_COUNTER_PASS_RECORDS"]
+    vals: dict = {}
+    for ann, m, v in zip(df.Annotation, df.Metric, df.Value):
+        vals.setdefault(ann, {}).setdefault(m, []).append(float(v))
+    return vals
 
 
-# (1) cost per profiled kernel
-xs = torch.randn(1 << 20, device="cuda")
+def ncu_values(what, metrics, replay, cache="all"):
+    """{region: {metric: [value per repetition]}} under ncu (one kernel per region), and the kernels' names."""
+    p, _ = gpu_ncu.run_ncu(__file__, ["--replay-mode", replay, "--nvtx", "--print-nvtx-rename", "kernel", "--metrics",
+                                      ",".join(metrics), "--csv", "--page", "details", "--print-units", "base"], what, N,
+                           cache)
+    if p.returncode != 0:
+        print(f"ncu ({replay}) exit {p.returncode}: {p.stderr[-2000:]}", flush=True)
+    vals: dict = {}
+    names: dict = {}
+    for k in gpu_ncu.ncu_rows(p.stdout).values():
+        # ncu 2025.3 names a kernel "<NVTX range>/<kernel>" with --print-nvtx-rename kernel.
+        region, _, kernel = k["name"].partition("/")
+        names.setdefault(region, set()).add(kernel)
+        for m, v in k.items():
+            if m != "name":
+                vals.setdefault(region, {}).setdefault(m, []).append(v)
+    return vals, {r: sorted(n) for r, n in names.items()}
 
 
-def cost_body():
-    with kprof.annotate("cost"):
-        for _ in range(COST_KERNELS):
-            _ = xs * 2.0
-
-
-RUNS = 5
-timing = kprof.kernel(runs=RUNS, thermal_mode="off", verbosity=SILENT)(cost_body)
-timing()
-t = time.time(); timing(); t_timing = time.time() - t
-p3, t3 = run_ncu(["--metrics", ",".join(M3), "--csv", "--page", "details"], "cost", RUNS)
-p0, t0 = run_ncu(["--metrics", ",".join(M3), "--launch-skip", "1000000"], "cost", RUNS)
-n3 = len(ncu_values(p3.stdout, M3[0]))
-ncu_ms = (t3 - t0) / max(n3, 1) * 1e3
-out["cost"] = {"ncu_ms_per_kernel": ncu_ms, "ncu_kernels": n3}
-for mode in ("application", "range", "kernel"):
-    bench = kprof.kernel(runs=RUNS, metrics=M3, replay_mode=mode, thermal_mode="off", verbosity=SILENT)(cost_body)
-    t = time.time(); bench(); t_mode = time.time() - t
-    ms = (t_mode - t_timing) / (RUNS * COST_KERNELS) * 1e3
-    out["cost"][mode] = {"kprof_ms_per_kernel": ms, "ratio": ncu_ms / ms if ms > 0 else None}
-    print(f"cost {mode:<12} kprof {ms:8.2f} ms per kernel vs ncu {ncu_ms:.1f} ms: {ncu_ms / ms:.1f}x cheaper", flush=True)
-
-# (2) fp16 matmul DRAM bytes, 10 runs each
-N = 10
-A = torch.randn(4096, 4096, device="cuda").half()
-
-
-def matmul():
-    with kprof.annotate("matmul"):
-        _ = A @ A
-
-
-df = kprof.kernel(runs=N, metrics=MB2, replay_mode="application", thermal_mode="off",
-                  verbosity=SILENT)(matmul)().raw()
-pn, _ = run_ncu(["--replay-mode", "application", "--metrics", ",".join(MB2), "--csv", "--page", "details",
-                 "--print-units", "base"], "matmul", N)
-out["matmul"] = {}
-for m in MB2:
-    k = [float(v) for v, mm in zip(df.Value, df.Metric) if mm == m]
-    n = ncu_values(pn.stdout, m)
+def describe(m, k, n):
+    """kprof vs ncu: difference of the means (points for percentages) and Welch's t."""
     km, nm = statistics.mean(k), statistics.mean(n)
-    ks, ns = statistics.stdev(k), statistics.stdev(n)
-    # Welch's t statistic of the difference of the means.
-    tstat = (km - nm) / (ks ** 2 / len(k) + ns ** 2 / len(n)) ** 0.5
-    out["matmul"][m] = {"kprof": k, "ncu": n}
-    print(f"matmul {m}: kprof {km / 1e6:.2f} MB (sd {ks / km * 100:.2f}%, n={len(k)}) vs ncu application "
-          f"{nm / 1e6:.2f} MB (sd {ns / nm * 100:.2f}%, n={len(n)}): {(km / nm - 1) * 100:+.2f}%, Welch t {tstat:+.2f}",
-          flush=True)
+    diff = f"{km - nm:+.2f} pt" if "pct" in m else f"{(km / nm - 1) * 100:+.2f}%"
+    t = welch(k, n) if len(k) > 1 and len(n) > 1 and (statistics.variance(k) or statistics.variance(n)) else float("nan")
+    return f"{diff} (t {t:+.1f})"
+
+
+if "matmul" in PARTS:
+    k = kprof_values("matmul", MB2)["matmul"]
+    n, _ = ncu_values("matmul", MB2, "application")
+    n = n.get("matmul", {})
+    out["matmul"] = {m: {"kprof": k[m], "ncu": n.get(m, [])} for m in MB2}
+    for m in MB2:
+        if n.get(m):
+            print(f"matmul {m}: kprof {statistics.mean(k[m]) / 1e6:.2f} MB (sd {statistics.stdev(k[m]) / statistics.mean(k[m]) * 100:.2f}%, "
+                  f"n={len(k[m])}) vs ncu application {statistics.mean(n[m]) / 1e6:.2f} MB (sd "
+                  f"{statistics.stdev(n[m]) / statistics.mean(n[m]) * 100:.2f}%, n={len(n[m])}): {describe(m, k[m], n[m])}",
+                  flush=True)
+
+def table(setups, ref_label, metrics, names):
+    """Per region and metric, each setup's mean and its difference to the reference setup's."""
+    ref = setups.get(ref_label, {})
+    for region in names:
+        print(f"\n== {region}: each setup's mean, then vs {ref_label or '-'}", flush=True)
+        for m in metrics:
+            cells = []
+            for label, vals in setups.items():
+                v = vals.get(region, {}).get(m)
+                if not v:
+                    cells.append(f"{label}: -")
+                    continue
+                cell = f"{label}: {statistics.mean(v):,.4g}"
+                r = ref.get(region, {}).get(m)
+                if r and label != ref_label:
+                    cell += f" {describe(m, v, r)}"
+                cells.append(cell)
+            print(f"  {m}: " + "; ".join(cells), flush=True)
+
+
+GAP_NAMES = [name for name, _ in regions("gaps")]
+if "gaps" in PARTS:
+    setups = {f"kprof application/{f}": kprof_values("gaps", [TIME, *GAP_METRICS], f) for f in ("read", "discard")}
+    setups["kprof application/read, records on"] = kprof_values("gaps", [TIME, *GAP_METRICS], records="on")
+    kernels = {}
+    for replay in ("application", "kernel"):
+        setups[f"ncu {replay}"], kernels[replay] = ncu_values("gaps", [TIME, *GAP_METRICS], replay)
+    out["gaps"] = {"setups": setups, "ncu_kernels": kernels}
+    print(f"ncu kernels: {kernels['application']}")
+    table(setups, "ncu application", [TIME, *GAP_METRICS], GAP_NAMES)
+    for region in GAP_NAMES:
+        # The duration from the counters against the timing tier's, in kprof's own run.
+        kp = setups["kprof application/read"].get(region, {})
+        if kp.get(TIME) and kp.get("gpu__time_duration.max"):
+            print(f"{region}: kprof timing tier {statistics.mean(kp[TIME]):,.0f} ns vs its counter pass "
+                  f"{statistics.mean(kp['gpu__time_duration.max']):,.0f} ns", flush=True)
+
+WARM_METRICS = ["gpu__time_duration.max", "gpc__cycles_elapsed.max", "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                "dram__throughput.avg.pct_of_peak_sustained_elapsed", "dram__bytes_read.sum"]
+if "warm" in PARTS:
+    setups = {"kprof application/warm": kprof_values("gaps", [TIME, *WARM_METRICS], cache="none"),
+              "kprof application/warm, records on": kprof_values("gaps", [TIME, *WARM_METRICS], cache="none",
+                                                                 records="on")}
+    setups["ncu application/warm"], _ = ncu_values("gaps", [TIME, *WARM_METRICS], "application", cache="none")
+    out["warm"] = {"setups": setups}
+    table(setups, "ncu application/warm", [TIME, *WARM_METRICS], GAP_NAMES)
+
+if "probe" in PARTS:
+    probe = kprof_values("probe", [TIME, "gpu__time_duration.max", "gpc__cycles_elapsed.max",
+                                   "dram__throughput.avg.pct_of_peak_sustained_elapsed"])
+    out["probe"] = probe
+    table({"kprof application/read": probe}, "", list(next(iter(probe.values()))), [n for n, _ in regions("probe")])
+
 with open(os.path.join(OUT, "extra.json"), "w") as f:
     json.dump(out, f, indent=1)

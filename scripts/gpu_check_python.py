@@ -1,11 +1,11 @@
 """Issue 4's checks on the GPU machine: the seed's steps 2, 3 and 5 through the installed kprof
 package, against CUDA events and the Rust API; issue 7's step 8 (run conditions, collectors); issue 5's: steps 6 and 7 (hardware counters
 in-process) against Nsight Compute (`ncu --clock-control none --cache-control all`) on the same
-kernels, and the per-kernel cost of a 3-metric set in kprof vs ncu. Run by
+kernels, and the per-kernel cost of a 3-metric set in kprof vs ncu (scripts/gpu_ncu.py). Run by
 scripts/gpu-check-python.sh; prints a pass/fail table and writes the processed tables (CSV) and a
 JSON summary into OUT.
 
-`python3 gpu_check_python.py --ncu-child {compare|cost} REPS` is the program ncu profiles: the
+`python3 gpu_check_python.py --ncu-child {compare|compare-seed} REPS` is the program ncu profiles: the
 same kernels without kprof, inside cudaProfilerStart/Stop (ncu --profile-from-start off), one NVTX
 range per region (ncu --print-nvtx-rename kernel names each kernel after its region)."""
 
@@ -22,22 +22,19 @@ import torch  # first, on purpose: kprof has no import-order rule
 
 
 def ncu_child(what: str, reps: int) -> None:
-    """The kernels of steps 6 and 7 (compare) or the cost loop, as ncu sees them."""
-    if what == "cost":
-        xs = torch.randn(1 << 20, device="cuda")
-        regions = [(f"cost{i}", lambda: xs * 2.0) for i in range(COST_KERNELS)]
-    else:
-        def inputs():
-            return (torch.randn(4096, 4096, device="cuda").half(), torch.randn(64 * 2 ** 20, device="cuda"),
-                    torch.randn(8192, 1024, device="cuda"), *(torch.randn(32 * 2 ** 20, device="cuda") for _ in range(3)),
-                    torch.randn(65536, 1024, device="cuda"), torch.randn(2 * 2 ** 20, device="cuda"))
-        t = list(inputs())
-        regions = [("fp16 matmul 4096", lambda: t[0] @ t[0]), ("x * 2 (256 MB)", lambda: t[1] * 2.0),
-                   ("softmax 8192x1024", lambda: torch.softmax(t[2], dim=-1)),
-                   ("a + b * c (unfused)", lambda: t[3] + t[4] * t[5]), ("torch.addcmul (fused)", lambda: torch.addcmul(t[3], t[4], t[5])),
-                   ("softmax 65536x1024", lambda: torch.softmax(t[6], dim=-1)),
-                   # Reads 8 MB and writes 4 bytes: a write count of ncu's own would show here.
-                   (READ_ONLY, lambda: t[7].sum())]
+    """The kernels of steps 6 and 7 as ncu sees them: inputs made per repetition (compare-seed, as
+    the seed's steps do) or once (compare)."""
+    def inputs():
+        return (torch.randn(4096, 4096, device="cuda").half(), torch.randn(64 * 2 ** 20, device="cuda"),
+                torch.randn(8192, 1024, device="cuda"), *(torch.randn(32 * 2 ** 20, device="cuda") for _ in range(3)),
+                torch.randn(65536, 1024, device="cuda"), torch.randn(2 * 2 ** 20, device="cuda"))
+    t = list(inputs())
+    regions = [("fp16 matmul 4096", lambda: t[0] @ t[0]), ("x * 2 (256 MB)", lambda: t[1] * 2.0),
+               ("softmax 8192x1024", lambda: torch.softmax(t[2], dim=-1)),
+               ("a + b * c (unfused)", lambda: t[3] + t[4] * t[5]), ("torch.addcmul (fused)", lambda: torch.addcmul(t[3], t[4], t[5])),
+               ("softmax 65536x1024", lambda: torch.softmax(t[6], dim=-1)),
+               # Reads 8 MB and writes 4 bytes: a write count of ncu's own would show here.
+               (READ_ONLY, lambda: t[7].sum())]
     for _, fn in regions:  # warm-up: cuBLAS handles, caching allocator
         fn()
     torch.cuda.synchronize()
@@ -55,7 +52,6 @@ def ncu_child(what: str, reps: int) -> None:
     torch.cuda.profiler.stop()
 
 
-COST_KERNELS = 20
 READ_ONLY = "sum 8 MB (read-only)"
 if len(sys.argv) > 1 and sys.argv[1] == "--ncu-child":
     ncu_child(sys.argv[2], int(sys.argv[3]))
@@ -241,10 +237,8 @@ if RUST_RAW and os.path.exists(RUST_RAW):
           f"{dr:+.2f}%; same kernel: {same_kernel}")
 
 # -- Issue 5: steps 6 and 7 with hardware counters in-process, against ncu ------------------------
-import csv  # noqa: E402
-import io  # noqa: E402
-import shutil  # noqa: E402
-import subprocess  # noqa: E402
+import gpu_ncu  # noqa: E402  (scripts/ is sys.path[0])
+from gpu_ncu import NCU, ncu_rows  # noqa: E402
 
 df6, tab6 = tutorial.step6_bound()
 df6.to_csv(os.path.join(OUT, "step6.csv"), index=False)
@@ -263,32 +257,12 @@ numbers["step7"] = tab7.reset_index().to_dict("records")
 
 # Same kernels under ncu, same cache mode (cold: kprof flushes L2 before each run and each counter
 # pass; ncu --cache-control all flushes before every replay pass of every kernel).
-NCU = os.environ.get("NCU") or shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
 M_ALL = ["gpu__time_duration.sum", "sm__throughput.avg.pct_of_peak_sustained_elapsed",
          "dram__throughput.avg.pct_of_peak_sustained_elapsed", "dram__bytes_read.sum", "dram__bytes_write.sum"]
-M3 = ["dram__bytes_read.sum", "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-      "dram__throughput.avg.pct_of_peak_sustained_elapsed"]
 
 
 def run_ncu(args, what, reps):
-    cmd = [NCU, "--profile-from-start", "off", "--clock-control", "none", "--cache-control", "all", *args,
-           sys.executable, os.path.abspath(__file__), "--ncu-child", what, str(reps)]
-    t = time.time()
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    return p, time.time() - t
-
-
-def ncu_rows(text):
-    """{ID: {"name": kernel name (the NVTX range with --print-nvtx-rename kernel), metric: value}}"""
-    out: dict = {}
-    lines = [l for l in text.splitlines() if l.startswith('"')]
-    for r in csv.DictReader(io.StringIO("\n".join(lines))):
-        v = r["Metric Value"].replace(",", "")
-        if v in ("", "n/a"):
-            continue
-        d = out.setdefault(int(r["ID"]), {"name": r["Kernel Name"]})
-        d[r["Metric Name"]] = float(v)
-    return out
+    return gpu_ncu.run_ncu(__file__, args, what, reps)
 
 
 if os.path.exists(NCU):
@@ -471,36 +445,15 @@ if os.path.exists(NCU):
             check(f"softmax {ann.split()[1]}", None, f"kprof ({mode} replay, {method} flush) vs ncu, inputs made once: "
                   + ", ".join(parts))
 
-    # Cost of a 3-metric set per profiled kernel: kprof (kernel replay, in-process) vs ncu.
-    xs = torch.randn(1 << 20, device="cuda")
-
-    def cost_body():
-        with kprof.annotate("cost"):
-            for _ in range(COST_KERNELS):
-                _ = xs * 2.0
-
-    COST_RUNS = 5
-    timing_only = kprof.kernel(runs=COST_RUNS, thermal_mode="off", verbosity=kprof.VerbosityLevel.SILENT)(cost_body)
-    timing_only()  # warm: libraries
-    t = time.time(); timing_only(); t_timing = time.time() - t
-    p3, t_ncu3 = run_ncu(["--metrics", ",".join(M3), "--csv", "--page", "details"], "cost", COST_RUNS)
-    p0, t_ncu0 = run_ncu(["--metrics", ",".join(M3), "--launch-skip", "1000000"], "cost", COST_RUNS)
-    n3 = len(ncu_rows(p3.stdout))
-    ncu_per = (t_ncu3 - t_ncu0) / max(n3, 1) * 1e3
-    numbers["cost"] = {"ncu_ms_per_kernel": ncu_per, "ncu_wall_s": t_ncu3, "ncu_nothing_wall_s": t_ncu0,
-                       "ncu_kernels": n3, "kprof_wall_timing_s": t_timing}
-    # Each benchmark sets the Range Profiler up and gives it back at its end: that set-up is part
-    # of the measured cost (no warm-up call hides it).
-    for mode in ("kernel", "range"):
-        with_counters = kprof.kernel(runs=COST_RUNS, metrics=M3, replay_mode=mode, thermal_mode="off",
-                                     verbosity=kprof.VerbosityLevel.SILENT)(cost_body)
-        t = time.time(); with_counters(); t_counters = time.time() - t
-        kp_per = (t_counters - t_timing) / (COST_RUNS * COST_KERNELS) * 1e3
-        ratio = ncu_per / kp_per if kp_per > 0 else float("inf")
-        numbers["cost"][mode] = {"kprof_ms_per_kernel": kp_per, "ratio": ratio, "kprof_wall_counters_s": t_counters}
-        check(f"cost-3-metrics-{mode}", (ratio >= 20 if n3 else None) if mode == "range" else None,
-              f"per profiled kernel, {mode} replay: kprof {kp_per:.2f} ms vs ncu {ncu_per:.1f} ms ({n3} kernels, ncu "
-              f"start-up excluded): {ratio:.1f}x cheaper (target 20x)")
+    # Cost of a 3-metric set per profiled kernel, kprof in each replay mode vs ncu (scripts/gpu_ncu.py).
+    cost = gpu_ncu.measure_cost(kprof)
+    numbers["cost"] = cost
+    for mode in ("range", "application", "kernel"):
+        ratio = cost[mode]["ratio"] or float("inf")
+        check(f"cost-3-metrics-{mode}", (ratio >= 20 if cost["ncu_kernels"] else None) if mode == "range" else None,
+              f"per profiled kernel, {mode} replay: kprof {cost[mode]['kprof_ms_per_kernel']:.2f} ms vs ncu "
+              f"{cost['ncu_ms_per_kernel']:.1f} ms ({cost['ncu_kernels']} kernels, ncu start-up excluded): "
+              f"{ratio:.1f}x cheaper (target 20x)")
 else:
     check("vs-ncu", None, f"no ncu at {NCU}: comparison skipped")
 

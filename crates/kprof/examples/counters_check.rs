@@ -14,8 +14,10 @@
 //! * user replay: range "scale_x1" (1 launch) and "scale_x3" (3 launches), closure re-run per pass;
 //!
 //! Then it times the per-kernel cost of a 3-metric set on small (~5-10 µs) kernels, in kernel
-//! replay and in user-range replay (one range around the batch of kernels, the closure re-run
-//! once per pass: how `replay_mode="range"` collects), and checks that too many kernels for the
+//! replay, in user-range replay (one range around the batch of kernels, the closure re-run once
+//! per pass: how `replay_mode="range"` collects) and in application replay (one range per kernel,
+//! the closure re-run once per pass; the time inside the passes, launch to synchronize, is
+//! printed apart from CUPTI's own time outside them), and checks that too many kernels for the
 //! counter-data image is an error.
 //!
 //! Per-kernel overhead, both modes: `(profiled collect wall − plain wall) / kernels`, where the
@@ -30,7 +32,7 @@
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 use std::path::{Path, PathBuf};
 use std::ptr::{null, null_mut};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use kprof::counters::recorded::write_recording;
 use kprof::counters::{CountersError, CuptiLib, RangeProfiler, Recording, ReplayMode};
@@ -547,6 +549,55 @@ fn run(out: &Path) -> Result<Vec<String>, String> {
         ));
     }
     drop(pu);
+
+    // Same cost in application replay: one range per kernel, the closure re-run per pass. The
+    // passes' own time (launches to synchronize, AutoRange's per-kernel work included) is
+    // measured apart from the rest of collect (start, stop, decode, evaluation).
+    let t = Instant::now();
+    let mut pa = RangeProfiler::new(lib, gpu.ctx, 0, &METRICS3, ReplayMode::Application).map_err(|e| e.to_string())?;
+    let setup_a = t.elapsed();
+    let mut in_passes = Duration::ZERO;
+    let t = Instant::now();
+    let reca = pa
+        .collect(SMALL_KERNELS, |_| {
+            let t = Instant::now();
+            for _ in 0..SMALL_KERNELS {
+                let _ = gpu.scale(n_small);
+            }
+            let _ = gpu.sync();
+            in_passes += t.elapsed();
+        })
+        .map_err(|e| e.to_string())?;
+    let prof_a = t.elapsed();
+    let per_kernel_app_ms = (prof_a.as_secs_f64() - plain_u.as_secs_f64()) / SMALL_KERNELS as f64 * 1e3;
+    let passes_ms = in_passes.as_secs_f64() * 1e3;
+    let s = format!(
+        "\n== cost, 3-metric set ({} passes), the same {SMALL_KERNELS} kernels, application replay (one range per kernel, closure ran {}x)\n\
+         profiled collect: {:.3} ms total = inside the passes {:.3} ms ({:.3} ms per kernel per pass) + CUPTI outside them \
+         {:.3} ms ({:.3} ms per pass) | setup: {:.3} ms\n\
+         application-replay per-kernel profiling overhead: {:.3} ms -> {:.1}x cheaper than ncu\n",
+        reca.passes,
+        reca.closure_runs,
+        prof_a.as_secs_f64() * 1e3,
+        passes_ms,
+        passes_ms / (SMALL_KERNELS * reca.closure_runs.max(1)) as f64,
+        prof_a.as_secs_f64() * 1e3 - passes_ms,
+        (prof_a.as_secs_f64() * 1e3 - passes_ms) / reca.closure_runs.max(1) as f64,
+        setup_a.as_secs_f64() * 1e3,
+        per_kernel_app_ms,
+        ratio(per_kernel_app_ms),
+    );
+    print!("{s}");
+    report.push_str(&s);
+    if reca.ranges.len() != SMALL_KERNELS || reca.closure_runs != reca.passes {
+        failures.push(format!(
+            "application-replay cost run: {} ranges (want {SMALL_KERNELS}), closure ran {}x for {} passes",
+            reca.ranges.len(),
+            reca.closure_runs,
+            reca.passes
+        ));
+    }
+    drop(pa);
     std::fs::write(out.join("summary.txt"), &report).map_err(|e| e.to_string())?;
     Ok(failures)
 }

@@ -438,8 +438,14 @@ pub(crate) trait Backend: Send + Sync {
     fn exit(&self) -> Result<(), EngineError>;
     /// Waits for all work on the device.
     fn synchronize(&self) -> Result<(), EngineError>;
-    /// Evicts the L2 (writes a buffer of at least twice its size) and waits for it.
+    /// Evicts the L2 (goes through a buffer of at least twice its size, see [`l2_flush`]) and
+    /// waits for it.
     fn flush_l2(&self) -> Result<(), EngineError>;
+    /// Turns the activity records of kernels off (`false`) or back on: counter passes run with
+    /// them off (see [`counter_pass`]). Backends without such records do nothing.
+    fn kernel_records(&self, _on: bool) -> Result<(), EngineError> {
+        Ok(())
+    }
     /// Flushes the activity buffers (after [`Backend::synchronize`]) and attributes the kernels
     /// to the given spans: those of every run since the last flush (keys tell runs apart).
     fn collect(&self, spans: &[Span]) -> Result<Collected, EngineError>;
@@ -1567,6 +1573,9 @@ mod gpu {
         }
         fn flush_l2(&self) -> Result<(), EngineError> {
             self.l2.flush(self.libs.cuda)
+        }
+        fn kernel_records(&self, on: bool) -> Result<(), EngineError> {
+            lock(&self.session).set_kernel_records(on)
         }
         fn collect(&self, spans: &[Span]) -> Result<Collected, EngineError> {
             let mut session = lock(&self.session);

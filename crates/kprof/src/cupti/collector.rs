@@ -472,6 +472,23 @@ impl ActivitySession {
         })
     }
 
+    /// Turns the kernel records of this session off or back on (`cuptiActivityDisable` /
+    /// `cuptiActivityEnable` of its kernel kind). Records of kernels that already ran stay in
+    /// CUPTI's buffers for the next [`ActivitySession::flush`].
+    pub fn set_kernel_records(&self, on: bool) -> Result<(), EngineError> {
+        let c = self.cupti;
+        let kind = self.kernel_trace.activity_kind();
+        if on {
+            c.check("cuptiActivityEnable(kernels)", unsafe {
+                (c.fns.cuptiActivityEnable)(kind)
+            })
+        } else {
+            c.check("cuptiActivityDisable(kernels)", unsafe {
+                (c.fns.cuptiActivityDisable)(kind)
+            })
+        }
+    }
+
     /// The loaded CUPTI this session uses.
     pub fn cupti(&self) -> &'static Cupti {
         self.cupti

@@ -9,11 +9,16 @@
 //!    mixed with context-level ones are explained) and the replay pass count is computed
 //!    ([`Profiler::counter_plan`], and one line in [`Profiler::warnings`]).
 //! 2. **collects them in a separate counter pass of every recorded run**, right after the run's
-//!    timing pass (the CUPTI activity session stays on; the Range Profiler API does not take the
-//!    CUPTI subscriber slot, but kernel replay saves, restores and re-launches kernels, which would
-//!    disturb the timing, so timing and counters never share a pass). The closure runs again for
-//!    the counter pass: **it must be repeatable** (same launches in the same order, inputs it does
-//!    not destroy). Warm-up runs get no counter pass.
+//!    timing pass (the Range Profiler API does not take the CUPTI subscriber slot, but kernel
+//!    replay saves, restores and re-launches kernels, which would disturb the timing, so timing
+//!    and counters never share a pass). The closure runs again for the counter pass: **it must be
+//!    repeatable** (same launches in the same order, inputs it does not destroy). Warm-up runs get
+//!    no counter pass. The activity records of kernels are **off during counter passes**
+//!    (`KPROF_COUNTER_PASS_RECORDS=on` keeps them): measured on the H200 in application replay,
+//!    CUPTI's kernel records lengthen every kernel by about 0.9 us of elapsed time as the counters
+//!    see it (softmax 8192x1024: 19.0 vs 18.2 us, 37.2k vs 35.5k GPC cycles; x * 2 and an fp16
+//!    matmul the same 0.9 us), which lowered the rates of an 18 us kernel by 1.5-2 points
+//!    against ncu; without them the counter pass agrees with ncu's application replay.
 //!    * [`ReplayMode::Kernel`] (default): AutoRange + KernelReplay, the closure runs once and CUPTI
 //!      replays each kernel once per pass (saving and restoring memory itself). One value per
 //!      kernel. The i-th profiled kernel of the counter pass is the i-th kernel (by GPU start
@@ -59,8 +64,8 @@
 //! is disabled and the CUPTI profiler deinitialized, so other profiling tools (an ncu child
 //! process of the ncu backend, for one) can use the device between benchmarks.
 //!
-//! Counter-pass kernels carry no region key; the activity session still sees them, so they count
-//! in [`Profiler::unattributed_kernels`].
+//! Counter-pass kernels have no activity records (with `KPROF_COUNTER_PASS_RECORDS=on` they do,
+//! carry no region key and count in [`Profiler::unattributed_kernels`]).
 
 use std::cell::Cell;
 use std::sync::{Mutex, OnceLock};
@@ -69,6 +74,24 @@ use super::*;
 use crate::counters::range::{chip_name, profiler_deinitialize, profiler_initialize};
 use crate::counters::{CountersError, CuptiLib, MetricsCatalog, RangeProfiler, RangeResult, ReplayMode};
 use crate::loader::Libraries;
+
+/// Environment variable that keeps the activity records of kernels on during counter passes
+/// (`on`); by default (`off`) they are turned off there: counter-pass kernels are never
+/// attributed, and CUPTI's per-kernel records cost the kernels time.
+pub const COUNTER_PASS_RECORDS_ENV: &str = "KPROF_COUNTER_PASS_RECORDS";
+
+/// Whether kernels keep their activity records during counter passes, from the value of
+/// [`COUNTER_PASS_RECORDS_ENV`].
+fn counter_pass_records(value: Option<&str>) -> Result<bool, EngineError> {
+    match value.map(str::trim) {
+        None | Some("") | Some("off") => Ok(false),
+        Some("on") => Ok(true),
+        Some(other) => Err(EngineError::Unsupported(format!(
+            "{COUNTER_PASS_RECORDS_ENV}={other:?} is not a setting: use \"off\" (default: no kernel records during \
+             counter passes) or \"on\""
+        ))),
+    }
+}
 
 /// Whether `m` is a hardware counter metric (anything but the timing tier's metrics).
 pub fn is_counter_metric(m: &str) -> bool {
@@ -450,10 +473,40 @@ impl Profiler {
         }))
     }
 
-    /// The counter pass of one recorded run (see the module docs). `n_regions`: regions the
-    /// timing pass opened.
+    /// The counter pass of one recorded run (see the module docs), with the activity records of
+    /// kernels off unless [`COUNTER_PASS_RECORDS_ENV`] is `on`. `n_regions`: regions the timing
+    /// pass opened.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn counter_run<F>(
+        &mut self,
+        st: &mut CounterState,
+        name: &str,
+        call: u64,
+        step: Step,
+        config: &Config,
+        opts: &BenchOptions,
+        f: &mut F,
+        n_regions: usize,
+        window: (u64, u64),
+    ) -> Result<CounterRun, EngineError>
+    where
+        F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let records_off = !counter_pass_records(std::env::var(COUNTER_PASS_RECORDS_ENV).ok().as_deref())?;
+        if records_off {
+            // The timing pass's kernels end (and get their records) before recording stops.
+            self.backend.synchronize()?;
+            self.backend.kernel_records(false)?;
+        }
+        let got = self.counter_passes(st, name, call, step, config, opts, f, n_regions, window);
+        if records_off {
+            self.backend.kernel_records(true)?;
+        }
+        got
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn counter_passes<F>(
         &mut self,
         st: &mut CounterState,
         name: &str,

@@ -15,6 +15,12 @@ struct Mock {
     running: Mutex<Vec<(Option<u64>, KernelRun)>>,
     done: Mutex<Vec<(Option<u64>, KernelRun)>>,
     in_counter_pass: AtomicBool,
+    /// Kernel activity records turned off ([`Backend::kernel_records`]).
+    records_off: AtomicBool,
+    /// Whether records were off, per counter collection.
+    records_off_in_collect: Mutex<Vec<bool>>,
+    /// Kernels of the closure launched outside a counter collection while records were off.
+    unrecorded_timing_kernels: AtomicUsize,
     /// Counter pass: kernel durations of the pass (kernel replay) or (range, dur) (user replay).
     counted: Mutex<Vec<(Option<String>, u64)>>,
     open_range: Mutex<Option<String>>,
@@ -30,6 +36,9 @@ impl Mock {
             let r = self.open_range.lock().unwrap().clone();
             self.counted.lock().unwrap().push((r, dur));
             return;
+        }
+        if self.records_off.load(Ordering::SeqCst) && !crate::runner::l2_flush::is_flush_kernel(name) {
+            self.unrecorded_timing_kernels.fetch_add(1, Ordering::SeqCst);
         }
         let ext = self.stack.lock().unwrap().last().copied();
         let t = self.clock.fetch_add(dur + 10, Ordering::SeqCst);
@@ -89,6 +98,10 @@ impl Backend for Mock {
         }
         Ok(out)
     }
+    fn kernel_records(&self, on: bool) -> Result<(), EngineError> {
+        self.records_off.store(!on, Ordering::SeqCst);
+        Ok(())
+    }
     fn counters(&self) -> Option<&dyn CounterBackend> {
         Some(self)
     }
@@ -144,6 +157,10 @@ impl CounterBackend for Mock {
         workload: &mut dyn FnMut(&mut dyn RangeSink),
     ) -> Result<Vec<RangeResult>, EngineError> {
         self.collects.fetch_add(1, Ordering::SeqCst);
+        self.records_off_in_collect
+            .lock()
+            .unwrap()
+            .push(self.records_off.load(Ordering::SeqCst));
         self.capacities.lock().unwrap().push(max_ranges);
         self.in_counter_pass.store(true, Ordering::SeqCst);
         let runs = if plan.mode == ReplayMode::Kernel {
@@ -500,6 +517,43 @@ fn application_replay_reruns_the_closure_per_pass_flushing_as_the_timing_pass_an
     assert_eq!(series(&raw, "inner", "bytes.sum").1, vec![40.0, 40.0]);
     assert_eq!(series(&raw, "b", "bytes.sum").1, vec![10.0, 10.0]);
     assert_eq!(series(&raw, "a", "gpu__time_duration.sum").1, vec![30.0, 30.0]);
+}
+
+#[test]
+fn counter_passes_run_without_kernel_records_and_timing_runs_keep_them() {
+    for mode in [ReplayMode::Kernel, ReplayMode::Application, ReplayMode::User] {
+        let (mock, mut p) = setup(2);
+        let m = mock.clone();
+        p.bench("b", &[], &opts(&["bytes.sum"], mode), |_, run| {
+            run.annotate("a", |_| m.launch("k1", 10))?;
+            Ok(())
+        })
+        .unwrap();
+        let off = mock.records_off_in_collect.lock().unwrap().clone();
+        assert_eq!(
+            off,
+            vec![true, true],
+            "{mode:?}: one collection per recorded run, records off in each"
+        );
+        assert!(
+            !mock.records_off.load(Ordering::SeqCst),
+            "{mode:?}: records back on after the bench"
+        );
+        assert_eq!(mock.unrecorded_timing_kernels.load(Ordering::SeqCst), 0, "{mode:?}");
+    }
+}
+
+#[test]
+fn kernel_records_in_counter_passes_are_off_unless_asked_for_and_a_bad_value_names_the_choices() {
+    assert!(!counter_pass_records(None).unwrap());
+    assert!(!counter_pass_records(Some("")).unwrap());
+    assert!(!counter_pass_records(Some(" off ")).unwrap());
+    assert!(counter_pass_records(Some("on")).unwrap());
+    let e = counter_pass_records(Some("yes")).unwrap_err().to_string();
+    assert!(
+        e.contains(COUNTER_PASS_RECORDS_ENV) && e.contains("\"off\"") && e.contains("\"on\""),
+        "{e}"
+    );
 }
 
 #[test]
