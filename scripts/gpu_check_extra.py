@@ -17,6 +17,8 @@ installed wheel), each over 10 runs so that a difference can be told from run-to
           1 ms after its region opened (the GPU idle between the flush and the kernel), and after
           a small kernel that touched every 16 KB of its input (the input's address translations
           warm, 0.2 % of its bytes in the L2); the region's value is its last kernel's.
+  trace   the timing pass's kernel durations (CUPTI kernel records) with serial and concurrent
+          kernel tracing (KPROF_KERNEL_TRACE), next to the counter pass's gpu__time_duration.max.
 
 `python3 gpu_check_extra.py OUT [PART...]` runs the parts named (all by default) and writes
 OUT/extra.json; `python3 gpu_check_extra.py --ncu-child {matmul|gaps} REPS` is the program ncu
@@ -80,7 +82,7 @@ if len(sys.argv) > 1 and sys.argv[1] == "--ncu-child":
 import kprof  # noqa: E402
 
 OUT = sys.argv[1]
-PARTS = sys.argv[2:] or ["matmul", "gaps", "warm", "probe"]
+PARTS = sys.argv[2:] or ["matmul", "gaps", "warm", "probe", "trace"]
 SILENT = kprof.VerbosityLevel.SILENT
 out: dict = {}
 
@@ -90,9 +92,10 @@ def welch(a, b):
     return (statistics.mean(a) - statistics.mean(b)) / (statistics.variance(a) / len(a) + statistics.variance(b) / len(b)) ** 0.5
 
 
-def kprof_values(what, metrics, flush="read", cache="all", records="off"):
+def kprof_values(what, metrics, flush="read", cache="all", records="off", trace="serial"):
     """{region: {metric: [value per run]}}: kprof's application replay, N runs, a region's value
-    its last kernel's; `records`: KPROF_COUNTER_PASS_RECORDS (kernel records during counter passes)."""
+    its last kernel's; `records`: KPROF_COUNTER_PASS_RECORDS (kernel records during counter passes),
+    `trace`: KPROF_KERNEL_TRACE (how the timing pass records kernels)."""
     body = regions(what)
 
     def bench():
@@ -102,11 +105,12 @@ def kprof_values(what, metrics, flush="read", cache="all", records="off"):
 
     os.environ["KPROF_L2_FLUSH"] = flush
     os.environ["KPROF_COUNTER_PASS_RECORDS"] = records
+    os.environ["KPROF_KERNEL_TRACE"] = trace
     try:
         df = kprof.kernel(runs=N, metrics=metrics, replay_mode="application", cache_control=cache,
                           combine_kernel_metrics="last", thermal_mode="off", verbosity=SILENT)(bench)().raw()
     finally:
-        del os.environ["KPROF_L2_FLUSH"], os.environ["KPROF_COUNTER_PASS_RECORDS"]
+        del os.environ["KPROF_L2_FLUSH"], os.environ["KPROF_COUNTER_PASS_RECORDS"], os.environ["KPROF_KERNEL_TRACE"]
     vals: dict = {}
     for ann, m, v in zip(df.Annotation, df.Metric, df.Value):
         vals.setdefault(ann, {}).setdefault(m, []).append(float(v))
@@ -204,6 +208,12 @@ if "probe" in PARTS:
                                    "dram__throughput.avg.pct_of_peak_sustained_elapsed"])
     out["probe"] = probe
     table({"kprof application/read": probe}, "", list(next(iter(probe.values()))), [n for n, _ in regions("probe")])
+
+if "trace" in PARTS:
+    trace = {f"kprof {t} records": kprof_values("gaps", [TIME, "gpu__time_duration.max"], trace=t)
+             for t in ("serial", "concurrent")}
+    out["trace"] = trace
+    table(trace, "kprof serial records", [TIME, "gpu__time_duration.max"], GAP_NAMES)
 
 with open(os.path.join(OUT, "extra.json"), "w") as f:
     json.dump(out, f, indent=1)

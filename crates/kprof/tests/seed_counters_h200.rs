@@ -174,20 +174,32 @@ fn judged_comparison_recomputed_from_the_raw_csvs_matches_the_printed_checks() {
         3 * 5 + 3,
         "step 6's 3 regions x 5 metrics, the fused region x 3"
     );
-    // What held on the H200 (2026-11-30, serial kernel tracing): the memory-bound one-kernel
-    // regions agree with ncu's application replay on time and bytes read and written.
-    for name in [
-        "x * 2 (256 MB) duration",
-        "x * 2 (256 MB) DRAM read",
-        "x * 2 (256 MB) DRAM write",
-        "x * 2 (256 MB) SM %",
-        "addcmul (fused) DRAM read",
-        "addcmul (fused) DRAM write",
-        "fp16 matmul 4096 SM %",
+    // What held on the H200 (2026-11-30, commit fb80705: serial kernel tracing, no kernel records
+    // in counter passes): every judged row but the DRAM bytes written by the two kernels whose
+    // 32 MB output fits in the 60 MB L2 (matmul -2.95 %, softmax -1.32 %).
+    for (name, want) in [
+        ("fp16 matmul 4096 duration", "PASS"),
+        ("fp16 matmul 4096 SM %", "PASS"),
+        ("fp16 matmul 4096 DRAM %", "PASS"),
+        ("fp16 matmul 4096 DRAM read", "PASS"),
+        ("fp16 matmul 4096 DRAM write", "FAIL"),
+        ("x * 2 (256 MB) duration", "PASS"),
+        ("x * 2 (256 MB) SM %", "PASS"),
+        ("x * 2 (256 MB) DRAM %", "PASS"),
+        ("x * 2 (256 MB) DRAM read", "PASS"),
+        ("x * 2 (256 MB) DRAM write", "PASS"),
+        ("softmax 8192x1024 duration", "PASS"),
+        ("softmax 8192x1024 SM %", "PASS"),
+        ("softmax 8192x1024 DRAM %", "PASS"),
+        ("softmax 8192x1024 DRAM read", "PASS"),
+        ("softmax 8192x1024 DRAM write", "FAIL"),
+        ("addcmul (fused) duration", "PASS"),
+        ("addcmul (fused) DRAM read", "PASS"),
+        ("addcmul (fused) DRAM write", "PASS"),
     ] {
         assert_eq!(
             printed[&format!("application/read vs ncu/application: {name}")],
-            "PASS",
+            want,
             "{name}"
         );
     }
