@@ -17,6 +17,8 @@ installed wheel), each over 10 runs so that a difference can be told from run-to
           1 ms after its region opened (the GPU idle between the flush and the kernel), and after
           a small kernel that touched every 16 KB of its input (the input's address translations
           warm, 0.2 % of its bytes in the L2); the region's value is its last kernel's.
+  flushes the fp16 matmul alone (two flushes back to back before it) and after a one-block
+          kernel (one flush right before it), DRAM bytes against ncu's application replay.
   trace   the timing pass's kernel durations (CUPTI kernel records) with serial and concurrent
           kernel tracing (KPROF_KERNEL_TRACE), next to the counter pass's gpu__time_duration.max.
 
@@ -50,6 +52,10 @@ def regions(what):
     a = torch.randn(4096, 4096, device="cuda").half()
     if what == "matmul":
         return [("matmul", lambda: a @ a)]
+    if what == "flushes":
+        # The matmul after a one-block kernel: one flush right before it, not two back to back.
+        t = torch.zeros(1, device="cuda")
+        return [("tiny", lambda: t.add_(1.0)), ("matmul", lambda: a @ a)]
     s = torch.randn(8192, 1024, device="cuda")
     if what == "probe":
         return [("softmax", lambda: torch.softmax(s, dim=-1)),
@@ -208,6 +214,14 @@ if "probe" in PARTS:
                                    "dram__throughput.avg.pct_of_peak_sustained_elapsed"])
     out["probe"] = probe
     table({"kprof application/read": probe}, "", list(next(iter(probe.values()))), [n for n, _ in regions("probe")])
+
+if "flushes" in PARTS:
+    # Alone in the function the matmul follows two flushes back to back (the run's and its
+    # region's); after a tiny kernel, one. Bytes read of each against ncu's matmul alone.
+    fl = {"kprof matmul alone": kprof_values("matmul", MB2), "kprof matmul after a tiny kernel": kprof_values("flushes", MB2)}
+    fl["ncu application"], _ = ncu_values("matmul", MB2, "application")
+    out["flushes"] = fl
+    table(fl, "ncu application", MB2, ["matmul"])
 
 if "trace" in PARTS:
     trace = {f"kprof {t} records": kprof_values("gaps", [TIME, "gpu__time_duration.max"], trace=t)
