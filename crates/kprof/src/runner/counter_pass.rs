@@ -17,7 +17,7 @@
 //!    (`KPROF_COUNTER_PASS_RECORDS=on` keeps them): measured on the H200 in application replay,
 //!    CUPTI's kernel records lengthen every kernel by about 0.9 us of elapsed time as the counters
 //!    see it (softmax 8192x1024: 19.0 vs 18.2 us, 37.2k vs 35.5k GPC cycles; x * 2 and an fp16
-//!    matmul the same 0.9 us), which lowered the rates of an 18 us kernel by 1.5-2 points
+//!    matmul the same 0.9 us), which lowered the rates of an 18 us kernel by 1.5-3.7 points
 //!    against ncu; without them the counter pass agrees with ncu's application replay.
 //!    * [`ReplayMode::Kernel`] (default): AutoRange + KernelReplay, the closure runs once and CUPTI
 //!      replays each kernel once per pass (saving and restoring memory itself). One value per
