@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Issue 5 and 6 follow-ups through the installed wheel (scripts/gpu_check_extra.py), 10 runs each:
-# the fp16 matmul's DRAM bytes against ncu's application replay (part matmul), and the clocks,
-# cycles and L2 writes behind the remaining gaps to ncu (part gaps).
-# Run from the repo root on the GPU machine: OUT=dir [PARTS="matmul gaps"] scripts/gpu-check-extra.sh
+# the fp16 matmul's DRAM bytes against ncu's application replay (parts matmul, flushes), the
+# clocks, cycles and L2 writes behind the remaining gaps to ncu (gaps, warm, probe) and the
+# durations of kernel records against the counters' (trace). All parts take about 5 minutes.
+# Run from the repo root on the GPU machine: OUT=dir [PARTS="matmul gaps warm probe flushes trace"] scripts/gpu-check-extra.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:?set OUT}"

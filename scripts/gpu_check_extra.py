@@ -88,7 +88,7 @@ if len(sys.argv) > 1 and sys.argv[1] == "--ncu-child":
 import kprof  # noqa: E402
 
 OUT = sys.argv[1]
-PARTS = sys.argv[2:] or ["matmul", "gaps", "warm", "probe", "trace"]
+PARTS = sys.argv[2:] or ["matmul", "gaps", "warm", "probe", "flushes", "trace"]
 SILENT = kprof.VerbosityLevel.SILENT
 out: dict = {}
 
