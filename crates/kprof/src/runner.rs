@@ -1067,17 +1067,19 @@ impl Profiler {
             let counters = match (&mut sw.counters, step.warmup, &failure) {
                 (Some(st), false, None) => {
                     let window = (run_start_ns, self.backend.timestamp_ns());
-                    Some(self.counter_run(
-                        st,
-                        sw.name,
-                        call,
-                        step,
-                        &configs[step.config],
-                        opts,
-                        f,
-                        spans.len(),
-                        window,
-                    )?)
+                    Some(self.without_kernel_records(|me| {
+                        me.counter_run(
+                            st,
+                            sw.name,
+                            call,
+                            step,
+                            &configs[step.config],
+                            opts,
+                            f,
+                            spans.len(),
+                            window,
+                        )
+                    })?)
                 }
                 _ => None,
             };

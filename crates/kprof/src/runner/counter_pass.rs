@@ -473,40 +473,29 @@ impl Profiler {
         }))
     }
 
-    /// The counter pass of one recorded run (see the module docs), with the activity records of
-    /// kernels off unless [`COUNTER_PASS_RECORDS_ENV`] is `on`. `n_regions`: regions the timing
-    /// pass opened.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn counter_run<F>(
+    /// Runs `pass` (a counter pass) with the activity records of kernels off unless
+    /// [`COUNTER_PASS_RECORDS_ENV`] is `on`, and turns them back on after it.
+    pub(super) fn without_kernel_records<R>(
         &mut self,
-        st: &mut CounterState,
-        name: &str,
-        call: u64,
-        step: Step,
-        config: &Config,
-        opts: &BenchOptions,
-        f: &mut F,
-        n_regions: usize,
-        window: (u64, u64),
-    ) -> Result<CounterRun, EngineError>
-    where
-        F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
-    {
+        pass: impl FnOnce(&mut Self) -> Result<R, EngineError>,
+    ) -> Result<R, EngineError> {
         let records_off = !counter_pass_records(std::env::var(COUNTER_PASS_RECORDS_ENV).ok().as_deref())?;
         if records_off {
             // The timing pass's kernels end (and get their records) before recording stops.
             self.backend.synchronize()?;
             self.backend.kernel_records(false)?;
         }
-        let got = self.counter_passes(st, name, call, step, config, opts, f, n_regions, window);
+        let got = pass(self);
         if records_off {
             self.backend.kernel_records(true)?;
         }
         got
     }
 
+    /// The counter pass of one recorded run (see the module docs). `n_regions`: regions the
+    /// timing pass opened.
     #[allow(clippy::too_many_arguments)]
-    fn counter_passes<F>(
+    pub(super) fn counter_run<F>(
         &mut self,
         st: &mut CounterState,
         name: &str,
