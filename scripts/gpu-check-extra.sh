@@ -1,12 +1,23 @@
 #!/usr/bin/env bash
 # Issue 5 and 6 follow-ups through the installed wheel (scripts/gpu_check_extra.py), 10 runs each:
 # the fp16 matmul's DRAM bytes against ncu's application replay (parts matmul, flushes), the
-# clocks, cycles and L2 writes behind the remaining gaps to ncu (gaps, warm, probe) and the
-# durations of kernel records against the counters' (trace). All parts take about 5 minutes.
-# Run from the repo root on the GPU machine: OUT=dir [PARTS="matmul gaps warm probe flushes trace"] scripts/gpu-check-extra.sh
+# clocks, cycles and L2 writes behind the remaining gaps to ncu (gaps, warm, probe), the
+# durations of kernel records against the counters' (trace) and what the L2 flush leaves (evict;
+# again once per size in FLUSH_BYTES, with KPROF_L2_FLUSH_BYTES set, when PARTS has evict).
+# All parts take about 6 minutes.
+# Run from the repo root on the GPU machine:
+#   OUT=dir [PARTS="matmul gaps warm probe flushes trace evict"] [FLUSH_BYTES="251658240 ..."] scripts/gpu-check-extra.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:?set OUT}"
 mkdir -p "$OUT"
 . scripts/gpu-wheel.sh
 "$PY" scripts/gpu_check_extra.py "$OUT" ${PARTS:-}
+status=$?
+case " ${PARTS:-evict} " in
+    *" evict "*)
+        for bytes in ${FLUSH_BYTES:-}; do
+            KPROF_L2_FLUSH_BYTES="$bytes" "$PY" scripts/gpu_check_extra.py "$OUT" evict || status=1
+        done;;
+esac
+exit $status

@@ -21,6 +21,13 @@ installed wheel), each over 10 runs so that a difference can be told from run-to
           kernel (one flush right before it), DRAM bytes against ncu's application replay.
   trace   the timing pass's kernel durations (CUPTI kernel records) with serial and concurrent
           kernel tracing (KPROF_KERNEL_TRACE), next to the counter pass's gpu__time_duration.max.
+  evict   whether kprof's L2 flush leaves lines a kernel used before it (a scan-resistant L2
+          keeps re-used lines through one read of twice its size): a 16 MB sum and the fp16
+          matmul, each alone (the flush follows the same kernel's previous run) and after a
+          512 MB read outside every region (then the flush), with DRAM bytes and the L2 read
+          sectors that hit; against ncu's application replay (its flush invalidates the L2).
+          Run with KPROF_L2_FLUSH_BYTES set (scripts/gpu-check-extra.sh, FLUSH_BYTES) the
+          results go to extra-flush<bytes>.json.
 
 `python3 gpu_check_extra.py OUT [PART...]` runs the parts named (all by default) and writes
 OUT/extra.json; `python3 gpu_check_extra.py --ncu-child {matmul|gaps} REPS` is the program ncu
@@ -48,10 +55,15 @@ TIME = "gpu__time_duration.sum"
 
 
 def regions(what):
-    """(name, function) per region, inputs made once."""
+    """(name, function) per region, inputs made once; a name None is work outside every region."""
     a = torch.randn(4096, 4096, device="cuda").half()
     if what == "matmul":
         return [("matmul", lambda: a @ a)]
+    if what in ("evict", "evict-scan", "matmul-scan"):
+        v = torch.randn(4 * 2 ** 20, device="cuda")
+        big = torch.randn(128 * 2 ** 20, device="cuda")
+        scan = [(None, lambda: big.sum())] if what != "evict" else []
+        return scan + ([("matmul", lambda: a @ a)] if what == "matmul-scan" else [("sum 16 MB", lambda: v.sum())])
     if what == "flushes":
         # The matmul after a one-block kernel: one flush right before it, not two back to back.
         t = torch.zeros(1, device="cuda")
@@ -74,6 +86,9 @@ def child(what: str, reps: int) -> None:
     torch.cuda.profiler.start()
     for _ in range(reps):
         for name, fn in body:
+            if name is None:
+                fn()
+                continue
             torch.cuda.nvtx.range_push(name)
             fn()
             torch.cuda.nvtx.range_pop()
@@ -88,7 +103,7 @@ if len(sys.argv) > 1 and sys.argv[1] == "--ncu-child":
 import kprof  # noqa: E402
 
 OUT = sys.argv[1]
-PARTS = sys.argv[2:] or ["matmul", "gaps", "warm", "probe", "flushes", "trace"]
+PARTS = sys.argv[2:] or ["matmul", "gaps", "warm", "probe", "flushes", "trace", "evict"]
 SILENT = kprof.VerbosityLevel.SILENT
 out: dict = {}
 
@@ -106,6 +121,9 @@ def kprof_values(what, metrics, flush="read", cache="all", records="off", trace=
 
     def bench():
         for name, fn in body:
+            if name is None:
+                fn()
+                continue
             with kprof.annotate(name):
                 fn()
 
@@ -118,8 +136,11 @@ def kprof_values(what, metrics, flush="read", cache="all", records="off", trace=
     finally:
         del os.environ["KPROF_L2_FLUSH"], os.environ["KPROF_COUNTER_PASS_RECORDS"], os.environ["KPROF_KERNEL_TRACE"]
     vals: dict = {}
-    for ann, m, v in zip(df.Annotation, df.Metric, df.Value):
+    for ann, m, v, k in zip(df.Annotation, df.Metric, df.Value, df.Kernel):
         vals.setdefault(ann, {}).setdefault(m, []).append(float(v))
+        names = vals[ann].setdefault("_kernels", [])
+        if k not in names:
+            names.append(k)
     return vals
 
 
@@ -229,5 +250,28 @@ if "trace" in PARTS:
     out["trace"] = trace
     table(trace, "kprof serial records", [TIME, "gpu__time_duration.max"], GAP_NAMES)
 
-with open(os.path.join(OUT, "extra.json"), "w") as f:
+EVICT_METRICS = [*MB2, "lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum"]
+FLUSH_BYTES = os.environ.get("KPROF_L2_FLUSH_BYTES", "")
+if "evict" in PARTS:
+    ev = {"kprof alone/read": {**kprof_values("evict", EVICT_METRICS), **kprof_values("matmul", EVICT_METRICS)},
+          "kprof after 512 MB/read": {**kprof_values("evict-scan", EVICT_METRICS),
+                                      **kprof_values("matmul-scan", EVICT_METRICS)},
+          "kprof alone/discard": {**kprof_values("evict", EVICT_METRICS, "discard"),
+                                  **kprof_values("matmul", EVICT_METRICS, "discard")}}
+    kernels = {}
+    if not FLUSH_BYTES:
+        (sum_n, k_sum), (mm_n, k_mm) = (ncu_values(w, [TIME, *EVICT_METRICS], "application")
+                                          for w in ("evict", "matmul"))
+        ev["ncu application"] = {**sum_n, **mm_n}
+        kernels = {**k_sum, **k_mm}
+        print(f"ncu kernels: {kernels}", flush=True)
+    for label, vals in ev.items():
+        if label.startswith("kprof"):
+            print(f"{label} kernels: { {r: v.get('_kernels') for r, v in vals.items()} }", flush=True)
+    out["evict"] = {"setups": ev, "ncu_kernels": kernels, "flush_bytes": FLUSH_BYTES or "default (2x L2)"}
+    table(ev, "ncu application" if not FLUSH_BYTES else "kprof after 512 MB/read", [TIME, *EVICT_METRICS],
+          ["sum 16 MB", "matmul"])
+
+name = f"extra-flush{FLUSH_BYTES}.json" if FLUSH_BYTES else "extra.json"
+with open(os.path.join(OUT, name), "w") as f:
     json.dump(out, f, indent=1)

@@ -80,12 +80,14 @@ RAW_COLUMNS: tuple[str, ...] = _core.RAW_COLUMNS
 #: * ``warmup`` (int >= 0): unmeasured calls per config before the measured runs;
 #: * ``order`` ("interleaved" | "sequential"): interleaved = run r of every config, then run r+1;
 #:   sequential = all runs of config 0, then config 1 (nsight-python's order);
-#: * ``metrics`` (list[str]): metric names (today only ``gpu__time_duration.sum``);
+#: * ``metrics`` (list[str]): metric names: ``gpu__time_duration.sum`` and any hardware counter (ncu name);
 #: * ``ignore_kernel_list`` (list[str] | None): kernel names dropped before attribution (exact);
 #: * ``combine_kernel_metrics`` (None | str | callable): how several kernels in one region become
 #:   one value: None = nsight's rule (one kernel expected), a reducer name ("sum", "mean", "max",
 #:   "min", "first", "last"), or a callable ``f(a, b)`` applied with reduce, called with floats,
 #:   once per metric, with the GIL held;
+#: * ``duration_source`` ("records" | "counters"): gpu__time_duration.sum from CUPTI kernel records
+#:   or from the counter of that name (CUPTI backend; ncu's durations are always its counter);
 #: * ``cache_control`` ("all" | "none"), ``clock_control`` ("none"), ``replay_mode`` ("kernel"),
 #:   ``thermal_mode`` ("auto" | "manual" | "off"), ``thermal_wait`` / ``thermal_cont`` (°C of
 #:   headroom, None: 10 / 20), ``thermal_timeout`` (s, None: 180), ``thermal_device`` (CUDA ordinal
@@ -110,6 +112,7 @@ OPTION_KEYS = (
     "cache_control",
     "clock_control",
     "replay_mode",
+    "duration_source",
     "thermal_mode",
     "thermal_wait",
     "thermal_cont",

@@ -95,6 +95,9 @@ def test_counter_metrics_and_range_replay_reach_the_backend(fake_backend, fake_c
     make_bench(metrics=metrics, replay_mode="range")()
     o = fake_backend.options
     assert o["metrics"] == metrics and o["replay_mode"] == "range"
+    assert o["duration_source"] == "records"
+    make_bench(metrics=metrics, replay_mode="application", duration_source="counters")()
+    assert fake_backend.options["duration_source"] == "counters"
 
 
 def test_derive_metric_rows(fake_backend, fake_core):

@@ -38,6 +38,9 @@ def check(exc, message, **opts):
         (dict(replay_mode="app"), "replay_mode must be one of 'kernel', 'range', 'application'; got 'app'"),
         (dict(thermal_mode="hot"), "thermal_mode must be one of 'auto', 'manual', 'off'; got 'hot'"),
         (dict(order="random"), "order must be one of 'interleaved', 'sequential'; got 'random'"),
+        (dict(duration_source="ncu"), "duration_source must be one of 'records', 'counters'; got 'ncu'"),
+        (dict(duration_source="counters", backend="cuda-events"),
+         "duration_source='counters' takes gpu__time_duration.sum from the hardware counters"),
         (dict(backend="nvbit"), "backend must be one of 'cupti', 'cuda-events', 'ncu'; got 'nvbit'"),
         (dict(thermal_wait=20, thermal_cont=10),
          "thermal_cont (10) must be greater than thermal_wait (20): profiling pauses at thermal_wait"),
@@ -138,6 +141,8 @@ def test_plot_options_checked_when_applied(opts, message):
         dict(metrics="dram__bytes_read.sum", replay_mode="range"),
         dict(replay_mode="range"),
         dict(metrics="dram__bytes_write.sum", replay_mode="application"),
+        dict(duration_source="counters", replay_mode="application"),
+        dict(duration_source="counters", backend="ncu"),
     ],
 )
 def test_accepted(opts):

@@ -117,6 +117,10 @@ pub(crate) fn bench_options(opts: &Bound<'_, PyDict>) -> PyResult<BenchOptions> 
             }
         };
     }
+    if let Some(v) = get(opts, "duration_source")? {
+        o.duration = kprof::runner::DurationSource::parse(&v.extract::<String>()?)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    }
     if let Some(v) = get(opts, "ignore_kernel_list")? {
         o.ignore_kernels = v.extract()?;
     }

@@ -23,7 +23,9 @@
 //! with a cold L2 (`CacheControl::All`) and no thermal guard:
 //! * `kernel`: in-process CUPTI Range Profiler, kernel replay (`ReplayMode::Kernel`);
 //! * `application`: in-process, application replay (`ReplayMode::Application`: one range per
-//!   kernel, the closure re-run once per pass with the L2 flushed as in the timing run);
+//!   kernel, the closure re-run once per pass with the L2 flushed as in the timing run), with the
+//!   durations from the counters (`DurationSource::Counters`, as ncu measures them; the other
+//!   modes time with CUPTI's kernel records);
 //! * `range`: in-process, user-range replay (`ReplayMode::User`, the closure re-run once per pass);
 //! * `ncu`: the ncu backend (`Profiler::bench_ncu`): this binary is relaunched under
 //!   `ncu --cache-control all`, where only the selected benchmark runs, once with ncu's kernel
@@ -81,7 +83,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMu
 use kprof::conditions::ThermalOptions;
 use kprof::core::model::RawResults;
 use kprof::ncu::{NcuError, NcuOptions};
-use kprof::runner::{BenchOptions, Profiler, ReplayMode, Run};
+use kprof::runner::{BenchOptions, DurationSource, Profiler, ReplayMode, Run};
 use kprof::EngineError;
 use serde_json::{json, Map, Value};
 
@@ -774,6 +776,12 @@ fn bench_options(step: Step, prefix: PathBuf, replay_mode: ReplayMode) -> BenchO
         runs: step.runs(),
         metrics: step.metrics(),
         replay_mode,
+        // Application replay, the judged twin of ncu's, takes ncu's duration: the counter.
+        duration: if replay_mode == ReplayMode::Application {
+            DurationSource::Counters
+        } else {
+            DurationSource::Records
+        },
         thermal: ThermalOptions::off(),
         output_prefix: Some(prefix),
         ..BenchOptions::default()

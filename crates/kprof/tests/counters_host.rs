@@ -401,6 +401,14 @@ fn bench_counter_plan_validates_on_the_host() {
         "{}",
         plan.describe()
     );
+    // The plan of durations from the counters (DurationSource::Counters): gpu__time_duration.sum
+    // first, in the timing tier's unit, with the step 7 set still one pass.
+    let with_duration = s(&["gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum"]);
+    let plan = CounterPlan::new(&cat, &with_duration, ReplayMode::Application).unwrap();
+    assert_eq!(
+        (plan.units.clone(), plan.passes),
+        (s(&[kprof::runner::DEFAULT_UNIT, "byte", "byte"]), 1)
+    );
     let e = CounterPlan::new(&cat, &s(&["dram__bytes_raed.sum"]), ReplayMode::Kernel).unwrap_err();
     let msg = kprof::EngineError::from(e).to_string();
     assert!(

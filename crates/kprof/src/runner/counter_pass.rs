@@ -449,14 +449,22 @@ impl Profiler {
         name: &str,
         opts: &BenchOptions,
     ) -> Result<Option<CounterState>, EngineError> {
-        let metrics: Vec<String> = opts.metrics.iter().filter(|m| is_counter_metric(m)).cloned().collect();
+        let counted = opts.metrics.iter().filter(|m| is_counter_metric(m)).cloned();
+        let metrics: Vec<String> = match opts.duration {
+            DurationSource::Records => counted.collect(),
+            DurationSource::Counters => std::iter::once(DEFAULT_METRIC.to_string()).chain(counted).collect(),
+        };
         if metrics.is_empty() {
             return Ok(None);
         }
         let backend = Arc::clone(&self.backend);
         let cb = backend.counters().ok_or_else(|| {
+            let what = match opts.duration {
+                DurationSource::Counters => "durations from the counters (duration source \"counters\")".to_string(),
+                DurationSource::Records => format!("counter metrics {metrics:?}"),
+            };
             EngineError::Unsupported(format!(
-                "counter metrics {metrics:?} need the CUPTI backend (Profiler::new); this profiler ({}) measures only time",
+                "{what} need the CUPTI backend (Profiler::new); this profiler ({}) measures only time",
                 self.metric
             ))
         })?;

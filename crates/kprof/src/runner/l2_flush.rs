@@ -16,6 +16,9 @@
 //!
 //! When the driver cannot load the read kernel, the buffer is written (memset) and a note is
 //! printed once; `discard` on a GPU that cannot load its kernel is an error.
+//!
+//! `KPROF_L2_FLUSH_BYTES` ([`L2_FLUSH_BYTES_ENV`]) sets the buffer's size in bytes (rounded up to
+//! a MiB; at least the L2), read when the buffer is allocated.
 
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -28,6 +31,30 @@ use crate::lock;
 
 /// Environment variable that picks the L2 flush method: `read` (default), `discard` or `write`.
 pub const L2_FLUSH_ENV: &str = "KPROF_L2_FLUSH";
+
+/// Environment variable that sets the flush buffer's size in bytes (default: twice the L2).
+pub const L2_FLUSH_BYTES_ENV: &str = "KPROF_L2_FLUSH_BYTES";
+
+/// The flush buffer's size: twice `l2_bytes` (256 MiB when 0, unknown), or the bytes a
+/// `KPROF_L2_FLUSH_BYTES` value gives, rounded up to a MiB and at least the L2.
+fn flush_buffer_bytes(l2_bytes: u64, value: Option<&str>) -> Result<usize, EngineError> {
+    let mib = 1usize << 20;
+    let default = match l2_bytes {
+        0 => 256 * mib,
+        l2 => (2 * l2 as usize).next_multiple_of(mib),
+    };
+    match value.map(str::trim) {
+        None | Some("") => Ok(default),
+        Some(v) => match v.parse::<usize>() {
+            Ok(b) if b as u64 >= l2_bytes && b > 0 => Ok(b.next_multiple_of(mib)),
+            _ => Err(invalid_option(&format!(
+                "{L2_FLUSH_BYTES_ENV}={v:?} is not a flush buffer size: give a number of bytes of at least the L2 \
+                 ({l2_bytes} bytes here), e.g. {}, or unset it (default: twice the L2, {default} bytes)",
+                2 * default
+            ))),
+        },
+    }
+}
 
 /// Name of the L2 flush kernels (exact for the read kernel, a prefix of the discard kernel):
 /// kept out of the kernels a run is matched by, see [`is_flush_kernel`].
@@ -155,7 +182,7 @@ unsafe impl Send for FlushState {}
 
 /// The cold-cache flusher of one backend (see the module docs).
 pub(super) struct L2Flusher {
-    bytes: usize,
+    l2_bytes: u64,
     state: Mutex<Option<FlushState>>,
     value: AtomicU8,
 }
@@ -163,12 +190,8 @@ pub(super) struct L2Flusher {
 impl L2Flusher {
     /// A flusher for a device with `l2_bytes` of L2 (0: unknown). Allocates nothing yet.
     pub(super) fn new(l2_bytes: u64) -> Self {
-        let bytes = match l2_bytes {
-            0 => 256 << 20,
-            l2 => (2 * l2 as usize).next_multiple_of(1 << 20),
-        };
         L2Flusher {
-            bytes,
+            l2_bytes,
             state: Mutex::new(None),
             value: AtomicU8::new(0),
         }
@@ -182,7 +205,8 @@ impl L2Flusher {
         let st = match slot.as_mut() {
             Some(st) => st,
             None => {
-                let buf = driver.alloc(self.bytes)?;
+                let bytes = flush_buffer_bytes(self.l2_bytes, std::env::var(L2_FLUSH_BYTES_ENV).ok().as_deref())?;
+                let buf = driver.alloc(bytes)?;
                 let read_kernel = match driver.load_function(READ_PTX, READ_KERNEL_C) {
                     Ok(f) => Some(f),
                     Err(e) => {
@@ -263,6 +287,19 @@ mod tests {
             msg.contains("KPROF_L2_FLUSH=\"memset\"") && msg.contains("\"read\"") && msg.contains("\"discard\""),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn flush_buffer_is_twice_the_l2_unless_set_and_a_bad_size_names_the_variable() {
+        let l2 = 60 << 20;
+        assert_eq!(flush_buffer_bytes(l2, None).unwrap(), 120 << 20);
+        assert_eq!(flush_buffer_bytes(0, Some("")).unwrap(), 256 << 20);
+        assert_eq!(flush_buffer_bytes(l2, Some(" 251658240 ")).unwrap(), 240 << 20);
+        assert_eq!(flush_buffer_bytes(l2, Some("251658241")).unwrap(), 241 << 20);
+        for bad in ["1000", "4x", "-1", "0"] {
+            let msg = flush_buffer_bytes(l2, Some(bad)).unwrap_err().to_string();
+            assert!(msg.contains(&format!("KPROF_L2_FLUSH_BYTES=\"{bad}\"")) && msg.contains("at least the L2"), "{msg}");
+        }
     }
 
     #[test]

@@ -7,7 +7,8 @@ use std::sync::Mutex;
 
 use super::*;
 
-/// Timing kernels get `dur` ns; counter metric `bytes.sum` of a kernel is `dur * 2`, `pct` is 50.
+/// Timing kernels get `dur` ns; counter metric `bytes.sum` of a kernel is `dur * 2`, `pct` is 50,
+/// `gpu__time_duration.sum` is `dur + 3` (the counters' duration differs from the records').
 #[derive(Default)]
 struct Mock {
     clock: AtomicU64,
@@ -125,7 +126,7 @@ impl RangeSink for Sink<'_> {
 
 impl CounterBackend for Mock {
     fn plan(&self, metrics: &[String], mode: ReplayMode) -> Result<CounterPlan, EngineError> {
-        let known = ["bytes.sum", "pct"];
+        let known = ["bytes.sum", "pct", DEFAULT_METRIC];
         let bad: Vec<_> = metrics
             .iter()
             .filter(|m| !known.contains(&m.as_str()))
@@ -143,7 +144,12 @@ impl CounterBackend for Mock {
             metrics: metrics.to_vec(),
             units: metrics
                 .iter()
-                .map(|m| if m == "pct" { "%" } else { "byte" }.to_string())
+                .map(|m| match m.as_str() {
+                    "pct" => "%",
+                    DEFAULT_METRIC => "ns",
+                    _ => "byte",
+                })
+                .map(String::from)
                 .collect(),
             passes: self.passes,
             mode,
@@ -175,12 +181,14 @@ impl CounterBackend for Mock {
             counted = std::mem::take(&mut *self.counted.lock().unwrap());
         }
         self.in_counter_pass.store(false, Ordering::SeqCst);
-        let vals = |bytes: f64| -> Vec<(String, f64)> {
-            plan.metrics
-                .iter()
-                .map(|m| (m.clone(), if m == "pct" { 50.0 } else { bytes }))
-                .collect()
+        let value = |m: &str, dur: u64| -> f64 {
+            match m {
+                "pct" => 50.0,
+                DEFAULT_METRIC => dur as f64 + 3.0,
+                _ => dur as f64 * 2.0,
+            }
         };
+        let vals = |dur: u64| -> Vec<(String, f64)> { plan.metrics.iter().map(|m| (m.clone(), value(m, dur))).collect() };
         match plan.mode {
             ReplayMode::Kernel | ReplayMode::Application => {
                 if counted.len() > max_ranges {
@@ -195,7 +203,7 @@ impl CounterBackend for Mock {
                     .enumerate()
                     .map(|(i, (_, d))| RangeResult {
                         name: i.to_string(),
-                        values: vals(*d as f64 * 2.0),
+                        values: vals(*d),
                     })
                     .collect())
             }
@@ -207,13 +215,13 @@ impl CounterBackend for Mock {
                         Some(x) => {
                             for (m, v) in &mut x.values {
                                 if m != "pct" {
-                                    *v += d as f64 * 2.0;
+                                    *v += value(m, d);
                                 }
                             }
                         }
                         None => out.push(RangeResult {
                             name: r,
-                            values: vals(d as f64 * 2.0),
+                            values: vals(d),
                         }),
                     }
                 }
@@ -288,42 +296,44 @@ fn unknown_counter_metric_fails_before_any_gpu_work() {
     assert_eq!(mock.collects.load(Ordering::SeqCst), 0);
 }
 
+/// A backend without counters, as the CUDA-events profiler.
+struct NoCountersBackend;
+impl Backend for NoCountersBackend {
+    fn timestamp_ns(&self) -> u64 {
+        0
+    }
+    fn thread_id(&self) -> u64 {
+        1
+    }
+    fn encode_key(&self, a: u64, b: u64, c: u64, d: u64) -> Result<u64, EngineError> {
+        Mock::default().encode_key(a, b, c, d)
+    }
+    fn enter(&self, _: u64, _: &str) -> Result<(), EngineError> {
+        Ok(())
+    }
+    fn exit(&self) -> Result<(), EngineError> {
+        Ok(())
+    }
+    fn synchronize(&self) -> Result<(), EngineError> {
+        Ok(())
+    }
+    fn flush_l2(&self) -> Result<(), EngineError> {
+        Ok(())
+    }
+    fn collect(&self, _: &[Span]) -> Result<Collected, EngineError> {
+        Ok(Collected::default())
+    }
+}
+
 #[test]
 fn the_cuda_events_backend_refuses_counter_metrics() {
-    struct NoCounters(Mock);
-    impl Backend for NoCounters {
-        fn timestamp_ns(&self) -> u64 {
-            self.0.timestamp_ns()
-        }
-        fn thread_id(&self) -> u64 {
-            1
-        }
-        fn encode_key(&self, a: u64, b: u64, c: u64, d: u64) -> Result<u64, EngineError> {
-            self.0.encode_key(a, b, c, d)
-        }
-        fn enter(&self, k: u64, n: &str) -> Result<(), EngineError> {
-            self.0.enter(k, n)
-        }
-        fn exit(&self) -> Result<(), EngineError> {
-            self.0.exit()
-        }
-        fn synchronize(&self) -> Result<(), EngineError> {
-            Ok(())
-        }
-        fn flush_l2(&self) -> Result<(), EngineError> {
-            Ok(())
-        }
-        fn collect(&self, _: &[Span]) -> Result<Collected, EngineError> {
-            Ok(Collected::default())
-        }
-    }
     let device = DeviceInfo {
         gpu: "g".into(),
         host: "h".into(),
         compute_clock_khz: None,
         memory_clock_khz: None,
     };
-    let mut p = Profiler::with_backend(Arc::new(NoCounters(Mock::default())), device, vec![]);
+    let mut p = Profiler::with_backend(Arc::new(NoCountersBackend), device, vec![]);
     let e = p
         .bench("b", &[], &opts(&["bytes.sum"], ReplayMode::Kernel), |_, _| Ok(()))
         .unwrap_err()
@@ -630,4 +640,78 @@ fn a_warm_cache_gets_an_unrecorded_closure_run_after_every_counter_pass() {
         assert_eq!(series(&raw, "r", "gpu__time_duration.sum").1, vec![10.0, 10.0]);
         assert_eq!(series(&raw, "r", "bytes.sum").1, vec![20.0, 20.0]);
     }
+}
+
+#[test]
+fn durations_from_the_counters_replace_the_records_in_every_replay_mode() {
+    // Records: k1 10 + k2 20 = 30 ns; counters: (10 + 3) + (20 + 3) = 36 ns.
+    for mode in [ReplayMode::Kernel, ReplayMode::Application, ReplayMode::User] {
+        let (mock, mut p) = setup(2);
+        let m = mock.clone();
+        let o = BenchOptions {
+            duration: DurationSource::Counters,
+            ..opts(&["bytes.sum", "gpu__time_duration.sum"], mode)
+        };
+        let raw = p
+            .bench("b", &[], &o, |_, run| {
+                run.annotate("a", |_| {
+                    m.launch("k1", 10);
+                    m.launch("k2", 20);
+                })?;
+                Ok(())
+            })
+            .unwrap();
+        let (unit, d) = series(&raw, "a", DEFAULT_METRIC);
+        assert_eq!((unit.as_str(), d), ("ns", vec![36.0, 36.0]), "{mode:?}: one sample per run, from the counters");
+        assert_eq!(series(&raw, "a", "bytes.sum").1, vec![60.0, 60.0], "{mode:?}");
+        let plan = p.counter_plan().unwrap();
+        assert_eq!(plan.metrics, vec![DEFAULT_METRIC.to_string(), "bytes.sum".into()], "{mode:?}");
+        assert_eq!(*mock.records_off_in_collect.lock().unwrap(), vec![true, true], "{mode:?}");
+    }
+}
+
+#[test]
+fn durations_from_the_counters_need_no_other_counter_metric() {
+    let (mock, mut p) = setup(1);
+    let m = mock.clone();
+    let o = BenchOptions {
+        duration: DurationSource::Counters,
+        ..opts(&[], ReplayMode::Application)
+    };
+    let raw = p
+        .bench("b", &[], &o, |_, run| {
+            run.annotate("a", |_| m.launch("k1", 10))?;
+            run.annotate("empty", |_| {})?;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(mock.collects.load(Ordering::SeqCst), 2);
+    assert_eq!(series(&raw, "a", DEFAULT_METRIC).1, vec![13.0, 13.0]);
+    // A region without kernels: one NaN per run (not one from each source) and its warning.
+    let (_, empty) = series(&raw, "empty", DEFAULT_METRIC);
+    assert_eq!(empty.len(), 2);
+    assert!(empty.iter().all(|v| v.is_nan()));
+    assert!(p.warnings().iter().any(|w| w.contains("\"empty\" launched no kernel")), "{:?}", p.warnings());
+    assert_eq!(raw.series.len(), 2, "one series per region: {:?}", raw.series);
+}
+
+#[test]
+fn durations_from_the_counters_are_refused_without_the_cupti_backend_and_a_bad_name_names_both() {
+    let device = DeviceInfo {
+        gpu: "g".into(),
+        host: "h".into(),
+        compute_clock_khz: None,
+        memory_clock_khz: None,
+    };
+    let mut p = Profiler::with_backend(Arc::new(NoCountersBackend), device, vec![]);
+    let o = BenchOptions {
+        duration: DurationSource::Counters,
+        ..opts(&[], ReplayMode::Kernel)
+    };
+    let e = p.bench("b", &[], &o, |_, _| Ok(())).unwrap_err().to_string();
+    assert!(e.contains("duration source \"counters\"") && e.contains("need the CUPTI backend"), "{e}");
+    assert_eq!(DurationSource::parse("counters").unwrap(), DurationSource::Counters);
+    assert_eq!(DurationSource::parse("records").unwrap(), DurationSource::Records);
+    let e = DurationSource::parse("ncu").unwrap_err().to_string();
+    assert!(e.contains("\"ncu\"") && e.contains("\"records\"") && e.contains("\"counters\""), "{e}");
 }
