@@ -28,6 +28,10 @@ installed wheel), each over 10 runs so that a difference can be told from run-to
           sectors that hit; against ncu's application replay (its flush invalidates the L2).
           Run with KPROF_L2_FLUSH_BYTES set (scripts/gpu-check-extra.sh, FLUSH_BYTES) the
           results go to extra-flush<bytes>.json.
+  alloc   whether a kernel's DRAM bytes depend on where its data lie: 8 copies of the fp16
+          matmul's input and of the softmax's input, each its own allocation (shifted by spacer
+          allocations), in kprof's application replay and under ncu's (another process, other
+          physical pages): the spread over the copies next to the difference of the means.
 
 `python3 gpu_check_extra.py OUT [PART...]` runs the parts named (all by default) and writes
 OUT/extra.json; `python3 gpu_check_extra.py --ncu-child {matmul|gaps} REPS` is the program ncu
@@ -46,6 +50,7 @@ import torch
 import gpu_ncu  # scripts/ is sys.path[0]
 
 N = 10
+ALLOC_COPIES = 8
 MB2 = ["dram__bytes_read.sum", "dram__bytes_write.sum"]
 GAP_METRICS = ["gpu__time_duration.max", "gpc__cycles_elapsed.max", "gpc__cycles_elapsed.avg.per_second",
                "dram__cycles_elapsed.avg.per_second", "sm__throughput.avg.pct_of_peak_sustained_elapsed",
@@ -59,6 +64,13 @@ def regions(what):
     a = torch.randn(4096, 4096, device="cuda").half()
     if what == "matmul":
         return [("matmul", lambda: a @ a)]
+    if what == "alloc":
+        body = []
+        for i in range(ALLOC_COPIES):
+            torch.empty(3 * i * 2 ** 20 + 4096 * i + 1, dtype=torch.uint8, device="cuda")  # shifts the next block
+            ai, si = torch.randn(4096, 4096, device="cuda").half(), torch.randn(8192, 1024, device="cuda")
+            body += [(f"matmul {i}", lambda ai=ai: ai @ ai), (f"softmax {i}", lambda si=si: torch.softmax(si, dim=-1))]
+        return body
     if what in ("evict", "evict-scan", "matmul-scan"):
         v = torch.randn(4 * 2 ** 20, device="cuda")
         big = torch.randn(128 * 2 ** 20, device="cuda")
@@ -103,7 +115,7 @@ if len(sys.argv) > 1 and sys.argv[1] == "--ncu-child":
 import kprof  # noqa: E402
 
 OUT = sys.argv[1]
-PARTS = sys.argv[2:] or ["matmul", "gaps", "warm", "probe", "flushes", "trace", "evict"]
+PARTS = sys.argv[2:] or ["matmul", "gaps", "warm", "probe", "flushes", "trace", "evict", "alloc"]
 SILENT = kprof.VerbosityLevel.SILENT
 out: dict = {}
 
@@ -166,6 +178,8 @@ def ncu_values(what, metrics, replay, cache="all"):
 def describe(m, k, n):
     """kprof vs ncu: difference of the means (points for percentages) and Welch's t."""
     km, nm = statistics.mean(k), statistics.mean(n)
+    if nm == 0 and "pct" not in m:
+        return f"{km - nm:+,.4g} (reference 0)"
     diff = f"{km - nm:+.2f} pt" if "pct" in m else f"{(km / nm - 1) * 100:+.2f}%"
     t = welch(k, n) if len(k) > 1 and len(n) > 1 and (statistics.variance(k) or statistics.variance(n)) else float("nan")
     return f"{diff} (t {t:+.1f})"
@@ -271,6 +285,23 @@ if "evict" in PARTS:
     out["evict"] = {"setups": ev, "ncu_kernels": kernels, "flush_bytes": FLUSH_BYTES or "default (2x L2)"}
     table(ev, "ncu application" if not FLUSH_BYTES else "kprof after 512 MB/read", [TIME, *EVICT_METRICS],
           ["sum 16 MB", "matmul"])
+
+if "alloc" in PARTS:
+    names = [n for n, _ in regions("alloc")]
+    al = {"kprof application/read": kprof_values("alloc", [TIME, *MB2])}
+    al["ncu application"], _ = ncu_values("alloc", [TIME, *MB2], "application")
+    out["alloc"] = al
+    for kind in ("matmul", "softmax"):
+        for m in [TIME, *MB2]:
+            # Per setup: the mean of every copy, then their spread and the mean over the copies.
+            per = {label: [statistics.mean(v[n][m]) for n in names if n.startswith(kind) and v.get(n, {}).get(m)]
+                   for label, v in al.items()}
+            cells = [f"{label}: copies {min(c):,.4g}..{max(c):,.4g} (spread {(max(c) / min(c) - 1) * 100:.2f}%), "
+                     f"mean {statistics.mean(c):,.4g}" for label, c in per.items() if c and min(c) > 0]
+            k, n = per["kprof application/read"], per["ncu application"]
+            if k and n and statistics.mean(n) > 0:
+                cells.append(f"means {(statistics.mean(k) / statistics.mean(n) - 1) * 100:+.2f}%")
+            print(f"{kind} {m}: " + "; ".join(cells), flush=True)
 
 name = f"extra-flush{FLUSH_BYTES}.json" if FLUSH_BYTES else "extra.json"
 with open(os.path.join(OUT, name), "w") as f:
