@@ -29,8 +29,8 @@ installed wheel), each over 10 runs so that a difference can be told from run-to
           Run with KPROF_L2_FLUSH_BYTES set (scripts/gpu-check-extra.sh, FLUSH_BYTES) the
           results go to extra-flush<bytes>.json.
   alloc   whether a kernel's DRAM bytes depend on where its data lie: 8 copies of the fp16
-          matmul's input and of the softmax's input, each its own allocation (shifted by spacer
-          allocations), in kprof's application replay and under ncu's (another process, other
+          matmul's input and output and of the softmax's input, each its own allocation (shifted
+          by spacer allocations), in kprof's application replay and under ncu's (another process, other
           physical pages): the spread over the copies next to the difference of the means.
 
 `python3 gpu_check_extra.py OUT [PART...]` runs the parts named (all by default) and writes
@@ -69,7 +69,9 @@ def regions(what):
         for i in range(ALLOC_COPIES):
             torch.empty(3 * i * 2 ** 20 + 4096 * i + 1, dtype=torch.uint8, device="cuda")  # shifts the next block
             ai, si = torch.randn(4096, 4096, device="cuda").half(), torch.randn(8192, 1024, device="cuda")
-            body += [(f"matmul {i}", lambda ai=ai: ai @ ai), (f"softmax {i}", lambda si=si: torch.softmax(si, dim=-1))]
+            oi = torch.empty_like(ai)  # each matmul copy writes its own output too
+            body += [(f"matmul {i}", lambda ai=ai, oi=oi: torch.matmul(ai, ai, out=oi)),
+                     (f"softmax {i}", lambda si=si: torch.softmax(si, dim=-1))]
         return body
     if what in ("evict", "evict-scan", "matmul-scan"):
         v = torch.randn(4 * 2 ** 20, device="cuda")
