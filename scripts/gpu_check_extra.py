@@ -32,6 +32,8 @@ installed wheel), each over 10 runs so that a difference can be told from run-to
           matmul's input and output and of the softmax's input, each its own allocation (shifted
           by spacer allocations), in kprof's application replay and under ncu's (another process, other
           physical pages): the spread over the copies next to the difference of the means.
+          With part ncuflush too, also under ncu --cache-control none with kprof's kind of flush
+          (a read of twice the L2 before each region) instead of ncu's invalidation.
 
 `python3 gpu_check_extra.py OUT [PART...]` runs the parts named (all by default) and writes
 OUT/extra.json; `python3 gpu_check_extra.py --ncu-child {matmul|gaps} REPS` is the program ncu
@@ -64,6 +66,11 @@ def regions(what):
     a = torch.randn(4096, 4096, device="cuda").half()
     if what == "matmul":
         return [("matmul", lambda: a @ a)]
+    if what == "alloc-flushed":
+        # kprof's cold start under ncu --cache-control none: a read of a buffer of twice the L2
+        # (128 MiB) outside every range before each region, instead of ncu's invalidation.
+        fb = torch.randn(32 * 2 ** 20, device="cuda")
+        return [x for r in regions("alloc") for x in ((None, lambda: fb.sum()), r)]
     if what == "alloc":
         body = []
         for i in range(ALLOC_COPIES):
@@ -292,6 +299,8 @@ if "alloc" in PARTS:
     names = [n for n, _ in regions("alloc")]
     al = {"kprof application/read": kprof_values("alloc", [TIME, *MB2])}
     al["ncu application"], _ = ncu_values("alloc", [TIME, *MB2], "application")
+    if "ncuflush" in PARTS:
+        al["ncu application, read flush"], _ = ncu_values("alloc-flushed", [TIME, *MB2], "application", cache="none")
     out["alloc"] = al
     for kind in ("matmul", "softmax"):
         for m in [TIME, *MB2]:
@@ -300,9 +309,10 @@ if "alloc" in PARTS:
                    for label, v in al.items()}
             cells = [f"{label}: copies {min(c):,.4g}..{max(c):,.4g} (spread {(max(c) / min(c) - 1) * 100:.2f}%), "
                      f"mean {statistics.mean(c):,.4g}" for label, c in per.items() if c and min(c) > 0]
-            k, n = per["kprof application/read"], per["ncu application"]
-            if k and n and statistics.mean(n) > 0:
-                cells.append(f"means {(statistics.mean(k) / statistics.mean(n) - 1) * 100:+.2f}%")
+            n = per["ncu application"]
+            for label, c in per.items():
+                if c and n and label != "ncu application" and statistics.mean(n) > 0:
+                    cells.append(f"{label} mean vs ncu application {(statistics.mean(c) / statistics.mean(n) - 1) * 100:+.2f}%")
             print(f"{kind} {m}: " + "; ".join(cells), flush=True)
 
 name = f"extra-flush{FLUSH_BYTES}.json" if FLUSH_BYTES else "extra.json"
