@@ -517,7 +517,6 @@ def kernel(
     clock_control: str = "none",
     cache_control: str = "all",
     replay_mode: str = "kernel",
-    duration_source: str = "records",
     thermal_mode: str = "auto",
     thermal_wait: float | None = None,
     thermal_cont: float | None = None,
@@ -535,6 +534,7 @@ def kernel(
     time_budget: float | None = None,
     backend: str = "cupti",
     ncu_options: dict | None = None,
+    duration_source: str = "records",
 ):
     """Profiles the decorated function: ``@kernel``, ``@kernel()`` or ``@kernel(**options)``.
 

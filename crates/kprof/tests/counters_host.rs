@@ -93,18 +93,23 @@ fn struct_layouts_match_cuda_13_0_headers() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    // cupti_range_profiler.h includes <cuda.h>, which the wheel does not ship: a stub suffices.
+    // cupti_range_profiler.h and cupti_callbacks.h include <cuda.h> and <builtin_types.h>, which
+    // the wheel does not ship: stubs of the types they use suffice.
     std::fs::write(
         tmp.path().join("cuda.h"),
         "#pragma once\ntypedef struct CUctx_st *CUcontext;\ntypedef int CUdevice;\ntypedef int CUresult;\n\
-         typedef struct CUstream_st *CUstream;\ntypedef struct CUfunc_st *CUfunction;\n",
+         typedef struct CUstream_st *CUstream;\ntypedef struct CUfunc_st *CUfunction;\n\
+         typedef struct CUgraph_st *CUgraph;\ntypedef struct CUgraphExec_st *CUgraphExec;\n\
+         typedef struct CUgraphNode_st *CUgraphNode;\ntypedef int CUgraphNodeType;\ntypedef int CUstreamAttrID;\n\
+         typedef union { int i; } CUstreamAttrValue;\n",
     )
     .unwrap();
+    std::fs::write(tmp.path().join("builtin_types.h"), "#pragma once\ntypedef int cudaError_t;\n").unwrap();
     let table = layout_table();
     let consts = v13_0_constants();
     let mut src = String::from(
         "#include <cstdio>\n#include <cstddef>\n#include <cupti_profiler_target.h>\n#include <cupti_target.h>\n\
-         #include <cupti_profiler_host.h>\n#include <cupti_range_profiler.h>\nint main(){\n",
+         #include <cupti_profiler_host.h>\n#include <cupti_range_profiler.h>\n#include <cupti_callbacks.h>\nint main(){\n",
     );
     for (key, _) in &table {
         match key.split_once('.') {

@@ -785,6 +785,13 @@ pub fn layout_table() -> Vec<(String, usize)> {
         rangeName,
         *const c_char
     );
+    // The callback data of launch callbacks (`kprof run --metrics` reads its kernel name and
+    // correlation id); cupti_callbacks.h has no size macro for it.
+    fields!(
+        "CUpti_CallbackData",
+        crate::cupti::ffi::CUpti_CallbackData,
+        [callbackSite, functionName, symbolName, context, correlationId]
+    );
     v
 }
 

@@ -37,6 +37,31 @@ pub const EXTERNAL_CORRELATION_KIND_CUSTOM0: u32 = 3;
 pub const ACTIVITY_FLAG_FLUSH_FORCED: u32 = 1;
 
 /// Driver-API callback ids (`cupti_driver_cbid.h`) of the launch calls we trace.
+/// `CUpti_CallbackData` (cupti_callbacks.h, CUDA 13.0): what a driver or runtime API callback
+/// receives. Field names as in the header (their offsets are checked against it in CI).
+#[allow(non_snake_case)]
+#[repr(C)]
+pub struct CUpti_CallbackData {
+    /// `CUpti_ApiCallbackSite`: 0 at the API's entry, 1 at its exit.
+    pub callbackSite: u32,
+    /// The API function's name (a global constant string).
+    pub functionName: *const c_char,
+    /// The API function's parameters.
+    pub functionParams: *const c_void,
+    /// The API function's return value (valid at exit).
+    pub functionReturnValue: *mut c_void,
+    /// Launch callbacks: the kernel's (mangled) name; valid only during the callback.
+    pub symbolName: *const c_char,
+    /// The current context.
+    pub context: *mut c_void,
+    /// Its unique id.
+    pub contextUid: u32,
+    /// Per-call user data shared by the entry and exit callbacks.
+    pub correlationData: *mut u64,
+    /// The correlation id of the call's activity record (and of the kernel it launches).
+    pub correlationId: u32,
+}
+
 pub mod cbid {
     pub const CU_LAUNCH_KERNEL: u32 = 307;
     pub const CU_LAUNCH_KERNEL_PTSZ: u32 = 442;
