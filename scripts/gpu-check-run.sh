@@ -18,12 +18,9 @@
 #    (scripts/gpu-run/check_counters.py); the `--cache-control none` comparison is printed too
 #    (information only). The program's kernels stream a 256 MB buffer (> the H200's L2), so the
 #    cache mode should matter little. Also: an unknown metric name exits 2 before anything runs.
-# 7. the counter launch runs without CUPTI's kernel records (KPROF_COUNTER_PASS_RECORDS unset; its
-#    kernels come from the launch callbacks): per range occurrence its gpu__time_duration.max must be
-#    within 0.5% of ncu's (--cache-control none, no flush in either); with the records on
-#    (KPROF_COUNTER_PASS_RECORDS=on) the same comparison is printed (information only: every kernel
-#    about 0.9 us longer). And the PyTorch script's counter launch (runtime launches, no records)
-#    matches every kernel to a range and writes dram__bytes_read.sum rows.
+# 7. the counter launch's gpu__time_duration.max per range occurrence within 0.5% of ncu's
+#    (--cache-control none, no flush in either); and the PyTorch script's counter launch matches
+#    every kernel to a range and writes dram__bytes_read.sum rows.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${1:-${OUT:?give OUT}}"
@@ -103,20 +100,14 @@ for cc in all none; do
     fi
 done
 
-step "7. counter launch without kernel records: counter durations vs ncu, records on vs off"
-for rec in off on; do
-    KPROF_COUNTER_PASS_RECORDS=$rec KPROF_RUN_VERBOSE=1 "$KPROF" run --verbose --metrics gpu__time_duration.max \
-        --out "$OUT/cdur-$rec" -- "$OUT/nvtx_ranges" > "$OUT/cdur-$rec.stdout" 2> "$OUT/cdur-$rec.stderr"
-    rc=$?; echo "kprof run --metrics (records $rec) exit $rc"; [ $rc -eq 0 ] || fail "kprof run --metrics records $rec exit $rc"
-    grep -h '"kernel_records"\|"kernels_matched"\|"launches"' "$OUT"/cdur-$rec/procs/rep0-counters/*.json
-done
+step "7. counter durations of the counter launch vs ncu; the PyTorch script's counter launch"
+KPROF_RUN_VERBOSE=1 "$KPROF" run --verbose --metrics gpu__time_duration.max --out "$OUT/cdur" -- "$OUT/nvtx_ranges" \
+    > "$OUT/cdur.stdout" 2> "$OUT/cdur.stderr"
+rc=$?; echo "kprof run --metrics gpu__time_duration.max exit $rc"; [ $rc -eq 0 ] || fail "kprof run --metrics durations exit $rc"
 "$NCU" --clock-control none --cache-control none --metrics gpu__time_duration.max --nvtx --csv --page raw \
     --print-units base "$OUT/nvtx_ranges" > "$OUT/ncu-dur.csv" 2> "$OUT/ncu-dur.stderr" || fail "ncu durations exit $?"
-echo "-- counter launch, kernel records off (default) vs ncu"
-python3 scripts/gpu-run/check_counters.py "$OUT/cdur-off/raw.csv" "$OUT/ncu-dur.csv" gpu__time_duration.max 0.5 \
-    || fail "counter durations without kernel records vs ncu"
-echo "-- counter launch, kernel records on vs ncu (information)"
-python3 scripts/gpu-run/check_counters.py "$OUT/cdur-on/raw.csv" "$OUT/ncu-dur.csv" gpu__time_duration.max 0.5 --info
+python3 scripts/gpu-run/check_counters.py "$OUT/cdur/raw.csv" "$OUT/ncu-dur.csv" gpu__time_duration.max 0.5 \
+    || fail "counter launch durations vs ncu"
 KPROF_RUN_VERBOSE=1 "$KPROF" run --verbose --metrics dram__bytes_read.sum --out "$OUT/torch-counters" \
     -- "$PY" scripts/gpu-run/torch_nvtx.py > "$OUT/torch-counters.stdout" 2> "$OUT/torch-counters.stderr"
 rc=$?; echo "kprof run --metrics torch exit $rc"; [ $rc -eq 0 ] || fail "kprof run --metrics torch exit $rc"

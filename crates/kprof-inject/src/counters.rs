@@ -23,17 +23,16 @@
 //! 4. At exit (or when the profiled context starts being destroyed): `Stop`, `DecodeData`,
 //!    evaluation, `cuptiRangeProfilerDisable`.
 //!
-//! CUPTI's kernel activity records are **off** in the counter launch (they lengthen every kernel
-//! by about 0.9 us as the counters see it; `KPROF_COUNTER_PASS_RECORDS=on` keeps them): every
-//! counted launch is logged at its entry callback ([`LaunchLog`]: correlation ids, the kernel's
-//! name), and at exit the launches without a record become the kernels
-//! ([`add_unrecorded_kernels`]). A CUDA graph launch turns the records on for the rest of the
-//! process, before its kernels run: only records list a graph's kernels.
+//! CUPTI's kernel activity records stay on in the counter launch (they list the kernels, those
+//! of CUDA graphs included). Unlike in the in-process engine's application replay, where they
+//! lengthened every kernel by about 0.9 us as the counters saw it, they cost kernel replay
+//! nothing measurable: on the H200 the counter launch's `gpu__time_duration.max` of 0.2 and 1 ms
+//! kernels moved by 13-91 ns with them off, and agreed with ncu's within 0.27 % either way.
 //!
-//! The i-th profiled range is the i-th kernel of the process: the kernels of the counter launch,
-//! deduplicated by (correlation id, graph node) and ordered by correlation id, are matched to the
-//! ranges by position ([`map_ranges`]); a count that differs is an error in the status file, never
-//! a silent shift. The kernels are then grouped exactly as the timing launch
+//! The i-th profiled range is the i-th kernel of the process: the kernel activity records of the
+//! counter launch, deduplicated by (correlation id, graph node) and ordered by correlation id,
+//! are matched to the ranges by position ([`map_ranges`]); a count that differs is an error in the
+//! status file, never a silent shift. The kernels are then grouped exactly as the timing launch
 //! groups them ([`crate::report::group_kernels`]) and each group gets one sample per metric
 //! ([`build_counter_raw`]).
 //!
@@ -48,8 +47,8 @@ use std::ffi::c_void;
 use std::sync::Mutex;
 
 use kprof::counters::{CuptiLib, RangeProfiler, ReplayMode};
-use kprof::cupti::ffi::{cbid, Cupti, CUpti_CallbackData, ACTIVITY_KIND_DRIVER, ACTIVITY_KIND_RUNTIME};
-use kprof::cupti::records::{ActivityBatch, KernelRecord};
+use kprof::cupti::ffi::{cbid, Cupti, CUpti_CallbackData};
+use kprof::cupti::records::KernelRecord;
 use kprof_core::transforms::{record_combined, Reducer};
 use kprof_core::{ExtraValue, RawResults, SampleRecord, DEFAULT_METRIC};
 use serde::Serialize;
@@ -259,10 +258,6 @@ pub struct CounterStatus {
     pub metrics: Vec<MetricUnit>,
     /// `kernel`.
     pub replay_mode: &'static str,
-    /// CUPTI's kernel records in the counter launch: `off` (the default: they lengthen every
-    /// kernel by about 0.9 us as the counters see it), `on` (`KPROF_COUNTER_PASS_RECORDS=on`) or
-    /// `on from the first graph launch` (kernels of a CUDA graph are known only from records).
-    pub kernel_records: &'static str,
     /// Chip of the profiled device.
     pub chip: Option<String>,
     /// Ranges per counter-data image.
@@ -283,58 +278,6 @@ pub struct CounterStatus {
     pub samples: usize,
 }
 
-/// One counted launch call, as its callbacks saw it: the kernels of the counter launch are known
-/// from these while CUPTI's kernel records are off.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LaunchLog {
-    /// Correlation ids of the launch call and of the calls nested in it (a runtime launch reaches
-    /// the driver's), outermost first.
-    pub correlation_ids: Vec<u32>,
-    /// The kernel's mangled name (`symbolName` of the callback).
-    pub name: String,
-    /// A CUDA graph launch (its kernels are known only from kernel records).
-    pub graph: bool,
-}
-
-/// Adds a kernel for every logged non-graph launch that has no kernel record (the counter launch
-/// runs with kernel records off): its correlation id is the first of the launch's ids that an API
-/// record of `batch` carries (the id attribution and launch order use), else the outermost; its
-/// times are that API record's start (the kernel's own times are not known, and not needed: the
-/// counter launch writes counter samples only). Returns how many were added.
-pub fn add_unrecorded_kernels(batch: &mut ActivityBatch, launches: &[LaunchLog]) -> usize {
-    let recorded: std::collections::HashSet<u32> = batch.kernels.iter().map(|k| k.correlation_id).collect();
-    let api_start: HashMap<u32, u64> = batch.launches.iter().map(|a| (a.correlation_id, a.start_ns)).collect();
-    let mut added = 0;
-    for l in launches.iter().filter(|l| !l.graph) {
-        if l.correlation_ids.iter().any(|c| recorded.contains(c)) {
-            continue;
-        }
-        let Some(&id) = l
-            .correlation_ids
-            .iter()
-            .find(|c| api_start.contains_key(c))
-            .or(l.correlation_ids.first())
-        else {
-            continue;
-        };
-        let t = api_start.get(&id).copied().unwrap_or(0);
-        batch.kernels.push(KernelRecord {
-            start_ns: t,
-            end_ns: t,
-            device_id: 0,
-            context_id: 0,
-            stream_id: 0,
-            correlation_id: id,
-            grid_id: 0,
-            graph_id: 0,
-            graph_node_id: 0,
-            name: l.name.clone(),
-        });
-        added += 1;
-    }
-    added
-}
-
 /// The Range Profiler of the profiled context.
 struct Profiler(RangeProfiler);
 // SAFETY: the Range Profiler object is a CUPTI handle; it is only used under the `LIVE` mutex.
@@ -350,10 +293,6 @@ struct Live {
     ctx: usize,
     in_image: usize,
     ranges: Vec<Vec<f64>>,
-    /// Counted launches, in launch order.
-    launches: Vec<LaunchLog>,
-    /// The activity kind of the session's kernel records, while they are off (`None`: on).
-    records_off_kind: Option<u32>,
     status: CounterStatus,
     finished: bool,
     error: Option<String>,
@@ -368,8 +307,6 @@ thread_local! {
     static COUNTED: Cell<bool> = const { Cell::new(false) };
     /// Set while this thread is inside the hook (CUPTI calls made from it never re-enter).
     static IN_HOOK: Cell<bool> = const { Cell::new(false) };
-    /// Index in `Live::launches` of the launch this thread's outermost launch call logged.
-    static CURRENT: Cell<Option<usize>> = const { Cell::new(None) };
 }
 
 fn with_live<T>(f: impl FnOnce(&mut Live) -> T) -> Option<T> {
@@ -402,17 +339,9 @@ fn install_inner(
     cupti: &'static Cupti,
     request: CounterRequest,
 ) -> Result<(), String> {
-    let records_on = kprof::runner::counter_pass_records_from_env().map_err(|e| e.to_string())?;
-    if !records_on {
-        session
-            .set_kernel_records(false)
-            .map_err(|e| format!("cannot turn CUPTI's kernel records off for the counter launch: {e}"))?;
-    }
     *LIVE.lock().unwrap_or_else(|p| p.into_inner()) = Some(Live {
-        records_off_kind: (!records_on).then(|| session.kernel_trace().activity_kind()),
         status: CounterStatus {
             replay_mode: ReplayMode::Kernel.as_str(),
-            kernel_records: if records_on { "on" } else { "off" },
             capacity: request.capacity,
             metrics: request
                 .metrics
@@ -471,8 +400,8 @@ fn hook(domain: u32, id: u32, data: *const c_void) {
             });
         }
         DOMAIN_DRIVER | DOMAIN_RUNTIME => {
-            // SAFETY: CUPTI passes a CUpti_CallbackData to driver and runtime API callbacks,
-            // valid for the duration of the callback.
+            // SAFETY: CUPTI passes a CUpti_CallbackData (its layout is checked against the
+            // header in CI) to driver and runtime API callbacks, valid during the callback.
             let cb = unsafe { &*(data as *const CUpti_CallbackData) };
             let ctx = cb.context as usize;
             if cb.callbackSite == API_ENTER {
@@ -482,37 +411,10 @@ fn hook(domain: u32, id: u32, data: *const c_void) {
                 });
                 if depth == 1 {
                     COUNTED.with(|c| c.set(false));
-                    CURRENT.with(|c| c.set(None));
                 }
                 if ctx != 0 && !COUNTED.with(Cell::get) {
                     COUNTED.with(|c| c.set(true));
-                    let kind = if domain == DOMAIN_DRIVER {
-                        ACTIVITY_KIND_DRIVER
-                    } else {
-                        ACTIVITY_KIND_RUNTIME
-                    };
-                    let name = if cb.symbolName.is_null() {
-                        String::new()
-                    } else {
-                        // SAFETY: a NUL-terminated string valid during the callback.
-                        unsafe { std::ffi::CStr::from_ptr(cb.symbolName) }
-                            .to_string_lossy()
-                            .into_owned()
-                    };
-                    let log = LaunchLog {
-                        correlation_ids: vec![cb.correlationId],
-                        name,
-                        graph: cbid::is_graph_launch(kind, id),
-                    };
-                    let logged = with_live(|l| on_launch(l, ctx, log)).flatten();
-                    CURRENT.with(|c| c.set(logged));
-                } else if let Some(i) = CURRENT.with(Cell::get) {
-                    // A call nested in a counted launch (the runtime's launch reaching the driver).
-                    with_live(|l| {
-                        if let Some(log) = l.launches.get_mut(i) {
-                            log.correlation_ids.push(cb.correlationId);
-                        }
-                    });
+                    with_live(|l| on_launch(l, ctx));
                 }
             } else {
                 let depth = DEPTH.with(|d| {
@@ -534,43 +436,26 @@ fn fail(l: &mut Live, msg: String) {
     }
 }
 
-/// Steps 2 and 3 of the module docs, at the entry of one launch on `ctx`; logs the launch and
-/// returns its index in `l.launches` when it is profiled.
-fn on_launch(l: &mut Live, ctx: usize, log: LaunchLog) -> Option<usize> {
+/// Steps 2 and 3 of the module docs, at the entry of one launch on `ctx`.
+fn on_launch(l: &mut Live, ctx: usize) {
     if l.error.is_some() || l.finished {
-        return None;
+        return;
     }
     if l.profiler.is_none() {
         if let Err(e) = start_profiler(l, ctx) {
             fail(l, e);
-            return None;
+            return;
         }
     }
     if l.ctx != ctx {
         l.status.other_context_launches += 1;
-        return None;
-    }
-    if log.graph {
-        if let (Some(kind), Some(c)) = (l.records_off_kind, l.cupti) {
-            // A graph's kernels are known only from their records: on from here (before the
-            // graph's kernels run), for the rest of the process.
-            log!("counters: a CUDA graph launch; kernel records on from here");
-            // SAFETY: cuptiActivityEnable of an activity kind the session records.
-            match c.check("cuptiActivityEnable(kernels)", unsafe { (c.fns.cuptiActivityEnable)(kind) }) {
-                Ok(()) => {
-                    l.records_off_kind = None;
-                    l.status.kernel_records = "on from the first graph launch";
-                }
-                Err(e) => {
-                    fail(l, format!("counter collection: cannot turn kernel records on for a CUDA graph: {e}"));
-                    return None;
-                }
-            }
-        }
+        return;
     }
     let capacity = l.status.capacity;
     if l.in_image >= capacity {
-        let Profiler(rp) = l.profiler.as_mut()?;
+        let Some(Profiler(rp)) = l.profiler.as_mut() else {
+            return;
+        };
         log!("counters: the counter-data image is full; decoding and restarting");
         let restarted = rp.stop_streaming().and_then(|r| {
             let n = r.len();
@@ -588,14 +473,12 @@ fn on_launch(l: &mut Live, ctx: usize, log: LaunchLog) -> Option<usize> {
                     l,
                     format!("counter collection: decoding a full counter-data image failed: {e}"),
                 );
-                return None;
+                return;
             }
         }
     }
     l.in_image += 1;
     l.status.launches += 1;
-    l.launches.push(log);
-    Some(l.launches.len() - 1)
 }
 
 fn start_profiler(l: &mut Live, ctx: usize) -> Result<(), String> {
@@ -672,8 +555,6 @@ pub struct Outcome {
     pub status: CounterStatus,
     /// The first error (the collection stopped there).
     pub error: Option<String>,
-    /// The counted launches, in launch order (kernels without records are known from these).
-    pub launches: Vec<LaunchLog>,
 }
 
 /// Finishes the collection (if the program's context is still alive) and takes its results;
@@ -689,7 +570,6 @@ pub fn take_outcome() -> Option<Outcome> {
             metrics: l.status.metrics.clone(),
             status: l.status.clone(),
             error: l.error.clone(),
-            launches: std::mem::take(&mut l.launches),
         }
     });
     IN_HOOK.with(|h| h.set(was_in_hook));
@@ -837,57 +717,6 @@ mod tests {
             k
         };
         assert_eq!(keys(&timing, DEFAULT_METRIC), keys(&raw, "dram__bytes_read.sum"));
-    }
-
-    fn log(ids: &[u32], name: &str, graph: bool) -> LaunchLog {
-        LaunchLog {
-            correlation_ids: ids.to_vec(),
-            name: name.into(),
-            graph,
-        }
-    }
-
-    #[test]
-    fn launches_without_kernel_records_group_as_the_recorded_kernels_do() {
-        // The fixture's kernels, but the counter launch had no kernel records: the callbacks
-        // logged each launch (runtime id first, the nested driver id next; the API records
-        // carry the driver ids 1..5).
-        let (ranges, recorded) = fixture();
-        let mut batch = ActivityBatch {
-            kernels: vec![],
-            ..recorded.clone()
-        };
-        let launches: Vec<LaunchLog> = recorded
-            .kernels
-            .iter()
-            .map(|k| log(&[100 + k.correlation_id, k.correlation_id], &k.name, false))
-            .collect();
-        assert_eq!(add_unrecorded_kernels(&mut batch, &launches), 5);
-        let ids: Vec<(u32, &str)> = batch.kernels.iter().map(|k| (k.correlation_id, k.name.as_str())).collect();
-        assert_eq!(ids, [(1, "gemm"), (2, "relu"), (3, "gemm"), (4, "relu"), (5, "copy")]);
-        let (groups, _) = group_kernels(&ranges, &batch, GroupBy::Nvtx, &Filter::default());
-        let (want, _) = group_kernels(&ranges, &recorded, GroupBy::Nvtx, &Filter::default());
-        let names = |g: &[Group]| -> Vec<(String, Vec<u32>)> {
-            g.iter()
-                .map(|g| (g.annotation.clone(), g.kernels.iter().map(|k| k.correlation_id).collect()))
-                .collect()
-        };
-        assert_eq!(names(&groups), names(&want));
-        let map = map_ranges(&batch.kernels, &[vec![1.0], vec![2.0], vec![3.0], vec![4.0], vec![5.0]]).unwrap();
-        assert_eq!(map[&(4, 0)], [4.0]);
-    }
-
-    #[test]
-    fn recorded_and_graph_launches_add_no_kernel_and_unknown_ids_keep_the_outermost() {
-        let (_, recorded) = fixture();
-        let mut batch = recorded.clone();
-        // Launch 1 has its record; a graph launch's kernels come from records only; launch 9 has
-        // no API record either (its outermost id is kept).
-        let launches = [log(&[1], "gemm", false), log(&[7], "graph", true), log(&[9, 10], "late", false)];
-        assert_eq!(add_unrecorded_kernels(&mut batch, &launches), 1);
-        let last = batch.kernels.last().unwrap();
-        assert_eq!((last.correlation_id, last.name.as_str(), last.start_ns), (9, "late", 0));
-        assert_eq!(batch.kernels.len(), recorded.kernels.len() + 1);
     }
 
     #[test]

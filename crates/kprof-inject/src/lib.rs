@@ -497,9 +497,6 @@ fn counter_samples(
     // Kernel replay may report a kernel more than once.
     let mut seen = std::collections::HashSet::new();
     batch.kernels.retain(|k| seen.insert(counters::kernel_key(k)));
-    // With kernel records off (the default), the launches logged by the callbacks are the kernels.
-    let added = counters::add_unrecorded_kernels(batch, &o.launches);
-    log!("counter launch: {} kernel record(s), {added} kernel(s) from launch callbacks", batch.kernels.len() - added);
     let (groups, mut stats) = report::group_kernels(ranges, batch, group_by, filter);
     if o.error.is_some() {
         return (Default::default(), stats, status);

@@ -36,7 +36,7 @@ use crate::error::EngineError;
 mod counter_pass;
 mod l2_flush;
 pub use crate::counters::ReplayMode;
-pub use counter_pass::{counter_pass_records_from_env, is_counter_metric, CounterPlan, COUNTER_PASS_RECORDS_ENV};
+pub use counter_pass::{is_counter_metric, CounterPlan};
 use l2_flush::is_flush_kernel;
 use l2_flush::L2Flusher;
 pub use l2_flush::{L2_FLUSH_BYTES_ENV, L2_FLUSH_ENV};

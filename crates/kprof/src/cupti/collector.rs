@@ -81,7 +81,7 @@ impl KernelTrace {
     }
 
     /// The CUPTI activity kind of this mode.
-    pub fn activity_kind(self) -> u32 {
+    fn activity_kind(self) -> u32 {
         match self {
             KernelTrace::Concurrent => ACTIVITY_KIND_CONCURRENT_KERNEL,
             KernelTrace::Serial => ACTIVITY_KIND_KERNEL,

@@ -82,7 +82,7 @@ pub const COUNTER_PASS_RECORDS_ENV: &str = "KPROF_COUNTER_PASS_RECORDS";
 
 /// Whether kernels keep their activity records during counter passes, from
 /// [`COUNTER_PASS_RECORDS_ENV`] in the process environment (default: no).
-pub fn counter_pass_records_from_env() -> Result<bool, EngineError> {
+fn counter_pass_records_from_env() -> Result<bool, EngineError> {
     counter_pass_records(std::env::var(COUNTER_PASS_RECORDS_ENV).ok().as_deref())
 }
 
