@@ -33,7 +33,8 @@ installed wheel), each over 10 runs so that a difference can be told from run-to
           by spacer allocations), in kprof's application replay and under ncu's (another process, other
           physical pages): the spread over the copies next to the difference of the means.
           With part ncuflush too, also under ncu --cache-control none with kprof's kind of flush
-          (a read of twice the L2 before each region) instead of ncu's invalidation.
+          (a read of twice the L2 before each region) instead of ncu's invalidation, and kprof
+          without its own flush after that same read (both tools then start from one L2 state).
 
 `python3 gpu_check_extra.py OUT [PART...]` runs the parts named (all by default) and writes
 OUT/extra.json; `python3 gpu_check_extra.py --ncu-child {matmul|gaps} REPS` is the program ncu
@@ -301,6 +302,8 @@ if "alloc" in PARTS:
     al["ncu application"], _ = ncu_values("alloc", [TIME, *MB2], "application")
     if "ncuflush" in PARTS:
         al["ncu application, read flush"], _ = ncu_values("alloc-flushed", [TIME, *MB2], "application", cache="none")
+        # kprof in the same state: no flush of its own, the same torch read before each region.
+        al["kprof application, torch read flush"] = kprof_values("alloc-flushed", [TIME, *MB2], cache="none")
     out["alloc"] = al
     for kind in ("matmul", "softmax"):
         for m in [TIME, *MB2]:
