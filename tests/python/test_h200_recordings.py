@@ -169,8 +169,8 @@ def test_recorded_kernel_records_time_kernels_about_half_a_microsecond_longer_th
 def test_recorded_matmul_alone_reads_fewer_dram_bytes_than_under_ncu():
     """Part `matmul` (the fp16 matmul 4096 alone in the function, 10 runs each): kprof's application
     replay read 3.9 % fewer DRAM bytes than ncu's application replay, far outside both spreads (the
-    same matmul after softmax and x * 2, part `gaps`, agrees within 1 %; part `alloc` below places
-    most of such gaps in the L2's starting state)."""
+    same matmul after softmax and x * 2, part `gaps`, agrees within 1 %; part `alloc` below shows
+    the mean of each tool moving by 2 % from one process to the next)."""
     d = _extra()
     read = d["matmul"]["dram__bytes_read.sum"]
     assert len(read["kprof"]) == len(read["ncu"]) == 10
@@ -281,29 +281,51 @@ def test_recorded_flush_leaves_no_line_of_a_16_mb_input_in_the_l2():
         assert abs(_rel(s[read], ev["ncu application"]["sum 16 MB"][read])) < 0.005, label
 
 
-def test_recorded_dram_bytes_of_l2_resident_data_follow_the_l2_state_ncu_starts_from():
-    """Part `alloc` with `ncuflush` (8 copies of each input, each its own allocation, 10 runs or
-    repetitions each): DRAM bytes of data that fit the L2 vary between allocations by 1.5 % or more
-    (matmul reads) in kprof and in ncu alike; kprof reads and writes fewer than ncu's application
-    replay with its L2 invalidation, and ncu itself, started from a read flush like kprof's instead
-    (--cache-control none), moves 40-76 % of the way to kprof (matmul reads, matmul writes, softmax
-    writes): most of the gap is the L2's starting state (empty after ncu's invalidation, full of
-    clean lines after a flush by reading)."""
-    al = _extra()["alloc"]
-    kp, ncu, ncu_flush = al["kprof application/read"], al["ncu application"], al["ncu application, read flush"]
+def _copy_means(setup, kind, m):
+    """The mean over its runs of every copy (region) of `kind` in an `alloc` setup."""
+    return [statistics.mean(v[m]) for r, v in setup.items() if r.startswith(kind)]
 
-    def copies(setup, kind, m):
-        return [statistics.mean(v[m]) for r, v in setup.items() if r.startswith(kind)]
 
-    for kind, m in (("matmul", "dram__bytes_read.sum"), ("matmul", "dram__bytes_write.sum"),
-                    ("softmax", "dram__bytes_write.sum")):
-        k, n, nf = (copies(s, kind, m) for s in (kp, ncu, ncu_flush))
-        assert len(k) == len(n) == len(nf) == 8, (kind, m)
-        if m == "dram__bytes_read.sum":
-            assert max(k) / min(k) > 1.015 and max(n) / min(n) > 1.015
-        km, nm, nfm = (statistics.mean(x) for x in (k, n, nf))
-        assert km < nfm < nm, (kind, m, km, nfm, nm)
-        assert (nm - nfm) > 0.4 * (nm - km), (kind, m, km, nfm, nm)
-    for m in ("dram__bytes_read.sum",):
-        k, n = copies(kp, "softmax", m), copies(ncu, "softmax", m)
-        assert abs(statistics.mean(k) / statistics.mean(n) - 1) < 0.005
+def test_recorded_dram_bytes_read_of_l2_resident_data_vary_from_process_to_process():
+    """Parts `alloc` + `ncuflush`, recorded twice (two device calls, new processes each time; 8
+    copies of each input, each its own allocation, 10 runs or repetitions each): the matmul's DRAM
+    bytes read spread by 1.5 % or more over the copies in kprof and in ncu alike, and the mean over
+    the 8 copies of each tool moved by more than 1 % from one process to the next, so kprof minus
+    ncu changed sign (-2.4 %, then +1.2 %): no 0.5 % comparison of two processes is possible on
+    them. The softmax's input, read once, agrees within 0.1 % every time."""
+    d = _extra()
+    runs = [d["alloc"], d["alloc_repeat"]]
+    read = "dram__bytes_read.sum"
+    diffs = []
+    for al in runs:
+        k, n = (_copy_means(al[label], "matmul", read) for label in ("kprof application/read", "ncu application"))
+        assert len(k) == len(n) == 8
+        assert max(k) / min(k) > 1.015 and max(n) / min(n) > 1.015
+        diffs.append(statistics.mean(k) / statistics.mean(n) - 1)
+        ks, ns = (_copy_means(al[label], "softmax", read) for label in ("kprof application/read", "ncu application"))
+        assert abs(statistics.mean(ks) / statistics.mean(ns) - 1) < 0.001
+    assert diffs[0] < -0.02 and diffs[1] > 0.01, diffs
+    for label in ("kprof application/read", "ncu application"):
+        a, b = (statistics.mean(_copy_means(al[label], "matmul", read)) for al in runs)
+        assert abs(a / b - 1) > 0.01, (label, a, b)
+
+
+def test_recorded_dram_bytes_written_follow_the_l2_state_each_tool_starts_from():
+    """The DRAM bytes written by kernels whose outputs fit in the L2 (the L2's evictions) are lower
+    in kprof than under ncu in both recordings (matmul 2-4 %, softmax 12-13 %), and so are ncu's own
+    when it starts from a read of twice the L2 (--cache-control none after a 128 MiB read) instead
+    of its invalidation (matmul 2.4-2.5 %, softmax 8-10 %): the L2 starts full of clean lines
+    instead of empty, and no CUDA API empties it. kprof after that same read (its own flush off)
+    is within 0.5 % of ncu's matmul writes there; the softmax's stay 5 % lower."""
+    d = _extra()
+    write = "dram__bytes_write.sum"
+    for al in (d["alloc"], d["alloc_repeat"]):
+        for kind in ("matmul", "softmax"):
+            k, n, nf = (statistics.mean(_copy_means(al[label], kind, write))
+                        for label in ("kprof application/read", "ncu application", "ncu application, read flush"))
+            assert k < nf < n and n / nf - 1 > 0.02, (kind, k, nf, n)
+    al = d["alloc_repeat"]
+    same_state = {kind: statistics.mean(_copy_means(al["kprof application, torch read flush"], kind, write))
+                  / statistics.mean(_copy_means(al["ncu application, read flush"], kind, write)) - 1
+                  for kind in ("matmul", "softmax")}
+    assert abs(same_state["matmul"]) < 0.005 and -0.06 < same_state["softmax"] < -0.03, same_state
