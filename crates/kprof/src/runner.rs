@@ -100,14 +100,6 @@ pub enum DurationSource {
 }
 
 impl DurationSource {
-    /// The name used in options and messages: `records` or `counters`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DurationSource::Records => "records",
-            DurationSource::Counters => "counters",
-        }
-    }
-
     /// The source a name gives (`records`, `counters`); the error names both.
     pub fn parse(name: &str) -> Result<DurationSource, EngineError> {
         match name {

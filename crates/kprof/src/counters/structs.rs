@@ -785,8 +785,8 @@ pub fn layout_table() -> Vec<(String, usize)> {
         rangeName,
         *const c_char
     );
-    // The callback data of launch callbacks (`kprof run --metrics` reads its kernel name and
-    // correlation id); cupti_callbacks.h has no size macro for it.
+    // The callback data of launch callbacks (`kprof run --metrics` reads its callback site and
+    // context); cupti_callbacks.h has no size macro for it.
     fields!(
         "CUpti_CallbackData",
         crate::cupti::ffi::CUpti_CallbackData,

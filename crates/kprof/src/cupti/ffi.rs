@@ -36,7 +36,6 @@ pub const EXTERNAL_CORRELATION_KIND_CUSTOM0: u32 = 3;
 /// `CUPTI_ACTIVITY_FLAG_FLUSH_FORCED`.
 pub const ACTIVITY_FLAG_FLUSH_FORCED: u32 = 1;
 
-/// Driver-API callback ids (`cupti_driver_cbid.h`) of the launch calls we trace.
 /// `CUpti_CallbackData` (cupti_callbacks.h, CUDA 13.0): what a driver or runtime API callback
 /// receives. Field names as in the header (their offsets are checked against it in CI).
 #[allow(non_snake_case)]
@@ -62,6 +61,7 @@ pub struct CUpti_CallbackData {
     pub correlationId: u32,
 }
 
+/// Driver-API callback ids (`cupti_driver_cbid.h`) of the launch calls we trace.
 pub mod cbid {
     pub const CU_LAUNCH_KERNEL: u32 = 307;
     pub const CU_LAUNCH_KERNEL_PTSZ: u32 = 442;
