@@ -80,12 +80,6 @@ use crate::loader::Libraries;
 /// attributed, and CUPTI's per-kernel records cost the kernels time.
 pub const COUNTER_PASS_RECORDS_ENV: &str = "KPROF_COUNTER_PASS_RECORDS";
 
-/// Whether kernels keep their activity records during counter passes, from
-/// [`COUNTER_PASS_RECORDS_ENV`] in the process environment (default: no).
-fn counter_pass_records_from_env() -> Result<bool, EngineError> {
-    counter_pass_records(std::env::var(COUNTER_PASS_RECORDS_ENV).ok().as_deref())
-}
-
 /// Whether kernels keep their activity records during counter passes, from the value of
 /// [`COUNTER_PASS_RECORDS_ENV`].
 fn counter_pass_records(value: Option<&str>) -> Result<bool, EngineError> {
@@ -493,7 +487,7 @@ impl Profiler {
         &mut self,
         pass: impl FnOnce(&mut Self) -> Result<R, EngineError>,
     ) -> Result<R, EngineError> {
-        let records_off = !counter_pass_records_from_env()?;
+        let records_off = !counter_pass_records(std::env::var(COUNTER_PASS_RECORDS_ENV).ok().as_deref())?;
         if records_off {
             // The timing pass's kernels end (and get their records) before recording stops.
             self.backend.synchronize()?;

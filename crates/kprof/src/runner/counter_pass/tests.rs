@@ -29,6 +29,8 @@ struct Mock {
     collects: AtomicUsize,
     capacities: Mutex<Vec<usize>>,
     passes: usize,
+    /// No counter side, as the CUDA-events profiler.
+    without_counters: bool,
 }
 
 impl Mock {
@@ -104,7 +106,7 @@ impl Backend for Mock {
         Ok(())
     }
     fn counters(&self) -> Option<&dyn CounterBackend> {
-        Some(self)
+        (!self.without_counters).then_some(self as &dyn CounterBackend)
     }
 }
 
@@ -232,10 +234,14 @@ impl CounterBackend for Mock {
 }
 
 fn setup(passes: usize) -> (Arc<Mock>, Profiler) {
-    let mock = Arc::new(Mock {
+    setup_mock(Mock {
         passes,
         ..Default::default()
-    });
+    })
+}
+
+fn setup_mock(mock: Mock) -> (Arc<Mock>, Profiler) {
+    let mock = Arc::new(mock);
     let device = DeviceInfo {
         gpu: "Mock GPU".into(),
         host: "h".into(),
@@ -296,44 +302,12 @@ fn unknown_counter_metric_fails_before_any_gpu_work() {
     assert_eq!(mock.collects.load(Ordering::SeqCst), 0);
 }
 
-/// A backend without counters, as the CUDA-events profiler.
-struct NoCountersBackend;
-impl Backend for NoCountersBackend {
-    fn timestamp_ns(&self) -> u64 {
-        0
-    }
-    fn thread_id(&self) -> u64 {
-        1
-    }
-    fn encode_key(&self, a: u64, b: u64, c: u64, d: u64) -> Result<u64, EngineError> {
-        Mock::default().encode_key(a, b, c, d)
-    }
-    fn enter(&self, _: u64, _: &str) -> Result<(), EngineError> {
-        Ok(())
-    }
-    fn exit(&self) -> Result<(), EngineError> {
-        Ok(())
-    }
-    fn synchronize(&self) -> Result<(), EngineError> {
-        Ok(())
-    }
-    fn flush_l2(&self) -> Result<(), EngineError> {
-        Ok(())
-    }
-    fn collect(&self, _: &[Span]) -> Result<Collected, EngineError> {
-        Ok(Collected::default())
-    }
-}
-
 #[test]
 fn the_cuda_events_backend_refuses_counter_metrics() {
-    let device = DeviceInfo {
-        gpu: "g".into(),
-        host: "h".into(),
-        compute_clock_khz: None,
-        memory_clock_khz: None,
-    };
-    let mut p = Profiler::with_backend(Arc::new(NoCountersBackend), device, vec![]);
+    let (_, mut p) = setup_mock(Mock {
+        without_counters: true,
+        ..Default::default()
+    });
     let e = p
         .bench("b", &[], &opts(&["bytes.sum"], ReplayMode::Kernel), |_, _| Ok(()))
         .unwrap_err()
@@ -697,13 +671,10 @@ fn durations_from_the_counters_need_no_other_counter_metric() {
 
 #[test]
 fn durations_from_the_counters_are_refused_without_the_cupti_backend_and_a_bad_name_names_both() {
-    let device = DeviceInfo {
-        gpu: "g".into(),
-        host: "h".into(),
-        compute_clock_khz: None,
-        memory_clock_khz: None,
-    };
-    let mut p = Profiler::with_backend(Arc::new(NoCountersBackend), device, vec![]);
+    let (_, mut p) = setup_mock(Mock {
+        without_counters: true,
+        ..Default::default()
+    });
     let o = BenchOptions {
         duration: DurationSource::Counters,
         ..opts(&[], ReplayMode::Kernel)
