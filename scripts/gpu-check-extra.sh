@@ -4,7 +4,8 @@
 # clocks, cycles and L2 writes behind the remaining gaps to ncu (gaps, warm, probe), the
 # durations of kernel records against the counters' (trace) and what the L2 flush leaves (evict;
 # again once per size in FLUSH_BYTES, with KPROF_L2_FLUSH_BYTES set, when PARTS has evict) and
-# whether DRAM bytes depend on where the data lie (alloc). All parts take about 7 minutes.
+# whether DRAM bytes depend on where the data lie (alloc, and placement: kprof with its data
+# where ncu's child has them). All parts take about 7 minutes.
 # Run from the repo root on the GPU machine:
 #   OUT=dir [PARTS="matmul gaps warm probe flushes trace evict alloc"] [FLUSH_BYTES="251658240 ..."] scripts/gpu-check-extra.sh
 set -uo pipefail

@@ -35,16 +35,35 @@ installed wheel), each over 10 runs so that a difference can be told from run-to
           With part ncuflush too, also under ncu --cache-control none with kprof's kind of flush
           (a read of twice the L2 before each region) instead of ncu's invalidation, and kprof
           without its own flush after that same read (both tools then start from one L2 state).
+  placement  part alloc's copies with the data where ncu's child has them: kprof runs in a child
+          that allocates the copies exactly as ncu's child does, first thing in a fresh process
+          (the driver then hands out the same physical pages: the per-copy pattern of ncu's bytes
+          written repeats from one process to the next), against ncu's child twice; kprof with
+          the read and the discard flush against ncu's invalidation, and after the torch read
+          (no flush of its own) against ncu after that same read.
+
+  dirty   whether ncu's invalidation counts the write-back of what the L2 held dirty: ncu
+          --cache-control all on part alloc's copies as they are (the previous kernels' outputs
+          dirty in the L2) and after the torch read (the L2 clean), against ncu after that read
+          without its invalidation, and kprof's read flush.
+
+  reset   whether cuCtxResetPersistingL2Cache after the torch read leaves the L2 as ncu's
+          invalidation does: part alloc's copies under kprof and ncu (no flush of their own),
+          against ncu's invalidation after the same read.
 
 `python3 gpu_check_extra.py OUT [PART...]` runs the parts named (all by default) and writes
 OUT/extra.json; `python3 gpu_check_extra.py --ncu-child {matmul|gaps} REPS` is the program ncu
-profiles: the same kernels without kprof, inputs made once, one NVTX range per region."""
+profiles: the same kernels without kprof, inputs made once, one NVTX range per region;
+`python3 gpu_check_extra.py --kprof-child WHAT FLUSH CACHE OUT.json` makes the same inputs the
+same way, then measures them with kprof (part placement)."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -72,6 +91,19 @@ def regions(what):
         # (128 MiB) outside every range before each region, instead of ncu's invalidation.
         fb = torch.randn(32 * 2 ** 20, device="cuda")
         return [x for r in regions("alloc") for x in ((None, lambda: fb.sum()), r)]
+    if what == "alloc-reset":
+        # The torch read, then cuCtxResetPersistingL2Cache (does the driver's reset of
+        # persisting lines invalidate the L2, as ncu's --cache-control all does?).
+        fb = torch.randn(32 * 2 ** 20, device="cuda")
+        reset = ctypes.CDLL("libcuda.so.1").cuCtxResetPersistingL2Cache
+
+        def flush_and_reset():
+            fb.sum()
+            torch.cuda.synchronize()
+            rc = reset()
+            assert rc == 0, f"cuCtxResetPersistingL2Cache: CUresult {rc}"
+            torch.cuda.synchronize()
+        return [x for r in regions("alloc") for x in ((None, flush_and_reset), r)]
     if what == "alloc":
         body = []
         for i in range(ALLOC_COPIES):
@@ -122,6 +154,15 @@ if len(sys.argv) > 1 and sys.argv[1] == "--ncu-child":
     child(sys.argv[2], int(sys.argv[3]))
     sys.exit(0)
 
+CHILD_BODY = None
+if len(sys.argv) > 1 and sys.argv[1] == "--kprof-child":
+    # ncu's child's allocations in its order (inputs, then the outputs of one call of each
+    # region), before kprof allocates anything.
+    CHILD_BODY = regions(sys.argv[2])
+    for _, fn in CHILD_BODY:
+        fn()
+    torch.cuda.synchronize()
+
 import kprof  # noqa: E402
 
 OUT = sys.argv[1]
@@ -135,11 +176,12 @@ def welch(a, b):
     return (statistics.mean(a) - statistics.mean(b)) / (statistics.variance(a) / len(a) + statistics.variance(b) / len(b)) ** 0.5
 
 
-def kprof_values(what, metrics, flush="read", cache="all", records="off", trace="serial"):
+def kprof_values(what, metrics, flush="read", cache="all", records="off", trace="serial", body=None):
     """{region: {metric: [value per run]}}: kprof's application replay, N runs, a region's value
     its last kernel's; `records`: KPROF_COUNTER_PASS_RECORDS (kernel records during counter passes),
-    `trace`: KPROF_KERNEL_TRACE (how the timing pass records kernels)."""
-    body = regions(what)
+    `trace`: KPROF_KERNEL_TRACE (how the timing pass records kernels); `body`: regions already
+    made (default: `regions(what)`)."""
+    body = body if body is not None else regions(what)
 
     def bench():
         for name, fn in body:
@@ -164,6 +206,25 @@ def kprof_values(what, metrics, flush="read", cache="all", records="off", trace=
         if k not in names:
             names.append(k)
     return vals
+
+
+if CHILD_BODY is not None:
+    _, _, _, child_flush, child_cache, child_out = sys.argv
+    with open(child_out, "w") as f:
+        json.dump(kprof_values(None, [TIME, *MB2], child_flush, child_cache, body=CHILD_BODY), f)
+    sys.exit(0)
+
+
+def kprof_child(what, flush, cache):
+    """kprof_values of `what` measured in a fresh process that made its inputs as ncu's child does."""
+    path = os.path.join(OUT, f"kprof-child-{what}-{flush}-{cache}.json")
+    p = subprocess.run([sys.executable, os.path.abspath(__file__), "--kprof-child", what, flush, cache, path],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        print(f"kprof child {what}/{flush}/{cache} exit {p.returncode}: {p.stderr[-2000:]}", flush=True)
+        return {}
+    with open(path) as f:
+        return json.load(f)
 
 
 def ncu_values(what, metrics, replay, cache="all"):
@@ -317,6 +378,63 @@ if "alloc" in PARTS:
                 if c and n and label != "ncu application" and statistics.mean(n) > 0:
                     cells.append(f"{label} mean vs ncu application {(statistics.mean(c) / statistics.mean(n) - 1) * 100:+.2f}%")
             print(f"{kind} {m}: " + "; ".join(cells), flush=True)
+
+def per_copy_table(setups, names, refs):
+    """Per kind and metric, each setup's mean per copy, and the differences to its reference setup
+    (`refs`: label -> reference label) per copy and of the means over the copies."""
+    for kind in ("matmul", "softmax"):
+        for m in [TIME, *MB2]:
+            per = {label: [statistics.mean(v[n][m]) if v.get(n, {}).get(m) else float("nan")
+                           for n in names if n.startswith(kind)] for label, v in setups.items()}
+            print(f"\n== {kind} {m}: per copy", flush=True)
+            for label, c in per.items():
+                line = f"  {label}: " + " ".join(f"{x:,.5g}" for x in c)
+                ref = per.get(refs.get(label, ""))
+                if ref:
+                    diffs = [(x / r - 1) * 100 for x, r in zip(c, ref)]
+                    line += (f" | vs {refs[label]} per copy " + " ".join(f"{d:+.2f}%" for d in diffs)
+                             + f", mean {(statistics.mean(c) / statistics.mean(ref) - 1) * 100:+.2f}%")
+                print(line, flush=True)
+
+
+if "placement" in PARTS:
+    names = [n for n, _ in regions("alloc")]
+    pl = {}
+    pl["ncu application"], _ = ncu_values("alloc", [TIME, *MB2], "application")
+    pl["ncu application, again"], _ = ncu_values("alloc", [TIME, *MB2], "application")
+    pl["ncu application, read flush"], _ = ncu_values("alloc-flushed", [TIME, *MB2], "application", cache="none")
+    pl["kprof child/read"] = kprof_child("alloc", "read", "all")
+    pl["kprof child/discard"] = kprof_child("alloc", "discard", "all")
+    pl["kprof child, torch read flush"] = kprof_child("alloc-flushed", "read", "none")
+    out["placement"] = pl
+    per_copy_table(pl, names, {"ncu application, again": "ncu application", "kprof child/read": "ncu application",
+                               "kprof child/discard": "ncu application",
+                               "kprof child, torch read flush": "ncu application, read flush"})
+
+if "dirty" in PARTS:
+    names = [n for n, _ in regions("alloc")]
+    dt = {}
+    dt["ncu application"], _ = ncu_values("alloc", [TIME, *MB2], "application")
+    dt["ncu application, torch read, then its invalidation"], _ = ncu_values("alloc-flushed", [TIME, *MB2],
+                                                                             "application")
+    dt["ncu application, torch read"], _ = ncu_values("alloc-flushed", [TIME, *MB2], "application", cache="none")
+    dt["kprof application/read"] = kprof_values("alloc", [TIME, *MB2])
+    out["dirty"] = dt
+    per_copy_table(dt, names, {"ncu application, torch read, then its invalidation": "ncu application",
+                               "ncu application, torch read": "ncu application, torch read, then its invalidation",
+                               "kprof application/read": "ncu application, torch read, then its invalidation"})
+
+if "reset" in PARTS:
+    names = [n for n, _ in regions("alloc")]
+    rs = {}
+    rs["ncu application, torch read, then its invalidation"], _ = ncu_values("alloc-flushed", [TIME, *MB2],
+                                                                             "application")
+    rs["ncu application, torch read, reset"], _ = ncu_values("alloc-reset", [TIME, *MB2], "application", cache="none")
+    rs["kprof application, torch read, reset"] = kprof_values("alloc-reset", [TIME, *MB2], cache="none")
+    rs["kprof application, torch read"] = kprof_values("alloc-flushed", [TIME, *MB2], cache="none")
+    out["reset"] = rs
+    ref = "ncu application, torch read, then its invalidation"
+    per_copy_table(rs, names, {label: ref for label in rs if label != ref})
 
 name = f"extra-flush{FLUSH_BYTES}.json" if FLUSH_BYTES else "extra.json"
 with open(os.path.join(OUT, name), "w") as f:
