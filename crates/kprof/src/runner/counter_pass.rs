@@ -711,7 +711,9 @@ impl Profiler {
                     let msg = format!(
                         "{name}: {} replay profiled {} kernel(s) in the counter pass of run {} of config [{config}] but \
                          the timing pass ran {n}; the closure must launch the same kernels every time it runs (it runs \
-                         once for timing and again for counters). Counters recorded as NaN",
+                         once for timing and again for counters), and no CUDA call in it may launch kernels of the \
+                         driver's own (the counters see them, the kernel records do not: e.g. \
+                         cuCtxResetPersistingL2Cache). Counters recorded as NaN",
                         plan.mode.as_str(),
                         per_kernel.len(),
                         step.run
