@@ -5,7 +5,8 @@
 # durations of kernel records against the counters' (trace) and what the L2 flush leaves (evict;
 # again once per size in FLUSH_BYTES, with KPROF_L2_FLUSH_BYTES set, when PARTS has evict) and
 # whether DRAM bytes depend on where the data lie (alloc, and placement: kprof with its data
-# where ncu's child has them). All parts take about 7 minutes.
+# where ncu's child has them) or on ncu's invalidation of the L2 (dirty, reset). The default
+# parts take about 7 minutes; placement, dirty and reset (named in PARTS) under a minute each.
 # Run from the repo root on the GPU machine:
 #   OUT=dir [PARTS="matmul gaps warm probe flushes trace evict alloc"] [FLUSH_BYTES="251658240 ..."] scripts/gpu-check-extra.sh
 set -uo pipefail
