@@ -1102,7 +1102,7 @@ impl Profiler {
             let counters = match (&mut sw.counters, step.warmup, &failure) {
                 (Some(st), false, None) => {
                     let window = (run_start_ns, self.backend.timestamp_ns());
-                    Some(self.without_kernel_records(|me| {
+                    Some(self.without_kernel_records(st.kernel_records, |me| {
                         me.counter_run(
                             st,
                             sw.name,

@@ -86,7 +86,7 @@ fn counter_pass_records(value: Option<&str>) -> Result<bool, EngineError> {
     match value.map(str::trim) {
         None | Some("") | Some("off") => Ok(false),
         Some("on") => Ok(true),
-        Some(other) => Err(EngineError::Unsupported(format!(
+        Some(other) => Err(invalid_option(&format!(
             "{COUNTER_PASS_RECORDS_ENV}={other:?} is not a setting: use \"off\" (default: no kernel records during \
              counter passes) or \"on\""
         ))),
@@ -334,6 +334,9 @@ pub(super) struct CounterState {
     pub plan: CounterPlan,
     /// Kernel replay: counter-data image capacity (kernels per run).
     capacity: usize,
+    /// Whether kernels keep their activity records during counter passes
+    /// ([`COUNTER_PASS_RECORDS_ENV`], read once per bench call).
+    pub kernel_records: bool,
 }
 
 const FIRST_CAPACITY: usize = 64;
@@ -457,6 +460,7 @@ impl Profiler {
         if metrics.is_empty() {
             return Ok(None);
         }
+        let kernel_records = counter_pass_records(std::env::var(COUNTER_PASS_RECORDS_ENV).ok().as_deref())?;
         let backend = Arc::clone(&self.backend);
         let cb = backend.counters().ok_or_else(|| {
             let what = match opts.duration {
@@ -478,16 +482,18 @@ impl Profiler {
         Ok(Some(CounterState {
             plan,
             capacity: FIRST_CAPACITY,
+            kernel_records,
         }))
     }
 
     /// Runs `pass` (a counter pass) with the activity records of kernels off unless
-    /// [`COUNTER_PASS_RECORDS_ENV`] is `on`, and turns them back on after it.
+    /// `kernel_records` ([`CounterState::kernel_records`]), and turns them back on after it.
     pub(super) fn without_kernel_records<R>(
         &mut self,
+        kernel_records: bool,
         pass: impl FnOnce(&mut Self) -> Result<R, EngineError>,
     ) -> Result<R, EngineError> {
-        let records_off = !counter_pass_records(std::env::var(COUNTER_PASS_RECORDS_ENV).ok().as_deref())?;
+        let records_off = !kernel_records;
         if records_off {
             // The timing pass's kernels end (and get their records) before recording stops.
             self.backend.synchronize()?;
