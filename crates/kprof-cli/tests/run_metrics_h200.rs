@@ -91,7 +91,11 @@ fn recorded_counter_durations_match_ncu_with_or_without_kernel_records() {
     for key in &ranges {
         for (label, v) in [("on", on[key]), ("off", off[key])] {
             let diff_pct = (v / ncu[key] - 1.0) * 100.0;
-            assert!(diff_pct.abs() <= 0.5, "{key:?} records {label}: {v} vs ncu {} ns", ncu[key]);
+            assert!(
+                diff_pct.abs() <= 0.5,
+                "{key:?} records {label}: {v} vs ncu {} ns",
+                ncu[key]
+            );
         }
     }
     // Per range, the means over its 10 occurrences (two launches: occurrence by occurrence they

@@ -47,7 +47,7 @@ use std::ffi::c_void;
 use std::sync::Mutex;
 
 use kprof::counters::{CuptiLib, RangeProfiler, ReplayMode};
-use kprof::cupti::ffi::{cbid, Cupti, CUpti_CallbackData};
+use kprof::cupti::ffi::{cbid, CUpti_CallbackData, Cupti};
 use kprof::cupti::records::KernelRecord;
 use kprof_core::transforms::{record_combined, Reducer};
 use kprof_core::{ExtraValue, RawResults, SampleRecord, DEFAULT_METRIC};

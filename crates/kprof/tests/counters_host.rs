@@ -104,7 +104,11 @@ fn struct_layouts_match_cuda_13_0_headers() {
          typedef union { int i; } CUstreamAttrValue;\n",
     )
     .unwrap();
-    std::fs::write(tmp.path().join("builtin_types.h"), "#pragma once\ntypedef int cudaError_t;\n").unwrap();
+    std::fs::write(
+        tmp.path().join("builtin_types.h"),
+        "#pragma once\ntypedef int cudaError_t;\n",
+    )
+    .unwrap();
     let table = layout_table();
     let consts = v13_0_constants();
     let mut src = String::from(
@@ -408,7 +412,11 @@ fn bench_counter_plan_validates_on_the_host() {
     );
     // The plan of durations from the counters (DurationSource::Counters): gpu__time_duration.sum
     // first, in the timing tier's unit, with the step 7 set still one pass.
-    let with_duration = s(&["gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum"]);
+    let with_duration = s(&[
+        "gpu__time_duration.sum",
+        "dram__bytes_read.sum",
+        "dram__bytes_write.sum",
+    ]);
     let plan = CounterPlan::new(&cat, &with_duration, ReplayMode::Application).unwrap();
     assert_eq!(
         (plan.units.clone(), plan.passes),

@@ -298,7 +298,10 @@ mod tests {
         assert_eq!(flush_buffer_bytes(l2, Some("251658241")).unwrap(), 241 << 20);
         for bad in ["1000", "4x", "-1", "0"] {
             let msg = flush_buffer_bytes(l2, Some(bad)).unwrap_err().to_string();
-            assert!(msg.contains(&format!("KPROF_L2_FLUSH_BYTES=\"{bad}\"")) && msg.contains("at least the L2"), "{msg}");
+            assert!(
+                msg.contains(&format!("KPROF_L2_FLUSH_BYTES=\"{bad}\"")) && msg.contains("at least the L2"),
+                "{msg}"
+            );
         }
     }
 

@@ -190,7 +190,8 @@ impl CounterBackend for Mock {
                 _ => dur as f64 * 2.0,
             }
         };
-        let vals = |dur: u64| -> Vec<(String, f64)> { plan.metrics.iter().map(|m| (m.clone(), value(m, dur))).collect() };
+        let vals =
+            |dur: u64| -> Vec<(String, f64)> { plan.metrics.iter().map(|m| (m.clone(), value(m, dur))).collect() };
         match plan.mode {
             ReplayMode::Kernel | ReplayMode::Application => {
                 if counted.len() > max_ranges {
@@ -636,11 +637,23 @@ fn durations_from_the_counters_replace_the_records_in_every_replay_mode() {
             })
             .unwrap();
         let (unit, d) = series(&raw, "a", DEFAULT_METRIC);
-        assert_eq!((unit.as_str(), d), ("ns", vec![36.0, 36.0]), "{mode:?}: one sample per run, from the counters");
+        assert_eq!(
+            (unit.as_str(), d),
+            ("ns", vec![36.0, 36.0]),
+            "{mode:?}: one sample per run, from the counters"
+        );
         assert_eq!(series(&raw, "a", "bytes.sum").1, vec![60.0, 60.0], "{mode:?}");
         let plan = p.counter_plan().unwrap();
-        assert_eq!(plan.metrics, vec![DEFAULT_METRIC.to_string(), "bytes.sum".into()], "{mode:?}");
-        assert_eq!(*mock.records_off_in_collect.lock().unwrap(), vec![true, true], "{mode:?}");
+        assert_eq!(
+            plan.metrics,
+            vec![DEFAULT_METRIC.to_string(), "bytes.sum".into()],
+            "{mode:?}"
+        );
+        assert_eq!(
+            *mock.records_off_in_collect.lock().unwrap(),
+            vec![true, true],
+            "{mode:?}"
+        );
     }
 }
 
@@ -665,7 +678,11 @@ fn durations_from_the_counters_need_no_other_counter_metric() {
     let (_, empty) = series(&raw, "empty", DEFAULT_METRIC);
     assert_eq!(empty.len(), 2);
     assert!(empty.iter().all(|v| v.is_nan()));
-    assert!(p.warnings().iter().any(|w| w.contains("\"empty\" launched no kernel")), "{:?}", p.warnings());
+    assert!(
+        p.warnings().iter().any(|w| w.contains("\"empty\" launched no kernel")),
+        "{:?}",
+        p.warnings()
+    );
     assert_eq!(raw.series.len(), 2, "one series per region: {:?}", raw.series);
 }
 
@@ -680,9 +697,15 @@ fn durations_from_the_counters_are_refused_without_the_cupti_backend_and_a_bad_n
         ..opts(&[], ReplayMode::Kernel)
     };
     let e = p.bench("b", &[], &o, |_, _| Ok(())).unwrap_err().to_string();
-    assert!(e.contains("duration source \"counters\"") && e.contains("need the CUPTI backend"), "{e}");
+    assert!(
+        e.contains("duration source \"counters\"") && e.contains("need the CUPTI backend"),
+        "{e}"
+    );
     assert_eq!(DurationSource::parse("counters").unwrap(), DurationSource::Counters);
     assert_eq!(DurationSource::parse("records").unwrap(), DurationSource::Records);
     let e = DurationSource::parse("ncu").unwrap_err().to_string();
-    assert!(e.contains("\"ncu\"") && e.contains("\"records\"") && e.contains("\"counters\""), "{e}");
+    assert!(
+        e.contains("\"ncu\"") && e.contains("\"records\"") && e.contains("\"counters\""),
+        "{e}"
+    );
 }
