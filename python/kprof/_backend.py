@@ -86,9 +86,11 @@ RAW_COLUMNS: tuple[str, ...] = _core.RAW_COLUMNS
 #:   one value: None = nsight's rule (one kernel expected), a reducer name ("sum", "mean", "max",
 #:   "min", "first", "last"), or a callable ``f(a, b)`` applied with reduce, called with floats,
 #:   once per metric, with the GIL held;
-#: * ``duration_source`` ("records" | "counters"): gpu__time_duration.sum from CUPTI kernel records
-#:   or from the counter of that name (CUPTI backend; ncu's durations are always its counter);
-#: * ``cache_control`` ("all" | "none"), ``clock_control`` ("none"), ``replay_mode`` ("kernel"),
+#: * ``duration_source`` ("auto" | "records" | "counters"): gpu__time_duration.sum from the counter
+#:   of that name when available ("auto"), always ("counters"), or from CUPTI kernel records
+#:   ("records") (CUPTI backend; ncu's durations are always its counter);
+#: * ``cache_control`` ("all" | "none"), ``clock_control`` ("none"), ``replay_mode``
+#:   ("application" | "kernel" | "range"),
 #:   ``thermal_mode`` ("auto" | "manual" | "off"), ``thermal_wait`` / ``thermal_cont`` (°C of
 #:   headroom, None: 10 / 20), ``thermal_timeout`` (s, None: 180), ``thermal_device`` (CUDA ordinal
 #:   or None: the benchmark's device; another device is an error): nsight-python's thermal guard,

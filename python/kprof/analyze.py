@@ -40,7 +40,7 @@ _CHOICES = {
     "clock_control": ("none", "base"),
     "cache_control": ("all", "none"),
     "replay_mode": ("kernel", "range", "application"),
-    "duration_source": ("records", "counters"),
+    "duration_source": ("auto", "records", "counters"),
     "thermal_mode": ("auto", "manual", "off"),
     "order": ("interleaved", "sequential"),
     "backend": ("cupti", "cuda-events", "ncu"),
@@ -79,7 +79,7 @@ class Settings:
     thermal_timeout: float | None = None
     thermal_device: int | None = None
     info_collectors: tuple = ()
-    duration_source: str = "records"
+    duration_source: str = "auto"
 
     def backend_options(self) -> dict[str, Any]:
         """The ``options`` dict handed to ``Backend.run_benchmark`` (keys: ``_backend.OPTION_KEYS``)."""
@@ -227,11 +227,15 @@ def _validate(opts: dict[str, Any]) -> Settings:
 
     clock = _choice("clock_control", opts["clock_control"])
     cache = _choice("cache_control", opts["cache_control"])
-    replay = _choice("replay_mode", opts["replay_mode"])
     duration_source = _choice("duration_source", opts["duration_source"])
     thermal = _choice("thermal_mode", opts["thermal_mode"])
     order = _choice("order", opts["order"])
     backend = _choice("backend", opts["backend"])
+    # None: application replay in-process (the function is re-run anyway; every pass starts from
+    # the cache state of a plain run, as ncu's), ncu's own kernel replay under ncu (it flushes the
+    # L2 between its passes itself).
+    replay = opts["replay_mode"]
+    replay = ("kernel" if backend == "ncu" else "application") if replay is None else _choice("replay_mode", replay)
 
     wait, cont = opts["thermal_wait"], opts["thermal_cont"]
     for name in ("thermal_wait", "thermal_cont", "thermal_timeout"):
@@ -516,7 +520,7 @@ def kernel(
     ignore_kernel_list: Iterable[str] | None = None,
     clock_control: str = "none",
     cache_control: str = "all",
-    replay_mode: str = "kernel",
+    replay_mode: str | None = None,
     thermal_mode: str = "auto",
     thermal_wait: float | None = None,
     thermal_cont: float | None = None,
@@ -534,7 +538,7 @@ def kernel(
     time_budget: float | None = None,
     backend: str = "cupti",
     ncu_options: dict | None = None,
-    duration_source: str = "records",
+    duration_source: str = "auto",
 ):
     """Profiles the decorated function: ``@kernel``, ``@kernel()`` or ``@kernel(**options)``.
 
@@ -551,16 +555,21 @@ def kernel(
     * ``target_rsd`` / ``target_ci`` (percent): keep running a config until its relative standard
       deviation / relative CI95 half-width falls below the target, with ``runs`` as the minimum
       and ``max_runs`` / ``time_budget`` (seconds) as the caps;
-    * ``replay_mode`` ("kernel") for counter metrics with the CUPTI backend: ``"kernel"`` (CUPTI
-      replays each kernel; the function runs once), ``"application"`` (one value per kernel, the
-      function re-run once per pass with the L2 flushed as in the timed run: for counters that
-      depend on the cache) or ``"range"`` (one value per annotation, rates over its whole time);
-    * ``duration_source`` ("records"): where ``gpu__time_duration.sum`` comes from with the CUPTI
-      backend: ``"records"`` (CUPTI's kernel records of the timed run) or ``"counters"`` (the
-      hardware counter of that name, collected in the counter pass with the records off, as Nsight
-      Compute measures it; at most one more replay pass; use it with ``replay_mode="application"``
-      to compare with ncu). On the H200 the records read about 0.5 us longer per kernel. With
-      ``backend="ncu"`` durations are always ncu's counter;
+    * ``replay_mode`` (None: ``"application"`` with the CUPTI backend, ``"kernel"`` with
+      ``backend="ncu"``) for counter metrics: ``"application"`` (one value per kernel, the
+      function re-run once per pass with the L2 flushed as in the timed run, as Nsight Compute's
+      application replay: the values ncu gives, also for counters that depend on the cache),
+      ``"kernel"`` (CUPTI replays each kernel and cannot flush the L2 between its passes: DRAM
+      rates of data larger than the L2 read ~2 points above ncu) or ``"range"`` (one value per
+      annotation, rates over its whole time);
+    * ``duration_source`` ("auto"): where ``gpu__time_duration.sum`` comes from with the CUPTI
+      backend. ``"auto"``: the hardware counter of that name when the counters can be used (as
+      Nsight Compute measures it, in one more pass of the function per recorded run, the kernel
+      records off), else CUPTI's kernel records with a warning; ``"counters"``: always the counter
+      (an error when it cannot be used); ``"records"``: CUPTI's kernel records of the timed run
+      (one pass; short kernels read below ncu's value with the default concurrent records). A CUDA
+      graph replay always counts as the graph's GPU span. The ``DurationSource`` column of every
+      row says which source gave it. With ``backend="ncu"`` durations are always ncu's counter;
     * ``backend`` ("cupti"): the measurement backend; ``"cuda-events"`` times each annotation with
       two CUDA events instead (no CUPTI needed, e.g. while torch.profiler holds CUPTI; metric
       ``cuda_event_elapsed.sum``, idle gaps included, no kernel names); ``"ncu"`` re-runs the script

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import inspect
 import operator
 import os
 import re
@@ -95,7 +96,15 @@ def test_counter_metrics_and_range_replay_reach_the_backend(fake_backend, fake_c
     make_bench(metrics=metrics, replay_mode="range")()
     o = fake_backend.options
     assert o["metrics"] == metrics and o["replay_mode"] == "range"
-    assert o["duration_source"] == "records"
+    assert o["duration_source"] == "auto"
+    make_bench(metrics=metrics)()
+    assert fake_backend.options["replay_mode"] == "application", "the in-process default"
+    from kprof.analyze import _validate
+
+    base = dict(inspect.signature(kprof.analyze.kernel).parameters)
+    opts = {k: v.default for k, v in base.items() if k != "_func"}
+    assert _validate({**opts, "backend": "ncu"}).replay_mode == "kernel", "ncu's own default under ncu"
+    assert _validate(opts).replay_mode == "application"
     make_bench(metrics=metrics, replay_mode="application", duration_source="counters")()
     assert fake_backend.options["duration_source"] == "counters"
 

@@ -122,7 +122,10 @@ def test_nsight_names_exist():
     assert defaults["runs"] == 1 and defaults["verbosity"] == nsight.VerbosityLevel.INFO
     assert list(defaults["metrics"]) == ["gpu__time_duration.sum"]
     assert (defaults["clock_control"], defaults["cache_control"], defaults["replay_mode"],
-            defaults["thermal_mode"], defaults["output_csv"]) == ("none", "all", "kernel", "auto", False)
+            defaults["thermal_mode"], defaults["output_csv"]) == ("none", "all", None, "auto", False)
+    # replay_mode=None: application replay in-process, ncu's kernel replay under backend="ncu"
+    # (docs/python-differences.md); durations from the counters when available.
+    assert defaults["duration_source"] == "auto"
     assert (defaults["warmup"], defaults["order"], defaults["backend"]) == (1, "interleaved", "cupti")
 
 

@@ -38,7 +38,7 @@ def check(exc, message, **opts):
         (dict(replay_mode="app"), "replay_mode must be one of 'kernel', 'range', 'application'; got 'app'"),
         (dict(thermal_mode="hot"), "thermal_mode must be one of 'auto', 'manual', 'off'; got 'hot'"),
         (dict(order="random"), "order must be one of 'interleaved', 'sequential'; got 'random'"),
-        (dict(duration_source="ncu"), "duration_source must be one of 'records', 'counters'; got 'ncu'"),
+        (dict(duration_source="ncu"), "duration_source must be one of 'auto', 'records', 'counters'; got 'ncu'"),
         (dict(duration_source="counters", backend="cuda-events"),
          "duration_source='counters' takes gpu__time_duration.sum from the hardware counters"),
         (dict(backend="nvbit"), "backend must be one of 'cupti', 'cuda-events', 'ncu'; got 'nvbit'"),

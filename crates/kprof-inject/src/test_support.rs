@@ -67,6 +67,7 @@ pub(crate) fn fixture() -> (Vec<RangeOcc>, ActivityBatch) {
             launch(5, 500),
         ],
         external: vec![],
+        ..Default::default()
     };
     (ranges, batch)
 }

@@ -14,8 +14,13 @@
 //! - **(C) nesting is inclusive.** A kernel attributed to a region is also listed under each of
 //!   its ancestors (following `parent`), so an outer region's total includes its inner regions.
 //!
-//! CUDA graphs: every kernel node of one `cuGraphLaunch` carries the launch's correlation id, so
-//! all of them follow the graph launch's region under (A) and (B).
+//! CUDA graphs: a graph launch is **one work item** whose duration is the graph's GPU span, from
+//! its first node's start to its last node's end (idle gaps between nodes included), never the
+//! time of one node and never the sum of its nodes ([`work_items`]). With graph trace on (the
+//! default in serial kernel tracing), CUPTI gives one GRAPH_TRACE record per launch and no node
+//! records; with concurrent kernel records the nodes of one launch (they share the launch's
+//! correlation id) are merged into that span. The item carries the launch's correlation id, so it
+//! follows the graph launch's region under (A) and (B).
 //!
 //! Kernels of a region are listed in launch order: by the launch's CPU start, then the kernel's
 //! GPU start (kernels without a launch record sort by their GPU start).
@@ -25,7 +30,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::cupti::ffi::EXTERNAL_CORRELATION_KIND_CUSTOM0;
-use crate::cupti::records::{ActivityBatch, KernelRecord};
+use crate::cupti::records::{graph_item_name, ActivityBatch, KernelRecord};
 use crate::error::EngineError;
 
 /// One open-then-closed region, in CUPTI timestamps.
@@ -71,8 +76,49 @@ impl Attribution {
     }
 }
 
-/// Attributes every kernel of `batch` to `regions` by the rules in the module documentation.
+/// The work items of a batch: every eager kernel as it is, every CUDA graph launch as one item
+/// spanning the graph (see the module docs). Node records of a launch that also has a graph
+/// record are dropped (they carry no timestamps); timed node records of a launch without one are
+/// merged into one item named [`graph_item_name`]; untimed node records without a graph record
+/// are kept as they are (the runner warns about them).
+pub fn work_items(batch: &ActivityBatch) -> Vec<KernelRecord> {
+    let traced: std::collections::HashSet<u32> = batch.graphs.iter().map(|g| g.correlation_id).collect();
+    let mut items: Vec<KernelRecord> = batch.graphs.iter().map(|g| g.as_work_item()).collect();
+    // Launch correlation id -> index in `items` of its merged span.
+    let mut merged: HashMap<u32, usize> = HashMap::new();
+    for k in &batch.kernels {
+        let node = k.graph_id != 0;
+        let untimed = k.start_ns == 0 && k.end_ns == 0;
+        if node && traced.contains(&k.correlation_id) {
+            continue;
+        }
+        if !node || untimed {
+            items.push(k.clone());
+            continue;
+        }
+        match merged.get(&k.correlation_id) {
+            Some(&i) => {
+                let it = &mut items[i];
+                it.start_ns = it.start_ns.min(k.start_ns);
+                it.end_ns = it.end_ns.max(k.end_ns);
+            }
+            None => {
+                merged.insert(k.correlation_id, items.len());
+                items.push(KernelRecord {
+                    graph_node_id: 0,
+                    name: graph_item_name(k.graph_id),
+                    ..k.clone()
+                });
+            }
+        }
+    }
+    items
+}
+
+/// Attributes every work item of `batch` ([`work_items`]: kernels, and CUDA graph launches as a
+/// whole) to `regions` by the rules in the module documentation.
 pub fn attribute(batch: &ActivityBatch, regions: &[RegionSpan]) -> Attribution {
+    let items = work_items(batch);
     let mut ext_of_corr: HashMap<u32, u64> = HashMap::new();
     for e in &batch.external {
         if e.external_kind == EXTERNAL_CORRELATION_KIND_CUSTOM0 {
@@ -89,8 +135,7 @@ pub fn attribute(batch: &ActivityBatch, regions: &[RegionSpan]) -> Attribution {
     let parent_of: HashMap<u64, Option<u64>> = regions.iter().map(|r| (r.id, r.parent)).collect();
 
     // Sort kernels into launch order once.
-    let mut order: Vec<(u64, u64, usize)> = batch
-        .kernels
+    let mut order: Vec<(u64, u64, usize)> = items
         .iter()
         .enumerate()
         .map(|(i, k)| {
@@ -102,7 +147,7 @@ pub fn attribute(batch: &ActivityBatch, regions: &[RegionSpan]) -> Attribution {
 
     let mut out = Attribution::default();
     for (launch_t, _, i) in order {
-        let k = &batch.kernels[i];
+        let k = &items[i];
         let (region, via) = if let Some(&id) = ext_of_corr.get(&k.correlation_id) {
             (Some(id), Via::ExternalCorrelation)
         } else if launch_start.contains_key(&k.correlation_id) {
@@ -244,6 +289,7 @@ mod tests {
             kernels: vec![k(1, 1000, 10, "a"), k(2, 1020, 10, "b")],
             launches: vec![launch(1, 10, 100, 307), launch(2, 500, 100, 307)],
             external: vec![ext(1, 7), ext(2, 7)],
+            ..Default::default()
         };
         let a = attribute(&batch, &[span(7, None, 5, 20)]);
         assert_eq!(names(&a.by_region[&7]), ["a", "b"]);
@@ -259,6 +305,7 @@ mod tests {
             kernels: vec![k(1, 1000, 10, "fwd"), k(2, 1100, 30, "bwd")],
             launches: vec![launch(1, 10, 100, 307), launch(2, 15, 200, 307)],
             external: vec![ext(1, 7)],
+            ..Default::default()
         };
         let a = attribute(&batch, &[span(7, None, 5, 20)]);
         assert_eq!(names(&a.by_region[&7]), ["fwd", "bwd"]);
@@ -283,6 +330,7 @@ mod tests {
                 launch(4, 60, 200, 307),
             ],
             external: vec![ext(1, 1), ext(2, 2)],
+            ..Default::default()
         };
         let regions = [span(1, None, 0, 100), span(2, Some(1), 10, 50)];
         let a = attribute(&batch, &regions);
@@ -304,24 +352,79 @@ mod tests {
             g.graph_id = 4;
             g.graph_node_id = i as u64 + 1;
         }
-        // Launched from another thread: timestamp rule; and from the region thread: ext rule.
+        // Concurrent records: the launch's nodes become one item spanning the graph (2000..2015),
+        // not the sum of the nodes (15 ns either way here; see the gap test below).
         let batch = ActivityBatch {
             kernels: vec![g2.clone(), g1.clone(), g3.clone()],
             launches: vec![launch(9, 30, 200, 514)],
-            external: vec![],
+            ..Default::default()
         };
+        // Launched from another thread: timestamp rule; and from the region thread: ext rule.
         let a = attribute(&batch, &[span(3, None, 25, 40)]);
-        // Launch order = GPU start order within one launch.
-        assert_eq!(names(&a.by_region[&3]), ["node_a", "node_c", "node_b"]);
+        assert_eq!(names(&a.by_region[&3]), ["cuda-graph:4"]);
+        assert_eq!((a.by_region[&3][0].start_ns, a.by_region[&3][0].end_ns), (2000, 2015));
         let batch = ActivityBatch {
             external: vec![ext(9, 3)],
             launches: vec![launch(9, 999, 100, 515)],
             ..batch
         };
         let a = attribute(&batch, &[span(3, None, 25, 40)]);
-        assert_eq!(a.by_region[&3].len(), 3);
-        assert_eq!(a.direct_via[&3], (3, 0));
+        assert_eq!(a.by_region[&3].len(), 1);
+        assert_eq!(a.direct_via[&3], (1, 0));
         assert!(cbid_is_graph(514) && cbid_is_graph(515) && !cbid_is_graph(307));
+    }
+
+    #[test]
+    fn a_graph_is_its_span_with_gaps_never_one_node_or_the_node_sum() {
+        // Two nodes with a 100 ns gap between them: the graph took 120 ns on the GPU.
+        let mut n1 = k(9, 1000, 10, "node_a");
+        let mut n2 = k(9, 1110, 10, "node_b");
+        n1.graph_id = 2;
+        n2.graph_id = 2;
+        let eager = k(8, 900, 50, "eager");
+        let batch = ActivityBatch {
+            kernels: vec![eager, n1, n2],
+            launches: vec![launch(8, 10, 20, 307), launch(9, 30, 40, 514)],
+            external: vec![ext(8, 3), ext(9, 3)],
+            ..Default::default()
+        };
+        let a = attribute(&batch, &[span(3, None, 5, 100)]);
+        assert_eq!(names(&a.by_region[&3]), ["eager", "cuda-graph:2"]);
+        assert_eq!(a.total_ns(3), 50 + 120);
+    }
+
+    #[test]
+    fn graph_trace_records_replace_untimed_node_records() {
+        use crate::cupti::records::GraphRecord;
+        // Serial kernel tracing with graph trace: one GRAPH_TRACE record per launch; any node
+        // record of that launch (untimed) is dropped. Eager kernels stay as they are.
+        let mut untimed = k(9, 0, 0, "node");
+        untimed.end_ns = 0;
+        untimed.graph_id = 5;
+        let graph = GraphRecord {
+            start_ns: 2000,
+            end_ns: 130_000,
+            device_id: 0,
+            stream_id: 7,
+            correlation_id: 9,
+            graph_id: 5,
+        };
+        let batch = ActivityBatch {
+            kernels: vec![untimed, k(8, 1000, 400, "eager")],
+            launches: vec![launch(8, 10, 20, 307), launch(9, 30, 40, 514)],
+            external: vec![ext(8, 3), ext(9, 3)],
+            graphs: vec![graph],
+        };
+        let a = attribute(&batch, &[span(3, None, 5, 100)]);
+        assert_eq!(names(&a.by_region[&3]), ["eager", "cuda-graph:5"]);
+        assert_eq!(a.total_ns(3), 400 + 128_000);
+        // Untimed node records without a graph record stay (the runner warns about them).
+        let batch = ActivityBatch {
+            graphs: vec![],
+            ..batch
+        };
+        let a = attribute(&batch, &[span(3, None, 5, 100)]);
+        assert_eq!(names(&a.by_region[&3]), ["eager", "node"]);
     }
 
     fn cbid_is_graph(c: u32) -> bool {
@@ -342,6 +445,7 @@ mod tests {
                 external_id: 5,
                 correlation_id: 1,
             }],
+            ..Default::default()
         };
         let a = attribute(&batch, &[span(5, None, 10, 30)]);
         assert_eq!(names(&a.by_region[&5]), ["inside"]);
@@ -357,6 +461,7 @@ mod tests {
             kernels: vec![k(1, 100, 5, "a"), k(2, 110, 5, "b"), k(3, 200, 7, "c")],
             launches: vec![launch(1, 1, 1, 307), launch(2, 2, 1, 307), launch(3, 50, 1, 307)],
             external: vec![ext(1, r1), ext(2, r1), ext(3, r2)],
+            ..Default::default()
         };
         let a = attribute(&batch, &[span(r1, None, 0, 10), span(r2, None, 40, 60)]);
         assert_eq!(a.total_ns(r1), 10);

@@ -83,32 +83,55 @@ pub enum RunOrder {
 }
 
 /// Where the durations of [`DEFAULT_METRIC`] (`gpu__time_duration.sum`) come from.
+///
+/// What a duration means in kprof (issue 17): **an eager kernel's duration is Nsight Compute's
+/// `gpu__time_duration`** (what nsight-python reports), and **a CUDA graph launch counts as the
+/// graph's GPU span** (first node's start to last node's end, as CUDA events around the replay
+/// see it), never one node's time. A region's value combines its kernels and graph launches
+/// ([`Reducer`], the sum by default). Each sample's `DurationSource` column says which source gave
+/// it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum DurationSource {
-    /// CUPTI's kernel activity records of the timing pass (the default): one pass, cheap, no
-    /// counter permission needed. On the H200 they are about 0.5 us longer per kernel than the
-    /// counters' `gpu__time_duration` (softmax 8192x1024: 18.67 vs 18.19 us, +2.6 %; a 125 us
-    /// kernel +0.4 %).
+    /// Counters when this profiler can collect them, else records (the default). The choice is
+    /// made once per bench call, before any recorded run: the counter session is opened then,
+    /// and a failure (no counter permission, another profiler holding the counters, the CUDA
+    /// events backend) falls back to records with one warning.
     #[default]
+    Auto,
+    /// CUPTI's kernel activity records of the timing pass: one pass, no counter permission needed.
+    /// With concurrent records (the default trace) short kernels read below ncu (1M-float kernel:
+    /// 3.46 vs 4.22 us on the H200) and kernels of many tiny blocks above it (instrumentation);
+    /// with serial records every kernel reads about 0.5 us above ncu.
     Records,
     /// The counter `gpu__time_duration.sum` of every kernel, collected in the counter pass of every
-    /// recorded run (with the kernel records off), as Nsight Compute measures it: one more replay
-    /// pass at most, needs counter permission and [`Profiler::new`]. The timing pass still runs
-    /// (its records map the counter pass's kernels to regions, and the stopping policy judges its
-    /// durations). Use [`ReplayMode::Application`] for ncu's per-pass cache state.
+    /// recorded run (with the kernel records off), as Nsight Compute measures it: one more pass of
+    /// the closure per recorded run, needs counter permission and [`Profiler::new`]. The timing
+    /// pass still runs (its records map the counter pass's kernels to regions, time CUDA graph
+    /// launches, which the Range Profiler does not profile, and feed the stopping policy).
     Counters,
 }
 
 impl DurationSource {
-    /// The source a name gives (`records`, `counters`); the error names both.
+    /// The source a name gives (`auto`, `records`, `counters`); the error names all three.
     pub fn parse(name: &str) -> Result<DurationSource, EngineError> {
         match name {
+            "auto" => Ok(DurationSource::Auto),
             "records" => Ok(DurationSource::Records),
             "counters" => Ok(DurationSource::Counters),
             other => Err(invalid_option(&format!(
-                "duration source {other:?} is not one: use \"records\" (CUPTI kernel records, the default) or \"counters\" \
-                 (the counter gpu__time_duration.sum, as Nsight Compute measures it)"
+                "duration source {other:?} is not one: use \"auto\" (the default: counters when available, else \
+                 records), \"counters\" (the counter gpu__time_duration.sum, as Nsight Compute measures it) or \
+                 \"records\" (CUPTI kernel records of the timing pass)"
             ))),
+        }
+    }
+
+    /// The name [`DurationSource::parse`] takes, and the `DurationSource` column's value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DurationSource::Auto => "auto",
+            DurationSource::Records => "records",
+            DurationSource::Counters => "counters",
         }
     }
 }
@@ -150,15 +173,18 @@ pub struct BenchOptions {
     /// metrics (ncu names, collected in a counter pass of every recorded run; see
     /// `runner/counter_pass.rs`).
     pub metrics: Vec<String>,
-    /// How counter metrics are collected: [`ReplayMode::Kernel`] (default: one value per kernel,
-    /// combined per region, the closure run once and each kernel replayed by CUPTI),
-    /// [`ReplayMode::Application`] (one value per kernel, the closure re-run once per pass with
-    /// the L2 flushed as in the timing pass: for counters that depend on the cache) or
+    /// How counter metrics are collected: [`ReplayMode::Application`] (default: one value per
+    /// kernel, the closure re-run once per pass with the L2 flushed as in the timing pass, so every
+    /// pass starts from the cache state a plain run gives it, as Nsight Compute's application
+    /// replay does; measured on the H200 within 0.3 point of ncu on the seed's DRAM throughput),
+    /// [`ReplayMode::Kernel`] (one value per kernel, combined per region, the closure run once and
+    /// each kernel replayed by CUPTI, which cannot flush the L2 between its passes: DRAM rates of
+    /// data larger than the L2 read about 2 points above ncu) or
     /// [`ReplayMode::User`] (one range per region, the closure re-run once per pass; rates cover
     /// the range's whole elapsed time). See `runner/counter_pass.rs`.
     pub replay_mode: ReplayMode,
     /// Where the durations of `gpu__time_duration.sum` come from (default
-    /// [`DurationSource::Records`]).
+    /// [`DurationSource::Auto`]: the counters when available, else the kernel records).
     pub duration: DurationSource,
     /// Thermal guard before every run (default: auto, as nsight-python).
     pub thermal: ThermalOptions,
@@ -183,8 +209,8 @@ impl Default for BenchOptions {
             ignore_failures: false,
             output_prefix: None,
             metrics: Vec::new(),
-            replay_mode: ReplayMode::Kernel,
-            duration: DurationSource::Records,
+            replay_mode: ReplayMode::Application,
+            duration: DurationSource::Auto,
             thermal: ThermalOptions::default(),
             conditions: true,
             collectors: Collectors::default(),
@@ -426,6 +452,9 @@ fn model_error(e: kprof_core::model::ModelError) -> EngineError {
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct KernelRun {
     pub name: String,
+    /// A whole CUDA graph launch (its GPU span), not one kernel: the Range Profiler does not
+    /// profile graph launches, so counter passes skip these.
+    pub graph: bool,
     /// Demangled name, when the backend has one.
     pub demangled: Option<String>,
     pub start_ns: u64,
@@ -777,6 +806,9 @@ pub struct Profiler {
     /// NVML, the monitored device, the fingerprint, and the current bench call's guard,
     /// sampler and collectors.
     conditions: ProfilerConditions,
+    /// The current bench call's `DurationSource` column: `counters`, `records` or `cuda-events`
+    /// (the resolved [`DurationSource`]).
+    duration_source: &'static str,
 }
 
 /// The metric of [`Profiler::with_cuda_events`]: GPU time between two CUDA events around a
@@ -863,6 +895,7 @@ impl Profiler {
             holds_slot,
             metric,
             conditions,
+            duration_source: "records",
         }
     }
 
@@ -994,7 +1027,12 @@ impl Profiler {
         }
         opts.validate()?;
         // Counter metrics are validated on the host before any GPU work.
-        let counters = self.counters_prepare(name, opts)?;
+        let (counters, duration) = self.counters_prepare(name, opts)?;
+        self.duration_source = match (self.metric, duration) {
+            (CUDA_EVENTS_METRIC, _) => "cuda-events",
+            (_, DurationSource::Counters) => "counters",
+            _ => "records",
+        };
         let default_configs = [Config::new()];
         let configs: &[Config] = if configs.is_empty() { &default_configs } else { configs };
         let call = self.next_call;
@@ -1168,10 +1206,9 @@ impl Profiler {
         if untimed > 0 && !sw.warned_untimed {
             sw.warned_untimed = true;
             self.warnings.push(format!(
-                "{}: {untimed} kernel(s) of CUDA graphs came without timestamps: serial kernel tracing (the default) \
-                 times a graph launch as one span, reported on one of its nodes, so a region's value is the graph's span \
-                 and its per-kernel breakdown is not per node; set KPROF_KERNEL_TRACE=concurrent for per-node durations \
-                 (CUPTI then instruments kernels, which slows kernels of many short blocks)",
+                "{}: {untimed} kernel(s) of CUDA graphs came without timestamps and count as 0 ns: this CUPTI did not \
+                 trace graph launches as a whole (GRAPH_TRACE records) and serial kernel records do not time graph \
+                 nodes; set KPROF_KERNEL_TRACE=concurrent to time the nodes (the graph's span is then taken from them)",
                 sw.name
             ));
         }
@@ -1253,7 +1290,7 @@ impl Profiler {
             let mut any = false;
             // With durations from the counters, the counter pass records `gpu__time_duration.sum`
             // (NaN for the regions below too); the records still feed the stopping policy.
-            let from_records = opts.duration == DurationSource::Records;
+            let from_records = self.duration_source != "counters";
             for s in &spans {
                 if s.failed {
                     let msg = format!(
@@ -1435,6 +1472,9 @@ impl Profiler {
         let mut extras: Vec<(&str, ExtraValue)> = self.extras.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
         let run_extras = self.conditions.extras_for(step.config, step.run, region);
         extras.extend(run_extras.iter().map(|(n, v)| (n.as_str(), v.clone())));
+        if metric == DEFAULT_METRIC || metric == CUDA_EVENTS_METRIC {
+            extras.push(("DurationSource", ExtraValue::Text(self.duration_source.to_string())));
+        }
         if let Some(w) = warning {
             extras.push(("Warning", ExtraValue::Text(w.to_string())));
         }
@@ -1525,7 +1565,7 @@ mod gpu {
                 v.driver,
                 Some(crate::conditions::fingerprint::format_cupti_version(v.cupti_api)),
             );
-            inputs.kernel_timing = Some(session.kernel_trace().describe().to_string());
+            inputs.kernel_timing = Some(session.describe());
             let backend = GpuBackend {
                 libs,
                 session: Mutex::new(session),
@@ -1566,6 +1606,7 @@ mod gpu {
                 let ks = ks
                     .into_iter()
                     .map(|k| KernelRun {
+                        graph: k.graph_id != 0,
                         start_ns: k.start_ns,
                         end_ns: k.end_ns,
                         demangled: None,
@@ -1579,6 +1620,7 @@ mod gpu {
             .unattributed
             .iter()
             .map(|k| KernelRun {
+                graph: k.graph_id != 0,
                 start_ns: k.start_ns,
                 end_ns: k.end_ns,
                 demangled: None,
@@ -1768,6 +1810,7 @@ mod events {
                 let _ = self.driver.event_destroy(end.0);
                 let ns = (f64::from(elapsed?) * 1e6).round() as u64;
                 collected.by_region.entry(key).or_default().push(KernelRun {
+                    graph: false,
                     name: EVENTS_KERNEL.to_string(),
                     demangled: None,
                     start_ns: 0,
@@ -1789,6 +1832,41 @@ mod events {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The replayed graph rows against the recorded ones (sum of nodes): the same rows, each
+    /// value the graph's span (at least the nodes' sum, at most 2 us more: the gaps between its 3
+    /// nodes), the kernel column the graph's name.
+    fn check_graph_span_rows(now: &str, then: &str) {
+        let (now, then): (Vec<&str>, Vec<&str>) = (now.lines().collect(), then.lines().collect());
+        assert_eq!(now.len(), then.len());
+        assert_eq!(now[0], then[0]);
+        for (n, t) in now[1..].iter().zip(&then[1..]) {
+            let (n, t): (Vec<&str>, Vec<&str>) = (n.split(',').collect(), t.split(',').collect());
+            let (span, sum): (f64, f64) = (n[1].parse().unwrap(), t[1].parse().unwrap());
+            assert!(span >= sum && span <= sum + 2000.0, "span {span} vs node sum {sum}");
+            assert_eq!(n[3], "cuda-graph:2");
+            assert_eq!((&n[..1], &n[4..]), (&t[..1], &t[4..]));
+        }
+    }
+
+    /// A CSV text without one column (every line split on plain commas: the fixtures quote none).
+    fn without_column(csv: &str, column: &str) -> String {
+        let Some(header) = csv.lines().next() else {
+            return String::new();
+        };
+        let Some(idx) = header.split(',').position(|c| c == column) else {
+            return csv.to_string();
+        };
+        csv.lines()
+            .map(|l| {
+                let mut cells: Vec<&str> = l.split(',').collect();
+                if idx < cells.len() {
+                    cells.remove(idx);
+                }
+                cells.join(",") + "\n"
+            })
+            .collect()
+    }
     use std::sync::atomic::AtomicU64;
     use std::sync::Mutex;
 
@@ -1815,6 +1893,7 @@ mod tests {
         fn launch(&self, name: &str, dur: u64) {
             let t = self.clock.fetch_add(dur + 10, Ordering::SeqCst);
             self.run_kernel(KernelRun {
+                graph: false,
                 name: name.to_string(),
                 demangled: Some(format!("{name}()")),
                 start_ns: t,
@@ -1825,6 +1904,7 @@ mod tests {
         /// A kernel record without timestamps, as serial tracing gives a CUDA-graph node.
         fn launch_untimed(&self, name: &str) {
             self.run_kernel(KernelRun {
+                graph: false,
                 name: name.to_string(),
                 demangled: None,
                 start_ns: 0,
@@ -2255,7 +2335,7 @@ mod tests {
         );
         assert_eq!(csv.lines().count(), 1 + 3, "{csv}");
         assert!(
-            csv.contains("k,100.0,gpu__time_duration.sum,k,Fake GPU,h,1.0,2.0,ns,0.0,512,g,0"),
+            csv.contains("k,100.0,gpu__time_duration.sum,k,Fake GPU,h,1.0,2.0,ns,0.0,records,512,g,0"),
             "{csv}"
         );
     }
@@ -2292,6 +2372,7 @@ mod tests {
     #[test]
     fn ignore_list_matches_mangled_and_demangled_names() {
         let k = KernelRun {
+            graph: false,
             name: "_Z5scalePfPKffi".into(),
             demangled: None,
             start_ns: 0,
@@ -2302,6 +2383,7 @@ mod tests {
         assert!(kernel_matches(&k, "scale"));
         assert!(!kernel_matches(&k, "scal"));
         let plain = KernelRun {
+            graph: false,
             name: "copyk".into(),
             demangled: None,
             start_ns: 0,
@@ -2472,8 +2554,20 @@ mod tests {
                     Ok(())
                 })
                 .unwrap();
-            let now = std::fs::read_to_string(raw_csv_path(out.path(), name)).unwrap();
+            // The recordings predate the DurationSource column (added for issue 17): compare
+            // without it.
+            let now = without_column(
+                &std::fs::read_to_string(raw_csv_path(out.path(), name)).unwrap(),
+                "DurationSource",
+            );
             let then = std::fs::read_to_string(fixtures.join(format!("{name}-raw.csv"))).unwrap();
+            if name == "e_graph" {
+                // Recorded when a graph launch counted as the sum of its nodes; it is now the
+                // graph's span (first node's start to last node's end), named after the graph.
+                check_graph_span_rows(&now, &then);
+                results.push(raw);
+                continue;
+            }
             assert_eq!(
                 now, then,
                 "{name}: replayed raw CSV differs from the one written on the H200"

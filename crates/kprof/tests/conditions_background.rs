@@ -65,8 +65,9 @@ fn a_run_shorter_than_the_interval_takes_the_nearest_sample() {
     assert_eq!(c.sm_clock_mhz_after, 1980.0);
     assert_eq!(c.power_mw, 120_000.0);
     assert_eq!(c.throttled, Some(false));
-    // Interpolated energy: 1280 to 1320.
-    assert!((c.energy_mj - 40.0).abs() < 1e-9, "{}", c.energy_mj);
+    // Energy through the update instants (1000 at 0 ms, 1400 at 10 ms, the middle between the
+    // polls that saw the change), extrapolated: 1560 to 1640.
+    assert!((c.energy_mj - 80.0).abs() < 1e-9, "{}", c.energy_mj);
     // [2, 4] ms: nearer to the 0 ms sample, whose 1700 MHz is throttled.
     let c = conditions_from_samples(&samples, t0 + ms(2), t0 + ms(4), 1980.0, Duration::ZERO);
     assert_eq!(c.sm_clock_mhz_after, 1700.0);
@@ -74,25 +75,54 @@ fn a_run_shorter_than_the_interval_takes_the_nearest_sample() {
 }
 
 #[test]
-fn energy_is_interpolated_and_extrapolated_past_the_newest_sample() {
+fn energy_is_interpolated_through_the_counters_updates_and_extrapolated_past_the_newest() {
     let t0 = Instant::now();
+    // The counter changed between the polls at 0 and 20 ms: its update is placed at 10 ms.
     let samples = vec![s(t0, 0, 1980.0, 0, 1000), s(t0, 20, 1980.0, 0, 1400)];
-    assert_eq!(energy_at(&samples, t0 + ms(5)), Some(1100.0));
-    assert_eq!(energy_at(&samples, t0 + ms(20)), Some(1400.0));
-    // After the newest sample: the last two samples' slope.
-    assert_eq!(energy_at(&samples, t0 + ms(30)), Some(1600.0));
+    assert_eq!(energy_at(&samples, t0 + ms(5)), Some(1200.0));
+    assert_eq!(energy_at(&samples, t0 + ms(10)), Some(1400.0));
+    // After the newest update: the last two updates' slope.
+    assert_eq!(energy_at(&samples, t0 + ms(20)), Some(1800.0));
     // Before the oldest: unknown.
     let before = t0.checked_sub(ms(1)).unwrap();
     assert_eq!(energy_at(&samples, before), None);
     assert_eq!(energy_at(&samples[..1], t0 + ms(5)), None);
-    // A counter that did not advance between polls gives 0 for a short run (its resolution).
+    // A counter that did not move between polls resolves nothing: NaN, never a zero.
     let flat = vec![s(t0, 0, 1980.0, 0, 1000), s(t0, 20, 1980.0, 0, 1000)];
     let c = conditions_from_samples(&flat, t0 + ms(5), t0 + ms(8), 1980.0, Duration::ZERO);
-    assert_eq!(c.energy_mj, 0.0);
+    assert!(c.energy_mj.is_nan(), "{}", c.energy_mj);
     // A counter going backwards is NaN.
     let back = vec![s(t0, 0, 1980.0, 0, 1000), s(t0, 20, 1980.0, 0, 900)];
     let c = conditions_from_samples(&back, t0 + ms(5), t0 + ms(8), 1980.0, Duration::ZERO);
     assert!(c.energy_mj.is_nan());
+}
+
+/// Polls every 20 ms of a counter that, as NVML's on the H200 (driver 580), moves only every
+/// 100 ms, by 65 J at 650 W.
+fn h200_like_counter(t0: Instant, until_ms: u64) -> Vec<Sample> {
+    (0..=until_ms / 20)
+        .map(|i| {
+            let at = i * 20;
+            s(t0, at, 1980.0, 0, 1_000_000 + 65_000 * (at / 100))
+        })
+        .collect()
+}
+
+#[test]
+fn a_run_shorter_than_the_counters_update_period_has_nan_energy_and_a_longer_one_power_times_time() {
+    let t0 = Instant::now();
+    let samples = h200_like_counter(t0, 1000);
+    let updates = energy_updates(&samples);
+    assert_eq!(energy_update_period(&updates), Some(ms(100)));
+    // A 22 ms run (the fp32 matmul 8192 of issue 17) between two polls that read the same value:
+    // not resolved, NaN (it read 0.0 before).
+    let c = conditions_from_samples(&samples, t0 + ms(505), t0 + ms(527), 1980.0, Duration::ZERO);
+    assert!(c.energy_mj.is_nan(), "{}", c.energy_mj);
+    assert!((c.energy_update_period_s - 0.1).abs() < 1e-9);
+    // A 250 ms run: the mean power (650 W) times the time, within 10 %.
+    let c = conditions_from_samples(&samples, t0 + ms(305), t0 + ms(555), 1980.0, Duration::ZERO);
+    let want = 650.0 * 250.0; // mJ = W * ms
+    assert!((c.energy_mj / want - 1.0).abs() < 0.10, "{} vs {want}", c.energy_mj);
 }
 
 #[test]

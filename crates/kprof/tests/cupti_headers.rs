@@ -192,6 +192,10 @@ int main(void) {
   S(CUpti_ActivityAPI);
   P(CUpti_ActivityExternalCorrelation, externalKind); P(CUpti_ActivityExternalCorrelation, externalId);
   P(CUpti_ActivityExternalCorrelation, correlationId); S(CUpti_ActivityExternalCorrelation);
+  P(CUpti_ActivityGraphTrace2, kind); P(CUpti_ActivityGraphTrace2, correlationId); P(CUpti_ActivityGraphTrace2, start);
+  P(CUpti_ActivityGraphTrace2, end); P(CUpti_ActivityGraphTrace2, deviceId); P(CUpti_ActivityGraphTrace2, graphId);
+  P(CUpti_ActivityGraphTrace2, streamId); S(CUpti_ActivityGraphTrace2);
+  printf("CUPTI_ACTIVITY_KIND_GRAPH_TRACE %d\n", (int)CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
   return 0;
 }
 "#;
@@ -239,6 +243,18 @@ fn record_offsets_match_cupti_13_0_headers() {
         ("CUpti_ActivityKernel9.size".into(), 208),
         ("CUpti_ActivityAPI.size".into(), 40),
         ("CUpti_ActivityExternalCorrelation.size".into(), 24),
+        ("CUpti_ActivityGraphTrace2.size".into(), 56),
+        ("CUpti_ActivityGraphTrace2.kind".into(), KIND),
+        ("CUpti_ActivityGraphTrace2.correlationId".into(), GRAPH_CORRELATION_ID),
+        ("CUpti_ActivityGraphTrace2.start".into(), GRAPH_START),
+        ("CUpti_ActivityGraphTrace2.end".into(), GRAPH_END),
+        ("CUpti_ActivityGraphTrace2.deviceId".into(), GRAPH_DEVICE_ID),
+        ("CUpti_ActivityGraphTrace2.graphId".into(), GRAPH_ID),
+        ("CUpti_ActivityGraphTrace2.streamId".into(), GRAPH_STREAM_ID),
+        (
+            "CUPTI_ACTIVITY_KIND_GRAPH_TRACE".into(),
+            ffi::ACTIVITY_KIND_GRAPH_TRACE as usize,
+        ),
         ("CUpti_ActivityKernel10.kind".into(), KIND),
         ("CUpti_ActivityAPI.kind".into(), KIND),
         ("CUpti_ActivityAPI.cbid".into(), API_CBID),
@@ -282,5 +298,6 @@ fn record_offsets_match_cupti_13_0_headers() {
         assert!(KERNEL_GRAPH_ID + 4 <= KERNEL_MIN_LEN);
         assert!(API_CORRELATION_ID + 4 <= API_MIN_LEN);
         assert!(EXT_CORRELATION_ID + 4 <= EXT_MIN_LEN);
+        assert!(GRAPH_STREAM_ID + 4 <= GRAPH_MIN_LEN);
     }
 }

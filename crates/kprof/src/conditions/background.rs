@@ -24,13 +24,19 @@
 //! | `EnergyMilliJ` | energy counter linearly interpolated at `end` minus at `start` |
 //! | `samples_in_run` | `inside.len()` |
 //!
-//! Energy resolution: NVML's total-energy counter itself advances in steps about every
-//! 10-20 ms on Hopper, so the energy of a run shorter than ~2 poll intervals
-//! (`samples_in_run < 2`) is an estimate (interpolation of a coarse counter); the value is kept.
-//! Runs are recorded at the next flush of the run loop (at most ~50 ms later), without waiting
-//! for the sampler: when no sample after a run's end exists yet, the counter is extrapolated from
-//! the last two samples and the "nearest after" sample is missing. A time outside the ring (a run
-//! longer than [`RING_CAPACITY`] polls) gives NaN energy.
+//! Energy resolution: NVML's total-energy counter does not move continuously. Measured on the
+//! H200 (driver 580, issue 17) under a 655 W matmul load it advanced about every 100 ms (32-124
+//! ms) in steps of about 65 J, so polls 20 ms apart mostly read the same value, and interpolating
+//! between two such polls gave `EnergyMilliJ` 0.0 for a 22 ms run. So the counter is
+//! interpolated through its **update instants** ([`energy_updates`]: the middle between the
+//! last poll with the old value and the first with the new one), which turns it into the mean
+//! power of the update intervals around the run times the run's duration; and a run shorter
+//! than the counter's update period ([`energy_update_period`], the median interval seen) gets
+//! NaN energy instead of a number the counter cannot resolve (the run loop warns once per
+//! sweep with the period). Runs are recorded at the next flush of the run loop (at most ~50 ms
+//! later), without waiting for the sampler: when no update after a run's end exists yet, the
+//! counter is extrapolated from the last two updates. A time outside the ring (a run longer
+//! than [`RING_CAPACITY`] polls) gives NaN energy.
 //!
 //! The thermal guard checks the latest sample's margin temperature before each run
 //! ([`SampledSensor`]); when that sample is older than [`STALE_POLLS`] poll intervals and
@@ -125,14 +131,47 @@ fn mean(xs: impl Iterator<Item = f64>) -> f64 {
     }
 }
 
-/// The energy counter at `t`, mJ: linear interpolation between the samples around `t`, or
-/// extrapolated from the last two samples when `t` is after all of them; `None` when `t` is
-/// before every sample or there are too few samples with a counter.
-pub fn energy_at(samples: &[Sample], t: Instant) -> Option<f64> {
-    let pts: Vec<(Instant, f64)> = samples
-        .iter()
-        .filter_map(|s| s.energy_mj.map(|e| (s.at, e as f64)))
+/// The energy counter's update instants in `samples` (time order): for every change of value,
+/// the middle between the last sample with the old value and the first with the new one, with the
+/// new value; the first sample with a counter starts the list as it is.
+pub fn energy_updates(samples: &[Sample]) -> Vec<(Instant, f64)> {
+    let mut out: Vec<(Instant, f64)> = Vec::new();
+    let mut prev: Option<(Instant, u64)> = None;
+    for s in samples {
+        let Some(e) = s.energy_mj else { continue };
+        match prev {
+            None => out.push((s.at, e as f64)),
+            Some((at, v)) if v != e => out.push((at + s.at.duration_since(at) / 2, e as f64)),
+            Some(_) => {}
+        }
+        prev = Some((s.at, e));
+    }
+    out
+}
+
+/// The counter's update period: the median interval between its updates (at least two intervals
+/// needed; the first update is where sampling started, not an update, and is left out).
+pub fn energy_update_period(updates: &[(Instant, f64)]) -> Option<Duration> {
+    let mut gaps: Vec<Duration> = updates
+        .windows(2)
+        .skip(1)
+        .map(|w| w[1].0.saturating_duration_since(w[0].0))
         .collect();
+    if gaps.len() < 2 {
+        return None;
+    }
+    gaps.sort();
+    Some(gaps[gaps.len() / 2])
+}
+
+/// The energy counter at `t`, mJ: linear interpolation between the update instants around `t`
+/// ([`energy_updates`]), or extrapolated from the last two when `t` is after all of them; `None`
+/// when `t` is before every sample or there are too few updates.
+pub fn energy_at(samples: &[Sample], t: Instant) -> Option<f64> {
+    interpolate(&energy_updates(samples), t)
+}
+
+fn interpolate(pts: &[(Instant, f64)], t: Instant) -> Option<f64> {
     if pts.is_empty() {
         return None;
     }
@@ -209,7 +248,12 @@ pub fn conditions_from_samples(
         (a, None) => a,
         (a, Some(r)) => Some(a.unwrap_or(0) | r),
     });
-    c.energy_mj = match (energy_at(samples, start), energy_at(samples, end)) {
+    let updates = energy_updates(samples);
+    let period = energy_update_period(&updates);
+    c.energy_update_period_s = period.map_or(f64::NAN, |p| p.as_secs_f64());
+    c.energy_mj = match (interpolate(&updates, start), interpolate(&updates, end)) {
+        // Shorter than one update of the counter: not resolved (NaN, with a warning per sweep).
+        _ if period.is_some_and(|p| end.saturating_duration_since(start) < p) => f64::NAN,
         (Some(a), Some(z)) if z >= a => z - a,
         _ => f64::NAN,
     };

@@ -369,6 +369,7 @@ impl ProfilerConditions {
             configs_seen: Vec::new(),
             collectors: collectors.clone(),
             wait: Duration::ZERO,
+            energy_unresolved: (0, f64::NAN),
         });
         Ok(())
     }
@@ -444,6 +445,13 @@ impl ProfilerConditions {
         let keep_from = windows.iter().map(|w| w.end).max();
         let conds = bg.conditions(&spans, keep_from);
         for (w, cond) in windows.iter().zip(&conds) {
+            if cond.energy_mj.is_nan()
+                && cond.energy_update_period_s.is_finite()
+                && cond.wall_s < cond.energy_update_period_s
+            {
+                sw.energy_unresolved.0 += 1;
+                sw.energy_unresolved.1 = cond.energy_update_period_s;
+            }
             store(&sw.values, w.config_idx, w.run, cond);
         }
     }
@@ -486,6 +494,15 @@ impl ProfilerConditions {
             return Vec::new();
         };
         let mut out = sw.guard.take_warnings();
+        let (unresolved, period_s) = sw.energy_unresolved;
+        if unresolved > 0 {
+            out.push(format!(
+                "energy: {unresolved} run(s) shorter than the update period of NVML's energy counter ({:.0} ms) have \
+                 EnergyMilliJ NaN: the counter cannot resolve them (use more work per run, or PowerW x the duration \
+                 as an estimate)",
+                period_s * 1e3
+            ));
+        }
         let total = sw.guard.total_wait();
         if total > Duration::ZERO {
             out.push(format!(
@@ -570,4 +587,6 @@ struct SweepConditions {
     collectors: Collectors,
     /// The guard's wait before the current run.
     wait: Duration,
+    /// Runs whose energy the counter could not resolve, and the counter's update period (s).
+    energy_unresolved: (usize, f64),
 }

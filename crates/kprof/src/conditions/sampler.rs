@@ -13,7 +13,7 @@
 //! | `MemClockMHz` | MHz | mean during the run / nearest | right after the run |
 //! | `TemperatureC` | °C | mean during the run / nearest | right after the run |
 //! | `PowerW` | W | mean of NVML's power usage during the run / nearest (on Ampere and newer, not GA100, NVML averages it over the last second) | right after the run |
-//! | `EnergyMilliJ` | mJ | NVML's total-energy counter interpolated at the run's end minus at its start (an estimate for runs under ~2 poll intervals: the counter itself steps every 10-20 ms on Hopper) | counter difference between before and after the run |
+//! | `EnergyMilliJ` | mJ | NVML's total-energy counter interpolated through its update instants at the run's end minus at its start; NaN for a run shorter than the counter's update period (about 100 ms on the H200), with a warning | counter difference between before and after the run |
 //! | `ThrottleReasons` | text | OR of the reasons of the samples during the run and the nearest before and after, as hex (`0x4`) | after the run |
 //! | `Throttled` | 0/1 | see below | see below |
 //! | `ThermalWaitS` | s | time the thermal guard waited before this run | same |
@@ -205,6 +205,10 @@ pub struct RunConditions {
     /// (an estimate). `None` for direct reads ([`RunSampler`]) or without NVML.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub samples_in_run: Option<u32>,
+    /// Background sampler: the update period of NVML's energy counter seen around the run, s
+    /// (NaN when unknown). A run shorter than it has NaN energy (not resolved).
+    #[serde(default = "nan", skip_serializing_if = "is_nan")]
+    pub energy_update_period_s: f64,
 }
 
 fn nan() -> f64 {
@@ -233,6 +237,7 @@ impl RunConditions {
             throttled: None,
             sm_clock_mhz_min: f64::NAN,
             samples_in_run: None,
+            energy_update_period_s: f64::NAN,
         }
     }
 
@@ -354,7 +359,9 @@ impl<S: ConditionsSource> RunSampler<S> {
                 b.sm,
                 b.reasons,
                 match (b.energy, energy_after) {
-                    (Some(a), Some(z)) if z >= a => (z - a) as f64,
+                    // An unchanged counter did not resolve the run (it moves in steps of tens of
+                    // joules): NaN, not a zero that is not true.
+                    (Some(a), Some(z)) if z > a => (z - a) as f64,
                     _ => f64::NAN,
                 },
                 b.at.elapsed().as_secs_f64(),
@@ -376,6 +383,7 @@ impl<S: ConditionsSource> RunSampler<S> {
             throttled: None,
             sm_clock_mhz_min: f64::NAN,
             samples_in_run: None,
+            energy_update_period_s: f64::NAN,
         };
         c.classify();
         c

@@ -23,8 +23,9 @@ use std::sync::{Mutex, OnceLock};
 use crate::attribution::RegionSpan;
 use crate::cupti::ffi::{
     cbid, Cupti, ACTIVITY_FLAG_FLUSH_FORCED, ACTIVITY_KIND_CONCURRENT_KERNEL, ACTIVITY_KIND_DRIVER,
-    ACTIVITY_KIND_EXTERNAL_CORRELATION, ACTIVITY_KIND_KERNEL, ACTIVITY_KIND_RUNTIME, CUPTI_ERROR_MAX_LIMIT_REACHED,
-    CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, CUPTI_SUCCESS, EXTERNAL_CORRELATION_KIND_CUSTOM0,
+    ACTIVITY_KIND_EXTERNAL_CORRELATION, ACTIVITY_KIND_GRAPH_TRACE, ACTIVITY_KIND_KERNEL, ACTIVITY_KIND_RUNTIME,
+    CUPTI_ERROR_MAX_LIMIT_REACHED, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, CUPTI_SUCCESS,
+    EXTERNAL_CORRELATION_KIND_CUSTOM0,
 };
 pub use crate::cupti::records::ActivityBatch;
 use crate::cupti::records::{kernel_name_ptr, parse_record, record_kind, to_hex, write_dump_line, DumpLine, Record};
@@ -37,24 +38,67 @@ pub const ENV_RECORD_ACTIVITY: &str = "KPROF_RECORD_ACTIVITY";
 /// Env var overriding how launch records are enabled: `kind`, `cbid` or `kind-minus` (default).
 pub const ENV_LAUNCH_RECORDS: &str = "KPROF_CUPTI_LAUNCH_RECORDS";
 
-/// Env var choosing how kernels are traced: `serial` (default) or `concurrent` (see [`KernelTrace`]).
+/// Env var choosing how kernels are traced: `concurrent` (default) or `serial` (see [`KernelTrace`]).
 pub const ENV_KERNEL_TRACE: &str = "KPROF_KERNEL_TRACE";
+
+/// Env var choosing how CUDA graph launches are traced: `graph` (default) or `nodes` (see [`GraphTrace`]).
+pub const ENV_GRAPH_TRACE: &str = "KPROF_GRAPH_TRACE";
+
+/// How kernels launched by CUDA graphs are traced.
+///
+/// Either way a region's value counts a graph launch as the graph's GPU span (first node's start
+/// to last node's end: see [`crate::attribution::work_items`]), never one node's time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GraphTrace {
+    /// `CUPTI_ACTIVITY_KIND_GRAPH_TRACE` (default): one record per graph launch with the graph's
+    /// start and end on the GPU, no records of its nodes (serial kernel records give graph nodes
+    /// no timestamps at all: CUPTI times a serial graph launch as one span).
+    Graph,
+    /// Node records only (no graph trace): with concurrent kernel records every node is timed
+    /// (the per-node durations of the breakdown); with serial records nodes come untimed.
+    Nodes,
+}
+
+impl GraphTrace {
+    /// The mode a `KPROF_GRAPH_TRACE` value names (unset or empty: graph).
+    pub fn parse(value: Option<&str>) -> Result<GraphTrace, EngineError> {
+        match value.map(str::trim) {
+            None | Some("") | Some("graph") => Ok(GraphTrace::Graph),
+            Some("nodes") => Ok(GraphTrace::Nodes),
+            Some(other) => Err(EngineError::Unsupported(format!(
+                "{ENV_GRAPH_TRACE}={other:?} is not a graph trace mode: use \"graph\" (default: one record per graph \
+                 launch, its GPU span) or \"nodes\" (per-node records; timed only with KPROF_KERNEL_TRACE=concurrent)"
+            ))),
+        }
+    }
+}
 
 /// Which CUPTI activity kind records kernels.
 ///
-/// Measured on the H200 (CUPTI 13.0): with `CONCURRENT_KERNEL`, CUPTI instruments every kernel
-/// to time it, and kernels of many short blocks pay for it. A one-element-per-thread `y = 2x` over
-/// 64 Mi floats (262,144 blocks) took 218 us under kprof vs 199 us under ncu and about 199 us by
-/// CUDA events without CUPTI (+9.6%), and its SM throughput in a counter pass read 59% instead of
-/// ncu's 41%. With `KERNEL` the same kernel takes 198.9 us (+0.2% vs ncu) and reads 40.6%.
-/// Serial tracing is what ncu and nsight-python measure too (every kernel alone).
+/// Measured on the H200 (CUPTI 13.0, driver 580; issue 17, `scripts/gpu-check-truth.sh`):
+/// - `KERNEL` (serial) cannot time CUDA graphs: node records come without timestamps and the
+///   GRAPH_TRACE record of a launch spans about one node (1.25 us for a 60-node graph that runs
+///   200 us); it also stretched the graph's own run by 9 % (CUDA events in the program: 218.7 vs
+///   201.1 us). Eager kernels read about 0.5 us longer than Nsight Compute's
+///   `gpu__time_duration` (1M-float kernel 4.80 vs 4.22 us).
+/// - `CONCURRENT_KERNEL` with GRAPH_TRACE times graphs right (60-node graph 198.4 us vs 200.9 us by
+///   CUDA events without a profiler; cuBLAS sgemm 4096 + two 256 MB kernels 3,067 vs 3,075 us), but
+///   CUPTI instruments every kernel: eager kernels read between the in-stream time and ncu's
+///   (1M-float kernel 3.46 us: in-stream 3.31, ncu 4.22) and kernels of many short blocks pay for
+///   it (`y = 2x` over 64M floats in 262,144 blocks: 217 vs 198 us).
+///
+/// So the default is `Concurrent` (graphs right) and the durations of eager kernels come by
+/// default from a counter pass (`DurationSource::Auto`: ncu's own `gpu__time_duration`), where the
+/// trace mode does not matter (measured: the same values in both modes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KernelTrace {
-    /// `CUPTI_ACTIVITY_KIND_KERNEL` (default): CUPTI serializes kernels on the GPU (kernels on
-    /// different streams no longer overlap) and times them without instrumenting them.
+    /// `CUPTI_ACTIVITY_KIND_KERNEL`: CUPTI serializes kernels on the GPU (kernels on different
+    /// streams no longer overlap) and times them without instrumenting them; CUDA graphs come
+    /// untimed.
     Serial,
-    /// `CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL`: kernels keep their concurrency; CUPTI instruments
-    /// every kernel to time it, which adds time to kernels made of many short blocks.
+    /// `CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL` (default): kernels keep their concurrency and graph
+    /// launches their GPU span; CUPTI instruments every kernel to time it, which adds time to
+    /// kernels made of many short blocks.
     Concurrent,
 }
 
@@ -62,12 +106,12 @@ impl KernelTrace {
     /// The mode a `KPROF_KERNEL_TRACE` value names (unset or empty: serial).
     pub fn parse(value: Option<&str>) -> Result<KernelTrace, EngineError> {
         match value.map(str::trim) {
-            None | Some("") | Some("serial") => Ok(KernelTrace::Serial),
-            Some("concurrent") => Ok(KernelTrace::Concurrent),
+            None | Some("") | Some("concurrent") => Ok(KernelTrace::Concurrent),
+            Some("serial") => Ok(KernelTrace::Serial),
             Some(other) => Err(EngineError::Unsupported(format!(
-                "{ENV_KERNEL_TRACE}={other:?} is not a kernel trace mode: use \"serial\" (default: kernels one at a \
-                 time, not instrumented) or \"concurrent\" (kernels on different streams may overlap; CUPTI \
-                 instruments every kernel)"
+                "{ENV_KERNEL_TRACE}={other:?} is not a kernel trace mode: use \"concurrent\" (default: kernels keep \
+                 their concurrency and CUDA graphs their span; CUPTI instruments every kernel) or \"serial\" (kernels \
+                 one at a time, not instrumented; CUDA graphs untimed)"
             ))),
         }
     }
@@ -140,6 +184,7 @@ static STATE: Mutex<Global> = Mutex::new(Global {
         kernels: Vec::new(),
         launches: Vec::new(),
         external: Vec::new(),
+        graphs: Vec::new(),
     },
     lost_in_callback: 0,
     dropped_reported: 0,
@@ -323,6 +368,8 @@ pub struct ActivitySession {
     subscriber: usize,
     launch_mode: LaunchRecords,
     kernel_trace: KernelTrace,
+    /// Whether GRAPH_TRACE records are on (graph launches as one span each).
+    graph_trace: bool,
     stopped: bool,
     last_flush: Option<u64>,
 }
@@ -347,7 +394,8 @@ impl ActivitySession {
             cupti,
             subscriber: 0,
             launch_mode: LaunchRecords::WholeDriverKind,
-            kernel_trace: KernelTrace::Serial,
+            kernel_trace: KernelTrace::Concurrent,
+            graph_trace: false,
             stopped: false,
             last_flush: None,
         };
@@ -410,6 +458,13 @@ impl ActivitySession {
             (c.fns.cuptiActivityEnable)(trace.activity_kind())
         })?;
         self.kernel_trace = trace;
+        if GraphTrace::parse(std::env::var(ENV_GRAPH_TRACE).ok().as_deref())? == GraphTrace::Graph {
+            // A CUPTI that cannot trace graphs as a whole (CUPTI_ERROR_NOT_COMPATIBLE, or older
+            // than 11.7) leaves node records: graph spans are then merged from timed nodes
+            // (concurrent records) or stay untimed with a warning (serial records).
+            let r = unsafe { (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_GRAPH_TRACE) };
+            self.graph_trace = r == CUPTI_SUCCESS;
+        }
         c.check("cuptiActivityEnable(EXTERNAL_CORRELATION)", unsafe {
             (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_EXTERNAL_CORRELATION)
         })?;
@@ -477,16 +532,22 @@ impl ActivitySession {
     /// CUPTI's buffers for the next [`ActivitySession::flush`].
     pub fn set_kernel_records(&self, on: bool) -> Result<(), EngineError> {
         let c = self.cupti;
-        let kind = self.kernel_trace.activity_kind();
-        if on {
-            c.check("cuptiActivityEnable(kernels)", unsafe {
-                (c.fns.cuptiActivityEnable)(kind)
-            })
-        } else {
-            c.check("cuptiActivityDisable(kernels)", unsafe {
-                (c.fns.cuptiActivityDisable)(kind)
-            })
+        let mut kinds = vec![self.kernel_trace.activity_kind()];
+        if self.graph_trace {
+            kinds.push(ACTIVITY_KIND_GRAPH_TRACE);
         }
+        for kind in kinds {
+            if on {
+                c.check("cuptiActivityEnable(kernels)", unsafe {
+                    (c.fns.cuptiActivityEnable)(kind)
+                })?;
+            } else {
+                c.check("cuptiActivityDisable(kernels)", unsafe {
+                    (c.fns.cuptiActivityDisable)(kind)
+                })?;
+            }
+        }
+        Ok(())
     }
 
     /// The loaded CUPTI this session uses.
@@ -497,6 +558,21 @@ impl ActivitySession {
     /// How this session records kernels.
     pub fn kernel_trace(&self) -> KernelTrace {
         self.kernel_trace
+    }
+
+    /// Whether graph launches are traced as a whole (GRAPH_TRACE records).
+    pub fn graph_trace(&self) -> bool {
+        self.graph_trace
+    }
+
+    /// How this session times kernels and graphs, for the results' fingerprint.
+    pub fn describe(&self) -> String {
+        let graphs = if self.graph_trace {
+            "CUDA graphs as one span each (graph trace)"
+        } else {
+            "CUDA graph nodes as kernels"
+        };
+        format!("{}; {graphs}", self.kernel_trace.describe())
     }
 
     /// How launch (driver API) records were enabled.
@@ -608,6 +684,9 @@ impl ActivitySession {
             if self.subscriber != 0 {
                 let _ = (c.fns.cuptiActivityFlushAll)(ACTIVITY_FLAG_FLUSH_FORCED);
                 let _ = (c.fns.cuptiActivityDisable)(self.kernel_trace.activity_kind());
+                if self.graph_trace {
+                    let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_GRAPH_TRACE);
+                }
                 let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_EXTERNAL_CORRELATION);
                 if let (LaunchRecords::PerCbid, Some(d), Some(r)) = (
                     self.launch_mode,
@@ -657,8 +736,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn kernel_trace_is_serial_by_default_and_names_both_modes_when_wrong() {
-        assert_eq!(KernelTrace::parse(None).unwrap(), KernelTrace::Serial);
+    fn graph_trace_is_whole_graphs_by_default_and_names_both_modes_when_wrong() {
+        assert_eq!(GraphTrace::parse(None).unwrap(), GraphTrace::Graph);
+        assert_eq!(GraphTrace::parse(Some("nodes")).unwrap(), GraphTrace::Nodes);
+        let msg = GraphTrace::parse(Some("all")).unwrap_err().to_string();
+        assert!(msg.contains("KPROF_GRAPH_TRACE=\"all\"") && msg.contains("\"graph\"") && msg.contains("\"nodes\""));
+    }
+
+    #[test]
+    fn kernel_trace_is_concurrent_by_default_and_names_both_modes_when_wrong() {
+        assert_eq!(KernelTrace::parse(None).unwrap(), KernelTrace::Concurrent);
         assert_eq!(KernelTrace::parse(Some(" serial ")).unwrap(), KernelTrace::Serial);
         assert_eq!(KernelTrace::parse(Some("concurrent")).unwrap(), KernelTrace::Concurrent);
         assert_eq!(KernelTrace::Serial.activity_kind(), ACTIVITY_KIND_KERNEL);

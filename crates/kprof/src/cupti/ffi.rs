@@ -29,6 +29,9 @@ pub const ACTIVITY_KIND_DRIVER: u32 = 4;
 pub const ACTIVITY_KIND_RUNTIME: u32 = 5;
 pub const ACTIVITY_KIND_CONCURRENT_KERNEL: u32 = 10;
 pub const ACTIVITY_KIND_EXTERNAL_CORRELATION: u32 = 39;
+/// `CUPTI_ACTIVITY_KIND_GRAPH_TRACE`: one record per graph launch (its GPU span), and no kernel
+/// records for the graph's nodes.
+pub const ACTIVITY_KIND_GRAPH_TRACE: u32 = 51;
 
 /// `CUpti_ExternalCorrelationKind::CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0`.
 pub const EXTERNAL_CORRELATION_KIND_CUSTOM0: u32 = 3;

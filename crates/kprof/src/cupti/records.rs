@@ -16,6 +16,8 @@
 //! | API (4 driver, 5 runtime; 40 bytes) | cbid / start / end | 4 / 8 / 16 | u32 / u64 / u64 |
 //! | API | processId / threadId / correlationId | 24 / 28 / 32 | u32 |
 //! | external correlation (39; 24 bytes) | externalKind / externalId / correlationId | 4 / 8 / 16 | u32 / u64 / u32 |
+//! | graph trace (51; GraphTrace2, 56 bytes) | correlationId / start / end | 4 / 8 / 16 | u32 / u64 / u64 |
+//! | graph trace | deviceId / graphId / streamId | 24 / 28 / 36 | u32 |
 
 use std::io::{BufRead, Write};
 use std::path::Path;
@@ -24,8 +26,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::attribution::RegionSpan;
 use crate::cupti::ffi::{
-    ACTIVITY_KIND_CONCURRENT_KERNEL, ACTIVITY_KIND_DRIVER, ACTIVITY_KIND_EXTERNAL_CORRELATION, ACTIVITY_KIND_KERNEL,
-    ACTIVITY_KIND_RUNTIME,
+    ACTIVITY_KIND_CONCURRENT_KERNEL, ACTIVITY_KIND_DRIVER, ACTIVITY_KIND_EXTERNAL_CORRELATION,
+    ACTIVITY_KIND_GRAPH_TRACE, ACTIVITY_KIND_KERNEL, ACTIVITY_KIND_RUNTIME,
 };
 use crate::error::EngineError;
 
@@ -57,6 +59,14 @@ pub mod offsets {
     pub const EXT_ID: usize = 8;
     pub const EXT_CORRELATION_ID: usize = 16;
     pub const EXT_MIN_LEN: usize = 20;
+
+    pub const GRAPH_CORRELATION_ID: usize = 4;
+    pub const GRAPH_START: usize = 8;
+    pub const GRAPH_END: usize = 16;
+    pub const GRAPH_DEVICE_ID: usize = 24;
+    pub const GRAPH_ID: usize = 28;
+    pub const GRAPH_STREAM_ID: usize = 36;
+    pub const GRAPH_MIN_LEN: usize = 40;
 }
 
 /// One kernel execution (CONCURRENT_KERNEL or KERNEL record).
@@ -109,12 +119,50 @@ pub struct ExternalCorrelationRecord {
     pub correlation_id: u32,
 }
 
+/// One CUDA graph launch as a whole (GRAPH_TRACE record): from its first node's start to its last
+/// node's end on the GPU. CUPTI gives no kernel records for the nodes of a graph traced this way.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GraphRecord {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub device_id: u32,
+    pub stream_id: u32,
+    /// The correlation id of the launch API record (`cuGraphLaunch`/`cudaGraphLaunch`).
+    pub correlation_id: u32,
+    pub graph_id: u32,
+}
+
+impl GraphRecord {
+    /// The graph launch as one work item of a region: a [`KernelRecord`] named
+    /// [`graph_item_name`], spanning the whole graph (`graph_node_id` 0: not one node).
+    pub fn as_work_item(&self) -> KernelRecord {
+        KernelRecord {
+            start_ns: self.start_ns,
+            end_ns: self.end_ns,
+            device_id: self.device_id,
+            context_id: 0,
+            stream_id: self.stream_id,
+            correlation_id: self.correlation_id,
+            grid_id: 0,
+            graph_id: self.graph_id,
+            graph_node_id: 0,
+            name: graph_item_name(self.graph_id),
+        }
+    }
+}
+
+/// The name a whole CUDA graph launch carries in the `Kernel` column: `cuda-graph:<graphId>`.
+pub fn graph_item_name(graph_id: u32) -> String {
+    format!("cuda-graph:{graph_id}")
+}
+
 /// A parsed activity record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record {
     Kernel(KernelRecord),
     Api(ApiRecord),
     External(ExternalCorrelationRecord),
+    Graph(GraphRecord),
 }
 
 fn rd_u32(b: &[u8], off: usize) -> Option<u32> {
@@ -182,6 +230,19 @@ pub fn parse_record(bytes: &[u8], kernel_name: Option<String>) -> Option<Record>
                 correlation_id: rd_u32(bytes, EXT_CORRELATION_ID)?,
             }))
         }
+        ACTIVITY_KIND_GRAPH_TRACE => {
+            if bytes.len() < GRAPH_MIN_LEN {
+                return None;
+            }
+            Some(Record::Graph(GraphRecord {
+                start_ns: rd_u64(bytes, GRAPH_START)?,
+                end_ns: rd_u64(bytes, GRAPH_END)?,
+                device_id: rd_u32(bytes, GRAPH_DEVICE_ID)?,
+                stream_id: rd_u32(bytes, GRAPH_STREAM_ID)?,
+                correlation_id: rd_u32(bytes, GRAPH_CORRELATION_ID)?,
+                graph_id: rd_u32(bytes, GRAPH_ID)?,
+            }))
+        }
         _ => None,
     }
 }
@@ -192,6 +253,8 @@ pub struct ActivityBatch {
     pub kernels: Vec<KernelRecord>,
     pub launches: Vec<ApiRecord>,
     pub external: Vec<ExternalCorrelationRecord>,
+    /// Whole-graph launches (graph trace).
+    pub graphs: Vec<GraphRecord>,
 }
 
 impl ActivityBatch {
@@ -201,17 +264,19 @@ impl ActivityBatch {
             Record::Kernel(k) => self.kernels.push(k),
             Record::Api(a) => self.launches.push(a),
             Record::External(e) => self.external.push(e),
+            Record::Graph(g) => self.graphs.push(g),
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.kernels.is_empty() && self.launches.is_empty() && self.external.is_empty()
+        self.kernels.is_empty() && self.launches.is_empty() && self.external.is_empty() && self.graphs.is_empty()
     }
 
     pub fn extend(&mut self, other: ActivityBatch) {
         self.kernels.extend(other.kernels);
         self.launches.extend(other.launches);
         self.external.extend(other.external);
+        self.graphs.extend(other.graphs);
     }
 }
 
@@ -376,6 +441,20 @@ pub mod synth {
         b
     }
 
+    /// A GRAPH_TRACE record (CUpti_ActivityGraphTrace2, 56 bytes).
+    pub fn graph_bytes(g: &GraphRecord) -> Vec<u8> {
+        let mut b = vec![0u8; 56];
+        put32(&mut b, KIND, ACTIVITY_KIND_GRAPH_TRACE);
+        put32(&mut b, GRAPH_CORRELATION_ID, g.correlation_id);
+        put64(&mut b, GRAPH_START, g.start_ns);
+        put64(&mut b, GRAPH_END, g.end_ns);
+        put32(&mut b, GRAPH_DEVICE_ID, g.device_id);
+        put32(&mut b, GRAPH_ID, g.graph_id);
+        put32(&mut b, GRAPH_STREAM_ID, g.stream_id);
+        put32(&mut b, 48, g.device_id); // endDeviceId
+        b
+    }
+
     /// An EXTERNAL_CORRELATION record (24 bytes).
     pub fn external_bytes(e: &ExternalCorrelationRecord) -> Vec<u8> {
         let mut b = vec![0u8; 24];
@@ -466,6 +545,25 @@ mod tests {
             correlation_id: 2,
         });
         assert_eq!(parse_record(&e[..19], None), None);
+    }
+
+    #[test]
+    fn graph_trace_round_trip_and_work_item() {
+        let g = GraphRecord {
+            start_ns: 1_000,
+            end_ns: 129_000,
+            device_id: 0,
+            stream_id: 13,
+            correlation_id: 77,
+            graph_id: 4,
+        };
+        let b = graph_bytes(&g);
+        assert_eq!(parse_record(&b, None), Some(Record::Graph(g.clone())));
+        assert_eq!(parse_record(&b[..39], None), None);
+        let item = g.as_work_item();
+        assert_eq!((item.start_ns, item.end_ns, item.correlation_id), (1_000, 129_000, 77));
+        assert_eq!(item.name, "cuda-graph:4");
+        assert_eq!(item.duration_ns(), 128_000);
     }
 
     #[test]

@@ -171,6 +171,12 @@ pub(crate) trait CounterBackend: Send + Sync {
         max_ranges: usize,
         workload: &mut dyn FnMut(&mut dyn RangeSink),
     ) -> Result<Vec<RangeResult>, EngineError>;
+    /// Opens the Range Profiler session for `plan` now (it is reused by the next
+    /// [`CounterBackend::collect`] with the same plan): the check that counters can be collected
+    /// at all, before any recorded run.
+    fn open(&self, _plan: &CounterPlan) -> Result<(), EngineError> {
+        Ok(())
+    }
     /// Ends the Range Profiler session and gives the device's profiling resources back (called
     /// at the end of every benchmark that collected counters).
     fn release(&self) {}
@@ -227,12 +233,7 @@ impl CounterBackend for GpuCounters {
         Ok(CounterPlan::new(cat, metrics, mode)?)
     }
 
-    fn collect(
-        &self,
-        plan: &CounterPlan,
-        max_ranges: usize,
-        workload: &mut dyn FnMut(&mut dyn RangeSink),
-    ) -> Result<Vec<RangeResult>, EngineError> {
+    fn open(&self, plan: &CounterPlan) -> Result<(), EngineError> {
         let lib = self.lib()?;
         let ctx = self.libs.cuda.ensure_context()?;
         let (ordinal, _) = self.device()?;
@@ -244,8 +245,19 @@ impl CounterBackend for GpuCounters {
             let rp = RangeProfiler::new(lib, ctx as _, ordinal, &plan.metrics, plan.mode)?;
             *slot = Some(Session(rp));
         }
+        Ok(())
+    }
+
+    fn collect(
+        &self,
+        plan: &CounterPlan,
+        max_ranges: usize,
+        workload: &mut dyn FnMut(&mut dyn RangeSink),
+    ) -> Result<Vec<RangeResult>, EngineError> {
+        self.open(plan)?;
+        let mut slot = self.session.lock().unwrap_or_else(|p| p.into_inner());
         let Some(Session(rp)) = slot.as_mut() else {
-            unreachable!()
+            unreachable!("open() leaves a session")
         };
         let rec = rp.collect(max_ranges, |ur| workload(ur))?;
         Ok(rec.ranges)
@@ -446,26 +458,45 @@ impl Profiler {
         Arc::as_ptr(&self.backend) as *const () as usize
     }
 
-    /// Validates the counter metrics of `opts` on the host; `None` without counter metrics.
+    /// Validates the counter metrics of `opts` on the host and resolves the duration source
+    /// ([`DurationSource::Auto`]: the counters when this profiler can collect them, else the
+    /// records, with one warning saying why); the state is `None` without counter metrics.
     pub(super) fn counters_prepare(
         &mut self,
         name: &str,
         opts: &BenchOptions,
-    ) -> Result<Option<CounterState>, EngineError> {
-        let counted = opts.metrics.iter().filter(|m| is_counter_metric(m)).cloned();
-        let metrics: Vec<String> = match opts.duration {
-            DurationSource::Records => counted.collect(),
+    ) -> Result<(Option<CounterState>, DurationSource), EngineError> {
+        let counted: Vec<String> = opts.metrics.iter().filter(|m| is_counter_metric(m)).cloned().collect();
+        let mut duration = opts.duration;
+        if duration == DurationSource::Auto {
+            duration = match self.counter_durations_available(opts) {
+                Ok(()) => DurationSource::Counters,
+                // A backend without counters (CUDA events, an ncu child) measures time its own way.
+                Err(_) if self.backend.counters().is_none() => DurationSource::Records,
+                Err(why) => {
+                    if self.metric == DEFAULT_METRIC {
+                        self.warnings.push(format!(
+                            "{name}: durations are CUPTI kernel records, not Nsight Compute's gpu__time_duration: the \
+                             counters cannot be used here ({why}); see the DurationSource column"
+                        ));
+                    }
+                    DurationSource::Records
+                }
+            };
+        }
+        let metrics: Vec<String> = match duration {
             DurationSource::Counters => std::iter::once(DEFAULT_METRIC.to_string()).chain(counted).collect(),
+            _ => counted,
         };
         if metrics.is_empty() {
-            return Ok(None);
+            return Ok((None, duration));
         }
         let kernel_records = counter_pass_records(std::env::var(COUNTER_PASS_RECORDS_ENV).ok().as_deref())?;
         let backend = Arc::clone(&self.backend);
         let cb = backend.counters().ok_or_else(|| {
-            let what = match opts.duration {
+            let what = match duration {
                 DurationSource::Counters => "durations from the counters (duration source \"counters\")".to_string(),
-                DurationSource::Records => format!("counter metrics {metrics:?}"),
+                _ => format!("counter metrics {metrics:?}"),
             };
             EngineError::Unsupported(format!(
                 "{what} need the CUPTI backend (Profiler::new); this profiler ({}) measures only time",
@@ -473,17 +504,38 @@ impl Profiler {
             ))
         })?;
         let plan = cb.plan(&metrics, opts.replay_mode)?;
+        // The session opens before any GPU work of the sweep: a failure (no counter permission)
+        // ends the bench call here, and the first recorded run pays no set-up.
+        cb.open(&plan)?;
         self.warnings.push(format!("{name}: {}", plan.describe()));
         let me = self.plan_key();
         let mut plans = LAST_PLAN.lock().unwrap_or_else(|p| p.into_inner());
         plans.retain(|(k, _)| *k != me);
         plans.push((me, plan.clone()));
         drop(plans);
-        Ok(Some(CounterState {
-            plan,
-            capacity: FIRST_CAPACITY,
-            kernel_records,
-        }))
+        Ok((
+            Some(CounterState {
+                plan,
+                capacity: FIRST_CAPACITY,
+                kernel_records,
+            }),
+            duration,
+        ))
+    }
+
+    /// Whether this profiler can take durations from the counters: it has a counter backend, the
+    /// host API accepts `gpu__time_duration.sum` for the device, and a Range Profiler session
+    /// opens (this is where missing counter permission or another profiler holding the counters
+    /// shows). `Err` says why not.
+    fn counter_durations_available(&self, opts: &BenchOptions) -> Result<(), String> {
+        let cb = self
+            .backend
+            .counters()
+            .ok_or_else(|| format!("this profiler ({}) has no hardware counters", self.metric))?;
+        let plan = cb
+            .plan(&[DEFAULT_METRIC.to_string()], opts.replay_mode)
+            .map_err(|e| e.to_string())?;
+        cb.open(&plan).map_err(|e| e.to_string())
     }
 
     /// Runs `pass` (a counter pass) with the activity records of kernels off unless
@@ -695,11 +747,30 @@ impl Profiler {
                 window: (t0, t1),
                 flushes_profiled,
             } => {
-                let empty: &[KernelRun] = &[];
-                let mut lists: Vec<&[KernelRun]> = spans
+                // CUDA graph launches are not profiled by the Range Profiler (measured on the H200:
+                // only the eager kernels around a 60-node graph gave ranges): the counter pass's
+                // kernels are the eager ones; a graph launch keeps its span from the records.
+                let eager: Vec<Vec<KernelRun>> = spans
                     .iter()
-                    .map(|s| collected.by_region.get(&s.key).map(Vec::as_slice).unwrap_or(empty))
+                    .map(|s| {
+                        collected
+                            .by_region
+                            .get(&s.key)
+                            .map(|ks| ks.iter().filter(|k| !k.graph).cloned().collect())
+                            .unwrap_or_default()
+                    })
                     .collect();
+                let graphs: Vec<Vec<&KernelRun>> = spans
+                    .iter()
+                    .map(|s| {
+                        collected
+                            .by_region
+                            .get(&s.key)
+                            .map(|ks| ks.iter().filter(|k| k.graph).collect())
+                            .unwrap_or_default()
+                    })
+                    .collect();
+                let mut lists: Vec<&[KernelRun]> = eager.iter().map(Vec::as_slice).collect();
                 // The run's kernels outside every region (e.g. input set-up) were profiled too; the
                 // L2 flush kernels of the timing pass only when the counter pass flushed the same way
                 // (application replay; kernel replay flushes once, before the pass).
@@ -707,7 +778,10 @@ impl Profiler {
                     .outside
                     .iter()
                     .filter(|k| {
-                        k.start_ns >= *t0 && k.start_ns <= *t1 && (*flushes_profiled || !is_flush_kernel(&k.name))
+                        !k.graph
+                            && k.start_ns >= *t0
+                            && k.start_ns <= *t1
+                            && (*flushes_profiled || !is_flush_kernel(&k.name))
                     })
                     .cloned()
                     .collect();
@@ -726,14 +800,34 @@ impl Profiler {
                     );
                     return nan_all(self, raw, &msg);
                 }
-                for ((s, kernels), pos) in spans.iter().zip(&lists).zip(&positions) {
+                for (((s, kernels), pos), graph_items) in spans.iter().zip(&lists).zip(&positions).zip(&graphs) {
                     for (i, (m, u)) in plan.metrics.iter().zip(&plan.units).enumerate() {
-                        let pairs: Vec<(&str, f64)> = kernels
+                        let keep = |k: &KernelRun| !opts.ignore_kernels.iter().any(|ig| kernel_matches(k, ig));
+                        // Kernels and graph launches in launch (start) order: a graph launch's
+                        // duration is its span from the records; other metrics have no value
+                        // for it (not profiled), so it is left out of them.
+                        let mut items: Vec<(u64, &str, f64)> = kernels
                             .iter()
                             .zip(pos)
-                            .filter(|(k, _)| !opts.ignore_kernels.iter().any(|ig| kernel_matches(k, ig)))
-                            .map(|(k, &p)| (k.name.as_str(), per_kernel[p].get(i).copied().unwrap_or(f64::NAN)))
+                            .filter(|(k, _)| keep(k))
+                            .map(|(k, &p)| {
+                                (
+                                    k.start_ns,
+                                    k.name.as_str(),
+                                    per_kernel[p].get(i).copied().unwrap_or(f64::NAN),
+                                )
+                            })
                             .collect();
+                        if m == DEFAULT_METRIC {
+                            items.extend(
+                                graph_items
+                                    .iter()
+                                    .filter(|k| keep(k))
+                                    .map(|k| (k.start_ns, k.name.as_str(), k.end_ns.saturating_sub(k.start_ns) as f64)),
+                            );
+                            items.sort_by_key(|(t, _, _)| *t);
+                        }
+                        let pairs: Vec<(&str, f64)> = items.iter().map(|(_, n, v)| (*n, *v)).collect();
                         match (s.failed, combine_kernels(&pairs, &opts.combine)) {
                             (false, Some((kname, value))) => self.push_sample_as(
                                 raw, name, &s.name, m, u, step, device_idx, value, &kname, &pairs, None,

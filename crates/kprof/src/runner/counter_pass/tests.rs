@@ -31,9 +31,31 @@ struct Mock {
     passes: usize,
     /// No counter side, as the CUDA-events profiler.
     without_counters: bool,
+    /// Opening a counter session fails with this message (no counter permission, say).
+    fail_open: Option<String>,
 }
 
 impl Mock {
+    /// A CUDA graph launch of `dur` ns: one span in the timing records; the Range Profiler does not
+    /// profile graph launches, so a counter pass sees nothing of it.
+    fn launch_graph(&self, dur: u64) {
+        if self.in_counter_pass.load(Ordering::SeqCst) {
+            return;
+        }
+        let ext = self.stack.lock().unwrap().last().copied();
+        let t = self.clock.fetch_add(dur + 10, Ordering::SeqCst);
+        self.running.lock().unwrap().push((
+            ext,
+            KernelRun {
+                graph: true,
+                name: "cuda-graph:1".into(),
+                demangled: None,
+                start_ns: t,
+                end_ns: t + dur,
+            },
+        ));
+    }
+
     fn launch(&self, name: &str, dur: u64) {
         if self.in_counter_pass.load(Ordering::SeqCst) {
             let r = self.open_range.lock().unwrap().clone();
@@ -48,6 +70,7 @@ impl Mock {
         self.running.lock().unwrap().push((
             ext,
             KernelRun {
+                graph: false,
                 name: name.into(),
                 demangled: None,
                 start_ns: t,
@@ -127,6 +150,13 @@ impl RangeSink for Sink<'_> {
 }
 
 impl CounterBackend for Mock {
+    fn open(&self, _plan: &CounterPlan) -> Result<(), EngineError> {
+        match &self.fail_open {
+            Some(why) => Err(EngineError::Unsupported(why.clone())),
+            None => Ok(()),
+        }
+    }
+
     fn plan(&self, metrics: &[String], mode: ReplayMode) -> Result<CounterPlan, EngineError> {
         let known = ["bytes.sum", "pct", DEFAULT_METRIC];
         let bad: Vec<_> = metrics
@@ -277,12 +307,14 @@ fn series(raw: &RawResults, region: &str, metric: &str) -> (String, Vec<f64>) {
     (unit, v)
 }
 
+/// Options with durations from the kernel records (the counter metrics alone in the pass).
 fn opts(metrics: &[&str], mode: ReplayMode) -> BenchOptions {
     BenchOptions {
         runs: 2,
         warmup: 1,
         metrics: metrics.iter().map(|s| s.to_string()).collect(),
         replay_mode: mode,
+        duration: DurationSource::Records,
         ..Default::default()
     }
 }
@@ -579,6 +611,7 @@ fn user_replay_refuses_nested_regions() {
 #[test]
 fn kernel_order_dedups_nested_kernels_and_orders_by_start() {
     let k = |n: &str, s: u64| KernelRun {
+        graph: false,
         name: n.into(),
         demangled: None,
         start_ns: s,
@@ -708,4 +741,120 @@ fn durations_from_the_counters_are_refused_without_the_cupti_backend_and_a_bad_n
         e.contains("\"ncu\"") && e.contains("\"records\"") && e.contains("\"counters\""),
         "{e}"
     );
+}
+
+#[test]
+fn auto_takes_durations_from_the_counters_when_they_open_and_says_so_per_sample() {
+    let (mock, mut p) = setup(1);
+    let m = mock.clone();
+    let o = BenchOptions {
+        duration: DurationSource::Auto,
+        ..opts(&[], ReplayMode::Application)
+    };
+    let raw = p
+        .bench("b", &[], &o, |_, run| {
+            run.annotate("a", |_| m.launch("k1", 10))?;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(
+        series(&raw, "a", DEFAULT_METRIC).1,
+        vec![13.0, 13.0],
+        "counter durations (dur + 3)"
+    );
+    let col = raw.extras.iter().find(|c| c.name == "DurationSource").unwrap();
+    assert!(
+        col.values.iter().all(|v| *v == ExtraValue::Text("counters".into())),
+        "{:?}",
+        col.values
+    );
+    assert!(BenchOptions::default().duration == DurationSource::Auto);
+    assert_eq!(BenchOptions::default().replay_mode, ReplayMode::Application);
+}
+
+#[test]
+fn auto_falls_back_to_the_records_with_one_warning_when_the_counters_cannot_open() {
+    let (mock, mut p) = setup_mock(Mock {
+        passes: 1,
+        fail_open: Some("CUPTI_ERROR_INSUFFICIENT_PRIVILEGES".into()),
+        ..Default::default()
+    });
+    let m = mock.clone();
+    let o = BenchOptions {
+        duration: DurationSource::Auto,
+        ..opts(&[], ReplayMode::Application)
+    };
+    let raw = p
+        .bench("b", &[], &o, |_, run| {
+            run.annotate("a", |_| m.launch("k1", 10))?;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(
+        series(&raw, "a", DEFAULT_METRIC).1,
+        vec![10.0, 10.0],
+        "record durations"
+    );
+    assert_eq!(mock.collects.load(Ordering::SeqCst), 0, "no counter pass");
+    let w: Vec<&String> = p
+        .warnings()
+        .iter()
+        .filter(|w| w.contains("INSUFFICIENT_PRIVILEGES"))
+        .collect();
+    assert_eq!(w.len(), 1, "{:?}", p.warnings());
+    assert!(w[0].contains("not Nsight Compute's gpu__time_duration"), "{}", w[0]);
+    let col = raw.extras.iter().find(|c| c.name == "DurationSource").unwrap();
+    assert!(col.values.iter().all(|v| *v == ExtraValue::Text("records".into())));
+    // Asked for explicitly, the counters' failure is an error, not a fallback.
+    let o = BenchOptions {
+        duration: DurationSource::Counters,
+        ..o
+    };
+    let e = p
+        .bench("c", &[], &o, |_, run| {
+            run.annotate("a", |_| m.launch("k1", 10))?;
+            Ok(())
+        })
+        .unwrap_err();
+    assert!(e.to_string().contains("INSUFFICIENT_PRIVILEGES"), "{e}");
+}
+
+#[test]
+fn a_graph_launch_keeps_its_span_among_counter_durations_of_eager_kernels() {
+    // Region: k1 (10 ns), a graph (500 ns span), k2 (20 ns). The counter pass profiles k1 and k2
+    // only (dur + 3 each); the graph's span comes from the records; bytes cover the kernels.
+    for mode in [ReplayMode::Application, ReplayMode::Kernel] {
+        let (mock, mut p) = setup(1);
+        let m = mock.clone();
+        let o = BenchOptions {
+            duration: DurationSource::Counters,
+            ..opts(&["bytes.sum"], mode)
+        };
+        let raw = p
+            .bench("b", &[], &o, |_, run| {
+                run.annotate("mixed", |_| {
+                    m.launch("k1", 10);
+                    m.launch_graph(500);
+                    m.launch("k2", 20);
+                })?;
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(
+            series(&raw, "mixed", DEFAULT_METRIC).1,
+            vec![13.0 + 500.0 + 23.0; 2],
+            "{mode:?}"
+        );
+        assert_eq!(series(&raw, "mixed", "bytes.sum").1, vec![60.0; 2], "{mode:?}");
+        assert!(
+            raw.kernel_names.contains(&"k1|cuda-graph:1|k2".to_string()),
+            "{:?}",
+            raw.kernel_names
+        );
+        assert!(
+            !p.warnings().iter().any(|w| w.contains("Counters recorded as NaN")),
+            "{:?}",
+            p.warnings()
+        );
+    }
 }

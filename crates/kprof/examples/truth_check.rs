@@ -1,0 +1,403 @@
+//! GPU check of issue 17 (kernel and CUDA-graph durations in default settings). One binary, four
+//! modes, each printing `TRUTH {json}` lines that `scripts/gpu-check-truth.sh` gathers:
+//!
+//! - `events`: no profiler in the process; every case timed with CUDA events (graph replays: the
+//!   events around the replay; eager kernels: the in-stream reference, a graph of many copies
+//!   divided by the copies).
+//! - `kprof [records|counters|auto] [kernel|application]`: every case through [`Profiler::bench`]
+//!   (10 runs, median), with the duration source and replay mode given (trace modes from
+//!   `KPROF_KERNEL_TRACE` / `KPROF_GRAPH_TRACE`).
+//! - `ncu-target`: every eager case launched a few times inside NVTX ranges named after it, for
+//!   `ncu --nvtx --metrics gpu__time_duration.sum`.
+//! - `rangeprof`: the Range Profiler alone (gpu__time_duration.sum, kernel and application
+//!   replay) over 3 eager kernels, a 60-node graph and 3 eager kernels: how many ranges a graph
+//!   launch gives.
+//!
+//! Run on a GPU machine: `cargo run --release -p kprof --example truth_check -- events`.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{cublas, BoxError, Gpu, Matmul};
+use cudarc::cublas::CudaBlas;
+use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode};
+use cudarc::driver::{CudaFunction, CudaGraph, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use kprof::core::model::Config;
+use kprof::runner::{BenchOptions, CacheControl, DurationSource, Profiler, ReplayMode};
+
+const SRC: &str = r#"
+extern "C" __global__ void axpb(float* y, unsigned int n) {
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = y[i] * 1.0001f + 0.5f;
+}
+extern "C" __global__ void scale2(float* y, const float* x, unsigned int n) {
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i];
+}
+"#;
+
+/// One element per thread, 256-thread blocks.
+fn grid(n: u32) -> LaunchConfig {
+    common::blocks(n)
+}
+
+struct Bench {
+    gpu: Gpu,
+    axpb: CudaFunction,
+    scale2: CudaFunction,
+    blas: CudaBlas,
+    small: CudaSlice<f32>,
+    mid: CudaSlice<f32>,
+    big_x: CudaSlice<f32>,
+    big_y: CudaSlice<f32>,
+    mm: Vec<Matmul>,
+    /// The stream graphs are captured on (not the legacy default stream) and its cuBLAS handle,
+    /// created and warmed up before any capture (cublasCreate cannot run inside one).
+    cap: Arc<CudaStream>,
+    cap_blas: CudaBlas,
+}
+
+const N_SMALL: u32 = 1 << 20; // 1M floats: ~2-3 us per kernel
+const N_MID: u32 = 8 << 20; // 8M floats: ~20 us
+const N_BIG: u32 = 64 << 20; // 64M floats (256 MB)
+
+impl Bench {
+    fn new() -> Result<Bench, BoxError> {
+        let gpu = Gpu::new()?;
+        let ptx = common::compile_with_nvrtc(SRC)?;
+        let m = gpu.ctx.load_module(ptx)?;
+        let blas = cublas(&gpu.stream)?;
+        let fill = |n: u32| {
+            gpu.stream
+                .clone_htod(&(0..n).map(|i| (i % 97) as f32 * 0.01).collect::<Vec<_>>())
+        };
+        let small = fill(N_SMALL)?;
+        let mid = fill(N_MID)?;
+        let big_x = fill(N_BIG)?;
+        let big_y = gpu.stream.alloc_zeros::<f32>(N_BIG as usize)?;
+        let mut mm = Vec::new();
+        for n in [1024, 2048, 4096, 8192] {
+            mm.push(Matmul::new(&gpu, n)?);
+        }
+        let cap = gpu.stream.fork()?;
+        let cap_blas = CudaBlas::new(cap.clone())?;
+        mm[2].run(&cap_blas)?;
+        gpu.sync()?;
+        Ok(Bench {
+            axpb: m.load_function("axpb")?,
+            scale2: m.load_function("scale2")?,
+            gpu,
+            blas,
+            small,
+            mid,
+            big_x,
+            big_y,
+            mm,
+            cap,
+            cap_blas,
+        })
+    }
+
+    fn axpb_on(&self, s: &CudaStream, which: u32, times: usize) -> Result<(), BoxError> {
+        let (buf, n) = match which {
+            0 => (&self.small, N_SMALL),
+            _ => (&self.mid, N_MID),
+        };
+        for _ in 0..times {
+            let mut b = s.launch_builder(&self.axpb);
+            b.arg(buf).arg(&n);
+            unsafe { b.launch(grid(n)) }?;
+        }
+        Ok(())
+    }
+
+    fn scale_big(&mut self) -> Result<(), BoxError> {
+        let mut b = self.gpu.stream.launch_builder(&self.scale2);
+        b.arg(&mut self.big_y).arg(&self.big_x).arg(&N_BIG);
+        unsafe { b.launch(grid(N_BIG)) }?;
+        Ok(())
+    }
+
+    fn capture(&mut self, what: &str) -> Result<CudaGraph, BoxError> {
+        let cap = self.cap.clone();
+        cap.join(&self.gpu.stream)?;
+        cap.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+        match what {
+            "graph60" => self.axpb_on(&cap, 0, 60)?,
+            "graph600" => self.axpb_on(&cap, 0, 600)?,
+            "graph2stream" => {
+                let other = cap.fork()?;
+                self.axpb_on(&cap, 0, 30)?;
+                let mut b = other.launch_builder(&self.axpb);
+                for _ in 0..30 {
+                    b = other.launch_builder(&self.axpb);
+                    b.arg(&self.mid).arg(&N_SMALL);
+                    unsafe { b.launch(grid(N_SMALL)) }?;
+                }
+                drop(b);
+                cap.join(&other)?;
+            }
+            "graph3big" => {
+                self.mm[2].run(&self.cap_blas)?;
+                let mut b = cap.launch_builder(&self.scale2);
+                b.arg(&mut self.big_y).arg(&self.big_x).arg(&N_BIG);
+                unsafe { b.launch(grid(N_BIG)) }?;
+                let mut b = cap.launch_builder(&self.axpb);
+                b.arg(&mut self.big_y).arg(&N_BIG);
+                unsafe { b.launch(grid(N_BIG)) }?;
+            }
+            other => return Err(format!("no graph {other}").into()),
+        }
+        let g = cap.end_capture(CUgraphInstantiate_flags(0))?.ok_or("empty capture")?;
+        g.upload()?;
+        self.gpu.sync()?;
+        Ok(g)
+    }
+
+    /// Launches one eager case on the default stream.
+    fn eager(&mut self, case: &str) -> Result<(), BoxError> {
+        let s = self.gpu.stream.clone();
+        match case {
+            "eager60" => self.axpb_on(&s, 0, 60),
+            "k2us" => self.axpb_on(&s, 0, 1),
+            "k20us" => self.axpb_on(&s, 1, 1),
+            "scale64M" => self.scale_big(),
+            mm if mm.starts_with("sgemm") => {
+                let i = match mm {
+                    "sgemm1024" => 0,
+                    "sgemm2048" => 1,
+                    "sgemm4096" => 2,
+                    _ => 3,
+                };
+                self.mm[i].run(&self.blas)
+            }
+            other => Err(format!("no case {other}").into()),
+        }
+    }
+}
+
+const GRAPHS: [&str; 3] = ["graph60", "graph2stream", "graph3big"];
+const EAGER: [&str; 9] = [
+    "eager60",
+    "k2us",
+    "k20us",
+    "sgemm1024",
+    "sgemm2048",
+    "sgemm4096",
+    "sgemm8192",
+    "scale64M",
+    "mixed",
+];
+
+fn emit(v: serde_json::Value) {
+    println!("TRUTH {v}");
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    common::median_sorted(&v)
+}
+
+fn events(b: &mut Bench) -> Result<(), BoxError> {
+    let ctx = b.gpu.ctx.clone();
+    let time = |s: &Arc<CudaStream>, f: &mut dyn FnMut() -> Result<(), BoxError>| -> Result<f64, BoxError> {
+        for _ in 0..3 {
+            f()?;
+        }
+        s.synchronize()?;
+        let mut v = Vec::new();
+        for _ in 0..20 {
+            let a = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+            let z = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+            a.record(&s)?;
+            f()?;
+            z.record(&s)?;
+            v.push(a.elapsed_ms(&z)? as f64 * 1e6);
+        }
+        Ok(median(v))
+    };
+    for g in GRAPHS {
+        let graph = b.capture(g)?;
+        // Graphs replay on the capture stream (non-blocking): the events go there too.
+        let ns = time(&b.cap.clone(), &mut || Ok(graph.launch()?))?;
+        emit(serde_json::json!({"mode": "events", "case": g, "ns": ns, "what": "events around one replay"}));
+    }
+    let mixed = b.capture("graph60")?;
+    let cap = b.cap.clone();
+    let ns = time(&cap, &mut || {
+        b.axpb_on(&cap, 0, 10)?;
+        mixed.launch()?;
+        b.axpb_on(&cap, 0, 10)
+    })?;
+    emit(
+        serde_json::json!({"mode": "events", "case": "mixed", "ns": ns, "what": "events around 10 eager + graph60 + 10 eager"}),
+    );
+    // In-stream reference of the 1M-float kernel: a graph of 600 copies, per kernel.
+    let g600 = b.capture("graph600")?;
+    let ns = time(&b.cap.clone(), &mut || Ok(g600.launch()?))?;
+    emit(
+        serde_json::json!({"mode": "events", "case": "instream_k2us", "ns": ns / 600.0, "what": "graph of 600 / 600"}),
+    );
+    for c in EAGER {
+        if c == "mixed" {
+            continue;
+        }
+        let s = b.gpu.stream.clone();
+        let ns = time(&s, &mut || b.eager(c))?;
+        emit(serde_json::json!({"mode": "events", "case": c, "ns": ns, "what": "events around eager launches"}));
+    }
+    Ok(())
+}
+
+fn kprof_mode(b: &mut Bench, source: &str, replay: &str) -> Result<(), BoxError> {
+    let mut prof = Profiler::new()?;
+    let duration = match source {
+        "records" => DurationSource::Records,
+        "counters" => DurationSource::Counters,
+        _ => DurationSource::default(),
+    };
+    let replay_mode = match replay {
+        "kernel" => ReplayMode::Kernel,
+        _ => ReplayMode::Application,
+    };
+    let mut graphs = Vec::new();
+    for g in GRAPHS {
+        graphs.push((g, b.capture(g)?));
+    }
+    let mixed_graph = b.capture("graph60")?;
+    let mut cases: Vec<String> = GRAPHS.iter().map(|s| s.to_string()).collect();
+    cases.extend(EAGER.iter().map(|s| s.to_string()));
+    for case in cases {
+        // Long kernels against ncu's default (cold cache); short kernels and graphs warm, as the
+        // issue's references were taken.
+        let cold = case.starts_with("sgemm") || case == "scale64M";
+        let opts = BenchOptions {
+            runs: 10,
+            cache: if cold { CacheControl::All } else { CacheControl::None },
+            duration,
+            replay_mode,
+            conditions: false,
+            ..Default::default()
+        };
+        let t0 = std::time::Instant::now();
+        let raw = prof.bench(&case, &[Config::new()], &opts, |_, run| {
+            let _r = run.region("r")?;
+            if let Some((_, g)) = graphs.iter().find(|(n, _)| *n == case) {
+                g.launch()?;
+            } else if case == "mixed" {
+                // Eager kernels on the graph's stream, so the region is one ordered chain.
+                b.axpb_on(&b.cap, 0, 10)?;
+                mixed_graph.launch()?;
+                b.axpb_on(&b.cap, 0, 10)?;
+            } else {
+                b.eager(&case)?;
+            }
+            Ok(())
+        });
+        let wall = t0.elapsed().as_secs_f64();
+        match raw {
+            Ok(raw) => {
+                let v: Vec<f64> = raw
+                    .samples
+                    .iter()
+                    .filter(|s| raw.series[s.series as usize].key.metric == kprof::core::model::DEFAULT_METRIC)
+                    .map(|s| s.value)
+                    .collect();
+                let kernel = raw.samples.first().map(|s| raw.kernel_names[s.kernel as usize].clone());
+                let k = kernel.unwrap_or_default();
+                emit(
+                    serde_json::json!({"mode": format!("kprof-{source}-{replay}"), "case": case, "ns": median(v.clone()),
+                    "values": v, "wall_s": wall, "kernel": common::short(&k, 120),
+                    "trace": std::env::var("KPROF_KERNEL_TRACE").unwrap_or_default(),
+                    "graph_trace": std::env::var("KPROF_GRAPH_TRACE").unwrap_or_default()}),
+                );
+            }
+            Err(e) => emit(
+                serde_json::json!({"mode": format!("kprof-{source}-{replay}"), "case": case, "error": e.to_string()}),
+            ),
+        }
+    }
+    let w: Vec<&String> = prof.warnings().iter().collect();
+    emit(serde_json::json!({"mode": format!("kprof-{source}-{replay}"), "case": "_warnings", "warnings": w}));
+    Ok(())
+}
+
+fn ncu_target(b: &mut Bench) -> Result<(), BoxError> {
+    let reps = |c: &str| if c == "eager60" { 3 } else { 5 };
+    for c in EAGER {
+        if c == "mixed" {
+            continue;
+        }
+        for _ in 0..reps(c) {
+            let _r = kprof::nvtx::push_range(c)?;
+            b.eager(c)?;
+            b.gpu.sync()?;
+        }
+    }
+    Ok(())
+}
+
+fn rangeprof(b: &mut Bench) -> Result<(), BoxError> {
+    use kprof::counters::{CuptiLib, RangeProfiler};
+    let libs = kprof::loader::Libraries::load()?;
+    let lib = CuptiLib::load(&libs.cupti_path)?;
+    let ctx = libs.cuda.ensure_context()?;
+    kprof::counters::range::profiler_initialize(lib)?;
+    let g = b.capture("graph60")?;
+    for mode in [ReplayMode::Kernel, ReplayMode::Application] {
+        let metrics = vec!["gpu__time_duration.sum".to_string()];
+        let mut rp = RangeProfiler::new(lib, ctx as _, 0, &metrics, mode)?;
+        let s = b.gpu.stream.clone();
+        let mut err = None;
+        let rec = rp.collect(256, |_| {
+            let r = (|| -> Result<(), BoxError> {
+                b.axpb_on(&s, 0, 3)?;
+                g.launch()?;
+                b.axpb_on(&s, 0, 3)?;
+                s.synchronize()?;
+                Ok(())
+            })();
+            if let Err(e) = r {
+                err = Some(e.to_string());
+            }
+        });
+        match rec {
+            Ok(rec) => {
+                let v: Vec<f64> = rec
+                    .ranges
+                    .iter()
+                    .map(|r| r.get("gpu__time_duration.sum").unwrap_or(f64::NAN))
+                    .collect();
+                emit(
+                    serde_json::json!({"mode": "rangeprof", "replay": mode.as_str(), "ranges": rec.ranges.len(),
+                    "values": v, "closure_error": err}),
+                );
+            }
+            Err(e) => emit(serde_json::json!({"mode": "rangeprof", "replay": mode.as_str(), "error": e.to_string()})),
+        }
+    }
+    Ok(())
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let r = (|| -> Result<(), BoxError> {
+        let mut b = Bench::new()?;
+        match args.first().map(String::as_str) {
+            Some("events") => events(&mut b),
+            Some("kprof") => kprof_mode(
+                &mut b,
+                args.get(1).map(String::as_str).unwrap_or("auto"),
+                args.get(2).map(String::as_str).unwrap_or("application"),
+            ),
+            Some("ncu-target") => ncu_target(&mut b),
+            Some("rangeprof") => rangeprof(&mut b),
+            _ => Err("usage: truth_check events | kprof [records|counters|auto] [kernel|application] | ncu-target | rangeprof".into()),
+        }
+    })();
+    if let Err(e) = r {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}

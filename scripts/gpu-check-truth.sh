@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# GPU check of issue 17 (durations of short kernels and CUDA graphs in default settings), ON the
+# H200 from the repo root after scripts/build-carry.sh filled .carry/ (truth_check, kprof,
+# libkprof_inject.so; the reference cases in .carry/cases):
+#
+#     scripts/gpu-check-truth.sh [OUT]       # OUT defaults to $OUT; PARTS="..." selects parts
+#
+# Parts (all by default): events (CUDA events, no profiler), kprof (truth_check through the Rust
+# API in every duration source / trace mode), rangeprof (Range Profiler and CUDA graphs), ncu
+# (gpu__time_duration.sum per NVTX range), cases (the issue's Python and C++ reference cases:
+# small_ref.py without a profiler, ncu on small_ncu_target.py, graph_app.cu plainly and under
+# kprof run), energy (NVML's energy counter: update period and step). Every result line is
+# `TRUTH {json}` in $OUT/truth.log; nothing here changes a GPU setting.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${1:-${OUT:?give OUT}}"
+mkdir -p "$OUT"
+PARTS="${PARTS:-events kprof rangeprof ncu cases casencu energy pyrefs pykprof pylaunch pyncu pysweep}"
+BIN=.carry/bin
+PY=/opt/torch/.venv/bin/python3
+NCU=/usr/local/cuda/bin/ncu
+NVCC=/usr/local/cuda/bin/nvcc
+LOG="$OUT/truth.log"
+: > "$LOG"
+has() { case " $PARTS " in *" $1 "*) return 0;; esac; return 1; }
+step() { echo "== $* ($(date +%T))" | tee -a "$LOG"; }
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib:${LD_LIBRARY_PATH:-}"
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee -a "$LOG"
+
+if has events; then
+    step "events: CUDA events, no profiler"
+    timeout 120 "$BIN/truth_check" events 2>&1 | tee -a "$LOG"
+fi
+
+if has kprof; then
+    run_kprof() { # env..., then source replay
+        step "kprof $*"
+        timeout 150 env "$@" 2>&1 | tee -a "$LOG"
+    }
+    # Default settings first (auto durations, concurrent trace, graph trace), then the others.
+    run_kprof KPROF_X=1 "$BIN/truth_check" kprof auto application
+    for mode in ${KPROF_MODES:-}; do
+        IFS=: read -r trace graphs source <<< "$mode"
+        run_kprof KPROF_KERNEL_TRACE=$trace KPROF_GRAPH_TRACE=$graphs "$BIN/truth_check" kprof $source application
+    done
+fi
+
+if has rangeprof; then
+    step "rangeprof: Range Profiler over eager kernels and a graph"
+    timeout 120 "$BIN/truth_check" rangeprof 2>&1 | tee -a "$LOG"
+fi
+
+ncu_csv() { # out.csv cache filter...
+    local out="$1" cache="$2"; shift 2
+    local incl=()
+    for f in "$@"; do incl+=(--nvtx-include "kprof@$f/"); done
+    timeout 200 "$NCU" --nvtx "${incl[@]}" --cache-control "$cache" --clock-control none \
+        --metrics gpu__time_duration.sum --csv --print-units base --page raw \
+        "$BIN/truth_check" ncu-target > "$out" 2> "$out.err"
+    echo "ncu exit $? -> $out ($(wc -l < "$out") lines)" | tee -a "$LOG"
+}
+if has ncu; then
+    step "ncu: gpu__time_duration.sum per NVTX range (truth_check ncu-target)"
+    ncu_csv "$OUT/ncu-none.csv" none eager60 k2us k20us
+    ncu_csv "$OUT/ncu-all.csv" all sgemm1024 sgemm2048 sgemm4096 sgemm8192 scale64M
+    "$PY" - "$OUT/ncu-none.csv" "$OUT/ncu-all.csv" <<'EOF' 2>&1 | tee -a "$LOG"
+import csv, json, re, sys, statistics
+CASES = ["eager60", "k2us", "k20us", "sgemm1024", "sgemm2048", "sgemm4096", "sgemm8192", "scale64M"]
+for path in sys.argv[1:]:
+    lines = [l for l in open(path) if not l.startswith("==")]
+    rows = [r for r in csv.DictReader(lines) if r.get("ID", "").isdigit()]
+    if rows:
+        print("columns:", [k for k in rows[0] if "nvtx" in k.lower() or "range" in k.lower()])
+    by = {}
+    for r in rows:
+        cells = " ".join(str(v) for v in r.values())
+        name = next((c for c in CASES if re.search(r"(^|[^A-Za-z0-9])" + c + r"($|[^A-Za-z0-9])", cells)), "?")
+        by.setdefault(name, []).append(float(r["gpu__time_duration.sum"].replace(",", "")))
+    for name, v in by.items():
+        per = 60 if name == "eager60" else 1
+        sums = [sum(v[i:i + per]) for i in range(0, len(v), per)]
+        print("TRUTH " + json.dumps({"mode": "ncu-" + path.split("ncu-")[1][:-4], "case": name, "ns": statistics.median(sums), "kernels": len(v), "sums": sums}))
+EOF
+fi
+
+if has cases; then
+    step "cases: small_ref.py (no profiler)"
+    timeout 120 "$PY" .carry/cases/small_ref.py 2>&1 | tee -a "$LOG"
+    if has casencu; then
+        step "cases: ncu on small_ncu_target.py (eager range)"
+        timeout 200 "$NCU" --nvtx --nvtx-include "eager/" --cache-control none --clock-control none \
+            --metrics gpu__time_duration.sum --csv --print-units base --page raw \
+            "$PY" .carry/cases/small_ncu_target.py > "$OUT/ncu-small.csv" 2> "$OUT/ncu-small.err"
+        "$PY" -c "
+    import csv,json
+    rows=[r for r in csv.DictReader(l for l in open('$OUT/ncu-small.csv') if not l.startswith('==')) if r.get('ID','').isdigit()]
+    v=[float(r['gpu__time_duration.sum'].replace(',','')) for r in rows]
+    print('TRUTH '+json.dumps({'mode':'ncu-none','case':'torch_eager60','ns':sum(v),'kernels':len(v)}))" 2>&1 | tee -a "$LOG"
+    fi
+    step "cases: graph_app.cu plainly, under kprof run, and kprof run --metrics gpu__time_duration.sum"
+    if "$NVCC" -O2 -arch=sm_90 -o "$OUT/graph_app" .carry/cases/graph_app.cu -ldl 2>&1 | tee -a "$LOG"; then
+        "$OUT/graph_app" > "$OUT/app-plain.txt" 2>&1
+        awk '/GRAPH_EVENTS_MEDIAN_US/ {printf "TRUTH {\"mode\": \"graph_app-plain\", \"ns\": %f}\n", $2 * 1000}' \
+            "$OUT/app-plain.txt" | tee -a "$LOG"
+        ( time "$BIN/kprof" run --out "$OUT/app-default" -- "$OUT/graph_app" ) > "$OUT/app-default.txt" 2>&1
+        tail -n 12 "$OUT/app-default.txt" | tee -a "$LOG"
+        "$PY" - "$OUT/app-default/raw.csv" <<'EOF' 2>&1 | tee -a "$LOG"
+import csv, json, sys, statistics
+for path in sys.argv[1:]:
+    try:
+        rows = list(csv.DictReader(open(path)))
+    except OSError as e:
+        print("missing", path, e); continue
+    by = {}
+    for r in rows:
+        by.setdefault((r.get("Annotation"), r.get("Metric")), []).append(float(r["Value"]))
+    for (a, m), v in by.items():
+        print("TRUTH " + json.dumps({"mode": "kprof-run:" + path.split("/")[-2], "case": "cpp_" + str(a), "metric": m, "ns": statistics.median(v), "n": len(v)}))
+EOF
+    fi
+fi
+
+if has energy; then
+    step "energy: NVML total-energy counter under load"
+    timeout 60 "$PY" - <<'EOF' 2>&1 | tee -a "$LOG"
+import json, threading, time
+import pynvml, torch
+pynvml.nvmlInit()
+h = pynvml.nvmlDeviceGetHandleByIndex(0)
+a = torch.randn(8192, 8192, device="cuda")
+stop = False
+def load():
+    while not stop:
+        a @ a
+        torch.cuda.synchronize()
+t = threading.Thread(target=load); t.start()
+time.sleep(0.5)
+changes = []; last = None; t0 = time.perf_counter(); polls = 0; powers = []
+while time.perf_counter() - t0 < 3.0:
+    e = pynvml.nvmlDeviceGetTotalEnergyConsumption(h); polls += 1
+    now = time.perf_counter()
+    if e != last:
+        changes.append((now, e)); last = e
+    if polls % 200 == 0:
+        powers.append(pynvml.nvmlDeviceGetPowerUsage(h))
+stop = True; t.join()
+dts = [b[0] - a[0] for a, b in zip(changes, changes[1:])]
+steps = [b[1] - a[1] for a, b in zip(changes, changes[1:])]
+dts_s = sorted(dts)
+print("TRUTH " + json.dumps({"mode": "energy", "polls": polls, "changes": len(changes),
+    "period_ms_median": 1e3 * dts_s[len(dts_s) // 2] if dts else None, "period_ms_min": 1e3 * min(dts) if dts else None,
+    "period_ms_max": 1e3 * max(dts) if dts else None, "step_mj_median": sorted(steps)[len(steps) // 2] if steps else None,
+    "power_mw": powers[:10], "first_changes": [(round((c[0] - t0) * 1e3, 2), c[1]) for c in changes[:12]]}))
+EOF
+fi
+# ---- The Python door (the wheel in .carry/wheels), torch workloads ----
+if has pyrefs || has pykprof || has pylaunch || has pyncu || has pysweep; then
+    source scripts/gpu-wheel.sh
+    GT=scripts/gpu_check_truth.py
+fi
+if has pyrefs; then
+    step "python refs: CUDA events without a profiler"
+    timeout 120 "$PY" "$GT" refs 2>&1 | tee -a "$LOG"
+fi
+if has pykprof; then
+    step "python kprof: default settings"
+    timeout 300 "$PY" "$GT" kprof 2>&1 | tee -a "$LOG"
+fi
+if has pylaunch; then
+    step "python launch cost"
+    timeout 120 "$PY" "$GT" launch 2>&1 | tee -a "$LOG"
+fi
+ncu_py() { # out.csv cache replay metrics target ranges...
+    local out="$1" cache="$2" replay="$3" metrics="$4" target="$5"; shift 5
+    local incl=()
+    for f in "$@"; do incl+=(--nvtx-include "$f/"); done
+    timeout 300 "$NCU" --nvtx "${incl[@]}" --cache-control "$cache" --clock-control none --replay-mode "$replay" \
+        --metrics "$metrics" --csv --print-units base --page raw "$PY" "$GT" "$target" > "$out" 2> "$out.err"
+    echo "ncu exit $? -> $out ($(wc -l < "$out") lines)" | tee -a "$LOG"
+}
+if has pyncu; then
+    step "python ncu references"
+    ncu_py "$OUT/pyncu-none.csv" none kernel gpu__time_duration.sum ncu-target eager60 k2us k20us
+    ncu_py "$OUT/pyncu-all.csv" all kernel gpu__time_duration.sum ncu-target k2ms mm1024 mm2048 mm4096 mm8192 x2_64M
+    ncu_py "$OUT/pyncu-step6.csv" all application \
+        sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,gpu__time_duration.sum \
+        ncu-target-step6 fp16_mm4096 s6_x2_64M
+    "$PY" scripts/truth_verdicts.py ncu-csv "$OUT/pyncu-none.csv" "$OUT/pyncu-all.csv" "$OUT/pyncu-step6.csv" 2>&1 | tee -a "$LOG"
+fi
+if has pysweep; then
+    step "python sweep: kprof vs nsight-python 0.9.6 (3 configs x 10 runs)"
+    timeout 120 "$PY" "$GT" sweep-kprof 2>&1 | tee -a "$LOG"
+    NS_SITE=/tmp/nsight-site
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --target "$NS_SITE" .carry/wheels-extra/*.whl \
+        && PYTHONPATH="$NS_SITE:/opt/nvidia/nsight-compute/2025.3.1/extras/python:${PYTHONPATH:-}" \
+            timeout 200 "$PY" "$GT" sweep-nsight 2>&1 | grep -v "^==PROF==" | tail -n 20 | tee -a "$LOG"
+fi
+step "done"

@@ -1,0 +1,312 @@
+"""GPU check of issue 17 through the Python door (the wheel), on the H200. One part per call:
+
+    python3 gpu_check_truth.py refs          # CUDA events, no profiler loaded in this process
+    python3 gpu_check_truth.py kprof         # kprof in default settings, every case
+    python3 gpu_check_truth.py ncu-target    # the eager cases in NVTX ranges, for ncu
+    python3 gpu_check_truth.py sweep-kprof   # the seed's matmul sweep (3 configs x 10 runs), wall time
+    python3 gpu_check_truth.py sweep-nsight  # the same sweep with nsight-python 0.9.6 (relaunches under ncu)
+
+Each result is one line ``TRUTH {json}``; scripts/gpu-check-truth.sh gathers them and
+scripts/truth_verdicts.py judges them. Cases (torch, fp32 unless said):
+
+* graph60: a CUDA graph of 60 elementwise kernels on 1M floats (30 x (mul, add)), replayed in one
+  region, warm L2 (cache_control="none"): reference CUDA events around the replay without a profiler;
+* graph3big: a graph of an fp32 matmul 4096 and two elementwise ops over 256 MB: same reference;
+* graph2stream: a graph captured from two streams (30 kernels on each), same reference;
+* mixed: 10 eager kernels, graph60, 10 eager kernels in one region (eager kernels: ncu; graph: events);
+* eager60: the 60 kernels launched eagerly in one region (ncu: sum of gpu__time_duration);
+* k2us / k20us / k2ms: one elementwise kernel on 1M / 16M floats, one fp32 matmul 4096 (ncu);
+* mm1024..mm8192, x2_64M: long kernels, cold cache (ncu with its cache control);
+* step6: the seed's step 6 (fp16 matmul 4096 and x * 2 over 64M floats, SM and DRAM throughput);
+* energy: fp32 matmul 8192, energy per run vs mean power x duration;
+* launch: host cost per launch (10,000 tiny launches in one region) with and without kprof.
+"""
+
+import json
+import os
+import statistics
+import sys
+import time
+import warnings
+
+import torch
+
+N_SMALL = 1 << 20
+N_MID = 16 << 20
+N_BIG = 64 << 20
+
+
+def emit(**kw):
+    print("TRUTH " + json.dumps(kw), flush=True)
+
+
+class Cases:
+    def __init__(self):
+        self.y = torch.randn(N_SMALL, device="cuda")
+        self.mid = torch.randn(N_MID, device="cuda")
+        self.big = torch.randn(N_BIG, device="cuda")
+        self.big_out = torch.empty_like(self.big)
+        self.mats = {n: (torch.randn(n, n, device="cuda"), torch.randn(n, n, device="cuda")) for n in (1024, 2048, 4096, 8192)}
+        self.h16 = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
+        torch.cuda.synchronize()
+        self.graphs = {}
+
+    def chain(self, z, n_pairs):
+        for _ in range(n_pairs):
+            z = z * 1.0001 + 0.5
+        return z
+
+    def capture(self, name):
+        g = torch.cuda.CUDAGraph()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):  # warm-up outside the capture, as PyTorch asks
+            self.body(name)
+        torch.cuda.current_stream().wait_stream(s)
+        torch.cuda.synchronize()
+        with torch.cuda.graph(g):
+            self.body(name)
+        torch.cuda.synchronize()
+        for _ in range(3):
+            g.replay()
+        torch.cuda.synchronize()
+        self.graphs[name] = g
+        return g
+
+    def body(self, name):
+        if name == "graph60":
+            self.out60 = self.chain(self.y, 30)
+        elif name == "graph3big":
+            a, b = self.mats[4096]
+            self.c4096 = a @ b
+            torch.mul(self.big, 2.0, out=self.big_out)
+            self.big_out.add_(1.0)
+        elif name == "graph2stream":
+            cur = torch.cuda.current_stream()
+            side = torch.cuda.Stream()
+            side.wait_stream(cur)
+            self.o1 = self.chain(self.y, 15)
+            with torch.cuda.stream(side):
+                self.o2 = self.chain(self.mid[:N_SMALL], 15)
+            cur.wait_stream(side)
+
+    def eager(self, name):
+        if name == "eager60":
+            return self.chain(self.y, 30)
+        if name == "k2us":
+            return self.y * 1.0001
+        if name == "k20us":
+            return self.mid * 1.0001
+        if name == "k2ms":
+            a, b = self.mats[4096]
+            return a @ b
+        if name.startswith("mm"):
+            a, b = self.mats[int(name[2:])]
+            return a @ b
+        if name == "x2_64M":
+            return self.big * 2.0
+        if name == "mixed":
+            z = self.chain(self.y, 5)
+            self.graphs["graph60"].replay()
+            return self.chain(z, 5)
+        raise ValueError(name)
+
+
+GRAPHS = ["graph60", "graph3big", "graph2stream"]
+SHORT = ["eager60", "k2us", "k20us", "k2ms", "mixed"]
+LONG = ["mm1024", "mm2048", "mm4096", "mm8192", "x2_64M"]
+
+
+def events(fn, reps=20):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    v = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        v.append(a.elapsed_time(b) * 1e6)
+    return statistics.median(v)
+
+
+def refs():
+    c = Cases()
+    for g in GRAPHS:
+        graph = c.capture(g)
+        emit(part="refs", case=g, ns=events(graph.replay), what="CUDA events around one replay, no profiler")
+    emit(part="refs", case="mixed", ns=events(lambda: c.eager("mixed")), what="events around 10 eager + graph60 + 10 eager")
+    # In-stream time of the 1M-float elementwise kernel: a graph of 600, per kernel.
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        c.chain(c.y, 300)
+    emit(part="refs", case="instream_1M", ns=events(g.replay) / 600, what="graph of 600 / 600")
+    for name in SHORT[:-1] + LONG:
+        emit(part="refs", case=name, ns=events(lambda: c.eager(name)), what="events around eager launches")
+
+
+def kprof_part():
+    import kprof
+
+    c = Cases()
+    for g in GRAPHS:
+        c.capture(g)
+    results = {}
+    for name in GRAPHS + SHORT + LONG:
+        cold = name in LONG
+        graph = c.graphs.get(name)
+
+        @kprof.analyze.kernel(runs=10, cache_control="all" if cold else "none", thermal_mode="off", verbosity=0)
+        def bench():
+            with kprof.annotate("r"):
+                if graph is not None:
+                    graph.replay()
+                else:
+                    c.eager(name)
+
+        t0 = time.perf_counter()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            res = bench()
+        wall = time.perf_counter() - t0
+        df = res.raw()
+        vals = [float(v) for v in df["Value"]]
+        src = sorted(set(df["DurationSource"])) if "DurationSource" in df else []
+        kern = str(df["Kernel"].iloc[0])[:100] if len(df) else ""
+        emit(part="kprof", case=name, ns=statistics.median(vals), values=vals, wall_s=wall, source=src, kernel=kern,
+             warnings=[str(w.message)[:300] for w in caught][:4])
+        results[name] = vals
+    # Seed step 6: SM and DRAM throughput in the default replay (application).
+    mets = ["sm__throughput.avg.pct_of_peak_sustained_elapsed", "dram__throughput.avg.pct_of_peak_sustained_elapsed"]
+    for name, fn in (("fp16_mm4096", lambda: c.h16 @ c.h16), ("x2_64M", lambda: c.big * 2.0)):
+        @kprof.analyze.kernel(runs=3, metrics=mets, thermal_mode="off", verbosity=0)
+        def step6():
+            with kprof.annotate("r"):
+                fn()
+
+        t0 = time.perf_counter()
+        df = step6().raw()
+        wall = time.perf_counter() - t0
+        for m in mets:
+            v = [float(x) for x in df[df.Metric == m]["Value"]]
+            emit(part="step6", case=name, metric=m, value=statistics.median(v), values=v, wall_s=wall)
+    # Energy per run of the fp32 matmul 8192 (conditions on by default).
+    a, b = c.mats[8192]
+
+    @kprof.analyze.kernel(runs=10, thermal_mode="off", verbosity=0)
+    def energy():
+        with kprof.annotate("r"):
+            a @ b
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        df = energy().raw()
+    cols = {k: [float(x) for x in df[k]] for k in ("Value", "PowerW", "EnergyMilliJ") if k in df}
+    emit(part="energy", case="mm8192", columns=cols, warnings=[str(w.message)[:300] for w in caught][:6])
+
+
+def launch_cost():
+    """Host time per launch of a tiny kernel: plain, then inside a kprof region (default settings)."""
+    import kprof
+
+    x = torch.ones(16, device="cuda")
+    n = 10000
+
+    def loop():
+        for _ in range(n):
+            x.add_(1.0)
+
+    for _ in range(2):
+        loop()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    loop()
+    plain = (time.perf_counter() - t0) / n
+    torch.cuda.synchronize()
+    host = []
+
+    @kprof.analyze.kernel(runs=3, cache_control="none", thermal_mode="off", verbosity=0)
+    def bench():
+        with kprof.annotate("r"):
+            t = time.perf_counter()
+            loop()
+            host.append((time.perf_counter() - t) / n)
+
+    bench()
+    emit(part="launch", case="add_16", plain_ns=plain * 1e9, kprof_ns=[h * 1e9 for h in host],
+         timing_pass_ns=min(host) * 1e9 if host else None)
+
+
+def ncu_target():
+    c = Cases()
+    for name in SHORT[:-1] + LONG:
+        for _ in range(3 if name == "eager60" else 5):
+            torch.cuda.nvtx.range_push(name)
+            c.eager(name)
+            torch.cuda.nvtx.range_pop()
+            torch.cuda.synchronize()
+
+
+def ncu_target_step6():
+    """The seed's step 6 kernels in NVTX ranges, for ncu's application replay (re-runs this)."""
+    h16 = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
+    big = torch.randn(N_BIG, device="cuda")
+    torch.cuda.synchronize()
+    for name, fn in (("fp16_mm4096", lambda: h16 @ h16), ("s6_x2_64M", lambda: big * 2.0)):
+        for _ in range(3):
+            torch.cuda.nvtx.range_push(name)
+            fn()
+            torch.cuda.nvtx.range_pop()
+            torch.cuda.synchronize()
+
+
+SWEEP = [1024, 2048, 4096]
+
+
+def sweep_kprof():
+    import kprof
+
+    @kprof.analyze.kernel(configs=[(n,) for n in SWEEP], runs=10, thermal_mode="off", verbosity=0)
+    def matmul(n):
+        a = torch.randn(n, n, device="cuda")
+        b = torch.randn(n, n, device="cuda")
+        _ = a @ b
+        with kprof.annotate("matmul"):
+            _ = a @ b
+
+    t0 = time.perf_counter()
+    df = matmul().to_dataframe()
+    wall = time.perf_counter() - t0
+    emit(part="sweep", tool="kprof", wall_s=wall, avg_ns=[float(v) for v in df["AvgValue"]])
+
+
+def sweep_nsight():
+    import nsight
+
+    @nsight.analyze.kernel(configs=[(n,) for n in SWEEP], runs=10, thermal_mode="off")
+    def matmul(n):
+        a = torch.randn(n, n, device="cuda")
+        b = torch.randn(n, n, device="cuda")
+        _ = a @ b
+        with nsight.annotate("matmul"):
+            _ = a @ b
+
+    t0 = time.perf_counter()
+    df = matmul().to_dataframe()
+    wall = time.perf_counter() - t0
+    if os.environ.get("NSPY_NCU_PROFILE_CHILD") is None:
+        emit(part="sweep", tool="nsight-python 0.9.6", wall_s=wall, avg_ns=[float(v) for v in df["AvgValue"]])
+
+
+if __name__ == "__main__":
+    {
+        "refs": refs,
+        "kprof": kprof_part,
+        "launch": launch_cost,
+        "ncu-target": ncu_target,
+        "ncu-target-step6": ncu_target_step6,
+        "sweep-kprof": sweep_kprof,
+        "sweep-nsight": sweep_nsight,
+    }[sys.argv[1]]()

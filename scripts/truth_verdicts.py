@@ -1,0 +1,184 @@
+"""Verdicts of issue 17's GPU check from its log (`TRUTH {json}` lines of scripts/gpu-check-truth.sh).
+
+    python3 truth_verdicts.py judge truth.log        # prints one row per acceptance line; exit 1 on a FAIL
+    python3 truth_verdicts.py ncu-csv A.csv B.csv..  # ncu raw-page CSVs -> TRUTH lines (part "ncu")
+
+CI runs `judge` on the recording in tests/fixtures/h200-truth (tests/python/test_h200_recordings.py)
+so the verdicts in the closing note are re-derived, not copied. Definitions: a kernel's duration is
+ncu's gpu__time_duration (sum over a region's kernels); a CUDA graph replay is its GPU span, whose
+reference is CUDA events around the replay in a process without a profiler.
+"""
+
+import csv
+import json
+import re
+import statistics
+import sys
+
+PY_CASES = ["eager60", "k2us", "k20us", "k2ms", "mm1024", "mm2048", "mm4096", "mm8192", "x2_64M",
+            "fp16_mm4096", "s6_x2_64M"]
+RUST_CASES = ["eager60", "k2us", "k20us", "sgemm1024", "sgemm2048", "sgemm4096", "sgemm8192", "scale64M"]
+STEP6 = {"sm__throughput.avg.pct_of_peak_sustained_elapsed": "SM %",
+         "dram__throughput.avg.pct_of_peak_sustained_elapsed": "DRAM %"}
+
+
+def _number(text):
+    return float(str(text).replace(",", ""))
+
+
+def ncu_rows(path):
+    """(case, kernel row) pairs of an ncu raw-page CSV; the case is the NVTX range name in any cell."""
+    lines = [l for l in open(path, encoding="utf-8", errors="replace") if not l.startswith("==")]
+    out = []
+    for r in csv.DictReader(lines):
+        if not r.get("ID", "").isdigit():
+            continue
+        cells = " ".join(str(v) for v in r.values())
+        name = next((c for c in PY_CASES + RUST_CASES
+                     if re.search(r"(^|[^A-Za-z0-9_])" + re.escape(c) + r"($|[^A-Za-z0-9_])", cells)), None)
+        out.append((name, r))
+    return out
+
+
+def ncu_csv(paths):
+    for path in paths:
+        try:
+            rows = ncu_rows(path)
+        except OSError as e:
+            print(f"# {path}: {e}")
+            continue
+        by = {}
+        for name, r in rows:
+            by.setdefault(name, []).append(r)
+        for name, rs in by.items():
+            if name is None:
+                continue
+            if "gpu__time_duration.sum" in rs[0]:
+                v = [_number(r["gpu__time_duration.sum"]) for r in rs]
+                per = 60 if name == "eager60" else 1
+                sums = [sum(v[i:i + per]) for i in range(0, len(v), per)]
+                print("TRUTH " + json.dumps({"part": "ncu", "case": name, "ns": statistics.median(sums),
+                                             "kernels": len(v), "per_kernel_ns": statistics.median(v)}))
+            for m in STEP6:
+                if m in rs[0]:
+                    v = [_number(r[m]) for r in rs]
+                    print("TRUTH " + json.dumps({"part": "ncu", "case": name, "metric": m, "value": statistics.median(v)}))
+
+
+def load(path):
+    rows = []
+    for line in open(path, encoding="utf-8", errors="replace"):
+        if line.startswith("TRUTH "):
+            try:
+                rows.append(json.loads(line[6:]))
+            except json.JSONDecodeError:
+                pass
+    return rows
+
+
+def find(rows, **kw):
+    for r in rows:
+        if all(r.get(k) == v for k, v in kw.items()):
+            return r
+    return None
+
+
+def judge(path):
+    rows = load(path)
+    table = []
+
+    def row(door, what, got, ref, limit_pct, ref_name, unit="us"):
+        if got is None or ref is None or got.get("ns") is None and "value" not in got:
+            table.append((door, what, "-", "-", "-", f"{limit_pct}%", "MISSING"))
+            return
+        g = got["ns"] if "ns" in got else got["value"]
+        f = ref["ns"] if "ns" in ref else ref["value"]
+        d = 100.0 * (g / f - 1.0)
+        ok = abs(d) <= limit_pct
+        table.append((door, what, f"{g / 1e3:.2f}", f"{f / 1e3:.2f} ({ref_name})", f"{d:+.2f}%", f"{limit_pct}%",
+                      "PASS" if ok else "FAIL"))
+
+    # Python door.
+    py = lambda c: find(rows, part="kprof", case=c)
+    row("python", "graph of 60 kernels", py("graph60"), find(rows, part="refs", case="graph60"), 3, "events")
+    row("python", "graph of 3 large kernels", py("graph3big"), find(rows, part="refs", case="graph3big"), 1, "events")
+    row("python", "graph from 2 streams", py("graph2stream"), find(rows, part="refs", case="graph2stream"), 3, "events")
+    ncu = lambda c: find(rows, part="ncu", case=c, **({} if True else {}))
+    e60 = ncu("eager60")
+    g60 = find(rows, part="refs", case="graph60")
+    if e60 and g60:
+        mixed_ref = {"ns": e60["per_kernel_ns"] * 20 + g60["ns"]}
+        row("python", "10 eager + graph60 + 10 eager", py("mixed"), mixed_ref, 5, "ncu x20 + events")
+    row("python", "60-kernel eager chain", py("eager60"), e60, 5, "ncu")
+    for c, what in (("k2us", "single ~2 us kernel"), ("k20us", "single ~20 us kernel"), ("k2ms", "single ~2 ms kernel")):
+        row("python", what, py(c), ncu(c), 3, "ncu")
+    for c in ("mm1024", "mm2048", "mm4096", "mm8192", "x2_64M"):
+        row("python", c, py(c), ncu(c), 1, "ncu")
+    for case, ncase in (("fp16_mm4096", "fp16_mm4096"), ("x2_64M", "s6_x2_64M")):
+        for m, label in STEP6.items():
+            got = find(rows, part="step6", case=case, metric=m)
+            ref = find(rows, part="ncu", case=ncase, metric=m)
+            if got and ref:
+                d = got["value"] - ref["value"]
+                table.append(("python", f"step 6 {case} {label}", f"{got['value']:.2f}", f"{ref['value']:.2f} (ncu app.)",
+                              f"{d:+.2f} pt", "0.5 pt", "PASS" if abs(d) <= 0.5 else "FAIL"))
+            else:
+                table.append(("python", f"step 6 {case} {label}", "-", "-", "-", "0.5 pt", "MISSING"))
+    kp, ns = find(rows, part="sweep", tool="kprof"), find(rows, part="sweep", tool="nsight-python 0.9.6")
+    if kp and ns:
+        ratio = ns["wall_s"] / kp["wall_s"]
+        table.append(("python", "seed sweep speed", f"{kp['wall_s']:.2f} s", f"{ns['wall_s']:.2f} s (nsight 0.9.6)",
+                      f"{ratio:.1f}x", ">= 10x", "PASS" if ratio >= 10 else "FAIL"))
+    else:
+        table.append(("python", "seed sweep speed", "-", "-", "-", ">= 10x", "MISSING"))
+    la = find(rows, part="launch")
+    if la and la.get("timing_pass_ns") is not None:
+        added = la["timing_pass_ns"] - la["plain_ns"]
+        table.append(("python", "host cost per launch", f"{la['timing_pass_ns']:.0f} ns", f"{la['plain_ns']:.0f} ns (plain)",
+                      f"{added:+.0f} ns", "<= 2000 ns", "PASS" if la["timing_pass_ns"] <= 2000 or added <= 2000 else "FAIL"))
+    en = find(rows, part="energy")
+    if en:
+        cols = en["columns"]
+        e, p, v = cols.get("EnergyMilliJ", []), cols.get("PowerW", []), cols.get("Value", [])
+        ratios = [ei / (pi * vi / 1e6) for ei, pi, vi in zip(e, p, v) if ei == ei and pi == pi]
+        nan = sum(1 for x in e if x != x)
+        warned = any("energy" in w for w in en.get("warnings", []))
+        if ratios:
+            med = statistics.median(ratios)
+            ok = abs(med - 1) <= 0.10
+            table.append(("python", "energy per run (mm8192)", f"x{med:.3f}", "power x duration", f"{nan} NaN",
+                          "10%", "PASS" if ok else "FAIL"))
+        else:
+            table.append(("python", "energy per run (mm8192)", "NaN", "power x duration", f"{nan} NaN",
+                          "NaN + reason", "PASS" if nan and warned else "FAIL"))
+    # Rust door (truth_check, default settings).
+    rk = lambda c: find(rows, mode="kprof-auto-application", case=c)
+    ev = lambda c: find(rows, mode="events", case=c)
+    rn = lambda c: find(rows, mode="ncu-none", case=c) or find(rows, mode="ncu-all", case=c)
+    row("rust", "graph of 60 kernels", rk("graph60"), ev("graph60"), 3, "events")
+    row("rust", "graph of 3 large kernels", rk("graph3big"), ev("graph3big"), 1, "events")
+    row("rust", "graph from 2 streams", rk("graph2stream"), ev("graph2stream"), 3, "events")
+    row("rust", "60-kernel eager chain", rk("eager60"), rn("eager60"), 5, "ncu")
+    for c in ("k2us", "k20us"):
+        row("rust", c, rk(c), rn(c), 3, "ncu")
+    for c in ("sgemm1024", "sgemm2048", "sgemm4096", "sgemm8192", "scale64M"):
+        row("rust", c, rk(c), rn(c), 1, "ncu")
+    # kprof run on the C++ program.
+    plain = find(rows, mode="graph_app-plain")
+    run_graph = find(rows, mode="kprof-run:app-default", case="cpp_graph")
+    row("kprof run", "graph range (C++)", run_graph, plain, 3, "events, no profiler")
+    width = [max(len(str(r[i])) for r in table + [("door", "case", "kprof", "reference", "diff", "limit", "verdict")])
+             for i in range(7)]
+    for r in [("door", "case", "kprof", "reference", "diff", "limit", "verdict")] + table:
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, width)))
+    fails = sum(1 for r in table if r[6] == "FAIL")
+    missing = sum(1 for r in table if r[6] == "MISSING")
+    print(f"truth verdicts: {sum(1 for r in table if r[6] == 'PASS')} passed, {fails} failed, {missing} missing")
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "ncu-csv":
+        ncu_csv(sys.argv[2:])
+    else:
+        sys.exit(judge(sys.argv[2]))
