@@ -164,12 +164,23 @@ if has pyrefs; then
     timeout 120 "$PY" "$GT" refs 2>&1 | tee -a "$LOG"
 fi
 if has pykprof; then
-    step "python kprof: default settings"
-    timeout 300 "$PY" "$GT" kprof 2>&1 | tee -a "$LOG"
+    step "python kprof: default settings, one process per case"
+    for c in ${PY_CASES:-graph60 graph3big graph2stream mixed eager60 k2us k20us k2ms mm1024 mm2048 mm4096 mm8192 x2_64M}; do
+        timeout 120 "$PY" -X faulthandler "$GT" case "$c" 2>&1 | tail -n 25 | tee -a "$LOG"
+    done
+    for v in ${PY_VARIANTS:-}; do  # CASE:SOURCE[:late]
+        IFS=: read -r c src late <<< "$v"
+        step "python kprof variant $v"
+        LATE_CAPTURE=$late timeout 120 "$PY" -X faulthandler "$GT" case "$c" "$src" 2>&1 | tail -n 25 | tee -a "$LOG"
+    done
+    step "python kprof: step 6 and energy"
+    timeout 200 "$PY" -X faulthandler "$GT" kprof 2>&1 | tail -n 25 | tee -a "$LOG"
 fi
 if has pylaunch; then
     step "python launch cost"
-    timeout 120 "$PY" "$GT" launch 2>&1 | tee -a "$LOG"
+    for t in concurrent serial; do
+        KPROF_KERNEL_TRACE=$t timeout 120 "$PY" "$GT" launch 2>&1 | tail -n 3 | tee -a "$LOG"
+    done
 fi
 ncu_py() { # out.csv cache replay metrics target ranges...
     local out="$1" cache="$2" replay="$3" metrics="$4" target="$5"; shift 5
@@ -191,6 +202,7 @@ fi
 if has pysweep; then
     step "python sweep: kprof vs nsight-python 0.9.6 (3 configs x 10 runs)"
     timeout 120 "$PY" "$GT" sweep-kprof 2>&1 | tee -a "$LOG"
+    timeout 120 "$PY" "$GT" sweep-kprof records 2>&1 | tee -a "$LOG"
     NS_SITE=/tmp/nsight-site
     "$PY" -m pip install -q --no-index --no-deps --no-compile --target "$NS_SITE" .carry/wheels-extra/*.whl \
         && PYTHONPATH="$NS_SITE:/opt/nvidia/nsight-compute/2025.3.1/extras/python:${PYTHONPATH:-}" \

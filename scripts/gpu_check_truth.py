@@ -147,37 +147,51 @@ def refs():
         emit(part="refs", case=name, ns=events(lambda: c.eager(name)), what="events around eager launches")
 
 
+def kprof_case(name, source="auto"):
+    """One case through kprof in default settings (``source``: duration_source), in its own process."""
+    import kprof
+
+    c = Cases()
+    if os.environ.get("LATE_CAPTURE"):
+        # Start kprof's CUPTI session before the graph is captured and instantiated.
+        @kprof.analyze.kernel(runs=1, thermal_mode="off", verbosity=0, duration_source="records")
+        def first():
+            with kprof.annotate("r"):
+                c.y * 2.0
+
+        first()
+    if name in GRAPHS or name == "mixed":
+        c.capture("graph60" if name == "mixed" else name)
+    cold = name in LONG
+    graph = c.graphs.get(name)
+
+    @kprof.analyze.kernel(runs=10, cache_control="all" if cold else "none", thermal_mode="off", verbosity=0,
+                          duration_source=source)
+    def bench():
+        with kprof.annotate("r"):
+            if graph is not None:
+                graph.replay()
+            else:
+                c.eager(name)
+
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = bench()
+    wall = time.perf_counter() - t0
+    df = res.raw()
+    vals = [float(v) for v in df["Value"]]
+    src = sorted(set(df["DurationSource"])) if "DurationSource" in df else []
+    kern = str(df["Kernel"].iloc[0])[:100] if len(df) else ""
+    emit(part="kprof" if source == "auto" else f"kprof-{source}", case=name, ns=statistics.median(vals), values=vals,
+         wall_s=wall, source=src, kernel=kern, late=bool(os.environ.get("LATE_CAPTURE")),
+         warnings=[str(w.message)[:300] for w in caught][:4])
+
+
 def kprof_part():
     import kprof
 
     c = Cases()
-    for g in GRAPHS:
-        c.capture(g)
-    results = {}
-    for name in GRAPHS + SHORT + LONG:
-        cold = name in LONG
-        graph = c.graphs.get(name)
-
-        @kprof.analyze.kernel(runs=10, cache_control="all" if cold else "none", thermal_mode="off", verbosity=0)
-        def bench():
-            with kprof.annotate("r"):
-                if graph is not None:
-                    graph.replay()
-                else:
-                    c.eager(name)
-
-        t0 = time.perf_counter()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            res = bench()
-        wall = time.perf_counter() - t0
-        df = res.raw()
-        vals = [float(v) for v in df["Value"]]
-        src = sorted(set(df["DurationSource"])) if "DurationSource" in df else []
-        kern = str(df["Kernel"].iloc[0])[:100] if len(df) else ""
-        emit(part="kprof", case=name, ns=statistics.median(vals), values=vals, wall_s=wall, source=src, kernel=kern,
-             warnings=[str(w.message)[:300] for w in caught][:4])
-        results[name] = vals
     # Seed step 6: SM and DRAM throughput in the default replay (application).
     mets = ["sm__throughput.avg.pct_of_peak_sustained_elapsed", "dram__throughput.avg.pct_of_peak_sustained_elapsed"]
     for name, fn in (("fp16_mm4096", lambda: c.h16 @ c.h16), ("x2_64M", lambda: c.big * 2.0)):
@@ -227,7 +241,7 @@ def launch_cost():
     torch.cuda.synchronize()
     host = []
 
-    @kprof.analyze.kernel(runs=3, cache_control="none", thermal_mode="off", verbosity=0)
+    @kprof.analyze.kernel(runs=3, cache_control="none", thermal_mode="off", verbosity=0, duration_source="records")
     def bench():
         with kprof.annotate("r"):
             t = time.perf_counter()
@@ -235,8 +249,8 @@ def launch_cost():
             host.append((time.perf_counter() - t) / n)
 
     bench()
-    emit(part="launch", case="add_16", plain_ns=plain * 1e9, kprof_ns=[h * 1e9 for h in host],
-         timing_pass_ns=min(host) * 1e9 if host else None)
+    emit(part="launch", case="add_16", trace=os.environ.get("KPROF_KERNEL_TRACE", "concurrent"), plain_ns=plain * 1e9,
+         kprof_ns=[h * 1e9 for h in host], timing_pass_ns=min(host) * 1e9 if host else None)
 
 
 def ncu_target():
@@ -265,10 +279,11 @@ def ncu_target_step6():
 SWEEP = [1024, 2048, 4096]
 
 
-def sweep_kprof():
+def sweep_kprof(source="auto"):
     import kprof
 
-    @kprof.analyze.kernel(configs=[(n,) for n in SWEEP], runs=10, thermal_mode="off", verbosity=0)
+    @kprof.analyze.kernel(configs=[(n,) for n in SWEEP], runs=10, thermal_mode="off", verbosity=0,
+                          duration_source=source)
     def matmul(n):
         a = torch.randn(n, n, device="cuda")
         b = torch.randn(n, n, device="cuda")
@@ -279,7 +294,8 @@ def sweep_kprof():
     t0 = time.perf_counter()
     df = matmul().to_dataframe()
     wall = time.perf_counter() - t0
-    emit(part="sweep", tool="kprof", wall_s=wall, avg_ns=[float(v) for v in df["AvgValue"]])
+    emit(part="sweep", tool="kprof" if source == "auto" else f"kprof-{source}", wall_s=wall,
+         avg_ns=[float(v) for v in df["AvgValue"]])
 
 
 def sweep_nsight():
@@ -301,6 +317,12 @@ def sweep_nsight():
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "case":
+        kprof_case(*sys.argv[2:])
+        sys.exit(0)
+    if sys.argv[1] == "sweep-kprof" and len(sys.argv) > 2:
+        sweep_kprof(sys.argv[2])
+        sys.exit(0)
     {
         "refs": refs,
         "kprof": kprof_part,

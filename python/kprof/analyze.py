@@ -752,7 +752,8 @@ def _finish_raw(table: Any, sig: Signature, pairs: list) -> tuple[dict[str, list
         raw[name] = [pairs[i][j][1] for i in idx]
     raw["Benchmark"] = list(table["Benchmark"])
     raw["Run"] = [int(r) for r in table["Run"]]
-    for name in _collectors.CONDITION_COLUMNS:  # kprof's per-run conditions, when the backend measured them
+    # Where each duration came from, and kprof's per-run conditions, when the backend gave them.
+    for name in ("DurationSource", *_collectors.CONDITION_COLUMNS):
         if name in table and len(table[name]) == n:
             raw[name] = list(table[name])
     return raw, idx

@@ -376,6 +376,24 @@ fn rangeprof(b: &mut Bench) -> Result<(), BoxError> {
             }
             Err(e) => emit(serde_json::json!({"mode": "rangeprof", "replay": mode.as_str(), "error": e.to_string()})),
         }
+        // The host cost of one counter pass as the run loop does it (sgemm 1024), by phase, 30 times.
+        let mut sum = [0.0f64; 4];
+        let t0 = std::time::Instant::now();
+        for _ in 0..30 {
+            let rec = rp.collect(64, |_| {
+                let _ = b.mm[0].run(&b.blas);
+                let _ = s.synchronize();
+            })?;
+            let t = rec.timings;
+            for (acc, x) in sum.iter_mut().zip([t.setup_s, t.passes_s, t.decode_s, t.evaluate_s]) {
+                *acc += x;
+            }
+        }
+        emit(
+            serde_json::json!({"mode": "rangeprof-cost", "replay": mode.as_str(), "collects": 30,
+            "total_s": t0.elapsed().as_secs_f64(), "setup_s": sum[0], "passes_s": sum[1], "decode_s": sum[2],
+            "evaluate_s": sum[3]}),
+        );
     }
     Ok(())
 }

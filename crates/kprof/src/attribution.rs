@@ -16,10 +16,10 @@
 //!
 //! CUDA graphs: a graph launch is **one work item** whose duration is the graph's GPU span, from
 //! its first node's start to its last node's end (idle gaps between nodes included), never the
-//! time of one node and never the sum of its nodes ([`work_items`]). With graph trace on (the
-//! default in serial kernel tracing), CUPTI gives one GRAPH_TRACE record per launch and no node
-//! records; with concurrent kernel records the nodes of one launch (they share the launch's
-//! correlation id) are merged into that span. The item carries the launch's correlation id, so it
+//! time of one node and never the sum of its nodes ([`work_items`]). With concurrent kernel
+//! records (the default) the timed nodes of one launch (they share the launch's correlation id)
+//! are merged into that span; with graph trace on (`KPROF_GRAPH_TRACE=graph`) CUPTI gives one
+//! GRAPH_TRACE record per launch and no node records. The item carries the launch's correlation id, so it
 //! follows the graph launch's region under (A) and (B).
 //!
 //! Kernels of a region are listed in launch order: by the launch's CPU start, then the kernel's

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 pub use host::{CuptiLib, HostObject, MetricKind, MetricProperties};
 pub use metrics::{MetricInfo, MetricScope, MetricsCatalog};
-pub use range::{RangeProfiler, RangeResult, Recording, ReplayMode, UserRanges};
+pub use range::{CollectTimings, RangeProfiler, RangeResult, Recording, ReplayMode, UserRanges};
 pub use units::ncu_unit;
 
 /// Errors of the counter module.

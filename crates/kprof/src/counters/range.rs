@@ -111,6 +111,21 @@ pub struct Recording {
     pub counter_data: Vec<u8>,
     /// Values per range.
     pub ranges: Vec<RangeResult>,
+    /// Where the collection's host time went.
+    pub timings: CollectTimings,
+}
+
+/// Host time of one [`RangeProfiler::collect`], by phase (seconds).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CollectTimings {
+    /// Counter-data image and `cuptiRangeProfilerSetConfig`.
+    pub setup_s: f64,
+    /// The passes: `Start`, the workload, `Stop`, as many times as CUPTI asks.
+    pub passes_s: f64,
+    /// `cuptiRangeProfilerDecodeData` and the overflow checks.
+    pub decode_s: f64,
+    /// Evaluating every range's metrics with the host API.
+    pub evaluate_s: f64,
 }
 
 static PROFILER_INITIALIZED: AtomicBool = AtomicBool::new(false);
@@ -259,6 +274,7 @@ impl RangeProfiler {
             return Err(CountersError::Usage("max_ranges must be at least 1".into()));
         }
         let lib = self.lib;
+        let t_setup = std::time::Instant::now();
         // Counter-data image for max_ranges ranges plus one spare: CUPTI 13.0 drops the kernels of
         // a full image in kernel replay without counting them in numOfRangeDropped (seen on the
         // H200: 4 kernels into a 2-range image gave 2 ranges and no error), so a range in the
@@ -267,6 +283,8 @@ impl RangeProfiler {
         let mut image = self.counter_data_image(max_ranges + 1)?;
         self.set_config(&mut image, max_ranges + 1)?;
 
+        let setup_s = t_setup.elapsed().as_secs_f64();
+        let t_passes = std::time::Instant::now();
         let max_runs = self.passes.max(1) + 2;
         let mut runs = 0usize;
         let mut first_pass_ranges: Option<Vec<String>> = None;
@@ -329,8 +347,18 @@ impl RangeProfiler {
                 break;
             }
         }
+        let passes_s = t_passes.elapsed().as_secs_f64();
+        let t_decode = std::time::Instant::now();
         self.decode(&image, user_max)?;
+        let decode_s = t_decode.elapsed().as_secs_f64();
+        let t_eval = std::time::Instant::now();
         let ranges = evaluate_counter_data(&self.host, &image, &self.metrics)?;
+        let timings = CollectTimings {
+            setup_s,
+            passes_s,
+            decode_s,
+            evaluate_s: t_eval.elapsed().as_secs_f64(),
+        };
         Ok(Recording {
             chip: self.chip.clone(),
             api_version: lib.api_version,
@@ -342,6 +370,7 @@ impl RangeProfiler {
             counter_availability: self.counter_availability.clone(),
             counter_data: image,
             ranges,
+            timings,
         })
     }
 

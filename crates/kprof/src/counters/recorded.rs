@@ -125,6 +125,7 @@ pub fn read_recording(dir: &Path) -> Result<Recording, CountersError> {
         counter_availability: read("counter_availability.bin")?,
         counter_data: read("counter_data.bin")?,
         ranges,
+        timings: Default::default(),
     })
 }
 
@@ -239,6 +240,7 @@ mod tests {
                     ],
                 },
             ],
+            timings: Default::default(),
         };
         write_recording(dir.path(), &rec).unwrap();
         let back = read_recording(dir.path()).unwrap();

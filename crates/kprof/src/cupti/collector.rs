@@ -41,21 +41,31 @@ pub const ENV_LAUNCH_RECORDS: &str = "KPROF_CUPTI_LAUNCH_RECORDS";
 /// Env var choosing how kernels are traced: `concurrent` (default) or `serial` (see [`KernelTrace`]).
 pub const ENV_KERNEL_TRACE: &str = "KPROF_KERNEL_TRACE";
 
-/// Env var choosing how CUDA graph launches are traced: `graph` (default) or `nodes` (see [`GraphTrace`]).
+/// Env var choosing how CUDA graph launches are traced: `nodes` (default) or `graph` (see [`GraphTrace`]).
 pub const ENV_GRAPH_TRACE: &str = "KPROF_GRAPH_TRACE";
 
 /// How kernels launched by CUDA graphs are traced.
 ///
 /// Either way a region's value counts a graph launch as the graph's GPU span (first node's start
 /// to last node's end: see [`crate::attribution::work_items`]), never one node's time.
+///
+/// Measured on the H200 (CUPTI 13.0, issue 17): graph-level records time a graph closest to CUDA
+/// events around its replay (60 kernels: 198.3 vs 202.0 us; torch graph from two streams 117.9 vs
+/// 118.3 us), but with concurrent kernel records on, **replaying a graph that was instantiated
+/// before tracing started crashes the process inside CUPTI** (segmentation fault in
+/// `cudaGraphLaunch`, every time; torch graphs captured before the first benchmark). Merging the
+/// node records never crashed (60 kernels: 214.5 vs 201 us, +7 %; torch 60 kernels 139.8 vs
+/// 134-140 us), so it is the default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GraphTrace {
-    /// `CUPTI_ACTIVITY_KIND_GRAPH_TRACE` (default): one record per graph launch with the graph's
-    /// start and end on the GPU, no records of its nodes (serial kernel records give graph nodes
-    /// no timestamps at all: CUPTI times a serial graph launch as one span).
+    /// `CUPTI_ACTIVITY_KIND_GRAPH_TRACE`: one record per graph launch with the graph's start and
+    /// end on the GPU, no records of its nodes. Safe only when every graph is instantiated after
+    /// kprof's session started (see above); serial kernel records make it useless (about one
+    /// node's span).
     Graph,
-    /// Node records only (no graph trace): with concurrent kernel records every node is timed
-    /// (the per-node durations of the breakdown); with serial records nodes come untimed.
+    /// Node records (default): with concurrent kernel records every node is timed and a launch's
+    /// span is merged from its nodes (per-node durations stay in the breakdown); with serial
+    /// records nodes come untimed.
     Nodes,
 }
 
@@ -63,11 +73,12 @@ impl GraphTrace {
     /// The mode a `KPROF_GRAPH_TRACE` value names (unset or empty: graph).
     pub fn parse(value: Option<&str>) -> Result<GraphTrace, EngineError> {
         match value.map(str::trim) {
-            None | Some("") | Some("graph") => Ok(GraphTrace::Graph),
-            Some("nodes") => Ok(GraphTrace::Nodes),
+            None | Some("") | Some("nodes") => Ok(GraphTrace::Nodes),
+            Some("graph") => Ok(GraphTrace::Graph),
             Some(other) => Err(EngineError::Unsupported(format!(
-                "{ENV_GRAPH_TRACE}={other:?} is not a graph trace mode: use \"graph\" (default: one record per graph \
-                 launch, its GPU span) or \"nodes\" (per-node records; timed only with KPROF_KERNEL_TRACE=concurrent)"
+                "{ENV_GRAPH_TRACE}={other:?} is not a graph trace mode: use \"nodes\" (default: per-node records, \
+                 the graph's span merged from them) or \"graph\" (one record per graph launch; crashes in CUPTI 13.0 \
+                 when a graph instantiated before tracing started is replayed)"
             ))),
         }
     }
@@ -81,8 +92,8 @@ impl GraphTrace {
 ///   200 us); it also stretched the graph's own run by 9 % (CUDA events in the program: 218.7 vs
 ///   201.1 us). Eager kernels read about 0.5 us longer than Nsight Compute's
 ///   `gpu__time_duration` (1M-float kernel 4.80 vs 4.22 us).
-/// - `CONCURRENT_KERNEL` with GRAPH_TRACE times graphs right (60-node graph 198.4 us vs 200.9 us by
-///   CUDA events without a profiler; cuBLAS sgemm 4096 + two 256 MB kernels 3,067 vs 3,075 us), but
+/// - `CONCURRENT_KERNEL` times graphs (60-node graph, span merged from its nodes: 214.5 us, with
+///   GRAPH_TRACE 198.4 us, vs 200.9 us by CUDA events without a profiler; see [`GraphTrace`]), but
 ///   CUPTI instruments every kernel: eager kernels read between the in-stream time and ncu's
 ///   (1M-float kernel 3.46 us: in-stream 3.31, ncu 4.22) and kernels of many short blocks pay for
 ///   it (`y = 2x` over 64M floats in 262,144 blocks: 217 vs 198 us).
@@ -531,23 +542,19 @@ impl ActivitySession {
     /// `cuptiActivityEnable` of its kernel kind). Records of kernels that already ran stay in
     /// CUPTI's buffers for the next [`ActivitySession::flush`].
     pub fn set_kernel_records(&self, on: bool) -> Result<(), EngineError> {
+        // Graph trace stays on: toggling it around graph launches is not needed (counter passes
+        // push no external id, so their graph records stay unattributed).
         let c = self.cupti;
-        let mut kinds = vec![self.kernel_trace.activity_kind()];
-        if self.graph_trace {
-            kinds.push(ACTIVITY_KIND_GRAPH_TRACE);
+        let kind = self.kernel_trace.activity_kind();
+        if on {
+            c.check("cuptiActivityEnable(kernels)", unsafe {
+                (c.fns.cuptiActivityEnable)(kind)
+            })
+        } else {
+            c.check("cuptiActivityDisable(kernels)", unsafe {
+                (c.fns.cuptiActivityDisable)(kind)
+            })
         }
-        for kind in kinds {
-            if on {
-                c.check("cuptiActivityEnable(kernels)", unsafe {
-                    (c.fns.cuptiActivityEnable)(kind)
-                })?;
-            } else {
-                c.check("cuptiActivityDisable(kernels)", unsafe {
-                    (c.fns.cuptiActivityDisable)(kind)
-                })?;
-            }
-        }
-        Ok(())
     }
 
     /// The loaded CUPTI this session uses.
@@ -736,9 +743,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn graph_trace_is_whole_graphs_by_default_and_names_both_modes_when_wrong() {
-        assert_eq!(GraphTrace::parse(None).unwrap(), GraphTrace::Graph);
-        assert_eq!(GraphTrace::parse(Some("nodes")).unwrap(), GraphTrace::Nodes);
+    fn graph_trace_is_node_records_by_default_and_names_both_modes_when_wrong() {
+        assert_eq!(GraphTrace::parse(None).unwrap(), GraphTrace::Nodes);
+        assert_eq!(GraphTrace::parse(Some("graph")).unwrap(), GraphTrace::Graph);
         let msg = GraphTrace::parse(Some("all")).unwrap_err().to_string();
         assert!(msg.contains("KPROF_GRAPH_TRACE=\"all\"") && msg.contains("\"graph\"") && msg.contains("\"nodes\""));
     }

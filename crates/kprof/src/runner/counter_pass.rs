@@ -787,6 +787,38 @@ impl Profiler {
                     .collect();
                 lists.push(&outside);
                 let (n, positions) = kernel_order(&lists);
+                // A graph launch gives the Range Profiler no range, or (seen on the H200 with the
+                // kernel records off and graph records on) one range: with one per launch, those
+                // ranges are dropped by their place among the run's items in launch order.
+                let graphs_outside: Vec<KernelRun> = collected
+                    .outside
+                    .iter()
+                    .filter(|k| k.graph && k.start_ns >= *t0 && k.start_ns <= *t1)
+                    .cloned()
+                    .collect();
+                let mut union: Vec<(u64, u64, &str, bool)> = eager
+                    .iter()
+                    .flatten()
+                    .chain(outside.iter())
+                    .chain(graphs.iter().flatten().copied())
+                    .chain(graphs_outside.iter())
+                    .map(|k| (k.start_ns, k.end_ns, k.name.as_str(), k.graph))
+                    .collect();
+                union.sort();
+                union.dedup();
+                let n_graphs = union.iter().filter(|u| u.3).count();
+                let dropped_graph_ranges: Vec<Vec<f64>>;
+                let per_kernel: &Vec<Vec<f64>> = if n_graphs > 0 && per_kernel.len() == n + n_graphs {
+                    dropped_graph_ranges = union
+                        .iter()
+                        .zip(per_kernel.iter())
+                        .filter(|(u, _)| !u.3)
+                        .map(|(_, v)| v.clone())
+                        .collect();
+                    &dropped_graph_ranges
+                } else {
+                    per_kernel
+                };
                 if n != per_kernel.len() {
                     let msg = format!(
                         "{name}: {} replay profiled {} kernel(s) in the counter pass of run {} of config [{config}] but \

@@ -33,6 +33,9 @@ struct Mock {
     without_counters: bool,
     /// Opening a counter session fails with this message (no counter permission, say).
     fail_open: Option<String>,
+    /// A graph launch gives one range in a counter pass (seen on the H200 with the kernel
+    /// records off and graph records on), instead of none.
+    graph_ranges: bool,
 }
 
 impl Mock {
@@ -40,6 +43,10 @@ impl Mock {
     /// profile graph launches, so a counter pass sees nothing of it.
     fn launch_graph(&self, dur: u64) {
         if self.in_counter_pass.load(Ordering::SeqCst) {
+            if self.graph_ranges {
+                let r = self.open_range.lock().unwrap().clone();
+                self.counted.lock().unwrap().push((r, 1_000_000));
+            }
             return;
         }
         let ext = self.stack.lock().unwrap().last().copied();
@@ -823,8 +830,16 @@ fn auto_falls_back_to_the_records_with_one_warning_when_the_counters_cannot_open
 fn a_graph_launch_keeps_its_span_among_counter_durations_of_eager_kernels() {
     // Region: k1 (10 ns), a graph (500 ns span), k2 (20 ns). The counter pass profiles k1 and k2
     // only (dur + 3 each); the graph's span comes from the records; bytes cover the kernels.
-    for mode in [ReplayMode::Application, ReplayMode::Kernel] {
-        let (mock, mut p) = setup(1);
+    for (mode, graph_ranges) in [
+        (ReplayMode::Application, false),
+        (ReplayMode::Kernel, false),
+        (ReplayMode::Application, true),
+    ] {
+        let (mock, mut p) = setup_mock(Mock {
+            passes: 1,
+            graph_ranges,
+            ..Default::default()
+        });
         let m = mock.clone();
         let o = BenchOptions {
             duration: DurationSource::Counters,
