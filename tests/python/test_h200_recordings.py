@@ -411,3 +411,40 @@ def test_retired_byte_rows_of_l2_resident_data_are_judged_against_ncus_own_sprea
         ("softmax", "dram__bytes_read.sum"): True,
         ("softmax", "dram__bytes_write.sum"): False,
     }, verdicts
+
+
+def test_recorded_truth_verdicts_follow_from_the_recorded_lines():
+    """tests/fixtures/h200-truth: the verdict table of issue 17's GPU check (device calls 3 and 4,
+    build b15d1aa's predecessor with graph records on) re-derived by scripts/truth_verdicts.py from
+    the recorded lines: the rows that held and the rows that did not (see the fixture README)."""
+    import subprocess
+    import sys
+
+    root = os.path.join(HERE, "..", "h200-truth")
+    import tempfile
+
+    log = os.path.join(tempfile.mkdtemp(), "combined.log")
+    with open(log, "w") as out:
+        for name in ("verify-call4.log", "verify-call3.log"):
+            with open(os.path.join(root, name)) as f:
+                out.write(f.read())
+    script = os.path.join(HERE, "..", "..", "..", "scripts", "truth_verdicts.py")
+    r = subprocess.run([sys.executable, script, "judge", log], capture_output=True, text=True)
+    import re
+
+    cells = [re.split(r"\s{2,}", l.strip()) for l in r.stdout.splitlines()[1:-1]]
+    rows = {(c[0], c[1]): c[-1] for c in cells}
+    failed = sorted(k for k, v in rows.items() if v == "FAIL")
+    assert failed == [
+        ("python", "energy per run (mm8192)"),
+        ("python", "graph of 60 kernels"),
+        ("python", "host cost per launch"),
+        ("python", "mm1024"),
+        ("python", "seed sweep speed"),
+        ("python", "step 6 fp16_mm4096 DRAM %"),
+        ("rust", "graph from 2 streams"),
+        ("rust", "sgemm1024"),
+    ], r.stdout
+    assert r.returncode == 1
+    held = [k for k, v in rows.items() if v == "PASS"]
+    assert len(held) == 21 and ("python", "60-kernel eager chain") in held and ("rust", "k2us") in held, r.stdout
