@@ -210,9 +210,9 @@ fn events(b: &mut Bench) -> Result<(), BoxError> {
         for _ in 0..20 {
             let a = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
             let z = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
-            a.record(&s)?;
+            a.record(s)?;
             f()?;
-            z.record(&s)?;
+            z.record(s)?;
             v.push(a.elapsed_ms(&z)? as f64 * 1e6);
         }
         Ok(median(v))
