@@ -84,8 +84,8 @@ impl Attribution {
 pub fn work_items(batch: &ActivityBatch) -> Vec<KernelRecord> {
     let traced: std::collections::HashSet<u32> = batch.graphs.iter().map(|g| g.correlation_id).collect();
     let mut items: Vec<KernelRecord> = batch.graphs.iter().map(|g| g.as_work_item()).collect();
-    // Launch correlation id -> index in `items` of its merged span.
-    let mut merged: HashMap<u32, usize> = HashMap::new();
+    // Timed node records by launch correlation id, merged below.
+    let mut nodes: HashMap<u32, Vec<&KernelRecord>> = HashMap::new();
     for k in &batch.kernels {
         let node = k.graph_id != 0;
         let untimed = k.start_ns == 0 && k.end_ns == 0;
@@ -96,21 +96,28 @@ pub fn work_items(batch: &ActivityBatch) -> Vec<KernelRecord> {
             items.push(k.clone());
             continue;
         }
-        match merged.get(&k.correlation_id) {
-            Some(&i) => {
-                let it = &mut items[i];
-                it.start_ns = it.start_ns.min(k.start_ns);
-                it.end_ns = it.end_ns.max(k.end_ns);
-            }
-            None => {
-                merged.insert(k.correlation_id, items.len());
-                items.push(KernelRecord {
-                    graph_node_id: 0,
-                    name: graph_item_name(k.graph_id),
-                    ..k.clone()
-                });
-            }
-        }
+        nodes.entry(k.correlation_id).or_default().push(k);
+    }
+    for (_, mut launch) in nodes {
+        launch.sort_by_key(|k| (k.start_ns, k.end_ns));
+        // One launch runs each node once. Seen on the H200 (CUPTI 13.0, concurrent records turned
+        // off for a counter pass and on again): the nodes of a later launch of the same graph
+        // exec, made while the records were off, still came with this launch's correlation id.
+        // Only the first run of every node belongs to this launch.
+        let mut seen = std::collections::HashSet::new();
+        let first: Vec<&KernelRecord> = launch
+            .into_iter()
+            .take_while(|k| k.graph_node_id == 0 || seen.insert(k.graph_node_id))
+            .collect();
+        let (Some(head), Some(end)) = (first.first(), first.iter().map(|k| k.end_ns).max()) else {
+            continue;
+        };
+        items.push(KernelRecord {
+            graph_node_id: 0,
+            end_ns: end,
+            name: graph_item_name(head.graph_id),
+            ..(*head).clone()
+        });
     }
     items
 }
@@ -391,6 +398,28 @@ mod tests {
         let a = attribute(&batch, &[span(3, None, 5, 100)]);
         assert_eq!(names(&a.by_region[&3]), ["eager", "cuda-graph:2"]);
         assert_eq!(a.total_ns(3), 50 + 120);
+    }
+
+    #[test]
+    fn a_later_launch_with_a_stale_correlation_id_does_not_stretch_the_span() {
+        // Nodes 1 and 2 of launch 9 at 1000..1120; the same two nodes again 3 ms later, carrying
+        // the same correlation id (a launch made while the records were off): the span is the
+        // first launch's.
+        let node = |start: u64, id: u64| {
+            let mut n = k(9, start, 10, "node");
+            n.graph_id = 2;
+            n.graph_node_id = id;
+            n
+        };
+        let batch = ActivityBatch {
+            kernels: vec![node(1000, 1), node(1110, 2), node(3_001_000, 1), node(3_001_110, 2)],
+            launches: vec![launch(9, 30, 40, 514)],
+            external: vec![ext(9, 3)],
+            ..Default::default()
+        };
+        let a = attribute(&batch, &[span(3, None, 5, 100)]);
+        assert_eq!(names(&a.by_region[&3]), ["cuda-graph:2"]);
+        assert_eq!(a.total_ns(3), 120);
     }
 
     #[test]
