@@ -20,12 +20,14 @@ use kprof_core::stats::{BootstrapOptions, StatsOptions};
 pub mod compare_cmd;
 pub mod doctor_cmd;
 pub mod env_show;
+pub mod history_cmd;
 pub mod import_cmd;
 pub mod metrics_cmd;
 pub mod plot_cmd;
 pub mod report_cmd;
 pub mod results_input;
 pub mod run_cmd;
+pub mod store_cmd;
 
 #[derive(Parser, Debug)]
 #[command(name = "kprof", version, about = "GPU kernel profiling you can trust")]
@@ -50,6 +52,10 @@ enum Command {
     Run(run_cmd::RunArgs),
     /// Compare two result files: change, CI, Welch's t-test; exit 1 on a significant regression.
     Compare(compare_cmd::CompareArgs),
+    /// Keep results across commits in a results store (SQLite): `store add`, `store export`.
+    Store(store_cmd::StoreArgs),
+    /// Print the trend of stored results per commit, with change points marked.
+    History(history_cmd::HistoryArgs),
     /// Check the GPU, driver, CUPTI, NVML and ncu setup and say how to fix problems.
     Doctor(doctor_cmd::DoctorArgs),
     /// Print a result file (raw CSV, processed CSV or kprof JSON) as an aligned table.
@@ -181,6 +187,8 @@ where
         Command::Metrics(args) => metrics_cmd::run(args),
         Command::Plot(args) => plot_cmd::run(args),
         Command::Report(args) => report_cmd::run(args),
+        Command::Store(args) => store_cmd::run(args),
+        Command::History(args) => history_cmd::run(args),
         Command::Run(_) | Command::Compare(_) | Command::Doctor(_) => unreachable!(),
     };
     match result {

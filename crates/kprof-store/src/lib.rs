@@ -23,6 +23,7 @@ pub mod history;
 mod meta;
 pub mod schema;
 mod sqlite;
+pub mod timefmt;
 
 use std::path::Path;
 
