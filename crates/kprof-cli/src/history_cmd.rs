@@ -17,7 +17,11 @@ use crate::store_cmd::{db_path, series_matches, short, since_ms};
 
 /// Arguments of `kprof history`.
 #[derive(clap::Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct HistoryArgs {
+    /// `plot`: draw the trend as an image instead of printing it.
+    #[command(subcommand)]
+    pub action: Option<HistoryAction>,
     /// The results store (default: $KPROF_STORE, else kprof.db).
     #[arg(long, value_name = "DB")]
     pub db: Option<PathBuf>,
@@ -40,6 +44,13 @@ pub struct HistoryArgs {
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `kprof history` subcommands.
+#[derive(clap::Subcommand, Debug)]
+pub enum HistoryAction {
+    /// Draw the trend (one line per series, one point per commit, 95% CI bars) as SVG or PNG.
+    Plot(crate::history_plot::HistoryPlotArgs),
 }
 
 fn fmt(x: f64) -> String {
@@ -207,6 +218,9 @@ fn to_json(histories: &[SeriesHistory], direction: DirectionArg) -> serde_json::
 
 /// Runs `kprof history`.
 pub fn run(args: &HistoryArgs) -> Result<()> {
+    if let Some(HistoryAction::Plot(plot)) = &args.action {
+        return crate::history_plot::run(plot);
+    }
     let threshold_pct = parse_threshold(&args.threshold)?;
     if !(args.alpha > 0.0 && args.alpha < 1.0) {
         bail!("--alpha must be between 0 and 1 (got {})", args.alpha);

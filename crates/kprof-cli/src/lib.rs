@@ -4,7 +4,8 @@
 //! Offline subcommands (no GPU needed): `summarize` turns a raw CSV (kprof's or nsight-python's)
 //! into the processed table, `show` prints any result file as an aligned table, `import` reads
 //! Nsight Compute reports, `plot` draws one metric as an SVG or PNG image, `report` writes a
-//! self-contained HTML report.
+//! self-contained HTML report. `store`, `history` and `compare --against` keep results across
+//! commits in a results store (`kprof-store`, see `docs/store.md`).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -21,6 +22,7 @@ pub mod compare_cmd;
 pub mod doctor_cmd;
 pub mod env_show;
 pub mod history_cmd;
+pub mod history_plot;
 pub mod import_cmd;
 pub mod metrics_cmd;
 pub mod plot_cmd;

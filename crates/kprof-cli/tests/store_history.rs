@@ -154,6 +154,22 @@ fn history_marks_the_injected_slowdown_and_the_gate_catches_it() {
     assert_eq!(gate(&files[SLOW], "step=0").0, Some(1));
     assert_eq!(gate(&fresh, "last").0, Some(0));
     assert_eq!(gate(&files[SLOW], "last").0, Some(1));
+    // The trend as an image: one point per commit on a categorical axis, in commit order.
+    let svg = dir.path().join("trend.svg");
+    let o = kprof()
+        .args(["history", "plot", "--series", "n=4096", "-o"])
+        .arg(&svg)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let body = std::fs::read_to_string(&svg).unwrap();
+    assert!(body.starts_with("<svg") || body.contains("<svg"), "not an SVG");
+    let at: Vec<usize> = (0..COMMITS.len())
+        .map(|i| body.find(short(i)).expect("commit label"))
+        .collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "commit labels out of order: {at:?}");
     let (code, out) = gate(&fresh, "deadbeef");
     assert_eq!(code, Some(2), "{out}");
     assert!(out.contains("matches no run") && out.contains("step=3"), "{out}");

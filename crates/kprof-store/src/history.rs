@@ -173,33 +173,52 @@ impl Default for HistoryOptions {
     }
 }
 
-/// A commit's (or commit-less run's) key and its points of one series.
-type Group<'a> = (String, Vec<&'a SeriesPoint>);
+/// The points of one series in one commit (or one commit-less run).
+type Group<'a> = Vec<&'a SeriesPoint>;
+
+/// A series' unit, its groups in first-seen order, and each group key's index.
+type SeriesGroups<'a> = (&'a str, Vec<Group<'a>>, HashMap<GroupKey<'a>, usize>);
+
+/// What runs are grouped by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum GroupKey<'a> {
+    Commit(&'a str),
+    Run(RunId),
+}
 
 /// Builds the history of every series in `points` (see the module docs). `runs` gives each
 /// run's commit; points of runs missing from `runs` are ignored. Series come out sorted.
 pub fn history(runs: &[RunInfo], points: &[SeriesPoint], opts: &HistoryOptions) -> Vec<SeriesHistory> {
     let run_of: HashMap<RunId, &RunInfo> = runs.iter().map(|r| (r.id, r)).collect();
-    // series -> (unit, group key -> points); group keys keep first-run order.
-    let mut by_series: BTreeMap<&SeriesId, (&str, Vec<Group>)> = BTreeMap::new();
+    // Group key of a run: its commit, or the run itself when it has none.
+    fn group_of(run: &RunInfo) -> GroupKey<'_> {
+        match &run.git {
+            Some(g) => GroupKey::Commit(g.commit.as_str()),
+            None => GroupKey::Run(run.id),
+        }
+    }
+    // series -> (unit, groups in first-seen order, group key -> index).
+    let mut by_series: BTreeMap<&SeriesId, SeriesGroups> = BTreeMap::new();
     for p in points {
         let Some(run) = run_of.get(&p.run_id) else { continue };
-        let group = match &run.git {
-            Some(g) => format!("c:{}", g.commit),
-            None => format!("r:{}", run.id),
-        };
-        let entry = by_series.entry(&p.series).or_insert((p.unit.as_str(), Vec::new()));
-        match entry.1.iter_mut().find(|(k, _)| *k == group) {
-            Some((_, list)) => list.push(p),
-            None => entry.1.push((group, vec![p])),
+        let group = group_of(run);
+        let entry = by_series
+            .entry(&p.series)
+            .or_insert_with(|| (p.unit.as_str(), Vec::new(), HashMap::new()));
+        match entry.2.get(&group) {
+            Some(&i) => entry.1[i].push(p),
+            None => {
+                entry.2.insert(group, entry.1.len());
+                entry.1.push(vec![p]);
+            }
         }
     }
     let mut out = Vec::new();
-    for (series, (unit, groups)) in by_series {
+    for (series, (unit, groups, _)) in by_series {
         let mut groups = groups;
-        groups.sort_by_key(|(_, list)| list.iter().map(|p| p.run_id).min().unwrap_or(0));
-        let mut commit_points: Vec<CommitPoint> = Vec::new();
-        for (_, list) in groups {
+        groups.sort_by_key(|list| list.iter().map(|p| p.run_id).min().unwrap_or(0));
+        let mut commit_points: Vec<CommitPoint> = Vec::with_capacity(groups.len());
+        for list in groups {
             let first = run_of[&list[0].run_id];
             let parts: Vec<Pooled> = list
                 .iter()
