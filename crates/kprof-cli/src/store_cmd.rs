@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use kprof_store::history::Pooled;
+use kprof_store::history::{Pooled, TQuantiles};
 use kprof_store::timefmt::{format_utc, parse_since};
 use kprof_store::{
     git_info, now_unix_ms, parse_tag, GitInfo, NewRun, ResultStore, RunInfo, RunMeta, SeriesPoint, SqliteStore,
@@ -324,6 +324,7 @@ fn export(args: &ExportArgs) -> Result<()> {
             let mut header: Vec<&str> = head.iter().chain(&key_head).copied().collect();
             header.extend(["N", "Mean", "StdDev", "Median", "CI95Lower", "CI95Upper"]);
             w.write_record(&header)?;
+            let quantiles = TQuantiles::new(0.05);
             for p in &points {
                 let Some(r) = by_id.get(&p.run_id) else { continue };
                 if !series_matches(&p.series.label(), args.series.as_deref()) {
@@ -334,7 +335,7 @@ fn export(args: &ExportArgs) -> Result<()> {
                     mean: p.mean,
                     std_dev: p.std_dev,
                 };
-                let half = pooled.ci_half_width(0.05);
+                let half = pooled.ci_half_width_with(&quantiles);
                 let mut rec = run_cols(r);
                 rec.extend(key_cols(p));
                 rec.extend([

@@ -232,38 +232,49 @@ impl ResultStore for SqliteStore {
 
     fn points(&self, since_unix_ms: Option<i64>) -> Result<Vec<SeriesPoint>> {
         let err = self.sql("reading the series of the runs");
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT s.run_id, s.benchmark, s.annotation, s.config, s.metric, s.unit, s.n, s.mean, s.std_dev, s.median, s.idx, 0
-                   FROM raw_series s JOIN runs r ON r.id = s.run_id WHERE r.created_unix_ms >= ?1
-                 UNION ALL
-                 SELECT p.run_id, p.benchmark, p.annotation, p.config, p.metric, p.unit, p.n, p.mean, p.std_dev, p.median, p.idx, 1
-                   FROM processed p JOIN runs r ON r.id = p.run_id
-                  WHERE r.created_unix_ms >= ?1 AND NOT EXISTS (SELECT 1 FROM raw_series s WHERE s.run_id = p.run_id)
-                 ORDER BY 1, 12, 11",
-            )
-            .map_err(&err)?;
-        let rows = stmt
-            .query_map([since_unix_ms.unwrap_or(i64::MIN)], |r| {
+        // Raw series, then the processed rows of the runs without raw samples; both scanned in
+        // table order (no sort in SQL), then put in run order here (stable, so each run's series
+        // stay in their stored order).
+        let since = since_unix_ms.unwrap_or(i64::MIN);
+        let filter = if since_unix_ms.is_some() {
+            " WHERE run_id IN (SELECT id FROM runs WHERE created_unix_ms >= ?1)"
+        } else {
+            " WHERE ?1 IS NOT NULL"
+        };
+        let cols = "run_id, benchmark, annotation, config, metric, unit, n, mean, std_dev, median";
+        let mut out: Vec<SeriesPoint> = Vec::new();
+        for sql in [
+            format!("SELECT {cols} FROM raw_series{filter}"),
+            format!(
+                "SELECT {cols} FROM processed p{filter} AND NOT EXISTS (SELECT 1 FROM raw_series s WHERE s.run_id = p.run_id)"
+            ),
+        ] {
+            let mut stmt = self.conn.prepare(&sql).map_err(&err)?;
+            let mut rows = stmt.query([since]).map_err(&err)?;
+            while let Some(r) = rows.next().map_err(&err)? {
                 let f = |i: usize| -> rusqlite::Result<f64> { Ok(r.get::<_, Option<f64>>(i)?.unwrap_or(f64::NAN)) };
-                Ok(SeriesPoint {
-                    run_id: r.get(0)?,
-                    series: SeriesId {
-                        benchmark: r.get(1)?,
-                        annotation: r.get(2)?,
-                        config: r.get(3)?,
-                        metric: r.get(4)?,
-                    },
-                    unit: r.get(5)?,
-                    n: r.get::<_, i64>(6)?.max(0) as usize,
-                    mean: f(7)?,
-                    std_dev: f(8)?,
-                    median: f(9)?,
-                })
-            })
-            .map_err(&err)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(&err)
+                let text = |i: usize| -> rusqlite::Result<&str> {
+                    r.get_ref(i)?.as_str().map_err(|e| rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e)))
+                };
+                let series = SeriesId {
+                    benchmark: text(1).map_err(&err)?.to_string(),
+                    annotation: text(2).map_err(&err)?.to_string(),
+                    config: text(3).map_err(&err)?.to_string(),
+                    metric: text(4).map_err(&err)?.to_string(),
+                };
+                out.push(SeriesPoint {
+                    run_id: r.get(0).map_err(&err)?,
+                    series,
+                    unit: text(5).map_err(&err)?.to_string(),
+                    n: r.get::<_, i64>(6).map_err(&err)?.max(0) as usize,
+                    mean: f(7).map_err(&err)?,
+                    std_dev: f(8).map_err(&err)?,
+                    median: f(9).map_err(&err)?,
+                });
+            }
+        }
+        out.sort_by_key(|p| p.run_id);
+        Ok(out)
     }
 
     fn raw(&self, run: RunId) -> Result<Option<RawResults>> {
