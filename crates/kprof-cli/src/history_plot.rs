@@ -116,6 +116,15 @@ pub fn trend_table(histories: &[SeriesHistory]) -> ProcessedResults {
     }
 }
 
+/// Every stored series of the store `db` as a trend table ([`trend_table`]), for
+/// `kprof report --db`.
+pub fn store_trends(db: &std::path::Path) -> Result<ProcessedResults> {
+    let store = SqliteStore::open_existing(db)?;
+    let runs = store.runs(None)?;
+    let points = store.points(None)?;
+    Ok(trend_table(&history(&runs, &points, &HistoryOptions::default())))
+}
+
 /// Runs `kprof history plot`.
 pub fn run(args: &HistoryPlotArgs) -> Result<()> {
     let db = db_path(args.db.as_deref());

@@ -287,14 +287,8 @@ fn export(args: &ExportArgs) -> Result<()> {
             let mut header: Vec<&str> = head.iter().chain(&key_head).copied().collect();
             header.extend(["Run", "Value"]);
             w.write_record(&header)?;
-            let mut cache: Option<(i64, Option<kprof_core::RawResults>)> = None;
             for r in &runs {
-                let raw = match &cache {
-                    Some((id, raw)) if *id == r.id => raw.clone(),
-                    _ => store.raw(r.id)?,
-                };
-                cache = Some((r.id, raw.clone()));
-                let Some(raw) = raw else { continue };
+                let Some(raw) = store.raw(r.id)? else { continue };
                 for s in &raw.samples {
                     let series = raw.series_of(s);
                     let p = SeriesPoint {

@@ -170,6 +170,19 @@ fn history_marks_the_injected_slowdown_and_the_gate_catches_it() {
         .map(|i| body.find(short(i)).expect("commit label"))
         .collect();
     assert!(at.windows(2).all(|w| w[0] < w[1]), "commit labels out of order: {at:?}");
+    // The HTML report's trends section.
+    let html = dir.path().join("report.html");
+    let o = kprof()
+        .args(["report", "-o"])
+        .arg(&html)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("trends across commits"), "no trends section");
+    assert!(page.contains("<svg") && page.contains(short(SLOW)), "no trend plot");
     let (code, out) = gate(&fresh, "deadbeef");
     assert_eq!(code, Some(2), "{out}");
     assert!(out.contains("matches no run") && out.contains("step=3"), "{out}");
