@@ -168,6 +168,30 @@ fn add(args: &AddArgs) -> Result<()> {
     Ok(())
 }
 
+/// Stores one run's results in the store `db` (created when missing), as `kprof run --store`
+/// does: the git state of the current directory, the host of the samples (else this machine's),
+/// `name`, and `source` (the raw CSV written). Returns the run id.
+pub fn store_results(
+    db: &Path,
+    raw: &kprof_core::RawResults,
+    processed: &kprof_core::ProcessedResults,
+    name: &str,
+    source: &Path,
+) -> Result<i64> {
+    let mut meta = RunMeta::new(name).detect_git(Path::new("."));
+    meta.source = Some(source.display().to_string());
+    if let Some(host) = raw.devices.iter().map(|d| d.host.clone()).find(|h| !h.is_empty()) {
+        meta.host = Some(host);
+    }
+    let mut store = SqliteStore::open(db)?;
+    let id = store.insert_run(&NewRun {
+        meta: &meta,
+        raw: Some(raw),
+        processed: Some(processed),
+    })?;
+    Ok(id)
+}
+
 /// The benchmark names of a result (in order of appearance), else the file's stem.
 fn run_name(path: &Path, input: &results_input::ResultInput) -> String {
     let mut names: Vec<&str> = Vec::new();
@@ -570,4 +594,34 @@ fn describe_runs(db: &Path, runs: &[RunInfo], ids: &[i64]) -> String {
         n => format!(", {n} commits"),
     };
     format!("{runs_text}{commit_text} in {}", db.display())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_results_keeps_the_samples_and_the_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let csv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/h200-python/sgemm-raw.csv");
+        let input = results_input::load(&csv).unwrap();
+        let raw = input.raw.unwrap();
+        let db = dir.path().join("run.db");
+        let id = store_results(&db, &raw, &input.processed, "sgemm-run", &csv).unwrap();
+        let store = SqliteStore::open_existing(&db).unwrap();
+        let runs = store.runs(None).unwrap();
+        assert_eq!((runs[0].id, runs[0].name.as_str()), (id, "sgemm-run"));
+        assert_eq!(runs[0].host.as_deref(), Some("vm"));
+        assert_eq!(store.raw(id).unwrap().unwrap().samples.len(), raw.samples.len());
+    }
+
+    #[test]
+    fn db_path_and_filters() {
+        assert_eq!(db_path(Some(Path::new("x.db"))), PathBuf::from("x.db"));
+        assert!(series_matches("sgemm / matmul / n=4096 / t", Some("MATMUL, n=4096")));
+        assert!(!series_matches("sgemm / matmul / n=512 / t", Some("n=4096")));
+        assert!(series_matches("anything", None));
+        assert!(validate_commit("ABCDEF1").is_ok());
+        assert!(validate_commit("xyz").is_err());
+    }
 }
