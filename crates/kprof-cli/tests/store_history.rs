@@ -246,6 +246,55 @@ fn the_kprof_store_variable_sets_the_default_database_and_filters_apply() {
 }
 
 #[test]
+fn every_result_format_kprof_reads_can_be_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("kprof.db");
+    // kprof JSON (raw + processed), written by `kprof summarize`.
+    let json = dir.path().join("sgemm.json");
+    let o = kprof()
+        .arg("summarize")
+        .arg(fixture())
+        .arg("-o")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    // nsight-python's processed table (recorded on the H200 through kprof's Python package).
+    let processed = fixture().with_file_name("step5-tflops.csv");
+    let o = kprof()
+        .args(["store", "add"])
+        .arg(&json)
+        .arg(&processed)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("as run 1") && out.contains("50 raw samples"), "{out}");
+    assert!(out.contains("as run 2") && out.contains("0 raw samples"), "{out}");
+    let o = kprof().args(["store", "export", "--db"]).arg(&db).output().unwrap();
+    let body = String::from_utf8_lossy(&o.stdout).into_owned();
+    let rows: Vec<&str> = body.lines().skip(1).collect();
+    assert_eq!(rows.iter().filter(|r| r.starts_with("1,")).count(), 5, "{body}");
+    let processed_rows = io::read_processed_csv(&processed).unwrap().rows.len();
+    assert_eq!(
+        rows.iter().filter(|r| r.starts_with("2,")).count(),
+        processed_rows,
+        "{body}"
+    );
+    // The processed-only run is a baseline like any other.
+    let o = kprof()
+        .args(["compare", "--against", "last", "--db"])
+        .arg(&db)
+        .arg(&processed)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("same"), "{}", text(&o));
+}
+
+#[test]
 fn bad_input_to_the_store_commands_is_explained() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("kprof.db");
