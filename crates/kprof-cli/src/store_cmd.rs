@@ -36,6 +36,7 @@ pub fn db_path(db: Option<&Path>) -> PathBuf {
 /// Arguments of `kprof store`.
 #[derive(clap::Args, Debug)]
 pub struct StoreArgs {
+    /// What to do with the store.
     #[command(subcommand)]
     pub action: StoreAction,
 }
@@ -73,7 +74,9 @@ pub struct AddArgs {
 /// Export formats.
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExportFormat {
+    /// Comma-separated values with a header row.
     Csv,
+    /// Apache Parquet (not built in; fails with how to convert the CSV).
     Parquet,
 }
 
