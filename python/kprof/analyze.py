@@ -78,6 +78,7 @@ class Settings:
     thermal_cont: float | None = None
     thermal_timeout: float | None = None
     thermal_device: int | None = None
+    store: str | None = None
     info_collectors: tuple = ()
     duration_source: str = "auto"
 
@@ -262,6 +263,11 @@ def _validate(opts: dict[str, Any]) -> Settings:
     output_csv = opts["output_csv"]
     if not isinstance(output_csv, bool):
         raise ConfigError(f"output_csv must be True or False, got {output_csv!r}")
+    store = opts.get("store")
+    if store is not None:
+        if not isinstance(store, (str, os.PathLike)) or not os.fspath(store):
+            raise ConfigError(f"store must be the path of a results store (e.g. \"kprof.db\") or None, got {store!r}")
+        store = os.fspath(store)
 
     target_rsd = _optional_positive("target_rsd", opts["target_rsd"], "percent")
     target_ci = _optional_positive("target_ci", opts["target_ci"], "percent of the mean")
@@ -331,6 +337,7 @@ def _validate(opts: dict[str, Any]) -> Settings:
         combine_kernel_metrics=combine,
         output_prefix=prefix,
         output_csv=output_csv,
+        store=store,
         warmup=warmup,
         order=order,
         target_rsd=target_rsd,
@@ -539,6 +546,7 @@ def kernel(
     backend: str = "cupti",
     ncu_options: dict | None = None,
     duration_source: str = "auto",
+    store: str | os.PathLike | None = None,
 ):
     """Profiles the decorated function: ``@kernel``, ``@kernel()`` or ``@kernel(**options)``.
 
@@ -577,7 +585,10 @@ def kernel(
       ``clock_control="base"`` and ``ncu_options``
       (``set``, ``sections``, ``target_processes``, ``launch_skip``, ``launch_count``,
       ``extra_args``, ``mode``: ``"auto"``/``"relaunch"``/``"attach"``, where attach, ncu >= 2026.2.1, is
-      not implemented yet); the ``.ncu-rep`` is kept. Not in notebooks.
+      not implemented yet); the ``.ncu-rep`` is kept. Not in notebooks;
+    * ``store`` (None): the path of a results store (``"kprof.db"``); every call's results are
+      stored there as one run (:meth:`ProfileResults.save_to_store`), for ``kprof history`` and
+      ``kprof compare --against``.
     """
     opts = dict(
         configs=configs,
@@ -608,6 +619,7 @@ def kernel(
         time_budget=time_budget,
         backend=backend,
         ncu_options=ncu_options,
+        store=store,
     )
     if _func is not None and not callable(_func):
         raise ConfigError(
@@ -726,6 +738,10 @@ def _profile(func, sig: Signature, tag: str, settings: Settings, state: dict, ar
                 _write_sidecar(path, results.fingerprint)
         if partial is not None and os.path.exists(partial):
             os.remove(partial)
+    if settings.store is not None:
+        stored = results.save_to_store(settings.store)
+        results.store_run_id = stored  # type: ignore[attr-defined]
+        progress.info(f"kprof: stored run {stored} in {settings.store}")
     _commit_run_id(tag, run_id)
     return results
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import csv
 import html
+import json
 import math
 import os
 from typing import Any, Callable, Iterable
@@ -75,6 +76,7 @@ class ProfileResults:
     * :meth:`raw`: the raw table (pandas);
     * :meth:`to_polars`, :meth:`to_dict`: the processed table as polars / plain columns;
     * :meth:`save`: write the processed table to a ``.csv`` file;
+    * :meth:`save_to_store`: keep the run in a results store (``kprof history``, ``kprof compare --against``);
     * :meth:`plot`: plot a metric (PNG/SVG, matplotlib Figure when available);
     * :meth:`report`: write the self-contained HTML report.
 
@@ -183,6 +185,46 @@ class ProfileResults:
         if ext == ".json":
             raise not_available("ProfileResults.save() to .json", "kprof's JSON result files from Python")
         raise ConfigError(f"ProfileResults.save({path!r}): unknown file type {ext or '(none)'!r}; use a .csv path")
+
+    def save_to_store(
+        self,
+        path: str | os.PathLike | None = None,
+        *,
+        tags: dict[str, Any] | None = None,
+        commit: str | None = None,
+        name: str | None = None,
+    ) -> int:
+        """Stores these results (raw samples, processed table, fingerprint) as one run of the
+        results store at ``path`` (default: ``$KPROF_STORE``, else ``kprof.db``), created when
+        missing; returns the run id. See ``docs/store.md``.
+
+        The run records the git commit, branch and dirty state of the current directory (or
+        ``commit``), the host, ``name`` (default: the benchmark name) and ``tags``
+        (``{"gpu": "h200"}``). ``kprof history`` and ``kprof compare --against`` read it back.
+        """
+        if path is None:
+            path = os.environ.get("KPROF_STORE") or "kprof.db"
+        path = os.fspath(path)
+        if tags is None:
+            tags = {}
+        if not isinstance(tags, dict):
+            raise ConfigError(f"tags must be a dict like {{'gpu': 'h200'}}, got {tags!r}")
+        fingerprint = getattr(self, "fingerprint", None)
+        columns, options, _ = self._core_inputs()
+        try:
+            return _core.store_raw(
+                columns,
+                options,
+                path,
+                name or self.benchmark or "results",
+                [(str(k), str(v)) for k, v in tags.items()],
+                commit,
+                None if fingerprint is None else json.dumps(fingerprint),
+            )
+        except ValueError as e:
+            raise ConfigError(str(e)) from e
+        except RuntimeError as e:
+            raise BackendError(str(e)) from e
 
     def plot(
         self,

@@ -18,6 +18,10 @@
 //!
 //! Exit codes: 0 no significant regression beyond the threshold, 1 at least one, 2 usage error
 //! or unreadable / incomparable input.
+//!
+//! `kprof compare --db kprof.db --against last|best|<commit>|<tag> RESULT` takes the baseline
+//! from a results store instead of a file (see `store_cmd::against_side`); everything else is
+//! the same.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -31,10 +35,18 @@ use kprof_core::io::{self, Loaded};
 /// Arguments of `kprof compare`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct CompareArgs {
-    /// The baseline results (raw CSV, processed CSV or kprof JSON).
+    /// The baseline results (raw CSV, processed CSV or kprof JSON); with `--against`, the new
+    /// results (RESULT).
     pub base: PathBuf,
-    /// The new results.
-    pub new: PathBuf,
+    /// The new results (not with `--against`).
+    #[arg(required_unless_present = "against")]
+    pub new: Option<PathBuf>,
+    /// Take the baseline from a results store: `last`, `best`, a commit or a tag (`key=value`).
+    #[arg(long, value_name = "WHICH")]
+    pub against: Option<String>,
+    /// The results store of `--against` (default: $KPROF_STORE, else kprof.db).
+    #[arg(long, value_name = "DB", requires = "against")]
+    pub db: Option<PathBuf>,
     /// Noise threshold: changes smaller than this are `same` whatever the test says (`2%` or `2`).
     #[arg(long, default_value = "2%")]
     pub threshold: String,
@@ -477,8 +489,30 @@ fn run_inner(args: &CompareArgs) -> Result<i32> {
     if !(args.alpha > 0.0 && args.alpha < 1.0) {
         bail!("--alpha must be between 0 and 1 (got {})", args.alpha);
     }
-    let base = load_side(&args.base).with_context(|| format!("cannot read BASE {}", args.base.display()))?;
-    let new = load_side(&args.new).with_context(|| format!("cannot read NEW {}", args.new.display()))?;
+    let (base, new, base_label, new_label) = match (&args.against, &args.new) {
+        (Some(which), None) => {
+            let new = load_side(&args.base).with_context(|| format!("cannot read RESULT {}", args.base.display()))?;
+            let db = crate::store_cmd::db_path(args.db.as_deref());
+            let (base, label) = crate::store_cmd::against_side(&db, which, &new, args.direction)?;
+            eprintln!("kprof: baseline: {label}");
+            (base, new, label, args.base.display().to_string())
+        }
+        (Some(_), Some(new)) => bail!(
+            "with --against give one RESULT file (the baseline comes from the store), not two; drop {} or --against",
+            new.display()
+        ),
+        (None, Some(new_path)) => {
+            let base = load_side(&args.base).with_context(|| format!("cannot read BASE {}", args.base.display()))?;
+            let new = load_side(new_path).with_context(|| format!("cannot read NEW {}", new_path.display()))?;
+            (
+                base,
+                new,
+                args.base.display().to_string(),
+                new_path.display().to_string(),
+            )
+        }
+        (None, None) => bail!("give two result files (BASE NEW), or one with --against"),
+    };
     let rows = compare(
         &base,
         &new,
@@ -489,11 +523,7 @@ fn run_inner(args: &CompareArgs) -> Result<i32> {
         },
     );
     if !rows.iter().any(|r| r.base.is_some() && r.new.is_some()) {
-        bail!(
-            "{} and {} have no series in common (benchmark, annotation, config, metric)",
-            args.base.display(),
-            args.new.display()
-        );
+        bail!("{base_label} and {new_label} have no series in common (benchmark, annotation, config, metric)");
     }
     if let Some(p) = &args.csv {
         write_csv(p, &rows)?;

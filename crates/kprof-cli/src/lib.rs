@@ -4,7 +4,8 @@
 //! Offline subcommands (no GPU needed): `summarize` turns a raw CSV (kprof's or nsight-python's)
 //! into the processed table, `show` prints any result file as an aligned table, `import` reads
 //! Nsight Compute reports, `plot` draws one metric as an SVG or PNG image, `report` writes a
-//! self-contained HTML report.
+//! self-contained HTML report. `store`, `history` and `compare --against` keep results across
+//! commits in a results store (`kprof-store`, see `docs/store.md`).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -20,12 +21,15 @@ use kprof_core::stats::{BootstrapOptions, StatsOptions};
 pub mod compare_cmd;
 pub mod doctor_cmd;
 pub mod env_show;
+pub mod history_cmd;
+pub mod history_plot;
 pub mod import_cmd;
 pub mod metrics_cmd;
 pub mod plot_cmd;
 pub mod report_cmd;
 pub mod results_input;
 pub mod run_cmd;
+pub mod store_cmd;
 
 #[derive(Parser, Debug)]
 #[command(name = "kprof", version, about = "GPU kernel profiling you can trust")]
@@ -50,6 +54,10 @@ enum Command {
     Run(run_cmd::RunArgs),
     /// Compare two result files: change, CI, Welch's t-test; exit 1 on a significant regression.
     Compare(compare_cmd::CompareArgs),
+    /// Keep results across commits in a results store (SQLite): `store add`, `store export`.
+    Store(store_cmd::StoreArgs),
+    /// Print the trend of stored results per commit, with change points marked.
+    History(history_cmd::HistoryArgs),
     /// Check the GPU, driver, CUPTI, NVML and ncu setup and say how to fix problems.
     Doctor(doctor_cmd::DoctorArgs),
     /// Print a result file (raw CSV, processed CSV or kprof JSON) as an aligned table.
@@ -181,6 +189,8 @@ where
         Command::Metrics(args) => metrics_cmd::run(args),
         Command::Plot(args) => plot_cmd::run(args),
         Command::Report(args) => report_cmd::run(args),
+        Command::Store(args) => store_cmd::run(args),
+        Command::History(args) => history_cmd::run(args),
         Command::Run(_) | Command::Compare(_) | Command::Doctor(_) => unreachable!(),
     };
     match result {

@@ -7,7 +7,8 @@
 //!
 //! Each RESULTS file is a raw CSV, a processed CSV or a kprof JSON file. Raw samples (a raw CSV,
 //! or a JSON file that has them) add per-configuration distributions; a `<stem>.env.json`
-//! environment fingerprint next to a CSV is shown when present.
+//! environment fingerprint next to a CSV is shown when present. `--db kprof.db` adds a trends
+//! section: every stored series per commit with its 95 % CI (as `kprof history plot` draws it).
 
 use std::path::PathBuf;
 
@@ -22,8 +23,11 @@ use crate::results_input::{self, ResultInput};
 #[derive(clap::Args, Debug, Clone)]
 pub struct ReportArgs {
     /// Result files: raw CSV, processed CSV or kprof JSON.
-    #[arg(required = true, value_name = "RESULTS")]
+    #[arg(required_unless_present = "db", value_name = "RESULTS")]
     pub inputs: Vec<PathBuf>,
+    /// Add the trends across commits of this results store (see docs/store.md).
+    #[arg(long, value_name = "DB")]
+    pub db: Option<PathBuf>,
     /// The HTML file to write.
     #[arg(short, long, default_value = "report.html", value_name = "FILE")]
     pub output: PathBuf,
@@ -48,7 +52,14 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         .iter()
         .map(|p| Ok((p.display().to_string(), results_input::load(p)?)))
         .collect::<Result<_>>()?;
-    let inputs: Vec<ReportInput<'_>> = loaded
+    let trends = match &args.db {
+        Some(db) => Some((
+            format!("trends across commits ({})", db.display()),
+            crate::history_plot::store_trends(db)?,
+        )),
+        None => None,
+    };
+    let mut inputs: Vec<ReportInput<'_>> = loaded
         .iter()
         .map(|(title, r)| ReportInput {
             title,
@@ -57,6 +68,14 @@ pub fn run(args: &ReportArgs) -> Result<()> {
             environment: r.environment.as_ref(),
         })
         .collect();
+    if let Some((title, table)) = &trends {
+        inputs.push(ReportInput {
+            title,
+            raw: None,
+            processed: table,
+            environment: None,
+        });
+    }
     let opts = ReportOptions {
         title: args.title.clone(),
         x: args.x.clone(),

@@ -92,6 +92,11 @@ pub struct RunArgs {
     /// Directory for raw.csv, processed.csv and the per-process files (procs/).
     #[arg(long, default_value = "kprof-run")]
     pub out: PathBuf,
+    /// Also store the results as one run of a results store (`--store` alone: $KPROF_STORE,
+    /// else kprof.db); see docs/store.md.
+    #[arg(long, value_name = "DB")]
+    #[allow(clippy::option_option)]
+    pub store: Option<Option<PathBuf>>,
     /// Run the command this many times.
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,
@@ -645,6 +650,13 @@ fn finish(
              {}/procs/*-counters/*.json); raw.csv holds the timing samples only",
             args.out.display()
         );
+    }
+    if let Some(db) = &args.store {
+        let db = crate::store_cmd::db_path(db.as_deref());
+        let name = args.benchmark.clone().unwrap_or_else(|| benchmark_name(&args.command));
+        let id = crate::store_cmd::store_results(&db, &merged, &processed, &name, &raw_path)
+            .with_context(|| format!("cannot store the results in {}", db.display()))?;
+        eprintln!("kprof: stored run {id} in {}", db.display());
     }
     Ok(())
 }

@@ -9,6 +9,8 @@
 //! - `param_value(obj)` and `convert_config(pairs)`: Python scalar → [`ParamValue`] rules;
 //! - `cli_main(argv)`: the `kprof` CLI (the same library as the Rust binary);
 //! - `process_raw(raw, options)`: raw columns → processed columns through kprof-core;
+//! - `store_raw(raw, options, db, name, tags, commit, environment)`: one run into a results store
+//!   (module `store`);
 //! - `run_benchmark`, `enter_region`, `exit_region`: the CUPTI engine (module `engine`);
 //! - `render_plot`, `render_report`: plots and the HTML report through kprof-plot (module `plot`);
 //! - the column names of the result tables, as tuples of str (module `columns`).
@@ -31,6 +33,7 @@ mod conditions;
 mod engine;
 mod ncu;
 mod plot;
+mod store;
 
 /// The package version (the workspace version).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -403,6 +406,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(convert_config, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(process_raw, m)?)?;
+    m.add_function(wrap_pyfunction!(store::store_raw, m)?)?;
     columns::register(m)?;
     engine::register(m)?;
     ncu::register(m)?;
