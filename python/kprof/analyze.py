@@ -484,10 +484,17 @@ _RUN_IDS_LOCK = threading.Lock()
 
 
 def file_tag(func: Callable) -> str:
-    """The function's ``module.qualname``, made safe for file names."""
+    """The function's ``module.qualname``, made safe as a key (the ncu relaunch selects the
+    benchmark by it); result files are named by :func:`file_name_tag`."""
     tag = f"{getattr(func, '__module__', None) or 'unknown'}.{getattr(func, '__qualname__', None) or getattr(func, '__name__', 'function')}"
     tag = re.sub(r"[^A-Za-z0-9_.-]+", "_", tag).strip("._") or "function"
     return tag
+
+
+def file_name_tag(func_name: str) -> str:
+    """The function's ``__name__`` made safe for file names, as nsight-python names its files
+    (``profiled_data-<name>-<run id>.csv``); ``__main__``-style underscores are kept."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", func_name).strip(".") or "function"
 
 
 def _next_run_id(tag: str) -> int:
@@ -671,14 +678,17 @@ def _profile(func, sig: Signature, tag: str, settings: Settings, state: dict, ar
 
     progress = ProgressReporter(sig.func_name, len(configs), settings.runs, settings.verbosity)
     options = settings.backend_options()
-    run_id = _next_run_id(tag)
+    # Files carry the function's name (nsight-python's naming); the run id counts the calls of
+    # every function of that name in this process, so two of them never overwrite each other.
+    name_tag = file_name_tag(sig.func_name)
+    run_id = _next_run_id(name_tag)
     partial = None
     if settings.output_csv:
         if state["prefix"] is None:
             state["prefix"] = tempfile.mkdtemp(prefix="kprof_") + os.sep
         # The engine rewrites this raw CSV after every finished configuration, so an exception or
         # Ctrl-C keeps what was measured; it is removed once the complete files are written.
-        options["output_prefix"] = f"{state['prefix']}partial-{tag}-{run_id}-"
+        options["output_prefix"] = f"{state['prefix']}partial-{name_tag}-{run_id}-"
         partial = f"{options['output_prefix']}{sig.func_name}-raw.csv"
     if isinstance(backend, _ncu.NcuBackend):
         backend.report_prefix = state["prefix"]
@@ -704,20 +714,23 @@ def _profile(func, sig: Signature, tag: str, settings: Settings, state: dict, ar
     results.fingerprint = _fingerprint(backend)  # type: ignore[attr-defined]
     if settings.output_csv:
         prefix = state["prefix"]
-        raw_path = f"{prefix}profiled_data-{tag}-{run_id}.csv"
+        raw_path = f"{prefix}profiled_data-{name_tag}-{run_id}.csv"
         results._write_raw_csv(raw_path)
         results.files.append(raw_path)
         progress.info(f"kprof: wrote {raw_path}")
-        processed_path = f"{prefix}processed_data-{tag}-{run_id}.csv"
+        processed_path = f"{prefix}processed_data-{name_tag}-{run_id}.csv"
         results.save(processed_path)
         results.files.append(processed_path)
         progress.info(f"kprof: wrote {processed_path}")
         if results.fingerprint is not None:
             for path in (raw_path, processed_path):
                 _write_sidecar(path, results.fingerprint)
-        if partial is not None and os.path.exists(partial):
-            os.remove(partial)
-    _commit_run_id(tag, run_id)
+        if partial is not None:
+            # The engine's per-configuration raw CSV and its fingerprint sidecar.
+            for leftover in (partial, os.path.splitext(partial)[0] + ".env.json"):
+                if os.path.exists(leftover):
+                    os.remove(leftover)
+    _commit_run_id(name_tag, run_id)
     return results
 
 
@@ -766,9 +779,9 @@ def _fingerprint(backend: Any) -> dict | None:
 def _write_sidecar(csv_path: str, fingerprint: dict) -> str:
     """Writes ``<stem>.env.json`` next to a result CSV (``kprof show`` prints it)."""
     path = os.path.splitext(csv_path)[0] + ".env.json"
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(fingerprint, f, indent=2)
-        f.write("\n")
+    from . import _core
+
+    _core.write_file(path, (json.dumps(fingerprint, indent=2) + "\n").encode("utf-8"))
     return path
 
 

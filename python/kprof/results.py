@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import csv
 import html
+import io
 import math
 import os
 from typing import Any, Callable, Iterable
@@ -249,9 +250,6 @@ class ProfileResults:
         bars, per-configuration distributions, warnings), the page ``kprof report`` writes;
         returns the path."""
         path = os.fspath(path)
-        directory = os.path.dirname(path)
-        if directory:
-            os.makedirs(directory, exist_ok=True)
         columns, options, _ = self._core_inputs()
         inputs = [{"title": self.benchmark or "results", "raw": columns, "options": options}]
         try:
@@ -512,13 +510,13 @@ def _csv_cell(v: Any) -> str:
 
 
 def _write_csv(path: str, columns: dict[str, list]) -> None:
-    directory = os.path.dirname(path)
-    if directory:
-        os.makedirs(directory, exist_ok=True)
+    """Writes the table through kprof's one writer (``_core.write_file``: atomic replacement,
+    symbolic links followed, devices written in place, missing folders created)."""
     names = list(columns)
     n = len(columns[names[0]]) if names else 0
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(names)
-        for i in range(n):
-            w.writerow([_csv_cell(columns[c][i]) for c in names])
+    f = io.StringIO(newline="")
+    w = csv.writer(f)
+    w.writerow(names)
+    for i in range(n):
+        w.writerow([_csv_cell(columns[c][i]) for c in names])
+    _core.write_file(path, f.getvalue().encode("utf-8"))

@@ -496,10 +496,7 @@ pub fn run(args: &RunArgs) -> i32 {
     };
     let (lib, sweep) = match setup() {
         Ok(x) => x,
-        Err(e) => {
-            eprintln!("kprof: error: {e:#}");
-            return 2;
-        }
+        Err(e) => return crate::output::fail(&e, 2),
     };
     let benchmark = args.benchmark.clone().unwrap_or_else(|| benchmark_name(&args.command));
     let counters = counter_metrics(&args.metrics);
@@ -568,14 +565,15 @@ pub fn run(args: &RunArgs) -> i32 {
                 dest.extend(c.raws.into_iter().map(|r| (inv.sweep.clone(), r)));
                 statuses.extend(c.statuses);
             }
-            Err(e) => eprintln!("kprof: error: {e:#}"),
+            Err(e) => eprintln!("kprof: error: {}", crate::output::error_text(&e)),
         }
     }
     let results = finish(args, &parts, &counter_parts, &statuses);
     match results {
         Ok(()) => program_code,
+        Err(e) if crate::output::is_broken_pipe(&e) => program_code,
         Err(e) => {
-            eprintln!("kprof: error: {e:#}");
+            eprintln!("kprof: error: {}", crate::output::error_text(&e));
             if program_code != 0 {
                 program_code
             } else {
@@ -628,9 +626,9 @@ fn finish(
     let processed_path = args.out.join("processed.csv");
     io::write_processed_csv(&processed_path, &processed)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&processed)?);
+        crate::output::print(&(serde_json::to_string_pretty(&processed)? + "\n"))?;
     } else if !args.quiet {
-        print!("{}", render_processed(&processed));
+        crate::output::print(&render_processed(&processed))?;
     }
     eprintln!(
         "kprof: wrote {} and {} ({} samples from {} process file(s))",

@@ -142,10 +142,21 @@ fn compare_bad_input_exits_2() {
 }
 
 #[test]
-fn doctor_exits_0_and_diagnoses_a_gpu_less_machine() {
+fn doctor_diagnoses_a_gpu_less_machine_and_exits_1_on_a_failed_check() {
     let o = kprof().arg("doctor").output().unwrap();
     let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    // Issue 18 item 11: a failed check is a non-zero exit; one finding per line.
+    let failed = out.lines().any(|l| l.starts_with("[FAIL]"));
+    assert_eq!(o.status.code(), Some(i32::from(failed)), "{out}{err}");
+    for line in out.lines() {
+        let tagged = ["[ ok ]", "[warn]", "[FAIL]", "[info]"]
+            .iter()
+            .any(|t| line.starts_with(t));
+        assert!(
+            tagged || line.starts_with("       fix: ") || line.ends_with("warning(s)"),
+            "a finding spans lines: {line:?}\n{out}"
+        );
+    }
     for item in [
         "CUDA driver",
         "CUPTI",

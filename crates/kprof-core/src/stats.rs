@@ -121,6 +121,30 @@ fn cornish_fisher(z: f64, df: f64) -> f64 {
     z + (g1 + (g2 + (g3 + g4 / df) / df) / df) / df
 }
 
+/// The two-sided p-value of a t statistic with `df` degrees of freedom: `2 * cdf(-|t|)`, computed
+/// on the lower tail so that small p-values keep their precision (`1 - cdf(|t|)` rounds them to
+/// 0). `df = inf` uses the standard normal; `t = ±inf` gives 0; NaN inputs or `df <= 0` give NaN.
+pub fn t_two_sided_p(t: f64, df: f64) -> f64 {
+    if t.is_nan() || df.is_nan() || df <= 0.0 {
+        return f64::NAN;
+    }
+    if t.is_infinite() {
+        return 0.0;
+    }
+    let lower = if df.is_infinite() {
+        match Normal::new(0.0, 1.0) {
+            Ok(n) => n.cdf(-t.abs()),
+            Err(_) => return f64::NAN,
+        }
+    } else {
+        match StudentsT::new(0.0, 1.0, df) {
+            Ok(d) => d.cdf(-t.abs()),
+            Err(_) => return f64::NAN,
+        }
+    };
+    (2.0 * lower).clamp(0.0, 1.0)
+}
+
 /// The t quantile for a lower-tail probability `q` in `(0, 0.5)`; negative.
 fn lower_t_quantile(q: f64, df: f64) -> f64 {
     if df == 1.0 {
@@ -676,6 +700,21 @@ fn push_throttled_runs(raw: &RawResults, col: &crate::model::ExtraColumn, out: &
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_sided_p_inverts_the_quantile_down_to_tiny_p() {
+        for df in [1.5, 3.0, 10.0, 58.0, 1e3] {
+            for p in [0.5, 0.05, 1e-6, 1e-20, 1e-60] {
+                let t = -t_quantile(p / 2.0, df);
+                let back = t_two_sided_p(t, df);
+                assert!((back / p - 1.0).abs() < 1e-6, "df {df} p {p}: {back}");
+            }
+        }
+        assert_eq!(t_two_sided_p(0.0, 5.0), 1.0);
+        assert_eq!(t_two_sided_p(f64::INFINITY, 5.0), 0.0);
+        assert!(t_two_sided_p(1.0, 0.0).is_nan());
+        assert!((t_two_sided_p(1.959963984540054, f64::INFINITY) - 0.05).abs() < 1e-9);
+    }
 
     #[test]
     fn splitmix_is_reproducible() {

@@ -165,6 +165,23 @@ fn convert_config<'py>(py: Python<'py>, pairs: &Bound<'py, PyAny>) -> PyResult<B
     config_to_py(py, &config)
 }
 
+/// Writes `bytes` at `path` through kprof-core's one writer ([`kprof_core::io::atomic`]): atomic
+/// replacement of regular files, symbolic links followed, devices and pipes written in place,
+/// `-` for standard output, missing parent folders created. Failures raise `OSError` naming the
+/// path.
+pub(crate) fn write_file(path: &str, bytes: &[u8]) -> PyResult<()> {
+    kprof_core::io::atomic::write_bytes(std::path::Path::new(path), bytes)
+        .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))
+}
+
+/// `write_file(path: str, data: bytes) -> None`: writes `data` at `path` with the writer every
+/// kprof command uses (see the Rust `write_file`); `OSError` naming the path on failure.
+#[pyfunction(name = "write_file")]
+fn py_write_file(py: Python<'_>, path: std::path::PathBuf, data: &[u8]) -> PyResult<()> {
+    let path = path.to_string_lossy().into_owned();
+    py.detach(|| write_file(&path, data))
+}
+
 /// `cli_main(argv: list[str]) -> int`: the `kprof` console command (the same CLI as the Rust
 /// binary; `argv[0]` is the program name). Returns the exit code.
 #[pyfunction]
@@ -402,6 +419,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(param_value, m)?)?;
     m.add_function(wrap_pyfunction!(convert_config, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
+    m.add_function(wrap_pyfunction!(py_write_file, m)?)?;
     m.add_function(wrap_pyfunction!(process_raw, m)?)?;
     columns::register(m)?;
     engine::register(m)?;
