@@ -475,8 +475,9 @@ fn bootstrap_ci(sorted: &[f64], opts: &BootstrapOptions) -> BootstrapCi {
 /// configuration, unit and device, and the kernel name of the sample with the lowest run index.
 /// Every column of `raw.extras` is aggregated per series: when its non-missing values (NaN
 /// numbers count as missing) are all numbers and there is at least one, four columns `X_Avg`,
-/// `X_Std` (ddof = 1), `X_Min`, `X_Max`; otherwise one column `X` holding the non-missing value
-/// of the lowest run index ([`ExtraValue::Missing`] when there is none), as nsight-python's
+/// `X_Std` (ddof = 1), `X_Min`, `X_Max`, unless the column holds one number throughout the whole
+/// table (an info column such as `CudaVersion` or `DeviceOrdinal`): then, as for text, one column
+/// `X` holding the non-missing value of the lowest run index ([`ExtraValue::Missing`] when there is none), as nsight-python's
 /// collector aggregation does. `normalized` and `normalization_value` are `None`, `geomean` is
 /// NaN (filled in by the transforms), `missing_baselines` is empty. Every row's bootstrap, when
 /// asked for, uses the same seed.
@@ -591,6 +592,18 @@ fn aggregate_extras(raw: &RawResults) -> Vec<Vec<(String, ExtraValue)>> {
     let mut out: Vec<Vec<(String, ExtraValue)>> = vec![Vec::new(); ns];
     let mut accs = vec![ExtraAcc::default(); ns];
     for col in &raw.extras {
+        // One number throughout the table: an info column, kept as a single column.
+        let constant = {
+            let mut numbers = col.values.iter().filter_map(|v| match v {
+                ExtraValue::Number(x) if !x.is_nan() => Some(Some(*x)),
+                ExtraValue::Text(_) => Some(None),
+                _ => None,
+            });
+            match numbers.next() {
+                Some(Some(first)) => numbers.all(|x| x == Some(first)),
+                _ => false,
+            }
+        };
         accs.iter_mut().for_each(|a| {
             *a = ExtraAcc {
                 min: f64::INFINITY,
@@ -639,7 +652,7 @@ fn aggregate_extras(raw: &RawResults) -> Vec<Vec<(String, ExtraValue)>> {
         }
         for (a, row) in accs.iter().zip(out.iter_mut()) {
             let name = &col.name;
-            if a.numbers > 0 && a.texts == 0 {
+            if a.numbers > 0 && a.texts == 0 && !constant {
                 let n = a.numbers as f64;
                 let std = if a.numbers > 1 {
                     (a.sq_dev / (n - 1.0)).sqrt()
