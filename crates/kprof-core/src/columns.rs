@@ -141,13 +141,15 @@ pub const CONDITION_COLUMNS: [&str; 8] = [
 ];
 
 /// The extra columns kprof's engine writes besides [`CONDITION_COLUMNS`]: constant run
-/// information and the warning of a failed run.
-pub const ENGINE_INFO_COLUMNS: [&str; 5] = [
+/// information, the warning of a failed run, and the mangled kernel name when the `Kernel`
+/// column shows it demangled ([`crate::kernels::MANGLED_KERNEL_COLUMN`]).
+pub const ENGINE_INFO_COLUMNS: [&str; 6] = [
     "DeviceOrdinal",
     "DriverVersion",
     "CudaVersion",
     "CuptiVersion",
     "Warning",
+    crate::kernels::MANGLED_KERNEL_COLUMN,
 ];
 
 /// Every extra column kprof's engine writes: [`ENGINE_INFO_COLUMNS`], then [`CONDITION_COLUMNS`].
@@ -157,7 +159,7 @@ pub const ENGINE_INFO_COLUMNS: [&str; 5] = [
 /// `DeviceOrdinal`, `DriverVersion`, `CudaVersion` and `CuptiVersion` as parameters, and per-run
 /// columns (a `Warning` on one run, `SMClockMHz`, `PowerW`, ...) would split a series into one
 /// configuration per run.
-pub const KPROF_EXTRA_COLUMNS: [&str; 13] = concat(&[&ENGINE_INFO_COLUMNS, &CONDITION_COLUMNS]);
+pub const KPROF_EXTRA_COLUMNS: [&str; 14] = concat(&[&ENGINE_INFO_COLUMNS, &CONDITION_COLUMNS]);
 
 /// nsight-python's `RESERVED_COLUMN_NAMES`: its raw and processed columns
 /// ([`NSIGHT_RAW_COLUMNS`], then the rest of [`NSIGHT_PROCESSED_COLUMNS`]).
@@ -254,7 +256,7 @@ mod tests {
         assert_eq!(&PROCESSED_COLUMNS[..20], &NSIGHT_PROCESSED_COLUMNS);
         assert_eq!(PROCESSED_COLUMNS[19], "Geomean");
         assert_eq!(&PROCESSED_COLUMNS[20..], &KPROF_PROCESSED_COLUMNS);
-        assert_eq!(KPROF_EXTRA_COLUMNS[5..], CONDITION_COLUMNS);
+        assert_eq!(KPROF_EXTRA_COLUMNS[6..], CONDITION_COLUMNS);
         assert_eq!(
             KPROF_RESERVED_COLUMN_NAMES[..8],
             [

@@ -476,7 +476,8 @@ fn bootstrap_ci(sorted: &[f64], opts: &BootstrapOptions) -> BootstrapCi {
 /// Every column of `raw.extras` is aggregated per series: when its non-missing values (NaN
 /// numbers count as missing) are all numbers and there is at least one, four columns `X_Avg`,
 /// `X_Std` (ddof = 1), `X_Min`, `X_Max`, unless the column holds one number throughout the whole
-/// table (an info column such as `CudaVersion` or `DeviceOrdinal`): then, as for text, one column
+/// table and is not a measured run condition ([`crate::columns::CONDITION_COLUMNS`]): an info
+/// column such as `CudaVersion` or `DeviceOrdinal` is then, as text is, one column
 /// `X` holding the non-missing value of the lowest run index ([`ExtraValue::Missing`] when there is none), as nsight-python's
 /// collector aggregation does. `normalized` and `normalization_value` are `None`, `geomean` is
 /// NaN (filled in by the transforms), `missing_baselines` is empty. Every row's bootstrap, when
@@ -592,8 +593,9 @@ fn aggregate_extras(raw: &RawResults) -> Vec<Vec<(String, ExtraValue)>> {
     let mut out: Vec<Vec<(String, ExtraValue)>> = vec![Vec::new(); ns];
     let mut accs = vec![ExtraAcc::default(); ns];
     for col in &raw.extras {
-        // One number throughout the table: an info column, kept as a single column.
-        let constant = {
+        // One number throughout the table: an info column, kept as a single column. Run
+        // conditions are measurements and keep their four columns even when they did not vary.
+        let constant = !crate::columns::CONDITION_COLUMNS.contains(&col.name.as_str()) && {
             let mut numbers = col.values.iter().filter_map(|v| match v {
                 ExtraValue::Number(x) if !x.is_nan() => Some(Some(*x)),
                 ExtraValue::Text(_) => Some(None),

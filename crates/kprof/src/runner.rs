@@ -113,6 +113,7 @@ impl DurationSource {
     }
 }
 
+use kprof_core::kernels::MANGLED_KERNEL_COLUMN;
 pub use kprof_core::policy::{Decision, StopReason, StoppingPolicy};
 use kprof_core::transforms::combine_kernels;
 pub use kprof_core::transforms::Reducer;
@@ -356,30 +357,11 @@ impl Scheduler {
 // Combining, stopping, CSV (small private functions; MERGE: replace with kprof-core's)
 // ------------------------------------------------------------------------------------------------
 
-/// The identifier of a simple Itanium-mangled name: `_Z5scalePfPKffi` -> `scale`.
-fn mangled_base(name: &str) -> Option<&str> {
-    let rest = name.strip_prefix("_Z")?;
-    let rest = rest.strip_prefix('L').unwrap_or(rest);
-    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-    let len: usize = rest[..digits].parse().ok()?;
-    rest.get(digits..digits + len)
-}
-
 /// Whether a kernel matches an entry of [`BenchOptions::ignore_kernels`]: the exact (mangled)
-/// name, the demangled name when known, or, for simple mangled names, a demangled signature or
-/// bare function name (`scale(float*, float const*, float, int)` or `scale`).
+/// name, the demangled name when known, or any spelling [`kprof_core::kernels::matches`] accepts
+/// (demangled with or without parameters, bare function name).
 fn kernel_matches(k: &KernelRun, ignore: &str) -> bool {
-    if k.name == ignore || k.demangled.as_deref() == Some(ignore) {
-        return true;
-    }
-    match mangled_base(&k.name) {
-        Some(base) => {
-            let sig = ignore.split('(').next().unwrap_or(ignore).trim();
-            let sig = sig.strip_prefix("void ").unwrap_or(sig);
-            sig == base
-        }
-        None => false,
-    }
+    k.demangled.as_deref() == Some(ignore) || kprof_core::kernels::matches(&k.name, ignore)
 }
 
 /// The raw CSV path for a benchmark under an output prefix.
@@ -1431,8 +1413,13 @@ impl Profiler {
             metric: metric.to_string(),
         };
         let series = raw.intern_series(key, unit, device_idx).map_err(model_error)?;
-        let kernel_idx = raw.intern_kernel(kernel);
+        // The Kernel column shows demangled names (as ncu does); the mangled label is kept.
+        let shown = kprof_core::kernels::demangle_label(kernel);
+        let kernel_idx = raw.intern_kernel(&shown);
         let mut extras: Vec<(&str, ExtraValue)> = self.extras.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
+        if shown != kernel {
+            extras.push((MANGLED_KERNEL_COLUMN, ExtraValue::Text(kernel.to_string())));
+        }
         let run_extras = self.conditions.extras_for(step.config, step.run, region);
         extras.extend(run_extras.iter().map(|(n, v)| (n.as_str(), v.clone())));
         if let Some(w) = warning {
@@ -2412,6 +2399,35 @@ mod tests {
     /// The GPU check of 2026-11-30 on the H200 (examples/gpu_check.rs, checks a b c d e g), replayed
     /// from its activity recording through the real run loop and adapter: the raw CSVs written now
     /// are byte-identical to the ones the runner wrote on the H200.
+    /// A raw CSV recorded before kernel names were demangled, as kprof writes it now: the Kernel
+    /// column demangled and the mangled label in `KernelMangled` (after the engine's info
+    /// columns) when some kernel was mangled.
+    fn with_demangled_kernels(csv_text: &str) -> String {
+        let mut rdr = csv::Reader::from_reader(csv_text.as_bytes());
+        let header: Vec<String> = rdr.headers().unwrap().iter().map(String::from).collect();
+        let rows: Vec<Vec<String>> = rdr
+            .records()
+            .map(|r| r.unwrap().iter().map(String::from).collect())
+            .collect();
+        let k = header.iter().position(|h| h == "Kernel").unwrap();
+        if rows.iter().all(|r| kprof_core::kernels::demangle_label(&r[k]) == r[k]) {
+            return csv_text.to_string();
+        }
+        let at = header.iter().position(|h| h == "CuptiVersion").unwrap() + 1;
+        let mut w = csv::Writer::from_writer(Vec::new());
+        let mut h = header.clone();
+        h.insert(at, MANGLED_KERNEL_COLUMN.into());
+        w.write_record(&h).unwrap();
+        for mut r in rows {
+            let shown = kprof_core::kernels::demangle_label(&r[k]).into_owned();
+            let mangled = if shown != r[k] { r[k].clone() } else { String::new() };
+            r[k] = shown;
+            r.insert(at, mangled);
+            w.write_record(&r).unwrap();
+        }
+        String::from_utf8(w.into_inner().unwrap()).unwrap()
+    }
+
     #[test]
     fn replaying_the_h200_gpu_check_rewrites_its_raw_csvs() {
         use crate::cupti::records::RecordedBuffer;
@@ -2474,6 +2490,7 @@ mod tests {
                 .unwrap();
             let now = std::fs::read_to_string(raw_csv_path(out.path(), name)).unwrap();
             let then = std::fs::read_to_string(fixtures.join(format!("{name}-raw.csv"))).unwrap();
+            let then = with_demangled_kernels(&then);
             assert_eq!(
                 now, then,
                 "{name}: replayed raw CSV differs from the one written on the H200"
