@@ -149,6 +149,36 @@ pub fn load_side(path: &Path) -> Result<Side> {
     Ok(out)
 }
 
+/// Whether a result file names its benchmark: a kprof JSON file always does, a CSV when its
+/// header has a `Benchmark` column. Without one the reader takes the benchmark from the file
+/// name, which two files of the same results need not share (nsight-python's
+/// `profiled_data-<function>-<n>.csv`).
+pub fn names_its_benchmark(path: &Path) -> bool {
+    let Ok(text) = std::fs::read(path) else {
+        return true;
+    };
+    let head = &text[..text.len().min(64 * 1024)];
+    let head = String::from_utf8_lossy(head);
+    let trimmed = head.trim_start_matches('\u{feff}').trim_start();
+    if trimmed.starts_with('{') {
+        return true;
+    }
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(trimmed.as_bytes());
+    let mut rec = csv::StringRecord::new();
+    matches!(rdr.read_record(&mut rec), Ok(true)) && rec.iter().any(|c| c.trim() == "Benchmark")
+}
+
+/// Leaves the benchmark out of every key (series then match by annotation, configuration and
+/// metric).
+fn forget_benchmarks(side: &mut Side) {
+    for (key, _, _) in side.iter_mut() {
+        key.benchmark.clear();
+    }
+}
+
 /// Whether lower values are better for a metric (`auto` rules in the module docs).
 pub fn lower_is_better(metric: &str, unit: &str, forced: DirectionArg) -> bool {
     match forced {
@@ -485,8 +515,14 @@ fn run_inner(args: &CompareArgs) -> Result<i32> {
     if !(args.alpha > 0.0 && args.alpha < 1.0) {
         bail!("--alpha must be between 0 and 1 (got {})", args.alpha);
     }
-    let base = load_side(&args.base).with_context(|| format!("cannot read BASE {}", args.base.display()))?;
-    let new = load_side(&args.new).with_context(|| format!("cannot read NEW {}", args.new.display()))?;
+    let mut base = load_side(&args.base).with_context(|| format!("cannot read BASE {}", args.base.display()))?;
+    let mut new = load_side(&args.new).with_context(|| format!("cannot read NEW {}", args.new.display()))?;
+    // A file without a Benchmark column got its benchmark from its file name: match by
+    // annotation, configuration and metric instead.
+    if !names_its_benchmark(&args.base) || !names_its_benchmark(&args.new) {
+        forget_benchmarks(&mut base);
+        forget_benchmarks(&mut new);
+    }
     let rows = compare(
         &base,
         &new,

@@ -267,3 +267,22 @@ fn run_refuses_without_library_or_under_another_profiler() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// Issue 18 item 14: two nsight-python raw CSVs (no Benchmark column) under different file names
+/// match by annotation, configuration and metric.
+#[test]
+fn compare_nsight_files_with_different_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/io/profiled_data-matmul-0.csv");
+    let header = std::fs::read_to_string(&src).unwrap();
+    assert!(!header.lines().next().unwrap().contains("Benchmark"));
+    let base = dir.path().join("profiled_data-matmul-0.csv");
+    let new = dir.path().join("profiled_data-matmul_v2-3.csv");
+    std::fs::copy(&src, &base).unwrap();
+    std::fs::copy(&src, &new).unwrap();
+    let o = kprof().arg("compare").arg(&base).arg(&new).output().unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(!err.contains("no series in common"), "{err}");
+    assert!(out.lines().skip(1).all(|l| l.ends_with("same")), "{out}");
+}
