@@ -549,8 +549,32 @@ def kernel(
     ``warmup`` unmeasured calls), measures the GPU work inside each :func:`kprof.annotate` region
     and returns a :class:`kprof.ProfileResults`.
 
-    nsight-python 1.1's options keep their names, defaults and meaning; see
-    ``docs/python-differences.md`` for the deliberate differences. kprof's own options:
+    nsight-python 1.1's options keep their names, defaults and meaning (see
+    ``docs/python-differences.md`` for the deliberate differences):
+
+    * ``configs`` (None): the configurations, one tuple (or value) of arguments per config; or
+      pass them when calling the function;
+    * ``runs`` (1): measured runs per config (the minimum with adaptive stopping);
+    * ``metrics`` (``["gpu__time_duration.sum"]``): what to measure, Nsight Compute metric names;
+    * ``derive_metric`` (None): ``f(*metric values, *config values)`` giving one more metric (or
+      a dict of them) per annotation and run;
+    * ``normalize_against`` (None): an annotation; the others become ratios to it, each with its
+      own (Fieller) confidence interval;
+    * ``ignore_kernel_list`` (None): kernels to leave out, by mangled or demangled name (with or
+      without parameters) or bare function name;
+    * ``combine_kernel_metrics`` (None): how the kernels of one annotation combine: a function of
+      two values or "sum"/"mean"/"max"/"min"/"first"/"last" (kprof sums by default and keeps the
+      per-kernel breakdown);
+    * ``clock_control`` ("none") and ``cache_control`` ("all": L2 emptied before every run and
+      annotation; "none": warm cache);
+    * ``thermal_mode`` ("auto"), ``thermal_wait``, ``thermal_cont``, ``thermal_timeout``,
+      ``thermal_device``: wait for the GPU to cool down before runs (needs NVML);
+    * ``output_prefix`` (None) and ``output_csv`` (False): write ``profiled_data-<function>-<n>.csv``
+      and ``processed_data-<function>-<n>.csv`` (missing folders are created);
+    * ``info_collectors`` (None): ``(name, callback, scope)`` columns added to the results;
+    * ``verbosity`` (``VerbosityLevel.INFO``): progress and messages on stderr.
+
+    kprof's own options:
 
     * ``warmup`` (1): unmeasured calls per config before the measured runs;
     * ``order`` ("interleaved"): run r of every config before run r+1 ("sequential": all runs of
@@ -676,7 +700,11 @@ def _profile(func, sig: Signature, tag: str, settings: Settings, state: dict, ar
                 stacklevel=2,
             )
 
-    progress = ProgressReporter(sig.func_name, len(configs), settings.runs, settings.verbosity)
+    # With adaptive stopping the bar starts at the most runs a config may get (the engine's
+    # default cap: max(runs, 100)); the engine lowers the total as configs stop.
+    adaptive = settings.target_rsd is not None or settings.target_ci is not None
+    expected_runs = (settings.max_runs or max(settings.runs, 100)) if adaptive else settings.runs
+    progress = ProgressReporter(sig.func_name, len(configs), expected_runs, settings.verbosity)
     options = settings.backend_options()
     # Files carry the function's name (nsight-python's naming); the run id counts the calls of
     # every function of that name in this process, so two of them never overwrite each other.

@@ -271,6 +271,19 @@ pub struct Invocation {
     pub dir: PathBuf,
 }
 
+/// The line `kprof run` prints before each of several executions (`--repeat`, `--env-sweep`,
+/// `--metrics`): `kprof run: execution 2/6 (repetition 2/3, N=1024, counters)`.
+pub fn progress_line(index: usize, total: usize, inv: &Invocation) -> String {
+    let mut what = vec![format!("repetition {}", inv.repeat + 1)];
+    if let Some((name, value)) = &inv.sweep {
+        what.push(format!("{name}={value}"));
+    }
+    if inv.counters {
+        what.push("counters".into());
+    }
+    format!("kprof run: execution {}/{total} ({})", index + 1, what.join(", "))
+}
+
 /// Every execution, sweep values outermost; with `counters`, each repetition's timing launch is
 /// followed by its counter launch (files in `<rep>-counters`).
 pub fn plan(sweep: Option<&(String, Vec<String>)>, repeat: u32, counters: bool) -> Vec<Invocation> {
@@ -505,7 +518,10 @@ pub fn run(args: &RunArgs) -> i32 {
     let mut parts: Vec<(Option<(String, String)>, RawResults)> = Vec::new();
     let mut counter_parts: Vec<(Option<(String, String)>, RawResults)> = Vec::new();
     let mut statuses = Vec::new();
-    for inv in &invocations {
+    for (i, inv) in invocations.iter().enumerate() {
+        if invocations.len() > 1 && !args.quiet {
+            eprintln!("{}", progress_line(i, invocations.len(), inv));
+        }
         let dir = args.out.join(&inv.dir);
         let _ = std::fs::remove_dir_all(&dir);
         if let Err(e) = std::fs::create_dir_all(&dir) {

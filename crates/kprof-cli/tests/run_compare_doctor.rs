@@ -229,6 +229,20 @@ fn run_passes_the_exit_code_through_and_explains_missing_results() {
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "1\n1\n2\n2\n");
+    // Issue 18 item 17: one progress line per execution on stderr.
+    let err = text(&o).1;
+    for (i, what) in [
+        "repetition 1, N=1",
+        "repetition 2, N=1",
+        "repetition 1, N=2",
+        "repetition 2, N=2",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let line = format!("kprof run: execution {}/4 ({what})", i + 1);
+        assert!(err.contains(&line), "{line} missing:\n{err}");
+    }
 }
 
 #[test]

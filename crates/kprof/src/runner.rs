@@ -35,11 +35,13 @@ use crate::error::EngineError;
 
 mod counter_pass;
 mod l2_flush;
+mod progress;
 pub use crate::counters::ReplayMode;
 pub use counter_pass::{is_counter_metric, CounterPlan};
 use l2_flush::is_flush_kernel;
 use l2_flush::L2Flusher;
 pub use l2_flush::{L2_FLUSH_BYTES_ENV, L2_FLUSH_ENV};
+pub use progress::{Progress, ProgressHook};
 
 /// The unit of [`DEFAULT_METRIC`].
 pub const DEFAULT_UNIT: &str = "ns";
@@ -168,6 +170,9 @@ pub struct BenchOptions {
     pub conditions: bool,
     /// User info collectors (values become extra columns).
     pub collectors: Collectors,
+    /// Called after every recorded run with the runs done and the total the stopping policy now
+    /// expects (see [`Progress`]); `None`: no progress reports.
+    pub progress: Option<ProgressHook>,
 }
 
 impl Default for BenchOptions {
@@ -189,6 +194,7 @@ impl Default for BenchOptions {
             thermal: ThermalOptions::default(),
             conditions: true,
             collectors: Collectors::default(),
+            progress: None,
         }
     }
 }
@@ -1294,6 +1300,15 @@ impl Profiler {
                 sw.sched.stop(step.config);
             }
         }
+        if let Some(hook) = &opts.progress {
+            let done: Vec<usize> = sw.policy_values.iter().map(Vec::len).collect();
+            hook.call(&Progress {
+                config: step.config,
+                run: step.run,
+                done_runs: done.iter().map(|&d| d as u64).sum(),
+                total_runs: progress::expected_total(&done, |c| sw.sched.is_stopped(c), opts.max_runs()),
+            });
+        }
         Ok(())
     }
 
@@ -2258,9 +2273,12 @@ mod tests {
             target_rel_ci_half_width: Some(0.01),
             ..StoppingPolicy::fixed(20)
         };
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
         let opts = BenchOptions {
             warmup: 0,
             policy: Some(policy),
+            progress: Some(ProgressHook::new(move |p| log.lock().unwrap().push(*p))),
             ..Default::default()
         };
         let raw = p
@@ -2274,6 +2292,17 @@ mod tests {
             .unwrap();
         assert_eq!(values(&raw, "k", 0).len(), 3);
         assert_eq!(values(&raw, "k", 1).len(), 20);
+        // Issue 18 item 17: the progress total follows the policy: 2 x 20 at first, then 3 + 20
+        // once config 0 stopped; one report per recorded run, never done > total.
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 23);
+        assert_eq!(seen[0].total_runs, 40);
+        assert!(seen
+            .windows(2)
+            .all(|w| w[1].done_runs == w[0].done_runs + 1 && w[1].total_runs <= w[0].total_runs));
+        assert!(seen.iter().all(|p| p.done_runs <= p.total_runs));
+        let last = seen.last().unwrap();
+        assert_eq!((last.done_runs, last.total_runs), (23, 23));
     }
 
     #[test]
