@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import kprof
-from kprof import NotAvailableYetError, ConfigError, BackendError
+from kprof import ConfigError, BackendError
 from kprof import _backend, _core
 
 SILENT = kprof.VerbosityLevel.SILENT
@@ -368,9 +368,10 @@ def test_save(fake_backend, fake_core, tmp_path):
     assert text.splitlines()[0].split(",") == NSIGHT_ORDER + KPROF_EXTRA
     back = pd.read_csv(path)
     assert list(back.AvgValue) == pytest.approx(list(res.to_dataframe().AvgValue))
-    with pytest.raises(NotAvailableYetError, match="save\\(\\) to .json is not available yet"):
-        res.save(tmp_path / "p.json")
-    with pytest.raises(ConfigError, match="unknown file type '.txt'; use a .csv path"):
+    # .json: kprof's JSON result file (issue 18 item 18), read back by kprof.load.
+    json_path = res.save(tmp_path / "p.json")
+    assert list(kprof.load(json_path).to_dataframe().AvgValue) == pytest.approx(list(res.to_dataframe().AvgValue))
+    with pytest.raises(ConfigError, match="unknown file type '.txt'; use a .csv or .json path"):
         res.save(tmp_path / "p.txt")
 
 

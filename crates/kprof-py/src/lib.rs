@@ -31,6 +31,7 @@ mod conditions;
 mod engine;
 mod ncu;
 mod plot;
+mod results_io;
 
 /// The package version (the workspace version).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -426,5 +427,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ncu::register(m)?;
     conditions::register(m)?;
     plot::register(m)?;
+    results_io::register(m)?;
     Ok(())
 }
