@@ -90,11 +90,11 @@ impl Tally {
         }
     }
 
-    /// One more case; every 2,000 cases a progress line (a long run stopped by `timeout` still
+    /// One more case; every 250 cases a progress line (a long run stopped by `timeout` still
     /// says how far it got).
     pub fn tick(&self) {
         let n = self.cases.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        if n % 2000 == 0 {
+        if n % 250 == 0 {
             println!(
                 "fuzz {}: {n} cases in {:.1} s (running)",
                 self.name,
