@@ -193,6 +193,26 @@ fn show_into_a_closed_pipe_ends_quietly() {
     assert_eq!(status.code(), Some(0), "{err}");
 }
 
+#[cfg(target_os = "linux")]
+#[test]
+fn show_into_a_full_device_is_an_error_not_a_panic() {
+    if !Path::new("/dev/full").exists() {
+        return;
+    }
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_kprof"))
+        .args(["show", &raw()])
+        .stdout(Stdio::from(full))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("standard output") && err.contains("No space left") && !err.contains("panicked"),
+        "{err}"
+    );
+}
+
 #[test]
 fn import_writes_the_raw_table_beside_the_output_not_the_input() {
     let input_dir = tempfile::tempdir().unwrap();
