@@ -58,6 +58,28 @@ fn infinite_or_negative_durations_are_rejected() {
     assert_eq!(read_raw_csv(&p, &ReadOptions::default()).unwrap().samples.len(), 2);
 }
 
+/// Issue 18 item 6: a Windows-saved (CRLF) file's bad value is reported on its own line, not
+/// the one above; so is a processed CSV's.
+#[test]
+fn crlf_files_name_the_right_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "Annotation,Value,Metric,Unit\r\na,1,m,ns\r\na,2,m,ns\r\na,3,m,ns\r\na,4,m,ns\r\na,abc,m,ns\r\n";
+    let p = write(dir.path(), "crlf.csv", text);
+    let e = read_raw_csv(&p, &ReadOptions::default()).unwrap_err();
+    assert!(matches!(&e, IoError::Parse { line: 6, .. }), "{e}");
+    // A lone CR inside a quoted cell and CRLF lines still read.
+    let text = "Annotation,Value,Metric,Unit\r\n\"a\rb\",1,m,ns\r\n";
+    let p = write(dir.path(), "cr.csv", text);
+    let raw = read_raw_csv(&p, &ReadOptions::default()).unwrap();
+    assert_eq!(raw.series[0].key.annotation, "a\rb");
+    let text =
+        "Annotation,Metric,AvgValue,StdDev,MinValue,MaxValue,NumRuns,Kernel,GPU,Host,ComputeClock,MemoryClock,Unit\r\n\
+                a,m,1,0,1,1,2,k,g,h,,,ns\r\na,m2,x,0,1,1,2,k,g,h,,,ns\r\n";
+    let p = write(dir.path(), "p.csv", text);
+    let e = read_processed_csv(&p).unwrap_err();
+    assert!(matches!(&e, IoError::Parse { line: 3, .. }), "{e}");
+}
+
 #[test]
 fn non_numeric_value() {
     let dir = tempfile::tempdir().unwrap();

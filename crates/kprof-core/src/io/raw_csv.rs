@@ -169,7 +169,7 @@ pub fn read_raw_csv(path: &Path, opts: &ReadOptions) -> Result<RawResults, IoErr
 /// Reads a raw CSV from any reader, as [`read_raw_csv`] does; `path` is used in error messages
 /// and for the default benchmark name.
 pub fn read_raw_csv_from<R: Read>(reader: R, path: &Path, opts: &ReadOptions) -> Result<RawResults, IoError> {
-    let mut rdr = csv::ReaderBuilder::new().from_reader(reader);
+    let mut rdr = csv::ReaderBuilder::new().from_reader(super::csvutil::CrlfToLf::new(reader));
     let header = Header::read(path, &mut rdr)?;
     let ann = header.require(path, "Annotation")?;
     let val = header.require(path, "Value")?;
