@@ -98,7 +98,8 @@ fn is_unprintable(c: char) -> bool {
         || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
 }
 
-/// The text with each unprintable character (see [`is_unprintable`]) written as `\u{XXXX}`, so a
+/// The text with each unprintable character (control characters, and the bidirectional
+/// formatting characters that reorder a line) written as `\u{XXXX}`, so a
 /// name from a result file cannot reorder or corrupt the terminal.
 pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
     if !s.chars().any(is_unprintable) {
@@ -144,7 +145,8 @@ fn char_width(c: char) -> usize {
     }
 }
 
-/// Terminal columns taken by `s` (see [`char_width`]); tables align on it, not on `char`s.
+/// Terminal columns taken by `s` (0 for combining marks, 2 for wide East Asian characters and
+/// emoji, else 1); tables align on it, not on `char`s.
 pub fn display_width(s: &str) -> usize {
     s.chars().map(char_width).sum()
 }

@@ -1,7 +1,7 @@
 //! Kernel names: CUPTI reports Itanium-mangled C++ names (`_ZN2at6native...`); the `Kernel`
 //! column shows them demangled, as ncu and nsight-python do (`void at::native::(anonymous
 //! namespace)::vectorized_layer_norm_kernel<float, float, false>(...)`), and the engine keeps the
-//! mangled name in [`MANGLED_KERNEL_COLUMN`]. Ignore lists match either spelling ([`matches`]).
+//! mangled name in [`MANGLED_KERNEL_COLUMN`]. Ignore lists match either spelling ([`matches()`]).
 
 use std::borrow::Cow;
 
