@@ -9,7 +9,7 @@ use anyhow::Result;
 use kprof_core::io::{atomic, IoError};
 
 /// Prints `text` to standard output. A failed write is an error naming standard output (a closed
-/// pipe included: [`exit_code`] ends such a command quietly).
+/// pipe included: [`fail`] ends such a command quietly).
 pub fn print(text: &str) -> Result<()> {
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
