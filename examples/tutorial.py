@@ -16,9 +16,13 @@ that carry the ratio's own statistics.
 from __future__ import annotations
 
 import ctypes
+import sys
 import textwrap
 
-import torch  # before kprof on purpose: kprof has no import-order rule
+try:
+    import torch  # before kprof on purpose: kprof has no import-order rule
+except ModuleNotFoundError:
+    sys.exit("tutorial: this example profiles PyTorch kernels; install PyTorch with CUDA (pip install torch)")
 
 import kprof
 

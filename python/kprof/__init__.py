@@ -28,7 +28,7 @@ from .exceptions import (
     ProfilerError,
     ProfilerException,
 )
-from .results import ProfileResults
+from .results import ProfileResults, load
 from .utils import VerbosityLevel
 
 __version__: str = _core.__version__
@@ -42,6 +42,7 @@ __all__ = [
     "kernel",
     "VerbosityLevel",
     "ProfileResults",
+    "load",
     "ProfilerError",
     "ProfilerException",
     "ConfigError",

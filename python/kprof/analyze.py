@@ -495,10 +495,17 @@ _RUN_IDS_LOCK = threading.Lock()
 
 
 def file_tag(func: Callable) -> str:
-    """The function's ``module.qualname``, made safe for file names."""
+    """The function's ``module.qualname``, made safe as a key (the ncu relaunch selects the
+    benchmark by it); result files are named by :func:`file_name_tag`."""
     tag = f"{getattr(func, '__module__', None) or 'unknown'}.{getattr(func, '__qualname__', None) or getattr(func, '__name__', 'function')}"
     tag = re.sub(r"[^A-Za-z0-9_.-]+", "_", tag).strip("._") or "function"
     return tag
+
+
+def file_name_tag(func_name: str) -> str:
+    """The function's ``__name__`` made safe for file names, as nsight-python names its files
+    (``profiled_data-<name>-<run id>.csv``); ``__main__``-style underscores are kept."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", func_name).strip(".") or "function"
 
 
 def _next_run_id(tag: str) -> int:
@@ -554,8 +561,32 @@ def kernel(
     ``warmup`` unmeasured calls), measures the GPU work inside each :func:`kprof.annotate` region
     and returns a :class:`kprof.ProfileResults`.
 
-    nsight-python 1.1's options keep their names, defaults and meaning; see
-    ``docs/python-differences.md`` for the deliberate differences. kprof's own options:
+    nsight-python 1.1's options keep their names, defaults and meaning (see
+    ``docs/python-differences.md`` for the deliberate differences):
+
+    * ``configs`` (None): the configurations, one tuple (or value) of arguments per config; or
+      pass them when calling the function;
+    * ``runs`` (1): measured runs per config (the minimum with adaptive stopping);
+    * ``metrics`` (``["gpu__time_duration.sum"]``): what to measure, Nsight Compute metric names;
+    * ``derive_metric`` (None): ``f(*metric values, *config values)`` giving one more metric (or
+      a dict of them) per annotation and run;
+    * ``normalize_against`` (None): an annotation; the others become ratios to it, each with its
+      own (Fieller) confidence interval;
+    * ``ignore_kernel_list`` (None): kernels to leave out, by mangled or demangled name (with or
+      without parameters) or bare function name;
+    * ``combine_kernel_metrics`` (None): how the kernels of one annotation combine: a function of
+      two values or "sum"/"mean"/"max"/"min"/"first"/"last" (kprof sums by default and keeps the
+      per-kernel breakdown);
+    * ``clock_control`` ("none") and ``cache_control`` ("all": L2 emptied before every run and
+      annotation; "none": warm cache);
+    * ``thermal_mode`` ("auto"), ``thermal_wait``, ``thermal_cont``, ``thermal_timeout``,
+      ``thermal_device``: wait for the GPU to cool down before runs (needs NVML);
+    * ``output_prefix`` (None) and ``output_csv`` (False): write ``profiled_data-<function>-<n>.csv``
+      and ``processed_data-<function>-<n>.csv`` (missing folders are created);
+    * ``info_collectors`` (None): ``(name, callback, scope)`` columns added to the results;
+    * ``verbosity`` (``VerbosityLevel.INFO``): progress and messages on stderr.
+
+    kprof's own options:
 
     * ``warmup`` (1): unmeasured calls per config before the measured runs;
     * ``order`` ("interleaved"): run r of every config before run r+1 ("sequential": all runs of
@@ -690,16 +721,23 @@ def _profile(func, sig: Signature, tag: str, settings: Settings, state: dict, ar
                 stacklevel=2,
             )
 
-    progress = ProgressReporter(sig.func_name, len(configs), settings.runs, settings.verbosity)
+    # With adaptive stopping the bar starts at the most runs a config may get (the engine's
+    # default cap: max(runs, 100)); the engine lowers the total as configs stop.
+    adaptive = settings.target_rsd is not None or settings.target_ci is not None
+    expected_runs = (settings.max_runs or max(settings.runs, 100)) if adaptive else settings.runs
+    progress = ProgressReporter(sig.func_name, len(configs), expected_runs, settings.verbosity)
     options = settings.backend_options()
-    run_id = _next_run_id(tag)
+    # Files carry the function's name (nsight-python's naming); the run id counts the calls of
+    # every function of that name in this process, so two of them never overwrite each other.
+    name_tag = file_name_tag(sig.func_name)
+    run_id = _next_run_id(name_tag)
     partial = None
     if settings.output_csv:
         if state["prefix"] is None:
             state["prefix"] = tempfile.mkdtemp(prefix="kprof_") + os.sep
         # The engine rewrites this raw CSV after every finished configuration, so an exception or
         # Ctrl-C keeps what was measured; it is removed once the complete files are written.
-        options["output_prefix"] = f"{state['prefix']}partial-{tag}-{run_id}-"
+        options["output_prefix"] = f"{state['prefix']}partial-{name_tag}-{run_id}-"
         partial = f"{options['output_prefix']}{sig.func_name}-raw.csv"
     if isinstance(backend, _ncu.NcuBackend):
         backend.report_prefix = state["prefix"]
@@ -725,24 +763,27 @@ def _profile(func, sig: Signature, tag: str, settings: Settings, state: dict, ar
     results.fingerprint = _fingerprint(backend)  # type: ignore[attr-defined]
     if settings.output_csv:
         prefix = state["prefix"]
-        raw_path = f"{prefix}profiled_data-{tag}-{run_id}.csv"
+        raw_path = f"{prefix}profiled_data-{name_tag}-{run_id}.csv"
         results._write_raw_csv(raw_path)
         results.files.append(raw_path)
         progress.info(f"kprof: wrote {raw_path}")
-        processed_path = f"{prefix}processed_data-{tag}-{run_id}.csv"
+        processed_path = f"{prefix}processed_data-{name_tag}-{run_id}.csv"
         results.save(processed_path)
         results.files.append(processed_path)
         progress.info(f"kprof: wrote {processed_path}")
         if results.fingerprint is not None:
             for path in (raw_path, processed_path):
                 _write_sidecar(path, results.fingerprint)
-        if partial is not None and os.path.exists(partial):
-            os.remove(partial)
+        if partial is not None:
+            # The engine's per-configuration raw CSV and its fingerprint sidecar.
+            for leftover in (partial, os.path.splitext(partial)[0] + ".env.json"):
+                if os.path.exists(leftover):
+                    os.remove(leftover)
     if settings.store is not None:
         stored = results.save_to_store(settings.store)
         results.store_run_id = stored  # type: ignore[attr-defined]
         progress.info(f"kprof: stored run {stored} in {settings.store}")
-    _commit_run_id(tag, run_id)
+    _commit_run_id(name_tag, run_id)
     return results
 
 
@@ -792,9 +833,9 @@ def _fingerprint(backend: Any) -> dict | None:
 def _write_sidecar(csv_path: str, fingerprint: dict) -> str:
     """Writes ``<stem>.env.json`` next to a result CSV (``kprof show`` prints it)."""
     path = os.path.splitext(csv_path)[0] + ".env.json"
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(fingerprint, f, indent=2)
-        f.write("\n")
+    from . import _core
+
+    _core.write_file(path, (json.dumps(fingerprint, indent=2) + "\n").encode("utf-8"))
     return path
 
 

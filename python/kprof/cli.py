@@ -7,8 +7,11 @@ import sys
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``kprof`` console script."""
-    from kprof import _core
+    from kprof import _backend, _core
 
+    # The command searches this environment's site-packages for pip's NVIDIA wheels (CUPTI), as
+    # the Python API does.
+    _backend._export_site_packages()
     args = list(sys.argv if argv is None else argv)
     if not args:
         args = ["kprof"]

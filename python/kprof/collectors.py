@@ -1,8 +1,9 @@
 """Info collectors (experimental, as in nsight-python 1.1) and the run-condition columns.
 
 A collector is a ``(name, callback, scope)``; its values become raw columns, and the processed
-table aggregates numeric values as ``X_Avg``/``X_Std``/``X_Min``/``X_Max`` (others keep the
-value of the first run). Scopes (:class:`CollectionScope`):
+table aggregates numeric values as ``X_Avg``/``X_Std``/``X_Min``/``X_Max`` (others, and a
+column holding one number throughout the table such as a version, keep the value of the first
+run in one column ``X``). Scopes (:class:`CollectionScope`):
 
 * ``ONCE``: once per profiled call, with no arguments;
 * ``CONFIG``: once per config (before its first run, warm-ups included), with the config values;

@@ -11,6 +11,7 @@ as ``kprof plot`` and ``kprof report`` on the command line.
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import tempfile
@@ -46,8 +47,7 @@ class Plot:
     def save(self, path: str | os.PathLike) -> str:
         """Writes the SVG text to ``path`` (use :meth:`ProfileResults.plot` for PNG); returns the path."""
         path = os.fspath(path)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(self.svg)
+        _core.write_file(path, self.svg.encode("utf-8"))
         return path
 
     def __str__(self) -> str:
@@ -248,9 +248,6 @@ def render(
     path = None if filename is None else os.fspath(filename)
     if path is not None:
         check_options(filename=path)
-        directory = os.path.dirname(path)
-        if directory:
-            os.makedirs(directory, exist_ok=True)
     if plot_callback is not None and not matplotlib_available():
         raise ImportError("plot_callback receives a matplotlib Figure: pip install matplotlib")
     columns, options, _ = results._core_inputs()
@@ -263,7 +260,9 @@ def render(
         if plot_callback is not None:
             plot_callback(figure)
             if path is not None:
-                figure.savefig(path, dpi=DPI)
+                buf = io.BytesIO()
+                figure.savefig(buf, dpi=DPI, format=os.path.splitext(path)[1].lstrip(".").lower() or "png")
+                _core.write_file(path, buf.getvalue())
         elif path is not None:
             _call_render(_core.render_plot, columns, options, spec, path)
     else:

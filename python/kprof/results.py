@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import csv
 import html
+import io
 import json
 import math
 import os
@@ -34,7 +35,7 @@ from typing import Any, Callable, Iterable
 
 from . import _core, plotting
 from ._backend import RAW_COLUMNS
-from .exceptions import BackendError, ConfigError, NotAvailableYetError, ProfilerError, not_available
+from .exceptions import BackendError, ConfigError, NotAvailableYetError, ProfilerError
 
 __all__ = ["ProfileResults", "PROCESSED_COLUMNS", "FLOAT_COLUMNS", "INT_COLUMNS"]
 
@@ -75,7 +76,8 @@ class ProfileResults:
     * :meth:`to_dataframe`: the processed table (pandas), nsight-python's columns then kprof's;
     * :meth:`raw`: the raw table (pandas);
     * :meth:`to_polars`, :meth:`to_dict`: the processed table as polars / plain columns;
-    * :meth:`save`: write the processed table to a ``.csv`` file;
+    * :meth:`save`: write the processed table (``.csv``) or everything (``.json``);
+      :func:`kprof.load` reads a raw CSV or a JSON file back;
     * :meth:`save_to_store`: keep the run in a results store (``kprof history``, ``kprof compare --against``);
     * :meth:`plot`: plot a metric (PNG/SVG, matplotlib Figure when available);
     * :meth:`report`: write the self-contained HTML report.
@@ -172,10 +174,13 @@ class ProfileResults:
         return pl.DataFrame(data)
 
     def save(self, path: str | os.PathLike) -> str:
-        """Writes the processed table; returns the path written.
+        """Writes the results; returns the path written. Missing folders are created, an existing
+        file is replaced atomically, a symbolic link's target is written (kprof's one writer).
 
         ``.csv``: the processed CSV (nsight-python's ``processed_data`` layout plus kprof's
-        columns). ``.json`` (kprof's JSON with raw and processed tables) is not available yet.
+        columns). ``.json``: kprof's JSON result file (raw and processed tables and the
+        environment fingerprint), the file ``kprof summarize RAW -o x.json`` writes; read it back
+        with :func:`kprof.load`.
         """
         path = os.fspath(path)
         ext = os.path.splitext(path)[1].lower()
@@ -183,8 +188,17 @@ class ProfileResults:
             _write_csv(path, self._process())
             return path
         if ext == ".json":
-            raise not_available("ProfileResults.save() to .json", "kprof's JSON result files from Python")
-        raise ConfigError(f"ProfileResults.save({path!r}): unknown file type {ext or '(none)'!r}; use a .csv path")
+            columns, options, _ = self._core_inputs()
+            fingerprint = getattr(self, "fingerprint", None)
+            environment = None if fingerprint is None else json.dumps(fingerprint)
+            try:
+                _core.save_results_json(columns, options, path, environment)
+            except ValueError as e:
+                raise ProfilerError(f"cannot save the results of {self.benchmark!r} to {path}: {e}") from e
+            return path
+        raise ConfigError(
+            f"ProfileResults.save({path!r}): unknown file type {ext or '(none)'!r}; use a .csv or .json path"
+        )
 
     def save_to_store(
         self,
@@ -291,9 +305,6 @@ class ProfileResults:
         bars, per-configuration distributions, warnings), the page ``kprof report`` writes;
         returns the path."""
         path = os.fspath(path)
-        directory = os.path.dirname(path)
-        if directory:
-            os.makedirs(directory, exist_ok=True)
         columns, options, _ = self._core_inputs()
         inputs = [{"title": self.benchmark or "results", "raw": columns, "options": options}]
         try:
@@ -472,7 +483,7 @@ class ProfileResults:
                 *[str(cols[p][i]) for p in self._params],
                 _fmt(cols["AvgValue"][i]),
                 ci,
-                _fmt(cols["RelativeStdDevPct"][i], digits=2),
+                _fmt_pct(cols["RelativeStdDevPct"][i]),
                 str(cols["NumRuns"][i]),
                 "" if _missing(cols["Unit"][i]) else str(cols["Unit"][i]),
                 "<NA>" if stable is None else str(bool(stable)),
@@ -504,6 +515,17 @@ def _float_or_nan(v: Any) -> float:
 def _float_or_none(v: Any) -> float | None:
     f = _float_or_nan(v)
     return None if math.isnan(f) else f
+
+
+def _fmt_pct(v: Any) -> str:
+    """A percentage with two decimals (``1.95``), so it reads against the stability threshold
+    (``2.0``) without rounding across it."""
+    if _missing(v):
+        return "NaN"
+    try:
+        return f"{float(v):.2f}"
+    except (TypeError, ValueError):
+        return str(v)
 
 
 def _fmt(v: Any, digits: int = 4) -> str:
@@ -554,13 +576,39 @@ def _csv_cell(v: Any) -> str:
 
 
 def _write_csv(path: str, columns: dict[str, list]) -> None:
-    directory = os.path.dirname(path)
-    if directory:
-        os.makedirs(directory, exist_ok=True)
+    """Writes the table through kprof's one writer (``_core.write_file``: atomic replacement,
+    symbolic links followed, devices written in place, missing folders created)."""
     names = list(columns)
     n = len(columns[names[0]]) if names else 0
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(names)
-        for i in range(n):
-            w.writerow([_csv_cell(columns[c][i]) for c in names])
+    f = io.StringIO(newline="")
+    w = csv.writer(f)
+    w.writerow(names)
+    for i in range(n):
+        w.writerow([_csv_cell(columns[c][i]) for c in names])
+    _core.write_file(path, f.getvalue().encode("utf-8"))
+
+
+def load(path: str | os.PathLike) -> ProfileResults:
+    """Reads saved results back: a raw CSV (kprof's ``*-raw.csv`` or nsight-python's
+    ``profiled_data-*.csv``) or a kprof JSON file (:meth:`ProfileResults.save` with ``.json``,
+    ``kprof summarize RAW -o x.json``). The processed table is computed again by kprof-core (the
+    same statistics); a JSON file's normalisation is kept. A processed CSV holds no raw samples
+    and raises :class:`kprof.ConfigError` saying what to load instead; an unreadable file raises
+    ``OSError`` naming it.
+    """
+    path = os.fspath(path)
+    try:
+        table, configs, params, normalized = _core.load_results(path)
+    except ValueError as e:
+        raise ConfigError(str(e)) from e
+    raw: dict[str, list] = {name: list(table[name]) for name in RAW_COLUMNS[:9]}
+    pairs = [dict(c) for c in configs]
+    for p in params:
+        raw[p] = [pairs[i].get(p) for i in table["_config"]]
+    raw["Benchmark"] = list(table["Benchmark"])
+    raw["Run"] = [int(r) for r in table["Run"]]
+    for name in table:
+        if name not in raw and name != "_config":
+            raw[name] = list(table[name])
+    benchmark = raw["Benchmark"][0] if raw["Benchmark"] else os.path.splitext(os.path.basename(path))[0]
+    return ProfileResults(raw, list(params), normalize_against=normalized, benchmark=benchmark)

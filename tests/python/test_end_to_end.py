@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 import kprof
-from kprof import NotAvailableYetError, ConfigError, BackendError
+from kprof import ConfigError, BackendError
 from kprof import _backend, _core
 
 SILENT = kprof.VerbosityLevel.SILENT
@@ -300,9 +300,10 @@ def test_output_csv_file_names(fake_backend, fake_core, tmp_path, capsys):
     r1 = bench()
     names = sorted(os.listdir(tmp_path / "out"))
     assert bench._kprof_tag == "test_end_to_end.make_bench._locals_.bench"
-    # the number counts the calls of this function (module.qualname) in this process, as nsight's run id
+    # files carry the function's __name__ (as nsight-python's); the number counts the calls of
+    # functions of that name in this process, as nsight's run id
     k = int(r0.files[0].rsplit("-", 1)[1][: -len(".csv")])
-    tag = bench._kprof_tag
+    tag = "bench"
     assert names == sorted([
         f"exp_profiled_data-{tag}-{k}.csv", f"exp_processed_data-{tag}-{k}.csv",
         f"exp_profiled_data-{tag}-{k + 1}.csv", f"exp_processed_data-{tag}-{k + 1}.csv",
@@ -319,6 +320,31 @@ def test_output_csv_file_names(fake_backend, fake_core, tmp_path, capsys):
     r2 = other()
     assert len(os.listdir(tmp_path / "out")) == 6  # re-decorated: numbering continues, no overwrite
     assert r2.files[0].endswith(f"-{k + 2}.csv")
+
+
+def test_output_csv_names_files_by_the_function_name_and_leaves_no_partial_files(fake_backend, fake_core, tmp_path):
+    def big(n):
+        with kprof.annotate("a"):
+            pass
+
+    big.__module__ = "__main__"
+    big.__qualname__ = "big"
+    bench = kprof.kernel(configs=[1], output_csv=True, output_prefix=str(tmp_path) + "/", thermal_mode="off")(big)
+    # What the engine leaves while it runs: the per-configuration raw CSV and its sidecar.
+    real_run = fake_backend.run_benchmark
+
+    def run_and_leave_partials(name, func, configs, options, progress):
+        for suffix in ("raw.csv", "raw.env.json"):
+            with open(f"{options['output_prefix']}{name}-{suffix}", "w") as f:
+                f.write("x")
+        return real_run(name, func, configs, options, progress)
+
+    fake_backend.run_benchmark = run_and_leave_partials
+    res = bench()
+    names = sorted(os.listdir(tmp_path))
+    assert not [n for n in names if "partial" in n], names
+    assert os.path.basename(res.files[0]).startswith("profiled_data-big-"), names
+    assert not [n for n in names if "main__" in n], names
 
 
 def test_output_csv_default_dir_and_info_messages(fake_backend, fake_core, capsys):
@@ -351,9 +377,10 @@ def test_save(fake_backend, fake_core, tmp_path):
     assert text.splitlines()[0].split(",") == NSIGHT_ORDER + KPROF_EXTRA
     back = pd.read_csv(path)
     assert list(back.AvgValue) == pytest.approx(list(res.to_dataframe().AvgValue))
-    with pytest.raises(NotAvailableYetError, match="save\\(\\) to .json is not available yet"):
-        res.save(tmp_path / "p.json")
-    with pytest.raises(ConfigError, match="unknown file type '.txt'; use a .csv path"):
+    # .json: kprof's JSON result file (issue 18 item 18), read back by kprof.load.
+    json_path = res.save(tmp_path / "p.json")
+    assert list(kprof.load(json_path).to_dataframe().AvgValue) == pytest.approx(list(res.to_dataframe().AvgValue))
+    with pytest.raises(ConfigError, match="unknown file type '.txt'; use a .csv or .json path"):
         res.save(tmp_path / "p.txt")
 
 

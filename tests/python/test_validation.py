@@ -8,7 +8,7 @@ import re
 import pytest
 
 import kprof
-from kprof import ConfigError, NotAvailableYetError, ProfilerError
+from kprof import ConfigError, ProfilerError
 from kprof.analyze import kernel
 
 
@@ -84,19 +84,6 @@ def check(exc, message, **opts):
 def test_config_errors(opts, message):
     err = check(ConfigError, message, **opts)
     assert isinstance(err, ValueError)
-
-
-NOT_YET = "is not available yet in this version of kprof; it lands with"
-
-
-@pytest.mark.parametrize(
-    "opts, message",
-    [
-    ],
-)
-def test_not_available_yet(opts, message):
-    err = check(NotAvailableYetError, message, **opts)
-    assert NOT_YET in str(err)
 
 
 @pytest.mark.parametrize(

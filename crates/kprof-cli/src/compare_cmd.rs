@@ -28,8 +28,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
-use statrs::distribution::{ContinuousCDF, StudentsT};
 
+use crate::output;
 use kprof_core::io::{self, Loaded};
 
 /// Arguments of `kprof compare`.
@@ -161,6 +161,36 @@ pub fn load_side(path: &Path) -> Result<Side> {
     Ok(out)
 }
 
+/// Whether a result file names its benchmark: a kprof JSON file always does, a CSV when its
+/// header has a `Benchmark` column. Without one the reader takes the benchmark from the file
+/// name, which two files of the same results need not share (nsight-python's
+/// `profiled_data-<function>-<n>.csv`).
+pub fn names_its_benchmark(path: &Path) -> bool {
+    let Ok(text) = std::fs::read(path) else {
+        return true;
+    };
+    let head = &text[..text.len().min(64 * 1024)];
+    let head = String::from_utf8_lossy(head);
+    let trimmed = head.trim_start_matches('\u{feff}').trim_start();
+    if trimmed.starts_with('{') {
+        return true;
+    }
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(trimmed.as_bytes());
+    let mut rec = csv::StringRecord::new();
+    matches!(rdr.read_record(&mut rec), Ok(true)) && rec.iter().any(|c| c.trim() == "Benchmark")
+}
+
+/// Leaves the benchmark out of every key (series then match by annotation, configuration and
+/// metric).
+fn forget_benchmarks(side: &mut Side) {
+    for (key, _, _) in side.iter_mut() {
+        key.benchmark.clear();
+    }
+}
+
 /// Whether lower values are better for a metric (`auto` rules in the module docs).
 pub fn lower_is_better(metric: &str, unit: &str, forced: DirectionArg) -> bool {
     match forced {
@@ -212,9 +242,13 @@ pub fn welch(base: &Moments, new: &Moments, alpha: f64) -> Option<Welch> {
     }
     let df = (v1 + v2).powi(2) / (v1.powi(2) / (base.n as f64 - 1.0) + v2.powi(2) / (new.n as f64 - 1.0));
     let t = diff / se;
-    let dist = StudentsT::new(0.0, 1.0, df).ok()?;
-    let p = (2.0 * (1.0 - dist.cdf(t.abs()))).clamp(0.0, 1.0);
-    let q = dist.inverse_cdf(1.0 - alpha / 2.0);
+    // kprof-core's t functions: the p-value on the lower tail (small p keep their precision) and
+    // the one t-quantile implementation the confidence intervals use.
+    let p = kprof_core::stats::t_two_sided_p(t, df);
+    let q = kprof_core::stats::t_quantile(1.0 - alpha / 2.0, df);
+    if !(p.is_finite() && q.is_finite()) {
+        return None;
+    }
     Some(Welch {
         diff,
         se,
@@ -420,20 +454,22 @@ pub fn render(rows: &[Row]) -> String {
             r.verdict.as_str().to_string(),
         ]);
     }
-    let widths: Vec<usize> = (0..table[0].len())
-        .map(|c| table.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for row in &table {
-        let line: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
-        out.push_str(line.join("  ").trim_end());
+    // Numbers (Base, New, Change, CI95, p) right-aligned; names left-aligned.
+    let right = [false, false, false, false, true, true, true, true, true, false];
+    let header = table.remove(0);
+    // The compare table has no rule under its header (scripts read its lines after the first).
+    let text = kprof_core::display::render_table(&header, &right, &table);
+    let mut lines = text.lines();
+    let mut out: String = lines.next().map(|h| format!("{h}\n")).unwrap_or_default();
+    for line in lines.skip(1) {
+        out.push_str(line);
         out.push('\n');
     }
     out
 }
 
 fn write_csv(path: &Path, rows: &[Row]) -> Result<()> {
-    let mut w = csv::Writer::from_path(path).with_context(|| format!("cannot write {}", path.display()))?;
+    let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
         "Benchmark",
         "Annotation",
@@ -480,8 +516,10 @@ fn write_csv(path: &Path, rows: &[Row]) -> Result<()> {
             r.verdict.as_str().to_string(),
         ])?;
     }
-    w.flush()?;
-    Ok(())
+    let bytes = w
+        .into_inner()
+        .map_err(|e| anyhow::anyhow!("cannot build the CSV: {}", e.error()))?;
+    output::write_file(path, &bytes)
 }
 
 fn run_inner(args: &CompareArgs) -> Result<i32> {
@@ -489,7 +527,7 @@ fn run_inner(args: &CompareArgs) -> Result<i32> {
     if !(args.alpha > 0.0 && args.alpha < 1.0) {
         bail!("--alpha must be between 0 and 1 (got {})", args.alpha);
     }
-    let (base, new, base_label, new_label) = match (&args.against, &args.new) {
+    let (mut base, mut new, base_label, new_label) = match (&args.against, &args.new) {
         (Some(which), None) => {
             let new = load_side(&args.base).with_context(|| format!("cannot read RESULT {}", args.base.display()))?;
             let db = crate::store_cmd::db_path(args.db.as_deref());
@@ -513,6 +551,13 @@ fn run_inner(args: &CompareArgs) -> Result<i32> {
         }
         (None, None) => bail!("give two result files (BASE NEW), or one with --against"),
     };
+    // A file without a Benchmark column got its benchmark from its file name: match by
+    // annotation, configuration and metric instead.
+    let unnamed = |p: &std::path::Path| !names_its_benchmark(p);
+    if unnamed(&args.base) || args.new.as_deref().is_some_and(unnamed) {
+        forget_benchmarks(&mut base);
+        forget_benchmarks(&mut new);
+    }
     let rows = compare(
         &base,
         &new,
@@ -529,9 +574,9 @@ fn run_inner(args: &CompareArgs) -> Result<i32> {
         write_csv(p, &rows)?;
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        output::print(&(serde_json::to_string_pretty(&rows)? + "\n"))?;
     } else {
-        print!("{}", render(&rows));
+        output::print(&render(&rows))?;
     }
     let regressions = rows.iter().filter(|r| r.verdict == Verdict::Regression).count();
     if regressions > 0 {
@@ -549,10 +594,7 @@ fn run_inner(args: &CompareArgs) -> Result<i32> {
 pub fn run(args: &CompareArgs) -> i32 {
     match run_inner(args) {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!("kprof: error: {e:#}");
-            2
-        }
+        Err(e) => output::fail(&e, 2),
     }
 }
 
@@ -584,6 +626,44 @@ mod tests {
         assert!((w.df - 4.959183673469389).abs() < 1e-9, "{w:?}");
         assert!((w.p - 0.06938833728481685).abs() < 1e-6, "{w:?}");
         assert!(welch(&Moments::of(&[1.0]), &n, 0.05).is_none());
+    }
+
+    /// Issue 18 item 12: numbers are right-aligned (their last digits line up).
+    #[test]
+    fn numbers_are_right_aligned() {
+        let o = Options {
+            threshold_pct: 2.0,
+            alpha: 0.05,
+            direction: DirectionArg::Auto,
+        };
+        let m = |mean: f64| Moments { n: 5, mean, sd: 1.0 };
+        let base: Side = vec![(key("a"), m(5.0), "ns".into()), (key("bb"), m(16717.0), "ns".into())];
+        let new: Side = vec![(key("a"), m(5.5), "ns".into()), (key("bb"), m(16000.0), "ns".into())];
+        let out = render(&compare(&base, &new, &o));
+        let lines: Vec<&str> = out.lines().collect();
+        let end = |line: &str, cell: &str| line.find(cell).map(|i| i + cell.len()).unwrap();
+        assert_eq!(end(lines[1], " 5.000"), end(lines[2], "16,717"), "{out}");
+        assert_eq!(end(lines[0], "Base"), end(lines[2], "16,717"), "{out}");
+    }
+
+    /// Issue 18 item 15: a very significant difference keeps a p-value > 0 (`1 - cdf(|t|)`
+    /// rounded it to 0), and the interval uses kprof-core's t quantile.
+    #[test]
+    fn small_p_values_keep_their_precision() {
+        let b = Moments {
+            n: 30,
+            mean: 100.0,
+            sd: 1.0,
+        };
+        let n = Moments {
+            n: 30,
+            mean: 110.0,
+            sd: 1.0,
+        };
+        let w = welch(&b, &n, 0.05).unwrap();
+        assert!(w.p > 0.0 && w.p < 1e-30, "{w:?}");
+        let q = kprof_core::stats::t_quantile(0.975, w.df);
+        assert!((w.half_width - q * w.se).abs() <= 1e-12 * w.half_width, "{w:?}");
     }
 
     #[test]

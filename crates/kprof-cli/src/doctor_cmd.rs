@@ -3,8 +3,10 @@
 //! Checks, in order: the CUDA driver (libcuda, GPUs), libcupti (every place kprof's loader
 //! searches), libnvperf_host beside it, NVML, Nsight Compute, GPU performance-counter permission,
 //! other profilers injecting themselves, and kprof run's injection library. Each problem is
-//! printed with its fix. Always exits 0: a machine without a GPU is a diagnosis, not a failure.
+//! printed with its fix. Exits 1 when a check failed (a `[FAIL]` line, such as a machine without
+//! a GPU or driver), 0 when everything kprof needs is there (warnings allowed).
 
+use crate::output;
 use kprof::loader::{self, Candidate, LibKind, SearchEnv};
 
 /// Arguments of `kprof doctor`.
@@ -274,7 +276,20 @@ pub fn diagnose(env: &SearchEnv, verbose: bool) -> Vec<Finding> {
 pub fn render(findings: &[Finding]) -> String {
     let mut s = String::new();
     for x in findings {
-        s.push_str(&format!("{} {}: {}\n", x.level.tag(), x.item, x.detail));
+        // One finding per line: a detail that spans lines is joined.
+        let mut detail = String::new();
+        for part in x
+            .detail
+            .lines()
+            .map(|l| l.trim().trim_start_matches("- "))
+            .filter(|l| !l.is_empty())
+        {
+            if !detail.is_empty() {
+                detail.push_str(if detail.ends_with(':') { " " } else { "; " });
+            }
+            detail.push_str(part);
+        }
+        s.push_str(&format!("{} {}: {}\n", x.level.tag(), x.item, detail));
         if let Some(fix) = &x.fix {
             if x.level != Level::Ok {
                 s.push_str(&format!("       fix: {fix}\n"));
@@ -287,11 +302,19 @@ pub fn render(findings: &[Finding]) -> String {
     s
 }
 
-/// Runs `kprof doctor`; always 0.
+/// The exit code of `kprof doctor` for these findings: 1 when one of them failed, else 0.
+pub fn exit_code(findings: &[Finding]) -> i32 {
+    i32::from(findings.iter().any(|x| x.level == Level::Fail))
+}
+
+/// Runs `kprof doctor`; returns 1 when a check failed, 0 otherwise.
 pub fn run(args: &DoctorArgs) -> i32 {
     let env = SearchEnv::from_process();
-    print!("{}", render(&diagnose(&env, args.verbose)));
-    0
+    let findings = diagnose(&env, args.verbose);
+    match output::print(&render(&findings)) {
+        Ok(()) => exit_code(&findings),
+        Err(e) => output::fail(&e, 1),
+    }
 }
 
 /// The Nsight Compute line: the ncu found and the mode the ncu backend would use with it
@@ -324,6 +347,25 @@ fn ncu_line(install: &kprof::ncu::NcuInstall, env_mode: Option<&str>) -> Finding
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_check_exits_1_and_each_finding_is_one_line() {
+        let ok = f(Level::Ok, "a", "fine", None);
+        let warn = f(Level::Warn, "b", "meh", Some("do x".into()));
+        let fail = f(
+            Level::Fail,
+            "c",
+            "tried 2 location(s):\n- one -- no\n- two -- no",
+            Some("fix it".into()),
+        );
+        assert_eq!(exit_code(&[ok.clone(), warn.clone()]), 0);
+        assert_eq!(exit_code(&[ok, warn, fail.clone()]), 1);
+        let text = render(&[fail]);
+        assert_eq!(
+            text.lines().next().unwrap(),
+            "[FAIL] c: tried 2 location(s): one -- no; two -- no"
+        );
+    }
 
     #[test]
     fn ncu_line_reports_the_mode_and_why() {

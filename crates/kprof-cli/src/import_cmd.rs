@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use kprof::ncu::{export_csv, parse_ncu_csv, ImportOptions, NcuInstall, NumberStyle};
-use kprof_core::io::{write_processed_csv, write_raw_csv};
+use kprof_core::io::{atomic, write_processed_csv_to, write_raw_csv_to};
+
+use crate::output;
 use kprof_core::pipeline::{process, ProcessOptions};
 use kprof_core::transforms::Reducer;
 use kprof_core::RawResults;
@@ -18,10 +20,12 @@ pub struct ImportArgs {
     /// An Nsight Compute report (`.ncu-rep`, needs ncu) or its raw-page CSV export
     /// (`ncu --import REP --csv --page raw --print-units base`, no ncu needed).
     pub file: PathBuf,
-    /// Where to write the processed table (default: FILE's stem + `-processed.csv`).
+    /// Where to write the processed table (default: FILE's stem + `-processed.csv` beside FILE);
+    /// `-` for standard output. Missing folders are created.
     #[arg(short, long, value_name = "PROCESSED.csv")]
     pub output: Option<PathBuf>,
-    /// Where to write the raw table (default: FILE's stem + `-raw.csv`).
+    /// Where to write the raw table (default: beside the processed table, its stem with `-raw`
+    /// for `-processed`, or + `-raw.csv`; not written when the processed table goes to `-`).
     #[arg(long, value_name = "RAW.csv")]
     pub raw: Option<PathBuf>,
     /// Benchmark name of the results (default: FILE's stem).
@@ -49,6 +53,17 @@ fn sibling(file: &Path, suffix: &str) -> PathBuf {
     file.with_file_name(format!("{stem}{suffix}"))
 }
 
+/// The default raw table's path: beside the processed table (`x-processed.csv` → `x-raw.csv`,
+/// `x.csv` → `x-raw.csv`), never beside the input when `-o` names another place.
+fn raw_beside(output: &Path) -> PathBuf {
+    let stem = output
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "ncu".into());
+    let base = stem.strip_suffix("-processed").unwrap_or(&stem);
+    output.with_file_name(format!("{base}-raw.csv"))
+}
+
 /// Turns raw samples into the processed table (kprof-core's pipeline: statistics, geomean).
 fn processed(raw: &RawResults) -> Result<kprof_core::ProcessedResults> {
     Ok(process(raw, &ProcessOptions::default())?)
@@ -57,7 +72,13 @@ fn processed(raw: &RawResults) -> Result<kprof_core::ProcessedResults> {
 /// Runs `kprof import`.
 pub fn run(args: ImportArgs) -> Result<()> {
     let file = &args.file;
-    if !file.is_file() {
+    if file.is_dir() {
+        bail!(
+            "{} is a folder; give a .ncu-rep report or its CSV export (a file inside it)",
+            file.display()
+        );
+    }
+    if !file.exists() {
         bail!(
             "{}: no such file; give a .ncu-rep report or its CSV export",
             file.display()
@@ -83,7 +104,7 @@ pub fn run(args: ImportArgs) -> Result<()> {
         );
         let csv = export_csv(&ncu.path, file)?;
         if let Some(keep) = &args.keep_csv {
-            std::fs::write(keep, &csv).with_context(|| format!("cannot write {}", keep.display()))?;
+            output::write_file(keep, csv.as_bytes())?;
         }
         csv
     } else {
@@ -113,18 +134,43 @@ pub fn run(args: ImportArgs) -> Result<()> {
     if raw.samples.is_empty() {
         bail!("{}: the report has no profiled kernels", file.display());
     }
-    let raw_path = args.raw.clone().unwrap_or_else(|| sibling(file, "-raw.csv"));
     let out_path = args.output.clone().unwrap_or_else(|| sibling(file, "-processed.csv"));
-    write_raw_csv(&raw_path, &raw)?;
+    let raw_path = match (&args.raw, atomic::is_stdout(&out_path)) {
+        (Some(p), _) => Some(p.clone()),
+        (None, true) => None,
+        (None, false) => Some(raw_beside(&out_path)),
+    };
+    // Everything is computed and every destination checked before the first byte is written, and
+    // a failed second write removes the first file when this run created it: a failed import
+    // leaves no partial files.
     let p = processed(&raw)?;
-    write_processed_csv(&out_path, &p)?;
+    let mut processed_bytes = Vec::new();
+    write_processed_csv_to(&mut processed_bytes, &p)?;
+    atomic::plan(&out_path)?;
+    if let Some(raw_path) = &raw_path {
+        atomic::plan(raw_path)?;
+        let mut raw_bytes = Vec::new();
+        write_raw_csv_to(&mut raw_bytes, &raw)?;
+        let created = !raw_path.exists();
+        output::write_file(raw_path, &raw_bytes)?;
+        if let Err(e) = output::write_file(&out_path, &processed_bytes) {
+            if created && !atomic::is_stdout(raw_path) {
+                let _ = std::fs::remove_file(raw_path);
+            }
+            return Err(e);
+        }
+    } else {
+        output::write_file(&out_path, &processed_bytes)?;
+    }
     let regions: std::collections::BTreeSet<&str> = raw.series.iter().map(|s| s.key.annotation.as_str()).collect();
     eprintln!(
         "kprof import: {} samples, {} series, {} region(s); raw → {}, processed → {}",
         raw.samples.len(),
         raw.series.len(),
         regions.len(),
-        raw_path.display(),
+        raw_path
+            .as_deref()
+            .map_or("(not written)".into(), |p| p.display().to_string()),
         out_path.display()
     );
     Ok(())

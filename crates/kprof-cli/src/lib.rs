@@ -25,6 +25,7 @@ pub mod history_cmd;
 pub mod history_plot;
 pub mod import_cmd;
 pub mod metrics_cmd;
+pub mod output;
 pub mod plot_cmd;
 pub mod report_cmd;
 pub mod results_input;
@@ -58,7 +59,8 @@ enum Command {
     Store(store_cmd::StoreArgs),
     /// Print the trend of stored results per commit, with change points marked.
     History(history_cmd::HistoryArgs),
-    /// Check the GPU, driver, CUPTI, NVML and ncu setup and say how to fix problems.
+    /// Check the GPU, driver, CUPTI, NVML and ncu setup and say how to fix problems (one finding
+    /// per line). Exits 1 when a check fails (a `[FAIL]` line), 0 otherwise.
     Doctor(doctor_cmd::DoctorArgs),
     /// Print a result file (raw CSV, processed CSV or kprof JSON) as an aligned table.
     Show {
@@ -74,8 +76,8 @@ enum Command {
 struct SummarizeArgs {
     /// Raw CSV: one row per (annotation, config, run, metric).
     raw: PathBuf,
-    /// Where to write the processed table: `.csv`, or `.json` for kprof's JSON (raw + processed).
-    /// Without it the table is printed.
+    /// Where to write the processed table: `.csv`, or `.json` for kprof's JSON (raw + processed);
+    /// `-` for standard output (CSV). Without it the table is printed. Missing folders are created.
     #[arg(short, long)]
     output: Option<PathBuf>,
     /// Baseline annotation: every other annotation becomes a ratio to it, with its own CI.
@@ -122,14 +124,14 @@ fn summarize(args: &SummarizeArgs) -> Result<()> {
     };
     let processed = process(&raw, &opts).with_context(|| format!("cannot summarize {}", args.raw.display()))?;
     match &args.output {
-        None => print!("{}", render_processed(&processed)),
+        None => output::print(&render_processed(&processed))?,
         Some(out) if has_extension(out, "json") => {
             io::write_results_json(out, &io::ResultFile::new(Some(raw), Some(processed), None))?;
-            eprintln!("wrote {}", out.display());
+            output::wrote(out, "");
         }
         Some(out) => {
             io::write_processed_csv(out, &processed)?;
-            eprintln!("wrote {} ({} rows)", out.display(), processed.rows.len());
+            output::wrote(out, &format!(" ({} rows)", processed.rows.len()));
         }
     }
     Ok(())
@@ -145,24 +147,25 @@ fn show(file: &Path, max_rows: usize) -> Result<()> {
         Loaded::Json(result) => result.environment.as_ref(),
         _ => None,
     };
-    if let Some(text) = env_show::environment_text(file, json_env) {
-        println!("{text}");
-    }
+    let mut text = env_show::environment_text(file, json_env)
+        .map(|t| t + "\n")
+        .unwrap_or_default();
     match loaded {
-        Loaded::Raw(raw) => print!("{}", render_raw(&raw, max_rows)),
-        Loaded::Processed(processed) => print!("{}", render_processed(&processed)),
+        Loaded::Raw(raw) => text += &render_raw(&raw, max_rows),
+        Loaded::Processed(processed) => text += &render_processed(&processed),
         Loaded::Json(result) => match (&result.processed, &result.raw) {
-            (Some(p), _) => print!("{}", render_processed(p)),
-            (None, Some(r)) => print!("{}", render_raw(r, max_rows)),
-            (None, None) => println!("{} holds no results", file.display()),
+            (Some(p), _) => text += &render_processed(p),
+            (None, Some(r)) => text += &render_raw(r, max_rows),
+            (None, None) => text += &format!("{} holds no results\n", file.display()),
         },
     }
-    Ok(())
+    output::print(&text)
 }
 
 /// Runs the CLI on `args` (the program name first) and returns the process exit code: 0 on
 /// success, 1 with one `kprof: error: ...` line on stderr for bad input, 2 for bad arguments
-/// (clap's usage message), 0 for `--help`/`--version`.
+/// (clap's usage message), 0 for `--help`/`--version`. A closed pipe on standard output
+/// (`kprof show X | head -2`) ends the command quietly with 0.
 pub fn run<I, T>(args: I) -> i32
 where
     I: IntoIterator<Item = T>,
@@ -175,7 +178,7 @@ where
             return e.exit_code();
         }
     };
-    // These set their own exit codes (run: the program's; compare: 0/1/2; doctor: 0).
+    // These set their own exit codes (run: the program's; compare: 0/1/2; doctor: 0/1).
     match &cli.command {
         Command::Run(args) => return run_cmd::run(args),
         Command::Compare(args) => return compare_cmd::run(args),
@@ -195,9 +198,6 @@ where
     };
     match result {
         Ok(()) => 0,
-        Err(err) => {
-            eprintln!("kprof: error: {err:#}");
-            1
-        }
+        Err(err) => output::fail(&err, 1),
     }
 }

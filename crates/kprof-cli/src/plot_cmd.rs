@@ -13,7 +13,8 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 
-use kprof_plot::{render_png, render_svg, Aggregate, PlotSpec, PlotType, SeriesBy};
+use crate::output;
+use kprof_plot::{render_png_bytes, render_svg, Aggregate, PlotSpec, PlotType, SeriesBy};
 
 use crate::results_input;
 
@@ -128,24 +129,15 @@ pub fn run(args: &PlotArgs) -> Result<()> {
         bail!("{} has no rows to plot", args.input.display());
     }
     let spec = args.spec();
-    if let Some(dir) = args.output.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if !dir.is_dir() {
-            bail!(
-                "cannot write {}: no such directory {}",
-                args.output.display(),
-                dir.display()
-            );
-        }
-    }
     let png = args.output.extension().is_some_and(|e| e.eq_ignore_ascii_case("png"));
-    if png {
-        render_png(&input.processed, &spec, &args.output)
-            .with_context(|| format!("cannot plot {}", args.input.display()))?;
+    let bytes = if png {
+        render_png_bytes(&input.processed, &spec).with_context(|| format!("cannot plot {}", args.input.display()))?
     } else {
-        let svg =
-            render_svg(&input.processed, &spec).with_context(|| format!("cannot plot {}", args.input.display()))?;
-        std::fs::write(&args.output, svg).with_context(|| format!("cannot write {}", args.output.display()))?;
-    }
-    eprintln!("wrote {}", args.output.display());
+        render_svg(&input.processed, &spec)
+            .with_context(|| format!("cannot plot {}", args.input.display()))?
+            .into_bytes()
+    };
+    output::write_file(&args.output, &bytes)?;
+    output::wrote(&args.output, "");
     Ok(())
 }

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 
+use crate::output;
 use kprof_plot::{render_report, PlotType, ReportInput, ReportOptions};
 
 use crate::plot_cmd::PlotTypeArg;
@@ -87,7 +88,7 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         ..ReportOptions::default()
     };
     let html = render_report(&inputs, &opts).context("cannot render the report")?;
-    std::fs::write(&args.output, html).with_context(|| format!("cannot write {}", args.output.display()))?;
-    eprintln!("wrote {} ({} result set(s))", args.output.display(), inputs.len());
+    output::write_file(&args.output, html.as_bytes())?;
+    output::wrote(&args.output, &format!(" ({} result set(s))", inputs.len()));
     Ok(())
 }

@@ -276,6 +276,19 @@ pub struct Invocation {
     pub dir: PathBuf,
 }
 
+/// The line `kprof run` prints before each of several executions (`--repeat`, `--env-sweep`,
+/// `--metrics`): `kprof run: execution 2/6 (repetition 2/3, N=1024, counters)`.
+pub fn progress_line(index: usize, total: usize, inv: &Invocation) -> String {
+    let mut what = vec![format!("repetition {}", inv.repeat + 1)];
+    if let Some((name, value)) = &inv.sweep {
+        what.push(format!("{name}={value}"));
+    }
+    if inv.counters {
+        what.push("counters".into());
+    }
+    format!("kprof run: execution {}/{total} ({})", index + 1, what.join(", "))
+}
+
 /// Every execution, sweep values outermost; with `counters`, each repetition's timing launch is
 /// followed by its counter launch (files in `<rep>-counters`).
 pub fn plan(sweep: Option<&(String, Vec<String>)>, repeat: u32, counters: bool) -> Vec<Invocation> {
@@ -501,10 +514,7 @@ pub fn run(args: &RunArgs) -> i32 {
     };
     let (lib, sweep) = match setup() {
         Ok(x) => x,
-        Err(e) => {
-            eprintln!("kprof: error: {e:#}");
-            return 2;
-        }
+        Err(e) => return crate::output::fail(&e, 2),
     };
     let benchmark = args.benchmark.clone().unwrap_or_else(|| benchmark_name(&args.command));
     let counters = counter_metrics(&args.metrics);
@@ -513,7 +523,10 @@ pub fn run(args: &RunArgs) -> i32 {
     let mut parts: Vec<(Option<(String, String)>, RawResults)> = Vec::new();
     let mut counter_parts: Vec<(Option<(String, String)>, RawResults)> = Vec::new();
     let mut statuses = Vec::new();
-    for inv in &invocations {
+    for (i, inv) in invocations.iter().enumerate() {
+        if invocations.len() > 1 && !args.quiet {
+            eprintln!("{}", progress_line(i, invocations.len(), inv));
+        }
         let dir = args.out.join(&inv.dir);
         let _ = std::fs::remove_dir_all(&dir);
         if let Err(e) = std::fs::create_dir_all(&dir) {
@@ -573,14 +586,15 @@ pub fn run(args: &RunArgs) -> i32 {
                 dest.extend(c.raws.into_iter().map(|r| (inv.sweep.clone(), r)));
                 statuses.extend(c.statuses);
             }
-            Err(e) => eprintln!("kprof: error: {e:#}"),
+            Err(e) => eprintln!("kprof: error: {}", crate::output::error_text(&e)),
         }
     }
     let results = finish(args, &parts, &counter_parts, &statuses);
     match results {
         Ok(()) => program_code,
+        Err(e) if crate::output::is_broken_pipe(&e) => program_code,
         Err(e) => {
-            eprintln!("kprof: error: {e:#}");
+            eprintln!("kprof: error: {}", crate::output::error_text(&e));
             if program_code != 0 {
                 program_code
             } else {
@@ -633,9 +647,9 @@ fn finish(
     let processed_path = args.out.join("processed.csv");
     io::write_processed_csv(&processed_path, &processed)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&processed)?);
+        crate::output::print(&(serde_json::to_string_pretty(&processed)? + "\n"))?;
     } else if !args.quiet {
-        print!("{}", render_processed(&processed));
+        crate::output::print(&render_processed(&processed))?;
     }
     eprintln!(
         "kprof: wrote {} and {} ({} samples from {} process file(s))",

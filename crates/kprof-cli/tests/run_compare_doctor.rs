@@ -142,10 +142,21 @@ fn compare_bad_input_exits_2() {
 }
 
 #[test]
-fn doctor_exits_0_and_diagnoses_a_gpu_less_machine() {
+fn doctor_diagnoses_a_gpu_less_machine_and_exits_1_on_a_failed_check() {
     let o = kprof().arg("doctor").output().unwrap();
     let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    // Issue 18 item 11: a failed check is a non-zero exit; one finding per line.
+    let failed = out.lines().any(|l| l.starts_with("[FAIL]"));
+    assert_eq!(o.status.code(), Some(i32::from(failed)), "{out}{err}");
+    for line in out.lines() {
+        let tagged = ["[ ok ]", "[warn]", "[FAIL]", "[info]"]
+            .iter()
+            .any(|t| line.starts_with(t));
+        assert!(
+            tagged || line.starts_with("       fix: ") || line.ends_with("warning(s)"),
+            "a finding spans lines: {line:?}\n{out}"
+        );
+    }
     for item in [
         "CUDA driver",
         "CUPTI",
@@ -218,6 +229,20 @@ fn run_passes_the_exit_code_through_and_explains_missing_results() {
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "1\n1\n2\n2\n");
+    // Issue 18 item 17: one progress line per execution on stderr.
+    let err = text(&o).1;
+    for (i, what) in [
+        "repetition 1, N=1",
+        "repetition 2, N=1",
+        "repetition 1, N=2",
+        "repetition 2, N=2",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let line = format!("kprof run: execution {}/4 ({what})", i + 1);
+        assert!(err.contains(&line), "{line} missing:\n{err}");
+    }
 }
 
 #[test]
@@ -255,4 +280,23 @@ fn run_refuses_without_library_or_under_another_profiler() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
+}
+
+/// Issue 18 item 14: two nsight-python raw CSVs (no Benchmark column) under different file names
+/// match by annotation, configuration and metric.
+#[test]
+fn compare_nsight_files_with_different_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/io/profiled_data-matmul-0.csv");
+    let header = std::fs::read_to_string(&src).unwrap();
+    assert!(!header.lines().next().unwrap().contains("Benchmark"));
+    let base = dir.path().join("profiled_data-matmul-0.csv");
+    let new = dir.path().join("profiled_data-matmul_v2-3.csv");
+    std::fs::copy(&src, &base).unwrap();
+    std::fs::copy(&src, &new).unwrap();
+    let o = kprof().arg("compare").arg(&base).arg(&new).output().unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(!err.contains("no series in common"), "{err}");
+    assert!(out.lines().skip(1).all(|l| l.ends_with("same")), "{out}");
 }

@@ -141,14 +141,16 @@ pub const CONDITION_COLUMNS: [&str; 8] = [
 ];
 
 /// The extra columns kprof's engine writes besides [`CONDITION_COLUMNS`]: constant run
-/// information, the warning of a failed run, and where a duration came from (`DurationSource`:
-/// `counters`, `records` or `cuda-events`, see `docs/timing.md`).
-pub const ENGINE_INFO_COLUMNS: [&str; 6] = [
+/// information, the warning of a failed run, the mangled kernel name when the `Kernel` column
+/// shows it demangled ([`crate::kernels::MANGLED_KERNEL_COLUMN`]), and where a duration came from
+/// (`DurationSource`: `counters`, `records` or `cuda-events`, see `docs/timing.md`).
+pub const ENGINE_INFO_COLUMNS: [&str; 7] = [
     "DeviceOrdinal",
     "DriverVersion",
     "CudaVersion",
     "CuptiVersion",
     "Warning",
+    crate::kernels::MANGLED_KERNEL_COLUMN,
     "DurationSource",
 ];
 
@@ -159,7 +161,7 @@ pub const ENGINE_INFO_COLUMNS: [&str; 6] = [
 /// `DeviceOrdinal`, `DriverVersion`, `CudaVersion` and `CuptiVersion` as parameters, and per-run
 /// columns (a `Warning` on one run, `SMClockMHz`, `PowerW`, ...) would split a series into one
 /// configuration per run.
-pub const KPROF_EXTRA_COLUMNS: [&str; 14] = concat(&[&ENGINE_INFO_COLUMNS, &CONDITION_COLUMNS]);
+pub const KPROF_EXTRA_COLUMNS: [&str; 15] = concat(&[&ENGINE_INFO_COLUMNS, &CONDITION_COLUMNS]);
 
 /// nsight-python's `RESERVED_COLUMN_NAMES`: its raw and processed columns
 /// ([`NSIGHT_RAW_COLUMNS`], then the rest of [`NSIGHT_PROCESSED_COLUMNS`]).
@@ -256,7 +258,7 @@ mod tests {
         assert_eq!(&PROCESSED_COLUMNS[..20], &NSIGHT_PROCESSED_COLUMNS);
         assert_eq!(PROCESSED_COLUMNS[19], "Geomean");
         assert_eq!(&PROCESSED_COLUMNS[20..], &KPROF_PROCESSED_COLUMNS);
-        assert_eq!(KPROF_EXTRA_COLUMNS[6..], CONDITION_COLUMNS);
+        assert_eq!(KPROF_EXTRA_COLUMNS[7..], CONDITION_COLUMNS);
         assert_eq!(
             KPROF_RESERVED_COLUMN_NAMES[..8],
             [

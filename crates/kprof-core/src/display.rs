@@ -2,7 +2,7 @@
 
 use crate::model::{ProcessedResults, RawResults};
 
-/// Formats a number to about 4 significant digits: `1,234,567`, `1234`, `12.35`, `0.001235`,
+/// Formats a number to about 4 significant digits: `1,234,567`, `1,234`, `12.35`, `0.001235`,
 /// `1.235e-7`; NaN as `-`, infinities as `inf`/`-inf`.
 pub fn fmt_sig(x: f64) -> String {
     if x.is_nan() {
@@ -50,7 +50,9 @@ fn group_thousands(s: &str) -> String {
         Some((i, f)) => (i, Some(f)),
         None => (rest, None),
     };
-    if int.len() <= 4 {
+    // Every integer part of 4 digits or more is grouped, so a column never shows `5408` next to
+    // `16,717`.
+    if int.len() <= 3 {
         return s.to_string();
     }
     let mut out = String::with_capacity(s.len() + int.len() / 3);
@@ -68,15 +70,97 @@ fn group_thousands(s: &str) -> String {
     out
 }
 
-/// Shortens text longer than `max` characters with a trailing `...`.
+/// Shortens text wider than `max` terminal columns with a trailing `...` (after [`printable`]).
 fn clip(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        let mut out: String = s.chars().take(max.saturating_sub(3)).collect();
-        out.push_str("...");
-        out
+    let s = printable(s);
+    if display_width(&s) <= max {
+        return s.into_owned();
     }
+    let mut out = String::new();
+    let mut width = 0;
+    for c in s.chars() {
+        let w = char_width(c);
+        if width + w > max.saturating_sub(3) {
+            break;
+        }
+        width += w;
+        out.push(c);
+    }
+    out.push_str("...");
+    out
+}
+
+/// Whether `c` would change the terminal rather than print: control characters (C0, DEL, C1)
+/// and the bidirectional formatting characters (U+202A..U+202E, U+2066..U+2069, U+200E/F,
+/// U+061C) that reorder the rest of the line.
+fn is_unprintable(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
+}
+
+/// The text with each unprintable character (control characters, and the bidirectional
+/// formatting characters that reorder a line) written as `\u{XXXX}`, so a
+/// name from a result file cannot reorder or corrupt the terminal.
+pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(is_unprintable) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if is_unprintable(c) {
+            out.push_str(&format!("\\u{{{:04X}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Terminal columns taken by `c`: 0 for combining marks, zero-width characters and variation
+/// selectors, 2 for East Asian wide and fullwidth characters and emoji, 1 otherwise.
+fn char_width(c: char) -> usize {
+    let u = c as u32;
+    match u {
+        0x0300..=0x036F | 0x200B..=0x200D | 0x2060 | 0xFE00..=0xFE0F | 0xFE20..=0xFE2F | 0xE0100..=0xE01EF => 0,
+        0x1100..=0x115F
+        | 0x231A..=0x231B
+        | 0x2329..=0x232A
+        | 0x23E9..=0x23EC
+        | 0x2614..=0x2615
+        | 0x2E80..=0x303E
+        | 0x3041..=0x33FF
+        | 0x3400..=0x4DBF
+        | 0x4E00..=0x9FFF
+        | 0xA000..=0xA4CF
+        | 0xAC00..=0xD7A3
+        | 0xF900..=0xFAFF
+        | 0xFE30..=0xFE4F
+        | 0xFF00..=0xFF60
+        | 0xFFE0..=0xFFE6
+        | 0x1F300..=0x1F64F
+        | 0x1F680..=0x1F6FF
+        | 0x1F900..=0x1F9FF
+        | 0x20000..=0x3FFFD => 2,
+        _ => 1,
+    }
+}
+
+/// Terminal columns taken by `s` (0 for combining marks, 2 for wide East Asian characters and
+/// emoji, else 1); tables align on it, not on `char`s.
+pub fn display_width(s: &str) -> usize {
+    s.chars().map(char_width).sum()
+}
+
+/// Renders an aligned table: the header, a rule, then the rows; `right[i]` right-aligns column
+/// `i` (numbers). Cells are made [`printable`] and aligned by [`display_width`].
+pub fn render_table(header: &[String], right: &[bool], rows: &[Vec<String>]) -> String {
+    let mut t = Table {
+        header: header.to_vec(),
+        right: right.to_vec(),
+        rows: rows.to_vec(),
+    };
+    t.right.resize(t.header.len(), false);
+    t.render()
 }
 
 /// A table under construction: a header and rows of cells, with per-column alignment.
@@ -97,10 +181,13 @@ impl Table {
 
     fn render(&self) -> String {
         let n = self.header.len();
-        let mut widths: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
-        for row in &self.rows {
+        let clean = |cells: &[String]| -> Vec<String> { cells.iter().map(|c| printable(c).into_owned()).collect() };
+        let header = clean(&self.header);
+        let rows: Vec<Vec<String>> = self.rows.iter().map(|r| clean(r)).collect();
+        let mut widths: Vec<usize> = header.iter().map(|h| display_width(h)).collect();
+        for row in &rows {
             for (i, c) in row.iter().enumerate().take(n) {
-                widths[i] = widths[i].max(c.chars().count());
+                widths[i] = widths[i].max(display_width(c));
             }
         }
         let mut out = String::new();
@@ -108,7 +195,7 @@ impl Table {
             let mut l = String::new();
             for (i, &width) in widths.iter().enumerate() {
                 let c = cells.get(i).map(String::as_str).unwrap_or("");
-                let pad = width.saturating_sub(c.chars().count());
+                let pad = width.saturating_sub(display_width(c));
                 if i > 0 {
                     l.push_str("  ");
                 }
@@ -123,10 +210,10 @@ impl Table {
             out.push_str(l.trim_end());
             out.push('\n');
         };
-        line(&self.header, &mut out);
+        line(&header, &mut out);
         let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
         line(&rule, &mut out);
-        for row in &self.rows {
+        for row in &rows {
             line(row, &mut out);
         }
         out
@@ -223,7 +310,8 @@ pub fn render_processed(p: &ProcessedResults) -> String {
     };
     if normalised {
         out.push_str(
-            "Normalised rows: AvgValue is the ratio to the baseline's mean; StdDev and CI keep the original unit.\n",
+            "Normalised rows (unit x): AvgValue, StdDev, CI, Min/Max and percentiles are on the ratio scale \
+             (relative to the baseline's mean); NormalizationValue is the baseline's mean in its original unit.\n",
         );
     }
     if !p.missing_baselines.is_empty() {
@@ -326,15 +414,35 @@ pub fn render_raw(r: &RawResults, max_rows: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::fmt_sig;
+    use super::{display_width, fmt_sig, printable, render_table};
+
+    #[test]
+    fn wide_names_align_and_control_characters_are_escaped() {
+        let header = vec!["Name".to_string(), "Value".to_string()];
+        let rows = vec![
+            vec!["矩阵乘法".to_string(), "1".to_string()],
+            vec!["ab🚀".to_string(), "22".to_string()],
+            vec!["evil\u{202E}txt".to_string(), "333".to_string()],
+        ];
+        let out = render_table(&header, &[false, true], &rows);
+        assert!(!out.contains('\u{202E}'), "{out}");
+        assert!(out.contains("evil\\u{202E}txt"), "{out}");
+        let widths: Vec<usize> = out.lines().map(display_width).collect();
+        assert!(widths.iter().all(|&w| w == widths[0]), "{widths:?}\n{out}");
+        assert_eq!(display_width("矩阵"), 4);
+        assert_eq!(printable("a\u{7}b"), "a\\u{0007}b");
+    }
 
     #[test]
     fn four_significant_digits() {
         assert_eq!(fmt_sig(0.0), "0");
         assert_eq!(fmt_sig(1.0), "1.000");
         assert_eq!(fmt_sig(12.3456), "12.35");
-        assert_eq!(fmt_sig(1234.4), "1234");
-        assert_eq!(fmt_sig(-1234.4), "-1234");
+        // Issue 18 item 12: 4-digit integer parts are grouped like longer ones.
+        assert_eq!(fmt_sig(1234.4), "1,234");
+        assert_eq!(fmt_sig(-1234.4), "-1,234");
+        assert_eq!(fmt_sig(5408.0), "5,408");
+        assert_eq!(fmt_sig(999.96), "1,000");
         assert_eq!(fmt_sig(123456.7), "123,457");
         assert_eq!(fmt_sig(0.00123456), "0.001235");
         assert_eq!(fmt_sig(9.99996), "10.00");

@@ -7,10 +7,12 @@
 //! - [`io`]: raw/processed CSV and JSON result files, readers and writers.
 //! - [`display`]: aligned terminal tables.
 //! - [`columns`]: the column names of the result tables (nsight-python's and kprof's).
+//! - [`kernels`]: kernel names: demangling for the `Kernel` column, matching ignore lists.
 
 pub mod columns;
 pub mod display;
 pub mod io;
+pub mod kernels;
 pub mod model;
 pub mod pipeline;
 pub mod policy;

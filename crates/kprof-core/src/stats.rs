@@ -121,6 +121,30 @@ fn cornish_fisher(z: f64, df: f64) -> f64 {
     z + (g1 + (g2 + (g3 + g4 / df) / df) / df) / df
 }
 
+/// The two-sided p-value of a t statistic with `df` degrees of freedom: `2 * cdf(-|t|)`, computed
+/// on the lower tail so that small p-values keep their precision (`1 - cdf(|t|)` rounds them to
+/// 0). `df = inf` uses the standard normal; `t = ±inf` gives 0; NaN inputs or `df <= 0` give NaN.
+pub fn t_two_sided_p(t: f64, df: f64) -> f64 {
+    if t.is_nan() || df.is_nan() || df <= 0.0 {
+        return f64::NAN;
+    }
+    if t.is_infinite() {
+        return 0.0;
+    }
+    let lower = if df.is_infinite() {
+        match Normal::new(0.0, 1.0) {
+            Ok(n) => n.cdf(-t.abs()),
+            Err(_) => return f64::NAN,
+        }
+    } else {
+        match StudentsT::new(0.0, 1.0, df) {
+            Ok(d) => d.cdf(-t.abs()),
+            Err(_) => return f64::NAN,
+        }
+    };
+    (2.0 * lower).clamp(0.0, 1.0)
+}
+
 /// The t quantile for a lower-tail probability `q` in `(0, 0.5)`; negative.
 fn lower_t_quantile(q: f64, df: f64) -> f64 {
     if df == 1.0 {
@@ -451,8 +475,10 @@ fn bootstrap_ci(sorted: &[f64], opts: &BootstrapOptions) -> BootstrapCi {
 /// configuration, unit and device, and the kernel name of the sample with the lowest run index.
 /// Every column of `raw.extras` is aggregated per series: when its non-missing values (NaN
 /// numbers count as missing) are all numbers and there is at least one, four columns `X_Avg`,
-/// `X_Std` (ddof = 1), `X_Min`, `X_Max`; otherwise one column `X` holding the non-missing value
-/// of the lowest run index ([`ExtraValue::Missing`] when there is none), as nsight-python's
+/// `X_Std` (ddof = 1), `X_Min`, `X_Max`, unless the column holds one number throughout the whole
+/// table and is not a measured run condition ([`crate::columns::CONDITION_COLUMNS`]): an info
+/// column such as `CudaVersion` or `DeviceOrdinal` is then, as text is, one column
+/// `X` holding the non-missing value of the lowest run index ([`ExtraValue::Missing`] when there is none), as nsight-python's
 /// collector aggregation does. `normalized` and `normalization_value` are `None`, `geomean` is
 /// NaN (filled in by the transforms), `missing_baselines` is empty. Every row's bootstrap, when
 /// asked for, uses the same seed.
@@ -567,6 +593,19 @@ fn aggregate_extras(raw: &RawResults) -> Vec<Vec<(String, ExtraValue)>> {
     let mut out: Vec<Vec<(String, ExtraValue)>> = vec![Vec::new(); ns];
     let mut accs = vec![ExtraAcc::default(); ns];
     for col in &raw.extras {
+        // One number throughout the table: an info column, kept as a single column. Run
+        // conditions are measurements and keep their four columns even when they did not vary.
+        let constant = !crate::columns::CONDITION_COLUMNS.contains(&col.name.as_str()) && {
+            let mut numbers = col.values.iter().filter_map(|v| match v {
+                ExtraValue::Number(x) if !x.is_nan() => Some(Some(*x)),
+                ExtraValue::Text(_) => Some(None),
+                _ => None,
+            });
+            match numbers.next() {
+                Some(Some(first)) => numbers.all(|x| x == Some(first)),
+                _ => false,
+            }
+        };
         accs.iter_mut().for_each(|a| {
             *a = ExtraAcc {
                 min: f64::INFINITY,
@@ -615,7 +654,7 @@ fn aggregate_extras(raw: &RawResults) -> Vec<Vec<(String, ExtraValue)>> {
         }
         for (a, row) in accs.iter().zip(out.iter_mut()) {
             let name = &col.name;
-            if a.numbers > 0 && a.texts == 0 {
+            if a.numbers > 0 && a.texts == 0 && !constant {
                 let n = a.numbers as f64;
                 let std = if a.numbers > 1 {
                     (a.sq_dev / (n - 1.0)).sqrt()
@@ -676,6 +715,21 @@ fn push_throttled_runs(raw: &RawResults, col: &crate::model::ExtraColumn, out: &
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_sided_p_inverts_the_quantile_down_to_tiny_p() {
+        for df in [1.5, 3.0, 10.0, 58.0, 1e3] {
+            for p in [0.5, 0.05, 1e-6, 1e-20, 1e-60] {
+                let t = -t_quantile(p / 2.0, df);
+                let back = t_two_sided_p(t, df);
+                assert!((back / p - 1.0).abs() < 1e-6, "df {df} p {p}: {back}");
+            }
+        }
+        assert_eq!(t_two_sided_p(0.0, 5.0), 1.0);
+        assert_eq!(t_two_sided_p(f64::INFINITY, 5.0), 0.0);
+        assert!(t_two_sided_p(1.0, 0.0).is_nan());
+        assert!((t_two_sided_p(1.959963984540054, f64::INFINITY) - 0.05).abs() < 1e-9);
+    }
 
     #[test]
     fn splitmix_is_reproducible() {

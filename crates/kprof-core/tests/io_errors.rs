@@ -32,6 +32,54 @@ fn missing_column() {
     assert!(e.to_string().contains("\"StdDev\""), "{e}");
 }
 
+/// Issue 18 item 9: infinite and negative durations are rejected as NaN-like text is not: they
+/// cannot be measurements. Other metrics keep their sign.
+#[test]
+fn infinite_or_negative_durations_are_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    for bad in ["inf", "-5", "-inf", "Infinity"] {
+        let text = format!("{HEAD}a,1.0,m,k,g,h,,,ns,1\na,{bad},m,k,g,h,,,ns,2\n");
+        let p = write(dir.path(), "d.csv", &text);
+        let e = read_raw_csv(&p, &ReadOptions::default()).unwrap_err();
+        assert!(
+            matches!(&e, IoError::Parse { line: 3, column, .. } if column == "Value"),
+            "{bad}: {e:?}"
+        );
+        assert!(e.to_string().contains("finite number >= 0"), "{e}");
+        let text = format!("{HEAD}a,{bad},gpu__time_duration.sum,k,g,h,,,,1\n");
+        let p = write(dir.path(), "d2.csv", &text);
+        assert!(
+            read_raw_csv(&p, &ReadOptions::default()).is_err(),
+            "{bad} without a unit"
+        );
+    }
+    let text = format!("{HEAD}a,-5,delta,k,g,h,,,%,1\na,inf,delta,k,g,h,,,%,2\n");
+    let p = write(dir.path(), "ok.csv", &text);
+    assert_eq!(read_raw_csv(&p, &ReadOptions::default()).unwrap().samples.len(), 2);
+}
+
+/// Issue 18 item 6: a Windows-saved (CRLF) file's bad value is reported on its own line, not
+/// the one above; so is a processed CSV's.
+#[test]
+fn crlf_files_name_the_right_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "Annotation,Value,Metric,Unit\r\na,1,m,ns\r\na,2,m,ns\r\na,3,m,ns\r\na,4,m,ns\r\na,abc,m,ns\r\n";
+    let p = write(dir.path(), "crlf.csv", text);
+    let e = read_raw_csv(&p, &ReadOptions::default()).unwrap_err();
+    assert!(matches!(&e, IoError::Parse { line: 6, .. }), "{e}");
+    // A lone CR inside a quoted cell and CRLF lines still read.
+    let text = "Annotation,Value,Metric,Unit\r\n\"a\rb\",1,m,ns\r\n";
+    let p = write(dir.path(), "cr.csv", text);
+    let raw = read_raw_csv(&p, &ReadOptions::default()).unwrap();
+    assert_eq!(raw.series[0].key.annotation, "a\rb");
+    let text =
+        "Annotation,Metric,AvgValue,StdDev,MinValue,MaxValue,NumRuns,Kernel,GPU,Host,ComputeClock,MemoryClock,Unit\r\n\
+                a,m,1,0,1,1,2,k,g,h,,,ns\r\na,m2,x,0,1,1,2,k,g,h,,,ns\r\n";
+    let p = write(dir.path(), "p.csv", text);
+    let e = read_processed_csv(&p).unwrap_err();
+    assert!(matches!(&e, IoError::Parse { line: 3, .. }), "{e}");
+}
+
 #[test]
 fn non_numeric_value() {
     let dir = tempfile::tempdir().unwrap();
@@ -197,8 +245,16 @@ fn file_not_found() {
         assert!(matches!(e, IoError::Open { .. }), "{e:?}");
         assert!(e.to_string().contains("nope.csv"), "{e}");
     }
-    let e = write_raw_csv(&dir.path().join("no/such/dir/x.csv"), &kprof_core::RawResults::new()).unwrap_err();
+    // Missing folders are created; a folder cannot be made inside a file.
+    let file = dir.path().join("file");
+    std::fs::write(&file, "").unwrap();
+    let e = write_raw_csv(&file.join("x.csv"), &kprof_core::RawResults::new()).unwrap_err();
     assert!(matches!(e, IoError::Write { .. }), "{e:?}");
+    assert!(
+        e.to_string().contains("file/x.csv") && !e.to_string().contains("os error"),
+        "{e}"
+    );
+    write_raw_csv(&dir.path().join("no/such/dir/x.csv"), &kprof_core::RawResults::new()).unwrap();
 }
 
 #[test]

@@ -175,6 +175,40 @@ fn extras_numeric_and_text() {
     assert_eq!(extra(u, "note"), Some(&ExtraValue::Missing));
 }
 
+/// Issue 18 item 13: a column holding one number throughout (CudaVersion, DeviceOrdinal) stays
+/// one column; a column whose numbers vary anywhere gets X_Avg/Std/Min/Max in every row.
+#[test]
+fn constant_info_columns_stay_single_columns() {
+    let mut raw = RawResults::new();
+    let c = Config::new();
+    let d = device();
+    for (annotation, run, temp) in [("a", 0, 40.0), ("a", 1, 40.0), ("b", 0, 40.0), ("b", 1, 41.0)] {
+        let ex = [
+            ("CudaVersion", ExtraValue::Number(13.0)),
+            ("DeviceOrdinal", ExtraValue::Number(0.0)),
+            ("temp", ExtraValue::Number(temp)),
+        ];
+        raw.push(&rec(annotation, &c, run, 1.0, "k", &d, &ex)).unwrap();
+    }
+    let out = aggregate(&raw, &AggregateOptions::default());
+    for row in &out.rows {
+        let names: Vec<&str> = row.extras.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            vec![
+                "CudaVersion",
+                "DeviceOrdinal",
+                "temp_Avg",
+                "temp_Std",
+                "temp_Min",
+                "temp_Max"
+            ]
+        );
+        assert_eq!(extra(row, "CudaVersion"), Some(&ExtraValue::Number(13.0)));
+        assert_eq!(extra(row, "DeviceOrdinal"), Some(&ExtraValue::Number(0.0)));
+    }
+}
+
 #[test]
 fn empty_and_inconsistent_input_does_not_panic() {
     let out = aggregate(&RawResults::new(), &AggregateOptions::default());

@@ -239,10 +239,19 @@ pub fn build_raw(
 ) -> (RawResults, BuildStats) {
     let (groups, mut stats) = group_kernels(ranges, batch, group_by, filter);
     let mut raw = RawResults::new();
-    let extras: Vec<(&str, ExtraValue)> = ctx.extras.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
+    let base_extras: Vec<(&str, ExtraValue)> = ctx.extras.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
     for (g, run) in groups.iter().zip(run_indices(&groups)) {
         let value: u64 = g.kernels.iter().map(KernelRecord::duration_ns).sum();
-        let label = kernel_label(&g.kernels);
+        let mangled = kernel_label(&g.kernels);
+        // The Kernel column shows demangled names (as ncu does); the mangled label is kept.
+        let label = kprof_core::kernels::demangle_label(&mangled).into_owned();
+        let mut extras = base_extras.clone();
+        if label != mangled {
+            extras.push((
+                kprof_core::kernels::MANGLED_KERNEL_COLUMN,
+                ExtraValue::Text(mangled.clone()),
+            ));
+        }
         // One unit for every sample: cannot fail.
         let _ = raw.push(&SampleRecord {
             benchmark: &ctx.benchmark,
@@ -299,6 +308,28 @@ mod tests {
         raw.check_unique_runs().unwrap();
         let k = &raw.kernel_names[raw.samples[0].kernel as usize];
         assert_eq!(k, "gemm|relu");
+    }
+
+    /// Issue 18 item 16: the Kernel column is demangled, the mangled label kept beside it.
+    #[test]
+    fn kernel_names_are_demangled_and_the_mangled_label_kept() {
+        let (ranges, mut batch) = fixture();
+        batch.kernels[0].name = "_Z5scalePfPKffi".into();
+        let (raw, _) = build_raw(
+            &ranges,
+            &batch,
+            GroupBy::Nvtx,
+            &Filter::default(),
+            &SampleContext::default(),
+        );
+        let k = &raw.kernel_names[raw.samples[0].kernel as usize];
+        assert_eq!(k, "scale(float*, float const*, float, int)|relu");
+        let col = raw
+            .extras
+            .iter()
+            .find(|c| c.name == kprof_core::kernels::MANGLED_KERNEL_COLUMN)
+            .unwrap();
+        assert_eq!(col.values[0], ExtraValue::Text("_Z5scalePfPKffi|relu".into()));
     }
 
     #[test]

@@ -24,7 +24,7 @@ mod util;
 
 pub use dist::{render_distribution_svg, DistributionSpec};
 pub use font::FONT_FAMILY;
-pub use plot::{render_png, render_svg};
+pub use plot::{render_png, render_png_bytes, render_svg};
 pub use report::{render_report, ReportInput, ReportOptions};
 
 pub use spec::{Aggregate, PlotSpec, PlotType, SeriesBy};
@@ -70,7 +70,10 @@ pub enum PlotError {
     /// Nothing to draw (no rows, or every value NaN).
     #[error("nothing to plot: {0}")]
     NoData(String),
-    /// plotters failed while drawing or writing the image.
+    /// plotters failed while drawing or encoding the image.
     #[error("rendering failed: {0}")]
     Render(String),
+    /// Writing the image file failed (the message names the file).
+    #[error(transparent)]
+    Write(#[from] kprof_core::io::IoError),
 }

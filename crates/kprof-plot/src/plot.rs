@@ -27,13 +27,30 @@ pub fn render_svg(p: &ProcessedResults, spec: &PlotSpec) -> Result<String, PlotE
     Ok(out.finish())
 }
 
-/// Renders the plot as a PNG file at `path`, with the embedded font (no system font needed).
+/// Renders the plot as a PNG file at `path`, with the embedded font (no system font needed),
+/// through kprof-core's writer ([`kprof_core::io::atomic::write_bytes`]: atomic replacement,
+/// symbolic links followed, devices and `-` written in place, missing folders created).
 pub fn render_png(p: &ProcessedResults, spec: &PlotSpec, path: impl AsRef<Path>) -> Result<(), PlotError> {
+    let bytes = render_png_bytes(p, spec)?;
+    Ok(kprof_core::io::atomic::write_bytes(path.as_ref(), &bytes)?)
+}
+
+/// Renders the plot as the bytes of a PNG file (see [`render_png`]).
+pub fn render_png_bytes(p: &ProcessedResults, spec: &PlotSpec) -> Result<Vec<u8>, PlotError> {
+    use image::ImageEncoder;
     let m = build_model(p, spec)?;
     ensure_font()?;
-    let root = BitMapBackend::new(path.as_ref(), (m.width, m.height)).into_drawing_area();
-    draw(root.clone(), &m, &Tagger::default())?;
-    root.present().map_err(render_err)
+    let mut rgb = vec![0u8; m.width as usize * m.height as usize * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, (m.width, m.height)).into_drawing_area();
+        draw(root.clone(), &m, &Tagger::default())?;
+        root.present().map_err(render_err)?;
+    }
+    let mut png = Vec::new();
+    image::codecs::png::PngEncoder::new(&mut png)
+        .write_image(&rgb, m.width, m.height, image::ColorType::Rgb8)
+        .map_err(render_err)?;
+    Ok(png)
 }
 
 /// Points of one (row panel, column panel, series), with the rows behind them.

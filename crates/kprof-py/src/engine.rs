@@ -244,11 +244,19 @@ fn run_benchmark<'py>(
     let backend = get(options, "backend")?.map(|v| v.extract::<String>()).transpose()?;
     // backend="ncu" here is the ncu child running its selected benchmark (crate::ncu).
     let ncu = backend.as_deref() == Some("ncu");
-    let opts = if ncu {
+    let mut opts = if ncu {
         crate::ncu::child_bench_options(options)?
     } else {
         bench_options(options)?
     };
+    // The progress bar's total follows the stopping policy (the engine's progress hook); the
+    // bar itself advances from the closure below.
+    let reporter = progress.clone_ref(py);
+    opts.progress = Some(kprof::runner::ProgressHook::new(move |p| {
+        Python::attach(|py| {
+            let _ = reporter.call_method1(py, "set_total", (p.total_runs,));
+        });
+    }));
     let events = match backend.as_deref() {
         None | Some("cupti") | Some("ncu") => false,
         Some("cuda-events") => true,

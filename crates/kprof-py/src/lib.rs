@@ -33,6 +33,7 @@ mod conditions;
 mod engine;
 mod ncu;
 mod plot;
+mod results_io;
 mod store;
 
 /// The package version (the workspace version).
@@ -166,6 +167,23 @@ fn param_value<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<(&'sta
 fn convert_config<'py>(py: Python<'py>, pairs: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
     let config = config_from_py(pairs)?;
     config_to_py(py, &config)
+}
+
+/// Writes `bytes` at `path` through kprof-core's one writer ([`kprof_core::io::atomic`]): atomic
+/// replacement of regular files, symbolic links followed, devices and pipes written in place,
+/// `-` for standard output, missing parent folders created. Failures raise `OSError` naming the
+/// path.
+pub(crate) fn write_file(path: &str, bytes: &[u8]) -> PyResult<()> {
+    kprof_core::io::atomic::write_bytes(std::path::Path::new(path), bytes)
+        .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))
+}
+
+/// `write_file(path: str, data: bytes) -> None`: writes `data` at `path` with the writer every
+/// kprof command uses (see the Rust `write_file`); `OSError` naming the path on failure.
+#[pyfunction(name = "write_file")]
+fn py_write_file(py: Python<'_>, path: std::path::PathBuf, data: &[u8]) -> PyResult<()> {
+    let path = path.to_string_lossy().into_owned();
+    py.detach(|| write_file(&path, data))
 }
 
 /// `cli_main(argv: list[str]) -> int`: the `kprof` console command (the same CLI as the Rust
@@ -405,6 +423,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(param_value, m)?)?;
     m.add_function(wrap_pyfunction!(convert_config, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
+    m.add_function(wrap_pyfunction!(py_write_file, m)?)?;
     m.add_function(wrap_pyfunction!(process_raw, m)?)?;
     m.add_function(wrap_pyfunction!(store::store_raw, m)?)?;
     columns::register(m)?;
@@ -412,5 +431,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ncu::register(m)?;
     conditions::register(m)?;
     plot::register(m)?;
+    results_io::register(m)?;
     Ok(())
 }

@@ -126,7 +126,7 @@ fn processed_from(
 }
 
 fn write_text(path: &str, text: &str) -> PyResult<()> {
-    std::fs::write(path, text).map_err(|e| PyOSError::new_err(format!("cannot write {path}: {e}")))
+    crate::write_file(path, text.as_bytes())
 }
 
 /// `render_plot(raw: dict[str, list], options: dict, spec: dict, path: str | None) -> str`: the
@@ -154,6 +154,7 @@ fn render_plot(
             py.detach(|| render_png(&processed, &spec, &path))
                 .map_err(|e| match e {
                     PlotError::Render(msg) => PyOSError::new_err(format!("cannot write {path}: {msg}")),
+                    PlotError::Write(e) => PyOSError::new_err(e.to_string()),
                     e => plot_err(e),
                 })?;
         } else {

@@ -13,7 +13,9 @@
 //!    soon as it initialises CUDA, and two CUPTIs in one process is a bug.
 //! 3. `$CUDA_HOME`, `$CUDA_PATH`, then `<root>/usr/local/cuda`: `targets/*/lib`, `extras/CUPTI/lib64`.
 //! 4. Python site-packages (`KPROF_PYTHON_SITE_PACKAGES`, `:`-separated, then
-//!    [`SearchEnv::site_packages`]): `nvidia/cu13/lib`, `nvidia/cuda_cupti/lib`.
+//!    [`SearchEnv::site_packages`], then the active environment's `lib/python3*/site-packages`
+//!    under `$VIRTUAL_ENV` and `$CONDA_PREFIX`, so the `kprof` command finds the wheel the Python
+//!    package finds): `nvidia/cu13/lib`, `nvidia/cuda_cupti/lib`.
 //! 5. The dynamic loader's default search with bare names: `libcupti.so.13`, `.so.12`, `.so`.
 //!
 //! libcuda: `KPROF_LIBCUDA_PATH` (file or directory, exclusive when set), else bare
@@ -120,6 +122,8 @@ impl SearchEnv {
             ENV_NVML_PATH,
             "CUDA_HOME",
             "CUDA_PATH",
+            "VIRTUAL_ENV",
+            "CONDA_PREFIX",
         ] {
             if let Some(v) = std::env::var_os(key) {
                 vars.insert(key.to_string(), v.to_string_lossy().into_owned());
@@ -252,6 +256,21 @@ pub fn mapped_libraries(maps: &str, prefix: &str) -> Vec<PathBuf> {
     out
 }
 
+/// The `lib/python3*/site-packages` folders of a Python environment (a venv or conda prefix),
+/// sorted.
+fn environment_site_packages(prefix: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(prefix.join("lib"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("python3"))
+        .map(|e| e.path().join("site-packages"))
+        .filter(|p| p.is_dir())
+        .collect();
+    out.sort();
+    out
+}
+
 /// Builds the ordered candidate list for `kind` (pure apart from reading the directories named).
 pub fn search(kind: LibKind, env: &SearchEnv) -> SearchPlan {
     let mut plan = SearchPlan::default();
@@ -325,6 +344,9 @@ pub fn search(kind: LibKind, env: &SearchEnv) -> SearchPlan {
             sites.extend(v.split(':').filter(|s| !s.is_empty()).map(PathBuf::from));
         }
         sites.extend(env.site_packages.iter().cloned());
+        for prefix in ["VIRTUAL_ENV", "CONDA_PREFIX"].iter().filter_map(|v| env.var(v)) {
+            sites.extend(environment_site_packages(Path::new(prefix)));
+        }
         let mut seen_sites: Vec<PathBuf> = Vec::new();
         for site in sites {
             if seen_sites.contains(&site) {
@@ -736,6 +758,35 @@ mod tests {
                 .iter()
                 .any(|t| t.contains("venv/site-packages/nvidia/cuda_cupti/lib")),
             "{tried:?}"
+        );
+    }
+
+    /// Issue 18 item 20: the `kprof` command (no Python around it) finds the CUPTI wheel of the
+    /// active virtual or conda environment.
+    #[test]
+    fn the_active_environments_site_packages_are_searched() {
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path();
+        let venv = r.join("venv");
+        let conda = r.join("conda");
+        touch(&venv.join("lib/python3.12/site-packages/nvidia/cu13/lib/libcupti.so.13"));
+        touch(&conda.join("lib/python3.11/site-packages/nvidia/cuda_cupti/lib/libcupti.so.12"));
+        let mut env = env_in(r);
+        env.vars.insert("VIRTUAL_ENV".into(), venv.display().to_string());
+        env.vars.insert("CONDA_PREFIX".into(), conda.display().to_string());
+        let plan = search(LibKind::Cupti, &env);
+        assert_eq!(
+            paths(&plan),
+            vec![
+                (
+                    venv.join("lib/python3.12/site-packages/nvidia/cu13/lib/libcupti.so.13"),
+                    Source::SitePackages
+                ),
+                (
+                    conda.join("lib/python3.11/site-packages/nvidia/cuda_cupti/lib/libcupti.so.12"),
+                    Source::SitePackages
+                ),
+            ]
         );
     }
 

@@ -35,11 +35,13 @@ use crate::error::EngineError;
 
 mod counter_pass;
 mod l2_flush;
+mod progress;
 pub use crate::counters::ReplayMode;
 pub use counter_pass::{is_counter_metric, CounterPlan};
 use l2_flush::is_flush_kernel;
 use l2_flush::L2Flusher;
 pub use l2_flush::{L2_FLUSH_BYTES_ENV, L2_FLUSH_ENV};
+pub use progress::{Progress, ProgressHook};
 
 /// The unit of [`DEFAULT_METRIC`].
 pub const DEFAULT_UNIT: &str = "ns";
@@ -136,6 +138,7 @@ impl DurationSource {
     }
 }
 
+use kprof_core::kernels::MANGLED_KERNEL_COLUMN;
 pub use kprof_core::policy::{Decision, StopReason, StoppingPolicy};
 use kprof_core::transforms::combine_kernels;
 pub use kprof_core::transforms::Reducer;
@@ -193,6 +196,9 @@ pub struct BenchOptions {
     pub conditions: bool,
     /// User info collectors (values become extra columns).
     pub collectors: Collectors,
+    /// Called after every recorded run with the runs done and the total the stopping policy now
+    /// expects (see [`Progress`]); `None`: no progress reports.
+    pub progress: Option<ProgressHook>,
 }
 
 impl Default for BenchOptions {
@@ -214,6 +220,7 @@ impl Default for BenchOptions {
             thermal: ThermalOptions::default(),
             conditions: true,
             collectors: Collectors::default(),
+            progress: None,
         }
     }
 }
@@ -382,30 +389,11 @@ impl Scheduler {
 // Combining, stopping, CSV (small private functions; MERGE: replace with kprof-core's)
 // ------------------------------------------------------------------------------------------------
 
-/// The identifier of a simple Itanium-mangled name: `_Z5scalePfPKffi` -> `scale`.
-fn mangled_base(name: &str) -> Option<&str> {
-    let rest = name.strip_prefix("_Z")?;
-    let rest = rest.strip_prefix('L').unwrap_or(rest);
-    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-    let len: usize = rest[..digits].parse().ok()?;
-    rest.get(digits..digits + len)
-}
-
 /// Whether a kernel matches an entry of [`BenchOptions::ignore_kernels`]: the exact (mangled)
-/// name, the demangled name when known, or, for simple mangled names, a demangled signature or
-/// bare function name (`scale(float*, float const*, float, int)` or `scale`).
+/// name, the demangled name when known, or any spelling [`kprof_core::kernels::matches`] accepts
+/// (demangled with or without parameters, bare function name).
 fn kernel_matches(k: &KernelRun, ignore: &str) -> bool {
-    if k.name == ignore || k.demangled.as_deref() == Some(ignore) {
-        return true;
-    }
-    match mangled_base(&k.name) {
-        Some(base) => {
-            let sig = ignore.split('(').next().unwrap_or(ignore).trim();
-            let sig = sig.strip_prefix("void ").unwrap_or(sig);
-            sig == base
-        }
-        None => false,
-    }
+    k.demangled.as_deref() == Some(ignore) || kprof_core::kernels::matches(&k.name, ignore)
 }
 
 /// The raw CSV path for a benchmark under an output prefix.
@@ -1349,6 +1337,15 @@ impl Profiler {
                 sw.sched.stop(step.config);
             }
         }
+        if let Some(hook) = &opts.progress {
+            let done: Vec<usize> = sw.policy_values.iter().map(Vec::len).collect();
+            hook.call(&Progress {
+                config: step.config,
+                run: step.run,
+                done_runs: done.iter().map(|&d| d as u64).sum(),
+                total_runs: progress::expected_total(&done, |c| sw.sched.is_stopped(c), opts.max_runs()),
+            });
+        }
         Ok(())
     }
 
@@ -1468,8 +1465,13 @@ impl Profiler {
             metric: metric.to_string(),
         };
         let series = raw.intern_series(key, unit, device_idx).map_err(model_error)?;
-        let kernel_idx = raw.intern_kernel(kernel);
+        // The Kernel column shows demangled names (as ncu does); the mangled label is kept.
+        let shown = kprof_core::kernels::demangle_label(kernel);
+        let kernel_idx = raw.intern_kernel(&shown);
         let mut extras: Vec<(&str, ExtraValue)> = self.extras.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
+        if shown != kernel {
+            extras.push((MANGLED_KERNEL_COLUMN, ExtraValue::Text(kernel.to_string())));
+        }
         let run_extras = self.conditions.extras_for(step.config, step.run, region);
         extras.extend(run_extras.iter().map(|(n, v)| (n.as_str(), v.clone())));
         if metric == DEFAULT_METRIC || metric == CUDA_EVENTS_METRIC {
@@ -2351,9 +2353,12 @@ mod tests {
             target_rel_ci_half_width: Some(0.01),
             ..StoppingPolicy::fixed(20)
         };
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
         let opts = BenchOptions {
             warmup: 0,
             policy: Some(policy),
+            progress: Some(ProgressHook::new(move |p| log.lock().unwrap().push(*p))),
             ..Default::default()
         };
         let raw = p
@@ -2367,6 +2372,17 @@ mod tests {
             .unwrap();
         assert_eq!(values(&raw, "k", 0).len(), 3);
         assert_eq!(values(&raw, "k", 1).len(), 20);
+        // Issue 18 item 17: the progress total follows the policy: 2 x 20 at first, then 3 + 20
+        // once config 0 stopped; one report per recorded run, never done > total.
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 23);
+        assert_eq!(seen[0].total_runs, 40);
+        assert!(seen
+            .windows(2)
+            .all(|w| w[1].done_runs == w[0].done_runs + 1 && w[1].total_runs <= w[0].total_runs));
+        assert!(seen.iter().all(|p| p.done_runs <= p.total_runs));
+        let last = seen.last().unwrap();
+        assert_eq!((last.done_runs, last.total_runs), (23, 23));
     }
 
     #[test]
@@ -2494,6 +2510,35 @@ mod tests {
     /// The GPU check of 2026-11-30 on the H200 (examples/gpu_check.rs, checks a b c d e g), replayed
     /// from its activity recording through the real run loop and adapter: the raw CSVs written now
     /// are byte-identical to the ones the runner wrote on the H200.
+    /// A raw CSV recorded before kernel names were demangled, as kprof writes it now: the Kernel
+    /// column demangled and the mangled label in `KernelMangled` (after the engine's info
+    /// columns) when some kernel was mangled.
+    fn with_demangled_kernels(csv_text: &str) -> String {
+        let mut rdr = csv::Reader::from_reader(csv_text.as_bytes());
+        let header: Vec<String> = rdr.headers().unwrap().iter().map(String::from).collect();
+        let rows: Vec<Vec<String>> = rdr
+            .records()
+            .map(|r| r.unwrap().iter().map(String::from).collect())
+            .collect();
+        let k = header.iter().position(|h| h == "Kernel").unwrap();
+        if rows.iter().all(|r| kprof_core::kernels::demangle_label(&r[k]) == r[k]) {
+            return csv_text.to_string();
+        }
+        let at = header.iter().position(|h| h == "CuptiVersion").unwrap() + 1;
+        let mut w = csv::Writer::from_writer(Vec::new());
+        let mut h = header.clone();
+        h.insert(at, MANGLED_KERNEL_COLUMN.into());
+        w.write_record(&h).unwrap();
+        for mut r in rows {
+            let shown = kprof_core::kernels::demangle_label(&r[k]).into_owned();
+            let mangled = if shown != r[k] { r[k].clone() } else { String::new() };
+            r[k] = shown;
+            r.insert(at, mangled);
+            w.write_record(&r).unwrap();
+        }
+        String::from_utf8(w.into_inner().unwrap()).unwrap()
+    }
+
     #[test]
     fn replaying_the_h200_gpu_check_rewrites_its_raw_csvs() {
         use crate::cupti::records::RecordedBuffer;
@@ -2561,6 +2606,7 @@ mod tests {
                 "DurationSource",
             );
             let then = std::fs::read_to_string(fixtures.join(format!("{name}-raw.csv"))).unwrap();
+            let then = with_demangled_kernels(&then);
             if name == "e_graph" {
                 // Recorded when a graph launch counted as the sum of its nodes; it is now the
                 // graph's span (first node's start to last node's end), named after the graph.

@@ -175,7 +175,7 @@ fn european_fixture_matches_the_c_locale_one() {
     assert_eq!(get(&t, "sweep", "matmul", "config=0", SM)[&1].0, 45.2);
     assert_eq!(get(&t, "sweep", "matmul", "config=1", T)[&0].0, 2_670_688.0);
     assert_eq!(raw.devices[0].compute_clock_khz, Some(1_980_000.0));
-    // Forcing the style gives the same; forcing the wrong one does not.
+    // Forcing the style gives the same; forcing the wrong one is an error naming the style found.
     let forced = parse_ncu_csv_file(
         &fixture("kprof-keyed-european.csv"),
         &ImportOptions {
@@ -192,8 +192,8 @@ fn european_fixture_matches_the_c_locale_one() {
             ..opts()
         },
     )
-    .unwrap();
-    assert_ne!(get(&table(&wrong), "sweep", "matmul", "config=0", SM)[&1].0, 45.2);
+    .unwrap_err();
+    assert!(wrong.to_string().contains("european style"), "{wrong}");
 }
 
 #[test]
@@ -263,7 +263,7 @@ fn auto_scaled_units_are_kept_and_missing_units_row_is_fine() {
 fn errors_name_the_problem() {
     let e = parse_ncu_csv("==PROF== nothing\n", &opts()).unwrap_err();
     assert!(matches!(e, NcuError::Csv { .. }));
-    assert!(e.to_string().contains("no CSV records"), "{e}");
+    assert!(e.to_string().contains("not an Nsight Compute CSV export"), "{e}");
     let e = parse_ncu_csv("\"Kernel\",\"x\"\n\"a\",\"1\"\n", &opts()).unwrap_err();
     assert!(
         e.to_string().contains("no \"ID\" column") && e.to_string().contains("--page raw"),
@@ -506,4 +506,62 @@ fn ncu_backend_export_from_the_h200_reproduces_its_raw_table() {
     want.sort_by(|a, b| a.partial_cmp(b).unwrap());
     assert_eq!(got.len(), 20);
     assert_eq!(got, want);
+}
+
+/// Issue 18 item 6: a message names the line of the file, counting the `==PROF==` lines that
+/// are not CSV records.
+#[test]
+fn error_lines_count_the_non_csv_lines() {
+    let text = std::fs::read_to_string(fixture("kprof-keyed.csv")).unwrap();
+    assert!(text.lines().next().unwrap().starts_with("==PROF=="));
+    let e = parse_ncu_csv(
+        &text,
+        &ImportOptions {
+            number_style: NumberStyle::European,
+            ..opts()
+        },
+    )
+    .unwrap_err();
+    let line = text.lines().position(|l| l.contains("1,980,000")).unwrap() + 1;
+    assert!(e.to_string().starts_with(&format!("<input>:{line}:")), "{e}");
+    // A bad ID on file line 4, after two lines that are not CSV records.
+    let text = "==PROF== x\n==WARNING== y\n\"ID\",\"Kernel Name\",\"a__b\"\n\"1.2.3\",\"k\",\"1\"\n";
+    let e = parse_ncu_csv(
+        text,
+        &ImportOptions {
+            number_style: NumberStyle::C,
+            ..opts()
+        },
+    )
+    .unwrap_err();
+    assert!(e.to_string().starts_with("<input>:4: ID"), "{e}");
+}
+
+/// Issue 18 item 7: a number style contradicted by the file is named, not "no profiled kernels".
+#[test]
+fn a_contradicted_number_style_is_an_error() {
+    let e = parse_ncu_csv_file(
+        &fixture("kprof-keyed.csv"),
+        &ImportOptions {
+            number_style: NumberStyle::European,
+            ..opts()
+        },
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("c style") && e.to_string().contains("--numbers c"),
+        "{e}"
+    );
+    let e = parse_ncu_csv_file(
+        &fixture("kprof-keyed-european.csv"),
+        &ImportOptions {
+            number_style: NumberStyle::C,
+            ..opts()
+        },
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("european style"), "{e}");
+    // A kprof result CSV is named as such.
+    let e = parse_ncu_csv("Annotation,Value,Metric\na,1,m\n", &opts()).unwrap_err();
+    assert!(e.to_string().contains("kprof summarize"), "{e}");
 }

@@ -47,6 +47,64 @@ pub(crate) fn first_record(bytes: &[u8]) -> Vec<String> {
     }
 }
 
+/// A reader that turns `\r\n` into `\n` (a lone `\r` stays). The `csv` crate reports the
+/// record after a `\r\n` as starting on the line before (its position sits on the `\n`), so
+/// every message about a Windows-saved file named the line above the bad one.
+pub(crate) struct CrlfToLf<R> {
+    inner: R,
+    buf: Vec<u8>,
+    pos: usize,
+    pending_cr: bool,
+}
+
+impl<R: std::io::Read> CrlfToLf<R> {
+    pub(crate) fn new(inner: R) -> Self {
+        CrlfToLf {
+            inner,
+            buf: Vec::with_capacity(8192),
+            pos: 0,
+            pending_cr: false,
+        }
+    }
+}
+
+impl<R: std::io::Read> std::io::Read for CrlfToLf<R> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if out.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            if self.pos < self.buf.len() {
+                let n = out.len().min(self.buf.len() - self.pos);
+                out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+                self.pos += n;
+                return Ok(n);
+            }
+            let mut chunk = [0u8; 8192];
+            let n = self.inner.read(&mut chunk)?;
+            self.buf.clear();
+            self.pos = 0;
+            if n == 0 {
+                if std::mem::take(&mut self.pending_cr) {
+                    self.buf.push(b'\r');
+                    continue;
+                }
+                return Ok(0);
+            }
+            for &b in &chunk[..n] {
+                if std::mem::take(&mut self.pending_cr) && b != b'\n' {
+                    self.buf.push(b'\r');
+                }
+                if b == b'\r' {
+                    self.pending_cr = true;
+                } else {
+                    self.buf.push(b);
+                }
+            }
+        }
+    }
+}
+
 /// Turns a `csv` crate error into an [`IoError`] naming the file and line.
 pub(crate) fn csv_error(path: &Path, e: csv::Error) -> IoError {
     let line = e.position().map(|p| p.line()).unwrap_or(0);
@@ -148,4 +206,39 @@ pub(crate) fn check_unique_columns(path: &Path, columns: &[String]) -> Result<()
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod crlf_tests {
+    use super::CrlfToLf;
+    use std::io::Read;
+
+    /// A reader that hands out one byte per call (every chunk boundary falls everywhere).
+    struct OneByte<'a>(&'a [u8]);
+
+    impl Read for OneByte<'_> {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            match self.0.split_first() {
+                Some((b, rest)) if !out.is_empty() => {
+                    out[0] = *b;
+                    self.0 = rest;
+                    Ok(1)
+                }
+                _ => Ok(0),
+            }
+        }
+    }
+
+    #[test]
+    fn crlf_becomes_lf_across_reads_and_lone_crs_stay() {
+        for input in [&b"a\r\nb\rc\r\n\r"[..], b"", b"\r", b"\r\r\n"] {
+            let mut out = Vec::new();
+            CrlfToLf::new(OneByte(input)).read_to_end(&mut out).unwrap();
+            let expected = String::from_utf8_lossy(input).replace("\r\n", "\n");
+            assert_eq!(String::from_utf8_lossy(&out), expected, "{input:?}");
+            let mut out = Vec::new();
+            CrlfToLf::new(input).read_to_end(&mut out).unwrap();
+            assert_eq!(String::from_utf8_lossy(&out), expected, "{input:?}");
+        }
+    }
 }

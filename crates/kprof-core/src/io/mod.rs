@@ -11,20 +11,22 @@
 //! Every writer that takes a path writes atomically: the data goes to a temporary file in the
 //! same directory, which is flushed, synced and renamed over the target. The engine can therefore
 //! rewrite its result files after every finished configuration, and a sweep that dies leaves
-//! either the previous complete file or the new complete file, never a truncated one.
+//! either the previous complete file or the new complete file, never a truncated one. The
+//! writer ([`atomic::write_output`]) also follows symbolic links, writes devices and pipes in
+//! place, takes `-` for standard output and creates missing parent folders.
 //!
 //! Numbers are written in Rust's shortest round-trip form, so values read back are bit-identical
 //! to the ones written. NaN is written as an empty cell, as pandas writes `None`/`NaN`.
 
+pub mod atomic;
 mod csvutil;
 mod json;
 mod processed_csv;
 mod raw_csv;
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{BufWriter, Read, Write};
+use std::fs::File;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::model::{ModelError, ProcessedResults, RawResults};
 
@@ -56,7 +58,7 @@ pub enum IoError {
         source: std::io::Error,
     },
     /// Writing (or atomically replacing) a file failed.
-    #[error("cannot write {}: {source}; check that the directory exists, is writable and has free space", path.display())]
+    #[error("cannot write {}: {}", path.display(), write_error_text(source))]
     Write {
         /// The file.
         path: PathBuf,
@@ -112,6 +114,30 @@ pub enum IoError {
         /// The model's complaint.
         source: ModelError,
     },
+}
+
+/// The OS error and what to do about it (without the `(os error N)` suffix, which the
+/// underlying error repeats).
+fn write_error_text(e: &std::io::Error) -> String {
+    use std::io::ErrorKind as K;
+    let hint = match e.kind() {
+        K::NotFound => "; check that the folder exists",
+        K::PermissionDenied => "; check the permissions of the file and its folder",
+        K::StorageFull => "; free some space or write elsewhere",
+        K::ReadOnlyFilesystem => "; the file system is read-only: write elsewhere",
+        K::BrokenPipe => "; the reading end of the pipe was closed",
+        _ => "",
+    };
+    format!("{}{hint}", os_text(e))
+}
+
+/// An I/O error's text without Rust's ` (os error N)` suffix.
+pub(crate) fn os_text(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" (os error ") {
+        Some(i) if text.ends_with(')') => text[..i].to_string(),
+        _ => text,
+    }
 }
 
 fn list(items: &[String]) -> String {
@@ -224,45 +250,10 @@ pub fn read_any_with(path: &Path, opts: &ReadOptions) -> Result<Loaded, IoError>
     }
 }
 
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// Writes a file atomically: `write` fills a temporary file next to `path`, which is then
-/// flushed, synced and renamed over `path`. On error the temporary file is removed.
+/// Writes a result file through [`atomic::write_output`] (see there for the rules).
 pub(crate) fn write_atomically(
     path: &Path,
-    write: impl FnOnce(&mut BufWriter<&File>) -> Result<(), IoError>,
+    write: impl FnOnce(&mut dyn Write) -> Result<(), IoError>,
 ) -> Result<(), IoError> {
-    let werr = |source| IoError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "results".into());
-    let (tmp, file) = loop {
-        let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-        let tmp = dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
-        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
-            Ok(f) => break (tmp, f),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < u64::MAX => continue,
-            Err(e) => return Err(werr(e)),
-        }
-    };
-    let result = (|| {
-        let mut w = BufWriter::new(&file);
-        write(&mut w)?;
-        w.flush().map_err(werr)?;
-        drop(w);
-        file.sync_all().map_err(werr)?;
-        fs::rename(&tmp, path).map_err(werr)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
+    atomic::write_output(path, write)
 }

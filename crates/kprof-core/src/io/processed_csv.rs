@@ -169,7 +169,7 @@ pub fn read_processed_csv(path: &Path) -> Result<ProcessedResults, IoError> {
         path: path.to_path_buf(),
         source,
     })?;
-    let mut rdr = csv::ReaderBuilder::new().from_reader(BufReader::new(file));
+    let mut rdr = csv::ReaderBuilder::new().from_reader(super::csvutil::CrlfToLf::new(BufReader::new(file)));
     let header = Header::read(path, &mut rdr)?;
     let ann = header.require(path, "Annotation")?;
     let met = header.require(path, "Metric")?;

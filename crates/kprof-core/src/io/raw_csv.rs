@@ -47,6 +47,25 @@ pub fn write_raw_csv_to<W: Write>(writer: W, raw: &RawResults) -> Result<(), IoE
     write_raw(Path::new("<output>"), writer, raw)
 }
 
+/// Whether a metric holds durations: a time unit (`ns`, `us`, `usecond`, `ms`, `s`, ...) or a
+/// `duration` metric name (`gpu__time_duration.sum`). Its values must be finite and >= 0.
+pub(crate) fn is_duration(metric: &str, unit: &str) -> bool {
+    let unit = unit.trim().to_ascii_lowercase();
+    matches!(
+        unit.as_str(),
+        "ns" | "nsecond"
+            | "nanosecond"
+            | "us"
+            | "usecond"
+            | "microsecond"
+            | "ms"
+            | "msecond"
+            | "millisecond"
+            | "s"
+            | "second"
+    ) || metric.to_ascii_lowercase().contains("duration")
+}
+
 fn inconsistent(path: &Path, what: &str) -> IoError {
     IoError::Schema {
         path: path.to_path_buf(),
@@ -150,7 +169,7 @@ pub fn read_raw_csv(path: &Path, opts: &ReadOptions) -> Result<RawResults, IoErr
 /// Reads a raw CSV from any reader, as [`read_raw_csv`] does; `path` is used in error messages
 /// and for the default benchmark name.
 pub fn read_raw_csv_from<R: Read>(reader: R, path: &Path, opts: &ReadOptions) -> Result<RawResults, IoError> {
-    let mut rdr = csv::ReaderBuilder::new().from_reader(reader);
+    let mut rdr = csv::ReaderBuilder::new().from_reader(super::csvutil::CrlfToLf::new(reader));
     let header = Header::read(path, &mut rdr)?;
     let ann = header.require(path, "Annotation")?;
     let val = header.require(path, "Value")?;
@@ -284,6 +303,15 @@ pub fn read_raw_csv_from<R: Read>(reader: R, path: &Path, opts: &ReadOptions) ->
                 r
             }
         };
+        if is_duration(cell(&rec, Some(met)), cell(&rec, unit_col)) && (value.is_infinite() || value < 0.0) {
+            return Err(parse_err(
+                "Value",
+                format!(
+                    "{:?} is not a duration: a duration is a finite number >= 0; leave the cell empty for a failed run",
+                    value_text.trim()
+                ),
+            ));
+        }
         let kernel = raw.intern_kernel(cell(&rec, kernel_col));
         extra_values.clear();
         for (name, i) in &extras {

@@ -42,10 +42,32 @@ fn unavailable(e: nvml_wrapper::error::NvmlError) -> ConditionsError {
 }
 
 impl Nvml {
-    /// Loads `libnvidia-ml.so.1` from the loader path and calls `nvmlInit_v2`.
+    /// Loads `libnvidia-ml.so.1` (the file `KPROF_NVML_PATH` names when it is set, else from the
+    /// loader path) and calls `nvmlInit_v2`.
     ///
     /// Without a driver this returns [`ConditionsError::NvmlUnavailable`]; it never panics.
     pub fn load() -> Result<Nvml, ConditionsError> {
+        // KPROF_NVML_PATH (a file, or the folder holding libnvidia-ml.so.1) is exclusive when set,
+        // as for the loader and `kprof doctor`.
+        if let Some(path) = std::env::var_os(crate::loader::ENV_NVML_PATH).filter(|p| !p.is_empty()) {
+            let path = std::path::PathBuf::from(path);
+            let file = if path.is_dir() {
+                path.join("libnvidia-ml.so.1")
+            } else {
+                path
+            };
+            return Nvml::load_from(&file).map_err(|e| match e {
+                ConditionsError::NvmlUnavailable { reason } => ConditionsError::NvmlUnavailable {
+                    reason: format!(
+                        "{} (from {}): {reason}; fix or unset {}",
+                        file.display(),
+                        crate::loader::ENV_NVML_PATH,
+                        crate::loader::ENV_NVML_PATH
+                    ),
+                },
+                e => e,
+            });
+        }
         let inner = std::panic::catch_unwind(nvml_wrapper::Nvml::init)
             .map_err(|_| ConditionsError::NvmlUnavailable {
                 reason: "nvml-wrapper panicked while loading".into(),

@@ -192,6 +192,8 @@ where
         let code = match run_child(name, configs, opts, f) {
             Ok(()) => 0,
             Err(e) => {
+                // stderr: the ncu child's last words before it exits; the parent shows them from
+                // the child's output (`output_tail`), the only channel back.
                 eprintln!("kprof: the ncu child of benchmark {id:?} failed: {e}");
                 1
             }

@@ -251,17 +251,20 @@ fn csv_err(opts: &ImportOptions, line: u64, message: impl Into<String>) -> NcuEr
     }
 }
 
-/// Keeps the lines of ncu's output that are CSV records (those starting with `"`).
-fn csv_lines(text: &str) -> String {
+/// Keeps the lines of ncu's output that are CSV records (those starting with `"`), with the
+/// 1-based line number in `text` of each kept line (messages name the file's own lines).
+fn csv_lines(text: &str) -> (String, Vec<u64>) {
     let text = text.trim_start_matches('\u{feff}');
     let mut out = String::with_capacity(text.len());
-    for line in text.lines() {
+    let mut lines = Vec::new();
+    for (i, line) in text.lines().enumerate() {
         if line.trim_start().starts_with('"') {
             out.push_str(line.trim_end_matches('\r'));
             out.push('\n');
+            lines.push(i as u64 + 1);
         }
     }
-    out
+    (out, lines)
 }
 
 /// Missing-value cells.
@@ -334,23 +337,46 @@ fn is_start_end_header(h: &str) -> bool {
 
 /// Parses the export into an [`NcuTable`] (no attribution yet).
 pub fn parse_table(text: &str, opts: &ImportOptions) -> Result<NcuTable, NcuError> {
-    let body = csv_lines(text);
+    let (body, file_lines) = csv_lines(text);
+    // The line of the original text for a 1-based line of `body`.
+    let file_line = |body_line: u64| -> u64 {
+        let i = body_line.saturating_sub(1) as usize;
+        file_lines.get(i).or(file_lines.last()).copied().unwrap_or(0)
+    };
     let mut reader = ::csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
         .from_reader(body.as_bytes());
     let mut records: Vec<(u64, Vec<String>)> = Vec::new();
     for (i, rec) in reader.records().enumerate() {
-        let rec = rec.map_err(|e| csv_err(opts, i as u64 + 1, format!("not valid CSV: {e}")))?;
+        let rec = rec.map_err(|e| {
+            let line = e.position().map_or(i as u64 + 1, |p| p.line());
+            csv_err(opts, file_line(line), format!("not valid CSV: {e}"))
+        })?;
         let line = rec.position().map_or(i as u64 + 1, |p| p.line());
-        records.push((line, rec.iter().map(str::to_string).collect()));
+        records.push((file_line(line), rec.iter().map(str::to_string).collect()));
     }
     let Some((_, header)) = records.first().cloned() else {
+        let first = text
+            .trim_start_matches('\u{feff}')
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        let what = if first.is_empty() {
+            "the file is empty".to_string()
+        } else if first.contains("Annotation") && first.contains("Value") {
+            "this is a kprof/nsight-python result CSV, not an ncu export: use `kprof summarize` or `kprof show` on it"
+                .to_string()
+        } else {
+            "no line starts with a quoted cell, as every line of ncu's CSV export does".to_string()
+        };
         return Err(csv_err(
             opts,
-            0,
-            "no CSV records; expected the output of `ncu --import REP --csv --page raw --print-units base` \
-             (a header row starting with \"ID\")",
+            1,
+            format!(
+                "not an Nsight Compute CSV export ({what}); expected the output of \
+                 `ncu --import REP --csv --page raw --print-units base` (a header row starting with \"ID\")"
+            ),
         ));
     };
     let col = |name: &str| header.iter().position(|h| h == name);
@@ -395,28 +421,48 @@ pub fn parse_table(text: &str, opts: &ImportOptions) -> Result<NcuTable, NcuErro
     }
     units.resize(header.len(), String::new());
 
-    let style = match opts.number_style {
-        NumberStyle::Auto => {
-            let (mut c, mut e) = (0usize, 0usize);
-            for (_, cells) in &data {
-                for (j, cell) in cells.iter().enumerate() {
-                    if header.get(j).is_some_and(|h| h.contains("__")) {
-                        match style_evidence(cell) {
-                            Some(NumberStyle::C) => c += 1,
-                            Some(NumberStyle::European) => e += 1,
-                            _ => {}
-                        }
-                    }
+    // Evidence of each style in the metric cells: counts and the first cell showing it.
+    let (mut c, mut e) = (0usize, 0usize);
+    let mut example: [Option<(u64, &str, &str)>; 2] = [None, None];
+    for (line, cells) in &data {
+        for (j, cell) in cells.iter().enumerate() {
+            let Some(h) = header.get(j).filter(|h| h.contains("__")) else {
+                continue;
+            };
+            match style_evidence(cell) {
+                Some(NumberStyle::C) => {
+                    c += 1;
+                    example[0].get_or_insert((*line, h.as_str(), cell.as_str()));
                 }
-            }
-            if e > c {
-                NumberStyle::European
-            } else {
-                NumberStyle::C
+                Some(NumberStyle::European) => {
+                    e += 1;
+                    example[1].get_or_insert((*line, h.as_str(), cell.as_str()));
+                }
+                _ => {}
             }
         }
+    }
+    let style = match opts.number_style {
+        NumberStyle::Auto if e > c => NumberStyle::European,
+        NumberStyle::Auto => NumberStyle::C,
         s => s,
     };
+    // A style given explicitly that every telling cell contradicts would silently drop columns.
+    let contradiction = match style {
+        NumberStyle::European if c > 0 && e == 0 => example[0].map(|x| (x, "c", "european")),
+        NumberStyle::C if e > 0 && c == 0 => example[1].map(|x| (x, "european", "c")),
+        _ => None,
+    };
+    if let Some(((line, column, cell), found, given)) = contradiction {
+        return Err(csv_err(
+            opts,
+            line,
+            format!(
+                "the numbers are written in {found} style (column {column:?} holds {cell:?}) but the number style \
+                 asked for is {given}; use --numbers {found} or auto"
+            ),
+        ));
+    }
 
     let mut rows = Vec::with_capacity(data.len());
     for (line, mut cells) in data {

@@ -210,7 +210,9 @@ impl L2Flusher {
                 let read_kernel = match driver.load_function(READ_PTX, READ_KERNEL_C) {
                     Ok(f) => Some(f),
                     Err(e) => {
-                        eprintln!(
+                        // Through the logging facade (the application decides where it goes),
+                        // never straight to stderr.
+                        log::warn!(
                             "kprof: the L2 flush kernel could not be loaded ({e}); flushing with a memset, which leaves \
                              dirty lines in the L2"
                         );

@@ -1,0 +1,67 @@
+"""Type stubs of ``kprof._core``, the Rust extension (crate ``kprof-py``). Every function is
+documented in the Rust source; the contracts of the dict-of-columns arguments are in
+``kprof/results.py`` and ``kprof/_backend.py``."""
+
+from typing import Any, Callable, Sequence
+
+__version__: str
+
+AGGREGATE_SUFFIXES: tuple[str, ...]
+BOOTSTRAP_COLUMNS: tuple[str, ...]
+CONDITION_COLUMNS: tuple[str, ...]
+ENGINE_INFO_COLUMNS: tuple[str, ...]
+KPROF_EXTRA_COLUMNS: tuple[str, ...]
+KPROF_PROCESSED_COLUMNS: tuple[str, ...]
+KPROF_RAW_COLUMNS: tuple[str, ...]
+KPROF_RESERVED_COLUMN_NAMES: tuple[str, ...]
+NORMALIZATION_VALUE_COLUMN: str
+NSIGHT_PROCESSED_COLUMNS: tuple[str, ...]
+NSIGHT_RAW_COLUMNS: tuple[str, ...]
+NSIGHT_RESERVED_COLUMN_NAMES: tuple[str, ...]
+PROCESSED_COLUMNS: tuple[str, ...]
+PROCESSED_FLOAT_COLUMNS: tuple[str, ...]
+PROCESSED_INT_COLUMNS: tuple[str, ...]
+PROCESSED_KEY_COLUMNS: tuple[str, ...]
+RAW_COLUMNS: tuple[str, ...]
+THROTTLED_COLUMN: str
+THROTTLED_RUNS_COLUMN: str
+
+def cli_main(argv: list[str]) -> int: ...
+def convert_config(pairs: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]: ...
+def engine_available() -> tuple[bool, str]: ...
+def enter_region(name: str) -> None: ...
+def exit_region(name: str, failed: bool) -> None: ...
+def fingerprint_json() -> str | None: ...
+def load_results(
+    path: str,
+) -> tuple[dict[str, list[Any]], list[list[tuple[str, Any]]], list[str], str | None]: ...
+def ncu_argv(options: dict[str, Any], program: str, args: list[str]) -> list[str]: ...
+def ncu_relaunch(
+    name: str,
+    configs: list[list[tuple[str, Any]]],
+    options: dict[str, Any],
+    program: str,
+    args: list[str],
+    child_id: str,
+    module: str,
+    call_index: int,
+    report_prefix: str | None = None,
+    env: dict[str, str] | None = None,
+) -> tuple[dict[str, list[Any]], dict[str, Any]]: ...
+def param_value(obj: Any) -> tuple[str, Any]: ...
+def process_raw(raw: dict[str, list[Any]], options: dict[str, Any]) -> dict[str, list[Any]]: ...
+def render_plot(
+    raw: dict[str, list[Any]], options: dict[str, Any], spec: dict[str, Any], path: str | None = None
+) -> str: ...
+def render_report(inputs: list[dict[str, Any]], options: dict[str, Any], path: str | None = None) -> str: ...
+def run_benchmark(
+    name: str,
+    func: Callable[[int], None],
+    configs: list[list[tuple[str, Any]]],
+    options: dict[str, Any],
+    progress: Any,
+) -> dict[str, list[Any]]: ...
+def save_results_json(
+    raw: dict[str, list[Any]], options: dict[str, Any], path: str, environment: str | None = None
+) -> None: ...
+def write_file(path: str, data: bytes) -> None: ...
