@@ -80,7 +80,7 @@ class Settings:
     thermal_device: int | None = None
     store: str | None = None
     info_collectors: tuple = ()
-    duration_source: str = "auto"
+    duration_source: str = "records"
 
     def backend_options(self) -> dict[str, Any]:
         """The ``options`` dict handed to ``Backend.run_benchmark`` (keys: ``_backend.OPTION_KEYS``)."""
@@ -552,7 +552,7 @@ def kernel(
     time_budget: float | None = None,
     backend: str = "cupti",
     ncu_options: dict | None = None,
-    duration_source: str = "auto",
+    duration_source: str = "records",
     store: str | os.PathLike | None = None,
 ):
     """Profiles the decorated function: ``@kernel``, ``@kernel()`` or ``@kernel(**options)``.
@@ -601,14 +601,16 @@ def kernel(
       ``"kernel"`` (CUPTI replays each kernel and cannot flush the L2 between its passes: DRAM
       rates of data larger than the L2 read ~2 points above ncu) or ``"range"`` (one value per
       annotation, rates over its whole time);
-    * ``duration_source`` ("auto"): where ``gpu__time_duration.sum`` comes from with the CUPTI
-      backend. ``"auto"``: the hardware counter of that name when the counters can be used (as
-      Nsight Compute measures it, in one more pass of the function per recorded run, the kernel
-      records off), else CUPTI's kernel records with a warning; ``"counters"``: always the counter
-      (an error when it cannot be used); ``"records"``: CUPTI's kernel records of the timed run
-      (one pass; short kernels read below ncu's value with the default concurrent records). A CUDA
-      graph replay always counts as the graph's GPU span. The ``DurationSource`` column of every
-      row says which source gave it. With ``backend="ncu"`` durations are always ncu's counter;
+    * ``duration_source`` ("records"): where ``gpu__time_duration.sum`` comes from with the CUPTI
+      backend. ``"records"``: CUPTI's kernel records of the timed run (one pass; concurrent records:
+      short kernels read between their in-stream time and ncu's, CUDA graph replays as their span);
+      ``"counters"``: the hardware counter of that name, as Nsight Compute measures it, in one more
+      pass of the function per recorded run (kernel records off; an error when the counters cannot
+      be used); ``"auto"``: the counters when they can be used, else the records with a warning.
+      With CUPTI 13.0 the counter pass corrupts the spans of CUDA graphs replayed in the function
+      (they come out NaN with a warning): keep ``"records"`` for graphs. The ``DurationSource``
+      column of every row says which source gave it (docs/timing.md). With ``backend="ncu"``
+      durations are always ncu's counter;
     * ``backend`` ("cupti"): the measurement backend; ``"cuda-events"`` times each annotation with
       two CUDA events instead (no CUPTI needed, e.g. while torch.profiler holds CUPTI; metric
       ``cuda_event_elapsed.sum``, idle gaps included, no kernel names); ``"ncu"`` re-runs the script

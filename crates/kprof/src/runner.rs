@@ -94,16 +94,19 @@ pub enum RunOrder {
 /// it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum DurationSource {
-    /// Counters when this profiler can collect them, else records (the default). The choice is
-    /// made once per bench call, before any recorded run: the counter session is opened then,
-    /// and a failure (no counter permission, another profiler holding the counters, the CUDA
-    /// events backend) falls back to records with one warning.
-    #[default]
+    /// Counters when this profiler can collect them, else records. The choice is made once per
+    /// bench call, before any recorded run: the counter session is opened then, and a failure (no
+    /// counter permission, another profiler holding the counters, the CUDA events backend) falls
+    /// back to records with one warning. Not the default: with CUPTI 13.0 the counter pass mixes
+    /// node records into the spans of CUDA graphs replayed in the timing pass (they come out NaN,
+    /// with a warning), and its set-up costs about a second per process (docs/timing.md).
     Auto,
-    /// CUPTI's kernel activity records of the timing pass: one pass, no counter permission needed.
-    /// With concurrent records (the default trace) short kernels read below ncu (1M-float kernel:
-    /// 3.46 vs 4.22 us on the H200) and kernels of many tiny blocks above it (instrumentation);
-    /// with serial records every kernel reads about 0.5 us above ncu.
+    /// CUPTI's kernel activity records of the timing pass (the default): one pass, no counter
+    /// permission needed, CUDA graphs timed as their span. With concurrent records (the default
+    /// trace) short kernels read below ncu (1M-float kernel: 3.46 vs 4.22 us on the H200) and
+    /// kernels of many tiny blocks above it (instrumentation); with serial records every kernel
+    /// reads about 0.5 us above ncu.
+    #[default]
     Records,
     /// The counter `gpu__time_duration.sum` of every kernel, collected in the counter pass of every
     /// recorded run (with the kernel records off), as Nsight Compute measures it: one more pass of
@@ -121,9 +124,9 @@ impl DurationSource {
             "records" => Ok(DurationSource::Records),
             "counters" => Ok(DurationSource::Counters),
             other => Err(invalid_option(&format!(
-                "duration source {other:?} is not one: use \"auto\" (the default: counters when available, else \
-                 records), \"counters\" (the counter gpu__time_duration.sum, as Nsight Compute measures it) or \
-                 \"records\" (CUPTI kernel records of the timing pass)"
+                "duration source {other:?} is not one: use \"records\" (the default: CUPTI kernel records of the \
+                 timing pass), \"counters\" (the counter gpu__time_duration.sum, as Nsight Compute measures it) or \
+                 \"auto\" (counters when available, else records)"
             ))),
         }
     }
@@ -187,7 +190,7 @@ pub struct BenchOptions {
     /// the range's whole elapsed time). See `runner/counter_pass.rs`.
     pub replay_mode: ReplayMode,
     /// Where the durations of `gpu__time_duration.sum` come from (default
-    /// [`DurationSource::Auto`]: the counters when available, else the kernel records).
+    /// [`DurationSource::Records`]; see `docs/timing.md`).
     pub duration: DurationSource,
     /// Thermal guard before every run (default: auto, as nsight-python).
     pub thermal: ThermalOptions,
@@ -216,7 +219,7 @@ impl Default for BenchOptions {
             output_prefix: None,
             metrics: Vec::new(),
             replay_mode: ReplayMode::Application,
-            duration: DurationSource::Auto,
+            duration: DurationSource::Records,
             thermal: ThermalOptions::default(),
             conditions: true,
             collectors: Collectors::default(),

@@ -851,13 +851,29 @@ impl Profiler {
                             })
                             .collect();
                         if m == DEFAULT_METRIC {
-                            items.extend(
-                                graph_items
-                                    .iter()
-                                    .filter(|k| keep(k))
-                                    .map(|k| (k.start_ns, k.name.as_str(), k.end_ns.saturating_sub(k.start_ns) as f64)),
-                            );
+                            // A graph span that ends after the timing pass took in node records of
+                            // the counter pass: seen on the H200 (CUPTI 13.0) with concurrent
+                            // records turned off for the counter pass and on again, node records
+                            // of later launches came with an earlier launch's correlation id. Such
+                            // a span is not the graph's: NaN, and a warning once per bench.
+                            let stretched = graph_items.iter().any(|k| keep(k) && k.end_ns > *t1);
+                            items.extend(graph_items.iter().filter(|k| keep(k)).map(|k| {
+                                let v = if stretched {
+                                    f64::NAN
+                                } else {
+                                    k.end_ns.saturating_sub(k.start_ns) as f64
+                                };
+                                (k.start_ns, k.name.as_str(), v)
+                            }));
                             items.sort_by_key(|(t, _, _)| *t);
+                            let msg = format!(
+                                "{name}: a CUDA graph's node records ran past the timing pass (CUPTI mixes the node \
+                                 records of the counter pass into them): its span is NaN; use duration_source=\"records\" \
+                                 (the default) for benchmarks that replay graphs"
+                            );
+                            if stretched && !self.warnings.contains(&msg) {
+                                self.warnings.push(msg);
+                            }
                         }
                         let pairs: Vec<(&str, f64)> = items.iter().map(|(_, n, v)| (*n, *v)).collect();
                         match (s.failed, combine_kernels(&pairs, &opts.combine)) {

@@ -36,6 +36,9 @@ struct Mock {
     /// A graph launch gives one range in a counter pass (seen on the H200 with the kernel
     /// records off and graph records on), instead of none.
     graph_ranges: bool,
+    /// A graph's node records run this far past the timing pass (CUPTI 13.0 mixing in node
+    /// records of the counter pass).
+    graph_stretch_ns: u64,
 }
 
 impl Mock {
@@ -58,7 +61,7 @@ impl Mock {
                 name: "cuda-graph:1".into(),
                 demangled: None,
                 start_ns: t,
-                end_ns: t + dur,
+                end_ns: t + dur + self.graph_stretch_ns,
             },
         ));
     }
@@ -775,7 +778,7 @@ fn auto_takes_durations_from_the_counters_when_they_open_and_says_so_per_sample(
         "{:?}",
         col.values
     );
-    assert!(BenchOptions::default().duration == DurationSource::Auto);
+    assert!(BenchOptions::default().duration == DurationSource::Records);
     assert_eq!(BenchOptions::default().replay_mode, ReplayMode::Application);
 }
 
@@ -872,4 +875,36 @@ fn a_graph_launch_keeps_its_span_among_counter_durations_of_eager_kernels() {
             p.warnings()
         );
     }
+}
+
+#[test]
+fn a_graph_span_stretched_past_the_timing_pass_is_nan_with_one_warning() {
+    let (mock, mut p) = setup_mock(Mock {
+        passes: 1,
+        graph_stretch_ns: 3_000_000,
+        ..Default::default()
+    });
+    let m = mock.clone();
+    let o = BenchOptions {
+        duration: DurationSource::Counters,
+        ..opts(&[], ReplayMode::Application)
+    };
+    let raw = p
+        .bench("b", &[], &o, |_, run| {
+            run.annotate("g", |_| {
+                m.launch("k1", 10);
+                m.launch_graph(500);
+            })?;
+            Ok(())
+        })
+        .unwrap();
+    assert!(series(&raw, "g", DEFAULT_METRIC).1.iter().all(|v| v.is_nan()));
+    let w: Vec<&String> = p
+        .warnings()
+        .iter()
+        .filter(|w| w.contains("ran past the timing pass"))
+        .collect();
+    assert_eq!(w.len(), 1, "{:?}", p.warnings());
+    // Records (the default) keep the graph's span from the timing pass.
+    assert_eq!(BenchOptions::default().duration, DurationSource::Records);
 }
