@@ -4,6 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-dev.sh
 export KPROF_CUPTI_WHEEL_DIR="$PWD/target/cupti-wheel/unpacked"
+export KPROF_NVTX_INCLUDE="$PWD/target/nvtx-wheel/unpacked/nvidia/cu13/include"
 cargo test --workspace --locked
 # The HTML report in headless Chromium (Debian's chromium, installed when missing: about 1.5 min
 # once; the check itself takes a few seconds). Prints "N passed, N failed"; fails on a failed check.

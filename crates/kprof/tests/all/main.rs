@@ -19,5 +19,6 @@ mod ncu_bench;
 mod ncu_csv;
 mod ncu_relaunch;
 mod ncu_version;
+mod nvtx_headers;
 mod real_cupti;
 mod seed_counters_h200;
