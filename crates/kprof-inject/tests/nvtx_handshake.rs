@@ -128,7 +128,11 @@ fn kprof_engine_ranges_reach_the_injection_library() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(run.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
+    assert!(
+        run.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
     assert!(stdout.contains("1 passed"), "{stdout}");
     let status_path = out.join(format!("kprof-run-{}.json", run_pid(&out)));
     let status: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&status_path).unwrap()).unwrap();

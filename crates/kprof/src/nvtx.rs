@@ -18,10 +18,10 @@ pub mod copy;
 /// The NVTX domain name.
 pub const DOMAIN: &str = "kprof";
 
-/// The `kprof` domain's handle from the tool (0 without one), created at the first range.
-fn domain() -> *mut std::ffi::c_void {
-    static D: OnceLock<usize> = OnceLock::new();
-    *D.get_or_init(|| copy::domain_create(c"kprof") as usize) as *mut std::ffi::c_void
+/// The `kprof` domain's handle from the tool (null without one), created at the first range.
+fn domain() -> copy::DomainHandle {
+    static D: OnceLock<copy::DomainHandle> = OnceLock::new();
+    *D.get_or_init(|| copy::domain_create(c"kprof"))
 }
 
 /// Characters that NVTX filter expressions or ncu's CSV columns give a meaning to, plus `%` (the
@@ -78,7 +78,7 @@ pub fn validate_region_name(name: &str) -> Result<CString, EngineError> {
 /// An open NVTX push/pop range on the current thread; popped on drop. Not `Send`: a push/pop
 /// range must end on the thread that started it.
 pub struct NvtxRange {
-    domain: *mut std::ffi::c_void,
+    domain: copy::DomainHandle,
     _not_send: PhantomData<*const ()>,
 }
 

@@ -196,20 +196,24 @@ fn slot(cbid: usize) -> *mut c_void {
     GLOBALS.slots[abi::MODULE_CORE2 as usize][cbid].load(Ordering::Relaxed)
 }
 
-/// `nvtxDomainCreateA(name)`: the tool's handle, or null without a tool.
-pub fn domain_create(name: &CStr) -> *mut c_void {
+/// An NVTX domain handle (`nvtxDomainHandle_t`): opaque, given by the tool; null without one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DomainHandle(usize);
+
+/// `nvtxDomainCreateA(name)`: the tool's handle, or a null handle without a tool.
+pub fn domain_create(name: &CStr) -> DomainHandle {
     let f = slot(abi::CBID_CORE2_DOMAIN_CREATE_A);
     if f.is_null() {
-        return null_mut();
+        return DomainHandle(0);
     }
     // SAFETY: the tool wrote a function of this type into this slot.
     let f: abi::DomainCreateAFn = unsafe { std::mem::transmute::<*mut c_void, abi::DomainCreateAFn>(f) };
     // SAFETY: a NUL-terminated string that outlives the call.
-    unsafe { f(name.as_ptr()) }
+    DomainHandle(unsafe { f(name.as_ptr()) } as usize)
 }
 
 /// `nvtxDomainRangePushEx(domain, {ASCII message})`; no-op without a tool.
-pub fn domain_range_push(domain: *mut c_void, message: &CStr) {
+pub fn domain_range_push(domain: DomainHandle, message: &CStr) {
     let f = slot(abi::CBID_CORE2_DOMAIN_RANGE_PUSH_EX);
     if f.is_null() {
         return;
@@ -218,12 +222,12 @@ pub fn domain_range_push(domain: *mut c_void, message: &CStr) {
     // SAFETY: the tool wrote a function of this type into this slot; `attr` outlives the call.
     unsafe {
         let f = std::mem::transmute::<*mut c_void, abi::DomainRangePushExFn>(f);
-        f(domain, &attr);
+        f(domain.0 as *mut c_void, &attr);
     }
 }
 
 /// `nvtxDomainRangePop(domain)`; no-op without a tool.
-pub fn domain_range_pop(domain: *mut c_void) {
+pub fn domain_range_pop(domain: DomainHandle) {
     let f = slot(abi::CBID_CORE2_DOMAIN_RANGE_POP);
     if f.is_null() {
         return;
@@ -231,7 +235,7 @@ pub fn domain_range_pop(domain: *mut c_void) {
     // SAFETY: the tool wrote a function of this type into this slot.
     unsafe {
         let f = std::mem::transmute::<*mut c_void, abi::DomainRangePopFn>(f);
-        f(domain);
+        f(domain.0 as *mut c_void);
     }
 }
 

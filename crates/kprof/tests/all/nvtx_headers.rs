@@ -63,7 +63,11 @@ fn nvtx_declarations_match_the_nvtx_13_0_headers() {
         .arg("-ldl")
         .output()
         .unwrap();
-    assert!(out.status.success(), "gcc failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "gcc failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(Command::new(&exe).output().unwrap().stdout).unwrap();
     let got: HashMap<&str, i64> = text
         .lines()
@@ -90,35 +94,83 @@ fn nvtx_declarations_match_the_nvtx_13_0_headers() {
         ("NVTX_CBID_CUDART_SIZE", size(abi::MODULE_CUDART)),
         ("NVTX_CBID_CORE2_SIZE", size(abi::MODULE_CORE2)),
         ("NVTX_CBID_SYNC_SIZE", size(abi::MODULE_SYNC)),
-        ("NVTX_CBID_CORE2_DomainRangePushEx", abi::CBID_CORE2_DOMAIN_RANGE_PUSH_EX as i64),
-        ("NVTX_CBID_CORE2_DomainRangePop", abi::CBID_CORE2_DOMAIN_RANGE_POP as i64),
+        (
+            "NVTX_CBID_CORE2_DomainRangePushEx",
+            abi::CBID_CORE2_DOMAIN_RANGE_PUSH_EX as i64,
+        ),
+        (
+            "NVTX_CBID_CORE2_DomainRangePop",
+            abi::CBID_CORE2_DOMAIN_RANGE_POP as i64,
+        ),
         ("NVTX_CBID_CORE2_DomainCreateA", abi::CBID_CORE2_DOMAIN_CREATE_A as i64),
         ("NVTX_MESSAGE_TYPE_ASCII", abi::MESSAGE_TYPE_ASCII as i64),
-        ("sizeof(NvtxExportTableCallbacks)", size_of::<ExportTableCallbacks>() as i64),
-        ("NvtxExportTableCallbacks.struct_size", offset_of!(ExportTableCallbacks, struct_size) as i64),
+        (
+            "sizeof(NvtxExportTableCallbacks)",
+            size_of::<ExportTableCallbacks>() as i64,
+        ),
+        (
+            "NvtxExportTableCallbacks.struct_size",
+            offset_of!(ExportTableCallbacks, struct_size) as i64,
+        ),
         (
             "NvtxExportTableCallbacks.GetModuleFunctionTable",
             offset_of!(ExportTableCallbacks, get_module_function_table) as i64,
         ),
-        ("sizeof(NvtxExportTableVersionInfo)", size_of::<ExportTableVersionInfo>() as i64),
-        ("NvtxExportTableVersionInfo.struct_size", offset_of!(ExportTableVersionInfo, struct_size) as i64),
-        ("NvtxExportTableVersionInfo.version", offset_of!(ExportTableVersionInfo, version) as i64),
-        ("NvtxExportTableVersionInfo.reserved0", offset_of!(ExportTableVersionInfo, reserved0) as i64),
+        (
+            "sizeof(NvtxExportTableVersionInfo)",
+            size_of::<ExportTableVersionInfo>() as i64,
+        ),
+        (
+            "NvtxExportTableVersionInfo.struct_size",
+            offset_of!(ExportTableVersionInfo, struct_size) as i64,
+        ),
+        (
+            "NvtxExportTableVersionInfo.version",
+            offset_of!(ExportTableVersionInfo, version) as i64,
+        ),
+        (
+            "NvtxExportTableVersionInfo.reserved0",
+            offset_of!(ExportTableVersionInfo, reserved0) as i64,
+        ),
         (
             "NvtxExportTableVersionInfo.SetInjectionNvtxVersion",
             offset_of!(ExportTableVersionInfo, set_injection_nvtx_version) as i64,
         ),
         ("sizeof(nvtxEventAttributes_t)", size_of::<EventAttributes>() as i64),
-        ("nvtxEventAttributes_t.version", offset_of!(EventAttributes, version) as i64),
+        (
+            "nvtxEventAttributes_t.version",
+            offset_of!(EventAttributes, version) as i64,
+        ),
         ("nvtxEventAttributes_t.size", offset_of!(EventAttributes, size) as i64),
-        ("nvtxEventAttributes_t.category", offset_of!(EventAttributes, category) as i64),
-        ("nvtxEventAttributes_t.colorType", offset_of!(EventAttributes, color_type) as i64),
+        (
+            "nvtxEventAttributes_t.category",
+            offset_of!(EventAttributes, category) as i64,
+        ),
+        (
+            "nvtxEventAttributes_t.colorType",
+            offset_of!(EventAttributes, color_type) as i64,
+        ),
         ("nvtxEventAttributes_t.color", offset_of!(EventAttributes, color) as i64),
-        ("nvtxEventAttributes_t.payloadType", offset_of!(EventAttributes, payload_type) as i64),
-        ("nvtxEventAttributes_t.reserved0", offset_of!(EventAttributes, reserved0) as i64),
-        ("nvtxEventAttributes_t.payload", offset_of!(EventAttributes, payload) as i64),
-        ("nvtxEventAttributes_t.messageType", offset_of!(EventAttributes, message_type) as i64),
-        ("nvtxEventAttributes_t.message", offset_of!(EventAttributes, message) as i64),
+        (
+            "nvtxEventAttributes_t.payloadType",
+            offset_of!(EventAttributes, payload_type) as i64,
+        ),
+        (
+            "nvtxEventAttributes_t.reserved0",
+            offset_of!(EventAttributes, reserved0) as i64,
+        ),
+        (
+            "nvtxEventAttributes_t.payload",
+            offset_of!(EventAttributes, payload) as i64,
+        ),
+        (
+            "nvtxEventAttributes_t.messageType",
+            offset_of!(EventAttributes, message_type) as i64,
+        ),
+        (
+            "nvtxEventAttributes_t.message",
+            offset_of!(EventAttributes, message) as i64,
+        ),
     ];
     let mut bad = Vec::new();
     for (k, v) in &want {
@@ -127,8 +179,15 @@ fn nvtx_declarations_match_the_nvtx_13_0_headers() {
             other => bad.push(format!("{k}: header {other:?}, kprof {v}")),
         }
     }
-    assert!(bad.is_empty(), "NVTX declarations differ from the headers:\n{}", bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "NVTX declarations differ from the headers:\n{}",
+        bad.join("\n")
+    );
     assert_eq!(got.len(), want.len(), "{text}");
     // The largest table must fit every module.
-    assert_eq!(abi::MAX_CBID_SIZE as i64, want[10..16].iter().map(|(_, v)| *v).max().unwrap());
+    assert_eq!(
+        abi::MAX_CBID_SIZE as i64,
+        want[10..16].iter().map(|(_, v)| *v).max().unwrap()
+    );
 }

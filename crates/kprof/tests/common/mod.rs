@@ -104,11 +104,15 @@ pub fn nvtx_include() -> Result<PathBuf, String> {
     let dl = std::env::temp_dir().join("kprof-nvtx-wheel-download");
     let _ = std::fs::create_dir_all(&dl);
     let find = || {
-        std::fs::read_dir(&dl).ok()?.filter_map(|e| e.ok()).map(|e| e.path()).find(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("nvidia_nvtx-13.0.85") && n.ends_with(".whl"))
-        })
+        std::fs::read_dir(&dl)
+            .ok()?
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .find(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("nvidia_nvtx-13.0.85") && n.ends_with(".whl"))
+            })
     };
     if find().is_none() {
         for py in ["python3", "python"] {
@@ -123,10 +127,15 @@ pub fn nvtx_include() -> Result<PathBuf, String> {
         }
     }
     let wheel = find().ok_or_else(|| {
-        format!("the {NVTX_WHEEL_SPEC} wheel is not unpacked at $KPROF_NVTX_INCLUDE and `pip download` failed (offline?)")
+        format!(
+            "the {NVTX_WHEEL_SPEC} wheel is not unpacked at $KPROF_NVTX_INCLUDE and `pip download` failed (offline?)"
+        )
     })?;
     let status = Command::new("python3")
-        .args(["-c", "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])"])
+        .args([
+            "-c",
+            "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])",
+        ])
         .arg(&wheel)
         .arg(&root)
         .status()
