@@ -21,6 +21,7 @@ pub mod compare_cmd;
 pub mod doctor_cmd;
 pub mod env_show;
 pub mod import_cmd;
+pub mod inject_lib;
 pub mod metrics_cmd;
 pub mod plot_cmd;
 pub mod report_cmd;
@@ -28,7 +29,7 @@ pub mod results_input;
 pub mod run_cmd;
 
 #[derive(Parser, Debug)]
-#[command(name = "kprof", version, about = "GPU kernel profiling you can trust")]
+#[command(name = "kprof", version = kprof::VERSION, about = "GPU kernel profiling you can trust")]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -6,3 +6,4 @@ mod run_compare_doctor;
 mod run_metrics;
 mod run_metrics_h200;
 mod summarize_cmd;
+mod version;
