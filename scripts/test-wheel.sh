@@ -26,7 +26,8 @@ if [[ "$tag" =~ ^manylinux(1|2010|2014)_ ]] || { [ -n "$minor" ] && [ "$minor" -
 else
     fail "auditwheel: platform tag '${tag:-none}' is newer than manylinux_2_28 or missing"
 fi
-if python3 -m zipfile -l "$wheel" | grep -q 'kprof/lib/libkprof_inject.so'; then
+listing=$(python3 -m zipfile -l "$wheel")   # whole, then grep: `| grep -q` would break the pipe
+if grep -q 'kprof/lib/libkprof_inject.so' <<<"$listing"; then
     ok "the wheel carries kprof/lib/libkprof_inject.so"
 else
     fail "the wheel has no kprof/lib/libkprof_inject.so"
