@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 EXAMPLES=(gpu_check vector_scale sgemm multi_kernel graph counters_check conditions_check seed_counters)
 
 cargo build --release -p kprof --examples
-cargo build --release -p kprof-cli -p kprof-inject
+# kprof without its built-in copy of the injection library: the file is copied next to it below.
+KPROF_EMBED_INJECT=0 cargo build --release -p kprof-cli -p kprof-inject
 
 mkdir -p .carry/bin
 for ex in "${EXAMPLES[@]}"; do
@@ -20,9 +21,10 @@ for ex in "${EXAMPLES[@]}"; do
 done
 cp -f target/release/kprof .carry/bin/kprof
 cp -f target/release/libkprof_inject.so .carry/bin/libkprof_inject.so   # kprof run finds it next to kprof
-# The Python package (abi3 wheel: imports on the GPU machine's Python 3.12).
+# The Python package: the same wheel as for any machine (abi3 for Python >= 3.10, manylinux_2_28,
+# libkprof_inject.so inside); on the GPU machine: pip install --no-deps .carry/wheels/kprof-*.whl
 rm -rf .carry/wheels && mkdir -p .carry/wheels
-python3 -m pip wheel -q --no-deps -w .carry/wheels .
+scripts/build-wheel.sh .carry/wheels
 strip .carry/bin/* 2>/dev/null || true
 git rev-parse --short HEAD > .carry/bin/BUILT_FROM 2>/dev/null || true
 echo "built from $(cat .carry/bin/BUILT_FROM 2>/dev/null || echo '?'):"

@@ -1,25 +1,22 @@
 #!/usr/bin/env bash
-# Installs what building and testing kprof needs on a fresh Debian machine (idempotent):
-# libclang-dev (the nvtx crate's build script runs bindgen) and the CUPTI wheel whose headers and
-# libnvperf_host the offline tests read (never committed: NVIDIA's licence).
+# Fetches what the offline tests read on a fresh machine (idempotent), from PyPI: the CUPTI wheel
+# (headers and libnvperf_host) and the NVTX wheel (NVTX v3 headers, against which the
+# hand-written NVTX bindings are checked). Never committed: NVIDIA's licence. Nothing is
+# installed system-wide: building kprof needs only Rust (and a C linker), no libclang.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-need_apt=()
-dpkg -s libclang-dev >/dev/null 2>&1 || need_apt+=(libclang-dev)
-if [ ${#need_apt[@]} -gt 0 ]; then
-    echo "setup: installing ${need_apt[*]}"
-    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
-fi
-
-wheel_dir=target/cupti-wheel
-if ! ls "$wheel_dir"/nvidia_cuda_cupti-13.0.85-*.whl >/dev/null 2>&1; then
-    echo "setup: downloading nvidia-cuda-cupti 13.0.85 (headers for offline tests)"
-    python3 -m pip download -q --no-deps nvidia-cuda-cupti==13.0.85 -d "$wheel_dir" \
-        || echo "setup: could not download the CUPTI wheel; header checks will be skipped"
-fi
-if ls "$wheel_dir"/*.whl >/dev/null 2>&1 && [ ! -d "$wheel_dir/unpacked/nvidia" ]; then
-    python3 -m zipfile -e "$wheel_dir"/nvidia_cuda_cupti-13.0.85-*.whl "$wheel_dir/unpacked"
-fi
+# fetch NAME VERSION DIR: downloads the wheel into DIR and unpacks it into DIR/unpacked.
+fetch() {
+    local name=$1 version=$2 dir=$3 file=${1//-/_}
+    if ! ls "$dir/$file-$version-"*.whl >/dev/null 2>&1; then
+        echo "setup: downloading $name $version (headers for offline tests)"
+        python3 -m pip download -q --no-deps "$name==$version" -d "$dir" \
+            || { echo "setup: could not download $name; the tests that need it will be skipped"; return 0; }
+    fi
+    if [ ! -d "$dir/unpacked/nvidia" ]; then
+        python3 -m zipfile -e "$dir/$file-$version-"*.whl "$dir/unpacked"
+    fi
+}
+fetch nvidia-cuda-cupti 13.0.85 target/cupti-wheel
+fetch nvidia-nvtx 13.0.85 target/nvtx-wheel

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# The Python package's tests: builds and installs kprof (pip install . builds the PyO3 extension with
-# maturin), then runs pytest from outside the source tree so the installed package is the one tested.
+# The Python package's tests, in a virtual environment this script creates (target/test-venv; the
+# global interpreter is never touched): builds the wheel (scripts/build-wheel.sh), installs it,
+# runs pytest from outside the source tree so the installed package is the one tested, then
+# checks the wheel as a user gets it (scripts/test-wheel.sh: tag, fresh venv without cargo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m pip install --quiet pytest
-python3 -m pip install --quiet .
+wheel=$(scripts/build-wheel.sh | tail -1)
+venv=target/test-venv
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/python" -m pip install -q pytest "$wheel"
+"$venv/bin/python" -m pip install -q --force-reinstall --no-deps "$wheel"
 repo="$PWD"
-cd "$(mktemp -d)"
-python3 -m pytest -q -p no:cacheprovider --rootdir "$repo" "$repo/tests/python"
+(cd "$(mktemp -d)" && "$repo/$venv/bin/python" -m pytest -q -p no:cacheprovider --rootdir "$repo" "$repo/tests/python")
+scripts/test-wheel.sh "$wheel"

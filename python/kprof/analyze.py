@@ -841,6 +841,14 @@ def _write_sidecar(csv_path: str, fingerprint: dict) -> str:
     return path
 
 
+def _add_note(e: BaseException, note: str) -> None:
+    """``e.add_note(note)`` (Python 3.11+); on 3.10 the note is appended to ``e.__notes__`` directly."""
+    if hasattr(e, "add_note"):
+        e.add_note(note)
+    else:  # pragma: no cover - Python 3.10
+        e.__notes__ = [*getattr(e, "__notes__", []), note]
+
+
 def _append_derived(raw: dict[str, list], config_index: list[int], configs: list[tuple], settings: Settings) -> None:
     """Adds derive_metric's rows (nsight-python: called as f(*metric values, *config values))."""
     derive = settings.derive_metric
@@ -857,9 +865,10 @@ def _append_derived(raw: dict[str, list], config_index: list[int], configs: list
         try:
             out = derive(*values, *configs[ci])
         except Exception as e:
-            e.add_note(
+            _add_note(
+                e,
                 f"raised by derive_metric {_callable_name(derive)} for annotation {annotation_name!r}, "
-                f"config {configs[ci]!r}, run {run}"
+                f"config {configs[ci]!r}, run {run}",
             )
             raise
         items = out.items() if isinstance(out, dict) else [(default_name, out)]

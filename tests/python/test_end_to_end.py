@@ -498,6 +498,53 @@ def test_cli_version(capfd):
     assert "Usage" in capfd.readouterr().err
 
 
+def test_version_carries_the_git_revision():
+    from importlib.metadata import version
+
+    v = kprof.__version__
+    assert re.fullmatch(r"\d+\.\d+\.\d+(\+g[0-9a-f]{4,40})?", v), v
+    assert v.split("+")[0] == version("kprof")
+    repo = os.path.join(os.path.dirname(__file__), "..", "..")
+    try:
+        rev = subprocess.run(["git", "-C", repo, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    except OSError:
+        pytest.skip("git is not installed")
+    if rev.returncode != 0 or os.environ.get("KPROF_GIT_REV"):
+        pytest.skip("not a git checkout, or KPROF_GIT_REV overrides the revision")
+    assert v.endswith("+g" + rev.stdout.strip()), (v, rev.stdout)
+
+
+def test_cli_searches_the_folders_python_gives_it(tmp_path, capfd, monkeypatch):
+    monkeypatch.delenv("KPROF_INJECT_PATH", raising=False)
+    lib = tmp_path / "libkprof_inject.so"
+    lib.write_bytes(b"")
+    _core.cli_main(["kprof", "doctor"], [str(tmp_path / "nothing-here"), str(tmp_path)])
+    out = capfd.readouterr().out
+    assert f"kprof run: injection library {os.path.realpath(lib)}" in out, out
+
+
+def test_inject_search_dirs_are_the_package_then_the_environment():
+    from kprof import cli
+
+    package = os.path.dirname(os.path.abspath(cli.__file__))
+    # sys.prefix is the virtual environment, not the folder of the interpreter it links to.
+    assert cli.inject_search_dirs() == [
+        os.path.join(package, "lib"),
+        os.path.join(sys.prefix, "bin"),
+        os.path.join(sys.prefix, "lib"),
+    ]
+
+
+def test_console_script_finds_the_packaged_injection_library():
+    exe = os.path.join(os.path.dirname(sys.executable), "kprof")
+    packaged = os.path.join(os.path.dirname(os.path.abspath(kprof.__file__)), "lib", "libkprof_inject.so")
+    if not os.path.exists(exe) or not os.path.exists(packaged):
+        pytest.skip("needs the wheel from scripts/build-wheel.sh installed (it ships kprof/lib/libkprof_inject.so)")
+    env = {k: v for k, v in os.environ.items() if k != "KPROF_INJECT_PATH"}
+    done = subprocess.run([exe, "doctor"], capture_output=True, text=True, env=env)
+    assert f"kprof run: injection library {os.path.realpath(packaged)}" in done.stdout, done.stdout
+
+
 def test_console_script():
     exe = os.path.join(os.path.dirname(sys.executable), "kprof")
     if not os.path.exists(exe):

@@ -24,6 +24,7 @@ pub mod env_show;
 pub mod history_cmd;
 pub mod history_plot;
 pub mod import_cmd;
+pub mod inject_lib;
 pub mod metrics_cmd;
 pub mod output;
 pub mod plot_cmd;
@@ -33,7 +34,7 @@ pub mod run_cmd;
 pub mod store_cmd;
 
 #[derive(Parser, Debug)]
-#[command(name = "kprof", version, about = "GPU kernel profiling you can trust")]
+#[command(name = "kprof", version = kprof::VERSION, about = "GPU kernel profiling you can trust")]
 struct Cli {
     #[command(subcommand)]
     command: Command,

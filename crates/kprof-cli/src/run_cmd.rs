@@ -1,7 +1,7 @@
 //! `kprof run [OPTIONS] -- COMMAND ARGS...`: profiles an unmodified CUDA program.
 //!
 //! The command runs with `CUDA_INJECTION64_PATH` and `NVTX_INJECTION64_PATH` set to
-//! `libkprof_inject.so` (next to the kprof executable, or `KPROF_INJECT_PATH`), so every process
+//! `libkprof_inject.so` (found as [`crate::inject_lib`] says), so every process
 //! it starts that initialises CUDA records its kernels and NVTX ranges and writes
 //! `kprof-run-<pid>.csv` at exit (see the `kprof-inject` crate). kprof then merges the files of
 //! every process and every repetition, writes `raw.csv` and `processed.csv` into `--out`, and
@@ -38,10 +38,7 @@ use kprof_core::io::{self, ReadOptions};
 use kprof_core::pipeline::{process, ProcessOptions};
 use kprof_core::{Config, ExtraValue, ParamValue, RawResults, SampleRecord, DEFAULT_METRIC};
 
-/// Env var: an explicit path to libkprof_inject.so.
-pub const ENV_INJECT_PATH: &str = "KPROF_INJECT_PATH";
-/// The injection library's file name.
-pub const INJECT_LIB: &str = "libkprof_inject.so";
+pub use crate::inject_lib::{ENV_INJECT_PATH, INJECT_LIB};
 const INJECTION_VARS: [&str; 2] = ["CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH"];
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -200,31 +197,15 @@ fn metrics_catalog() -> Result<Option<MetricsCatalog>> {
 }
 
 /// Finds libkprof_inject.so: `KPROF_INJECT_PATH`, else next to the kprof executable (or in
-/// `../lib` of its directory).
+/// `../lib` of its directory), else the folders the Python package registered, else the copy
+/// built into a release executable (see [`crate::inject_lib`]).
 pub fn find_inject_lib(explicit: Option<PathBuf>, exe: Option<PathBuf>) -> Result<PathBuf> {
-    if let Some(p) = explicit {
-        if p.is_file() {
-            return Ok(std::fs::canonicalize(&p).unwrap_or(p));
-        }
-        bail!("{ENV_INJECT_PATH}={} is not a file", p.display());
-    }
-    let mut tried = Vec::new();
-    if let Some(dir) = exe.as_deref().and_then(Path::parent) {
-        for p in [dir.join(INJECT_LIB), dir.join("../lib").join(INJECT_LIB)] {
-            if p.is_file() {
-                return Ok(std::fs::canonicalize(&p).unwrap_or(p));
-            }
-            tried.push(p.display().to_string());
-        }
-    }
-    bail!(
-        "cannot find {INJECT_LIB} (tried: {}); build it with `cargo build --release -p kprof-inject` \
-         and put it next to the kprof executable, or set {ENV_INJECT_PATH}",
-        if tried.is_empty() {
-            "nothing: the kprof executable's path is unknown".into()
-        } else {
-            tried.join(", ")
-        }
+    crate::inject_lib::find(
+        explicit,
+        exe,
+        &crate::inject_lib::search_dirs(),
+        crate::inject_lib::embedded(),
+        &crate::inject_lib::cache_roots(|v| std::env::var(v).ok()),
     )
 }
 
@@ -926,7 +907,8 @@ mod tests {
     #[test]
     fn missing_library_message() {
         let dir = tempfile::tempdir().unwrap();
-        let e = find_inject_lib(None, Some(dir.path().join("kprof")))
+        // Without the copy a release build carries (the lookup itself is tested in inject_lib).
+        let e = crate::inject_lib::find(None, Some(dir.path().join("kprof")), &[], None, &[])
             .unwrap_err()
             .to_string();
         assert!(

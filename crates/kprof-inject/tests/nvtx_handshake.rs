@@ -1,30 +1,14 @@
-//! The real NVTX v3 handshake without a GPU: a small C program built with gcc against the NVTX
-//! v3 headers that the `nvtx-sys` crate ships (found in the cargo registry; the test is skipped
-//! when gcc or the headers are missing) runs with `NVTX_INJECTION64_PATH` = libkprof_inject.so;
-//! the library's status file must list every range.
+//! The real NVTX v3 handshake without a GPU, with `NVTX_INJECTION64_PATH` = libkprof_inject.so;
+//! the library's status file must list every range:
+//! - a small C program built with gcc against NVIDIA's NVTX v3 headers (the `nvidia-nvtx` wheel,
+//!   see the kprof crate's `tests/common`; skipped when gcc or the headers are missing);
+//! - kprof's own NVTX copy (`kprof::nvtx`, hand-written bindings), from a child of this test.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn nvtx_include() -> Option<PathBuf> {
-    let home = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")))?;
-    for reg in std::fs::read_dir(home.join("registry/src")).ok()? {
-        let reg = reg.ok()?.path();
-        let Ok(rd) = std::fs::read_dir(&reg) else { continue };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.file_name()?.to_string_lossy().starts_with("nvtx-sys-") {
-                let inc = p.join("c/include");
-                if inc.join("nvtx3/nvToolsExt.h").is_file() {
-                    return Some(inc);
-                }
-            }
-        }
-    }
-    None
-}
+#[path = "../../kprof/tests/common/mod.rs"]
+mod common;
 
 fn inject_lib() -> PathBuf {
     // target/<profile>/deps/<test>: `cargo test` rebuilds deps/libkprof_inject.so but copies it
@@ -39,9 +23,9 @@ fn inject_lib() -> PathBuf {
 
 #[test]
 fn nvtx_program_ranges_reach_the_injection_library() {
-    let Some(inc) = nvtx_include() else {
-        eprintln!("skipped: NVTX v3 headers (nvtx-sys) not found in the cargo registry");
-        return;
+    let inc = match common::nvtx_include() {
+        Ok(d) => d,
+        Err(why) => return common::skip("nvtx_program_ranges_reach_the_injection_library", &why),
     };
     let lib = inject_lib();
     assert!(
@@ -104,6 +88,69 @@ fn nvtx_program_ranges_reach_the_injection_library() {
     // No CUPTI here: the error says so, and no raw CSV is written (no kernels).
     assert!(status["errors"][0].as_str().unwrap().contains("CUPTI"), "{status:#}");
     assert!(status["raw_csv"].is_null());
+}
+
+/// Set in the child of [`kprof_engine_ranges_reach_the_injection_library`].
+const CHILD_ENV: &str = "KPROF_TEST_NVTX_CHILD";
+
+/// The child's half: pushes ranges through kprof's NVTX copy (a no-op test in a normal run).
+#[test]
+fn engine_ranges_child() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        return;
+    }
+    for _ in 0..3 {
+        let outer = kprof::nvtx::push_range("x * 2 (outer)").unwrap();
+        let inner = kprof::nvtx::push_range("inner").unwrap();
+        drop(inner);
+        drop(outer);
+    }
+    let how = kprof::nvtx::copy::injection();
+    assert!(
+        matches!(how, kprof::nvtx::copy::Injection::Attached { path: Some(_) }),
+        "{how:?}"
+    );
+}
+
+#[test]
+fn kprof_engine_ranges_reach_the_injection_library() {
+    let lib = inject_lib();
+    assert!(lib.is_file(), "{} missing", lib.display());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let run = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "engine_ranges_child", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, "1")
+        .env("NVTX_INJECTION64_PATH", &lib)
+        .env("KPROF_RUN_OUTPUT", &out)
+        .env("KPROF_CUPTI_PATH", dir.path().join("no-cupti-here"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(stdout.contains("1 passed"), "{stdout}");
+    let status_path = out.join(format!("kprof-run-{}.json", run_pid(&out)));
+    let status: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&status_path).unwrap()).unwrap();
+    assert_eq!(status["nvtx_copies_attached"], 1, "{status:#}");
+    let count = |name: &str| {
+        status["ranges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["domain"] == "kprof" && r["name"] == name)
+            .map(|r| r["count"].as_u64().unwrap())
+            .unwrap_or(0)
+    };
+    // Names reach the tool percent-encoded (kprof::nvtx::encode_range_name), in the kprof domain.
+    assert_eq!(count("x%20%2A%202%20(outer)"), 3, "{status:#}");
+    assert_eq!(count("inner"), 3, "{status:#}");
+    assert_eq!(status["anomalies"]["left_open"], 0);
+    assert_eq!(status["anomalies"]["unmatched_pops"], 0);
 }
 
 /// The pid in the only status file in `dir`.

@@ -36,8 +36,9 @@ mod plot;
 mod results_io;
 mod store;
 
-/// The package version (the workspace version).
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The package version: the workspace version with the git revision it was built from
+/// ([`kprof::VERSION`], e.g. `0.1.0+g1a2b3c4`).
+pub const VERSION: &str = kprof::VERSION;
 
 /// Converts one Python value to a [`ParamValue`].
 ///
@@ -186,10 +187,15 @@ fn py_write_file(py: Python<'_>, path: std::path::PathBuf, data: &[u8]) -> PyRes
     py.detach(|| write_file(&path, data))
 }
 
-/// `cli_main(argv: list[str]) -> int`: the `kprof` console command (the same CLI as the Rust
-/// binary; `argv[0]` is the program name). Returns the exit code.
+
+/// `cli_main(argv: list[str], inject_dirs: list[str] = []) -> int`: the `kprof` console command
+/// (the same CLI as the Rust binary; `argv[0]` is the program name). `inject_dirs` are more
+/// folders where `kprof run` and `kprof doctor` look for libkprof_inject.so (the package's `lib`,
+/// the environment's `bin` and `lib`: see `kprof.cli`). Returns the exit code.
 #[pyfunction]
-fn cli_main(py: Python<'_>, argv: Vec<String>) -> i32 {
+#[pyo3(signature = (argv, inject_dirs = Vec::new()))]
+fn cli_main(py: Python<'_>, argv: Vec<String>, inject_dirs: Vec<String>) -> i32 {
+    kprof_cli::inject_lib::set_search_dirs(inject_dirs.into_iter().map(Into::into).collect());
     py.detach(|| kprof_cli::run(argv))
 }
 

@@ -109,6 +109,11 @@
 
 pub use kprof_core as core;
 
+/// kprof's version with the git revision it was built from, when known (`0.1.0+g1a2b3c4`, a PEP
+/// 440 local version; plain `0.1.0` outside a git checkout). Set by `build.rs`; the
+/// `KPROF_GIT_REV` environment variable at build time overrides git.
+pub const VERSION: &str = env!("KPROF_VERSION_FULL");
+
 pub mod attribution;
 
 /// Locks a mutex, taking over its data if a thread panicked while holding it (kprof's shared

@@ -1,22 +1,27 @@
 //! NVTX push/pop ranges in the ASCII domain `kprof`, so that `ncu --nvtx --nvtx-include
 //! "kprof@<name>/"` and nsys see the same regions as the CUPTI backend.
 //!
-//! Uses NVIDIA's `nvtx` crate (NVTX v3 compiled in; a no-op unless a tool injects itself through
-//! `NVTX_INJECTION64_PATH`). Names are always passed as ASCII `CString`s: the crate's `&str`
-//! conversions make wide strings, which ncu 2025.3 shows as one character and its filters then
-//! match nothing.
+//! kprof carries its own NVTX v3 copy ([`copy`], with hand-written declarations in [`abi`]; no C
+//! compiler or libclang at build time): a no-op unless a tool injects itself through
+//! `NVTX_INJECTION64_PATH`, exactly as a C program's NVTX copy. Names are always passed as ASCII
+//! strings: wide strings show in ncu 2025.3 as one character and its filters then match nothing.
 
 use std::ffi::CString;
+use std::marker::PhantomData;
 use std::sync::OnceLock;
 
 use crate::error::EngineError;
 
+pub mod abi;
+pub mod copy;
+
 /// The NVTX domain name.
 pub const DOMAIN: &str = "kprof";
 
-fn domain() -> &'static nvtx::Domain {
-    static D: OnceLock<nvtx::Domain> = OnceLock::new();
-    D.get_or_init(|| nvtx::Domain::new(c"kprof"))
+/// The `kprof` domain's handle from the tool (null without one), created at the first range.
+fn domain() -> copy::DomainHandle {
+    static D: OnceLock<copy::DomainHandle> = OnceLock::new();
+    *D.get_or_init(|| copy::domain_create(c"kprof"))
 }
 
 /// Characters that NVTX filter expressions or ncu's CSV columns give a meaning to, plus `%` (the
@@ -73,7 +78,14 @@ pub fn validate_region_name(name: &str) -> Result<CString, EngineError> {
 /// An open NVTX push/pop range on the current thread; popped on drop. Not `Send`: a push/pop
 /// range must end on the thread that started it.
 pub struct NvtxRange {
-    _range: nvtx::domain::LocalRange<'static>,
+    domain: copy::DomainHandle,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Drop for NvtxRange {
+    fn drop(&mut self) {
+        copy::domain_range_pop(self.domain);
+    }
 }
 
 impl std::fmt::Debug for NvtxRange {
@@ -90,8 +102,11 @@ pub fn push_range(name: &str) -> Result<NvtxRange, EngineError> {
 
 /// Pushes a range from an already validated ASCII name.
 pub fn push_range_cstr(name: CString) -> NvtxRange {
+    let domain = domain();
+    copy::domain_range_push(domain, &name);
     NvtxRange {
-        _range: domain().local_range(name),
+        domain,
+        _not_send: PhantomData,
     }
 }
 

@@ -15,8 +15,8 @@ use super::ConditionsError;
 /// kprof's version (the engine crate's).
 pub const KPROF_VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// The git revision kprof was built from: `KPROF_GIT_REV` at build time (set by the build
-/// scripts), else `unknown`.
+/// The git revision kprof was built from: `KPROF_GIT_REV` at build time (the environment
+/// variable, else `git rev-parse --short HEAD`, both read by the crate's `build.rs`), else `unknown`.
 pub const KPROF_GIT_REV: &str = match option_env!("KPROF_GIT_REV") {
     Some(r) => r,
     None => "unknown",

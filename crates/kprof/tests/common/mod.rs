@@ -80,3 +80,68 @@ pub fn skip(test: &str, why: &str) {
     eprintln!("SKIPPED {test}: {why}");
     println!("SKIPPED {test}: {why}");
 }
+
+/// The NVTX v3 headers' wheel (the CUPTI wheel has none): `nvidia-nvtx`, the CUDA 13.0 release.
+pub const NVTX_WHEEL_SPEC: &str = "nvidia-nvtx==13.0.85";
+
+/// Returns the `include` directory holding `nvtx3/nvToolsExt.h` from the `nvidia-nvtx` wheel, or
+/// why not: `$KPROF_NVTX_INCLUDE` (set by scripts/test.sh after scripts/setup-dev.sh unpacked the
+/// wheel), else an extraction under the system temp directory, else `pip download`.
+pub fn nvtx_include() -> Result<PathBuf, String> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let has = |d: &Path| d.join("nvtx3/nvToolsExt.h").is_file();
+    if let Some(d) = std::env::var_os("KPROF_NVTX_INCLUDE").map(PathBuf::from) {
+        if has(&d) {
+            return Ok(d);
+        }
+    }
+    let root = std::env::temp_dir().join("kprof-nvtx-wheel-13.0.85");
+    let inc = root.join("nvidia/cu13/include");
+    if has(&inc) {
+        return Ok(inc);
+    }
+    let dl = std::env::temp_dir().join("kprof-nvtx-wheel-download");
+    let _ = std::fs::create_dir_all(&dl);
+    let find = || {
+        std::fs::read_dir(&dl)
+            .ok()?
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .find(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("nvidia_nvtx-13.0.85") && n.ends_with(".whl"))
+            })
+    };
+    if find().is_none() {
+        for py in ["python3", "python"] {
+            let ok = Command::new(py)
+                .args(["-m", "pip", "download", "--no-deps", "--quiet", NVTX_WHEEL_SPEC, "-d"])
+                .arg(&dl)
+                .status()
+                .is_ok_and(|s| s.success());
+            if ok {
+                break;
+            }
+        }
+    }
+    let wheel = find().ok_or_else(|| {
+        format!(
+            "the {NVTX_WHEEL_SPEC} wheel is not unpacked at $KPROF_NVTX_INCLUDE and `pip download` failed (offline?)"
+        )
+    })?;
+    let status = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])",
+        ])
+        .arg(&wheel)
+        .arg(&root)
+        .status()
+        .map_err(|e| format!("python3 to unzip the wheel: {e}"))?;
+    if !status.success() || !has(&inc) {
+        return Err(format!("could not extract {}", wheel.display()));
+    }
+    Ok(inc)
+}

@@ -1,6 +1,6 @@
 //! PNG output (embedded font, compared with a stored image), distributions and the HTML report.
 
-mod common;
+use crate::common;
 
 use common::*;
 use kprof_core::{Config, MissingBaseline, DEFAULT_METRIC};

@@ -1,6 +1,6 @@
 //! SVG structure: series, error bars, facets, axis labels, log2 axis, many series, bad input.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

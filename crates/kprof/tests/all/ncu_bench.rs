@@ -60,9 +60,14 @@ fn log_call(what: &str) {
 
 fn relaunch(dir: &Path, ncu: &Path, bench: &str) -> Relaunch {
     let exe = std::env::current_exe().unwrap();
-    let args: Vec<OsString> = ["--exact", "relaunch_end_to_end", "--nocapture", "--test-threads=1"]
-        .map(OsString::from)
-        .to_vec();
+    let args: Vec<OsString> = [
+        "--exact",
+        "ncu_bench::relaunch_end_to_end",
+        "--nocapture",
+        "--test-threads=1",
+    ]
+    .map(OsString::from)
+    .to_vec();
     Relaunch {
         program: Some((exe.into_os_string(), args)),
         env: vec![

@@ -2,7 +2,7 @@
 //! headers from the `nvidia-cuda-cupti==13.0.85` wheel. Skips (with a printed reason) when the
 //! wheel cannot be found or downloaded, or when gcc is missing.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! without a driver fails with an error value instead of a panic. Skips with a reason when the
 //! wheel is unavailable.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::path::PathBuf;

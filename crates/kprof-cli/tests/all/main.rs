@@ -1,0 +1,10 @@
+//! The crate's integration tests, linked as one test binary (one module per former test file).
+
+mod metadata;
+mod metrics_cmd;
+mod plot_report_cmd;
+mod run_compare_doctor;
+mod run_metrics;
+mod run_metrics_h200;
+mod summarize_cmd;
+mod version;

@@ -1,0 +1,7 @@
+//! The crate's integration tests, linked as one test binary (one module per former test file).
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod png_and_report;
+mod svg_structure;
