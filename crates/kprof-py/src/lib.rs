@@ -187,7 +187,6 @@ fn py_write_file(py: Python<'_>, path: std::path::PathBuf, data: &[u8]) -> PyRes
     py.detach(|| write_file(&path, data))
 }
 
-
 /// `cli_main(argv: list[str], inject_dirs: list[str] = []) -> int`: the `kprof` console command
 /// (the same CLI as the Rust binary; `argv[0]` is the program name). `inject_dirs` are more
 /// folders where `kprof run` and `kprof doctor` look for libkprof_inject.so (the package's `lib`,

@@ -2,9 +2,11 @@
 
 mod metadata;
 mod metrics_cmd;
+mod output_files;
 mod plot_report_cmd;
 mod run_compare_doctor;
 mod run_metrics;
 mod run_metrics_h200;
+mod store_history;
 mod summarize_cmd;
 mod version;
