@@ -185,7 +185,7 @@ pub fn injection() -> &'static Injection {
     STATE.get_or_init(|| {
         let r = attach(std::env::var_os(ENV_INJECTION_PATH));
         if let Injection::Failed { reason } = &r {
-            eprintln!("kprof: {reason}");
+            log::warn!("kprof: {reason}");
         }
         r
     })
