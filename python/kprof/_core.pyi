@@ -2,6 +2,7 @@
 documented in the Rust source; the contracts of the dict-of-columns arguments are in
 ``kprof/results.py`` and ``kprof/_backend.py``."""
 
+import os
 from typing import Any, Callable, Sequence
 
 __version__: str
@@ -65,3 +66,12 @@ def save_results_json(
     raw: dict[str, list[Any]], options: dict[str, Any], path: str, environment: str | None = None
 ) -> None: ...
 def write_file(path: str, data: bytes) -> None: ...
+def store_raw(
+    raw: dict[str, list[Any]],
+    options: dict[str, Any],
+    db: str | os.PathLike[str],
+    name: str,
+    tags: list[tuple[str, str]],
+    commit: str | None = None,
+    environment: str | None = None,
+) -> int: ...
