@@ -39,24 +39,7 @@ pub struct HistoryPlotArgs {
 }
 
 fn nan_summary() -> Summary {
-    Summary {
-        num_runs: 0,
-        total_runs: 0,
-        mean: f64::NAN,
-        std_dev: f64::NAN,
-        min: f64::NAN,
-        max: f64::NAN,
-        median: f64::NAN,
-        p05: f64::NAN,
-        p95: f64::NAN,
-        ci95_lower: f64::NAN,
-        ci95_upper: f64::NAN,
-        rsd_pct: f64::NAN,
-        stable: None,
-        outliers_mild: 0,
-        outliers_severe: 0,
-        bootstrap: None,
-    }
+    Summary::empty(0)
 }
 
 /// The histories as a processed table kprof-plot draws: one row per (commit, series), the

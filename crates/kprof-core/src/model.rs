@@ -633,6 +633,31 @@ pub struct Summary {
     pub bootstrap: Option<BootstrapCi>,
 }
 
+impl Summary {
+    /// The statistics of a series without a valid sample: every value NaN, no runs counted but
+    /// `total_runs` (its failed runs).
+    pub fn empty(total_runs: usize) -> Summary {
+        Summary {
+            num_runs: 0,
+            total_runs,
+            mean: f64::NAN,
+            std_dev: f64::NAN,
+            min: f64::NAN,
+            max: f64::NAN,
+            median: f64::NAN,
+            p05: f64::NAN,
+            p95: f64::NAN,
+            ci95_lower: f64::NAN,
+            ci95_upper: f64::NAN,
+            rsd_pct: f64::NAN,
+            stable: None,
+            outliers_mild: 0,
+            outliers_severe: 0,
+            bootstrap: None,
+        }
+    }
+}
+
 /// Percentile-bootstrap 95% intervals for the mean and the median.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BootstrapCi {

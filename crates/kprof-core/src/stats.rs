@@ -295,22 +295,8 @@ fn summarize_with_t(sorted: &[f64], total_runs: usize, opts: &StatsOptions, t975
     let bootstrap = opts.bootstrap.as_ref().map(|b| bootstrap_ci(sorted, b));
     if n == 0 {
         return Summary {
-            num_runs: 0,
-            total_runs,
-            mean: f64::NAN,
-            std_dev: f64::NAN,
-            min: f64::NAN,
-            max: f64::NAN,
-            median: f64::NAN,
-            p05: f64::NAN,
-            p95: f64::NAN,
-            ci95_lower: f64::NAN,
-            ci95_upper: f64::NAN,
-            rsd_pct: f64::NAN,
-            stable: None,
-            outliers_mild: 0,
-            outliers_severe: 0,
             bootstrap,
+            ..Summary::empty(total_runs)
         };
     }
     let min = sorted[0];

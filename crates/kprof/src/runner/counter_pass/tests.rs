@@ -753,20 +753,23 @@ fn durations_from_the_counters_are_refused_without_the_cupti_backend_and_a_bad_n
     );
 }
 
+/// One region "a" with one 10 ns kernel, durations `duration` (application replay).
+fn bench_one_kernel(mock: &Arc<Mock>, p: &mut Profiler, duration: DurationSource) -> Result<RawResults, EngineError> {
+    let m = mock.clone();
+    let o = BenchOptions {
+        duration,
+        ..opts(&[], ReplayMode::Application)
+    };
+    p.bench("b", &[], &o, |_, run| {
+        run.annotate("a", |_| m.launch("k1", 10))?;
+        Ok(())
+    })
+}
+
 #[test]
 fn auto_takes_durations_from_the_counters_when_they_open_and_says_so_per_sample() {
     let (mock, mut p) = setup(1);
-    let m = mock.clone();
-    let o = BenchOptions {
-        duration: DurationSource::Auto,
-        ..opts(&[], ReplayMode::Application)
-    };
-    let raw = p
-        .bench("b", &[], &o, |_, run| {
-            run.annotate("a", |_| m.launch("k1", 10))?;
-            Ok(())
-        })
-        .unwrap();
+    let raw = bench_one_kernel(&mock, &mut p, DurationSource::Auto).unwrap();
     assert_eq!(
         series(&raw, "a", DEFAULT_METRIC).1,
         vec![13.0, 13.0],
@@ -789,17 +792,7 @@ fn auto_falls_back_to_the_records_with_one_warning_when_the_counters_cannot_open
         fail_open: Some("CUPTI_ERROR_INSUFFICIENT_PRIVILEGES".into()),
         ..Default::default()
     });
-    let m = mock.clone();
-    let o = BenchOptions {
-        duration: DurationSource::Auto,
-        ..opts(&[], ReplayMode::Application)
-    };
-    let raw = p
-        .bench("b", &[], &o, |_, run| {
-            run.annotate("a", |_| m.launch("k1", 10))?;
-            Ok(())
-        })
-        .unwrap();
+    let raw = bench_one_kernel(&mock, &mut p, DurationSource::Auto).unwrap();
     assert_eq!(
         series(&raw, "a", DEFAULT_METRIC).1,
         vec![10.0, 10.0],
@@ -816,16 +809,7 @@ fn auto_falls_back_to_the_records_with_one_warning_when_the_counters_cannot_open
     let col = raw.extras.iter().find(|c| c.name == "DurationSource").unwrap();
     assert!(col.values.iter().all(|v| *v == ExtraValue::Text("records".into())));
     // Asked for explicitly, the counters' failure is an error, not a fallback.
-    let o = BenchOptions {
-        duration: DurationSource::Counters,
-        ..o
-    };
-    let e = p
-        .bench("c", &[], &o, |_, run| {
-            run.annotate("a", |_| m.launch("k1", 10))?;
-            Ok(())
-        })
-        .unwrap_err();
+    let e = bench_one_kernel(&mock, &mut p, DurationSource::Counters).unwrap_err();
     assert!(e.to_string().contains("INSUFFICIENT_PRIVILEGES"), "{e}");
 }
 
