@@ -38,8 +38,10 @@ if has kprof; then
         step "kprof $*"
         timeout 150 env "$@" 2>&1 | tee -a "$LOG"
     }
-    # Default settings first (auto durations, concurrent trace, graph trace), then the others.
+    # Durations from the counters when available (the Rust rows of truth_verdicts.py), then the
+    # defaults (records), then KPROF_MODES ("trace:graphs:source" triples).
     run_kprof KPROF_X=1 "$BIN/truth_check" kprof auto application
+    run_kprof KPROF_X=1 "$BIN/truth_check" kprof default application
     for mode in ${KPROF_MODES:-}; do
         IFS=: read -r trace graphs source <<< "$mode"
         run_kprof KPROF_KERNEL_TRACE=$trace KPROF_GRAPH_TRACE=$graphs "$BIN/truth_check" kprof $source application

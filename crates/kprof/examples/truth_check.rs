@@ -255,6 +255,7 @@ fn kprof_mode(b: &mut Bench, source: &str, replay: &str) -> Result<(), BoxError>
     let duration = match source {
         "records" => DurationSource::Records,
         "counters" => DurationSource::Counters,
+        "auto" => DurationSource::Auto,
         _ => DurationSource::default(),
     };
     let replay_mode = match replay {
