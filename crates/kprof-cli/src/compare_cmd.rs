@@ -399,7 +399,8 @@ pub fn parse_threshold(s: &str) -> Result<f64> {
     Ok(v)
 }
 
-fn fmt_num(x: f64) -> String {
+/// A number for a table: significant digits, `-` when not finite.
+pub(crate) fn fmt_num(x: f64) -> String {
     if x.is_finite() {
         kprof_core::display::fmt_sig(x)
     } else {
@@ -407,7 +408,8 @@ fn fmt_num(x: f64) -> String {
     }
 }
 
-fn fmt_pct(x: f64) -> String {
+/// A signed percentage for a table (`+1.23%`), `-` when not finite.
+pub(crate) fn fmt_pct(x: f64) -> String {
     if x.is_finite() {
         format!("{x:+.2}%")
     } else {

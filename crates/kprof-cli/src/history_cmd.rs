@@ -3,6 +3,7 @@
 //! `docs/store.md`: Welch's test between consecutive commits, marked when significant at
 //! `--alpha` and at least `--threshold`.
 
+use crate::compare_cmd::{fmt_num, fmt_pct};
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
@@ -51,22 +52,6 @@ pub struct HistoryArgs {
 pub enum HistoryAction {
     /// Draw the trend (one line per series, one point per commit, 95% CI bars) as SVG or PNG.
     Plot(crate::history_plot::HistoryPlotArgs),
-}
-
-fn fmt(x: f64) -> String {
-    if x.is_finite() {
-        kprof_core::display::fmt_sig(x)
-    } else {
-        "-".into()
-    }
-}
-
-fn pct(x: f64) -> String {
-    if x.is_finite() {
-        format!("{x:+.2}%")
-    } else {
-        "-".into()
-    }
 }
 
 fn nan_null(x: f64) -> serde_json::Value {
@@ -138,8 +123,8 @@ pub fn render(histories: &[SeriesHistory], direction: DirectionArg) -> (String, 
                         ""
                     };
                     (
-                        pct(c.pct),
-                        format!("[{}, {}]", pct(c.ci_low_pct), pct(c.ci_high_pct)),
+                        fmt_pct(c.pct),
+                        format!("[{}, {}]", fmt_pct(c.ci_low_pct), fmt_pct(c.ci_high_pct)),
                         mark,
                     )
                 }
@@ -152,13 +137,13 @@ pub fn render(histories: &[SeriesHistory], direction: DirectionArg) -> (String, 
                 stored[..16].replace('T', " "),
                 p.runs.len().to_string(),
                 p.pooled.n.to_string(),
-                fmt(p.pooled.mean),
+                fmt_num(p.pooled.mean),
                 if p.ci_low.is_finite() {
-                    format!("[{}, {}]", fmt(p.ci_low), fmt(p.ci_high))
+                    format!("[{}, {}]", fmt_num(p.ci_low), fmt_num(p.ci_high))
                 } else {
                     "-".into()
                 },
-                fmt(p.median),
+                fmt_num(p.median),
                 change,
                 change_ci,
                 mark.to_string(),
