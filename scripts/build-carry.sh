@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-EXAMPLES=(gpu_check vector_scale sgemm multi_kernel graph counters_check conditions_check seed_counters)
+EXAMPLES=(gpu_check vector_scale sgemm multi_kernel graph counters_check conditions_check seed_counters truth_check)
 
 cargo build --release -p kprof --examples
 # kprof without its built-in copy of the injection library: the file is copied next to it below.

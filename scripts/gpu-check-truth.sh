@@ -95,10 +95,10 @@ if has cases; then
             --metrics gpu__time_duration.sum --csv --print-units base --page raw \
             "$PY" .carry/cases/small_ncu_target.py > "$OUT/ncu-small.csv" 2> "$OUT/ncu-small.err"
         "$PY" -c "
-    import csv,json
-    rows=[r for r in csv.DictReader(l for l in open('$OUT/ncu-small.csv') if not l.startswith('==')) if r.get('ID','').isdigit()]
-    v=[float(r['gpu__time_duration.sum'].replace(',','')) for r in rows]
-    print('TRUTH '+json.dumps({'mode':'ncu-none','case':'torch_eager60','ns':sum(v),'kernels':len(v)}))" 2>&1 | tee -a "$LOG"
+import csv,json
+rows=[r for r in csv.DictReader(l for l in open('$OUT/ncu-small.csv') if not l.startswith('==')) if r.get('ID','').isdigit()]
+v=[float(r['gpu__time_duration.sum'].replace(',','')) for r in rows]
+print('TRUTH '+json.dumps({'mode':'ncu-none','case':'torch_eager60','ns':sum(v),'kernels':len(v)}))" 2>&1 | tee -a "$LOG"
     fi
     step "cases: graph_app.cu plainly, under kprof run, and kprof run --metrics gpu__time_duration.sum"
     if "$NVCC" -O2 -arch=sm_90 -o "$OUT/graph_app" .carry/cases/graph_app.cu -ldl 2>&1 | tee -a "$LOG"; then
@@ -180,8 +180,9 @@ if has pykprof; then
 fi
 if has pylaunch; then
     step "python launch cost"
-    for t in concurrent serial; do
-        KPROF_KERNEL_TRACE=$t timeout 120 "$PY" "$GT" launch 2>&1 | tail -n 3 | tee -a "$LOG"
+    # Default settings, then one change each: what each part of the tracing costs per launch.
+    for v in "" KPROF_KERNEL_TRACE=serial; do
+        env $v timeout 120 "$PY" "$GT" launch 2>&1 | tail -n 3 | tee -a "$LOG"
     done
 fi
 ncu_py() { # out.csv cache replay metrics target ranges...
@@ -204,7 +205,7 @@ fi
 if has pysweep; then
     step "python sweep: kprof vs nsight-python 0.9.6 (3 configs x 10 runs)"
     timeout 120 "$PY" "$GT" sweep-kprof 2>&1 | tee -a "$LOG"
-    timeout 120 "$PY" "$GT" sweep-kprof records 2>&1 | tee -a "$LOG"
+    timeout 120 "$PY" "$GT" sweep-kprof auto 2>&1 | tee -a "$LOG"
     NS_SITE=/tmp/nsight-site
     "$PY" -m pip install -q --no-index --no-deps --no-compile --target "$NS_SITE" .carry/wheels-extra/*.whl \
         && PYTHONPATH="$NS_SITE:/opt/nvidia/nsight-compute/2025.3.1/extras/python:${PYTHONPATH:-}" \

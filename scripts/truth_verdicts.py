@@ -152,7 +152,8 @@ def judge(path):
             table.append(("python", "energy per run (mm8192)", "NaN", "power x duration", f"{nan} NaN",
                           "NaN + reason", "PASS" if nan and warned else "FAIL"))
     # Rust door (truth_check, default settings).
-    rk = lambda c: find(rows, mode="kprof-auto-application", case=c)
+    # Default settings (recordings before the default became records have only "auto" rows).
+    rk = lambda c: find(rows, mode="kprof-default-application", case=c) or find(rows, mode="kprof-auto-application", case=c)
     ev = lambda c: find(rows, mode="events", case=c)
     rn = lambda c: find(rows, mode="ncu-none", case=c) or find(rows, mode="ncu-all", case=c)
     row("rust", "graph of 60 kernels", rk("graph60"), ev("graph60"), 3, "events")

@@ -448,3 +448,49 @@ def test_recorded_truth_verdicts_follow_from_the_recorded_lines():
     assert r.returncode == 1
     held = [k for k, v in rows.items() if v == "PASS"]
     assert len(held) == 21 and ("python", "60-kernel eager chain") in held and ("rust", "k2us") in held, r.stdout
+
+
+def test_graph_records_with_the_guard_time_graphs_and_survive_graphs_captured_before_the_session():
+    """tests/fixtures/h200-truth/call12-graph-guard.log (device call 12): the default graph mode
+    (graph records, launches of executables instantiated before kprof's session falling back to
+    node records) against node records, through the Rust API, the Python door and kprof run."""
+    import json
+
+    path = os.path.join(HERE, "..", "h200-truth", "call12-graph-guard.log")
+    rows = []
+    mode = None
+    for line in open(path):
+        if line.startswith("== KPROF_GRAPH_TRACE="):
+            mode = line[len("== KPROF_GRAPH_TRACE="):].split()[0]
+        elif line.startswith("TRUTH "):
+            r = json.loads(line[6:])
+            r["_mode"] = mode
+            rows.append(r)
+        elif line.startswith("kprof-run "):
+            parts = line.split()
+            if parts[2] == "graph":
+                rows.append({"_mode": parts[1], "part": "kprof-run", "ns": float(parts[4].replace(",", ""))})
+
+    def one(**kw):
+        got = [r for r in rows if all(r.get(k) == v for k, v in kw.items())]
+        assert len(got) == 1, (kw, got)
+        return got[0]
+
+    ev = lambda c: one(mode="events", case=c)["ns"]
+    rust = lambda m, c: one(_mode=m, mode="kprof-default-application", case=c)["ns"]
+    # Graph records: the 60-node graph within 3 %, the graph of 3 large kernels within 1 %.
+    assert abs(rust("graph", "graph60") / ev("graph60") - 1) <= 0.03
+    assert abs(rust("graph", "graph3big") / ev("graph3big") - 1) <= 0.01
+    # Node records make the nodes run instrumented: the 60-node graph reads over 5 % long.
+    assert rust("nodes", "graph60") / ev("graph60") - 1 > 0.05
+    # Torch graphs captured before the session: no crash (every case has its row), the guard's
+    # warning, and the span from node records; captured after: graph records, no warning.
+    for c in ("graph60", "graph2stream", "mixed"):
+        early = one(_mode="graph", part="kprof", case=c, late=False)
+        assert any("instantiated before kprof's CUPTI session" in w for w in early["warnings"]), early
+        late = one(_mode="graph", part="kprof", case=c, late=True)
+        assert not late["warnings"], late
+    # kprof run on the C++ program: within 3 % of CUDA events in the program without a profiler.
+    plain = one(mode="graph_app-plain")["ns"]
+    assert abs(one(_mode="graph", part="kprof-run")["ns"] / plain - 1) <= 0.03
+    assert one(_mode="nodes", part="kprof-run")["ns"] / plain - 1 > 0.05

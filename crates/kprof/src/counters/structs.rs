@@ -792,6 +792,25 @@ pub fn layout_table() -> Vec<(String, usize)> {
         crate::cupti::ffi::CUpti_CallbackData,
         [callbackSite, functionName, symbolName, context, correlationId]
     );
+    // The graph resource callbacks (the graph guard reads the executable of GRAPHEXEC_CREATED).
+    fields!(
+        "CUpti_ResourceData",
+        crate::cupti::ffi::CUpti_ResourceData,
+        [context, resourceHandle, resourceDescriptor]
+    );
+    fields!(
+        "CUpti_GraphData",
+        crate::cupti::ffi::CUpti_GraphData,
+        [
+            graph,
+            originalGraph,
+            node,
+            originalNode,
+            nodeType,
+            dependency,
+            graphExec
+        ]
+    );
     v
 }
 

@@ -27,6 +27,7 @@ use crate::cupti::ffi::{
     CUPTI_ERROR_MAX_LIMIT_REACHED, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, CUPTI_SUCCESS,
     EXTERNAL_CORRELATION_KIND_CUSTOM0,
 };
+use crate::cupti::graph_guard;
 pub use crate::cupti::records::ActivityBatch;
 use crate::cupti::records::{kernel_name_ptr, parse_record, record_kind, to_hex, write_dump_line, DumpLine, Record};
 use crate::error::EngineError;
@@ -41,45 +42,58 @@ pub const ENV_LAUNCH_RECORDS: &str = "KPROF_CUPTI_LAUNCH_RECORDS";
 /// Env var choosing how kernels are traced: `concurrent` (default) or `serial` (see [`KernelTrace`]).
 pub const ENV_KERNEL_TRACE: &str = "KPROF_KERNEL_TRACE";
 
-/// Env var choosing how CUDA graph launches are traced: `nodes` (default) or `graph` (see [`GraphTrace`]).
+/// Env var choosing how CUDA graph launches are timed: `graph` (default) or `nodes` (see [`GraphTrace`]).
 pub const ENV_GRAPH_TRACE: &str = "KPROF_GRAPH_TRACE";
 
-/// How kernels launched by CUDA graphs are traced.
+/// How CUDA graph launches are timed.
 ///
-/// Either way a region's value counts a graph launch as the graph's GPU span (first node's start
-/// to last node's end: see [`crate::attribution::work_items`]), never one node's time.
+/// Whichever the mode, a region's value counts a graph launch as one work item spanning the
+/// whole graph (see [`crate::attribution::work_items`]), never one node's time.
 ///
-/// Measured on the H200 (CUPTI 13.0, issue 17): graph-level records time a graph closest to CUDA
-/// events around its replay (60 kernels: 198.3 vs 202.0 us; torch graph from two streams 117.9 vs
-/// 118.3 us), but with concurrent kernel records on, **replaying a graph that was instantiated
-/// before tracing started crashes the process inside CUPTI** (segmentation fault in
-/// `cudaGraphLaunch`, every time; torch graphs captured before the first benchmark). Merging the
-/// node records never crashed (60 kernels: 214.5 vs 201 us, +7 %; torch 60 kernels 139.8 vs
-/// 134-140 us), so it is the default.
+/// Measured on the H200 (CUPTI 13.0, issue 17; `docs/timing.md`): graph-level records time a
+/// graph as CUDA events around its replay do without a profiler (60 kernels: 198.6 vs 202.2 us;
+/// `kprof run` on a C++ program: 198.4 vs 200.6 us); node records make every node run
+/// instrumented (214.8 us). Graph records crash CUPTI 13.0 for executables instantiated before
+/// the session started; [`crate::cupti::graph_guard`] switches them off for those launches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GraphTrace {
-    /// `CUPTI_ACTIVITY_KIND_GRAPH_TRACE`: one record per graph launch with the graph's start and
-    /// end on the GPU, no records of its nodes. Safe only when every graph is instantiated after
-    /// kprof's session started (see above); serial kernel records make it useless (about one
-    /// node's span).
+    /// `CUPTI_ACTIVITY_KIND_GRAPH_TRACE` (default with concurrent kernel records): one record per
+    /// graph launch with the graph's start and end on the GPU, no records of its nodes; launches
+    /// of executables instantiated before the session fall back to node records (guarded).
     Graph,
-    /// Node records (default): with concurrent kernel records every node is timed and a launch's
-    /// span is merged from its nodes (per-node durations stay in the breakdown); with serial
-    /// records nodes come untimed.
+    /// Node records: with concurrent kernel records every node is timed (and instrumented) and a
+    /// launch's span is merged from its nodes (per-node durations stay in the breakdown); with
+    /// serial records nodes come untimed (the default with serial records: graph records then
+    /// span about one node).
     Nodes,
 }
 
 impl GraphTrace {
-    /// The mode a `KPROF_GRAPH_TRACE` value names (unset or empty: graph).
-    pub fn parse(value: Option<&str>) -> Result<GraphTrace, EngineError> {
+    /// The mode a `KPROF_GRAPH_TRACE` value names (unset or empty: graph records with concurrent
+    /// kernel records, node records with serial ones).
+    pub fn parse(value: Option<&str>, kernels: KernelTrace) -> Result<GraphTrace, EngineError> {
         match value.map(str::trim) {
-            None | Some("") | Some("nodes") => Ok(GraphTrace::Nodes),
+            None | Some("") => Ok(match kernels {
+                KernelTrace::Concurrent => GraphTrace::Graph,
+                KernelTrace::Serial => GraphTrace::Nodes,
+            }),
             Some("graph") => Ok(GraphTrace::Graph),
+            Some("nodes") => Ok(GraphTrace::Nodes),
             Some(other) => Err(EngineError::Unsupported(format!(
-                "{ENV_GRAPH_TRACE}={other:?} is not a graph trace mode: use \"nodes\" (default: per-node records, \
-                 the graph's span merged from them) or \"graph\" (one record per graph launch; crashes in CUPTI 13.0 \
-                 when a graph instantiated before tracing started is replayed)"
+                "{ENV_GRAPH_TRACE}={other:?} is not a graph trace mode: use \"graph\" (default: one record per graph \
+                 launch, the graph's span) or \"nodes\" (per-node records, the graph's span merged from them; nodes \
+                 run instrumented)"
             ))),
+        }
+    }
+
+    /// How results say graph launches were timed (part of the fingerprint's `kernel_timing`).
+    pub fn describe(self) -> &'static str {
+        match self {
+            GraphTrace::Graph => {
+                "CUDA graphs as one span each (graph records; node records for graphs instantiated before the session)"
+            }
+            GraphTrace::Nodes => "CUDA graph nodes as kernels (a launch's span merged from them)",
         }
     }
 }
@@ -229,9 +243,10 @@ pub fn set_callback_hook(hook: CallbackHook) -> bool {
     HOOK.set(hook).is_ok()
 }
 
-/// `CUpti_CallbackFunc` of the subscription: forwards to the hook, if any (without one the
-/// subscription only claims the slot).
+/// `CUpti_CallbackFunc` of the subscription: guards graph launches ([`graph_guard`]), then
+/// forwards to the hook, if any.
 unsafe extern "C" fn noop_callback(_: *mut c_void, domain: u32, cbid: u32, data: *const c_void) {
+    let _ = catch_unwind(AssertUnwindSafe(|| graph_guard::on_callback(domain, cbid, data)));
     if let Some(h) = HOOK.get() {
         let _ = catch_unwind(AssertUnwindSafe(|| h(domain, cbid, data)));
     }
@@ -379,8 +394,8 @@ pub struct ActivitySession {
     subscriber: usize,
     launch_mode: LaunchRecords,
     kernel_trace: KernelTrace,
-    /// Whether GRAPH_TRACE records are on (graph launches as one span each).
-    graph_trace: bool,
+    /// How graph launches are timed (after fallbacks: what this session does).
+    graph_trace: GraphTrace,
     stopped: bool,
     last_flush: Option<u64>,
 }
@@ -406,7 +421,7 @@ impl ActivitySession {
             subscriber: 0,
             launch_mode: LaunchRecords::WholeDriverKind,
             kernel_trace: KernelTrace::Concurrent,
-            graph_trace: false,
+            graph_trace: GraphTrace::Nodes,
             stopped: false,
             last_flush: None,
         };
@@ -469,12 +484,18 @@ impl ActivitySession {
             (c.fns.cuptiActivityEnable)(trace.activity_kind())
         })?;
         self.kernel_trace = trace;
-        if GraphTrace::parse(std::env::var(ENV_GRAPH_TRACE).ok().as_deref())? == GraphTrace::Graph {
+        if GraphTrace::parse(std::env::var(ENV_GRAPH_TRACE).ok().as_deref(), trace)? == GraphTrace::Graph {
             // A CUPTI that cannot trace graphs as a whole (CUPTI_ERROR_NOT_COMPATIBLE, or older
-            // than 11.7) leaves node records: graph spans are then merged from timed nodes
-            // (concurrent records) or stay untimed with a warning (serial records).
-            let r = unsafe { (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_GRAPH_TRACE) };
-            self.graph_trace = r == CUPTI_SUCCESS;
+            // than 11.7), or cannot guard them (no cuptiEnableCallback), leaves node records:
+            // graph spans are then merged from timed nodes (concurrent records) or stay untimed
+            // with a warning (serial records).
+            if c.fns.cuptiEnableCallback.is_some() {
+                let r = unsafe { (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_GRAPH_TRACE) };
+                if r == CUPTI_SUCCESS {
+                    self.graph_trace = GraphTrace::Graph;
+                    self.arm_graph_guard()?;
+                }
+            }
         }
         c.check("cuptiActivityEnable(EXTERNAL_CORRELATION)", unsafe {
             (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_EXTERNAL_CORRELATION)
@@ -523,6 +544,35 @@ impl ActivitySession {
         Ok(())
     }
 
+    /// Guards graph launches ([`graph_guard`]): the resource callback of executable creation and
+    /// the driver callbacks of graph launches.
+    fn arm_graph_guard(&mut self) -> Result<(), EngineError> {
+        let c = self.cupti;
+        let Some(enable) = c.fns.cuptiEnableCallback else {
+            return Ok(());
+        };
+        graph_guard::arm(c);
+        let sub = self.subscriber as *mut c_void;
+        let mut r = unsafe {
+            enable(
+                1,
+                sub,
+                graph_guard::CB_DOMAIN_RESOURCE,
+                graph_guard::CBID_RESOURCE_GRAPHEXEC_CREATED,
+            )
+        };
+        for id in graph_guard::GRAPH_LAUNCH_CBIDS {
+            if r == CUPTI_SUCCESS {
+                r = unsafe { enable(1, sub, graph_guard::CB_DOMAIN_DRIVER_API, id) };
+            }
+        }
+        if r != CUPTI_SUCCESS {
+            graph_guard::disarm();
+            return c.check("cuptiEnableCallback(graph launches)", r);
+        }
+        Ok(())
+    }
+
     /// `cuptiEnableCallback(1, subscriber, domain, cbid)`: delivers that callback to the hook of
     /// [`set_callback_hook`]. Fails when this CUPTI lacks `cuptiEnableCallback`.
     pub fn enable_callback(&self, domain: u32, cbid: u32) -> Result<(), EngineError> {
@@ -557,6 +607,16 @@ impl ActivitySession {
         }
     }
 
+    /// How many graph launches of executables instantiated before this session came as node
+    /// records (graph trace switched off for them; see [`graph_guard`]).
+    pub fn graph_launches_from_nodes(&self) -> u64 {
+        if self.graph_trace == GraphTrace::Graph {
+            graph_guard::old_launches()
+        } else {
+            0
+        }
+    }
+
     /// The loaded CUPTI this session uses.
     pub fn cupti(&self) -> &'static Cupti {
         self.cupti
@@ -567,19 +627,14 @@ impl ActivitySession {
         self.kernel_trace
     }
 
-    /// Whether graph launches are traced as a whole (GRAPH_TRACE records).
-    pub fn graph_trace(&self) -> bool {
+    /// How this session times graph launches.
+    pub fn graph_trace(&self) -> GraphTrace {
         self.graph_trace
     }
 
     /// How this session times kernels and graphs, for the results' fingerprint.
     pub fn describe(&self) -> String {
-        let graphs = if self.graph_trace {
-            "CUDA graphs as one span each (graph trace)"
-        } else {
-            "CUDA graph nodes as kernels"
-        };
-        format!("{}; {graphs}", self.kernel_trace.describe())
+        format!("{}; {}", self.kernel_trace.describe(), self.graph_trace.describe())
     }
 
     /// How launch (driver API) records were enabled.
@@ -691,9 +746,13 @@ impl ActivitySession {
             if self.subscriber != 0 {
                 let _ = (c.fns.cuptiActivityFlushAll)(ACTIVITY_FLAG_FLUSH_FORCED);
                 let _ = (c.fns.cuptiActivityDisable)(self.kernel_trace.activity_kind());
-                if self.graph_trace {
-                    let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_GRAPH_TRACE);
+                match self.graph_trace {
+                    GraphTrace::Graph => {
+                        let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_GRAPH_TRACE);
+                    }
+                    GraphTrace::Nodes => {}
                 }
+                graph_guard::disarm();
                 let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_EXTERNAL_CORRELATION);
                 if let (LaunchRecords::PerCbid, Some(d), Some(r)) = (
                     self.launch_mode,
@@ -743,10 +802,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn graph_trace_is_node_records_by_default_and_names_both_modes_when_wrong() {
-        assert_eq!(GraphTrace::parse(None).unwrap(), GraphTrace::Nodes);
-        assert_eq!(GraphTrace::parse(Some("graph")).unwrap(), GraphTrace::Graph);
-        let msg = GraphTrace::parse(Some("all")).unwrap_err().to_string();
+    fn graph_trace_is_graph_records_by_default_with_concurrent_kernels_and_names_both_modes_when_wrong() {
+        assert_eq!(
+            GraphTrace::parse(None, KernelTrace::Concurrent).unwrap(),
+            GraphTrace::Graph
+        );
+        assert_eq!(
+            GraphTrace::parse(Some(""), KernelTrace::Serial).unwrap(),
+            GraphTrace::Nodes
+        );
+        assert_eq!(
+            GraphTrace::parse(Some(" nodes"), KernelTrace::Concurrent).unwrap(),
+            GraphTrace::Nodes
+        );
+        assert_eq!(
+            GraphTrace::parse(Some("graph"), KernelTrace::Serial).unwrap(),
+            GraphTrace::Graph
+        );
+        let msg = GraphTrace::parse(Some("all"), KernelTrace::Concurrent)
+            .unwrap_err()
+            .to_string();
         assert!(msg.contains("KPROF_GRAPH_TRACE=\"all\"") && msg.contains("\"graph\"") && msg.contains("\"nodes\""));
     }
 

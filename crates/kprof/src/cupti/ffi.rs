@@ -64,6 +64,33 @@ pub struct CUpti_CallbackData {
     pub correlationId: u32,
 }
 
+/// `CUpti_ResourceData` (cupti_callbacks.h): what a resource-domain callback receives.
+#[allow(non_snake_case)]
+#[repr(C)]
+pub struct CUpti_ResourceData {
+    /// The context of the resource.
+    pub context: *mut c_void,
+    /// `resourceHandle` (a union; the stream for stream callbacks).
+    pub resourceHandle: *mut c_void,
+    /// Graph callbacks: a [`CUpti_GraphData`].
+    pub resourceDescriptor: *mut c_void,
+}
+
+/// `CUpti_GraphData` (cupti_callbacks.h): the descriptor of graph resource callbacks.
+#[allow(non_snake_case)]
+#[repr(C)]
+pub struct CUpti_GraphData {
+    pub graph: *mut c_void,
+    pub originalGraph: *mut c_void,
+    pub node: *mut c_void,
+    pub originalNode: *mut c_void,
+    /// `CUgraphNodeType`.
+    pub nodeType: u32,
+    pub dependency: *mut c_void,
+    /// The executable (`GRAPHEXEC_*` callbacks).
+    pub graphExec: *mut c_void,
+}
+
 /// Driver-API callback ids (`cupti_driver_cbid.h`) of the launch calls we trace.
 pub mod cbid {
     pub const CU_LAUNCH_KERNEL: u32 = 307;

@@ -3,10 +3,11 @@
 
 pub mod collector;
 pub mod ffi;
+pub mod graph_guard;
 pub mod records;
 
 pub use collector::{
-    current_thread_id, ActivitySession, KernelTrace, LaunchRecords, ENV_KERNEL_TRACE, ENV_LAUNCH_RECORDS,
+    current_thread_id, ActivitySession, GraphTrace, KernelTrace, LaunchRecords, ENV_KERNEL_TRACE, ENV_LAUNCH_RECORDS,
     ENV_RECORD_ACTIVITY,
 };
 pub use ffi::Cupti;

@@ -851,12 +851,13 @@ impl Profiler {
                             })
                             .collect();
                         if m == DEFAULT_METRIC {
-                            // A graph span that ends after the timing pass took in node records of
-                            // the counter pass: seen on the H200 (CUPTI 13.0) with concurrent
+                            // A graph span merged from node records that ends after the timing pass
+                            // took in node records of the counter pass: seen on the H200 (CUPTI 13.0) with concurrent
                             // records turned off for the counter pass and on again, node records
                             // of later launches came with an earlier launch's correlation id. Such
                             // a span is not the graph's: NaN, and a warning once per bench.
-                            let stretched = graph_items.iter().any(|k| keep(k) && k.end_ns > *t1);
+                            let stretched = self.backend.graph_spans_from_nodes()
+                                && graph_items.iter().any(|k| keep(k) && k.end_ns > *t1);
                             items.extend(graph_items.iter().filter(|k| keep(k)).map(|k| {
                                 let v = if stretched {
                                     f64::NAN

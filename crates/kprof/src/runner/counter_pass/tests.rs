@@ -36,6 +36,9 @@ struct Mock {
     /// A graph launch gives one range in a counter pass (seen on the H200 with the kernel
     /// records off and graph records on), instead of none.
     graph_ranges: bool,
+    /// Graph spans come from timed events around the launch (`KPROF_GRAPH_TRACE=events`), not
+    /// merged from node records: a span past the timing pass is then the graph's own.
+    graph_events: bool,
     /// A graph's node records run this far past the timing pass (CUPTI 13.0 mixing in node
     /// records of the counter pass).
     graph_stretch_ns: u64,
@@ -112,6 +115,9 @@ impl Backend for Mock {
         let d: Vec<_> = self.running.lock().unwrap().drain(..).collect();
         self.done.lock().unwrap().extend(d);
         Ok(())
+    }
+    fn graph_spans_from_nodes(&self) -> bool {
+        !self.graph_events
     }
     fn flush_l2(&self) -> Result<(), EngineError> {
         // As on the GPU: the flush is a kernel the activity records see, outside every region.
@@ -891,4 +897,24 @@ fn a_graph_span_stretched_past_the_timing_pass_is_nan_with_one_warning() {
     assert_eq!(w.len(), 1, "{:?}", p.warnings());
     // Records (the default) keep the graph's span from the timing pass.
     assert_eq!(BenchOptions::default().duration, DurationSource::Records);
+
+    // Timed by events, a graph that ends after the timing pass's window is still its own span.
+    let (mock, mut p) = setup_mock(Mock {
+        passes: 1,
+        graph_stretch_ns: 3_000_000,
+        graph_events: true,
+        ..Default::default()
+    });
+    let m = mock.clone();
+    let raw = p
+        .bench("b", &[], &o, |_, run| {
+            run.annotate("g", |_| {
+                m.launch("k1", 10);
+                m.launch_graph(500);
+            })?;
+            Ok(())
+        })
+        .unwrap();
+    assert!(series(&raw, "g", DEFAULT_METRIC).1.iter().all(|v| v.is_finite()));
+    assert!(!p.warnings().iter().any(|w| w.contains("ran past the timing pass")));
 }

@@ -1,0 +1,130 @@
+//! Graph records without the crash: CUDA graph executables instantiated during the session are
+//! traced as a whole (`CUPTI_ACTIVITY_KIND_GRAPH_TRACE`); a launch of one instantiated before the
+//! session runs with graph trace switched off, so its nodes come as kernel records and its span
+//! is merged from them ([`crate::attribution::work_items`]).
+//!
+//! Why (measured on the H200, CUPTI 13.0, issue 17; `docs/timing.md`): graph records time a graph
+//! as CUDA events around its replay do without a profiler (60 kernels: 198.6 vs 202.2 us; the C++
+//! program under `kprof run`: 198.4 vs 200.6 us), where node records make every node run
+//! instrumented (214.8 us); but with concurrent kernel records on, **replaying a graph that was
+//! instantiated before tracing started crashes the process inside CUPTI** (segmentation fault in
+//! `cudaGraphLaunch`; torch graphs captured before the first benchmark). CUDA events recorded
+//! around each launch from the callback did not help: 229.8 us (records switched off during the
+//! launch) and 265.0 us (left on).
+//!
+//! How: the session subscribes to the resource callback `GRAPHEXEC_CREATED` (every executable
+//! instantiated from then on is remembered) and to the driver callbacks of `cuGraphLaunch` and
+//! `cuGraphLaunch_ptsz` (the runtime's `cudaGraphLaunch` goes through them). At the entry of a
+//! launch of an executable it has not seen created, graph trace is switched off; at the exit it is
+//! switched back on (when no other such launch is in flight).
+
+use std::collections::HashSet;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use crate::cupti::ffi::{
+    cbid, CUpti_CallbackData, CUpti_GraphData, CUpti_ResourceData, Cupti, ACTIVITY_KIND_GRAPH_TRACE,
+};
+use crate::lock;
+
+/// `CUPTI_CB_DOMAIN_DRIVER_API`.
+pub const CB_DOMAIN_DRIVER_API: u32 = 1;
+/// `CUPTI_CB_DOMAIN_RESOURCE`.
+pub const CB_DOMAIN_RESOURCE: u32 = 3;
+/// `CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED`.
+pub const CBID_RESOURCE_GRAPHEXEC_CREATED: u32 = 18;
+/// The driver callbacks of graph launches.
+pub const GRAPH_LAUNCH_CBIDS: [u32; 2] = [cbid::CU_GRAPH_LAUNCH, cbid::CU_GRAPH_LAUNCH_PTSZ];
+/// `CUpti_ApiCallbackSite`: the call's entry.
+const SITE_ENTER: u32 = 0;
+
+/// What the callbacks know, while a session traces graphs as a whole.
+struct Guard {
+    cupti: &'static Cupti,
+    /// Executables (`CUgraphExec` addresses) instantiated since the session started.
+    created: HashSet<usize>,
+    /// Launches of older executables in flight (graph trace is off while this is > 0).
+    old_launches_open: u32,
+    /// How many launches ran with graph trace switched off (reported in the fingerprint).
+    old_launches: u64,
+}
+
+static GUARD: Mutex<Option<Guard>> = Mutex::new(None);
+/// Whether the fast path may skip the lock (no session traces graphs as a whole).
+static ARMED: AtomicBool = AtomicBool::new(false);
+
+/// Starts guarding graph launches for a session with graph trace on. The caller enables the
+/// callbacks ([`CB_DOMAIN_RESOURCE`] / [`CBID_RESOURCE_GRAPHEXEC_CREATED`] and the driver's
+/// [`GRAPH_LAUNCH_CBIDS`]).
+pub(crate) fn arm(cupti: &'static Cupti) {
+    *lock(&GUARD) = Some(Guard {
+        cupti,
+        created: HashSet::new(),
+        old_launches_open: 0,
+        old_launches: 0,
+    });
+    ARMED.store(true, Ordering::SeqCst);
+}
+
+/// Stops guarding (the session ends).
+pub(crate) fn disarm() {
+    ARMED.store(false, Ordering::SeqCst);
+    lock(&GUARD).take();
+}
+
+/// How many graph launches of executables instantiated before the session ran with graph trace
+/// off (their spans merged from node records) since the session started.
+pub(crate) fn old_launches() -> u64 {
+    lock(&GUARD).as_ref().map_or(0, |g| g.old_launches)
+}
+
+/// Handles a CUPTI callback if it is a graph-executable creation or a graph launch.
+pub(crate) fn on_callback(domain: u32, id: u32, data: *const c_void) {
+    if data.is_null() || !ARMED.load(Ordering::SeqCst) {
+        return;
+    }
+    if domain == CB_DOMAIN_RESOURCE && id == CBID_RESOURCE_GRAPHEXEC_CREATED {
+        // SAFETY: resource callbacks pass a CUpti_ResourceData; for graph callbacks its
+        // descriptor is a CUpti_GraphData (layouts checked against the header in CI).
+        let rd = unsafe { &*(data as *const CUpti_ResourceData) };
+        if rd.resourceDescriptor.is_null() {
+            return;
+        }
+        let gd = unsafe { &*(rd.resourceDescriptor as *const CUpti_GraphData) };
+        if let Some(g) = lock(&GUARD).as_mut() {
+            g.created.insert(gd.graphExec as usize);
+        }
+        return;
+    }
+    if domain != CB_DOMAIN_DRIVER_API || !GRAPH_LAUNCH_CBIDS.contains(&id) {
+        return;
+    }
+    // SAFETY: CUPTI passes a CUpti_CallbackData for driver-API callbacks.
+    let cb = unsafe { &*(data as *const CUpti_CallbackData) };
+    if cb.functionParams.is_null() {
+        return;
+    }
+    // SAFETY: both graph-launch callbacks pass a `cuGraphLaunch_params` whose first member is
+    // the executable.
+    let exec = unsafe { *(cb.functionParams as *const *mut c_void) } as usize;
+    let mut guard = lock(&GUARD);
+    let Some(g) = guard.as_mut() else { return };
+    if g.created.contains(&exec) {
+        return;
+    }
+    // An older executable: CUDA calls the exit callback of a call whose entry it called, so the
+    // count below returns to zero.
+    if cb.callbackSite == SITE_ENTER {
+        g.old_launches += 1;
+        g.old_launches_open += 1;
+        if g.old_launches_open == 1 {
+            let _ = unsafe { (g.cupti.fns.cuptiActivityDisable)(ACTIVITY_KIND_GRAPH_TRACE) };
+        }
+    } else {
+        g.old_launches_open = g.old_launches_open.saturating_sub(1);
+        if g.old_launches_open == 0 {
+            let _ = unsafe { (g.cupti.fns.cuptiActivityEnable)(ACTIVITY_KIND_GRAPH_TRACE) };
+        }
+    }
+}
