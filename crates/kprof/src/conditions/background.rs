@@ -33,7 +33,8 @@
 //! power of the update intervals around the run times the run's duration; and a run shorter
 //! than the counter's update period ([`energy_update_period`], the median interval seen) gets
 //! NaN energy instead of a number the counter cannot resolve (the run loop warns once per
-//! sweep with the period). Runs are recorded at the next flush of the run loop (at most ~50 ms
+//! sweep with the period), as does a run before the period is known (fewer than three updates
+//! seen); the interpolation uses the counter's updates only, not the first sample. Runs are recorded at the next flush of the run loop (at most ~50 ms
 //! later), without waiting for the sampler: when no update after a run's end exists yet, the
 //! counter is extrapolated from the last two updates. A time outside the ring (a run longer
 //! than [`RING_CAPACITY`] polls) gives NaN energy.
@@ -251,10 +252,25 @@ pub fn conditions_from_samples(
     let updates = energy_updates(samples);
     let period = energy_update_period(&updates);
     c.energy_update_period_s = period.map_or(f64::NAN, |p| p.as_secs_f64());
-    c.energy_mj = match (interpolate(&updates, start), interpolate(&updates, end)) {
-        // Shorter than one update of the counter: not resolved (NaN, with a warning per sweep).
-        _ if period.is_some_and(|p| end.saturating_duration_since(start) < p) => f64::NAN,
-        (Some(a), Some(z)) if z >= a => z - a,
+    // Only the counter's real updates: the first point is where sampling started, and a slope
+    // through it and an update that happened soon after is no power at all (seen on the H200:
+    // energies 2-25 times power x duration).
+    let real = updates.get(1..).unwrap_or(&[]);
+    let sampling_start = updates.first().map(|u| u.0);
+    let at = |t: Instant| match (real, sampling_start) {
+        // Between the start of sampling and the first update: back along the first two updates.
+        ([a, b, ..], Some(s0)) if t < a.0 && t >= s0 => {
+            let span = b.0.duration_since(a.0).as_secs_f64();
+            (span > 0.0).then(|| a.1 - (b.1 - a.1) * a.0.duration_since(t).as_secs_f64() / span)
+        }
+        _ => interpolate(real, t),
+    };
+    c.energy_mj = match (period, at(start), at(end)) {
+        // The update period not known yet (fewer than three updates seen), or a run shorter than
+        // one update of the counter: not resolved (NaN, with a warning per sweep).
+        (None, _, _) => f64::NAN,
+        (Some(p), _, _) if end.saturating_duration_since(start) < p => f64::NAN,
+        (_, Some(a), Some(z)) if z >= a => z - a,
         _ => f64::NAN,
     };
     c.classify();
