@@ -222,6 +222,19 @@ def kprof_part():
     cols = {k: [float(x) for x in df[k]] for k in ("Value", "PowerW", "EnergyMilliJ") if k in df}
     emit(part="energy", case="mm8192", columns=cols, warnings=[str(w.message)[:300] for w in caught][:6])
 
+    # Runs longer than the counter's update period: 12 matmuls 8192 per run (about 260 ms).
+    @kprof.analyze.kernel(runs=10, thermal_mode="off", verbosity=0)
+    def energy_long():
+        with kprof.annotate("r"):
+            for _ in range(12):
+                a @ b
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        df = energy_long().raw()
+    cols = {k: [float(x) for x in df[k]] for k in ("Value", "PowerW", "EnergyMilliJ") if k in df}
+    emit(part="energy-long", case="mm8192x12", columns=cols, warnings=[str(w.message)[:300] for w in caught][:6])
+
 
 def launch_cost():
     """Host time per launch of a tiny kernel: plain (best of 5 loops before and 5 after), then

@@ -132,6 +132,10 @@ fn mean(xs: impl Iterator<Item = f64>) -> f64 {
     }
 }
 
+/// How far back before a run the samples are kept and read for the energy counter: enough for
+/// its updates around the run and their period (about 100 ms on the H200) to be known.
+pub const ENERGY_HISTORY: Duration = Duration::from_secs(1);
+
 /// The energy counter's update instants in `samples` (time order): for every change of value,
 /// the middle between the last sample with the old value and the first with the new one, with the
 /// new value; the first sample with a counter starts the list as it is.
@@ -252,6 +256,7 @@ pub fn conditions_from_samples(
     let updates = energy_updates(samples);
     let period = energy_update_period(&updates);
     c.energy_update_period_s = period.map_or(f64::NAN, |p| p.as_secs_f64());
+    c.energy_counter_read = !updates.is_empty();
     // Only the counter's real updates: the first point is where sampling started, and a slope
     // through it and an update that happened soon after is no power at all (seen on the H200:
     // energies 2-25 times power x duration).
@@ -436,16 +441,18 @@ impl BackgroundSampler {
         let out = windows
             .iter()
             .map(|&(a, z, w)| {
-                // Only the samples around the window (binary search on time).
+                // Only the samples around the window (binary search on time), and the
+                // energy counter's history before it (its updates and their period).
                 let hi = (ring.partition_point(|s| s.at <= z) + 1).min(ring.len());
                 let lo = ring
-                    .partition_point(|s| s.at < a)
-                    .saturating_sub(2)
+                    .partition_point(|s| s.at < a.checked_sub(ENERGY_HISTORY).unwrap_or(a))
+                    .min(ring.partition_point(|s| s.at < a).saturating_sub(2))
                     .min(hi.saturating_sub(2));
                 conditions_from_samples(&ring[lo..hi], a, z, max, w)
             })
             .collect();
         if let Some(t) = keep_from {
+            let t = t.checked_sub(ENERGY_HISTORY).unwrap_or(t);
             let first_needed = g.ring.iter().position(|s| s.at >= t).unwrap_or(g.ring.len());
             let drop_n = first_needed.saturating_sub(2);
             g.ring.drain(..drop_n);

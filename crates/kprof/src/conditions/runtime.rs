@@ -370,6 +370,7 @@ impl ProfilerConditions {
             collectors: collectors.clone(),
             wait: Duration::ZERO,
             energy_unresolved: (0, f64::NAN),
+            energy_too_early: 0,
         });
         Ok(())
     }
@@ -451,6 +452,8 @@ impl ProfilerConditions {
             {
                 sw.energy_unresolved.0 += 1;
                 sw.energy_unresolved.1 = cond.energy_update_period_s;
+            } else if cond.energy_mj.is_nan() && cond.energy_counter_read && cond.energy_update_period_s.is_nan() {
+                sw.energy_too_early += 1;
             }
             store(&sw.values, w.config_idx, w.run, cond);
         }
@@ -501,6 +504,13 @@ impl ProfilerConditions {
                  EnergyMilliJ NaN: the counter cannot resolve them (use more work per run, or PowerW x the duration \
                  as an estimate)",
                 period_s * 1e3
+            ));
+        }
+        if sw.energy_too_early > 0 {
+            out.push(format!(
+                "energy: {} run(s) came before NVML's energy counter had updated three times (about every 100 ms on \
+                 the H200), so its update rate was unknown: EnergyMilliJ NaN",
+                sw.energy_too_early
             ));
         }
         let total = sw.guard.total_wait();
@@ -589,4 +599,7 @@ struct SweepConditions {
     wait: Duration,
     /// Runs whose energy the counter could not resolve, and the counter's update period (s).
     energy_unresolved: (usize, f64),
+    /// Runs with NaN energy because the counter had not updated often enough yet for its period
+    /// to be known (the first few hundred ms of sampling).
+    energy_too_early: usize,
 }

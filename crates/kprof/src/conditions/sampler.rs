@@ -209,6 +209,10 @@ pub struct RunConditions {
     /// (NaN when unknown). A run shorter than it has NaN energy (not resolved).
     #[serde(default = "nan", skip_serializing_if = "is_nan")]
     pub energy_update_period_s: f64,
+    /// Background sampler: whether the energy counter was read around the run (its energy can
+    /// then be NaN only for want of resolution).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub energy_counter_read: bool,
 }
 
 fn nan() -> f64 {
@@ -238,6 +242,7 @@ impl RunConditions {
             sm_clock_mhz_min: f64::NAN,
             samples_in_run: None,
             energy_update_period_s: f64::NAN,
+            energy_counter_read: false,
         }
     }
 
@@ -384,6 +389,7 @@ impl<S: ConditionsSource> RunSampler<S> {
             sm_clock_mhz_min: f64::NAN,
             samples_in_run: None,
             energy_update_period_s: f64::NAN,
+            energy_counter_read: false,
         };
         c.classify();
         c

@@ -299,6 +299,13 @@ fn per_run_cost_of_the_hooks_is_microseconds() {
         extras.contains(&("PowerW".to_string(), kprof::core::ExtraValue::Number(200.0))),
         "{extras:?}"
     );
+    // 2000 runs of a few microseconds end before the energy counter updated three times: their
+    // energy is NaN, and that is the only warning.
     let warnings = pc.end_sweep();
-    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(
+        warnings
+            .iter()
+            .all(|w| w.starts_with("energy: ") && w.contains("updated three times")),
+        "{warnings:?}"
+    );
 }
