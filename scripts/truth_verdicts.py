@@ -151,6 +151,14 @@ def judge(path):
         else:
             table.append(("python", "energy per run (mm8192)", "NaN", "power x duration", f"{nan} NaN",
                           "NaN + reason", "PASS" if nan and warned else "FAIL"))
+    en = find(rows, part="energy-long")
+    if en:
+        cols = en["columns"]
+        e, p, v = cols.get("EnergyMilliJ", []), cols.get("PowerW", []), cols.get("Value", [])
+        ratios = [ei / (pi * vi / 1e6) for ei, pi, vi in zip(e, p, v) if ei == ei and pi == pi]
+        med = statistics.median(ratios) if ratios else float("nan")
+        table.append(("python", "energy per run (12 x mm8192)", f"x{med:.3f}", "power x duration",
+                      f"{len(e) - len(ratios)} NaN", "10%", "PASS" if abs(med - 1) <= 0.10 else "FAIL"))
     # Rust door (truth_check, default settings).
     # Default settings (recordings before the default became records have only "auto" rows).
     rk = lambda c: find(rows, mode="kprof-default-application", case=c) or find(rows, mode="kprof-auto-application", case=c)

@@ -494,3 +494,18 @@ def test_graph_records_with_the_guard_time_graphs_and_survive_graphs_captured_be
     plain = one(mode="graph_app-plain")["ns"]
     assert abs(one(_mode="graph", part="kprof-run")["ns"] / plain - 1) <= 0.03
     assert one(_mode="nodes", part="kprof-run")["ns"] / plain - 1 > 0.05
+
+
+def test_energy_per_run_is_nan_with_its_reason_below_the_counters_period_and_power_times_time_above():
+    """tests/fixtures/h200-truth/call15-energy.log (device call 15): 21 ms runs NaN with the
+    reasons, 258 ms runs within 10 % of PowerW x duration, re-derived by truth_verdicts.py."""
+    import re
+    import subprocess
+    import sys
+
+    log = os.path.join(HERE, "..", "h200-truth", "call15-energy.log")
+    script = os.path.join(HERE, "..", "..", "..", "scripts", "truth_verdicts.py")
+    r = subprocess.run([sys.executable, script, "judge", log], capture_output=True, text=True)
+    rows = {re.split(r"\s{2,}", l.strip())[1]: re.split(r"\s{2,}", l.strip())[-1]
+            for l in r.stdout.splitlines() if "energy per run" in l}
+    assert rows == {"energy per run (mm8192)": "PASS", "energy per run (12 x mm8192)": "PASS"}, r.stdout
