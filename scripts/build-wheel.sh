@@ -6,6 +6,7 @@
 # target/; nothing is installed system-wide. Needs Rust (cargo) and python3 >= 3.10.
 #
 # Usage: scripts/build-wheel.sh [OUT_DIR]    (default: target/wheels)
+#        scripts/build-wheel.sh --tools-only  (only installs the build tools)
 # The wheel's path is printed on the last line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,7 @@ if [ ! -x "$venv/bin/maturin" ] || [ ! -x "$venv/bin/cargo-zigbuild" ]; then
     "$venv/bin/python" -m pip install -q --upgrade pip >&2
     "$venv/bin/python" -m pip install -q "maturin>=1.9,<2" ziglang cargo-zigbuild auditwheel >&2
 fi
+[ "$out" != --tools-only ] || exit 0
 export PATH="$PWD/$venv/bin:$PATH"
 arch=$(uname -m)
 glibc=2.28

@@ -4,17 +4,23 @@
 # and as many <svg> elements as the file, and a screenshot is written.
 #
 #   scripts/report-screenshot.sh REPORT.html [OUT.png]     (OUT defaults to REPORT.png)
+#   scripts/report-screenshot.sh --install-only            (installs Chromium when missing, no check)
 #
 # Exit 0 when the checks pass, or when Chromium cannot be installed (prints "SKIP: reason"; set
 # KPROF_REQUIRE_CHROMIUM=1 to fail instead). Exit 1 when a check fails.
 # KPROF_SCREENSHOT_SIZE=W,H sets the window (and screenshot) size; the default is 1400,2000.
 set -uo pipefail
 
-report="${1:?usage: $0 REPORT.html [OUT.png]}"
-[ -f "$report" ] || { echo "report-screenshot: no such file: $report" >&2; exit 1; }
-report="$(cd "$(dirname "$report")" && pwd)/$(basename "$report")"
-out="${2:-${report%.html}.png}"
-case "$out" in /*) ;; *) out="$PWD/$out" ;; esac
+report="${1:?usage: $0 REPORT.html [OUT.png] | --install-only}"
+install_only=0
+if [ "$report" = --install-only ]; then
+    install_only=1
+else
+    [ -f "$report" ] || { echo "report-screenshot: no such file: $report" >&2; exit 1; }
+    report="$(cd "$(dirname "$report")" && pwd)/$(basename "$report")"
+    out="${2:-${report%.html}.png}"
+    case "$out" in /*) ;; *) out="$PWD/$out" ;; esac
+fi
 
 skip() {
     if [ "${KPROF_REQUIRE_CHROMIUM:-0}" = 1 ]; then
@@ -33,6 +39,7 @@ if ! command -v chromium >/dev/null 2>&1; then
     fi
 fi
 command -v chromium >/dev/null 2>&1 || skip "chromium is not on PATH after installing"
+[ "$install_only" = 0 ] || exit 0
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

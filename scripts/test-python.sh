@@ -3,11 +3,16 @@
 # global interpreter is never touched): builds the wheel (scripts/build-wheel.sh), installs it,
 # runs pytest from outside the source tree so the installed package is the one tested, then
 # checks the wheel as a user gets it (scripts/test-wheel.sh: tag, fresh venv without cargo).
+# `scripts/test-python.sh --venv-only` only creates the venv and installs pytest and pandas.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-wheel=$(scripts/build-wheel.sh | tail -1)
 venv=target/test-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+if [ "${1:-}" = --venv-only ]; then
+    "$venv/bin/python" -m pip install -q pytest pandas
+    exit 0
+fi
+wheel=$(scripts/build-wheel.sh | tail -1)
 "$venv/bin/python" -m pip install -q pytest "$wheel"
 "$venv/bin/python" -m pip install -q --force-reinstall --no-deps "$wheel"
 repo="$PWD"

@@ -3,13 +3,28 @@
 # target/ and venvs under it; only the browser check installs a Debian package, chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+start=$SECONDS
+stage() { echo "test.sh: $1 after $((SECONDS - start)) s"; }
 scripts/setup-dev.sh
 export KPROF_CUPTI_WHEEL_DIR="$PWD/target/cupti-wheel/unpacked"
 export KPROF_NVTX_INCLUDE="$PWD/target/nvtx-wheel/unpacked/nvidia/cu13/include"
+# While the Rust tests compile (the critical path on 2 cores), what later steps fetch from the
+# network is installed in the background: the wheel's build tools, the Python test venv's
+# packages, Chromium. Each step below installs again whatever is still missing (logs:
+# target/prep-*.log).
+mkdir -p target
+prep() { local name=$1; shift; "$@" >"target/prep-$name.log" 2>&1 & }
+prep wheel-tools scripts/build-wheel.sh --tools-only
+prep test-venv scripts/test-python.sh --venv-only
+prep chromium scripts/report-screenshot.sh --install-only
 cargo test --workspace --locked
+stage "cargo test"
+wait || true
 # The HTML report in headless Chromium (Debian's chromium, installed when missing: about 1.5 min
 # once; the check itself takes a few seconds). Prints "N passed, N failed"; fails on a failed check.
 scripts/test-report-browser.sh
+stage "browser check"
 # The Python package: builds the wheel (scripts/build-wheel.sh), runs pytest on it in target/test-venv,
 # then checks the wheel as a user gets it (scripts/test-wheel.sh). Prints "test-wheel: N passed, N failed".
 scripts/test-python.sh
+stage "Python tests and the wheel check"
