@@ -11,8 +11,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=target/kprof-plot
 mkdir -p "$out"
-cargo test -q --locked -p kprof-plot --test all png_and_report::report_written_for_browser_check >/dev/null
-cargo run -q --locked -p kprof-cli -- report \
+# With the workspace's features (as scripts/test.sh built them: nothing is compiled again).
+cargo test -q --locked --workspace report_written_for_browser_check >/dev/null
+cargo build -q --locked --workspace --bins
+target/debug/kprof report \
     tests/fixtures/h200-python/sgemm-raw.csv tests/fixtures/h200-python/step5-tflops.csv \
     --title "kprof report: H200 recordings" -o "$out/report-h200.html"
 
