@@ -279,6 +279,58 @@ def launch_cost():
          region_ns=[float(v) for v in df["AvgValue"]])
 
 
+def pause_check():
+    """Between benchmarks kprof traces no kernel: launches cost what they cost without it; a graph
+    captured between two benchmarks is timed by its graph record in the next one (no crash)."""
+    import kprof
+
+    c = Cases()
+    x = torch.ones(16, device="cuda")
+    n = 10000
+
+    def per_launch():
+        best = float("inf")
+        for _ in range(5):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(n):
+                x.add_(1.0)
+            best = min(best, (time.perf_counter() - t0) / n)
+        torch.cuda.synchronize()
+        return best * 1e9
+
+    before = per_launch()
+
+    @kprof.analyze.kernel(runs=3, thermal_mode="off", verbosity=0)
+    def first():
+        with kprof.annotate("r"):
+            c.y * 2.0
+
+    first()
+    between = per_launch()
+    g = c.capture("graph60")
+
+    @kprof.analyze.kernel(runs=10, cache_control="none", thermal_mode="off", verbosity=0)
+    def graph():
+        with kprof.annotate("r"):
+            g.replay()
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        df = graph().raw()
+
+    @kprof.analyze.kernel(runs=10, cache_control="none", thermal_mode="off", verbosity=0)
+    def eager():
+        with kprof.annotate("r"):
+            c.eager("eager60")
+
+    de = eager().raw()
+    emit(part="pause", plain_before_ns=before, plain_between_ns=between,
+         graph_ns=statistics.median(float(v) for v in df["Value"]), graph_kernel=str(df["Kernel"].iloc[0])[:40],
+         eager60_ns=statistics.median(float(v) for v in de["Value"]),
+         warnings=[str(w.message)[:200] for w in caught][:4])
+
+
 def ncu_target():
     c = Cases()
     for name in SHORT[:-1] + LONG:
@@ -358,6 +410,7 @@ if __name__ == "__main__":
         "refs": refs,
         "kprof": kprof_part,
         "launch": launch_cost,
+        "pause": pause_check,
         "ncu-target": ncu_target,
         "ncu-target-step6": ncu_target_step6,
         "sweep-kprof": sweep_kprof,

@@ -22,7 +22,7 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::attribution::RegionSpan;
 use crate::cupti::ffi::{
-    cbid, Cupti, ACTIVITY_FLAG_FLUSH_FORCED, ACTIVITY_KIND_CONCURRENT_KERNEL, ACTIVITY_KIND_DRIVER,
+    cbid, Cupti, FnEnableDriverApi, ACTIVITY_FLAG_FLUSH_FORCED, ACTIVITY_KIND_CONCURRENT_KERNEL, ACTIVITY_KIND_DRIVER,
     ACTIVITY_KIND_EXTERNAL_CORRELATION, ACTIVITY_KIND_GRAPH_TRACE, ACTIVITY_KIND_KERNEL, ACTIVITY_KIND_RUNTIME,
     CUPTI_ERROR_MAX_LIMIT_REACHED, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, CUPTI_SUCCESS,
     EXTERNAL_CORRELATION_KIND_CUSTOM0,
@@ -397,6 +397,8 @@ pub struct ActivitySession {
     /// How graph launches are timed (after fallbacks: what this session does).
     graph_trace: GraphTrace,
     stopped: bool,
+    /// Record kinds off between benchmarks ([`ActivitySession::set_paused`]).
+    paused: bool,
     last_flush: Option<u64>,
 }
 
@@ -423,6 +425,7 @@ impl ActivitySession {
             kernel_trace: KernelTrace::Concurrent,
             graph_trace: GraphTrace::Nodes,
             stopped: false,
+            paused: false,
             last_flush: None,
         };
         match s.start_inner() {
@@ -500,16 +503,22 @@ impl ActivitySession {
         c.check("cuptiActivityEnable(EXTERNAL_CORRELATION)", unsafe {
             (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_EXTERNAL_CORRELATION)
         })?;
-        let per_cbid = match (c.fns.cuptiActivityEnableDriverApi, c.fns.cuptiActivityEnableRuntimeApi) {
-            (Some(d), Some(r)) => Some((d, r)),
-            _ => None,
-        };
+        let per_cbid = self.per_cbid();
         let mode = match (std::env::var(ENV_LAUNCH_RECORDS).as_deref(), per_cbid) {
             (Ok("kind"), _) | (_, None) => LaunchRecords::WholeDriverKind,
             (Ok("cbid"), Some(_)) => LaunchRecords::PerCbid,
             (_, Some(_)) => LaunchRecords::KindMinusOthers,
         };
         self.launch_mode = mode;
+        self.enable_launch_records(per_cbid)
+    }
+
+    /// Turns the API records of launches on, as [`LaunchRecords`] says.
+    fn enable_launch_records(
+        &self,
+        per_cbid: Option<(FnEnableDriverApi, FnEnableDriverApi)>,
+    ) -> Result<(), EngineError> {
+        let c = self.cupti;
         let enable_kinds = || -> Result<(), EngineError> {
             c.check("cuptiActivityEnable(DRIVER)", unsafe {
                 (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_DRIVER)
@@ -518,7 +527,7 @@ impl ActivitySession {
                 (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_RUNTIME)
             })
         };
-        match (mode, per_cbid) {
+        match (self.launch_mode, per_cbid) {
             (LaunchRecords::PerCbid, Some((driver, runtime))) => {
                 for id in cbid::LAUNCH_CBIDS {
                     c.check("cuptiActivityEnableDriverApi", unsafe { driver(id, 1) })?;
@@ -542,6 +551,75 @@ impl ActivitySession {
             _ => enable_kinds()?,
         }
         Ok(())
+    }
+
+    /// The per-CBID switches of this CUPTI (12.5 and newer), if any.
+    fn per_cbid(&self) -> Option<(FnEnableDriverApi, FnEnableDriverApi)> {
+        match (
+            self.cupti.fns.cuptiActivityEnableDriverApi,
+            self.cupti.fns.cuptiActivityEnableRuntimeApi,
+        ) {
+            (Some(d), Some(r)) => Some((d, r)),
+            _ => None,
+        }
+    }
+
+    /// Turns the kernel and launch records off (`true`) or back on: a profiler between two
+    /// benchmarks does not trace kernels, so the program's launches outside benchmarks cost what
+    /// they cost without kprof. The caller flushes before pausing (records of kernels that ran
+    /// stay in CUPTI's buffers). Graph records and the callbacks (graph guard) stay on.
+    pub fn set_paused(&mut self, paused: bool) -> Result<(), EngineError> {
+        if paused == self.paused || self.stopped {
+            return Ok(());
+        }
+        let c = self.cupti;
+        // Graph trace stays on (graph launches are few; executables instantiated meanwhile are
+        // then instantiated with it on, as during a benchmark).
+        if paused {
+            self.disable_kernel_and_launch_records();
+        } else {
+            c.check("cuptiActivityEnable(kernels)", unsafe {
+                (c.fns.cuptiActivityEnable)(self.kernel_trace.activity_kind())
+            })?;
+            self.enable_launch_records(self.per_cbid())?;
+        }
+        self.paused = paused;
+        Ok(())
+    }
+
+    /// Whether the session is paused ([`ActivitySession::set_paused`]).
+    pub fn paused(&self) -> bool {
+        self.paused
+    }
+
+    /// Turns the kernel, graph and launch record kinds off.
+    fn disable_records(&self) {
+        if self.graph_trace == GraphTrace::Graph {
+            let _ = unsafe { (self.cupti.fns.cuptiActivityDisable)(ACTIVITY_KIND_GRAPH_TRACE) };
+        }
+        self.disable_kernel_and_launch_records();
+    }
+
+    /// Turns the kernel and launch record kinds off.
+    fn disable_kernel_and_launch_records(&self) {
+        let c = self.cupti;
+        unsafe {
+            let _ = (c.fns.cuptiActivityDisable)(self.kernel_trace.activity_kind());
+            match (self.launch_mode, self.per_cbid()) {
+                (LaunchRecords::PerCbid, Some((d, r))) => {
+                    for id in cbid::LAUNCH_CBIDS {
+                        let _ = d(id, 0);
+                    }
+                    for id in cbid::RUNTIME_LAUNCH_CBIDS {
+                        let _ = r(id, 0);
+                    }
+                }
+                _ => {
+                    let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_DRIVER);
+                    let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_RUNTIME);
+                }
+            }
+        }
     }
 
     /// Guards graph launches ([`graph_guard`]): the resource callback of executable creation and
@@ -745,30 +823,9 @@ impl ActivitySession {
         unsafe {
             if self.subscriber != 0 {
                 let _ = (c.fns.cuptiActivityFlushAll)(ACTIVITY_FLAG_FLUSH_FORCED);
-                let _ = (c.fns.cuptiActivityDisable)(self.kernel_trace.activity_kind());
-                match self.graph_trace {
-                    GraphTrace::Graph => {
-                        let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_GRAPH_TRACE);
-                    }
-                    GraphTrace::Nodes => {}
-                }
+                self.disable_records();
                 graph_guard::disarm();
                 let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_EXTERNAL_CORRELATION);
-                if let (LaunchRecords::PerCbid, Some(d), Some(r)) = (
-                    self.launch_mode,
-                    c.fns.cuptiActivityEnableDriverApi,
-                    c.fns.cuptiActivityEnableRuntimeApi,
-                ) {
-                    for id in cbid::LAUNCH_CBIDS {
-                        let _ = d(id, 0);
-                    }
-                    for id in cbid::RUNTIME_LAUNCH_CBIDS {
-                        let _ = r(id, 0);
-                    }
-                } else {
-                    let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_DRIVER);
-                    let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_RUNTIME);
-                }
                 let _ = (c.fns.cuptiUnsubscribe)(self.subscriber as *mut c_void);
                 self.subscriber = 0;
             }

@@ -180,7 +180,7 @@ type FnUnsubscribe = unsafe extern "C" fn(SubscriberHandle) -> CuptiResult;
 type FnRegisterCallbacks =
     unsafe extern "C" fn(Option<BufferRequestedFunc>, Option<BufferCompletedFunc>) -> CuptiResult;
 type FnActivityKind = unsafe extern "C" fn(u32) -> CuptiResult;
-type FnEnableDriverApi = unsafe extern "C" fn(u32, u8) -> CuptiResult;
+pub type FnEnableDriverApi = unsafe extern "C" fn(u32, u8) -> CuptiResult;
 type FnPushExternal = unsafe extern "C" fn(u32, u64) -> CuptiResult;
 type FnPopExternal = unsafe extern "C" fn(u32, *mut u64) -> CuptiResult;
 type FnFlushAll = unsafe extern "C" fn(u32) -> CuptiResult;
