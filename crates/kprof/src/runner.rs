@@ -37,12 +37,14 @@ mod counter_pass;
 mod l2_flush;
 mod options;
 mod progress;
+mod schedule;
 pub use crate::counters::ReplayMode;
 pub use counter_pass::{is_counter_metric, CounterPlan};
 use l2_flush::is_flush_kernel;
 use l2_flush::L2Flusher;
 pub use l2_flush::{L2_FLUSH_BYTES_ENV, L2_FLUSH_ENV};
 pub use progress::{Progress, ProgressHook};
+pub(crate) use schedule::{Scheduler, Step};
 
 pub use options::{BenchOptions, CacheControl, ClockControl, DurationSource, FlushPolicy, RunOrder};
 
@@ -53,124 +55,6 @@ use kprof_core::kernels::MANGLED_KERNEL_COLUMN;
 pub use kprof_core::policy::{Decision, StopReason, StoppingPolicy};
 use kprof_core::transforms::combine_kernels;
 pub use kprof_core::transforms::Reducer;
-
-// ------------------------------------------------------------------------------------------------
-// Scheduling (pure)
-// ------------------------------------------------------------------------------------------------
-
-/// One step of the run loop.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Step {
-    pub config: usize,
-    /// Run index: recorded runs count from 0; warm-up runs count from 0 too, separately.
-    pub run: u32,
-    pub warmup: bool,
-}
-
-/// Yields (configuration, run) pairs in the requested order; configurations can be stopped early
-/// (adaptive stopping).
-#[derive(Debug)]
-pub(crate) struct Scheduler {
-    n_configs: usize,
-    warmup: u32,
-    max_runs: u32,
-    order: RunOrder,
-    stopped: Vec<bool>,
-    /// Recorded runs handed out per configuration.
-    done: Vec<u32>,
-    warm_done: Vec<u32>,
-    /// Interleaved: the current pass (warm-up passes first) and position.
-    pass: u32,
-    pos: usize,
-}
-
-impl Scheduler {
-    pub fn new(n_configs: usize, warmup: u32, max_runs: u32, order: RunOrder) -> Self {
-        Scheduler {
-            n_configs,
-            warmup,
-            max_runs,
-            order,
-            stopped: vec![false; n_configs],
-            done: vec![0; n_configs],
-            warm_done: vec![0; n_configs],
-            pass: 0,
-            pos: 0,
-        }
-    }
-
-    /// No more recorded runs for this configuration.
-    pub fn stop(&mut self, config: usize) {
-        self.stopped[config] = true;
-    }
-
-    /// Whether [`Scheduler::stop`] was called for this configuration.
-    pub fn is_stopped(&self, config: usize) -> bool {
-        self.stopped[config]
-    }
-
-    /// Whether a configuration will get no more runs.
-    pub fn finished(&self, config: usize) -> bool {
-        self.stopped[config] || self.done[config] >= self.max_runs
-    }
-
-    fn take(&mut self, c: usize) -> Option<Step> {
-        if self.warm_done[c] < self.warmup {
-            let run = self.warm_done[c];
-            self.warm_done[c] += 1;
-            return Some(Step {
-                config: c,
-                run,
-                warmup: true,
-            });
-        }
-        if self.finished(c) {
-            return None;
-        }
-        let run = self.done[c];
-        self.done[c] += 1;
-        Some(Step {
-            config: c,
-            run,
-            warmup: false,
-        })
-    }
-
-    pub fn next_step(&mut self) -> Option<Step> {
-        match self.order {
-            RunOrder::Sequential => {
-                while self.pos < self.n_configs {
-                    if let Some(s) = self.take(self.pos) {
-                        return Some(s);
-                    }
-                    self.pos += 1;
-                }
-                None
-            }
-            RunOrder::Interleaved => loop {
-                if self.pass >= self.warmup + self.max_runs {
-                    return None;
-                }
-                while self.pos < self.n_configs {
-                    let c = self.pos;
-                    self.pos += 1;
-                    let in_warmup = self.pass < self.warmup;
-                    if in_warmup != (self.warm_done[c] < self.warmup) {
-                        continue;
-                    }
-                    if let Some(s) = self.take(c) {
-                        return Some(s);
-                    }
-                }
-                self.pos = 0;
-                self.pass += 1;
-                if self.pass >= self.warmup && (0..self.n_configs).all(|c| self.finished(c)) {
-                    return None;
-                }
-            },
-        }
-    }
-}
 
 // ------------------------------------------------------------------------------------------------
 // Combining, stopping, CSV (small private functions; MERGE: replace with kprof-core's)
