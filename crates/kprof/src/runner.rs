@@ -28,12 +28,13 @@ use std::time::{Duration, Instant};
 
 use kprof_core::model::{Config, DeviceInfo, ExtraValue, KernelSample, RawResults, Sample, SeriesKey, DEFAULT_METRIC};
 
-use crate::conditions::fingerprint::format_cuda_version;
 use crate::conditions::runtime::ProfilerConditions;
 use crate::conditions::FingerprintInputs;
 use crate::error::EngineError;
 
 mod counter_pass;
+mod events;
+mod gpu;
 mod l2_flush;
 mod options;
 mod progress;
@@ -42,7 +43,6 @@ mod schedule;
 pub use crate::counters::ReplayMode;
 pub use counter_pass::{is_counter_metric, CounterPlan};
 use l2_flush::is_flush_kernel;
-use l2_flush::L2Flusher;
 pub use l2_flush::{L2_FLUSH_BYTES_ENV, L2_FLUSH_ENV};
 pub use progress::{Progress, ProgressHook};
 pub use run::{RegionGuard, Run};
@@ -104,6 +104,15 @@ fn closure_error(benchmark: &str, config: &Config, run: u32, e: &(dyn std::error
 
 fn model_error(e: kprof_core::model::ModelError) -> EngineError {
     EngineError::Model(e)
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_default()
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -290,15 +299,6 @@ impl Drop for Profiler {
             PROFILER_ACTIVE.store(false, Ordering::SeqCst);
         }
     }
-}
-
-fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_default()
 }
 
 impl Profiler {
@@ -981,340 +981,6 @@ impl Profiler {
             });
         }
         Ok(())
-    }
-}
-
-// ------------------------------------------------------------------------------------------------
-// The real backend: engine modules (driver, CUPTI activity session, attribution, NVTX)
-// ------------------------------------------------------------------------------------------------
-
-use crate::lock;
-
-mod gpu {
-    use std::cell::RefCell;
-    use std::sync::Mutex;
-
-    use super::*;
-    use crate::attribution::{attribute, encode_region_key, RegionSpan};
-    use crate::cupti::collector::{current_thread_id, ActivitySession};
-    use crate::cupti::records::ActivityBatch;
-    use crate::loader::Libraries;
-    use crate::nvtx::{push_range_cstr, NvtxRange};
-
-    thread_local! {
-        /// NVTX ranges opened by regions on this thread (push/pop ranges end on their thread).
-        static RANGES: RefCell<Vec<NvtxRange>> = const { RefCell::new(Vec::new()) };
-    }
-
-    pub(super) struct GpuBackend {
-        libs: &'static Libraries,
-        session: Mutex<ActivitySession>,
-        l2: L2Flusher,
-        inputs: FingerprintInputs,
-    }
-
-    /// What starting the backend yields: the backend, the device, the constant extra columns.
-    type Started = (GpuBackend, DeviceInfo, Vec<(String, ExtraValue)>);
-
-    impl GpuBackend {
-        pub(super) fn start() -> Result<Started, EngineError> {
-            let libs = Libraries::load()?;
-            let driver = libs.cuda;
-            driver.ensure_context()?;
-            let ordinal = driver.current_device()?;
-            let props = driver.device_info(ordinal)?;
-            let session = ActivitySession::start(libs)?;
-            let device = DeviceInfo {
-                gpu: props.name.clone(),
-                host: host_name(),
-                compute_clock_khz: (props.clock_khz > 0).then_some(props.clock_khz as f64),
-                memory_clock_khz: (props.mem_clock_khz > 0).then_some(props.mem_clock_khz as f64),
-            };
-            let v = &libs.versions;
-            let extras = vec![
-                ("DeviceOrdinal".to_string(), ExtraValue::Number(ordinal as f64)),
-                (
-                    "DriverVersion".to_string(),
-                    ExtraValue::Text(v.driver_release.clone().unwrap_or_else(|| v.driver.to_string())),
-                ),
-                (
-                    "CudaVersion".to_string(),
-                    ExtraValue::Text(format_cuda_version(v.driver)),
-                ),
-                ("CuptiVersion".to_string(), ExtraValue::Number(v.cupti_api as f64)),
-            ];
-            let mut inputs = crate::conditions::runtime::fingerprint_inputs(
-                ordinal,
-                &props,
-                v.driver,
-                Some(crate::conditions::fingerprint::format_cupti_version(v.cupti_api)),
-            );
-            inputs.kernel_timing = Some(session.describe());
-            let backend = GpuBackend {
-                libs,
-                session: Mutex::new(session),
-                l2: L2Flusher::new(props.l2_bytes),
-                inputs,
-            };
-            Ok((backend, device, extras))
-        }
-    }
-
-    impl Drop for GpuBackend {
-        fn drop(&mut self) {
-            self.l2.release(self.libs.cuda);
-        }
-    }
-
-    /// The engine's view of a run's spans.
-    pub(super) fn region_spans(spans: &[Span]) -> Vec<RegionSpan> {
-        spans
-            .iter()
-            .map(|s| RegionSpan {
-                id: s.key,
-                parent: s.parent,
-                thread_id: s.thread_id as u32,
-                start_ns: s.start_ns,
-                end_ns: s.end_ns,
-            })
-            .collect()
-    }
-
-    /// Attributes one flushed batch to the run's regions (pure; tested on recorded fixtures).
-    pub(super) fn collect_batch(batch: &ActivityBatch, regions: &[RegionSpan]) -> Collected {
-        let att = attribute(batch, regions);
-        let by_region = att
-            .by_region
-            .into_iter()
-            .map(|(id, ks)| {
-                let ks = ks
-                    .into_iter()
-                    .map(|k| KernelRun {
-                        graph: k.graph_id != 0,
-                        start_ns: k.start_ns,
-                        end_ns: k.end_ns,
-                        demangled: None,
-                        name: k.name,
-                    })
-                    .collect();
-                (id, ks)
-            })
-            .collect();
-        let outside = att
-            .unattributed
-            .iter()
-            .map(|k| KernelRun {
-                graph: k.graph_id != 0,
-                start_ns: k.start_ns,
-                end_ns: k.end_ns,
-                demangled: None,
-                name: k.name.clone(),
-            })
-            .collect();
-        Collected {
-            by_region,
-            unattributed: att.unattributed.len(),
-            outside,
-            graph_launches_from_nodes: 0,
-        }
-    }
-
-    impl Backend for GpuBackend {
-        fn timestamp_ns(&self) -> u64 {
-            self.libs.cupti.timestamp_ns().unwrap_or(0)
-        }
-        fn thread_id(&self) -> u64 {
-            current_thread_id() as u64
-        }
-        fn encode_key(&self, call: u64, config: u64, run: u64, region: u64) -> Result<u64, EngineError> {
-            let c = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
-            encode_region_key(c(call), c(config), c(run), c(region))
-        }
-        fn enter(&self, key: u64, name: &str) -> Result<(), EngineError> {
-            let cname = crate::nvtx::validate_region_name(name)?;
-            lock(&self.session).push_external_id(key)?;
-            RANGES.with(|r| r.borrow_mut().push(push_range_cstr(cname)));
-            Ok(())
-        }
-        fn exit(&self) -> Result<(), EngineError> {
-            RANGES.with(|r| drop(r.borrow_mut().pop()));
-            lock(&self.session).pop_external_id().map(|_| ())
-        }
-        fn synchronize(&self) -> Result<(), EngineError> {
-            self.libs.cuda.ensure_context()?;
-            self.libs.cuda.synchronize()
-        }
-        fn flush_l2(&self) -> Result<(), EngineError> {
-            self.l2.flush(self.libs.cuda)
-        }
-        fn kernel_records(&self, on: bool) -> Result<(), EngineError> {
-            lock(&self.session).set_kernel_records(on)
-        }
-        fn graph_spans_from_nodes(&self) -> bool {
-            let session = lock(&self.session);
-            session.graph_trace() == crate::cupti::GraphTrace::Nodes || session.graph_launches_from_nodes() > 0
-        }
-        fn collect(&self, spans: &[Span]) -> Result<Collected, EngineError> {
-            let mut session = lock(&self.session);
-            let batch = session.flush()?;
-            let regions = region_spans(spans);
-            session.record_regions(&regions)?;
-            let from_nodes = session.graph_launches_from_nodes();
-            drop(session);
-            Ok(Collected {
-                graph_launches_from_nodes: from_nodes,
-                ..collect_batch(&batch, &regions)
-            })
-        }
-        fn counters(&self) -> Option<&dyn super::counter_pass::CounterBackend> {
-            Some(super::counter_pass::gpu_counters(self.libs))
-        }
-        fn fingerprint_inputs(&self) -> FingerprintInputs {
-            self.inputs.clone()
-        }
-    }
-}
-
-/// The CUDA-events fallback backend ([`Profiler::with_cuda_events`]).
-mod events {
-    use std::sync::Mutex;
-    use std::time::Instant;
-
-    use super::*;
-    use crate::attribution::encode_region_key;
-    use crate::driver::{CuEvent, Driver};
-    use crate::loader::SearchEnv;
-
-    /// What starting the backend yields: the backend, the device, the constant extra columns.
-    type Started = (EventsBackend, DeviceInfo, Vec<(String, ExtraValue)>);
-
-    /// Name of the single pseudo-kernel of each region.
-    pub(super) const EVENTS_KERNEL: &str = "(cuda events)";
-
-    /// Raw CUDA event handles, used only through the driver while the backend's locks are held.
-    struct Event(CuEvent);
-    // SAFETY: a CUevent is a driver handle, valid from any thread of the process.
-    unsafe impl Send for Event {}
-
-    pub(super) struct EventsBackend {
-        driver: &'static Driver,
-        epoch: Instant,
-        /// Regions entered and not exited: (key, start event), innermost last.
-        open: Mutex<Vec<(u64, Event)>>,
-        /// Regions exited since the last collect: (key, start, end).
-        done: Mutex<Vec<(u64, Event, Event)>>,
-        l2: L2Flusher,
-        inputs: FingerprintInputs,
-    }
-
-    impl EventsBackend {
-        pub(super) fn start() -> Result<Started, EngineError> {
-            let driver = Driver::load(&SearchEnv::from_process())?;
-            driver.ensure_context()?;
-            let ordinal = driver.current_device()?;
-            let props = driver.device_info(ordinal)?;
-            let device = DeviceInfo {
-                gpu: props.name.clone(),
-                host: host_name(),
-                compute_clock_khz: (props.clock_khz > 0).then_some(props.clock_khz as f64),
-                memory_clock_khz: (props.mem_clock_khz > 0).then_some(props.mem_clock_khz as f64),
-            };
-            let extras = vec![
-                ("DeviceOrdinal".to_string(), ExtraValue::Number(ordinal as f64)),
-                (
-                    "CudaVersion".to_string(),
-                    ExtraValue::Text(format_cuda_version(driver.version)),
-                ),
-            ];
-            let mut inputs = crate::conditions::runtime::fingerprint_inputs(ordinal, &props, driver.version, None);
-            inputs.kernel_timing = Some("CUDA events around each region (no CUPTI)".to_string());
-            let backend = EventsBackend {
-                driver,
-                epoch: Instant::now(),
-                open: Mutex::new(Vec::new()),
-                done: Mutex::new(Vec::new()),
-                l2: L2Flusher::new(props.l2_bytes),
-                inputs,
-            };
-            Ok((backend, device, extras))
-        }
-
-        fn recorded_event(&self) -> Result<Event, EngineError> {
-            let e = self.driver.event_create()?;
-            if let Err(err) = self.driver.event_record(e) {
-                let _ = self.driver.event_destroy(e);
-                return Err(err);
-            }
-            Ok(Event(e))
-        }
-    }
-
-    impl Drop for EventsBackend {
-        fn drop(&mut self) {
-            for (_, e) in lock(&self.open).drain(..) {
-                let _ = self.driver.event_destroy(e.0);
-            }
-            for (_, s, e) in lock(&self.done).drain(..) {
-                let _ = self.driver.event_destroy(s.0);
-                let _ = self.driver.event_destroy(e.0);
-            }
-            self.l2.release(self.driver);
-        }
-    }
-
-    impl Backend for EventsBackend {
-        fn timestamp_ns(&self) -> u64 {
-            self.epoch.elapsed().as_nanos() as u64
-        }
-        fn thread_id(&self) -> u64 {
-            0
-        }
-        fn encode_key(&self, call: u64, config: u64, run: u64, region: u64) -> Result<u64, EngineError> {
-            let c = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
-            encode_region_key(c(call), c(config), c(run), c(region))
-        }
-        fn enter(&self, key: u64, _name: &str) -> Result<(), EngineError> {
-            let e = self.recorded_event()?;
-            lock(&self.open).push((key, e));
-            Ok(())
-        }
-        fn exit(&self) -> Result<(), EngineError> {
-            let end = self.recorded_event()?;
-            match lock(&self.open).pop() {
-                Some((key, start)) => lock(&self.done).push((key, start, end)),
-                None => {
-                    let _ = self.driver.event_destroy(end.0);
-                }
-            }
-            Ok(())
-        }
-        fn synchronize(&self) -> Result<(), EngineError> {
-            self.driver.ensure_context()?;
-            self.driver.synchronize()
-        }
-        fn flush_l2(&self) -> Result<(), EngineError> {
-            self.l2.flush(self.driver)
-        }
-        fn collect(&self, _spans: &[Span]) -> Result<Collected, EngineError> {
-            let mut collected = Collected::default();
-            for (key, start, end) in lock(&self.done).drain(..) {
-                let elapsed = self.driver.event_elapsed_ms(start.0, end.0);
-                let _ = self.driver.event_destroy(start.0);
-                let _ = self.driver.event_destroy(end.0);
-                let ns = (f64::from(elapsed?) * 1e6).round() as u64;
-                collected.by_region.entry(key).or_default().push(KernelRun {
-                    graph: false,
-                    name: EVENTS_KERNEL.to_string(),
-                    demangled: None,
-                    start_ns: 0,
-                    end_ns: ns,
-                });
-            }
-            Ok(collected)
-        }
-        fn fingerprint_inputs(&self) -> FingerprintInputs {
-            self.inputs.clone()
-        }
     }
 }
 
