@@ -74,9 +74,10 @@ pub enum DurationSource {
     Records,
     /// The counter `gpu__time_duration.sum` of every kernel, collected in the counter pass of every
     /// recorded run (with the kernel records off), as Nsight Compute measures it: one more pass of
-    /// the closure per recorded run, needs counter permission and [`Profiler::new`](super::Profiler::new). The timing
-    /// pass still runs (its records map the counter pass's kernels to regions, time CUDA graph
-    /// launches, which the Range Profiler does not profile, and feed the stopping policy).
+    /// the closure per recorded run, needs counter permission and
+    /// [`Profiler::new`](super::Profiler::new). The timing pass still runs (its records map the
+    /// counter pass's kernels to regions, time CUDA graph launches, which the Range Profiler does
+    /// not profile, and feed the stopping policy).
     Counters,
 }
 
