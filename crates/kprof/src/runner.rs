@@ -17,6 +17,14 @@
 //! The GPU-facing part is a small private [`Backend`] trait; the real one wraps the engine
 //! modules (loader, driver, CUPTI session, attribution, NVTX) and a mock one drives the unit tests
 //! on machines without a GPU.
+//!
+//! This file keeps the `Backend` interface and the small helpers the submodules share:
+//! `runner/options.rs` (option types, defaults, validation), `runner/schedule.rs` (the order of
+//! runs), `runner/run.rs` (a run and its regions), `runner/profiler.rs` (the [`Profiler`] and its
+//! loop: bench, sweep, flush, record), `runner/gpu.rs` (the CUPTI backend), `runner/events.rs`
+//! (the CUDA-events backend), `runner/counter_pass.rs` (hardware counters), `runner/l2_flush.rs`
+//! (the cold-cache flush), `runner/progress.rs` (the progress hook). Unit tests: `runner/tests.rs`
+//! and `runner/tests/`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
