@@ -67,9 +67,15 @@
 //! Counter-pass kernels have no activity records (with `KPROF_COUNTER_PASS_RECORDS=on` they do,
 //! carry no region key and count in [`Profiler::unattributed_kernels`]).
 
-use std::cell::Cell;
-use std::sync::{Mutex, OnceLock};
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::{Arc, Mutex, OnceLock};
 
+use kprof_core::model::DEFAULT_METRIC;
+use kprof_core::transforms::combine_kernels;
+
+use super::l2_flush::is_flush_kernel;
+use super::run::{RunInner, RunState, SpanRec};
 use super::*;
 use crate::counters::range::{chip_name, profiler_deinitialize, profiler_initialize};
 use crate::counters::{CountersError, CuptiLib, MetricsCatalog, RangeProfiler, RangeResult, ReplayMode};

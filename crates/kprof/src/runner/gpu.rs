@@ -1,0 +1,192 @@
+//! The real backend: engine modules (driver, CUPTI activity session, attribution, NVTX) behind
+//! [`Backend`], for [`Profiler::new`](super::Profiler::new).
+
+use std::cell::RefCell;
+use std::sync::Mutex;
+
+use kprof_core::model::{DeviceInfo, ExtraValue};
+
+use super::l2_flush::L2Flusher;
+use super::{host_name, Backend, Collected, KernelRun, Span};
+use crate::attribution::{attribute, encode_region_key, RegionSpan};
+use crate::conditions::fingerprint::format_cuda_version;
+use crate::conditions::FingerprintInputs;
+use crate::cupti::collector::{current_thread_id, ActivitySession};
+use crate::cupti::records::ActivityBatch;
+use crate::error::EngineError;
+use crate::loader::Libraries;
+use crate::lock;
+use crate::nvtx::{push_range_cstr, NvtxRange};
+
+thread_local! {
+    /// NVTX ranges opened by regions on this thread (push/pop ranges end on their thread).
+    static RANGES: RefCell<Vec<NvtxRange>> = const { RefCell::new(Vec::new()) };
+}
+
+pub(super) struct GpuBackend {
+    libs: &'static Libraries,
+    session: Mutex<ActivitySession>,
+    l2: L2Flusher,
+    inputs: FingerprintInputs,
+}
+
+/// What starting the backend yields: the backend, the device, the constant extra columns.
+type Started = (GpuBackend, DeviceInfo, Vec<(String, ExtraValue)>);
+
+impl GpuBackend {
+    pub(super) fn start() -> Result<Started, EngineError> {
+        let libs = Libraries::load()?;
+        let driver = libs.cuda;
+        driver.ensure_context()?;
+        let ordinal = driver.current_device()?;
+        let props = driver.device_info(ordinal)?;
+        let session = ActivitySession::start(libs)?;
+        let device = DeviceInfo {
+            gpu: props.name.clone(),
+            host: host_name(),
+            compute_clock_khz: (props.clock_khz > 0).then_some(props.clock_khz as f64),
+            memory_clock_khz: (props.mem_clock_khz > 0).then_some(props.mem_clock_khz as f64),
+        };
+        let v = &libs.versions;
+        let extras = vec![
+            ("DeviceOrdinal".to_string(), ExtraValue::Number(ordinal as f64)),
+            (
+                "DriverVersion".to_string(),
+                ExtraValue::Text(v.driver_release.clone().unwrap_or_else(|| v.driver.to_string())),
+            ),
+            (
+                "CudaVersion".to_string(),
+                ExtraValue::Text(format_cuda_version(v.driver)),
+            ),
+            ("CuptiVersion".to_string(), ExtraValue::Number(v.cupti_api as f64)),
+        ];
+        let mut inputs = crate::conditions::runtime::fingerprint_inputs(
+            ordinal,
+            &props,
+            v.driver,
+            Some(crate::conditions::fingerprint::format_cupti_version(v.cupti_api)),
+        );
+        inputs.kernel_timing = Some(session.describe());
+        let backend = GpuBackend {
+            libs,
+            session: Mutex::new(session),
+            l2: L2Flusher::new(props.l2_bytes),
+            inputs,
+        };
+        Ok((backend, device, extras))
+    }
+}
+
+impl Drop for GpuBackend {
+    fn drop(&mut self) {
+        self.l2.release(self.libs.cuda);
+    }
+}
+
+/// The engine's view of a run's spans.
+pub(super) fn region_spans(spans: &[Span]) -> Vec<RegionSpan> {
+    spans
+        .iter()
+        .map(|s| RegionSpan {
+            id: s.key,
+            parent: s.parent,
+            thread_id: s.thread_id as u32,
+            start_ns: s.start_ns,
+            end_ns: s.end_ns,
+        })
+        .collect()
+}
+
+/// Attributes one flushed batch to the run's regions (pure; tested on recorded fixtures).
+pub(super) fn collect_batch(batch: &ActivityBatch, regions: &[RegionSpan]) -> Collected {
+    let att = attribute(batch, regions);
+    let by_region = att
+        .by_region
+        .into_iter()
+        .map(|(id, ks)| {
+            let ks = ks
+                .into_iter()
+                .map(|k| KernelRun {
+                    graph: k.graph_id != 0,
+                    start_ns: k.start_ns,
+                    end_ns: k.end_ns,
+                    demangled: None,
+                    name: k.name,
+                })
+                .collect();
+            (id, ks)
+        })
+        .collect();
+    let outside = att
+        .unattributed
+        .iter()
+        .map(|k| KernelRun {
+            graph: k.graph_id != 0,
+            start_ns: k.start_ns,
+            end_ns: k.end_ns,
+            demangled: None,
+            name: k.name.clone(),
+        })
+        .collect();
+    Collected {
+        by_region,
+        unattributed: att.unattributed.len(),
+        outside,
+        graph_launches_from_nodes: 0,
+    }
+}
+
+impl Backend for GpuBackend {
+    fn timestamp_ns(&self) -> u64 {
+        self.libs.cupti.timestamp_ns().unwrap_or(0)
+    }
+    fn thread_id(&self) -> u64 {
+        current_thread_id() as u64
+    }
+    fn encode_key(&self, call: u64, config: u64, run: u64, region: u64) -> Result<u64, EngineError> {
+        let c = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        encode_region_key(c(call), c(config), c(run), c(region))
+    }
+    fn enter(&self, key: u64, name: &str) -> Result<(), EngineError> {
+        let cname = crate::nvtx::validate_region_name(name)?;
+        lock(&self.session).push_external_id(key)?;
+        RANGES.with(|r| r.borrow_mut().push(push_range_cstr(cname)));
+        Ok(())
+    }
+    fn exit(&self) -> Result<(), EngineError> {
+        RANGES.with(|r| drop(r.borrow_mut().pop()));
+        lock(&self.session).pop_external_id().map(|_| ())
+    }
+    fn synchronize(&self) -> Result<(), EngineError> {
+        self.libs.cuda.ensure_context()?;
+        self.libs.cuda.synchronize()
+    }
+    fn flush_l2(&self) -> Result<(), EngineError> {
+        self.l2.flush(self.libs.cuda)
+    }
+    fn kernel_records(&self, on: bool) -> Result<(), EngineError> {
+        lock(&self.session).set_kernel_records(on)
+    }
+    fn graph_spans_from_nodes(&self) -> bool {
+        let session = lock(&self.session);
+        session.graph_trace() == crate::cupti::GraphTrace::Nodes || session.graph_launches_from_nodes() > 0
+    }
+    fn collect(&self, spans: &[Span]) -> Result<Collected, EngineError> {
+        let mut session = lock(&self.session);
+        let batch = session.flush()?;
+        let regions = region_spans(spans);
+        session.record_regions(&regions)?;
+        let from_nodes = session.graph_launches_from_nodes();
+        drop(session);
+        Ok(Collected {
+            graph_launches_from_nodes: from_nodes,
+            ..collect_batch(&batch, &regions)
+        })
+    }
+    fn counters(&self) -> Option<&dyn super::counter_pass::CounterBackend> {
+        Some(super::counter_pass::gpu_counters(self.libs))
+    }
+    fn fingerprint_inputs(&self) -> FingerprintInputs {
+        self.inputs.clone()
+    }
+}

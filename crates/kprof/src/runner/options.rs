@@ -1,0 +1,274 @@
+//! The options of a bench call and of the run loop: [`CacheControl`], [`ClockControl`],
+//! [`RunOrder`], [`DurationSource`], [`BenchOptions`] (defaults and validation) and
+//! [`FlushPolicy`].
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use kprof_core::policy::StoppingPolicy;
+use kprof_core::transforms::Reducer;
+
+use super::invalid_option;
+use super::progress::ProgressHook;
+use crate::conditions::runtime::{Collectors, ThermalOptions};
+use crate::counters::ReplayMode;
+use crate::error::EngineError;
+
+/// L2 cache state at the start of every run and region.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CacheControl {
+    /// Cold cache (the default, as in Nsight Compute): before every run and before every
+    /// top-level region, outside the timed regions, the L2 is emptied (a buffer of twice its size
+    /// is read through it, see `KPROF_L2_FLUSH`), so each region starts cold and clean whatever
+    /// ran before it. Kernels *inside* one region share the L2 (ncu flushes before each kernel).
+    #[default]
+    All,
+    /// Warm cache: nothing is done between runs.
+    None,
+}
+
+/// GPU clock control.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ClockControl {
+    /// Leave the clocks as they are (the only choice in the CUPTI activity backend).
+    #[default]
+    None,
+    /// Lock clocks to base: only the ncu backend can do that; asking for it here is an error.
+    Base,
+}
+
+/// The order of (configuration, run) pairs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RunOrder {
+    /// Run r of every configuration, then run r+1 (the default): slow drifts (thermal, clocks)
+    /// spread over all configurations instead of biasing the last ones.
+    #[default]
+    Interleaved,
+    /// All runs of a configuration, then the next configuration.
+    Sequential,
+}
+
+/// Where the durations of [`DEFAULT_METRIC`](kprof_core::model::DEFAULT_METRIC) (`gpu__time_duration.sum`) come from.
+///
+/// What a duration means in kprof (issue 17): **an eager kernel's duration is Nsight Compute's
+/// `gpu__time_duration`** (what nsight-python reports), and **a CUDA graph launch counts as the
+/// graph's GPU span** (first node's start to last node's end, as CUDA events around the replay
+/// see it), never one node's time. A region's value combines its kernels and graph launches
+/// ([`Reducer`], the sum by default). Each sample's `DurationSource` column says which source gave
+/// it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DurationSource {
+    /// Counters when this profiler can collect them, else records. The choice is made once per
+    /// bench call, before any recorded run: the counter session is opened then, and a failure (no
+    /// counter permission, another profiler holding the counters, the CUDA events backend) falls
+    /// back to records with one warning. Not the default: with CUPTI 13.0 the counter pass mixes
+    /// node records into the spans of CUDA graphs replayed in the timing pass (they come out NaN,
+    /// with a warning), and its set-up costs about a second per process (docs/timing.md).
+    Auto,
+    /// CUPTI's kernel activity records of the timing pass (the default): one pass, no counter
+    /// permission needed, CUDA graphs timed as their span. With concurrent records (the default
+    /// trace) short kernels read below ncu (1M-float kernel: 3.46 vs 4.22 us on the H200) and
+    /// kernels of many tiny blocks above it (instrumentation); with serial records every kernel
+    /// reads about 0.5 us above ncu.
+    #[default]
+    Records,
+    /// The counter `gpu__time_duration.sum` of every kernel, collected in the counter pass of every
+    /// recorded run (with the kernel records off), as Nsight Compute measures it: one more pass of
+    /// the closure per recorded run, needs counter permission and
+    /// [`Profiler::new`](super::Profiler::new). The timing pass still runs (its records map the
+    /// counter pass's kernels to regions, time CUDA graph launches, which the Range Profiler does
+    /// not profile, and feed the stopping policy).
+    Counters,
+}
+
+impl DurationSource {
+    /// The source a name gives (`auto`, `records`, `counters`); the error names all three.
+    pub fn parse(name: &str) -> Result<DurationSource, EngineError> {
+        match name {
+            "auto" => Ok(DurationSource::Auto),
+            "records" => Ok(DurationSource::Records),
+            "counters" => Ok(DurationSource::Counters),
+            other => Err(invalid_option(&format!(
+                "duration source {other:?} is not one: use \"records\" (the default: CUPTI kernel records of the \
+                 timing pass), \"counters\" (the counter gpu__time_duration.sum, as Nsight Compute measures it) or \
+                 \"auto\" (counters when available, else records)"
+            ))),
+        }
+    }
+
+    /// The name [`DurationSource::parse`] takes, and the `DurationSource` column's value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DurationSource::Auto => "auto",
+            DurationSource::Records => "records",
+            DurationSource::Counters => "counters",
+        }
+    }
+}
+
+/// Options of one [`Profiler::bench`](super::Profiler::bench) call.
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    /// Recorded runs per configuration (default 10). With a [`StoppingPolicy`] its `max_runs`
+    /// applies instead.
+    pub runs: u32,
+    /// Warm-up runs per configuration, not recorded (default 1).
+    pub warmup: u32,
+    /// L2 state at the start of each run (default cold, [`CacheControl::All`]).
+    pub cache: CacheControl,
+    /// Clock control (only [`ClockControl::None`] in this backend).
+    pub clock: ClockControl,
+    /// Order of (configuration, run) pairs (default [`RunOrder::Interleaved`]).
+    pub order: RunOrder,
+    /// Adaptive stopping, per configuration. The policy decides after each recorded run, before
+    /// the configuration's next run; the loop flushes the activity buffers for it then, so in
+    /// interleaved order it decides (and flushes) once per round.
+    pub policy: Option<StoppingPolicy>,
+    /// Kernels to drop before combining, by exact name (mangled or demangled).
+    pub ignore_kernels: Vec<String>,
+    /// How a region's kernels are combined (default [`Reducer::Sum`]).
+    pub combine: Reducer,
+    /// An error returned by the closure gives NaN samples for that run and the sweep goes on.
+    pub ignore_failures: bool,
+    /// Write the raw CSV `<prefix><benchmark>-raw.csv` after every finished configuration (at
+    /// the activity flush that records its last run, see [`FlushPolicy`]), at the end, and
+    /// before an error is returned. A prefix that is a directory or ends in `/` puts the file
+    /// inside it.
+    pub output_prefix: Option<PathBuf>,
+    /// Metrics to record: `gpu__time_duration.sum` (always recorded) and any hardware counter
+    /// metrics (ncu names, collected in a counter pass of every recorded run; see
+    /// `runner/counter_pass.rs`).
+    pub metrics: Vec<String>,
+    /// How counter metrics are collected: [`ReplayMode::Application`] (default: one value per
+    /// kernel, the closure re-run once per pass with the L2 flushed as in the timing pass, so every
+    /// pass starts from the cache state a plain run gives it, as Nsight Compute's application
+    /// replay does; measured on the H200 within 0.3 point of ncu on the seed's DRAM throughput),
+    /// [`ReplayMode::Kernel`] (one value per kernel, combined per region, the closure run once and
+    /// each kernel replayed by CUPTI, which cannot flush the L2 between its passes: DRAM rates of
+    /// data larger than the L2 read about 2 points above ncu) or
+    /// [`ReplayMode::User`] (one range per region, the closure re-run once per pass; rates cover
+    /// the range's whole elapsed time). See `runner/counter_pass.rs`.
+    pub replay_mode: ReplayMode,
+    /// Where the durations of `gpu__time_duration.sum` come from (default
+    /// [`DurationSource::Records`]; see `docs/timing.md`).
+    pub duration: DurationSource,
+    /// Thermal guard before every run (default: auto, as nsight-python).
+    pub thermal: ThermalOptions,
+    /// Sample NVML conditions (clocks, temperature, power, energy, throttling) around every run
+    /// as extra columns (default true; NaN without NVML).
+    pub conditions: bool,
+    /// User info collectors (values become extra columns).
+    pub collectors: Collectors,
+    /// Called after every recorded run with the runs done and the total the stopping policy now
+    /// expects (see [`Progress`](super::Progress)); `None`: no progress reports.
+    pub progress: Option<ProgressHook>,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        BenchOptions {
+            runs: 10,
+            warmup: 1,
+            cache: CacheControl::All,
+            clock: ClockControl::None,
+            order: RunOrder::Interleaved,
+            policy: None,
+            ignore_kernels: Vec::new(),
+            combine: Reducer::Sum,
+            ignore_failures: false,
+            output_prefix: None,
+            metrics: Vec::new(),
+            replay_mode: ReplayMode::Application,
+            duration: DurationSource::Records,
+            thermal: ThermalOptions::default(),
+            conditions: true,
+            collectors: Collectors::default(),
+            progress: None,
+        }
+    }
+}
+
+impl BenchOptions {
+    /// Checks the options for this backend. Errors name the option and what to do instead.
+    pub fn validate(&self) -> Result<(), EngineError> {
+        if self.clock == ClockControl::Base {
+            return Err(EngineError::Unsupported(
+                "clock control `base` (locking the GPU clocks to their base values) is not \
+                 available in the CUPTI activity backend: it needs the ncu backend (Nsight \
+                 Compute's --clock-control base). Use ClockControl::None here, or profile with \
+                 the ncu backend"
+                    .to_string(),
+            ));
+        }
+        // Counter metric names are checked on the host by Profiler::bench (they need the chip).
+        for (i, m) in self.metrics.iter().enumerate() {
+            if m.trim().is_empty() {
+                return Err(invalid_option("metrics: empty metric name"));
+            }
+            if self.metrics[..i].contains(m) {
+                return Err(invalid_option(&format!("metrics lists {m:?} twice")));
+            }
+        }
+        match &self.policy {
+            None => {
+                if self.runs == 0 {
+                    return Err(invalid_option("runs must be at least 1"));
+                }
+            }
+            Some(p) => p.validate().map_err(|e| invalid_option(&format!("policy: {e}")))?,
+        }
+        self.thermal.validate()?;
+        Ok(())
+    }
+
+    /// The most recorded runs any configuration can get.
+    pub fn max_runs(&self) -> u32 {
+        match &self.policy {
+            Some(p) => p.max_runs,
+            None => self.runs,
+        }
+    }
+}
+
+/// When the run loop flushes the CUPTI activity buffers and attributes the kernels of the runs
+/// done since the last flush.
+///
+/// A forced CUPTI flush costs about a millisecond, so the loop does not flush after every run:
+/// runs are synchronised one by one (they never overlap) and their region spans kept; kernels are
+/// attributed by key afterwards (the external-correlation id encodes call, config, run and
+/// region; kernels launched from other threads fall inside the recorded spans of their run), so
+/// one flush serves many runs. Activity buffers that fill up between flushes are handed back by
+/// CUPTI at any time and gathered until the next flush; nothing is lost in between.
+///
+/// The loop flushes when `max_runs` runs (warm-ups included) are waiting, when the first waiting
+/// run started `max_time` ago or more, when a closure error ends the sweep, at the end of the
+/// sweep, and, with a [`StoppingPolicy`], before a configuration with a waiting recorded run gets
+/// its next run (so the policy decides exactly as with a flush after every run). The raw CSV of
+/// [`BenchOptions::output_prefix`] is written at the flush that records a configuration's last
+/// run. `max_runs: 1` flushes after every run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlushPolicy {
+    /// Flush once this many runs are waiting (default 256; 0 counts as 1).
+    pub max_runs: u32,
+    /// Flush once the oldest waiting run started this long ago (default 50 ms).
+    pub max_time: Duration,
+}
+
+impl Default for FlushPolicy {
+    fn default() -> Self {
+        FlushPolicy {
+            max_runs: 256,
+            max_time: Duration::from_millis(50),
+        }
+    }
+}
+
+impl FlushPolicy {
+    /// Flush after every run (what the loop did before batching; for comparisons).
+    pub fn every_run() -> Self {
+        FlushPolicy {
+            max_runs: 1,
+            max_time: Duration::ZERO,
+        }
+    }
+}

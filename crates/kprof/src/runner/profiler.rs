@@ -1,0 +1,802 @@
+//! The [`Profiler`] and its run loop: a bench call ([`Profiler::bench`]) runs the steps of the
+//! scheduler, flushes and attributes batches of runs ([`FlushPolicy`]), and records each run's
+//! samples.
+
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kprof_core::kernels::MANGLED_KERNEL_COLUMN;
+use kprof_core::model::{Config, DeviceInfo, ExtraValue, KernelSample, RawResults, Sample, SeriesKey, DEFAULT_METRIC};
+use kprof_core::policy::Decision;
+use kprof_core::transforms::combine_kernels;
+
+use super::run::{RunInner, RunState, SpanRec};
+use super::{
+    closure_error, invalid_option, kernel_matches, model_error, raw_csv_path, write_raw, Backend, BenchOptions,
+    CacheControl, Collected, DurationSource, FlushPolicy, Progress, Run, Scheduler, Span, Step, DEFAULT_UNIT,
+};
+use super::{counter_pass, events, gpu, progress};
+use crate::conditions::runtime::ProfilerConditions;
+use crate::error::EngineError;
+
+pub(super) static PROFILER_ACTIVE: AtomicBool = AtomicBool::new(false);
+
+/// A run that is synchronised but whose kernels are not flushed and attributed yet.
+struct PendingRun {
+    step: Step,
+    spans: Vec<SpanRec>,
+    failure: Option<EngineError>,
+    /// Wall time of the run (cache flush, closure, synchronisation).
+    wall: Duration,
+    /// The run's counter pass, when counter metrics are asked for.
+    counters: Option<counter_pass::CounterRun>,
+}
+
+/// The state of one [`Profiler::bench`] call.
+struct Sweep<'a> {
+    name: &'a str,
+    configs: &'a [Config],
+    opts: &'a BenchOptions,
+    out_path: Option<PathBuf>,
+    raw: RawResults,
+    device_idx: u32,
+    sched: Scheduler,
+    /// Region names seen so far, in order (for NaN rows of failed runs).
+    known_regions: Vec<String>,
+    /// Per config: per-run policy values, and wall time spent.
+    policy_values: Vec<Vec<f64>>,
+    spent: Vec<Duration>,
+    /// Per config: whether its finished results were written to the raw CSV.
+    written: Vec<bool>,
+    /// Samples in the raw CSV as last written (the file is synced to disk on every write).
+    samples_on_disk: Option<usize>,
+    /// Whether the warning about CUDA-graph kernels without timestamps was given.
+    warned_untimed: bool,
+    /// Whether the warning about graphs instantiated before the session was given.
+    warned_old_graphs: bool,
+    /// Runs waiting for the next flush, in run order, and their spans as handed to the backend.
+    pending: Vec<PendingRun>,
+    wire: Vec<Span>,
+    /// Per config: recorded runs among `pending`.
+    pending_recorded: Vec<u32>,
+    /// When the first waiting run started.
+    batch_start: Option<Instant>,
+    /// Counter metrics of this call (validated plan), if any.
+    counters: Option<counter_pass::CounterState>,
+}
+
+/// The profiler: owns the CUPTI activity session. One per process.
+pub struct Profiler {
+    pub(super) backend: Arc<dyn Backend>,
+    pub(super) device: DeviceInfo,
+    /// Constant extra columns of every sample (device ordinal, versions).
+    pub(super) extras: Vec<(String, ExtraValue)>,
+    pub(super) next_call: u64,
+    pub(super) warnings: Vec<String>,
+    pub(super) unattributed: u64,
+    /// Activity flushes of all bench calls so far.
+    pub(super) flushes: u64,
+    pub(super) flush_policy: FlushPolicy,
+    /// Whether this instance holds the process-wide slot (the mock backends in tests do not).
+    pub(super) holds_slot: bool,
+    /// The metric the samples carry: [`DEFAULT_METRIC`] from CUPTI kernel records, or
+    /// [`CUDA_EVENTS_METRIC`] from the CUDA-events fallback.
+    pub(super) metric: &'static str,
+    /// NVML, the monitored device, the fingerprint, and the current bench call's guard,
+    /// sampler and collectors.
+    pub(super) conditions: ProfilerConditions,
+    /// The current bench call's `DurationSource` column: `counters`, `records` or `cuda-events`
+    /// (the resolved [`DurationSource`]).
+    pub(super) duration_source: &'static str,
+}
+
+/// The metric of [`Profiler::with_cuda_events`]: GPU time between two CUDA events around a
+/// region, in ns. It includes idle gaps between the region's kernels (and launch latency when the
+/// GPU was idle at region entry), so it is not the sum of kernel durations that
+/// `gpu__time_duration.sum` is.
+pub const CUDA_EVENTS_METRIC: &str = "cuda_event_elapsed.sum";
+
+impl std::fmt::Debug for Profiler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Profiler")
+            .field("device", &self.device)
+            .field("extras", &self.extras)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Profiler {
+    fn drop(&mut self) {
+        if self.holds_slot {
+            PROFILER_ACTIVE.store(false, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Profiler {
+    /// Loads the CUDA driver and CUPTI, makes sure a CUDA context is current (retaining device
+    /// 0's primary context when none is), and starts the CUPTI activity session. One profiler
+    /// per process: a second `new()` while one is alive is an error.
+    pub fn new() -> Result<Profiler, EngineError> {
+        if crate::ncu::is_ncu_child() {
+            // Under ncu (relaunch mode): no CUPTI session, NVTX ranges only (ncu/bench.rs).
+            return crate::ncu::bench::child_profiler();
+        }
+        Self::claim_slot(|| {
+            let (backend, device, extras) = gpu::GpuBackend::start()?;
+            Ok(Self::assemble(
+                Arc::new(backend),
+                device,
+                extras,
+                true,
+                DEFAULT_METRIC,
+                ProfilerConditions::new(),
+            ))
+        })
+    }
+
+    /// Takes the process-wide profiler slot, builds the profiler, and gives the slot back when
+    /// building fails.
+    fn claim_slot(build: impl FnOnce() -> Result<Profiler, EngineError>) -> Result<Profiler, EngineError> {
+        if PROFILER_ACTIVE.swap(true, Ordering::SeqCst) {
+            return Err(EngineError::SessionActive);
+        }
+        build().inspect_err(|_| PROFILER_ACTIVE.store(false, Ordering::SeqCst))
+    }
+
+    /// A profiler over `backend`, with empty counters and the default flush policy.
+    fn assemble(
+        backend: Arc<dyn Backend>,
+        device: DeviceInfo,
+        extras: Vec<(String, ExtraValue)>,
+        holds_slot: bool,
+        metric: &'static str,
+        conditions: ProfilerConditions,
+    ) -> Profiler {
+        Profiler {
+            backend,
+            device,
+            extras,
+            next_call: 1,
+            warnings: Vec::new(),
+            unattributed: 0,
+            flushes: 0,
+            flush_policy: FlushPolicy::default(),
+            holds_slot,
+            metric,
+            conditions,
+            duration_source: "records",
+        }
+    }
+
+    /// The CUDA-events fallback, for when CUPTI cannot be used (its single subscriber slot is
+    /// taken by torch.profiler, Nsight Systems or another tool, or libcupti is missing): each
+    /// region is timed by two CUDA events recorded on the legacy default stream around it. Needs
+    /// only the CUDA driver. The samples' metric is [`CUDA_EVENTS_METRIC`], not
+    /// `gpu__time_duration.sum`: the events measure GPU time from region entry to exit, idle gaps
+    /// included, and there is no per-kernel breakdown or kernel name (`Kernel` is
+    /// `(cuda events)`). Kernels on non-blocking streams are not ordered by the legacy stream and
+    /// may be missed.
+    pub fn with_cuda_events() -> Result<Profiler, EngineError> {
+        Self::claim_slot(|| {
+            let (backend, device, extras) = events::EventsBackend::start()?;
+            Ok(Self::assemble(
+                Arc::new(backend),
+                device,
+                extras,
+                true,
+                CUDA_EVENTS_METRIC,
+                ProfilerConditions::new(),
+            ))
+        })
+    }
+
+    /// A profiler over another backend (the ncu child's), not holding the process-wide slot.
+    pub(crate) fn from_parts(
+        backend: Arc<dyn Backend>,
+        device: DeviceInfo,
+        extras: Vec<(String, ExtraValue)>,
+    ) -> Profiler {
+        // Under ncu, which profiles every run, no NVML sampling around runs.
+        let conditions = ProfilerConditions::with_probe(Box::new(crate::conditions::runtime::NullProbe));
+        Self::assemble(backend, device, extras, false, DEFAULT_METRIC, conditions)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn with_backend(
+        backend: Arc<dyn Backend>,
+        device: DeviceInfo,
+        extras: Vec<(String, ExtraValue)>,
+    ) -> Profiler {
+        let conditions = ProfilerConditions::with_probe(Box::new(crate::conditions::runtime::NullProbe));
+        Self::assemble(backend, device, extras, false, DEFAULT_METRIC, conditions)
+    }
+
+    /// Replaces where conditions are read (tests: fake sensors, or NVML missing).
+    #[cfg(test)]
+    pub(crate) fn set_conditions(&mut self, c: ProfilerConditions) {
+        self.conditions = c;
+    }
+
+    /// The environment fingerprint (GPU, driver, CUDA, CUPTI, host, kprof), collected once at
+    /// the first bench call; `None` before it.
+    pub fn fingerprint(&self) -> Option<&crate::conditions::Fingerprint> {
+        self.conditions.fingerprint()
+    }
+
+    /// The metric this profiler's samples carry (`gpu__time_duration.sum`, or
+    /// [`CUDA_EVENTS_METRIC`] for the CUDA-events fallback).
+    pub fn metric(&self) -> &'static str {
+        self.metric
+    }
+
+    /// The device every sample is attributed to.
+    pub fn device(&self) -> &DeviceInfo {
+        &self.device
+    }
+
+    /// Constant extra columns (DeviceOrdinal, DriverVersion, CudaVersion, CuptiVersion).
+    pub fn extras(&self) -> &[(String, ExtraValue)] {
+        &self.extras
+    }
+
+    /// Warnings of all bench calls so far (e.g. a region that launched no kernel in a run).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Kernels of all bench calls so far that ran outside every region (recorded runs and
+    /// warm-ups; they are not part of any sample).
+    pub fn unattributed_kernels(&self) -> u64 {
+        self.unattributed
+    }
+
+    /// How many times the bench calls so far flushed the activity buffers (one flush serves a
+    /// batch of runs; see [`FlushPolicy`]).
+    pub fn flush_count(&self) -> u64 {
+        self.flushes
+    }
+
+    /// When the run loop flushes the activity buffers.
+    pub fn flush_policy(&self) -> FlushPolicy {
+        self.flush_policy
+    }
+
+    /// Sets when the run loop flushes the activity buffers (for the following bench calls).
+    pub fn set_flush_policy(&mut self, policy: FlushPolicy) {
+        self.flush_policy = policy;
+    }
+
+    /// Waits for all work on the device.
+    pub fn synchronize(&self) -> Result<(), EngineError> {
+        self.backend.synchronize()
+    }
+
+    /// Runs the benchmark closure `f` over `configs` and returns the raw samples: one sample per
+    /// region per recorded run, metric `gpu__time_duration.sum` in ns. An empty `configs` means
+    /// one configuration without parameters.
+    ///
+    /// The device is synchronised after every run; the CUPTI activity buffers are flushed and the
+    /// kernels attributed once per batch of runs (see [`FlushPolicy`]). With a
+    /// [`StoppingPolicy`](super::StoppingPolicy), a configuration's pending values are flushed
+    /// and decided on before it gets its next run: the policy sees exactly the values it saw with
+    /// a flush after every run (in interleaved order that is one flush per round; in sequential
+    /// order one per run).
+    pub fn bench<F>(
+        &mut self,
+        name: &str,
+        configs: &[Config],
+        opts: &BenchOptions,
+        mut f: F,
+    ) -> Result<RawResults, EngineError>
+    where
+        F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
+    {
+        if crate::ncu::bench::skip_in_child() {
+            // An ncu child runs only its selected benchmark (ncu/bench.rs).
+            return Ok(RawResults::new());
+        }
+        opts.validate()?;
+        // Counter metrics are validated on the host before any GPU work.
+        let (counters, duration) = self.counters_prepare(name, opts)?;
+        self.duration_source = match (self.metric, duration) {
+            (CUDA_EVENTS_METRIC, _) => "cuda-events",
+            (_, DurationSource::Counters) => "counters",
+            _ => "records",
+        };
+        let default_configs = [Config::new()];
+        let configs: &[Config] = if configs.is_empty() { &default_configs } else { configs };
+        let call = self.next_call;
+        self.next_call += 1;
+
+        let mut raw = RawResults::new();
+        for (i, c) in configs.iter().enumerate() {
+            if raw.intern_config(c) as usize != i {
+                return Err(invalid_option(&format!(
+                    "configuration [{c}] is listed twice in {name:?}"
+                )));
+            }
+        }
+        let device_idx = raw.intern_device(&self.device);
+        let n = configs.len();
+        if let Some(w) = self.conditions.init(&self.backend.fingerprint_inputs()) {
+            self.warnings.push(w);
+        }
+        self.conditions
+            .begin_sweep(&opts.thermal, opts.conditions, &opts.collectors, &raw.param_names())?;
+        let mut sw = Sweep {
+            name,
+            configs,
+            opts,
+            out_path: opts.output_prefix.as_deref().map(|p| raw_csv_path(p, name)),
+            raw,
+            device_idx,
+            sched: Scheduler::new(n, opts.warmup, opts.max_runs(), opts.order),
+            known_regions: Vec::new(),
+            policy_values: vec![Vec::new(); n],
+            spent: vec![Duration::ZERO; n],
+            written: vec![false; n],
+            samples_on_disk: None,
+            warned_untimed: false,
+            warned_old_graphs: false,
+            pending: Vec::new(),
+            wire: Vec::new(),
+            pending_recorded: vec![0; n],
+            batch_start: None,
+            counters,
+        };
+        let result = self.sweep(call, &mut sw, &mut f);
+        if result.is_err() {
+            // Keep what was measured before the error: attribute the runs still waiting for a
+            // flush (best effort) while their conditions are still known.
+            let _ = self.flush_batch(&mut sw, None);
+        }
+        if sw.counters.is_some() {
+            // Give the device's profiling resources back, so another tool (an ncu child, a
+            // second profiler) can use them between benchmarks.
+            if let Some(cb) = self.backend.counters() {
+                cb.release();
+            }
+        }
+        let cond_warnings = self.conditions.end_sweep();
+        self.warnings.extend(cond_warnings);
+        if let (Some(p), Some(fp)) = (&sw.out_path, self.conditions.fingerprint()) {
+            if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            if let Err(e) = fp.write_sidecar(p) {
+                self.warnings
+                    .push(format!("could not write the environment fingerprint: {e}"));
+            }
+        }
+        match result {
+            Ok(()) => {
+                if let Some(p) = &sw.out_path {
+                    if sw.samples_on_disk != Some(sw.raw.samples.len()) {
+                        write_raw(p, &sw.raw)?;
+                    }
+                }
+                Ok(sw.raw)
+            }
+            Err(e) => {
+                if let Some(p) = &sw.out_path {
+                    let _ = write_raw(p, &sw.raw);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The run loop: runs steps, batches them, flushes per [`FlushPolicy`], at the end, when a
+    /// closure error ends the sweep, and before a configuration under a stopping policy gets its
+    /// next run.
+    fn sweep<F>(&mut self, call: u64, sw: &mut Sweep<'_>, f: &mut F) -> Result<(), EngineError>
+    where
+        F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let opts = sw.opts;
+        let configs = sw.configs;
+        let max_runs = self.flush_policy.max_runs.max(1) as usize;
+        while let Some(step) = sw.sched.next_step() {
+            if opts.policy.is_some() && !step.warmup && sw.pending_recorded[step.config] > 0 {
+                // The policy decides on this config's last run before it gets another one.
+                self.flush_batch(sw, Some(step.config))?;
+                if sw.sched.is_stopped(step.config) {
+                    continue;
+                }
+            }
+            let t0 = Instant::now();
+            let run_start_ns = self.backend.timestamp_ns();
+            let (spans, failure) = self.one_run(sw.name, call, step, &configs[step.config], opts, f, &mut sw.wire)?;
+            let abort = failure.is_some() && !opts.ignore_failures;
+            let counters = match (&mut sw.counters, step.warmup, &failure) {
+                (Some(st), false, None) => {
+                    let window = (run_start_ns, self.backend.timestamp_ns());
+                    Some(self.without_kernel_records(st.kernel_records, |me| {
+                        me.counter_run(
+                            st,
+                            sw.name,
+                            call,
+                            step,
+                            &configs[step.config],
+                            opts,
+                            f,
+                            spans.len(),
+                            window,
+                        )
+                    })?)
+                }
+                _ => None,
+            };
+            if counters.is_some() && opts.cache == CacheControl::None {
+                self.rewarm_after_counters(sw.name, call, step, &configs[step.config], opts, f)?;
+            }
+            if !step.warmup {
+                sw.pending_recorded[step.config] += 1;
+            }
+            let started = *sw.batch_start.get_or_insert(t0);
+            sw.pending.push(PendingRun {
+                step,
+                spans,
+                failure,
+                wall: t0.elapsed(),
+                counters,
+            });
+            if abort || sw.pending.len() >= max_runs || started.elapsed() >= self.flush_policy.max_time {
+                self.flush_batch(sw, None)?;
+            }
+        }
+        self.flush_batch(sw, None)
+    }
+
+    /// Flushes the activity buffers once for every waiting run, records their samples in run
+    /// order, and writes the raw CSV when configurations have finished (`in_flight`: a config
+    /// whose next run is already handed out and so is not finished unless stopped).
+    fn flush_batch(&mut self, sw: &mut Sweep<'_>, in_flight: Option<usize>) -> Result<(), EngineError> {
+        if sw.pending.is_empty() {
+            return Ok(());
+        }
+        let pending = std::mem::take(&mut sw.pending);
+        sw.batch_start = None;
+        for r in &pending {
+            if !r.step.warmup {
+                sw.pending_recorded[r.step.config] -= 1;
+            }
+        }
+        let t0 = Instant::now();
+        self.flushes += 1;
+        let collected = self.backend.collect(&sw.wire);
+        sw.wire.clear();
+        let collected = collected?;
+        self.unattributed += collected.unattributed as u64;
+        let untimed = collected
+            .by_region
+            .values()
+            .flatten()
+            .filter(|k| k.is_untimed())
+            .count();
+        if untimed > 0 && !sw.warned_untimed {
+            sw.warned_untimed = true;
+            self.warnings.push(format!(
+                "{}: {untimed} kernel(s) of CUDA graphs came without timestamps and count as 0 ns: this CUPTI did not \
+                 trace graph launches as a whole (GRAPH_TRACE records) and serial kernel records do not time graph \
+                 nodes; set KPROF_KERNEL_TRACE=concurrent to time the nodes (the graph's span is then taken from them)",
+                sw.name
+            ));
+        }
+        let graphs_in_regions = collected.by_region.values().flatten().any(|k| k.graph);
+        if collected.graph_launches_from_nodes > 0 && graphs_in_regions && !sw.warned_old_graphs {
+            sw.warned_old_graphs = true;
+            self.warnings.push(format!(
+                "{}: CUDA graph(s) instantiated before kprof's CUPTI session started were timed from their node \
+                 records (CUPTI 13.0 crashes on graph records of such graphs): their nodes run instrumented, which \
+                 reads a few percent long (a 60-node graph +7 % on the H200); capture and instantiate graphs after \
+                 the first benchmark started (or inside the benchmark) for their exact span",
+                sw.name
+            ));
+        }
+        // The flush's wall time counts towards the time budgets of the batch's configs.
+        let share = t0.elapsed() / pending.len() as u32;
+        // The runs' conditions from the background sampler's samples (no NVML read here).
+        self.conditions.settle();
+        for run in pending {
+            self.record_run(sw, run, &collected, share)?;
+        }
+        if let Some(p) = &sw.out_path {
+            let newly: Vec<usize> = (0..sw.configs.len())
+                .filter(|&c| !sw.written[c] && sw.sched.finished(c) && (Some(c) != in_flight || sw.sched.is_stopped(c)))
+                .collect();
+            if !newly.is_empty() {
+                write_raw(p, &sw.raw)?;
+                sw.samples_on_disk = Some(sw.raw.samples.len());
+                for c in newly {
+                    sw.written[c] = true;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Records one run's samples (or NaN rows and warnings) from a flushed batch, and lets the
+    /// stopping policy decide. A closure failure without `ignore_failures` is returned.
+    fn record_run(
+        &mut self,
+        sw: &mut Sweep<'_>,
+        run: PendingRun,
+        collected: &Collected,
+        flush_share: Duration,
+    ) -> Result<(), EngineError> {
+        let PendingRun {
+            step,
+            spans,
+            failure,
+            wall,
+            counters,
+        } = run;
+        let (name, opts) = (sw.name, sw.opts);
+        let config = &sw.configs[step.config];
+        let device_idx = sw.device_idx;
+        sw.spent[step.config] += wall + flush_share;
+        if step.warmup {
+            if let Some(e) = failure {
+                if !opts.ignore_failures {
+                    return Err(e);
+                }
+                self.warnings.push(format!(
+                    "{name}: warm-up run {} of config [{config}] failed: {e}",
+                    step.run
+                ));
+            }
+            return Ok(());
+        }
+        for s in &spans {
+            if !sw.known_regions.contains(&s.name) {
+                sw.known_regions.push(s.name.clone());
+            }
+        }
+        let raw = &mut sw.raw;
+        if let Some(e) = failure {
+            if !opts.ignore_failures {
+                return Err(e);
+            }
+            let msg = format!(
+                "{name}: run {} of config [{config}] failed, recorded as NaN: {e}",
+                step.run
+            );
+            for region in &sw.known_regions {
+                self.push_sample(raw, name, region, step, device_idx, f64::NAN, "", &[], Some(&msg))?;
+            }
+            self.warnings.push(msg);
+            sw.policy_values[step.config].push(f64::NAN);
+        } else {
+            let mut total = 0.0;
+            let mut any = false;
+            // With durations from the counters, the counter pass records `gpu__time_duration.sum`
+            // (NaN for the regions below too); the records still feed the stopping policy.
+            let from_records = self.duration_source != "counters";
+            for s in &spans {
+                if s.failed {
+                    let msg = format!(
+                        "{name}: region {:?} failed in run {} of config [{config}] (failure ignored); recorded as NaN",
+                        s.name, step.run
+                    );
+                    if from_records {
+                        self.push_sample(raw, name, &s.name, step, device_idx, f64::NAN, "", &[], Some(&msg))?;
+                    }
+                    self.warnings.push(msg);
+                    continue;
+                }
+                let kernels = collected.by_region.get(&s.key).map(Vec::as_slice).unwrap_or(&[]);
+                let pairs: Vec<(&str, f64)> = kernels
+                    .iter()
+                    .filter(|k| !opts.ignore_kernels.iter().any(|ig| kernel_matches(k, ig)))
+                    .map(|k| (k.name.as_str(), k.end_ns.saturating_sub(k.start_ns) as f64))
+                    .collect();
+                match combine_kernels(&pairs, &opts.combine) {
+                    Some((kname, value)) => {
+                        total += value;
+                        any = true;
+                        if from_records {
+                            self.push_sample(raw, name, &s.name, step, device_idx, value, &kname, &pairs, None)?;
+                        }
+                    }
+                    None => {
+                        let what = if kernels.is_empty() {
+                            "launched no kernel"
+                        } else {
+                            "launched only ignored kernels"
+                        };
+                        let msg = format!(
+                            "{name}: region {:?} {what} in run {} of config [{config}]; recorded as NaN",
+                            s.name, step.run
+                        );
+                        if from_records {
+                            self.push_sample(raw, name, &s.name, step, device_idx, f64::NAN, "", &[], Some(&msg))?;
+                        }
+                        self.warnings.push(msg);
+                    }
+                }
+            }
+            sw.policy_values[step.config].push(if any { total } else { f64::NAN });
+            if let (Some(c), Some(st)) = (&counters, &sw.counters) {
+                self.record_counters(
+                    raw, &st.plan, name, config, step, device_idx, &spans, collected, c, opts,
+                )?;
+            }
+        }
+        if let Some(p) = &opts.policy {
+            if matches!(
+                p.decide(&sw.policy_values[step.config], sw.spent[step.config]),
+                Decision::Stop(_)
+            ) {
+                sw.sched.stop(step.config);
+            }
+        }
+        if let Some(hook) = &opts.progress {
+            let done: Vec<usize> = sw.policy_values.iter().map(Vec::len).collect();
+            hook.call(&Progress {
+                config: step.config,
+                run: step.run,
+                done_runs: done.iter().map(|&d| d as u64).sum(),
+                total_runs: progress::expected_total(&done, |c| sw.sched.is_stopped(c), opts.max_runs()),
+            });
+        }
+        Ok(())
+    }
+
+    /// One run: cache flush, the closure, synchronise. Returns the spans (their wire form is
+    /// appended to `wire` for the next flush) and the closure's error (if any) as an engine
+    /// error. Engine failures are `Err`.
+    #[allow(clippy::too_many_arguments)]
+    fn one_run<F>(
+        &mut self,
+        name: &str,
+        call: u64,
+        step: Step,
+        config: &Config,
+        opts: &BenchOptions,
+        f: &mut F,
+        wire: &mut Vec<Span>,
+    ) -> Result<(Vec<SpanRec>, Option<EngineError>), EngineError>
+    where
+        F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
+    {
+        self.conditions.thermal_guard()?;
+        if opts.cache == CacheControl::All {
+            self.backend.flush_l2()?;
+        }
+        self.conditions.before_run(step.config, config, step.run, step.warmup)?;
+        // Warm-up runs get run indices above every recorded run, so their keys never collide.
+        let key_run = if step.warmup {
+            opts.max_runs() as u64 + step.run as u64
+        } else {
+            step.run as u64
+        };
+        let state = Rc::new(RunState {
+            backend: Arc::clone(&self.backend),
+            call,
+            config: step.config as u64,
+            run: key_run,
+            inner: RefCell::new(RunInner::default()),
+            on_enter: self
+                .conditions
+                .annotation_hook(step.config, config, step.run, step.warmup),
+            flush_before_regions: opts.cache == CacheControl::All,
+        });
+        let mut run = Run {
+            state: Rc::clone(&state),
+            warmup: step.warmup,
+            run_index: step.run,
+        };
+        let result = f(config, &mut run);
+        drop(run);
+        let (spans, misuse) = state.finish();
+        self.backend.synchronize()?;
+        self.conditions.after_run(step.config, step.run, step.warmup);
+        wire.extend(spans.iter().map(|s| Span {
+            key: s.key,
+            parent: s.parent.map(|p| spans[p].key),
+            thread_id: s.thread_id,
+            start_ns: s.start_ns,
+            end_ns: s.end_ns.unwrap_or(s.start_ns),
+        }));
+        let failure = match result {
+            Err(e) => Some(closure_error(name, config, step.run, e.as_ref())),
+            Ok(()) if !misuse.is_empty() => Some(EngineError::RegionMisuse(misuse.join("; "))),
+            Ok(()) => None,
+        };
+        Ok((spans, failure))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn push_sample(
+        &self,
+        raw: &mut RawResults,
+        benchmark: &str,
+        region: &str,
+        step: Step,
+        device_idx: u32,
+        value: f64,
+        kernel: &str,
+        breakdown: &[(&str, f64)],
+        warning: Option<&str>,
+    ) -> Result<(), EngineError> {
+        let metric = self.metric;
+        self.push_sample_as(
+            raw,
+            benchmark,
+            region,
+            metric,
+            DEFAULT_UNIT,
+            step,
+            device_idx,
+            value,
+            kernel,
+            breakdown,
+            warning,
+        )
+    }
+
+    /// [`Profiler::push_sample`] for any metric and unit (counter metrics).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn push_sample_as(
+        &self,
+        raw: &mut RawResults,
+        benchmark: &str,
+        region: &str,
+        metric: &str,
+        unit: &str,
+        step: Step,
+        device_idx: u32,
+        value: f64,
+        kernel: &str,
+        breakdown: &[(&str, f64)],
+        warning: Option<&str>,
+    ) -> Result<(), EngineError> {
+        let key = SeriesKey {
+            benchmark: benchmark.to_string(),
+            annotation: region.to_string(),
+            config: step.config as u32,
+            metric: metric.to_string(),
+        };
+        let series = raw.intern_series(key, unit, device_idx).map_err(model_error)?;
+        // The Kernel column shows demangled names (as ncu does); the mangled label is kept.
+        let shown = kprof_core::kernels::demangle_label(kernel);
+        let kernel_idx = raw.intern_kernel(&shown);
+        let mut extras: Vec<(&str, ExtraValue)> = self.extras.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
+        if shown != kernel {
+            extras.push((MANGLED_KERNEL_COLUMN, ExtraValue::Text(kernel.to_string())));
+        }
+        let run_extras = self.conditions.extras_for(step.config, step.run, region);
+        extras.extend(run_extras.iter().map(|(n, v)| (n.as_str(), v.clone())));
+        if metric == DEFAULT_METRIC || metric == CUDA_EVENTS_METRIC {
+            extras.push(("DurationSource", ExtraValue::Text(self.duration_source.to_string())));
+        }
+        if let Some(w) = warning {
+            extras.push(("Warning", ExtraValue::Text(w.to_string())));
+        }
+        raw.push_sample(
+            Sample {
+                series,
+                run: step.run,
+                value,
+                kernel: kernel_idx,
+            },
+            &extras,
+        );
+        for (position, (kname, v)) in breakdown.iter().enumerate() {
+            raw.kernel_breakdown.push(KernelSample {
+                series,
+                run: step.run,
+                position: position as u32,
+                kernel: kname.to_string(),
+                value: *v,
+            });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,178 @@
+//! One run of a benchmark closure and its regions: [`Run`], [`RegionGuard`], and the spans they
+//! record ([`SpanRec`], per run in [`RunState`]) for attribution after the run.
+
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use super::Backend;
+use crate::error::EngineError;
+
+#[derive(Debug)]
+pub(super) struct SpanRec {
+    pub(super) name: String,
+    pub(super) key: u64,
+    pub(super) parent: Option<usize>,
+    pub(super) thread_id: u64,
+    pub(super) start_ns: u64,
+    pub(super) end_ns: Option<u64>,
+    /// The region's body failed and the failure was ignored: its value is NaN.
+    pub(super) failed: bool,
+}
+
+#[derive(Default)]
+pub(super) struct RunInner {
+    spans: Vec<SpanRec>,
+    names: HashSet<String>,
+    stack: Vec<usize>,
+    misuse: Vec<String>,
+}
+
+pub(super) struct RunState {
+    pub(super) backend: Arc<dyn Backend>,
+    pub(super) call: u64,
+    pub(super) config: u64,
+    pub(super) run: u64,
+    pub(super) inner: RefCell<RunInner>,
+    /// Annotation-scope info collectors, called on every region enter.
+    pub(super) on_enter: Option<crate::conditions::runtime::AnnotationHook>,
+    /// Cold cache: flush the L2 before every top-level region.
+    pub(super) flush_before_regions: bool,
+}
+
+/// One run of a benchmark closure: open regions with [`Run::region`] or [`Run::annotate`].
+pub struct Run {
+    pub(super) state: Rc<RunState>,
+    pub(super) warmup: bool,
+    pub(super) run_index: u32,
+}
+
+/// An open region; the region closes when the guard is dropped. Guards must be dropped in the
+/// reverse order of creation, on the thread that created them (the guard is not `Send`).
+#[must_use = "the region closes as soon as the guard is dropped"]
+pub struct RegionGuard {
+    state: Rc<RunState>,
+    index: usize,
+}
+
+impl Run {
+    /// Opens a region named `name`. Kernels launched until the guard is dropped (from this
+    /// thread, or from other threads while it is open) are attributed to it. A name may be used
+    /// once per run; regions may nest (an outer region includes its inner regions' kernels).
+    pub fn region(&mut self, name: &str) -> Result<RegionGuard, EngineError> {
+        let st = &self.state;
+        let index;
+        let key;
+        if let Some(hook) = &st.on_enter {
+            hook(name);
+        }
+        if st.flush_before_regions && st.inner.borrow().stack.is_empty() {
+            st.backend.flush_l2()?;
+        }
+        {
+            let mut inner = st.inner.borrow_mut();
+            if inner.names.contains(name) {
+                return Err(EngineError::RegionMisuse(format!(
+                    "region {name:?} was opened twice in one run; region names must be unique \
+                     within a run (use distinct names, or one region around both parts)"
+                )));
+            }
+            crate::nvtx::validate_region_name(name)?;
+            index = inner.spans.len();
+            key = st.backend.encode_key(st.call, st.config, st.run, index as u64)?;
+            st.backend.enter(key, name)?;
+            let parent = inner.stack.last().copied();
+            let thread_id = st.backend.thread_id();
+            inner.names.insert(name.to_string());
+            inner.stack.push(index);
+            let start_ns = st.backend.timestamp_ns();
+            inner.spans.push(SpanRec {
+                name: name.to_string(),
+                key,
+                parent,
+                thread_id,
+                start_ns,
+                end_ns: None,
+                failed: false,
+            });
+        }
+        Ok(RegionGuard {
+            state: Rc::clone(&self.state),
+            index,
+        })
+    }
+
+    /// Runs `f` inside a region named `name` and returns its result.
+    pub fn annotate<R>(&mut self, name: &str, f: impl FnOnce(&mut Run) -> R) -> Result<R, EngineError> {
+        let guard = self.region(name)?;
+        let r = f(self);
+        drop(guard);
+        Ok(r)
+    }
+
+    /// Whether this is a warm-up run (its samples are not recorded).
+    pub fn is_warmup(&self) -> bool {
+        self.warmup
+    }
+
+    /// The run index (recorded runs and warm-up runs count separately from 0).
+    pub fn index(&self) -> u32 {
+        self.run_index
+    }
+}
+
+impl RegionGuard {
+    /// Marks the region as failed: its value in this run is recorded as NaN (with a warning)
+    /// whatever kernels it launched, and the sweep goes on. For code that catches an error
+    /// inside a region on purpose (Python's `annotate(..., ignore_failures=True)`).
+    pub fn mark_failed(&self) {
+        self.state.inner.borrow_mut().spans[self.index].failed = true;
+    }
+}
+
+impl Drop for RegionGuard {
+    fn drop(&mut self) {
+        let st = &self.state;
+        let end = st.backend.timestamp_ns();
+        let mut inner = st.inner.borrow_mut();
+        match inner.stack.last() {
+            Some(&top) if top == self.index => {
+                inner.stack.pop();
+            }
+            _ => {
+                let name = inner.spans[self.index].name.clone();
+                inner.misuse.push(format!(
+                    "region {name:?} was closed while an inner region was still open; drop \
+                     region guards in the reverse order of creation"
+                ));
+                inner.stack.retain(|&i| i != self.index);
+            }
+        }
+        inner.spans[self.index].end_ns = Some(end);
+        if let Err(e) = st.backend.exit() {
+            inner.misuse.push(format!("closing region failed: {e}"));
+        }
+    }
+}
+
+impl RunState {
+    /// Closes regions left open (a leaked guard) and returns the spans plus misuse messages.
+    pub(super) fn finish(&self) -> (Vec<SpanRec>, Vec<String>) {
+        let mut inner = self.inner.borrow_mut();
+        let end = if inner.stack.is_empty() {
+            0
+        } else {
+            self.backend.timestamp_ns()
+        };
+        while let Some(i) = inner.stack.pop() {
+            let name = inner.spans[i].name.clone();
+            inner.misuse.push(format!(
+                "region {name:?} was still open at the end of the run (was its guard leaked?)"
+            ));
+            inner.spans[i].end_ns = Some(end);
+            let _ = self.backend.exit();
+        }
+        (std::mem::take(&mut inner.spans), std::mem::take(&mut inner.misuse))
+    }
+}
