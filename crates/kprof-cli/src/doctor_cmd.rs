@@ -1,13 +1,17 @@
 //! `kprof doctor`: what kprof can use on this machine, and how to fix what it cannot.
 //!
-//! Checks, in order: the CUDA driver (libcuda, GPUs), libcupti (every place kprof's loader
-//! searches), libnvperf_host beside it, NVML, Nsight Compute, GPU performance-counter permission,
-//! other profilers injecting themselves, and kprof run's injection library. Each problem is
-//! printed with its fix. Exits 1 when a check failed (a `[FAIL]` line, such as a machine without
-//! a GPU or driver), 0 when everything kprof needs is there (warnings allowed).
+//! First the settings from the environment: the `KPROF_*` variables set, with their values and
+//! meanings (`kprof::settings`, docs/configuration.md), and any other `KPROF_*` name (not one of
+//! kprof's settings: a misspelling?). Then the checks, in order: the CUDA driver (libcuda, GPUs),
+//! libcupti (every place kprof's loader searches), libnvperf_host beside it, NVML, Nsight Compute,
+//! GPU performance-counter permission, other profilers injecting themselves, and kprof run's
+//! injection library. Each problem is printed with its fix. Exits 1 when a check failed (a
+//! `[FAIL]` line, such as a machine without a GPU or driver), 0 when everything kprof needs is
+//! there (warnings allowed).
 
 use crate::output;
 use kprof::loader::{self, Candidate, LibKind, SearchEnv};
+use kprof::settings::EnvVar;
 
 /// Arguments of `kprof doctor`.
 #[derive(clap::Args, Debug, Clone)]
@@ -87,9 +91,66 @@ pub fn profiling_admin_only(params: &str) -> Option<bool> {
     })
 }
 
+/// The item of the settings findings.
+pub const SETTINGS_ITEM: &str = "settings from the environment";
+
+/// The settings findings: one line per registered variable set (`active`: name, value, meaning),
+/// then one per other `KPROF_*` name set (`unknown`: name and value), or one line "none set".
+pub fn settings_findings(active: &[(&EnvVar, String)], unknown: &[(String, String)]) -> Vec<Finding> {
+    let value = |v: &str| {
+        if v.is_empty() {
+            " (set, empty)".to_string()
+        } else {
+            format!("={v}")
+        }
+    };
+    let mut out: Vec<Finding> = active
+        .iter()
+        .map(|(var, v)| {
+            f(
+                Level::Info,
+                SETTINGS_ITEM,
+                format!("{}{}: {}", var.name, value(v), var.meaning),
+                None,
+            )
+        })
+        .collect();
+    out.extend(unknown.iter().map(|(name, v)| {
+        f(
+            Level::Info,
+            SETTINGS_ITEM,
+            format!(
+                "{name}{}: not one of kprof's settings (a misspelling? docs/configuration.md lists them)",
+                value(v)
+            ),
+            None,
+        )
+    }));
+    if out.is_empty() {
+        out.push(f(Level::Info, SETTINGS_ITEM, "none set", None));
+    }
+    out
+}
+
+/// The `KPROF_*` variables of this process's environment that are not kprof's settings, sorted.
+fn unknown_settings() -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = std::env::vars_os()
+        .filter_map(|(k, v)| {
+            let k = k.to_string_lossy().into_owned();
+            (k.starts_with("KPROF_") && kprof::settings::lookup(&k).is_none())
+                .then(|| (k, v.to_string_lossy().into_owned()))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 /// Runs every check.
 pub fn diagnose(env: &SearchEnv, verbose: bool) -> Vec<Finding> {
     let mut out = Vec::new();
+
+    // 0. The settings from the environment.
+    out.extend(settings_findings(&kprof::settings::active(), &unknown_settings()));
 
     // 1. CUDA driver and GPUs.
     let mut have_driver = false;
@@ -393,6 +454,22 @@ mod tests {
         assert!(ncu_line(&new, None)
             .detail
             .contains("could attach, but kprof does not implement attach mode yet"));
+    }
+
+    #[test]
+    fn settings_findings_list_value_and_meaning_or_none_set() {
+        let flush = kprof::settings::lookup("KPROF_L2_FLUSH").unwrap();
+        let store = kprof::settings::lookup("KPROF_STORE").unwrap();
+        let got = settings_findings(&[(flush, "write".into()), (store, String::new())], &[]);
+        assert_eq!(got.len(), 2);
+        assert!(got.iter().all(|x| x.level == Level::Info && x.item == SETTINGS_ITEM));
+        assert_eq!(got[0].detail, format!("KPROF_L2_FLUSH=write: {}", flush.meaning));
+        assert_eq!(got[1].detail, format!("KPROF_STORE (set, empty): {}", store.meaning));
+        let none = settings_findings(&[], &[]);
+        assert_eq!(
+            render(&none).lines().next(),
+            Some("[info] settings from the environment: none set")
+        );
     }
 
     #[test]

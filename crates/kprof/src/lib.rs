@@ -105,6 +105,13 @@
 //! pub fn validate_region_name(name: &str) -> Result<CString, EngineError>
 //! pub fn push_range(name: &str) -> Result<NvtxRange, EngineError>   // ASCII domain "kprof"; pops on drop
 //! pub fn push_range_cstr(name: CString) -> NvtxRange
+//!
+//! // settings.rs (every KPROF_* environment variable; docs/configuration.md)
+//! pub struct EnvVar { pub name: &'static str, pub default: &'static str, pub meaning: &'static str,
+//!                     pub read_by: &'static str }
+//! pub const ENV_VARS: &[EnvVar]
+//! pub fn lookup(name: &str) -> Option<&'static EnvVar>
+//! pub fn active() -> Vec<(&'static EnvVar, String)>                  // the ones set, with their values
 //! ```
 
 pub use kprof_core as core;
@@ -130,6 +137,7 @@ pub mod loader;
 pub mod ncu;
 pub mod nvtx;
 pub mod runner;
+pub mod settings;
 
 pub use attribution::{attribute, decode_region_key, encode_region_key, Attribution, RegionKey, RegionSpan};
 pub use cupti::{ActivityBatch, ActivitySession, ApiRecord, ExternalCorrelationRecord, KernelRecord};

@@ -181,6 +181,47 @@ fn doctor_diagnoses_a_gpu_less_machine_and_exits_1_on_a_failed_check() {
     }
 }
 
+/// `kprof` with no `KPROF_*` variable of this process (scripts/test.sh exports some).
+fn kprof_without_settings() -> Command {
+    let mut c = kprof();
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("KPROF_") {
+            c.env_remove(k);
+        }
+    }
+    c
+}
+
+#[test]
+fn doctor_lists_the_kprof_settings_of_its_environment() {
+    let line = "[info] settings from the environment: ";
+    let o = kprof_without_settings().arg("doctor").output().unwrap();
+    let (out, err) = text(&o);
+    assert!(out.lines().any(|l| l == format!("{line}none set")), "{out}{err}");
+
+    let flush = kprof::settings::lookup("KPROF_L2_FLUSH").unwrap();
+    let o = kprof_without_settings()
+        .arg("doctor")
+        .env("KPROF_L2_FLUSH", "write")
+        .env("KPROF_L2_FLUSHH", "read")
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    let settings: Vec<&str> = out.lines().filter(|l| l.starts_with(line)).collect();
+    assert_eq!(
+        settings,
+        [
+            format!("{line}KPROF_L2_FLUSH=write: {}", flush.meaning),
+            format!("{line}KPROF_L2_FLUSHH=read: not one of kprof's settings (a misspelling? docs/configuration.md lists them)"),
+        ],
+        "{out}{err}"
+    );
+    // Listed before the checks; informational only (the exit code is the checks').
+    assert!(out.starts_with(line), "{out}");
+    let failed = out.lines().any(|l| l.starts_with("[FAIL]"));
+    assert_eq!(o.status.code(), Some(i32::from(failed)), "{out}{err}");
+}
+
 #[test]
 fn run_passes_the_exit_code_through_and_explains_missing_results() {
     let dir = tempfile::tempdir().unwrap();

@@ -128,7 +128,7 @@ pub enum KernelTrace {
 }
 
 impl KernelTrace {
-    /// The mode a `KPROF_KERNEL_TRACE` value names (unset or empty: serial).
+    /// The mode a `KPROF_KERNEL_TRACE` value names (unset or empty: concurrent; see [`ENV_KERNEL_TRACE`]).
     pub fn parse(value: Option<&str>) -> Result<KernelTrace, EngineError> {
         match value.map(str::trim) {
             None | Some("") | Some("concurrent") => Ok(KernelTrace::Concurrent),

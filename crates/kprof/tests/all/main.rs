@@ -22,3 +22,4 @@ mod ncu_version;
 mod nvtx_headers;
 mod real_cupti;
 mod seed_counters_h200;
+mod settings;

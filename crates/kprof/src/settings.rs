@@ -1,0 +1,364 @@
+//! Every `KPROF_*` environment variable kprof reads, in one table ([`ENV_VARS`]).
+//!
+//! Options of the API come first: a Python keyword, a field of the Rust options, a flag of the
+//! `kprof` command. The environment variables listed here are overrides and diagnostics for what
+//! those options do not reach (library locations, how CUPTI traces kernels, the cold-cache flush),
+//! the protocol between `kprof` and the processes it starts, and switches of the build and of the
+//! scripts. `docs/configuration.md` shows the same table; the test `settings` of this crate
+//! (`tests/all/settings.rs`) fails when a `KPROF_*` name read anywhere in the source tree is
+//! missing here, when an entry here is no longer read anywhere, or when the documentation's table
+//! differs from this one. `kprof doctor` prints the ones set in its environment ([`active`]).
+//!
+//! This module only describes the variables: each stays read where it always was (the `read_by`
+//! of its entry).
+
+/// One environment variable kprof reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EnvVar {
+    /// The variable's name (`KPROF_...`).
+    pub name: &'static str,
+    /// What happens when it is unset, in words.
+    pub default: &'static str,
+    /// What it changes, and the values it takes.
+    pub meaning: &'static str,
+    /// The crate and module, or the script, that reads it (and who sets it, when kprof does).
+    pub read_by: &'static str,
+}
+
+/// Every `KPROF_*` environment variable read in `crates/*/src`, `crates/*/build.rs`,
+/// `python/kprof` and `scripts/`, grouped by what reads it: library search, measurement, the
+/// Nsight Compute backend, `kprof run`, the command line, the build, then scripts and tests.
+pub const ENV_VARS: &[EnvVar] = &[
+    // Library search (engine).
+    EnvVar {
+        name: "KPROF_CUPTI_PATH",
+        default: "unset: a libcupti already loaded in the process, then `$CUDA_HOME`, `$CUDA_PATH`, \
+                  `/usr/local/cuda`, then Python site-packages, then the dynamic loader's search",
+        meaning: "The libcupti to load: a file, or a folder holding `libcupti.so*`. When set it is the only place \
+                  searched (a wrong path is an error, never a silent fallback). Also the first place the offline \
+                  metric lookup of `kprof metrics` (where `--cupti` wins) and of `kprof run --metrics` looks.",
+        read_by: "kprof (`loader`, `counters::locate_cupti`), kprof-inject, kprof-cli (`metrics`, `doctor`)",
+    },
+    EnvVar {
+        name: "KPROF_LIBCUDA_PATH",
+        default: "unset: `libcuda.so.1`, then `libcuda.so`, through the dynamic loader's search",
+        meaning: "The libcuda to load: a file, or the folder holding it. When set it is the only place searched.",
+        read_by: "kprof (`loader`), so every front end and `kprof doctor`",
+    },
+    EnvVar {
+        name: "KPROF_NVML_PATH",
+        default: "unset: `libnvidia-ml.so.1`, then `libnvidia-ml.so`, through the dynamic loader's search",
+        meaning: "The libnvidia-ml (NVML: clocks, temperature, power, energy) to load: a file, or the folder holding \
+                  `libnvidia-ml.so.1`. When set it is the only place searched.",
+        read_by: "kprof (`loader`, `conditions::nvml`), kprof-cli (`doctor`)",
+    },
+    EnvVar {
+        name: "KPROF_PYTHON_SITE_PACKAGES",
+        default: "set by `import kprof` (when not already set) to the interpreter's site-packages folders; unset \
+                  outside Python",
+        meaning: "`:`-separated site-packages folders in which the libcupti search looks for pip's NVIDIA wheels \
+                  (`nvidia/cu13/lib`, `nvidia/cuda_cupti/lib`), before those of `$VIRTUAL_ENV` and `$CONDA_PREFIX`.",
+        read_by: "kprof (`loader`); set by `python/kprof/_backend.py`",
+    },
+    EnvVar {
+        name: "KPROF_CUPTI_WHEEL_DIR",
+        default: "unset: not searched",
+        meaning: "An unpacked `nvidia-cuda-cupti` wheel, searched for libcupti by the offline metric lookup \
+                  (`kprof metrics`, the `--metrics` check of `kprof run` without a GPU) after `KPROF_CUPTI_PATH` and \
+                  before `$CUDA_HOME` and `/usr/local/cuda`; the tests find CUPTI there too.",
+        read_by: "kprof (`counters::locate_cupti`), the tests of kprof and kprof-cli; set by `scripts/test.sh`",
+    },
+    // Measurement (engine).
+    EnvVar {
+        name: "KPROF_KERNEL_TRACE",
+        default: "`concurrent`",
+        meaning: "How CUPTI records kernels: `concurrent` (kernels keep their concurrency and CUDA graphs their span; \
+                  CUPTI instruments every kernel) or `serial` (kernels one at a time, not instrumented; CUDA graphs \
+                  untimed). Any other value is an error. Read when an activity session starts; the fingerprint's \
+                  `kernel_timing` says which was used.",
+        read_by: "kprof (`cupti::collector`), so the in-process API and kprof-inject",
+    },
+    EnvVar {
+        name: "KPROF_GRAPH_TRACE",
+        default: "`graph` with concurrent kernel records, `nodes` with serial ones",
+        meaning: "How CUDA graph launches are timed: `graph` (one record per launch, the graph's GPU span) or `nodes` \
+                  (per-node records, the launch's span merged from them; nodes run instrumented). Any other value is \
+                  an error.",
+        read_by: "kprof (`cupti::collector`), so the in-process API and kprof-inject",
+    },
+    EnvVar {
+        name: "KPROF_CUPTI_LAUNCH_RECORDS",
+        default: "the driver and runtime activity kinds with every non-launch call switched off (the whole kinds \
+                  before CUPTI 12.5)",
+        meaning: "Diagnostics: how the API records of kernel launches are enabled. `kind`: every driver and runtime \
+                  call is recorded; `cbid`: only the launch calls (misses contexts created before the session). Any \
+                  other value gives the default.",
+        read_by: "kprof (`cupti::collector`)",
+    },
+    EnvVar {
+        name: "KPROF_RECORD_ACTIVITY",
+        default: "unset: nothing recorded",
+        meaning: "A file to which every raw CUPTI activity record (and each flush's region spans) is appended as JSON \
+                  lines when an activity session starts, so that a GPU run can become a test fixture.",
+        read_by: "kprof (`cupti::collector`); set by `scripts/gpu-check.sh`",
+    },
+    EnvVar {
+        name: "KPROF_L2_FLUSH",
+        default: "`read`",
+        meaning: "How the L2 is emptied before cold runs and top-level regions: `read` (a kernel reads a buffer: the \
+                  L2 ends clean), `discard` (then drops the buffer's lines: the L2 ends empty, sm_80 and later) or \
+                  `write` (a memset, as Triton and NVBench: the L2 ends full of dirty lines). Any other value is an \
+                  error.",
+        read_by: "kprof (`runner::l2_flush`), at every flush",
+    },
+    EnvVar {
+        name: "KPROF_L2_FLUSH_BYTES",
+        default: "twice the L2 (256 MiB when the device does not report its L2 size)",
+        meaning: "The size of the flush buffer in bytes, rounded up to a MiB; at least the L2, else an error. Read \
+                  when the buffer is allocated, at the first flush.",
+        read_by: "kprof (`runner::l2_flush`)",
+    },
+    EnvVar {
+        name: "KPROF_COUNTER_PASS_RECORDS",
+        default: "`off`",
+        meaning: "`on` keeps CUPTI's kernel activity records on during counter passes (they cost each kernel about \
+                  0.9 us as the counters see it; the kernels stay unattributed); `off` turns them off there. Any \
+                  other value is an error. Read once per bench call.",
+        read_by: "kprof (`runner::counter_pass`)",
+    },
+    EnvVar {
+        name: "KPROF_CONDITIONS_POLL_MS",
+        default: "20",
+        meaning: "The poll interval, in milliseconds (1 to 1000; other values are ignored), of the background NVML \
+                  sampler behind the run-condition columns (clocks, temperature, power, energy). \
+                  `ProfilerConditions::set_poll_interval` (Rust) wins.",
+        read_by: "kprof (`conditions::runtime`, `conditions::background`)",
+    },
+    // Nsight Compute backend.
+    EnvVar {
+        name: "KPROF_NCU",
+        default: "unset: `ncu` on `PATH`, then `$CUDA_HOME/bin`, `$CUDA_PATH/bin`, `/usr/local/cuda/bin`, then the \
+                  newest `/opt/nvidia/nsight-compute/<version>`",
+        meaning: "The ncu executable, tried first when the Nsight Compute backend and `kprof doctor` look for ncu \
+                  (when it is not executable the search goes on).",
+        read_by: "kprof (`ncu::version`), kprof-cli (`doctor`)",
+    },
+    EnvVar {
+        name: "KPROF_NCU_MODE",
+        default: "`auto` (today always relaunch)",
+        meaning:
+            "How the Nsight Compute backend profiles when the program does not say (`ncu_options={\"mode\": ...}` \
+                  in Python, `NcuOptions::mode` in Rust win): `auto`, `relaunch` or `attach` (not implemented: an \
+                  error naming the fallback). Case and blanks ignored; empty counts as unset.",
+        read_by: "kprof (`ncu::version`, `ncu::relaunch`), kprof-cli (`doctor`)",
+    },
+    EnvVar {
+        name: "KPROF_NCU_CHILD",
+        default: "unset: this process is not an ncu child",
+        meaning: "Protocol, not for users: set by the Nsight Compute backend for the program it re-runs under ncu, to \
+                  the id of the benchmark to profile there; the others return empty results in the child.",
+        read_by: "kprof (`ncu::relaunch`, `ncu::bench`), `python/kprof/_ncu.py`, `scripts/gpu-check-ncu.py`; set by \
+                  kprof (`ncu::bench`) and kprof-py (`ncu`)",
+    },
+    EnvVar {
+        name: "KPROF_NCU_CHILD_TRACE",
+        default: "unset: nothing traced",
+        meaning: "Testing: a file to which an ncu child appends every NVTX range name it pushes; the child then also \
+                  runs without a CUDA driver, to check the relaunch protocol without ncu or a GPU.",
+        read_by: "kprof (`ncu::bench`)",
+    },
+    // `kprof run` and its injection library.
+    EnvVar {
+        name: "KPROF_INJECT_PATH",
+        default: "unset: next to the kprof executable (or in `../lib`), then the Python package's folders, then the \
+                  copy embedded in a release build",
+        meaning: "The `libkprof_inject.so` that `kprof run` injects into the program; it must be a file.",
+        read_by: "kprof-cli (`inject_lib`, `run`, `doctor`)",
+    },
+    EnvVar {
+        name: "KPROF_RUN_OUTPUT",
+        default: "unset: nothing written",
+        meaning: "Protocol of `kprof run` (from `--out`): the folder (or file name stem) where the injection library \
+                  writes `kprof-run-<pid>.csv` and `.json` at the program's exit.",
+        read_by: "kprof-inject; set by kprof-cli (`run`)",
+    },
+    EnvVar {
+        name: "KPROF_RUN_BENCHMARK",
+        default: "the process's name",
+        meaning: "Protocol of `kprof run` (from `--benchmark`, else the command's or script's name): the benchmark \
+                  name of the samples.",
+        read_by: "kprof-inject; set by kprof-cli (`run`)",
+    },
+    EnvVar {
+        name: "KPROF_RUN_GROUP_BY",
+        default: "`nvtx`",
+        meaning: "Protocol of `kprof run` (from `--group-by`): how kernels become annotations: `nvtx` (NVTX ranges; \
+                  kernels outside them by name), `kernel` (every kernel by name) or `both`. Other values give \
+                  `nvtx`.",
+        read_by: "kprof-inject; set by kprof-cli (`run`)",
+    },
+    EnvVar {
+        name: "KPROF_RUN_NVTX_INCLUDE",
+        default: "empty: every NVTX range kept",
+        meaning: "Protocol of `kprof run` (from `--nvtx-include`): newline-separated patterns (a name, \
+                  `domain@name`, or a prefix ending in `*`) of the NVTX ranges to keep.",
+        read_by: "kprof-inject; set by kprof-cli (`run`)",
+    },
+    EnvVar {
+        name: "KPROF_RUN_NVTX_EXCLUDE",
+        default: "empty: no NVTX range dropped",
+        meaning: "Protocol of `kprof run` (from `--nvtx-exclude`): newline-separated patterns of the NVTX ranges to \
+                  drop.",
+        read_by: "kprof-inject; set by kprof-cli (`run`)",
+    },
+    EnvVar {
+        name: "KPROF_RUN_VERBOSE",
+        default: "unset: silent",
+        meaning: "Any value but empty or `0` lets the injection library report on stderr (lines prefixed `kprof:`); \
+                  `kprof run --verbose` sets it to 1.",
+        read_by: "kprof-inject; set by kprof-cli (`run`) and the GPU check scripts",
+    },
+    EnvVar {
+        name: "KPROF_RUN_METRICS",
+        default: "unset: a timing launch",
+        meaning: "Protocol of `kprof run --metrics`: comma-separated counter metrics to collect in the counter launch \
+                  (`gpu__time_duration.sum` is ignored there); the injection library then collects counters instead \
+                  of durations.",
+        read_by: "kprof-inject (`counters`), `scripts/gpu-run/nvtx_ranges.cu`; set by kprof-cli (`run`)",
+    },
+    EnvVar {
+        name: "KPROF_RUN_REPLAY_MODE",
+        default: "`kernel`",
+        meaning: "Protocol of `kprof run --metrics`: the counter replay mode; only `kernel` is accepted, anything \
+                  else is an error.",
+        read_by: "kprof-inject (`counters`); set by kprof-cli (`run`)",
+    },
+    EnvVar {
+        name: "KPROF_RUN_COUNTER_RANGES",
+        default: "4096",
+        meaning: "Kernels per counter-data image in the counter launch of `kprof run --metrics`, before the image is \
+                  decoded and restarted; a positive number, else an error.",
+        read_by: "kprof-inject (`counters`)",
+    },
+    // The command line.
+    EnvVar {
+        name: "KPROF_STORE",
+        default: "unset or empty: `kprof.db` in the current folder",
+        meaning: "The results store (SQLite) used when `--db` (`kprof store`, `history`, `compare --against`), \
+                  `--store` without a path (`kprof run`) or `path` (Python `save_to_store`) is not given.",
+        read_by: "kprof-cli (`store_cmd` and the commands using it), `python/kprof/results.py`",
+    },
+    EnvVar {
+        name: "KPROF_CHIP",
+        default: "unset: the GPU's chip; without a GPU, `kprof metrics` uses GH100 and `kprof run --metrics` leaves \
+                  the names to the counter launch",
+        meaning: "The chip (e.g. `GH100`) whose metric names are listed or checked on a machine without a GPU \
+                  (`kprof metrics`, where `--chip` wins; the `--metrics` check of `kprof run`).",
+        read_by: "kprof-cli (`metrics`, `run`)",
+    },
+    EnvVar {
+        name: "KPROF_NO_DEVICE",
+        default: "unset: a GPU is used when `/dev/nvidia0` exists",
+        meaning:
+            "When set (to any value, even empty or `0`), `kprof metrics` and the `--metrics` check of `kprof run` \
+                  act as on a machine without a GPU (offline libcupti search, `KPROF_CHIP`).",
+        read_by: "kprof-cli (`metrics`, `run`)",
+    },
+    // The build.
+    EnvVar {
+        name: "KPROF_GIT_REV",
+        default: "unset: `git rev-parse --short HEAD` of the source, else `unknown`",
+        meaning: "Build time: the git revision recorded in kprof's version (`0.1.0+g<rev>`) and in the fingerprint of \
+                  every result, for builds outside a git checkout.",
+        read_by: "kprof (`build.rs`, `conditions::fingerprint`, `VERSION`)",
+    },
+    EnvVar {
+        name: "KPROF_EMBED_INJECT",
+        default: "unset: embedded in release builds only",
+        meaning: "Build time: `1` embeds `libkprof_inject.so` in the kprof executable (so `cargo install` gives a \
+                  working `kprof run`), `0` does not (the Python wheel ships it as a file).",
+        read_by: "kprof-cli (`build.rs`); set by `scripts/build-wheel.sh`, `scripts/build-carry.sh`",
+    },
+    // Scripts and tests.
+    EnvVar {
+        name: "KPROF_NVTX_INCLUDE",
+        default: "unset: the tests unpack or download the `nvidia-nvtx` wheel themselves",
+        meaning: "Testing: the `include` folder of an unpacked `nvidia-nvtx` wheel, holding the NVTX headers that the \
+                  tests check kprof's bindings against.",
+        read_by: "the tests of kprof (`tests/common`); set by `scripts/test.sh`",
+    },
+    EnvVar {
+        name: "KPROF_BIN",
+        default: "`.carry/bin`",
+        meaning: "GPU check: the folder of the executables built by `scripts/build-carry.sh`.",
+        read_by: "`scripts/gpu-check.sh`",
+    },
+    EnvVar {
+        name: "KPROF_MODES",
+        default: "empty: no extra runs",
+        meaning: "GPU check: space-separated `trace:graphs:source` triples; each runs `truth_check` once more with \
+                  `KPROF_KERNEL_TRACE=trace`, `KPROF_GRAPH_TRACE=graphs` and that duration source.",
+        read_by: "`scripts/gpu-check-truth.sh`",
+    },
+    EnvVar {
+        name: "KPROF_REQUIRE_CHROMIUM",
+        default: "`0`: the browser check is skipped when Chromium cannot be installed",
+        meaning: "`1` makes a missing Chromium a failure of the HTML report's browser check.",
+        read_by: "`scripts/report-screenshot.sh`, `scripts/test-report-browser.sh`",
+    },
+    EnvVar {
+        name: "KPROF_SCREENSHOT_SIZE",
+        default: "`1400,2000`",
+        meaning: "`W,H`: the window (and screenshot) size of the HTML report's browser check.",
+        read_by: "`scripts/report-screenshot.sh`",
+    },
+];
+
+/// The entry of `name`, if it is one of kprof's variables.
+pub fn lookup(name: &str) -> Option<&'static EnvVar> {
+    ENV_VARS.iter().find(|v| v.name == name)
+}
+
+/// The variables of [`ENV_VARS`] set in this process's environment (even to an empty value),
+/// with their values (lossily converted to UTF-8), in the table's order.
+pub fn active() -> Vec<(&'static EnvVar, String)> {
+    active_in(|name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()))
+}
+
+/// [`active`] over any environment (`get` returns a variable's value when it is set).
+fn active_in(get: impl Fn(&str) -> Option<String>) -> Vec<(&'static EnvVar, String)> {
+    ENV_VARS
+        .iter()
+        .filter_map(|v| get(v.name).map(|value| (v, value)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn active_lists_the_set_variables_in_table_order() {
+        let env = [
+            ("KPROF_STORE", "/tmp/x.db"),
+            ("KPROF_CUPTI_PATH", ""),
+            ("KPROF_NOT_A_SETTING", "1"),
+        ];
+        let get = |n: &str| env.iter().find(|(k, _)| *k == n).map(|(_, v)| v.to_string());
+        let got: Vec<(&str, String)> = active_in(get).into_iter().map(|(v, s)| (v.name, s)).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("KPROF_CUPTI_PATH", String::new()),
+                ("KPROF_STORE", "/tmp/x.db".to_string())
+            ]
+        );
+        assert!(active_in(|_| None).is_empty());
+    }
+
+    #[test]
+    fn lookup_finds_registered_names_only() {
+        assert_eq!(lookup("KPROF_L2_FLUSH").map(|v| v.default), Some("`read`"));
+        assert!(lookup("KPROF_NOT_A_SETTING").is_none());
+    }
+}
