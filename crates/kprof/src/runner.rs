@@ -183,6 +183,11 @@ pub(crate) trait Backend: Send + Sync {
     fn kernel_records(&self, _on: bool) -> Result<(), EngineError> {
         Ok(())
     }
+    /// Stops (`true`) or restarts tracing kernels between benchmarks; backends that trace
+    /// nothing outside a benchmark do nothing.
+    fn set_idle(&self, _idle: bool) -> Result<(), EngineError> {
+        Ok(())
+    }
     /// Whether graph launches get their spans merged from node records (`KPROF_GRAPH_TRACE=nodes`,
     /// or graphs instantiated before the session), which a counter pass can corrupt (see
     /// [`counter_pass`]).

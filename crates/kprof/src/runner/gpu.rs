@@ -164,6 +164,9 @@ impl Backend for GpuBackend {
     fn flush_l2(&self) -> Result<(), EngineError> {
         self.l2.flush(self.libs.cuda)
     }
+    fn set_idle(&self, idle: bool) -> Result<(), EngineError> {
+        lock(&self.session).set_paused(idle)
+    }
     fn kernel_records(&self, on: bool) -> Result<(), EngineError> {
         lock(&self.session).set_kernel_records(on)
     }

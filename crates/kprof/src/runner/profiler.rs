@@ -349,11 +349,21 @@ impl Profiler {
             batch_start: None,
             counters,
         };
-        let result = self.sweep(call, &mut sw, &mut f);
+        // Kernels are traced during benchmarks only: launches between them cost what they cost
+        // without kprof.
+        let result = self
+            .backend
+            .set_idle(false)
+            .and_then(|()| self.sweep(call, &mut sw, &mut f));
         if result.is_err() {
             // Keep what was measured before the error: attribute the runs still waiting for a
             // flush (best effort) while their conditions are still known.
             let _ = self.flush_batch(&mut sw, None);
+        }
+        if let Err(e) = self.backend.set_idle(true) {
+            self.warnings.push(format!(
+                "{name}: could not stop tracing kernels after the benchmark: {e}"
+            ));
         }
         if sw.counters.is_some() {
             // Give the device's profiling resources back, so another tool (an ncu child, a

@@ -35,10 +35,14 @@ struct Mock {
     /// When non-zero, the synchronisation with this number (1-based) fails.
     fail_sync_at: AtomicU64,
     names: Mutex<Vec<String>>,
+    /// `set_idle` calls, with the number of kernels launched before each.
+    idle_calls: Mutex<Vec<(bool, usize)>>,
+    launched: AtomicU64,
 }
 
 impl Mock {
     fn launch(&self, name: &str, dur: u64) {
+        self.launched.fetch_add(1, Ordering::SeqCst);
         let t = self.clock.fetch_add(dur + 10, Ordering::SeqCst);
         self.run_kernel(KernelRun {
             graph: false,
@@ -113,6 +117,11 @@ impl Backend for Mock {
         self.l2_flushes.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
+    fn set_idle(&self, idle: bool) -> Result<(), EngineError> {
+        let n = self.launched.load(Ordering::SeqCst) as usize;
+        self.idle_calls.lock().unwrap().push((idle, n));
+        Ok(())
+    }
     fn collect(&self, spans: &[Span]) -> Result<Collected, EngineError> {
         self.collects.fetch_add(1, Ordering::SeqCst);
         self.spans_per_collect.lock().unwrap().push(spans.len());
@@ -165,6 +174,32 @@ fn steps(mut s: Scheduler) -> Vec<(usize, u32, bool)> {
     std::iter::from_fn(|| s.next_step())
         .map(|s| (s.config, s.run, s.warmup))
         .collect()
+}
+
+#[test]
+fn kernels_are_traced_only_while_a_benchmark_runs_even_when_it_fails() {
+    let mock = Arc::new(Mock::default());
+    let mut prof = profiler(&mock);
+    let m = mock.clone();
+    let opts = BenchOptions {
+        runs: 2,
+        warmup: 0,
+        ..Default::default()
+    };
+    prof.bench("a", &[], &opts, |_, run| {
+        run.annotate("r", |_| m.launch("k", 5))?;
+        Ok(())
+    })
+    .unwrap();
+    // Traced from before the first launch to after the last.
+    assert_eq!(*mock.idle_calls.lock().unwrap(), vec![(false, 0), (true, 2)]);
+    let m = mock.clone();
+    let failing = prof.bench("b", &[], &opts, |_, run| {
+        run.annotate("r", |_| m.launch("k", 5))?;
+        Err("the closure failed".into())
+    });
+    assert!(failing.is_err());
+    assert_eq!(mock.idle_calls.lock().unwrap().last(), Some(&(true, 3)));
 }
 
 #[test]
