@@ -280,8 +280,9 @@ def launch_cost():
 
 
 def pause_check():
-    """Between benchmarks kprof traces no kernel: launches cost what they cost without it; a graph
-    captured between two benchmarks is timed by its graph record in the next one (no crash)."""
+    """With KPROF_PAUSE_BETWEEN_BENCHMARKS=1 kprof traces no kernel between benchmarks: launches
+    cost what they cost without it; a graph captured between two benchmarks is timed by its graph
+    record in the next one (no crash); eager kernels are recorded again in the next benchmark."""
     import kprof
 
     c = Cases()

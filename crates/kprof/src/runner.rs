@@ -58,6 +58,10 @@ pub(crate) use schedule::{Scheduler, Step};
 /// The unit of [`DEFAULT_METRIC`](kprof_core::model::DEFAULT_METRIC).
 pub const DEFAULT_UNIT: &str = "ns";
 
+/// Env var: `1` stops CUPTI's kernel and launch records between benchmarks (launches outside a
+/// benchmark then cost what they cost without kprof); opt-in until checked on a GPU.
+pub const ENV_PAUSE_BETWEEN_BENCHMARKS: &str = "KPROF_PAUSE_BETWEEN_BENCHMARKS";
+
 // ------------------------------------------------------------------------------------------------
 // Combining, stopping, CSV (small private functions; MERGE: replace with kprof-core's)
 // ------------------------------------------------------------------------------------------------
@@ -184,7 +188,8 @@ pub(crate) trait Backend: Send + Sync {
         Ok(())
     }
     /// Stops (`true`) or restarts tracing kernels between benchmarks; backends that trace
-    /// nothing outside a benchmark do nothing.
+    /// nothing outside a benchmark do nothing. The CUPTI backend does it when
+    /// [`ENV_PAUSE_BETWEEN_BENCHMARKS`] is `1`.
     fn set_idle(&self, _idle: bool) -> Result<(), EngineError> {
         Ok(())
     }

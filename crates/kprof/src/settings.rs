@@ -87,6 +87,14 @@ pub const ENV_VARS: &[EnvVar] = &[
         read_by: "kprof (`cupti::collector`), so the in-process API and kprof-inject",
     },
     EnvVar {
+        name: "KPROF_PAUSE_BETWEEN_BENCHMARKS",
+        default: "unset: kernels and launches stay traced from the first benchmark to the end of the process",
+        meaning: "`1` switches CUPTI's kernel and launch records off after every benchmark and on before the next, \
+                  so that launches outside benchmarks cost what they cost without kprof (measured on the H200: a \
+                  tiny launch took 10-15 us after a benchmark vs 7.5-8.5 us before). Opt-in until checked on a GPU.",
+        read_by: "kprof (`runner::gpu`)",
+    },
+    EnvVar {
         name: "KPROF_CUPTI_LAUNCH_RECORDS",
         default: "the driver and runtime activity kinds with every non-launch call switched off (the whole kinds \
                   before CUPTI 12.5)",

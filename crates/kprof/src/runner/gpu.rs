@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use kprof_core::model::{DeviceInfo, ExtraValue};
 
 use super::l2_flush::L2Flusher;
+use super::ENV_PAUSE_BETWEEN_BENCHMARKS;
 use super::{host_name, Backend, Collected, KernelRun, Span};
 use crate::attribution::{attribute, encode_region_key, RegionSpan};
 use crate::conditions::fingerprint::format_cuda_version;
@@ -165,7 +166,14 @@ impl Backend for GpuBackend {
         self.l2.flush(self.libs.cuda)
     }
     fn set_idle(&self, idle: bool) -> Result<(), EngineError> {
-        lock(&self.session).set_paused(idle)
+        // Opt-in until checked on a GPU: switching the records off and on between benchmarks
+        // is what the counter pass does to kernel records (checked), but not yet to launch
+        // records nor around graphs instantiated before the session.
+        if std::env::var(ENV_PAUSE_BETWEEN_BENCHMARKS).as_deref() == Ok("1") {
+            lock(&self.session).set_paused(idle)
+        } else {
+            Ok(())
+        }
     }
     fn kernel_records(&self, on: bool) -> Result<(), EngineError> {
         lock(&self.session).set_kernel_records(on)
