@@ -19,7 +19,7 @@ import tempfile
 import threading
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Literal, get_args
 
 from . import _backend, _ncu, annotation, plotting
 from . import collectors as _collectors
@@ -36,10 +36,23 @@ DEFAULT_METRIC = "gpu__time_duration.sum"
 #: Reducer names accepted by ``combine_kernel_metrics``.
 REDUCERS = ("sum", "mean", "max", "min", "first", "last")
 
+#: The values of the options the Rust core parses (each with one ``FromStr``:
+#: ``kprof::counters::ReplayMode``, ``kprof::runner::CacheControl``, ``kprof::runner::ClockControl``,
+#: which the ncu backend uses too). Here for typing and docs; keep them in step with those enums.
+ReplayModeName = Literal["kernel", "range", "application"]
+CacheControlName = Literal["all", "none"]
+ClockControlName = Literal["none", "base"]
+
 _CHOICES = {
-    "clock_control": ("none", "base"),
-    "cache_control": ("all", "none"),
-    "replay_mode": ("kernel", "range", "application"),
+    # clock_control, cache_control and replay_mode are validated by Rust as well (the one parser of
+    # each), but only when the benchmark runs (engine.rs `bench_options`, ncu.rs `ncu_options`).
+    # This check stays so that a bad value raises ConfigError when the decorator is applied,
+    # before any GPU work (tests/python/test_validation.py checks when and with which message;
+    # the Rust message has the same wording). Rust also accepts the alias "user" for "range";
+    # @kernel does not (it never did).
+    "clock_control": get_args(ClockControlName),
+    "cache_control": get_args(CacheControlName),
+    "replay_mode": get_args(ReplayModeName),
     "duration_source": ("auto", "records", "counters"),
     "thermal_mode": ("auto", "manual", "off"),
     "order": ("interleaved", "sequential"),
@@ -532,9 +545,9 @@ def kernel(
     verbosity: VerbosityLevel = VerbosityLevel.INFO,
     metrics: Iterable[str] | str = (DEFAULT_METRIC,),
     ignore_kernel_list: Iterable[str] | None = None,
-    clock_control: str = "none",
-    cache_control: str = "all",
-    replay_mode: str | None = None,
+    clock_control: ClockControlName = "none",
+    cache_control: CacheControlName = "all",
+    replay_mode: ReplayModeName | None = None,
     thermal_mode: str = "auto",
     thermal_wait: float | None = None,
     thermal_cont: float | None = None,

@@ -20,7 +20,7 @@
 //!   counter launch (`KPROF_RUN_METRICS`, `KPROF_RUN_REPLAY_MODE=kernel`) in which the injection
 //!   library profiles every kernel with the CUPTI Range Profiler. Its samples join the timing
 //!   samples by key (benchmark, region, configuration, occurrence), so raw.csv and
-//!   processed.csv hold both, with units. `--replay-mode range` is refused (see [`ReplayModeArg`]).
+//!   processed.csv hold both, with units. `--replay-mode range` is refused (see [`parse_replay_mode`]).
 //! - Exit code: the command's (the last non-zero one over the repetitions; 128 + signal when it
 //!   was killed); if it succeeded but kprof could not write its results, 1; 2 when kprof could
 //!   not start it (no injection library, already running under ncu/nsys, bad options).
@@ -32,7 +32,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
-use kprof::counters::MetricsCatalog;
+use kprof::counters::{MetricsCatalog, ReplayMode};
 use kprof_core::display::render_processed;
 use kprof_core::io::{self, ReadOptions};
 use kprof_core::pipeline::{process, ProcessOptions};
@@ -61,25 +61,21 @@ impl GroupByArg {
     }
 }
 
-/// How counter passes are replayed (`--replay-mode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReplayModeArg {
-    /// CUPTI kernel replay: every kernel is saved, replayed once per pass and restored, inside
-    /// the counter launch.
-    Kernel,
-}
-
 /// Why `--replay-mode range` is refused.
 pub const RANGE_REPLAY_UNAVAILABLE: &str = "range replay is not available for `kprof run` (nor application \
      replay): every replay pass would need its own launch of the whole program, which `kprof run` does not do; use \
      `--replay-mode kernel`, or the in-process API (Python `replay_mode=\"range\"` or `\"application\"`)";
 
-/// Parses `--replay-mode`.
-pub fn parse_replay_mode(s: &str) -> Result<ReplayModeArg, String> {
-    match s.trim() {
-        "kernel" => Ok(ReplayModeArg::Kernel),
-        "range" | "user" | "application" => Err(RANGE_REPLAY_UNAVAILABLE.to_string()),
-        other => Err(format!("unknown replay mode {other:?}; use kernel")),
+/// Parses `--replay-mode` with [`ReplayMode`]'s `FromStr` (the one parser of the option); only
+/// kernel replay is available here.
+pub fn parse_replay_mode(s: &str) -> Result<ReplayMode, String> {
+    match s.trim().parse::<ReplayMode>() {
+        Ok(ReplayMode::Kernel) => Ok(ReplayMode::Kernel),
+        Ok(ReplayMode::User | ReplayMode::Application) => Err(RANGE_REPLAY_UNAVAILABLE.to_string()),
+        Err(e) => Err(format!(
+            "unknown replay mode {:?} for --replay-mode; use kernel (the only mode `kprof run` offers)",
+            e.value
+        )),
     }
 }
 
@@ -127,7 +123,7 @@ pub struct RunArgs {
     pub metrics: Vec<String>,
     /// How counter passes are replayed: kernel (the only mode `kprof run` offers).
     #[arg(long, value_name = "MODE", default_value = "kernel", value_parser = parse_replay_mode)]
-    pub replay_mode: ReplayModeArg,
+    pub replay_mode: ReplayMode,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -529,7 +525,7 @@ pub fn run(args: &RunArgs) -> i32 {
         }
         if inv.counters {
             cmd.env("KPROF_RUN_METRICS", counters.join(","))
-                .env("KPROF_RUN_REPLAY_MODE", "kernel");
+                .env("KPROF_RUN_REPLAY_MODE", ReplayMode::Kernel.as_str());
         } else {
             cmd.env_remove("KPROF_RUN_METRICS").env_remove("KPROF_RUN_REPLAY_MODE");
         }
@@ -779,7 +775,7 @@ mod tests {
     fn metrics_and_replay_mode_arguments() {
         let a = parse(&["--", "prog"]).unwrap();
         assert!(a.metrics.is_empty());
-        assert_eq!(a.replay_mode, ReplayModeArg::Kernel);
+        assert_eq!(a.replay_mode, ReplayMode::Kernel);
         let a = parse(&[
             "--metrics",
             "dram__bytes_read.sum,gpu__time_duration.sum",
@@ -811,7 +807,15 @@ mod tests {
             msg.contains("range replay is not available for `kprof run`") && msg.contains("--replay-mode kernel"),
             "{msg}"
         );
-        assert!(parse(&["--replay-mode", "warp", "--", "prog"]).is_err());
+        let msg = parse(&["--replay-mode", "warp", "--", "prog"]).unwrap_err().to_string();
+        assert!(
+            msg.contains("\"warp\"") && msg.contains("--replay-mode") && msg.contains("use kernel"),
+            "{msg}"
+        );
+        assert_eq!(
+            parse(&["--replay-mode", "user", "--", "prog"]).unwrap_err().exit_code(),
+            2
+        );
     }
 
     fn sample(raw: &mut RawResults, annotation: &str, metric: &str, unit: &str, run: u32, value: f64) {

@@ -110,9 +110,11 @@ impl CounterRequest {
         if metrics.is_empty() {
             return Ok(None);
         }
-        match mode.trim() {
-            "" | "kernel" => {}
-            other => return Err(RequestError::ReplayMode(other.to_string())),
+        // Parsed by `ReplayMode`'s `FromStr` (the one parser of the option); only kernel replay is
+        // available here (empty: the default, kernel).
+        let mode = mode.trim();
+        if !mode.is_empty() && mode.parse::<ReplayMode>() != Ok(ReplayMode::Kernel) {
+            return Err(RequestError::ReplayMode(mode.to_string()));
         }
         let capacity = match capacity.trim() {
             "" => DEFAULT_CAPACITY,

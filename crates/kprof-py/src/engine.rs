@@ -11,9 +11,7 @@ use std::ptr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kprof::runner::{
-    BenchOptions, CacheControl, ClockControl, Profiler, Reducer, RegionGuard, Run, RunOrder, StoppingPolicy,
-};
+use kprof::runner::{BenchOptions, Profiler, Reducer, RegionGuard, Run, RunOrder, StoppingPolicy};
 use kprof_core::columns::RAW_COLUMNS;
 use kprof_core::{Config, ExtraValue, RawResults};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -53,6 +51,18 @@ pub(crate) fn kprof_exception(py: Python<'_>, class: &str, msg: String) -> PyErr
 
 fn get<'py>(opts: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
     Ok(opts.get_item(key)?.filter(|v| !v.is_none()))
+}
+
+/// Parses the string value of `replay_mode`, `cache_control` or `clock_control` with its enum's
+/// `FromStr` (the one parser of each option); a bad value is a `ValueError` naming the option, the
+/// value and the accepted values.
+pub(crate) fn parse_option<T>(v: &Bound<'_, PyAny>) -> PyResult<T>
+where
+    T: std::str::FromStr<Err = kprof::option_value::InvalidOptionValue>,
+{
+    let s: String = v.extract()?;
+    s.parse()
+        .map_err(|e: kprof::option_value::InvalidOptionValue| PyValueError::new_err(e.to_string()))
 }
 
 pub(crate) fn reducer(value: Option<Bound<'_, PyAny>>) -> PyResult<Reducer> {
@@ -106,16 +116,7 @@ pub(crate) fn bench_options(opts: &Bound<'_, PyDict>) -> PyResult<BenchOptions> 
         o.metrics = v.extract()?;
     }
     if let Some(v) = get(opts, "replay_mode")? {
-        o.replay_mode = match v.extract::<String>()?.as_str() {
-            "kernel" => kprof::runner::ReplayMode::Kernel,
-            "range" => kprof::runner::ReplayMode::User,
-            "application" => kprof::runner::ReplayMode::Application,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "replay_mode must be 'kernel', 'range' or 'application', got {other:?}"
-                )))
-            }
-        };
+        o.replay_mode = parse_option(&v)?;
     }
     if let Some(v) = get(opts, "duration_source")? {
         o.duration = kprof::runner::DurationSource::parse(&v.extract::<String>()?)
@@ -129,26 +130,10 @@ pub(crate) fn bench_options(opts: &Bound<'_, PyDict>) -> PyResult<BenchOptions> 
         o.output_prefix = Some(v.extract::<String>()?.into());
     }
     if let Some(v) = get(opts, "cache_control")? {
-        o.cache = match v.extract::<String>()?.as_str() {
-            "all" => CacheControl::All,
-            "none" => CacheControl::None,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "cache_control must be 'all' or 'none', got {other:?}"
-                )))
-            }
-        };
+        o.cache = parse_option(&v)?;
     }
     if let Some(v) = get(opts, "clock_control")? {
-        o.clock = match v.extract::<String>()?.as_str() {
-            "none" => ClockControl::None,
-            "base" => ClockControl::Base,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "clock_control must be 'none' or 'base', got {other:?}"
-                )))
-            }
-        };
+        o.clock = parse_option(&v)?;
     }
     let target_rsd: Option<f64> = get(opts, "target_rsd")?.map(|v| v.extract()).transpose()?;
     let target_ci: Option<f64> = get(opts, "target_ci")?.map(|v| v.extract()).transpose()?;

@@ -8,10 +8,7 @@
 //!   benchmark through the NVTX-only profiler with [`child_bench_options`]; Python then exits.
 
 use kprof::ncu::bench::{child_options, report_path};
-use kprof::ncu::{
-    relaunch_with, CacheControl, ClockControl, ImportOptions, NcuInstall, NcuModeRequest, NcuOptions, ReplayMode,
-    TargetProcesses, CHILD_ENV,
-};
+use kprof::ncu::{relaunch_with, ImportOptions, NcuInstall, NcuModeRequest, NcuOptions, TargetProcesses, CHILD_ENV};
 use kprof::runner::BenchOptions;
 use kprof_core::Config;
 use pyo3::exceptions::PyValueError;
@@ -19,7 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use crate::config_from_py;
-use crate::engine::{bench_options, kprof_exception, raw_table, reducer};
+use crate::engine::{bench_options, kprof_exception, parse_option, raw_table, reducer};
 
 fn get<'py>(opts: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
     Ok(opts.get_item(key)?.filter(|v| !v.is_none()))
@@ -72,27 +69,14 @@ where
 /// `extra_args`, `mode`) as [`NcuOptions`].
 pub(crate) fn ncu_options(options: &Bound<'_, PyDict>) -> PyResult<NcuOptions> {
     let mut n = NcuOptions::default();
-    if let Some(c) = choice(
-        get(options, "cache_control")?,
-        "cache_control",
-        &[("all", CacheControl::All), ("none", CacheControl::None)],
-    )? {
-        n.cache_control = c;
+    if let Some(v) = get(options, "cache_control")? {
+        n.cache_control = parse_option(&v)?;
     }
-    if let Some(c) = choice(
-        get(options, "clock_control")?,
-        "clock_control",
-        &[("none", ClockControl::None), ("base", ClockControl::Base)],
-    )? {
-        n.clock_control = c;
+    if let Some(v) = get(options, "clock_control")? {
+        n.clock_control = parse_option(&v)?;
     }
-    let replay = [
-        ("kernel", ReplayMode::Kernel),
-        ("range", ReplayMode::Range),
-        ("application", ReplayMode::Application),
-    ];
-    if let Some(r) = choice(get(options, "replay_mode")?, "replay_mode", &replay)? {
-        n.replay_mode = r;
+    if let Some(v) = get(options, "replay_mode")? {
+        n.replay_mode = parse_option(&v)?;
     }
     if let Some(m) = get(options, "metrics")? {
         let m: Vec<String> = m.extract()?;

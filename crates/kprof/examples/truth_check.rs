@@ -371,11 +371,13 @@ fn rangeprof(b: &mut Bench) -> Result<(), BoxError> {
                     .map(|r| r.get("gpu__time_duration.sum").unwrap_or(f64::NAN))
                     .collect();
                 emit(
-                    serde_json::json!({"mode": "rangeprof", "replay": mode.as_str(), "ranges": rec.ranges.len(),
+                    serde_json::json!({"mode": "rangeprof", "replay": mode.cupti_name(), "ranges": rec.ranges.len(),
                     "values": v, "closure_error": err}),
                 );
             }
-            Err(e) => emit(serde_json::json!({"mode": "rangeprof", "replay": mode.as_str(), "error": e.to_string()})),
+            Err(e) => {
+                emit(serde_json::json!({"mode": "rangeprof", "replay": mode.cupti_name(), "error": e.to_string()}))
+            }
         }
         // The host cost of one counter pass as the run loop does it (sgemm 1024), by phase, 30 times.
         let mut sum = [0.0f64; 4];
@@ -391,7 +393,7 @@ fn rangeprof(b: &mut Bench) -> Result<(), BoxError> {
             }
         }
         emit(
-            serde_json::json!({"mode": "rangeprof-cost", "replay": mode.as_str(), "collects": 30,
+            serde_json::json!({"mode": "rangeprof-cost", "replay": mode.cupti_name(), "collects": 30,
             "total_s": t0.elapsed().as_secs_f64(), "setup_s": sum[0], "passes_s": sum[1], "decode_s": sum[2],
             "evaluate_s": sum[3]}),
         );

@@ -136,6 +136,7 @@ pub mod error;
 pub mod loader;
 pub mod ncu;
 pub mod nvtx;
+pub mod option_value;
 pub mod runner;
 pub mod settings;
 

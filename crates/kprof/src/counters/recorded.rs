@@ -38,7 +38,7 @@ pub fn write_recording(dir: &Path, rec: &Recording) -> Result<(), CountersError>
     let mut meta = String::new();
     let _ = writeln!(meta, "chip={}", rec.chip);
     let _ = writeln!(meta, "api_version={}", rec.api_version);
-    let _ = writeln!(meta, "mode={}", rec.mode.as_str());
+    let _ = writeln!(meta, "mode={}", rec.mode.cupti_name());
     let _ = writeln!(meta, "passes={}", rec.passes);
     let _ = writeln!(meta, "closure_runs={}", rec.closure_runs);
     let _ = writeln!(meta, "metrics={}", rec.metrics.join(","));
@@ -80,7 +80,9 @@ pub fn read_recording(dir: &Path) -> Result<Recording, CountersError> {
             .parse()
             .map_err(|_| bad(&meta_path, format!("{key} is not a number")))
     };
-    let mode = ReplayMode::parse(&get("mode")?).ok_or_else(|| bad(&meta_path, "mode must be kernel or user"))?;
+    let mode: ReplayMode = get("mode")?
+        .parse()
+        .map_err(|_| bad(&meta_path, "mode must be kernel or user"))?;
     let metrics: Vec<String> = get("metrics")?
         .split(',')
         .map(|s| s.trim().to_string())

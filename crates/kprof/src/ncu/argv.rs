@@ -13,7 +13,6 @@
 //! versions (2025.3.1 locks clocks to base by default, the 2026.1 docs say boost).
 
 use std::ffi::{OsStr, OsString};
-use std::fmt;
 use std::path::PathBuf;
 
 use super::version::NcuModeRequest;
@@ -23,68 +22,10 @@ use super::version::NcuModeRequest;
 /// required).
 pub const DEFAULT_NVTX_INCLUDE: &str = "regex:kprof@.+/";
 
-/// `--replay-mode`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum ReplayMode {
-    /// Each kernel is replayed on its own (save/restore memory per pass). ncu's default.
-    #[default]
-    Kernel,
-    /// NVTX/profiler ranges of kernels and API calls are replayed as a whole.
-    Range,
-    /// The whole application is re-run once per pass.
-    Application,
-}
-
-impl ReplayMode {
-    /// ncu's spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReplayMode::Kernel => "kernel",
-            ReplayMode::Range => "range",
-            ReplayMode::Application => "application",
-        }
-    }
-}
-
-/// `--cache-control`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum CacheControl {
-    /// Flush all caches before each replay pass ("cold"). ncu's default.
-    #[default]
-    All,
-    /// Do not flush ("warm").
-    None,
-}
-
-impl CacheControl {
-    /// ncu's spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CacheControl::All => "all",
-            CacheControl::None => "none",
-        }
-    }
-}
-
-/// `--clock-control`. kprof defaults to `none` (unlike ncu 2025.3.1, which defaults to base).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum ClockControl {
-    /// Lock the GPU clocks to base while profiling.
-    Base,
-    /// Leave the clocks alone.
-    #[default]
-    None,
-}
-
-impl ClockControl {
-    /// ncu's spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ClockControl::Base => "base",
-            ClockControl::None => "none",
-        }
-    }
-}
+// `--replay-mode`, `--cache-control` and `--clock-control` take the options' own enums (one per
+// option, parsed only by their `FromStr`): their `as_str` is ncu's spelling.
+pub use crate::counters::ReplayMode;
+pub use crate::runner::{CacheControl, ClockControl};
 
 /// `--target-processes`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -106,16 +47,7 @@ impl TargetProcesses {
     }
 }
 
-macro_rules! display_as_str {
-    ($($t:ty),*) => {$(
-        impl fmt::Display for $t {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-    )*};
-}
-display_as_str!(ReplayMode, CacheControl, ClockControl, TargetProcesses);
+crate::option_value::display_as_str!(TargetProcesses);
 
 /// Everything kprof passes to ncu.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -141,7 +141,7 @@ impl CounterPlan {
             self.metrics.join(", "),
             self.chip,
             self.passes,
-            self.mode.as_str()
+            self.mode.cupti_name()
         )
     }
 }
@@ -832,7 +832,7 @@ impl Profiler {
                          once for timing and again for counters), and no CUDA call in it may launch kernels of the \
                          driver's own (the counters see them, the kernel records do not: e.g. \
                          cuCtxResetPersistingL2Cache). Counters recorded as NaN",
-                        plan.mode.as_str(),
+                        plan.mode.cupti_name(),
                         per_kernel.len(),
                         step.run
                     );

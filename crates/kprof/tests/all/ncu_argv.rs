@@ -45,7 +45,7 @@ fn defaults() {
 fn cache_clock_replay_and_target_combinations() {
     for cache in [CacheControl::All, CacheControl::None] {
         for clock in [ClockControl::Base, ClockControl::None] {
-            for replay in [ReplayMode::Kernel, ReplayMode::Range, ReplayMode::Application] {
+            for replay in [ReplayMode::Kernel, ReplayMode::User, ReplayMode::Application] {
                 for target in [TargetProcesses::All, TargetProcesses::ApplicationOnly] {
                     let o = NcuOptions {
                         cache_control: cache,
@@ -76,7 +76,7 @@ fn everything_set() {
         metrics: vec!["gpu__time_duration.sum".into(), "dram__bytes_read.sum".into()],
         set: Some("full".into()),
         sections: vec!["SpeedOfLight".into(), "MemoryWorkloadAnalysis".into()],
-        replay_mode: ReplayMode::Range,
+        replay_mode: ReplayMode::User,
         cache_control: CacheControl::None,
         clock_control: ClockControl::Base,
         target_processes: TargetProcesses::ApplicationOnly,
