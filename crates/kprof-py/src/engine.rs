@@ -58,11 +58,11 @@ fn get<'py>(opts: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<Bound<'py, 
 /// value and the accepted values.
 pub(crate) fn parse_option<T>(v: &Bound<'_, PyAny>) -> PyResult<T>
 where
-    T: std::str::FromStr<Err = kprof::option_value::InvalidOptionValue>,
+    T: std::str::FromStr<Err = kprof::choices::InvalidOptionValue>,
 {
     let s: String = v.extract()?;
     s.parse()
-        .map_err(|e: kprof::option_value::InvalidOptionValue| PyValueError::new_err(e.to_string()))
+        .map_err(|e: kprof::choices::InvalidOptionValue| PyValueError::new_err(e.to_string()))
 }
 
 pub(crate) fn reducer(value: Option<Bound<'_, PyAny>>) -> PyResult<Reducer> {

@@ -128,6 +128,7 @@ pub mod attribution;
 pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
+pub mod choices;
 pub mod conditions;
 pub mod counters;
 pub mod cupti;
@@ -136,7 +137,6 @@ pub mod error;
 pub mod loader;
 pub mod ncu;
 pub mod nvtx;
-pub mod option_value;
 pub mod runner;
 pub mod settings;
 

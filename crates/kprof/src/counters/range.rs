@@ -32,72 +32,7 @@ use super::metrics::{is_bad_name_code, MetricsCatalog};
 use super::structs::*;
 use super::CountersError;
 
-/// How ranges are formed and passes replayed: the one enum of the `replay_mode` option (Python's
-/// `replay_mode`, `kprof run --replay-mode`, `KPROF_RUN_REPLAY_MODE`, ncu's `--replay-mode`), parsed
-/// only by its [`FromStr`](std::str::FromStr) impl.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ReplayMode {
-    /// AutoRange + KernelReplay: one range (one value per metric) per kernel, named "0", "1", …
-    Kernel,
-    /// `"range"` (alias `"user"`): UserRange + UserReplay: one range per
-    /// [`UserRanges::push`]/[`pop`](UserRanges::pop) region; the closure is re-run once per pass.
-    /// Rates (`*.pct_of_peak_sustained_elapsed`, `*.per_second`) are over the range's whole
-    /// elapsed time, idle gaps included. ncu's `--replay-mode range`.
-    User,
-    /// AutoRange + UserReplay: one range per kernel, named "0", "1", …, the closure re-run once
-    /// per pass (nothing saved or restored).
-    Application,
-}
-
-impl ReplayMode {
-    /// The canonical names, in the order error messages list them.
-    pub const NAMES: &'static [&'static str] = &["kernel", "range", "application"];
-
-    /// The option's canonical name (also ncu's spelling): `"kernel"`, `"range"` or
-    /// `"application"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReplayMode::Kernel => "kernel",
-            ReplayMode::User => "range",
-            ReplayMode::Application => "application",
-        }
-    }
-
-    /// CUPTI's name (`"kernel"`, `"user"`, `"application"`): the `mode=` of a saved
-    /// [`Recording`] and the wording of counter-pass messages.
-    pub fn cupti_name(self) -> &'static str {
-        match self {
-            ReplayMode::Kernel => "kernel",
-            ReplayMode::User => "user",
-            ReplayMode::Application => "application",
-        }
-    }
-
-    /// Whether every kernel is its own range (kernel and application replay).
-    pub fn per_kernel(self) -> bool {
-        self != ReplayMode::User
-    }
-}
-
-impl std::str::FromStr for ReplayMode {
-    type Err = crate::option_value::InvalidOptionValue;
-
-    /// Parses `"kernel"`, `"range"` (or its alias `"user"`), `"application"`.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "kernel" => Ok(ReplayMode::Kernel),
-            "range" | "user" => Ok(ReplayMode::User),
-            "application" => Ok(ReplayMode::Application),
-            _ => Err(crate::option_value::InvalidOptionValue::new(
-                "replay_mode",
-                s,
-                Self::NAMES,
-            )),
-        }
-    }
-}
-
-crate::option_value::display_as_str!(ReplayMode);
+pub use crate::choices::ReplayMode;
 
 /// The values of one range.
 #[derive(Debug, Clone, PartialEq)]

@@ -24,7 +24,7 @@ pub const DEFAULT_NVTX_INCLUDE: &str = "regex:kprof@.+/";
 
 // `--replay-mode`, `--cache-control` and `--clock-control` take the options' own enums (one per
 // option, parsed only by their `FromStr`): their `as_str` is ncu's spelling.
-pub use crate::counters::ReplayMode;
+pub use crate::choices::ReplayMode;
 pub use crate::runner::{CacheControl, ClockControl};
 
 /// `--target-processes`.
@@ -47,7 +47,7 @@ impl TargetProcesses {
     }
 }
 
-crate::option_value::display_as_str!(TargetProcesses);
+crate::choices::display_as_str!(TargetProcesses);
 
 /// Everything kprof passes to ncu.
 #[derive(Clone, Debug, PartialEq, Eq)]

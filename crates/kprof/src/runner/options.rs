@@ -10,91 +10,11 @@ use kprof_core::transforms::Reducer;
 
 use super::invalid_option;
 use super::progress::ProgressHook;
+use crate::choices::ReplayMode;
 use crate::conditions::runtime::{Collectors, ThermalOptions};
-use crate::counters::ReplayMode;
 use crate::error::EngineError;
-use crate::option_value::{display_as_str, InvalidOptionValue};
 
-/// L2 cache state at the start of every run and region: the one enum of the `cache_control`
-/// option (Python's `cache_control`, ncu's `--cache-control`), parsed only by its
-/// [`FromStr`](std::str::FromStr) impl.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum CacheControl {
-    /// Cold cache (the default, as in Nsight Compute): before every run and before every
-    /// top-level region, outside the timed regions, the L2 is emptied (a buffer of twice its size
-    /// is read through it, see `KPROF_L2_FLUSH`), so each region starts cold and clean whatever
-    /// ran before it. Kernels *inside* one region share the L2 (ncu flushes before each kernel).
-    #[default]
-    All,
-    /// Warm cache: nothing is done between runs.
-    None,
-}
-
-/// GPU clock control: the one enum of the `clock_control` option (Python's `clock_control`,
-/// ncu's `--clock-control`), parsed only by its [`FromStr`](std::str::FromStr) impl. kprof
-/// defaults to `none` (unlike ncu 2025.3.1, which defaults to base).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum ClockControl {
-    /// Leave the clocks as they are (the only choice in the CUPTI activity backend).
-    #[default]
-    None,
-    /// Lock clocks to base: only the ncu backend can do that; asking for it here is an error.
-    Base,
-}
-
-impl CacheControl {
-    /// The canonical names, in the order error messages list them.
-    pub const NAMES: &'static [&'static str] = &["all", "none"];
-
-    /// The option's canonical name (also ncu's spelling).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CacheControl::All => "all",
-            CacheControl::None => "none",
-        }
-    }
-}
-
-impl std::str::FromStr for CacheControl {
-    type Err = InvalidOptionValue;
-
-    /// Parses `"all"` or `"none"`.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "all" => Ok(CacheControl::All),
-            "none" => Ok(CacheControl::None),
-            _ => Err(InvalidOptionValue::new("cache_control", s, Self::NAMES)),
-        }
-    }
-}
-
-impl ClockControl {
-    /// The canonical names, in the order error messages list them.
-    pub const NAMES: &'static [&'static str] = &["none", "base"];
-
-    /// The option's canonical name (also ncu's spelling).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ClockControl::None => "none",
-            ClockControl::Base => "base",
-        }
-    }
-}
-
-impl std::str::FromStr for ClockControl {
-    type Err = InvalidOptionValue;
-
-    /// Parses `"none"` or `"base"`.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "none" => Ok(ClockControl::None),
-            "base" => Ok(ClockControl::Base),
-            _ => Err(InvalidOptionValue::new("clock_control", s, Self::NAMES)),
-        }
-    }
-}
-
-display_as_str!(CacheControl, ClockControl);
+pub use crate::choices::{CacheControl, ClockControl};
 
 /// The order of (configuration, run) pairs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
