@@ -28,6 +28,17 @@ fn domain() -> copy::DomainHandle {
 /// escape itself) and `#` (kprof's key separator under ncu).
 pub const RESERVED_CHARS: &[char] = &['@', ',', '[', ']', '/', '*', '+', ':', '"', '\\', '%', '#'];
 
+/// The NVTX range name of one region in one (call, config, run): `region#c<call>.<config>.<run>`,
+/// e.g. `matmul#c0.2.7`.
+///
+/// The region is percent-encoded ([`encode_range_name`]), so the name is printable
+/// ASCII without any of [`RESERVED_CHARS`] whatever the region is called, and survives ncu's
+/// `--nvtx-include` filters and the `domain:range:...` cells of the CSV export.
+/// [`parse_range_name`](crate::ncu::parse_range_name) is the inverse.
+pub fn range_name(region: &str, call: u32, config: u32, run: u32) -> String {
+    format!("{}#c{call}.{config}.{run}", encode_range_name(region))
+}
+
 /// The NVTX range name of a region: the name with every reserved character, space, non-ASCII
 /// byte and control character percent-encoded (`x * 2` → `x%20%2A%202`), so any region name
 /// (the seed's `a + b * c (unfused)` included) survives ncu's `--nvtx-include` filters and the

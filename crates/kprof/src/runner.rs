@@ -23,8 +23,8 @@
 //! runs), `runner/run.rs` (a run and its regions), `runner/profiler.rs` (the [`Profiler`] and its
 //! loop: bench, sweep, flush, record), `runner/gpu.rs` (the CUPTI backend), `runner/events.rs`
 //! (the CUDA-events backend), `runner/counter_pass.rs` (hardware counters), `runner/l2_flush.rs`
-//! (the cold-cache flush), `runner/progress.rs` (the progress hook). Unit tests: `runner/tests.rs`
-//! and `runner/tests/`.
+//! (the cold-cache flush), `runner/progress.rs` (the progress hook), `runner/ncu_child.rs` (the
+//! backend of an ncu child). Unit tests: `runner/tests.rs` and `runner/tests/`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -38,6 +38,7 @@ mod counter_pass;
 mod events;
 mod gpu;
 mod l2_flush;
+pub(crate) mod ncu_child;
 mod options;
 mod profiler;
 mod progress;

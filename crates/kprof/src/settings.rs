@@ -165,7 +165,7 @@ pub const ENV_VARS: &[EnvVar] = &[
         default: "unset: this process is not an ncu child",
         meaning: "Protocol, not for users: set by the Nsight Compute backend for the program it re-runs under ncu, to \
                   the id of the benchmark to profile there; the others return empty results in the child.",
-        read_by: "kprof (`ncu::relaunch`, `ncu::bench`), `python/kprof/_ncu.py`, `scripts/gpu-check-ncu.py`; set by \
+        read_by: "kprof (`runner::ncu_child`, `ncu::relaunch`, `ncu::bench`), `python/kprof/_ncu.py`, `scripts/gpu-check-ncu.py`; set by \
                   kprof (`ncu::bench`) and kprof-py (`ncu`)",
     },
     EnvVar {
@@ -173,7 +173,7 @@ pub const ENV_VARS: &[EnvVar] = &[
         default: "unset: nothing traced",
         meaning: "Testing: a file to which an ncu child appends every NVTX range name it pushes; the child then also \
                   runs without a CUDA driver, to check the relaunch protocol without ncu or a GPU.",
-        read_by: "kprof (`ncu::bench`)",
+        read_by: "kprof (`runner::ncu_child`)",
     },
     // `kprof run` and its injection library.
     EnvVar {

@@ -40,16 +40,7 @@ pub const DOMAIN: &str = "kprof";
 
 pub use crate::nvtx::RESERVED_CHARS;
 
-/// The NVTX range name of one region in one (call, config, run): `region#c<call>.<config>.<run>`,
-/// e.g. `matmul#c0.2.7`.
-///
-/// The region is percent-encoded ([`crate::nvtx::encode_range_name`]), so the name is printable
-/// ASCII without any of [`RESERVED_CHARS`] whatever the region is called, and survives ncu's
-/// `--nvtx-include` filters and the `domain:range:...` cells of the CSV export.
-/// [`parse_range_name`] is the inverse.
-pub fn range_name(region: &str, call: u32, config: u32, run: u32) -> String {
-    format!("{}#c{call}.{config}.{run}", crate::nvtx::encode_range_name(region))
-}
+pub use crate::nvtx::range_name;
 
 /// A kprof range name taken apart: the inverse of [`range_name`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

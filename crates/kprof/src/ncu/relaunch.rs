@@ -27,18 +27,8 @@ use super::csv::{export_csv, parse_ncu_csv, ImportOptions};
 use super::version::{ModeChoice, NcuInstall};
 use super::{tail_lines, NcuError, NcuOptions};
 
-/// The environment variable that selects the benchmark to profile in the child.
-pub const CHILD_ENV: &str = "KPROF_NCU_CHILD";
-
-/// Whether this process is a child started by [`relaunch_under_ncu`].
-pub fn is_ncu_child() -> bool {
-    child_target().is_some()
-}
-
-/// The benchmark id the parent asked this child to profile (`KPROF_NCU_CHILD`, non-empty).
-pub fn child_target() -> Option<String> {
-    std::env::var(CHILD_ENV).ok().filter(|s| !s.is_empty())
-}
+// The child-side protocol (the variable and its readers) lives with the child backend in the runner.
+pub use crate::runner::ncu_child::{child_target, is_ncu_child, CHILD_ENV};
 
 /// What a relaunch produced.
 #[derive(Clone, Debug)]

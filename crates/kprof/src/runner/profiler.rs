@@ -122,9 +122,9 @@ impl Profiler {
     /// 0's primary context when none is), and starts the CUPTI activity session. One profiler
     /// per process: a second `new()` while one is alive is an error.
     pub fn new() -> Result<Profiler, EngineError> {
-        if crate::ncu::is_ncu_child() {
-            // Under ncu (relaunch mode): no CUPTI session, NVTX ranges only (ncu/bench.rs).
-            return crate::ncu::bench::child_profiler();
+        if super::ncu_child::is_ncu_child() {
+            // Under ncu (relaunch mode): no CUPTI session, NVTX ranges only (runner/ncu_child.rs).
+            return super::ncu_child::child_profiler();
         }
         Self::claim_slot(|| {
             let (backend, device, extras) = gpu::GpuBackend::start()?;
@@ -296,8 +296,8 @@ impl Profiler {
     where
         F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
     {
-        if crate::ncu::bench::skip_in_child() {
-            // An ncu child runs only its selected benchmark (ncu/bench.rs).
+        if super::ncu_child::skip_in_child() {
+            // An ncu child runs only its selected benchmark (runner/ncu_child.rs).
             return Ok(RawResults::new());
         }
         opts.validate()?;
