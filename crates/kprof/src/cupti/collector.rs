@@ -98,6 +98,19 @@ impl GraphTrace {
     }
 }
 
+/// `cuptiActivityEnable(kind)` (`on`) or `cuptiActivityDisable(kind)`; returns CUPTI's result.
+fn switch_kind(c: &Cupti, kind: u32, on: bool) -> u32 {
+    // SAFETY: both take an activity kind by value and are safe to call at any time after CUPTI
+    // loaded (an unknown kind is an error code, not undefined behaviour).
+    unsafe {
+        if on {
+            (c.fns.cuptiActivityEnable)(kind)
+        } else {
+            (c.fns.cuptiActivityDisable)(kind)
+        }
+    }
+}
+
 /// Which CUPTI activity kind records kernels.
 ///
 /// Measured on the H200 (CUPTI 13.0, driver 580; issue 17, `scripts/gpu-check-truth.sh`):
@@ -489,14 +502,16 @@ impl ActivitySession {
         self.kernel_trace = trace;
         if GraphTrace::parse(std::env::var(ENV_GRAPH_TRACE).ok().as_deref(), trace)? == GraphTrace::Graph {
             // A CUPTI that cannot trace graphs as a whole (CUPTI_ERROR_NOT_COMPATIBLE, or older
-            // than 11.7), or cannot guard them (no cuptiEnableCallback), leaves node records:
+            // than 11.7), or cannot guard them (no cuptiEnableCallback, or a callback that does not
+            // enable), leaves node records:
             // graph spans are then merged from timed nodes (concurrent records) or stay untimed
             // with a warning (serial records).
-            if c.fns.cuptiEnableCallback.is_some() {
-                let r = unsafe { (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_GRAPH_TRACE) };
-                if r == CUPTI_SUCCESS {
+            if c.fns.cuptiEnableCallback.is_some() && switch_kind(c, ACTIVITY_KIND_GRAPH_TRACE, true) == CUPTI_SUCCESS {
+                if self.arm_graph_guard().is_ok() {
                     self.graph_trace = GraphTrace::Graph;
-                    self.arm_graph_guard()?;
+                } else {
+                    // Unguarded graph records could crash on older graphs: node records.
+                    switch_kind(c, ACTIVITY_KIND_GRAPH_TRACE, false);
                 }
             }
         }
@@ -673,16 +688,12 @@ impl ActivitySession {
         // Graph trace stays on: toggling it around graph launches is not needed (counter passes
         // push no external id, so their graph records stay unattributed).
         let c = self.cupti;
-        let kind = self.kernel_trace.activity_kind();
-        if on {
-            c.check("cuptiActivityEnable(kernels)", unsafe {
-                (c.fns.cuptiActivityEnable)(kind)
-            })
+        let call = if on {
+            "cuptiActivityEnable(kernels)"
         } else {
-            c.check("cuptiActivityDisable(kernels)", unsafe {
-                (c.fns.cuptiActivityDisable)(kind)
-            })
-        }
+            "cuptiActivityDisable(kernels)"
+        };
+        c.check(call, switch_kind(c, self.kernel_trace.activity_kind(), on))
     }
 
     /// How many graph launches of executables instantiated before this session came as node

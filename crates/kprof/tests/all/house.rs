@@ -22,7 +22,7 @@ const UNSAFE_ALLOWLIST: &[(&str, usize)] = &[
     ("crates/kprof/src/conditions/nvml.rs", 6),
     ("crates/kprof/src/counters/host.rs", 29),
     ("crates/kprof/src/counters/range.rs", 18),
-    ("crates/kprof/src/cupti/collector.rs", 38),
+    ("crates/kprof/src/cupti/collector.rs", 36),
     ("crates/kprof/src/cupti/ffi.rs", 23),
     ("crates/kprof/src/cupti/graph_guard.rs", 6),
     ("crates/kprof/src/driver.rs", 51),
