@@ -38,9 +38,9 @@ struct Mock {
     /// A graph launch gives one range in a counter pass (seen on the H200 with the kernel
     /// records off and graph records on), instead of none.
     graph_ranges: bool,
-    /// Graph spans come from timed events around the launch (`KPROF_GRAPH_TRACE=events`), not
-    /// merged from node records: a span past the timing pass is then the graph's own.
-    graph_events: bool,
+    /// Graph spans come from CUPTI's graph records (`KPROF_GRAPH_TRACE=graph`), not merged from
+    /// node records: a span past the timing pass is then the graph's own.
+    graph_records: bool,
     /// A graph's node records run this far past the timing pass (CUPTI 13.0 mixing in node
     /// records of the counter pass).
     graph_stretch_ns: u64,
@@ -119,7 +119,7 @@ impl Backend for Mock {
         Ok(())
     }
     fn graph_spans_from_nodes(&self) -> bool {
-        !self.graph_events
+        !self.graph_records
     }
     fn flush_l2(&self) -> Result<(), EngineError> {
         // As on the GPU: the flush is a kernel the activity records see, outside every region.
@@ -900,11 +900,11 @@ fn a_graph_span_stretched_past_the_timing_pass_is_nan_with_one_warning() {
     // Records (the default) keep the graph's span from the timing pass.
     assert_eq!(BenchOptions::default().duration, DurationSource::Records);
 
-    // Timed by events, a graph that ends after the timing pass's window is still its own span.
+    // From a graph record, a graph that ends after the timing pass's window is still its own span.
     let (mock, mut p) = setup_mock(Mock {
         passes: 1,
         graph_stretch_ns: 3_000_000,
-        graph_events: true,
+        graph_records: true,
         ..Default::default()
     });
     let m = mock.clone();
