@@ -99,7 +99,7 @@ impl GraphTrace {
 }
 
 /// `cuptiActivityEnable(kind)` (`on`) or `cuptiActivityDisable(kind)`; returns CUPTI's result.
-fn switch_kind(c: &Cupti, kind: u32, on: bool) -> u32 {
+pub(crate) fn switch_kind(c: &Cupti, kind: u32, on: bool) -> u32 {
     // SAFETY: both take an activity kind by value and are safe to call at any time after CUPTI
     // loaded (an unknown kind is an error code, not undefined behaviour).
     unsafe {
@@ -496,10 +496,8 @@ impl ActivitySession {
             (c.fns.cuptiActivityRegisterCallbacks)(Some(buffer_requested), Some(buffer_completed))
         })?;
         let trace = KernelTrace::parse(std::env::var(ENV_KERNEL_TRACE).ok().as_deref())?;
-        c.check("cuptiActivityEnable(kernels)", unsafe {
-            (c.fns.cuptiActivityEnable)(trace.activity_kind())
-        })?;
         self.kernel_trace = trace;
+        self.set_kernel_records(true)?;
         if GraphTrace::parse(std::env::var(ENV_GRAPH_TRACE).ok().as_deref(), trace)? == GraphTrace::Graph {
             // A CUPTI that cannot trace graphs as a whole (CUPTI_ERROR_NOT_COMPATIBLE, or older
             // than 11.7), or cannot guard them (no cuptiEnableCallback, or a callback that does not
@@ -515,9 +513,10 @@ impl ActivitySession {
                 }
             }
         }
-        c.check("cuptiActivityEnable(EXTERNAL_CORRELATION)", unsafe {
-            (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_EXTERNAL_CORRELATION)
-        })?;
+        c.check(
+            "cuptiActivityEnable(EXTERNAL_CORRELATION)",
+            switch_kind(c, ACTIVITY_KIND_EXTERNAL_CORRELATION, true),
+        )?;
         let per_cbid = self.per_cbid();
         let mode = match (std::env::var(ENV_LAUNCH_RECORDS).as_deref(), per_cbid) {
             (Ok("kind"), _) | (_, None) => LaunchRecords::WholeDriverKind,
@@ -535,12 +534,14 @@ impl ActivitySession {
     ) -> Result<(), EngineError> {
         let c = self.cupti;
         let enable_kinds = || -> Result<(), EngineError> {
-            c.check("cuptiActivityEnable(DRIVER)", unsafe {
-                (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_DRIVER)
-            })?;
-            c.check("cuptiActivityEnable(RUNTIME)", unsafe {
-                (c.fns.cuptiActivityEnable)(ACTIVITY_KIND_RUNTIME)
-            })
+            c.check(
+                "cuptiActivityEnable(DRIVER)",
+                switch_kind(c, ACTIVITY_KIND_DRIVER, true),
+            )?;
+            c.check(
+                "cuptiActivityEnable(RUNTIME)",
+                switch_kind(c, ACTIVITY_KIND_RUNTIME, true),
+            )
         };
         match (self.launch_mode, per_cbid) {
             (LaunchRecords::PerCbid, Some((driver, runtime))) => {
@@ -587,15 +588,12 @@ impl ActivitySession {
         if paused == self.paused || self.stopped {
             return Ok(());
         }
-        let c = self.cupti;
         // Graph trace stays on (graph launches are few; executables instantiated meanwhile are
         // then instantiated with it on, as during a benchmark).
         if paused {
             self.disable_kernel_and_launch_records();
         } else {
-            c.check("cuptiActivityEnable(kernels)", unsafe {
-                (c.fns.cuptiActivityEnable)(self.kernel_trace.activity_kind())
-            })?;
+            self.set_kernel_records(true)?;
             self.enable_launch_records(self.per_cbid())?;
         }
         self.paused = paused;
@@ -610,7 +608,7 @@ impl ActivitySession {
     /// Turns the kernel, graph and launch record kinds off.
     fn disable_records(&self) {
         if self.graph_trace == GraphTrace::Graph {
-            let _ = unsafe { (self.cupti.fns.cuptiActivityDisable)(ACTIVITY_KIND_GRAPH_TRACE) };
+            switch_kind(self.cupti, ACTIVITY_KIND_GRAPH_TRACE, false);
         }
         self.disable_kernel_and_launch_records();
     }
@@ -618,21 +616,19 @@ impl ActivitySession {
     /// Turns the kernel and launch record kinds off.
     fn disable_kernel_and_launch_records(&self) {
         let c = self.cupti;
-        unsafe {
-            let _ = (c.fns.cuptiActivityDisable)(self.kernel_trace.activity_kind());
-            match (self.launch_mode, self.per_cbid()) {
-                (LaunchRecords::PerCbid, Some((d, r))) => {
-                    for id in cbid::LAUNCH_CBIDS {
-                        let _ = d(id, 0);
-                    }
-                    for id in cbid::RUNTIME_LAUNCH_CBIDS {
-                        let _ = r(id, 0);
-                    }
+        switch_kind(c, self.kernel_trace.activity_kind(), false);
+        match (self.launch_mode, self.per_cbid()) {
+            (LaunchRecords::PerCbid, Some((d, r))) => unsafe {
+                for id in cbid::LAUNCH_CBIDS {
+                    let _ = d(id, 0);
                 }
-                _ => {
-                    let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_DRIVER);
-                    let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_RUNTIME);
+                for id in cbid::RUNTIME_LAUNCH_CBIDS {
+                    let _ = r(id, 0);
                 }
+            },
+            _ => {
+                switch_kind(c, ACTIVITY_KIND_DRIVER, false);
+                switch_kind(c, ACTIVITY_KIND_RUNTIME, false);
             }
         }
     }
@@ -836,7 +832,7 @@ impl ActivitySession {
                 let _ = (c.fns.cuptiActivityFlushAll)(ACTIVITY_FLAG_FLUSH_FORCED);
                 self.disable_records();
                 graph_guard::disarm();
-                let _ = (c.fns.cuptiActivityDisable)(ACTIVITY_KIND_EXTERNAL_CORRELATION);
+                switch_kind(c, ACTIVITY_KIND_EXTERNAL_CORRELATION, false);
                 let _ = (c.fns.cuptiUnsubscribe)(self.subscriber as *mut c_void);
                 self.subscriber = 0;
             }

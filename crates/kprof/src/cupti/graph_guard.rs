@@ -23,6 +23,7 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
+use crate::cupti::collector::switch_kind;
 use crate::cupti::ffi::{
     cbid, CUpti_CallbackData, CUpti_GraphData, CUpti_ResourceData, Cupti, ACTIVITY_KIND_GRAPH_TRACE,
 };
@@ -119,12 +120,12 @@ pub(crate) fn on_callback(domain: u32, id: u32, data: *const c_void) {
         g.old_launches += 1;
         g.old_launches_open += 1;
         if g.old_launches_open == 1 {
-            let _ = unsafe { (g.cupti.fns.cuptiActivityDisable)(ACTIVITY_KIND_GRAPH_TRACE) };
+            switch_kind(g.cupti, ACTIVITY_KIND_GRAPH_TRACE, false);
         }
     } else {
         g.old_launches_open = g.old_launches_open.saturating_sub(1);
         if g.old_launches_open == 0 {
-            let _ = unsafe { (g.cupti.fns.cuptiActivityEnable)(ACTIVITY_KIND_GRAPH_TRACE) };
+            switch_kind(g.cupti, ACTIVITY_KIND_GRAPH_TRACE, true);
         }
     }
 }
