@@ -206,14 +206,14 @@ impl Profiler {
         Self::assemble(backend, device, extras, false, DEFAULT_METRIC, conditions)
     }
 
+    /// A profiler over a test backend (no NVML sampling, as [`Profiler::from_parts`]).
     #[cfg(test)]
     pub(crate) fn with_backend(
         backend: Arc<dyn Backend>,
         device: DeviceInfo,
         extras: Vec<(String, ExtraValue)>,
     ) -> Profiler {
-        let conditions = ProfilerConditions::with_probe(Box::new(crate::conditions::runtime::NullProbe));
-        Self::assemble(backend, device, extras, false, DEFAULT_METRIC, conditions)
+        Self::from_parts(backend, device, extras)
     }
 
     /// Replaces where conditions are read (tests: fake sensors, or NVML missing).
