@@ -236,6 +236,19 @@ def kprof_part():
     emit(part="energy-long", case="mm8192x12", columns=cols, warnings=[str(w.message)[:300] for w in caught][:6])
 
 
+def ns_per_launch(x, n=10000, reps=5):
+    """Best host time per launch of `x.add_(1.0)` over `reps` loops of `n` launches, ns."""
+    best = float("inf")
+    for _ in range(reps):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            x.add_(1.0)
+        best = min(best, (time.perf_counter() - t0) / n)
+    torch.cuda.synchronize()
+    return best * 1e9
+
+
 def launch_cost():
     """Host time per launch of a tiny kernel: plain (best of 5 loops before and 5 after), then
     inside a kprof region in default settings (best of the recorded runs)."""
@@ -243,38 +256,23 @@ def launch_cost():
 
     x = torch.ones(16, device="cuda")
     n = 10000
-
-    def loop():
-        for _ in range(n):
-            x.add_(1.0)
-
-    def plain_best(k=5):
-        best = float("inf")
-        for _ in range(k):
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            loop()
-            best = min(best, (time.perf_counter() - t0) / n)
-        torch.cuda.synchronize()
-        return best
-
-    loop()
-    before = plain_best()
+    ns_per_launch(x, n, reps=1)
+    before = ns_per_launch(x, n)
     host = []
 
     @kprof.analyze.kernel(runs=5, cache_control="none", thermal_mode="off", verbosity=0)
     def bench():
         with kprof.annotate("r"):
             t = time.perf_counter()
-            loop()
-            host.append((time.perf_counter() - t) / n)
+            for _ in range(n):
+                x.add_(1.0)
+            host.append((time.perf_counter() - t) / n * 1e9)
 
     df = bench().to_dataframe()
-    after = plain_best()
-    plain = min(before, after)
-    emit(part="launch", case="add_16", trace=os.environ.get("KPROF_KERNEL_TRACE", "concurrent"), plain_ns=plain * 1e9,
-         plain_before_ns=before * 1e9, plain_after_ns=after * 1e9,
-         kprof_ns=[h * 1e9 for h in host], timing_pass_ns=min(host) * 1e9 if host else None,
+    after = ns_per_launch(x, n)
+    emit(part="launch", case="add_16", trace=os.environ.get("KPROF_KERNEL_TRACE", "concurrent"),
+         plain_ns=min(before, after), plain_before_ns=before, plain_after_ns=after,
+         kprof_ns=host, timing_pass_ns=min(host) if host else None,
          launch_records=os.environ.get("KPROF_CUPTI_LAUNCH_RECORDS", "default"),
          region_ns=[float(v) for v in df["AvgValue"]])
 
@@ -287,20 +285,7 @@ def pause_check():
 
     c = Cases()
     x = torch.ones(16, device="cuda")
-    n = 10000
-
-    def per_launch():
-        best = float("inf")
-        for _ in range(5):
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            for _ in range(n):
-                x.add_(1.0)
-            best = min(best, (time.perf_counter() - t0) / n)
-        torch.cuda.synchronize()
-        return best * 1e9
-
-    before = per_launch()
+    before = ns_per_launch(x)
 
     @kprof.analyze.kernel(runs=3, thermal_mode="off", verbosity=0)
     def first():
@@ -308,7 +293,7 @@ def pause_check():
             c.y * 2.0
 
     first()
-    between = per_launch()
+    between = ns_per_launch(x)
     g = c.capture("graph60")
 
     @kprof.analyze.kernel(runs=10, cache_control="none", thermal_mode="off", verbosity=0)

@@ -136,11 +136,15 @@ def judge(path):
         added = la["timing_pass_ns"] - la["plain_ns"]
         table.append(("python", "host cost per launch", f"{la['timing_pass_ns']:.0f} ns", f"{la['plain_ns']:.0f} ns (plain)",
                       f"{added:+.0f} ns", "<= 2000 ns", "PASS" if la["timing_pass_ns"] <= 2000 or added <= 2000 else "FAIL"))
-    en = find(rows, part="energy")
-    if en:
+    def energy_ratios(en):
+        """EnergyMilliJ / (PowerW x duration) of every run with both, and the runs' energies."""
         cols = en["columns"]
         e, p, v = cols.get("EnergyMilliJ", []), cols.get("PowerW", []), cols.get("Value", [])
-        ratios = [ei / (pi * vi / 1e6) for ei, pi, vi in zip(e, p, v) if ei == ei and pi == pi]
+        return [ei / (pi * vi / 1e6) for ei, pi, vi in zip(e, p, v) if ei == ei and pi == pi], e
+
+    en = find(rows, part="energy")
+    if en:
+        ratios, e = energy_ratios(en)
         nan = sum(1 for x in e if x != x)
         warned = any("energy" in w for w in en.get("warnings", []))
         if ratios:
@@ -153,9 +157,7 @@ def judge(path):
                           "NaN + reason", "PASS" if nan and warned else "FAIL"))
     en = find(rows, part="energy-long")
     if en:
-        cols = en["columns"]
-        e, p, v = cols.get("EnergyMilliJ", []), cols.get("PowerW", []), cols.get("Value", [])
-        ratios = [ei / (pi * vi / 1e6) for ei, pi, vi in zip(e, p, v) if ei == ei and pi == pi]
+        ratios, e = energy_ratios(en)
         med = statistics.median(ratios) if ratios else float("nan")
         table.append(("python", "energy per run (12 x mm8192)", f"x{med:.3f}", "power x duration",
                       f"{len(e) - len(ratios)} NaN", "10%", "PASS" if abs(med - 1) <= 0.10 else "FAIL"))
