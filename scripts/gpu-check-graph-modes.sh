@@ -15,13 +15,15 @@ LOG="$OUT/truth.log"
 : > "$LOG"
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib:${LD_LIBRARY_PATH:-}"
 source scripts/gpu-wheel.sh
-MODES="${MODES:-graph nodes}"   # KPROF_GRAPH_TRACE values ("" = the default)
+MODES="${MODES:-graph nodes}"   # KPROF_GRAPH_TRACE values, or KPROF_KERNEL_TRACE:KPROF_GRAPH_TRACE pairs
 /usr/local/cuda/bin/nvcc -O2 -arch=sm_90 -o "$OUT/graph_app" .carry/cases/graph_app.cu -ldl > /dev/null 2>&1
 "$OUT/graph_app" | awk '/GRAPH_EVENTS_MEDIAN_US/ {printf "TRUTH {\"mode\": \"graph_app-plain\", \"ns\": %f}\n", $2 * 1000}' | tee -a "$LOG"
 timeout 60 "$BIN/truth_check" events 2>&1 | grep '"graph' | tee -a "$LOG"
 timeout 60 "$PY" scripts/gpu_check_truth.py refs 2>&1 | grep '"graph' | tee -a "$LOG"
-for g in $MODES; do
-    echo "== KPROF_GRAPH_TRACE=$g ($(date +%T))" | tee -a "$LOG"
+for mode in $MODES; do
+    case $mode in *:*) trace=${mode%%:*}; g=${mode#*:};; *) trace=; g=$mode;; esac
+    export KPROF_KERNEL_TRACE=$trace
+    echo "== KPROF_KERNEL_TRACE=$trace KPROF_GRAPH_TRACE=$g ($(date +%T))" | tee -a "$LOG"
     env KPROF_GRAPH_TRACE=$g timeout 60 "$BIN/truth_check" kprof default application 2>&1 \
         | grep -E '"(graph|mixed|_warn)' | cut -c1-600 | tee -a "$LOG"
     # Torch graphs captured before kprof's session (the case that crashed CUPTI 13.0 with graph
@@ -34,5 +36,5 @@ for g in $MODES; do
     done
     rm -rf "$OUT/run"
     env KPROF_GRAPH_TRACE=$g timeout 60 "$BIN/kprof" run --out "$OUT/run" -- "$OUT/graph_app" \
-        2>&1 | grep -E "GRAPH_EVENTS|^graph|^cuda-graph" | sed "s/^/kprof-run $g /" | tee -a "$LOG"
+        2>&1 | grep -E "GRAPH_EVENTS|^graph|^cuda-graph" | sed "s/^/kprof-run $mode /" | tee -a "$LOG"
 done

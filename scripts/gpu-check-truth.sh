@@ -205,7 +205,7 @@ fi
 if has pysweep; then
     step "python sweep: kprof vs nsight-python 0.9.6 (3 configs x 10 runs)"
     timeout 120 "$PY" "$GT" sweep-kprof 2>&1 | tee -a "$LOG"
-    timeout 120 "$PY" "$GT" sweep-kprof auto 2>&1 | tee -a "$LOG"
+    timeout 120 "$PY" "$GT" sweep-kprof records 2>&1 | tee -a "$LOG"
     NS_SITE=/tmp/nsight-site
     "$PY" -m pip install -q --no-index --no-deps --no-compile --target "$NS_SITE" .carry/wheels-extra/*.whl \
         && PYTHONPATH="$NS_SITE:/opt/nvidia/nsight-compute/2025.3.1/extras/python:${PYTHONPATH:-}" \

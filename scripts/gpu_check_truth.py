@@ -118,18 +118,23 @@ LONG = ["mm1024", "mm2048", "mm4096", "mm8192", "x2_64M"]
 
 
 def events(fn, reps=20):
+    """Median GPU time between CUDA events around `fn`'s work. The repetitions are queued back to
+    back and synchronized once at the end (as truth_check's Rust reference does): the GPU is busy
+    when each start event runs, so the time between the events is the work's GPU time, not the
+    host's launch latency (a graph replay's cudaGraphLaunch takes ~10 us for 60 nodes, which an
+    idle GPU would wait for after the start event)."""
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
-    v = []
+    pairs = []
     for _ in range(reps):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
         fn()
         b.record()
-        b.synchronize()
-        v.append(a.elapsed_time(b) * 1e6)
-    return statistics.median(v)
+        pairs.append((a, b))
+    torch.cuda.synchronize()
+    return statistics.median(a.elapsed_time(b) * 1e6 for a, b in pairs)
 
 
 def refs():
@@ -145,6 +150,34 @@ def refs():
     emit(part="refs", case="instream_1M", ns=events(g.replay) / 600, what="graph of 600 / 600")
     for name in SHORT[:-1] + LONG:
         emit(part="refs", case=name, ns=events(lambda: c.eager(name)), what="events around eager launches")
+
+
+def mm_conditions():
+    """What makes an fp32 matmul 1024/2048 slower under ncu than in a benchmark loop: CUDA events
+    around one matmul after an L2 flush (read or write), with and without the GPU idle before it."""
+    c = Cases()
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    for n in (1024, 2048):
+        a, b = c.mats[n]
+        for how in ("read", "write", "none"):
+            for idle_ms in (0, 2, 20):
+                v = []
+                for i in range(23):
+                    if how == "read":
+                        flush.sum(dtype=torch.int32)
+                    elif how == "write":
+                        flush.zero_()
+                    if idle_ms:
+                        torch.cuda.synchronize()
+                        time.sleep(idle_ms / 1e3)
+                    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    e0.record()
+                    a @ b
+                    e1.record()
+                    e1.synchronize()
+                    if i >= 3:
+                        v.append(e0.elapsed_time(e1) * 1e6)
+                emit(part="mmcond", case=f"mm{n}", flush=how, idle_ms=idle_ms, ns=statistics.median(v))
 
 
 def kprof_case(name, source=None):
@@ -397,6 +430,7 @@ if __name__ == "__main__":
         "kprof": kprof_part,
         "launch": launch_cost,
         "pause": pause_check,
+        "mmcond": mm_conditions,
         "ncu-target": ncu_target,
         "ncu-target-step6": ncu_target_step6,
         "sweep-kprof": sweep_kprof,

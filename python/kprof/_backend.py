@@ -87,8 +87,8 @@ RAW_COLUMNS: tuple[str, ...] = _core.RAW_COLUMNS
 #:   "min", "first", "last"), or a callable ``f(a, b)`` applied with reduce, called with floats,
 #:   once per metric, with the GIL held;
 #: * ``duration_source`` ("records" | "counters" | "auto"): gpu__time_duration.sum from CUPTI kernel
-#:   records ("records", the default), from the counter of that name ("counters"), or the counter
-#:   when available ("auto") (CUPTI backend; ncu's durations are always its counter);
+#:   records ("records"), from the counter of that name ("counters"), or the counter
+#:   when available ("auto", the default) (CUPTI backend; ncu's durations are always its counter);
 #: * ``cache_control`` ("all" | "none"), ``clock_control`` ("none"), ``replay_mode``
 #:   ("application" | "kernel" | "range"),
 #:   ``thermal_mode`` ("auto" | "manual" | "off"), ``thermal_wait`` / ``thermal_cont`` (°C of

@@ -93,7 +93,7 @@ class Settings:
     thermal_device: int | None = None
     store: str | None = None
     info_collectors: tuple = ()
-    duration_source: str = "records"
+    duration_source: str = "auto"
 
     def backend_options(self) -> dict[str, Any]:
         """The ``options`` dict handed to ``Backend.run_benchmark`` (keys: ``_backend.OPTION_KEYS``)."""
@@ -565,7 +565,7 @@ def kernel(
     time_budget: float | None = None,
     backend: str = "cupti",
     ncu_options: dict | None = None,
-    duration_source: str = "records",
+    duration_source: str = "auto",
     store: str | os.PathLike | None = None,
 ):
     """Profiles the decorated function: ``@kernel``, ``@kernel()`` or ``@kernel(**options)``.
@@ -614,14 +614,14 @@ def kernel(
       ``"kernel"`` (CUPTI replays each kernel and cannot flush the L2 between its passes: DRAM
       rates of data larger than the L2 read ~2 points above ncu) or ``"range"`` (one value per
       annotation, rates over its whole time);
-    * ``duration_source`` ("records"): where ``gpu__time_duration.sum`` comes from with the CUPTI
-      backend. ``"records"``: CUPTI's kernel records of the timed run (one pass; concurrent records:
-      short kernels read between their in-stream time and ncu's, CUDA graph replays as their span);
-      ``"counters"``: the hardware counter of that name, as Nsight Compute measures it, in one more
-      pass of the function per recorded run (kernel records off; an error when the counters cannot
-      be used); ``"auto"``: the counters when they can be used, else the records with a warning.
-      With CUPTI 13.0 the counter pass corrupts the spans of CUDA graphs replayed in the function
-      (they come out NaN with a warning): keep ``"records"`` for graphs. The ``DurationSource``
+    * ``duration_source`` ("auto"): where ``gpu__time_duration.sum`` comes from with the CUPTI
+      backend. ``"auto"``: the hardware counter of that name, as Nsight Compute measures it, in
+      one more pass of the function per recorded run (kernel records off), when the counters can
+      be used, else the records with a warning (also for functions that replay CUDA graphs
+      captured before kprof's first benchmark, whose spans a counter pass would corrupt);
+      ``"counters"``: the counters or an error; ``"records"``: CUPTI's kernel records of the timed
+      run only (one pass; concurrent records: short kernels read between their in-stream time and
+      ncu's). CUDA graph replays always count as their GPU span, from the timed run. The ``DurationSource``
       column of every row says which source gave it (docs/timing.md). With ``backend="ncu"``
       durations are always ncu's counter;
     * ``backend`` ("cupti"): the measurement backend; ``"cuda-events"`` times each annotation with

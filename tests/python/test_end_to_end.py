@@ -96,7 +96,7 @@ def test_counter_metrics_and_range_replay_reach_the_backend(fake_backend, fake_c
     make_bench(metrics=metrics, replay_mode="range")()
     o = fake_backend.options
     assert o["metrics"] == metrics and o["replay_mode"] == "range"
-    assert o["duration_source"] == "records"
+    assert o["duration_source"] == "auto"
     make_bench(metrics=metrics)()
     assert fake_backend.options["replay_mode"] == "application", "the in-process default"
     from kprof.analyze import _validate

@@ -125,7 +125,7 @@ def test_nsight_names_exist():
             defaults["thermal_mode"], defaults["output_csv"]) == ("none", "all", None, "auto", False)
     # replay_mode=None: application replay in-process, ncu's kernel replay under backend="ncu"
     # (docs/python-differences.md); durations from the counters when available.
-    assert defaults["duration_source"] == "records"
+    assert defaults["duration_source"] == "auto"
     assert (defaults["warmup"], defaults["order"], defaults["backend"]) == (1, "interleaved", "cupti")
 
 

@@ -46,7 +46,7 @@ mod run;
 mod schedule;
 
 pub use crate::counters::ReplayMode;
-pub use counter_pass::{is_counter_metric, CounterPlan};
+pub use counter_pass::{is_counter_metric, release_counters, CounterPlan};
 pub use kprof_core::policy::{Decision, StopReason, StoppingPolicy};
 pub use kprof_core::transforms::Reducer;
 pub use l2_flush::{L2_FLUSH_BYTES_ENV, L2_FLUSH_ENV};
@@ -193,6 +193,11 @@ pub(crate) trait Backend: Send + Sync {
     /// [`ENV_PAUSE_BETWEEN_BENCHMARKS`] is `1`.
     fn set_idle(&self, _idle: bool) -> Result<(), EngineError> {
         Ok(())
+    }
+    /// Graph launches so far whose spans were merged from node records because their graph was
+    /// instantiated before the session (0 for backends without such records).
+    fn graph_launches_from_nodes(&self) -> u64 {
+        0
     }
     /// Whether graph launches get their spans merged from node records (`KPROF_GRAPH_TRACE=nodes`,
     /// or graphs instantiated before the session), which a counter pass can corrupt (see

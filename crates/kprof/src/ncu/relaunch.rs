@@ -152,6 +152,8 @@ where
     A: AsRef<OsStr>,
 {
     let mode = install.choose_mode(options.mode.or_env()?)?;
+    // ncu cannot profile while this process keeps CUPTI's profiler initialized.
+    crate::runner::release_counters();
     let mut options = options.clone();
     let report = options.report_path.clone().unwrap_or_else(default_report);
     let report = if report.extension().is_some_and(|e| e == "ncu-rep") {

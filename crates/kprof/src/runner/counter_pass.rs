@@ -203,10 +203,12 @@ pub(super) struct GpuCounters {
     session: Mutex<Option<Session>>,
 }
 
+/// The process-wide counter backend (set on first use).
+static GPU_COUNTERS: OnceLock<GpuCounters> = OnceLock::new();
+
 /// The process-wide counter backend on the engine's libraries.
 pub(super) fn gpu_counters(libs: &'static Libraries) -> &'static GpuCounters {
-    static G: OnceLock<GpuCounters> = OnceLock::new();
-    G.get_or_init(|| GpuCounters {
+    GPU_COUNTERS.get_or_init(|| GpuCounters {
         libs,
         catalogs: Mutex::new(Vec::new()),
         session: Mutex::new(None),
@@ -269,6 +271,10 @@ impl CounterBackend for GpuCounters {
         Ok(rec.ranges)
     }
 
+    /// Called when a profiler ends and before kprof starts Nsight Compute ([`release_counters`]),
+    /// not after every benchmark: opening a session costs about 0.4 s on the H200 (host object,
+    /// configuration image, profiler initialization; `truth_check`, call 17 of issue 17), which a
+    /// sweep of several benchmarks paid each time.
     fn release(&self) {
         // Disabling the Range Profiler alone is not enough: while CUPTI's profiler stays
         // initialized, ncu in a child process fails with "a driver resource was unavailable"
@@ -276,6 +282,17 @@ impl CounterBackend for GpuCounters {
         *self.session.lock().unwrap_or_else(|p| p.into_inner()) = None;
         if let Ok(lib) = self.lib() {
             profiler_deinitialize(lib);
+        }
+    }
+}
+
+/// Ends this process's Range Profiler session, if one is open, and deinitializes CUPTI's
+/// profiler, so that Nsight Compute started from this process can profile (it cannot while the
+/// profiler is initialized: "a driver resource was unavailable", seen on the H200).
+pub fn release_counters() {
+    if let Some(g) = GPU_COUNTERS.get() {
+        if g.session.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
+            g.release();
         }
     }
 }
@@ -513,7 +530,10 @@ impl Profiler {
         // The session opens before any GPU work of the sweep: a failure (no counter permission)
         // ends the bench call here, and the first recorded run pays no set-up.
         cb.open(&plan)?;
-        self.warnings.push(format!("{name}: {}", plan.describe()));
+        if metrics.len() > 1 || duration != DurationSource::Counters {
+            // What the user's counter metrics cost (the duration alone is one pass, said in the docs).
+            self.warnings.push(format!("{name}: {}", plan.describe()));
+        }
         let me = self.plan_key();
         let mut plans = LAST_PLAN.lock().unwrap_or_else(|p| p.into_inner());
         plans.retain(|(k, _)| *k != me);
@@ -876,7 +896,7 @@ impl Profiler {
                             let msg = format!(
                                 "{name}: a CUDA graph's node records ran past the timing pass (CUPTI mixes the node \
                                  records of the counter pass into them): its span is NaN; use duration_source=\"records\" \
-                                 (the default) for benchmarks that replay graphs"
+                                 for benchmarks that replay graphs instantiated before kprof's first benchmark"
                             );
                             if stretched && !self.warnings.contains(&msg) {
                                 self.warnings.push(msg);

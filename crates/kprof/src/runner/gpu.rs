@@ -178,6 +178,9 @@ impl Backend for GpuBackend {
     fn kernel_records(&self, on: bool) -> Result<(), EngineError> {
         lock(&self.session).set_kernel_records(on)
     }
+    fn graph_launches_from_nodes(&self) -> u64 {
+        lock(&self.session).graph_launches_from_nodes()
+    }
     fn graph_spans_from_nodes(&self) -> bool {
         let session = lock(&self.session);
         session.graph_trace() == crate::cupti::GraphTrace::Nodes || session.graph_launches_from_nodes() > 0

@@ -37,19 +37,21 @@ pub enum RunOrder {
 /// it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum DurationSource {
-    /// Counters when this profiler can collect them, else records. The choice is made once per
-    /// bench call, before any recorded run: the counter session is opened then, and a failure (no
-    /// counter permission, another profiler holding the counters, the CUDA events backend) falls
-    /// back to records with one warning. Not the default: with CUPTI 13.0 the counter pass mixes
-    /// node records into the spans of CUDA graphs replayed in the timing pass (they come out NaN,
-    /// with a warning), and its set-up costs about a second per process (docs/timing.md).
-    Auto,
-    /// CUPTI's kernel activity records of the timing pass (the default): one pass, no counter
-    /// permission needed, CUDA graphs timed as their span. With concurrent records (the default
-    /// trace) short kernels read below ncu (1M-float kernel: 3.46 vs 4.22 us on the H200) and
-    /// kernels of many tiny blocks above it (instrumentation); with serial records every kernel
-    /// reads about 0.5 us above ncu.
+    /// Counters when this profiler can collect them, else records (the default). The choice is
+    /// made once per bench call, before any recorded run: the counter session is opened then, and
+    /// a failure (no counter permission, another profiler holding the counters, the CUDA events
+    /// backend) falls back to records with one warning. A call whose warm-up runs replay CUDA
+    /// graphs instantiated before the CUPTI session falls back to records too (with CUPTI 13.0 a
+    /// counter pass corrupts the spans merged from their node records). Costs one more run of the
+    /// closure per recorded run, and the Range Profiler session once per process (it stays open
+    /// between benchmarks).
     #[default]
+    Auto,
+    /// CUPTI's kernel activity records of the timing pass: one pass, no counter permission
+    /// needed, CUDA graphs timed as their span. With concurrent records (the default trace) short
+    /// kernels read below ncu (1M-float kernel: 3.46 vs 4.22 us on the H200) and kernels of many
+    /// tiny blocks above it (instrumentation); with serial records every kernel reads about 0.5 us
+    /// above ncu, and CUDA graphs cannot be timed for the rest of the process.
     Records,
     /// The counter `gpu__time_duration.sum` of every kernel, collected in the counter pass of every
     /// recorded run (with the kernel records off), as Nsight Compute measures it: one more pass of
@@ -68,9 +70,9 @@ impl DurationSource {
             "records" => Ok(DurationSource::Records),
             "counters" => Ok(DurationSource::Counters),
             other => Err(invalid_option(&format!(
-                "duration source {other:?} is not one: use \"records\" (the default: CUPTI kernel records of the \
-                 timing pass), \"counters\" (the counter gpu__time_duration.sum, as Nsight Compute measures it) or \
-                 \"auto\" (counters when available, else records)"
+                "duration source {other:?} is not one: use \"auto\" (the default: the counters when available, else \
+                 records), \"records\" (CUPTI kernel records of the timing pass) or \"counters\" (the counter \
+                 gpu__time_duration.sum, as Nsight Compute measures it)"
             ))),
         }
     }
@@ -129,7 +131,7 @@ pub struct BenchOptions {
     /// the range's whole elapsed time). See `runner/counter_pass.rs`.
     pub replay_mode: ReplayMode,
     /// Where the durations of `gpu__time_duration.sum` come from (default
-    /// [`DurationSource::Records`]; see `docs/timing.md`).
+    /// [`DurationSource::Auto`]; see `docs/timing.md`).
     pub duration: DurationSource,
     /// Thermal guard before every run (default: auto, as nsight-python).
     pub thermal: ThermalOptions,
@@ -158,7 +160,7 @@ impl Default for BenchOptions {
             output_prefix: None,
             metrics: Vec::new(),
             replay_mode: ReplayMode::Application,
-            duration: DurationSource::Records,
+            duration: DurationSource::Auto,
             thermal: ThermalOptions::default(),
             conditions: true,
             collectors: Collectors::default(),

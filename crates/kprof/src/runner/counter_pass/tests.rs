@@ -44,6 +44,10 @@ struct Mock {
     /// A graph's node records run this far past the timing pass (CUPTI 13.0 mixing in node
     /// records of the counter pass).
     graph_stretch_ns: u64,
+    /// Launches of graphs instantiated before the session (spans merged from node records).
+    old_graph_launches: AtomicU64,
+    /// [`CounterBackend::release`] calls.
+    releases: AtomicUsize,
 }
 
 impl Mock {
@@ -69,6 +73,14 @@ impl Mock {
                 end_ns: t + dur + self.graph_stretch_ns,
             },
         ));
+    }
+
+    /// A launch of a graph instantiated before the session: its span is merged from node records.
+    fn launch_old_graph(&self, dur: u64) {
+        if !self.in_counter_pass.load(Ordering::SeqCst) {
+            self.old_graph_launches.fetch_add(1, Ordering::SeqCst);
+        }
+        self.launch_graph(dur);
     }
 
     fn launch(&self, name: &str, dur: u64) {
@@ -119,7 +131,10 @@ impl Backend for Mock {
         Ok(())
     }
     fn graph_spans_from_nodes(&self) -> bool {
-        !self.graph_records
+        !self.graph_records || self.old_graph_launches.load(Ordering::SeqCst) > 0
+    }
+    fn graph_launches_from_nodes(&self) -> u64 {
+        self.old_graph_launches.load(Ordering::SeqCst)
     }
     fn flush_l2(&self) -> Result<(), EngineError> {
         // As on the GPU: the flush is a kernel the activity records see, outside every region.
@@ -168,6 +183,10 @@ impl RangeSink for Sink<'_> {
 }
 
 impl CounterBackend for Mock {
+    fn release(&self) {
+        self.releases.fetch_add(1, Ordering::SeqCst);
+    }
+
     fn open(&self, _plan: &CounterPlan) -> Result<(), EngineError> {
         match &self.fail_open {
             Some(why) => Err(EngineError::Unsupported(why.clone())),
@@ -789,8 +808,67 @@ fn auto_takes_durations_from_the_counters_when_they_open_and_says_so_per_sample(
         "{:?}",
         col.values
     );
-    assert!(BenchOptions::default().duration == DurationSource::Records);
+    assert!(BenchOptions::default().duration == DurationSource::Auto);
     assert_eq!(BenchOptions::default().replay_mode, ReplayMode::Application);
+}
+
+#[test]
+fn auto_takes_the_records_when_warm_up_replays_a_graph_instantiated_before_the_session() {
+    // Graph records time graphs instantiated in the session even with a counter pass: counters.
+    let (mock, mut p) = setup_mock(Mock {
+        passes: 1,
+        graph_records: true,
+        ..Default::default()
+    });
+    let m = mock.clone();
+    let o = BenchOptions {
+        duration: DurationSource::Auto,
+        ..opts(&[], ReplayMode::Application)
+    };
+    let raw = p
+        .bench("fresh", &[], &o, |_, run| {
+            run.annotate("a", |_| {
+                m.launch("k1", 10);
+                m.launch_graph(500);
+            })?;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(series(&raw, "a", DEFAULT_METRIC).1, vec![513.0, 513.0], "k1 from the counters + the span");
+    assert_eq!(mock.releases.load(Ordering::SeqCst), 0, "the session stays open between benchmarks");
+    // A graph from before the session (node records): the records, one warning, the counter
+    // session given back (node records read differently while it is enabled), the span kept.
+    let raw = p
+        .bench("old", &[], &o, |_, run| {
+            run.annotate("a", |_| {
+                m.launch("k1", 10);
+                m.launch_old_graph(500);
+            })?;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(series(&raw, "a", DEFAULT_METRIC).1, vec![510.0, 510.0], "k1 from the records + the span");
+    let col = raw.extras.iter().find(|c| c.name == "DurationSource").unwrap();
+    assert!(col.values.iter().all(|v| *v == ExtraValue::Text("records".into())), "{:?}", col.values);
+    let w: Vec<&String> = p.warnings().iter().filter(|w| w.contains("instantiated before")).collect();
+    assert_eq!(w.len(), 1, "{:?}", p.warnings());
+    assert!(w[0].starts_with("old: "), "{}", w[0]);
+    assert_eq!(mock.releases.load(Ordering::SeqCst), 1);
+    // Asked for explicitly, the counters stay (the span is then checked per run).
+    let o = BenchOptions {
+        duration: DurationSource::Counters,
+        ..o
+    };
+    let raw = p
+        .bench("asked", &[], &o, |_, run| {
+            run.annotate("a", |_| m.launch_old_graph(500))?;
+            Ok(())
+        })
+        .unwrap();
+    let col = raw.extras.iter().find(|c| c.name == "DurationSource").unwrap();
+    assert!(col.values.iter().all(|v| *v == ExtraValue::Text("counters".into())));
+    drop(p);
+    assert_eq!(mock.releases.load(Ordering::SeqCst), 2, "given back when the profiler ends");
 }
 
 #[test]
@@ -904,8 +982,6 @@ fn a_graph_span_stretched_past_the_timing_pass_is_nan_with_one_warning() {
     let (values, stretched, all) = bench(false);
     assert!(values.iter().all(|v| v.is_nan()));
     assert_eq!(stretched.len(), 1, "{all:?}");
-    // Records (the default) keep the graph's span from the timing pass.
-    assert_eq!(BenchOptions::default().duration, DurationSource::Records);
 
     // From a graph record, a graph that ends after the timing pass's window is still its own span.
     let (values, stretched, _) = bench(true);
