@@ -66,6 +66,9 @@ def save_results_json(
     raw: dict[str, list[Any]], options: dict[str, Any], path: str, environment: str | None = None
 ) -> None: ...
 def write_file(path: str, data: bytes) -> None: ...
+def write_csv(
+    raw: dict[str, list[Any]], options: dict[str, Any], path: str | os.PathLike[str], table: str
+) -> None: ...
 def store_raw(
     raw: dict[str, list[Any]],
     options: dict[str, Any],
