@@ -5,6 +5,7 @@
 //! derived metric) there; the Python side only adapts nsight-python's calling convention and
 //! appends the rows to its table.
 
+use kprof_core::columns::CONFIG_INDEX_COLUMN;
 use kprof_core::transforms::{derive_samples, DerivedSample, DerivedValue};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -31,7 +32,7 @@ fn derive_rows(
     metrics: Vec<String>,
     derive: &Bound<'_, PyAny>,
 ) -> PyResult<Vec<DerivedRow>> {
-    let raw = raw_from_columns(table, &["_config".to_string()])?;
+    let raw = raw_from_columns(table, &[CONFIG_INDEX_COLUMN.to_string()])?;
     let mut raised: Option<PyErr> = None;
     let derived = derive_samples(&raw, |run| {
         let values: Vec<f64> = metrics.iter().map(|m| run.get(m).unwrap_or(f64::NAN)).collect();

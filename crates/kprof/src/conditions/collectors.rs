@@ -23,6 +23,7 @@ use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::str::FromStr;
 
+use kprof_core::columns::CONFIG_INDEX_COLUMN;
 use kprof_core::{Config, ExtraValue};
 
 use super::sampler::{CONDITION_COLUMNS, THROTTLED_RUNS_COLUMN};
@@ -235,6 +236,25 @@ impl InfoCollector for FnCollector {
     }
 }
 
+/// The names no collector may take (besides the aggregates of the run-condition columns, see
+/// [`reserved_reason`]): nsight-python's columns, kprof's ([`KPROF_RESERVED_COLUMN_NAMES`]), the
+/// engine's extra columns (run information, run conditions), `ThrottledRuns` and the Python
+/// tables' configuration index.
+pub fn reserved_names() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    let all = NSIGHT_RESERVED_COLUMN_NAMES
+        .iter()
+        .chain(&KPROF_RESERVED_COLUMN_NAMES)
+        .chain(&kprof_core::columns::KPROF_EXTRA_COLUMNS)
+        .chain([&THROTTLED_RUNS_COLUMN, &CONFIG_INDEX_COLUMN]);
+    for name in all {
+        if !out.contains(name) {
+            out.push(name);
+        }
+    }
+    out
+}
+
 /// Why `name` is reserved, if it is.
 pub fn reserved_reason(name: &str) -> Option<String> {
     if NSIGHT_RESERVED_COLUMN_NAMES.contains(&name) {
@@ -248,6 +268,9 @@ pub fn reserved_reason(name: &str) -> Option<String> {
     }
     if kprof_core::columns::ENGINE_INFO_COLUMNS.contains(&name) {
         return Some("a column kprof's engine writes itself".into());
+    }
+    if name == CONFIG_INDEX_COLUMN {
+        return Some("the configuration index column of the Python package's raw tables".into());
     }
     for suffix in AGGREGATE_SUFFIXES {
         if let Some(base) = name.strip_suffix(suffix) {

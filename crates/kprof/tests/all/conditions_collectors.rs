@@ -68,6 +68,13 @@ fn validation_rejects_with_clear_errors() {
         "{e}"
     );
     assert!(matches!(names_err(&[" "]), ConditionsError::EmptyCollectorName));
+    assert!(names_err(&["_config"]).to_string().contains("configuration index"));
+    // The list of reserved names is what the check refuses.
+    let reserved = reserved_names();
+    assert!(reserved.len() > 40 && reserved.contains(&"SMClockMHz") && reserved.contains(&"_config"));
+    for name in reserved {
+        assert!(reserved_reason(name).is_some(), "{name}");
+    }
     // Not reserved: a similar but different name, other case.
     assert!(validate_names(&["value", "Value2", "SMClock"], &params()).is_ok());
 }
