@@ -42,7 +42,7 @@ step "build nvtx_ranges.cu"
 
 step "1. CUDA C++ program under kprof run"
 for i in 1 2; do
-    KPROF_RUN_VERBOSE=1 "$KPROF" run --verbose --out "$OUT/cpp$i" -- "$OUT/nvtx_ranges" > "$OUT/cpp$i.stdout" 2> "$OUT/cpp$i.stderr"
+    "$KPROF" run --verbose --out "$OUT/cpp$i" -- "$OUT/nvtx_ranges" > "$OUT/cpp$i.stdout" 2> "$OUT/cpp$i.stderr"
     rc=$?; echo "kprof run exit $rc"; [ $rc -eq 0 ] || fail "kprof run cpp$i exit $rc"
     cat "$OUT/cpp$i.stderr"; grep -v '^EVENT' "$OUT/cpp$i.stdout"
     cat "$OUT"/cpp$i/procs/rep0/*.json
@@ -80,7 +80,7 @@ NCU=/usr/local/cuda/bin/ncu
 "$KPROF" run --metrics dram__bytes_red.sum --out "$OUT/badmetric" -- "$OUT/nvtx_ranges" > /dev/null 2> "$OUT/badmetric.stderr"
 rc=$?; cat "$OUT/badmetric.stderr"; echo "exit $rc"
 [ $rc -eq 2 ] && grep -q "dram__bytes_read.sum" "$OUT/badmetric.stderr" || fail "unknown metric: exit $rc (want 2 naming the closest name)"
-KPROF_RUN_VERBOSE=1 "$KPROF" run --verbose --metrics dram__bytes_read.sum,gpu__time_duration.sum --out "$OUT/counters" \
+"$KPROF" run --verbose --metrics dram__bytes_read.sum,gpu__time_duration.sum --out "$OUT/counters" \
     -- "$OUT/nvtx_ranges" > "$OUT/counters.stdout" 2> "$OUT/counters.stderr"
 rc=$?; echo "kprof run --metrics exit $rc"; [ $rc -eq 0 ] || fail "kprof run --metrics exit $rc"
 cat "$OUT/counters.stderr"; grep -v '^EVENT' "$OUT/counters.stdout"
@@ -101,14 +101,14 @@ for cc in all none; do
 done
 
 step "7. counter durations of the counter launch vs ncu; the PyTorch script's counter launch"
-KPROF_RUN_VERBOSE=1 "$KPROF" run --verbose --metrics gpu__time_duration.max --out "$OUT/cdur" -- "$OUT/nvtx_ranges" \
+"$KPROF" run --verbose --metrics gpu__time_duration.max --out "$OUT/cdur" -- "$OUT/nvtx_ranges" \
     > "$OUT/cdur.stdout" 2> "$OUT/cdur.stderr"
 rc=$?; echo "kprof run --metrics gpu__time_duration.max exit $rc"; [ $rc -eq 0 ] || fail "kprof run --metrics durations exit $rc"
 "$NCU" --clock-control none --cache-control none --metrics gpu__time_duration.max --nvtx --csv --page raw \
     --print-units base "$OUT/nvtx_ranges" > "$OUT/ncu-dur.csv" 2> "$OUT/ncu-dur.stderr" || fail "ncu durations exit $?"
 python3 scripts/gpu-run/check_counters.py "$OUT/cdur/raw.csv" "$OUT/ncu-dur.csv" gpu__time_duration.max 0.5 \
     || fail "counter launch durations vs ncu"
-KPROF_RUN_VERBOSE=1 "$KPROF" run --verbose --metrics dram__bytes_read.sum --out "$OUT/torch-counters" \
+"$KPROF" run --verbose --metrics dram__bytes_read.sum --out "$OUT/torch-counters" \
     -- "$PY" scripts/gpu-run/torch_nvtx.py > "$OUT/torch-counters.stdout" 2> "$OUT/torch-counters.stderr"
 rc=$?; echo "kprof run --metrics torch exit $rc"; [ $rc -eq 0 ] || fail "kprof run --metrics torch exit $rc"
 tail -5 "$OUT/torch-counters.stderr"

@@ -863,28 +863,32 @@ def _add_note(e: BaseException, note: str) -> None:
 
 
 def _append_derived(raw: dict[str, list], config_index: list[int], configs: list[tuple], settings: Settings) -> None:
-    """Adds derive_metric's rows (nsight-python: called as f(*metric values, *config values))."""
+    """Adds derive_metric's rows (nsight-python: called as f(*metric values, *config values)).
+
+    The runs, the calls and the checks of the derived values are kprof-core's derived metrics
+    (``_core.derive_rows``, the Rust API's ``apply_derived``); here the callable gets nsight's
+    arguments and may return a number, a ``(number, unit)`` tuple or a dict of those by name. A
+    derived row copies its run's first row but for Metric, Value and Unit."""
+    from . import _core
+
     derive = settings.derive_metric
     default_name = getattr(derive, "__name__", "derived")
-    groups: dict[tuple, dict] = {}
-    for i in range(len(raw["Annotation"])):
-        key = (raw["Annotation"][i], config_index[i], raw["Run"][i])
-        g = groups.setdefault(key, {"row": i, "values": {}})
-        g["values"][raw["Metric"][i]] = raw["Value"][i]
     warned_unit = False
-    new_rows: list[tuple[int, str, float, Any]] = []
-    for (annotation_name, ci, run), g in groups.items():
-        values = [_as_float(g["values"].get(m)) for m in settings.metrics]
+
+    def call(row: int, values: list[float]) -> list[tuple[str, float, str | None]]:
+        nonlocal warned_unit
+        ci = config_index[row]
         try:
             out = derive(*values, *configs[ci])
         except Exception as e:
             _add_note(
                 e,
-                f"raised by derive_metric {_callable_name(derive)} for annotation {annotation_name!r}, "
-                f"config {configs[ci]!r}, run {run}",
+                f"raised by derive_metric {_callable_name(derive)} for annotation {raw['Annotation'][row]!r}, "
+                f"config {configs[ci]!r}, run {raw['Run'][row]}",
             )
             raise
         items = out.items() if isinstance(out, dict) else [(default_name, out)]
+        derived = []
         for name, result in items:
             if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], str):
                 value, unit = result
@@ -896,7 +900,7 @@ def _append_derived(raw: dict[str, list], config_index: list[int], configs: list
                         f"derive_metric {_callable_name(derive)} returned no unit for {name!r}; return "
                         "(value, 'unit') to set the Unit column",
                         RuntimeWarning,
-                        stacklevel=4,
+                        stacklevel=5,
                     )
             try:
                 fvalue = float(value)
@@ -905,8 +909,12 @@ def _append_derived(raw: dict[str, list], config_index: list[int], configs: list
                     f"derive_metric {_callable_name(derive)} returned {value!r} for {name!r}; "
                     "it must return a number, a (number, unit) tuple or a dict of those"
                 ) from None
-            new_rows.append((g["row"], str(name), fvalue, unit))
-    for row, name, value, unit in new_rows:
+            derived.append((str(name), fvalue, unit))
+        return derived
+
+    table = {c: raw[c] for c in RAW_COLUMNS}
+    table["_config"] = config_index
+    for row, name, value, unit in _core.derive_rows(table, list(settings.metrics), call):
         for col, values in raw.items():
             if col == "Metric":
                 values.append(name)
@@ -917,13 +925,6 @@ def _append_derived(raw: dict[str, list], config_index: list[int], configs: list
             else:
                 values.append(values[row])
         config_index.append(config_index[row])
-
-
-def _as_float(v: Any) -> float:
-    try:
-        return float("nan") if v is None else float(v)
-    except (TypeError, ValueError):
-        return float("nan")
 
 
 # ---------------------------------------------------------------------------------------------

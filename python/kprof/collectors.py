@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import enum
 import inspect
-import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
@@ -80,20 +79,12 @@ def collect(_func: Callable | None = None, *, scope: CollectionScope | str = Col
 NSIGHT_RESERVED: tuple[str, ...] = _core.NSIGHT_RESERVED_COLUMN_NAMES
 #: The run-condition columns kprof measures around every run (raw table).
 CONDITION_COLUMNS: tuple[str, ...] = _core.CONDITION_COLUMNS
-#: Every name a collector may not take (the engine rejects the same names): nsight-python's
-#: columns, kprof's raw and processed columns (bootstrap intervals included), the engine's extra columns (run information and :data:`CONDITION_COLUMNS`),
-#: ``ThrottledRuns`` and the backend's ``_config``.
-RESERVED_COLUMN_NAMES: tuple[str, ...] = tuple(
-    dict.fromkeys(
-        NSIGHT_RESERVED
-        + _core.KPROF_RAW_COLUMNS
-        + _core.KPROF_PROCESSED_COLUMNS
-        + _core.BOOTSTRAP_COLUMNS
-        + _core.KPROF_EXTRA_COLUMNS
-        + (_core.THROTTLED_RUNS_COLUMN, "_config")
-    )
-)
-_SUFFIXES: tuple[str, ...] = _core.AGGREGATE_SUFFIXES
+#: Every name a collector may not take (the engine's list, ``reserved_names`` of
+#: ``kprof::conditions::collectors``): nsight-python's columns, kprof's raw and processed columns
+#: (bootstrap intervals included), the engine's extra columns (run information and
+#: :data:`CONDITION_COLUMNS`), ``ThrottledRuns`` and the backend's ``_config``. The aggregates of
+#: the run-condition columns (``SMClockMHz_Avg``, ...) are refused too.
+RESERVED_COLUMN_NAMES: tuple[str, ...] = _core.RESERVED_COLLECTOR_NAMES
 
 
 def _scope(scope: Any, name: str) -> CollectionScope:
@@ -101,7 +92,7 @@ def _scope(scope: Any, name: str) -> CollectionScope:
         return scope
     if isinstance(scope, str):
         try:
-            return CollectionScope(scope.lower())
+            return CollectionScope(_core.parse_collection_scope(scope))
         except ValueError:
             pass
     raise ConfigError(
@@ -149,37 +140,22 @@ def normalize(items: Iterable | None, param_names: Iterable[str] = ()) -> tuple[
                 "(name, callback, scope) tuple"
             )
         out.append(c)
-    params = set(param_names)
-    seen: set[str] = set()
     for c in out:
         if not isinstance(c.name, str) or not c.name.strip():
             raise ConfigError(f"an info collector has an empty name: {c!r}")
-        if c.name in seen:
-            raise ConfigError(f"info collector name {c.name!r} is used by more than one collector; names must be unique")
-        seen.add(c.name)
-        if c.name in RESERVED_COLUMN_NAMES:
-            raise ConfigError(f"info collector name {c.name!r} is reserved (a column kprof writes); choose another name")
-        for suffix in _SUFFIXES:
-            base = c.name[: -len(suffix)] if c.name.endswith(suffix) else None
-            if base is not None and base in CONDITION_COLUMNS:
-                raise ConfigError(f"info collector name {c.name!r} is reserved (the {suffix} of {base}); choose another name")
-        if c.name in params:
-            raise ConfigError(
-                f"info collector name {c.name!r} collides with a parameter of the profiled function; choose another name"
-            )
-    for c in out:
-        for suffix in _SUFFIXES:
-            if c.name.endswith(suffix) and c.name[: -len(suffix)] in seen:
-                raise ConfigError(
-                    f"info collector name {c.name!r} collides with the {suffix} column of collector "
-                    f"{c.name[: -len(suffix)]!r}; choose another name"
-                )
+    try:
+        # The engine's checks: duplicates, reserved columns and their aggregates, parameters.
+        _core.check_collector_names([c.name for c in out], list(param_names))
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     return tuple(out)
 
 
 class Session:
-    """The collectors of one profiled call: wraps the per-run call, keeps the values by
-    (config, run[, annotation]) and adds them to the raw table afterwards.
+    """The collectors of one profiled call at work in the engine's collector session
+    (``_core.CollectorSession``, ``kprof::conditions::CollectorSession``): it calls each scope at
+    its point, turns a raising collector into None and one ``RuntimeWarning`` per (scope, name),
+    and keeps the values by (config, run[, annotation]); this adds them to the raw table afterwards.
 
     The backend calls ``call(config_index)`` once per run, a config's warm-ups before its
     measured runs (the backend contract), so the k-th call of a config is measured run
@@ -188,79 +164,25 @@ class Session:
 
     def __init__(self, collectors: tuple[InfoCollector, ...], configs: list[tuple], warmup: int):
         self.collectors = collectors
-        self.configs = configs
-        self.warmup = warmup
-        self.calls = [0] * len(configs)
-        self.warned: set[tuple[str, str]] = set()
-        self.once: dict[str, Any] = {}
-        self.config: dict[int, dict[str, Any]] = {}
-        self.run: dict[tuple[int, int], dict[str, Any]] = {}
-        self.annotation: dict[tuple[int, int, str], dict[str, Any]] = {}
-        self.current: tuple[int, int] | None = None
-        self.has = {s: any(c.scope is s for c in collectors) for s in CollectionScope}
-        self.once = self._collect(CollectionScope.ONCE, ())
-
-    def _collect(self, scope: CollectionScope, args: tuple) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for c in self.collectors:
-            if c.scope is not scope:
-                continue
-            try:
-                out[c.name] = c.collect(*args)
-            except Exception as e:  # a failing collector never stops the benchmark
-                out[c.name] = None
-                if (scope.value, c.name) not in self.warned:
-                    self.warned.add((scope.value, c.name))
-                    warnings.warn(
-                        f"kprof: info collector {c.name!r} (scope {scope.value}) raised {type(e).__name__}: {e}; "
-                        "its value is None (further failures of this collector are not reported)",
-                        RuntimeWarning,
-                        stacklevel=2,
-                    )
-        return out
+        self._session = _core.CollectorSession(
+            [(c.name, c.scope.value, c) for c in collectors], [tuple(c) for c in configs], warmup
+        )
 
     def before_call(self, i: int) -> None:
-        k = self.calls[i]
-        self.calls[i] += 1
-        config = tuple(self.configs[i])
-        if k == 0 and self.has[CollectionScope.CONFIG]:
-            self.config[i] = self._collect(CollectionScope.CONFIG, config)
-        if k < self.warmup:
-            self.current = None
-            return
-        run = k - self.warmup
-        self.current = (i, run)
-        if self.has[CollectionScope.RUN]:
-            self.run[(i, run)] = self._collect(CollectionScope.RUN, config)
+        self._session.before_call(i)
 
     def after_call(self) -> None:
-        self.current = None
+        self._session.after_call()
 
     def on_annotation(self, name: str) -> None:
-        if self.current is None or not self.has[CollectionScope.ANNOTATION]:
-            return
-        i, run = self.current
-        self.annotation[(i, run, name)] = self._collect(CollectionScope.ANNOTATION, (name, *self.configs[i]))
+        self._session.on_annotation(name)
 
     def add_columns(self, raw: dict[str, list], config_index: list[int]) -> None:
         """Adds a column per collector to ``raw`` (rows keyed by (_config, Run, Annotation))."""
-        if not self.collectors:
-            return
-        n = len(raw["Annotation"])
+        runs = [int(r) for r in raw["Run"]]
+        annotations = [str(a) for a in raw["Annotation"]]
         for c in self.collectors:
-            col = []
-            for row in range(n):
-                i, run, ann = config_index[row], raw["Run"][row], raw["Annotation"][row]
-                if c.scope is CollectionScope.ONCE:
-                    v = self.once.get(c.name)
-                elif c.scope is CollectionScope.CONFIG:
-                    v = self.config.get(i, {}).get(c.name)
-                elif c.scope is CollectionScope.RUN:
-                    v = self.run.get((i, run), {}).get(c.name)
-                else:
-                    v = self.annotation.get((i, run, ann), {}).get(c.name)
-                col.append(v)
-            raw[c.name] = col
+            raw[c.name] = self._session.column(c.name, list(config_index), runs, annotations)
 
 
 #: The session of the profiled call in progress (annotate() reports enters to it).

@@ -25,9 +25,7 @@ The contract of ``_core.process_raw(raw_columns, options) -> dict[str, list]``:
 
 from __future__ import annotations
 
-import csv
 import html
-import io
 import json
 import math
 import os
@@ -185,7 +183,11 @@ class ProfileResults:
         path = os.fspath(path)
         ext = os.path.splitext(path)[1].lower()
         if ext == ".csv":
-            _write_csv(path, self._process())
+            columns, options, _ = self._core_inputs()
+            try:
+                _core.write_csv(columns, options, path, "processed")
+            except ValueError as e:
+                raise ProfilerError(f"cannot save the results of {self.benchmark!r} to {path}: {e}") from e
             return path
         if ext == ".json":
             columns, options, _ = self._core_inputs()
@@ -321,7 +323,14 @@ class ProfileResults:
         print(_text_table(header, rows))
 
     def _write_raw_csv(self, path: str) -> str:
-        _write_csv(path, self._raw)
+        """Writes the raw table through kprof-core's raw CSV writer (``_core.write_csv``, the
+        engine's and ``kprof run``'s): nsight-python's columns, the extra columns (run conditions,
+        info collectors), the parameters, then ``Benchmark,Run``."""
+        columns, options, _ = self._core_inputs(check_baseline=False)
+        try:
+            _core.write_csv(columns, options, path, "raw")
+        except ValueError as e:
+            raise ProfilerError(f"cannot write the raw results of {self.benchmark!r} to {path}: {e}") from e
         return path
 
     def __len__(self) -> int:
@@ -362,12 +371,13 @@ class ProfileResults:
             self._processed = self._run_process_raw()
         return self._processed
 
-    def _core_inputs(self) -> tuple[dict[str, list], dict[str, Any], dict[str, dict]]:
+    def _core_inputs(self, check_baseline: bool = True) -> tuple[dict[str, list], dict[str, Any], dict[str, dict]]:
         """The raw columns and options ``_core.process_raw`` (and ``render_plot``) take, and the
-        original parameter objects by converted value."""
+        original parameter objects by converted value. ``check_baseline``: a ``normalize_against``
+        that names no annotation raises :class:`kprof.ConfigError`."""
         raw = self._raw
         n = len(raw.get("Annotation", []))
-        if self._normalize_against is not None and n:
+        if check_baseline and self._normalize_against is not None and n:
             names = list(dict.fromkeys(raw["Annotation"]))
             if self._normalize_against not in names:
                 raise ConfigError(
@@ -559,33 +569,6 @@ def _text_table(header: list[str], rows: list[list[str]]) -> str:
     out = [line(header), line(["-" * w for w in widths])]
     out.extend(line(r) for r in rows)
     return "\n".join(out)
-
-
-def _csv_cell(v: Any) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, bool):
-        return "True" if v else "False"
-    if isinstance(v, float):
-        return "" if math.isnan(v) else repr(v)
-    if isinstance(v, int):
-        return str(v)
-    if v.__class__.__name__ == "NAType":
-        return ""
-    return str(v)
-
-
-def _write_csv(path: str, columns: dict[str, list]) -> None:
-    """Writes the table through kprof's one writer (``_core.write_file``: atomic replacement,
-    symbolic links followed, devices written in place, missing folders created)."""
-    names = list(columns)
-    n = len(columns[names[0]]) if names else 0
-    f = io.StringIO(newline="")
-    w = csv.writer(f)
-    w.writerow(names)
-    for i in range(n):
-        w.writerow([_csv_cell(columns[c][i]) for c in names])
-    _core.write_file(path, f.getvalue().encode("utf-8"))
 
 
 def load(path: str | os.PathLike) -> ProfileResults:

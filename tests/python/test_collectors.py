@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 import warnings
 
 import pytest
@@ -105,17 +106,44 @@ def test_a_raising_collector_gives_none_and_one_warning(fake_backend, fake_core)
     assert "Broken" in res.to_dict()  # all missing: one column, not X_Avg
 
 
+def test_collector_sessions_survive_reentry_and_threads(fake_backend, fake_core):
+    """A collector that enters an annotation itself is not called back into (the session is
+    busy), and annotations entered by another thread during a run are collected."""
+    seen = []
+
+    def tick(n):
+        with kprof.annotate("from_collector"):
+            pass
+        return n
+
+    def where(name, n):
+        seen.append(name)
+        return name
+
+    @kprof.kernel(configs=[1], runs=2, info_collectors=[("tick", tick, "run"), ("where", where, "annotation")])
+    def bench(n):
+        t = threading.Thread(target=lambda: kprof.annotate("side").__enter__().__exit__(None, None, None))
+        t.start()
+        t.join()
+
+    raw = bench().raw_columns()
+    assert seen == ["side", "side"]
+    assert {a: w for a, w in zip(raw["Annotation"], raw["where"])} == {"side": "side", "from_collector": None}
+    assert set(raw["tick"]) == {1}
+
+
 @pytest.mark.parametrize(
     "collectors, message",
     [
-        ([("AvgValue", lambda: 1, "once")], "info collector name 'AvgValue' is reserved"),
-        ([("SMClockMHz", lambda: 1, "run")], "info collector name 'SMClockMHz' is reserved"),
-        ([("BootstrapMean_Lower", lambda: 1, "once")], "info collector name 'BootstrapMean_Lower' is reserved"),
-        ([("Warning", lambda: 1, "once")], "info collector name 'Warning' is reserved"),
-        ([("TemperatureC_Avg", lambda: 1, "run")], "'TemperatureC_Avg' is reserved"),
-        ([("x", lambda: 1, "run"), ("x", lambda: 2, "once")], "'x' is used by more than one collector"),
-        ([("x", lambda: 1, "run"), ("x_Avg", lambda: 2, "run")], "collides with the _Avg column of collector 'x'"),
+        ([("AvgValue", lambda: 1, "once")], 'info collector name "AvgValue" is reserved: it is one of nsight-python\'s reserved column names'),
+        ([("SMClockMHz", lambda: 1, "run")], 'info collector name "SMClockMHz" is reserved: it is a run-condition column'),
+        ([("BootstrapMean_Lower", lambda: 1, "once")], 'info collector name "BootstrapMean_Lower" is reserved: it is a column of kprof\'s result tables'),
+        ([("Warning", lambda: 1, "once")], 'info collector name "Warning" is reserved: it is a column kprof\'s engine writes'),
+        ([("TemperatureC_Avg", lambda: 1, "run")], '"TemperatureC_Avg" is reserved: it is the aggregate _Avg of kprof\'s run-condition column TemperatureC'),
+        ([("x", lambda: 1, "run"), ("x", lambda: 2, "once")], '"x" is used by more than one collector'),
+        ([("x", lambda: 1, "run"), ("x_Avg", lambda: 2, "run")], '"x_Avg" is reserved: it is the aggregate _Avg column of the collector "x"'),
         ([("x", lambda: 1, "sometimes")], "scope must be a kprof.CollectionScope or one of"),
+        ([("_config", lambda: 1, "once")], "the configuration index column"),
         ([lambda: 1], "is not a collector"),
         ("abc", "info_collectors must be a list of collectors"),
     ],
@@ -126,7 +154,7 @@ def test_bad_collectors_are_clear_errors(collectors, message):
 
 
 def test_a_collector_named_like_a_parameter_is_an_error():
-    with pytest.raises(ConfigError, match="collides with a parameter of the profiled function"):
+    with pytest.raises(ConfigError, match='info collector name "n" collides with a parameter of the benchmark'):
         kprof.kernel(info_collectors=[("n", lambda: 1, "once")])(lambda n: None)
 
 

@@ -136,6 +136,29 @@ def test_derive_metric_dict_and_missing_unit(fake_backend, fake_core):
     assert raw[raw.Metric == "bare"].Unit.isna().all()
 
 
+def test_derive_metric_checks_are_kprof_cores(fake_backend, fake_core):
+    """The derived values go through kprof-core's derived metrics (`transforms::derive_samples`):
+    a measured metric's name or two units for one derived metric are refused when profiling."""
+
+    def clash(t, n, dtype):
+        return {"gpu__time_duration.sum": (t, "ns")}
+
+    with pytest.raises(ConfigError, match="derive_metric: derived metric \"gpu__time_duration.sum\" .* has the name "
+                                          "of a metric already in the results"):
+        make_bench(derive_metric=clash)()
+    units = iter(["us", "ms", "s"] * 100)
+
+    def fickle(t, n, dtype):
+        return t, next(units)
+
+    with pytest.raises(ConfigError, match="derive_metric: .*unit"):
+        make_bench(derive_metric=fickle)()
+    # The missing-unit warning points at the caller of the profiled function.
+    with pytest.warns(RuntimeWarning, match="returned no unit") as seen:
+        make_bench(derive_metric=lambda t, n, d: t)()
+    assert seen[0].filename == __file__
+
+
 def test_derive_metric_lambda_and_errors(fake_backend, fake_core):
     with pytest.warns(RuntimeWarning, match="returned no unit"):
         raw = make_bench(derive_metric=lambda t, n, d: t * 2)().raw()

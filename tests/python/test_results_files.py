@@ -85,6 +85,35 @@ def test_python_writers_create_folders_follow_links_and_name_failures(fake_backe
         assert not os.path.isfile("/dev/full")
 
 
+def test_csv_files_come_from_the_one_writer_of_kprof_core(fake_backend, tmp_path, capfd):
+    """The raw and processed CSVs of the decorator are kprof-core's (the engine's, the CLI's): the
+    raw file puts extra columns before the parameters (nsight-python's layout), and `kprof
+    summarize` of that raw file writes the very bytes ``save(".csv")`` wrote."""
+    ticks = iter(range(1000, 10**6))
+    res = make_bench(
+        output_csv=True,
+        output_prefix=str(tmp_path / "run_"),
+        info_collectors=[("driver", lambda: "580.65", "once"), ("tick", lambda *c: next(ticks), "run")],
+    )()
+    raw_path = res.files[0]
+    with open(raw_path, "rb") as f:
+        raw_bytes = f.read()
+    header = raw_bytes.split(b"\n", 1)[0].decode()
+    assert header.split(",") == [*kprof._core.NSIGHT_RAW_COLUMNS, "driver", "tick", "n", "dtype", "Benchmark", "Run"]
+    assert b"\r\n" not in raw_bytes
+    mine = tmp_path / "python.csv"
+    res.save(mine)
+    cli = tmp_path / "cli.csv"
+    code = kprof._core.cli_main(["kprof", "summarize", raw_path, "--params", "n,dtype", "-o", str(cli)])
+    capfd.readouterr()
+    assert code == 0
+    assert mine.read_bytes() == cli.read_bytes()
+    # The processed file has the collectors' aggregates before CI95_Lower, as nsight-python.
+    head = mine.read_text().splitlines()[0].split(",")
+    assert head.index("driver") < head.index("tick_Avg") < head.index("CI95_Lower")
+    assert res.files[1] != str(mine) and open(res.files[1], "rb").read() == mine.read_bytes()
+
+
 def test_save_refuses_unknown_extensions(fake_backend, tmp_path):
     with pytest.raises(kprof.ConfigError, match=".csv or .json"):
         make_bench()().save(tmp_path / "x.txt")

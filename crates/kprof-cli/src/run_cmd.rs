@@ -17,10 +17,13 @@
 //!   API of the device's chip (or of `KPROF_CHIP` on a machine without a GPU; unknown names: exit
 //!   2 with the closest valid names). Kernel replay would disturb the durations, so every
 //!   repetition then runs the command twice: the timing launch as without `--metrics`, and a
-//!   counter launch (`KPROF_RUN_METRICS`, `KPROF_RUN_REPLAY_MODE=kernel`) in which the injection
+//!   counter launch (the run spec's `counters`: the metrics, kernel replay; `KPROF_RUN_METRICS`
+//!   is set there, to the metrics, for programs that time themselves) in which the injection
 //!   library profiles every kernel with the CUPTI Range Profiler. Its samples join the timing
 //!   samples by key (benchmark, region, configuration, occurrence), so raw.csv and
 //!   processed.csv hold both, with units. `--replay-mode range` is refused (see [`parse_replay_mode`]).
+//! - What the injection library does in each process comes from one [`RunSpec`] per execution,
+//!   passed as JSON in `KPROF_RUN_SPEC` ([`kprof::run_spec`]).
 //! - Exit code: the command's (the last non-zero one over the repetitions; 128 + signal when it
 //!   was killed); if it succeeded but kprof could not write its results, 1; 2 when kprof could
 //!   not start it (no injection library, already running under ncu/nsys, bad options).
@@ -33,6 +36,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 use kprof::counters::{MetricsCatalog, ReplayMode};
+use kprof::run_spec::{CounterSpec, GroupBy, RunSpec, DEFAULT_COUNTER_RANGES, ENV_RUN_SPEC};
 use kprof_core::display::render_processed;
 use kprof_core::io::{self, ReadOptions};
 use kprof_core::pipeline::{process, ProcessOptions};
@@ -51,13 +55,53 @@ pub enum GroupByArg {
     Both,
 }
 
-impl GroupByArg {
-    fn as_str(self) -> &'static str {
-        match self {
-            GroupByArg::Nvtx => "nvtx",
-            GroupByArg::Kernel => "kernel",
-            GroupByArg::Both => "both",
+impl From<GroupByArg> for GroupBy {
+    fn from(g: GroupByArg) -> GroupBy {
+        match g {
+            GroupByArg::Nvtx => GroupBy::Nvtx,
+            GroupByArg::Kernel => GroupBy::Kernel,
+            GroupByArg::Both => GroupBy::Both,
         }
+    }
+}
+
+/// Set in the counter launch (to the comma-separated metrics) for the profiled program, so that a
+/// program that times itself can tell (kernel replay makes its own timings meaningless). The
+/// injection library does not read it (it reads the run spec).
+pub const ENV_COUNTER_LAUNCH_METRICS: &str = "KPROF_RUN_METRICS";
+
+/// Overrides the kernels per counter-data image of the counter launch (default
+/// [`DEFAULT_COUNTER_RANGES`]); a positive number.
+pub const ENV_COUNTER_RANGES: &str = "KPROF_RUN_COUNTER_RANGES";
+
+/// The kernels per counter-data image: `value` (of `KPROF_RUN_COUNTER_RANGES`) when set and not
+/// blank, else [`DEFAULT_COUNTER_RANGES`].
+pub fn counter_ranges(value: Option<&str>) -> Result<usize> {
+    match value.map(str::trim).filter(|v| !v.is_empty()) {
+        None => Ok(DEFAULT_COUNTER_RANGES),
+        Some(v) => match v.parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => bail!("{ENV_COUNTER_RANGES}={v:?} is not a positive number of ranges"),
+        },
+    }
+}
+
+/// The run spec of one execution: the options of `kprof run`, the execution's folder, and, for
+/// a counter launch, the counter metrics and the kernels per counter-data image.
+pub fn run_spec(args: &RunArgs, benchmark: &str, dir: &Path, counters: Option<(&[String], usize)>) -> RunSpec {
+    RunSpec {
+        output: Some(dir.to_path_buf()),
+        benchmark: Some(benchmark.to_string()),
+        group_by: args.group_by.into(),
+        nvtx_include: args.nvtx_include.clone(),
+        nvtx_exclude: args.nvtx_exclude.clone(),
+        verbose: args.verbose,
+        counters: counters.map(|(metrics, ranges)| CounterSpec {
+            metrics: metrics.to_vec(),
+            replay_mode: ReplayMode::Kernel,
+            ranges_per_image: ranges,
+        }),
+        ..RunSpec::default()
     }
 }
 
@@ -114,7 +158,7 @@ pub struct RunArgs {
     /// Print the processed table as JSON instead.
     #[arg(long)]
     pub json: bool,
-    /// Let the injection library report on stderr (KPROF_RUN_VERBOSE=1).
+    /// Let the injection library report on stderr (the run spec's `verbose`).
     #[arg(long)]
     pub verbose: bool,
     /// Hardware counter metrics (ncu names) to collect in a separate counter launch of every
@@ -464,7 +508,7 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
 
 /// Runs `kprof run`; returns the exit code (see the module docs).
 pub fn run(args: &RunArgs) -> i32 {
-    let setup = || -> Result<(PathBuf, Option<EnvSweep>)> {
+    let setup = || -> Result<(PathBuf, Option<EnvSweep>, usize)> {
         if args.repeat == 0 {
             bail!("--repeat must be at least 1");
         }
@@ -475,7 +519,9 @@ pub fn run(args: &RunArgs) -> i32 {
         )?;
         check_foreign_injection(|v| std::env::var(v).ok(), &lib)?;
         let counters = counter_metrics(&args.metrics);
+        let mut ranges = DEFAULT_COUNTER_RANGES;
         if !counters.is_empty() {
+            ranges = counter_ranges(std::env::var(ENV_COUNTER_RANGES).ok().as_deref())?;
             match metrics_catalog()? {
                 Some(catalog) => {
                     validate_metrics(&catalog, &counters)?;
@@ -487,9 +533,9 @@ pub fn run(args: &RunArgs) -> i32 {
             }
         }
         std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
-        Ok((lib, sweep))
+        Ok((lib, sweep, ranges))
     };
-    let (lib, sweep) = match setup() {
+    let (lib, sweep, ranges) = match setup() {
         Ok(x) => x,
         Err(e) => return crate::output::fail(&e, 2),
     };
@@ -511,23 +557,23 @@ pub fn run(args: &RunArgs) -> i32 {
             return 2;
         }
         let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+        let spec = run_spec(args, &benchmark, &dir, inv.counters.then_some((&counters[..], ranges)));
+        let spec = match spec.to_json() {
+            Ok(json) => json,
+            Err(e) => {
+                eprintln!("kprof: error: {e} (output folder {})", dir.display());
+                return 2;
+            }
+        };
         let mut cmd = Command::new(&args.command[0]);
         cmd.args(&args.command[1..])
             .env("CUDA_INJECTION64_PATH", &lib)
             .env("NVTX_INJECTION64_PATH", &lib)
-            .env("KPROF_RUN_OUTPUT", &dir)
-            .env("KPROF_RUN_BENCHMARK", &benchmark)
-            .env("KPROF_RUN_GROUP_BY", args.group_by.as_str())
-            .env("KPROF_RUN_NVTX_INCLUDE", args.nvtx_include.join("\n"))
-            .env("KPROF_RUN_NVTX_EXCLUDE", args.nvtx_exclude.join("\n"));
-        if args.verbose {
-            cmd.env("KPROF_RUN_VERBOSE", "1");
-        }
+            .env(ENV_RUN_SPEC, spec);
         if inv.counters {
-            cmd.env("KPROF_RUN_METRICS", counters.join(","))
-                .env("KPROF_RUN_REPLAY_MODE", ReplayMode::Kernel.as_str());
+            cmd.env(ENV_COUNTER_LAUNCH_METRICS, counters.join(","));
         } else {
-            cmd.env_remove("KPROF_RUN_METRICS").env_remove("KPROF_RUN_REPLAY_MODE");
+            cmd.env_remove(ENV_COUNTER_LAUNCH_METRICS);
         }
         if let Some((var, val)) = &inv.sweep {
             cmd.env(var, val);
@@ -816,6 +862,55 @@ mod tests {
             parse(&["--replay-mode", "user", "--", "prog"]).unwrap_err().exit_code(),
             2
         );
+    }
+
+    #[test]
+    fn the_run_spec_carries_the_options() {
+        let a = parse(&[
+            "--group-by",
+            "both",
+            "--nvtx-include",
+            "app@step*",
+            "--nvtx-include",
+            "mm",
+            "--nvtx-exclude",
+            "warm",
+            "--verbose",
+            "--",
+            "prog",
+        ])
+        .unwrap();
+        let dir = Path::new("/tmp/out/procs/rep0");
+        let timing = run_spec(&a, "prog", dir, None);
+        assert_eq!(timing.output.as_deref(), Some(dir));
+        assert_eq!(timing.benchmark.as_deref(), Some("prog"));
+        assert_eq!(timing.group_by, GroupBy::Both);
+        assert_eq!(timing.nvtx_include, ["app@step*", "mm"]);
+        assert_eq!(timing.nvtx_exclude, ["warm"]);
+        assert!(timing.verbose && timing.counters.is_none());
+        // What the injection library reads back is what was written.
+        assert_eq!(RunSpec::from_json(&timing.to_json().unwrap()).unwrap(), timing);
+        let metrics = vec!["dram__bytes_read.sum".to_string()];
+        let c = run_spec(&a, "prog", dir, Some((&metrics, 16))).counters.unwrap();
+        assert_eq!(
+            (c.metrics, c.replay_mode, c.ranges_per_image),
+            (metrics, ReplayMode::Kernel, 16)
+        );
+        assert_eq!(
+            run_spec(&parse(&["--", "p"]).unwrap(), "p", dir, None).group_by,
+            GroupBy::Nvtx
+        );
+    }
+
+    #[test]
+    fn counter_ranges_override() {
+        assert_eq!(counter_ranges(None).unwrap(), DEFAULT_COUNTER_RANGES);
+        assert_eq!(counter_ranges(Some(" ")).unwrap(), DEFAULT_COUNTER_RANGES);
+        assert_eq!(counter_ranges(Some("16")).unwrap(), 16);
+        for bad in ["0", "-1", "many"] {
+            let e = counter_ranges(Some(bad)).unwrap_err().to_string();
+            assert!(e.contains("KPROF_RUN_COUNTER_RANGES") && e.contains("positive"), "{e}");
+        }
     }
 
     fn sample(raw: &mut RawResults, annotation: &str, metric: &str, unit: &str, run: u32, value: f64) {

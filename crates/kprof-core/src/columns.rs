@@ -173,6 +173,10 @@ pub const NSIGHT_RESERVED_COLUMN_NAMES: [&str; 21] = union(&[&NSIGHT_RAW_COLUMNS
 pub const KPROF_RESERVED_COLUMN_NAMES: [&str; 12] =
     union(&[&KPROF_RAW_COLUMNS, &KPROF_PROCESSED_COLUMNS, &BOOTSTRAP_COLUMNS]);
 
+/// The column of the Python package's raw tables (the backend contract) holding each row's
+/// configuration index; never written to a file.
+pub const CONFIG_INDEX_COLUMN: &str = "_config";
+
 /// Suffixes of the columns kprof-core's aggregation makes of a numeric extra column `X`:
 /// `X_Avg`, `X_Std`, `X_Min`, `X_Max`.
 pub const AGGREGATE_SUFFIXES: [&str; 4] = ["_Avg", "_Std", "_Min", "_Max"];

@@ -2,7 +2,8 @@
 //! against a baseline annotation, combination of a region's kernels, and geometric means.
 //!
 //! - [`apply_derived`] runs per (benchmark, annotation, config, run) on raw samples, before
-//!   aggregation, and appends the derived values as new samples.
+//!   aggregation, and appends the derived values as new samples ([`derive_samples`] computes them
+//!   without appending).
 //! - [`normalize_against`] turns processed rows into ratio rows against a baseline annotation,
 //!   with the ratio's own statistics (Fieller's interval, delta-method spread).
 //! - [`combine_kernels`] / [`record_combined`] fold the kernels one region launched in one run
@@ -227,6 +228,9 @@ pub struct RunMetrics<'a> {
     /// `(metric, value, unit)` of every sample of this run, in sample order. A failed run has
     /// NaN values.
     pub values: Vec<(&'a str, f64, &'a str)>,
+    /// Index in `raw.samples` of this run's first sample (the sample a derived value takes its
+    /// kernel and device from; for a table of one sample per row, its row).
+    pub sample: usize,
 }
 
 impl RunMetrics<'_> {
@@ -263,28 +267,70 @@ impl DerivedValue {
     }
 }
 
-/// Computes derived metrics per run, before aggregation, and appends them as raw samples.
+/// One derived value of [`derive_samples`], before it is appended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DerivedSample {
+    /// Index in `raw.samples` of the first sample of the run it was derived from
+    /// ([`RunMetrics::sample`]): the new sample has that sample's benchmark, annotation,
+    /// configuration, run, device and kernel.
+    pub sample: usize,
+    /// The derived metric, value and unit.
+    pub derived: DerivedValue,
+}
+
+/// Computes derived metrics per run, before aggregation, and appends them as raw samples
+/// ([`derive_samples`], then one new sample each).
+///
+/// Each returned value becomes a new sample of series (benchmark, annotation, config, derived
+/// metric) with the device of the group's first series and the kernel of the group's first
+/// sample. Returns the number of samples added; on error `raw` is unchanged.
+pub fn apply_derived<F>(raw: &mut RawResults, f: F) -> Result<usize, TransformError>
+where
+    F: FnMut(&RunMetrics) -> Result<Vec<DerivedValue>, String>,
+{
+    let derived = derive_samples(raw, f)?;
+    let added = derived.len();
+    for DerivedSample { sample, derived: d } in derived {
+        let first = raw.samples[sample];
+        let series = &raw.series[first.series as usize];
+        let key = SeriesKey {
+            metric: d.metric,
+            ..series.key.clone()
+        };
+        let device = series.device;
+        // Cannot fail: the derived names are new and their units were checked.
+        let series = raw.intern_series(key, &d.unit, device)?;
+        raw.push_sample(
+            Sample {
+                series,
+                run: first.run,
+                value: d.value,
+                kernel: first.kernel,
+            },
+            &[],
+        );
+    }
+    Ok(added)
+}
+
+/// Computes derived metrics per run, before aggregation, without changing `raw`: the values
+/// [`apply_derived`] appends, in that order (the Python package appends them to its own table).
 ///
 /// Samples are grouped by (benchmark, annotation, config, run); `f` is called once per group,
 /// in the order in which groups first appear in `raw.samples`, also for failed runs (their
-/// values are NaN, so `f` will typically return NaN). Each returned value becomes a new sample
-/// of series (benchmark, annotation, config, derived metric) with the device of the group's
-/// first series and the kernel of the group's first sample. Returns the number of samples added.
+/// values are NaN, so `f` will typically return NaN).
 ///
-/// Errors, all detected before anything is appended (so `raw` is unchanged on error):
-/// - [`TransformError::DerivedNameCollision`]: a derived name equals a metric that was already
-///   in `raw` before the call (this also catches applying the same derivation twice);
+/// Errors, all detected before anything is returned:
+/// - [`TransformError::DerivedNameCollision`]: a derived name equals a metric that is already
+///   in `raw` (this also catches applying the same derivation twice);
 /// - [`TransformError::DuplicateDerived`]: `f` returned one name twice for one run;
 /// - [`TransformError::Derive`]: `f` returned `Err(message)`;
 /// - [`TransformError::Model`]: one derived metric got two different units.
-pub fn apply_derived<F>(raw: &mut RawResults, mut f: F) -> Result<usize, TransformError>
+pub fn derive_samples<F>(raw: &RawResults, mut f: F) -> Result<Vec<DerivedSample>, TransformError>
 where
     F: FnMut(&RunMetrics) -> Result<Vec<DerivedValue>, String>,
 {
     struct Group {
-        benchmark_annotation_series: u32,
-        config: u32,
-        run: u32,
         first_sample: usize,
         samples: Vec<usize>,
     }
@@ -303,9 +349,6 @@ where
         );
         let g = *index.entry(k).or_insert_with(|| {
             order.push(Group {
-                benchmark_annotation_series: s.series,
-                config: series.key.config,
-                run: s.run,
                 first_sample: i,
                 samples: Vec::new(),
             });
@@ -314,13 +357,13 @@ where
         order[g].samples.push(i);
     }
 
-    // Compute everything first; append only when every group succeeded.
     let empty = Config::new();
-    let mut new_samples: Vec<(SeriesKey, String, u32, u32, f64, u32)> = Vec::new();
+    let mut out: Vec<DerivedSample> = Vec::new();
     let mut units: HashMap<SeriesKey, String> = HashMap::new();
     for g in &order {
-        let first = &raw.series[g.benchmark_annotation_series as usize];
-        let config = raw.configs.get(g.config as usize).unwrap_or(&empty);
+        let sample = &raw.samples[g.first_sample];
+        let first = &raw.series[sample.series as usize];
+        let config = raw.configs.get(first.key.config as usize).unwrap_or(&empty);
         let values = g
             .samples
             .iter()
@@ -334,14 +377,15 @@ where
             benchmark: &first.key.benchmark,
             annotation: &first.key.annotation,
             config,
-            run: g.run,
+            run: sample.run,
             values,
+            sample: g.first_sample,
         };
         let derived = f(&rm).map_err(|message| TransformError::Derive {
             benchmark: first.key.benchmark.clone(),
             annotation: first.key.annotation.clone(),
             config: config.to_string(),
-            run: g.run,
+            run: sample.run,
             message,
         })?;
         let mut seen: HashSet<&str> = HashSet::new();
@@ -359,14 +403,12 @@ where
                     benchmark: first.key.benchmark.clone(),
                     annotation: first.key.annotation.clone(),
                     config: config.to_string(),
-                    run: g.run,
+                    run: sample.run,
                 });
             }
             let key = SeriesKey {
-                benchmark: first.key.benchmark.clone(),
-                annotation: first.key.annotation.clone(),
-                config: g.config,
                 metric: d.metric.clone(),
+                ..first.key.clone()
             };
             match units.get(&key) {
                 Some(u) if *u != d.unit => {
@@ -380,29 +422,16 @@ where
                 }
                 Some(_) => {}
                 None => {
-                    units.insert(key.clone(), d.unit.clone());
+                    units.insert(key, d.unit.clone());
                 }
             }
-            let kernel = raw.samples[g.first_sample].kernel;
-            new_samples.push((key, d.unit.clone(), first.device, g.run, d.value, kernel));
         }
+        out.extend(derived.into_iter().map(|d| DerivedSample {
+            sample: g.first_sample,
+            derived: d,
+        }));
     }
-
-    let added = new_samples.len();
-    for (key, unit, device, run, value, kernel) in new_samples {
-        // Cannot fail: the derived names are new and their units were checked above.
-        let series = raw.intern_series(key, &unit, device)?;
-        raw.push_sample(
-            Sample {
-                series,
-                run,
-                value,
-                kernel,
-            },
-            &[],
-        );
-    }
-    Ok(added)
+    Ok(out)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 //! Hardware counters in the counter launch of `kprof run --metrics`.
 //!
-//! With `KPROF_RUN_METRICS` set, the library collects the named metrics with the CUPTI Range
+//! When the run spec (`KPROF_RUN_SPEC`) has `counters`, the library collects the named metrics with the CUPTI Range
 //! Profiler in kernel replay (AutoRange + KernelReplay: every kernel launched on the profiled
 //! context is one range; CUPTI saves, restores and replays each kernel once per pass, so the
 //! program runs once). Kernel replay perturbs GPU times, which is why `kprof run` uses a
@@ -49,20 +49,15 @@ use std::sync::Mutex;
 use kprof::counters::{CuptiLib, RangeProfiler, ReplayMode};
 use kprof::cupti::ffi::{cbid, CUpti_CallbackData, Cupti};
 use kprof::cupti::records::KernelRecord;
+use kprof::run_spec::CounterSpec;
 use kprof_core::transforms::{record_combined, Reducer};
 use kprof_core::{ExtraValue, RawResults, SampleRecord, DEFAULT_METRIC};
 use serde::Serialize;
 
 use crate::report::{run_indices, Group, SampleContext};
 
-/// Env var: comma-separated metric names to collect (the counter launch of `kprof run --metrics`).
-pub const ENV_METRICS: &str = "KPROF_RUN_METRICS";
-/// Env var: the replay mode (`kernel`; the only one available for `kprof run`).
-pub const ENV_REPLAY_MODE: &str = "KPROF_RUN_REPLAY_MODE";
-/// Env var: ranges per counter-data image (default [`DEFAULT_CAPACITY`]).
-pub const ENV_CAPACITY: &str = "KPROF_RUN_COUNTER_RANGES";
-/// Kernels per counter-data image before it is decoded and restarted.
-pub const DEFAULT_CAPACITY: usize = 4096;
+/// Kernels per counter-data image before it is decoded and restarted, by default.
+pub use kprof::run_spec::DEFAULT_COUNTER_RANGES as DEFAULT_CAPACITY;
 
 /// `CUPTI_CB_DOMAIN_DRIVER_API`.
 const DOMAIN_DRIVER: u32 = 1;
@@ -75,7 +70,7 @@ const CBID_CONTEXT_DESTROY_STARTING: u32 = 2;
 /// `CUPTI_API_ENTER`.
 const API_ENTER: u32 = 0;
 
-/// What the counter launch was asked for, from the environment.
+/// What the counter launch was asked for, from the run spec's `counters`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CounterRequest {
     /// Counter metric names (without `gpu__time_duration.sum`, which is the timing tier's).
@@ -84,53 +79,45 @@ pub struct CounterRequest {
     pub capacity: usize,
 }
 
-/// A bad counter request in the environment.
+/// A counter request the library cannot carry out.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RequestError {
     /// A replay mode other than `kernel`.
     #[error(
-        "{ENV_REPLAY_MODE}={0:?}: kprof run collects counters in kernel replay only (range and application \
+        "the run spec asks for {0} replay: kprof run collects counters in kernel replay only (range and application \
          replay would need one launch of the whole program per pass); use kernel"
     )]
-    ReplayMode(String),
-    /// A capacity that is not a positive number.
-    #[error("{ENV_CAPACITY}={0:?} is not a positive number of ranges")]
-    Capacity(String),
+    ReplayMode(ReplayMode),
+    /// A capacity of zero.
+    #[error("the run spec's ranges_per_image is 0; it must be a positive number of ranges")]
+    Capacity,
 }
 
 impl CounterRequest {
-    /// Parses the variables' values; `Ok(None)` when no counter metric is named.
-    pub fn parse(metrics: &str, mode: &str, capacity: &str) -> Result<Option<Self>, RequestError> {
-        let metrics: Vec<String> = metrics
-            .split(',')
-            .map(str::trim)
+    /// The request of a run spec's `counters`: the metric names trimmed, without empty names and
+    /// `gpu__time_duration.sum`; `Ok(None)` when no counter metric is left (or `spec` is `None`).
+    pub fn from_spec(spec: Option<&CounterSpec>) -> Result<Option<Self>, RequestError> {
+        let Some(spec) = spec else { return Ok(None) };
+        let metrics: Vec<String> = spec
+            .metrics
+            .iter()
+            .map(|m| m.trim())
             .filter(|m| !m.is_empty() && *m != DEFAULT_METRIC)
             .map(String::from)
             .collect();
         if metrics.is_empty() {
             return Ok(None);
         }
-        // Parsed by `ReplayMode`'s `FromStr` (the one parser of the option); only kernel replay is
-        // available here (empty: the default, kernel).
-        let mode = mode.trim();
-        if !mode.is_empty() && mode.parse::<ReplayMode>() != Ok(ReplayMode::Kernel) {
-            return Err(RequestError::ReplayMode(mode.to_string()));
+        if spec.replay_mode != ReplayMode::Kernel {
+            return Err(RequestError::ReplayMode(spec.replay_mode));
         }
-        let capacity = match capacity.trim() {
-            "" => DEFAULT_CAPACITY,
-            c => c
-                .parse::<usize>()
-                .ok()
-                .filter(|&n| n > 0)
-                .ok_or_else(|| RequestError::Capacity(c.to_string()))?,
-        };
-        Ok(Some(CounterRequest { metrics, capacity }))
-    }
-
-    /// From the process environment.
-    pub fn from_env() -> Result<Option<Self>, RequestError> {
-        let get = |k: &str| std::env::var(k).unwrap_or_default();
-        Self::parse(&get(ENV_METRICS), &get(ENV_REPLAY_MODE), &get(ENV_CAPACITY))
+        if spec.ranges_per_image == 0 {
+            return Err(RequestError::Capacity);
+        }
+        Ok(Some(CounterRequest {
+            metrics,
+            capacity: spec.ranges_per_image,
+        }))
     }
 }
 
@@ -585,33 +572,49 @@ mod tests {
     use crate::test_support::{fixture, kernel};
 
     #[test]
-    fn request_parsing() {
-        assert_eq!(CounterRequest::parse("", "", ""), Ok(None));
-        assert_eq!(CounterRequest::parse("gpu__time_duration.sum", "", ""), Ok(None));
-        let r = CounterRequest::parse(
-            " dram__bytes_read.sum, gpu__time_duration.sum,sm__cycles_elapsed.avg ",
-            "",
-            "",
-        )
+    fn request_from_the_spec() {
+        let spec = |metrics: &[&str], mode, ranges| CounterSpec {
+            metrics: metrics.iter().map(|m| m.to_string()).collect(),
+            replay_mode: mode,
+            ranges_per_image: ranges,
+        };
+        let k = ReplayMode::Kernel;
+        assert_eq!(CounterRequest::from_spec(None), Ok(None));
+        assert_eq!(CounterRequest::from_spec(Some(&spec(&[], k, 1))), Ok(None));
+        assert_eq!(
+            CounterRequest::from_spec(Some(&spec(&["gpu__time_duration.sum", " "], k, 1))),
+            Ok(None)
+        );
+        let r = CounterRequest::from_spec(Some(&spec(
+            &[
+                " dram__bytes_read.sum",
+                "gpu__time_duration.sum",
+                "sm__cycles_elapsed.avg ",
+            ],
+            k,
+            DEFAULT_CAPACITY,
+        )))
         .unwrap()
         .unwrap();
         assert_eq!(r.metrics, ["dram__bytes_read.sum", "sm__cycles_elapsed.avg"]);
         assert_eq!(r.capacity, DEFAULT_CAPACITY);
         assert_eq!(
-            CounterRequest::parse("a.sum", "kernel", "16")
+            CounterRequest::from_spec(Some(&spec(&["a.sum"], k, 16)))
                 .unwrap()
                 .unwrap()
                 .capacity,
             16
         );
-        assert!(matches!(
-            CounterRequest::parse("a.sum", "range", ""),
-            Err(RequestError::ReplayMode(_))
-        ));
-        assert!(matches!(
-            CounterRequest::parse("a.sum", "", "0"),
-            Err(RequestError::Capacity(_))
-        ));
+        let e = CounterRequest::from_spec(Some(&spec(&["a.sum"], ReplayMode::User, 16))).unwrap_err();
+        assert_eq!(e, RequestError::ReplayMode(ReplayMode::User));
+        assert!(
+            e.to_string().contains("range replay") && e.to_string().contains("kernel replay only"),
+            "{e}"
+        );
+        assert_eq!(
+            CounterRequest::from_spec(Some(&spec(&["a.sum"], k, 0))),
+            Err(RequestError::Capacity)
+        );
     }
 
     #[test]

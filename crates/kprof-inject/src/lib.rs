@@ -10,18 +10,20 @@
 //!   CUPTI timestamps, the clock of the launch records.
 //!
 //! At exit the handler synchronises the device, flushes CUPTI, attributes kernels to NVTX range
-//! occurrences by the CPU time of their launch ([`report::build_raw`]) and writes, when
-//! `KPROF_RUN_OUTPUT` is set, `kprof-run-<pid>.csv` (raw samples) and `kprof-run-<pid>.json`
+//! occurrences by the CPU time of their launch ([`report::build_raw`]) and writes, when the run
+//! spec names an `output`, `kprof-run-<pid>.csv` (raw samples) and `kprof-run-<pid>.json`
 //! (status: counts, warnings, errors) into that directory (or next to that file name).
 //!
-//! Environment read: `KPROF_RUN_OUTPUT`, `KPROF_RUN_BENCHMARK` (default: the process name),
-//! `KPROF_RUN_GROUP_BY` (nvtx|kernel|both), `KPROF_RUN_NVTX_INCLUDE` / `KPROF_RUN_NVTX_EXCLUDE`
-//! (newline-separated patterns), `KPROF_RUN_VERBOSE` (messages on stderr, prefixed `kprof:`;
-//! nothing is ever printed to stdout), `KPROF_CUPTI_PATH`.
+//! What to do comes from one place: the run spec that `kprof run` puts in `KPROF_RUN_SPEC`
+//! ([`kprof::run_spec::RunSpec`]: output, benchmark name (default: the process name), grouping,
+//! NVTX include/exclude patterns, `verbose` (messages on stderr, prefixed `kprof:`; nothing is
+//! ever printed to stdout), and the counter request). A spec this library cannot read (another
+//! version, bad content) is an error in the status file (written where the spec's `output` says,
+//! when it says so, else on stderr), and no sample is written. Besides the spec the library reads
+//! `KPROF_CUPTI_PATH` (kprof's library search).
 //!
-//! Counter launch (`kprof run --metrics`): `KPROF_RUN_METRICS` (comma-separated ncu metric
-//! names; `gpu__time_duration.sum` is ignored there), `KPROF_RUN_REPLAY_MODE` (`kernel`, the only
-//! mode), `KPROF_RUN_COUNTER_RANGES` (kernels per counter-data image, default 4096). The library
+//! Counter launch (`kprof run --metrics`: the spec's `counters`, the metric names, kernel replay
+//! and the kernels per counter-data image): the library
 //! then also enables the CUPTI Range Profiler in kernel replay on the first context that launches
 //! a kernel, decodes and restarts the counter-data image whenever it is full, and at exit writes
 //! counter samples instead of durations (the durations of a kernel-replayed run are not honest);
@@ -43,10 +45,11 @@ use std::sync::{Mutex, OnceLock};
 use kprof::cupti::ffi::Cupti;
 use kprof::cupti::ActivitySession;
 use kprof::loader::SearchEnv;
+use kprof::run_spec::{RunSpec, ENV_RUN_SPEC};
 use kprof_core::{DeviceInfo, ExtraValue};
 use serde::Serialize;
 
-/// A message on stderr, prefixed `kprof: `, when `KPROF_RUN_VERBOSE` is set (formatted only
+/// A message on stderr, prefixed `kprof: `, when the run spec says `verbose` (formatted only
 /// then). The counter collection logs each CUPTI step with it, so a crash inside CUPTI shows the
 /// last step that started.
 macro_rules! log {
@@ -60,23 +63,41 @@ pub mod report;
 #[cfg(test)]
 mod test_support;
 
-/// Env var: the output directory (or file name stem) of the per-process files.
-pub const ENV_OUTPUT: &str = "KPROF_RUN_OUTPUT";
-/// Env var: the benchmark name of the samples.
-pub const ENV_BENCHMARK: &str = "KPROF_RUN_BENCHMARK";
-/// Env var: how kernels become annotations (`nvtx`, `kernel`, `both`).
-pub const ENV_GROUP_BY: &str = "KPROF_RUN_GROUP_BY";
-/// Env var: newline-separated NVTX range patterns to keep.
-pub const ENV_NVTX_INCLUDE: &str = "KPROF_RUN_NVTX_INCLUDE";
-/// Env var: newline-separated NVTX range patterns to drop.
-pub const ENV_NVTX_EXCLUDE: &str = "KPROF_RUN_NVTX_EXCLUDE";
-/// Env var: messages on stderr when set (not `0`).
-pub const ENV_VERBOSE: &str = "KPROF_RUN_VERBOSE";
 /// The NVTX range the self-test pushes (removed from the results).
 pub const SELFTEST_RANGE: &str = "kprof_inject_selftest";
 
+/// The run spec of this process, read once.
+struct Spec {
+    /// The spec; the default (nothing written) when the variable is unset or unreadable.
+    spec: RunSpec,
+    /// Why the spec could not be read.
+    error: Option<String>,
+}
+
+static SPEC: OnceLock<Spec> = OnceLock::new();
+
+/// The run spec (`KPROF_RUN_SPEC`). Logs nothing itself: [`log!`] reads it.
+fn spec() -> &'static Spec {
+    SPEC.get_or_init(|| match RunSpec::from_env() {
+        Ok(spec) => Spec {
+            spec: spec.unwrap_or_default(),
+            error: None,
+        },
+        Err(e) => {
+            let text = std::env::var(ENV_RUN_SPEC).unwrap_or_default();
+            Spec {
+                spec: RunSpec {
+                    output: RunSpec::output_of_invalid(&text),
+                    ..RunSpec::default()
+                },
+                error: Some(e.to_string()),
+            }
+        }
+    })
+}
+
 fn verbose() -> bool {
-    std::env::var(ENV_VERBOSE).is_ok_and(|v| !v.is_empty() && v != "0")
+    spec().spec.verbose
 }
 
 /// Writes a message to stderr with `kprof: ` before every line.
@@ -171,7 +192,7 @@ pub extern "C" fn InitializeInjection() -> i32 {
         match ActivitySession::start_with(c) {
             Ok(s) => {
                 log!("CUPTI activity collection started");
-                match counters::CounterRequest::from_env() {
+                match counters::CounterRequest::from_spec(spec().spec.counters.as_ref()) {
                     Ok(None) => {}
                     Ok(Some(req)) => {
                         let names = req.metrics.join(",");
@@ -380,16 +401,15 @@ fn write_results() {
             anomalies.left_open
         ));
     }
-    let group_by = std::env::var(ENV_GROUP_BY)
-        .ok()
-        .and_then(|v| report::GroupBy::parse(&v))
-        .unwrap_or_default();
-    let filter = report::Filter::from_lists(
-        &std::env::var(ENV_NVTX_INCLUDE).unwrap_or_default(),
-        &std::env::var(ENV_NVTX_EXCLUDE).unwrap_or_default(),
-    );
-    let benchmark = std::env::var(ENV_BENCHMARK)
-        .ok()
+    let Spec {
+        spec,
+        error: spec_error,
+    } = spec();
+    let group_by = spec.group_by;
+    let filter = report::Filter::new(&spec.nvtx_include, &spec.nvtx_exclude);
+    let benchmark = spec
+        .benchmark
+        .clone()
         .filter(|b| !b.is_empty())
         .unwrap_or_else(process_name);
     let ctx = report::SampleContext {
@@ -428,14 +448,21 @@ fn write_results() {
         ranges.len(),
         stats.samples
     );
-    let Some(base) = std::env::var_os(ENV_OUTPUT).filter(|v| !v.is_empty()) else {
-        log!("{ENV_OUTPUT} not set: nothing written");
+    if let Some(e) = spec_error {
+        // Without a spec this library can read, what to measure is unknown: no samples.
+        error(e.clone());
+    }
+    let Some(base) = spec.output.clone().filter(|b| !b.as_os_str().is_empty()) else {
+        match spec_error {
+            // Nowhere to write the status file: the error goes to stderr, whatever `verbose` says.
+            Some(e) => log_lines(&format!("error: {e}")),
+            None => log!("the run spec names no output: nothing written"),
+        }
         return;
     };
-    let base = PathBuf::from(base);
     let (csv, json) = output_paths(&base, base.is_dir(), pid);
     let mut raw_csv = None;
-    if !raw.samples.is_empty() {
+    if !raw.samples.is_empty() && spec_error.is_none() {
         match kprof_core::io::write_raw_csv(&csv, &raw) {
             Ok(()) => raw_csv = Some(csv.display().to_string()),
             Err(e) => error(format!("cannot write {}: {e}", csv.display())),

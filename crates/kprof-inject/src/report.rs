@@ -26,28 +26,8 @@ use kprof_core::{Config, DeviceInfo, ExtraValue, RawResults, SampleRecord, DEFAU
 
 use crate::book::RangeOcc;
 
-/// How kernels are grouped into annotations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum GroupBy {
-    /// NVTX ranges; kernels outside ranges by kernel name.
-    #[default]
-    Nvtx,
-    /// Every kernel by its name.
-    Kernel,
-    /// NVTX ranges, and every kernel by its name.
-    Both,
-}
-
-impl GroupBy {
-    pub fn parse(s: &str) -> Option<GroupBy> {
-        match s.trim() {
-            "" | "nvtx" => Some(GroupBy::Nvtx),
-            "kernel" => Some(GroupBy::Kernel),
-            "both" => Some(GroupBy::Both),
-            _ => None,
-        }
-    }
-}
+/// How kernels are grouped into annotations (the run spec's `group_by`).
+pub use kprof::run_spec::GroupBy;
 
 /// Range filters.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -57,18 +37,18 @@ pub struct Filter {
 }
 
 impl Filter {
-    /// Parses the newline-separated lists kprof run passes in the environment.
-    pub fn from_lists(include: &str, exclude: &str) -> Filter {
-        let split = |s: &str| {
-            s.split('\n')
-                .map(str::trim)
+    /// The filter of the run spec's pattern lists (blank patterns are ignored, the others trimmed).
+    pub fn new(include: &[String], exclude: &[String]) -> Filter {
+        let clean = |list: &[String]| {
+            list.iter()
+                .map(|p| p.trim())
                 .filter(|p| !p.is_empty())
                 .map(String::from)
                 .collect::<Vec<_>>()
         };
         Filter {
-            include: split(include),
-            exclude: split(exclude),
+            include: clean(include),
+            exclude: clean(exclude),
         }
     }
 
@@ -336,14 +316,15 @@ mod tests {
     fn filters_and_group_modes() {
         let (ranges, batch) = fixture();
         let ctx = SampleContext::default();
-        let f = Filter::from_lists("", "step");
+        let f = Filter::new(&[], &["step".into()]);
         let (raw, _) = build_raw(&ranges, &batch, GroupBy::Nvtx, &f, &ctx);
         assert!(values(&raw, "step").is_empty());
         assert_eq!(values(&raw, "mm"), [50.0, 60.0]);
         // relu was only inside "step": now outside every kept range.
         assert_eq!(values(&raw, "relu"), [10.0, 11.0]);
 
-        let f = Filter::from_lists("m*", "");
+        let f = Filter::new(&["m*".into(), " ".into()], &[]);
+        assert_eq!(f.include, ["m*"]);
         let (raw, _) = build_raw(&ranges, &batch, GroupBy::Nvtx, &f, &ctx);
         assert_eq!(values(&raw, "mm"), [50.0, 60.0]);
         assert!(values(&raw, "step").is_empty());
@@ -366,8 +347,6 @@ mod tests {
         assert!(!Filter::pattern_matches("app@mm", "other", "mm"));
         assert!(Filter::pattern_matches("app@*", "app", "x"));
         assert!(!Filter::pattern_matches("m", "", "mm"));
-        assert_eq!(GroupBy::parse("both"), Some(GroupBy::Both));
-        assert_eq!(GroupBy::parse("x"), None);
     }
 
     #[test]

@@ -7,6 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use kprof::run_spec::{RunSpec, ENV_RUN_SPEC};
+
 #[path = "../../kprof/tests/common/mod.rs"]
 mod common;
 
@@ -19,6 +21,17 @@ fn inject_lib() -> PathBuf {
         return fresh;
     }
     deps.parent().unwrap().join("libkprof_inject.so")
+}
+
+/// The run spec `kprof run` would pass: write into `out`.
+fn spec(out: &Path, verbose: bool) -> String {
+    RunSpec {
+        output: Some(out.to_path_buf()),
+        verbose,
+        ..RunSpec::default()
+    }
+    .to_json()
+    .unwrap()
 }
 
 #[test]
@@ -54,8 +67,7 @@ fn nvtx_program_ranges_reach_the_injection_library() {
     std::fs::create_dir(&out).unwrap();
     let run = Command::new(&exe)
         .env("NVTX_INJECTION64_PATH", &lib)
-        .env("KPROF_RUN_OUTPUT", &out)
-        .env("KPROF_RUN_VERBOSE", "1")
+        .env(ENV_RUN_SPEC, spec(&out, true))
         .env("KPROF_CUPTI_PATH", dir.path().join("no-cupti-here"))
         .output()
         .unwrap();
@@ -112,21 +124,33 @@ fn engine_ranges_child() {
     );
 }
 
-#[test]
-fn kprof_engine_ranges_reach_the_injection_library() {
-    let lib = inject_lib();
-    assert!(lib.is_file(), "{} missing", lib.display());
+/// A temporary folder with an empty `out/` in it.
+fn out_dir() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     std::fs::create_dir(&out).unwrap();
-    let run = Command::new(std::env::current_exe().unwrap())
+    (dir, out)
+}
+
+/// Runs [`engine_ranges_child`] in a child with the injection library and the run spec `spec`
+/// (no CUPTI there: `dir` holds none).
+fn engine_child(dir: &Path, spec: String) -> std::process::Output {
+    let lib = inject_lib();
+    assert!(lib.is_file(), "{} missing", lib.display());
+    Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "engine_ranges_child", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, "1")
         .env("NVTX_INJECTION64_PATH", &lib)
-        .env("KPROF_RUN_OUTPUT", &out)
-        .env("KPROF_CUPTI_PATH", dir.path().join("no-cupti-here"))
+        .env(ENV_RUN_SPEC, spec)
+        .env("KPROF_CUPTI_PATH", dir.join("no-cupti-here"))
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn kprof_engine_ranges_reach_the_injection_library() {
+    let (dir, out) = out_dir();
+    let run = engine_child(dir.path(), spec(&out, false));
     let stdout = String::from_utf8_lossy(&run.stdout);
     assert!(
         run.status.success(),
@@ -151,6 +175,43 @@ fn kprof_engine_ranges_reach_the_injection_library() {
     assert_eq!(count("inner"), 3, "{status:#}");
     assert_eq!(status["anomalies"]["left_open"], 0);
     assert_eq!(status["anomalies"]["unmatched_pops"], 0);
+}
+
+/// A run spec of another version: the status file (written where its `output` says) names the
+/// mismatch, and no sample is written; without an `output` the error goes to stderr.
+#[test]
+fn a_run_spec_of_another_version_is_a_clear_error() {
+    let (dir, out) = out_dir();
+    let run = |spec: String| engine_child(dir.path(), spec);
+    let future = format!(
+        "{{\"version\":99,\"output\":{:?},\"shiny\":true}}",
+        out.display().to_string()
+    );
+    let o = run(future);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let status_path = out.join(format!("kprof-run-{}.json", run_pid(&out)));
+    let status: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&status_path).unwrap()).unwrap();
+    let errors: Vec<&str> = status["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e.as_str())
+        .collect();
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("KPROF_RUN_SPEC is version 99") && e.contains("reads version 1")),
+        "{status:#}"
+    );
+    assert!(status["raw_csv"].is_null());
+    // No output named: the error is on stderr.
+    let o = run("not json".into());
+    assert!(o.status.success());
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("kprof: error: KPROF_RUN_SPEC is not a JSON object"),
+        "{stderr}"
+    );
 }
 
 /// The pid in the only status file in `dir`.

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kprof::runner::{BenchOptions, Profiler, Reducer, RegionGuard, Run, RunOrder, StoppingPolicy};
-use kprof_core::columns::RAW_COLUMNS;
+use kprof_core::columns::{CONFIG_INDEX_COLUMN, RAW_COLUMNS};
 use kprof_core::{Config, ExtraValue, RawResults};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -175,7 +175,7 @@ pub(crate) fn raw_table<'py>(py: Python<'py>, raw: &RawResults, configs: &[Confi
         .iter()
         .map(|c| configs.iter().position(|d| d == c).unwrap_or(0))
         .collect();
-    let names: Vec<&str> = RAW_COLUMNS.into_iter().chain(["_config"]).collect();
+    let names: Vec<&str> = RAW_COLUMNS.into_iter().chain([CONFIG_INDEX_COLUMN]).collect();
     let mut cols: Vec<Vec<Bound<'py, PyAny>>> =
         vec![Vec::with_capacity(raw.samples.len()); names.len() + raw.extras.len()];
     for (i, s) in raw.samples.iter().enumerate() {

@@ -9,6 +9,10 @@
 //! - `param_value(obj)` and `convert_config(pairs)`: Python scalar → [`ParamValue`] rules;
 //! - `cli_main(argv)`: the `kprof` CLI (the same library as the Rust binary);
 //! - `process_raw(raw, options)`: raw columns → processed columns through kprof-core;
+//! - `derive_rows(table, metrics, derive)`: the decorator's derived metrics through kprof-core
+//!   (module `derived`);
+//! - `CollectorSession`, `check_collector_names`, `parse_collection_scope`: the info collectors
+//!   through the engine's (module `collectors`);
 //! - `store_raw(raw, options, db, name, tags, commit, environment)`: one run into a results store
 //!   (module `store`);
 //! - `run_benchmark`, `enter_region`, `exit_region`: the CUPTI engine (module `engine`);
@@ -28,8 +32,10 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
+mod collectors;
 mod columns;
 mod conditions;
+mod derived;
 mod engine;
 mod ncu;
 mod plot;
@@ -435,6 +441,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     engine::register(m)?;
     ncu::register(m)?;
     conditions::register(m)?;
+    collectors::register(m)?;
+    derived::register(m)?;
     plot::register(m)?;
     results_io::register(m)?;
     Ok(())

@@ -163,34 +163,35 @@ fn ncu_relaunch<'py>(
         .into_iter()
         .map(|(k, v)| (k.into(), v.into()))
         .collect();
-    env.push((CHILD_ENV.into(), child_id.clone().into()));
-    let outcome = py.detach(|| -> Result<_, kprof::ncu::NcuError> {
-        let install = NcuInstall::detect()?;
-        let out = relaunch_with(&install, &n, &program, &args, &env, &import)?;
-        Ok((install, out))
-    });
-    let (install, out) = outcome.map_err(|e| kprof_exception(py, "BackendError", e.to_string()))?;
+    env.push((CHILD_ENV.into(), child_id.into()));
+    let out = py
+        .detach(|| -> Result<_, kprof::ncu::NcuError> {
+            let install = NcuInstall::detect()?;
+            relaunch_with(&install, &n, &program, &args, &env, &import)
+        })
+        .map_err(|e| kprof_exception(py, "BackendError", e.to_string()))?;
     let table = raw_table(py, &out.raw, &configs)?;
+    let run = out.info;
     let info = PyDict::new(py);
-    info.set_item("id", child_id)?;
-    info.set_item("mode", out.mode.mode.as_str())?;
-    info.set_item("mode_requested", out.mode.requested.as_str())?;
-    info.set_item("mode_reason", out.mode.reason.as_str())?;
-    info.set_item("summary", out.mode.summary(install.version))?;
-    info.set_item("ncu", install.path.display().to_string())?;
-    info.set_item("version", install.version.to_string())?;
-    info.set_item("report", out.report.display().to_string())?;
-    info.set_item("log", out.log.display().to_string())?;
-    info.set_item("csv", out.csv.display().to_string())?;
+    info.set_item("id", run.id)?;
+    info.set_item("mode", run.mode.mode.as_str())?;
+    info.set_item("mode_requested", run.mode.requested.as_str())?;
+    info.set_item("mode_reason", run.mode.reason.as_str())?;
+    info.set_item("summary", run.mode.summary(run.install.version))?;
+    info.set_item("ncu", run.install.path.display().to_string())?;
+    info.set_item("version", run.install.version.to_string())?;
+    info.set_item("report", run.report.display().to_string())?;
+    info.set_item("log", run.log.display().to_string())?;
+    info.set_item("csv", run.csv.display().to_string())?;
     info.set_item(
         "argv",
-        out.argv
+        run.argv
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect::<Vec<_>>(),
     )?;
-    info.set_item("wall_s", out.wall.as_secs_f64())?;
-    info.set_item("output_tail", out.output_tail)?;
+    info.set_item("wall_s", run.wall.as_secs_f64())?;
+    info.set_item("output_tail", run.output_tail)?;
     Ok((table, info))
 }
 

@@ -1,5 +1,6 @@
-//! `kprof._core.load_results` and `kprof._core.save_results_json`: the Python package reads and
-//! writes kprof's result files through kprof-core, the code the `kprof` command uses.
+//! `kprof._core.load_results`, `save_results_json` and `write_csv`: the
+//! Python package reads and writes kprof's result files through kprof-core's one reader and one
+//! writer per format, the code the `kprof` command and the engine use.
 
 use kprof_core::io::{self, ResultFile};
 use kprof_core::pipeline::process;
@@ -76,9 +77,7 @@ fn save_results_json(
     path: std::path::PathBuf,
     environment: Option<String>,
 ) -> PyResult<()> {
-    let (params, opts) = process_options(options)?;
-    let mut raw_results = raw_from_columns(raw, &params)?;
-    conditions::attach(raw, &conditions::extra_names(options)?, &mut raw_results)?;
+    let (raw_results, opts) = raw_results(raw, options)?;
     let environment = environment
         .map(|t| serde_json::from_str(&t))
         .transpose()
@@ -90,9 +89,51 @@ fn save_results_json(
     })
 }
 
+/// The raw columns and options of `process_raw` (see `python/kprof/results.py`) as
+/// [`RawResults`](kprof_core::RawResults), the extra columns attached, and the processing
+/// options.
+fn raw_results(
+    raw: &Bound<'_, PyDict>,
+    options: &Bound<'_, PyDict>,
+) -> PyResult<(kprof_core::RawResults, kprof_core::pipeline::ProcessOptions)> {
+    let (params, opts) = process_options(options)?;
+    let mut raw_results = raw_from_columns(raw, &params)?;
+    conditions::attach(raw, &conditions::extra_names(options)?, &mut raw_results)?;
+    Ok((raw_results, opts))
+}
+
+/// `write_csv(raw: dict[str, list], options: dict, path: str, table: str)`: writes a CSV of the
+/// raw columns (as `process_raw` takes them, `options["extras"]` naming the extra columns)
+/// through kprof-core's one writer per table (atomic, symbolic links followed, missing folders
+/// created): `table="raw"`, the raw CSV (nsight-python's columns, the extra columns, the
+/// parameters, then `Benchmark,Run`); `table="processed"`, the processed table (processed as
+/// `process_raw` does), the file `kprof summarize -o` writes. Bad columns raise `ValueError`, a
+/// failed write `OSError`.
+#[pyfunction]
+fn write_csv(
+    py: Python<'_>,
+    raw: &Bound<'_, PyDict>,
+    options: &Bound<'_, PyDict>,
+    path: std::path::PathBuf,
+    table: &str,
+) -> PyResult<()> {
+    let (raw_results, opts) = raw_results(raw, options)?;
+    match table {
+        "raw" => py.detach(|| io::write_raw_csv(&path, &raw_results).map_err(io_err)),
+        "processed" => py.detach(|| {
+            let processed = process(&raw_results, &opts).map_err(|e| PyValueError::new_err(e.to_string()))?;
+            io::write_processed_csv(&path, &processed).map_err(io_err)
+        }),
+        other => Err(PyValueError::new_err(format!(
+            "write_csv: table must be 'raw' or 'processed', got {other:?}"
+        ))),
+    }
+}
+
 /// Registers the functions.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(load_results, m)?)?;
     m.add_function(wrap_pyfunction!(save_results_json, m)?)?;
+    m.add_function(wrap_pyfunction!(write_csv, m)?)?;
     Ok(())
 }

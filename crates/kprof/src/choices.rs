@@ -58,7 +58,7 @@ macro_rules! display_as_str {
 pub(crate) use display_as_str;
 
 /// How ranges are formed and passes replayed: the one enum of the `replay_mode` option (Python's
-/// `replay_mode`, `kprof run --replay-mode`, `KPROF_RUN_REPLAY_MODE`, ncu's `--replay-mode`), parsed
+/// `replay_mode`, `kprof run --replay-mode` and its run spec, ncu's `--replay-mode`), parsed
 /// only by its [`FromStr`](std::str::FromStr) impl.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ReplayMode {

@@ -18,6 +18,7 @@
 //! | [`loader`], [`driver`] | finding and loading libcuda, libcupti, NVML at run time; the driver calls |
 //! | [`nvtx`] | kprof's own NVTX v3 ranges |
 //! | [`settings`] | every `KPROF_*` environment variable, in one table (`docs/configuration.md`) |
+//! | [`run_spec`] | what `kprof run` passes to its injection library (`KPROF_RUN_SPEC`, one JSON document) |
 //! | [`error`] | [`EngineError`] |
 //!
 //! The signatures are in the rustdoc of each module (`cargo doc -p kprof --open`); the flow of one
@@ -46,6 +47,7 @@ pub mod error;
 pub mod loader;
 pub mod ncu;
 pub mod nvtx;
+pub mod run_spec;
 pub mod runner;
 pub mod settings;
 

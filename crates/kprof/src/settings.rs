@@ -184,69 +184,32 @@ pub const ENV_VARS: &[EnvVar] = &[
         read_by: "kprof-cli (`inject_lib`, `run`, `doctor`)",
     },
     EnvVar {
-        name: "KPROF_RUN_OUTPUT",
-        default: "unset: nothing written",
-        meaning: "Protocol of `kprof run` (from `--out`): the folder (or file name stem) where the injection library \
-                  writes `kprof-run-<pid>.csv` and `.json` at the program's exit.",
+        name: "KPROF_RUN_SPEC",
+        default: "unset: the injection library writes nothing",
+        meaning: "Protocol of `kprof run`: what the injection library does in each process of the command, as one \
+                  JSON document (`kprof::run_spec::RunSpec`, versioned): the output folder (from `--out`), the \
+                  benchmark name (`--benchmark`, else the command's or script's name), the grouping (`--group-by`), \
+                  the NVTX include and exclude patterns, `verbose` (`--verbose`: the library reports on stderr, \
+                  lines prefixed `kprof:`) and, in the counter launch of `--metrics`, the counters (metrics, kernel \
+                  replay, kernels per counter-data image). Another version or bad content is an error in the \
+                  process's status file, and no sample is written.",
         read_by: "kprof-inject; set by kprof-cli (`run`)",
-    },
-    EnvVar {
-        name: "KPROF_RUN_BENCHMARK",
-        default: "the process's name",
-        meaning: "Protocol of `kprof run` (from `--benchmark`, else the command's or script's name): the benchmark \
-                  name of the samples.",
-        read_by: "kprof-inject; set by kprof-cli (`run`)",
-    },
-    EnvVar {
-        name: "KPROF_RUN_GROUP_BY",
-        default: "`nvtx`",
-        meaning: "Protocol of `kprof run` (from `--group-by`): how kernels become annotations: `nvtx` (NVTX ranges; \
-                  kernels outside them by name), `kernel` (every kernel by name) or `both`. Other values give \
-                  `nvtx`.",
-        read_by: "kprof-inject; set by kprof-cli (`run`)",
-    },
-    EnvVar {
-        name: "KPROF_RUN_NVTX_INCLUDE",
-        default: "empty: every NVTX range kept",
-        meaning: "Protocol of `kprof run` (from `--nvtx-include`): newline-separated patterns (a name, \
-                  `domain@name`, or a prefix ending in `*`) of the NVTX ranges to keep.",
-        read_by: "kprof-inject; set by kprof-cli (`run`)",
-    },
-    EnvVar {
-        name: "KPROF_RUN_NVTX_EXCLUDE",
-        default: "empty: no NVTX range dropped",
-        meaning: "Protocol of `kprof run` (from `--nvtx-exclude`): newline-separated patterns of the NVTX ranges to \
-                  drop.",
-        read_by: "kprof-inject; set by kprof-cli (`run`)",
-    },
-    EnvVar {
-        name: "KPROF_RUN_VERBOSE",
-        default: "unset: silent",
-        meaning: "Any value but empty or `0` lets the injection library report on stderr (lines prefixed `kprof:`); \
-                  `kprof run --verbose` sets it to 1.",
-        read_by: "kprof-inject; set by kprof-cli (`run`) and the GPU check scripts",
     },
     EnvVar {
         name: "KPROF_RUN_METRICS",
         default: "unset: a timing launch",
-        meaning: "Protocol of `kprof run --metrics`: comma-separated counter metrics to collect in the counter launch \
-                  (`gpu__time_duration.sum` is ignored there); the injection library then collects counters instead \
-                  of durations.",
-        read_by: "kprof-inject (`counters`), `scripts/gpu-run/nvtx_ranges.cu`; set by kprof-cli (`run`)",
-    },
-    EnvVar {
-        name: "KPROF_RUN_REPLAY_MODE",
-        default: "`kernel`",
-        meaning: "Protocol of `kprof run --metrics`: the counter replay mode; only `kernel` is accepted, anything \
-                  else is an error.",
-        read_by: "kprof-inject (`counters`); set by kprof-cli (`run`)",
+        meaning: "Set by `kprof run --metrics` in its counter launch, to the comma-separated counter metrics, for the \
+                  profiled program: one that times itself can tell that kernel replay makes its timings meaningless. \
+                  kprof does not read it (the injection library reads `KPROF_RUN_SPEC`).",
+        read_by: "the profiled program (`scripts/gpu-run/nvtx_ranges.cu`); set by kprof-cli (`run`)",
     },
     EnvVar {
         name: "KPROF_RUN_COUNTER_RANGES",
         default: "4096",
         meaning: "Kernels per counter-data image in the counter launch of `kprof run --metrics`, before the image is \
-                  decoded and restarted; a positive number, else an error.",
-        read_by: "kprof-inject (`counters`)",
+                  decoded and restarted; a positive number, else `kprof run` stops with an error before running the \
+                  command. Passed to the injection library in `KPROF_RUN_SPEC`.",
+        read_by: "kprof-cli (`run`)",
     },
     // The command line.
     EnvVar {

@@ -236,14 +236,19 @@ fn run_passes_the_exit_code_through_and_explains_missing_results() {
             "--",
             "sh",
             "-c",
-            "echo \"$CUDA_INJECTION64_PATH|$KPROF_RUN_BENCHMARK\"; exit 3",
+            "echo \"$CUDA_INJECTION64_PATH\"; echo \"$KPROF_RUN_SPEC\"; exit 3",
         ])
         .output()
         .unwrap();
     let (so, se) = text(&o);
     assert_eq!(o.status.code(), Some(3), "{so}{se}");
     let lib = std::fs::canonicalize(&fake_lib).unwrap();
-    assert_eq!(so, format!("{}|sh\n", lib.display()));
+    let (injected, spec) = so.trim_end().split_once('\n').unwrap();
+    assert_eq!(injected, lib.display().to_string());
+    // The benchmark name defaults to the command's name.
+    let spec = kprof::run_spec::RunSpec::from_json(spec).unwrap();
+    assert_eq!(spec.benchmark.as_deref(), Some("sh"));
+    assert!(spec.output.unwrap().ends_with("procs/rep0"));
     assert!(
         se.contains("exited with 3") && se.contains("no process of the command initialised CUDA"),
         "{se}"

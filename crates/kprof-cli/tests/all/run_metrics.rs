@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use kprof::counters::MetricsCatalog;
+use kprof::counters::{MetricsCatalog, ReplayMode};
+use kprof::run_spec::RunSpec;
 use kprof_cli::run_cmd::validate_metrics;
 
 fn wheel_dir() -> Option<PathBuf> {
@@ -85,48 +86,99 @@ fn unknown_metric_exits_2_before_launching() {
     assert!(!marker.exists(), "the command must not run");
 }
 
+/// `sh -c` that appends `<KPROF_RUN_METRICS or "unset">\t<KPROF_RUN_SPEC>` to `log`.
+fn log_spec(log: &Path) -> String {
+    format!(
+        "printf '%s\\t%s\\n' \"${{KPROF_RUN_METRICS-unset}}\" \"$KPROF_RUN_SPEC\" >> {}",
+        log.display()
+    )
+}
+
+/// The launches logged by [`log_spec`]: the counter-launch marker and the run spec of each.
+fn launches(log: &Path) -> Vec<(String, RunSpec)> {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (marker, spec) = l.split_once('\t').unwrap();
+            (marker.to_string(), RunSpec::from_json(spec).unwrap())
+        })
+        .collect()
+}
+
 #[test]
 fn each_repetition_has_a_timing_and_a_counter_launch() {
     let tmp = tempfile::tempdir().unwrap();
     let fake_lib = tmp.path().join("libkprof_inject.so");
     std::fs::write(&fake_lib, b"").unwrap();
     let log = tmp.path().join("log");
-    let o = kprof()
-        .env("KPROF_INJECT_PATH", &fake_lib)
-        .args([
-            "run",
+    // `kprof run ARGS --out ... -- sh -c <log the launch>` with KPROF_RUN_COUNTER_RANGES=ranges.
+    let run = |ranges: &str, args: &[&str]| {
+        kprof()
+            .env("KPROF_INJECT_PATH", &fake_lib)
+            .env("KPROF_RUN_COUNTER_RANGES", ranges)
+            .arg("run")
+            .args(args)
+            .arg("--out")
+            .arg(tmp.path().join("out"))
+            .args(["--", "sh", "-c"])
+            .arg(log_spec(&log))
+            .output()
+            .unwrap()
+    };
+    let o = run(
+        "16",
+        &[
             "--repeat",
             "2",
             "--metrics",
             "dram__bytes_read.sum,gpu__time_duration.sum",
-            "--out",
-        ])
-        .arg(tmp.path().join("out"))
-        .args(["--", "sh", "-c"])
-        .arg(format!(
-            "echo \"$KPROF_RUN_METRICS|$KPROF_RUN_REPLAY_MODE|$(basename $KPROF_RUN_OUTPUT)\" >> {}",
-            log.display()
-        ))
-        .output()
-        .unwrap();
+        ],
+    );
     // No CUDA process: no results, exit 1; but both launches ran, in order.
     assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    // (counter-launch marker, output folder, counters: metrics, replay mode, kernels per image)
+    type Launch = (String, String, Option<(Vec<String>, ReplayMode, usize)>);
+    let seen: Vec<Launch> = launches(&log)
+        .into_iter()
+        .map(|(marker, spec)| {
+            let dir = spec.output.unwrap().file_name().unwrap().to_string_lossy().into_owned();
+            (
+                marker,
+                dir,
+                spec.counters.map(|c| (c.metrics, c.replay_mode, c.ranges_per_image)),
+            )
+        })
+        .collect();
+    let counters = Some((vec!["dram__bytes_read.sum".to_string()], ReplayMode::Kernel, 16));
+    let m = "dram__bytes_read.sum".to_string();
     assert_eq!(
-        std::fs::read_to_string(&log).unwrap(),
-        "||rep0\ndram__bytes_read.sum|kernel|rep0-counters\n||rep1\ndram__bytes_read.sum|kernel|rep1-counters\n"
+        seen,
+        [
+            ("unset".to_string(), "rep0".to_string(), None),
+            (m.clone(), "rep0-counters".to_string(), counters.clone()),
+            ("unset".to_string(), "rep1".to_string(), None),
+            (m, "rep1-counters".to_string(), counters),
+        ]
     );
     // Only the timing metric: no counter launch.
     std::fs::remove_file(&log).unwrap();
-    let o = kprof()
-        .env("KPROF_INJECT_PATH", &fake_lib)
-        .args(["run", "--metrics", "gpu__time_duration.sum", "--out"])
-        .arg(tmp.path().join("out"))
-        .args(["--", "sh", "-c"])
-        .arg(format!("echo \"$KPROF_RUN_METRICS|\" >> {}", log.display()))
-        .output()
-        .unwrap();
+    let o = run("", &["--metrics", "gpu__time_duration.sum"]);
     assert_eq!(o.status.code(), Some(1));
-    assert_eq!(std::fs::read_to_string(&log).unwrap(), "|\n");
+    let seen = launches(&log);
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].0, "unset");
+    assert_eq!(seen[0].1.counters, None);
+    // A bad KPROF_RUN_COUNTER_RANGES stops kprof run before the command runs.
+    std::fs::remove_file(&log).unwrap();
+    let o = run("0", &["--metrics", "dram__bytes_read.sum"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("KPROF_RUN_COUNTER_RANGES=\"0\" is not a positive number"),
+        "{err}"
+    );
+    assert!(!log.exists(), "the command must not run");
 }
 
 #[test]

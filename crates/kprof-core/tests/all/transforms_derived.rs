@@ -1,6 +1,6 @@
 //! Tests of `transforms::apply_derived`.
 
-use kprof_core::transforms::{apply_derived, DerivedValue, RunMetrics, TransformError};
+use kprof_core::transforms::{apply_derived, derive_samples, DerivedSample, DerivedValue, RunMetrics, TransformError};
 use kprof_core::*;
 
 fn device() -> DeviceInfo {
@@ -138,6 +138,57 @@ fn tflops_from_duration_and_config_n() {
     raw.check_unique_runs().unwrap();
 }
 
+/// `derive_samples` returns what `apply_derived` appends, each value with its run's first sample,
+/// and leaves the results as they are.
+#[test]
+fn derive_samples_names_the_run_of_each_value() {
+    let raw = matmul_raw();
+    let before = shape(&raw);
+    let mut firsts = Vec::new();
+    let derived = derive_samples(&raw, |m| {
+        firsts.push(m.sample);
+        Ok(vec![
+            DerivedValue::new("a", m.run as f64, "x"),
+            DerivedValue::new("b", m.sample as f64, ""),
+        ])
+    })
+    .unwrap();
+    assert_eq!(firsts, [0, 1, 2, 3, 4]);
+    assert_eq!(shape(&raw), before);
+    let got: Vec<(usize, &str, f64)> = derived
+        .iter()
+        .map(|DerivedSample { sample, derived }| (*sample, derived.metric.as_str(), derived.value))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (0, "a", 0.0),
+            (0, "b", 0.0),
+            (1, "a", 0.0),
+            (1, "b", 1.0),
+            (2, "a", 1.0),
+            (2, "b", 2.0),
+            (3, "a", 1.0),
+            (3, "b", 3.0),
+            (4, "a", 2.0),
+            (4, "b", 4.0)
+        ]
+    );
+    let mut applied = raw.clone();
+    assert_eq!(
+        apply_derived(&mut applied, |m| Ok(vec![DerivedValue::new("a", m.run as f64, "x")])).unwrap(),
+        5
+    );
+    let appended: Vec<(u32, u32, f64)> = applied.samples[10 - 5..]
+        .iter()
+        .map(|s| (s.run, s.kernel, s.value))
+        .collect();
+    let sources: Vec<(u32, u32, f64)> = (0..5)
+        .map(|i| (raw.samples[i].run, raw.samples[i].kernel, raw.samples[i].run as f64))
+        .collect();
+    assert_eq!(appended, sources);
+}
+
 #[test]
 fn run_metrics_get_and_unit() {
     let c = Config::new();
@@ -147,6 +198,7 @@ fn run_metrics_get_and_unit() {
         config: &c,
         run: 0,
         values: vec![("x", 1.0, "ns"), ("y", 2.0, "byte"), ("x", 3.0, "ns")],
+        sample: 0,
     };
     assert_eq!(m.get("x"), Some(1.0));
     assert_eq!(m.get("y"), Some(2.0));

@@ -1,12 +1,15 @@
 //! Info collectors (experimental, as in nsight-python 1.1): user values that become columns.
 //!
 //! A collector has a name (the column), a [`CollectionScope`] saying when it is called, and a
-//! callback. The runner calls [`CollectorSet::collect_once`] once per session,
-//! [`CollectorSet::collect_config`] once per configuration, [`CollectorSet::collect_run`] before
-//! every run and [`CollectorSet::collect_annotation`] on every annotation enter (before the
-//! region starts), and attaches the values to samples with [`CollectedValues`]. Numeric values
-//! of the per-config, per-run and per-annotation scopes are aggregated by kprof-core as
-//! `X_Avg`/`X_Std`/`X_Min`/`X_Max`; other values are kept as they are.
+//! callback. A [`CollectorSession`] calls them at their points of a bench call (once when it
+//! starts, once per configuration at its first run, warm-ups included, before every measured run,
+//! and on every annotation enter of a measured run, before the region starts) and keeps their
+//! values ([`CollectedValues`]) by where they apply, to attach to samples. The runner drives one
+//! (`conditions::runtime`), and so does the Python package for its own collectors (kprof-py's
+//! `CollectorSession`, whose values are Python objects: sessions, sets and values are generic
+//! over the value, [`CollectedValue`]). Numeric values of the per-config, per-run and
+//! per-annotation scopes are aggregated by kprof-core as `X_Avg`/`X_Std`/`X_Min`/`X_Max`; other
+//! values are kept as they are.
 //!
 //! Names are validated before profiling: duplicates, nsight-python's reserved column names,
 //! kprof's own columns (also with the `_Avg`/`_Std`/`_Min`/`_Max` suffixes kprof-core's
@@ -20,6 +23,7 @@ use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::str::FromStr;
 
+use kprof_core::columns::CONFIG_INDEX_COLUMN;
 use kprof_core::{Config, ExtraValue};
 
 use super::sampler::{CONDITION_COLUMNS, THROTTLED_RUNS_COLUMN};
@@ -96,20 +100,35 @@ pub struct CollectContext<'a> {
     pub scope: Option<CollectionScope>,
     /// The configuration (config, run and annotation scopes).
     pub config: Option<&'a Config>,
+    /// The configuration's index in the bench call's list (config, run and annotation scopes).
+    pub config_index: Option<usize>,
     /// The run index (run and annotation scopes).
     pub run: Option<u32>,
     /// The annotation being entered (annotation scope).
     pub annotation: Option<&'a str>,
 }
 
+/// A value collectors give: [`ExtraValue`] in the engine; the Python package keeps its own
+/// objects.
+pub trait CollectedValue: Clone + Send {
+    /// The value of a collector that failed.
+    fn missing() -> Self;
+}
+
+impl CollectedValue for ExtraValue {
+    fn missing() -> Self {
+        ExtraValue::Missing
+    }
+}
+
 /// A user value source.
-pub trait InfoCollector: Send {
+pub trait InfoCollector<V = ExtraValue>: Send {
     /// Column name.
     fn name(&self) -> &str;
     /// When it is called.
     fn scope(&self) -> CollectionScope;
     /// The value; `Err` (or a panic) gives a missing value and one warning.
-    fn collect(&mut self, ctx: &CollectContext<'_>) -> Result<ExtraValue, String>;
+    fn collect(&mut self, ctx: &CollectContext<'_>) -> Result<V, String>;
 }
 
 /// Values a collector callback may return.
@@ -217,6 +236,25 @@ impl InfoCollector for FnCollector {
     }
 }
 
+/// The names no collector may take (besides the aggregates of the run-condition columns, see
+/// [`reserved_reason`]): nsight-python's columns, kprof's ([`KPROF_RESERVED_COLUMN_NAMES`]), the
+/// engine's extra columns (run information, run conditions), `ThrottledRuns` and the Python
+/// tables' configuration index.
+pub fn reserved_names() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    let all = NSIGHT_RESERVED_COLUMN_NAMES
+        .iter()
+        .chain(&KPROF_RESERVED_COLUMN_NAMES)
+        .chain(&kprof_core::columns::KPROF_EXTRA_COLUMNS)
+        .chain([&THROTTLED_RUNS_COLUMN, &CONFIG_INDEX_COLUMN]);
+    for name in all {
+        if !out.contains(name) {
+            out.push(name);
+        }
+    }
+    out
+}
+
 /// Why `name` is reserved, if it is.
 pub fn reserved_reason(name: &str) -> Option<String> {
     if NSIGHT_RESERVED_COLUMN_NAMES.contains(&name) {
@@ -230,6 +268,9 @@ pub fn reserved_reason(name: &str) -> Option<String> {
     }
     if kprof_core::columns::ENGINE_INFO_COLUMNS.contains(&name) {
         return Some("a column kprof's engine writes itself".into());
+    }
+    if name == CONFIG_INDEX_COLUMN {
+        return Some("the configuration index column of the Python package's raw tables".into());
     }
     for suffix in AGGREGATE_SUFFIXES {
         if let Some(base) = name.strip_suffix(suffix) {
@@ -278,23 +319,24 @@ pub fn validate_names(names: &[&str], param_names: &[String]) -> Result<(), Cond
 }
 
 /// The validated collectors of a benchmark, with the per-(scope, name) warning memory.
-pub struct CollectorSet {
-    collectors: Vec<Box<dyn InfoCollector>>,
+pub struct CollectorSet<V = ExtraValue> {
+    collectors: Vec<Box<dyn InfoCollector<V>>>,
     warned: HashSet<(CollectionScope, String)>,
     warnings: Vec<String>,
 }
 
-impl fmt::Debug for CollectorSet {
+impl<V> fmt::Debug for CollectorSet<V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.collectors.iter().map(|c| c.name()).collect();
         f.debug_struct("CollectorSet")
-            .field("names", &self.names())
+            .field("names", &names)
             .finish_non_exhaustive()
     }
 }
 
-impl CollectorSet {
+impl<V: CollectedValue> CollectorSet<V> {
     /// Validates the names against each other and the benchmark's parameter names.
-    pub fn new(collectors: Vec<Box<dyn InfoCollector>>, param_names: &[String]) -> Result<Self, ConditionsError> {
+    pub fn new(collectors: Vec<Box<dyn InfoCollector<V>>>, param_names: &[String]) -> Result<Self, ConditionsError> {
         let names: Vec<&str> = collectors.iter().map(|c| c.name()).collect();
         validate_names(&names, param_names)?;
         Ok(CollectorSet {
@@ -334,7 +376,7 @@ impl CollectorSet {
     }
 
     /// Calls every collector of `scope` with `ctx`, in order, and returns `(name, value)`.
-    pub fn collect(&mut self, scope: CollectionScope, ctx: &CollectContext<'_>) -> Vec<(String, ExtraValue)> {
+    pub fn collect(&mut self, scope: CollectionScope, ctx: &CollectContext<'_>) -> Vec<(String, V)> {
         let ctx = CollectContext {
             scope: Some(scope),
             ..*ctx
@@ -354,7 +396,7 @@ impl CollectorSet {
                             "info collector {name:?} (scope {scope}) failed: {e}; its value is missing (further failures of this collector are not reported)"
                         ));
                     }
-                    ExtraValue::Missing
+                    V::missing()
                 }
             };
             out.push((name, value));
@@ -363,27 +405,29 @@ impl CollectorSet {
     }
 
     /// Once per session.
-    pub fn collect_once(&mut self) -> Vec<(String, ExtraValue)> {
+    pub fn collect_once(&mut self) -> Vec<(String, V)> {
         self.collect(CollectionScope::Once, &CollectContext::default())
     }
 
-    /// Once per configuration.
-    pub fn collect_config(&mut self, config: &Config) -> Vec<(String, ExtraValue)> {
+    /// Once per configuration (`config_index`: its index in the bench call's list).
+    pub fn collect_config(&mut self, config_index: usize, config: &Config) -> Vec<(String, V)> {
         self.collect(
             CollectionScope::Config,
             &CollectContext {
                 config: Some(config),
+                config_index: Some(config_index),
                 ..Default::default()
             },
         )
     }
 
     /// Before every run.
-    pub fn collect_run(&mut self, config: &Config, run: u32) -> Vec<(String, ExtraValue)> {
+    pub fn collect_run(&mut self, config_index: usize, config: &Config, run: u32) -> Vec<(String, V)> {
         self.collect(
             CollectionScope::Run,
             &CollectContext {
                 config: Some(config),
+                config_index: Some(config_index),
                 run: Some(run),
                 ..Default::default()
             },
@@ -391,12 +435,19 @@ impl CollectorSet {
     }
 
     /// On every annotation enter, before the region starts.
-    pub fn collect_annotation(&mut self, annotation: &str, config: &Config, run: u32) -> Vec<(String, ExtraValue)> {
+    pub fn collect_annotation(
+        &mut self,
+        annotation: &str,
+        config_index: usize,
+        config: &Config,
+        run: u32,
+    ) -> Vec<(String, V)> {
         self.collect(
             CollectionScope::Annotation,
             &CollectContext {
                 scope: None,
                 config: Some(config),
+                config_index: Some(config_index),
                 run: Some(run),
                 annotation: Some(annotation),
             },
@@ -404,13 +455,93 @@ impl CollectorSet {
     }
 
     /// The collectors, to use them again.
-    pub fn into_collectors(self) -> Vec<Box<dyn InfoCollector>> {
+    pub fn into_collectors(self) -> Vec<Box<dyn InfoCollector<V>>> {
         self.collectors
     }
 
     /// Warnings produced since the last call (each failing (scope, name) once per session).
     pub fn take_warnings(&mut self) -> Vec<String> {
         std::mem::take(&mut self.warnings)
+    }
+}
+
+/// The collectors of one bench call at work: calls each scope at its point and keeps the values
+/// ([`CollectedValues`]). The points, for every driver of a bench call (the runner, the Python
+/// package's backend loop):
+/// - [`CollectorSession::start`]: the once-collectors;
+/// - [`CollectorSession::before_run`], before every run of a configuration (warm-ups included):
+///   its config collectors at its first run, the run collectors before every measured run;
+/// - [`CollectorSession::enter_annotation`], on every annotation enter of a measured run.
+pub struct CollectorSession<V = ExtraValue> {
+    set: CollectorSet<V>,
+    values: CollectedValues<V>,
+    configs_seen: HashSet<usize>,
+}
+
+impl<V> fmt::Debug for CollectorSession<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CollectorSession")
+            .field("set", &self.set)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<V: CollectedValue> CollectorSession<V> {
+    /// Starts a bench call's session: calls the once-collectors.
+    pub fn start(mut set: CollectorSet<V>) -> Self {
+        let mut values = CollectedValues::new();
+        values.set_once(set.collect_once());
+        CollectorSession {
+            set,
+            values,
+            configs_seen: HashSet::new(),
+        }
+    }
+
+    /// Before a run of configuration `config_index` (`run`: the measured run's index; ignored
+    /// for a warm-up).
+    pub fn before_run(&mut self, config_index: usize, config: &Config, run: u32, warmup: bool) {
+        if self.configs_seen.insert(config_index) && self.set.has_scope(CollectionScope::Config) {
+            let v = self.set.collect_config(config_index, config);
+            self.values.set_config(config_index as u32, v);
+        }
+        if !warmup && self.set.has_scope(CollectionScope::Run) {
+            let v = self.set.collect_run(config_index, config, run);
+            self.values.set_run(config_index as u32, run, v);
+        }
+    }
+
+    /// On an annotation enter of measured run `run` of configuration `config_index`.
+    pub fn enter_annotation(&mut self, annotation: &str, config_index: usize, config: &Config, run: u32) {
+        if self.set.has_scope(CollectionScope::Annotation) {
+            let v = self.set.collect_annotation(annotation, config_index, config, run);
+            self.values.set_annotation(config_index as u32, run, annotation, v);
+        }
+    }
+
+    /// Whether any collector has this scope.
+    pub fn has_scope(&self, scope: CollectionScope) -> bool {
+        self.set.has_scope(scope)
+    }
+
+    /// The values collected so far.
+    pub fn values(&self) -> &CollectedValues<V> {
+        &self.values
+    }
+
+    /// The values, to add more of the same keys (the runner's run conditions).
+    pub fn values_mut(&mut self) -> &mut CollectedValues<V> {
+        &mut self.values
+    }
+
+    /// Warnings of failed collectors since the last call ([`CollectorSet::take_warnings`]).
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        self.set.take_warnings()
+    }
+
+    /// Ends the session: the collectors, to use them again.
+    pub fn into_set(self) -> CollectorSet<V> {
+        self.set
     }
 }
 
@@ -429,58 +560,82 @@ fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
 /// configuration, run values to that run, annotation values to that annotation in that run
 /// (the last enter wins when a region is entered several times in one run). Configurations
 /// are identified by the runner's own index.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct CollectedValues {
-    once: Vec<(String, ExtraValue)>,
-    config: HashMap<u32, Vec<(String, ExtraValue)>>,
-    run: HashMap<(u32, u32), Vec<(String, ExtraValue)>>,
-    annotation: HashMap<(u32, u32, String), Vec<(String, ExtraValue)>>,
+#[derive(Clone, Debug, PartialEq)]
+pub struct CollectedValues<V = ExtraValue> {
+    once: Vec<(String, V)>,
+    config: HashMap<u32, Vec<(String, V)>>,
+    run: HashMap<(u32, u32), Vec<(String, V)>>,
+    annotation: HashMap<(u32, u32, String), Vec<(String, V)>>,
 }
 
-impl CollectedValues {
+impl<V> Default for CollectedValues<V> {
+    fn default() -> Self {
+        CollectedValues {
+            once: Vec::new(),
+            config: HashMap::new(),
+            run: HashMap::new(),
+            annotation: HashMap::new(),
+        }
+    }
+}
+
+impl<V: Clone> CollectedValues<V> {
     /// Empty.
     pub fn new() -> Self {
         Self::default()
     }
 
     /// Stores the once-values.
-    pub fn set_once(&mut self, values: Vec<(String, ExtraValue)>) {
+    pub fn set_once(&mut self, values: Vec<(String, V)>) {
         self.once = values;
     }
 
     /// Stores a configuration's values.
-    pub fn set_config(&mut self, config: u32, values: Vec<(String, ExtraValue)>) {
+    pub fn set_config(&mut self, config: u32, values: Vec<(String, V)>) {
         self.config.insert(config, values);
     }
 
     /// Stores a run's values.
-    pub fn set_run(&mut self, config: u32, run: u32, values: Vec<(String, ExtraValue)>) {
+    pub fn set_run(&mut self, config: u32, run: u32, values: Vec<(String, V)>) {
         self.run.insert((config, run), values);
     }
 
     /// Stores an annotation enter's values.
-    pub fn set_annotation(&mut self, config: u32, run: u32, annotation: &str, values: Vec<(String, ExtraValue)>) {
+    pub fn set_annotation(&mut self, config: u32, run: u32, annotation: &str, values: Vec<(String, V)>) {
         self.annotation.insert((config, run, annotation.to_string()), values);
     }
 
     /// A run's values, as stored.
-    pub fn run_values(&self, config: u32, run: u32) -> Vec<(String, ExtraValue)> {
+    pub fn run_values(&self, config: u32, run: u32) -> Vec<(String, V)> {
         self.run.get(&(config, run)).cloned().unwrap_or_default()
+    }
+
+    /// The scopes' values that apply to a sample of `annotation` in `run` of `config`: once,
+    /// config, run, annotation values, in that order.
+    fn applying(&self, config: u32, run: u32, annotation: &str) -> impl Iterator<Item = &(String, V)> {
+        self.once
+            .iter()
+            .chain(self.config.get(&config).into_iter().flatten())
+            .chain(self.run.get(&(config, run)).into_iter().flatten())
+            .chain(
+                self.annotation
+                    .get(&(config, run, annotation.to_string()))
+                    .into_iter()
+                    .flatten(),
+            )
     }
 
     /// Every value that applies to a sample of `annotation` in `run` of `config`: once, config,
     /// run, annotation values, in that order.
-    pub fn extras_for(&self, config: u32, run: u32, annotation: &str) -> Vec<(String, ExtraValue)> {
-        let mut out = self.once.clone();
-        if let Some(v) = self.config.get(&config) {
-            out.extend(v.iter().cloned());
-        }
-        if let Some(v) = self.run.get(&(config, run)) {
-            out.extend(v.iter().cloned());
-        }
-        if let Some(v) = self.annotation.get(&(config, run, annotation.to_string())) {
-            out.extend(v.iter().cloned());
-        }
-        out
+    pub fn extras_for(&self, config: u32, run: u32, annotation: &str) -> Vec<(String, V)> {
+        self.applying(config, run, annotation).cloned().collect()
+    }
+
+    /// The value of column `name` for a sample of `annotation` in `run` of `config`, if one
+    /// applies.
+    pub fn get(&self, name: &str, config: u32, run: u32, annotation: &str) -> Option<&V> {
+        self.applying(config, run, annotation)
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v)
     }
 }

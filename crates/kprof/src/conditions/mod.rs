@@ -40,7 +40,10 @@ pub mod sampler;
 pub mod thermal;
 
 pub use background::{BackgroundSampler, Sample};
-pub use collectors::{CollectContext, CollectedValues, CollectionScope, CollectorSet, FnCollector, InfoCollector};
+pub use collectors::{
+    CollectContext, CollectedValue, CollectedValues, CollectionScope, CollectorSession, CollectorSet, FnCollector,
+    InfoCollector,
+};
 pub use fingerprint::{render, Fingerprint, FingerprintInputs};
 pub use nvml::{GpuDevice, Nvml, ResolvedDevice};
 pub use runtime::{Collectors, ConditionsProbe, ProfilerConditions, ThermalOptions};

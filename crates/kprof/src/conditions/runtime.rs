@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use kprof_core::{Config, ExtraValue};
 
 use super::background::{poll_interval_from_env, BackgroundSampler, DEFAULT_POLL_INTERVAL, POLL_ENV};
-use super::collectors::{CollectedValues, CollectorSet, InfoCollector};
+use super::collectors::{CollectorSession, CollectorSet, InfoCollector};
 use super::fingerprint::{Fingerprint, FingerprintInputs};
 use super::nvml::{GpuDevice, Nvml};
 use super::sampler::{ConditionsSource, RunConditions};
@@ -354,19 +354,14 @@ impl ProfilerConditions {
             let names: Vec<&str> = g.iter().map(|c| c.name()).collect();
             super::collectors::validate_names(&names, param_names)?;
         }
-        let set = CollectorSet::new(collectors.take(), param_names)?;
-        let mut values = CollectedValues::new();
-        let set = Arc::new(Mutex::new(set));
-        values.set_once(lock(&set).collect_once());
+        let session = CollectorSession::start(CollectorSet::new(collectors.take(), param_names)?);
         self.sweep = Some(SweepConditions {
             guard,
             sample: sample && self.background.is_some(),
             unknown: sample && self.background.is_none(),
             start: None,
             windows: Vec::new(),
-            set,
-            values: Arc::new(Mutex::new(values)),
-            configs_seen: Vec::new(),
+            session: Arc::new(Mutex::new(session)),
             collectors: collectors.clone(),
             wait: Duration::ZERO,
             energy_unresolved: (0, f64::NAN),
@@ -394,15 +389,7 @@ impl ProfilerConditions {
         warmup: bool,
     ) -> Result<(), ConditionsError> {
         let Some(sw) = self.sweep.as_mut() else { return Ok(()) };
-        if !sw.configs_seen.contains(&config_idx) {
-            sw.configs_seen.push(config_idx);
-            let v = lock(&sw.set).collect_config(config);
-            lock(&sw.values).set_config(config_idx as u32, v);
-        }
-        if !warmup {
-            let v = lock(&sw.set).collect_run(config, run);
-            lock(&sw.values).set_run(config_idx as u32, run, v);
-        }
+        lock(&sw.session).before_run(config_idx, config, run, warmup);
         sw.start = (sw.sample && !warmup).then(Instant::now);
         Ok(())
     }
@@ -416,7 +403,7 @@ impl ProfilerConditions {
         }
         if sw.unknown {
             let cond = RunConditions::unknown(sw.wait);
-            store(&sw.values, config_idx, run, &cond);
+            store(&sw.session, config_idx, run, &cond);
             return;
         }
         if let Some(start) = sw.start.take() {
@@ -455,7 +442,7 @@ impl ProfilerConditions {
             } else if cond.energy_mj.is_nan() && cond.energy_counter_read && cond.energy_update_period_s.is_nan() {
                 sw.energy_too_early += 1;
             }
-            store(&sw.values, w.config_idx, w.run, cond);
+            store(&sw.session, w.config_idx, w.run, cond);
         }
     }
 
@@ -468,20 +455,19 @@ impl ProfilerConditions {
         warmup: bool,
     ) -> Option<AnnotationHook> {
         let sw = self.sweep.as_ref()?;
-        if warmup || !lock(&sw.set).has_scope(super::CollectionScope::Annotation) {
+        if warmup || !lock(&sw.session).has_scope(super::CollectionScope::Annotation) {
             return None;
         }
-        let (set, values, config) = (Arc::clone(&sw.set), Arc::clone(&sw.values), config.clone());
+        let (session, config) = (Arc::clone(&sw.session), config.clone());
         Some(Box::new(move |name: &str| {
-            let v = lock(&set).collect_annotation(name, &config, run);
-            lock(&values).set_annotation(config_idx as u32, run, name, v);
+            lock(&session).enter_annotation(name, config_idx, &config, run);
         }))
     }
 
     /// The extra columns of a sample of `region` in `run` of `config_idx`.
     pub fn extras_for(&self, config_idx: usize, run: u32, region: &str) -> Vec<(String, ExtraValue)> {
         match &self.sweep {
-            Some(sw) => lock(&sw.values).extras_for(config_idx as u32, run, region),
+            Some(sw) => lock(&sw.session).values().extras_for(config_idx as u32, run, region),
             None => Vec::new(),
         }
     }
@@ -522,11 +508,11 @@ impl ProfilerConditions {
             ));
         }
         drop(sw.guard);
-        match Arc::try_unwrap(sw.set) {
+        match Arc::try_unwrap(sw.session) {
             Ok(m) => {
-                let mut set = m.into_inner().unwrap_or_else(|p| p.into_inner());
-                out.extend(set.take_warnings());
-                sw.collectors.restore(set.into_collectors());
+                let mut session = m.into_inner().unwrap_or_else(|p| p.into_inner());
+                out.extend(session.take_warnings());
+                sw.collectors.restore(session.into_set().into_collectors());
             }
             Err(shared) => out.extend(lock(&shared).take_warnings()),
         }
@@ -538,8 +524,9 @@ impl ProfilerConditions {
 pub type AnnotationHook = Box<dyn Fn(&str)>;
 
 /// Stores a run's condition columns before its collector values.
-fn store(values: &Mutex<CollectedValues>, config_idx: usize, run: u32, cond: &RunConditions) {
-    let mut values = lock(values);
+fn store(session: &Mutex<CollectorSession>, config_idx: usize, run: u32, cond: &RunConditions) {
+    let mut session = lock(session);
+    let values = session.values_mut();
     let mut run_values: Vec<(String, ExtraValue)> =
         cond.to_extras().into_iter().map(|(n, v)| (n.to_string(), v)).collect();
     run_values.extend(values.run_values(config_idx as u32, run));
@@ -591,9 +578,8 @@ struct SweepConditions {
     start: Option<Instant>,
     /// Measured runs whose conditions are not computed yet.
     windows: Vec<Window>,
-    set: Arc<Mutex<CollectorSet>>,
-    values: Arc<Mutex<CollectedValues>>,
-    configs_seen: Vec<usize>,
+    /// The info collectors at work, and the values collected (run conditions too).
+    session: Arc<Mutex<CollectorSession>>,
     collectors: Collectors,
     /// The guard's wait before the current run.
     wait: Duration,

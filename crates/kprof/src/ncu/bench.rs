@@ -48,10 +48,11 @@ use crate::runner::ncu_child::child_profiler;
 pub use crate::runner::ncu_child::{arm_child, ChildArmed, TRACE_ENV};
 use crate::runner::{BenchOptions, CacheControl, ClockControl, Profiler, Run};
 
-/// What a [`bench_ncu`] in the parent did, beside the results.
+/// What one run under ncu did, beside the results: of a [`relaunch_with`] (in its
+/// [`RunOutput`](super::RunOutput)), and of the last [`bench_ncu`] in the parent ([`last_run`]).
 #[derive(Clone, Debug)]
 pub struct NcuRunInfo {
-    /// The benchmark id passed to the child (`KPROF_NCU_CHILD`).
+    /// The benchmark id passed to the child (`KPROF_NCU_CHILD`; empty when none was).
     pub id: String,
     /// The ncu that ran, with its version.
     pub install: NcuInstall,
@@ -239,17 +240,8 @@ where
         }
         kprof_core::io::write_raw_csv(&path, &raw).map_err(EngineError::Results)?;
     }
-    *LAST_RUN.lock().unwrap_or_else(|p| p.into_inner()) = Some(NcuRunInfo {
-        id,
-        install: out.install,
-        mode: out.mode,
-        report: out.report,
-        log: out.log,
-        csv: out.csv,
-        argv: out.argv,
-        wall: out.wall,
-        output_tail: out.output_tail,
-    });
+    debug_assert_eq!(out.info.id, id, "the child's id is the one passed in its environment");
+    *LAST_RUN.lock().unwrap_or_else(|p| p.into_inner()) = Some(out.info);
     Ok(raw)
 }
 

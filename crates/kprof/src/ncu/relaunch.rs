@@ -19,38 +19,25 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use kprof_core::RawResults;
 
+use super::bench::NcuRunInfo;
 use super::csv::{export_csv, parse_ncu_csv, ImportOptions};
-use super::version::{ModeChoice, NcuInstall};
+use super::version::NcuInstall;
 use super::{tail_lines, NcuError, NcuOptions};
 
 // The child-side protocol (the variable and its readers) lives with the child backend in the runner.
 pub use crate::runner::ncu_child::{child_target, is_ncu_child, CHILD_ENV};
 
-/// What a relaunch produced.
+/// What a relaunch produced: the results and what ran ([`NcuRunInfo`]).
 #[derive(Clone, Debug)]
 pub struct RunOutput {
     /// The results, attributed by key.
     pub raw: RawResults,
-    /// The ncu that ran.
-    pub install: NcuInstall,
-    /// The mode used (always [`NcuMode::Relaunch`](super::NcuMode::Relaunch) here) and why, so callers can report it.
-    pub mode: ModeChoice,
-    /// The `.ncu-rep` report (kept).
-    pub report: PathBuf,
-    /// ncu's log.
-    pub log: PathBuf,
-    /// The exported CSV.
-    pub csv: PathBuf,
-    /// The arguments ncu was run with (after the executable).
-    pub argv: Vec<OsString>,
-    /// Wall time of the profiled run (without the export).
-    pub wall: Duration,
-    /// The last lines of the child's stdout and stderr.
-    pub output_tail: String,
+    /// The ncu run: its id, the ncu and mode used, its files, arguments and wall time.
+    pub info: NcuRunInfo,
 }
 
 /// A file stem for a benchmark's report, log and CSV that never collides between benchmarks:
@@ -226,14 +213,17 @@ where
     let raw = parse_ncu_csv(&csv_text, &import)?;
     Ok(RunOutput {
         raw,
-        install: install.clone(),
-        mode,
-        report,
-        log,
-        csv: csv_path,
-        argv,
-        wall,
-        output_tail: tail_lines(&child_out, 20),
+        info: NcuRunInfo {
+            id: target,
+            install: install.clone(),
+            mode,
+            report,
+            log,
+            csv: csv_path,
+            argv,
+            wall,
+            output_tail: tail_lines(&child_out, 20),
+        },
     })
 }
 

@@ -68,6 +68,13 @@ fn validation_rejects_with_clear_errors() {
         "{e}"
     );
     assert!(matches!(names_err(&[" "]), ConditionsError::EmptyCollectorName));
+    assert!(names_err(&["_config"]).to_string().contains("configuration index"));
+    // The list of reserved names is what the check refuses.
+    let reserved = reserved_names();
+    assert!(reserved.len() > 40 && reserved.contains(&"SMClockMHz") && reserved.contains(&"_config"));
+    for name in reserved {
+        assert!(reserved_reason(name).is_some(), "{name}");
+    }
     // Not reserved: a similar but different name, other case.
     assert!(validate_names(&["value", "Value2", "SMClock"], &params()).is_ok());
 }
@@ -82,6 +89,17 @@ fn collector_set_validates_on_construction() {
     assert!(err.to_string().contains("\"GPU\" is reserved"), "{err}");
 }
 
+/// Collectors `o`, `c`, `r`, `a`, one per scope, made by `mk`.
+fn one_per_scope(mk: impl Fn(&'static str, CollectionScope) -> Box<dyn InfoCollector>) -> CollectorSet {
+    let scopes = [
+        ("o", CollectionScope::Once),
+        ("c", CollectionScope::Config),
+        ("r", CollectionScope::Run),
+        ("a", CollectionScope::Annotation),
+    ];
+    CollectorSet::new(scopes.into_iter().map(|(n, s)| mk(n, s)).collect(), &params()).unwrap()
+}
+
 #[test]
 fn scopes_are_called_at_their_points_with_their_context() {
     let log: Arc<Mutex<Vec<String>>> = Arc::default();
@@ -89,9 +107,10 @@ fn scopes_are_called_at_their_points_with_their_context() {
         let log = log.clone();
         FnCollector::new(name, scope, move |ctx: &CollectContext<'_>| {
             let desc = format!(
-                "{name}:{}:{}:{}:{}",
+                "{name}:{}:{}:{}:{}:{}",
                 ctx.scope.unwrap(),
                 ctx.config.map(|c| c.to_string()).unwrap_or_default(),
+                ctx.config_index.map(|i| i.to_string()).unwrap_or_default(),
                 ctx.run.map(|r| r.to_string()).unwrap_or_default(),
                 ctx.annotation.unwrap_or_default()
             );
@@ -103,16 +122,7 @@ fn scopes_are_called_at_their_points_with_their_context() {
         })
         .boxed()
     };
-    let mut set = CollectorSet::new(
-        vec![
-            mk("o", CollectionScope::Once),
-            mk("c", CollectionScope::Config),
-            mk("r", CollectionScope::Run),
-            mk("a", CollectionScope::Annotation),
-        ],
-        &params(),
-    )
-    .unwrap();
+    let mut set = one_per_scope(mk);
     assert_eq!(set.len(), 4);
     assert_eq!(set.names(), vec!["o", "c", "r", "a"]);
     assert!(set.has_scope(CollectionScope::Annotation));
@@ -122,28 +132,28 @@ fn scopes_are_called_at_their_points_with_their_context() {
         vec![("o".to_string(), ExtraValue::Text("once".into()))]
     );
     assert_eq!(
-        set.collect_config(&cfg),
+        set.collect_config(0, &cfg),
         vec![("c".to_string(), ExtraValue::Number(10.0))]
     );
     assert_eq!(
-        set.collect_run(&cfg, 2),
+        set.collect_run(0, &cfg, 2),
         vec![("r".to_string(), ExtraValue::Number(12.0))]
     );
     assert_eq!(
-        set.collect_annotation("matmul", &cfg, 3),
+        set.collect_annotation("matmul", 0, &cfg, 3),
         vec![("a".to_string(), ExtraValue::Number(13.0))]
     );
     assert_eq!(
         *log.lock().unwrap(),
         vec![
-            "o:once:::",
-            "c:config:n=10, dtype=fp16::",
-            "r:run:n=10, dtype=fp16:2:",
-            "a:annotation:n=10, dtype=fp16:3:matmul",
+            "o:once::::",
+            "c:config:n=10, dtype=fp16:0::",
+            "r:run:n=10, dtype=fp16:0:2:",
+            "a:annotation:n=10, dtype=fp16:0:3:matmul",
         ]
     );
     assert!(set.take_warnings().is_empty());
-    assert!(CollectorSet::empty().collect_once().is_empty());
+    assert!(CollectorSet::<ExtraValue>::empty().collect_once().is_empty());
 }
 
 #[test]
@@ -169,7 +179,7 @@ fn failures_give_missing_and_one_warning_per_scope_and_name() {
     )
     .unwrap();
     let cfg = Config::new().with("n", 1);
-    let v0 = set.collect_run(&cfg, 0);
+    let v0 = set.collect_run(0, &cfg, 0);
     assert_eq!(
         v0,
         vec![
@@ -187,8 +197,8 @@ fn failures_give_missing_and_one_warning_per_scope_and_name() {
         w[0]
     );
     assert!(w[1].contains("collector exploded"), "{}", w[1]);
-    assert_eq!(set.collect_run(&cfg, 1)[0].1, ExtraValue::Number(5.0));
-    set.collect_run(&cfg, 2);
+    assert_eq!(set.collect_run(0, &cfg, 1)[0].1, ExtraValue::Number(5.0));
+    set.collect_run(0, &cfg, 2);
     assert!(
         set.take_warnings().is_empty(),
         "one warning per (scope, name) per session"
@@ -240,11 +250,11 @@ fn collected_values_attach_to_samples_by_scope() {
     let dev = DeviceInfo::default();
     for (ci, cfg) in configs.iter().enumerate() {
         let ci = ci as u32;
-        values.set_config(ci, set.collect_config(cfg));
+        values.set_config(ci, set.collect_config(ci as usize, cfg));
         for run in 0..2 {
-            values.set_run(ci, run, set.collect_run(cfg, run));
+            values.set_run(ci, run, set.collect_run(ci as usize, cfg, run));
             for ann in ["a", "b"] {
-                values.set_annotation(ci, run, ann, set.collect_annotation(ann, cfg, run));
+                values.set_annotation(ci, run, ann, set.collect_annotation(ann, ci as usize, cfg, run));
                 let extras = values.extras_for(ci, run, ann);
                 let names: Vec<&str> = extras.iter().map(|(n, _)| n.as_str()).collect();
                 assert_eq!(names, ["driver", "size", "sm_clock", "where"]);
@@ -283,4 +293,71 @@ fn collected_values_attach_to_samples_by_scope() {
     );
     // A sample of an unknown run gets only once- and config-values.
     assert_eq!(values.extras_for(0, 9, "a").len(), 2);
+}
+
+/// A session calls each scope at its point: once at the start, config collectors at a
+/// configuration's first run (a warm-up too), run collectors before measured runs only,
+/// annotation collectors when told; the values are found per sample by column.
+/// A collector (the trait itself) that logs where it is called and returns that place.
+struct Probe {
+    name: &'static str,
+    scope: CollectionScope,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl InfoCollector for Probe {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn scope(&self) -> CollectionScope {
+        self.scope
+    }
+    fn collect(&mut self, ctx: &CollectContext<'_>) -> Result<ExtraValue, String> {
+        let mut at = self.name.to_string();
+        if let Some(i) = ctx.config_index {
+            at += &format!(" c{i}");
+        }
+        if let Some(r) = ctx.run {
+            at += &format!(" r{r}");
+        }
+        self.log.lock().unwrap().push(at.clone());
+        Ok(ExtraValue::Text(at))
+    }
+}
+
+#[test]
+fn a_session_calls_each_scope_at_its_point() {
+    let log: Arc<Mutex<Vec<String>>> = Arc::default();
+    let set = one_per_scope(|name, scope| {
+        Box::new(Probe {
+            name,
+            scope,
+            log: log.clone(),
+        })
+    });
+    let cfg = [Config::new().with("n", 1), Config::new().with("n", 2)];
+    let mut s = CollectorSession::start(set);
+    // Config 0: one warm-up, two measured runs; config 1: one measured run.
+    s.before_run(0, &cfg[0], 0, true);
+    s.before_run(0, &cfg[0], 0, false);
+    s.enter_annotation("mm", 0, &cfg[0], 0);
+    s.before_run(0, &cfg[0], 1, false);
+    s.before_run(1, &cfg[1], 0, false);
+    assert_eq!(
+        *log.lock().unwrap(),
+        ["o", "c c0", "r c0 r0", "a c0 r0", "r c0 r1", "c c1", "r c1 r0"]
+    );
+    let text = |v: Option<&ExtraValue>| match v {
+        Some(ExtraValue::Text(t)) => t.clone(),
+        other => format!("{other:?}"),
+    };
+    let v = s.values();
+    assert_eq!(text(v.get("o", 1, 0, "x")), "o");
+    assert_eq!(text(v.get("c", 1, 0, "x")), "c c1");
+    assert_eq!(text(v.get("r", 0, 1, "mm")), "r c0 r1");
+    assert_eq!(text(v.get("a", 0, 0, "mm")), "a c0 r0");
+    assert_eq!(v.get("a", 0, 1, "mm"), None);
+    assert_eq!(v.get("nope", 0, 0, "mm"), None);
+    assert!(s.take_warnings().is_empty());
+    assert_eq!(s.into_set().len(), 4);
 }

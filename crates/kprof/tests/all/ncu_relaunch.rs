@@ -113,17 +113,21 @@ fn success_runs_the_child_with_its_target_and_keeps_report_log_and_csv() {
     let script = format!("echo \"$KPROF_NCU_CHILD\" > '{}'", marker.display());
     let out = f.run("ok", &["-c", &script]).unwrap();
     assert_eq!(read(&marker).trim(), "bench.matmul");
-    assert_eq!(out.mode.mode, NcuMode::Relaunch);
+    assert_eq!(out.info.id, "bench.matmul");
+    assert_eq!(out.info.mode.mode, NcuMode::Relaunch);
     assert!(
-        out.mode.reason.starts_with("attach needs ncu >= 2026.2.1.0; found "),
+        out.info
+            .mode
+            .reason
+            .starts_with("attach needs ncu >= 2026.2.1.0; found "),
         "{}",
-        out.mode.reason
+        out.info.mode.reason
     );
-    assert_eq!(out.report, f.path("out/r1.ncu-rep"));
-    assert_eq!(out.log, f.path("out/r1.log"));
-    assert_eq!(out.csv, f.path("out/r1.csv"));
-    assert!(out.report.is_file() && out.log.is_file() && out.csv.is_file());
-    assert!(read(&out.csv).contains("matmul#c0.1.0"));
+    assert_eq!(out.info.report, f.path("out/r1.ncu-rep"));
+    assert_eq!(out.info.log, f.path("out/r1.log"));
+    assert_eq!(out.info.csv, f.path("out/r1.csv"));
+    assert!(out.info.report.is_file() && out.info.log.is_file() && out.info.csv.is_file());
+    assert!(read(&out.info.csv).contains("matmul#c0.1.0"));
     // Only the requested metric was read back, attributed by key.
     assert!(out.raw.series.iter().all(|s| s.key.metric == "gpu__time_duration.sum"));
     assert!(out
@@ -136,8 +140,8 @@ fn success_runs_the_child_with_its_target_and_keeps_report_log_and_csv() {
     for want in ["--cache-control", "--clock-control", "--nvtx", "regex:kprof@.+/", "-f"] {
         assert!(args.lines().any(|l| l == want), "{want} not in {args}");
     }
-    assert_eq!(out.argv[0], "--log-file");
-    assert_eq!(out.argv[1], f.path("out/r1.log").as_os_str());
+    assert_eq!(out.info.argv[0], "--log-file");
+    assert_eq!(out.info.argv[1], f.path("out/r1.log").as_os_str());
 }
 
 #[test]

@@ -1,0 +1,284 @@
+//! The run spec: what `kprof run` tells the injection library in every process it starts.
+//!
+//! `kprof run` (kprof-cli) builds one [`RunSpec`] per execution of the command and passes it as
+//! one JSON document in the environment variable [`ENV_RUN_SPEC`] (`KPROF_RUN_SPEC`), which every
+//! child process inherits; `libkprof_inject.so` (kprof-inject) reads it once per process
+//! ([`RunSpec::from_env`]). The document carries a [`RunSpec::version`]: a document of another
+//! version, one that is not JSON, or one with unknown or mistyped fields is a [`RunSpecError`]
+//! that names the variable and what is wrong (the library writes it to its status file, which
+//! `kprof run` prints), never a silent default.
+//!
+//! ```text
+//! KPROF_RUN_SPEC={"version":1,"output":"/tmp/out/procs/rep0","benchmark":"sgemm","group_by":"nvtx",
+//!                 "nvtx_include":[],"nvtx_exclude":[],"verbose":false,"counters":null}
+//! ```
+//!
+//! The counter launch of `kprof run --metrics` has `"counters":{"metrics":[...],...}`
+//! ([`CounterSpec`]); the timing launch has `"counters":null`.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::choices::ReplayMode;
+
+/// The environment variable holding the spec (JSON).
+pub const ENV_RUN_SPEC: &str = "KPROF_RUN_SPEC";
+
+/// The version of the spec this build writes and reads.
+pub const RUN_SPEC_VERSION: u32 = 1;
+
+/// Kernels per counter-data image in the counter launch, before the image is decoded and
+/// restarted ([`CounterSpec::ranges_per_image`]).
+pub const DEFAULT_COUNTER_RANGES: usize = 4096;
+
+/// How the injection library turns kernels into annotations (`kprof run --group-by`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GroupBy {
+    /// NVTX ranges; kernels outside ranges by kernel name.
+    #[default]
+    Nvtx,
+    /// Every kernel by its name.
+    Kernel,
+    /// NVTX ranges, and every kernel by its name.
+    Both,
+}
+
+/// What one execution of the command under `kprof run` asks of the injection library.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunSpec {
+    /// The spec's version ([`RUN_SPEC_VERSION`]); another one is an error. Fields left out of a
+    /// document take their [`Default`] (nothing written, the defaults of `kprof run`).
+    pub version: u32,
+    /// The folder (or file name stem) where each process writes `kprof-run-<pid>.csv` and
+    /// `.json` at exit; `None`: nothing is written.
+    pub output: Option<PathBuf>,
+    /// The benchmark name of the samples; `None` or empty: the process's name.
+    pub benchmark: Option<String>,
+    /// How kernels become annotations.
+    pub group_by: GroupBy,
+    /// Patterns (a name, `domain@name`, or a prefix ending in `*`) of the NVTX ranges to keep;
+    /// empty: every range.
+    pub nvtx_include: Vec<String>,
+    /// Patterns of the NVTX ranges to drop.
+    pub nvtx_exclude: Vec<String>,
+    /// Let the library report on stderr (lines prefixed `kprof:`).
+    pub verbose: bool,
+    /// The counter launch of `kprof run --metrics`; `None`: a timing launch.
+    pub counters: Option<CounterSpec>,
+}
+
+/// The counters the counter launch collects.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CounterSpec {
+    /// ncu metric names (`gpu__time_duration.sum` is the timing launch's and ignored here).
+    pub metrics: Vec<String>,
+    /// The replay mode; the library accepts only [`ReplayMode::Kernel`].
+    #[serde(with = "replay_mode_name", default = "kernel_replay")]
+    pub replay_mode: ReplayMode,
+    /// Kernels per counter-data image before it is decoded and restarted (positive).
+    #[serde(default = "default_counter_ranges")]
+    pub ranges_per_image: usize,
+}
+
+fn kernel_replay() -> ReplayMode {
+    ReplayMode::Kernel
+}
+
+fn default_counter_ranges() -> usize {
+    DEFAULT_COUNTER_RANGES
+}
+
+/// [`ReplayMode`] as its option name (`"kernel"`), parsed by its `FromStr`.
+mod replay_mode_name {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::choices::ReplayMode;
+
+    pub fn serialize<S: Serializer>(mode: &ReplayMode, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(mode.as_str())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ReplayMode, D::Error> {
+        let name = String::deserialize(d)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// A spec that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RunSpecError {
+    /// Not a JSON object.
+    #[error("{ENV_RUN_SPEC} is not a JSON object ({0}); it is set by `kprof run`, not by hand")]
+    NotJson(String),
+    /// No `version` field, or one that is not a number.
+    #[error("{ENV_RUN_SPEC} has no numeric \"version\"; it is set by `kprof run`, not by hand")]
+    NoVersion,
+    /// Another version than [`RUN_SPEC_VERSION`].
+    #[error(
+        "{ENV_RUN_SPEC} is version {found} but this libkprof_inject.so reads version {RUN_SPEC_VERSION}: the kprof \
+         command and its injection library come from different builds (check KPROF_INJECT_PATH, or reinstall kprof)"
+    )]
+    Version {
+        /// The version found.
+        found: u64,
+    },
+    /// The right version, but a field is unknown, missing or of the wrong type.
+    #[error("{ENV_RUN_SPEC} (version {RUN_SPEC_VERSION}) is not a valid run spec: {0}")]
+    Content(String),
+    /// The variable's value is not UTF-8.
+    #[error("{ENV_RUN_SPEC} is not UTF-8")]
+    NotUtf8,
+    /// A spec that cannot be written as JSON (a path that is not UTF-8).
+    #[error("cannot write the run spec: {0}")]
+    Write(String),
+}
+
+impl Default for RunSpec {
+    /// This version, nothing written, the defaults of `kprof run`.
+    fn default() -> Self {
+        RunSpec {
+            version: RUN_SPEC_VERSION,
+            output: None,
+            benchmark: None,
+            group_by: GroupBy::default(),
+            nvtx_include: Vec::new(),
+            nvtx_exclude: Vec::new(),
+            verbose: false,
+            counters: None,
+        }
+    }
+}
+
+impl RunSpec {
+    /// The JSON document (one line) for [`ENV_RUN_SPEC`].
+    pub fn to_json(&self) -> Result<String, RunSpecError> {
+        serde_json::to_string(self).map_err(|e| RunSpecError::Write(e.to_string()))
+    }
+
+    /// Reads a document: the version first (another one is [`RunSpecError::Version`], whatever
+    /// the other fields hold), then the fields.
+    pub fn from_json(text: &str) -> Result<RunSpec, RunSpecError> {
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| RunSpecError::NotJson(e.to_string()))?;
+        let Some(object) = value.as_object() else {
+            return Err(RunSpecError::NotJson("not an object".into()));
+        };
+        let found = object
+            .get("version")
+            .and_then(serde_json::Value::as_u64)
+            .ok_or(RunSpecError::NoVersion)?;
+        if found != u64::from(RUN_SPEC_VERSION) {
+            return Err(RunSpecError::Version { found });
+        }
+        serde_json::from_value(value).map_err(|e| RunSpecError::Content(e.to_string()))
+    }
+
+    /// The spec of this process: `Ok(None)` when [`ENV_RUN_SPEC`] is unset.
+    pub fn from_env() -> Result<Option<RunSpec>, RunSpecError> {
+        match std::env::var_os(ENV_RUN_SPEC) {
+            None => Ok(None),
+            Some(v) => Self::from_json(v.to_str().ok_or(RunSpecError::NotUtf8)?).map(Some),
+        }
+    }
+
+    /// The `output` of a document that [`RunSpec::from_json`] rejects, when it has a string
+    /// there: where to write the status file that reports the error.
+    pub fn output_of_invalid(text: &str) -> Option<PathBuf> {
+        let value: serde_json::Value = serde_json::from_str(text).ok()?;
+        value
+            .get("output")?
+            .as_str()
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counter_spec() -> RunSpec {
+        RunSpec {
+            output: Some("/tmp/out/procs/rep0-counters".into()),
+            benchmark: Some("sgemm".into()),
+            group_by: GroupBy::Both,
+            nvtx_include: vec!["app@step*".into(), "a,b\nc".into()],
+            verbose: true,
+            counters: Some(CounterSpec {
+                metrics: vec!["dram__bytes_read.sum".into()],
+                replay_mode: ReplayMode::Kernel,
+                ranges_per_image: 16,
+            }),
+            ..RunSpec::default()
+        }
+    }
+
+    #[test]
+    fn round_trip() {
+        let spec = counter_spec();
+        let text = spec.to_json().unwrap();
+        assert!(!text.contains('\n'), "{text}");
+        assert_eq!(RunSpec::from_json(&text).unwrap(), spec);
+        assert_eq!(
+            RunSpec::from_json(&RunSpec::default().to_json().unwrap()).unwrap(),
+            RunSpec::default()
+        );
+    }
+
+    /// The form the module documentation shows: an object in the counter launch, `null` in the
+    /// timing launch.
+    #[test]
+    fn the_counter_launch_is_recognisable_in_the_text() {
+        assert!(counter_spec()
+            .to_json()
+            .unwrap()
+            .contains("\"counters\":{\"metrics\":["));
+        assert!(RunSpec::default().to_json().unwrap().contains("\"counters\":null"));
+    }
+
+    #[test]
+    fn missing_fields_take_the_defaults() {
+        let spec = RunSpec::from_json(r#"{"version":1,"counters":{"metrics":["a.sum"]}}"#).unwrap();
+        assert_eq!(spec.group_by, GroupBy::Nvtx);
+        assert_eq!(spec.output, None);
+        let c = spec.counters.unwrap();
+        assert_eq!(
+            (c.replay_mode, c.ranges_per_image),
+            (ReplayMode::Kernel, DEFAULT_COUNTER_RANGES)
+        );
+    }
+
+    #[test]
+    fn bad_documents_are_clear_errors() {
+        let e = RunSpec::from_json(r#"{"version":2,"output":"/x","new_field":1}"#).unwrap_err();
+        assert_eq!(e, RunSpecError::Version { found: 2 });
+        assert!(
+            e.to_string().contains("version 2") && e.to_string().contains("reads version 1"),
+            "{e}"
+        );
+        assert_eq!(
+            RunSpec::from_json(r#"{"output":"/x"}"#).unwrap_err(),
+            RunSpecError::NoVersion
+        );
+        assert_eq!(
+            RunSpec::from_json(r#"{"version":"1"}"#).unwrap_err(),
+            RunSpecError::NoVersion
+        );
+        assert!(matches!(RunSpec::from_json("nvtx"), Err(RunSpecError::NotJson(_))));
+        assert!(matches!(RunSpec::from_json("[1]"), Err(RunSpecError::NotJson(_))));
+        let e = RunSpec::from_json(r#"{"version":1,"group_by":"ranges"}"#).unwrap_err();
+        assert!(matches!(&e, RunSpecError::Content(m) if m.contains("ranges")), "{e}");
+        let e = RunSpec::from_json(r#"{"version":1,"verbos":true}"#).unwrap_err();
+        assert!(matches!(&e, RunSpecError::Content(m) if m.contains("verbos")), "{e}");
+        let e = RunSpec::from_json(r#"{"version":1,"counters":{"metrics":[],"replay_mode":"app"}}"#).unwrap_err();
+        assert!(e.to_string().contains("replay_mode must be one of"), "{e}");
+        assert_eq!(
+            RunSpec::output_of_invalid(r#"{"version":2,"output":"/x"}"#),
+            Some(PathBuf::from("/x"))
+        );
+        assert_eq!(RunSpec::output_of_invalid(r#"{"version":2}"#), None);
+    }
+}
