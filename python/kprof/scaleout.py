@@ -768,7 +768,10 @@ class _Queue:
 
     def fail(self, piece: Piece, reason: str, where: Any) -> None:
         self.reasons[piece].append(reason)
-        if len(self.reasons[piece]) < _ATTEMPTS:
+        again = len(self.reasons[piece]) < _ATTEMPTS
+        _log.info("kprof: configuration %d (runs from %d) failed: %s; %s", piece.config, piece.first_run, reason,
+                  "trying it once more" if again else "giving up")
+        if again:
             self.todo.append(((piece,), frozenset() if where is None else frozenset({where})))
         else:
             self.failed[piece] = self.reasons[piece]
