@@ -24,9 +24,10 @@ install() {
     fi
     echo "slurm-local: installing slurm-wlm and munge (apt-get)" >&2
     export DEBIAN_FRONTEND=noninteractive
-    if ! apt-get install -y -q slurm-wlm munge >/dev/null 2>&1; then
+    local apt=(apt-get -o DPkg::Lock::Timeout=300 install -y -q slurm-wlm munge)
+    if ! "${apt[@]}" >/dev/null 2>&1; then
         apt-get update -q >/dev/null 2>&1 || true
-        apt-get install -y -q slurm-wlm munge >/dev/null 2>&1 || {
+        "${apt[@]}" >/dev/null 2>&1 || {
             echo "slurm-local: apt-get install slurm-wlm munge failed" >&2
             exit 3
         }
