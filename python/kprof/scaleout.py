@@ -275,6 +275,7 @@ def pack(func: Any, settings: Any, configs: list, main_ok: bool) -> bytes:
 
 
 _UNPACKED: dict[bytes, tuple] = {}
+_RUNNING = threading.Lock()  # one benchmark at a time per process (a dask worker with several threads)
 
 
 def _unpack(payload: bytes) -> tuple:
@@ -402,7 +403,7 @@ def run_task(task: Task) -> TaskResult:
     out = TaskResult(worker=_where() + ("" if task.device is None else f", device {task.device}"))
     os.makedirs(os.path.join(task.folder, "pieces"), exist_ok=True)
     progress = _WorkerProgress(os.path.join(task.folder, _STOP_FILE))
-    with _Heartbeat(os.path.join(task.folder, f"heartbeat-{task.id}"), task.heartbeat_s), warnings.catch_warnings(
+    with _Heartbeat(os.path.join(task.folder, f"heartbeat-{task.id}"), task.heartbeat_s), _RUNNING, warnings.catch_warnings(
         record=True
     ) as caught:
         warnings.simplefilter("always")
@@ -527,6 +528,8 @@ class _DeviceRunner:
     def __init__(self, ordinals: list[int], visible: list[str]):
         self._ctx = multiprocessing.get_context("spawn")
         self.slots = [_Slot(i, d, visible[d]) for i, d in enumerate(ordinals)]
+
+    def start(self) -> None:
         for s in self.slots:  # all at once: their start-up (Python, CUDA) overlaps
             self._start(s)
 
@@ -586,20 +589,22 @@ class _DeviceRunner:
         return finished
 
     def stop(self) -> None:
-        for s in self.slots:
+        started = [s for s in self.slots if s.proc is not None]
+        for s in started:
             if s.proc.is_alive():
                 s.proc.kill()
-        for s in self.slots:
+        for s in started:
             s.proc.join(1.0)
 
     def close(self) -> None:
-        for s in self.slots:
+        started = [s for s in self.slots if s.proc is not None]
+        for s in started:
             try:
                 s.conn.send(None)
             except OSError:
                 pass
         deadline = time.monotonic() + 5.0
-        for s in self.slots:
+        for s in started:
             s.proc.join(max(0.0, deadline - time.monotonic()))
             if s.proc.is_alive():
                 s.proc.kill()
@@ -825,6 +830,7 @@ def profile(func: Any, sig: Any, settings: Any, state: dict, configs: list[tuple
     try:
         if so.devices is not None:
             runner = _DeviceRunner(ordinals, visible)
+            runner.start()
         else:
             runner = _ExecutorRunner(so.executor, folder, so.worker_timeout)
         while queue.todo or runner.busy():
@@ -838,15 +844,17 @@ def profile(func: Any, sig: Any, settings: Any, state: dict, configs: list[tuple
                     queue.settle(t, reason, None, folder, progress)
             for t, outcome, where in runner.poll(0.2):
                 queue.settle(t, outcome, where, folder, progress)
-    except BaseException as e:
+    except BaseException as e:  # Ctrl-C, a worker that cannot run, the executor: keep what finished, in one file
         if runner is not None:
             runner.stop()
-        if isinstance(e, KeyboardInterrupt):  # keep what finished, in one file
-            queue.done.update(_recover(folder, [p for p in pieces if p not in queue.done]))
-            if queue.done:
-                path = os.path.join(folder, f"{sig.func_name}-raw.csv")
-                _write_csv(path, _merge(queue.done, {}, configs, sig))
-                progress.info(f"kprof: interrupted; the {len(queue.done)} finished configurations (or run ranges) are in {path}")
+        queue.done.update(_recover(folder, [p for p in pieces if p not in queue.done]))
+        if queue.done:
+            path = os.path.join(folder, f"{sig.func_name}-raw.csv")
+            _write_csv(path, _merge(queue.done, {}, configs, sig, settings.runs))
+            what = "interrupted" if isinstance(e, KeyboardInterrupt) else f"stopped by {type(e).__name__}"
+            progress.info(f"kprof: {what}; the {len(queue.done)} finished configurations (or run ranges) are in {path}")
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
         raise
     finally:
         if runner is not None:
@@ -857,6 +865,7 @@ def profile(func: Any, sig: Any, settings: Any, state: dict, configs: list[tuple
         category = getattr(builtins, qualname, None) if module == "builtins" else None
         warnings.warn(message, category if isinstance(category, type) and issubclass(category, Warning) else UserWarning, stacklevel=4)
     if not queue.done:
+        shutil.rmtree(folder, ignore_errors=True)
         reasons = "; ".join(f"config {p.config}: {' / '.join(r)}" for p, r in sorted(queue.failed.items())[:5])
         raise WorkerError(f"{sig.func_name}: no configuration could be measured on the workers ({reasons})")
     if queue.failed:
@@ -868,7 +877,7 @@ def profile(func: Any, sig: Any, settings: Any, state: dict, configs: list[tuple
             RuntimeWarning,
             stacklevel=4,
         )
-    raw = _merge(queue.done, queue.failed, configs, sig)
+    raw = _merge(queue.done, queue.failed, configs, sig, settings.runs)
     results = ProfileResults(
         raw, list(sig.names), normalize_against=settings.normalize_against, benchmark=sig.func_name,
         key_columns=WORKER_COLUMNS, pool_devices=so.pool_devices,
@@ -879,7 +888,7 @@ def profile(func: Any, sig: Any, settings: Any, state: dict, configs: list[tuple
     return results
 
 
-def _merge(done: dict[Piece, dict], failed: dict[Piece, list[str]], configs: list[tuple], sig: Any) -> dict[str, list]:
+def _merge(done: dict[Piece, dict], failed: dict[Piece, list[str]], configs: list[tuple], sig: Any, runs: int) -> dict[str, list]:
     """One raw table: finished pieces in configuration and run order, then failed rows."""
     from ._backend import RAW_COLUMNS
     from .results import WORKER_COLUMNS
@@ -899,23 +908,23 @@ def _merge(done: dict[Piece, dict], failed: dict[Piece, list[str]], configs: lis
         for c in order:
             if c not in params:
                 raw[c].extend(t.get(c, [None] * n))
-    _append_failed(raw, index, rows, failed)
+    _append_failed(raw, index, failed, runs)
     for j, name in enumerate(sig.names):
         raw[name] = [configs[i][j] for i in index]
     return raw
 
 
-def _append_failed(raw: dict[str, list], index: list[int], rows: list, failed: dict[Piece, list[str]]) -> None:
+def _append_failed(raw: dict[str, list], index: list[int], failed: dict[Piece, list[str]], runs: int) -> None:
     """A failed piece's rows: one per annotation and metric seen elsewhere and run, Value NaN."""
     if not failed:
         return
     series = list(dict.fromkeys(zip(raw["Annotation"], raw["Metric"], raw["Unit"])))
     benchmark = raw["Benchmark"][0] if raw["Benchmark"] else ""
     for piece, reasons in sorted(failed.items()):
-        runs = [piece.first_run + r for r in range(piece.runs)] if piece.runs is not None else [0]
+        numbers = range(piece.first_run, piece.first_run + (runs if piece.runs is None else piece.runs))
         reason = reasons[0] if len(set(reasons)) == 1 else "; ".join(f"attempt {i + 1}: {r}" for i, r in enumerate(reasons))
         for annotation, metric, unit in series:
-            for run in runs:
+            for run in numbers:
                 fill = {"Annotation": annotation, "Value": math.nan, "Metric": metric, "Kernel": "", "GPU": "", "Host": "",
                         "Unit": unit, "Benchmark": benchmark, "Run": run, "Device": -1, "DeviceUUID": "", "Failure": reason}
                 for c, values in raw.items():

@@ -1,10 +1,18 @@
-"""A script that sweeps on two workers until it is interrupted (test_scaleout.py sends it Ctrl-C):
-``python scaleout_driver.py devices OUTPUT_PREFIX``. Without cloudpickle on purpose: its
-``__main__`` function travels to the workers by name."""
+"""A script for the scale-out tests that need a script of their own (test_scaleout.py):
+
+    python scaleout_driver.py sweep OUTPUT_PREFIX           # sweeps on two workers until interrupted
+    python scaleout_driver.py cuda-at-import OUTPUT_PREFIX  # "starts CUDA" at import: the workers refuse
+
+Without cloudpickle on purpose: its ``__main__`` function travels to the workers by name, and the
+workers run this file's top level again (as multiprocessing does)."""
 
 import sys
+import types
 
 sys.modules["cloudpickle"] = None
+
+if sys.argv[1] == "cuda-at-import":  # a torch whose CUDA is already started, in every process
+    sys.modules["torch"] = types.SimpleNamespace(cuda=types.SimpleNamespace(is_initialized=lambda: True))
 
 import kprof  # noqa: E402
 

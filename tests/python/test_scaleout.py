@@ -89,7 +89,7 @@ def test_ctrl_c_stops_every_worker_within_a_second_and_keeps_what_finished(repla
     monkeypatch.setenv("REPLAY_TIME_SCALE", "1e-7")  # 8192: 2 s a run
     out = tmp_path / "out"
     proc = subprocess.Popen(
-        [sys.executable, os.path.join(HERE, "scaleout_driver.py"), "devices", str(out) + os.sep],
+        [sys.executable, os.path.join(HERE, "scaleout_driver.py"), "sweep", str(out) + os.sep],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )
     deadline = time.monotonic() + 60
@@ -110,6 +110,17 @@ def test_ctrl_c_stops_every_worker_within_a_second_and_keeps_what_finished(repla
     kept = kprof.load(partial).raw()
     assert set(kept["n"]) >= {512, 1024, 2048} and 8192 not in set(kept["n"])
     assert (kept.groupby("n").size() == RUNS).all(), "only finished configurations, whole"
+
+
+def test_a_worker_refuses_to_run_when_cuda_started_before_it_was_pinned(replay, tmp_path):
+    done = subprocess.run(
+        [sys.executable, os.path.join(HERE, "scaleout_driver.py"), "cuda-at-import", str(tmp_path) + os.sep],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 1 and "kprof.exceptions.WorkerError: the worker for device" in done.stderr, done.stderr
+    assert "CUDA was started while this worker imported" in done.stderr and "scaleout_driver.py" in done.stderr
+    assert "if __name__ == '__main__':" in done.stderr
+    assert not replay.runs()
 
 
 def alive(pid: int) -> bool:
