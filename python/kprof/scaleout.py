@@ -226,12 +226,13 @@ def _kprof_wrapper(obj: Any) -> Any:
     return None
 
 
-def _top_level_name(func: Any) -> str | None:
-    """The name under which ``func``'s kprof wrapper is bound at the top of its module."""
+def _top_level_name(func: Any, settings: Any) -> str | None:
+    """The name under which the kprof wrapper of ``func`` with these ``settings`` (one function may
+    have several) is bound at the top of its module."""
     module = sys.modules.get(getattr(func, "__module__", None) or "")
     for name, value in list(vars(module).items()) if module is not None else ():
         wrapper = _kprof_wrapper(value) if callable(value) else None
-        if wrapper is not None and getattr(wrapper, "__wrapped__", None) is func:
+        if wrapper is not None and wrapper.__wrapped__ is func and wrapper._kprof_settings is settings:
             return name
     return None
 
@@ -259,7 +260,7 @@ def pack(func: Any, settings: Any, configs: list, main_ok: bool) -> bytes:
                 "its closure, globals, options and configs, or define them inside the function"
             ) from e
     module = getattr(func, "__module__", None)
-    name = _top_level_name(func)
+    name = _top_level_name(func, settings)
     spec = getattr(sys.modules.get(module or ""), "__spec__", None)
     if name is None or (module == "__main__" and not main_ok) or (module != "__main__" and spec is None):
         where = "defined inside another function" if name is None else f"in {module}, which the workers cannot import"

@@ -34,6 +34,12 @@ def top_level_sweep(n: int) -> None:
         pass
 
 
+#: A second wrapper of the same function with other settings: by name, each call's own is found.
+top_level_sweep_5_runs = kprof.analyze.kernel(configs=SIZES, runs=5, verbosity=SILENT, devices=[0, 1])(
+    top_level_sweep.__wrapped__
+)
+
+
 @dataclass(frozen=True)
 class Run:
     pid: int

@@ -8,6 +8,7 @@ from __future__ import annotations
 import concurrent.futures
 import multiprocessing
 import os
+import pickle
 import re
 import signal
 import subprocess
@@ -137,11 +138,14 @@ def alive(pid: int) -> bool:
 
 def test_a_function_in_a_module_travels_by_name_without_cloudpickle(replay, monkeypatch):
     monkeypatch.setitem(sys.modules, "cloudpickle", None)
-    from scaleout_support import top_level_sweep
+    from scaleout_support import top_level_sweep, top_level_sweep_5_runs
 
     payload = scaleout.pack(top_level_sweep.__wrapped__, top_level_sweep._kprof_settings, [(n,) for n in SIZES], True)
-    assert __import__("pickle").loads(payload)[:3] == ("ref", "scaleout_support", "top_level_sweep")
+    assert pickle.loads(payload)[:3] == ("ref", "scaleout_support", "top_level_sweep")
     assert_matches_reference(top_level_sweep())
+    other = top_level_sweep_5_runs._kprof_settings
+    assert pickle.loads(scaleout.pack(top_level_sweep.__wrapped__, other, [], True))[2] == "top_level_sweep_5_runs"
+    assert (top_level_sweep_5_runs().to_dataframe()["NumRuns"] == 5).all()
 
 
 # -- executor=ProcessPoolExecutor ----------------------------------------------------------------
