@@ -45,7 +45,8 @@ alive() {
 }
 
 stop() {
-    local dir=$1 name pids=()
+    local dir name pids=() pid
+    dir=$(cd "$1" 2>/dev/null && pwd) || return 0
     for name in slurmd slurmctld munged; do
         [ -f "$dir/$name.pid" ] && pids+=("$(cat "$dir/$name.pid")")
     done
@@ -57,6 +58,12 @@ stop() {
     done
     kill -9 "${pids[@]}" 2>/dev/null || true
     rm -f "$dir"/{slurmd,slurmctld,munged}.pid
+    # Job steps outlive slurmd by design; this instance's carry its SLURM_CONF.
+    for pid in $(pgrep -x slurmstepd || true); do
+        if tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep -qx "SLURM_CONF=$dir/slurm.conf"; then
+            kill -9 "$pid" 2>/dev/null || true
+        fi
+    done
 }
 
 start() {
@@ -83,6 +90,7 @@ TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SchedulerType=sched/backfill
+SchedulerParameters=batch_sched_delay=0
 MpiDefault=none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
@@ -101,8 +109,8 @@ EOF
     export SLURM_CONF="$dir/slurm.conf"
     munged --force --socket="$dir/munge/munge.socket" --key-file="$dir/munge/munge.key" \
         --log-file="$dir/log/munged.log" --pid-file="$dir/munged.pid" --seed-file="$dir/munge/munged.seed"
-    slurmctld
-    slurmd
+    slurmctld -c   # -c: no state from an earlier start in DIR
+    slurmd -c
     for _ in $(seq 1 200); do
         if sinfo -h -o %T 2>/dev/null | grep -qx idle; then
             echo "SLURM_CONF=$SLURM_CONF"

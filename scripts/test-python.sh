@@ -18,5 +18,16 @@ wheel=$(scripts/build-wheel.sh | tail -1)
 "$venv/bin/python" -m pip install -q pytest "$wheel[dask,slurm]"
 "$venv/bin/python" -m pip install -q --force-reinstall --no-deps "$wheel"
 repo="$PWD"
-(cd "$(mktemp -d)" && "$repo/$venv/bin/python" -m pytest -q -p no:cacheprovider --rootdir "$repo" "$repo/tests/python")
+pytest() { (cd "$(mktemp -d)" && "$repo/$venv/bin/python" -m pytest -q -p no:cacheprovider --rootdir "$repo" "$@"); }
+# The dask and Slurm tests mostly wait on their clusters (worker start-up, Slurm's scheduler tick):
+# they run beside the others, their output printed after them.
+clusters=(tests/python/test_scaleout_dask.py tests/python/test_scaleout_slurm.py)
+pytest "${clusters[@]/#/$repo/}" >target/pytest-clusters.log 2>&1 &
+beside=$!
+status=0
+pytest "$repo/tests/python" "${clusters[@]/#/--ignore=$repo/}" || status=$?
+wait "$beside" || status=$?
+echo "test-python: the dask and Slurm tests (target/pytest-clusters.log):"
+cat target/pytest-clusters.log
+[ "$status" = 0 ] || exit "$status"
 scripts/test-wheel.sh "$wheel"

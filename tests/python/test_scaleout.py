@@ -188,7 +188,7 @@ def test_failures_are_retried_once_then_reported_as_rows_with_the_reason(replay,
 
 
 def test_process_pool_ctrl_c_stops_tasks_and_keeps_what_finished(replay, tmp_path, monkeypatch):
-    monkeypatch.setenv("REPLAY_TIME_SCALE", "1e-7")  # 8192: 2 s a run, 4096: 0.27 s
+    monkeypatch.setenv("REPLAY_TIME_SCALE", "1e-8")  # 8192: 0.22 s a run
     out = tmp_path / "out"
     watcher = interrupt_when(lambda: pieces_done(out, 3))
     with spawn_pool() as pool:

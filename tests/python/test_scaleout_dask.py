@@ -33,7 +33,7 @@ def cluster(tmp_path_factory):
         "PYTHONPATH": os.pathsep.join(p for p in (HERE, os.environ.get("PYTHONPATH")) if p),
         "CUDA_VISIBLE_DEVICES": "0",
         "REPLAY_LOG": str(tmp / "runs.log"),
-        "REPLAY_TIME_SCALE": "2e-8",  # 8192: 0.43 s a run
+        "REPLAY_TIME_SCALE": "1e-8",  # 8192: 0.22 s a run
         "REPLAY_KILL": f"{KILL_AT}:{tmp / 'killed'}",
     }
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
