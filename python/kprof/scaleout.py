@@ -68,12 +68,11 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from .exceptions import ConfigError, ProfilerError, WorkerError
+from .exceptions import ConfigError, WorkerError
 
 __all__ = ["ScaleOut", "check_options", "profile", "run_task", "WORKER_BACKEND_ENV"]
 
@@ -824,8 +823,8 @@ def profile(func: Any, sig: Any, settings: Any, state: dict, configs: list[tuple
     queue = _Queue(pieces, so.configs_per_task)
     ids = iter(range(1 << 62))
 
-    def task(pieces: tuple) -> Task:
-        return Task(f"{next(ids):06d}", payload, pieces, folder, None, min(5.0, so.worker_timeout / 4))
+    def task(group: tuple) -> Task:
+        return Task(f"{next(ids):06d}", payload, group, folder, None, min(5.0, so.worker_timeout / 4))
 
     runner: Any = None
     try:

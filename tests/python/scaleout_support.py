@@ -1,6 +1,6 @@
-"""What the scale-out tests share: the benchmark (the seed's 5-size matmul sweep), the fixture that
-installs the replay backend in every worker (tests/python/replay_backend.py), and readers of its
-run log."""
+"""What the scale-out tests share: the benchmark (the seed's 5-size matmul sweep), the set-up behind
+conftest.py's ``replay`` fixture (the replay backend, tests/python/replay_backend.py, in every
+worker), and readers of its run log."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-
-import pytest
 
 import kprof
 from kprof import _backend
@@ -73,9 +71,9 @@ class Replay:
         return str(self.tmp_path / name)
 
 
-@pytest.fixture
-def replay(tmp_path, monkeypatch):
-    """Workers started from now on replay the H200 recording (KPROF_WORKER_BACKEND) and log their runs."""
+def install_replay(tmp_path, monkeypatch) -> Replay:
+    """Workers started from now on replay the H200 recording (KPROF_WORKER_BACKEND) and log their
+    runs (the ``replay`` fixture of conftest.py)."""
     monkeypatch.setenv("KPROF_WORKER_BACKEND", "replay_backend:ReplayBackend")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (HERE, os.environ.get("PYTHONPATH")) if p))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")

@@ -23,7 +23,7 @@ from kprof import ConfigError, WorkerError, scaleout
 from kprof.results import WORKER_COLUMNS
 
 from scaleout_support import (
-    HERE, RUNS, SILENT, SIZES, assert_matches_reference, interrupt_when, matmul, pieces_done, replay,  # noqa: F401
+    HERE, RUNS, SILENT, SIZES, assert_matches_reference, interrupt_when, matmul, pieces_done,
 )
 
 

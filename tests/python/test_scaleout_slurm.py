@@ -21,7 +21,7 @@ submitit = pytest.importorskip("submitit", reason="the Slurm tests need kprof[sl
 import kprof  # noqa: E402
 
 from scaleout_support import (  # noqa: E402
-    HERE, RUNS, SILENT, SIZES, assert_matches_reference, interrupt_when, matmul, pieces_done, replay,  # noqa: F401
+    HERE, RUNS, SILENT, SIZES, assert_matches_reference, interrupt_when, matmul, pieces_done,
 )
 
 SCRIPT = os.path.join(HERE, "..", "..", "scripts", "slurm-local.sh")
