@@ -954,7 +954,7 @@ def _append_derived(raw: dict[str, list], config_index: list[int], configs: list
                         f"derive_metric {_callable_name(derive)} returned no unit for {name!r}; return "
                         "(value, 'unit') to set the Unit column",
                         RuntimeWarning,
-                        stacklevel=5,
+                        stacklevel=6,  # inner function, _append_derived, measure, _profile, wrapper, caller
                     )
             try:
                 fvalue = float(value)

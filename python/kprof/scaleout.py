@@ -398,7 +398,6 @@ def _run_piece(func, sig, settings, configs, piece: Piece, backend, progress, de
 def run_task(task: Task) -> TaskResult:
     """Runs a task's pieces one after the other in this process (see the module doc string)."""
     from . import _backend, analyze
-    from .results import _write_csv
 
     out = TaskResult(worker=_where() + ("" if task.device is None else f", device {task.device}"))
     os.makedirs(os.path.join(task.folder, "pieces"), exist_ok=True)
@@ -429,7 +428,7 @@ def run_task(task: Task) -> TaskResult:
                 out.failed[piece] = f"{type(e).__name__}: {e}".strip() + f" (on {out.worker})"
                 out.not_run.extend(task.pieces[k + 1 :])  # after an error (a CUDA one?) the next pieces go elsewhere
                 break
-            _write_csv(path, raw)
+            _write_piece(path, raw)
             out.done[piece] = {c: v for c, v in raw.items() if c not in sig.names}
     out.warnings = [(w.category.__module__, w.category.__qualname__, str(w.message)) for w in caught]
     return out
@@ -479,6 +478,31 @@ def _cell(column: str, text: str) -> Any:
         except ValueError:
             pass
     return text
+
+
+def _piece_cell(v: Any) -> str:
+    if v is None or v.__class__.__name__ == "NAType" or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    if isinstance(v, bool):
+        return "True" if v else "False"
+    return repr(v) if isinstance(v, float) else str(v)
+
+
+def _write_piece(path: str, columns: dict[str, list]) -> None:
+    """Writes a finished piece's raw columns (as the backend returned them, so :func:`read_piece`
+    gives them back) through kprof's one file writer (``_core.write_file``: atomic replacement,
+    missing folders created). Also the file of what finished when a call is stopped."""
+    from . import _core
+    import io
+
+    names = list(columns)
+    n = len(columns[names[0]]) if names else 0
+    f = io.StringIO(newline="")
+    w = csv.writer(f)
+    w.writerow(names)
+    for i in range(n):
+        w.writerow([_piece_cell(columns[c][i]) for c in names])
+    _core.write_file(path, f.getvalue().encode("utf-8"))
 
 
 def read_piece(path: str) -> dict[str, list]:
@@ -806,7 +830,7 @@ def profile(func: Any, sig: Any, settings: Any, state: dict, configs: list[tuple
     """A call of a decorated function with devices= or executor= (see the module doc string)."""
     from . import analyze
     from .progress import ProgressReporter
-    from .results import ProfileResults, WORKER_COLUMNS, _write_csv
+    from .results import ProfileResults, WORKER_COLUMNS
 
     so: ScaleOut = settings.scaleout
     if so.devices is not None:
@@ -850,7 +874,7 @@ def profile(func: Any, sig: Any, settings: Any, state: dict, configs: list[tuple
         queue.done.update(_recover(folder, [p for p in pieces if p not in queue.done]))
         if queue.done:
             path = os.path.join(folder, f"{sig.func_name}-raw.csv")
-            _write_csv(path, _merge(queue.done, {}, configs, sig, settings.runs))
+            _write_piece(path, _merge(queue.done, {}, configs, sig, settings.runs))
             what = "interrupted" if isinstance(e, KeyboardInterrupt) else f"stopped by {type(e).__name__}"
             progress.info(f"kprof: {what}; the {len(queue.done)} finished configurations (or run ranges) are in {path}")
         else:
