@@ -236,6 +236,40 @@ def _top_level_name(func: Any, settings: Any) -> str | None:
     return None
 
 
+def _core_module():
+    from . import _core
+
+    return _core
+
+
+def _counters_on_shared_gpus(settings: Any, ordinals: list[int]) -> Any:
+    """Durations when workers share a GPU: a GPU's counters serve one process at a time
+    (CUPTI_ERROR_HARDWARE_BUSY in the other, seen on the H200), so ``duration_source="auto"``
+    would give some workers ncu's durations and others the records. They all take the records,
+    with a warning; ``"counters"`` or counter metrics are an error before any work."""
+    shared = sorted({d for d in ordinals if ordinals.count(d) > 1})
+    if not shared:
+        return settings
+    counter_metrics = [m for m in (settings.metrics or []) if m != "gpu__time_duration.sum"]
+    if settings.duration_source == "counters" or counter_metrics:
+        what = "duration_source='counters'" if settings.duration_source == "counters" else f"metrics {counter_metrics}"
+        raise ConfigError(
+            f"devices={ordinals}: workers share GPU {shared}, whose hardware counters serve one process at a time, "
+            f"so {what} cannot be collected; give each worker its own GPU, or measure durations only "
+            "(duration_source='records')"
+        )
+    if settings.duration_source == "auto" and settings.backend == "cupti":
+        warnings.warn(
+            f"kprof: devices={ordinals}: workers share GPU {shared}, whose hardware counters serve one process at a "
+            "time: durations come from CUPTI's kernel records in every worker (duration_source='records'), not "
+            "Nsight Compute's gpu__time_duration (give each worker its own GPU for those)",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+        return dataclasses.replace(settings, duration_source="records")
+    return settings
+
+
 def worker_settings(settings: Any) -> Any:
     """The settings a worker measures with: the same options, without scale-out, files or store."""
     return dataclasses.replace(settings, scaleout=None, configs=None, output_csv=False, output_prefix=None, store=None)
@@ -835,6 +869,10 @@ def profile(func: Any, sig: Any, settings: Any, state: dict, configs: list[tuple
     so: ScaleOut = settings.scaleout
     if so.devices is not None:
         ordinals, visible = _resolve_devices(so.devices)
+        settings = _counters_on_shared_gpus(settings, ordinals)
+    # This process's own counter session (kept open between benchmarks) would keep the workers on
+    # its GPU from the counters (CUPTI_ERROR_HARDWARE_BUSY, seen on the H200).
+    _core_module().release_counters()
     main_ok = so.devices is not None or isinstance(so.executor, concurrent.futures.ProcessPoolExecutor)
     payload = pack(func, settings, configs, main_ok)
     name_tag = analyze.file_name_tag(sig.func_name)

@@ -307,3 +307,19 @@ def test_a_function_that_cannot_travel_raises_before_any_work(replay, monkeypatc
         with pytest.raises(ConfigError, match="defined inside another function, and cloudpickle .* is not installed"):
             bench()
     assert not replay.runs()
+
+
+def test_workers_sharing_a_gpu_take_the_records_and_counters_there_are_an_error(replay):
+    # A GPU's counters serve one process at a time (CUPTI_ERROR_HARDWARE_BUSY on the H200): with
+    # duration_source="auto" some workers would get ncu's durations and others the records.
+    from kprof import scaleout
+
+    settings = sweep(devices=[0, 0])._kprof_settings
+    assert settings.duration_source == "auto"
+    with pytest.warns(RuntimeWarning, match=r"workers share GPU \[0\].*records"):
+        shared = scaleout._counters_on_shared_gpus(settings, [0, 0])
+    assert shared.duration_source == "records"
+    assert scaleout._counters_on_shared_gpus(settings, [0, 1]) is settings
+    with pytest.raises(kprof.ConfigError, match="hardware counters serve one process at a time"):
+        sweep(devices=[0, 0], duration_source="counters")()
+    assert replay.runs() == [], "refused before any work"
