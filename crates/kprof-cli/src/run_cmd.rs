@@ -24,6 +24,10 @@
 //!   processed.csv hold both, with units. `--replay-mode range` is refused (see [`parse_replay_mode`]).
 //! - What the injection library does in each process comes from one [`RunSpec`] per execution,
 //!   passed as JSON in `KPROF_RUN_SPEC` ([`kprof::run_spec`]).
+//! - Every run writes `time-split.json` into `--out`, where the wall time went by phase (per
+//!   execution: before CUDA, with CUDA, exit handler, teardown; in a counter launch the Range
+//!   Profiler's start, the replay inside the profiled launch calls, decoding); `--verbose` also
+//!   prints it as a table on stderr ([`crate::run_split`]).
 //! - Exit code: the command's (the last non-zero one over the repetitions; 128 + signal when it
 //!   was killed); if it succeeded but kprof could not write its results, 1; 2 when kprof could
 //!   not start it (no injection library, already running under ncu/nsys, bad options).
@@ -506,9 +510,21 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
     status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
 }
 
+/// The label of an execution in the time split: `repetition 2, N=1024, counter launch`.
+fn execution_label(inv: &Invocation) -> String {
+    let mut what = vec![format!("repetition {}", inv.repeat + 1)];
+    if let Some((name, value)) = &inv.sweep {
+        what.push(format!("{name}={value}"));
+    }
+    what.push(if inv.counters { "counter launch" } else { "timing launch" }.into());
+    what.join(", ")
+}
+
 /// Runs `kprof run`; returns the exit code (see the module docs).
 pub fn run(args: &RunArgs) -> i32 {
-    let setup = || -> Result<(PathBuf, Option<EnvSweep>, usize)> {
+    let t_run = std::time::Instant::now();
+    let mut metric_check_s = 0.0;
+    let mut setup = || -> Result<(PathBuf, Option<EnvSweep>, usize)> {
         if args.repeat == 0 {
             bail!("--repeat must be at least 1");
         }
@@ -522,9 +538,15 @@ pub fn run(args: &RunArgs) -> i32 {
         let mut ranges = DEFAULT_COUNTER_RANGES;
         if !counters.is_empty() {
             ranges = counter_ranges(std::env::var(ENV_COUNTER_RANGES).ok().as_deref())?;
-            match metrics_catalog()? {
+            let t_check = std::time::Instant::now();
+            let catalog = metrics_catalog();
+            metric_check_s = t_check.elapsed().as_secs_f64();
+            match catalog? {
                 Some(catalog) => {
-                    validate_metrics(&catalog, &counters)?;
+                    let t_check = std::time::Instant::now();
+                    let checked = validate_metrics(&catalog, &counters);
+                    metric_check_s += t_check.elapsed().as_secs_f64();
+                    checked?;
                 }
                 None if args.verbose => eprintln!(
                     "kprof: --metrics not checked here (no GPU and no KPROF_CHIP); the counter launch checks them"
@@ -539,6 +561,8 @@ pub fn run(args: &RunArgs) -> i32 {
         Ok(x) => x,
         Err(e) => return crate::output::fail(&e, 2),
     };
+    let setup_s = t_run.elapsed().as_secs_f64() - metric_check_s;
+    let mut times: Vec<crate::run_split::ExecutionTimes> = Vec::new();
     let benchmark = args.benchmark.clone().unwrap_or_else(|| benchmark_name(&args.command));
     let counters = counter_metrics(&args.metrics);
     let invocations = plan(sweep.as_ref(), args.repeat, !counters.is_empty());
@@ -578,7 +602,10 @@ pub fn run(args: &RunArgs) -> i32 {
         if let Some((var, val)) = &inv.sweep {
             cmd.env(var, val);
         }
-        match cmd.status() {
+        let spawn_unix_ns = kprof::run_status::unix_ns();
+        let status = cmd.status();
+        let end_unix_ns = kprof::run_status::unix_ns();
+        match status {
             Ok(st) => {
                 let code = exit_code(st);
                 if code != 0 {
@@ -603,16 +630,40 @@ pub fn run(args: &RunArgs) -> i32 {
                 };
             }
         }
+        let mut execution = crate::run_split::ExecutionTimes {
+            label: execution_label(inv),
+            counters: inv.counters,
+            pair_key: format!("{:?}/{}", inv.sweep, inv.repeat),
+            spawn_unix_ns,
+            end_unix_ns,
+            statuses: Vec::new(),
+        };
         match collect(&dir) {
             Ok(c) => {
                 let dest = if inv.counters { &mut counter_parts } else { &mut parts };
                 dest.extend(c.raws.into_iter().map(|r| (inv.sweep.clone(), r)));
+                execution.statuses = c.statuses.clone();
                 statuses.extend(c.statuses);
             }
             Err(e) => eprintln!("kprof: error: {}", crate::output::error_text(&e)),
         }
+        times.push(execution);
     }
+    let t_results = std::time::Instant::now();
     let results = finish(args, &parts, &counter_parts, &statuses);
+    let split = crate::run_split::split(
+        setup_s,
+        metric_check_s,
+        &times,
+        t_results.elapsed().as_secs_f64(),
+        t_run.elapsed().as_secs_f64(),
+    );
+    if args.verbose {
+        eprint!("{}", crate::run_split::render(&split));
+    }
+    if let Err(e) = crate::run_split::write(&split, &args.out.join(crate::run_split::TIME_SPLIT_FILE)) {
+        eprintln!("kprof: warning: {}", crate::output::error_text(&e));
+    }
     match results {
         Ok(()) => program_code,
         Err(e) if crate::output::is_broken_pipe(&e) => program_code,

@@ -199,3 +199,76 @@ fn range_replay_is_refused_at_parsing() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("range replay is not available for `kprof run`"), "{err}");
 }
+
+/// `sh -c` that writes, into the output folder of its run spec, a status file whose time line
+/// says CUDA started 1 s after `now` (Unix seconds at the call), with one counter collection of
+/// 8 passes in the counter launch.
+fn fake_status_script() -> String {
+    r#"dir=$(printf '%s' "$KPROF_RUN_SPEC" | sed -n 's/.*"output":"\([^"]*\)".*/\1/p')
+now=$(date +%s)
+case "$KPROF_RUN_METRICS" in
+  "") counters=null ;;
+  *) counters='{"launches": 10, "passes": 8, "images_decoded": 1, "start_s": 0.25, "replay_s": 2.5, "decode_s": 0.01, "evaluate_s": 0.01}' ;;
+esac
+cat > "$dir/kprof-run-$$.json" <<JSON
+{"pid": $$, "cuda_injected": true, "counters": $counters, "warnings": [], "errors": [],
+ "timeline": {"cuda_init_unix_ns": $(( (now - 100) * 1000000000 )), "exit_handler_unix_ns": $(( (now - 95) * 1000000000 )),
+  "results_unix_ns": $(( (now - 95) * 1000000000 )), "kernel_records": 10, "kernels": 10,
+  "records_gpu_ns": 1000000, "kernels_gpu_ns": 1000000,
+  "region_means": [{"annotation": "mm", "runs": 10, "mean_ns": 100000.0}]}}
+JSON"#
+        .to_string()
+}
+
+#[test]
+fn verbose_prints_the_time_split_and_every_run_writes_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fake_lib = tmp.path().join("libkprof_inject.so");
+    std::fs::write(&fake_lib, b"").unwrap();
+    let out = tmp.path().join("out");
+    let o = kprof()
+        .env("KPROF_INJECT_PATH", &fake_lib)
+        .args(["run", "--verbose", "--metrics", "dram__bytes_read.sum", "--out"])
+        .arg(&out)
+        .args(["--", "sh", "-c"])
+        .arg(fake_status_script())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    // The fake processes wrote no samples: exit 1, but the split is printed and written.
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let line = |needle: &str| {
+        err.lines()
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no line with {needle:?} in\n{err}"))
+            .to_string()
+    };
+    assert!(err.contains("kprof: time split (wall clock)"), "{err}");
+    assert!(line("execution 1/2: repetition 1, timing launch").contains(" s "), "{err}");
+    assert!(line("execution 2/2: repetition 1, counter launch").contains(" s "), "{err}");
+    // The fake time line: 5 s with CUDA; the counter launch's collection as written.
+    assert!(line("with CUDA").contains("5.000 s"), "{err}");
+    assert!(line("config image of 8 passes").contains("0.250 s"), "{err}");
+    assert!(line("replay: 10 profiled launch calls").contains("250.0 ms per launch"), "{err}");
+    assert!(line("mean per region").contains("mm x1.000"), "{err}");
+    let split: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("time-split.json")).unwrap()).unwrap();
+    assert_eq!(split["executions"].as_array().unwrap().len(), 2);
+    assert_eq!(split["executions"][1]["replay"]["passes"], 8);
+    assert_eq!(split["executions"][0]["kernels"], 10);
+    assert!(split["total_s"].as_f64().unwrap() > 0.0);
+
+    // Without --verbose nothing is printed, the file is still written.
+    std::fs::remove_file(out.join("time-split.json")).unwrap();
+    let o = kprof()
+        .env("KPROF_INJECT_PATH", &fake_lib)
+        .args(["run", "--out"])
+        .arg(&out)
+        .args(["--", "sh", "-c"])
+        .arg(fake_status_script())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("time split"), "{err}");
+    assert!(out.join("time-split.json").exists());
+}

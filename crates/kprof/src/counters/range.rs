@@ -77,7 +77,8 @@ pub struct Recording {
     pub timings: CollectTimings,
 }
 
-/// Host time of one [`RangeProfiler::collect`], by phase (seconds).
+/// Host time of one [`RangeProfiler::collect`] (or of one streaming collection, as
+/// [`RangeProfiler::stop_streaming`] says), by phase (seconds).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct CollectTimings {
     /// Counter-data image and `cuptiRangeProfilerSetConfig`.
@@ -126,9 +127,17 @@ pub struct RangeProfiler {
     config_image: Vec<u8>,
     passes: usize,
     mode: ReplayMode,
-    /// The counter-data image of a streaming collection ([`RangeProfiler::start_streaming`]) and
-    /// its capacity in ranges (without the spare slot).
-    stream: Option<(Vec<u8>, usize)>,
+    /// The streaming collection of [`RangeProfiler::start_streaming`], while it runs.
+    stream: Option<Stream>,
+}
+
+/// A running streaming collection: its counter-data image, its capacity in ranges (without the
+/// spare slot), the host time its start took and when it started.
+struct Stream {
+    image: Vec<u8>,
+    capacity: usize,
+    setup_s: f64,
+    started: std::time::Instant,
 }
 
 impl RangeProfiler {
@@ -445,13 +454,19 @@ impl RangeProfiler {
         if max_ranges == 0 {
             return Err(CountersError::Usage("max_ranges must be at least 1".into()));
         }
+        let t_setup = std::time::Instant::now();
         let mut image = self.counter_data_image(max_ranges + 1)?;
         self.set_config(&mut image, max_ranges + 1)?;
         let mut start = self.obj_params();
         self.lib.check("cuptiRangeProfilerStart", unsafe {
             (self.lib.fns.rp_start)(&mut start)
         })?;
-        self.stream = Some((image, max_ranges));
+        self.stream = Some(Stream {
+            image,
+            capacity: max_ranges,
+            setup_s: t_setup.elapsed().as_secs_f64(),
+            started: std::time::Instant::now(),
+        });
         Ok(())
     }
 
@@ -463,10 +478,22 @@ impl RangeProfiler {
     /// Ends the collection of [`RangeProfiler::start_streaming`]: `cuptiRangeProfilerStop`,
     /// `DecodeData` (synchronizes the context) and the evaluation of every range, in launch
     /// order. More kernels than `max_ranges` are [`CountersError::DroppedRanges`].
-    pub fn stop_streaming(&mut self) -> Result<Vec<RangeResult>, CountersError> {
-        let Some((image, capacity)) = self.stream.take() else {
+    ///
+    /// Also returns where the host time went: `setup_s` the image, `SetConfig` and `Start` of
+    /// `start_streaming`; `passes_s` from `Start` to this call (the program's launches, kernel
+    /// replay included); `decode_s` `Stop` and `DecodeData`; `evaluate_s` the evaluation.
+    pub fn stop_streaming(&mut self) -> Result<(Vec<RangeResult>, CollectTimings), CountersError> {
+        let Some(Stream {
+            image,
+            capacity,
+            setup_s,
+            started,
+        }) = self.stream.take()
+        else {
             return Err(CountersError::Usage("no streaming collection is running".into()));
         };
+        let passes_s = started.elapsed().as_secs_f64();
+        let t_decode = std::time::Instant::now();
         let lib = self.lib;
         let mut stop = CUpti_RangeProfiler_Stop_Params {
             structSize: v13_0::RANGE_STOP,
@@ -478,7 +505,16 @@ impl RangeProfiler {
         };
         lib.check("cuptiRangeProfilerStop", unsafe { (lib.fns.rp_stop)(&mut stop) })?;
         self.decode(&image, capacity)?;
-        evaluate_counter_data(&self.host, &image, &self.metrics)
+        let decode_s = t_decode.elapsed().as_secs_f64();
+        let t_eval = std::time::Instant::now();
+        let ranges = evaluate_counter_data(&self.host, &image, &self.metrics)?;
+        let timings = CollectTimings {
+            setup_s,
+            passes_s,
+            decode_s,
+            evaluate_s: t_eval.elapsed().as_secs_f64(),
+        };
+        Ok((ranges, timings))
     }
 }
 
