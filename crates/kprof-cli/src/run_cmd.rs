@@ -516,7 +516,12 @@ fn execution_label(inv: &Invocation) -> String {
     if let Some((name, value)) = &inv.sweep {
         what.push(format!("{name}={value}"));
     }
-    what.push(if inv.counters { "counter launch" } else { "timing launch" }.into());
+    let launch = if inv.counters {
+        "counter launch"
+    } else {
+        "timing launch"
+    };
+    what.push(launch.into());
     what.join(", ")
 }
 

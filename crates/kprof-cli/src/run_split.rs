@@ -154,6 +154,7 @@ fn add_times(sum: &mut CounterTimes, c: &CounterTimes) {
     sum.passes = sum.passes.max(c.passes);
     sum.images_decoded += c.images_decoded;
     sum.start_s += c.start_s;
+    sum.config_s += c.config_s;
     sum.replay_s += c.replay_s;
     sum.replay_max_s = sum.replay_max_s.max(c.replay_max_s);
     sum.restart_s += c.restart_s;
@@ -244,7 +245,9 @@ pub fn durations_vs_timing(timing: &[RegionMean], counter: &[RegionMean]) -> Vec
     counter
         .iter()
         .filter_map(|c| {
-            let t = timing.iter().find(|t| t.annotation == c.annotation && t.mean_ns > 0.0)?;
+            let t = timing
+                .iter()
+                .find(|t| t.annotation == c.annotation && t.mean_ns > 0.0)?;
             Some(DurationCheck {
                 annotation: c.annotation.clone(),
                 timing_ns: t.mean_ns,
@@ -257,7 +260,13 @@ pub fn durations_vs_timing(timing: &[RegionMean], counter: &[RegionMean]) -> Vec
 
 /// The whole split: every execution's phases, each counter launch set against the timing
 /// launch of the same repetition and sweep value.
-pub fn split(setup_s: f64, metric_check_s: f64, executions: &[ExecutionTimes], results_s: f64, total_s: f64) -> TimeSplit {
+pub fn split(
+    setup_s: f64,
+    metric_check_s: f64,
+    executions: &[ExecutionTimes],
+    results_s: f64,
+    total_s: f64,
+) -> TimeSplit {
     let mut out: Vec<ExecutionSplit> = executions.iter().map(execution_split).collect();
     let timing: HashMap<&str, usize> = executions
         .iter()
@@ -289,9 +298,19 @@ struct Row(usize, String, Option<f64>, String);
 const NOTE: usize = usize::MAX;
 
 fn rows(s: &TimeSplit) -> Vec<Row> {
-    let mut r = vec![Row(0, "setup (options, injection library, output folder)".into(), Some(s.setup_s), String::new())];
+    let mut r = vec![Row(
+        0,
+        "setup (options, injection library, output folder)".into(),
+        Some(s.setup_s),
+        String::new(),
+    )];
     if s.metric_check_s > 0.0 {
-        r.push(Row(0, "metric check (the chip's metrics)".into(), Some(s.metric_check_s), String::new()));
+        r.push(Row(
+            0,
+            "metric check (the chip's metrics)".into(),
+            Some(s.metric_check_s),
+            String::new(),
+        ));
     }
     let n = s.executions.len();
     for (i, e) in s.executions.iter().enumerate() {
@@ -300,16 +319,42 @@ fn rows(s: &TimeSplit) -> Vec<Row> {
         } else {
             format!("{} processes; phases of the first CUDA process", e.processes)
         };
-        r.push(Row(0, format!("execution {}/{n}: {}", i + 1, e.label), Some(e.wall_s), procs));
-        r.push(Row(1, "before CUDA (start-up until cuInit)".into(), e.before_cuda_s, String::new()));
-        r.push(Row(1, "with CUDA (cuInit until the exit handler)".into(), e.with_cuda_s, String::new()));
+        r.push(Row(
+            0,
+            format!("execution {}/{n}: {}", i + 1, e.label),
+            Some(e.wall_s),
+            procs,
+        ));
+        r.push(Row(
+            1,
+            "before CUDA (start-up until cuInit)".into(),
+            e.before_cuda_s,
+            String::new(),
+        ));
+        r.push(Row(
+            1,
+            "with CUDA (cuInit until the exit handler)".into(),
+            e.with_cuda_s,
+            String::new(),
+        ));
         let gpu_note = if e.kernel_records > e.kernels {
             format!("{} kernels, {} records", e.kernels, e.kernel_records)
         } else {
             format!("{} kernels", e.kernels)
         };
         if let (Some(c), Some(rep)) = (&e.collection, &e.replay) {
-            r.push(Row(2, format!("profiler start (CUPTI, config image of {} passes)", rep.passes), Some(c.start_s), String::new()));
+            r.push(Row(
+                2,
+                format!("profiler start (CUPTI, config image of {} passes)", rep.passes),
+                Some(c.start_s),
+                String::new(),
+            ));
+            r.push(Row(
+                3,
+                "of which configuration (host API: metrics, config image)".into(),
+                Some(c.config_s),
+                String::new(),
+            ));
             r.push(Row(
                 2,
                 format!("replay: {} profiled launch calls", rep.launches),
@@ -329,13 +374,33 @@ fn rows(s: &TimeSplit) -> Vec<Row> {
                 format!("{:.2} ms per launch and pass", rep.overhead_per_launch_pass_ms),
             ));
             if c.restart_s > 0.0 {
-                r.push(Row(2, "counter-data image switches".into(), Some(c.restart_s), String::new()));
+                r.push(Row(
+                    2,
+                    "counter-data image switches".into(),
+                    Some(c.restart_s),
+                    String::new(),
+                ));
             }
-            r.push(Row(2, "the program outside the launch calls".into(), e.program_rest_s, String::new()));
+            r.push(Row(
+                2,
+                "the program outside the launch calls".into(),
+                e.program_rest_s,
+                String::new(),
+            ));
         } else {
-            r.push(Row(2, "kernels on the GPU (records)".into(), Some(e.kernels_gpu_s), gpu_note));
+            r.push(Row(
+                2,
+                "kernels on the GPU (records)".into(),
+                Some(e.kernels_gpu_s),
+                gpu_note,
+            ));
         }
-        r.push(Row(1, "exit handler (sync, flush, grouping, writing)".into(), e.exit_handler_s, String::new()));
+        r.push(Row(
+            1,
+            "exit handler (sync, flush, grouping, writing)".into(),
+            e.exit_handler_s,
+            String::new(),
+        ));
         if let Some(c) = &e.collection {
             r.push(Row(
                 2,
@@ -345,7 +410,12 @@ fn rows(s: &TimeSplit) -> Vec<Row> {
             ));
             r.push(Row(2, "evaluate, all images".into(), Some(c.evaluate_s), String::new()));
         }
-        r.push(Row(1, "after the results (teardown)".into(), e.after_results_s, String::new()));
+        r.push(Row(
+            1,
+            "after the results (teardown)".into(),
+            e.after_results_s,
+            String::new(),
+        ));
         if !e.durations_vs_timing.is_empty() {
             let list: Vec<String> = e
                 .durations_vs_timing
@@ -366,8 +436,18 @@ fn rows(s: &TimeSplit) -> Vec<Row> {
             ));
         }
     }
-    r.push(Row(0, "between the launches (reading their files)".into(), Some(s.between_s), String::new()));
-    r.push(Row(0, "results (merge, write, table)".into(), Some(s.results_s), String::new()));
+    r.push(Row(
+        0,
+        "between the launches (reading their files)".into(),
+        Some(s.between_s),
+        String::new(),
+    ));
+    r.push(Row(
+        0,
+        "results (merge, write, table)".into(),
+        Some(s.results_s),
+        String::new(),
+    ));
     r.push(Row(0, "total".into(), Some(s.total_s), String::new()));
     r
 }
@@ -440,7 +520,7 @@ mod tests {
             "counters": {
                 "metrics": [], "replay_mode": "kernel", "chip": "GH100", "capacity": 4096,
                 "launches": 66, "passes": 8, "images_decoded": 1,
-                "start_s": 0.5, "replay_s": 11.6, "replay_max_s": 0.3, "restart_s": 0.0,
+                "start_s": 0.5, "config_s": 0.125, "replay_s": 11.6, "replay_max_s": 0.3, "restart_s": 0.0,
                 "decode_s": 0.02, "evaluate_s": 0.01
             },
             "timeline": {
@@ -503,7 +583,11 @@ mod tests {
         // 15 s with CUDA - 0.5 start - 11.6 replay.
         assert!(close(c.program_rest_s.unwrap(), 2.9));
         // The counter launch's records against the timing launch, in the counter launch's order.
-        let d: Vec<(&str, f64)> = c.durations_vs_timing.iter().map(|d| (d.annotation.as_str(), d.ratio)).collect();
+        let d: Vec<(&str, f64)> = c
+            .durations_vs_timing
+            .iter()
+            .map(|d| (d.annotation.as_str(), d.ratio))
+            .collect();
         assert_eq!(d.len(), 2);
         assert_eq!(d[0].0, "scale");
         assert!(close(d[0].1, 1.05) && close(d[1].1, 1.0));
@@ -572,15 +656,32 @@ mod tests {
                 .to_string()
         };
         assert!(line("metric check").contains("0.400 s"), "{text}");
-        assert!(line("execution 1/2: repetition 1, timing launch").contains("5.500 s   15.1 %"), "{text}");
-        assert!(line("execution 2/2: repetition 1, counter launch").contains("18.000 s   49.3 %"), "{text}");
+        assert!(
+            line("execution 1/2: repetition 1, timing launch").contains("5.500 s   15.1 %"),
+            "{text}"
+        );
+        assert!(
+            line("execution 2/2: repetition 1, counter launch").contains("18.000 s   49.3 %"),
+            "{text}"
+        );
         assert!(line("config image of 8 passes").contains("0.500 s"), "{text}");
-        assert!(line("replay: 66 profiled launch calls").contains("11.600 s") && line("replay:").contains("175.8 ms per launch"));
-        assert!(line("GPU time of the passes (inferred)").contains("0.800 s") && line("GPU time").contains("66 kernels"));
-        assert!(line("save/restore").contains("10.800 s") && line("save/restore").contains("20.45 ms per launch and pass"));
+        assert!(line("of which configuration").contains("0.125 s"), "{text}");
+        assert!(
+            line("replay: 66 profiled launch calls").contains("11.600 s")
+                && line("replay:").contains("175.8 ms per launch")
+        );
+        assert!(
+            line("GPU time of the passes (inferred)").contains("0.800 s") && line("GPU time").contains("66 kernels")
+        );
+        assert!(
+            line("save/restore").contains("10.800 s") && line("save/restore").contains("20.45 ms per launch and pass")
+        );
         assert!(line("outside the launch calls").contains("2.900 s"), "{text}");
         assert!(line("kernels on the GPU (records)").contains("0.100 s"), "{text}");
-        assert!(line("timing launch, mean per region").contains("scale x1.050, gemm x1.000"), "{text}");
+        assert!(
+            line("timing launch, mean per region").contains("scale x1.050, gemm x1.000"),
+            "{text}"
+        );
         assert!(line("total").contains("36.500 s  100.0 %"), "{text}");
         // 36.5 - 0.01 - 0.4 - 5.5 - 18 - 0.05
         assert!(line("between the launches").contains("12.540 s"), "{text}");

@@ -89,7 +89,10 @@ mod tests {
         assert_eq!(kernel_time(&ks), (4, 2, 85, 30));
         let mut t = Timeline::default();
         set_kernels(&mut t, &ks);
-        assert_eq!((t.kernel_records, t.kernels, t.records_gpu_ns, t.kernels_gpu_ns), (4, 2, 85, 30));
+        assert_eq!(
+            (t.kernel_records, t.kernels, t.records_gpu_ns, t.kernels_gpu_ns),
+            (4, 2, 85, 30)
+        );
         assert_eq!(kernel_time(&[]), (0, 0, 0, 0));
     }
 

@@ -446,8 +446,11 @@ fn fail(l: &mut Live, msg: String) {
 
 /// Adds the ranges and host times of one decoded image.
 fn take_image(l: &mut Live, ranges: Vec<kprof::counters::RangeResult>, t: &kprof::counters::CollectTimings) {
-    l.ranges
-        .extend(ranges.into_iter().map(|x| x.values.into_iter().map(|(_, v)| v).collect()));
+    l.ranges.extend(
+        ranges
+            .into_iter()
+            .map(|x| x.values.into_iter().map(|(_, v)| v).collect()),
+    );
     l.status.times.images_decoded += 1;
     l.status.times.decode_s += t.decode_s;
     l.status.times.evaluate_s += t.evaluate_s;
@@ -520,6 +523,7 @@ fn start_profiler(l: &mut Live, ctx: usize) -> Result<(), String> {
     log!("counters: collecting");
     l.status.chip = Some(rp.chip().to_string());
     l.status.times.passes = rp.passes();
+    l.status.times.config_s = rp.config_s();
     // Units now, from the session's own host object: building a second metric catalog in the
     // exit handler crashed the process on the H200 (CUPTI 13.0).
     match rp.metric_units() {

@@ -70,6 +70,9 @@ pub struct CounterTimes {
     /// availability, host object, config image, enabling, the first counter-data image,
     /// `SetConfig`, `Start`), seconds.
     pub start_s: f64,
+    /// Of `start_s`, the configuration with the Profiler Host API (host object for the chip, the
+    /// metrics, the config image and its pass count), seconds.
+    pub config_s: f64,
     /// Time inside the profiled launch calls, from their entry (after the image bookkeeping) to
     /// their return, seconds: the kernels' replay passes, CUPTI's save and restore of device
     /// memory included, when CUPTI replays inside the launch call.

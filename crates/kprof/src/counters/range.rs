@@ -129,6 +129,9 @@ pub struct RangeProfiler {
     mode: ReplayMode,
     /// The streaming collection of [`RangeProfiler::start_streaming`], while it runs.
     stream: Option<Stream>,
+    /// Host time [`RangeProfiler::new`] spent on the configuration (host object, metrics, config
+    /// image, pass count), seconds.
+    config_s: f64,
 }
 
 /// A running streaming collection: its counter-data image, its capacity in ranges (without the
@@ -157,6 +160,7 @@ impl RangeProfiler {
         let counter_availability = counter_availability(lib, ctx)?;
         let metrics: Vec<String> = metrics.iter().map(|m| m.as_ref().trim().to_string()).collect();
         let metrics_c = c_names(&metrics)?;
+        let t_config = std::time::Instant::now();
         let mut host = HostObject::new(lib, &chip, Some(&counter_availability))?;
         if let Err(e) = host.add_metrics(&metrics_c) {
             // Explain with the catalog (closest names, device-level conflicts) when it is the names.
@@ -170,6 +174,7 @@ impl RangeProfiler {
         }
         let config_image = host.config_image()?;
         let passes = lib.num_passes(&config_image)?;
+        let config_s = t_config.elapsed().as_secs_f64();
         let mut en = CUpti_RangeProfiler_Enable_Params {
             structSize: lib.sizes.range_enable,
             pPriv: null_mut(),
@@ -190,6 +195,7 @@ impl RangeProfiler {
             passes,
             mode,
             stream: None,
+            config_s,
         })
     }
 
@@ -201,6 +207,12 @@ impl RangeProfiler {
     /// Replay passes the metric set needs.
     pub fn passes(&self) -> usize {
         self.passes
+    }
+
+    /// Host time the configuration took in [`RangeProfiler::new`] (host object, metrics, config
+    /// image, pass count), seconds.
+    pub fn config_s(&self) -> f64 {
+        self.config_s
     }
 
     /// The metric names.
