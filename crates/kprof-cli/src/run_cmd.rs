@@ -39,7 +39,8 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
-use kprof::counters::{MetricsCatalog, ReplayMode};
+use kprof::counters::host::c_names;
+use kprof::counters::{CuptiLib, HostObject, MetricsCatalog, ReplayMode};
 use kprof::run_spec::{CounterSpec, GroupBy, RunSpec, DEFAULT_COUNTER_RANGES, ENV_RUN_SPEC};
 use kprof_core::display::render_processed;
 use kprof_core::io::{self, ReadOptions};
@@ -217,27 +218,41 @@ pub fn validate_metrics(catalog: &MetricsCatalog, names: &[String]) -> Result<Ve
     Ok(infos.into_iter().map(|i| (i.name, i.properties.dim_unit)).collect())
 }
 
-/// The catalog to check `--metrics` with, when the chip is known: the device's (a GPU is
-/// present), else `KPROF_CHIP`'s with the offline libcupti search. `Ok(None)` when neither is
+/// Checks counter metric names for `chip` as the counter launch will use them: added to one
+/// Profiler Host API object (what decides whether CUPTI can collect them together). Only when
+/// that refuses them is the chip's whole catalog read (a few times slower: every metric's
+/// properties), to name the unknown names and the closest valid ones ([`validate_metrics`]).
+pub fn check_metrics(lib: &'static CuptiLib, chip: &str, names: &[String]) -> Result<()> {
+    let quick = || -> Result<(), kprof::counters::CountersError> {
+        let mut host = HostObject::new(lib, chip, None)?;
+        host.add_metrics(&c_names(names)?)
+    };
+    let Err(refused) = quick() else {
+        return Ok(());
+    };
+    let catalog =
+        MetricsCatalog::with_lib(lib, chip, None).with_context(|| format!("cannot read the metrics of {chip}"))?;
+    validate_metrics(&catalog, names)?;
+    Err(anyhow::Error::new(refused)).with_context(|| format!("--metrics: not valid for {chip}"))
+}
+
+/// The libcupti and chip to check `--metrics` with, when the chip is known: the device's (a GPU
+/// is present), else `KPROF_CHIP`'s with the offline libcupti search. `Ok(None)` when neither is
 /// known (a machine without a GPU cannot run the program anyway).
-fn metrics_catalog() -> Result<Option<MetricsCatalog>> {
+fn metrics_chip() -> Result<Option<(&'static CuptiLib, String)>> {
     let gpu = std::env::var_os("KPROF_NO_DEVICE").is_none() && Path::new("/dev/nvidia0").exists();
     if gpu {
         if let Some(chip) = kprof::counters::device_chip() {
             let lib = kprof::counters::engine_cupti().context("cannot load CUPTI to check --metrics")?;
-            return Ok(Some(
-                MetricsCatalog::with_lib(lib, &chip, None)
-                    .with_context(|| format!("cannot read the metrics of {chip}"))?,
-            ));
+            return Ok(Some((lib, chip)));
         }
     }
     let Some(chip) = std::env::var("KPROF_CHIP").ok().filter(|c| !c.is_empty()) else {
         return Ok(None);
     };
-    let lib = kprof::counters::locate_cupti().context("cannot find libcupti to check --metrics")?;
-    Ok(Some(
-        MetricsCatalog::open(&lib, &chip).with_context(|| format!("cannot read the metrics of {chip}"))?,
-    ))
+    let path = kprof::counters::locate_cupti().context("cannot find libcupti to check --metrics")?;
+    let lib = CuptiLib::load(&path).with_context(|| format!("cannot load {}", path.display()))?;
+    Ok(Some((lib, chip)))
 }
 
 /// Finds libkprof_inject.so: `KPROF_INJECT_PATH`, else next to the kprof executable (or in
@@ -544,12 +559,12 @@ pub fn run(args: &RunArgs) -> i32 {
         if !counters.is_empty() {
             ranges = counter_ranges(std::env::var(ENV_COUNTER_RANGES).ok().as_deref())?;
             let t_check = std::time::Instant::now();
-            let catalog = metrics_catalog();
+            let chip = metrics_chip();
             metric_check_s = t_check.elapsed().as_secs_f64();
-            match catalog? {
-                Some(catalog) => {
+            match chip? {
+                Some((lib, chip)) => {
                     let t_check = std::time::Instant::now();
-                    let checked = validate_metrics(&catalog, &counters);
+                    let checked = check_metrics(lib, &chip, &counters);
                     metric_check_s += t_check.elapsed().as_secs_f64();
                     checked?;
                 }

@@ -60,6 +60,42 @@ fn metric_names_are_checked_with_the_chip_catalog() {
 }
 
 #[test]
+fn the_quick_check_accepts_what_the_catalog_accepts() {
+    let Some(dir) = wheel_dir() else { return };
+    let lib = kprof::counters::CuptiLib::load(&kprof::counters::cupti_in(&dir).unwrap()).unwrap();
+    let catalog = MetricsCatalog::with_lib(lib, "GH100", None).unwrap();
+    let sets: &[&[&str]] = &[
+        &[
+            "dram__bytes_read.sum",
+            "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+        ],
+        &["gpu__time_duration.sum"],
+        &["dram__bytes_read.sum.per_second", "lts__t_bytes.sum"],
+        &["smsp__inst_executed.sum", "sm__cycles_elapsed.avg.per_second"],
+        &["dram__bytes_red.sum"],
+        &["dram__bytes_read"],
+        &["dram__bytes_read.sum.nonsense"],
+        &["dram__bytes_read.sum", "nope__x.sum"],
+        &["nvlrx__bytes.sum", "nvltx__bytes.sum"],
+        &["nvlrx__bytes.sum", "dram__bytes_read.sum"],
+    ];
+    for set in sets {
+        let names: Vec<String> = set.iter().map(|s| s.to_string()).collect();
+        let quick = kprof_cli::run_cmd::check_metrics(lib, "GH100", &names);
+        let full = validate_metrics(&catalog, &names);
+        assert_eq!(
+            quick.is_ok(),
+            full.is_ok(),
+            "{set:?}: quick {quick:?}, catalog {full:?}"
+        );
+        if let (Err(q), Err(f)) = (&quick, &full) {
+            // A refusal is explained as before: the catalog's message.
+            assert_eq!(format!("{q:#}"), format!("{f:#}"), "{set:?}");
+        }
+    }
+}
+
+#[test]
 fn unknown_metric_exits_2_before_launching() {
     let Some(dir) = wheel_dir() else { return };
     let tmp = tempfile::tempdir().unwrap();
