@@ -25,6 +25,13 @@ fn wheel_dir() -> Option<PathBuf> {
     found
 }
 
+/// An empty file named like the injection library (kprof run only checks that it exists).
+fn fake_inject_lib(dir: &Path) -> PathBuf {
+    let lib = dir.join("libkprof_inject.so");
+    std::fs::write(&lib, b"").unwrap();
+    lib
+}
+
 fn kprof() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_kprof"));
     c.env_remove("CUDA_INJECTION64_PATH")
@@ -99,8 +106,7 @@ fn the_quick_check_accepts_what_the_catalog_accepts() {
 fn unknown_metric_exits_2_before_launching() {
     let Some(dir) = wheel_dir() else { return };
     let tmp = tempfile::tempdir().unwrap();
-    let fake_lib = tmp.path().join("libkprof_inject.so");
-    std::fs::write(&fake_lib, b"").unwrap();
+    let fake_lib = fake_inject_lib(tmp.path());
     let marker = tmp.path().join("ran");
     let o = kprof()
         .env("KPROF_INJECT_PATH", &fake_lib)
@@ -145,8 +151,7 @@ fn launches(log: &Path) -> Vec<(String, RunSpec)> {
 #[test]
 fn each_repetition_has_a_timing_and_a_counter_launch() {
     let tmp = tempfile::tempdir().unwrap();
-    let fake_lib = tmp.path().join("libkprof_inject.so");
-    std::fs::write(&fake_lib, b"").unwrap();
+    let fake_lib = fake_inject_lib(tmp.path());
     let log = tmp.path().join("log");
     // `kprof run ARGS --out ... -- sh -c <log the launch>` with KPROF_RUN_COUNTER_RANGES=ranges.
     let run = |ranges: &str, args: &[&str]| {
@@ -259,8 +264,7 @@ JSON"#
 #[test]
 fn verbose_prints_the_time_split_and_every_run_writes_it() {
     let tmp = tempfile::tempdir().unwrap();
-    let fake_lib = tmp.path().join("libkprof_inject.so");
-    std::fs::write(&fake_lib, b"").unwrap();
+    let fake_lib = fake_inject_lib(tmp.path());
     let out = tmp.path().join("out");
     let o = kprof()
         .env("KPROF_INJECT_PATH", &fake_lib)

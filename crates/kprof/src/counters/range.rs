@@ -331,17 +331,7 @@ impl RangeProfiler {
             }
         }
         let passes_s = t_passes.elapsed().as_secs_f64();
-        let t_decode = std::time::Instant::now();
-        self.decode(&image, user_max)?;
-        let decode_s = t_decode.elapsed().as_secs_f64();
-        let t_eval = std::time::Instant::now();
-        let ranges = evaluate_counter_data(&self.host, &image, &self.metrics)?;
-        let timings = CollectTimings {
-            setup_s,
-            passes_s,
-            decode_s,
-            evaluate_s: t_eval.elapsed().as_secs_f64(),
-        };
+        let (ranges, timings) = self.decode_and_evaluate(&image, user_max, setup_s, passes_s)?;
         Ok(Recording {
             chip: self.chip.clone(),
             api_version: lib.api_version,
@@ -414,6 +404,29 @@ impl RangeProfiler {
         self.lib.check("cuptiRangeProfilerSetConfig", unsafe {
             (self.lib.fns.rp_set_config)(&mut cfg)
         })
+    }
+
+    /// [`RangeProfiler::decode`] and the evaluation of every range, timed, with the setup and
+    /// passes times the caller measured.
+    fn decode_and_evaluate(
+        &self,
+        image: &[u8],
+        user_max: usize,
+        setup_s: f64,
+        passes_s: f64,
+    ) -> Result<(Vec<RangeResult>, CollectTimings), CountersError> {
+        let t_decode = std::time::Instant::now();
+        self.decode(image, user_max)?;
+        let decode_s = t_decode.elapsed().as_secs_f64();
+        let t_eval = std::time::Instant::now();
+        let ranges = evaluate_counter_data(&self.host, image, &self.metrics)?;
+        let timings = CollectTimings {
+            setup_s,
+            passes_s,
+            decode_s,
+            evaluate_s: t_eval.elapsed().as_secs_f64(),
+        };
+        Ok((ranges, timings))
     }
 
     /// `cuptiRangeProfilerDecodeData`, then the overflow checks: dropped ranges, or a range in
@@ -505,7 +518,6 @@ impl RangeProfiler {
             return Err(CountersError::Usage("no streaming collection is running".into()));
         };
         let passes_s = started.elapsed().as_secs_f64();
-        let t_decode = std::time::Instant::now();
         let lib = self.lib;
         let mut stop = CUpti_RangeProfiler_Stop_Params {
             structSize: v13_0::RANGE_STOP,
@@ -515,17 +527,11 @@ impl RangeProfiler {
             targetNestingLevel: 0,
             isAllPassSubmitted: 0,
         };
+        let t_stop = std::time::Instant::now();
         lib.check("cuptiRangeProfilerStop", unsafe { (lib.fns.rp_stop)(&mut stop) })?;
-        self.decode(&image, capacity)?;
-        let decode_s = t_decode.elapsed().as_secs_f64();
-        let t_eval = std::time::Instant::now();
-        let ranges = evaluate_counter_data(&self.host, &image, &self.metrics)?;
-        let timings = CollectTimings {
-            setup_s,
-            passes_s,
-            decode_s,
-            evaluate_s: t_eval.elapsed().as_secs_f64(),
-        };
+        let stop_s = t_stop.elapsed().as_secs_f64();
+        let (ranges, mut timings) = self.decode_and_evaluate(&image, capacity, setup_s, passes_s)?;
+        timings.decode_s += stop_s;
         Ok((ranges, timings))
     }
 }
