@@ -47,9 +47,7 @@ M2=dram__bytes_read.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed
 W=$(mktemp -d /tmp/runcost.XXXXXX)
 LOG=$OUT/runcost.log
 J=$OUT/runcost.jsonl
-: > "$LOG"
 : > "$J"
-exec > >(tee -a "$LOG") 2>&1
 status=0
 fail() { echo "FAIL: $*"; status=1; }
 
@@ -79,6 +77,7 @@ ncu_export() {
         || fail "ncu export of $1"
 }
 
+main() {
 echo "== run cost check $(date -u +%FT%TZ) host=$(hostname) kprof built from $(cat .carry/bin/BUILT_FROM 2>/dev/null || echo '?')"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.used --format=csv,noheader
 "$NCU" --version | tail -1
@@ -158,4 +157,8 @@ cp -f "$W/k-m2/time-split.json" "$OUT/kprof-metrics2-time-split.json" 2>/dev/nul
 tar czf "$OUT/work.tar.gz" -C "$W" . && rm -rf "$W"
 ls -la "$OUT"
 echo "== run cost check: $([ $status -eq 0 ] && echo 'all commands ran' || echo 'FAILURES above')"
-exit $status
+return $status
+}
+
+main 2>&1 | tee "$LOG"
+exit "${PIPESTATUS[0]}"
