@@ -48,6 +48,7 @@ pub mod loader;
 pub mod ncu;
 pub mod nvtx;
 pub mod run_spec;
+pub mod run_status;
 pub mod runner;
 pub mod settings;
 
