@@ -623,3 +623,22 @@ def test_scaleout_on_one_gpu_recording_schema_and_why_small_sizes_differed():
     assert set(diffs) == {512, 1024, 2048, 4096, 8192}, diffs
     assert all(abs(d) < 0.25 for n in (4096, 8192) for d in diffs[n]), diffs
     assert all(d < -10 for d in diffs[512]), "records vs counters on the 15 us matmul"
+
+
+def test_run_metrics_cost_recording_gives_the_ratios_and_the_split_in_the_docs():
+    """tests/fixtures/run-metrics/call22-run-cost.jsonl (device call 22, issue 21): the walls,
+    ratios against ncu and the time split quoted in docs/counters.md come from the recording."""
+    import json
+
+    lines = [json.loads(l[8:]) for l in open(os.path.join(HERE, "..", "run-metrics", "call22-run-cost.jsonl"))
+             if l.startswith("RUNCOST ")]
+    summary = next(l for l in lines if l.get("what") == "summary")
+    walls = summary["walls_s"]
+    assert round(walls["kprof-metrics2"], 2) == 24.67 and round(walls["ncu-metrics2-none"], 2) == 19.74
+    assert round(walls["kprof-dram"], 2) == 14.15 and round(walls["ncu-dram-none"], 2) == 10.05
+    assert summary["ratios"]["kprof-metrics2 / ncu-metrics2-none"] > 0.7, "issue 21 is not met by this build"
+    cost = summary["cost"]
+    assert cost["kprof-metrics2"]["passes"] == 8 and cost["kprof-dram"]["passes"] == 1
+    assert round(cost["kprof-metrics2"]["profiler_start_s"], 2) == 8.10
+    assert round(cost["kprof-dram"]["profiler_start_s"], 2) == 3.99
+    assert 10 < cost["kprof-metrics2"]["overhead_per_launch_pass_ms"] < 16
