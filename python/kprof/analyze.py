@@ -19,9 +19,9 @@ import tempfile
 import threading
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Literal, get_args
+from typing import Any, Callable, Iterable, Literal
 
-from . import _backend, _ncu, annotation, plotting
+from . import _backend, _core, _ncu, annotation, plotting
 from . import scaleout as _scaleout
 from . import collectors as _collectors
 from ._backend import RAW_COLUMNS
@@ -37,23 +37,18 @@ DEFAULT_METRIC = "gpu__time_duration.sum"
 #: Reducer names accepted by ``combine_kernel_metrics``.
 REDUCERS = ("sum", "mean", "max", "min", "first", "last")
 
-#: The values of the options the Rust core parses (each with one ``FromStr``:
-#: ``kprof::counters::ReplayMode``, ``kprof::runner::CacheControl``, ``kprof::runner::ClockControl``,
-#: which the ncu backend uses too). Here for typing and docs; keep them in step with those enums.
+#: The values of the options the Rust core parses (each with one ``FromStr`` in ``kprof::choices``:
+#: ``ReplayMode``, ``CacheControl``, ``ClockControl``, which the runner, the ncu backend, the CLI
+#: and the injection library use too): here for typing only; ``_choice`` asks the core
+#: (``_core.parse_choice``), so that a bad value raises ConfigError when the decorator is applied.
 ReplayModeName = Literal["kernel", "range", "application"]
 CacheControlName = Literal["all", "none"]
 ClockControlName = Literal["none", "base"]
 
+#: Options parsed by the core (see above).
+_CORE_CHOICES = ("clock_control", "cache_control", "replay_mode")
+
 _CHOICES = {
-    # clock_control, cache_control and replay_mode are validated by Rust as well (the one parser of
-    # each), but only when the benchmark runs (engine.rs `bench_options`, ncu.rs `ncu_options`).
-    # This check stays so that a bad value raises ConfigError when the decorator is applied,
-    # before any GPU work (tests/python/test_validation.py checks when and with which message;
-    # the Rust message has the same wording). Rust also accepts the alias "user" for "range";
-    # @kernel does not (it never did).
-    "clock_control": get_args(ClockControlName),
-    "cache_control": get_args(CacheControlName),
-    "replay_mode": get_args(ReplayModeName),
     "duration_source": ("auto", "records", "counters"),
     "thermal_mode": ("auto", "manual", "off"),
     "order": ("interleaved", "sequential"),
@@ -138,6 +133,11 @@ def _is_number(v: Any) -> bool:
 
 
 def _choice(name: str, value: Any) -> str:
+    if name in _CORE_CHOICES:
+        try:
+            return _core.parse_choice(name, value if isinstance(value, str) else repr(value))
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
     allowed = _CHOICES[name]
     if not isinstance(value, str) or value not in allowed:
         raise ConfigError(

@@ -185,6 +185,22 @@ pub(crate) fn write_file(path: &str, bytes: &[u8]) -> PyResult<()> {
         .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))
 }
 
+/// `parse_choice(option, value) -> str`: the canonical value of `replay_mode`, `cache_control` or
+/// `clock_control`, parsed by the engine's one parser of each (`kprof::choices`; aliases such as
+/// `"user"` for `"range"` become the canonical name); `ValueError` with the engine's message
+/// (`replay_mode must be one of 'kernel', 'range', 'application'; got 'app'`).
+#[pyfunction]
+fn parse_choice(option: &str, value: &str) -> PyResult<String> {
+    use kprof::choices::{CacheControl, ClockControl, ReplayMode};
+    let parsed = match option {
+        "replay_mode" => value.parse::<ReplayMode>().map(|v| v.as_str()),
+        "cache_control" => value.parse::<CacheControl>().map(|v| v.as_str()),
+        "clock_control" => value.parse::<ClockControl>().map(|v| v.as_str()),
+        other => return Err(PyValueError::new_err(format!("parse_choice: {other:?} is not an option with choices"))),
+    };
+    parsed.map(str::to_string).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 /// `release_counters() -> None`: ends this process's Range Profiler session, if one is open (it
 /// stays open between benchmarks), so that other processes can read the GPU's counters
 /// (scale-out workers, Nsight Compute).
@@ -444,6 +460,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(py_write_file, m)?)?;
     m.add_function(wrap_pyfunction!(release_counters, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_choice, m)?)?;
     m.add_function(wrap_pyfunction!(process_raw, m)?)?;
     m.add_function(wrap_pyfunction!(store::store_raw, m)?)?;
     columns::register(m)?;

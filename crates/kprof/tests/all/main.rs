@@ -21,6 +21,7 @@ mod ncu_csv;
 mod ncu_relaunch;
 mod ncu_version;
 mod nvtx_headers;
+mod option_parsers;
 mod real_cupti;
 mod seed_counters_h200;
 mod settings;
