@@ -48,7 +48,7 @@ use kprof::run_spec::{CounterSpec, GroupBy, RunSpec, DEFAULT_COUNTER_RANGES, ENV
 use kprof_core::display::render_processed;
 use kprof_core::io::{self, ReadOptions};
 use kprof_core::pipeline::{process, ProcessOptions};
-use kprof_core::{Config, ExtraValue, ParamValue, RawResults, SampleRecord, DEFAULT_METRIC};
+use kprof_core::{Config, ParamValue, RawResults, DEFAULT_METRIC};
 
 pub use crate::inject_lib::{ENV_INJECT_PATH, INJECT_LIB};
 const INJECTION_VARS: [&str; 2] = ["CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH"];
@@ -398,23 +398,7 @@ pub fn merge(parts: &[(Option<(String, String)>, RawResults)]) -> Result<RawResu
             let run = offset + s.run;
             let e = max_run.entry(k).or_insert(run);
             *e = (*e).max(run);
-            let extras: Vec<(&str, ExtraValue)> = raw
-                .extras
-                .iter()
-                .map(|c| (c.name.as_str(), c.values[i].clone()))
-                .collect();
-            out.push(&SampleRecord {
-                benchmark: &series.key.benchmark,
-                annotation: &series.key.annotation,
-                config: &config,
-                run,
-                metric: &series.key.metric,
-                value: s.value,
-                unit: &series.unit,
-                kernel: &raw.kernel_names[s.kernel as usize],
-                device: &raw.devices[series.device as usize],
-                extras: &extras,
-            })?;
+            crate::run_ranks::copy_sample(&mut out, raw, i, &config, run, |_| true)?;
         }
         for (k, m) in max_run {
             next_run.insert(k, m + 1);
@@ -781,7 +765,7 @@ fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kprof_core::DeviceInfo;
+    use kprof_core::{DeviceInfo, SampleRecord};
 
     #[test]
     fn env_sweep_parsing() {

@@ -326,6 +326,11 @@ mod tests {
         assert_eq!(col.values[0], ExtraValue::Text("_Z5scalePfPKffi|relu".into()));
     }
 
+    /// The samples of the NVTX grouping without filters.
+    fn nvtx_raw(ranges: &[RangeOcc], batch: &ActivityBatch, ctx: &SampleContext) -> RawResults {
+        build_raw(ranges, batch, GroupBy::Nvtx, &Filter::default(), ctx).0
+    }
+
     fn column<'a>(raw: &'a RawResults, name: &str) -> &'a [ExtraValue] {
         &raw.extras.iter().find(|c| c.name == name).unwrap().values
     }
@@ -342,19 +347,13 @@ mod tests {
             device_uuids: [(1, "GPU-abc".to_string())].into(),
             ..Default::default()
         };
-        let (raw, _) = build_raw(&ranges, &batch, GroupBy::Nvtx, &Filter::default(), &ctx);
+        let raw = nvtx_raw(&ranges, &batch, &ctx);
         let n = raw.samples.len();
         assert_eq!(column(&raw, "Rank"), vec![ExtraValue::Number(3.0); n]);
         assert_eq!(column(&raw, "Device"), vec![ExtraValue::Number(1.0); n]);
         assert_eq!(column(&raw, "DeviceUUID"), vec![ExtraValue::Text("GPU-abc".into()); n]);
         // Without a rank: no Rank column; the device is always there.
-        let (raw, _) = build_raw(
-            &ranges,
-            &batch,
-            GroupBy::Nvtx,
-            &Filter::default(),
-            &SampleContext::default(),
-        );
+        let raw = nvtx_raw(&ranges, &batch, &SampleContext::default());
         assert!(raw.extras.iter().all(|c| c.name != "Rank"));
         assert_eq!(column(&raw, "Device"), vec![ExtraValue::Number(1.0); n]);
     }
@@ -377,13 +376,7 @@ mod tests {
             ),
         ] {
             batch.kernels[i].name = name.into();
-            let (raw, _) = build_raw(
-                &ranges,
-                &batch,
-                GroupBy::Nvtx,
-                &Filter::default(),
-                &SampleContext::default(),
-            );
+            let raw = nvtx_raw(&ranges, &batch, &SampleContext::default());
             let s = raw
                 .samples
                 .iter()
@@ -397,13 +390,7 @@ mod tests {
         for k in batch.kernels.iter_mut().filter(|k| k.name == "relu") {
             k.name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL".into();
         }
-        let (raw, _) = build_raw(
-            &ranges,
-            &batch,
-            GroupBy::Nvtx,
-            &Filter::default(),
-            &SampleContext::default(),
-        );
+        let raw = nvtx_raw(&ranges, &batch, &SampleContext::default());
         assert_eq!(values(&raw, "step"), [60.0, 71.0]);
         let s = raw
             .samples
