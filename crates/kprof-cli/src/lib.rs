@@ -31,6 +31,7 @@ pub mod plot_cmd;
 pub mod report_cmd;
 pub mod results_input;
 pub mod run_cmd;
+pub mod run_ranks;
 pub mod run_split;
 pub mod store_cmd;
 

@@ -22,6 +22,9 @@
 //!   library profiles every kernel with the CUPTI Range Profiler. Its samples join the timing
 //!   samples by key (benchmark, region, configuration, occurrence), so raw.csv and
 //!   processed.csv hold both, with units. `--replay-mode range` is refused (see [`parse_replay_mode`]).
+//! - Programs of several processes (`torchrun`, `mpirun`): every process that initialises CUDA
+//!   writes its own files; the samples carry `Device` and, when the launcher gave a rank, `Rank`,
+//!   which become key columns of the merged results ([`crate::run_ranks`]).
 //! - What the injection library does in each process comes from one [`RunSpec`] per execution,
 //!   passed as JSON in `KPROF_RUN_SPEC` ([`kprof::run_spec`]).
 //! - Every run writes `time-split.json` into `--out`, where the wall time went by phase (per
@@ -45,7 +48,7 @@ use kprof::run_spec::{CounterSpec, GroupBy, RunSpec, DEFAULT_COUNTER_RANGES, ENV
 use kprof_core::display::render_processed;
 use kprof_core::io::{self, ReadOptions};
 use kprof_core::pipeline::{process, ProcessOptions};
-use kprof_core::{Config, ExtraValue, ParamValue, RawResults, SampleRecord, DEFAULT_METRIC};
+use kprof_core::{Config, ParamValue, RawResults, DEFAULT_METRIC};
 
 pub use crate::inject_lib::{ENV_INJECT_PATH, INJECT_LIB};
 const INJECTION_VARS: [&str; 2] = ["CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH"];
@@ -284,7 +287,8 @@ pub fn check_foreign_injection(get: impl Fn(&str) -> Option<String>, ours: &Path
     Ok(())
 }
 
-/// The default benchmark name: the script's stem for `python[3] [-u] script.py`, else the
+/// The default benchmark name: the script's stem for `python[3] [-u] script.py` (also
+/// `python -m torch.distributed.run ... script.py`) and `torchrun ... script.py`, else the
 /// command's file name.
 pub fn benchmark_name(command: &[OsString]) -> String {
     let base = |p: &OsString| {
@@ -297,7 +301,7 @@ pub fn benchmark_name(command: &[OsString]) -> String {
         return "program".into();
     };
     let name = base(first);
-    if name.starts_with("python") {
+    if name.starts_with("python") || name == "torchrun" {
         if let Some(script) = command[1..].iter().find(|a| a.to_string_lossy().ends_with(".py")) {
             return base(script);
         }
@@ -394,23 +398,7 @@ pub fn merge(parts: &[(Option<(String, String)>, RawResults)]) -> Result<RawResu
             let run = offset + s.run;
             let e = max_run.entry(k).or_insert(run);
             *e = (*e).max(run);
-            let extras: Vec<(&str, ExtraValue)> = raw
-                .extras
-                .iter()
-                .map(|c| (c.name.as_str(), c.values[i].clone()))
-                .collect();
-            out.push(&SampleRecord {
-                benchmark: &series.key.benchmark,
-                annotation: &series.key.annotation,
-                config: &config,
-                run,
-                metric: &series.key.metric,
-                value: s.value,
-                unit: &series.unit,
-                kernel: &raw.kernel_names[s.kernel as usize],
-                device: &raw.devices[series.device as usize],
-                extras: &extras,
-            })?;
+            crate::run_ranks::copy_sample(&mut out, raw, i, &config, run, |_| true)?;
         }
         for (k, m) in max_run {
             next_run.insert(k, m + 1);
@@ -714,10 +702,15 @@ fn finish(
             }
         }
     }
+    for line in crate::run_ranks::rank_lines(statuses) {
+        eprintln!("{line}");
+    }
     let cuda_procs = statuses.iter().filter(|s| s["cuda_injected"] == true).count();
-    let timing = merge(parts)?;
+    // Rank and Device become keys of a multi-process or multi-GPU run (see run_ranks).
+    let plan = crate::run_ranks::KeyPlan::of(parts.iter().chain(counter_parts).map(|(_, r)| r));
+    let timing = merge(&crate::run_ranks::promote_parts(parts, plan)?)?;
     let with_counters = !counter_metrics(&args.metrics).is_empty();
-    let counter_raw = merge(counter_parts)?;
+    let counter_raw = merge(&crate::run_ranks::promote_parts(counter_parts, plan)?)?;
     let (merged, join_warnings) = join_counters(&timing, &counter_raw)?;
     for w in &join_warnings {
         eprintln!("kprof: warning: {w}");
@@ -772,7 +765,7 @@ fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kprof_core::DeviceInfo;
+    use kprof_core::{DeviceInfo, SampleRecord};
 
     #[test]
     fn env_sweep_parsing() {
@@ -795,6 +788,10 @@ mod tests {
             "train"
         );
         assert_eq!(benchmark_name(&v(&["python", "-c", "pass"])), "python");
+        assert_eq!(
+            benchmark_name(&v(&["torchrun", "--nproc-per-node", "2", "app.py"])),
+            "app"
+        );
     }
 
     #[test]

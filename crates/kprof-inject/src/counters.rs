@@ -57,7 +57,7 @@ use kprof::cupti::records::KernelRecord;
 use kprof::run_spec::CounterSpec;
 use kprof::run_status::CounterTimes;
 use kprof_core::transforms::{record_combined, Reducer};
-use kprof_core::{ExtraValue, RawResults, SampleRecord, DEFAULT_METRIC};
+use kprof_core::{RawResults, SampleRecord, DEFAULT_METRIC};
 use serde::Serialize;
 
 use crate::report::{run_indices, Group, SampleContext};
@@ -202,7 +202,6 @@ pub fn build_counter_raw(
 ) -> (RawResults, Vec<String>) {
     let mut raw = RawResults::new();
     let mut warnings = Vec::new();
-    let extras: Vec<(&str, ExtraValue)> = ctx.extras.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
     for (i, m) in metrics.iter().enumerate() {
         let additive = is_additive(&m.name);
         let mut averaged = false;
@@ -221,6 +220,7 @@ pub fn build_counter_raw(
                 averaged = true;
                 Reducer::Mean
             };
+            let extras = ctx.sample_extras(&g.kernels);
             let rec = SampleRecord {
                 benchmark: &ctx.benchmark,
                 annotation: &g.annotation,

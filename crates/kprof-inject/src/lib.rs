@@ -13,6 +13,9 @@
 //! occurrences by the CPU time of their launch ([`report::build_raw`]) and writes, when the run
 //! spec names an `output`, `kprof-run-<pid>.csv` (raw samples) and `kprof-run-<pid>.json`
 //! (status: counts, warnings, errors) into that directory (or next to that file name).
+//! Every sample carries the CUDA device ordinal its kernels ran on (`Device`, with `DeviceUUID`)
+//! and, when the launcher gave the process a rank (`torchrun`'s `RANK`, MPI's, Slurm's: see
+//! [`placement`]), that rank (`Rank`); the status file has both (`rank`, `devices`).
 //!
 //! What to do comes from one place: the run spec that `kprof run` puts in `KPROF_RUN_SPEC`
 //! ([`kprof::run_spec::RunSpec`]: output, benchmark name (default: the process name), grouping,
@@ -65,6 +68,7 @@ pub mod book;
 pub mod cost;
 pub mod counters;
 pub mod nvtx_abi;
+pub mod placement;
 pub mod report;
 #[cfg(test)]
 mod test_support;
@@ -315,6 +319,10 @@ struct Status {
     anomalies: book::Anomalies,
     stats: report::BuildStats,
     device: Option<DeviceInfo>,
+    /// The rank the launcher gave this process ([`placement`]), if any.
+    rank: Option<placement::Rank>,
+    /// The devices the process's kernels ran on.
+    devices: Vec<placement::DeviceSeen>,
     /// The counter collection (`kprof run --metrics`), when this was a counter launch.
     counters: Option<counters::CounterStatus>,
     /// Where this process's time went, for `kprof run`'s time split.
@@ -428,11 +436,19 @@ fn write_results() {
         .clone()
         .filter(|b| !b.is_empty())
         .unwrap_or_else(process_name);
+    let rank = placement::detect_rank(|v| std::env::var(v).ok());
+    let devices = if cuda {
+        placement::device_uuids(&batch.kernels)
+    } else {
+        Vec::new()
+    };
     let ctx = report::SampleContext {
         benchmark: benchmark.clone(),
         device: device.clone(),
         config: Default::default(),
         extras,
+        rank: rank.as_ref().map(|r| r.rank),
+        device_uuids: placement::uuid_map(&devices),
     };
     cost::set_kernels(&mut timeline, &batch.kernels);
     let (raw, stats, counter_status) = match outcome {
@@ -511,6 +527,8 @@ fn write_results() {
         anomalies,
         stats,
         device: cuda.then_some(device),
+        rank,
+        devices,
         counters: counter_status,
         timeline,
         raw_csv,

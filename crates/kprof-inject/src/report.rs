@@ -76,6 +76,21 @@ pub struct SampleContext {
     pub config: Config,
     /// Constant extra columns (DriverVersion, CuptiVersion, ...).
     pub extras: Vec<(String, ExtraValue)>,
+    /// The process's rank from its launcher ([`crate::placement::detect_rank`]): the `Rank`
+    /// column of every sample.
+    pub rank: Option<u32>,
+    /// Device UUIDs by CUDA ordinal, for the `DeviceUUID` column.
+    pub device_uuids: std::collections::BTreeMap<u32, String>,
+}
+
+impl SampleContext {
+    /// The extra columns of one sample of `kernels`: the constant ones, then `Rank`, `Device`
+    /// and `DeviceUUID` ([`crate::placement::sample_columns`]).
+    pub fn sample_extras(&self, kernels: &[KernelRecord]) -> Vec<(&str, ExtraValue)> {
+        let mut extras: Vec<(&str, ExtraValue)> = self.extras.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
+        extras.extend(crate::placement::sample_columns(self.rank, kernels, &self.device_uuids));
+        extras
+    }
 }
 
 /// Counts for the status file.
@@ -219,13 +234,12 @@ pub fn build_raw(
 ) -> (RawResults, BuildStats) {
     let (groups, mut stats) = group_kernels(ranges, batch, group_by, filter);
     let mut raw = RawResults::new();
-    let base_extras: Vec<(&str, ExtraValue)> = ctx.extras.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
     for (g, run) in groups.iter().zip(run_indices(&groups)) {
         let value: u64 = g.kernels.iter().map(KernelRecord::duration_ns).sum();
         let mangled = kernel_label(&g.kernels);
         // The Kernel column shows demangled names (as ncu does); the mangled label is kept.
         let label = kprof_core::kernels::demangle_label(&mangled).into_owned();
-        let mut extras = base_extras.clone();
+        let mut extras = ctx.sample_extras(&g.kernels);
         if label != mangled {
             extras.push((
                 kprof_core::kernels::MANGLED_KERNEL_COLUMN,
@@ -310,6 +324,83 @@ mod tests {
             .find(|c| c.name == kprof_core::kernels::MANGLED_KERNEL_COLUMN)
             .unwrap();
         assert_eq!(col.values[0], ExtraValue::Text("_Z5scalePfPKffi|relu".into()));
+    }
+
+    /// The samples of the NVTX grouping without filters.
+    fn nvtx_raw(ranges: &[RangeOcc], batch: &ActivityBatch, ctx: &SampleContext) -> RawResults {
+        build_raw(ranges, batch, GroupBy::Nvtx, &Filter::default(), ctx).0
+    }
+
+    fn column<'a>(raw: &'a RawResults, name: &str) -> &'a [ExtraValue] {
+        &raw.extras.iter().find(|c| c.name == name).unwrap().values
+    }
+
+    /// Issue 22 part 4: every sample carries the process's rank and its kernels' device.
+    #[test]
+    fn samples_carry_rank_and_device() {
+        let (ranges, mut batch) = fixture();
+        for k in &mut batch.kernels {
+            k.device_id = 1;
+        }
+        let ctx = SampleContext {
+            rank: Some(3),
+            device_uuids: [(1, "GPU-abc".to_string())].into(),
+            ..Default::default()
+        };
+        let raw = nvtx_raw(&ranges, &batch, &ctx);
+        let n = raw.samples.len();
+        assert_eq!(column(&raw, "Rank"), vec![ExtraValue::Number(3.0); n]);
+        assert_eq!(column(&raw, "Device"), vec![ExtraValue::Number(1.0); n]);
+        assert_eq!(column(&raw, "DeviceUUID"), vec![ExtraValue::Text("GPU-abc".into()); n]);
+        // Without a rank: no Rank column; the device is always there.
+        let raw = nvtx_raw(&ranges, &batch, &SampleContext::default());
+        assert!(raw.extras.iter().all(|c| c.name != "Rank"));
+        assert_eq!(column(&raw, "Device"), vec![ExtraValue::Number(1.0); n]);
+    }
+
+    /// NCCL's kernels keep their names: plain ones as they are, mangled ones (NCCL >= 2.19
+    /// passes its arguments as a struct) demangled to the same name with its argument type.
+    #[test]
+    fn nccl_kernel_names_are_kept() {
+        let (ranges, mut batch) = fixture();
+        // The kernel outside every range ("copy") becomes an NCCL collective.
+        let i = batch.kernels.iter().position(|k| k.name == "copy").unwrap();
+        for (name, shown) in [
+            (
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+            ),
+            (
+                "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE",
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<(unsigned long)4096>)",
+            ),
+        ] {
+            batch.kernels[i].name = name.into();
+            let raw = nvtx_raw(&ranges, &batch, &SampleContext::default());
+            let s = raw
+                .samples
+                .iter()
+                .find(|s| raw.kernel_names[s.kernel as usize] == shown)
+                .unwrap_or_else(|| panic!("no sample of {shown:?}: {:?}", raw.kernel_names));
+            // Outside ranges a kernel is its own annotation, under the name CUPTI gave.
+            assert_eq!(raw.series_of(s).key.annotation, name);
+            assert_eq!(s.value, 7.0);
+        }
+        // Inside a range the collective counts toward the range, like any kernel.
+        for k in batch.kernels.iter_mut().filter(|k| k.name == "relu") {
+            k.name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL".into();
+        }
+        let raw = nvtx_raw(&ranges, &batch, &SampleContext::default());
+        assert_eq!(values(&raw, "step"), [60.0, 71.0]);
+        let s = raw
+            .samples
+            .iter()
+            .find(|s| raw.series_of(s).key.annotation == "step")
+            .unwrap();
+        assert_eq!(
+            raw.kernel_names[s.kernel as usize],
+            "gemm|ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+        );
     }
 
     #[test]

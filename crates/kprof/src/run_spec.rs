@@ -28,6 +28,20 @@ pub const ENV_RUN_SPEC: &str = "KPROF_RUN_SPEC";
 /// The version of the spec this build writes and reads.
 pub const RUN_SPEC_VERSION: u32 = 1;
 
+/// The column of a process file (`kprof-run-<pid>.csv`) holding the process's rank, read from
+/// the launcher's environment (`torchrun`'s `RANK`, MPI's, Slurm's; see the `kprof-inject`
+/// crate's `placement` module); absent when the process has none. `kprof run` makes it a key
+/// (a configuration parameter) of the merged results when any process has one.
+pub const RANK_COLUMN: &str = "Rank";
+
+/// The column of a process file holding the CUDA device ordinal (in the process, as CUDA numbers
+/// the devices it sees) the sample's kernels ran on, from the kernel records; several devices
+/// are joined with `|`. `kprof run` makes it a key when it varies.
+pub const DEVICE_COLUMN: &str = "Device";
+
+/// The column of a process file holding the UUID (`GPU-...`) of the sample's device, when known.
+pub const DEVICE_UUID_COLUMN: &str = "DeviceUUID";
+
 /// Kernels per counter-data image in the counter launch, before the image is decoded and
 /// restarted ([`CounterSpec::ranges_per_image`]).
 pub const DEFAULT_COUNTER_RANGES: usize = 4096;
