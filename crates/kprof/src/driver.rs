@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use crate::error::EngineError;
-use crate::loader::{load_library, LibKind, LoadedLib, SearchEnv};
+use crate::sys::loader::{load_library, LibKind, LoadedLib, SearchEnv};
 
 /// `CUresult`.
 pub type CuResult = c_int;

@@ -50,6 +50,9 @@ pub mod nvtx;
 pub mod run_spec;
 pub mod runner;
 pub mod settings;
+/// The FFI layer (bindings, function tables, library search): the only module allowed `unsafe`.
+#[allow(unsafe_code)]
+pub mod sys;
 
 pub use attribution::{attribute, decode_region_key, encode_region_key, Attribution, RegionKey, RegionSpan};
 pub use cupti::{ActivityBatch, ActivitySession, ApiRecord, ExternalCorrelationRecord, KernelRecord};

@@ -49,7 +49,7 @@ impl Nvml {
     pub fn load() -> Result<Nvml, ConditionsError> {
         // KPROF_NVML_PATH (a file, or the folder holding libnvidia-ml.so.1) is exclusive when set,
         // as for the loader and `kprof doctor`.
-        if let Some(path) = std::env::var_os(crate::loader::ENV_NVML_PATH).filter(|p| !p.is_empty()) {
+        if let Some(path) = std::env::var_os(crate::sys::loader::ENV_NVML_PATH).filter(|p| !p.is_empty()) {
             let path = std::path::PathBuf::from(path);
             let file = if path.is_dir() {
                 path.join("libnvidia-ml.so.1")
@@ -61,8 +61,8 @@ impl Nvml {
                     reason: format!(
                         "{} (from {}): {reason}; fix or unset {}",
                         file.display(),
-                        crate::loader::ENV_NVML_PATH,
-                        crate::loader::ENV_NVML_PATH
+                        crate::sys::loader::ENV_NVML_PATH,
+                        crate::sys::loader::ENV_NVML_PATH
                     ),
                 },
                 e => e,

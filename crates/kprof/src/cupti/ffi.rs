@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use crate::error::EngineError;
-use crate::loader::{load_library, nvperf_host_beside, LibKind, LoadedLib, SearchEnv};
+use crate::sys::loader::{load_library, nvperf_host_beside, LibKind, LoadedLib, SearchEnv};
 
 /// `CUptiResult`.
 pub type CuptiResult = u32;
