@@ -7,6 +7,8 @@
 //! | module | what it binds |
 //! |---|---|
 //! | [`loader`] | the search for libcuda, libcupti and libnvidia-ml, and opening them (`dlopen`) |
+//! | [`driver`] | the CUDA driver API: types, constants and the function table [`driver::DriverFns`] |
+//! | [`kernels`] | kprof's own PTX kernels (the L2 flush), the only kernels the engine launches |
 //! | [`nvml`] | NVML through `nvml-wrapper` |
 //! | [`os`] | the few libc calls the engine makes (thread and user ids, the clock, `atexit`) |
 //!
@@ -23,6 +25,8 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+pub mod driver;
+pub mod kernels;
 pub mod loader;
 pub mod nvml;
 pub mod os;

@@ -28,12 +28,9 @@ const NOT_YET_MOVED: &[(&str, usize)] = &[
     ("crates/kprof/src/cupti/collector.rs", 30),
     ("crates/kprof/src/cupti/ffi.rs", 23),
     ("crates/kprof/src/cupti/graph_guard.rs", 4),
-    ("crates/kprof/src/driver.rs", 51),
     ("crates/kprof/src/nvtx/abi.rs", 7),
     ("crates/kprof/src/nvtx/copy.rs", 17),
     ("crates/kprof/src/runner/counter_pass.rs", 3),
-    ("crates/kprof/src/runner/events.rs", 1),
-    ("crates/kprof/src/runner/l2_flush.rs", 5),
 ];
 
 fn in_ffi_module(file: &str) -> bool {
