@@ -43,11 +43,12 @@
 
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::ffi::c_void;
 use std::sync::Mutex;
 
 use kprof::counters::{CuptiLib, RangeProfiler, ReplayMode};
-use kprof::cupti::ffi::{cbid, CUpti_CallbackData, Cupti};
+use kprof::cupti::collector::Callback;
+use kprof::cupti::Cupti;
+use kprof::sys::cupti::cbid;
 use kprof::cupti::records::KernelRecord;
 use kprof::run_spec::CounterSpec;
 use kprof_core::transforms::{record_combined, Reducer};
@@ -364,8 +365,8 @@ fn install_inner(
 }
 
 /// The CUPTI callback hook (runs on the thread of the CUDA call).
-fn hook(domain: u32, id: u32, data: *const c_void) {
-    if data.is_null() || IN_HOOK.with(Cell::get) {
+fn hook(callback: &Callback<'_>) {
+    if !callback.has_data() || IN_HOOK.with(Cell::get) {
         return;
     }
     /// Clears `IN_HOOK` however the hook ends (a panic is caught by the collector's callback).
@@ -377,10 +378,11 @@ fn hook(domain: u32, id: u32, data: *const c_void) {
     }
     IN_HOOK.with(|h| h.set(true));
     let _leave = Leave;
-    match domain {
+    let id = callback.cbid();
+    match callback.domain() {
         DOMAIN_RESOURCE if id == CBID_CONTEXT_DESTROY_STARTING => {
-            // CUpti_ResourceData: the context is the first field.
-            let ctx = unsafe { *(data as *const usize) };
+            // CUpti_ResourceData: the context.
+            let ctx = callback.resource().map_or(0, |r| r.context as usize);
             log!("counters: context {ctx:#x} is being destroyed");
             with_live(|l| {
                 if l.profiler.is_some() && l.ctx == ctx {
@@ -389,9 +391,8 @@ fn hook(domain: u32, id: u32, data: *const c_void) {
             });
         }
         DOMAIN_DRIVER | DOMAIN_RUNTIME => {
-            // SAFETY: CUPTI passes a CUpti_CallbackData (its layout is checked against the
-            // header in CI) to driver and runtime API callbacks, valid during the callback.
-            let cb = unsafe { &*(data as *const CUpti_CallbackData) };
+            // CUpti_CallbackData, valid during the callback.
+            let Some(cb) = callback.api() else { return };
             let ctx = cb.context as usize;
             if cb.callbackSite == API_ENTER {
                 let depth = DEPTH.with(|d| {

@@ -42,7 +42,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use kprof::cupti::ffi::Cupti;
+use kprof::cupti::Cupti;
 use kprof::cupti::ActivitySession;
 use kprof::loader::SearchEnv;
 use kprof::run_spec::{RunSpec, ENV_RUN_SPEC};

@@ -29,7 +29,7 @@ pub struct Versions {
 #[derive(Debug)]
 pub struct Libraries {
     pub cuda: &'static crate::driver::Driver,
-    pub cupti: &'static crate::cupti::ffi::Cupti,
+    pub cupti: &'static crate::cupti::Cupti,
     pub cuda_path: PathBuf,
     pub cupti_path: PathBuf,
     /// `libnvperf_host.so` beside libcupti, if present.
@@ -55,7 +55,7 @@ impl Libraries {
             return Ok(l);
         }
         let cuda = crate::driver::Driver::load(env)?;
-        let cupti = crate::cupti::ffi::Cupti::load(env)?;
+        let cupti = crate::cupti::Cupti::load(env)?;
         let (nvml_path, driver_release) = match load_library(LibKind::Nvml, env) {
             Ok(l) => (Some(l.path.to_path_buf()), crate::sys::nvml::driver_release(l.path)),
             Err(_) => (None, None),

@@ -789,18 +789,18 @@ pub fn layout_table() -> Vec<(String, usize)> {
     // context); cupti_callbacks.h has no size macro for it.
     fields!(
         "CUpti_CallbackData",
-        crate::cupti::ffi::CUpti_CallbackData,
+        crate::sys::cupti::CUpti_CallbackData,
         [callbackSite, functionName, symbolName, context, correlationId]
     );
     // The graph resource callbacks (the graph guard reads the executable of GRAPHEXEC_CREATED).
     fields!(
         "CUpti_ResourceData",
-        crate::cupti::ffi::CUpti_ResourceData,
+        crate::sys::cupti::CUpti_ResourceData,
         [context, resourceHandle, resourceDescriptor]
     );
     fields!(
         "CUpti_GraphData",
-        crate::cupti::ffi::CUpti_GraphData,
+        crate::sys::cupti::CUpti_GraphData,
         [
             graph,
             originalGraph,

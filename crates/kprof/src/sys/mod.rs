@@ -9,6 +9,7 @@
 //! | [`loader`] | the search for libcuda, libcupti and libnvidia-ml, and opening them (`dlopen`) |
 //! | [`driver`] | the CUDA driver API: types, constants and the function table [`driver::DriverFns`] |
 //! | [`kernels`] | kprof's own PTX kernels (the L2 flush), the only kernels the engine launches |
+//! | [`cupti`] | CUPTI: result codes, activity kinds and record layouts, callback ids and data, the function table [`cupti::CuptiFns`], the activity buffers and the subscriber's callback |
 //! | [`nvml`] | NVML through `nvml-wrapper` |
 //! | [`os`] | the few libc calls the engine makes (thread and user ids, the clock, `atexit`) |
 //!
@@ -25,6 +26,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+pub mod cupti;
 pub mod driver;
 pub mod kernels;
 pub mod loader;

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use kprof::attribution::{attribute, decode_region_key, encode_region_key};
-use kprof::cupti::ffi::{cbid, ACTIVITY_KIND_CONCURRENT_KERNEL, ACTIVITY_KIND_KERNEL};
+use kprof::sys::cupti::{cbid, ACTIVITY_KIND_CONCURRENT_KERNEL, ACTIVITY_KIND_KERNEL};
 use kprof::cupti::records::graph_item_name;
 use kprof::cupti::RecordedBuffer;
 

@@ -7,8 +7,8 @@ use crate::common;
 use std::collections::HashMap;
 use std::process::Command;
 
-use kprof::cupti::ffi::{self, cbid};
-use kprof::cupti::records::offsets;
+use kprof::sys::cupti::{self as ffi, cbid};
+use kprof::sys::cupti::offsets;
 
 fn header(cu13: &std::path::Path, name: &str) -> String {
     std::fs::read_to_string(cu13.join("include").join(name)).unwrap()

@@ -8,7 +8,8 @@ use crate::common;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use kprof::cupti::ffi::{Cupti, REQUIRED_SYMBOLS};
+use kprof::cupti::Cupti;
+use kprof::sys::cupti::REQUIRED_SYMBOLS;
 use kprof::loader::{SearchEnv, ENV_CUPTI_PATH};
 use kprof::{ActivitySession, EngineError};
 
@@ -34,7 +35,7 @@ fn loads_wheel_libcupti_and_fails_cleanly_without_a_driver() {
         Some(lib_dir.join("libnvperf_host.so").as_path())
     );
     assert!(
-        cupti.fns.cuptiActivityEnableDriverApi.is_some(),
+        cupti.has_per_cbid_switches(),
         "CUPTI 13.0 has cuptiActivityEnableDriverApi"
     );
     assert_eq!(REQUIRED_SYMBOLS.len(), 14);
