@@ -10,6 +10,7 @@
 //! | [`driver`] | the CUDA driver API: types, constants and the function table [`driver::DriverFns`] |
 //! | [`kernels`] | kprof's own PTX kernels (the L2 flush), the only kernels the engine launches |
 //! | [`cupti`] | CUPTI: result codes, activity kinds and record layouts, callback ids and data, the function table [`cupti::CuptiFns`], the activity buffers and the subscriber's callback |
+//! | [`nvtx`] | NVTX v3: kprof's own NVTX copy (the export tables a tool fills) and its declarations |
 //! | [`nvml`] | NVML through `nvml-wrapper` |
 //! | [`os`] | the few libc calls the engine makes (thread and user ids, the clock, `atexit`) |
 //!
@@ -31,4 +32,5 @@ pub mod driver;
 pub mod kernels;
 pub mod loader;
 pub mod nvml;
+pub mod nvtx;
 pub mod os;

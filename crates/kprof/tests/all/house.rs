@@ -25,8 +25,6 @@ const NOT_YET_MOVED: &[(&str, usize)] = &[
     ("crates/kprof/src/conditions/nvml.rs", 6),
     ("crates/kprof/src/counters/host.rs", 29),
     ("crates/kprof/src/counters/range.rs", 18),
-    ("crates/kprof/src/nvtx/abi.rs", 7),
-    ("crates/kprof/src/nvtx/copy.rs", 17),
     ("crates/kprof/src/runner/counter_pass.rs", 3),
 ];
 
