@@ -22,7 +22,6 @@ const NOT_YET_MOVED: &[(&str, usize)] = &[
     ("crates/kprof-inject/src/lib.rs", 4),
     ("crates/kprof-inject/src/nvtx_abi.rs", 38),
     ("crates/kprof-py/src/engine.rs", 1),
-    ("crates/kprof/src/conditions/nvml.rs", 6),
     ("crates/kprof/src/counters/host.rs", 29),
     ("crates/kprof/src/counters/range.rs", 18),
     ("crates/kprof/src/runner/counter_pass.rs", 3),
