@@ -534,6 +534,79 @@ pub fn nvperf_host_beside(cupti: &Path) -> Option<PathBuf> {
     p.is_file().then_some(p)
 }
 
+// ---- The counter module's own lookup (offline `kprof metrics`, tests) ----
+
+/// Where the library-locating functions look, for error messages.
+const LIB_NAMES: [&str; 3] = ["libcupti.so.13", "libcupti.so", "libcupti.so.12"];
+
+fn lib_in_dir(dir: &Path) -> Option<PathBuf> {
+    LIB_NAMES.iter().map(|n| dir.join(n)).find(|p| p.is_file())
+}
+
+/// The libcupti in a folder, or in the pip layouts below it (`nvidia/cu13/lib`, `nvidia/cuda_cupti/lib`).
+pub fn cupti_in(dir: &Path) -> Option<PathBuf> {
+    [
+        dir.to_path_buf(),
+        dir.join("nvidia/cu13/lib"),
+        dir.join("nvidia/cuda_cupti/lib"),
+        dir.join("lib"),
+    ]
+    .iter()
+    .find_map(|d| lib_in_dir(d))
+}
+
+/// Finds a libcupti for the counter module (`crate::counters::locate_cupti`), without the
+/// engine's search ([`search`]):
+/// 1. `KPROF_CUPTI_PATH` (a file, or a folder holding `libcupti.so*`);
+/// 2. `KPROF_CUPTI_WHEEL_DIR` (an unpacked `nvidia-cuda-cupti` wheel; CI uses
+///    `target/cupti-wheel/unpacked` made by `scripts/setup-dev.sh`);
+/// 3. `$CUDA_HOME/{extras/CUPTI/lib64,targets/x86_64-linux/lib}` and the same under `/usr/local/cuda`.
+///
+/// Offline use only (`kprof metrics` without a GPU, tests); the run loop uses the engine's
+/// libcupti. The error says where it looked and what to set.
+pub fn locate_cupti() -> Result<PathBuf, String> {
+    let mut tried = Vec::new();
+    if let Some(v) = std::env::var_os("KPROF_CUPTI_PATH").filter(|v| !v.is_empty()) {
+        let p = PathBuf::from(v);
+        if p.is_file() {
+            return Ok(p);
+        }
+        if let Some(found) = p.is_dir().then(|| cupti_in(&p)).flatten() {
+            return Ok(found);
+        }
+        return Err(format!(
+            "KPROF_CUPTI_PATH={} is neither libcupti nor a folder holding it",
+            p.display()
+        ));
+    }
+    if let Some(v) = std::env::var_os("KPROF_CUPTI_WHEEL_DIR").filter(|v| !v.is_empty()) {
+        let p = PathBuf::from(v);
+        if let Some(found) = cupti_in(&p) {
+            return Ok(found);
+        }
+        tried.push(format!("KPROF_CUPTI_WHEEL_DIR={}", p.display()));
+    }
+    let mut roots: Vec<PathBuf> = Vec::new();
+    if let Some(h) = std::env::var_os("CUDA_HOME").filter(|v| !v.is_empty()) {
+        roots.push(PathBuf::from(h));
+    }
+    roots.push(PathBuf::from("/usr/local/cuda"));
+    for root in roots {
+        for sub in ["extras/CUPTI/lib64", "targets/x86_64-linux/lib", "lib64"] {
+            let d = root.join(sub);
+            if let Some(found) = lib_in_dir(&d) {
+                return Ok(found);
+            }
+            tried.push(d.display().to_string());
+        }
+    }
+    Err(format!(
+        "set KPROF_CUPTI_PATH to libcupti.so.13 (or its folder), or KPROF_CUPTI_WHEEL_DIR to an unpacked \
+         nvidia-cuda-cupti wheel (`python3 -m pip download --no-deps nvidia-cuda-cupti==13.0.85`); tried: {}",
+        tried.join(", ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

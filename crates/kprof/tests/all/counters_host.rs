@@ -12,7 +12,7 @@ use std::process::Command;
 
 use kprof::counters::metrics::MetricsCatalog;
 use kprof::counters::recorded::{evaluate_recorded, recorded_cases};
-use kprof::counters::structs::{layout_table, v13_0_constants};
+use kprof::sys::cupti::profiler::{layout_table, v13_0_constants};
 use kprof::counters::{cupti_in, CountersError, MetricKind, MetricScope};
 
 /// The committed recordings keep `counter_data.bin` gzipped (`counter_data.bin.gz`: 1.3-2 MB of

@@ -6,12 +6,14 @@
 //! when the headers are available.
 //!
 //! - [`activity`]: the buffers CUPTI fills with activity records, and the records in them;
-//! - [`callback`]: the subscriber's callback function and the data CUPTI passes it.
+//! - [`callback`]: the subscriber's callback function and the data CUPTI passes it;
+//! - [`profiler`]: the parameter structs of the Profiler Host and Range Profiler APIs.
 
 use std::ffi::{c_char, c_void};
 
 pub mod activity;
 pub mod callback;
+pub mod profiler;
 mod table;
 
 pub use table::{ApiSwitch, CuptiFns, EnableCallback, REQUIRED_SYMBOLS};
@@ -25,9 +27,13 @@ pub const CUPTI_SUCCESS: CuptiResult = 0;
 pub const CUPTI_ERROR_INVALID_PARAMETER: CuptiResult = 1;
 pub const CUPTI_ERROR_MAX_LIMIT_REACHED: CuptiResult = 12;
 pub const CUPTI_ERROR_NOT_INITIALIZED: CuptiResult = 15;
+pub const CUPTI_ERROR_INVALID_METRIC_NAME: CuptiResult = 17;
 pub const CUPTI_ERROR_NOT_SUPPORTED: CuptiResult = 27;
 pub const CUPTI_ERROR_INSUFFICIENT_PRIVILEGES: CuptiResult = 35;
+pub const CUPTI_ERROR_OLD_PROFILER_API_INITIALIZED: CuptiResult = 36;
 pub const CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: CuptiResult = 39;
+pub const CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES: CuptiResult = 40;
+pub const CUPTI_ERROR_INVALID_CHIP_NAME: CuptiResult = 46;
 pub const CUPTI_ERROR_UNKNOWN: CuptiResult = 999;
 
 /// `CUpti_ActivityKind` values used.
