@@ -268,10 +268,8 @@ pub struct CounterStatus {
     pub samples: usize,
 }
 
-/// The Range Profiler of the profiled context.
+/// The Range Profiler of the profiled context (only used under the `LIVE` mutex).
 struct Profiler(RangeProfiler);
-// SAFETY: the Range Profiler object is a CUPTI handle; it is only used under the `LIVE` mutex.
-unsafe impl Send for Profiler {}
 
 /// The running collection.
 #[derive(Default)]

@@ -41,7 +41,7 @@ impl Cupti {
             nvperf_host: nvperf_host_beside(lib.path),
             api_version: 0,
         };
-        c.check("cuptiGetVersion", fns.get_version(&mut version))?;
+        c.check("cuptiGetVersion", c.fns.get_version(&mut version))?;
         c.api_version = version;
         let c: &'static Cupti = Box::leak(Box::new(c));
         *slot = Some(c);

@@ -163,6 +163,8 @@ pub enum Source {
     UsrLocalCuda,
     SitePackages,
     LoaderDefault,
+    /// A path the caller gave ([`open_cupti_global`], the counter module's own load).
+    Caller,
 }
 
 /// The ordered result of a search: candidates to try, and every location looked at that held
@@ -443,11 +445,22 @@ impl LoadedLib {
     /// # Safety
     /// As [`LoadedLib::sym`].
     pub(crate) unsafe fn opt_sym<T: Copy>(&self, name: &str) -> Option<T> {
+        // SAFETY: the caller's promise about `T` is the one `sym_or_reason` needs.
+        unsafe { self.sym_or_reason(name) }.ok()
+    }
+
+    /// Resolves a symbol, or says why not (the loader's message).
+    ///
+    /// # Safety
+    /// As [`LoadedLib::sym`].
+    pub(crate) unsafe fn sym_or_reason<T: Copy>(&self, name: &str) -> Result<T, String> {
         let mut bytes = name.as_bytes().to_vec();
         bytes.push(0);
         // SAFETY: the caller vouches that `T` is the symbol's type; the handle lives for the
         // process (leaked), so the pointer never dangles.
-        unsafe { self.lib.get::<T>(&bytes) }.ok().map(|s| *s)
+        unsafe { self.lib.get::<T>(&bytes) }
+            .map(|s| *s)
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -532,6 +545,44 @@ pub fn load_library(kind: LibKind, env: &SearchEnv) -> Result<LoadedLib, LoadErr
 pub fn nvperf_host_beside(cupti: &Path) -> Option<PathBuf> {
     let p = cupti.parent()?.join("libnvperf_host.so");
     p.is_file().then_some(p)
+}
+
+/// Opens the libcupti at `path` (absolute) for the counter APIs: first `libnvperf_host.so` from
+/// the same folder, when there, then libcupti, both `RTLD_NOW | RTLD_GLOBAL`. libcupti `dlopen`s
+/// `libnvperf_host.so` by bare name, so unless that folder is on the loader path
+/// `cuptiProfilerHostInitialize` fails with `CUPTI_ERROR_NOT_INITIALIZED`; with the copy already
+/// loaded, glibc matches the bare name against its SONAME. Neither library is ever closed.
+///
+/// Returns the library and the `libnvperf_host.so` loaded, or the file that failed and why.
+pub fn open_cupti_global(path: &Path) -> Result<(LoadedLib, Option<PathBuf>), (PathBuf, String)> {
+    fn dlopen_global(path: &Path) -> Result<libloading::Library, libloading::Error> {
+        // SAFETY: opening a library runs its initialisers; these are NVIDIA's libcupti and
+        // libnvperf_host, which kprof is meant to load.
+        unsafe {
+            libloading::os::unix::Library::open(
+                Some(path),
+                libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL,
+            )
+            .map(Into::into)
+        }
+    }
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    let nvperf = dir.join("libnvperf_host.so");
+    let nvperf_host = if nvperf.exists() {
+        let l = dlopen_global(&nvperf).map_err(|e| (nvperf.clone(), e.to_string()))?;
+        std::mem::forget(l);
+        Some(nvperf)
+    } else {
+        None
+    };
+    let lib = dlopen_global(path).map_err(|e| (path.to_path_buf(), e.to_string()))?;
+    let lib = LoadedLib {
+        kind: LibKind::Cupti,
+        lib: Box::leak(Box::new(lib)),
+        path: Box::leak(path.to_path_buf().into_boxed_path()),
+        source: Source::Caller,
+    };
+    Ok((lib, nvperf_host))
 }
 
 // ---- The counter module's own lookup (offline `kprof metrics`, tests) ----

@@ -16,7 +16,7 @@ pub mod callback;
 pub mod profiler;
 mod table;
 
-pub use table::{ApiSwitch, CuptiFns, EnableCallback, REQUIRED_SYMBOLS};
+pub use table::{ApiSwitch, CuptiFns, EnableCallback, ObjectPtr, REQUIRED_SYMBOLS};
 
 /// `CUptiResult`.
 pub type CuptiResult = u32;

@@ -1,10 +1,12 @@
-//! libcupti's function table.
+//! libcupti's function table: the activity API and callbacks (every use of CUPTI), and the
+//! Profiler Host and Range Profiler APIs (the counters; CUPTI from CUDA 12.6 Update 2 on).
 
-use std::ffi::{c_char, c_void, CStr};
+use std::ffi::{c_char, c_void, CStr, CString};
 
 use super::activity::{buffer_completed, buffer_requested, BufferHandlers};
 use super::callback::subscriber_callback;
-use super::{CuptiResult, SubscriberHandle, CUPTI_SUCCESS};
+use super::profiler::*;
+use super::{CuptiResult, SubscriberHandle, CUPTI_ERROR_INVALID_PARAMETER, CUPTI_SUCCESS};
 use crate::sys::loader::{LoadError, LoadedLib};
 
 /// `CUpti_CallbackFunc`.
@@ -32,13 +34,19 @@ type FnGetTimestamp = unsafe extern "C" fn(*mut u64) -> CuptiResult;
 type FnFinalize = unsafe extern "C" fn() -> CuptiResult;
 /// `cuptiEnableCallback(enable, subscriber, domain, cbid)`.
 type FnEnableCallback = unsafe extern "C" fn(u32, SubscriberHandle, u32, u32) -> CuptiResult;
+/// The profiler APIs' shape: one params struct.
+type Fp<T> = unsafe extern "C" fn(*mut T) -> CuptiResult;
 
 /// libcupti's function table, resolved once per loaded copy ([`CuptiFns::resolve`]). Each entry
 /// point is called through the safe method of the same name in snake case.
 ///
-/// The calls pass CUPTI values, handles it gave out (the subscriber, contexts: it checks them)
-/// and pointers to Rust memory that lives across the call with the size CUPTI writes.
-#[derive(Debug, Clone, Copy)]
+/// The calls pass CUPTI values, handles it gave out (the subscriber, contexts, host and Range
+/// Profiler objects: they go back as they came) and pointers to Rust memory that lives across
+/// the call with the size CUPTI writes. The profiler APIs take one `#[repr(C)]` params struct
+/// ([`super::profiler`]); their methods set every pointer to memory in it from the Rust
+/// references they are given (and `pPriv` to null), so the caller fills in only values, sizes
+/// and handles.
+#[derive(Debug, Clone)]
 #[allow(non_snake_case)]
 pub struct CuptiFns {
     cuptiGetVersion: FnGetVersion,
@@ -63,6 +71,82 @@ pub struct CuptiFns {
     cuptiFinalize: FnFinalize,
     /// `cuptiEnableCallback` (optional: only callbacks need it).
     cuptiEnableCallback: Option<FnEnableCallback>,
+    /// The profiler APIs (absent before CUDA 12.6 Update 2; [`CuptiFns::missing_profiler_entry`]).
+    profiler: ProfilerFns,
+    /// The first profiler entry point this libcupti lacks, and the loader's message.
+    profiler_missing: Option<(&'static str, String)>,
+}
+
+/// The entry points of the Profiler Host and Range Profiler APIs.
+#[derive(Debug, Clone, Copy, Default)]
+struct ProfilerFns {
+    host_initialize: Option<Fp<CUpti_Profiler_Host_Initialize_Params>>,
+    host_deinitialize: Option<Fp<CUpti_Profiler_Host_Deinitialize_Params>>,
+    host_get_supported_chips: Option<Fp<CUpti_Profiler_Host_GetSupportedChips_Params>>,
+    host_get_base_metrics: Option<Fp<CUpti_Profiler_Host_GetBaseMetrics_Params>>,
+    host_get_sub_metrics: Option<Fp<CUpti_Profiler_Host_GetSubMetrics_Params>>,
+    host_get_metric_properties: Option<Fp<CUpti_Profiler_Host_GetMetricProperties_Params>>,
+    /// Resolved (a libcupti without it is refused for counters, as always) but never called.
+    #[allow(dead_code)]
+    host_get_range_name: Option<Fp<CUpti_Profiler_Host_GetRangeName_Params>>,
+    host_evaluate_to_gpu_values: Option<Fp<CUpti_Profiler_Host_EvaluateToGpuValues_Params>>,
+    host_config_add_metrics: Option<Fp<CUpti_Profiler_Host_ConfigAddMetrics_Params>>,
+    host_get_config_image_size: Option<Fp<CUpti_Profiler_Host_GetConfigImageSize_Params>>,
+    host_get_config_image: Option<Fp<CUpti_Profiler_Host_GetConfigImage_Params>>,
+    host_get_num_of_passes: Option<Fp<CUpti_Profiler_Host_GetNumOfPasses_Params>>,
+    profiler_initialize: Option<Fp<CUpti_Profiler_Initialize_Params>>,
+    profiler_deinitialize: Option<Fp<CUpti_Profiler_DeInitialize_Params>>,
+    device_get_chip_name: Option<Fp<CUpti_Device_GetChipName_Params>>,
+    get_counter_availability: Option<Fp<CUpti_Profiler_GetCounterAvailability_Params>>,
+    rp_enable: Option<Fp<CUpti_RangeProfiler_Enable_Params>>,
+    rp_disable: Option<Fp<CUpti_RangeProfiler_Disable_Params>>,
+    rp_set_config: Option<Fp<CUpti_RangeProfiler_SetConfig_Params>>,
+    rp_start: Option<Fp<CUpti_RangeProfiler_Start_Params>>,
+    rp_stop: Option<Fp<CUpti_RangeProfiler_Stop_Params>>,
+    rp_push_range: Option<Fp<CUpti_RangeProfiler_PushRange_Params>>,
+    rp_pop_range: Option<Fp<CUpti_RangeProfiler_PopRange_Params>>,
+    rp_decode_data: Option<Fp<CUpti_RangeProfiler_DecodeData_Params>>,
+    rp_get_counter_data_size: Option<Fp<CUpti_RangeProfiler_GetCounterDataSize_Params>>,
+    rp_counter_data_image_initialize: Option<Fp<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>>,
+    rp_get_counter_data_info: Option<Fp<CUpti_RangeProfiler_GetCounterDataInfo_Params>>,
+    rp_counter_data_get_range_info: Option<Fp<CUpti_RangeProfiler_CounterData_GetRangeInfo_Params>>,
+}
+
+/// A CUPTI object pointer (a Profiler Host object, a Range Profiler object): CUPTI's, opaque to
+/// kprof, which only passes it back.
+#[derive(Debug)]
+pub struct ObjectPtr<T>(*mut T);
+
+impl<T> Clone for ObjectPtr<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for ObjectPtr<T> {}
+
+// SAFETY: host and Range Profiler objects are CUPTI heap objects, not tied to the thread that made
+// them (a Range Profiler works on the context it was enabled on, whichever thread calls); kprof
+// uses each from one thread at a time (through `&mut`, or under a mutex).
+unsafe impl<T> Send for ObjectPtr<T> {}
+
+impl<T> ObjectPtr<T> {
+    /// Wraps the pointer CUPTI returned.
+    pub(crate) fn new(p: *mut T) -> Self {
+        ObjectPtr(p)
+    }
+
+    /// The pointer, to hand back to CUPTI.
+    pub(crate) fn get(&self) -> *mut T {
+        self.0
+    }
+}
+
+/// The strings `cuptiProfilerHostGetMetricProperties` returns (empty when absent).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct MetricStrings {
+    pub(crate) description: String,
+    pub(crate) hw_unit: String,
+    pub(crate) dim_unit: String,
 }
 
 /// The names of the symbols [`CuptiFns::resolve`] requires (a libcupti without one is refused).
@@ -134,8 +218,69 @@ impl CuptiFns {
                 cuptiGetTimestamp: lib.sym("cuptiGetTimestamp")?,
                 cuptiFinalize: lib.sym("cuptiFinalize")?,
                 cuptiEnableCallback: lib.opt_sym("cuptiEnableCallback"),
+                profiler: ProfilerFns::default(),
+                profiler_missing: None,
             })
         }
+        .map(|mut fns: CuptiFns| {
+            fns.resolve_profiler(lib);
+            fns
+        })
+    }
+
+    /// Resolves the profiler entry points that are there, and notes the first one missing.
+    fn resolve_profiler(&mut self, lib: &LoadedLib) {
+        let missing = &mut self.profiler_missing;
+        let p = &mut self.profiler;
+        macro_rules! entry {
+            ($field:ident, $name:literal) => {
+                // SAFETY: each field's type is the entry point's prototype in CUPTI 13.0's
+                // `cupti_profiler_host.h`, `cupti_range_profiler.h`, `cupti_profiler_target.h`
+                // and `cupti_target.h` (one params struct of `super::profiler`).
+                p.$field = match unsafe { lib.sym_or_reason($name) } {
+                    Ok(f) => Some(f),
+                    Err(e) => {
+                        missing.get_or_insert(($name, e));
+                        None
+                    }
+                };
+            };
+        }
+        entry!(host_initialize, "cuptiProfilerHostInitialize");
+        entry!(host_deinitialize, "cuptiProfilerHostDeinitialize");
+        entry!(host_get_supported_chips, "cuptiProfilerHostGetSupportedChips");
+        entry!(host_get_base_metrics, "cuptiProfilerHostGetBaseMetrics");
+        entry!(host_get_sub_metrics, "cuptiProfilerHostGetSubMetrics");
+        entry!(host_get_metric_properties, "cuptiProfilerHostGetMetricProperties");
+        entry!(host_get_range_name, "cuptiProfilerHostGetRangeName");
+        entry!(host_evaluate_to_gpu_values, "cuptiProfilerHostEvaluateToGpuValues");
+        entry!(host_config_add_metrics, "cuptiProfilerHostConfigAddMetrics");
+        entry!(host_get_config_image_size, "cuptiProfilerHostGetConfigImageSize");
+        entry!(host_get_config_image, "cuptiProfilerHostGetConfigImage");
+        entry!(host_get_num_of_passes, "cuptiProfilerHostGetNumOfPasses");
+        entry!(profiler_initialize, "cuptiProfilerInitialize");
+        entry!(profiler_deinitialize, "cuptiProfilerDeInitialize");
+        entry!(device_get_chip_name, "cuptiDeviceGetChipName");
+        entry!(get_counter_availability, "cuptiProfilerGetCounterAvailability");
+        entry!(rp_enable, "cuptiRangeProfilerEnable");
+        entry!(rp_disable, "cuptiRangeProfilerDisable");
+        entry!(rp_set_config, "cuptiRangeProfilerSetConfig");
+        entry!(rp_start, "cuptiRangeProfilerStart");
+        entry!(rp_stop, "cuptiRangeProfilerStop");
+        entry!(rp_push_range, "cuptiRangeProfilerPushRange");
+        entry!(rp_pop_range, "cuptiRangeProfilerPopRange");
+        entry!(rp_decode_data, "cuptiRangeProfilerDecodeData");
+        entry!(rp_get_counter_data_size, "cuptiRangeProfilerGetCounterDataSize");
+        entry!(rp_counter_data_image_initialize, "cuptiRangeProfilerCounterDataImageInitialize");
+        entry!(rp_get_counter_data_info, "cuptiRangeProfilerGetCounterDataInfo");
+        entry!(rp_counter_data_get_range_info, "cuptiRangeProfilerCounterDataGetRangeInfo");
+    }
+
+    /// The first entry point of the profiler APIs this libcupti lacks and the loader's message;
+    /// `None` when it has them all. (Their methods return `CUPTI_ERROR_NOT_SUPPORTED` for a
+    /// missing one; the counter module refuses such a libcupti when it loads it.)
+    pub(crate) fn missing_profiler_entry(&self) -> Option<(&'static str, &str)> {
+        self.profiler_missing.as_ref().map(|(n, e)| (*n, e.as_str()))
     }
 
     /// `cuptiGetVersion`.
@@ -248,5 +393,425 @@ impl CuptiFns {
     /// `cuptiEnableCallback`, when this CUPTI has it.
     pub(crate) fn enable_callback(&self) -> Option<EnableCallback> {
         self.cuptiEnableCallback.map(EnableCallback)
+    }
+}
+
+/// `CUPTI_ERROR_NOT_SUPPORTED`: what a missing profiler entry point returns.
+const MISSING: CuptiResult = super::CUPTI_ERROR_NOT_SUPPORTED;
+
+/// Pointers to the C strings of `names`, for a `const char**` parameter (valid while `names` is).
+fn c_ptrs(names: &[CString]) -> Vec<*const c_char> {
+    names.iter().map(|m| m.as_ptr()).collect()
+}
+
+/// The strings of a `const char* const*` array CUPTI returned (null entries as "").
+///
+/// # Safety
+/// `p` is null or points at `n` pointers, each null or a NUL-terminated string, all alive.
+unsafe fn cstr_list(p: *const *const c_char, n: usize) -> Vec<String> {
+    if p.is_null() {
+        return Vec::new();
+    }
+    (0..n)
+        // SAFETY: `i < n` entries, per the caller; each one is null or a string.
+        .map(|i| unsafe { opt_str(*p.add(i)) })
+        .collect()
+}
+
+/// The string CUPTI returned ("" for null).
+///
+/// # Safety
+/// `p` is null or a NUL-terminated string that is alive.
+unsafe fn opt_str(p: *const c_char) -> String {
+    if p.is_null() {
+        String::new()
+    } else {
+        // SAFETY: per the caller.
+        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    }
+}
+
+// The Profiler Host and Range Profiler APIs. On success, out-pointers CUPTI returns point at
+// strings CUPTI owns and keeps (for the host object's or the library's life), read right away.
+impl CuptiFns {
+    /// `cuptiProfilerHostInitialize` for `chip` (and, on a GPU machine, its counter availability).
+    pub(crate) fn host_initialize(
+        &self,
+        p: &mut CUpti_Profiler_Host_Initialize_Params,
+        chip: &CStr,
+        counter_availability: Option<&[u8]>,
+    ) -> CuptiResult {
+        let Some(f) = self.profiler.host_initialize else { return MISSING };
+        p.pPriv = std::ptr::null_mut();
+        p.pChipName = chip.as_ptr();
+        p.pCounterAvailabilityImage = counter_availability.map_or(std::ptr::null(), |a| a.as_ptr());
+        // SAFETY: the chip name and the image are borrowed for the call; CUPTI writes the new
+        // object's pointer into `p`.
+        unsafe { f(p) }
+    }
+
+    /// `cuptiProfilerHostDeinitialize` of the object in `p`.
+    pub(crate) fn host_deinitialize(&self, p: &mut CUpti_Profiler_Host_Deinitialize_Params) -> CuptiResult {
+        let Some(f) = self.profiler.host_deinitialize else { return MISSING };
+        p.pPriv = std::ptr::null_mut();
+        // SAFETY: only the host object's handle.
+        unsafe { f(p) }
+    }
+
+    /// `cuptiProfilerHostGetSupportedChips`: the chip names.
+    pub(crate) fn host_get_supported_chips(
+        &self,
+        p: &mut CUpti_Profiler_Host_GetSupportedChips_Params,
+    ) -> Result<Vec<String>, CuptiResult> {
+        let Some(f) = self.profiler.host_get_supported_chips else { return Err(MISSING) };
+        p.pPriv = std::ptr::null_mut();
+        // SAFETY: CUPTI writes a count and a pointer to its own array into `p`.
+        let rc = unsafe { f(p) };
+        if rc != CUPTI_SUCCESS {
+            return Err(rc);
+        }
+        // SAFETY: on success, `numChips` names of CUPTI's (see the impl's comment).
+        Ok(unsafe { cstr_list(p.ppChipNames, p.numChips) })
+    }
+
+    /// `cuptiProfilerHostGetBaseMetrics`: the base metric names of one kind.
+    pub(crate) fn host_get_base_metrics(
+        &self,
+        p: &mut CUpti_Profiler_Host_GetBaseMetrics_Params,
+    ) -> Result<Vec<String>, CuptiResult> {
+        let Some(f) = self.profiler.host_get_base_metrics else { return Err(MISSING) };
+        p.pPriv = std::ptr::null_mut();
+        // SAFETY: the host object's handle; CUPTI writes a count and its own array into `p`.
+        let rc = unsafe { f(p) };
+        if rc != CUPTI_SUCCESS {
+            return Err(rc);
+        }
+        // SAFETY: on success, `numMetrics` names of CUPTI's.
+        Ok(unsafe { cstr_list(p.ppMetricNames, p.numMetrics) })
+    }
+
+    /// `cuptiProfilerHostGetSubMetrics` of `metric`: its suffixes.
+    pub(crate) fn host_get_sub_metrics(
+        &self,
+        p: &mut CUpti_Profiler_Host_GetSubMetrics_Params,
+        metric: &CStr,
+    ) -> Result<Vec<String>, CuptiResult> {
+        let Some(f) = self.profiler.host_get_sub_metrics else { return Err(MISSING) };
+        p.pPriv = std::ptr::null_mut();
+        p.pMetricName = metric.as_ptr();
+        // SAFETY: the name is borrowed for the call; CUPTI writes a count and its own array.
+        let rc = unsafe { f(p) };
+        if rc != CUPTI_SUCCESS {
+            return Err(rc);
+        }
+        // SAFETY: on success, `numOfSubmetrics` strings of CUPTI's.
+        Ok(unsafe { cstr_list(p.ppSubMetrics, p.numOfSubmetrics) })
+    }
+
+    /// `cuptiProfilerHostGetMetricProperties` of `metric`: its strings (the kind stays in `p`).
+    pub(crate) fn host_get_metric_properties(
+        &self,
+        p: &mut CUpti_Profiler_Host_GetMetricProperties_Params,
+        metric: &CStr,
+    ) -> Result<MetricStrings, CuptiResult> {
+        let Some(f) = self.profiler.host_get_metric_properties else { return Err(MISSING) };
+        p.pPriv = std::ptr::null_mut();
+        p.pMetricName = metric.as_ptr();
+        // SAFETY: the name is borrowed for the call; CUPTI writes three string pointers of its own
+        // and the kind into `p`.
+        let rc = unsafe { f(p) };
+        if rc != CUPTI_SUCCESS {
+            return Err(rc);
+        }
+        // SAFETY: on success, each is null or a string of CUPTI's.
+        unsafe {
+            Ok(MetricStrings {
+                description: opt_str(p.pDescription),
+                hw_unit: opt_str(p.pHwUnit),
+                dim_unit: opt_str(p.pDimUnit),
+            })
+        }
+    }
+
+    /// `cuptiProfilerHostConfigAddMetrics` of `metrics`.
+    pub(crate) fn host_config_add_metrics(
+        &self,
+        p: &mut CUpti_Profiler_Host_ConfigAddMetrics_Params,
+        metrics: &[CString],
+    ) -> CuptiResult {
+        let Some(f) = self.profiler.host_config_add_metrics else { return MISSING };
+        let mut ptrs = c_ptrs(metrics);
+        p.pPriv = std::ptr::null_mut();
+        p.ppMetricNames = ptrs.as_mut_ptr();
+        p.numMetrics = ptrs.len();
+        // SAFETY: `numMetrics` name pointers, alive (with `metrics`) for the call.
+        unsafe { f(p) }
+    }
+
+    /// `cuptiProfilerHostGetConfigImageSize`.
+    pub(crate) fn host_get_config_image_size(&self, p: &mut CUpti_Profiler_Host_GetConfigImageSize_Params) -> CuptiResult {
+        let Some(f) = self.profiler.host_get_config_image_size else { return MISSING };
+        p.pPriv = std::ptr::null_mut();
+        // SAFETY: the host object's handle; CUPTI writes the size into `p`.
+        unsafe { f(p) }
+    }
+
+    /// `cuptiProfilerHostGetConfigImage` into `image`.
+    pub(crate) fn host_get_config_image(
+        &self,
+        p: &mut CUpti_Profiler_Host_GetConfigImage_Params,
+        image: &mut [u8],
+    ) -> CuptiResult {
+        let Some(f) = self.profiler.host_get_config_image else { return MISSING };
+        p.pPriv = std::ptr::null_mut();
+        p.configImageSize = image.len();
+        p.pConfigImage = image.as_mut_ptr();
+        // SAFETY: CUPTI writes at most `configImageSize` bytes into `image`.
+        unsafe { f(p) }
+    }
+
+    /// `cuptiProfilerHostGetNumOfPasses` of a config image.
+    pub(crate) fn host_get_num_of_passes(
+        &self,
+        p: &mut CUpti_Profiler_Host_GetNumOfPasses_Params,
+        config_image: &[u8],
+    ) -> CuptiResult {
+        let Some(f) = self.profiler.host_get_num_of_passes else { return MISSING };
+        p.pPriv = std::ptr::null_mut();
+        p.configImageSize = config_image.len();
+        p.pConfigImage = config_image.as_ptr() as *mut u8;
+        // SAFETY: CUPTI reads `configImageSize` bytes of the image (the header's `uint8_t*` is
+        // not written) and writes the count into `p`.
+        unsafe { f(p) }
+    }
+
+    /// `cuptiProfilerHostEvaluateToGpuValues` of `metrics` into `values` (one per metric).
+    pub(crate) fn host_evaluate_to_gpu_values(
+        &self,
+        p: &mut CUpti_Profiler_Host_EvaluateToGpuValues_Params,
+        counter_data: &[u8],
+        metrics: &[CString],
+        values: &mut [f64],
+    ) -> CuptiResult {
+        let Some(f) = self.profiler.host_evaluate_to_gpu_values else { return MISSING };
+        if values.len() < metrics.len() {
+            return CUPTI_ERROR_INVALID_PARAMETER;
+        }
+        let mut ptrs = c_ptrs(metrics);
+        p.pPriv = std::ptr::null_mut();
+        p.pCounterDataImage = counter_data.as_ptr();
+        p.counterDataImageSize = counter_data.len();
+        p.ppMetricNames = ptrs.as_mut_ptr();
+        p.numMetrics = ptrs.len();
+        p.pMetricValues = values.as_mut_ptr();
+        // SAFETY: the image and `numMetrics` names are borrowed for the call; CUPTI writes
+        // `numMetrics` values, and `values` holds at least that many.
+        unsafe { f(p) }
+    }
+
+    /// `cuptiProfilerInitialize`.
+    pub(crate) fn profiler_initialize(&self, p: &mut CUpti_Profiler_Initialize_Params) -> CuptiResult {
+        let Some(f) = self.profiler.profiler_initialize else { return MISSING };
+        p.pPriv = std::ptr::null_mut();
+        // SAFETY: a struct of values.
+        unsafe { f(p) }
+    }
+
+    /// `cuptiProfilerDeInitialize`.
+    pub(crate) fn profiler_deinitialize(&self, p: &mut CUpti_Profiler_DeInitialize_Params) -> CuptiResult {
+        let Some(f) = self.profiler.profiler_deinitialize else { return MISSING };
+        p.pPriv = std::ptr::null_mut();
+        // SAFETY: a struct of values.
+        unsafe { f(p) }
+    }
+
+    /// `cuptiDeviceGetChipName`: the chip name (`None` when CUPTI gave none).
+    pub(crate) fn device_get_chip_name(
+        &self,
+        p: &mut CUpti_Device_GetChipName_Params,
+    ) -> Result<Option<String>, CuptiResult> {
+        let Some(f) = self.profiler.device_get_chip_name else { return Err(MISSING) };
+        p.pPriv = std::ptr::null_mut();
+        // SAFETY: a device index; CUPTI writes a pointer to its own string into `p`.
+        let rc = unsafe { f(p) };
+        if rc != CUPTI_SUCCESS {
+            return Err(rc);
+        }
+        // SAFETY: on success, null or a string of CUPTI's.
+        Ok((!p.pChipName.is_null()).then(|| unsafe { opt_str(p.pChipName) }))
+    }
+
+    /// `cuptiProfilerGetCounterAvailability` of the context in `p`: the image size only (`image`
+    /// `None`), or the image into `image`.
+    pub(crate) fn get_counter_availability(
+        &self,
+        p: &mut CUpti_Profiler_GetCounterAvailability_Params,
+        image: Option<&mut [u8]>,
+    ) -> CuptiResult {
+        let Some(f) = self.profiler.get_counter_availability else { return MISSING };
+        p.pPriv = std::ptr::null_mut();
+        match image {
+            Some(buf) => {
+                p.counterAvailabilityImageSize = buf.len();
+                p.pCounterAvailabilityImage = buf.as_mut_ptr();
+            }
+            None => {
+                p.counterAvailabilityImageSize = 0;
+                p.pCounterAvailabilityImage = std::ptr::null_mut();
+            }
+        }
+        // SAFETY: the context's handle; CUPTI writes at most `counterAvailabilityImageSize` bytes
+        // into the image (none when null) and the size into `p`.
+        unsafe { f(p) }
+    }
+
+    /// `cuptiRangeProfilerEnable` on the context in `p` (the new object is written into `p`).
+    pub(crate) fn rp_enable(&self, p: &mut CUpti_RangeProfiler_Enable_Params) -> CuptiResult {
+        let Some(f) = self.profiler.rp_enable else { return MISSING };
+        p.pPriv = std::ptr::null_mut();
+        // SAFETY: the context's handle; CUPTI writes the object's pointer into `p`.
+        unsafe { f(p) }
+    }
+
+    /// `cuptiRangeProfilerDisable` of the object in `p`.
+    pub(crate) fn rp_disable(&self, p: &mut CUpti_RangeProfiler_Disable_Params) -> CuptiResult {
+        let Some(f) = self.profiler.rp_disable else { return MISSING };
+        p.pPriv = std::ptr::null_mut();
+        // SAFETY: only the object's handle.
+        unsafe { f(p) }
+    }
+
+    /// `cuptiRangeProfilerSetConfig` with `config` into the counter-data image `image`.
+    ///
+    /// CUPTI keeps writing into `image` until the collection is decoded ([`Self::rp_decode_data`])
+    /// or the profiler disabled: the caller keeps it alive and unmoved until then (the one
+    /// obligation of this layer's callers that the types do not carry; `RangeProfiler` keeps the
+    /// image in a local or in its own field, a `Vec` it does not touch, until it decodes).
+    pub(crate) fn rp_set_config(
+        &self,
+        p: &mut CUpti_RangeProfiler_SetConfig_Params,
+        config: &[u8],
+        image: &mut [u8],
+    ) -> CuptiResult {
+        let Some(f) = self.profiler.rp_set_config else { return MISSING };
+        p.pPriv = std::ptr::null_mut();
+        p.configSize = config.len();
+        p.pConfig = config.as_ptr();
+        p.counterDataImageSize = image.len();
+        p.pCounterDataImage = image.as_mut_ptr();
+        // SAFETY: the object's handle and two buffers of the sizes given, borrowed for the call.
+        // CUPTI keeps using the image until the collection is decoded: the engine keeps it alive
+        // and unmoved (a `Vec` it does not touch) until then.
+        unsafe { f(p) }
+    }
+
+    /// `cuptiRangeProfilerStart` of the object in `p`.
+    pub(crate) fn rp_start(&self, p: &mut CUpti_RangeProfiler_Start_Params) -> CuptiResult {
+        let Some(f) = self.profiler.rp_start else { return MISSING };
+        p.pPriv = std::ptr::null_mut();
+        // SAFETY: only the object's handle.
+        unsafe { f(p) }
+    }
+
+    /// `cuptiRangeProfilerStop` of the object in `p` (the pass state is written into `p`).
+    pub(crate) fn rp_stop(&self, p: &mut CUpti_RangeProfiler_Stop_Params) -> CuptiResult {
+        let Some(f) = self.profiler.rp_stop else { return MISSING };
+        p.pPriv = std::ptr::null_mut();
+        // SAFETY: the object's handle; CUPTI writes values into `p`.
+        unsafe { f(p) }
+    }
+
+    /// `cuptiRangeProfilerPushRange` named `name`.
+    pub(crate) fn rp_push_range(&self, p: &mut CUpti_RangeProfiler_PushRange_Params, name: &CStr) -> CuptiResult {
+        let Some(f) = self.profiler.rp_push_range else { return MISSING };
+        p.pPriv = std::ptr::null_mut();
+        p.pRangeName = name.as_ptr();
+        // SAFETY: the object's handle and a name borrowed for the call (CUPTI copies it).
+        unsafe { f(p) }
+    }
+
+    /// `cuptiRangeProfilerPopRange` of the object in `p`.
+    pub(crate) fn rp_pop_range(&self, p: &mut CUpti_RangeProfiler_PopRange_Params) -> CuptiResult {
+        let Some(f) = self.profiler.rp_pop_range else { return MISSING };
+        p.pPriv = std::ptr::null_mut();
+        // SAFETY: only the object's handle.
+        unsafe { f(p) }
+    }
+
+    /// `cuptiRangeProfilerDecodeData` of the object in `p` (into the image of its `SetConfig`).
+    pub(crate) fn rp_decode_data(&self, p: &mut CUpti_RangeProfiler_DecodeData_Params) -> CuptiResult {
+        let Some(f) = self.profiler.rp_decode_data else { return MISSING };
+        p.pPriv = std::ptr::null_mut();
+        // SAFETY: the object's handle; CUPTI writes into the image it was configured with, which
+        // the engine keeps alive until here (see `rp_set_config`), and a count into `p`.
+        unsafe { f(p) }
+    }
+
+    /// `cuptiRangeProfilerGetCounterDataSize` for `metrics`.
+    pub(crate) fn rp_get_counter_data_size(
+        &self,
+        p: &mut CUpti_RangeProfiler_GetCounterDataSize_Params,
+        metrics: &[CString],
+    ) -> CuptiResult {
+        let Some(f) = self.profiler.rp_get_counter_data_size else { return MISSING };
+        let mut ptrs = c_ptrs(metrics);
+        p.pPriv = std::ptr::null_mut();
+        p.pMetricNames = ptrs.as_mut_ptr();
+        p.numMetrics = ptrs.len();
+        // SAFETY: the object's handle and `numMetrics` names borrowed for the call; CUPTI writes
+        // the size into `p`.
+        unsafe { f(p) }
+    }
+
+    /// `cuptiRangeProfilerCounterDataImageInitialize` of `image`.
+    pub(crate) fn rp_counter_data_image_initialize(
+        &self,
+        p: &mut CUpti_RangeProfiler_CounterDataImage_Initialize_Params,
+        image: &mut [u8],
+    ) -> CuptiResult {
+        let Some(f) = self.profiler.rp_counter_data_image_initialize else { return MISSING };
+        p.pPriv = std::ptr::null_mut();
+        p.counterDataSize = image.len();
+        p.pCounterData = image.as_mut_ptr();
+        // SAFETY: the object's handle; CUPTI writes at most `counterDataSize` bytes into `image`.
+        unsafe { f(p) }
+    }
+
+    /// `cuptiRangeProfilerGetCounterDataInfo` of a counter-data image.
+    pub(crate) fn rp_get_counter_data_info(
+        &self,
+        p: &mut CUpti_RangeProfiler_GetCounterDataInfo_Params,
+        counter_data: &[u8],
+    ) -> CuptiResult {
+        let Some(f) = self.profiler.rp_get_counter_data_info else { return MISSING };
+        p.pPriv = std::ptr::null_mut();
+        p.pCounterDataImage = counter_data.as_ptr();
+        p.counterDataImageSize = counter_data.len();
+        // SAFETY: CUPTI reads the image (borrowed for the call) and writes a count into `p`.
+        unsafe { f(p) }
+    }
+
+    /// `cuptiRangeProfilerCounterDataGetRangeInfo` of a counter-data image: the range's name
+    /// (nested levels joined by `delimiter`; "" when CUPTI gave none).
+    pub(crate) fn rp_counter_data_get_range_info(
+        &self,
+        p: &mut CUpti_RangeProfiler_CounterData_GetRangeInfo_Params,
+        counter_data: &[u8],
+        delimiter: &CStr,
+    ) -> Result<String, CuptiResult> {
+        let Some(f) = self.profiler.rp_counter_data_get_range_info else { return Err(MISSING) };
+        p.pPriv = std::ptr::null_mut();
+        p.pCounterDataImage = counter_data.as_ptr();
+        p.counterDataImageSize = counter_data.len();
+        p.rangeDelimiter = delimiter.as_ptr();
+        // SAFETY: the image and the delimiter are borrowed for the call; CUPTI writes a pointer to
+        // a name it allocates into `p`.
+        let rc = unsafe { f(p) };
+        if rc != CUPTI_SUCCESS {
+            return Err(rc);
+        }
+        // The name is allocated by CUPTI; it is small and left to CUPTI (not freed here).
+        // SAFETY: on success, null or a string of CUPTI's.
+        Ok(unsafe { opt_str(p.rangeName) })
     }
 }
