@@ -9,19 +9,11 @@ use std::path::{Path, PathBuf};
 const MAX_LINES: usize = 1200;
 
 /// Where `unsafe` may appear: the engine's FFI layer (`crates/kprof/src/sys/`, every file under
-/// it) and, in each other crate that needs one, its one FFI module. Everywhere else the keyword
-/// fails the test (the engine's crate root also denies `unsafe_code` outside `sys`).
-const FFI_MODULES: &[&str] = &["crates/kprof/src/sys/"];
-
-/// Files outside [`FFI_MODULES`] that still hold `unsafe` while it moves into the FFI layer, with
-/// their counts (a ratchet: lower a count when it drops, delete the entry at zero; never add one).
-const NOT_YET_MOVED: &[(&str, usize)] = &[
-    ("crates/kprof-cli/src/doctor_cmd.rs", 1),
-    ("crates/kprof-cli/src/inject_lib.rs", 1),
-    ("crates/kprof-inject/src/lib.rs", 4),
-    ("crates/kprof-inject/src/nvtx_abi.rs", 38),
-    ("crates/kprof-py/src/engine.rs", 1),
-];
+/// it) and, in each other crate that needs one, its one FFI module (kprof-inject's exported NVTX
+/// injection ABI). Everywhere else the keyword fails the test (the engine's crate root also denies
+/// `unsafe_code` outside `sys`); in these modules every `unsafe` block and `unsafe impl` needs a
+/// `// SAFETY:` comment right above it.
+const FFI_MODULES: &[&str] = &["crates/kprof/src/sys/", "crates/kprof-inject/src/nvtx_abi.rs"];
 
 fn in_ffi_module(file: &str) -> bool {
     FFI_MODULES
@@ -365,21 +357,21 @@ fn unsafe_only_in_the_ffi_layer() {
         counts.len()
     );
 
-    let not_yet: BTreeMap<&str, usize> = NOT_YET_MOVED.iter().copied().collect();
-    let mut outside = Vec::new();
-    for (f, &n) in counts.iter().filter(|(f, _)| !in_ffi_module(f)) {
-        match not_yet.get(f.as_str()) {
-            None => outside.push(format!("  {f}: {n} `unsafe`")),
-            Some(&max) if n > max => outside.push(format!("  {f}: {n} `unsafe`, NOT_YET_MOVED says at most {max}")),
-            Some(_) => {}
-        }
+    for m in FFI_MODULES {
+        assert!(root.join(m).exists(), "FFI_MODULES names {m}, which does not exist");
     }
-    for (f, &max) in &not_yet {
-        let n = counts.get(*f).copied().unwrap_or(0);
-        if n < max {
-            println!("note: {f} has {n} `unsafe`, below its allowance {max}: lower NOT_YET_MOVED in tests/all/house.rs");
-        }
-    }
+    let lib_rs = fs::read_to_string(root.join("crates/kprof/src/lib.rs")).expect("read lib.rs");
+    assert!(
+        lib_rs.contains("#![deny(unsafe_code)]")
+            && lib_rs.matches("#[allow(unsafe_code)]").count() == 1
+            && lib_rs.contains("#[allow(unsafe_code)]\npub mod sys;"),
+        "crates/kprof/src/lib.rs must deny `unsafe_code` for the crate and allow it only on `mod sys`"
+    );
+    let outside: Vec<String> = counts
+        .iter()
+        .filter(|(f, _)| !in_ffi_module(f))
+        .map(|(f, n)| format!("  {f}: {n} `unsafe`"))
+        .collect();
     assert!(
         outside.is_empty(),
         "`unsafe` outside the FFI layer:\n{}\nPut the call in the FFI layer (crates/kprof/src/sys/, or the crate's FFI \
