@@ -58,7 +58,7 @@ pub mod nvtx;
 pub mod run_spec;
 pub mod runner;
 pub mod settings;
-/// The FFI layer (bindings, function tables, library search): the only module allowed `unsafe`.
+// The FFI layer (bindings, function tables, library search): the only module allowed `unsafe`.
 #[allow(unsafe_code)]
 pub mod sys;
 

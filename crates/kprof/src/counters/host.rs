@@ -7,7 +7,7 @@
 //! unless that folder is on the loader path `cuptiProfilerHostInitialize` fails with
 //! `CUPTI_ERROR_NOT_INITIALIZED`. [`CuptiLib::load`] therefore preloads `libnvperf_host.so` from
 //! libcupti's own folder by absolute path first (glibc then matches the bare name against the
-//! SONAME of the loaded copy; the FFI layer's [`crate::sys::loader::open_cupti_global`]).
+//! SONAME of the loaded copy; the FFI layer's `sys::loader::open_cupti_global`).
 //!
 //! The calls go through libcupti's one function table ([`crate::sys::cupti::CuptiFns`]).
 

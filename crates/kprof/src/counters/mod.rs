@@ -133,7 +133,7 @@ fn unknown_message(list: &[UnknownMetric]) -> String {
 pub use crate::sys::loader::cupti_in;
 
 /// Finds a libcupti for the counter module without loading the engine's libraries (the search is
-/// the FFI layer's [`crate::sys::loader::locate_cupti`]):
+/// the FFI layer's `sys::loader::locate_cupti`):
 /// 1. `KPROF_CUPTI_PATH` (a file, or a folder holding `libcupti.so*`);
 /// 2. `KPROF_CUPTI_WHEEL_DIR` (an unpacked `nvidia-cuda-cupti` wheel; CI uses
 ///    `target/cupti-wheel/unpacked` made by `scripts/setup-dev.sh`);

@@ -79,7 +79,7 @@ type FnLaunchKernel = unsafe extern "C" fn(
     *mut *mut c_void,
 ) -> CuResult;
 
-/// libcuda's function table, resolved once ([`DriverFns::resolve`]). Each entry point is called
+/// libcuda's function table, resolved once (`DriverFns::resolve`). Each entry point is called
 /// through the safe method of the same name in snake case.
 #[derive(Debug, Clone, Copy)]
 #[allow(non_snake_case)]
@@ -336,7 +336,7 @@ impl DriverFns {
 
 /// The text of a NUL-terminated C string in a buffer the driver filled (all of it when it holds
 /// no NUL).
-pub fn c_chars_to_string(buf: &[c_char]) -> String {
+pub(crate) fn c_chars_to_string(buf: &[c_char]) -> String {
     let bytes: Vec<u8> = buf.iter().map(|&c| c as u8).collect();
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
     String::from_utf8_lossy(&bytes[..end]).into_owned()

@@ -1,8 +1,6 @@
 //! kprof's own device kernels: PTX images, each with an entry that takes exactly two parameters,
-//! `(u64 device pointer, u64 count)`, which is what [`DriverFns::launch_kernel`] passes. Only the
+//! `(u64 device pointer, u64 count)`, which is what `DriverFns::launch_kernel` passes. Only the
 //! kernels defined here can be loaded and launched, so the parameters always match.
-//!
-//! [`DriverFns::launch_kernel`]: super::driver::DriverFns::launch_kernel
 
 use std::ffi::CStr;
 
@@ -27,9 +25,7 @@ impl PtxKernel {
     }
 }
 
-/// A [`PtxKernel`] loaded into a context ([`DriverFns::load_kernel`]).
-///
-/// [`DriverFns::load_kernel`]: super::driver::DriverFns::load_kernel
+/// A [`PtxKernel`] loaded into a context (`DriverFns::load_kernel`).
 #[derive(Debug, Clone, Copy)]
 pub struct LoadedKernel {
     pub(super) func: CuFunction,
@@ -131,7 +127,7 @@ DONE:
 mod tests {
     use super::*;
 
-    /// What makes [`super::super::driver::DriverFns::launch_kernel`] sound: every kernel here has
+    /// What makes `DriverFns::launch_kernel` sound: every kernel here has
     /// one entry, named as declared, with exactly the parameters `(.u64, .u64)`.
     #[test]
     fn every_kernel_takes_two_u64_parameters() {

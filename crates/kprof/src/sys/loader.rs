@@ -163,7 +163,7 @@ pub enum Source {
     UsrLocalCuda,
     SitePackages,
     LoaderDefault,
-    /// A path the caller gave ([`open_cupti_global`], the counter module's own load).
+    /// A path the caller gave (`open_cupti_global`, the counter module's own load).
     Caller,
 }
 
@@ -554,7 +554,7 @@ pub fn nvperf_host_beside(cupti: &Path) -> Option<PathBuf> {
 /// loaded, glibc matches the bare name against its SONAME. Neither library is ever closed.
 ///
 /// Returns the library and the `libnvperf_host.so` loaded, or the file that failed and why.
-pub fn open_cupti_global(path: &Path) -> Result<(LoadedLib, Option<PathBuf>), (PathBuf, String)> {
+pub(crate) fn open_cupti_global(path: &Path) -> Result<(LoadedLib, Option<PathBuf>), (PathBuf, String)> {
     fn dlopen_global(path: &Path) -> Result<libloading::Library, libloading::Error> {
         // SAFETY: opening a library runs its initialisers; these are NVIDIA's libcupti and
         // libnvperf_host, which kprof is meant to load.
@@ -615,7 +615,7 @@ pub fn cupti_in(dir: &Path) -> Option<PathBuf> {
 ///
 /// Offline use only (`kprof metrics` without a GPU, tests); the run loop uses the engine's
 /// libcupti. The error says where it looked and what to set.
-pub fn locate_cupti() -> Result<PathBuf, String> {
+pub(crate) fn locate_cupti() -> Result<PathBuf, String> {
     let mut tried = Vec::new();
     if let Some(v) = std::env::var_os("KPROF_CUPTI_PATH").filter(|v| !v.is_empty()) {
         let p = PathBuf::from(v);

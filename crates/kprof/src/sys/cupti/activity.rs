@@ -1,8 +1,8 @@
 //! The buffers CUPTI fills with activity records: CUPTI asks for an empty buffer
-//! ([`buffer_requested`]: one of 8 MiB, recycled through a pool) and hands it back full
-//! ([`buffer_completed`]), on whatever thread it likes. A completed buffer goes, as a
-//! [`CompletedBuffer`] valid during the call, to the handler the engine registered
-//! ([`super::CuptiFns::activity_register_callbacks`]), then back to the pool.
+//! (`buffer_requested`: one of 8 MiB, recycled through a pool) and hands it back full
+//! (`buffer_completed`), on whatever thread it likes. A completed buffer goes, as a
+//! `CompletedBuffer` valid during the call, to the handler the engine registered
+//! (`super::CuptiFns::activity_register_callbacks`), then back to the pool.
 //!
 //! Neither function unwinds into CUPTI (`catch_unwind`).
 
@@ -115,7 +115,7 @@ pub(crate) struct CompletedBuffer<'a> {
     _buffer: PhantomData<&'a [u8]>,
 }
 
-/// One activity record of a [`CompletedBuffer`]: its bytes, from its start to the next record's.
+/// One activity record of a `CompletedBuffer`: its bytes, from its start to the next record's.
 #[derive(Clone, Copy)]
 pub(crate) struct ActivityRecord<'a> {
     bytes: &'a [u8],

@@ -1,5 +1,5 @@
 //! The subscriber's callback function. CUPTI calls it on the thread of the CUDA call, with the
-//! callback's domain, its id and a pointer to the domain's data; [`subscriber_callback`] wraps
+//! callback's domain, its id and a pointer to the domain's data; `subscriber_callback` wraps
 //! them in a [`Callback`] (a safe view, valid during the call) and passes it to the engine's hook
 //! (the graph guard), then to the process's hook (`kprof run --metrics`). A panic in a hook is
 //! caught and ignored; only callbacks enabled with `cuptiEnableCallback` arrive.

@@ -16,7 +16,8 @@ pub mod callback;
 pub mod profiler;
 mod table;
 
-pub use table::{ApiSwitch, CuptiFns, EnableCallback, ObjectPtr, REQUIRED_SYMBOLS};
+pub use table::{CuptiFns, REQUIRED_SYMBOLS};
+pub(crate) use table::{ApiSwitch, ObjectPtr};
 
 /// `CUptiResult`.
 pub type CuptiResult = u32;

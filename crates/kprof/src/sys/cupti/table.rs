@@ -37,7 +37,7 @@ type FnEnableCallback = unsafe extern "C" fn(u32, SubscriberHandle, u32, u32) ->
 /// The profiler APIs' shape: one params struct.
 type Fp<T> = unsafe extern "C" fn(*mut T) -> CuptiResult;
 
-/// libcupti's function table, resolved once per loaded copy ([`CuptiFns::resolve`]). Each entry
+/// libcupti's function table, resolved once per loaded copy (`CuptiFns::resolve`). Each entry
 /// point is called through the safe method of the same name in snake case.
 ///
 /// The calls pass CUPTI values, handles it gave out (the subscriber, contexts, host and Range
@@ -115,7 +115,7 @@ struct ProfilerFns {
 /// A CUPTI object pointer (a Profiler Host object, a Range Profiler object): CUPTI's, opaque to
 /// kprof, which only passes it back.
 #[derive(Debug)]
-pub struct ObjectPtr<T>(*mut T);
+pub(crate) struct ObjectPtr<T>(*mut T);
 
 impl<T> Clone for ObjectPtr<T> {
     fn clone(&self) -> Self {
@@ -149,7 +149,7 @@ pub(crate) struct MetricStrings {
     pub(crate) dim_unit: String,
 }
 
-/// The names of the symbols [`CuptiFns::resolve`] requires (a libcupti without one is refused).
+/// The names of the symbols `CuptiFns::resolve` requires (a libcupti without one is refused).
 pub const REQUIRED_SYMBOLS: [&str; 14] = [
     "cuptiGetVersion",
     "cuptiGetResultString",
@@ -170,7 +170,7 @@ pub const REQUIRED_SYMBOLS: [&str; 14] = [
 /// `cuptiActivityEnableDriverApi` or `cuptiActivityEnableRuntimeApi` of a CUPTI that has them
 /// ([`CuptiFns::api_switches`]).
 #[derive(Debug, Clone, Copy)]
-pub struct ApiSwitch(FnEnableApi);
+pub(crate) struct ApiSwitch(FnEnableApi);
 
 impl ApiSwitch {
     /// Turns the API records of callback id `cbid` on (`enable` 1) or off (0). Ids this CUPTI
@@ -183,7 +183,7 @@ impl ApiSwitch {
 
 /// `cuptiEnableCallback` of a CUPTI that has it ([`CuptiFns::enable_callback`]).
 #[derive(Debug, Clone, Copy)]
-pub struct EnableCallback(FnEnableCallback);
+pub(crate) struct EnableCallback(FnEnableCallback);
 
 impl EnableCallback {
     /// `cuptiEnableCallback(enable, subscriber, domain, cbid)`.
