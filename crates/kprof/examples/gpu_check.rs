@@ -76,13 +76,12 @@ struct Ctx {
 
 impl Ctx {
     fn opts(&self, runs: u32, warmup: u32, cache: CacheControl) -> BenchOptions {
-        BenchOptions {
-            runs,
-            warmup,
-            cache,
-            output_prefix: Some(self.out.clone()),
-            ..Default::default()
-        }
+        let mut o = BenchOptions::default();
+        o.runs = runs;
+        o.warmup = warmup;
+        o.cache = cache;
+        o.output_prefix = Some(self.out.clone());
+        o
     }
     fn timing_event(&self) -> Result<CudaEvent, BoxError> {
         Ok(self.gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?)

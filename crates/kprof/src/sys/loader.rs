@@ -98,6 +98,7 @@ impl LibKind {
 
 /// Everything the search looks at, so that it can be faked in tests.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct SearchEnv {
     /// Environment variables (only the ones named in this module are read).
     pub vars: HashMap<String, String>,
