@@ -47,10 +47,10 @@ use std::sync::Mutex;
 
 use kprof::counters::{CuptiLib, RangeProfiler, ReplayMode};
 use kprof::cupti::collector::Callback;
-use kprof::cupti::Cupti;
-use kprof::sys::cupti::cbid;
 use kprof::cupti::records::KernelRecord;
+use kprof::cupti::Cupti;
 use kprof::run_spec::CounterSpec;
+use kprof::sys::cupti::cbid;
 use kprof_core::transforms::{record_combined, Reducer};
 use kprof_core::{ExtraValue, RawResults, SampleRecord, DEFAULT_METRIC};
 use serde::Serialize;

@@ -29,9 +29,9 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::sys::cupti::EXTERNAL_CORRELATION_KIND_CUSTOM0;
 use crate::cupti::records::{graph_item_name, ActivityBatch, KernelRecord};
 use crate::error::EngineError;
+use crate::sys::cupti::EXTERNAL_CORRELATION_KIND_CUSTOM0;
 
 /// One open-then-closed region, in CUPTI timestamps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

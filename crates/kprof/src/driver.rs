@@ -8,7 +8,9 @@ use std::sync::Mutex;
 
 use crate::error::EngineError;
 use crate::sys::driver::{attr, c_chars_to_string, DriverFns};
-pub use crate::sys::driver::{CuContext, CuDevice, CuDevicePtr, CuEvent, CuResult, CUDA_ERROR_INVALID_CONTEXT, CUDA_SUCCESS};
+pub use crate::sys::driver::{
+    CuContext, CuDevice, CuDevicePtr, CuEvent, CuResult, CUDA_ERROR_INVALID_CONTEXT, CUDA_SUCCESS,
+};
 use crate::sys::kernels::{LoadedKernel, PtxKernel};
 use crate::sys::loader::{load_library, LibKind, SearchEnv};
 
@@ -126,7 +128,10 @@ impl Driver {
         let mut dev: CuDevice = 0;
         self.check("cuDeviceGet", self.fns.device_get(&mut dev, 0))?;
         let mut ctx: CuContext = std::ptr::null_mut();
-        self.check("cuDevicePrimaryCtxRetain", self.fns.device_primary_ctx_retain(&mut ctx, dev))?;
+        self.check(
+            "cuDevicePrimaryCtxRetain",
+            self.fns.device_primary_ctx_retain(&mut ctx, dev),
+        )?;
         self.check("cuCtxSetCurrent", self.fns.ctx_set_current(ctx))?;
         Ok(ctx)
     }
@@ -159,7 +164,9 @@ impl Driver {
 
     /// Creates a CUDA event (default flags: it records timing).
     pub fn event_create(&self) -> Result<CuEvent, EngineError> {
-        self.fns.event_create(0).map_err(|code| self.error("cuEventCreate", code))
+        self.fns
+            .event_create(0)
+            .map_err(|code| self.error("cuEventCreate", code))
     }
 
     /// Records `event` on the legacy default stream, which orders it after the work already

@@ -78,4 +78,3 @@ impl Libraries {
         Ok(l)
     }
 }
-

@@ -188,8 +188,7 @@ impl CuptiLib {
         };
         self.checked(
             "cuptiRangeProfilerCounterDataGetRangeInfo",
-            self.fns
-                .rp_counter_data_get_range_info(&mut p, counter_data, c"/"),
+            self.fns.rp_counter_data_get_range_info(&mut p, counter_data, c"/"),
         )
     }
 }

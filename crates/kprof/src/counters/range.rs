@@ -450,7 +450,8 @@ impl RangeProfiler {
         let mut image = self.counter_data_image(max_ranges + 1)?;
         self.set_config(&mut image, max_ranges + 1)?;
         let mut start = self.obj_params();
-        self.lib.check("cuptiRangeProfilerStart", self.lib.fns.rp_start(&mut start))?;
+        self.lib
+            .check("cuptiRangeProfilerStart", self.lib.fns.rp_start(&mut start))?;
         self.stream = Some((image, max_ranges));
         Ok(())
     }
@@ -540,10 +541,8 @@ impl UserRanges<'_> {
             pRangeProfilerObject: self.obj,
             pRangeName: null(),
         };
-        self.lib.check(
-            "cuptiRangeProfilerPushRange",
-            self.lib.fns.rp_push_range(&mut p, &c),
-        )?;
+        self.lib
+            .check("cuptiRangeProfilerPushRange", self.lib.fns.rp_push_range(&mut p, &c))?;
         self.pushed.push(name.to_string());
         self.stack.push(c);
         Ok(())
@@ -567,7 +566,8 @@ impl UserRanges<'_> {
             pPriv: null_mut(),
             pRangeProfilerObject: self.obj,
         };
-        self.lib.check("cuptiRangeProfilerPopRange", self.lib.fns.rp_pop_range(&mut p))?;
+        self.lib
+            .check("cuptiRangeProfilerPopRange", self.lib.fns.rp_pop_range(&mut p))?;
         self.stack.pop();
         Ok(())
     }

@@ -25,8 +25,8 @@ pub use crate::cupti::records::ActivityBatch;
 use crate::cupti::records::{parse_record, record_kind, to_hex, write_dump_line, DumpLine, Record};
 use crate::error::EngineError;
 use crate::loader::Libraries;
-use crate::sys::cupti::activity::{BufferHandlers, CompletedBuffer};
 pub use crate::sys::cupti::activity::BUFFER_BYTES;
+use crate::sys::cupti::activity::{BufferHandlers, CompletedBuffer};
 pub use crate::sys::cupti::callback::{Callback, CallbackHook};
 use crate::sys::cupti::{
     cbid, ApiSwitch, SubscriberHandle, ACTIVITY_FLAG_FLUSH_FORCED, ACTIVITY_KIND_CONCURRENT_KERNEL,
@@ -434,10 +434,7 @@ impl ActivitySession {
     }
 
     /// Turns the API records of launches on, as [`LaunchRecords`] says.
-    fn enable_launch_records(
-        &self,
-        per_cbid: Option<(ApiSwitch, ApiSwitch)>,
-    ) -> Result<(), EngineError> {
+    fn enable_launch_records(&self, per_cbid: Option<(ApiSwitch, ApiSwitch)>) -> Result<(), EngineError> {
         let c = self.cupti;
         let enable_kinds = || -> Result<(), EngineError> {
             c.check(

@@ -26,8 +26,8 @@ use crate::cupti::collector::switch_kind;
 use crate::cupti::library::Cupti;
 use crate::lock;
 use crate::sys::cupti::callback::Callback;
-pub use crate::sys::cupti::{CBID_RESOURCE_GRAPHEXEC_CREATED, CB_DOMAIN_DRIVER_API, CB_DOMAIN_RESOURCE};
 use crate::sys::cupti::{cbid, ACTIVITY_KIND_GRAPH_TRACE, API_ENTER as SITE_ENTER};
+pub use crate::sys::cupti::{CBID_RESOURCE_GRAPHEXEC_CREATED, CB_DOMAIN_DRIVER_API, CB_DOMAIN_RESOURCE};
 
 /// The driver callbacks of graph launches.
 pub const GRAPH_LAUNCH_CBIDS: [u32; 2] = [cbid::CU_GRAPH_LAUNCH, cbid::CU_GRAPH_LAUNCH_PTSZ];

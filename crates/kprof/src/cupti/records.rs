@@ -25,11 +25,11 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::attribution::RegionSpan;
+use crate::error::EngineError;
 use crate::sys::cupti::{
     ACTIVITY_KIND_CONCURRENT_KERNEL, ACTIVITY_KIND_DRIVER, ACTIVITY_KIND_EXTERNAL_CORRELATION,
     ACTIVITY_KIND_GRAPH_TRACE, ACTIVITY_KIND_KERNEL, ACTIVITY_KIND_RUNTIME,
 };
-use crate::error::EngineError;
 
 /// Byte offsets of the stable record prefixes (the FFI layer's record layout).
 pub use crate::sys::cupti::offsets;

@@ -100,7 +100,6 @@ struct FlushState {
     discard_kernel: Option<LoadedKernel>,
 }
 
-
 /// The cold-cache flusher of one backend (see the module docs).
 pub(super) struct L2Flusher {
     l2_bytes: u64,

@@ -139,7 +139,11 @@ mod tests {
             assert_eq!(name.trim(), k.name());
             let params: Vec<&str> = rest.split_once(')').unwrap().0.split(',').map(str::trim).collect();
             assert_eq!(params.len(), 2, "{}: {params:?}", k.name());
-            assert!(params.iter().all(|p| p.starts_with(".param .u64 ")), "{}: {params:?}", k.name());
+            assert!(
+                params.iter().all(|p| p.starts_with(".param .u64 ")),
+                "{}: {params:?}",
+                k.name()
+            );
         }
     }
 }

@@ -948,4 +948,3 @@ mod tests {
         assert!(bare(&plan).is_empty());
     }
 }
-

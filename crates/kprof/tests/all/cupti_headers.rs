@@ -7,8 +7,8 @@ use crate::common;
 use std::collections::HashMap;
 use std::process::Command;
 
-use kprof::sys::cupti::{self as ffi, cbid};
 use kprof::sys::cupti::offsets;
+use kprof::sys::cupti::{self as ffi, cbid};
 
 fn header(cu13: &std::path::Path, name: &str) -> String {
     std::fs::read_to_string(cu13.join("include").join(name)).unwrap()
@@ -157,7 +157,11 @@ fn constants_match_cupti_13_0_headers() {
             "CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES",
             ffi::CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES as i64,
         ),
-        (&res, "CUPTI_ERROR_INVALID_CHIP_NAME", ffi::CUPTI_ERROR_INVALID_CHIP_NAME as i64),
+        (
+            &res,
+            "CUPTI_ERROR_INVALID_CHIP_NAME",
+            ffi::CUPTI_ERROR_INVALID_CHIP_NAME as i64,
+        ),
         (&cb, "CUPTI_API_ENTER", ffi::API_ENTER as i64),
         (&cb, "CUPTI_CB_DOMAIN_DRIVER_API", ffi::CB_DOMAIN_DRIVER_API as i64),
         (&cb, "CUPTI_CB_DOMAIN_RUNTIME_API", ffi::CB_DOMAIN_RUNTIME_API as i64),

@@ -16,9 +16,13 @@ const MAX_LINES: usize = 1200;
 const FFI_MODULES: &[&str] = &["crates/kprof/src/sys/", "crates/kprof-inject/src/nvtx_abi.rs"];
 
 fn in_ffi_module(file: &str) -> bool {
-    FFI_MODULES
-        .iter()
-        .any(|m| if m.ends_with('/') { file.starts_with(m) } else { file == *m })
+    FFI_MODULES.iter().any(|m| {
+        if m.ends_with('/') {
+            file.starts_with(m)
+        } else {
+            file == *m
+        }
+    })
 }
 
 /// Today's import cycles between top-level modules of `crates/kprof/src`, each as its sorted

@@ -76,9 +76,17 @@ pub(super) unsafe extern "C" fn buffer_requested(buf: *mut *mut u8, size: *mut u
 }
 
 /// `CUpti_BuffersCallbackCompleteFunc`: hands the buffer to the engine, then back to the pool.
-pub(super) unsafe extern "C" fn buffer_completed(ctx: *mut c_void, stream: u32, buf: *mut u8, size: usize, valid: usize) {
+pub(super) unsafe extern "C" fn buffer_completed(
+    ctx: *mut c_void,
+    stream: u32,
+    buf: *mut u8,
+    size: usize,
+    valid: usize,
+) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        let Some((fns, handlers)) = REGISTERED.get() else { return };
+        let Some((fns, handlers)) = REGISTERED.get() else {
+            return;
+        };
         if buf.is_null() {
             return;
         }
@@ -185,8 +193,12 @@ impl<'a> ActivityRecord<'a> {
             return None;
         }
         let p = u64::from_le_bytes(rd(offsets::KERNEL_NAME, 8)?.try_into().ok()?);
-        // SAFETY: in a kernel record of a buffer CUPTI completed, `name` is null or a
+        if p == 0 {
+            return None;
+        }
+        // SAFETY: in a kernel record of a buffer CUPTI completed, `name` is null (not here) or a
         // NUL-terminated string of CUPTI's that lives as long as the buffer (the borrow `'a`).
-        (p != 0).then(|| unsafe { CStr::from_ptr(p as *const std::ffi::c_char) }.to_string_lossy().into_owned())
+        let name = unsafe { CStr::from_ptr(p as *const std::ffi::c_char) };
+        Some(name.to_string_lossy().into_owned())
     }
 }

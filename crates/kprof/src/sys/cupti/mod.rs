@@ -16,8 +16,8 @@ pub mod callback;
 pub mod profiler;
 mod table;
 
-pub use table::{CuptiFns, REQUIRED_SYMBOLS};
 pub(crate) use table::{ApiSwitch, ObjectPtr};
+pub use table::{CuptiFns, REQUIRED_SYMBOLS};
 
 /// `CUptiResult`.
 pub type CuptiResult = u32;
@@ -180,7 +180,6 @@ pub mod cbid {
     }
 }
 
-
 /// `CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API`.
 pub const CB_DOMAIN_DRIVER_API: u32 = 1;
 /// `CUpti_CallbackDomain::CUPTI_CB_DOMAIN_RUNTIME_API`.
@@ -229,4 +228,3 @@ pub mod offsets {
     pub const GRAPH_STREAM_ID: usize = 36;
     pub const GRAPH_MIN_LEN: usize = 40;
 }
-

@@ -271,9 +271,15 @@ impl CuptiFns {
         entry!(rp_pop_range, "cuptiRangeProfilerPopRange");
         entry!(rp_decode_data, "cuptiRangeProfilerDecodeData");
         entry!(rp_get_counter_data_size, "cuptiRangeProfilerGetCounterDataSize");
-        entry!(rp_counter_data_image_initialize, "cuptiRangeProfilerCounterDataImageInitialize");
+        entry!(
+            rp_counter_data_image_initialize,
+            "cuptiRangeProfilerCounterDataImageInitialize"
+        );
         entry!(rp_get_counter_data_info, "cuptiRangeProfilerGetCounterDataInfo");
-        entry!(rp_counter_data_get_range_info, "cuptiRangeProfilerCounterDataGetRangeInfo");
+        entry!(
+            rp_counter_data_get_range_info,
+            "cuptiRangeProfilerCounterDataGetRangeInfo"
+        );
     }
 
     /// The first entry point of the profiler APIs this libcupti lacks and the loader's message;
@@ -441,7 +447,9 @@ impl CuptiFns {
         chip: &CStr,
         counter_availability: Option<&[u8]>,
     ) -> CuptiResult {
-        let Some(f) = self.profiler.host_initialize else { return MISSING };
+        let Some(f) = self.profiler.host_initialize else {
+            return MISSING;
+        };
         p.pPriv = std::ptr::null_mut();
         p.pChipName = chip.as_ptr();
         p.pCounterAvailabilityImage = counter_availability.map_or(std::ptr::null(), |a| a.as_ptr());
@@ -452,7 +460,9 @@ impl CuptiFns {
 
     /// `cuptiProfilerHostDeinitialize` of the object in `p`.
     pub(crate) fn host_deinitialize(&self, p: &mut CUpti_Profiler_Host_Deinitialize_Params) -> CuptiResult {
-        let Some(f) = self.profiler.host_deinitialize else { return MISSING };
+        let Some(f) = self.profiler.host_deinitialize else {
+            return MISSING;
+        };
         p.pPriv = std::ptr::null_mut();
         // SAFETY: only the host object's handle.
         unsafe { f(p) }
@@ -463,7 +473,9 @@ impl CuptiFns {
         &self,
         p: &mut CUpti_Profiler_Host_GetSupportedChips_Params,
     ) -> Result<Vec<String>, CuptiResult> {
-        let Some(f) = self.profiler.host_get_supported_chips else { return Err(MISSING) };
+        let Some(f) = self.profiler.host_get_supported_chips else {
+            return Err(MISSING);
+        };
         p.pPriv = std::ptr::null_mut();
         // SAFETY: CUPTI writes a count and a pointer to its own array into `p`.
         let rc = unsafe { f(p) };
@@ -479,7 +491,9 @@ impl CuptiFns {
         &self,
         p: &mut CUpti_Profiler_Host_GetBaseMetrics_Params,
     ) -> Result<Vec<String>, CuptiResult> {
-        let Some(f) = self.profiler.host_get_base_metrics else { return Err(MISSING) };
+        let Some(f) = self.profiler.host_get_base_metrics else {
+            return Err(MISSING);
+        };
         p.pPriv = std::ptr::null_mut();
         // SAFETY: the host object's handle; CUPTI writes a count and its own array into `p`.
         let rc = unsafe { f(p) };
@@ -496,7 +510,9 @@ impl CuptiFns {
         p: &mut CUpti_Profiler_Host_GetSubMetrics_Params,
         metric: &CStr,
     ) -> Result<Vec<String>, CuptiResult> {
-        let Some(f) = self.profiler.host_get_sub_metrics else { return Err(MISSING) };
+        let Some(f) = self.profiler.host_get_sub_metrics else {
+            return Err(MISSING);
+        };
         p.pPriv = std::ptr::null_mut();
         p.pMetricName = metric.as_ptr();
         // SAFETY: the name is borrowed for the call; CUPTI writes a count and its own array.
@@ -514,7 +530,9 @@ impl CuptiFns {
         p: &mut CUpti_Profiler_Host_GetMetricProperties_Params,
         metric: &CStr,
     ) -> Result<MetricStrings, CuptiResult> {
-        let Some(f) = self.profiler.host_get_metric_properties else { return Err(MISSING) };
+        let Some(f) = self.profiler.host_get_metric_properties else {
+            return Err(MISSING);
+        };
         p.pPriv = std::ptr::null_mut();
         p.pMetricName = metric.as_ptr();
         // SAFETY: the name is borrowed for the call; CUPTI writes three string pointers of its own
@@ -539,7 +557,9 @@ impl CuptiFns {
         p: &mut CUpti_Profiler_Host_ConfigAddMetrics_Params,
         metrics: &[CString],
     ) -> CuptiResult {
-        let Some(f) = self.profiler.host_config_add_metrics else { return MISSING };
+        let Some(f) = self.profiler.host_config_add_metrics else {
+            return MISSING;
+        };
         let mut ptrs = c_ptrs(metrics);
         p.pPriv = std::ptr::null_mut();
         p.ppMetricNames = ptrs.as_mut_ptr();
@@ -549,8 +569,13 @@ impl CuptiFns {
     }
 
     /// `cuptiProfilerHostGetConfigImageSize`.
-    pub(crate) fn host_get_config_image_size(&self, p: &mut CUpti_Profiler_Host_GetConfigImageSize_Params) -> CuptiResult {
-        let Some(f) = self.profiler.host_get_config_image_size else { return MISSING };
+    pub(crate) fn host_get_config_image_size(
+        &self,
+        p: &mut CUpti_Profiler_Host_GetConfigImageSize_Params,
+    ) -> CuptiResult {
+        let Some(f) = self.profiler.host_get_config_image_size else {
+            return MISSING;
+        };
         p.pPriv = std::ptr::null_mut();
         // SAFETY: the host object's handle; CUPTI writes the size into `p`.
         unsafe { f(p) }
@@ -562,7 +587,9 @@ impl CuptiFns {
         p: &mut CUpti_Profiler_Host_GetConfigImage_Params,
         image: &mut [u8],
     ) -> CuptiResult {
-        let Some(f) = self.profiler.host_get_config_image else { return MISSING };
+        let Some(f) = self.profiler.host_get_config_image else {
+            return MISSING;
+        };
         p.pPriv = std::ptr::null_mut();
         p.configImageSize = image.len();
         p.pConfigImage = image.as_mut_ptr();
@@ -576,7 +603,9 @@ impl CuptiFns {
         p: &mut CUpti_Profiler_Host_GetNumOfPasses_Params,
         config_image: &[u8],
     ) -> CuptiResult {
-        let Some(f) = self.profiler.host_get_num_of_passes else { return MISSING };
+        let Some(f) = self.profiler.host_get_num_of_passes else {
+            return MISSING;
+        };
         p.pPriv = std::ptr::null_mut();
         p.configImageSize = config_image.len();
         p.pConfigImage = config_image.as_ptr() as *mut u8;
@@ -593,7 +622,9 @@ impl CuptiFns {
         metrics: &[CString],
         values: &mut [f64],
     ) -> CuptiResult {
-        let Some(f) = self.profiler.host_evaluate_to_gpu_values else { return MISSING };
+        let Some(f) = self.profiler.host_evaluate_to_gpu_values else {
+            return MISSING;
+        };
         if values.len() < metrics.len() {
             return CUPTI_ERROR_INVALID_PARAMETER;
         }
@@ -611,7 +642,9 @@ impl CuptiFns {
 
     /// `cuptiProfilerInitialize`.
     pub(crate) fn profiler_initialize(&self, p: &mut CUpti_Profiler_Initialize_Params) -> CuptiResult {
-        let Some(f) = self.profiler.profiler_initialize else { return MISSING };
+        let Some(f) = self.profiler.profiler_initialize else {
+            return MISSING;
+        };
         p.pPriv = std::ptr::null_mut();
         // SAFETY: a struct of values.
         unsafe { f(p) }
@@ -619,7 +652,9 @@ impl CuptiFns {
 
     /// `cuptiProfilerDeInitialize`.
     pub(crate) fn profiler_deinitialize(&self, p: &mut CUpti_Profiler_DeInitialize_Params) -> CuptiResult {
-        let Some(f) = self.profiler.profiler_deinitialize else { return MISSING };
+        let Some(f) = self.profiler.profiler_deinitialize else {
+            return MISSING;
+        };
         p.pPriv = std::ptr::null_mut();
         // SAFETY: a struct of values.
         unsafe { f(p) }
@@ -630,7 +665,9 @@ impl CuptiFns {
         &self,
         p: &mut CUpti_Device_GetChipName_Params,
     ) -> Result<Option<String>, CuptiResult> {
-        let Some(f) = self.profiler.device_get_chip_name else { return Err(MISSING) };
+        let Some(f) = self.profiler.device_get_chip_name else {
+            return Err(MISSING);
+        };
         p.pPriv = std::ptr::null_mut();
         // SAFETY: a device index; CUPTI writes a pointer to its own string into `p`.
         let rc = unsafe { f(p) };
@@ -648,7 +685,9 @@ impl CuptiFns {
         p: &mut CUpti_Profiler_GetCounterAvailability_Params,
         image: Option<&mut [u8]>,
     ) -> CuptiResult {
-        let Some(f) = self.profiler.get_counter_availability else { return MISSING };
+        let Some(f) = self.profiler.get_counter_availability else {
+            return MISSING;
+        };
         p.pPriv = std::ptr::null_mut();
         match image {
             Some(buf) => {
@@ -667,7 +706,9 @@ impl CuptiFns {
 
     /// `cuptiRangeProfilerEnable` on the context in `p` (the new object is written into `p`).
     pub(crate) fn rp_enable(&self, p: &mut CUpti_RangeProfiler_Enable_Params) -> CuptiResult {
-        let Some(f) = self.profiler.rp_enable else { return MISSING };
+        let Some(f) = self.profiler.rp_enable else {
+            return MISSING;
+        };
         p.pPriv = std::ptr::null_mut();
         // SAFETY: the context's handle; CUPTI writes the object's pointer into `p`.
         unsafe { f(p) }
@@ -675,7 +716,9 @@ impl CuptiFns {
 
     /// `cuptiRangeProfilerDisable` of the object in `p`.
     pub(crate) fn rp_disable(&self, p: &mut CUpti_RangeProfiler_Disable_Params) -> CuptiResult {
-        let Some(f) = self.profiler.rp_disable else { return MISSING };
+        let Some(f) = self.profiler.rp_disable else {
+            return MISSING;
+        };
         p.pPriv = std::ptr::null_mut();
         // SAFETY: only the object's handle.
         unsafe { f(p) }
@@ -693,7 +736,9 @@ impl CuptiFns {
         config: &[u8],
         image: &mut [u8],
     ) -> CuptiResult {
-        let Some(f) = self.profiler.rp_set_config else { return MISSING };
+        let Some(f) = self.profiler.rp_set_config else {
+            return MISSING;
+        };
         p.pPriv = std::ptr::null_mut();
         p.configSize = config.len();
         p.pConfig = config.as_ptr();
@@ -707,7 +752,9 @@ impl CuptiFns {
 
     /// `cuptiRangeProfilerStart` of the object in `p`.
     pub(crate) fn rp_start(&self, p: &mut CUpti_RangeProfiler_Start_Params) -> CuptiResult {
-        let Some(f) = self.profiler.rp_start else { return MISSING };
+        let Some(f) = self.profiler.rp_start else {
+            return MISSING;
+        };
         p.pPriv = std::ptr::null_mut();
         // SAFETY: only the object's handle.
         unsafe { f(p) }
@@ -723,7 +770,9 @@ impl CuptiFns {
 
     /// `cuptiRangeProfilerPushRange` named `name`.
     pub(crate) fn rp_push_range(&self, p: &mut CUpti_RangeProfiler_PushRange_Params, name: &CStr) -> CuptiResult {
-        let Some(f) = self.profiler.rp_push_range else { return MISSING };
+        let Some(f) = self.profiler.rp_push_range else {
+            return MISSING;
+        };
         p.pPriv = std::ptr::null_mut();
         p.pRangeName = name.as_ptr();
         // SAFETY: the object's handle and a name borrowed for the call (CUPTI copies it).
@@ -732,7 +781,9 @@ impl CuptiFns {
 
     /// `cuptiRangeProfilerPopRange` of the object in `p`.
     pub(crate) fn rp_pop_range(&self, p: &mut CUpti_RangeProfiler_PopRange_Params) -> CuptiResult {
-        let Some(f) = self.profiler.rp_pop_range else { return MISSING };
+        let Some(f) = self.profiler.rp_pop_range else {
+            return MISSING;
+        };
         p.pPriv = std::ptr::null_mut();
         // SAFETY: only the object's handle.
         unsafe { f(p) }
@@ -740,7 +791,9 @@ impl CuptiFns {
 
     /// `cuptiRangeProfilerDecodeData` of the object in `p` (into the image of its `SetConfig`).
     pub(crate) fn rp_decode_data(&self, p: &mut CUpti_RangeProfiler_DecodeData_Params) -> CuptiResult {
-        let Some(f) = self.profiler.rp_decode_data else { return MISSING };
+        let Some(f) = self.profiler.rp_decode_data else {
+            return MISSING;
+        };
         p.pPriv = std::ptr::null_mut();
         // SAFETY: the object's handle; CUPTI writes into the image it was configured with, which
         // the engine keeps alive until here (see `rp_set_config`), and a count into `p`.
@@ -753,7 +806,9 @@ impl CuptiFns {
         p: &mut CUpti_RangeProfiler_GetCounterDataSize_Params,
         metrics: &[CString],
     ) -> CuptiResult {
-        let Some(f) = self.profiler.rp_get_counter_data_size else { return MISSING };
+        let Some(f) = self.profiler.rp_get_counter_data_size else {
+            return MISSING;
+        };
         let mut ptrs = c_ptrs(metrics);
         p.pPriv = std::ptr::null_mut();
         p.pMetricNames = ptrs.as_mut_ptr();
@@ -769,7 +824,9 @@ impl CuptiFns {
         p: &mut CUpti_RangeProfiler_CounterDataImage_Initialize_Params,
         image: &mut [u8],
     ) -> CuptiResult {
-        let Some(f) = self.profiler.rp_counter_data_image_initialize else { return MISSING };
+        let Some(f) = self.profiler.rp_counter_data_image_initialize else {
+            return MISSING;
+        };
         p.pPriv = std::ptr::null_mut();
         p.counterDataSize = image.len();
         p.pCounterData = image.as_mut_ptr();
@@ -783,7 +840,9 @@ impl CuptiFns {
         p: &mut CUpti_RangeProfiler_GetCounterDataInfo_Params,
         counter_data: &[u8],
     ) -> CuptiResult {
-        let Some(f) = self.profiler.rp_get_counter_data_info else { return MISSING };
+        let Some(f) = self.profiler.rp_get_counter_data_info else {
+            return MISSING;
+        };
         p.pPriv = std::ptr::null_mut();
         p.pCounterDataImage = counter_data.as_ptr();
         p.counterDataImageSize = counter_data.len();
@@ -799,7 +858,9 @@ impl CuptiFns {
         counter_data: &[u8],
         delimiter: &CStr,
     ) -> Result<String, CuptiResult> {
-        let Some(f) = self.profiler.rp_counter_data_get_range_info else { return Err(MISSING) };
+        let Some(f) = self.profiler.rp_counter_data_get_range_info else {
+            return Err(MISSING);
+        };
         p.pPriv = std::ptr::null_mut();
         p.pCounterDataImage = counter_data.as_ptr();
         p.counterDataImageSize = counter_data.len();
