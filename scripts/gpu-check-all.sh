@@ -4,7 +4,7 @@
 #
 #     scripts/gpu-check-all.sh [OUT]       # OUT defaults to $OUT
 #
-# Parts (each may be skipped with SKIP="engine ncu counters conditions python run ncubackend seed"):
+# Parts (each may be skipped with SKIP="engine ncu counters conditions python run ncubackend seed scaleout"):
 #   engine      scripts/gpu-check.sh           issue 3 checks a-g + benchmark (CUPTI activity)
 #   counters    scripts/counters-vs-ncu.sh     issue 5: in-process counters vs ncu
 #   conditions  conditions_check               issue 7: NVML readings, energy, fingerprint
@@ -13,6 +13,7 @@
 #   run         scripts/gpu-check-run.sh       issue 9: kprof run (injection) vs CUDA events, compare
 #   ncubackend  scripts/gpu-check-ncu.sh       issue 6: backend="ncu" through the wheel
 #   seed        scripts/gpu-check-seed.sh      issue 5: seed steps 6 and 7 from Rust, CUPTI vs ncu
+#   scaleout    scripts/gpu-check-scaleout.sh  issue 22: two workers sharing GPU 0 vs one process
 # Results: one tarball per part plus all-checks.log in OUT. Never changes any GPU setting.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -44,5 +45,6 @@ part ncu        env OUT="$OUT/ncu" bash scripts/ncu-capture.sh
 [ -x scripts/gpu-check-python.sh ] && part python env OUT="$OUT/python" scripts/gpu-check-python.sh
 [ -x scripts/gpu-check-ncu.sh ] && part ncubackend env OUT="$OUT/ncubackend" scripts/gpu-check-ncu.sh
 part seed       env OUT="$OUT/seed" scripts/gpu-check-seed.sh
+[ -x scripts/gpu-check-scaleout.sh ] && part scaleout env OUT="$OUT/scaleout" scripts/gpu-check-scaleout.sh
 echo "== overall: $([ $status -eq 0 ] && echo PASS || echo FAIL)" | tee -a "$LOG"
 exit $status

@@ -1,5 +1,5 @@
 # Sourced by the GPU-machine scripts that run kprof's Python package (gpu-check-python.sh,
-# gpu-check-ncu.sh, gpu-check-step8.sh, gpu-check-extra.sh): installs the wheel carried in
+# gpu-check-ncu.sh, gpu-check-step8.sh, gpu-check-extra.sh, gpu-check-scaleout.sh): installs the wheel carried in
 # .carry/wheels (built here by scripts/build-carry.sh) into a private folder, puts it on
 # PYTHONPATH and sets PY to the machine's PyTorch Python. Expects the repo root as the working
 # folder; exits 2 when the wheel cannot be installed.

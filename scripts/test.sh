@@ -10,13 +10,14 @@ export KPROF_CUPTI_WHEEL_DIR="$PWD/target/cupti-wheel/unpacked"
 export KPROF_NVTX_INCLUDE="$PWD/target/nvtx-wheel/unpacked/nvidia/cu13/include"
 # While the Rust tests compile (the critical path on 2 cores), what later steps fetch from the
 # network is installed in the background: the wheel's build tools, the Python test venv's
-# packages, Chromium. Each step below installs again whatever is still missing (logs:
-# target/prep-*.log).
+# packages (dask and submitit for the scale-out tests), Chromium, then Debian's slurm-wlm and munge
+# for the real single-node Slurm of tests/python/test_scaleout_slurm.py (one apt-get at a time).
+# Each step below installs again whatever is still missing (logs: target/prep-*.log).
 mkdir -p target
 prep() { local name=$1; shift; "$@" >"target/prep-$name.log" 2>&1 & }
 prep wheel-tools scripts/build-wheel.sh --tools-only
 prep test-venv scripts/test-python.sh --venv-only
-prep chromium scripts/report-screenshot.sh --install-only
+prep chromium-slurm sh -c 'scripts/report-screenshot.sh --install-only; scripts/slurm-local.sh install'
 cargo test --workspace --locked
 stage "cargo test"
 wait || true
@@ -24,7 +25,8 @@ wait || true
 # once; the check itself takes a few seconds). Prints "N passed, N failed"; fails on a failed check.
 scripts/test-report-browser.sh
 stage "browser check"
-# The Python package: builds the wheel (scripts/build-wheel.sh), runs pytest on it in target/test-venv,
-# then checks the wheel as a user gets it (scripts/test-wheel.sh). Prints "test-wheel: N passed, N failed".
+# The Python package: builds the wheel (scripts/build-wheel.sh), runs pytest on it in target/test-venv
+# (the scale-out tests start their own dask LocalCluster and single-node Slurm), then checks the wheel
+# as a user gets it (scripts/test-wheel.sh). Prints "test-wheel: N passed, N failed".
 scripts/test-python.sh
 stage "Python tests and the wheel check"

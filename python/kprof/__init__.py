@@ -27,6 +27,7 @@ from .exceptions import (
     NotAvailableYetError,
     ProfilerError,
     ProfilerException,
+    WorkerError,
 )
 from .results import ProfileResults, load
 from .utils import VerbosityLevel
@@ -49,6 +50,7 @@ __all__ = [
     "AnnotationError",
     "NotAvailableYetError",
     "BackendError",
+    "WorkerError",
     "exceptions",
     "__version__",
 ]

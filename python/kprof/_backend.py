@@ -48,6 +48,10 @@ _config         int, index into ``configs`` of the row's config
 
 Parameter columns need not be returned: kprof rebuilds them from ``_config`` with the user's
 original objects (and overwrites any that are returned), then drops ``_config``.
+
+A backend other than the CUPTI engine may have ``fingerprint() -> dict | None``: the environment
+of its last run, as the engine's fingerprint (``gpu_name``, ``uuid``, ``nvml_index``, ...), which
+becomes ``results.fingerprint`` and, in scale-out workers, the ``DeviceUUID`` column.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Literal, get_args
 
 from . import _backend, _ncu, annotation, plotting
+from . import scaleout as _scaleout
 from . import collectors as _collectors
 from ._backend import RAW_COLUMNS
 from .exceptions import BackendError, ConfigError, ProfilerError, not_available
@@ -94,6 +95,7 @@ class Settings:
     store: str | None = None
     info_collectors: tuple = ()
     duration_source: str = "auto"
+    scaleout: Any = None  # a kprof.scaleout.ScaleOut with devices= or executor=, else None
 
     def backend_options(self) -> dict[str, Any]:
         """The ``options`` dict handed to ``Backend.run_benchmark`` (keys: ``_backend.OPTION_KEYS``)."""
@@ -334,6 +336,9 @@ def _validate(opts: dict[str, Any]) -> Settings:
         raise ConfigError("target_rsd / target_ci (adaptive runs) do not work with backend='ncu': the values are known only after ncu has finished; give runs=N")
     elif ignore:
         raise ConfigError("ignore_kernel_list is not supported with backend='ncu' yet; use backend='cupti' or narrow the annotations")
+    scaleout = _scaleout.check_options(
+        opts, backend=backend, runs=runs, adaptive=target_rsd is not None or target_ci is not None, collectors=collectors
+    )
 
     return Settings(
         configs=configs,
@@ -365,6 +370,7 @@ def _validate(opts: dict[str, Any]) -> Settings:
         thermal_timeout=None if opts["thermal_timeout"] is None else float(opts["thermal_timeout"]),
         thermal_device=device,
         info_collectors=collectors,
+        scaleout=scaleout,
     )
 
 
@@ -567,6 +573,12 @@ def kernel(
     ncu_options: dict | None = None,
     duration_source: str = "auto",
     store: str | os.PathLike | None = None,
+    devices: str | Iterable[int] | None = None,
+    executor: Any = None,
+    pool_devices: bool = False,
+    runs_per_task: int | None = None,
+    configs_per_task: int = 1,
+    worker_timeout: float = 60.0,
 ):
     """Profiles the decorated function: ``@kernel``, ``@kernel()`` or ``@kernel(**options)``.
 
@@ -635,6 +647,15 @@ def kernel(
     * ``store`` (None): the path of a results store (``"kprof.db"``); every call's results are
       stored there as one run (:meth:`ProfileResults.save_to_store`), for ``kprof history`` and
       ``kprof compare --against``.
+
+    Several GPUs and clusters (:mod:`kprof.scaleout`, ``docs/scaleout.md``): ``devices``
+    (``"all"`` or CUDA ordinals such as ``[0, 2]``: one worker process per entry, pinned to its GPU,
+    fed configurations from one queue) or ``executor`` (any object with ``submit(fn, *args)``: a
+    ``concurrent.futures`` executor, a ``dask.distributed.Client``, a submitit executor; one task per
+    ``configs_per_task`` configurations, one GPU per task); ``runs_per_task`` splits a
+    configuration's runs over several tasks, whose rows stay apart per GPU unless ``pool_devices``;
+    ``worker_timeout`` (seconds without a heartbeat) declares an executor's task lost. The results
+    gain the columns ``Device``, ``DeviceUUID`` and ``Failure``.
     """
     opts = dict(
         configs=configs,
@@ -666,6 +687,12 @@ def kernel(
         backend=backend,
         ncu_options=ncu_options,
         store=store,
+        devices=devices,
+        executor=executor,
+        pool_devices=pool_devices,
+        runs_per_task=runs_per_task,
+        configs_per_task=configs_per_task,
+        worker_timeout=worker_timeout,
     )
     if _func is not None and not callable(_func):
         raise ConfigError(
@@ -711,6 +738,62 @@ def _profile(func, sig: Signature, tag: str, settings: Settings, state: dict, ar
         if backend is None or backend.skip:
             raw, _ = _finish_raw(_ncu.empty_table(), sig, pairs)
             return ProfileResults(raw, list(sig.names), normalize_against=settings.normalize_against, benchmark=sig.func_name)
+    if settings.scaleout is not None:
+        # devices= / executor=: worker processes measure the configs (kprof/scaleout.py).
+        return _scaleout.profile(func, sig, settings, state, configs)
+
+    # With adaptive stopping the bar starts at the most runs a config may get (the engine's
+    # default cap: max(runs, 100)); the engine lowers the total as configs stop.
+    adaptive = settings.target_rsd is not None or settings.target_ci is not None
+    expected_runs = (settings.max_runs or max(settings.runs, 100)) if adaptive else settings.runs
+    progress = ProgressReporter(sig.func_name, len(configs), expected_runs, settings.verbosity)
+    options = settings.backend_options()
+    # Files carry the function's name (nsight-python's naming); the run id counts the calls of
+    # every function of that name in this process, so two of them never overwrite each other.
+    name_tag = file_name_tag(sig.func_name)
+    run_id = _next_run_id(name_tag)
+    partial = None
+    if settings.output_csv:
+        # The engine rewrites this raw CSV after every finished configuration, so an exception or
+        # Ctrl-C keeps what was measured; it is removed once the complete files are written.
+        options["output_prefix"] = f"{output_prefix(state)}partial-{name_tag}-{run_id}-"
+        partial = f"{options['output_prefix']}{sig.func_name}-raw.csv"
+    if isinstance(backend, _ncu.NcuBackend):
+        backend.report_prefix = state["prefix"]
+    try:
+        raw, config_index = measure(func, sig, settings, configs, backend, options, progress)
+    except BaseException:
+        if partial is not None and os.path.exists(partial):
+            progress.info(f"kprof: the runs measured before the failure are in {partial}")
+        raise
+    finally:
+        progress.close()
+
+    results = ProfileResults(raw, list(sig.names), normalize_against=settings.normalize_against, benchmark=sig.func_name)
+    results.fingerprint = _fingerprint(backend)  # type: ignore[attr-defined]
+    deliver(results, settings, state, name_tag, run_id, progress)
+    if partial is not None:
+        # The engine's per-configuration raw CSV and its fingerprint sidecar.
+        for leftover in (partial, os.path.splitext(partial)[0] + ".env.json"):
+            if os.path.exists(leftover):
+                os.remove(leftover)
+    return results
+
+
+def output_prefix(state: dict) -> str:
+    """The call's output prefix: ``output_prefix``, else a new temporary folder (kept for later calls)."""
+    if state["prefix"] is None:
+        state["prefix"] = tempfile.mkdtemp(prefix="kprof_") + os.sep
+    return state["prefix"]
+
+
+def measure(
+    func: Callable, sig: Signature, settings: Settings, configs: list[tuple], backend: Any, options: dict, progress: Any
+) -> tuple[dict[str, list], list[int]]:
+    """Runs ``configs`` through ``backend`` with ``options``: the raw table (parameter columns,
+    info-collector columns and derived metrics included) and each row's index into ``configs``.
+    The one measuring path of a call, in this process or in a scale-out worker."""
+    pairs = [list(zip(sig.names, values)) for values in configs]
     calls = [sig.call_args(values) for values in configs]
     returned = {"warned": False}
 
@@ -736,48 +819,24 @@ def _profile(func, sig: Signature, tag: str, settings: Settings, state: dict, ar
                 stacklevel=2,
             )
 
-    # With adaptive stopping the bar starts at the most runs a config may get (the engine's
-    # default cap: max(runs, 100)); the engine lowers the total as configs stop.
-    adaptive = settings.target_rsd is not None or settings.target_ci is not None
-    expected_runs = (settings.max_runs or max(settings.runs, 100)) if adaptive else settings.runs
-    progress = ProgressReporter(sig.func_name, len(configs), expected_runs, settings.verbosity)
-    options = settings.backend_options()
-    # Files carry the function's name (nsight-python's naming); the run id counts the calls of
-    # every function of that name in this process, so two of them never overwrite each other.
-    name_tag = file_name_tag(sig.func_name)
-    run_id = _next_run_id(name_tag)
-    partial = None
-    if settings.output_csv:
-        if state["prefix"] is None:
-            state["prefix"] = tempfile.mkdtemp(prefix="kprof_") + os.sep
-        # The engine rewrites this raw CSV after every finished configuration, so an exception or
-        # Ctrl-C keeps what was measured; it is removed once the complete files are written.
-        options["output_prefix"] = f"{state['prefix']}partial-{name_tag}-{run_id}-"
-        partial = f"{options['output_prefix']}{sig.func_name}-raw.csv"
-    if isinstance(backend, _ncu.NcuBackend):
-        backend.report_prefix = state["prefix"]
     _collectors._active = session
     try:
         table = backend.run_benchmark(sig.func_name, call, pairs, options, progress)
-    except BaseException:
-        if partial is not None and os.path.exists(partial):
-            progress.info(f"kprof: the runs measured before the failure are in {partial}")
-        raise
     finally:
         _collectors._active = None
-        progress.close()
-
     raw, config_index = _finish_raw(table, sig, pairs)
     if session is not None:
         session.add_columns(raw, config_index)
     if settings.derive_metric is not None:
         _append_derived(raw, config_index, configs, settings)
-    results = ProfileResults(raw, list(sig.names), normalize_against=settings.normalize_against, benchmark=sig.func_name)
+    return raw, config_index
 
+
+def deliver(results: ProfileResults, settings: Settings, state: dict, name_tag: str, run_id: int, progress: Any) -> None:
+    """Writes a finished call's files (``output_csv``) and stores it (``store``)."""
     results.files = []  # type: ignore[attr-defined]
-    results.fingerprint = _fingerprint(backend)  # type: ignore[attr-defined]
     if settings.output_csv:
-        prefix = state["prefix"]
+        prefix = output_prefix(state)
         raw_path = f"{prefix}profiled_data-{name_tag}-{run_id}.csv"
         results._write_raw_csv(raw_path)
         results.files.append(raw_path)
@@ -786,20 +845,15 @@ def _profile(func, sig: Signature, tag: str, settings: Settings, state: dict, ar
         results.save(processed_path)
         results.files.append(processed_path)
         progress.info(f"kprof: wrote {processed_path}")
-        if results.fingerprint is not None:
+        fingerprint = getattr(results, "fingerprint", None)
+        if fingerprint is not None:
             for path in (raw_path, processed_path):
-                _write_sidecar(path, results.fingerprint)
-        if partial is not None:
-            # The engine's per-configuration raw CSV and its fingerprint sidecar.
-            for leftover in (partial, os.path.splitext(partial)[0] + ".env.json"):
-                if os.path.exists(leftover):
-                    os.remove(leftover)
+                _write_sidecar(path, fingerprint)
     if settings.store is not None:
         stored = results.save_to_store(settings.store)
         results.store_run_id = stored  # type: ignore[attr-defined]
         progress.info(f"kprof: stored run {stored} in {settings.store}")
     _commit_run_id(name_tag, run_id)
-    return results
 
 
 def _finish_raw(table: Any, sig: Signature, pairs: list) -> tuple[dict[str, list], list[int]]:
@@ -833,11 +887,11 @@ def _finish_raw(table: Any, sig: Signature, pairs: list) -> tuple[dict[str, list
 
 def _fingerprint(backend: Any) -> dict | None:
     """The engine's environment fingerprint; for backend="ncu" the ncu run (version, mode and
-    why, files); None for other backends or before any run."""
-    if isinstance(backend, _ncu.NcuBackend):
-        return backend.fingerprint()
+    why, files); another backend's ``fingerprint()`` when it has one (test backends), else None;
+    None before any run."""
     if not isinstance(backend, _backend.CuptiBackend):
-        return None
+        get = getattr(backend, "fingerprint", None)
+        return get() if callable(get) else None
     from . import _core
 
     get = getattr(_core, "fingerprint_json", None)
@@ -900,7 +954,7 @@ def _append_derived(raw: dict[str, list], config_index: list[int], configs: list
                         f"derive_metric {_callable_name(derive)} returned no unit for {name!r}; return "
                         "(value, 'unit') to set the Unit column",
                         RuntimeWarning,
-                        stacklevel=5,
+                        stacklevel=6,  # inner function, _append_derived, measure, _profile, wrapper, caller
                     )
             try:
                 fvalue = float(value)

@@ -16,6 +16,7 @@ __all__ = [
     "AnnotationError",
     "NotAvailableYetError",
     "BackendError",
+    "WorkerError",
 ]
 
 
@@ -47,6 +48,11 @@ class NotAvailableYetError(ProfilerError, NotImplementedError):
 
 class BackendError(ProfilerError, RuntimeError):
     """The measurement backend failed or returned data kprof cannot use."""
+
+
+class WorkerError(BackendError):
+    """Scale-out (``devices=`` / ``executor=``): a worker cannot run at all, or no configuration
+    could be measured on any worker (the reasons are in the message)."""
 
 
 def not_available(what: str, lands_with: str) -> NotAvailableYetError:

@@ -35,7 +35,7 @@ from . import _core, plotting
 from ._backend import RAW_COLUMNS
 from .exceptions import BackendError, ConfigError, NotAvailableYetError, ProfilerError
 
-__all__ = ["ProfileResults", "PROCESSED_COLUMNS", "FLOAT_COLUMNS", "INT_COLUMNS"]
+__all__ = ["ProfileResults", "PROCESSED_COLUMNS", "FLOAT_COLUMNS", "INT_COLUMNS", "WORKER_COLUMNS"]
 
 #: The processed columns, in order; ``<params>`` is replaced by the parameter columns and
 #: ``NormalizationValue`` is present only when normalising. Up to ``Geomean`` this is
@@ -53,6 +53,11 @@ FLOAT_COLUMNS = frozenset(_core.PROCESSED_FLOAT_COLUMNS)
 INT_COLUMNS = frozenset(_core.PROCESSED_INT_COLUMNS)
 
 STABLE_RSD_PCT = 2.0
+
+#: The columns a scale-out call (``devices=`` / ``executor=``, :mod:`kprof.scaleout`) adds to the
+#: raw and processed tables, last: the GPU's ordinal on its host (-1: unknown), its UUID, and why
+#: the row's runs could not be measured ("" when they were). They are part of a processed row's key.
+WORKER_COLUMNS = ("Device", "DeviceUUID", "Failure")
 
 
 def _require_pandas(what: str):
@@ -98,8 +103,14 @@ class ProfileResults:
         normalize_against: str | None = None,
         benchmark: str | None = None,
         stable_rsd_pct: float = STABLE_RSD_PCT,
+        key_columns: Iterable[str] = (),
+        pool_devices: bool = False,
     ):
         self._raw = raw
+        # Raw columns that join the statistics key (WORKER_COLUMNS): runs of different GPUs make
+        # different rows; with pool_devices, runs of one GPU model pool (Device lists the GPUs).
+        self._keys = [c for c in key_columns if c in raw]
+        self._pool_devices = pool_devices
         self._params = list(params)
         self._normalize_against = normalize_against
         self._stable_rsd_pct = stable_rsd_pct
@@ -371,10 +382,14 @@ class ProfileResults:
             self._processed = self._run_process_raw()
         return self._processed
 
-    def _core_inputs(self, check_baseline: bool = True) -> tuple[dict[str, list], dict[str, Any], dict[str, dict]]:
+    def _core_inputs(
+        self, check_baseline: bool = True, keys: bool = False
+    ) -> tuple[dict[str, list], dict[str, Any], dict[str, dict]]:
         """The raw columns and options ``_core.process_raw`` (and ``render_plot``) take, and the
         original parameter objects by converted value. ``check_baseline``: a ``normalize_against``
-        that names no annotation raises :class:`kprof.ConfigError`."""
+        that names no annotation raises :class:`kprof.ConfigError`. ``keys``: the key columns
+        (:data:`WORKER_COLUMNS`) go to the core as parameters, so that they split the rows (the
+        processed table); else they are extras like any other column (plots, report, files)."""
         raw = self._raw
         n = len(raw.get("Annotation", []))
         if check_baseline and self._normalize_against is not None and n:
@@ -390,10 +405,11 @@ class ProfileResults:
         for name in RAW_COLUMNS[:9]:
             columns[name] = list(raw[name])
         columns["Value"] = [_float_or_nan(v) for v in columns["Value"]]
-        for p in self._params:
+        key_values = self._key_values() if keys else {}
+        for p in [*self._params, *key_values]:
             back: dict[tuple[str, Any], Any] = {}
             converted = []
-            for v in raw[p]:
+            for v in key_values.get(p, raw.get(p)):
                 key = _param_key(v)
                 back.setdefault(key, v)
                 converted.append(key[1])
@@ -402,12 +418,12 @@ class ProfileResults:
         columns["Benchmark"] = list(raw["Benchmark"])
         columns["Run"] = [int(r) for r in raw["Run"]]
         # Run conditions and info-collector values: aggregated by the core (X_Avg/X_Std/X_Min/X_Max).
-        known = set(RAW_COLUMNS) | set(self._params) | {"_config"}
+        known = set(RAW_COLUMNS) | set(self._params) | set(key_values) | {"_config"}
         extras = [c for c in raw if c not in known]
         for c in extras:
             columns[c] = list(raw[c])
         options = {
-            "params": list(self._params),
+            "params": [*self._params, *key_values],
             "normalize_against": self._normalize_against,
             "stable_rsd_pct": float(self._stable_rsd_pct),
         }
@@ -415,8 +431,28 @@ class ProfileResults:
             options["extras"] = extras
         return columns, options, originals
 
+    def _key_values(self) -> dict[str, list]:
+        """The key columns' values per raw row; pooled: per (configuration, GPU model), the GPUs joined."""
+        values = {c: ["" if v is None else v for v in self._raw[c]] for c in self._keys}
+        if not self._pool_devices or "Device" not in values:
+            return values
+        groups: dict[tuple, dict[str, dict]] = {}
+        rows = []
+        failure = values.get("Failure")
+        for i in range(len(self._raw["Annotation"])):
+            params = tuple(_param_key(self._raw[p][i]) for p in self._params)
+            key = (params, self._raw["GPU"][i], failure[i] if failure else "")
+            g = groups.setdefault(key, {c: {} for c in ("Device", "DeviceUUID") if c in values})
+            for c in g:
+                g[c][values[c][i]] = None
+            rows.append(g)
+        for c in ("Device", "DeviceUUID"):
+            if c in values:
+                values[c] = [next(iter(g[c])) if len(g[c]) == 1 else "|".join(str(v) for v in sorted(g[c])) for g in rows]
+        return values
+
     def _run_process_raw(self) -> dict[str, list]:
-        columns, options, originals = self._core_inputs()
+        columns, options, originals = self._core_inputs(keys=True)
         try:
             out = _core.process_raw(columns, options)
         except NotImplementedError as e:
@@ -442,7 +478,9 @@ class ProfileResults:
                 f"{ {k: len(v) for k, v in out.items()} }"
             )
         ordered: dict[str, list] = {}
-        for name in expected + [c for c in out if c not in expected]:
+        # Then the extras (run conditions, info collectors), then the key columns (scale-out), last.
+        keys = [c for c in self._keys if c not in expected and c in out]
+        for name in expected + [c for c in out if c not in expected and c not in keys] + keys:
             values = list(out[name])
             if name in originals:
                 back = originals[name]
@@ -586,6 +624,9 @@ def load(path: str | os.PathLike) -> ProfileResults:
         raise ConfigError(str(e)) from e
     raw: dict[str, list] = {name: list(table[name]) for name in RAW_COLUMNS[:9]}
     pairs = [dict(c) for c in configs]
+    # A scale-out result's Device, DeviceUUID and Failure read back as parameters: keys again.
+    keys = list(WORKER_COLUMNS) if {"Device", "DeviceUUID"} <= set(params) else []
+    params = [p for p in params if p not in keys]
     for p in params:
         raw[p] = [pairs[i].get(p) for i in table["_config"]]
     raw["Benchmark"] = list(table["Benchmark"])
@@ -593,5 +634,7 @@ def load(path: str | os.PathLike) -> ProfileResults:
     for name in table:
         if name not in raw and name != "_config":
             raw[name] = list(table[name])
+    for k in keys:
+        raw[k] = [pairs[i].get(k, "") for i in table["_config"]]
     benchmark = raw["Benchmark"][0] if raw["Benchmark"] else os.path.splitext(os.path.basename(path))[0]
-    return ProfileResults(raw, list(params), normalize_against=normalized, benchmark=benchmark)
+    return ProfileResults(raw, list(params), normalize_against=normalized, benchmark=benchmark, key_columns=keys)

@@ -15,33 +15,10 @@ a missing occurrence, or nothing compared; with --info the verdict is printed an
 import csv
 import sys
 
-args = [a for a in sys.argv[1:] if a != "--info"]
-info = "--info" in sys.argv[1:]
-raw_path, ncu_path, metric = args[0], args[1], args[2]
-tol = float(args[3]) if len(args) > 3 else 0.5
-
 
 def number(s):
     s = s.strip().replace(",", "") if s.replace(",", "").replace(".", "").strip().isdigit() else s.strip()
     return float(s)
-
-
-lines = [l for l in open(ncu_path, errors="replace") if l.startswith('"')]
-rows = list(csv.reader(lines))
-if len(rows) < 3:
-    print(f"no ncu CSV rows in {ncu_path}")
-    sys.exit(0 if info else 1)
-header, units = rows[0], rows[1]
-try:
-    col = header.index(metric)
-except ValueError:
-    print(f"{metric} is not a column of {ncu_path}: {header}")
-    sys.exit(0 if info else 1)
-nvtx = next((i for i, h in enumerate(header) if "Push/Pop_Range" in h or "Push/Pop Range" in h), None)
-if nvtx is None:
-    print(f"no push/pop NVTX column in {ncu_path} (was ncu run with --nvtx?)")
-    sys.exit(0 if info else 1)
-print(f"ncu unit of {metric}: {units[col]!r}")
 
 
 def innermost(cell):
@@ -51,43 +28,84 @@ def innermost(cell):
     return entries[-1].split(":")[1]
 
 
-ncu = {}
-occ = {}
-prev = None
-for r in rows[2:]:
-    if len(r) <= max(col, nvtx):
-        continue
-    name = innermost(r[nvtx])
-    if name is None:
-        prev = None
-        continue
-    if name != prev:
-        occ[name] = occ.get(name, -1) + 1
-        prev = name
-    key = (name, occ[name])
-    ncu[key] = ncu.get(key, 0.0) + number(r[col])
+class NcuError(Exception):
+    pass
 
-kprof = {}
-unit = set()
-for row in csv.DictReader(open(raw_path)):
-    if row["Metric"] == metric:
-        kprof[(row["Annotation"], int(row["Run"]))] = float(row["Value"]) if row["Value"] else float("nan")
-        unit.add(row["Unit"])
-print(f"kprof unit of {metric}: {sorted(unit)}")
 
-bad = checked = 0
-for key, n in sorted(ncu.items()):
-    if key not in kprof:
-        print(f"MISSING {key} in {raw_path}")
-        bad += 1
-        continue
-    k = kprof[key]
-    diff = (k - n) / n * 100 if n else (0.0 if k == 0 else float("inf"))
-    ok = abs(diff) <= tol
-    checked += 1
-    bad += not ok
-    print(f"{'ok ' if ok else 'BAD'} {key[0]:>12} run {key[1]:>2}: kprof {k:>14.0f}  ncu {n:>14.0f}  {diff:+.3f}%")
-print(f"{checked} range occurrences compared, {bad} bad (tolerance {tol}%)")
-verdict = not bad and checked > 0
-print("PASS" if verdict else "FAIL")
-sys.exit(0 if verdict or info else 1)
+def ncu_per_range(ncu_path, metric):
+    """ncu's METRIC summed per (range name, occurrence) and its unit; raises NcuError."""
+    lines = [l for l in open(ncu_path, errors="replace") if l.startswith('"')]
+    rows = list(csv.reader(lines))
+    if len(rows) < 3:
+        raise NcuError(f"no ncu CSV rows in {ncu_path}")
+    header, units = rows[0], rows[1]
+    try:
+        col = header.index(metric)
+    except ValueError:
+        raise NcuError(f"{metric} is not a column of {ncu_path}: {header}")
+    nvtx = next((i for i, h in enumerate(header) if "Push/Pop_Range" in h or "Push/Pop Range" in h), None)
+    if nvtx is None:
+        raise NcuError(f"no push/pop NVTX column in {ncu_path} (was ncu run with --nvtx?)")
+    ncu = {}
+    occ = {}
+    prev = None
+    for r in rows[2:]:
+        if len(r) <= max(col, nvtx):
+            continue
+        name = innermost(r[nvtx])
+        if name is None:
+            prev = None
+            continue
+        if name != prev:
+            occ[name] = occ.get(name, -1) + 1
+            prev = name
+        key = (name, occ[name])
+        ncu[key] = ncu.get(key, 0.0) + number(r[col])
+    return ncu, units[col]
+
+
+def kprof_per_range(raw_path, metric):
+    """kprof's METRIC per (annotation, run) from raw.csv, and the set of its units."""
+    kprof = {}
+    unit = set()
+    for row in csv.DictReader(open(raw_path)):
+        if row["Metric"] == metric:
+            kprof[(row["Annotation"], int(row["Run"]))] = float(row["Value"]) if row["Value"] else float("nan")
+            unit.add(row["Unit"])
+    return kprof, unit
+
+
+def main():
+    args = [a for a in sys.argv[1:] if a != "--info"]
+    info = "--info" in sys.argv[1:]
+    raw_path, ncu_path, metric = args[0], args[1], args[2]
+    tol = float(args[3]) if len(args) > 3 else 0.5
+    try:
+        ncu, ncu_unit = ncu_per_range(ncu_path, metric)
+    except NcuError as e:
+        print(e)
+        sys.exit(0 if info else 1)
+    print(f"ncu unit of {metric}: {ncu_unit!r}")
+    kprof, unit = kprof_per_range(raw_path, metric)
+    print(f"kprof unit of {metric}: {sorted(unit)}")
+
+    bad = checked = 0
+    for key, n in sorted(ncu.items()):
+        if key not in kprof:
+            print(f"MISSING {key} in {raw_path}")
+            bad += 1
+            continue
+        k = kprof[key]
+        diff = (k - n) / n * 100 if n else (0.0 if k == 0 else float("inf"))
+        ok = abs(diff) <= tol
+        checked += 1
+        bad += not ok
+        print(f"{'ok ' if ok else 'BAD'} {key[0]:>12} run {key[1]:>2}: kprof {k:>14.0f}  ncu {n:>14.0f}  {diff:+.3f}%")
+    print(f"{checked} range occurrences compared, {bad} bad (tolerance {tol}%)")
+    verdict = not bad and checked > 0
+    print("PASS" if verdict else "FAIL")
+    sys.exit(0 if verdict or info else 1)
+
+
+if __name__ == "__main__":
+    main()

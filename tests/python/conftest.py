@@ -99,3 +99,12 @@ def fake_core(monkeypatch):
 @pytest.fixture
 def silent():
     return kprof.VerbosityLevel.SILENT
+
+
+@pytest.fixture
+def replay(tmp_path, monkeypatch):
+    """Scale-out workers started from now on replay the H200 recording and log their runs
+    (tests/python/scaleout_support.py)."""
+    from scaleout_support import install_replay
+
+    return install_replay(tmp_path, monkeypatch)

@@ -33,6 +33,7 @@ pub mod plot_cmd;
 pub mod report_cmd;
 pub mod results_input;
 pub mod run_cmd;
+pub mod run_split;
 pub mod store_cmd;
 
 #[derive(Parser, Debug)]

@@ -24,6 +24,10 @@
 //!   processed.csv hold both, with units. `--replay-mode range` is refused (see [`parse_replay_mode`]).
 //! - What the injection library does in each process comes from one [`RunSpec`] per execution,
 //!   passed as JSON in `KPROF_RUN_SPEC` ([`kprof::run_spec`]).
+//! - Every run writes `time-split.json` into `--out`, where the wall time went by phase (per
+//!   execution: before CUDA, with CUDA, exit handler, teardown; in a counter launch the Range
+//!   Profiler's start, the replay inside the profiled launch calls, decoding); `--verbose` also
+//!   prints it as a table on stderr ([`crate::run_split`]).
 //! - Exit code: the command's (the last non-zero one over the repetitions; 128 + signal when it
 //!   was killed); if it succeeded but kprof could not write its results, 1; 2 when kprof could
 //!   not start it (no injection library, already running under ncu/nsys, bad options).
@@ -35,7 +39,8 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
-use kprof::counters::{MetricsCatalog, ReplayMode};
+use kprof::counters::host::c_names;
+use kprof::counters::{CuptiLib, HostObject, MetricsCatalog, ReplayMode};
 use kprof::run_spec::{CounterSpec, GroupBy, RunSpec, DEFAULT_COUNTER_RANGES, ENV_RUN_SPEC};
 use kprof_core::display::render_processed;
 use kprof_core::io::{self, ReadOptions};
@@ -213,27 +218,41 @@ pub fn validate_metrics(catalog: &MetricsCatalog, names: &[String]) -> Result<Ve
     Ok(infos.into_iter().map(|i| (i.name, i.properties.dim_unit)).collect())
 }
 
-/// The catalog to check `--metrics` with, when the chip is known: the device's (a GPU is
-/// present), else `KPROF_CHIP`'s with the offline libcupti search. `Ok(None)` when neither is
+/// Checks counter metric names for `chip` as the counter launch will use them: added to one
+/// Profiler Host API object (what decides whether CUPTI can collect them together). Only when
+/// that refuses them is the chip's whole catalog read (a few times slower: every metric's
+/// properties), to name the unknown names and the closest valid ones ([`validate_metrics`]).
+pub fn check_metrics(lib: &'static CuptiLib, chip: &str, names: &[String]) -> Result<()> {
+    let quick = || -> Result<(), kprof::counters::CountersError> {
+        let mut host = HostObject::new(lib, chip, None)?;
+        host.add_metrics(&c_names(names)?)
+    };
+    let Err(refused) = quick() else {
+        return Ok(());
+    };
+    let catalog =
+        MetricsCatalog::with_lib(lib, chip, None).with_context(|| format!("cannot read the metrics of {chip}"))?;
+    validate_metrics(&catalog, names)?;
+    Err(anyhow::Error::new(refused)).with_context(|| format!("--metrics: not valid for {chip}"))
+}
+
+/// The libcupti and chip to check `--metrics` with, when the chip is known: the device's (a GPU
+/// is present), else `KPROF_CHIP`'s with the offline libcupti search. `Ok(None)` when neither is
 /// known (a machine without a GPU cannot run the program anyway).
-fn metrics_catalog() -> Result<Option<MetricsCatalog>> {
+fn metrics_chip() -> Result<Option<(&'static CuptiLib, String)>> {
     let gpu = std::env::var_os("KPROF_NO_DEVICE").is_none() && Path::new("/dev/nvidia0").exists();
     if gpu {
         if let Some(chip) = kprof::counters::device_chip() {
             let lib = kprof::counters::engine_cupti().context("cannot load CUPTI to check --metrics")?;
-            return Ok(Some(
-                MetricsCatalog::with_lib(lib, &chip, None)
-                    .with_context(|| format!("cannot read the metrics of {chip}"))?,
-            ));
+            return Ok(Some((lib, chip)));
         }
     }
     let Some(chip) = std::env::var("KPROF_CHIP").ok().filter(|c| !c.is_empty()) else {
         return Ok(None);
     };
-    let lib = kprof::counters::locate_cupti().context("cannot find libcupti to check --metrics")?;
-    Ok(Some(
-        MetricsCatalog::open(&lib, &chip).with_context(|| format!("cannot read the metrics of {chip}"))?,
-    ))
+    let path = kprof::counters::locate_cupti().context("cannot find libcupti to check --metrics")?;
+    let lib = CuptiLib::load(&path).with_context(|| format!("cannot load {}", path.display()))?;
+    Ok(Some((lib, chip)))
 }
 
 /// Finds libkprof_inject.so: `KPROF_INJECT_PATH`, else next to the kprof executable (or in
@@ -506,9 +525,26 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
     status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
 }
 
+/// The label of an execution in the time split: `repetition 2, N=1024, counter launch`.
+fn execution_label(inv: &Invocation) -> String {
+    let mut what = vec![format!("repetition {}", inv.repeat + 1)];
+    if let Some((name, value)) = &inv.sweep {
+        what.push(format!("{name}={value}"));
+    }
+    let launch = if inv.counters {
+        "counter launch"
+    } else {
+        "timing launch"
+    };
+    what.push(launch.into());
+    what.join(", ")
+}
+
 /// Runs `kprof run`; returns the exit code (see the module docs).
 pub fn run(args: &RunArgs) -> i32 {
-    let setup = || -> Result<(PathBuf, Option<EnvSweep>, usize)> {
+    let t_run = std::time::Instant::now();
+    let mut metric_check_s = 0.0;
+    let mut setup = || -> Result<(PathBuf, Option<EnvSweep>, usize)> {
         if args.repeat == 0 {
             bail!("--repeat must be at least 1");
         }
@@ -522,9 +558,15 @@ pub fn run(args: &RunArgs) -> i32 {
         let mut ranges = DEFAULT_COUNTER_RANGES;
         if !counters.is_empty() {
             ranges = counter_ranges(std::env::var(ENV_COUNTER_RANGES).ok().as_deref())?;
-            match metrics_catalog()? {
-                Some(catalog) => {
-                    validate_metrics(&catalog, &counters)?;
+            let t_check = std::time::Instant::now();
+            let chip = metrics_chip();
+            metric_check_s = t_check.elapsed().as_secs_f64();
+            match chip? {
+                Some((lib, chip)) => {
+                    let t_check = std::time::Instant::now();
+                    let checked = check_metrics(lib, &chip, &counters);
+                    metric_check_s += t_check.elapsed().as_secs_f64();
+                    checked?;
                 }
                 None if args.verbose => eprintln!(
                     "kprof: --metrics not checked here (no GPU and no KPROF_CHIP); the counter launch checks them"
@@ -539,6 +581,8 @@ pub fn run(args: &RunArgs) -> i32 {
         Ok(x) => x,
         Err(e) => return crate::output::fail(&e, 2),
     };
+    let setup_s = t_run.elapsed().as_secs_f64() - metric_check_s;
+    let mut times: Vec<crate::run_split::ExecutionTimes> = Vec::new();
     let benchmark = args.benchmark.clone().unwrap_or_else(|| benchmark_name(&args.command));
     let counters = counter_metrics(&args.metrics);
     let invocations = plan(sweep.as_ref(), args.repeat, !counters.is_empty());
@@ -578,7 +622,10 @@ pub fn run(args: &RunArgs) -> i32 {
         if let Some((var, val)) = &inv.sweep {
             cmd.env(var, val);
         }
-        match cmd.status() {
+        let spawn_unix_ns = kprof::run_status::unix_ns();
+        let status = cmd.status();
+        let end_unix_ns = kprof::run_status::unix_ns();
+        match status {
             Ok(st) => {
                 let code = exit_code(st);
                 if code != 0 {
@@ -603,16 +650,40 @@ pub fn run(args: &RunArgs) -> i32 {
                 };
             }
         }
+        let mut execution = crate::run_split::ExecutionTimes {
+            label: execution_label(inv),
+            counters: inv.counters,
+            pair_key: format!("{:?}/{}", inv.sweep, inv.repeat),
+            spawn_unix_ns,
+            end_unix_ns,
+            statuses: Vec::new(),
+        };
         match collect(&dir) {
             Ok(c) => {
                 let dest = if inv.counters { &mut counter_parts } else { &mut parts };
                 dest.extend(c.raws.into_iter().map(|r| (inv.sweep.clone(), r)));
+                execution.statuses = c.statuses.clone();
                 statuses.extend(c.statuses);
             }
             Err(e) => eprintln!("kprof: error: {}", crate::output::error_text(&e)),
         }
+        times.push(execution);
     }
+    let t_results = std::time::Instant::now();
     let results = finish(args, &parts, &counter_parts, &statuses);
+    let split = crate::run_split::split(
+        setup_s,
+        metric_check_s,
+        &times,
+        t_results.elapsed().as_secs_f64(),
+        t_run.elapsed().as_secs_f64(),
+    );
+    if args.verbose {
+        eprint!("{}", crate::run_split::render(&split));
+    }
+    if let Err(e) = crate::run_split::write(&split, &args.out.join(crate::run_split::TIME_SPLIT_FILE)) {
+        eprintln!("kprof: warning: {}", crate::output::error_text(&e));
+    }
     match results {
         Ok(()) => program_code,
         Err(e) if crate::output::is_broken_pipe(&e) => program_code,

@@ -23,6 +23,11 @@
 //! 4. At exit (or when the profiled context starts being destroyed): `Stop`, `DecodeData`,
 //!    evaluation, `cuptiRangeProfilerDisable`.
 //!
+//! Host times (the status's `counters`, [`kprof::run_status::CounterTimes`]): the Range
+//! Profiler's start (step 2), the time inside every profiled launch call from its entry (after
+//! step 3's bookkeeping) to its return (where CUPTI's kernel replay runs the passes, saving and
+//! restoring device memory), image switches, and the decode and evaluation of every image.
+//!
 //! CUPTI's kernel activity records stay on in the counter launch (they list the kernels, those
 //! of CUDA graphs included). Unlike in the in-process engine's application replay, where they
 //! lengthened every kernel by about 0.9 us as the counters saw it, they cost kernel replay
@@ -50,6 +55,7 @@ use kprof::cupti::collector::Callback;
 use kprof::cupti::records::KernelRecord;
 use kprof::cupti::Cupti;
 use kprof::run_spec::CounterSpec;
+use kprof::run_status::CounterTimes;
 use kprof::sys::cupti::cbid;
 use kprof_core::transforms::{record_combined, Reducer};
 use kprof_core::{ExtraValue, RawResults, SampleRecord, DEFAULT_METRIC};
@@ -252,20 +258,20 @@ pub struct CounterStatus {
     pub chip: Option<String>,
     /// Ranges per counter-data image.
     pub capacity: usize,
-    /// Kernel launches counted on the profiled context.
-    pub launches: u64,
     /// Launches on other contexts (not profiled).
     pub other_context_launches: u64,
     /// Launch calls made while no context was current (not profiled).
     pub launches_without_context: u64,
-    /// Counter-data images decoded.
-    pub images_decoded: usize,
     /// Ranges returned by CUPTI.
     pub ranges: usize,
     /// Kernels matched to a range.
     pub kernels_matched: usize,
     /// Counter samples written.
     pub samples: usize,
+    /// Launches profiled, passes, images and where the host time went (flattened: these are
+    /// fields of this object in the status file).
+    #[serde(flatten)]
+    pub times: CounterTimes,
 }
 
 /// The Range Profiler of the profiled context (only used under the `LIVE` mutex).
@@ -295,6 +301,8 @@ thread_local! {
     static COUNTED: Cell<bool> = const { Cell::new(false) };
     /// Set while this thread is inside the hook (CUPTI calls made from it never re-enter).
     static IN_HOOK: Cell<bool> = const { Cell::new(false) };
+    /// When the outermost launch call of this thread, profiled, left the hook at its entry.
+    static LAUNCH_T0: Cell<Option<std::time::Instant>> = const { Cell::new(None) };
 }
 
 fn with_live<T>(f: impl FnOnce(&mut Live) -> T) -> Option<T> {
@@ -399,18 +407,29 @@ fn hook(callback: &Callback<'_>) {
                 });
                 if depth == 1 {
                     COUNTED.with(|c| c.set(false));
+                    LAUNCH_T0.with(|t| t.set(None));
                 }
                 if ctx != 0 && !COUNTED.with(Cell::get) {
                     COUNTED.with(|c| c.set(true));
-                    with_live(|l| on_launch(l, ctx));
+                    if with_live(|l| on_launch(l, ctx)) == Some(true) {
+                        LAUNCH_T0.with(|t| t.set(Some(std::time::Instant::now())));
+                    }
                 }
             } else {
                 let depth = DEPTH.with(|d| {
                     d.set(d.get().saturating_sub(1));
                     d.get()
                 });
-                if depth == 0 && !COUNTED.with(Cell::get) {
-                    with_live(|l| l.status.launches_without_context += 1);
+                if depth == 0 {
+                    if !COUNTED.with(Cell::get) {
+                        with_live(|l| l.status.launches_without_context += 1);
+                    } else if let Some(t0) = LAUNCH_T0.with(|t| t.take()) {
+                        let s = t0.elapsed().as_secs_f64();
+                        with_live(|l| {
+                            l.status.times.replay_s += s;
+                            l.status.times.replay_max_s = l.status.times.replay_max_s.max(s);
+                        });
+                    }
                 }
             }
         }
@@ -424,36 +443,50 @@ fn fail(l: &mut Live, msg: String) {
     }
 }
 
-/// Steps 2 and 3 of the module docs, at the entry of one launch on `ctx`.
-fn on_launch(l: &mut Live, ctx: usize) {
+/// Adds the ranges and host times of one decoded image.
+fn take_image(l: &mut Live, ranges: Vec<kprof::counters::RangeResult>, t: &kprof::counters::CollectTimings) {
+    l.ranges.extend(
+        ranges
+            .into_iter()
+            .map(|x| x.values.into_iter().map(|(_, v)| v).collect()),
+    );
+    l.status.times.images_decoded += 1;
+    l.status.times.decode_s += t.decode_s;
+    l.status.times.evaluate_s += t.evaluate_s;
+}
+
+/// Steps 2 and 3 of the module docs, at the entry of one launch on `ctx`. Returns whether the
+/// launch is profiled (counted in the image).
+fn on_launch(l: &mut Live, ctx: usize) -> bool {
     if l.error.is_some() || l.finished {
-        return;
+        return false;
     }
     if l.profiler.is_none() {
-        if let Err(e) = start_profiler(l, ctx) {
+        let t0 = std::time::Instant::now();
+        let started = start_profiler(l, ctx);
+        l.status.times.start_s += t0.elapsed().as_secs_f64();
+        if let Err(e) = started {
             fail(l, e);
-            return;
+            return false;
         }
     }
     if l.ctx != ctx {
         l.status.other_context_launches += 1;
-        return;
+        return false;
     }
     let capacity = l.status.capacity;
     if l.in_image >= capacity {
         let Some(Profiler(rp)) = l.profiler.as_mut() else {
-            return;
+            return false;
         };
         log!("counters: the counter-data image is full; decoding and restarting");
-        let restarted = rp.stop_streaming().and_then(|r| {
-            let n = r.len();
-            l.ranges
-                .extend(r.into_iter().map(|x| x.values.into_iter().map(|(_, v)| v).collect()));
-            rp.start_streaming(capacity).map(|()| n)
-        });
+        let t0 = std::time::Instant::now();
+        let stopped = rp.stop_streaming();
+        let restarted = stopped.and_then(|(r, t)| rp.start_streaming(capacity).map(|()| (r, t)));
         match restarted {
-            Ok(_) => {
-                l.status.images_decoded += 1;
+            Ok((r, t)) => {
+                l.status.times.restart_s += t0.elapsed().as_secs_f64();
+                take_image(l, r, &t);
                 l.in_image = 0;
             }
             Err(e) => {
@@ -461,12 +494,13 @@ fn on_launch(l: &mut Live, ctx: usize) {
                     l,
                     format!("counter collection: decoding a full counter-data image failed: {e}"),
                 );
-                return;
+                return false;
             }
         }
     }
     l.in_image += 1;
-    l.status.launches += 1;
+    l.status.times.launches += 1;
+    true
 }
 
 fn start_profiler(l: &mut Live, ctx: usize) -> Result<(), String> {
@@ -487,6 +521,8 @@ fn start_profiler(l: &mut Live, ctx: usize) -> Result<(), String> {
         .map_err(|e| format!("cannot start the CUPTI Range Profiler: {e}"))?;
     log!("counters: collecting");
     l.status.chip = Some(rp.chip().to_string());
+    l.status.times.passes = rp.passes();
+    l.status.times.config_s = rp.config_s();
     // Units now, from the session's own host object: building a second metric catalog in the
     // exit handler crashed the process on the H200 (CUPTI 13.0).
     match rp.metric_units() {
@@ -516,11 +552,7 @@ fn finish_live(l: &mut Live) {
                 l.in_image
             );
             match rp.stop_streaming() {
-                Ok(r) => {
-                    l.status.images_decoded += 1;
-                    l.ranges
-                        .extend(r.into_iter().map(|x| x.values.into_iter().map(|(_, v)| v).collect()));
-                }
+                Ok((r, t)) => take_image(l, r, &t),
                 Err(e) => fail(
                     l,
                     format!("counter collection: decoding the counter data at exit failed: {e}"),

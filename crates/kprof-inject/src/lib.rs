@@ -32,6 +32,11 @@
 //! (e.g. `CUPTI_ERROR_INSUFFICIENT_PRIVILEGES`, with what to change) go to the status file's
 //! `errors`, its counts to `counters`.
 //!
+//! Every status file also carries the process's time line (`timeline`,
+//! [`kprof::run_status::Timeline`]: when `cuInit` called the library, when the exit handler
+//! started and had its results, the kernel records' count and GPU time, the mean duration of
+//! every annotation from the records), which `kprof run` turns into its time split.
+//!
 //! Limits: results are written by `atexit`, so a process that ends with `_exit`, `abort` or a
 //! signal writes nothing; kernels still running at exit are waited for only in the current
 //! context. Counters: one context per process is profiled; the exit handler decodes the last
@@ -40,7 +45,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use kprof::cupti::Cupti;
@@ -58,6 +63,7 @@ macro_rules! log {
 }
 
 pub mod book;
+pub mod cost;
 pub mod counters;
 pub mod nvtx_abi;
 pub mod report;
@@ -122,6 +128,8 @@ static CUPTI: OnceLock<Option<&'static Cupti>> = OnceLock::new();
 static NVTX_INITS: AtomicU32 = AtomicU32::new(0);
 static ATEXIT: AtomicBool = AtomicBool::new(false);
 static CUPTI_CLOCK: AtomicBool = AtomicBool::new(false);
+/// When `InitializeInjection` was called ([`kprof::run_status::unix_ns`]; 0: not yet).
+static CUDA_INIT_UNIX_NS: AtomicU64 = AtomicU64::new(0);
 
 fn with_proc<T>(f: impl FnOnce(&mut Proc) -> T) -> T {
     let mut g = PROC.lock().unwrap_or_else(|p| p.into_inner());
@@ -184,6 +192,7 @@ fn register_atexit() {
 /// `CUDA_INJECTION64_PATH` entry point, called by the CUDA driver inside `cuInit`.
 #[no_mangle]
 pub extern "C" fn InitializeInjection() -> i32 {
+    let _ = CUDA_INIT_UNIX_NS.compare_exchange(0, kprof::run_status::unix_ns(), Ordering::SeqCst, Ordering::SeqCst);
     let _ = catch_unwind(AssertUnwindSafe(|| {
         with_proc(|p| p.cuda_injected = true);
         register_atexit();
@@ -298,6 +307,8 @@ struct Status {
     device: Option<DeviceInfo>,
     /// The counter collection (`kprof run --metrics`), when this was a counter launch.
     counters: Option<counters::CounterStatus>,
+    /// Where this process's time went, for `kprof run`'s time split.
+    timeline: kprof::run_status::Timeline,
     raw_csv: Option<String>,
     warnings: Vec<String>,
     errors: Vec<String>,
@@ -358,6 +369,11 @@ fn device_context() -> (DeviceInfo, Vec<(String, ExtraValue)>) {
 }
 
 fn write_results() {
+    let mut timeline = kprof::run_status::Timeline {
+        exit_handler_unix_ns: Some(kprof::run_status::unix_ns()),
+        cuda_init_unix_ns: Some(CUDA_INIT_UNIX_NS.load(Ordering::SeqCst)).filter(|&t| t > 0),
+        ..Default::default()
+    };
     let pid = std::process::id();
     let cuda = with_proc(|p| p.cuda_injected);
     // The counter collection first: its last decode synchronizes the profiled context.
@@ -408,13 +424,18 @@ fn write_results() {
         config: Default::default(),
         extras,
     };
+    cost::set_kernels(&mut timeline, &batch.kernels);
     let (raw, stats, counter_status) = match outcome {
         None => {
             let (raw, stats) = report::build_raw(&ranges, &batch, group_by, &filter, &ctx);
+            timeline.region_means = cost::region_means(&raw);
             (raw, stats, None)
         }
         Some(o) => {
             let (raw, stats, status) = counter_samples(o, &ranges, &mut batch, group_by, &filter, &ctx);
+            // What the kernel records of this counter launch say the regions took.
+            let (durations, _) = report::build_raw(&ranges, &batch, group_by, &filter, &ctx);
+            timeline.region_means = cost::region_means(&durations);
             (raw, stats, Some(status))
         }
     };
@@ -459,6 +480,7 @@ fn write_results() {
         }
     }
     let (selftest, warnings, errors) = with_proc(|p| (p.selftest.clone(), p.warnings.clone(), p.errors.clone()));
+    timeline.results_unix_ns = Some(kprof::run_status::unix_ns());
     let cupti = CUPTI.get().copied().flatten();
     let status = Status {
         pid,
@@ -480,6 +502,7 @@ fn write_results() {
         stats,
         device: cuda.then_some(device),
         counters: counter_status,
+        timeline,
         raw_csv,
         warnings,
         errors,

@@ -187,6 +187,14 @@ pub(crate) fn write_file(path: &str, bytes: &[u8]) -> PyResult<()> {
         .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))
 }
 
+/// `release_counters() -> None`: ends this process's Range Profiler session, if one is open (it
+/// stays open between benchmarks), so that other processes can read the GPU's counters
+/// (scale-out workers, Nsight Compute).
+#[pyfunction]
+fn release_counters(py: Python<'_>) {
+    py.detach(kprof::runner::release_counters);
+}
+
 /// `write_file(path: str, data: bytes) -> None`: writes `data` at `path` with the writer every
 /// kprof command uses (see the Rust `write_file`); `OSError` naming the path on failure.
 #[pyfunction(name = "write_file")]
@@ -437,6 +445,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(convert_config, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(py_write_file, m)?)?;
+    m.add_function(wrap_pyfunction!(release_counters, m)?)?;
     m.add_function(wrap_pyfunction!(process_raw, m)?)?;
     m.add_function(wrap_pyfunction!(store::store_raw, m)?)?;
     columns::register(m)?;

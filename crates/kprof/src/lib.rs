@@ -56,6 +56,7 @@ pub mod loader;
 pub mod ncu;
 pub mod nvtx;
 pub mod run_spec;
+pub mod run_status;
 pub mod runner;
 pub mod settings;
 // The FFI layer (bindings, function tables, library search): the only module allowed `unsafe`.

@@ -235,6 +235,16 @@ pub const ENV_VARS: &[EnvVar] = &[
                   act as on a machine without a GPU (offline libcupti search, `KPROF_CHIP`).",
         read_by: "kprof-cli (`metrics`, `run`)",
     },
+    // Scale-out workers (Python).
+    EnvVar {
+        name: "KPROF_WORKER_BACKEND",
+        default: "unset: the workers measure with the installed backend (the CUPTI engine)",
+        meaning: "Testing: `module:factory`. Every scale-out worker (`devices=`, `executor=`) installs `factory()` as \
+                  its measurement backend (`kprof._backend.set_backend`) before its first task, so that the tests \
+                  replay H200 recordings in real worker processes without a GPU. Read by each worker from its own \
+                  environment.",
+        read_by: "`python/kprof/scaleout.py` (the workers); set by `tests/python/scaleout_support.py`",
+    },
     // The build.
     EnvVar {
         name: "KPROF_GIT_REV",

@@ -25,6 +25,13 @@ fn wheel_dir() -> Option<PathBuf> {
     found
 }
 
+/// An empty file named like the injection library (kprof run only checks that it exists).
+fn fake_inject_lib(dir: &Path) -> PathBuf {
+    let lib = dir.join("libkprof_inject.so");
+    std::fs::write(&lib, b"").unwrap();
+    lib
+}
+
 fn kprof() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_kprof"));
     c.env_remove("CUDA_INJECTION64_PATH")
@@ -60,11 +67,46 @@ fn metric_names_are_checked_with_the_chip_catalog() {
 }
 
 #[test]
+fn the_quick_check_accepts_what_the_catalog_accepts() {
+    let Some(dir) = wheel_dir() else { return };
+    let lib = kprof::counters::CuptiLib::load(&kprof::counters::cupti_in(&dir).unwrap()).unwrap();
+    let catalog = MetricsCatalog::with_lib(lib, "GH100", None).unwrap();
+    let sets: &[&[&str]] = &[
+        &[
+            "dram__bytes_read.sum",
+            "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+        ],
+        &["gpu__time_duration.sum"],
+        &["dram__bytes_read.sum.per_second", "lts__t_bytes.sum"],
+        &["smsp__inst_executed.sum", "sm__cycles_elapsed.avg.per_second"],
+        &["dram__bytes_red.sum"],
+        &["dram__bytes_read"],
+        &["dram__bytes_read.sum.nonsense"],
+        &["dram__bytes_read.sum", "nope__x.sum"],
+        &["nvlrx__bytes.sum", "nvltx__bytes.sum"],
+        &["nvlrx__bytes.sum", "dram__bytes_read.sum"],
+    ];
+    for set in sets {
+        let names: Vec<String> = set.iter().map(|s| s.to_string()).collect();
+        let quick = kprof_cli::run_cmd::check_metrics(lib, "GH100", &names);
+        let full = validate_metrics(&catalog, &names);
+        assert_eq!(
+            quick.is_ok(),
+            full.is_ok(),
+            "{set:?}: quick {quick:?}, catalog {full:?}"
+        );
+        if let (Err(q), Err(f)) = (&quick, &full) {
+            // A refusal is explained as before: the catalog's message.
+            assert_eq!(format!("{q:#}"), format!("{f:#}"), "{set:?}");
+        }
+    }
+}
+
+#[test]
 fn unknown_metric_exits_2_before_launching() {
     let Some(dir) = wheel_dir() else { return };
     let tmp = tempfile::tempdir().unwrap();
-    let fake_lib = tmp.path().join("libkprof_inject.so");
-    std::fs::write(&fake_lib, b"").unwrap();
+    let fake_lib = fake_inject_lib(tmp.path());
     let marker = tmp.path().join("ran");
     let o = kprof()
         .env("KPROF_INJECT_PATH", &fake_lib)
@@ -109,8 +151,7 @@ fn launches(log: &Path) -> Vec<(String, RunSpec)> {
 #[test]
 fn each_repetition_has_a_timing_and_a_counter_launch() {
     let tmp = tempfile::tempdir().unwrap();
-    let fake_lib = tmp.path().join("libkprof_inject.so");
-    std::fs::write(&fake_lib, b"").unwrap();
+    let fake_lib = fake_inject_lib(tmp.path());
     let log = tmp.path().join("log");
     // `kprof run ARGS --out ... -- sh -c <log the launch>` with KPROF_RUN_COUNTER_RANGES=ranges.
     let run = |ranges: &str, args: &[&str]| {
@@ -198,4 +239,85 @@ fn range_replay_is_refused_at_parsing() {
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("range replay is not available for `kprof run`"), "{err}");
+}
+
+/// `sh -c` that writes, into the output folder of its run spec, a status file whose time line
+/// says CUDA started 1 s after `now` (Unix seconds at the call), with one counter collection of
+/// 8 passes in the counter launch.
+fn fake_status_script() -> String {
+    r#"dir=$(printf '%s' "$KPROF_RUN_SPEC" | sed -n 's/.*"output":"\([^"]*\)".*/\1/p')
+now=$(date +%s)
+case "$KPROF_RUN_METRICS" in
+  "") counters=null ;;
+  *) counters='{"launches": 10, "passes": 8, "images_decoded": 1, "start_s": 0.25, "replay_s": 2.5, "decode_s": 0.01, "evaluate_s": 0.01}' ;;
+esac
+cat > "$dir/kprof-run-$$.json" <<JSON
+{"pid": $$, "cuda_injected": true, "counters": $counters, "warnings": [], "errors": [],
+ "timeline": {"cuda_init_unix_ns": $(( (now - 100) * 1000000000 )), "exit_handler_unix_ns": $(( (now - 95) * 1000000000 )),
+  "results_unix_ns": $(( (now - 95) * 1000000000 )), "kernel_records": 10, "kernels": 10,
+  "records_gpu_ns": 1000000, "kernels_gpu_ns": 1000000,
+  "region_means": [{"annotation": "mm", "runs": 10, "mean_ns": 100000.0}]}}
+JSON"#
+        .to_string()
+}
+
+#[test]
+fn verbose_prints_the_time_split_and_every_run_writes_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fake_lib = fake_inject_lib(tmp.path());
+    let out = tmp.path().join("out");
+    let o = kprof()
+        .env("KPROF_INJECT_PATH", &fake_lib)
+        .args(["run", "--verbose", "--metrics", "dram__bytes_read.sum", "--out"])
+        .arg(&out)
+        .args(["--", "sh", "-c"])
+        .arg(fake_status_script())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    // The fake processes wrote no samples: exit 1, but the split is printed and written.
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let line = |needle: &str| {
+        err.lines()
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no line with {needle:?} in\n{err}"))
+            .to_string()
+    };
+    assert!(err.contains("kprof: time split (wall clock)"), "{err}");
+    assert!(
+        line("execution 1/2: repetition 1, timing launch").contains(" s "),
+        "{err}"
+    );
+    assert!(
+        line("execution 2/2: repetition 1, counter launch").contains(" s "),
+        "{err}"
+    );
+    // The fake time line: 5 s with CUDA; the counter launch's collection as written.
+    assert!(line("with CUDA").contains("5.000 s"), "{err}");
+    assert!(line("config image of 8 passes").contains("0.250 s"), "{err}");
+    assert!(
+        line("replay: 10 profiled launch calls").contains("250.0 ms per launch"),
+        "{err}"
+    );
+    assert!(line("mean per region").contains("mm x1.000"), "{err}");
+    let split: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("time-split.json")).unwrap()).unwrap();
+    assert_eq!(split["executions"].as_array().unwrap().len(), 2);
+    assert_eq!(split["executions"][1]["replay"]["passes"], 8);
+    assert_eq!(split["executions"][0]["kernels"], 10);
+    assert!(split["total_s"].as_f64().unwrap() > 0.0);
+
+    // Without --verbose nothing is printed, the file is still written.
+    std::fs::remove_file(out.join("time-split.json")).unwrap();
+    let o = kprof()
+        .env("KPROF_INJECT_PATH", &fake_lib)
+        .args(["run", "--out"])
+        .arg(&out)
+        .args(["--", "sh", "-c"])
+        .arg(fake_status_script())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("time split"), "{err}");
+    assert!(out.join("time-split.json").exists());
 }

@@ -154,11 +154,25 @@ pub fn engine_cupti() -> Result<&'static CuptiLib, crate::error::EngineError> {
 
 /// The chip name of the current device (e.g. `GH100`), through the engine's libraries; `None`
 /// when there is no usable GPU (no driver, no device, no context).
+///
+/// The current context's device, else device 0 (the one a new context would use). No context
+/// is created for it unless CUPTI refuses without one: `cuptiDeviceGetChipName` takes a device
+/// index (CUPTI's samples ask for the chip before creating a context), and a context would stay
+/// in this process (`kprof run` checks `--metrics` this way and then runs the program twice).
 pub fn device_chip() -> Option<String> {
     let libs = crate::loader::Libraries::load().ok()?;
-    libs.cuda.ensure_context().ok()?;
-    let ordinal = libs.cuda.current_device().ok()?;
     let lib = CuptiLib::load(&libs.cupti_path).ok()?;
-    range::profiler_initialize(lib).ok()?;
-    range::chip_name(lib, ordinal as usize).ok()
+    let ordinal = match libs.cuda.current_context() {
+        Ok(Some(_)) => libs.cuda.current_device().ok()?,
+        _ => 0,
+    };
+    let ask = |ordinal: i32| {
+        range::profiler_initialize(lib)
+            .and_then(|()| range::chip_name(lib, ordinal as usize))
+            .ok()
+    };
+    ask(ordinal).or_else(|| {
+        libs.cuda.ensure_context().ok()?;
+        ask(libs.cuda.current_device().ok()?)
+    })
 }

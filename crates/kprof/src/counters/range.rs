@@ -78,7 +78,8 @@ pub struct Recording {
     pub timings: CollectTimings,
 }
 
-/// Host time of one [`RangeProfiler::collect`], by phase (seconds).
+/// Host time of one [`RangeProfiler::collect`] (or of one streaming collection, as
+/// [`RangeProfiler::stop_streaming`] says), by phase (seconds).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct CollectTimings {
     /// Counter-data image and `cuptiRangeProfilerSetConfig`.
@@ -127,9 +128,20 @@ pub struct RangeProfiler {
     config_image: Vec<u8>,
     passes: usize,
     mode: ReplayMode,
-    /// The counter-data image of a streaming collection ([`RangeProfiler::start_streaming`]) and
-    /// its capacity in ranges (without the spare slot).
-    stream: Option<(Vec<u8>, usize)>,
+    /// The streaming collection of [`RangeProfiler::start_streaming`], while it runs.
+    stream: Option<Stream>,
+    /// Host time [`RangeProfiler::new`] spent on the configuration (host object, metrics, config
+    /// image, pass count), seconds.
+    config_s: f64,
+}
+
+/// A running streaming collection: its counter-data image, its capacity in ranges (without the
+/// spare slot), the host time its start took and when it started.
+struct Stream {
+    image: Vec<u8>,
+    capacity: usize,
+    setup_s: f64,
+    started: std::time::Instant,
 }
 
 impl RangeProfiler {
@@ -149,6 +161,7 @@ impl RangeProfiler {
         let counter_availability = counter_availability(lib, ctx)?;
         let metrics: Vec<String> = metrics.iter().map(|m| m.as_ref().trim().to_string()).collect();
         let metrics_c = c_names(&metrics)?;
+        let t_config = std::time::Instant::now();
         let mut host = HostObject::new(lib, &chip, Some(&counter_availability))?;
         if let Err(e) = host.add_metrics(&metrics_c) {
             // Explain with the catalog (closest names, device-level conflicts) when it is the names.
@@ -162,6 +175,7 @@ impl RangeProfiler {
         }
         let config_image = host.config_image()?;
         let passes = lib.num_passes(&config_image)?;
+        let config_s = t_config.elapsed().as_secs_f64();
         let mut en = CUpti_RangeProfiler_Enable_Params {
             structSize: lib.sizes.range_enable,
             pPriv: null_mut(),
@@ -182,6 +196,7 @@ impl RangeProfiler {
             passes,
             mode,
             stream: None,
+            config_s,
         })
     }
 
@@ -193,6 +208,12 @@ impl RangeProfiler {
     /// Replay passes the metric set needs.
     pub fn passes(&self) -> usize {
         self.passes
+    }
+
+    /// Host time the configuration took in [`RangeProfiler::new`] (host object, metrics, config
+    /// image, pass count), seconds.
+    pub fn config_s(&self) -> f64 {
+        self.config_s
     }
 
     /// The metric names.
@@ -311,17 +332,7 @@ impl RangeProfiler {
             }
         }
         let passes_s = t_passes.elapsed().as_secs_f64();
-        let t_decode = std::time::Instant::now();
-        self.decode(&image, user_max)?;
-        let decode_s = t_decode.elapsed().as_secs_f64();
-        let t_eval = std::time::Instant::now();
-        let ranges = evaluate_counter_data(&self.host, &image, &self.metrics)?;
-        let timings = CollectTimings {
-            setup_s,
-            passes_s,
-            decode_s,
-            evaluate_s: t_eval.elapsed().as_secs_f64(),
-        };
+        let (ranges, timings) = self.decode_and_evaluate(&image, user_max, setup_s, passes_s)?;
         Ok(Recording {
             chip: self.chip.clone(),
             api_version: lib.api_version,
@@ -399,6 +410,29 @@ impl RangeProfiler {
         )
     }
 
+    /// [`RangeProfiler::decode`] and the evaluation of every range, timed, with the setup and
+    /// passes times the caller measured.
+    fn decode_and_evaluate(
+        &self,
+        image: &[u8],
+        user_max: usize,
+        setup_s: f64,
+        passes_s: f64,
+    ) -> Result<(Vec<RangeResult>, CollectTimings), CountersError> {
+        let t_decode = std::time::Instant::now();
+        self.decode(image, user_max)?;
+        let decode_s = t_decode.elapsed().as_secs_f64();
+        let t_eval = std::time::Instant::now();
+        let ranges = evaluate_counter_data(&self.host, image, &self.metrics)?;
+        let timings = CollectTimings {
+            setup_s,
+            passes_s,
+            decode_s,
+            evaluate_s: t_eval.elapsed().as_secs_f64(),
+        };
+        Ok((ranges, timings))
+    }
+
     /// `cuptiRangeProfilerDecodeData`, then the overflow checks: dropped ranges, or a range in
     /// the spare slot beyond `user_max`, are [`CountersError::DroppedRanges`].
     fn decode(&self, image: &[u8], user_max: usize) -> Result<(), CountersError> {
@@ -447,12 +481,18 @@ impl RangeProfiler {
         if max_ranges == 0 {
             return Err(CountersError::Usage("max_ranges must be at least 1".into()));
         }
+        let t_setup = std::time::Instant::now();
         let mut image = self.counter_data_image(max_ranges + 1)?;
         self.set_config(&mut image, max_ranges + 1)?;
         let mut start = self.obj_params();
         self.lib
             .check("cuptiRangeProfilerStart", self.lib.fns.rp_start(&mut start))?;
-        self.stream = Some((image, max_ranges));
+        self.stream = Some(Stream {
+            image,
+            capacity: max_ranges,
+            setup_s: t_setup.elapsed().as_secs_f64(),
+            started: std::time::Instant::now(),
+        });
         Ok(())
     }
 
@@ -464,10 +504,21 @@ impl RangeProfiler {
     /// Ends the collection of [`RangeProfiler::start_streaming`]: `cuptiRangeProfilerStop`,
     /// `DecodeData` (synchronizes the context) and the evaluation of every range, in launch
     /// order. More kernels than `max_ranges` are [`CountersError::DroppedRanges`].
-    pub fn stop_streaming(&mut self) -> Result<Vec<RangeResult>, CountersError> {
-        let Some((image, capacity)) = self.stream.take() else {
+    ///
+    /// Also returns where the host time went: `setup_s` the image, `SetConfig` and `Start` of
+    /// `start_streaming`; `passes_s` from `Start` to this call (the program's launches, kernel
+    /// replay included); `decode_s` `Stop` and `DecodeData`; `evaluate_s` the evaluation.
+    pub fn stop_streaming(&mut self) -> Result<(Vec<RangeResult>, CollectTimings), CountersError> {
+        let Some(Stream {
+            image,
+            capacity,
+            setup_s,
+            started,
+        }) = self.stream.take()
+        else {
             return Err(CountersError::Usage("no streaming collection is running".into()));
         };
+        let passes_s = started.elapsed().as_secs_f64();
         let lib = self.lib;
         let mut stop = CUpti_RangeProfiler_Stop_Params {
             structSize: v13_0::RANGE_STOP,
@@ -477,9 +528,12 @@ impl RangeProfiler {
             targetNestingLevel: 0,
             isAllPassSubmitted: 0,
         };
+        let t_stop = std::time::Instant::now();
         lib.check("cuptiRangeProfilerStop", lib.fns.rp_stop(&mut stop))?;
-        self.decode(&image, capacity)?;
-        evaluate_counter_data(&self.host, &image, &self.metrics)
+        let stop_s = t_stop.elapsed().as_secs_f64();
+        let (ranges, mut timings) = self.decode_and_evaluate(&image, capacity, setup_s, passes_s)?;
+        timings.decode_s += stop_s;
+        Ok((ranges, timings))
     }
 }
 

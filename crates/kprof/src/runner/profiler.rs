@@ -67,10 +67,10 @@ struct Sweep<'a> {
     batch_start: Option<Instant>,
     /// Counter metrics of this call (validated plan), if any.
     counters: Option<counter_pass::CounterState>,
-    /// Durations from the counters because [`DurationSource::Auto`] chose them, with the backend's
-    /// count of graph launches timed from node records when the call started: when warm-up runs
-    /// launch such graphs, the call falls back to the records (see [`Profiler::sweep`]).
-    auto_counters_from: Option<u64>,
+    /// [`DurationSource::Auto`] still to be decided after the warm-up runs, with the backend's
+    /// count of graph launches timed from node records when the call started (see
+    /// [`Profiler::resolve_auto`]).
+    auto_pending: Option<u64>,
 }
 
 /// The profiler: owns the CUPTI activity session. One per process.
@@ -315,10 +315,19 @@ impl Profiler {
             return Ok(RawResults::new());
         }
         opts.validate()?;
-        // Counter metrics are validated on the host before any GPU work.
-        let (counters, duration) = self.counters_prepare(name, opts)?;
-        let auto_counters_from = (opts.duration == DurationSource::Auto && duration == DurationSource::Counters)
-            .then(|| self.backend.graph_launches_from_nodes());
+        // Counter metrics are validated on the host before any GPU work. Durations from the
+        // counters by default ("auto", no counter metric, warm-up runs) are decided after the
+        // warm-up runs instead (see `resolve_auto`).
+        let lazy_auto = opts.duration == DurationSource::Auto
+            && opts.warmup > 0
+            && self.backend.counters().is_some()
+            && !opts.metrics.iter().any(|m| counter_pass::is_counter_metric(m));
+        let (counters, duration) = if lazy_auto {
+            (None, DurationSource::Records)
+        } else {
+            self.counters_prepare(name, opts)?
+        };
+        let auto_pending = lazy_auto.then(|| self.backend.graph_launches_from_nodes());
         self.duration_source = match (self.metric, duration) {
             (CUDA_EVENTS_METRIC, _) => "cuda-events",
             (_, DurationSource::Counters) => "counters",
@@ -364,7 +373,7 @@ impl Profiler {
             pending_recorded: vec![0; n],
             batch_start: None,
             counters,
-            auto_counters_from,
+            auto_pending,
         };
         // Kernels are traced during benchmarks only: launches between them cost what they cost
         // without kprof.
@@ -426,7 +435,7 @@ impl Profiler {
         let max_runs = self.flush_policy.max_runs.max(1) as usize;
         while let Some(step) = sw.sched.next_step() {
             if !step.warmup {
-                self.auto_fallback(sw);
+                self.resolve_auto(sw)?;
             }
             if opts.policy.is_some() && !step.warmup && sw.pending_recorded[step.config] > 0 {
                 // The policy decides on this config's last run before it gets another one.
@@ -479,33 +488,31 @@ impl Profiler {
         self.flush_batch(sw, None)
     }
 
-    /// With [`DurationSource::Auto`], before the first recorded run: when the warm-up runs launched
-    /// CUDA graphs instantiated before the CUPTI session (their spans merged from node records,
-    /// which a counter pass corrupts on CUPTI 13.0: `tests/fixtures/h200-truth/call7..8`), the
-    /// call takes its durations from the records instead, with a warning.
-    fn auto_fallback(&mut self, sw: &mut Sweep<'_>) {
-        let Some(before) = sw.auto_counters_from.take() else { return };
-        if self.backend.graph_launches_from_nodes() == before {
-            return;
+    /// [`DurationSource::Auto`], decided before the first recorded run: when the warm-up runs
+    /// launched CUDA graphs instantiated before the CUPTI session (their spans merged from node
+    /// records, which a counter pass corrupts on CUPTI 13.0: `tests/fixtures/h200-truth/call7..8`),
+    /// the call takes its durations from the records, with a warning, without touching the Range
+    /// Profiler (node records of a torch graph of 60 kernels read 139.2 us in a process that never
+    /// enabled it, 128.0-128.1 us once it had been, CUDA events 135.7 us: calls 19 and 22);
+    /// otherwise the counters when they can be used ([`Profiler::counters_prepare`]).
+    fn resolve_auto(&mut self, sw: &mut Sweep<'_>) -> Result<(), EngineError> {
+        let Some(before) = sw.auto_pending.take() else { return Ok(()) };
+        if self.backend.graph_launches_from_nodes() != before {
+            self.warnings.push(format!(
+                "{}: durations are CUPTI kernel records, not Nsight Compute's gpu__time_duration: the benchmark \
+                 replays CUDA graphs instantiated before kprof's CUPTI session, whose spans a counter pass would \
+                 corrupt (instantiate them after the first kprof benchmark, or pass duration_source=\"records\" to \
+                 silence this); see the DurationSource column",
+                sw.name
+            ));
+            return Ok(());
         }
-        let Some(st) = sw.counters.as_ref() else { return };
-        if st.plan.metrics.len() != 1 {
-            return; // other counter metrics need the pass anyway; spans are checked per run
+        let (counters, duration) = self.counters_prepare(sw.name, sw.opts)?;
+        sw.counters = counters;
+        if duration == DurationSource::Counters {
+            self.duration_source = "counters";
         }
-        sw.counters = None;
-        self.duration_source = "records";
-        // Node records read differently while the Range Profiler is enabled on the context (torch
-        // graph of 60 kernels: 128.0 us with it, 139.2 without, CUDA events 135.7; call 19).
-        if let Some(cb) = self.backend.counters() {
-            cb.release();
-        }
-        self.warnings.push(format!(
-            "{}: durations are CUPTI kernel records, not Nsight Compute's gpu__time_duration: the benchmark replays \
-             CUDA graphs instantiated before kprof's CUPTI session, whose spans a counter pass would corrupt \
-             (instantiate them after the first kprof benchmark, or pass duration_source=\"records\" to silence \
-             this); see the DurationSource column",
-            sw.name
-        ));
+        Ok(())
     }
 
     /// Flushes the activity buffers once for every waiting run, records their samples in run

@@ -1,0 +1,325 @@
+"""Scale-out on this machine: devices= (kprof's own worker processes) and executor= with a
+concurrent.futures.ProcessPoolExecutor, every worker replaying the H200 recording of the seed's
+5-size matmul sweep (tests/python/replay_backend.py; the rest of the path is the real one).
+Dask: test_scaleout_dask.py; Slurm: test_scaleout_slurm.py."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import os
+import pickle
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import kprof
+from kprof import ConfigError, WorkerError, scaleout
+from kprof.results import WORKER_COLUMNS
+
+from scaleout_support import (
+    HERE, RUNS, SILENT, SIZES, assert_matches_reference, interrupt_when, matmul, pieces_done,
+)
+
+
+def sweep(configs=SIZES, **options):
+    options.setdefault("runs", RUNS)
+    return kprof.analyze.kernel(configs=configs, verbosity=SILENT, **options)(matmul)
+
+
+def spawn_pool(n=2):
+    return concurrent.futures.ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"))
+
+
+# -- devices= --------------------------------------------------------------------------------------
+
+
+def test_devices_queue_feeds_whoever_is_free_and_merges_one_table(replay, monkeypatch):
+    # The 8192 sweep first and ~700x the 512 one: one worker measures it while the other takes
+    # every other configuration from the queue (a static split would give each worker two or three).
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,6")
+    monkeypatch.setenv("REPLAY_TIME_SCALE", "1e-8")
+    order = [8192, 512, 1024, 2048, 4096]
+    results = sweep(order, devices=[0, 1])()
+    runs = replay.runs()
+    big = {r.pid for r in runs if r.n == 8192}
+    assert len(big) == 1 and {r.n for r in runs if r.pid in big} == {8192}
+    assert {r.device for r in runs} == {"4", "6"}, "each worker pinned to its GPU before it ran anything"
+    df = results.to_dataframe()
+    assert df["n"].tolist() == order, "rows in the caller's configuration order"
+    worker = {r.n: r.device for r in runs}
+    assert [("4", "6")[d] for d in df["Device"]] == [worker[n] for n in order], "Device: the caller's ordinal"
+    assert [u.endswith("-" + worker[n]) for u, n in zip(df["DeviceUUID"], order)] == [True] * 5
+    assert replay.complete() == {n: 1 for n in SIZES}
+
+
+def test_devices_results_equal_one_process(replay):
+    assert_matches_reference(sweep(devices="all")())
+
+
+def test_two_workers_sharing_one_gpu_give_one_row_per_config(replay):
+    results = sweep(devices=[0, 0], runs_per_task=5)()
+    df = results.to_dataframe()
+    assert len(df) == 5 and (df["NumRuns"] == RUNS).all() and (df["Device"] == 0).all()
+    assert len({r.pid for r in replay.runs()}) == 2
+
+
+def test_devices_killed_worker_is_retried_on_the_other_one_and_nothing_finished_is_lost(replay, monkeypatch):
+    monkeypatch.setenv("REPLAY_KILL", f"2048:{replay.marker('killed')}")
+    monkeypatch.setenv("REPLAY_TIME_SCALE", "1e-9")
+    results = sweep(devices=[0, 1])()
+    runs = replay.runs()
+    killed = {r.pid for r in runs if r.n == 2048 and r.run == 0}
+    assert len(killed) == 2, "run 0 of 2048 measured by the killed worker, then again"
+    first = min(killed, key=lambda pid: min(r.t for r in runs if r.pid == pid))
+    retried = (killed - {first}).pop()
+    assert {r.device for r in runs if r.pid == first} != {r.device for r in runs if r.pid == retried}
+    assert replay.complete() == {n: 1 for n in SIZES}, "every configuration finished exactly once"
+    df = results.to_dataframe()
+    assert (df["NumRuns"] == RUNS).all() and (df["Failure"] == "").all()
+
+
+def test_ctrl_c_stops_every_worker_within_a_second_and_keeps_what_finished(replay, tmp_path, monkeypatch):
+    # A real Ctrl-C: SIGINT to the whole process group of a script (its workers included). The
+    # script has no cloudpickle, so its __main__ function travels by name.
+    monkeypatch.setenv("REPLAY_TIME_SCALE", "1e-7")  # 8192: 2 s a run
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, os.path.join(HERE, "scaleout_driver.py"), "sweep", str(out) + os.sep],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not pieces_done(out, 3) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert pieces_done(out, 3), proc.communicate(timeout=10)
+    pids = {r.pid for r in replay.runs()}
+    os.killpg(proc.pid, signal.SIGINT)
+    sent = time.monotonic()
+    stdout, stderr = proc.communicate(timeout=30)
+    while any(alive(p) for p in pids) and time.monotonic() - sent < 5:
+        time.sleep(0.01)
+    stopped = time.monotonic() - sent
+    assert stopped < 1.0, f"workers still alive {stopped:.2f} s after Ctrl-C"
+    assert proc.returncode != 0 and "KeyboardInterrupt" in stderr, stderr
+    assert "interrupted; the" in stderr, stderr
+    partial = stderr.split("are in ")[-1].split()[0]
+    kept = kprof.load(partial).raw()
+    assert set(kept["n"]) >= {512, 1024, 2048} and 8192 not in set(kept["n"])
+    assert (kept.groupby("n").size() == RUNS).all(), "only finished configurations, whole"
+
+
+def test_a_worker_refuses_to_run_when_cuda_started_before_it_was_pinned(replay, tmp_path):
+    done = subprocess.run(
+        [sys.executable, os.path.join(HERE, "scaleout_driver.py"), "cuda-at-import", str(tmp_path) + os.sep],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 1 and "kprof.exceptions.WorkerError: the worker for device" in done.stderr, done.stderr
+    assert "CUDA was started while this worker imported" in done.stderr and "scaleout_driver.py" in done.stderr
+    assert "if __name__ == '__main__':" in done.stderr
+    assert not replay.runs()
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_function_in_a_module_travels_by_name_without_cloudpickle(replay, monkeypatch):
+    monkeypatch.setitem(sys.modules, "cloudpickle", None)
+    from scaleout_support import top_level_sweep, top_level_sweep_5_runs
+
+    payload = scaleout.pack(top_level_sweep.__wrapped__, top_level_sweep._kprof_settings, [(n,) for n in SIZES], True)
+    assert pickle.loads(payload)[:3] == ("ref", "scaleout_support", "top_level_sweep")
+    assert_matches_reference(top_level_sweep())
+    other = top_level_sweep_5_runs._kprof_settings
+    assert pickle.loads(scaleout.pack(top_level_sweep.__wrapped__, other, [], True))[2] == "top_level_sweep_5_runs"
+    assert (top_level_sweep_5_runs().to_dataframe()["NumRuns"] == 5).all()
+
+
+# -- executor=ProcessPoolExecutor ----------------------------------------------------------------
+
+
+def test_process_pool_queue_merge_and_shards(replay):
+    with spawn_pool() as pool:
+        results = sweep(executor=pool, configs_per_task=2)()
+    assert_matches_reference(results)
+    assert replay.complete() == {n: 1 for n in SIZES}
+
+
+def test_process_pool_worker_killed_mid_shard(replay, monkeypatch):
+    # Shards of 3: [512, 1024, 2048] dies at 1024, after 512 was written. concurrent.futures then
+    # breaks the whole pool; kprof reads back what finished, goes on with a new pool and says so.
+    monkeypatch.setenv("REPLAY_KILL", f"1024:{replay.marker('killed')}")
+    monkeypatch.setenv("REPLAY_TIME_SCALE", "1e-9")
+    with spawn_pool() as pool:
+        with pytest.warns(RuntimeWarning, match="ProcessPoolExecutor died"):
+            results = sweep(executor=pool, configs_per_task=3)()
+    assert replay.complete() == {n: 1 for n in SIZES}, "512 (finished before the kill) was not measured again"
+    df = results.to_dataframe()
+    assert df["n"].tolist() == SIZES and (df["NumRuns"] == RUNS).all() and (df["Failure"] == "").all()
+
+
+def test_failures_are_retried_once_then_reported_as_rows_with_the_reason(replay, monkeypatch):
+    monkeypatch.setenv("REPLAY_RAISE", f"1024:1:{replay.marker('raised')}")
+    with spawn_pool() as pool:
+        assert (sweep(executor=pool)().to_dataframe()["NumRuns"] == RUNS).all(), "one failure: retried"
+    monkeypatch.setenv("REPLAY_RAISE", f"4096:-1:{replay.marker('always')}")
+    with spawn_pool() as pool, pytest.warns(RuntimeWarning, match=r"1 of 5 configurations .* failed 2 times"):
+        results = sweep(executor=pool)()
+    df = results.to_dataframe()
+    bad = df[df.n == 4096].iloc[0]
+    assert bad.NumRuns == 0 and bad.Device == -1 and "replayed failure at n=4096" in bad.Failure
+    assert ((df[df.n != 4096].NumRuns == RUNS) & (df[df.n != 4096].Failure == "")).all()
+    monkeypatch.setenv("REPLAY_RAISE", f"512:-1:{replay.marker('all')}")
+    with spawn_pool() as pool, pytest.raises(WorkerError, match="no configuration could be measured.*replayed failure"):
+        sweep(configs=[512], executor=pool)()
+
+
+def test_process_pool_ctrl_c_stops_tasks_and_keeps_what_finished(replay, tmp_path, monkeypatch):
+    monkeypatch.setenv("REPLAY_TIME_SCALE", "1e-8")  # 8192: 0.22 s a run
+    out = tmp_path / "out"
+    watcher = interrupt_when(lambda: pieces_done(out, 3))
+    with spawn_pool() as pool:
+        with pytest.raises(KeyboardInterrupt):
+            sweep(executor=pool, output_prefix=str(out) + os.sep)()
+        late = [r for r in replay.runs() if r.t > watcher.at + 1.0]
+        assert not late, f"runs measured more than 1 s after Ctrl-C: {late}"
+        partial = list(out.glob("partial-*/matmul-raw.csv"))
+        assert len(partial) == 1
+        kept = kprof.load(str(partial[0])).raw()
+        assert set(kept["n"]) >= {512, 1024, 2048} and (kept.groupby("n").size() == RUNS).all()
+        pool.submit(int, "1").result(timeout=30)  # the caller's executor still works
+
+
+# -- what a scale-out call writes and returns --------------------------------------------------------
+
+
+def test_output_files_and_load_round_trip(replay, tmp_path):
+    out = tmp_path / "res"
+    results = sweep(devices=[0, 1], output_csv=True, output_prefix=str(out) + os.sep)()
+    raw_path, processed_path = results.files
+    assert re.fullmatch(r"profiled_data-matmul-\d+\.csv", os.path.basename(raw_path))
+    assert not list(out.glob("partial-*")), "the piece files are gone once the complete files are written"
+    loaded = kprof.load(raw_path)
+    assert loaded.params == ["n"]
+    df, again = results.to_dataframe(), loaded.to_dataframe()
+    assert list(again.columns[-3:]) == list(WORKER_COLUMNS)
+    assert again["Device"].tolist() == df["Device"].tolist() and again["AvgValue"].tolist() == df["AvgValue"].tolist()
+
+
+def pooled(raw_devices, gpus, pool):
+    """A raw table of one configuration, 4 runs on each of the given devices."""
+    raw = {c: [] for c in (*kprof._backend.RAW_COLUMNS[:9], "n", "Benchmark", "Run", *WORKER_COLUMNS)}
+    for k, (dev, gpu) in enumerate(zip(raw_devices, gpus)):
+        for r in range(4):
+            row = dict(Annotation="a", Value=100.0 + 10 * k + r, Metric="m", Kernel="k", GPU=gpu, Host="h",
+                       ComputeClock=None, MemoryClock=None, Unit="ns", n=1, Benchmark="b", Run=4 * k + r,
+                       Device=dev, DeviceUUID=f"GPU-{dev}", Failure="")
+            for c in raw:
+                raw[c].append(row[c])
+    return kprof.ProfileResults(raw, ["n"], key_columns=WORKER_COLUMNS, pool_devices=pool).to_dataframe()
+
+
+def test_statistics_pool_gpus_only_when_asked_and_never_across_models():
+    apart = pooled([0, 1], ["H200", "H200"], pool=False)
+    assert apart["Device"].tolist() == [0, 1] and apart["NumRuns"].tolist() == [4, 4]
+    together = pooled([0, 1], ["H200", "H200"], pool=True)
+    assert together["NumRuns"].tolist() == [8] and together["Device"].tolist() == ["0|1"]
+    assert together["DeviceUUID"].tolist() == ["GPU-0|GPU-1"] and together["AvgValue"].tolist() == [106.5]
+    models = pooled([0, 1, 2], ["H200", "H100", "H200"], pool=True)
+    assert sorted(zip(models["GPU"], models["Device"], models["NumRuns"])) == [("H100", 1, 4), ("H200", "0|2", 8)]
+
+
+def test_pool_devices_end_to_end(replay, monkeypatch):
+    # Two run ranges of each configuration, started on both workers at once.
+    results = sweep(configs=[4096], devices=[0, 1], runs_per_task=5)()
+    assert results.to_dataframe()[["Device", "NumRuns"]].values.tolist() == [[0, 5], [1, 5]]
+    assert sorted(results.raw()["Run"]) == list(range(RUNS)), "run ranges keep their numbers"
+    pooled_df = sweep(configs=[4096], devices=[0, 1], runs_per_task=5, pool_devices=True)().to_dataframe()
+    assert pooled_df[["Device", "NumRuns"]].values.tolist() == [["0|1", 10]]
+    monkeypatch.setenv("REPLAY_GPU_MODELS", "0:NVIDIA H200,1:NVIDIA H100")
+    mixed = sweep(configs=[4096], devices=[0, 1], runs_per_task=5, pool_devices=True)().to_dataframe()
+    assert sorted(mixed["GPU"]) == ["NVIDIA H100", "NVIDIA H200"] and (mixed["NumRuns"] == 5).all()
+
+
+# -- bad options and functions: one clear error before any work ------------------------------------
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(devices=[0], executor=object()), "not both"),
+        (dict(devices="some"), "devices must be 'all'"),
+        (dict(devices=[]), "at least one"),
+        (dict(devices=[0, -1]), "ints >= 0"),
+        (dict(executor=object()), r"submit\(fn, \*args\)"),
+        (dict(executor=concurrent.futures.ThreadPoolExecutor(1)), "runs tasks in this process"),
+        (dict(devices=[0], backend="ncu"), "backend='ncu'"),
+        (dict(devices=[0], thermal_device=0), "each worker guards"),
+        (dict(devices=[0], runs_per_task=2, target_rsd=1.0), "target_rsd"),
+        (dict(pool_devices=True), "only applies with devices"),
+        (dict(runs_per_task=2), "only applies with devices"),
+        (dict(devices=[0], worker_timeout=5), "worker_timeout applies to executor"),
+        (dict(executor=concurrent.futures.ProcessPoolExecutor(1), worker_timeout=0), "positive number"),
+        (dict(devices=[0], configs_per_task=0), "configs_per_task must be"),
+        (dict(devices=[0], pool_devices=1), "pool_devices must be True or False"),
+        (dict(devices=[0], info_collectors=[("Device", lambda: 1, "once")]), "columns devices="),
+    ],
+)
+def test_bad_options_raise_when_decorating(options, message):
+    with pytest.raises(ConfigError, match=message):
+        kprof.analyze.kernel(configs=[1], **options)(matmul)
+
+
+def test_devices_that_do_not_exist_raise_before_any_work(replay, monkeypatch):
+    with pytest.raises(ConfigError, match=r"no CUDA device \[2\] here; this process sees 2"):
+        sweep(devices=[0, 2])()
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    with pytest.raises(ConfigError, match="shows no NVIDIA GPU"):
+        sweep(devices="all")()
+    assert not replay.runs()
+
+
+def test_a_function_that_cannot_travel_raises_before_any_work(replay, monkeypatch):
+    lock = threading.Lock()
+
+    def holds_a_lock(n):
+        with lock, kprof.annotate("matmul"):
+            pass
+
+    with spawn_pool() as pool:
+        bench = kprof.analyze.kernel(configs=SIZES, executor=pool, verbosity=SILENT)(holds_a_lock)
+        with pytest.raises(ConfigError, match="cloudpickle could not pickle it.*lock"):
+            bench()
+        monkeypatch.setitem(sys.modules, "cloudpickle", None)
+        with pytest.raises(ConfigError, match="defined inside another function, and cloudpickle .* is not installed"):
+            bench()
+    assert not replay.runs()
+
+
+def test_workers_sharing_a_gpu_take_the_records_and_counters_there_are_an_error(replay):
+    # A GPU's counters serve one process at a time (CUPTI_ERROR_HARDWARE_BUSY on the H200): with
+    # duration_source="auto" some workers would get ncu's durations and others the records.
+    from kprof import scaleout
+
+    settings = sweep(devices=[0, 0])._kprof_settings
+    assert settings.duration_source == "auto"
+    with pytest.warns(RuntimeWarning, match=r"workers share GPU \[0\].*records"):
+        shared = scaleout._counters_on_shared_gpus(settings, [0, 0])
+    assert shared.duration_source == "records"
+    assert scaleout._counters_on_shared_gpus(settings, [0, 1]) is settings
+    with pytest.raises(kprof.ConfigError, match="hardware counters serve one process at a time"):
+        sweep(devices=[0, 0], duration_source="counters")()
+    assert replay.runs() == [], "refused before any work"
