@@ -458,16 +458,6 @@ impl CuptiFns {
         unsafe { f(p) }
     }
 
-    /// `cuptiProfilerHostDeinitialize` of the object in `p`.
-    pub(crate) fn host_deinitialize(&self, p: &mut CUpti_Profiler_Host_Deinitialize_Params) -> CuptiResult {
-        let Some(f) = self.profiler.host_deinitialize else {
-            return MISSING;
-        };
-        p.pPriv = std::ptr::null_mut();
-        // SAFETY: only the host object's handle.
-        unsafe { f(p) }
-    }
-
     /// `cuptiProfilerHostGetSupportedChips`: the chip names.
     pub(crate) fn host_get_supported_chips(
         &self,
@@ -568,19 +558,6 @@ impl CuptiFns {
         unsafe { f(p) }
     }
 
-    /// `cuptiProfilerHostGetConfigImageSize`.
-    pub(crate) fn host_get_config_image_size(
-        &self,
-        p: &mut CUpti_Profiler_Host_GetConfigImageSize_Params,
-    ) -> CuptiResult {
-        let Some(f) = self.profiler.host_get_config_image_size else {
-            return MISSING;
-        };
-        p.pPriv = std::ptr::null_mut();
-        // SAFETY: the host object's handle; CUPTI writes the size into `p`.
-        unsafe { f(p) }
-    }
-
     /// `cuptiProfilerHostGetConfigImage` into `image`.
     pub(crate) fn host_get_config_image(
         &self,
@@ -640,26 +617,6 @@ impl CuptiFns {
         unsafe { f(p) }
     }
 
-    /// `cuptiProfilerInitialize`.
-    pub(crate) fn profiler_initialize(&self, p: &mut CUpti_Profiler_Initialize_Params) -> CuptiResult {
-        let Some(f) = self.profiler.profiler_initialize else {
-            return MISSING;
-        };
-        p.pPriv = std::ptr::null_mut();
-        // SAFETY: a struct of values.
-        unsafe { f(p) }
-    }
-
-    /// `cuptiProfilerDeInitialize`.
-    pub(crate) fn profiler_deinitialize(&self, p: &mut CUpti_Profiler_DeInitialize_Params) -> CuptiResult {
-        let Some(f) = self.profiler.profiler_deinitialize else {
-            return MISSING;
-        };
-        p.pPriv = std::ptr::null_mut();
-        // SAFETY: a struct of values.
-        unsafe { f(p) }
-    }
-
     /// `cuptiDeviceGetChipName`: the chip name (`None` when CUPTI gave none).
     pub(crate) fn device_get_chip_name(
         &self,
@@ -704,26 +661,6 @@ impl CuptiFns {
         unsafe { f(p) }
     }
 
-    /// `cuptiRangeProfilerEnable` on the context in `p` (the new object is written into `p`).
-    pub(crate) fn rp_enable(&self, p: &mut CUpti_RangeProfiler_Enable_Params) -> CuptiResult {
-        let Some(f) = self.profiler.rp_enable else {
-            return MISSING;
-        };
-        p.pPriv = std::ptr::null_mut();
-        // SAFETY: the context's handle; CUPTI writes the object's pointer into `p`.
-        unsafe { f(p) }
-    }
-
-    /// `cuptiRangeProfilerDisable` of the object in `p`.
-    pub(crate) fn rp_disable(&self, p: &mut CUpti_RangeProfiler_Disable_Params) -> CuptiResult {
-        let Some(f) = self.profiler.rp_disable else {
-            return MISSING;
-        };
-        p.pPriv = std::ptr::null_mut();
-        // SAFETY: only the object's handle.
-        unsafe { f(p) }
-    }
-
     /// `cuptiRangeProfilerSetConfig` with `config` into the counter-data image `image`.
     ///
     /// CUPTI keeps writing into `image` until the collection is decoded ([`Self::rp_decode_data`])
@@ -750,24 +687,6 @@ impl CuptiFns {
         unsafe { f(p) }
     }
 
-    /// `cuptiRangeProfilerStart` of the object in `p`.
-    pub(crate) fn rp_start(&self, p: &mut CUpti_RangeProfiler_Start_Params) -> CuptiResult {
-        let Some(f) = self.profiler.rp_start else {
-            return MISSING;
-        };
-        p.pPriv = std::ptr::null_mut();
-        // SAFETY: only the object's handle.
-        unsafe { f(p) }
-    }
-
-    /// `cuptiRangeProfilerStop` of the object in `p` (the pass state is written into `p`).
-    pub(crate) fn rp_stop(&self, p: &mut CUpti_RangeProfiler_Stop_Params) -> CuptiResult {
-        let Some(f) = self.profiler.rp_stop else { return MISSING };
-        p.pPriv = std::ptr::null_mut();
-        // SAFETY: the object's handle; CUPTI writes values into `p`.
-        unsafe { f(p) }
-    }
-
     /// `cuptiRangeProfilerPushRange` named `name`.
     pub(crate) fn rp_push_range(&self, p: &mut CUpti_RangeProfiler_PushRange_Params, name: &CStr) -> CuptiResult {
         let Some(f) = self.profiler.rp_push_range else {
@@ -776,16 +695,6 @@ impl CuptiFns {
         p.pPriv = std::ptr::null_mut();
         p.pRangeName = name.as_ptr();
         // SAFETY: the object's handle and a name borrowed for the call (CUPTI copies it).
-        unsafe { f(p) }
-    }
-
-    /// `cuptiRangeProfilerPopRange` of the object in `p`.
-    pub(crate) fn rp_pop_range(&self, p: &mut CUpti_RangeProfiler_PopRange_Params) -> CuptiResult {
-        let Some(f) = self.profiler.rp_pop_range else {
-            return MISSING;
-        };
-        p.pPriv = std::ptr::null_mut();
-        // SAFETY: only the object's handle.
         unsafe { f(p) }
     }
 
@@ -875,4 +784,48 @@ impl CuptiFns {
         // SAFETY: on success, null or a string of CUPTI's.
         Ok(unsafe { opt_str(p.rangeName) })
     }
+}
+
+/// The methods of the profiler entry points whose params struct holds only values, sizes and
+/// handles CUPTI gave out (a context, a host or Range Profiler object), nothing that points at
+/// memory: CUPTI reads the struct and writes values (a new object's pointer, a size, the pass
+/// state) back into it.
+macro_rules! value_calls {
+    ($($(#[$doc:meta])* $name:ident($params:ty);)*) => {
+        impl CuptiFns {
+            $(
+                $(#[$doc])*
+                pub(crate) fn $name(&self, p: &mut $params) -> CuptiResult {
+                    let Some(f) = self.profiler.$name else {
+                        return MISSING;
+                    };
+                    p.pPriv = std::ptr::null_mut();
+                    // SAFETY: a struct of values, sizes and handles CUPTI gave out (see the macro's
+                    // doc), which CUPTI reads and writes values into during the call.
+                    unsafe { f(p) }
+                }
+            )*
+        }
+    };
+}
+
+value_calls! {
+    /// `cuptiProfilerHostDeinitialize` of the object in `p`.
+    host_deinitialize(CUpti_Profiler_Host_Deinitialize_Params);
+    /// `cuptiProfilerHostGetConfigImageSize`.
+    host_get_config_image_size(CUpti_Profiler_Host_GetConfigImageSize_Params);
+    /// `cuptiProfilerInitialize`.
+    profiler_initialize(CUpti_Profiler_Initialize_Params);
+    /// `cuptiProfilerDeInitialize`.
+    profiler_deinitialize(CUpti_Profiler_DeInitialize_Params);
+    /// `cuptiRangeProfilerEnable` on the context in `p` (the new object is written into `p`).
+    rp_enable(CUpti_RangeProfiler_Enable_Params);
+    /// `cuptiRangeProfilerDisable` of the object in `p`.
+    rp_disable(CUpti_RangeProfiler_Disable_Params);
+    /// `cuptiRangeProfilerStart` of the object in `p`.
+    rp_start(CUpti_RangeProfiler_Start_Params);
+    /// `cuptiRangeProfilerStop` of the object in `p` (the pass state is written into `p`).
+    rp_stop(CUpti_RangeProfiler_Stop_Params);
+    /// `cuptiRangeProfilerPopRange` of the object in `p`.
+    rp_pop_range(CUpti_RangeProfiler_PopRange_Params);
 }
