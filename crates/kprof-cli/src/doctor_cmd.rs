@@ -277,7 +277,7 @@ pub fn diagnose(env: &SearchEnv, verbose: bool) -> Vec<Finding> {
         .and_then(profiling_admin_only)
     {
         Some(true) => {
-            let root = unsafe { libc::geteuid() } == 0;
+            let root = kprof::sys::os::effective_uid() == 0;
             out.push(f(if root { Level::Ok } else { Level::Warn }, "counter permission", format!("RmProfilingAdminOnly=1 (performance counters need admin){}", if root { "; running as root" } else { "" }), (!root).then(|| "run as root, or load the driver with NVreg_RestrictProfilingToAdminUsers=0 (kernel timing via CUPTI activity is not affected)".to_string())));
         }
         Some(false) => out.push(f(

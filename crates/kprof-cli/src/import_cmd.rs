@@ -122,14 +122,12 @@ pub fn run(args: ImportArgs) -> Result<()> {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "ncu".into())
     });
-    let opts = ImportOptions {
-        benchmark,
-        metrics: args.metrics.clone(),
-        reducer,
-        number_style,
-        source_name: file.display().to_string(),
-        ..ImportOptions::default()
-    };
+    let mut opts = ImportOptions::default();
+    opts.benchmark = benchmark;
+    opts.metrics = args.metrics.clone();
+    opts.reducer = reducer;
+    opts.number_style = number_style;
+    opts.source_name = file.display().to_string();
     let raw = parse_ncu_csv(&text, &opts)?;
     if raw.samples.is_empty() {
         bail!("{}: the report has no profiled kernels", file.display());

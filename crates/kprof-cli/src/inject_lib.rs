@@ -71,7 +71,7 @@ pub fn cache_roots(get: impl Fn(&str) -> Option<String>) -> Vec<PathBuf> {
     if let Some(h) = get("HOME").filter(|h| !h.is_empty()) {
         roots.push(PathBuf::from(h).join(".cache/kprof"));
     }
-    roots.push(std::env::temp_dir().join(format!("kprof-{}", unsafe { libc::getuid() })));
+    roots.push(std::env::temp_dir().join(format!("kprof-{}", kprof::sys::os::real_uid())));
     roots
 }
 

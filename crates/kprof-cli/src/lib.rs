@@ -7,6 +7,8 @@
 //! self-contained HTML report. `store`, `history` and `compare --against` keep results across
 //! commits in a results store (`kprof-store`, see `docs/store.md`).
 
+#![deny(unsafe_code)]
+
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 

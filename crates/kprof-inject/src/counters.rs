@@ -48,14 +48,15 @@
 
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::ffi::c_void;
 use std::sync::Mutex;
 
 use kprof::counters::{CuptiLib, RangeProfiler, ReplayMode};
-use kprof::cupti::ffi::{cbid, CUpti_CallbackData, Cupti};
+use kprof::cupti::collector::Callback;
 use kprof::cupti::records::KernelRecord;
+use kprof::cupti::Cupti;
 use kprof::run_spec::CounterSpec;
 use kprof::run_status::CounterTimes;
+use kprof::sys::cupti::cbid;
 use kprof_core::transforms::{record_combined, Reducer};
 use kprof_core::{RawResults, SampleRecord, DEFAULT_METRIC};
 use serde::Serialize;
@@ -273,10 +274,8 @@ pub struct CounterStatus {
     pub times: CounterTimes,
 }
 
-/// The Range Profiler of the profiled context.
+/// The Range Profiler of the profiled context (only used under the `LIVE` mutex).
 struct Profiler(RangeProfiler);
-// SAFETY: the Range Profiler object is a CUPTI handle; it is only used under the `LIVE` mutex.
-unsafe impl Send for Profiler {}
 
 /// The running collection.
 #[derive(Default)]
@@ -372,8 +371,8 @@ fn install_inner(
 }
 
 /// The CUPTI callback hook (runs on the thread of the CUDA call).
-fn hook(domain: u32, id: u32, data: *const c_void) {
-    if data.is_null() || IN_HOOK.with(Cell::get) {
+fn hook(callback: &Callback<'_>) {
+    if !callback.has_data() || IN_HOOK.with(Cell::get) {
         return;
     }
     /// Clears `IN_HOOK` however the hook ends (a panic is caught by the collector's callback).
@@ -385,10 +384,11 @@ fn hook(domain: u32, id: u32, data: *const c_void) {
     }
     IN_HOOK.with(|h| h.set(true));
     let _leave = Leave;
-    match domain {
+    let id = callback.cbid();
+    match callback.domain() {
         DOMAIN_RESOURCE if id == CBID_CONTEXT_DESTROY_STARTING => {
-            // CUpti_ResourceData: the context is the first field.
-            let ctx = unsafe { *(data as *const usize) };
+            // CUpti_ResourceData: the context.
+            let ctx = callback.resource().map_or(0, |r| r.context as usize);
             log!("counters: context {ctx:#x} is being destroyed");
             with_live(|l| {
                 if l.profiler.is_some() && l.ctx == ctx {
@@ -397,9 +397,8 @@ fn hook(domain: u32, id: u32, data: *const c_void) {
             });
         }
         DOMAIN_DRIVER | DOMAIN_RUNTIME => {
-            // SAFETY: CUPTI passes a CUpti_CallbackData (its layout is checked against the
-            // header in CI) to driver and runtime API callbacks, valid during the callback.
-            let cb = unsafe { &*(data as *const CUpti_CallbackData) };
+            // CUpti_CallbackData, valid during the callback.
+            let Some(cb) = callback.api() else { return };
             let ctx = cb.context as usize;
             if cb.callbackSite == API_ENTER {
                 let depth = DEPTH.with(|d| {

@@ -6,7 +6,8 @@
 //!   pip wheels), starts kprof's activity session (kernel + launch records), self-tests that NVTX
 //!   calls reach this library, and registers an `atexit` handler.
 //! - `InitializeInjectionNvtx2` — `NVTX_INJECTION64_PATH`: every NVTX v3 copy in the process calls
-//!   it at its first NVTX call; see [`nvtx_abi`] for the handshake. Ranges are recorded with
+//!   it at its first NVTX call; see [`nvtx_abi`] (this crate's FFI module: the only one with
+//!   `unsafe`) for it and the handshake. Ranges are recorded with
 //!   CUPTI timestamps, the clock of the launch records.
 //!
 //! At exit the handler synchronises the device, flushes CUPTI, attributes kernels to NVTX range
@@ -50,7 +51,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use kprof::cupti::ffi::Cupti;
+use kprof::cupti::Cupti;
 use kprof::cupti::ActivitySession;
 use kprof::loader::SearchEnv;
 use kprof::run_spec::{RunSpec, ENV_RUN_SPEC};
@@ -177,9 +178,7 @@ pub fn now_ns() -> u64 {
             return t;
         }
     }
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    kprof::sys::os::realtime_ns()
 }
 
 extern "C" fn at_exit_handler() {
@@ -190,7 +189,7 @@ extern "C" fn at_exit_handler() {
 
 fn register_atexit() {
     if !ATEXIT.swap(true, Ordering::SeqCst) {
-        unsafe { libc::atexit(at_exit_handler) };
+        kprof::sys::os::at_exit(at_exit_handler);
     }
 }
 
@@ -246,32 +245,23 @@ fn selftest() {
     with_proc(|p| p.selftest = Some(msg));
 }
 
-/// `NVTX_INJECTION64_PATH` entry point, called by each NVTX v3 copy at its first NVTX call.
-///
-/// # Safety
-/// `get_export_table` must be the function the NVTX copy passes.
-#[no_mangle]
-pub unsafe extern "C" fn InitializeInjectionNvtx2(get_export_table: Option<nvtx_abi::GetExportTable>) -> i32 {
-    catch_unwind(AssertUnwindSafe(|| {
-        let Some(get) = get_export_table else {
-            return 0;
-        };
-        // Load CUPTI now so that every range has CUPTI timestamps.
-        let _ = cupti();
-        match unsafe { nvtx_abi::attach(get) } {
-            Ok(n) => {
-                let k = NVTX_INITS.fetch_add(1, Ordering::SeqCst) + 1;
-                log!("NVTX copy #{k} attached ({n} callbacks)");
-                register_atexit();
-                1
-            }
-            Err(e) => {
-                error(format!("NVTX handshake failed: {e}"));
-                0
-            }
+/// What the `NVTX_INJECTION64_PATH` entry point ([`nvtx_abi::InitializeInjectionNvtx2`]) does
+/// around the handshake with one NVTX copy (`attach`): loads CUPTI first, so that every range has
+/// CUPTI timestamps, then counts and logs the copy; returns the entry point's result.
+fn on_nvtx_copy(attach: impl FnOnce() -> Result<usize, String>) -> i32 {
+    let _ = cupti();
+    match attach() {
+        Ok(n) => {
+            let k = NVTX_INITS.fetch_add(1, Ordering::SeqCst) + 1;
+            log!("NVTX copy #{k} attached ({n} callbacks)");
+            register_atexit();
+            1
         }
-    }))
-    .unwrap_or(0)
+        Err(e) => {
+            error(format!("NVTX handshake failed: {e}"));
+            0
+        }
+    }
 }
 
 /// Where one process writes: `<dir>/kprof-run-<pid>.csv` and `.json` when `base` is a

@@ -109,18 +109,21 @@ pub unsafe fn attr_message(attr: *const c_void) -> String {
 
 unsafe extern "C" fn range_push_a(msg: *const c_char) -> i32 {
     guard(-1, || {
+        // SAFETY: NVTX passes null or a NUL-terminated string, valid during the call.
         let (t, name) = (now_ns(), unsafe { ascii(msg) });
         book::with(|b| b.push(thread_id(), 0, &name, t))
     })
 }
 unsafe extern "C" fn range_push_w(msg: *const i32) -> i32 {
     guard(-1, || {
+        // SAFETY: NVTX passes null or a NUL-terminated `wchar_t` (4-byte) string, valid during the call.
         let (t, name) = (now_ns(), unsafe { wide(msg) });
         book::with(|b| b.push(thread_id(), 0, &name, t))
     })
 }
 unsafe extern "C" fn range_push_ex(attr: *const c_void) -> i32 {
     guard(-1, || {
+        // SAFETY: NVTX passes null or the call's `nvtxEventAttributes_t`, valid during the call.
         let (t, name) = (now_ns(), unsafe { attr_message(attr) });
         book::with(|b| b.push(thread_id(), 0, &name, t))
     })
@@ -133,18 +136,21 @@ unsafe extern "C" fn range_pop() -> i32 {
 }
 unsafe extern "C" fn range_start_a(msg: *const c_char) -> u64 {
     guard(0, || {
+        // SAFETY: NVTX passes null or a NUL-terminated string, valid during the call.
         let (t, name) = (now_ns(), unsafe { ascii(msg) });
         book::with(|b| b.start(thread_id(), 0, &name, t))
     })
 }
 unsafe extern "C" fn range_start_w(msg: *const i32) -> u64 {
     guard(0, || {
+        // SAFETY: NVTX passes null or a NUL-terminated `wchar_t` (4-byte) string, valid during the call.
         let (t, name) = (now_ns(), unsafe { wide(msg) });
         book::with(|b| b.start(thread_id(), 0, &name, t))
     })
 }
 unsafe extern "C" fn range_start_ex(attr: *const c_void) -> u64 {
     guard(0, || {
+        // SAFETY: NVTX passes null or the call's `nvtxEventAttributes_t`, valid during the call.
         let (t, name) = (now_ns(), unsafe { attr_message(attr) });
         book::with(|b| b.start(thread_id(), 0, &name, t))
     })
@@ -160,6 +166,7 @@ unsafe extern "C" fn range_end(id: u64) {
 
 unsafe extern "C" fn domain_range_push_ex(domain: *const c_void, attr: *const c_void) -> i32 {
     guard(-1, || {
+        // SAFETY: NVTX passes null or the call's `nvtxEventAttributes_t`, valid during the call.
         let (t, name) = (now_ns(), unsafe { attr_message(attr) });
         book::with(|b| b.push(thread_id(), domain as u64, &name, t))
     })
@@ -172,6 +179,7 @@ unsafe extern "C" fn domain_range_pop(domain: *const c_void) -> i32 {
 }
 unsafe extern "C" fn domain_range_start_ex(domain: *const c_void, attr: *const c_void) -> u64 {
     guard(0, || {
+        // SAFETY: NVTX passes null or the call's `nvtxEventAttributes_t`, valid during the call.
         let (t, name) = (now_ns(), unsafe { attr_message(attr) });
         book::with(|b| b.start(thread_id(), domain as u64, &name, t))
     })
@@ -184,24 +192,28 @@ unsafe extern "C" fn domain_range_end(_domain: *const c_void, id: u64) {
 }
 unsafe extern "C" fn domain_register_string_a(_d: *const c_void, s: *const c_char) -> *const c_void {
     guard(std::ptr::null(), || {
+        // SAFETY: NVTX passes null or a NUL-terminated string, valid during the call.
         let s = unsafe { ascii(s) };
         book::with(|b| b.register_string(&s)) as *const c_void
     })
 }
 unsafe extern "C" fn domain_register_string_w(_d: *const c_void, s: *const i32) -> *const c_void {
     guard(std::ptr::null(), || {
+        // SAFETY: NVTX passes null or a NUL-terminated `wchar_t` (4-byte) string, valid during the call.
         let s = unsafe { wide(s) };
         book::with(|b| b.register_string(&s)) as *const c_void
     })
 }
 unsafe extern "C" fn domain_create_a(name: *const c_char) -> *const c_void {
     guard(std::ptr::null(), || {
+        // SAFETY: NVTX passes null or a NUL-terminated string, valid during the call.
         let n = unsafe { ascii(name) };
         book::with(|b| b.create_domain(&n)) as *const c_void
     })
 }
 unsafe extern "C" fn domain_create_w(name: *const i32) -> *const c_void {
     guard(std::ptr::null(), || {
+        // SAFETY: NVTX passes null or a NUL-terminated `wchar_t` (4-byte) string, valid during the call.
         let n = unsafe { wide(name) };
         book::with(|b| b.create_domain(&n)) as *const c_void
     })
@@ -233,6 +245,22 @@ pub fn installed() -> Vec<(i32, usize, *const c_void)> {
         (MODULE_CORE2, 14, domain_noop as *const c_void),
         (MODULE_CORE2, 15, initialize_noop as *const c_void),
     ]
+}
+
+/// `NVTX_INJECTION64_PATH` entry point, called by each NVTX v3 copy at its first NVTX call.
+///
+/// # Safety
+/// `get_export_table` must be the function the NVTX copy passes.
+#[no_mangle]
+pub unsafe extern "C" fn InitializeInjectionNvtx2(get_export_table: Option<GetExportTable>) -> i32 {
+    catch_unwind(AssertUnwindSafe(|| {
+        let Some(get) = get_export_table else {
+            return 0;
+        };
+        // SAFETY: `get` is the export-table function of the NVTX copy calling this entry point.
+        crate::on_nvtx_copy(|| unsafe { attach(get) })
+    }))
+    .unwrap_or(0)
 }
 
 /// Performs the handshake with one NVTX copy. Returns the number of slots installed, or an

@@ -117,9 +117,9 @@ fn engine_ranges_child() {
         drop(inner);
         drop(outer);
     }
-    let how = kprof::nvtx::copy::injection();
+    let how = kprof::nvtx::injection();
     assert!(
-        matches!(how, kprof::nvtx::copy::Injection::Attached { path: Some(_) }),
+        matches!(how, kprof::nvtx::Injection::Attached { path: Some(_) }),
         "{how:?}"
     );
 }

@@ -6,12 +6,12 @@
 //! thread-local for exactly that call). One profiler per process, used from the thread that
 //! created it (CUPTI allows one subscriber per process).
 
-use std::cell::{Cell, RefCell};
-use std::ptr;
+use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kprof::runner::{BenchOptions, Profiler, Reducer, RegionGuard, Run, RunOrder, StoppingPolicy};
+use kprof::sys::scoped::Lent;
 use kprof_core::columns::{CONFIG_INDEX_COLUMN, RAW_COLUMNS};
 use kprof_core::{Config, ExtraValue, RawResults};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -23,8 +23,8 @@ use crate::config_from_py;
 thread_local! {
     /// The process's profiler, created on the first `run_benchmark` of this thread.
     static PROFILER: RefCell<Option<Profiler>> = const { RefCell::new(None) };
-    /// The run whose closure is calling into Python right now (null otherwise).
-    static CURRENT_RUN: Cell<*mut Run> = const { Cell::new(ptr::null_mut()) };
+    /// The run whose closure is calling into Python right now (lent for that call).
+    static CURRENT_RUN: Lent<Run> = const { Lent::new() };
     /// Regions opened by `enter_region` and not closed yet, innermost last.
     static GUARDS: RefCell<Vec<(String, RegionGuard)>> = const { RefCell::new(Vec::new()) };
     /// The Python exception that stopped the benchmark, re-raised unchanged.
@@ -293,15 +293,17 @@ fn run_benchmark<'py>(
             let result = profiler.bench(&name, &configs, &opts, |config, run| {
                 let index = configs.iter().position(|c| c == config).unwrap_or(0);
                 let measured = !run.is_warmup();
-                CURRENT_RUN.with(|c| c.set(run as *mut Run));
-                let called = Python::attach(|py| -> PyResult<()> {
-                    func.call1(py, (index,))?;
-                    if measured {
-                        progress.call_method1(py, "advance", (index,))?;
-                    }
-                    Ok(())
+                let called = CURRENT_RUN.with(|slot| {
+                    slot.lend(run, || {
+                        Python::attach(|py| -> PyResult<()> {
+                            func.call1(py, (index,))?;
+                            if measured {
+                                progress.call_method1(py, "advance", (index,))?;
+                            }
+                            Ok(())
+                        })
+                    })
                 });
-                CURRENT_RUN.with(|c| c.set(ptr::null_mut()));
                 GUARDS.with(|g| g.borrow_mut().clear());
                 called.map_err(|e| {
                     let msg = Python::attach(|py| {
@@ -352,16 +354,10 @@ fn run_benchmark<'py>(
 /// measured call (annotated code then runs normally).
 #[pyfunction]
 fn enter_region(py: Python<'_>, name: &str) -> PyResult<()> {
-    let run = CURRENT_RUN.with(Cell::get);
-    if run.is_null() {
+    let Some(guard) = CURRENT_RUN.with(|slot| slot.with(|run| run.region(name))) else {
         return Ok(());
-    }
-    // SAFETY: CURRENT_RUN is set only while the benchmark closure that owns this `&mut Run` is
-    // calling into Python on this thread, and that closure does not touch the run meanwhile.
-    let run = unsafe { &mut *run };
-    let guard = run
-        .region(name)
-        .map_err(|e| kprof_exception(py, "AnnotationError", e.to_string()))?;
+    };
+    let guard = guard.map_err(|e| kprof_exception(py, "AnnotationError", e.to_string()))?;
     GUARDS.with(|g| g.borrow_mut().push((name.to_string(), guard)));
     Ok(())
 }

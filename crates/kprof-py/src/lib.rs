@@ -22,6 +22,8 @@
 //! The Rust helpers [`param_value_from_py`], [`param_value_to_py`], [`config_from_py`] and
 //! [`config_to_py`] are public so the engine bindings can reuse them.
 
+#![deny(unsafe_code)]
+
 use std::collections::HashMap;
 
 use kprof_core::columns::{NORMALIZATION_VALUE_COLUMN, PROCESSED_COLUMNS, PROCESSED_KEY_COLUMNS, RAW_COLUMNS};

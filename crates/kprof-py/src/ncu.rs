@@ -150,14 +150,12 @@ fn ncu_relaunch<'py>(
         &name,
         call_index,
     ));
-    let import = ImportOptions {
-        benchmark: name.clone(),
-        call_names: vec![name.clone()],
-        configs: configs.clone(),
-        metrics: Some(n.metrics.clone()),
-        reducer: reducer(get(options, "combine_kernel_metrics")?)?,
-        ..ImportOptions::default()
-    };
+    let mut import = ImportOptions::default();
+    import.benchmark = name.clone();
+    import.call_names = vec![name.clone()];
+    import.configs = configs.clone();
+    import.metrics = Some(n.metrics.clone());
+    import.reducer = reducer(get(options, "combine_kernel_metrics")?)?;
     let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = env
         .unwrap_or_default()
         .into_iter()

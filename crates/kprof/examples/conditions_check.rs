@@ -495,16 +495,10 @@ fn run() -> Result<bool, String> {
     gpu.launch(iters)?; // warm-up run at full length
 
     // --- runs ------------------------------------------------------------------------------
-    let mut guard = ThermalGuard::new(
-        ThermalMode::Auto,
-        ThermalSettings {
-            timeout: Duration::from_secs(60),
-            ..Default::default()
-        },
-        Some(device.clone()),
-        SystemClock::new(),
-    )
-    .map_err(|e| e.to_string())?;
+    let mut settings = ThermalSettings::default();
+    settings.timeout = Duration::from_secs(60);
+    let mut guard = ThermalGuard::new(ThermalMode::Auto, settings, Some(device.clone()), SystemClock::new())
+        .map_err(|e| e.to_string())?;
     let mut sampler = RunSampler::new(Some(device.clone()));
     let mut rows: Vec<Value> = Vec::new();
     let (mut durations, mut clocks, mut temps, mut ratios, mut ratios_avg) = (vec![], vec![], vec![], vec![], vec![]);

@@ -76,13 +76,12 @@ struct Ctx {
 
 impl Ctx {
     fn opts(&self, runs: u32, warmup: u32, cache: CacheControl) -> BenchOptions {
-        BenchOptions {
-            runs,
-            warmup,
-            cache,
-            output_prefix: Some(self.out.clone()),
-            ..Default::default()
-        }
+        let mut o = BenchOptions::default();
+        o.runs = runs;
+        o.warmup = warmup;
+        o.cache = cache;
+        o.output_prefix = Some(self.out.clone());
+        o
     }
     fn timing_event(&self) -> Result<CudaEvent, BoxError> {
         Ok(self.gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?)
@@ -203,16 +202,17 @@ fn check_a(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
 /// gives the clear error, and the CUDA-events fallback measures the 3-kernel region instead.
 fn check_h(cx: &mut Ctx) -> Result<Row, BoxError> {
     let libs = kprof::loader::Libraries::load()?;
-    let mut subscriber: *mut std::ffi::c_void = std::ptr::null_mut();
-    let rc = unsafe { (libs.cupti.fns.cuptiSubscribe)(&mut subscriber as *mut _ as _, None, std::ptr::null_mut()) };
-    if rc != 0 {
-        return Ok(Row::check(
-            "h",
-            false,
-            format!("could not take the CUPTI slot for the test (code {rc})"),
-            json!({}),
-        ));
-    }
+    let slot = match libs.cupti.take_subscriber_slot() {
+        Ok(slot) => slot,
+        Err(e) => {
+            return Ok(Row::check(
+                "h",
+                false,
+                format!("could not take the CUPTI slot for the test ({e})"),
+                json!({}),
+            ))
+        }
+    };
     let refused = match Profiler::new() {
         Ok(_) => "Profiler::new() succeeded although CUPTI was taken".to_string(),
         Err(e) => e.to_string(),
@@ -256,7 +256,7 @@ fn check_h(cx: &mut Ctx) -> Result<Row, BoxError> {
     let d = pct(mk, me);
     // The fallback's pair sits inside the outer pair, so it can only be shorter, by little.
     let close = vals.len() == 10 && mk > 0.0 && mk <= me * 1.001 && d > -5.0;
-    unsafe { (libs.cupti.fns.cuptiUnsubscribe)(subscriber as _) };
+    drop(slot);
     Ok(Row::check(
         "h",
         clear && metric_ok && close,

@@ -34,11 +34,9 @@ fn run() -> Result<(), BoxError> {
     let graph = stream
         .end_capture(CUgraphInstantiate_flags(0))?
         .ok_or("stream capture produced no graph")?;
-    let opts = BenchOptions {
-        runs: 5,
-        cache: CacheControl::None,
-        ..Default::default()
-    };
+    let mut opts = BenchOptions::default();
+    opts.runs = 5;
+    opts.cache = CacheControl::None;
     let raw = prof.bench("graph", &[Config::new().with("n", n as i64)], &opts, |_, run| {
         let _r = run.region("graph_replay")?;
         graph.launch()?;

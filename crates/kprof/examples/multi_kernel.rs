@@ -25,11 +25,9 @@ fn run() -> Result<(), BoxError> {
     let mut y = gpu.stream.alloc_zeros::<f32>(n as usize)?;
     let mut z = gpu.stream.alloc_zeros::<f32>(n as usize)?;
     gpu.sync()?;
-    let opts = BenchOptions {
-        runs: 5,
-        cache: CacheControl::None,
-        ..Default::default()
-    };
+    let mut opts = BenchOptions::default();
+    opts.runs = 5;
+    opts.cache = CacheControl::None;
     let raw = prof.bench("multi_kernel", &[Config::new().with("n", n as i64)], &opts, |_, run| {
         let _r = run.region("three")?;
         k.scale(&gpu.stream, &mut y, &x, 2.0, n)?;

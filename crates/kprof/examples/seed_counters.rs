@@ -772,20 +772,19 @@ fn output_prefix(out_dir: &Path, label: &str) -> PathBuf {
 }
 
 fn bench_options(step: Step, prefix: PathBuf, replay_mode: ReplayMode) -> BenchOptions {
-    BenchOptions {
-        runs: step.runs(),
-        metrics: step.metrics(),
-        replay_mode,
-        // Application replay, the judged twin of ncu's, takes ncu's duration: the counter.
-        duration: if replay_mode == ReplayMode::Application {
-            DurationSource::Counters
-        } else {
-            DurationSource::Records
-        },
-        thermal: ThermalOptions::off(),
-        output_prefix: Some(prefix),
-        ..BenchOptions::default()
-    }
+    let mut o = BenchOptions::default();
+    o.runs = step.runs();
+    o.metrics = step.metrics();
+    o.replay_mode = replay_mode;
+    // Application replay, the judged twin of ncu's, takes ncu's duration: the counter.
+    o.duration = if replay_mode == ReplayMode::Application {
+        DurationSource::Counters
+    } else {
+        DurationSource::Records
+    };
+    o.thermal = ThermalOptions::off();
+    o.output_prefix = Some(prefix);
+    o
 }
 
 /// Both steps in-process with CUPTI, in `mode`'s replay, under the current `KPROF_L2_FLUSH`.
@@ -823,10 +822,8 @@ fn bench_events(work: &mut Workload, out_dir: &Path) -> Result<LabelResults, Box
     let mut prof = Profiler::with_cuda_events().map_err(|e| format!("cannot start the CUDA-events profiler: {e}"))?;
     let mut results = LabelResults::default();
     for step in Step::ALL {
-        let opts = BenchOptions {
-            metrics: Vec::new(),
-            ..bench_options(step, output_prefix(out_dir, EVENTS_LABEL), ReplayMode::Kernel)
-        };
+        let mut opts = bench_options(step, output_prefix(out_dir, EVENTS_LABEL), ReplayMode::Kernel);
+        opts.metrics = Vec::new();
         let raw = prof
             .bench(step.name(), &[], &opts, |_, run| work.run(step, run))
             .map_err(|e| format!("{EVENTS_LABEL} {}: {e}", step.name()))?;
@@ -877,13 +874,11 @@ fn bench_under_ncu(
             output_prefix(out_dir, &label.replace('/', "-")),
             ReplayMode::Kernel,
         );
-        let ncu = NcuOptions {
-            metrics: step.metrics(),
-            replay_mode: replay,
-            cache_control: kprof::ncu::CacheControl::All,
-            clock_control: kprof::ncu::ClockControl::None,
-            ..NcuOptions::default()
-        };
+        let mut ncu = NcuOptions::default();
+        ncu.metrics = step.metrics();
+        ncu.replay_mode = replay;
+        ncu.cache_control = kprof::ncu::CacheControl::All;
+        ncu.clock_control = kprof::ncu::ClockControl::None;
         let started = Instant::now();
         let raw = match prof.bench_ncu(step.name(), &[], &opts, &ncu, |_, run| work.run(step, run)) {
             Ok(raw) => raw,

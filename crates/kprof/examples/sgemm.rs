@@ -24,10 +24,8 @@ fn run() -> Result<(), BoxError> {
     let mut mats: Vec<Matmul> = sizes.iter().map(|&n| Matmul::new(&gpu, n)).collect::<Result<_, _>>()?;
     gpu.sync()?;
     let configs: Vec<Config> = sizes.iter().map(|&n| Config::new().with("n", n)).collect();
-    let opts = BenchOptions {
-        output_prefix: std::env::args().nth(1).map(Into::into),
-        ..Default::default()
-    };
+    let mut opts = BenchOptions::default();
+    opts.output_prefix = std::env::args().nth(1).map(Into::into);
     let raw = prof.bench("sgemm", &configs, &opts, |c, run| {
         let i = configs.iter().position(|x| x == c).unwrap();
         let _r = run.region("matmul")?;

@@ -273,14 +273,12 @@ fn kprof_mode(b: &mut Bench, source: &str, replay: &str) -> Result<(), BoxError>
         // Long kernels against ncu's default (cold cache); short kernels and graphs warm, as the
         // issue's references were taken.
         let cold = case.starts_with("sgemm") || case == "scale64M";
-        let opts = BenchOptions {
-            runs: 10,
-            cache: if cold { CacheControl::All } else { CacheControl::None },
-            duration,
-            replay_mode,
-            conditions: false,
-            ..Default::default()
-        };
+        let mut opts = BenchOptions::default();
+        opts.runs = 10;
+        opts.cache = if cold { CacheControl::All } else { CacheControl::None };
+        opts.duration = duration;
+        opts.replay_mode = replay_mode;
+        opts.conditions = false;
         let t0 = std::time::Instant::now();
         let raw = prof.bench(&case, &[Config::new()], &opts, |_, run| {
             let _r = run.region("r")?;

@@ -29,9 +29,9 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cupti::ffi::EXTERNAL_CORRELATION_KIND_CUSTOM0;
 use crate::cupti::records::{graph_item_name, ActivityBatch, KernelRecord};
 use crate::error::EngineError;
+use crate::sys::cupti::EXTERNAL_CORRELATION_KIND_CUSTOM0;
 
 /// One open-then-closed region, in CUPTI timestamps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -259,7 +259,7 @@ mod tests {
     }
     fn launch(corr: u32, t: u64, tid: u32, cbid: u32) -> ApiRecord {
         ApiRecord {
-            kind: crate::cupti::ffi::ACTIVITY_KIND_DRIVER,
+            kind: crate::sys::cupti::ACTIVITY_KIND_DRIVER,
             cbid,
             start_ns: t,
             end_ns: t + 3,
@@ -457,7 +457,7 @@ mod tests {
     }
 
     fn cbid_is_graph(c: u32) -> bool {
-        crate::cupti::ffi::cbid::is_graph_launch(crate::cupti::ffi::ACTIVITY_KIND_DRIVER, c)
+        crate::sys::cupti::cbid::is_graph_launch(crate::sys::cupti::ACTIVITY_KIND_DRIVER, c)
     }
 
     #[test]

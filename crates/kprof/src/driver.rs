@@ -1,142 +1,18 @@
-//! A hand-written function table for the few CUDA driver calls the engine needs, resolved once
-//! from a libcuda loaded at run time (see [`crate::loader`]), with safe wrappers.
+//! The CUDA driver, safely: [`Driver`] wraps the function table of the FFI layer
+//! ([`crate::sys::driver`], resolved once from a libcuda loaded at run time by
+//! [`crate::sys::loader`]) with the engine's errors, error names and hints.
 
-use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use std::ffi::c_char;
 use std::path::Path;
 use std::sync::Mutex;
 
 use crate::error::EngineError;
-use crate::loader::{load_library, LibKind, LoadedLib, SearchEnv};
-
-/// `CUresult`.
-pub type CuResult = c_int;
-/// `CUdevice`.
-pub type CuDevice = c_int;
-/// `CUcontext` (opaque pointer).
-pub type CuContext = *mut c_void;
-/// `CUdeviceptr`.
-pub type CuDevicePtr = u64;
-
-pub const CUDA_SUCCESS: CuResult = 0;
-pub const CUDA_ERROR_INVALID_CONTEXT: CuResult = 201;
-
-/// `CUdevice_attribute` values used here.
-pub mod attr {
-    pub const CLOCK_RATE: i32 = 13;
-    pub const MEMORY_CLOCK_RATE: i32 = 36;
-    pub const L2_CACHE_SIZE: i32 = 38;
-    pub const COMPUTE_CAPABILITY_MAJOR: i32 = 75;
-    pub const COMPUTE_CAPABILITY_MINOR: i32 = 76;
-}
-
-type FnInit = unsafe extern "C" fn(c_uint) -> CuResult;
-type FnDriverGetVersion = unsafe extern "C" fn(*mut c_int) -> CuResult;
-type FnCtxGetCurrent = unsafe extern "C" fn(*mut CuContext) -> CuResult;
-type FnCtxSetCurrent = unsafe extern "C" fn(CuContext) -> CuResult;
-type FnCtxGetDevice = unsafe extern "C" fn(*mut CuDevice) -> CuResult;
-type FnCtxSynchronize = unsafe extern "C" fn() -> CuResult;
-type FnPrimaryCtxRetain = unsafe extern "C" fn(*mut CuContext, CuDevice) -> CuResult;
-type FnDeviceGet = unsafe extern "C" fn(*mut CuDevice, c_int) -> CuResult;
-type FnDeviceGetCount = unsafe extern "C" fn(*mut c_int) -> CuResult;
-type FnDeviceGetName = unsafe extern "C" fn(*mut c_char, c_int, CuDevice) -> CuResult;
-type FnDeviceGetAttribute = unsafe extern "C" fn(*mut c_int, c_int, CuDevice) -> CuResult;
-type FnDeviceGetUuid = unsafe extern "C" fn(*mut [u8; 16], CuDevice) -> CuResult;
-type FnMemAlloc = unsafe extern "C" fn(*mut CuDevicePtr, usize) -> CuResult;
-type FnMemFree = unsafe extern "C" fn(CuDevicePtr) -> CuResult;
-type FnMemsetD8 = unsafe extern "C" fn(CuDevicePtr, u8, usize) -> CuResult;
-type FnGetErrorName = unsafe extern "C" fn(CuResult, *mut *const c_char) -> CuResult;
-type FnEventCreate = unsafe extern "C" fn(*mut CuEvent, c_uint) -> CuResult;
-type FnEventRecord = unsafe extern "C" fn(CuEvent, *mut std::ffi::c_void) -> CuResult;
-type FnEventElapsedTime = unsafe extern "C" fn(*mut f32, CuEvent, CuEvent) -> CuResult;
-type FnEventDestroy = unsafe extern "C" fn(CuEvent) -> CuResult;
-type FnModuleLoadData = unsafe extern "C" fn(*mut CuModule, *const c_void) -> CuResult;
-type FnModuleGetFunction = unsafe extern "C" fn(*mut CuFunction, CuModule, *const c_char) -> CuResult;
-#[allow(clippy::type_complexity)]
-type FnLaunchKernel = unsafe extern "C" fn(
-    CuFunction,
-    c_uint,
-    c_uint,
-    c_uint,
-    c_uint,
-    c_uint,
-    c_uint,
-    c_uint,
-    *mut c_void,
-    *mut *mut c_void,
-    *mut *mut c_void,
-) -> CuResult;
-
-/// `CUmodule` (opaque pointer).
-pub type CuModule = *mut c_void;
-/// `CUfunction` (opaque pointer).
-pub type CuFunction = *mut c_void;
-
-/// `CUevent`.
-pub type CuEvent = *mut std::ffi::c_void;
-
-/// Raw function pointers, resolved once.
-#[derive(Debug, Clone, Copy)]
-#[allow(non_snake_case)]
-pub struct DriverFns {
-    pub cuInit: FnInit,
-    pub cuDriverGetVersion: FnDriverGetVersion,
-    pub cuCtxGetCurrent: FnCtxGetCurrent,
-    pub cuCtxSetCurrent: FnCtxSetCurrent,
-    pub cuCtxGetDevice: FnCtxGetDevice,
-    pub cuCtxSynchronize: FnCtxSynchronize,
-    pub cuDevicePrimaryCtxRetain: FnPrimaryCtxRetain,
-    pub cuDeviceGet: FnDeviceGet,
-    pub cuDeviceGetCount: FnDeviceGetCount,
-    pub cuDeviceGetName: FnDeviceGetName,
-    pub cuDeviceGetAttribute: FnDeviceGetAttribute,
-    pub cuDeviceGetUuid: FnDeviceGetUuid,
-    pub cuMemAlloc: FnMemAlloc,
-    pub cuMemFree: FnMemFree,
-    pub cuMemsetD8: FnMemsetD8,
-    pub cuGetErrorName: FnGetErrorName,
-    pub cuEventCreate: FnEventCreate,
-    pub cuEventRecord: FnEventRecord,
-    pub cuEventElapsedTime: FnEventElapsedTime,
-    pub cuEventDestroy: FnEventDestroy,
-    pub cuModuleLoadData: FnModuleLoadData,
-    pub cuModuleGetFunction: FnModuleGetFunction,
-    pub cuLaunchKernel: FnLaunchKernel,
-}
-
-impl DriverFns {
-    fn resolve(lib: &LoadedLib) -> Result<Self, EngineError> {
-        unsafe {
-            Ok(DriverFns {
-                cuInit: lib.sym("cuInit")?,
-                cuDriverGetVersion: lib.sym("cuDriverGetVersion")?,
-                cuCtxGetCurrent: lib.sym("cuCtxGetCurrent")?,
-                cuCtxSetCurrent: lib.sym("cuCtxSetCurrent")?,
-                cuCtxGetDevice: lib.sym("cuCtxGetDevice")?,
-                cuCtxSynchronize: lib.sym("cuCtxSynchronize")?,
-                cuDevicePrimaryCtxRetain: lib.sym("cuDevicePrimaryCtxRetain")?,
-                cuDeviceGet: lib.sym("cuDeviceGet")?,
-                cuDeviceGetCount: lib.sym("cuDeviceGetCount")?,
-                cuDeviceGetName: lib.sym("cuDeviceGetName")?,
-                cuDeviceGetAttribute: lib.sym("cuDeviceGetAttribute")?,
-                cuDeviceGetUuid: match lib.opt_sym("cuDeviceGetUuid_v2") {
-                    Some(f) => f,
-                    None => lib.sym("cuDeviceGetUuid")?,
-                },
-                cuMemAlloc: lib.sym("cuMemAlloc_v2")?,
-                cuMemFree: lib.sym("cuMemFree_v2")?,
-                cuMemsetD8: lib.sym("cuMemsetD8_v2")?,
-                cuGetErrorName: lib.sym("cuGetErrorName")?,
-                cuEventCreate: lib.sym("cuEventCreate")?,
-                cuEventRecord: lib.sym("cuEventRecord")?,
-                cuEventElapsedTime: lib.sym("cuEventElapsedTime")?,
-                cuEventDestroy: lib.sym("cuEventDestroy_v2")?,
-                cuModuleLoadData: lib.sym("cuModuleLoadData")?,
-                cuModuleGetFunction: lib.sym("cuModuleGetFunction")?,
-                cuLaunchKernel: lib.sym("cuLaunchKernel")?,
-            })
-        }
-    }
-}
+use crate::sys::driver::{attr, c_chars_to_string, DriverFns};
+pub use crate::sys::driver::{
+    CuContext, CuDevice, CuDevicePtr, CuEvent, CuResult, CUDA_ERROR_INVALID_CONTEXT, CUDA_SUCCESS,
+};
+use crate::sys::kernels::{LoadedKernel, PtxKernel};
+use crate::sys::loader::{load_library, LibKind, SearchEnv};
 
 /// Properties of one device.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -159,10 +35,10 @@ pub struct DeviceBuffer {
     pub bytes: usize,
 }
 
-/// The loaded CUDA driver: safe wrappers over [`DriverFns`].
+/// The loaded CUDA driver: safe wrappers over the FFI layer's [`DriverFns`].
 #[derive(Debug)]
 pub struct Driver {
-    pub fns: DriverFns,
+    pub(crate) fns: DriverFns,
     pub path: &'static Path,
     /// cuDriverGetVersion, e.g. 13000 for CUDA 13.0.
     pub version: i32,
@@ -185,11 +61,11 @@ impl Driver {
             path: lib.path,
             version: 0,
         };
-        d.check("cuDriverGetVersion", unsafe { (fns.cuDriverGetVersion)(&mut version) })?;
+        d.check("cuDriverGetVersion", fns.driver_get_version(&mut version))?;
         d.version = version;
         d.check_hint(
             "cuInit",
-            unsafe { (fns.cuInit)(0) },
+            fns.init(0),
             "no usable NVIDIA GPU: check nvidia-smi, CUDA_VISIBLE_DEVICES and that the driver \
              supports this GPU",
         )?;
@@ -200,13 +76,9 @@ impl Driver {
 
     /// The CUDA error name for a result code, e.g. "CUDA_ERROR_NO_DEVICE".
     pub fn error_name(&self, code: CuResult) -> String {
-        let mut p: *const c_char = std::ptr::null();
-        let r = unsafe { (self.fns.cuGetErrorName)(code, &mut p) };
-        if r == CUDA_SUCCESS && !p.is_null() {
-            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
-        } else {
-            format!("CUDA error {code}")
-        }
+        self.fns
+            .get_error_name(code)
+            .unwrap_or_else(|| format!("CUDA error {code}"))
     }
 
     /// Turns a `CUresult` into `Ok(())` or [`EngineError::DriverCall`].
@@ -214,12 +86,17 @@ impl Driver {
         if code == CUDA_SUCCESS {
             Ok(())
         } else {
-            Err(EngineError::DriverCall {
-                call,
-                code,
-                name: self.error_name(code),
-                hint: None,
-            })
+            Err(self.error(call, code))
+        }
+    }
+
+    /// [`EngineError::DriverCall`] for a failed call.
+    fn error(&self, call: &'static str, code: CuResult) -> EngineError {
+        EngineError::DriverCall {
+            call,
+            code,
+            name: self.error_name(code),
+            hint: None,
         }
     }
 
@@ -238,7 +115,7 @@ impl Driver {
     /// The current context, if any.
     pub fn current_context(&self) -> Result<Option<CuContext>, EngineError> {
         let mut ctx: CuContext = std::ptr::null_mut();
-        self.check("cuCtxGetCurrent", unsafe { (self.fns.cuCtxGetCurrent)(&mut ctx) })?;
+        self.check("cuCtxGetCurrent", self.fns.ctx_get_current(&mut ctx))?;
         Ok((!ctx.is_null()).then_some(ctx))
     }
 
@@ -249,151 +126,112 @@ impl Driver {
             return Ok(ctx);
         }
         let mut dev: CuDevice = 0;
-        self.check("cuDeviceGet", unsafe { (self.fns.cuDeviceGet)(&mut dev, 0) })?;
+        self.check("cuDeviceGet", self.fns.device_get(&mut dev, 0))?;
         let mut ctx: CuContext = std::ptr::null_mut();
-        self.check("cuDevicePrimaryCtxRetain", unsafe {
-            (self.fns.cuDevicePrimaryCtxRetain)(&mut ctx, dev)
-        })?;
-        self.check("cuCtxSetCurrent", unsafe { (self.fns.cuCtxSetCurrent)(ctx) })?;
+        self.check(
+            "cuDevicePrimaryCtxRetain",
+            self.fns.device_primary_ctx_retain(&mut ctx, dev),
+        )?;
+        self.check("cuCtxSetCurrent", self.fns.ctx_set_current(ctx))?;
         Ok(ctx)
     }
 
     /// The device ordinal of the current context.
     pub fn current_device(&self) -> Result<i32, EngineError> {
         let mut dev: CuDevice = 0;
-        self.check("cuCtxGetDevice", unsafe { (self.fns.cuCtxGetDevice)(&mut dev) })?;
+        self.check("cuCtxGetDevice", self.fns.ctx_get_device(&mut dev))?;
         Ok(dev)
     }
 
     /// Number of visible devices.
     pub fn device_count(&self) -> Result<i32, EngineError> {
         let mut n = 0;
-        self.check("cuDeviceGetCount", unsafe { (self.fns.cuDeviceGetCount)(&mut n) })?;
+        self.check("cuDeviceGetCount", self.fns.device_get_count(&mut n))?;
         Ok(n)
     }
 
     /// `cuCtxSynchronize` on the current context.
     pub fn synchronize(&self) -> Result<(), EngineError> {
-        self.check("cuCtxSynchronize", unsafe { (self.fns.cuCtxSynchronize)() })
+        self.check("cuCtxSynchronize", self.fns.ctx_synchronize())
     }
 
     /// Allocates device memory in the current context.
     pub fn alloc(&self, bytes: usize) -> Result<DeviceBuffer, EngineError> {
         let mut ptr: CuDevicePtr = 0;
-        self.check("cuMemAlloc_v2", unsafe { (self.fns.cuMemAlloc)(&mut ptr, bytes) })?;
+        self.check("cuMemAlloc_v2", self.fns.mem_alloc(&mut ptr, bytes))?;
         Ok(DeviceBuffer { ptr, bytes })
     }
 
     /// Creates a CUDA event (default flags: it records timing).
     pub fn event_create(&self) -> Result<CuEvent, EngineError> {
-        let mut e: CuEvent = std::ptr::null_mut();
-        self.check("cuEventCreate", unsafe { (self.fns.cuEventCreate)(&mut e, 0) })?;
-        Ok(e)
+        self.fns
+            .event_create(0)
+            .map_err(|code| self.error("cuEventCreate", code))
     }
 
     /// Records `event` on the legacy default stream, which orders it after the work already
     /// queued on every blocking stream of the context.
-    // `CuEvent` is an opaque driver handle: kprof never dereferences it, the driver checks it.
-    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn event_record(&self, event: CuEvent) -> Result<(), EngineError> {
-        self.check("cuEventRecord", unsafe {
-            (self.fns.cuEventRecord)(event, std::ptr::null_mut())
-        })
+        self.check("cuEventRecord", self.fns.event_record(event))
     }
 
     /// Milliseconds between two recorded, completed events.
-    // `CuEvent` is an opaque driver handle: kprof never dereferences it, the driver checks it.
-    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn event_elapsed_ms(&self, start: CuEvent, end: CuEvent) -> Result<f32, EngineError> {
         let mut ms = 0f32;
-        self.check("cuEventElapsedTime", unsafe {
-            (self.fns.cuEventElapsedTime)(&mut ms, start, end)
-        })?;
+        self.check("cuEventElapsedTime", self.fns.event_elapsed_time(&mut ms, start, end))?;
         Ok(ms)
     }
 
     /// Destroys an event.
-    // `CuEvent` is an opaque driver handle: kprof never dereferences it, the driver checks it.
-    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn event_destroy(&self, event: CuEvent) -> Result<(), EngineError> {
-        self.check("cuEventDestroy_v2", unsafe { (self.fns.cuEventDestroy)(event) })
+        self.check("cuEventDestroy_v2", self.fns.event_destroy(event))
     }
 
     /// Sets every byte of the buffer (asynchronously w.r.t. the host on the legacy stream).
     pub fn memset(&self, buf: DeviceBuffer, value: u8) -> Result<(), EngineError> {
-        self.check("cuMemsetD8_v2", unsafe {
-            (self.fns.cuMemsetD8)(buf.ptr, value, buf.bytes)
-        })
+        self.check("cuMemsetD8_v2", self.fns.memset_d8(buf.ptr, value, buf.bytes))
     }
 
-    /// Loads a PTX (or cubin) image into the current context (the driver JIT-compiles PTX for
-    /// the device) and returns its function `name`. The module stays loaded for the process.
-    pub fn load_function(&self, image: &CStr, name: &CStr) -> Result<CuFunction, EngineError> {
-        let mut module: CuModule = std::ptr::null_mut();
-        self.check("cuModuleLoadData", unsafe {
-            (self.fns.cuModuleLoadData)(&mut module, image.as_ptr().cast())
-        })?;
-        let mut func: CuFunction = std::ptr::null_mut();
-        self.check("cuModuleGetFunction", unsafe {
-            (self.fns.cuModuleGetFunction)(&mut func, module, name.as_ptr())
-        })?;
-        Ok(func)
+    /// Loads one of kprof's PTX kernels ([`crate::sys::kernels`]) into the current context (the
+    /// driver JIT-compiles it for the device). The module stays loaded for the process.
+    pub(crate) fn load_kernel(&self, kernel: &'static PtxKernel) -> Result<LoadedKernel, EngineError> {
+        self.fns
+            .load_kernel(kernel)
+            .map_err(|(call, code)| self.error(call, code))
     }
 
-    /// Launches `func` on the legacy default stream with a 1-D grid; `params` points at each
-    /// kernel argument in order, as `cuLaunchKernel` wants.
-    ///
-    /// # Safety
-    /// `func` must come from [`Driver::load_function`] in the current context, and `params` must
-    /// point at live values whose number and types match the kernel's parameters.
-    pub unsafe fn launch_1d(
+    /// Launches a kernel from [`Driver::load_kernel`] on the legacy default stream with a 1-D
+    /// grid and its two parameters `(u64 device pointer, u64 count)`.
+    pub(crate) fn launch_kernel(
         &self,
-        func: CuFunction,
+        kernel: LoadedKernel,
         blocks: u32,
         threads: u32,
-        params: &mut [*mut c_void],
+        args: (u64, u64),
     ) -> Result<(), EngineError> {
-        self.check("cuLaunchKernel", unsafe {
-            (self.fns.cuLaunchKernel)(
-                func,
-                blocks,
-                1,
-                1,
-                threads,
-                1,
-                1,
-                0,
-                std::ptr::null_mut(),
-                params.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        })
+        self.check("cuLaunchKernel", self.fns.launch_kernel(kernel, blocks, threads, args))
     }
 
     /// Frees a buffer from [`Driver::alloc`].
     pub fn free(&self, buf: DeviceBuffer) -> Result<(), EngineError> {
-        self.check("cuMemFree_v2", unsafe { (self.fns.cuMemFree)(buf.ptr) })
+        self.check("cuMemFree_v2", self.fns.mem_free(buf.ptr))
     }
 
     /// Name, L2 size, clocks, compute capability and UUID of device `ordinal`.
     pub fn device_info(&self, ordinal: i32) -> Result<DeviceProps, EngineError> {
         let f = &self.fns;
         let mut dev: CuDevice = 0;
-        self.check("cuDeviceGet", unsafe { (f.cuDeviceGet)(&mut dev, ordinal) })?;
+        self.check("cuDeviceGet", f.device_get(&mut dev, ordinal))?;
         let mut name = [0 as c_char; 256];
-        self.check("cuDeviceGetName", unsafe {
-            (f.cuDeviceGetName)(name.as_mut_ptr(), name.len() as c_int, dev)
-        })?;
-        let name = unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
+        self.check("cuDeviceGetName", f.device_get_name(&mut name, dev))?;
+        let name = c_chars_to_string(&name);
         let get = |a: i32| -> Result<i32, EngineError> {
             let mut v = 0;
-            self.check("cuDeviceGetAttribute", unsafe {
-                (f.cuDeviceGetAttribute)(&mut v, a, dev)
-            })?;
+            self.check("cuDeviceGetAttribute", f.device_get_attribute(&mut v, a, dev))?;
             Ok(v)
         };
         let mut uuid = [0u8; 16];
-        self.check("cuDeviceGetUuid", unsafe { (f.cuDeviceGetUuid)(&mut uuid, dev) })?;
+        self.check("cuDeviceGetUuid", f.device_get_uuid(&mut uuid, dev))?;
         Ok(DeviceProps {
             ordinal,
             name,

@@ -5,32 +5,10 @@ use std::path::PathBuf;
 /// Errors from loading the GPU libraries, driving CUDA/CUPTI and attributing kernels.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
-    /// A shared library could not be found or opened at any of the places searched.
-    #[error(
-        "{library} could not be loaded; tried {} location(s):\n{}\nfix: {hint}",
-        tried.len(),
-        format_tried(tried)
-    )]
-    LibraryNotFound {
-        /// Short library name, e.g. "libcupti".
-        library: String,
-        /// Every path or bare name tried, in order, with the reason it failed after " -- ".
-        tried: Vec<PathBuf>,
-        /// What the user can do (install the driver, set KPROF_CUPTI_PATH, ...).
-        hint: String,
-    },
-
-    /// The library loaded but lacks a function the engine needs (usually: too old).
-    #[error(
-        "symbol {symbol} is missing from {library} ({path}); this library is probably too old \
-         for kprof: {hint}"
-    )]
-    SymbolMissing {
-        library: String,
-        symbol: String,
-        path: PathBuf,
-        hint: String,
-    },
+    /// A shared library could not be found or opened at any of the places searched, or lacks a
+    /// function the engine needs (usually: too old). Its message lists every place tried and the fix.
+    #[error(transparent)]
+    Load(#[from] crate::sys::loader::LoadError),
 
     /// A CUDA driver API call returned an error.
     #[error("CUDA driver call {call} failed with {name} ({code}){}", hint_suffix(hint))]
@@ -153,17 +131,6 @@ pub enum EngineError {
         line: usize,
         message: String,
     },
-}
-
-fn format_tried(tried: &[PathBuf]) -> String {
-    if tried.is_empty() {
-        return "  (nothing)".to_string();
-    }
-    tried
-        .iter()
-        .map(|p| format!("  - {}", p.display()))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 fn hint_suffix(hint: &Option<String>) -> String {

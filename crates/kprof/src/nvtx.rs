@@ -1,19 +1,19 @@
 //! NVTX push/pop ranges in the ASCII domain `kprof`, so that `ncu --nvtx --nvtx-include
 //! "kprof@<name>/"` and nsys see the same regions as the CUPTI backend.
 //!
-//! kprof carries its own NVTX v3 copy ([`copy`], with hand-written declarations in [`abi`]; no C
-//! compiler or libclang at build time): a no-op unless a tool injects itself through
-//! `NVTX_INJECTION64_PATH`, exactly as a C program's NVTX copy. Names are always passed as ASCII
-//! strings: wide strings show in ncu 2025.3 as one character and its filters then match nothing.
+//! kprof carries its own NVTX v3 copy (the FFI layer's [`crate::sys::nvtx::copy`], with
+//! hand-written declarations in [`crate::sys::nvtx`]; no C compiler or libclang at build time): a
+//! no-op unless a tool injects itself through `NVTX_INJECTION64_PATH`, exactly as a C program's
+//! NVTX copy ([`injection`] says what happened). Names are always passed as ASCII strings: wide
+//! strings show in ncu 2025.3 as one character and its filters then match nothing.
 
 use std::ffi::CString;
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 
 use crate::error::EngineError;
-
-pub mod abi;
-pub mod copy;
+use crate::sys::nvtx::copy;
+pub use crate::sys::nvtx::copy::{injection, Injection, ENV_INJECTION_PATH};
 
 /// The NVTX domain name.
 pub const DOMAIN: &str = "kprof";

@@ -37,20 +37,20 @@ pub const ENV_VARS: &[EnvVar] = &[
         meaning: "The libcupti to load: a file, or a folder holding `libcupti.so*`. When set it is the only place \
                   searched (a wrong path is an error, never a silent fallback). Also the first place the offline \
                   metric lookup of `kprof metrics` (where `--cupti` wins) and of `kprof run --metrics` looks.",
-        read_by: "kprof (`loader`, `counters::locate_cupti`), kprof-inject, kprof-cli (`metrics`, `doctor`)",
+        read_by: "kprof (`sys::loader`: the engine's search and `locate_cupti`), kprof-inject, kprof-cli (`metrics`, `doctor`)",
     },
     EnvVar {
         name: "KPROF_LIBCUDA_PATH",
         default: "unset: `libcuda.so.1`, then `libcuda.so`, through the dynamic loader's search",
         meaning: "The libcuda to load: a file, or the folder holding it. When set it is the only place searched.",
-        read_by: "kprof (`loader`), so every front end and `kprof doctor`",
+        read_by: "kprof (`sys::loader`), so every front end and `kprof doctor`",
     },
     EnvVar {
         name: "KPROF_NVML_PATH",
         default: "unset: `libnvidia-ml.so.1`, then `libnvidia-ml.so`, through the dynamic loader's search",
         meaning: "The libnvidia-ml (NVML: clocks, temperature, power, energy) to load: a file, or the folder holding \
                   `libnvidia-ml.so.1`. When set it is the only place searched.",
-        read_by: "kprof (`loader`, `conditions::nvml`), kprof-cli (`doctor`)",
+        read_by: "kprof (`sys::loader`, `conditions::nvml`), kprof-cli (`doctor`)",
     },
     EnvVar {
         name: "KPROF_PYTHON_SITE_PACKAGES",
@@ -58,7 +58,7 @@ pub const ENV_VARS: &[EnvVar] = &[
                   outside Python",
         meaning: "`:`-separated site-packages folders in which the libcupti search looks for pip's NVIDIA wheels \
                   (`nvidia/cu13/lib`, `nvidia/cuda_cupti/lib`), before those of `$VIRTUAL_ENV` and `$CONDA_PREFIX`.",
-        read_by: "kprof (`loader`); set by `python/kprof/_backend.py`",
+        read_by: "kprof (`sys::loader`); set by `python/kprof/_backend.py`",
     },
     EnvVar {
         name: "KPROF_CUPTI_WHEEL_DIR",
@@ -66,7 +66,7 @@ pub const ENV_VARS: &[EnvVar] = &[
         meaning: "An unpacked `nvidia-cuda-cupti` wheel, searched for libcupti by the offline metric lookup \
                   (`kprof metrics`, the `--metrics` check of `kprof run` without a GPU) after `KPROF_CUPTI_PATH` and \
                   before `$CUDA_HOME` and `/usr/local/cuda`; the tests find CUPTI there too.",
-        read_by: "kprof (`counters::locate_cupti`), the tests of kprof and kprof-cli; set by `scripts/test.sh`",
+        read_by: "kprof (`sys::loader::locate_cupti`, through `counters::locate_cupti`), the tests of kprof and kprof-cli; set by `scripts/test.sh`",
     },
     // Measurement (engine).
     EnvVar {

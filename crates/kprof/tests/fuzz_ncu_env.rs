@@ -32,12 +32,10 @@ fn check_ncu(bytes: Vec<u8>) {
             (NumberStyle::C, Reducer::Max),
             (NumberStyle::European, Reducer::First),
         ] {
-            let opts = ImportOptions {
-                benchmark: "fuzz".into(),
-                number_style: style,
-                reducer,
-                ..ImportOptions::default()
-            };
+            let mut opts = ImportOptions::default();
+            opts.benchmark = "fuzz".into();
+            opts.number_style = style;
+            opts.reducer = reducer;
             if let Ok(raw) = parse_ncu_csv(&text, &opts) {
                 let _ = process(&raw, &ProcessOptions::default());
                 let _ = kprof_core::display::render_raw(&raw, 20);

@@ -2,7 +2,7 @@
 //! (Uses the KPROF_*_PATH overrides pointed at an empty directory, so it holds on any machine.)
 
 use kprof::driver::Driver;
-use kprof::loader::{SearchEnv, ENV_CUPTI_PATH, ENV_LIBCUDA_PATH};
+use kprof::loader::{LoadError, SearchEnv, ENV_CUPTI_PATH, ENV_LIBCUDA_PATH};
 use kprof::{EngineError, Libraries};
 
 #[test]
@@ -16,7 +16,10 @@ fn missing_driver_and_cupti_are_clear_errors() {
     let e = Driver::load(&SearchEnv::from_process()).unwrap_err();
     let msg = e.to_string();
     eprintln!("{msg}");
-    assert!(matches!(e, EngineError::LibraryNotFound { .. }), "{e:?}");
+    assert!(
+        matches!(e, EngineError::Load(LoadError::LibraryNotFound { .. })),
+        "{e:?}"
+    );
     assert!(msg.starts_with("libcuda could not be loaded"), "{msg}");
     assert!(msg.contains(&dir), "{msg}");
     assert!(msg.contains("install the NVIDIA driver"), "{msg}");
@@ -38,7 +41,10 @@ fn missing_driver_and_cupti_are_clear_errors() {
         Err(e) => {
             eprintln!("{e}");
             assert!(
-                matches!(e, EngineError::LibraryNotFound { .. } | EngineError::DriverCall { .. }),
+                matches!(
+                    e,
+                    EngineError::Load(LoadError::LibraryNotFound { .. }) | EngineError::DriverCall { .. }
+                ),
                 "{e:?}"
             );
         }

@@ -1,4 +1,5 @@
-//! NVML, loaded at run time through `nvml-wrapper` (which dlopens `libnvidia-ml.so.1`).
+//! NVML, loaded at run time through `nvml-wrapper` (which dlopens `libnvidia-ml.so.1`); the
+//! calls nvml-wrapper does not wrap safely go through the FFI layer ([`crate::sys::nvml`]).
 //!
 //! A missing library or driver is an ordinary error value ([`ConditionsError::NvmlUnavailable`]):
 //! callers print it once and record NaN condition columns. Every call here is a read; nothing
@@ -17,10 +18,7 @@ use nvml_wrapper::structs::device::FieldId;
 
 use super::thermal::TemperatureSensor;
 use super::ConditionsError;
-
-/// `nvmlMarginTemperature_v1_t`'s struct version: `sizeof(struct) | 1 << 24`.
-const MARGIN_TEMPERATURE_V1: u32 =
-    std::mem::size_of::<nvml_wrapper_sys::bindings::nvmlMarginTemperature_v1_t>() as u32 | (1 << 24);
+use crate::sys::nvml::BoundDevice;
 
 /// NVML field id of the instantaneous power draw (mW), `NVML_FI_DEV_POWER_INSTANT`.
 const FI_DEV_POWER_INSTANT: u32 = 186;
@@ -49,7 +47,7 @@ impl Nvml {
     pub fn load() -> Result<Nvml, ConditionsError> {
         // KPROF_NVML_PATH (a file, or the folder holding libnvidia-ml.so.1) is exclusive when set,
         // as for the loader and `kprof doctor`.
-        if let Some(path) = std::env::var_os(crate::loader::ENV_NVML_PATH).filter(|p| !p.is_empty()) {
+        if let Some(path) = std::env::var_os(crate::sys::loader::ENV_NVML_PATH).filter(|p| !p.is_empty()) {
             let path = std::path::PathBuf::from(path);
             let file = if path.is_dir() {
                 path.join("libnvidia-ml.so.1")
@@ -61,8 +59,8 @@ impl Nvml {
                     reason: format!(
                         "{} (from {}): {reason}; fix or unset {}",
                         file.display(),
-                        crate::loader::ENV_NVML_PATH,
-                        crate::loader::ENV_NVML_PATH
+                        crate::sys::loader::ENV_NVML_PATH,
+                        crate::sys::loader::ENV_NVML_PATH
                     ),
                 },
                 e => e,
@@ -117,8 +115,8 @@ impl Nvml {
     /// [`normalize_uuid`]).
     pub fn device_by_uuid(&self, uuid: &str) -> Result<GpuDevice, ConditionsError> {
         let norm = normalize_uuid(uuid);
-        match self.inner.device_by_uuid(norm.as_str()) {
-            Ok(d) => Ok(GpuDevice::wrap(self, &d)),
+        match BoundDevice::by_uuid(&self.inner, norm.as_str()) {
+            Ok(d) => Ok(GpuDevice::wrap(self, d)),
             Err(e) => Err(ConditionsError::DeviceNotFound {
                 uuid: norm,
                 reason: e.to_string(),
@@ -128,8 +126,8 @@ impl Nvml {
 
     /// The NVML device with this NVML index.
     pub fn device_by_index(&self, index: u32) -> Result<GpuDevice, ConditionsError> {
-        match self.inner.device_by_index(index) {
-            Ok(d) => Ok(GpuDevice::wrap(self, &d)),
+        match BoundDevice::by_index(&self.inner, index) {
+            Ok(d) => Ok(GpuDevice::wrap(self, d)),
             Err(e) => Err(ConditionsError::Nvml {
                 call: "nvmlDeviceGetHandleByIndex",
                 reason: e.to_string(),
@@ -233,13 +231,6 @@ pub fn uuid_from_bytes(bytes: &[u8; 16]) -> String {
     normalize_uuid(&hex)
 }
 
-#[derive(Clone, Copy)]
-struct Handle(nvml_wrapper_sys::bindings::nvmlDevice_t);
-// SAFETY: an nvmlDevice_t is an opaque handle that NVML allows on any thread (nvml-wrapper
-// marks `Device` Send + Sync as well).
-unsafe impl Send for Handle {}
-unsafe impl Sync for Handle {}
-
 /// One NVML device, kept together with the NVML instance that owns it. Cheap to clone.
 ///
 /// Every getter is a read that returns `None` when NVML says no (not supported, no
@@ -247,7 +238,7 @@ unsafe impl Sync for Handle {}
 #[derive(Clone)]
 pub struct GpuDevice {
     nvml: Nvml,
-    handle: Handle,
+    device: BoundDevice,
     uuid: String,
     index: Option<u32>,
 }
@@ -262,20 +253,19 @@ impl std::fmt::Debug for GpuDevice {
 }
 
 impl GpuDevice {
-    fn wrap(nvml: &Nvml, d: &nvml_wrapper::Device<'_>) -> GpuDevice {
-        // SAFETY: the handle comes from this NVML instance, which `GpuDevice` keeps alive.
-        let handle = Handle(unsafe { d.handle() });
+    fn wrap(nvml: &Nvml, device: BoundDevice) -> GpuDevice {
+        let d = device.dev();
+        let (uuid, index) = (d.uuid().unwrap_or_default(), d.index().ok());
         GpuDevice {
             nvml: nvml.clone(),
-            handle,
-            uuid: d.uuid().unwrap_or_default(),
-            index: d.index().ok(),
+            device,
+            uuid,
+            index,
         }
     }
 
     fn dev(&self) -> nvml_wrapper::Device<'_> {
-        // SAFETY: the handle was obtained from `self.nvml`, which is still initialised.
-        unsafe { nvml_wrapper::Device::new(self.handle.0, &self.nvml.inner) }
+        self.device.dev()
     }
 
     /// The NVML instance.
@@ -327,16 +317,7 @@ impl GpuDevice {
     /// crate has no name for. Uses `nvmlDeviceGetCurrentClocksEventReasons` (the current name),
     /// else the older `...ThrottleReasons` symbol.
     pub fn throttle_reasons(&self) -> Option<u64> {
-        let lib = self.nvml.inner.lib();
-        let f = lib
-            .nvmlDeviceGetCurrentClocksEventReasons
-            .as_ref()
-            .or(lib.nvmlDeviceGetCurrentClocksThrottleReasons.as_ref())
-            .ok()?;
-        let mut bits: std::os::raw::c_ulonglong = 0;
-        // SAFETY: valid handle and out-pointer.
-        let rc = unsafe { f(self.handle.0, &mut bits) };
-        (rc == 0).then_some(bits)
+        self.device.throttle_reasons()
     }
 
     /// GPU temperature, °C.
@@ -348,14 +329,7 @@ impl GpuDevice {
     /// the value nsight-python's Thermovision watches. nvml-wrapper has no safe wrapper, so this
     /// is the raw call; `None` when the symbol is missing or the call fails.
     pub fn margin_temperature_c(&self) -> Option<i32> {
-        let f = self.nvml.inner.lib().nvmlDeviceGetMarginTemperature.as_ref().ok()?;
-        let mut info = nvml_wrapper_sys::bindings::nvmlMarginTemperature_v1_t {
-            version: MARGIN_TEMPERATURE_V1,
-            marginTemperature: 0,
-        };
-        // SAFETY: valid handle, versioned struct of the right size.
-        let rc = unsafe { f(self.handle.0, &mut info) };
-        (rc == 0).then_some(info.marginTemperature)
+        self.device.margin_temperature_c()
     }
 
     /// Power draw, mW (`nvmlDeviceGetPowerUsage`; on Ampere and newer, except GA100, NVML

@@ -19,6 +19,7 @@ use super::ConditionsError;
 /// The thermal guard's options (nsight-python's `thermal_mode`, `thermal_wait`,
 /// `thermal_cont`, `thermal_timeout`). Default: auto, 10 °C / 20 °C, 180 s, like nsight.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ThermalOptions {
     /// `auto` (default), `manual` or `off`.
     pub mode: ThermalMode,

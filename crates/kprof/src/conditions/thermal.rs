@@ -84,6 +84,7 @@ impl fmt::Display for ThermalMode {
 
 /// The guard's thresholds (nsight-python's `thermal_wait`, `thermal_cont`, `thermal_timeout`).
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct ThermalSettings {
     /// Pause when the headroom is at most this, °C.
     pub wait_c: f64,

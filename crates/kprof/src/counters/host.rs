@@ -7,56 +7,20 @@
 //! unless that folder is on the loader path `cuptiProfilerHostInitialize` fails with
 //! `CUPTI_ERROR_NOT_INITIALIZED`. [`CuptiLib::load`] therefore preloads `libnvperf_host.so` from
 //! libcupti's own folder by absolute path first (glibc then matches the bare name against the
-//! SONAME of the loaded copy).
+//! SONAME of the loaded copy; the FFI layer's `sys::loader::open_cupti_global`).
+//!
+//! The calls go through libcupti's one function table ([`crate::sys::cupti::CuptiFns`]).
 
 use std::collections::HashMap;
-use std::ffi::{c_char, CStr, CString};
+use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::ptr::{null, null_mut};
 use std::sync::{Mutex, OnceLock};
 
 use super::structs::*;
 use super::CountersError;
-
-type Fp<T> = unsafe extern "C" fn(*mut T) -> CUptiResult;
-
-/// The CUPTI entry points the counter module uses, resolved from one libcupti.
-#[allow(missing_docs)]
-pub struct CuptiFns {
-    pub get_version: unsafe extern "C" fn(*mut u32) -> CUptiResult,
-    pub get_result_string: unsafe extern "C" fn(CUptiResult, *mut *const c_char) -> CUptiResult,
-    // host
-    pub host_initialize: Fp<CUpti_Profiler_Host_Initialize_Params>,
-    pub host_deinitialize: Fp<CUpti_Profiler_Host_Deinitialize_Params>,
-    pub host_get_supported_chips: Fp<CUpti_Profiler_Host_GetSupportedChips_Params>,
-    pub host_get_base_metrics: Fp<CUpti_Profiler_Host_GetBaseMetrics_Params>,
-    pub host_get_sub_metrics: Fp<CUpti_Profiler_Host_GetSubMetrics_Params>,
-    pub host_get_metric_properties: Fp<CUpti_Profiler_Host_GetMetricProperties_Params>,
-    pub host_get_range_name: Fp<CUpti_Profiler_Host_GetRangeName_Params>,
-    pub host_evaluate_to_gpu_values: Fp<CUpti_Profiler_Host_EvaluateToGpuValues_Params>,
-    pub host_config_add_metrics: Fp<CUpti_Profiler_Host_ConfigAddMetrics_Params>,
-    pub host_get_config_image_size: Fp<CUpti_Profiler_Host_GetConfigImageSize_Params>,
-    pub host_get_config_image: Fp<CUpti_Profiler_Host_GetConfigImage_Params>,
-    pub host_get_num_of_passes: Fp<CUpti_Profiler_Host_GetNumOfPasses_Params>,
-    // target (GPU)
-    pub profiler_initialize: Fp<CUpti_Profiler_Initialize_Params>,
-    pub profiler_deinitialize: Fp<CUpti_Profiler_DeInitialize_Params>,
-    pub device_get_chip_name: Fp<CUpti_Device_GetChipName_Params>,
-    pub get_counter_availability: Fp<CUpti_Profiler_GetCounterAvailability_Params>,
-    // range profiler
-    pub rp_enable: Fp<CUpti_RangeProfiler_Enable_Params>,
-    pub rp_disable: Fp<CUpti_RangeProfiler_Disable_Params>,
-    pub rp_set_config: Fp<CUpti_RangeProfiler_SetConfig_Params>,
-    pub rp_start: Fp<CUpti_RangeProfiler_Start_Params>,
-    pub rp_stop: Fp<CUpti_RangeProfiler_Stop_Params>,
-    pub rp_push_range: Fp<CUpti_RangeProfiler_PushRange_Params>,
-    pub rp_pop_range: Fp<CUpti_RangeProfiler_PopRange_Params>,
-    pub rp_decode_data: Fp<CUpti_RangeProfiler_DecodeData_Params>,
-    pub rp_get_counter_data_size: Fp<CUpti_RangeProfiler_GetCounterDataSize_Params>,
-    pub rp_counter_data_image_initialize: Fp<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>,
-    pub rp_get_counter_data_info: Fp<CUpti_RangeProfiler_GetCounterDataInfo_Params>,
-    pub rp_counter_data_get_range_info: Fp<CUpti_RangeProfiler_CounterData_GetRangeInfo_Params>,
-}
+use crate::sys::cupti::{CuptiFns, ObjectPtr};
+use crate::sys::loader::LoadError;
 
 /// A loaded libcupti (never unloaded) with the counter entry points.
 pub struct CuptiLib {
@@ -68,8 +32,8 @@ pub struct CuptiLib {
     pub api_version: u32,
     /// The `structSize`s to use with this library.
     pub sizes: StructSizes,
-    /// Entry points.
-    pub fns: CuptiFns,
+    /// Entry points (libcupti's one table, resolved again from this handle).
+    pub(crate) fns: CuptiFns,
 }
 
 /// Serializes `cuptiProfilerHostInitialize`/`Deinitialize`: concurrent first initializations
@@ -77,15 +41,6 @@ pub struct CuptiLib {
 static HOST_INIT_LOCK: Mutex<()> = Mutex::new(());
 
 static LOADED: OnceLock<Mutex<HashMap<PathBuf, &'static CuptiLib>>> = OnceLock::new();
-
-fn dlopen_global(path: &Path) -> Result<libloading::Library, libloading::Error> {
-    // RTLD_NOW | RTLD_GLOBAL so the bare-name dlopen inside libcupti finds this copy.
-    unsafe { libloading::os::unix::Library::open(Some(path), libc_flags()).map(Into::into) }
-}
-
-const fn libc_flags() -> std::ffi::c_int {
-    libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL
-}
 
 impl CuptiLib {
     /// Loads libcupti from `path` (a file such as `…/libcupti.so.13`), preloading
@@ -111,68 +66,30 @@ impl CuptiLib {
                 ),
             });
         }
-        let dir = abs.parent().unwrap_or(Path::new("/"));
-        let nvperf = dir.join("libnvperf_host.so");
-        let nvperf_host = if nvperf.exists() {
-            let l = dlopen_global(&nvperf).map_err(|e| CountersError::Load {
-                path: nvperf.clone(),
-                reason: e.to_string(),
-            })?;
-            std::mem::forget(l);
-            Some(nvperf)
-        } else {
-            None
-        };
-        let lib = dlopen_global(&abs).map_err(|e| CountersError::Load {
+        let (lib, nvperf_host) = crate::sys::loader::open_cupti_global(&abs)
+            .map_err(|(path, reason)| CountersError::Load { path, reason })?;
+        let too_old = |symbol: &str, why: Option<&str>| CountersError::Load {
             path: abs.clone(),
-            reason: e.to_string(),
-        })?;
-        let lib: &'static libloading::Library = Box::leak(Box::new(lib));
-        macro_rules! sym {
-            ($name:literal) => {
-                *unsafe { lib.get(concat!($name, "\0").as_bytes()) }.map_err(|e| CountersError::Load {
-                    path: abs.clone(),
-                    reason: format!(
-                        "{} is missing ({e}); the Range Profiler needs CUPTI from CUDA 12.6 Update 2 or later",
-                        $name
-                    ),
-                })?
-            };
-        }
-        let fns = CuptiFns {
-            get_version: sym!("cuptiGetVersion"),
-            get_result_string: sym!("cuptiGetResultString"),
-            host_initialize: sym!("cuptiProfilerHostInitialize"),
-            host_deinitialize: sym!("cuptiProfilerHostDeinitialize"),
-            host_get_supported_chips: sym!("cuptiProfilerHostGetSupportedChips"),
-            host_get_base_metrics: sym!("cuptiProfilerHostGetBaseMetrics"),
-            host_get_sub_metrics: sym!("cuptiProfilerHostGetSubMetrics"),
-            host_get_metric_properties: sym!("cuptiProfilerHostGetMetricProperties"),
-            host_get_range_name: sym!("cuptiProfilerHostGetRangeName"),
-            host_evaluate_to_gpu_values: sym!("cuptiProfilerHostEvaluateToGpuValues"),
-            host_config_add_metrics: sym!("cuptiProfilerHostConfigAddMetrics"),
-            host_get_config_image_size: sym!("cuptiProfilerHostGetConfigImageSize"),
-            host_get_config_image: sym!("cuptiProfilerHostGetConfigImage"),
-            host_get_num_of_passes: sym!("cuptiProfilerHostGetNumOfPasses"),
-            profiler_initialize: sym!("cuptiProfilerInitialize"),
-            profiler_deinitialize: sym!("cuptiProfilerDeInitialize"),
-            device_get_chip_name: sym!("cuptiDeviceGetChipName"),
-            get_counter_availability: sym!("cuptiProfilerGetCounterAvailability"),
-            rp_enable: sym!("cuptiRangeProfilerEnable"),
-            rp_disable: sym!("cuptiRangeProfilerDisable"),
-            rp_set_config: sym!("cuptiRangeProfilerSetConfig"),
-            rp_start: sym!("cuptiRangeProfilerStart"),
-            rp_stop: sym!("cuptiRangeProfilerStop"),
-            rp_push_range: sym!("cuptiRangeProfilerPushRange"),
-            rp_pop_range: sym!("cuptiRangeProfilerPopRange"),
-            rp_decode_data: sym!("cuptiRangeProfilerDecodeData"),
-            rp_get_counter_data_size: sym!("cuptiRangeProfilerGetCounterDataSize"),
-            rp_counter_data_image_initialize: sym!("cuptiRangeProfilerCounterDataImageInitialize"),
-            rp_get_counter_data_info: sym!("cuptiRangeProfilerGetCounterDataInfo"),
-            rp_counter_data_get_range_info: sym!("cuptiRangeProfilerCounterDataGetRangeInfo"),
+            reason: format!(
+                "{symbol} is missing{}; the Range Profiler needs CUPTI from CUDA 12.6 Update 2 or later",
+                why.map(|w| format!(" ({w})")).unwrap_or_default()
+            ),
         };
+        let fns = match CuptiFns::resolve(&lib) {
+            Ok(fns) => fns,
+            Err(LoadError::SymbolMissing { symbol, .. }) => return Err(too_old(&symbol, None)),
+            Err(e) => {
+                return Err(CountersError::Load {
+                    path: abs,
+                    reason: e.to_string(),
+                })
+            }
+        };
+        if let Some((symbol, why)) = fns.missing_profiler_entry() {
+            return Err(too_old(symbol, Some(why)));
+        }
         let mut api_version = 0u32;
-        let rc = unsafe { (fns.get_version)(&mut api_version) };
+        let rc = fns.get_version(&mut api_version);
         if rc != CUPTI_SUCCESS {
             return Err(CountersError::Load {
                 path: abs,
@@ -192,27 +109,24 @@ impl CuptiLib {
 
     /// `cuptiGetResultString` (e.g. `CUPTI_ERROR_INVALID_METRIC_NAME`).
     pub fn result_name(&self, rc: CUptiResult) -> String {
-        let mut s: *const c_char = null();
-        let ok = unsafe { (self.fns.get_result_string)(rc, &mut s) };
-        if ok == CUPTI_SUCCESS && !s.is_null() {
-            unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
-        } else {
-            format!("CUPTI error {rc}")
-        }
+        self.fns
+            .get_result_string(rc)
+            .unwrap_or_else(|| format!("CUPTI error {rc}"))
     }
 
     /// Turns a CUPTI return code into a result, naming the call.
     pub fn check(&self, call: &'static str, rc: CUptiResult) -> Result<(), CountersError> {
-        if rc == CUPTI_SUCCESS {
-            Ok(())
-        } else {
-            Err(CountersError::Cupti {
-                call,
-                code: rc,
-                name: self.result_name(rc),
-                hint: hint_for(rc),
-            })
-        }
+        self.checked(call, if rc == CUPTI_SUCCESS { Ok(()) } else { Err(rc) })
+    }
+
+    /// A call's value, or its error code as [`CountersError::Cupti`] naming the call.
+    pub(crate) fn checked<T>(&self, call: &'static str, r: Result<T, CUptiResult>) -> Result<T, CountersError> {
+        r.map_err(|rc| CountersError::Cupti {
+            call,
+            code: rc,
+            name: self.result_name(rc),
+            hint: hint_for(rc),
+        })
     }
 
     /// Chips this libcupti's host API knows (`cuptiProfilerHostGetSupportedChips`).
@@ -223,10 +137,10 @@ impl CuptiLib {
             numChips: 0,
             ppChipNames: null(),
         };
-        self.check("cuptiProfilerHostGetSupportedChips", unsafe {
-            (self.fns.host_get_supported_chips)(&mut p)
-        })?;
-        Ok(unsafe { cstr_list(p.ppChipNames, p.numChips) })
+        self.checked(
+            "cuptiProfilerHostGetSupportedChips",
+            self.fns.host_get_supported_chips(&mut p),
+        )
     }
 
     /// Number of replay passes a config image needs (`cuptiProfilerHostGetNumOfPasses`).
@@ -235,12 +149,13 @@ impl CuptiLib {
             structSize: v13_0::HOST_GET_NUM_OF_PASSES,
             pPriv: null_mut(),
             configImageSize: config_image.len(),
-            pConfigImage: config_image.as_ptr() as *mut u8,
+            pConfigImage: null_mut(),
             numOfPasses: 0,
         };
-        self.check("cuptiProfilerHostGetNumOfPasses", unsafe {
-            (self.fns.host_get_num_of_passes)(&mut p)
-        })?;
+        self.check(
+            "cuptiProfilerHostGetNumOfPasses",
+            self.fns.host_get_num_of_passes(&mut p, config_image),
+        )?;
         Ok(p.numOfPasses)
     }
 
@@ -249,13 +164,14 @@ impl CuptiLib {
         let mut p = CUpti_RangeProfiler_GetCounterDataInfo_Params {
             structSize: v13_0::RANGE_GET_COUNTER_DATA_INFO,
             pPriv: null_mut(),
-            pCounterDataImage: counter_data.as_ptr(),
-            counterDataImageSize: counter_data.len(),
+            pCounterDataImage: null(),
+            counterDataImageSize: 0,
             numTotalRanges: 0,
         };
-        self.check("cuptiRangeProfilerGetCounterDataInfo", unsafe {
-            (self.fns.rp_get_counter_data_info)(&mut p)
-        })?;
+        self.check(
+            "cuptiRangeProfilerGetCounterDataInfo",
+            self.fns.rp_get_counter_data_info(&mut p, counter_data),
+        )?;
         Ok(p.numTotalRanges)
     }
 
@@ -264,21 +180,16 @@ impl CuptiLib {
         let mut p = CUpti_RangeProfiler_CounterData_GetRangeInfo_Params {
             structSize: v13_0::RANGE_COUNTER_DATA_GET_RANGE_INFO,
             pPriv: null_mut(),
-            pCounterDataImage: counter_data.as_ptr(),
-            counterDataImageSize: counter_data.len(),
+            pCounterDataImage: null(),
+            counterDataImageSize: 0,
             rangeIndex: index,
-            rangeDelimiter: c"/".as_ptr(),
+            rangeDelimiter: null(),
             rangeName: null(),
         };
-        self.check("cuptiRangeProfilerCounterDataGetRangeInfo", unsafe {
-            (self.fns.rp_counter_data_get_range_info)(&mut p)
-        })?;
-        // The name is allocated by CUPTI; it is small and left to CUPTI (not freed here).
-        Ok(if p.rangeName.is_null() {
-            String::new()
-        } else {
-            unsafe { CStr::from_ptr(p.rangeName) }.to_string_lossy().into_owned()
-        })
+        self.checked(
+            "cuptiRangeProfilerCounterDataGetRangeInfo",
+            self.fns.rp_counter_data_get_range_info(&mut p, counter_data, c"/"),
+        )
     }
 }
 
@@ -306,30 +217,6 @@ pub fn hint_for(rc: CUptiResult) -> Option<String> {
             "CUPTI could not load libnvperf_host.so; keep it in libcupti's folder or put that folder on LD_LIBRARY_PATH".into(),
         ),
         _ => None,
-    }
-}
-
-pub(crate) unsafe fn cstr_list(p: *const *const c_char, n: usize) -> Vec<String> {
-    if p.is_null() {
-        return Vec::new();
-    }
-    (0..n)
-        .map(|i| {
-            let s = *p.add(i);
-            if s.is_null() {
-                String::new()
-            } else {
-                CStr::from_ptr(s).to_string_lossy().into_owned()
-            }
-        })
-        .collect()
-}
-
-unsafe fn opt_str(p: *const c_char) -> String {
-    if p.is_null() {
-        String::new()
-    } else {
-        CStr::from_ptr(p).to_string_lossy().into_owned()
     }
 }
 
@@ -399,12 +286,10 @@ pub struct MetricProperties {
 /// A `CUpti_Profiler_Host_Object` for one chip (deinitialized on drop).
 pub struct HostObject {
     lib: &'static CuptiLib,
-    obj: *mut super::structs::HostObject,
+    /// CUPTI's host object (plain host memory, not tied to a thread).
+    obj: ObjectPtr<super::structs::HostObject>,
     chip: CString,
 }
-
-// The host object is plain host memory owned by us; CUPTI does not tie it to a thread.
-unsafe impl Send for HostObject {}
 
 impl HostObject {
     /// `cuptiProfilerHostInitialize` for the Range Profiler. `counter_availability` is the image
@@ -418,13 +303,13 @@ impl HostObject {
             structSize: lib.sizes.host_initialize,
             pPriv: null_mut(),
             profilerType: CUPTI_PROFILER_TYPE_RANGE_PROFILER,
-            pChipName: chip_c.as_ptr(),
-            pCounterAvailabilityImage: counter_availability.map_or(null(), |a| a.as_ptr()),
+            pChipName: null(),
+            pCounterAvailabilityImage: null(),
             pHostObject: null_mut(),
         };
         let rc = {
             let _guard = HOST_INIT_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-            unsafe { (lib.fns.host_initialize)(&mut p) }
+            lib.fns.host_initialize(&mut p, &chip_c, counter_availability)
         };
         if rc == CUPTI_ERROR_INVALID_CHIP_NAME {
             return Err(CountersError::InvalidChip {
@@ -435,7 +320,7 @@ impl HostObject {
         lib.check("cuptiProfilerHostInitialize", rc)?;
         Ok(HostObject {
             lib,
-            obj: p.pHostObject,
+            obj: ObjectPtr::new(p.pHostObject),
             chip: chip_c,
         })
     }
@@ -456,15 +341,15 @@ impl HostObject {
         let mut p = CUpti_Profiler_Host_GetBaseMetrics_Params {
             structSize: v13_0::HOST_GET_BASE_METRICS,
             pPriv: null_mut(),
-            pHostObject: self.obj,
+            pHostObject: self.obj.get(),
             metricType: kind.raw(),
             ppMetricNames: null_mut(),
             numMetrics: 0,
         };
-        self.lib.check("cuptiProfilerHostGetBaseMetrics", unsafe {
-            (self.lib.fns.host_get_base_metrics)(&mut p)
-        })?;
-        Ok(unsafe { cstr_list(p.ppMetricNames, p.numMetrics) })
+        self.lib.checked(
+            "cuptiProfilerHostGetBaseMetrics",
+            self.lib.fns.host_get_base_metrics(&mut p),
+        )
     }
 
     /// Suffixes a base metric accepts (`.sum`, `.avg.pct_of_peak_sustained_elapsed`, `.ratio`, …),
@@ -474,16 +359,16 @@ impl HostObject {
         let mut p = CUpti_Profiler_Host_GetSubMetrics_Params {
             structSize: v13_0::HOST_GET_SUB_METRICS,
             pPriv: null_mut(),
-            pHostObject: self.obj,
+            pHostObject: self.obj.get(),
             metricType: kind.raw(),
-            pMetricName: name.as_ptr(),
+            pMetricName: null(),
             numOfSubmetrics: 0,
             ppSubMetrics: null_mut(),
         };
-        self.lib.check("cuptiProfilerHostGetSubMetrics", unsafe {
-            (self.lib.fns.host_get_sub_metrics)(&mut p)
-        })?;
-        Ok(unsafe { cstr_list(p.ppSubMetrics, p.numOfSubmetrics) })
+        self.lib.checked(
+            "cuptiProfilerHostGetSubMetrics",
+            self.lib.fns.host_get_sub_metrics(&mut p, &name),
+        )
     }
 
     /// Description, units and kind of a metric, with or without suffix.
@@ -492,41 +377,40 @@ impl HostObject {
         let mut p = CUpti_Profiler_Host_GetMetricProperties_Params {
             structSize: v13_0::HOST_GET_METRIC_PROPERTIES,
             pPriv: null_mut(),
-            pHostObject: self.obj,
-            pMetricName: name.as_ptr(),
+            pHostObject: self.obj.get(),
+            pMetricName: null(),
             pDescription: null(),
             pHwUnit: null(),
             pDimUnit: null(),
             metricType: 0,
         };
-        self.lib.check("cuptiProfilerHostGetMetricProperties", unsafe {
-            (self.lib.fns.host_get_metric_properties)(&mut p)
-        })?;
-        unsafe {
-            Ok(MetricProperties {
-                description: opt_str(p.pDescription),
-                hw_unit: opt_str(p.pHwUnit),
-                dim_unit: super::units::ncu_unit(&opt_str(p.pDimUnit)),
-                kind: MetricKind::from_raw(p.metricType),
-            })
-        }
+        let strings = self.lib.checked(
+            "cuptiProfilerHostGetMetricProperties",
+            self.lib.fns.host_get_metric_properties(&mut p, &name),
+        )?;
+        Ok(MetricProperties {
+            description: strings.description,
+            hw_unit: strings.hw_unit,
+            dim_unit: super::units::ncu_unit(&strings.dim_unit),
+            kind: MetricKind::from_raw(p.metricType),
+        })
     }
 
     /// `cuptiProfilerHostConfigAddMetrics`: schedules metrics into this object's config.
     /// Returns the raw CUPTI code on failure so callers can tell bad names
     /// (`INVALID_PARAMETER`/`INVALID_METRIC_NAME`) from incompatible sets (`NOT_SUPPORTED`).
     pub fn add_metrics(&mut self, metrics: &[CString]) -> Result<(), CountersError> {
-        let mut ptrs: Vec<*const c_char> = metrics.iter().map(|m| m.as_ptr()).collect();
         let mut p = CUpti_Profiler_Host_ConfigAddMetrics_Params {
             structSize: v13_0::HOST_CONFIG_ADD_METRICS,
             pPriv: null_mut(),
-            pHostObject: self.obj,
-            ppMetricNames: ptrs.as_mut_ptr(),
-            numMetrics: ptrs.len(),
+            pHostObject: self.obj.get(),
+            ppMetricNames: null_mut(),
+            numMetrics: 0,
         };
-        self.lib.check("cuptiProfilerHostConfigAddMetrics", unsafe {
-            (self.lib.fns.host_config_add_metrics)(&mut p)
-        })
+        self.lib.check(
+            "cuptiProfilerHostConfigAddMetrics",
+            self.lib.fns.host_config_add_metrics(&mut p, metrics),
+        )
     }
 
     /// The config image of the metrics added so far.
@@ -534,59 +418,63 @@ impl HostObject {
         let mut s = CUpti_Profiler_Host_GetConfigImageSize_Params {
             structSize: v13_0::HOST_GET_CONFIG_IMAGE_SIZE,
             pPriv: null_mut(),
-            pHostObject: self.obj,
+            pHostObject: self.obj.get(),
             configImageSize: 0,
         };
-        self.lib.check("cuptiProfilerHostGetConfigImageSize", unsafe {
-            (self.lib.fns.host_get_config_image_size)(&mut s)
-        })?;
+        self.lib.check(
+            "cuptiProfilerHostGetConfigImageSize",
+            self.lib.fns.host_get_config_image_size(&mut s),
+        )?;
         let mut buf = vec![0u8; s.configImageSize];
         let mut p = CUpti_Profiler_Host_GetConfigImage_Params {
             structSize: v13_0::HOST_GET_CONFIG_IMAGE,
             pPriv: null_mut(),
-            pHostObject: self.obj,
-            configImageSize: buf.len(),
-            pConfigImage: buf.as_mut_ptr(),
+            pHostObject: self.obj.get(),
+            configImageSize: 0,
+            pConfigImage: null_mut(),
         };
-        self.lib.check("cuptiProfilerHostGetConfigImage", unsafe {
-            (self.lib.fns.host_get_config_image)(&mut p)
-        })?;
+        self.lib.check(
+            "cuptiProfilerHostGetConfigImage",
+            self.lib.fns.host_get_config_image(&mut p, &mut buf),
+        )?;
         Ok(buf)
     }
 
     /// Evaluates `metrics` for range `index` of a decoded counter-data image
     /// (`cuptiProfilerHostEvaluateToGpuValues`).
     pub fn evaluate(&self, counter_data: &[u8], index: usize, metrics: &[CString]) -> Result<Vec<f64>, CountersError> {
-        let mut ptrs: Vec<*const c_char> = metrics.iter().map(|m| m.as_ptr()).collect();
         let mut out = vec![f64::NAN; metrics.len()];
         let mut p = CUpti_Profiler_Host_EvaluateToGpuValues_Params {
             structSize: v13_0::HOST_EVALUATE_TO_GPU_VALUES,
             pPriv: null_mut(),
-            pHostObject: self.obj,
-            pCounterDataImage: counter_data.as_ptr(),
-            counterDataImageSize: counter_data.len(),
+            pHostObject: self.obj.get(),
+            pCounterDataImage: null(),
+            counterDataImageSize: 0,
             rangeIndex: index,
-            ppMetricNames: ptrs.as_mut_ptr(),
-            numMetrics: ptrs.len(),
-            pMetricValues: out.as_mut_ptr(),
+            ppMetricNames: null_mut(),
+            numMetrics: 0,
+            pMetricValues: null_mut(),
         };
-        self.lib.check("cuptiProfilerHostEvaluateToGpuValues", unsafe {
-            (self.lib.fns.host_evaluate_to_gpu_values)(&mut p)
-        })?;
+        self.lib.check(
+            "cuptiProfilerHostEvaluateToGpuValues",
+            self.lib
+                .fns
+                .host_evaluate_to_gpu_values(&mut p, counter_data, metrics, &mut out),
+        )?;
         Ok(out)
     }
 }
 
 impl Drop for HostObject {
     fn drop(&mut self) {
-        if !self.obj.is_null() {
+        if !self.obj.get().is_null() {
             let mut p = CUpti_Profiler_Host_Deinitialize_Params {
                 structSize: v13_0::HOST_DEINITIALIZE,
                 pPriv: null_mut(),
-                pHostObject: self.obj,
+                pHostObject: self.obj.get(),
             };
             let _guard = HOST_INIT_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-            unsafe { (self.lib.fns.host_deinitialize)(&mut p) };
+            self.lib.fns.host_deinitialize(&mut p);
         }
     }
 }

@@ -19,10 +19,12 @@ pub mod host;
 pub mod metrics;
 pub mod range;
 pub mod recorded;
-pub mod structs;
 pub mod units;
 
-use std::path::{Path, PathBuf};
+/// The parameter structs of the Profiler Host and Range Profiler APIs (the FFI layer's).
+pub(crate) use crate::sys::cupti::profiler as structs;
+
+use std::path::PathBuf;
 
 pub use host::{CuptiLib, HostObject, MetricKind, MetricProperties};
 pub use metrics::{MetricInfo, MetricScope, MetricsCatalog};
@@ -128,26 +130,10 @@ fn unknown_message(list: &[UnknownMetric]) -> String {
         .join("\n")
 }
 
-/// Where the library-locating functions look, for error messages.
-const LIB_NAMES: [&str; 3] = ["libcupti.so.13", "libcupti.so", "libcupti.so.12"];
+pub use crate::sys::loader::cupti_in;
 
-fn lib_in_dir(dir: &Path) -> Option<PathBuf> {
-    LIB_NAMES.iter().map(|n| dir.join(n)).find(|p| p.is_file())
-}
-
-/// The libcupti in a folder, or in the pip layouts below it (`nvidia/cu13/lib`, `nvidia/cuda_cupti/lib`).
-pub fn cupti_in(dir: &Path) -> Option<PathBuf> {
-    [
-        dir.to_path_buf(),
-        dir.join("nvidia/cu13/lib"),
-        dir.join("nvidia/cuda_cupti/lib"),
-        dir.join("lib"),
-    ]
-    .iter()
-    .find_map(|d| lib_in_dir(d))
-}
-
-/// Finds a libcupti for the counter module:
+/// Finds a libcupti for the counter module without loading the engine's libraries (the search is
+/// the FFI layer's `sys::loader::locate_cupti`):
 /// 1. `KPROF_CUPTI_PATH` (a file, or a folder holding `libcupti.so*`);
 /// 2. `KPROF_CUPTI_WHEEL_DIR` (an unpacked `nvidia-cuda-cupti` wheel; CI uses
 ///    `target/cupti-wheel/unpacked` made by `scripts/setup-dev.sh`);
@@ -155,46 +141,7 @@ pub fn cupti_in(dir: &Path) -> Option<PathBuf> {
 ///
 /// Offline use only (`kprof metrics` without a GPU, tests); the run loop uses [`engine_cupti`].
 pub fn locate_cupti() -> Result<PathBuf, CountersError> {
-    let mut tried = Vec::new();
-    if let Some(v) = std::env::var_os("KPROF_CUPTI_PATH").filter(|v| !v.is_empty()) {
-        let p = PathBuf::from(v);
-        if p.is_file() {
-            return Ok(p);
-        }
-        if let Some(found) = p.is_dir().then(|| cupti_in(&p)).flatten() {
-            return Ok(found);
-        }
-        return Err(CountersError::NotFound(format!(
-            "KPROF_CUPTI_PATH={} is neither libcupti nor a folder holding it",
-            p.display()
-        )));
-    }
-    if let Some(v) = std::env::var_os("KPROF_CUPTI_WHEEL_DIR").filter(|v| !v.is_empty()) {
-        let p = PathBuf::from(v);
-        if let Some(found) = cupti_in(&p) {
-            return Ok(found);
-        }
-        tried.push(format!("KPROF_CUPTI_WHEEL_DIR={}", p.display()));
-    }
-    let mut roots: Vec<PathBuf> = Vec::new();
-    if let Some(h) = std::env::var_os("CUDA_HOME").filter(|v| !v.is_empty()) {
-        roots.push(PathBuf::from(h));
-    }
-    roots.push(PathBuf::from("/usr/local/cuda"));
-    for root in roots {
-        for sub in ["extras/CUPTI/lib64", "targets/x86_64-linux/lib", "lib64"] {
-            let d = root.join(sub);
-            if let Some(found) = lib_in_dir(&d) {
-                return Ok(found);
-            }
-            tried.push(d.display().to_string());
-        }
-    }
-    Err(CountersError::NotFound(format!(
-        "set KPROF_CUPTI_PATH to libcupti.so.13 (or its folder), or KPROF_CUPTI_WHEEL_DIR to an unpacked \
-         nvidia-cuda-cupti wheel (`python3 -m pip download --no-deps nvidia-cuda-cupti==13.0.85`); tried: {}",
-        tried.join(", ")
-    )))
+    crate::sys::loader::locate_cupti().map_err(CountersError::NotFound)
 }
 
 /// The libcupti the engine loaded ([`crate::loader::Libraries::load`]), opened for the counter

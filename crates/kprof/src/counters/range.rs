@@ -23,7 +23,7 @@
 //!   on the H200). The closure must therefore be repeatable: same launches, same ranges, in the
 //!   same order, with inputs it does not destroy (nothing is saved or restored for it).
 
-use std::ffi::{c_char, CStr, CString};
+use std::ffi::CString;
 use std::ptr::{null, null_mut};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -31,6 +31,7 @@ use super::host::{c_names, CuptiLib, HostObject};
 use super::metrics::{is_bad_name_code, MetricsCatalog};
 use super::structs::*;
 use super::CountersError;
+use crate::sys::cupti::ObjectPtr;
 
 pub use crate::choices::ReplayMode;
 
@@ -118,7 +119,7 @@ pub fn evaluate_counter_data(
 /// A Range Profiler session on one CUDA context, for one metric set.
 pub struct RangeProfiler {
     lib: &'static CuptiLib,
-    obj: *mut RangeProfilerObject,
+    obj: ObjectPtr<RangeProfilerObject>,
     host: HostObject,
     chip: String,
     counter_availability: Vec<u8>,
@@ -182,10 +183,10 @@ impl RangeProfiler {
             pRangeProfilerObject: null_mut(),
             cacheControlMode: 0,
         };
-        lib.check("cuptiRangeProfilerEnable", unsafe { (lib.fns.rp_enable)(&mut en) })?;
+        lib.check("cuptiRangeProfilerEnable", lib.fns.rp_enable(&mut en))?;
         Ok(RangeProfiler {
             lib,
-            obj: en.pRangeProfilerObject,
+            obj: ObjectPtr::new(en.pRangeProfilerObject),
             host,
             chip,
             counter_availability,
@@ -237,7 +238,7 @@ impl RangeProfiler {
         CUpti_RangeProfiler_Object_Params {
             structSize: v13_0::RANGE_START,
             pPriv: null_mut(),
-            pRangeProfilerObject: self.obj,
+            pRangeProfilerObject: self.obj.get(),
         }
     }
 
@@ -280,10 +281,10 @@ impl RangeProfiler {
                 )));
             }
             let mut start = self.obj_params();
-            lib.check("cuptiRangeProfilerStart", unsafe { (lib.fns.rp_start)(&mut start) })?;
+            lib.check("cuptiRangeProfilerStart", lib.fns.rp_start(&mut start))?;
             let mut ranges = UserRanges {
                 lib,
-                obj: self.obj,
+                obj: self.obj.get(),
                 mode: self.mode,
                 pass: runs,
                 stack: Vec::new(),
@@ -295,12 +296,12 @@ impl RangeProfiler {
             let mut stop = CUpti_RangeProfiler_Stop_Params {
                 structSize: v13_0::RANGE_STOP,
                 pPriv: null_mut(),
-                pRangeProfilerObject: self.obj,
+                pRangeProfilerObject: self.obj.get(),
                 passIndex: 0,
                 targetNestingLevel: 0,
                 isAllPassSubmitted: 0,
             };
-            let stop_rc = unsafe { (lib.fns.rp_stop)(&mut stop) };
+            let stop_rc = lib.fns.rp_stop(&mut stop);
             runs += 1;
             if let Some(e) = pass_error.err() {
                 return Err(e);
@@ -350,31 +351,32 @@ impl RangeProfiler {
     /// A counter-data image for `max_ranges` ranges (`GetCounterDataSize` + `CounterDataImageInitialize`).
     fn counter_data_image(&self, max_ranges: usize) -> Result<Vec<u8>, CountersError> {
         let lib = self.lib;
-        let mut ptrs: Vec<*const c_char> = self.metrics_c.iter().map(|m| m.as_ptr()).collect();
         let mut sz = CUpti_RangeProfiler_GetCounterDataSize_Params {
             structSize: v13_0::RANGE_GET_COUNTER_DATA_SIZE,
             pPriv: null_mut(),
-            pRangeProfilerObject: self.obj,
-            pMetricNames: ptrs.as_mut_ptr(),
-            numMetrics: ptrs.len(),
+            pRangeProfilerObject: self.obj.get(),
+            pMetricNames: null_mut(),
+            numMetrics: 0,
             maxNumOfRanges: max_ranges,
             maxNumRangeTreeNodes: u32::try_from(max_ranges).unwrap_or(u32::MAX),
             counterDataSize: 0,
         };
-        lib.check("cuptiRangeProfilerGetCounterDataSize", unsafe {
-            (lib.fns.rp_get_counter_data_size)(&mut sz)
-        })?;
+        lib.check(
+            "cuptiRangeProfilerGetCounterDataSize",
+            lib.fns.rp_get_counter_data_size(&mut sz, &self.metrics_c),
+        )?;
         let mut image = vec![0u8; sz.counterDataSize];
         let mut init = CUpti_RangeProfiler_CounterDataImage_Initialize_Params {
             structSize: v13_0::RANGE_COUNTER_DATA_IMAGE_INITIALIZE,
             pPriv: null_mut(),
-            pRangeProfilerObject: self.obj,
-            counterDataSize: image.len(),
-            pCounterData: image.as_mut_ptr(),
+            pRangeProfilerObject: self.obj.get(),
+            counterDataSize: 0,
+            pCounterData: null_mut(),
         };
-        lib.check("cuptiRangeProfilerCounterDataImageInitialize", unsafe {
-            (lib.fns.rp_counter_data_image_initialize)(&mut init)
-        })?;
+        lib.check(
+            "cuptiRangeProfilerCounterDataImageInitialize",
+            lib.fns.rp_counter_data_image_initialize(&mut init, &mut image),
+        )?;
         Ok(image)
     }
 
@@ -388,11 +390,11 @@ impl RangeProfiler {
         let mut cfg = CUpti_RangeProfiler_SetConfig_Params {
             structSize: v13_0::RANGE_SET_CONFIG,
             pPriv: null_mut(),
-            pRangeProfilerObject: self.obj,
-            configSize: self.config_image.len(),
-            pConfig: self.config_image.as_ptr(),
-            counterDataImageSize: image.len(),
-            pCounterDataImage: image.as_mut_ptr(),
+            pRangeProfilerObject: self.obj.get(),
+            configSize: 0,
+            pConfig: null(),
+            counterDataImageSize: 0,
+            pCounterDataImage: null_mut(),
             range,
             replayMode: replay,
             maxRangesPerPass: max_ranges,
@@ -401,9 +403,11 @@ impl RangeProfiler {
             passIndex: 0,
             targetNestingLevel: 1,
         };
-        self.lib.check("cuptiRangeProfilerSetConfig", unsafe {
-            (self.lib.fns.rp_set_config)(&mut cfg)
-        })
+        // CUPTI writes into `image` until it is decoded: the caller keeps it until then.
+        self.lib.check(
+            "cuptiRangeProfilerSetConfig",
+            self.lib.fns.rp_set_config(&mut cfg, &self.config_image, image),
+        )
     }
 
     /// [`RangeProfiler::decode`] and the evaluation of every range, timed, with the setup and
@@ -436,12 +440,10 @@ impl RangeProfiler {
         let mut dec = CUpti_RangeProfiler_DecodeData_Params {
             structSize: v13_0::RANGE_DECODE_DATA,
             pPriv: null_mut(),
-            pRangeProfilerObject: self.obj,
+            pRangeProfilerObject: self.obj.get(),
             numOfRangeDropped: 0,
         };
-        lib.check("cuptiRangeProfilerDecodeData", unsafe {
-            (lib.fns.rp_decode_data)(&mut dec)
-        })?;
+        lib.check("cuptiRangeProfilerDecodeData", lib.fns.rp_decode_data(&mut dec))?;
         if dec.numOfRangeDropped > 0 {
             return Err(CountersError::DroppedRanges {
                 dropped: dec.numOfRangeDropped,
@@ -483,9 +485,8 @@ impl RangeProfiler {
         let mut image = self.counter_data_image(max_ranges + 1)?;
         self.set_config(&mut image, max_ranges + 1)?;
         let mut start = self.obj_params();
-        self.lib.check("cuptiRangeProfilerStart", unsafe {
-            (self.lib.fns.rp_start)(&mut start)
-        })?;
+        self.lib
+            .check("cuptiRangeProfilerStart", self.lib.fns.rp_start(&mut start))?;
         self.stream = Some(Stream {
             image,
             capacity: max_ranges,
@@ -522,13 +523,13 @@ impl RangeProfiler {
         let mut stop = CUpti_RangeProfiler_Stop_Params {
             structSize: v13_0::RANGE_STOP,
             pPriv: null_mut(),
-            pRangeProfilerObject: self.obj,
+            pRangeProfilerObject: self.obj.get(),
             passIndex: 0,
             targetNestingLevel: 0,
             isAllPassSubmitted: 0,
         };
         let t_stop = std::time::Instant::now();
-        lib.check("cuptiRangeProfilerStop", unsafe { (lib.fns.rp_stop)(&mut stop) })?;
+        lib.check("cuptiRangeProfilerStop", lib.fns.rp_stop(&mut stop))?;
         let stop_s = t_stop.elapsed().as_secs_f64();
         let (ranges, mut timings) = self.decode_and_evaluate(&image, capacity, setup_s, passes_s)?;
         timings.decode_s += stop_s;
@@ -538,10 +539,10 @@ impl RangeProfiler {
 
 impl Drop for RangeProfiler {
     fn drop(&mut self) {
-        if !self.obj.is_null() {
+        if !self.obj.get().is_null() {
             let mut p = self.obj_params();
             p.structSize = v13_0::RANGE_DISABLE;
-            unsafe { (self.lib.fns.rp_disable)(&mut p) };
+            self.lib.fns.rp_disable(&mut p);
         }
     }
 }
@@ -592,11 +593,10 @@ impl UserRanges<'_> {
             structSize: v13_0::RANGE_PUSH_RANGE,
             pPriv: null_mut(),
             pRangeProfilerObject: self.obj,
-            pRangeName: c.as_ptr(),
+            pRangeName: null(),
         };
-        self.lib.check("cuptiRangeProfilerPushRange", unsafe {
-            (self.lib.fns.rp_push_range)(&mut p)
-        })?;
+        self.lib
+            .check("cuptiRangeProfilerPushRange", self.lib.fns.rp_push_range(&mut p, &c))?;
         self.pushed.push(name.to_string());
         self.stack.push(c);
         Ok(())
@@ -620,9 +620,8 @@ impl UserRanges<'_> {
             pPriv: null_mut(),
             pRangeProfilerObject: self.obj,
         };
-        self.lib.check("cuptiRangeProfilerPopRange", unsafe {
-            (self.lib.fns.rp_pop_range)(&mut p)
-        })?;
+        self.lib
+            .check("cuptiRangeProfilerPopRange", self.lib.fns.rp_pop_range(&mut p))?;
         self.stack.pop();
         Ok(())
     }
@@ -674,9 +673,7 @@ pub fn profiler_initialize(lib: &CuptiLib) -> Result<(), CountersError> {
             structSize: v13_0::PROFILER_INITIALIZE,
             pPriv: null_mut(),
         };
-        lib.check("cuptiProfilerInitialize", unsafe {
-            (lib.fns.profiler_initialize)(&mut p)
-        })?;
+        lib.check("cuptiProfilerInitialize", lib.fns.profiler_initialize(&mut p))?;
         PROFILER_INITIALIZED.store(true, Ordering::Release);
     }
     Ok(())
@@ -690,7 +687,7 @@ pub fn profiler_deinitialize(lib: &CuptiLib) {
             structSize: v13_0::PROFILER_DEINITIALIZE,
             pPriv: null_mut(),
         };
-        unsafe { (lib.fns.profiler_deinitialize)(&mut p) };
+        lib.fns.profiler_deinitialize(&mut p);
     }
 }
 
@@ -702,13 +699,8 @@ pub fn chip_name(lib: &CuptiLib, device_index: usize) -> Result<String, Counters
         deviceIndex: device_index,
         pChipName: null(),
     };
-    lib.check("cuptiDeviceGetChipName", unsafe {
-        (lib.fns.device_get_chip_name)(&mut p)
-    })?;
-    if p.pChipName.is_null() {
-        return Err(CountersError::Usage("cuptiDeviceGetChipName returned no name".into()));
-    }
-    Ok(unsafe { CStr::from_ptr(p.pChipName) }.to_string_lossy().into_owned())
+    let name = lib.checked("cuptiDeviceGetChipName", lib.fns.device_get_chip_name(&mut p))?;
+    name.ok_or_else(|| CountersError::Usage("cuptiDeviceGetChipName returned no name".into()))
 }
 
 /// `cuptiProfilerGetCounterAvailability` for `ctx` (size query, then the image).
@@ -721,14 +713,15 @@ pub fn counter_availability(lib: &CuptiLib, ctx: CUcontext) -> Result<Vec<u8>, C
         pCounterAvailabilityImage: null_mut(),
         bAllowDeviceLevelCounters: 0,
     };
-    lib.check("cuptiProfilerGetCounterAvailability", unsafe {
-        (lib.fns.get_counter_availability)(&mut p)
-    })?;
+    lib.check(
+        "cuptiProfilerGetCounterAvailability",
+        lib.fns.get_counter_availability(&mut p, None),
+    )?;
     let mut buf = vec![0u8; p.counterAvailabilityImageSize];
-    p.pCounterAvailabilityImage = buf.as_mut_ptr();
-    lib.check("cuptiProfilerGetCounterAvailability", unsafe {
-        (lib.fns.get_counter_availability)(&mut p)
-    })?;
+    lib.check(
+        "cuptiProfilerGetCounterAvailability",
+        lib.fns.get_counter_availability(&mut p, Some(&mut buf)),
+    )?;
     buf.truncate(p.counterAvailabilityImageSize);
     Ok(buf)
 }

@@ -1,5 +1,6 @@
-//! The CUPTI activity session: subscribes, hands CUPTI recycled 8 MiB buffers, parses completed
-//! buffers into typed records on whatever thread CUPTI calls back on, and drains them on flush.
+//! The CUPTI activity session: subscribes, has CUPTI fill recycled 8 MiB buffers (the FFI layer's
+//! [`crate::sys::cupti::activity`]), parses completed buffers into typed records on whatever
+//! thread CUPTI calls back on, and drains them on flush.
 //!
 //! CUPTI's buffer callbacks carry no user data, so the state is process-global; only one
 //! [`ActivitySession`] may be active at a time (CUPTI 13.0 allows one subscriber per process
@@ -11,27 +12,28 @@
 //! [`crate::cupti::records::DumpLine`]) so that activity recorded on a GPU machine can become a
 //! test fixture; [`ActivitySession::record_regions`] adds the region spans of each flush.
 
-use std::alloc::Layout;
-use std::ffi::{c_void, CStr};
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 use crate::attribution::RegionSpan;
-use crate::cupti::ffi::{
-    cbid, Cupti, FnEnableDriverApi, ACTIVITY_FLAG_FLUSH_FORCED, ACTIVITY_KIND_CONCURRENT_KERNEL, ACTIVITY_KIND_DRIVER,
-    ACTIVITY_KIND_EXTERNAL_CORRELATION, ACTIVITY_KIND_GRAPH_TRACE, ACTIVITY_KIND_KERNEL, ACTIVITY_KIND_RUNTIME,
-    CUPTI_ERROR_MAX_LIMIT_REACHED, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, CUPTI_SUCCESS,
-    EXTERNAL_CORRELATION_KIND_CUSTOM0,
-};
 use crate::cupti::graph_guard;
+use crate::cupti::library::Cupti;
 pub use crate::cupti::records::ActivityBatch;
-use crate::cupti::records::{kernel_name_ptr, parse_record, record_kind, to_hex, write_dump_line, DumpLine, Record};
+use crate::cupti::records::{parse_record, record_kind, to_hex, write_dump_line, DumpLine, Record};
 use crate::error::EngineError;
 use crate::loader::Libraries;
+pub use crate::sys::cupti::activity::BUFFER_BYTES;
+use crate::sys::cupti::activity::{BufferHandlers, CompletedBuffer};
+pub use crate::sys::cupti::callback::{Callback, CallbackHook};
+use crate::sys::cupti::{
+    cbid, ApiSwitch, SubscriberHandle, ACTIVITY_FLAG_FLUSH_FORCED, ACTIVITY_KIND_CONCURRENT_KERNEL,
+    ACTIVITY_KIND_DRIVER, ACTIVITY_KIND_EXTERNAL_CORRELATION, ACTIVITY_KIND_GRAPH_TRACE, ACTIVITY_KIND_KERNEL,
+    ACTIVITY_KIND_RUNTIME, CUPTI_ERROR_MAX_LIMIT_REACHED, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED,
+    CUPTI_SUCCESS, EXTERNAL_CORRELATION_KIND_CUSTOM0,
+};
 
 /// Env var: when set to a path, every activity record is also appended there (JSON lines).
 pub const ENV_RECORD_ACTIVITY: &str = "KPROF_RECORD_ACTIVITY";
@@ -100,14 +102,10 @@ impl GraphTrace {
 
 /// `cuptiActivityEnable(kind)` (`on`) or `cuptiActivityDisable(kind)`; returns CUPTI's result.
 pub(crate) fn switch_kind(c: &Cupti, kind: u32, on: bool) -> u32 {
-    // SAFETY: both take an activity kind by value and are safe to call at any time after CUPTI
-    // loaded (an unknown kind is an error code, not undefined behaviour).
-    unsafe {
-        if on {
-            (c.fns.cuptiActivityEnable)(kind)
-        } else {
-            (c.fns.cuptiActivityDisable)(kind)
-        }
+    if on {
+        c.fns.activity_enable(kind)
+    } else {
+        c.fns.activity_disable(kind)
     }
 }
 
@@ -200,10 +198,6 @@ pub enum LaunchRecords {
     WholeDriverKind,
 }
 
-/// Size of each activity buffer handed to CUPTI.
-pub const BUFFER_BYTES: usize = 8 << 20;
-const BUFFER_ALIGN: usize = 8;
-
 struct Global {
     batch: ActivityBatch,
     /// Records lost inside our callback (iteration errors, allocation failures).
@@ -231,130 +225,42 @@ static STATE: Mutex<Global> = Mutex::new(Global {
     dump_failed: None,
     flush_index: 0,
 });
-/// Free buffers (addresses), recycled between CUPTI requests.
-static POOL: Mutex<Vec<usize>> = Mutex::new(Vec::new());
-static CUPTI: OnceLock<&'static Cupti> = OnceLock::new();
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 
 use crate::lock;
 
-fn buffer_layout() -> Layout {
-    Layout::from_size_align(BUFFER_BYTES, BUFFER_ALIGN).expect("valid layout")
-}
-
-/// A function that receives the CUPTI callbacks of the session's subscriber (see
-/// [`set_callback_hook`]): `(domain, cbid, cbdata)` as CUPTI passes them (`CUpti_CallbackDomain`,
-/// `CUpti_CallbackId`, a pointer to the domain's callback data).
-pub type CallbackHook = fn(u32, u32, *const c_void);
-
-static HOOK: OnceLock<CallbackHook> = OnceLock::new();
-
 /// Installs the process's callback hook (once; a second call returns `false` and changes
 /// nothing). Only callbacks enabled with [`ActivitySession::enable_callback`] arrive. The hook
-/// runs on the thread that made the CUDA call; a panic in it is caught and ignored.
+/// runs on the thread that made the CUDA call, after the graph guard; a panic in it is caught and
+/// ignored.
 pub fn set_callback_hook(hook: CallbackHook) -> bool {
-    HOOK.set(hook).is_ok()
+    crate::sys::cupti::callback::set_hook(hook)
 }
 
-/// `CUpti_CallbackFunc` of the subscription: guards graph launches ([`graph_guard`]), then
-/// forwards to the hook, if any.
-unsafe extern "C" fn noop_callback(_: *mut c_void, domain: u32, cbid: u32, data: *const c_void) {
-    let _ = catch_unwind(AssertUnwindSafe(|| graph_guard::on_callback(domain, cbid, data)));
-    if let Some(h) = HOOK.get() {
-        let _ = catch_unwind(AssertUnwindSafe(|| h(domain, cbid, data)));
-    }
-}
+/// What the session does with CUPTI's buffers.
+const BUFFER_HANDLERS: BufferHandlers = BufferHandlers {
+    completed: process_buffer,
+    allocation_failed: buffer_allocation_failed,
+};
 
-unsafe extern "C" fn buffer_requested(buf: *mut *mut u8, size: *mut usize, max: *mut usize) {
-    let r = catch_unwind(|| {
-        let ptr = lock(&POOL)
-            .pop()
-            .map(|a| a as *mut u8)
-            .unwrap_or_else(|| unsafe { std::alloc::alloc(buffer_layout()) });
-        unsafe {
-            if ptr.is_null() {
-                *buf = std::ptr::null_mut();
-                *size = 0;
-                lock(&STATE).lost_in_callback += 1;
-            } else {
-                *buf = ptr;
-                *size = BUFFER_BYTES;
-            }
-            *max = 0;
-        }
-    });
-    if r.is_err() {
-        unsafe {
-            *buf = std::ptr::null_mut();
-            *size = 0;
-            *max = 0;
-        }
-    }
+/// No buffer could be allocated for CUPTI: its records are lost (reported at the next flush).
+fn buffer_allocation_failed() {
+    lock(&STATE).lost_in_callback += 1;
 }
 
 /// A raw record kept for the activity dump: (kind, bytes, kernel name).
 type DumpedRecord = (u32, Vec<u8>, Option<String>);
 
-unsafe extern "C" fn buffer_completed(ctx: *mut c_void, stream: u32, buf: *mut u8, size: usize, valid: usize) {
-    let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
-        process_buffer(ctx, stream, buf, valid);
-    }));
-    if !buf.is_null() {
-        if size == BUFFER_BYTES {
-            lock(&POOL).push(buf as usize);
-        } else if let Ok(l) = Layout::from_size_align(size, BUFFER_ALIGN) {
-            // Not one of ours (cannot happen); free with the size CUPTI reports.
-            if size > 0 {
-                unsafe { std::alloc::dealloc(buf, l) };
-            }
-        }
-    }
-}
-
-/// Walks one completed buffer, parses the records and appends them to the global batch.
-unsafe fn process_buffer(ctx: *mut c_void, stream: u32, buf: *mut u8, valid: usize) {
-    let Some(cupti) = CUPTI.get() else { return };
-    if buf.is_null() {
-        return;
-    }
-    // Record start pointers, in order.
-    let mut starts: Vec<usize> = Vec::new();
-    let mut rec: *mut c_void = std::ptr::null_mut();
-    let mut lost = 0u64;
-    loop {
-        let r = unsafe { (cupti.fns.cuptiActivityGetNextRecord)(buf, valid, &mut rec) };
-        if r == CUPTI_SUCCESS {
-            starts.push(rec as usize);
-        } else {
-            if r != CUPTI_ERROR_MAX_LIMIT_REACHED {
-                lost += 1;
-            }
-            break;
-        }
-    }
-    let base = buf as usize;
-    let end = base + valid;
+/// Parses the records of one completed buffer and appends them to the global batch.
+fn process_buffer(buf: &CompletedBuffer<'_>) {
+    let (records, lost) = buf.records();
     let mut parsed: Vec<(Option<Record>, Option<DumpedRecord>)> = Vec::new();
     let dumping = lock(&STATE).dump.is_some();
-    for (i, &s) in starts.iter().enumerate() {
-        let next = starts.get(i + 1).copied().unwrap_or(end);
-        if s < base || next > end || next <= s {
-            lost += 1;
-            continue;
-        }
-        let bytes = unsafe { std::slice::from_raw_parts(s as *const u8, next - s) };
+    for rec in records {
+        let bytes = rec.bytes();
         let kind = record_kind(bytes).unwrap_or(0);
-        let name = if kind == ACTIVITY_KIND_CONCURRENT_KERNEL || kind == ACTIVITY_KIND_KERNEL {
-            kernel_name_ptr(bytes).and_then(|p| {
-                (p != 0).then(|| {
-                    unsafe { CStr::from_ptr(p as *const std::ffi::c_char) }
-                        .to_string_lossy()
-                        .into_owned()
-                })
-            })
-        } else {
-            None
-        };
+        // Kernel records only (KERNEL, CONCURRENT_KERNEL); read while the buffer lives.
+        let name = rec.kernel_name();
         let dump = dumping.then(|| (kind, bytes.to_vec(), name.clone()));
         // Only launch API records matter (whole kinds are on when per-CBID enabling is
         // unavailable); everything else stays out of the batch but goes into the dump.
@@ -366,8 +272,7 @@ unsafe fn process_buffer(ctx: *mut c_void, stream: u32, buf: *mut u8, valid: usi
             parsed.push((rec, dump));
         }
     }
-    let mut dropped = 0usize;
-    let _ = unsafe { (cupti.fns.cuptiActivityGetNumDroppedRecords)(ctx, stream, &mut dropped) };
+    let dropped = buf.dropped();
 
     let mut st = lock(&STATE);
     st.lost_in_callback += lost;
@@ -397,7 +302,7 @@ unsafe fn process_buffer(ctx: *mut c_void, stream: u32, buf: *mut u8, valid: usi
 
 /// The OS thread id (gettid) of the calling thread, as CUPTI and region spans use it.
 pub fn current_thread_id() -> u32 {
-    unsafe { libc::syscall(libc::SYS_gettid) as u32 }
+    crate::sys::os::thread_id()
 }
 
 /// An active CUPTI activity collection (one per process at a time).
@@ -430,7 +335,6 @@ impl ActivitySession {
         {
             return Err(EngineError::SessionActive);
         }
-        let _ = CUPTI.set(cupti);
         let mut s = ActivitySession {
             cupti,
             subscriber: 0,
@@ -481,8 +385,9 @@ impl ActivitySession {
                 st.dump_path = Some(path);
             }
         }
-        let mut sub: *mut c_void = std::ptr::null_mut();
-        let r = unsafe { (c.fns.cuptiSubscribe)(&mut sub, Some(noop_callback), std::ptr::null_mut()) };
+        crate::sys::cupti::callback::set_engine_hook(graph_guard::on_callback);
+        let mut sub: SubscriberHandle = std::ptr::null_mut();
+        let r = c.fns.subscribe(&mut sub);
         if r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED || r == CUPTI_ERROR_MAX_LIMIT_REACHED {
             return Err(EngineError::SubscriberTaken {
                 call: "cuptiSubscribe",
@@ -492,9 +397,10 @@ impl ActivitySession {
         }
         c.check("cuptiSubscribe", r)?;
         self.subscriber = sub as usize;
-        c.check("cuptiActivityRegisterCallbacks", unsafe {
-            (c.fns.cuptiActivityRegisterCallbacks)(Some(buffer_requested), Some(buffer_completed))
-        })?;
+        c.check(
+            "cuptiActivityRegisterCallbacks",
+            c.fns.activity_register_callbacks(BUFFER_HANDLERS),
+        )?;
         let trace = KernelTrace::parse(std::env::var(ENV_KERNEL_TRACE).ok().as_deref())?;
         self.kernel_trace = trace;
         self.set_kernel_records(true)?;
@@ -504,7 +410,7 @@ impl ActivitySession {
             // enable), leaves node records:
             // graph spans are then merged from timed nodes (concurrent records) or stay untimed
             // with a warning (serial records).
-            if c.fns.cuptiEnableCallback.is_some() && switch_kind(c, ACTIVITY_KIND_GRAPH_TRACE, true) == CUPTI_SUCCESS {
+            if c.fns.enable_callback().is_some() && switch_kind(c, ACTIVITY_KIND_GRAPH_TRACE, true) == CUPTI_SUCCESS {
                 if self.arm_graph_guard().is_ok() {
                     self.graph_trace = GraphTrace::Graph;
                 } else {
@@ -528,10 +434,7 @@ impl ActivitySession {
     }
 
     /// Turns the API records of launches on, as [`LaunchRecords`] says.
-    fn enable_launch_records(
-        &self,
-        per_cbid: Option<(FnEnableDriverApi, FnEnableDriverApi)>,
-    ) -> Result<(), EngineError> {
+    fn enable_launch_records(&self, per_cbid: Option<(ApiSwitch, ApiSwitch)>) -> Result<(), EngineError> {
         let c = self.cupti;
         let enable_kinds = || -> Result<(), EngineError> {
             c.check(
@@ -546,10 +449,10 @@ impl ActivitySession {
         match (self.launch_mode, per_cbid) {
             (LaunchRecords::PerCbid, Some((driver, runtime))) => {
                 for id in cbid::LAUNCH_CBIDS {
-                    c.check("cuptiActivityEnableDriverApi", unsafe { driver(id, 1) })?;
+                    c.check("cuptiActivityEnableDriverApi", driver.set(id, 1))?;
                 }
                 for id in cbid::RUNTIME_LAUNCH_CBIDS {
-                    c.check("cuptiActivityEnableRuntimeApi", unsafe { runtime(id, 1) })?;
+                    c.check("cuptiActivityEnableRuntimeApi", runtime.set(id, 1))?;
                 }
             }
             (LaunchRecords::KindMinusOthers, Some((driver, runtime))) => {
@@ -557,10 +460,10 @@ impl ActivitySession {
                 for id in 1..DRIVER_CBID_LIMIT {
                     // Ids this CUPTI does not know fail harmlessly.
                     if !cbid::LAUNCH_CBIDS.contains(&id) {
-                        let _ = unsafe { driver(id, 0) };
+                        let _ = driver.set(id, 0);
                     }
                     if !cbid::RUNTIME_LAUNCH_CBIDS.contains(&id) {
-                        let _ = unsafe { runtime(id, 0) };
+                        let _ = runtime.set(id, 0);
                     }
                 }
             }
@@ -570,14 +473,8 @@ impl ActivitySession {
     }
 
     /// The per-CBID switches of this CUPTI (12.5 and newer), if any.
-    fn per_cbid(&self) -> Option<(FnEnableDriverApi, FnEnableDriverApi)> {
-        match (
-            self.cupti.fns.cuptiActivityEnableDriverApi,
-            self.cupti.fns.cuptiActivityEnableRuntimeApi,
-        ) {
-            (Some(d), Some(r)) => Some((d, r)),
-            _ => None,
-        }
+    fn per_cbid(&self) -> Option<(ApiSwitch, ApiSwitch)> {
+        self.cupti.fns.api_switches()
     }
 
     /// Turns the kernel and launch records off (`true`) or back on: a profiler between two
@@ -618,14 +515,14 @@ impl ActivitySession {
         let c = self.cupti;
         switch_kind(c, self.kernel_trace.activity_kind(), false);
         match (self.launch_mode, self.per_cbid()) {
-            (LaunchRecords::PerCbid, Some((d, r))) => unsafe {
+            (LaunchRecords::PerCbid, Some((d, r))) => {
                 for id in cbid::LAUNCH_CBIDS {
-                    let _ = d(id, 0);
+                    let _ = d.set(id, 0);
                 }
                 for id in cbid::RUNTIME_LAUNCH_CBIDS {
-                    let _ = r(id, 0);
+                    let _ = r.set(id, 0);
                 }
-            },
+            }
             _ => {
                 switch_kind(c, ACTIVITY_KIND_DRIVER, false);
                 switch_kind(c, ACTIVITY_KIND_RUNTIME, false);
@@ -637,22 +534,20 @@ impl ActivitySession {
     /// the driver callbacks of graph launches.
     fn arm_graph_guard(&mut self) -> Result<(), EngineError> {
         let c = self.cupti;
-        let Some(enable) = c.fns.cuptiEnableCallback else {
+        let Some(enable) = c.fns.enable_callback() else {
             return Ok(());
         };
         graph_guard::arm(c);
-        let sub = self.subscriber as *mut c_void;
-        let mut r = unsafe {
-            enable(
-                1,
-                sub,
-                graph_guard::CB_DOMAIN_RESOURCE,
-                graph_guard::CBID_RESOURCE_GRAPHEXEC_CREATED,
-            )
-        };
+        let sub = self.subscriber as SubscriberHandle;
+        let mut r = enable.call(
+            1,
+            sub,
+            graph_guard::CB_DOMAIN_RESOURCE,
+            graph_guard::CBID_RESOURCE_GRAPHEXEC_CREATED,
+        );
         for id in graph_guard::GRAPH_LAUNCH_CBIDS {
             if r == CUPTI_SUCCESS {
-                r = unsafe { enable(1, sub, graph_guard::CB_DOMAIN_DRIVER_API, id) };
+                r = enable.call(1, sub, graph_guard::CB_DOMAIN_DRIVER_API, id);
             }
         }
         if r != CUPTI_SUCCESS {
@@ -666,15 +561,16 @@ impl ActivitySession {
     /// [`set_callback_hook`]. Fails when this CUPTI lacks `cuptiEnableCallback`.
     pub fn enable_callback(&self, domain: u32, cbid: u32) -> Result<(), EngineError> {
         let c = self.cupti;
-        let Some(f) = c.fns.cuptiEnableCallback else {
+        let Some(f) = c.fns.enable_callback() else {
             return Err(EngineError::Unsupported(format!(
                 "{} has no cuptiEnableCallback",
                 c.path.display()
             )));
         };
-        c.check("cuptiEnableCallback", unsafe {
-            f(1, self.subscriber as *mut c_void, domain, cbid)
-        })
+        c.check(
+            "cuptiEnableCallback",
+            f.call(1, self.subscriber as SubscriberHandle, domain, cbid),
+        )
     }
 
     /// Turns the kernel records of this session off or back on (`cuptiActivityDisable` /
@@ -735,18 +631,22 @@ impl ActivitySession {
     /// Pushes an external correlation id (kind CUSTOM0) on this thread's CUPTI stack.
     pub fn push_external_id(&self, id: u64) -> Result<(), EngineError> {
         let c = self.cupti;
-        c.check("cuptiActivityPushExternalCorrelationId", unsafe {
-            (c.fns.cuptiActivityPushExternalCorrelationId)(EXTERNAL_CORRELATION_KIND_CUSTOM0, id)
-        })
+        c.check(
+            "cuptiActivityPushExternalCorrelationId",
+            c.fns
+                .activity_push_external_correlation_id(EXTERNAL_CORRELATION_KIND_CUSTOM0, id),
+        )
     }
 
     /// Pops this thread's top external correlation id (kind CUSTOM0) and returns it.
     pub fn pop_external_id(&self) -> Result<u64, EngineError> {
         let c = self.cupti;
         let mut id = 0u64;
-        c.check("cuptiActivityPopExternalCorrelationId", unsafe {
-            (c.fns.cuptiActivityPopExternalCorrelationId)(EXTERNAL_CORRELATION_KIND_CUSTOM0, &mut id)
-        })?;
+        c.check(
+            "cuptiActivityPopExternalCorrelationId",
+            c.fns
+                .activity_pop_external_correlation_id(EXTERNAL_CORRELATION_KIND_CUSTOM0, &mut id),
+        )?;
         Ok(id)
     }
 
@@ -757,13 +657,15 @@ impl ActivitySession {
     pub fn flush(&mut self) -> Result<ActivityBatch, EngineError> {
         let c = self.cupti;
         // No lock held here: CUPTI may call buffer_completed on this very thread.
-        c.check("cuptiActivityFlushAll", unsafe {
-            (c.fns.cuptiActivityFlushAll)(ACTIVITY_FLAG_FLUSH_FORCED)
-        })?;
+        c.check(
+            "cuptiActivityFlushAll",
+            c.fns.activity_flush_all(ACTIVITY_FLAG_FLUSH_FORCED),
+        )?;
         let mut dropped = 0usize;
-        c.check("cuptiActivityGetNumDroppedRecords", unsafe {
-            (c.fns.cuptiActivityGetNumDroppedRecords)(std::ptr::null_mut(), 0, &mut dropped)
-        })?;
+        c.check(
+            "cuptiActivityGetNumDroppedRecords",
+            c.fns.activity_get_num_dropped_records(&mut dropped),
+        )?;
         let mut st = lock(&STATE);
         let batch = std::mem::take(&mut st.batch);
         let lost = std::mem::take(&mut st.lost_in_callback) + std::mem::take(&mut st.dropped_reported) + dropped as u64;
@@ -827,15 +729,13 @@ impl ActivitySession {
         }
         self.stopped = true;
         let c = self.cupti;
-        unsafe {
-            if self.subscriber != 0 {
-                let _ = (c.fns.cuptiActivityFlushAll)(ACTIVITY_FLAG_FLUSH_FORCED);
-                self.disable_records();
-                graph_guard::disarm();
-                switch_kind(c, ACTIVITY_KIND_EXTERNAL_CORRELATION, false);
-                let _ = (c.fns.cuptiUnsubscribe)(self.subscriber as *mut c_void);
-                self.subscriber = 0;
-            }
+        if self.subscriber != 0 {
+            let _ = c.fns.activity_flush_all(ACTIVITY_FLAG_FLUSH_FORCED);
+            self.disable_records();
+            graph_guard::disarm();
+            switch_kind(c, ACTIVITY_KIND_EXTERNAL_CORRELATION, false);
+            let _ = c.fns.unsubscribe(self.subscriber as SubscriberHandle);
+            self.subscriber = 0;
         }
         {
             let mut st = lock(&STATE);

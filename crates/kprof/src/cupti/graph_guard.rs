@@ -19,26 +19,18 @@
 //! switched back on (when no other such launch is in flight).
 
 use std::collections::HashSet;
-use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use crate::cupti::collector::switch_kind;
-use crate::cupti::ffi::{
-    cbid, CUpti_CallbackData, CUpti_GraphData, CUpti_ResourceData, Cupti, ACTIVITY_KIND_GRAPH_TRACE,
-};
+use crate::cupti::library::Cupti;
 use crate::lock;
+use crate::sys::cupti::callback::Callback;
+use crate::sys::cupti::{cbid, ACTIVITY_KIND_GRAPH_TRACE, API_ENTER as SITE_ENTER};
+pub use crate::sys::cupti::{CBID_RESOURCE_GRAPHEXEC_CREATED, CB_DOMAIN_DRIVER_API, CB_DOMAIN_RESOURCE};
 
-/// `CUPTI_CB_DOMAIN_DRIVER_API`.
-pub const CB_DOMAIN_DRIVER_API: u32 = 1;
-/// `CUPTI_CB_DOMAIN_RESOURCE`.
-pub const CB_DOMAIN_RESOURCE: u32 = 3;
-/// `CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED`.
-pub const CBID_RESOURCE_GRAPHEXEC_CREATED: u32 = 18;
 /// The driver callbacks of graph launches.
 pub const GRAPH_LAUNCH_CBIDS: [u32; 2] = [cbid::CU_GRAPH_LAUNCH, cbid::CU_GRAPH_LAUNCH_PTSZ];
-/// `CUpti_ApiCallbackSite`: the call's entry.
-const SITE_ENTER: u32 = 0;
 
 /// What the callbacks know, while a session traces graphs as a whole.
 struct Guard {
@@ -81,34 +73,29 @@ pub(crate) fn old_launches() -> u64 {
 }
 
 /// Handles a CUPTI callback if it is a graph-executable creation or a graph launch.
-pub(crate) fn on_callback(domain: u32, id: u32, data: *const c_void) {
-    if data.is_null() || !ARMED.load(Ordering::SeqCst) {
+pub(crate) fn on_callback(callback: &Callback<'_>) {
+    if !callback.has_data() || !ARMED.load(Ordering::SeqCst) {
         return;
     }
+    let (domain, id) = (callback.domain(), callback.cbid());
     if domain == CB_DOMAIN_RESOURCE && id == CBID_RESOURCE_GRAPHEXEC_CREATED {
-        // SAFETY: resource callbacks pass a CUpti_ResourceData; for graph callbacks its
-        // descriptor is a CUpti_GraphData (layouts checked against the header in CI).
-        let rd = unsafe { &*(data as *const CUpti_ResourceData) };
-        if rd.resourceDescriptor.is_null() {
+        // The executable, from the graph data of the resource callback (none: nothing to do).
+        let Some(exec) = callback.created_graph_exec() else {
             return;
-        }
-        let gd = unsafe { &*(rd.resourceDescriptor as *const CUpti_GraphData) };
+        };
         if let Some(g) = lock(&GUARD).as_mut() {
-            g.created.insert(gd.graphExec as usize);
+            g.created.insert(exec);
         }
         return;
     }
     if domain != CB_DOMAIN_DRIVER_API || !GRAPH_LAUNCH_CBIDS.contains(&id) {
         return;
     }
-    // SAFETY: CUPTI passes a CUpti_CallbackData for driver-API callbacks.
-    let cb = unsafe { &*(data as *const CUpti_CallbackData) };
-    if cb.functionParams.is_null() {
+    let Some(cb) = callback.api() else { return };
+    // The executable launched (no launch parameters: nothing to do).
+    let Some(exec) = callback.launched_graph_exec() else {
         return;
-    }
-    // SAFETY: both graph-launch callbacks pass a `cuGraphLaunch_params` whose first member is
-    // the executable.
-    let exec = unsafe { *(cb.functionParams as *const *mut c_void) } as usize;
+    };
     let mut guard = lock(&GUARD);
     let Some(g) = guard.as_mut() else { return };
     if g.created.contains(&exec) {

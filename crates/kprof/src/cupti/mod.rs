@@ -1,16 +1,17 @@
-//! The CUPTI activity backend: the function table ([`ffi`]), pure record parsing and fixtures
-//! ([`records`]) and the process-global collector ([`collector`]).
+//! The CUPTI activity backend: the loaded libcupti ([`library`], over the FFI layer's
+//! [`crate::sys::cupti`]), pure record parsing and fixtures ([`records`]), the process-global
+//! collector ([`collector`]) and the graph guard ([`graph_guard`]).
 
 pub mod collector;
-pub mod ffi;
 pub mod graph_guard;
+pub mod library;
 pub mod records;
 
 pub use collector::{
     current_thread_id, ActivitySession, GraphTrace, KernelTrace, LaunchRecords, ENV_KERNEL_TRACE, ENV_LAUNCH_RECORDS,
     ENV_RECORD_ACTIVITY,
 };
-pub use ffi::Cupti;
+pub use library::{Cupti, SubscriberSlot};
 pub use records::{
     parse_record, ActivityBatch, ApiRecord, DumpLine, ExternalCorrelationRecord, KernelRecord, Record, RecordedBuffer,
     RecordedFlush,

@@ -11,7 +11,7 @@
 //! | kernel | deviceId / contextId / streamId | 40 / 44 / 48 | u32 |
 //! | kernel | correlationId | 92 | u32 |
 //! | kernel | gridId | 96 | i64 |
-//! | kernel | name | 104 | `const char*` (resolved by the collector while the buffer lives) |
+//! | kernel | name | 104 | `const char*` (resolved by the FFI layer while the buffer lives) |
 //! | kernel | graphNodeId / graphId | 144 / 156 | u64 / u32 |
 //! | API (4 driver, 5 runtime; 40 bytes) | cbid / start / end | 4 / 8 / 16 | u32 / u64 / u64 |
 //! | API | processId / threadId / correlationId | 24 / 28 / 32 | u32 |
@@ -25,49 +25,14 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::attribution::RegionSpan;
-use crate::cupti::ffi::{
+use crate::error::EngineError;
+use crate::sys::cupti::{
     ACTIVITY_KIND_CONCURRENT_KERNEL, ACTIVITY_KIND_DRIVER, ACTIVITY_KIND_EXTERNAL_CORRELATION,
     ACTIVITY_KIND_GRAPH_TRACE, ACTIVITY_KIND_KERNEL, ACTIVITY_KIND_RUNTIME,
 };
-use crate::error::EngineError;
 
-/// Byte offsets of the stable record prefixes.
-pub mod offsets {
-    pub const KIND: usize = 0;
-    pub const KERNEL_START: usize = 16;
-    pub const KERNEL_END: usize = 24;
-    pub const KERNEL_DEVICE_ID: usize = 40;
-    pub const KERNEL_CONTEXT_ID: usize = 44;
-    pub const KERNEL_STREAM_ID: usize = 48;
-    pub const KERNEL_CORRELATION_ID: usize = 92;
-    pub const KERNEL_GRID_ID: usize = 96;
-    pub const KERNEL_NAME: usize = 104;
-    pub const KERNEL_GRAPH_NODE_ID: usize = 144;
-    pub const KERNEL_GRAPH_ID: usize = 156;
-    /// Bytes a kernel record must have for the stable prefix.
-    pub const KERNEL_MIN_LEN: usize = 160;
-
-    pub const API_CBID: usize = 4;
-    pub const API_START: usize = 8;
-    pub const API_END: usize = 16;
-    pub const API_PROCESS_ID: usize = 24;
-    pub const API_THREAD_ID: usize = 28;
-    pub const API_CORRELATION_ID: usize = 32;
-    pub const API_MIN_LEN: usize = 36;
-
-    pub const EXT_KIND: usize = 4;
-    pub const EXT_ID: usize = 8;
-    pub const EXT_CORRELATION_ID: usize = 16;
-    pub const EXT_MIN_LEN: usize = 20;
-
-    pub const GRAPH_CORRELATION_ID: usize = 4;
-    pub const GRAPH_START: usize = 8;
-    pub const GRAPH_END: usize = 16;
-    pub const GRAPH_DEVICE_ID: usize = 24;
-    pub const GRAPH_ID: usize = 28;
-    pub const GRAPH_STREAM_ID: usize = 36;
-    pub const GRAPH_MIN_LEN: usize = 40;
-}
+/// Byte offsets of the stable record prefixes (the FFI layer's record layout).
+pub use crate::sys::cupti::offsets;
 
 /// One kernel execution (CONCURRENT_KERNEL or KERNEL record).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -175,11 +140,6 @@ fn rd_u64(b: &[u8], off: usize) -> Option<u64> {
 /// The record kind (first u32), if the slice holds one.
 pub fn record_kind(bytes: &[u8]) -> Option<u32> {
     rd_u32(bytes, offsets::KIND)
-}
-
-/// The raw `name` pointer value of a kernel record (for the collector to resolve).
-pub fn kernel_name_ptr(bytes: &[u8]) -> Option<u64> {
-    rd_u64(bytes, offsets::KERNEL_NAME)
 }
 
 /// Parses one record from its bytes. Unknown kinds and short slices give `None` (never panics).

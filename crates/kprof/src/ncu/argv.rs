@@ -51,6 +51,7 @@ crate::choices::display_as_str!(TargetProcesses);
 
 /// Everything kprof passes to ncu.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct NcuOptions {
     /// `--metrics m1,m2,...` (empty: not passed; ncu then collects `--set`/`--section`, or its
     /// `basic` set).

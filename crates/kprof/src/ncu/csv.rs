@@ -62,6 +62,7 @@ pub enum NumberStyle {
 
 /// Options of [`parse_ncu_csv`].
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ImportOptions {
     /// Benchmark name of the samples (of call 0; see [`ImportOptions::call_names`]).
     pub benchmark: String,

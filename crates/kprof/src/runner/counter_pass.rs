@@ -67,7 +67,7 @@
 //! Counter-pass kernels have no activity records (with `KPROF_COUNTER_PASS_RECORDS=on` they do,
 //! carry no region key and count in [`Profiler::unattributed_kernels`]).
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -80,6 +80,7 @@ use super::*;
 use crate::counters::range::{chip_name, profiler_deinitialize, profiler_initialize};
 use crate::counters::{CountersError, CuptiLib, MetricsCatalog, RangeProfiler, RangeResult, ReplayMode};
 use crate::loader::Libraries;
+use crate::sys::scoped::Lent;
 
 /// Environment variable that keeps the activity records of kernels on during counter passes
 /// (`on`); by default (`off`) they are turned off there: counter-pass kernels are never
@@ -151,12 +152,12 @@ impl CounterPlan {
 static LAST_PLAN: Mutex<Vec<(usize, CounterPlan)>> = Mutex::new(Vec::new());
 
 /// Opens and closes named ranges (user replay); [`crate::counters::UserRanges`] on the GPU.
-pub(crate) trait RangeSink {
-    fn push(&mut self, name: &str) -> Result<(), CountersError>;
-    fn pop(&mut self) -> Result<(), CountersError>;
-}
+pub(crate) use crate::sys::scoped::RangeSink;
+/// The range sink of a counter pass.
+pub(crate) type Sink<'a> = dyn RangeSink<Error = CountersError> + 'a;
 
 impl RangeSink for crate::counters::UserRanges<'_> {
+    type Error = CountersError;
     fn push(&mut self, name: &str) -> Result<(), CountersError> {
         crate::counters::UserRanges::push(self, name)
     }
@@ -175,7 +176,7 @@ pub(crate) trait CounterBackend: Send + Sync {
         &self,
         plan: &CounterPlan,
         max_ranges: usize,
-        workload: &mut dyn FnMut(&mut dyn RangeSink),
+        workload: &mut dyn FnMut(&mut Sink<'_>),
     ) -> Result<Vec<RangeResult>, EngineError>;
     /// Opens the Range Profiler session for `plan` now (it is reused by the next
     /// [`CounterBackend::collect`] with the same plan): the check that counters can be collected
@@ -192,10 +193,8 @@ pub(crate) trait CounterBackend: Send + Sync {
 // GPU implementation
 // ------------------------------------------------------------------------------------------------
 
+/// The open Range Profiler session (used under the mutex, from the thread that runs the benchmark).
 struct Session(RangeProfiler);
-// SAFETY: the Range Profiler object is a CUPTI handle for a context; it is only used under the
-// mutex, from the thread that runs the benchmark.
-unsafe impl Send for Session {}
 
 pub(super) struct GpuCounters {
     libs: &'static Libraries,
@@ -260,7 +259,7 @@ impl CounterBackend for GpuCounters {
         &self,
         plan: &CounterPlan,
         max_ranges: usize,
-        workload: &mut dyn FnMut(&mut dyn RangeSink),
+        workload: &mut dyn FnMut(&mut Sink<'_>),
     ) -> Result<Vec<RangeResult>, EngineError> {
         self.open(plan)?;
         let mut slot = self.session.lock().unwrap_or_else(|p| p.into_inner());
@@ -303,28 +302,17 @@ pub fn release_counters() {
 
 thread_local! {
     /// The range sink of the user-replay pass running on this thread.
-    static SINK: Cell<Option<*mut (dyn RangeSink + 'static)>> = const { Cell::new(None) };
+    static SINK: Lent<Sink<'static>> = const { Lent::new() };
 }
 
-fn with_sink<R>(sink: &mut dyn RangeSink, f: impl FnOnce() -> R) -> R {
-    let p: *mut (dyn RangeSink + '_) = sink;
-    // SAFETY: the pointer is only used while `f` runs (the guard clears it), while `sink` is
-    // mutably borrowed by this function.
-    let p: *mut (dyn RangeSink + 'static) = unsafe { std::mem::transmute(p) };
-    struct Reset(Option<*mut (dyn RangeSink + 'static)>);
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            SINK.with(|s| s.set(self.0));
-        }
-    }
-    let _reset = Reset(SINK.with(|s| s.replace(Some(p))));
-    f()
+/// Lends `sink` to the regions of the closure `f` runs (through [`PassBackend`]).
+fn with_sink<R>(sink: &mut Sink<'_>, f: impl FnOnce() -> R) -> R {
+    SINK.with(|s| s.lend_sink(sink, f))
 }
 
-fn sink_call(f: impl FnOnce(&mut dyn RangeSink) -> Result<(), CountersError>) -> Result<(), EngineError> {
-    match SINK.with(|s| s.get()) {
-        // SAFETY: set by `with_sink` on this thread for the duration of the pass.
-        Some(p) => f(unsafe { &mut *p }).map_err(EngineError::from),
+fn sink_call(f: impl FnOnce(&mut Sink<'static>) -> Result<(), CountersError>) -> Result<(), EngineError> {
+    match SINK.with(|s| s.with(f)) {
+        Some(r) => r.map_err(EngineError::from),
         None => Ok(()),
     }
 }

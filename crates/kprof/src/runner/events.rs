@@ -23,8 +23,6 @@ pub(super) const EVENTS_KERNEL: &str = "(cuda events)";
 
 /// Raw CUDA event handles, used only through the driver while the backend's locks are held.
 struct Event(CuEvent);
-// SAFETY: a CUevent is a driver handle, valid from any thread of the process.
-unsafe impl Send for Event {}
 
 pub(super) struct EventsBackend {
     driver: &'static Driver,

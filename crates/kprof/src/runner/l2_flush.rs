@@ -20,14 +20,14 @@
 //! `KPROF_L2_FLUSH_BYTES` ([`L2_FLUSH_BYTES_ENV`]) sets the buffer's size in bytes (rounded up to
 //! a MiB; at least the L2), read when the buffer is allocated.
 
-use std::ffi::CStr;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Mutex;
 
 use super::invalid_option;
-use crate::driver::{CuFunction, DeviceBuffer, Driver};
+use crate::driver::{DeviceBuffer, Driver};
 use crate::error::EngineError;
 use crate::lock;
+use crate::sys::kernels::{LoadedKernel, L2_FLUSH_DISCARD, L2_FLUSH_READ};
 
 /// Environment variable that picks the L2 flush method: `read` (default), `discard` or `write`.
 pub const L2_FLUSH_ENV: &str = "KPROF_L2_FLUSH";
@@ -59,87 +59,11 @@ fn flush_buffer_bytes(l2_bytes: u64, value: Option<&str>) -> Result<usize, Engin
 /// Name of the L2 flush kernels (exact for the read kernel, a prefix of the discard kernel):
 /// kept out of the kernels a run is matched by, see [`is_flush_kernel`].
 pub(crate) const L2_FLUSH_KERNEL: &str = "kprof_l2_flush";
-const READ_KERNEL_C: &CStr = c"kprof_l2_flush";
-const DISCARD_KERNEL_C: &CStr = c"kprof_l2_flush_discard";
 
 /// Whether a kernel is one of kprof's L2 flush kernels.
 pub(crate) fn is_flush_kernel(name: &str) -> bool {
     name.starts_with(L2_FLUSH_KERNEL)
 }
-
-/// PTX of `kprof_l2_flush(buf, sectors)`: every thread reads one 32-byte sector per step of a
-/// grid-stride loop (`ld.global.cg`: cached in L2 only) and stores nothing unless the xor of
-/// everything it read equals a magic value, which keeps the loads alive through the JIT.
-const READ_PTX: &CStr = c".version 7.0
-.target sm_52
-.address_size 64
-.visible .entry kprof_l2_flush(.param .u64 p_buf, .param .u64 p_sectors)
-{
-    .reg .pred %p<3>;
-    .reg .b32 %r<8>;
-    .reg .b64 %rd<12>;
-    ld.param.u64 %rd1, [p_buf];
-    ld.param.u64 %rd2, [p_sectors];
-    mov.u32 %r1, %ctaid.x;
-    mov.u32 %r2, %ntid.x;
-    mov.u32 %r3, %tid.x;
-    mov.u32 %r4, %nctaid.x;
-    mul.wide.u32 %rd3, %r1, %r2;
-    cvt.u64.u32 %rd4, %r3;
-    add.u64 %rd5, %rd3, %rd4;
-    mul.wide.u32 %rd6, %r4, %r2;
-    mov.u32 %r5, 0;
-    setp.ge.u64 %p1, %rd5, %rd2;
-    @%p1 bra DONE;
-LOOP:
-    shl.b64 %rd7, %rd5, 5;
-    add.u64 %rd8, %rd1, %rd7;
-    ld.global.cg.u32 %r6, [%rd8];
-    xor.b32 %r5, %r5, %r6;
-    add.u64 %rd5, %rd5, %rd6;
-    setp.lt.u64 %p2, %rd5, %rd2;
-    @%p2 bra LOOP;
-DONE:
-    setp.eq.u32 %p1, %r5, 1515870810;
-    @%p1 st.global.u32 [%rd1], %r5;
-    ret;
-}
-";
-
-/// PTX of `kprof_l2_flush_discard(buf, lines)`: every thread drops one 128-byte line of the
-/// buffer from the L2 per step of a grid-stride loop (`discard.global.L2`: no write-back; the
-/// buffer's contents do not matter).
-const DISCARD_PTX: &CStr = c".version 7.4
-.target sm_80
-.address_size 64
-.visible .entry kprof_l2_flush_discard(.param .u64 p_buf, .param .u64 p_lines)
-{
-    .reg .pred %p<3>;
-    .reg .b32 %r<6>;
-    .reg .b64 %rd<10>;
-    ld.param.u64 %rd1, [p_buf];
-    ld.param.u64 %rd2, [p_lines];
-    mov.u32 %r1, %ctaid.x;
-    mov.u32 %r2, %ntid.x;
-    mov.u32 %r3, %tid.x;
-    mov.u32 %r4, %nctaid.x;
-    mul.wide.u32 %rd3, %r1, %r2;
-    cvt.u64.u32 %rd4, %r3;
-    add.u64 %rd5, %rd3, %rd4;
-    mul.wide.u32 %rd6, %r4, %r2;
-    setp.ge.u64 %p1, %rd5, %rd2;
-    @%p1 bra DONE;
-LOOP:
-    shl.b64 %rd7, %rd5, 7;
-    add.u64 %rd8, %rd1, %rd7;
-    discard.global.L2 [%rd8], 128;
-    add.u64 %rd5, %rd5, %rd6;
-    setp.lt.u64 %p2, %rd5, %rd2;
-    @%p2 bra LOOP;
-DONE:
-    ret;
-}
-";
 
 /// How the L2 is flushed (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -172,13 +96,9 @@ impl FlushMethod {
 #[derive(Clone, Copy)]
 struct FlushState {
     buf: DeviceBuffer,
-    read_kernel: Option<CuFunction>,
-    discard_kernel: Option<CuFunction>,
+    read_kernel: Option<LoadedKernel>,
+    discard_kernel: Option<LoadedKernel>,
 }
-
-// SAFETY: a CUfunction handle is a process-wide driver object usable from any thread with its
-// context current; the flusher only uses it under its mutex.
-unsafe impl Send for FlushState {}
 
 /// The cold-cache flusher of one backend (see the module docs).
 pub(super) struct L2Flusher {
@@ -207,7 +127,7 @@ impl L2Flusher {
             None => {
                 let bytes = flush_buffer_bytes(self.l2_bytes, std::env::var(L2_FLUSH_BYTES_ENV).ok().as_deref())?;
                 let buf = driver.alloc(bytes)?;
-                let read_kernel = match driver.load_function(READ_PTX, READ_KERNEL_C) {
+                let read_kernel = match driver.load_kernel(&L2_FLUSH_READ) {
                     Ok(f) => Some(f),
                     Err(e) => {
                         // Through the logging facade (the application decides where it goes),
@@ -227,7 +147,7 @@ impl L2Flusher {
             }
         };
         if method == FlushMethod::Discard && st.discard_kernel.is_none() {
-            let f = driver.load_function(DISCARD_PTX, DISCARD_KERNEL_C).map_err(|e| {
+            let f = driver.load_kernel(&L2_FLUSH_DISCARD).map_err(|e| {
                 EngineError::Unsupported(format!(
                     "{L2_FLUSH_ENV}=discard needs PTX `discard.global.L2` (compute capability 8.0 or later), which \
                      the driver could not load here ({e}); use {L2_FLUSH_ENV}=read"
@@ -239,11 +159,9 @@ impl L2Flusher {
         match (method, st.read_kernel) {
             (FlushMethod::Write, _) | (_, None) => driver.memset(st.buf, self.value.fetch_add(1, Ordering::Relaxed))?,
             (_, Some(read)) => {
-                // SAFETY: kprof_l2_flush(u64 buffer, u64 sectors) from this context's module.
-                unsafe { launch_over(driver, read, st.buf, 32)? };
+                launch_over(driver, read, st.buf, 32)?;
                 if let (FlushMethod::Discard, Some(discard)) = (method, st.discard_kernel) {
-                    // SAFETY: kprof_l2_flush_discard(u64 buffer, u64 lines), same module rules.
-                    unsafe { launch_over(driver, discard, st.buf, 128)? };
+                    launch_over(driver, discard, st.buf, 128)?;
                 }
             }
         }
@@ -258,19 +176,9 @@ impl L2Flusher {
     }
 }
 
-/// Launches `func(buffer, buffer bytes / step)` on 1024 blocks of 256 threads.
-///
-/// # Safety
-/// `func` must take exactly (u64 device pointer, u64 count) and come from the current context.
-unsafe fn launch_over(driver: &Driver, func: CuFunction, buf: DeviceBuffer, step: usize) -> Result<(), EngineError> {
-    let mut ptr = buf.ptr;
-    let mut count = (buf.bytes / step) as u64;
-    let mut params = [
-        (&mut ptr as *mut u64).cast::<std::ffi::c_void>(),
-        (&mut count as *mut u64).cast::<std::ffi::c_void>(),
-    ];
-    // SAFETY: both parameters live until the launch call returns; the caller vouches for `func`.
-    unsafe { driver.launch_1d(func, 1024, 256, &mut params) }
+/// Launches `kernel(buffer, buffer bytes / step)` on 1024 blocks of 256 threads.
+fn launch_over(driver: &Driver, kernel: LoadedKernel, buf: DeviceBuffer, step: usize) -> Result<(), EngineError> {
+    driver.launch_kernel(kernel, 1024, 256, (buf.ptr, (buf.bytes / step) as u64))
 }
 
 #[cfg(test)]
@@ -309,16 +217,16 @@ mod tests {
 
     #[test]
     fn flush_ptx_declares_the_kernels_the_flusher_looks_up() {
-        let read = READ_PTX.to_str().unwrap();
+        let read = L2_FLUSH_READ.image();
         assert!(read.contains(".visible .entry kprof_l2_flush(.param .u64 p_buf, .param .u64 p_sectors)"));
         assert!(read.contains("ld.global.cg.u32"), "the loads must go through the L2");
         assert!(read.contains("shl.b64 %rd7, %rd5, 5;"), "one 32-byte sector per step");
-        let discard = DISCARD_PTX.to_str().unwrap();
+        let discard = L2_FLUSH_DISCARD.image();
         assert!(discard.contains(".visible .entry kprof_l2_flush_discard(.param .u64 p_buf, .param .u64 p_lines)"));
         assert!(discard.contains("discard.global.L2 [%rd8], 128;"));
         assert!(discard.contains("shl.b64 %rd7, %rd5, 7;"), "one 128-byte line per step");
-        assert_eq!(READ_KERNEL_C.to_str().unwrap(), L2_FLUSH_KERNEL);
-        assert!(is_flush_kernel(DISCARD_KERNEL_C.to_str().unwrap()));
+        assert_eq!(L2_FLUSH_READ.name(), L2_FLUSH_KERNEL);
+        assert!(is_flush_kernel(L2_FLUSH_DISCARD.name()));
         assert!(!is_flush_kernel("kprof_scale"));
     }
 }

@@ -89,6 +89,7 @@ impl DurationSource {
 
 /// Options of one [`Profiler::bench`](super::Profiler::bench) call.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct BenchOptions {
     /// Recorded runs per configuration (default 10). With a [`StoppingPolicy`] its `max_runs`
     /// applies instead.
@@ -228,6 +229,7 @@ impl BenchOptions {
 /// [`BenchOptions::output_prefix`] is written at the flush that records a configuration's last
 /// run. `max_runs: 1` flushes after every run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FlushPolicy {
     /// Flush once this many runs are waiting (default 256; 0 counts as 1).
     pub max_runs: u32,

@@ -13,6 +13,7 @@ use kprof_core::model::{DeviceInfo, ExtraValue, DEFAULT_METRIC};
 use super::profiler::PROFILER_ACTIVE;
 use super::*;
 use crate::conditions::runtime::{Collectors, ThermalOptions};
+use crate::sys::loader::LoadError;
 
 mod batching;
 mod conditions;
@@ -360,14 +361,14 @@ fn profiler_new_without_a_driver_gives_a_clear_error() {
     }
     let e = Profiler::new().unwrap_err();
     let msg = e.to_string();
-    assert!(matches!(e, EngineError::LibraryNotFound { .. }), "{msg}");
+    assert!(matches!(e, EngineError::Load(LoadError::LibraryNotFound { .. })), "{msg}");
     assert!(msg.contains("libcuda"), "{msg}");
     // The slot is free again after a failed start.
     assert!(!PROFILER_ACTIVE.load(Ordering::SeqCst));
     // The CUDA-events fallback needs the driver too, and says so the same way.
     let e = Profiler::with_cuda_events().unwrap_err();
     assert!(
-        matches!(e, EngineError::LibraryNotFound { .. }) && e.to_string().contains("libcuda"),
+        matches!(e, EngineError::Load(LoadError::LibraryNotFound { .. })) && e.to_string().contains("libcuda"),
         "{e}"
     );
     assert!(!PROFILER_ACTIVE.load(Ordering::SeqCst));

@@ -6,9 +6,9 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use kprof::attribution::{attribute, decode_region_key, encode_region_key};
-use kprof::cupti::ffi::{cbid, ACTIVITY_KIND_CONCURRENT_KERNEL, ACTIVITY_KIND_KERNEL};
 use kprof::cupti::records::graph_item_name;
 use kprof::cupti::RecordedBuffer;
+use kprof::sys::cupti::{cbid, ACTIVITY_KIND_CONCURRENT_KERNEL, ACTIVITY_KIND_KERNEL};
 
 fn fixtures() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/activity");

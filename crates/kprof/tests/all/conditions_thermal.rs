@@ -320,21 +320,16 @@ fn off_mode_and_missing_sensor_read_nothing() {
 
 #[test]
 fn settings_and_mode_parsing() {
-    let bad = ThermalSettings {
-        wait_c: 20.0,
-        cont_c: 10.0,
-        ..Default::default()
-    };
+    let mut bad = ThermalSettings::default();
+    bad.wait_c = 20.0;
+    bad.cont_c = 10.0;
     let err = ThermalGuard::new(ThermalMode::Auto, bad, Some(script(&[30.0])), FakeClock::default()).unwrap_err();
     assert!(err.to_string().contains("must be below thermal_cont"), "{err}");
     // Off mode does not care.
     assert!(ThermalGuard::new(ThermalMode::Off, bad, Some(script(&[30.0])), FakeClock::default()).is_ok());
-    assert!(ThermalSettings {
-        timeout: Duration::ZERO,
-        ..Default::default()
-    }
-    .validate()
-    .is_err());
+    let mut zero_timeout = ThermalSettings::default();
+    zero_timeout.timeout = Duration::ZERO;
+    assert!(zero_timeout.validate().is_err());
     assert_eq!("AUTO".parse::<ThermalMode>().unwrap(), ThermalMode::Auto);
     assert_eq!("manual".parse::<ThermalMode>().unwrap(), ThermalMode::Manual);
     assert_eq!("off".parse::<ThermalMode>().unwrap(), ThermalMode::Off);

@@ -12,8 +12,8 @@ use std::process::Command;
 
 use kprof::counters::metrics::MetricsCatalog;
 use kprof::counters::recorded::{evaluate_recorded, recorded_cases};
-use kprof::counters::structs::{layout_table, v13_0_constants};
 use kprof::counters::{cupti_in, CountersError, MetricKind, MetricScope};
+use kprof::sys::cupti::profiler::{layout_table, v13_0_constants};
 
 /// The committed recordings keep `counter_data.bin` gzipped (`counter_data.bin.gz`: 1.3-2 MB of
 /// mostly empty image shrinks to 0.4-0.6 MB). Returns a folder with every file of `case`, `*.gz`

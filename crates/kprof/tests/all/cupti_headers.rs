@@ -7,8 +7,8 @@ use crate::common;
 use std::collections::HashMap;
 use std::process::Command;
 
-use kprof::cupti::ffi::{self, cbid};
-use kprof::cupti::records::offsets;
+use kprof::sys::cupti::offsets;
+use kprof::sys::cupti::{self as ffi, cbid};
 
 fn header(cu13: &std::path::Path, name: &str) -> String {
     std::fs::read_to_string(cu13.join("include").join(name)).unwrap()
@@ -49,6 +49,7 @@ fn constants_match_cupti_13_0_headers() {
     let act = header(&cu13, "cupti_activity.h");
     let res = header(&cu13, "cupti_result.h");
     let ver = header(&cu13, "cupti_version.h");
+    let cb = header(&cu13, "cupti_callbacks.h");
     let checks: Vec<(&str, &str, i64)> = vec![
         (
             &cbids,
@@ -141,6 +142,35 @@ fn constants_match_cupti_13_0_headers() {
             ffi::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED as i64,
         ),
         (&res, "CUPTI_ERROR_UNKNOWN", ffi::CUPTI_ERROR_UNKNOWN as i64),
+        (
+            &res,
+            "CUPTI_ERROR_INVALID_METRIC_NAME",
+            ffi::CUPTI_ERROR_INVALID_METRIC_NAME as i64,
+        ),
+        (
+            &res,
+            "CUPTI_ERROR_OLD_PROFILER_API_INITIALIZED",
+            ffi::CUPTI_ERROR_OLD_PROFILER_API_INITIALIZED as i64,
+        ),
+        (
+            &res,
+            "CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES",
+            ffi::CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES as i64,
+        ),
+        (
+            &res,
+            "CUPTI_ERROR_INVALID_CHIP_NAME",
+            ffi::CUPTI_ERROR_INVALID_CHIP_NAME as i64,
+        ),
+        (&cb, "CUPTI_API_ENTER", ffi::API_ENTER as i64),
+        (&cb, "CUPTI_CB_DOMAIN_DRIVER_API", ffi::CB_DOMAIN_DRIVER_API as i64),
+        (&cb, "CUPTI_CB_DOMAIN_RUNTIME_API", ffi::CB_DOMAIN_RUNTIME_API as i64),
+        (&cb, "CUPTI_CB_DOMAIN_RESOURCE", ffi::CB_DOMAIN_RESOURCE as i64),
+        (
+            &cb,
+            "CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED",
+            ffi::CBID_RESOURCE_GRAPHEXEC_CREATED as i64,
+        ),
         (&ver, "CUPTI_API_VERSION", 130001),
     ];
     let mut bad = Vec::new();

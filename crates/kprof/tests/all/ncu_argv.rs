@@ -47,13 +47,11 @@ fn cache_clock_replay_and_target_combinations() {
         for clock in [ClockControl::Base, ClockControl::None] {
             for replay in [ReplayMode::Kernel, ReplayMode::User, ReplayMode::Application] {
                 for target in [TargetProcesses::All, TargetProcesses::ApplicationOnly] {
-                    let o = NcuOptions {
-                        cache_control: cache,
-                        clock_control: clock,
-                        replay_mode: replay,
-                        target_processes: target,
-                        ..NcuOptions::default()
-                    };
+                    let mut o = NcuOptions::default();
+                    o.cache_control = cache;
+                    o.clock_control = clock;
+                    o.replay_mode = replay;
+                    o.target_processes = target;
                     let mut want: Vec<&str> = BASE.to_vec();
                     want[1] = cache.as_str();
                     want[3] = clock.as_str();
@@ -72,24 +70,23 @@ fn cache_clock_replay_and_target_combinations() {
 
 #[test]
 fn everything_set() {
-    let o = NcuOptions {
-        metrics: vec!["gpu__time_duration.sum".into(), "dram__bytes_read.sum".into()],
-        set: Some("full".into()),
-        sections: vec!["SpeedOfLight".into(), "MemoryWorkloadAnalysis".into()],
-        replay_mode: ReplayMode::User,
-        cache_control: CacheControl::None,
-        clock_control: ClockControl::Base,
-        target_processes: TargetProcesses::ApplicationOnly,
-        launch_skip: Some(3),
-        launch_count: Some(10),
-        nvtx_include: vec!["kprof@matmul#c0.0.0/".into(), "regex:kprof@scale.*/".into()],
-        extra_args: vec!["--verbose".into(), "--graph-profiling".into(), "graph".into()],
-        log_file: Some(PathBuf::from("/tmp/out dir/a.log")),
-        report_path: Some(PathBuf::from("/tmp/out dir/a.ncu-rep")),
-        force_overwrite: true,
-        // Not an ncu argument: the argv below has no trace of it.
-        mode: NcuModeRequest::Relaunch,
-    };
+    let mut o = NcuOptions::default();
+    o.metrics = vec!["gpu__time_duration.sum".into(), "dram__bytes_read.sum".into()];
+    o.set = Some("full".into());
+    o.sections = vec!["SpeedOfLight".into(), "MemoryWorkloadAnalysis".into()];
+    o.replay_mode = ReplayMode::User;
+    o.cache_control = CacheControl::None;
+    o.clock_control = ClockControl::Base;
+    o.target_processes = TargetProcesses::ApplicationOnly;
+    o.launch_skip = Some(3);
+    o.launch_count = Some(10);
+    o.nvtx_include = vec!["kprof@matmul#c0.0.0/".into(), "regex:kprof@scale.*/".into()];
+    o.extra_args = vec!["--verbose".into(), "--graph-profiling".into(), "graph".into()];
+    o.log_file = Some(PathBuf::from("/tmp/out dir/a.log"));
+    o.report_path = Some(PathBuf::from("/tmp/out dir/a.ncu-rep"));
+    o.force_overwrite = true;
+    // Not an ncu argument: the argv below has no trace of it.
+    o.mode = NcuModeRequest::Relaunch;
     expect(
         &o,
         &[
@@ -132,13 +129,11 @@ fn everything_set() {
 
 #[test]
 fn no_metrics_no_filter_no_overwrite() {
-    let o = NcuOptions {
-        metrics: vec![],
-        nvtx_include: vec![],
-        force_overwrite: false,
-        set: Some("basic".into()),
-        ..NcuOptions::default()
-    };
+    let mut o = NcuOptions::default();
+    o.metrics = vec![];
+    o.nvtx_include = vec![];
+    o.force_overwrite = false;
+    o.set = Some("basic".into());
     expect(
         &o,
         &[

@@ -85,12 +85,10 @@ fn relaunch(dir: &Path, ncu: &Path, bench: &str) -> Relaunch {
 }
 
 fn run_both(dir: &Path, ncu: &Path) -> (RawResults, RawResults) {
-    let opts = BenchOptions {
-        runs: 3,
-        warmup: 1,
-        output_prefix: Some(dir.join("out/")),
-        ..BenchOptions::default()
-    };
+    let mut opts = BenchOptions::default();
+    opts.runs = 3;
+    opts.warmup = 1;
+    opts.output_prefix = Some(dir.join("out/"));
     let ncu_opts = NcuOptions::default();
     let first = bench_ncu(
         "first",
@@ -236,10 +234,8 @@ fn asking_for_attach_fails_before_anything_runs() {
         program: Some(("/nonexistent/program".into(), Vec::new())),
         ..Relaunch::default()
     };
-    let opts = NcuOptions {
-        mode: NcuModeRequest::Attach,
-        ..NcuOptions::default()
-    };
+    let mut opts = NcuOptions::default();
+    opts.mode = NcuModeRequest::Attach;
     let mut ran = false;
     // Retry ETXTBSY: another test thread may have forked while the fake was being written.
     let mut tries = 0;

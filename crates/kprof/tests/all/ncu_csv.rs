@@ -49,10 +49,22 @@ const W: &str = "dram__bytes_write.sum";
 const SM: &str = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
 
 fn opts() -> ImportOptions {
-    ImportOptions {
-        benchmark: "sweep".into(),
-        ..ImportOptions::default()
-    }
+    opts_with(|_| {})
+}
+
+/// [`opts`] with `f` applied.
+fn opts_with(f: impl FnOnce(&mut ImportOptions)) -> ImportOptions {
+    import_with(|o| {
+        o.benchmark = "sweep".into();
+        f(o);
+    })
+}
+
+/// The default options with `f` applied.
+fn import_with(f: impl FnOnce(&mut ImportOptions)) -> ImportOptions {
+    let mut o = ImportOptions::default();
+    f(&mut o);
+    o
 }
 
 #[test]
@@ -150,16 +162,14 @@ fn keyed_fixture_skipped_run_and_na_and_second_call() {
 
 #[test]
 fn configs_and_call_names_from_the_caller() {
-    let o = ImportOptions {
-        configs: vec![
-            Config::new().with("n", 1024),
-            Config::new().with("n", 2048),
-            Config::new().with("n", 4096),
-        ],
-        call_names: vec!["mm".into(), "mm_again".into()],
-        metrics: Some(vec![T.into()]),
-        ..opts()
-    };
+    let mut o = opts();
+    o.configs = vec![
+        Config::new().with("n", 1024),
+        Config::new().with("n", 2048),
+        Config::new().with("n", 4096),
+    ];
+    o.call_names = vec!["mm".into(), "mm_again".into()];
+    o.metrics = Some(vec![T.into()]);
     let raw = parse_ncu_csv_file(&fixture("kprof-keyed.csv"), &o).unwrap();
     let t = table(&raw);
     assert_eq!(get(&t, "mm", "matmul", "n=4096", T)[&2].0, 2_671_000.0);
@@ -178,19 +188,13 @@ fn european_fixture_matches_the_c_locale_one() {
     // Forcing the style gives the same; forcing the wrong one is an error naming the style found.
     let forced = parse_ncu_csv_file(
         &fixture("kprof-keyed-european.csv"),
-        &ImportOptions {
-            number_style: NumberStyle::European,
-            ..opts()
-        },
+        &opts_with(|o| o.number_style = NumberStyle::European),
     )
     .unwrap();
     assert_eq!(table(&forced), t);
     let wrong = parse_ncu_csv_file(
         &fixture("kprof-keyed-european.csv"),
-        &ImportOptions {
-            number_style: NumberStyle::C,
-            ..opts()
-        },
+        &opts_with(|o| o.number_style = NumberStyle::C),
     )
     .unwrap_err();
     assert!(wrong.to_string().contains("european style"), "{wrong}");
@@ -198,14 +202,7 @@ fn european_fixture_matches_the_c_locale_one() {
 
 #[test]
 fn plain_ncu_report_ranges_occurrences_and_kernels_outside_ranges() {
-    let raw = parse_ncu_csv_file(
-        &fixture("plain-ncu.csv"),
-        &ImportOptions {
-            benchmark: "app".into(),
-            ..ImportOptions::default()
-        },
-    )
-    .unwrap();
+    let raw = parse_ncu_csv_file(&fixture("plain-ncu.csv"), &import_with(|o| o.benchmark = "app".into())).unwrap();
     let t = table(&raw);
     // Default-domain push/pop range "matmul": three back-to-back occurrences of one kernel.
     let m = get(&t, "app", "matmul", "", T);
@@ -271,10 +268,7 @@ fn errors_name_the_problem() {
     );
     let e = parse_ncu_csv_file(
         &fixture("kprof-keyed.csv"),
-        &ImportOptions {
-            metrics: Some(vec!["nope__x.sum".into()]),
-            ..opts()
-        },
+        &opts_with(|o| o.metrics = Some(vec!["nope__x.sum".into()])),
     )
     .unwrap_err();
     let msg = e.to_string();
@@ -284,10 +278,7 @@ fn errors_name_the_problem() {
     );
     let e = parse_ncu_csv_file(
         &fixture("kprof-keyed.csv"),
-        &ImportOptions {
-            metrics: Some(vec!["device__attribute_display_name".into()]),
-            ..opts()
-        },
+        &opts_with(|o| o.metrics = Some(vec!["device__attribute_display_name".into()])),
     )
     .unwrap_err();
     assert!(e.to_string().contains("not numbers"), "{e}");
@@ -313,11 +304,9 @@ fn h200_captures_when_present() {
         } else {
             "kprof"
         };
-        let opts = ImportOptions {
-            benchmark: "capture".into(),
-            domain: domain.into(),
-            ..ImportOptions::default()
-        };
+        let mut opts = ImportOptions::default();
+        opts.benchmark = "capture".into();
+        opts.domain = domain.into();
         let raw = parse_ncu_csv_file(&e.path(), &opts).unwrap_or_else(|err| panic!("{name}: {err}"));
         assert!(!raw.samples.is_empty(), "{name}: no samples");
         if text.is_empty() {
@@ -360,10 +349,8 @@ fn runs_of(t: &Table, b: &str, a: &str, cfg: &str) -> Vec<(u32, f64, usize)> {
 /// README): values, kernel counts, the device and the NVTX cells as ncu really wrote them.
 #[test]
 fn h200_kprof_export_values_kernels_and_device() {
-    let opts = ImportOptions {
-        benchmark: "capture".into(),
-        ..ImportOptions::default()
-    };
+    let mut opts = ImportOptions::default();
+    opts.benchmark = "capture".into();
     let raw = parse_ncu_csv_file(&fixture("h200-kprof-cache-all.csv"), &opts).unwrap();
     // No unit on the clock rates in the real units row: the values are kHz.
     assert_eq!(raw.devices.len(), 1);
@@ -433,10 +420,7 @@ fn h200_kprof_export_values_kernels_and_device() {
 fn h200_plain_export_ranges_and_kernels_outside() {
     let raw = parse_ncu_csv_file(
         &fixture("h200-plain.csv"),
-        &ImportOptions {
-            benchmark: "plain".into(),
-            ..ImportOptions::default()
-        },
+        &import_with(|o| o.benchmark = "plain".into()),
     )
     .unwrap();
     let t = table(&raw);
@@ -463,11 +447,10 @@ fn h200_plain_export_ranges_and_kernels_outside() {
 fn h200_cross_domain_cell_in_a_plain_import() {
     let raw = parse_ncu_csv_file(
         &fixture("h200-kprof-cache-all.csv"),
-        &ImportOptions {
-            benchmark: "p".into(),
-            domain: "no-such-domain".into(),
-            ..ImportOptions::default()
-        },
+        &import_with(|o| {
+            o.benchmark = "p".into();
+            o.domain = "no-such-domain".into();
+        }),
     )
     .unwrap();
     let t = table(&raw);
@@ -514,26 +497,12 @@ fn ncu_backend_export_from_the_h200_reproduces_its_raw_table() {
 fn error_lines_count_the_non_csv_lines() {
     let text = std::fs::read_to_string(fixture("kprof-keyed.csv")).unwrap();
     assert!(text.lines().next().unwrap().starts_with("==PROF=="));
-    let e = parse_ncu_csv(
-        &text,
-        &ImportOptions {
-            number_style: NumberStyle::European,
-            ..opts()
-        },
-    )
-    .unwrap_err();
+    let e = parse_ncu_csv(&text, &opts_with(|o| o.number_style = NumberStyle::European)).unwrap_err();
     let line = text.lines().position(|l| l.contains("1,980,000")).unwrap() + 1;
     assert!(e.to_string().starts_with(&format!("<input>:{line}:")), "{e}");
     // A bad ID on file line 4, after two lines that are not CSV records.
     let text = "==PROF== x\n==WARNING== y\n\"ID\",\"Kernel Name\",\"a__b\"\n\"1.2.3\",\"k\",\"1\"\n";
-    let e = parse_ncu_csv(
-        text,
-        &ImportOptions {
-            number_style: NumberStyle::C,
-            ..opts()
-        },
-    )
-    .unwrap_err();
+    let e = parse_ncu_csv(text, &opts_with(|o| o.number_style = NumberStyle::C)).unwrap_err();
     assert!(e.to_string().starts_with("<input>:4: ID"), "{e}");
 }
 
@@ -542,10 +511,7 @@ fn error_lines_count_the_non_csv_lines() {
 fn a_contradicted_number_style_is_an_error() {
     let e = parse_ncu_csv_file(
         &fixture("kprof-keyed.csv"),
-        &ImportOptions {
-            number_style: NumberStyle::European,
-            ..opts()
-        },
+        &opts_with(|o| o.number_style = NumberStyle::European),
     )
     .unwrap_err();
     assert!(
@@ -554,10 +520,7 @@ fn a_contradicted_number_style_is_an_error() {
     );
     let e = parse_ncu_csv_file(
         &fixture("kprof-keyed-european.csv"),
-        &ImportOptions {
-            number_style: NumberStyle::C,
-            ..opts()
-        },
+        &opts_with(|o| o.number_style = NumberStyle::C),
     )
     .unwrap_err();
     assert!(e.to_string().contains("european style"), "{e}");

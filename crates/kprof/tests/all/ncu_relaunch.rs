@@ -86,15 +86,11 @@ impl Fake {
             ("FAKE_ARGS".into(), d.join("args.txt").into()),
             (CHILD_ENV.into(), "bench.matmul".into()),
         ];
-        let opts = NcuOptions {
-            report_path: Some(d.join("out/r1.ncu-rep")),
-            ..NcuOptions::default()
-        };
-        let import = ImportOptions {
-            benchmark: "matmul".into(),
-            metrics: Some(opts.metrics.clone()),
-            ..ImportOptions::default()
-        };
+        let mut opts = NcuOptions::default();
+        opts.report_path = Some(d.join("out/r1.ncu-rep"));
+        let mut import = ImportOptions::default();
+        import.benchmark = "matmul".into();
+        import.metrics = Some(opts.metrics.clone());
         relaunch_with(&self.install, &opts, "/bin/sh", program_args, &env, &import)
     }
     fn path(&self, p: &str) -> PathBuf {

@@ -1,4 +1,4 @@
-//! Checks kprof's hand-written NVTX v3 declarations (`kprof::nvtx::abi`) against NVIDIA's real
+//! Checks kprof's hand-written NVTX v3 declarations (`kprof::sys::nvtx`) against NVIDIA's real
 //! headers from the `nvidia-nvtx==13.0.85` wheel: a C program built with gcc prints every
 //! constant, size and offset. Skips (with a printed reason) when the wheel cannot be found or
 //! downloaded, or when gcc is missing.
@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::mem::{offset_of, size_of};
 use std::process::Command;
 
-use kprof::nvtx::abi::{self, EventAttributes, ExportTableCallbacks, ExportTableVersionInfo};
+use kprof::sys::nvtx::{self as abi, EventAttributes, ExportTableCallbacks, ExportTableVersionInfo};
 
 use crate::common;
 

@@ -8,8 +8,9 @@ use crate::common;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use kprof::cupti::ffi::{Cupti, REQUIRED_SYMBOLS};
+use kprof::cupti::Cupti;
 use kprof::loader::{SearchEnv, ENV_CUPTI_PATH};
+use kprof::sys::cupti::REQUIRED_SYMBOLS;
 use kprof::{ActivitySession, EngineError};
 
 #[test]
@@ -20,12 +21,11 @@ fn loads_wheel_libcupti_and_fails_cleanly_without_a_driver() {
         Err(why) => return common::skip(name, &why),
     };
     let lib_dir = cu13.join("lib");
-    let env = SearchEnv {
-        vars: HashMap::from([(ENV_CUPTI_PATH.to_string(), lib_dir.display().to_string())]),
-        proc_maps: None,
-        site_packages: vec![],
-        root: PathBuf::from("/nonexistent-root"),
-    };
+    let mut env = SearchEnv::default();
+    env.vars = HashMap::from([(ENV_CUPTI_PATH.to_string(), lib_dir.display().to_string())]);
+    env.proc_maps = None;
+    env.site_packages = vec![];
+    env.root = PathBuf::from("/nonexistent-root");
     let cupti = Cupti::load(&env).expect("load the wheel's libcupti");
     assert_eq!(cupti.path, lib_dir.join("libcupti.so.13"));
     assert_eq!(cupti.api_version, 130001);
@@ -34,7 +34,7 @@ fn loads_wheel_libcupti_and_fails_cleanly_without_a_driver() {
         Some(lib_dir.join("libnvperf_host.so").as_path())
     );
     assert!(
-        cupti.fns.cuptiActivityEnableDriverApi.is_some(),
+        cupti.has_per_cbid_switches(),
         "CUPTI 13.0 has cuptiActivityEnableDriverApi"
     );
     assert_eq!(REQUIRED_SYMBOLS.len(), 14);

@@ -67,13 +67,11 @@ fn ncu_application_replay_exports_parse_to_the_raw_csvs_the_backend_wrote() {
             ],
         ),
     ] {
-        let opts = ImportOptions {
-            benchmark: step.into(),
-            call_names: vec![step.into()],
-            configs: vec![Config::new()],
-            metrics: Some(metrics.iter().map(|m| m.to_string()).collect()),
-            ..ImportOptions::default()
-        };
+        let mut opts = ImportOptions::default();
+        opts.benchmark = step.into();
+        opts.call_names = vec![step.into()];
+        opts.configs = vec![Config::new()];
+        opts.metrics = Some(metrics.iter().map(|m| m.to_string()).collect());
         let parsed = parse_ncu_csv_file(&fixture(&format!("ncu-application-{step}-export.csv")), &opts).unwrap();
         let written = read(&format!("ncu-application-{step}-raw.csv"));
         let (p, w) = (by_series(&parsed), by_series(&written));

@@ -166,8 +166,9 @@ impl Backend for Mock {
     }
 }
 
-struct Sink<'a>(&'a Mock);
-impl RangeSink for Sink<'_> {
+struct MockSink<'a>(&'a Mock);
+impl RangeSink for MockSink<'_> {
+    type Error = CountersError;
     fn push(&mut self, name: &str) -> Result<(), CountersError> {
         let mut r = self.0.open_range.lock().unwrap();
         if r.is_some() {
@@ -229,7 +230,7 @@ impl CounterBackend for Mock {
         &self,
         plan: &CounterPlan,
         max_ranges: usize,
-        workload: &mut dyn FnMut(&mut dyn RangeSink),
+        workload: &mut dyn FnMut(&mut super::Sink<'_>),
     ) -> Result<Vec<RangeResult>, EngineError> {
         self.collects.fetch_add(1, Ordering::SeqCst);
         self.records_off_in_collect
@@ -246,7 +247,7 @@ impl CounterBackend for Mock {
         let mut counted = Vec::new();
         for _ in 0..runs {
             self.counted.lock().unwrap().clear();
-            workload(&mut Sink(self));
+            workload(&mut MockSink(self));
             counted = std::mem::take(&mut *self.counted.lock().unwrap());
         }
         self.in_counter_pass.store(false, Ordering::SeqCst);

@@ -11,8 +11,9 @@
 //!
 //! [`StructSizes::for_api_version`] gives the sizes to use with the loaded libcupti: the CUDA 13.0
 //! values, grown where a later CUPTI appended a field that these structs also declare (trailing
-//! fields stay zero, which is their documented default). The test `counters_structs` checks every
-//! offset and `…_STRUCT_SIZE` value here against the real 13.0 headers from the pip wheel.
+//! fields stay zero, which is their documented default). The test
+//! `counters_host::struct_layouts_match_cuda_13_0_headers` checks every offset and
+//! `…_STRUCT_SIZE` value here against the real 13.0 headers from the pip wheel.
 
 #![allow(non_snake_case, non_camel_case_types, missing_docs)]
 
@@ -20,19 +21,14 @@ use std::ffi::{c_char, c_void};
 
 /// `CUcontext` (opaque driver handle).
 pub type CUcontext = *mut c_void;
-/// `CUptiResult`.
-pub type CUptiResult = u32;
-
-pub const CUPTI_SUCCESS: CUptiResult = 0;
-pub const CUPTI_ERROR_INVALID_PARAMETER: CUptiResult = 1;
-pub const CUPTI_ERROR_NOT_INITIALIZED: CUptiResult = 15;
-pub const CUPTI_ERROR_INVALID_METRIC_NAME: CUptiResult = 17;
-pub const CUPTI_ERROR_NOT_SUPPORTED: CUptiResult = 27;
-pub const CUPTI_ERROR_INSUFFICIENT_PRIVILEGES: CUptiResult = 35;
-pub const CUPTI_ERROR_OLD_PROFILER_API_INITIALIZED: CUptiResult = 36;
-pub const CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: CUptiResult = 39;
-pub const CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES: CUptiResult = 40;
-pub const CUPTI_ERROR_INVALID_CHIP_NAME: CUptiResult = 46;
+/// `CUptiResult` (spelled as in the headers; the result codes are [`super`]'s).
+pub type CUptiResult = super::CuptiResult;
+pub use super::{
+    CUPTI_ERROR_INSUFFICIENT_PRIVILEGES, CUPTI_ERROR_INVALID_CHIP_NAME, CUPTI_ERROR_INVALID_METRIC_NAME,
+    CUPTI_ERROR_INVALID_PARAMETER, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, CUPTI_ERROR_NOT_INITIALIZED,
+    CUPTI_ERROR_NOT_SUPPORTED, CUPTI_ERROR_OLD_PROFILER_API_INITIALIZED,
+    CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES, CUPTI_SUCCESS,
+};
 
 /// `CUpti_MetricType`.
 pub const CUPTI_METRIC_TYPE_COUNTER: u32 = 0;
@@ -389,7 +385,7 @@ macro_rules! struct_size {
 
 /// Field offsets of every struct here, as `("Struct.field", offset)`, plus
 /// `("Struct", struct_size)` rows computed like the header macros (13.0 last field). Compared
-/// against the C headers by the `counters_structs` test.
+/// against the C headers by the test `counters_host::struct_layouts_match_cuda_13_0_headers`.
 pub fn layout_table() -> Vec<(String, usize)> {
     let mut v: Vec<(String, usize)> = Vec::new();
     macro_rules! fields {
@@ -789,18 +785,18 @@ pub fn layout_table() -> Vec<(String, usize)> {
     // context); cupti_callbacks.h has no size macro for it.
     fields!(
         "CUpti_CallbackData",
-        crate::cupti::ffi::CUpti_CallbackData,
+        super::CUpti_CallbackData,
         [callbackSite, functionName, symbolName, context, correlationId]
     );
     // The graph resource callbacks (the graph guard reads the executable of GRAPHEXEC_CREATED).
     fields!(
         "CUpti_ResourceData",
-        crate::cupti::ffi::CUpti_ResourceData,
+        super::CUpti_ResourceData,
         [context, resourceHandle, resourceDescriptor]
     );
     fields!(
         "CUpti_GraphData",
-        crate::cupti::ffi::CUpti_GraphData,
+        super::CUpti_GraphData,
         [
             graph,
             originalGraph,

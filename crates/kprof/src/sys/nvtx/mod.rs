@@ -1,5 +1,5 @@
-//! Hand-written NVTX v3 declarations: the few types and constants kprof's own NVTX copy
-//! ([`super`]) needs to be attached by a tool (ncu, nsys, kprof's injection library).
+//! NVTX v3: kprof's own NVTX copy ([`copy`]) and the hand-written declarations it needs to be
+//! attached by a tool (ncu, nsys, kprof's injection library): the types and constants below.
 //!
 //! Written from reading NVIDIA's NVTX v3 headers (`nvtxDetail/nvtxTypes.h`, `nvtxImpl.h`,
 //! `nvtxInit.h`, `nvToolsExt.h`), nothing copied. `tests/all/nvtx_headers.rs` compiles a C
@@ -7,6 +7,8 @@
 //! every value and layout here.
 
 use std::ffi::{c_char, c_void};
+
+pub mod copy;
 
 /// `NVTX_VERSION`: the API version of this NVTX copy, also the version of the event attributes.
 pub const NVTX_VERSION: u32 = 3;

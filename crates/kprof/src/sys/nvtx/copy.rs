@@ -20,7 +20,8 @@ use std::ptr::null_mut;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::OnceLock;
 
-use super::abi::{self, ExportTableCallbacks, ExportTableVersionInfo, GetExportTableFn, InitializeInjectionFn};
+use super as abi;
+use super::{ExportTableCallbacks, ExportTableVersionInfo, GetExportTableFn, InitializeInjectionFn};
 
 /// The environment variable naming the tool library (64-bit processes).
 pub const ENV_INJECTION_PATH: &str = "NVTX_INJECTION64_PATH";
@@ -83,10 +84,12 @@ unsafe extern "C" fn get_module_function_table(
         entry.store(&slots[cbid] as *const AtomicPtr<c_void> as *mut _, Ordering::Relaxed);
     }
     if !out_size.is_null() {
-        *out_size = size as u32;
+        // SAFETY: a tool passes valid out-pointers (or null, checked).
+        unsafe { *out_size = size as u32 };
     }
     if !out_table.is_null() {
-        *out_table = table.as_ptr() as *mut *mut *const c_void;
+        // SAFETY: as above.
+        unsafe { *out_table = table.as_ptr() as *mut *mut *const c_void };
     }
     1
 }
@@ -288,6 +291,7 @@ mod tests {
         }
         // SAFETY: unknown modules are refused without touching the pointers.
         assert_eq!(unsafe { get_module_function_table(0, null_mut(), null_mut()) }, 0);
+        // SAFETY: as above.
         assert_eq!(unsafe { get_module_function_table(7, null_mut(), null_mut()) }, 0);
         // SAFETY: plain lookups.
         unsafe {

@@ -1,0 +1,343 @@
+//! The CUDA driver API (libcuda): the types and constants kprof uses, and its function table
+//! ([`DriverFns`]) with one safe method per entry point. [`crate::driver::Driver`] is the safe
+//! wrapper above it (error names, hints, contexts).
+
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+
+use super::kernels::{LoadedKernel, PtxKernel};
+use super::loader::{LoadError, LoadedLib};
+
+/// `CUresult`.
+pub type CuResult = c_int;
+/// `CUdevice`.
+pub type CuDevice = c_int;
+/// `CUcontext` (opaque pointer).
+pub type CuContext = *mut c_void;
+/// `CUdeviceptr`.
+pub type CuDevicePtr = u64;
+/// `CUmodule` (opaque pointer).
+pub type CuModule = *mut c_void;
+/// `CUfunction` (opaque pointer).
+pub type CuFunction = *mut c_void;
+
+/// `CUevent`: a handle of the driver's, which kprof never dereferences.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CuEvent(*mut c_void);
+
+// SAFETY: a CUevent is a process-wide driver object, usable from any thread (the driver API is
+// thread-safe); kprof only hands it back to the driver.
+unsafe impl Send for CuEvent {}
+// SAFETY: as for Send: shared use is only passing the handle to the driver.
+unsafe impl Sync for CuEvent {}
+
+pub const CUDA_SUCCESS: CuResult = 0;
+pub const CUDA_ERROR_INVALID_CONTEXT: CuResult = 201;
+
+/// `CUdevice_attribute` values used here.
+pub mod attr {
+    pub const CLOCK_RATE: i32 = 13;
+    pub const MEMORY_CLOCK_RATE: i32 = 36;
+    pub const L2_CACHE_SIZE: i32 = 38;
+    pub const COMPUTE_CAPABILITY_MAJOR: i32 = 75;
+    pub const COMPUTE_CAPABILITY_MINOR: i32 = 76;
+}
+
+type FnInit = unsafe extern "C" fn(c_uint) -> CuResult;
+type FnDriverGetVersion = unsafe extern "C" fn(*mut c_int) -> CuResult;
+type FnCtxGetCurrent = unsafe extern "C" fn(*mut CuContext) -> CuResult;
+type FnCtxSetCurrent = unsafe extern "C" fn(CuContext) -> CuResult;
+type FnCtxGetDevice = unsafe extern "C" fn(*mut CuDevice) -> CuResult;
+type FnCtxSynchronize = unsafe extern "C" fn() -> CuResult;
+type FnPrimaryCtxRetain = unsafe extern "C" fn(*mut CuContext, CuDevice) -> CuResult;
+type FnDeviceGet = unsafe extern "C" fn(*mut CuDevice, c_int) -> CuResult;
+type FnDeviceGetCount = unsafe extern "C" fn(*mut c_int) -> CuResult;
+type FnDeviceGetName = unsafe extern "C" fn(*mut c_char, c_int, CuDevice) -> CuResult;
+type FnDeviceGetAttribute = unsafe extern "C" fn(*mut c_int, c_int, CuDevice) -> CuResult;
+type FnDeviceGetUuid = unsafe extern "C" fn(*mut [u8; 16], CuDevice) -> CuResult;
+type FnMemAlloc = unsafe extern "C" fn(*mut CuDevicePtr, usize) -> CuResult;
+type FnMemFree = unsafe extern "C" fn(CuDevicePtr) -> CuResult;
+type FnMemsetD8 = unsafe extern "C" fn(CuDevicePtr, u8, usize) -> CuResult;
+type FnGetErrorName = unsafe extern "C" fn(CuResult, *mut *const c_char) -> CuResult;
+type FnEventCreate = unsafe extern "C" fn(*mut *mut c_void, c_uint) -> CuResult;
+type FnEventRecord = unsafe extern "C" fn(*mut c_void, *mut c_void) -> CuResult;
+type FnEventElapsedTime = unsafe extern "C" fn(*mut f32, *mut c_void, *mut c_void) -> CuResult;
+type FnEventDestroy = unsafe extern "C" fn(*mut c_void) -> CuResult;
+type FnModuleLoadData = unsafe extern "C" fn(*mut CuModule, *const c_void) -> CuResult;
+type FnModuleGetFunction = unsafe extern "C" fn(*mut CuFunction, CuModule, *const c_char) -> CuResult;
+#[allow(clippy::type_complexity)]
+type FnLaunchKernel = unsafe extern "C" fn(
+    CuFunction,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    *mut c_void,
+    *mut *mut c_void,
+    *mut *mut c_void,
+) -> CuResult;
+
+/// libcuda's function table, resolved once (`DriverFns::resolve`). Each entry point is called
+/// through the safe method of the same name in snake case.
+#[derive(Debug, Clone, Copy)]
+#[allow(non_snake_case)]
+pub struct DriverFns {
+    cuInit: FnInit,
+    cuDriverGetVersion: FnDriverGetVersion,
+    cuCtxGetCurrent: FnCtxGetCurrent,
+    cuCtxSetCurrent: FnCtxSetCurrent,
+    cuCtxGetDevice: FnCtxGetDevice,
+    cuCtxSynchronize: FnCtxSynchronize,
+    cuDevicePrimaryCtxRetain: FnPrimaryCtxRetain,
+    cuDeviceGet: FnDeviceGet,
+    cuDeviceGetCount: FnDeviceGetCount,
+    cuDeviceGetName: FnDeviceGetName,
+    cuDeviceGetAttribute: FnDeviceGetAttribute,
+    cuDeviceGetUuid: FnDeviceGetUuid,
+    cuMemAlloc: FnMemAlloc,
+    cuMemFree: FnMemFree,
+    cuMemsetD8: FnMemsetD8,
+    cuGetErrorName: FnGetErrorName,
+    cuEventCreate: FnEventCreate,
+    cuEventRecord: FnEventRecord,
+    cuEventElapsedTime: FnEventElapsedTime,
+    cuEventDestroy: FnEventDestroy,
+    cuModuleLoadData: FnModuleLoadData,
+    cuModuleGetFunction: FnModuleGetFunction,
+    cuLaunchKernel: FnLaunchKernel,
+}
+
+// The calls below pass the driver only values, handles it gave out (contexts, events, modules,
+// functions: it checks them) and pointers to Rust memory that lives across the call with the
+// size the driver writes. Device pointers (`CuDevicePtr`) are device memory: a wrong one is a
+// CUDA error or a GPU fault, never a write to host memory.
+impl DriverFns {
+    /// Resolves every entry point from a loaded libcuda (the `_v2` variants where the API has them).
+    pub(crate) fn resolve(lib: &LoadedLib) -> Result<Self, LoadError> {
+        // SAFETY: each type above is the entry point's prototype in CUDA 13's `cuda.h` (the `_v2`
+        // names where `cuda.h` maps the plain name to them).
+        unsafe {
+            Ok(DriverFns {
+                cuInit: lib.sym("cuInit")?,
+                cuDriverGetVersion: lib.sym("cuDriverGetVersion")?,
+                cuCtxGetCurrent: lib.sym("cuCtxGetCurrent")?,
+                cuCtxSetCurrent: lib.sym("cuCtxSetCurrent")?,
+                cuCtxGetDevice: lib.sym("cuCtxGetDevice")?,
+                cuCtxSynchronize: lib.sym("cuCtxSynchronize")?,
+                cuDevicePrimaryCtxRetain: lib.sym("cuDevicePrimaryCtxRetain")?,
+                cuDeviceGet: lib.sym("cuDeviceGet")?,
+                cuDeviceGetCount: lib.sym("cuDeviceGetCount")?,
+                cuDeviceGetName: lib.sym("cuDeviceGetName")?,
+                cuDeviceGetAttribute: lib.sym("cuDeviceGetAttribute")?,
+                cuDeviceGetUuid: match lib.opt_sym("cuDeviceGetUuid_v2") {
+                    Some(f) => f,
+                    None => lib.sym("cuDeviceGetUuid")?,
+                },
+                cuMemAlloc: lib.sym("cuMemAlloc_v2")?,
+                cuMemFree: lib.sym("cuMemFree_v2")?,
+                cuMemsetD8: lib.sym("cuMemsetD8_v2")?,
+                cuGetErrorName: lib.sym("cuGetErrorName")?,
+                cuEventCreate: lib.sym("cuEventCreate")?,
+                cuEventRecord: lib.sym("cuEventRecord")?,
+                cuEventElapsedTime: lib.sym("cuEventElapsedTime")?,
+                cuEventDestroy: lib.sym("cuEventDestroy_v2")?,
+                cuModuleLoadData: lib.sym("cuModuleLoadData")?,
+                cuModuleGetFunction: lib.sym("cuModuleGetFunction")?,
+                cuLaunchKernel: lib.sym("cuLaunchKernel")?,
+            })
+        }
+    }
+
+    /// `cuInit(flags)`.
+    pub(crate) fn init(&self, flags: u32) -> CuResult {
+        // SAFETY: takes a value.
+        unsafe { (self.cuInit)(flags) }
+    }
+
+    /// `cuDriverGetVersion`.
+    pub(crate) fn driver_get_version(&self, version: &mut c_int) -> CuResult {
+        // SAFETY: writes one int into `version`.
+        unsafe { (self.cuDriverGetVersion)(version) }
+    }
+
+    /// `cuCtxGetCurrent`.
+    pub(crate) fn ctx_get_current(&self, ctx: &mut CuContext) -> CuResult {
+        // SAFETY: writes one handle into `ctx`.
+        unsafe { (self.cuCtxGetCurrent)(ctx) }
+    }
+
+    /// `cuCtxSetCurrent`.
+    pub(crate) fn ctx_set_current(&self, ctx: CuContext) -> CuResult {
+        // SAFETY: takes a context handle, which the driver checks.
+        unsafe { (self.cuCtxSetCurrent)(ctx) }
+    }
+
+    /// `cuCtxGetDevice`.
+    pub(crate) fn ctx_get_device(&self, dev: &mut CuDevice) -> CuResult {
+        // SAFETY: writes one int into `dev`.
+        unsafe { (self.cuCtxGetDevice)(dev) }
+    }
+
+    /// `cuCtxSynchronize`.
+    pub(crate) fn ctx_synchronize(&self) -> CuResult {
+        // SAFETY: takes nothing.
+        unsafe { (self.cuCtxSynchronize)() }
+    }
+
+    /// `cuDevicePrimaryCtxRetain`.
+    pub(crate) fn device_primary_ctx_retain(&self, ctx: &mut CuContext, dev: CuDevice) -> CuResult {
+        // SAFETY: writes one handle into `ctx`; the device ordinal is checked by the driver.
+        unsafe { (self.cuDevicePrimaryCtxRetain)(ctx, dev) }
+    }
+
+    /// `cuDeviceGet`.
+    pub(crate) fn device_get(&self, dev: &mut CuDevice, ordinal: c_int) -> CuResult {
+        // SAFETY: writes one int into `dev`.
+        unsafe { (self.cuDeviceGet)(dev, ordinal) }
+    }
+
+    /// `cuDeviceGetCount`.
+    pub(crate) fn device_get_count(&self, count: &mut c_int) -> CuResult {
+        // SAFETY: writes one int into `count`.
+        unsafe { (self.cuDeviceGetCount)(count) }
+    }
+
+    /// `cuDeviceGetName` into `name` (NUL-terminated; read it with [`c_chars_to_string`]).
+    pub(crate) fn device_get_name(&self, name: &mut [c_char], dev: CuDevice) -> CuResult {
+        let len = c_int::try_from(name.len()).unwrap_or(c_int::MAX);
+        // SAFETY: the driver writes at most `len` bytes, and `len` is at most the slice's length.
+        unsafe { (self.cuDeviceGetName)(name.as_mut_ptr(), len, dev) }
+    }
+
+    /// `cuDeviceGetAttribute`.
+    pub(crate) fn device_get_attribute(&self, value: &mut c_int, attribute: c_int, dev: CuDevice) -> CuResult {
+        // SAFETY: writes one int into `value`.
+        unsafe { (self.cuDeviceGetAttribute)(value, attribute, dev) }
+    }
+
+    /// `cuDeviceGetUuid_v2` (`cuDeviceGetUuid` on drivers without it).
+    pub(crate) fn device_get_uuid(&self, uuid: &mut [u8; 16], dev: CuDevice) -> CuResult {
+        // SAFETY: writes the 16 bytes of a CUuuid into `uuid`.
+        unsafe { (self.cuDeviceGetUuid)(uuid, dev) }
+    }
+
+    /// `cuMemAlloc_v2`.
+    pub(crate) fn mem_alloc(&self, ptr: &mut CuDevicePtr, bytes: usize) -> CuResult {
+        // SAFETY: writes one device pointer into `ptr`.
+        unsafe { (self.cuMemAlloc)(ptr, bytes) }
+    }
+
+    /// `cuMemFree_v2`.
+    pub(crate) fn mem_free(&self, ptr: CuDevicePtr) -> CuResult {
+        // SAFETY: device memory only (see the impl's comment).
+        unsafe { (self.cuMemFree)(ptr) }
+    }
+
+    /// `cuMemsetD8_v2`.
+    pub(crate) fn memset_d8(&self, ptr: CuDevicePtr, value: u8, bytes: usize) -> CuResult {
+        // SAFETY: device memory only (see the impl's comment).
+        unsafe { (self.cuMemsetD8)(ptr, value, bytes) }
+    }
+
+    /// `cuGetErrorName`: the name of a result code (`None` for a code the driver does not know).
+    pub(crate) fn get_error_name(&self, code: CuResult) -> Option<String> {
+        let mut p: *const c_char = std::ptr::null();
+        // SAFETY: writes one pointer into `p`.
+        let r = unsafe { (self.cuGetErrorName)(code, &mut p) };
+        if r == CUDA_SUCCESS && !p.is_null() {
+            // SAFETY: on success `p` is a NUL-terminated string of the driver's, valid for the
+            // process.
+            Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+        } else {
+            None
+        }
+    }
+
+    /// `cuEventCreate`: the new event, or the driver's code.
+    pub(crate) fn event_create(&self, flags: u32) -> Result<CuEvent, CuResult> {
+        let mut e: *mut c_void = std::ptr::null_mut();
+        // SAFETY: writes one handle into `e`.
+        let r = unsafe { (self.cuEventCreate)(&mut e, flags) };
+        if r == CUDA_SUCCESS {
+            Ok(CuEvent(e))
+        } else {
+            Err(r)
+        }
+    }
+
+    /// `cuEventRecord` on the legacy default stream.
+    pub(crate) fn event_record(&self, event: CuEvent) -> CuResult {
+        // SAFETY: an event handle of the driver's and the null (legacy default) stream.
+        unsafe { (self.cuEventRecord)(event.0, std::ptr::null_mut()) }
+    }
+
+    /// `cuEventElapsedTime`.
+    pub(crate) fn event_elapsed_time(&self, ms: &mut f32, start: CuEvent, end: CuEvent) -> CuResult {
+        // SAFETY: writes one float into `ms`; the events are the driver's handles.
+        unsafe { (self.cuEventElapsedTime)(ms, start.0, end.0) }
+    }
+
+    /// `cuEventDestroy_v2`.
+    pub(crate) fn event_destroy(&self, event: CuEvent) -> CuResult {
+        // SAFETY: an event handle of the driver's.
+        unsafe { (self.cuEventDestroy)(event.0) }
+    }
+
+    /// Loads one of kprof's PTX kernels into the current context (`cuModuleLoadData`, the driver
+    /// JIT-compiles it; the module stays loaded for the process) and looks its entry up
+    /// (`cuModuleGetFunction`). On failure: the call that failed and its code.
+    pub(crate) fn load_kernel(&self, kernel: &'static PtxKernel) -> Result<LoadedKernel, (&'static str, CuResult)> {
+        let mut module: CuModule = std::ptr::null_mut();
+        // SAFETY: writes one handle into `module`; the image is a NUL-terminated PTX text that
+        // lives for the process.
+        let r = unsafe { (self.cuModuleLoadData)(&mut module, kernel.image.as_ptr().cast()) };
+        if r != CUDA_SUCCESS {
+            return Err(("cuModuleLoadData", r));
+        }
+        let mut func: CuFunction = std::ptr::null_mut();
+        // SAFETY: writes one handle into `func`; `module` is the driver's, the name a C string.
+        let r = unsafe { (self.cuModuleGetFunction)(&mut func, module, kernel.entry.as_ptr()) };
+        if r != CUDA_SUCCESS {
+            return Err(("cuModuleGetFunction", r));
+        }
+        Ok(LoadedKernel { func })
+    }
+
+    /// `cuLaunchKernel` of a kernel from [`DriverFns::load_kernel`] on the legacy default stream
+    /// with a 1-D grid, with its two parameters `(u64 device pointer, u64 count)`.
+    pub(crate) fn launch_kernel(&self, kernel: LoadedKernel, blocks: u32, threads: u32, args: (u64, u64)) -> CuResult {
+        let (mut a, mut b) = args;
+        let mut params = [
+            (&mut a as *mut u64).cast::<c_void>(),
+            (&mut b as *mut u64).cast::<c_void>(),
+        ];
+        // SAFETY: every `PtxKernel` takes exactly two u64 parameters (see `kernels`), and `params`
+        // points at two live u64 values until the call returns; the function handle comes from
+        // `load_kernel` (the driver checks it belongs to the current context).
+        unsafe {
+            (self.cuLaunchKernel)(
+                kernel.func,
+                blocks,
+                1,
+                1,
+                threads,
+                1,
+                1,
+                0,
+                std::ptr::null_mut(),
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        }
+    }
+}
+
+/// The text of a NUL-terminated C string in a buffer the driver filled (all of it when it holds
+/// no NUL).
+pub(crate) fn c_chars_to_string(buf: &[c_char]) -> String {
+    let bytes: Vec<u8> = buf.iter().map(|&c| c as u8).collect();
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
+}

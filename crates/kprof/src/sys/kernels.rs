@@ -1,0 +1,149 @@
+//! kprof's own device kernels: PTX images, each with an entry that takes exactly two parameters,
+//! `(u64 device pointer, u64 count)`, which is what `DriverFns::launch_kernel` passes. Only the
+//! kernels defined here can be loaded and launched, so the parameters always match.
+
+use std::ffi::CStr;
+
+use super::driver::CuFunction;
+
+/// A PTX image and the name of its entry (which takes `(u64, u64)`).
+#[derive(Debug)]
+pub struct PtxKernel {
+    pub(super) image: &'static CStr,
+    pub(super) entry: &'static CStr,
+}
+
+impl PtxKernel {
+    /// The entry's name (the kernel name CUPTI and ncu report).
+    pub fn name(&self) -> &'static str {
+        self.entry.to_str().unwrap_or("")
+    }
+
+    /// The PTX text.
+    pub fn image(&self) -> &'static str {
+        self.image.to_str().unwrap_or("")
+    }
+}
+
+/// A [`PtxKernel`] loaded into a context (`DriverFns::load_kernel`).
+#[derive(Debug, Clone, Copy)]
+pub struct LoadedKernel {
+    pub(super) func: CuFunction,
+}
+
+// SAFETY: a CUfunction is a process-wide driver object, usable from any thread that has its
+// context current; kprof only hands it back to the driver.
+unsafe impl Send for LoadedKernel {}
+// SAFETY: as for Send: shared use is only passing the handle to the driver.
+unsafe impl Sync for LoadedKernel {}
+
+/// The L2 flush's read kernel `kprof_l2_flush(buf, sectors)` (see `runner/l2_flush.rs`).
+pub static L2_FLUSH_READ: PtxKernel = PtxKernel {
+    image: READ_PTX,
+    entry: c"kprof_l2_flush",
+};
+
+/// The L2 flush's discard kernel `kprof_l2_flush_discard(buf, lines)` (sm_80 and later).
+pub static L2_FLUSH_DISCARD: PtxKernel = PtxKernel {
+    image: DISCARD_PTX,
+    entry: c"kprof_l2_flush_discard",
+};
+
+/// PTX of `kprof_l2_flush(buf, sectors)`: every thread reads one 32-byte sector per step of a
+/// grid-stride loop (`ld.global.cg`: cached in L2 only) and stores nothing unless the xor of
+/// everything it read equals a magic value, which keeps the loads alive through the JIT.
+const READ_PTX: &CStr = c".version 7.0
+.target sm_52
+.address_size 64
+.visible .entry kprof_l2_flush(.param .u64 p_buf, .param .u64 p_sectors)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<12>;
+    ld.param.u64 %rd1, [p_buf];
+    ld.param.u64 %rd2, [p_sectors];
+    mov.u32 %r1, %ctaid.x;
+    mov.u32 %r2, %ntid.x;
+    mov.u32 %r3, %tid.x;
+    mov.u32 %r4, %nctaid.x;
+    mul.wide.u32 %rd3, %r1, %r2;
+    cvt.u64.u32 %rd4, %r3;
+    add.u64 %rd5, %rd3, %rd4;
+    mul.wide.u32 %rd6, %r4, %r2;
+    mov.u32 %r5, 0;
+    setp.ge.u64 %p1, %rd5, %rd2;
+    @%p1 bra DONE;
+LOOP:
+    shl.b64 %rd7, %rd5, 5;
+    add.u64 %rd8, %rd1, %rd7;
+    ld.global.cg.u32 %r6, [%rd8];
+    xor.b32 %r5, %r5, %r6;
+    add.u64 %rd5, %rd5, %rd6;
+    setp.lt.u64 %p2, %rd5, %rd2;
+    @%p2 bra LOOP;
+DONE:
+    setp.eq.u32 %p1, %r5, 1515870810;
+    @%p1 st.global.u32 [%rd1], %r5;
+    ret;
+}
+";
+
+/// PTX of `kprof_l2_flush_discard(buf, lines)`: every thread drops one 128-byte line of the
+/// buffer from the L2 per step of a grid-stride loop (`discard.global.L2`: no write-back; the
+/// buffer's contents do not matter).
+const DISCARD_PTX: &CStr = c".version 7.4
+.target sm_80
+.address_size 64
+.visible .entry kprof_l2_flush_discard(.param .u64 p_buf, .param .u64 p_lines)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<10>;
+    ld.param.u64 %rd1, [p_buf];
+    ld.param.u64 %rd2, [p_lines];
+    mov.u32 %r1, %ctaid.x;
+    mov.u32 %r2, %ntid.x;
+    mov.u32 %r3, %tid.x;
+    mov.u32 %r4, %nctaid.x;
+    mul.wide.u32 %rd3, %r1, %r2;
+    cvt.u64.u32 %rd4, %r3;
+    add.u64 %rd5, %rd3, %rd4;
+    mul.wide.u32 %rd6, %r4, %r2;
+    setp.ge.u64 %p1, %rd5, %rd2;
+    @%p1 bra DONE;
+LOOP:
+    shl.b64 %rd7, %rd5, 7;
+    add.u64 %rd8, %rd1, %rd7;
+    discard.global.L2 [%rd8], 128;
+    add.u64 %rd5, %rd5, %rd6;
+    setp.lt.u64 %p2, %rd5, %rd2;
+    @%p2 bra LOOP;
+DONE:
+    ret;
+}
+";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What makes `DriverFns::launch_kernel` sound: every kernel here has
+    /// one entry, named as declared, with exactly the parameters `(.u64, .u64)`.
+    #[test]
+    fn every_kernel_takes_two_u64_parameters() {
+        for k in [&L2_FLUSH_READ, &L2_FLUSH_DISCARD] {
+            let ptx = k.image();
+            assert_eq!(ptx.matches(".entry").count(), 1, "{}", k.name());
+            let decl = ptx.split(".entry ").nth(1).unwrap();
+            let (name, rest) = decl.split_once('(').unwrap();
+            assert_eq!(name.trim(), k.name());
+            let params: Vec<&str> = rest.split_once(')').unwrap().0.split(',').map(str::trim).collect();
+            assert_eq!(params.len(), 2, "{}: {params:?}", k.name());
+            assert!(
+                params.iter().all(|p| p.starts_with(".param .u64 ")),
+                "{}: {params:?}",
+                k.name()
+            );
+        }
+    }
+}
