@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from . import _core, analyze, exceptions
 from .analyze import kernel
+from ._measurement import configure
 from . import experimental
 from .annotation import annotate
 from .collectors import CollectionScope, InfoCollector
@@ -41,6 +42,7 @@ __all__ = [
     "experimental",
     "analyze",
     "kernel",
+    "configure",
     "VerbosityLevel",
     "ProfileResults",
     "load",

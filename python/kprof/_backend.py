@@ -99,6 +99,10 @@ RAW_COLUMNS: tuple[str, ...] = _core.RAW_COLUMNS
 #:   headroom, None: 10 / 20), ``thermal_timeout`` (s, None: 180), ``thermal_device`` (CUDA ordinal
 #:   or None: the benchmark's device; another device is an error): nsight-python's thermal guard,
 #:   checked before every run;
+#: * ``l2_flush`` ("read" | "discard" | "write"), ``l2_flush_bytes`` (int | None: twice the L2),
+#:   ``counter_pass_records`` (bool): how the cold-cache flush empties the L2, its buffer's size,
+#:   and whether CUPTI's kernel records stay on during counter passes (absent: the defaults;
+#:   ``KPROF_L2_FLUSH``, ``KPROF_L2_FLUSH_BYTES``, ``KPROF_COUNTER_PASS_RECORDS`` override them);
 #: * ``target_rsd`` (float % | None), ``target_ci`` (float % | None): stop a config's runs once its
 #:   relative std dev / relative CI95 half-width is below this;
 #: * ``max_runs`` (int | None), ``time_budget`` (float seconds | None): caps of adaptive runs;
@@ -118,6 +122,9 @@ OPTION_KEYS = (
     "cache_control",
     "clock_control",
     "replay_mode",
+    "l2_flush",
+    "l2_flush_bytes",
+    "counter_pass_records",
     "duration_source",
     "thermal_mode",
     "thermal_wait",

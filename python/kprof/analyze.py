@@ -21,7 +21,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Literal
 
-from . import _backend, _core, _ncu, annotation, plotting
+from . import _backend, _core, _measurement, _ncu, annotation, plotting
 from . import scaleout as _scaleout
 from . import collectors as _collectors
 from ._backend import RAW_COLUMNS
@@ -91,6 +91,7 @@ class Settings:
     info_collectors: tuple = ()
     duration_source: str = "auto"
     scaleout: Any = None  # a kprof.scaleout.ScaleOut with devices= or executor=, else None
+    measurement: dict = field(default_factory=dict)  # l2_flush, l2_flush_bytes, counter_pass_records
 
     def backend_options(self) -> dict[str, Any]:
         """The ``options`` dict handed to ``Backend.run_benchmark`` (keys: ``_backend.OPTION_KEYS``)."""
@@ -117,6 +118,7 @@ class Settings:
             "verbosity": int(self.verbosity),
             "backend": self.backend,
             "ncu_options": self.extra.get("ncu_options"),
+            **self.measurement,
         }
 
 
@@ -325,6 +327,7 @@ def _validate(opts: dict[str, Any]) -> Settings:
             "Profiler); backend='cuda-events' measures only time between CUDA events. Use backend='cupti'"
         )
     ncu_options = _ncu.check_ncu_options(opts["ncu_options"])
+    measurement = _measurement.check(opts["l2_flush"], opts["l2_flush_bytes"], opts["counter_pass_records"], backend)
     if backend != "ncu":
         for what, given in (
             ("clock_control='base' (locking clocks)", clock == "base"),
@@ -351,6 +354,7 @@ def _validate(opts: dict[str, Any]) -> Settings:
         clock_control=clock,
         cache_control=cache,
         replay_mode=replay,
+        measurement=measurement,
         thermal_mode=thermal,
         combine_kernel_metrics=combine,
         output_prefix=prefix,
@@ -572,6 +576,9 @@ def kernel(
     backend: str = "cupti",
     ncu_options: dict | None = None,
     duration_source: str = "auto",
+    l2_flush: _measurement.L2FlushName = "read",
+    l2_flush_bytes: int | None = None,
+    counter_pass_records: bool = False,
     store: str | os.PathLike | None = None,
     devices: str | Iterable[int] | None = None,
     executor: Any = None,
@@ -626,6 +633,11 @@ def kernel(
       ``"kernel"`` (CUPTI replays each kernel and cannot flush the L2 between its passes: DRAM
       rates of data larger than the L2 read ~2 points above ncu) or ``"range"`` (one value per
       annotation, rates over its whole time);
+    * ``l2_flush`` ("read"), ``l2_flush_bytes`` (None: twice the L2), ``counter_pass_records``
+      (False): how the cold cache is made (a kernel reads a buffer; ``"discard"`` then drops its
+      lines, ``"write"`` memsets it), and whether CUPTI's kernel records stay on in counter passes
+      (CUPTI backend; ``KPROF_L2_FLUSH``, ``KPROF_L2_FLUSH_BYTES``, ``KPROF_COUNTER_PASS_RECORDS``
+      override them when set; ``kprof.configure`` sets the per-process kernel and graph tracing);
     * ``duration_source`` ("auto"): where ``gpu__time_duration.sum`` comes from with the CUPTI
       backend. ``"auto"``: the hardware counter of that name, as Nsight Compute measures it, in
       one more pass of the function per recorded run (kernel records off), when the counters can
@@ -668,6 +680,9 @@ def kernel(
         clock_control=clock_control,
         cache_control=cache_control,
         replay_mode=replay_mode,
+        l2_flush=l2_flush,
+        l2_flush_bytes=l2_flush_bytes,
+        counter_pass_records=counter_pass_records,
         duration_source=duration_source,
         thermal_mode=thermal_mode,
         thermal_wait=thermal_wait,

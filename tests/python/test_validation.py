@@ -79,6 +79,13 @@ def check(exc, message, **opts):
         (dict(configs=5), "configs must be an iterable of configs (a list, a generator, ...), got 5"),
         (dict(metrics=["dram__bytes_read.sum"], backend="cuda-events"),
          "metrics ['dram__bytes_read.sum'] are hardware counters (CUPTI Range Profiler); backend='cuda-events'"),
+        (dict(l2_flush="memset"), "l2_flush must be one of 'read', 'discard', 'write'; got 'memset'"),
+        (dict(l2_flush=None), "l2_flush must be one of 'read', 'discard', 'write'; got 'None'"),
+        (dict(l2_flush_bytes=0), "l2_flush_bytes must be a positive number of bytes (at least the L2) or None, got 0"),
+        (dict(l2_flush_bytes=1.5e9), "l2_flush_bytes must be a positive number of bytes (at least the L2) or None, got"),
+        (dict(l2_flush_bytes=True), "l2_flush_bytes must be a positive number of bytes (at least the L2) or None, got True"),
+        (dict(counter_pass_records="on"), "counter_pass_records must be True or False, got 'on'"),
+        (dict(l2_flush="write", backend="ncu"), "l2_flush, l2_flush_bytes and counter_pass_records are options of"),
     ],
 )
 def test_config_errors(opts, message):
@@ -130,6 +137,8 @@ def test_plot_options_checked_when_applied(opts, message):
         dict(metrics="dram__bytes_write.sum", replay_mode="application"),
         dict(duration_source="counters", replay_mode="application"),
         dict(duration_source="counters", backend="ncu"),
+        dict(l2_flush="discard", l2_flush_bytes=1 << 30, counter_pass_records=True),
+        dict(l2_flush="write", cache_control="none"),
     ],
 )
 def test_accepted(opts):
@@ -206,3 +215,32 @@ def test_ncu_backend_accepts_its_options():
         dict(backend="ncu", ncu_options={"set": "full", "sections": ["SpeedOfLight"], "launch_count": 3}),
     ):
         kernel(**opts)(body)
+
+
+@pytest.mark.parametrize("given, expected", [
+    (dict(), dict(l2_flush="read", l2_flush_bytes=None, counter_pass_records=False)),
+    (dict(l2_flush="discard", l2_flush_bytes=256 << 20, counter_pass_records=True),
+     dict(l2_flush="discard", l2_flush_bytes=256 << 20, counter_pass_records=True)),
+])
+def test_measurement_options_in_the_backend_options(given, expected, fake_backend, fake_core):
+    kernel(configs=[1], runs=1, verbosity=0, **given)(body)()
+    o = fake_backend.options
+    assert {k: o[k] for k in expected} == expected
+
+
+@pytest.mark.parametrize("opts, message", [
+    (dict(kernel_trace="parallel"), "kernel_trace must be one of 'concurrent', 'serial'; got 'parallel'"),
+    (dict(graph_trace="all"), "graph_trace must be one of 'graph', 'nodes'; got 'all'"),
+    (dict(kernel_trace=None), "kernel_trace must be one of 'concurrent', 'serial'; got 'None'"),
+])
+def test_configure_checks_its_values(opts, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        kprof.configure(**opts)
+
+
+def test_configure_before_the_engine_starts_accepts_every_value():
+    try:
+        kprof.configure(kernel_trace="serial", graph_trace="graph")
+        kprof.configure(kernel_trace="concurrent", graph_trace="nodes")
+    finally:
+        kprof.configure()  # back to the defaults for the rest of the session

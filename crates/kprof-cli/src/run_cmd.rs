@@ -42,6 +42,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
+use kprof::choices::{GraphTrace, KernelTrace};
 use kprof::counters::host::c_names;
 use kprof::counters::{CuptiLib, HostObject, MetricsCatalog, ReplayMode};
 use kprof::run_spec::{CounterSpec, GroupBy, RunSpec, DEFAULT_COUNTER_RANGES, ENV_RUN_SPEC};
@@ -109,6 +110,8 @@ pub fn run_spec(args: &RunArgs, benchmark: &str, dir: &Path, counters: Option<(&
             replay_mode: ReplayMode::Kernel,
             ranges_per_image: ranges,
         }),
+        kernel_trace: args.kernel_trace,
+        graph_trace: args.graph_trace,
         ..RunSpec::default()
     }
 }
@@ -129,6 +132,11 @@ pub fn parse_replay_mode(s: &str) -> Result<ReplayMode, String> {
             e.value
         )),
     }
+}
+
+/// Parses a choice (`--kernel-trace`, `--graph-trace`) with its one `FromStr`.
+fn parse_choice<T: std::str::FromStr<Err = kprof::choices::InvalidOptionValue>>(s: &str) -> Result<T, String> {
+    s.trim().parse().map_err(|e: kprof::choices::InvalidOptionValue| e.to_string())
 }
 
 /// Arguments of `kprof run`.
@@ -176,6 +184,14 @@ pub struct RunArgs {
     /// How counter passes are replayed: kernel (the only mode `kprof run` offers).
     #[arg(long, value_name = "MODE", default_value = "kernel", value_parser = parse_replay_mode)]
     pub replay_mode: ReplayMode,
+    /// How CUPTI records the command's kernels: concurrent (default) or serial (the run spec's
+    /// `kernel_trace`; KPROF_KERNEL_TRACE, when set, overrides it).
+    #[arg(long, value_name = "MODE", default_value = "concurrent", value_parser = parse_choice::<KernelTrace>)]
+    pub kernel_trace: KernelTrace,
+    /// How CUDA graph launches are timed: graph (default with concurrent kernel records) or nodes
+    /// (the run spec's `graph_trace`; KPROF_GRAPH_TRACE, when set, overrides it).
+    #[arg(long, value_name = "MODE", value_parser = parse_choice::<GraphTrace>)]
+    pub graph_trace: Option<GraphTrace>,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -956,6 +972,13 @@ mod tests {
         assert_eq!(timing.nvtx_include, ["app@step*", "mm"]);
         assert_eq!(timing.nvtx_exclude, ["warm"]);
         assert!(timing.verbose && timing.counters.is_none());
+        assert_eq!((timing.kernel_trace, timing.graph_trace), (KernelTrace::Concurrent, None));
+        let traced = parse(&["--kernel-trace", "serial", "--graph-trace", "graph", "--", "p"]).unwrap();
+        let spec = run_spec(&traced, "p", dir, None);
+        assert_eq!((spec.kernel_trace, spec.graph_trace), (KernelTrace::Serial, Some(GraphTrace::Graph)));
+        assert_eq!(RunSpec::from_json(&spec.to_json().unwrap()).unwrap(), spec);
+        let e = parse(&["--kernel-trace", "parallel", "--", "p"]).unwrap_err().to_string();
+        assert!(e.contains("kernel_trace must be one of 'concurrent', 'serial'; got 'parallel'"), "{e}");
         // What the injection library reads back is what was written.
         assert_eq!(RunSpec::from_json(&timing.to_json().unwrap()).unwrap(), timing);
         let metrics = vec!["dram__bytes_read.sum".to_string()];

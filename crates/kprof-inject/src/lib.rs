@@ -201,7 +201,7 @@ pub extern "C" fn InitializeInjection() -> i32 {
         with_proc(|p| p.cuda_injected = true);
         register_atexit();
         let Some(c) = cupti() else { return };
-        match ActivitySession::start_with(c) {
+        match ActivitySession::start_traced(c, spec().spec.trace_options()) {
             Ok(s) => {
                 log!("CUPTI activity collection started");
                 match counters::CounterRequest::from_spec(spec().spec.counters.as_ref()) {

@@ -10,6 +10,7 @@ use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use kprof::choices::TraceOptions;
 use kprof::runner::{BenchOptions, Profiler, Reducer, RegionGuard, Run, RunOrder, StoppingPolicy};
 use kprof::sys::scoped::Lent;
 use kprof_core::columns::{CONFIG_INDEX_COLUMN, RAW_COLUMNS};
@@ -34,6 +35,46 @@ thread_local! {
 /// Runs `f` with this thread's profiler (None before the first `run_benchmark`).
 pub(crate) fn with_profiler<R>(f: impl FnOnce(Option<&Profiler>) -> R) -> R {
     PROFILER.with(|cell| f(cell.borrow().as_ref()))
+}
+
+/// The trace options of this process's CUPTI profiler (`kprof.configure`), and whether the
+/// profiler has started with them (after which they cannot change).
+static TRACE: Mutex<(Option<TraceOptions>, bool)> = Mutex::new((None, false));
+
+/// `configure_trace(kernel_trace: str, graph_trace: str | None) -> None`: the trace options the
+/// CUPTI profiler of this process starts with (`kprof.configure`). `RuntimeError` when the
+/// profiler already started with other values.
+#[pyfunction]
+fn configure_trace(kernel_trace: &str, graph_trace: Option<&str>) -> PyResult<()> {
+    let mut t = TraceOptions::default();
+    t.kernel_trace = kernel_trace.parse().map_err(|e: kprof::choices::InvalidOptionValue| PyValueError::new_err(e.to_string()))?;
+    t.graph_trace = graph_trace
+        .map(str::parse)
+        .transpose()
+        .map_err(|e: kprof::choices::InvalidOptionValue| PyValueError::new_err(e.to_string()))?;
+    let mut slot = TRACE.lock().unwrap_or_else(|p| p.into_inner());
+    let current = slot.0.unwrap_or_default();
+    if slot.1 && current != t {
+        let graph = |g: Option<kprof::choices::GraphTrace>| g.map_or("None".to_string(), |g| format!("'{g}'"));
+        return Err(PyRuntimeError::new_err(format!(
+            "the profiler of this process already started with kernel_trace='{}', graph_trace={}; these are per-process \
+             settings: call kprof.configure(kernel_trace='{}', graph_trace={}) before the first benchmark",
+            current.kernel_trace,
+            graph(current.graph_trace),
+            t.kernel_trace,
+            graph(t.graph_trace),
+        )));
+    }
+    slot.0 = Some(t);
+    Ok(())
+}
+
+/// A CUPTI profiler with the trace options of `kprof.configure` (which then cannot change).
+fn traced_profiler() -> Result<Profiler, kprof::EngineError> {
+    let mut slot = TRACE.lock().unwrap_or_else(|p| p.into_inner());
+    let p = Profiler::with_trace(slot.0.unwrap_or_default())?;
+    slot.1 = true;
+    Ok(p)
 }
 
 /// An exception raised inside a user reducer (`combine_kernel_metrics`), re-raised afterwards.
@@ -134,6 +175,13 @@ pub(crate) fn bench_options(opts: &Bound<'_, PyDict>) -> PyResult<BenchOptions> 
     }
     if let Some(v) = get(opts, "clock_control")? {
         o.clock = parse_option(&v)?;
+    }
+    if let Some(v) = get(opts, "l2_flush")? {
+        o.l2_flush = parse_option(&v)?;
+    }
+    o.l2_flush_bytes = get(opts, "l2_flush_bytes")?.map(|v| v.extract()).transpose()?;
+    if let Some(v) = get(opts, "counter_pass_records")? {
+        o.counter_pass_records = v.extract()?;
     }
     let target_rsd: Option<f64> = get(opts, "target_rsd")?.map(|v| v.extract()).transpose()?;
     let target_ci: Option<f64> = get(opts, "target_ci")?.map(|v| v.extract()).transpose()?;
@@ -268,7 +316,7 @@ fn run_benchmark<'py>(
                 let created = if events {
                     Profiler::with_cuda_events()
                 } else {
-                    Profiler::new()
+                    traced_profiler()
                 };
                 *slot = Some(created.map_err(|e| ("engine", e.to_string()))?);
             }
@@ -410,5 +458,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(enter_region, m)?)?;
     m.add_function(wrap_pyfunction!(exit_region, m)?)?;
     m.add_function(wrap_pyfunction!(engine_available, m)?)?;
+    m.add_function(wrap_pyfunction!(configure_trace, m)?)?;
     Ok(())
 }

@@ -1,5 +1,7 @@
 //! The choices of kprof's options, one enum and one parser each: [`ReplayMode`]
-//! (`replay_mode`), [`CacheControl`] (`cache_control`), [`ClockControl`] (`clock_control`), and
+//! (`replay_mode`), [`CacheControl`] (`cache_control`), [`ClockControl`] (`clock_control`),
+//! [`L2Flush`] (`l2_flush`), [`KernelTrace`] (`kernel_trace`), [`GraphTrace`] (`graph_trace`) and
+//! the on/off spelling of switches ([`parse_switch`]); the per-process [`TraceOptions`]; and
 //! the error of a value an option does not accept ([`InvalidOptionValue`]). The runner, the
 //! counters, the ncu backend, the Rust CLI, the Python glue and the injection library all use
 //! these (re-exported as `counters::ReplayMode` and `runner::{CacheControl, ClockControl}`). This
@@ -201,9 +203,190 @@ impl std::str::FromStr for ClockControl {
 
 display_as_str!(CacheControl, ClockControl);
 
+/// How the L2 is emptied before cold runs and top-level regions: the one enum of the `l2_flush`
+/// option (Python's `l2_flush`, [`BenchOptions::l2_flush`](crate::runner::BenchOptions::l2_flush),
+/// `kprof run --l2-flush`; `KPROF_L2_FLUSH` overrides it), parsed only by its
+/// [`FromStr`](std::str::FromStr) impl.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum L2Flush {
+    /// A kernel reads a buffer of twice the L2 (the default): the L2 ends clean.
+    #[default]
+    Read,
+    /// `Read`, then the buffer's lines are dropped (PTX `discard.global.L2`, sm_80 and later): the
+    /// L2 ends empty, as after ncu's `--cache-control all`.
+    Discard,
+    /// A memset of the buffer, as Triton and NVBench flush: the L2 ends full of dirty lines.
+    Write,
+}
+
+impl L2Flush {
+    /// The canonical names, in the order error messages list them.
+    pub const NAMES: &'static [&'static str] = &["read", "discard", "write"];
+
+    /// The option's canonical name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            L2Flush::Read => "read",
+            L2Flush::Discard => "discard",
+            L2Flush::Write => "write",
+        }
+    }
+}
+
+impl std::str::FromStr for L2Flush {
+    type Err = InvalidOptionValue;
+
+    /// Parses `"read"`, `"discard"` or `"write"`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "read" => Ok(L2Flush::Read),
+            "discard" => Ok(L2Flush::Discard),
+            "write" => Ok(L2Flush::Write),
+            _ => Err(InvalidOptionValue::new("l2_flush", s, Self::NAMES)),
+        }
+    }
+}
+
+/// How CUPTI records kernels: the one enum of the `kernel_trace` option (a per-process setting:
+/// [`TraceOptions::kernel_trace`], Python's `kprof.configure(kernel_trace=...)`, `kprof run
+/// --kernel-trace`; `KPROF_KERNEL_TRACE` overrides it), parsed only by its
+/// [`FromStr`](std::str::FromStr) impl. See `cupti::collector` for what each costs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum KernelTrace {
+    /// `CUPTI_ACTIVITY_KIND_KERNEL`: CUPTI serializes kernels on the GPU (kernels on different
+    /// streams no longer overlap) and times them without instrumenting them; CUDA graphs come
+    /// untimed.
+    Serial,
+    /// `CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL` (default): kernels keep their concurrency and graph
+    /// launches their GPU span; CUPTI instruments every kernel to time it, which adds time to
+    /// kernels made of many short blocks.
+    #[default]
+    Concurrent,
+}
+
+impl KernelTrace {
+    /// The canonical names, in the order error messages list them.
+    pub const NAMES: &'static [&'static str] = &["concurrent", "serial"];
+
+    /// The option's canonical name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KernelTrace::Concurrent => "concurrent",
+            KernelTrace::Serial => "serial",
+        }
+    }
+}
+
+impl std::str::FromStr for KernelTrace {
+    type Err = InvalidOptionValue;
+
+    /// Parses `"concurrent"` or `"serial"`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "concurrent" => Ok(KernelTrace::Concurrent),
+            "serial" => Ok(KernelTrace::Serial),
+            _ => Err(InvalidOptionValue::new("kernel_trace", s, Self::NAMES)),
+        }
+    }
+}
+
+/// How CUDA graph launches are timed: the one enum of the `graph_trace` option (a per-process
+/// setting: [`TraceOptions::graph_trace`], Python's `kprof.configure(graph_trace=...)`, `kprof run
+/// --graph-trace`; `KPROF_GRAPH_TRACE` overrides it), parsed only by its
+/// [`FromStr`](std::str::FromStr) impl.
+///
+/// Whichever the mode, a region's value counts a graph launch as one work item spanning the
+/// whole graph (see [`crate::attribution::work_items`]), never one node's time.
+///
+/// Measured on the H200 (CUPTI 13.0, issue 17; `docs/timing.md`): graph-level records time a
+/// graph as CUDA events around its replay do without a profiler (60 kernels: 198.6 vs 202.2 us;
+/// `kprof run` on a C++ program: 198.4 vs 200.6 us); node records make every node run
+/// instrumented (214.8 us). Graph records crash CUPTI 13.0 for executables instantiated before
+/// the session started; [`crate::cupti::graph_guard`] switches them off for those launches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GraphTrace {
+    /// `CUPTI_ACTIVITY_KIND_GRAPH_TRACE` (default with concurrent kernel records): one record per
+    /// graph launch with the graph's start and end on the GPU, no records of its nodes; launches
+    /// of executables instantiated before the session fall back to node records (guarded).
+    Graph,
+    /// Node records: with concurrent kernel records every node is timed (and instrumented) and a
+    /// launch's span is merged from its nodes (per-node durations stay in the breakdown); with
+    /// serial records nodes come untimed (the default with serial records: graph records then
+    /// span about one node).
+    Nodes,
+}
+
+impl GraphTrace {
+    /// The canonical names, in the order error messages list them.
+    pub const NAMES: &'static [&'static str] = &["graph", "nodes"];
+
+    /// The option's canonical name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GraphTrace::Graph => "graph",
+            GraphTrace::Nodes => "nodes",
+        }
+    }
+
+    /// The default for a kernel trace: graph records with concurrent kernel records, node
+    /// records with serial ones.
+    pub fn default_for(kernels: KernelTrace) -> GraphTrace {
+        match kernels {
+            KernelTrace::Concurrent => GraphTrace::Graph,
+            KernelTrace::Serial => GraphTrace::Nodes,
+        }
+    }
+}
+
+impl std::str::FromStr for GraphTrace {
+    type Err = InvalidOptionValue;
+
+    /// Parses `"graph"` or `"nodes"`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "graph" => Ok(GraphTrace::Graph),
+            "nodes" => Ok(GraphTrace::Nodes),
+            _ => Err(InvalidOptionValue::new("graph_trace", s, Self::NAMES)),
+        }
+    }
+}
+
+/// A switch (`counter_pass_records`) as its environment override spells it: `"on"` or `"off"`.
+pub fn parse_switch(option: &'static str, s: &str) -> Result<bool, InvalidOptionValue> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(InvalidOptionValue::new(option, s, &["on", "off"])),
+    }
+}
+
+/// The per-process options of the CUPTI activity session (how kernels and CUDA graphs are
+/// traced), set once per process: [`Profiler::with_trace`](crate::runner::Profiler::with_trace),
+/// [`ActivitySession::start_traced`](crate::cupti::ActivitySession::start_traced), Python's
+/// `kprof.configure`, `kprof run --kernel-trace/--graph-trace`. `KPROF_KERNEL_TRACE` and
+/// `KPROF_GRAPH_TRACE`, when set, override these fields (see `crate::overrides`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TraceOptions {
+    /// How CUPTI records kernels (default [`KernelTrace::Concurrent`]).
+    pub kernel_trace: KernelTrace,
+    /// How CUDA graph launches are timed; `None` (the default):
+    /// [`GraphTrace::default_for`] the kernel trace (graph records with concurrent kernels).
+    pub graph_trace: Option<GraphTrace>,
+}
+
+impl TraceOptions {
+    /// The graph trace these options ask for (the field, else the kernel trace's default).
+    pub fn graph_trace(&self) -> GraphTrace {
+        self.graph_trace.unwrap_or(GraphTrace::default_for(self.kernel_trace))
+    }
+}
+
+display_as_str!(L2Flush, KernelTrace, GraphTrace);
+
 #[cfg(test)]
 mod tests {
-    use super::{CacheControl, ClockControl, ReplayMode};
+    use super::{CacheControl, ClockControl, GraphTrace, KernelTrace, L2Flush, ReplayMode, TraceOptions};
 
     #[test]
     fn every_option_round_trips_and_names_bad_values() {
@@ -231,6 +414,50 @@ mod tests {
         assert_eq!(
             e("fast".parse::<ClockControl>().map(|_| ())),
             "clock_control must be one of 'none', 'base'; got 'fast'"
+        );
+    }
+
+    #[test]
+    fn measurement_settings_round_trip_default_as_before_and_name_bad_values() {
+        for c in [L2Flush::Read, L2Flush::Discard, L2Flush::Write] {
+            assert_eq!(c.as_str().parse::<L2Flush>(), Ok(c));
+            assert_eq!(c.to_string(), c.as_str());
+        }
+        for c in [KernelTrace::Concurrent, KernelTrace::Serial] {
+            assert_eq!(c.as_str().parse::<KernelTrace>(), Ok(c));
+        }
+        for c in [GraphTrace::Graph, GraphTrace::Nodes] {
+            assert_eq!(c.as_str().parse::<GraphTrace>(), Ok(c));
+        }
+        assert_eq!(L2Flush::default(), L2Flush::Read);
+        let t = TraceOptions::default();
+        assert_eq!(
+            (t.kernel_trace, t.graph_trace()),
+            (KernelTrace::Concurrent, GraphTrace::Graph)
+        );
+        let serial = TraceOptions {
+            kernel_trace: KernelTrace::Serial,
+            graph_trace: None,
+        };
+        assert_eq!(serial.graph_trace(), GraphTrace::Nodes);
+        assert_eq!(super::parse_switch("counter_pass_records", "on"), Ok(true));
+        assert_eq!(super::parse_switch("counter_pass_records", "off"), Ok(false));
+        let e = |r: Result<(), super::InvalidOptionValue>| r.unwrap_err().to_string();
+        assert_eq!(
+            e("memset".parse::<L2Flush>().map(|_| ())),
+            "l2_flush must be one of 'read', 'discard', 'write'; got 'memset'"
+        );
+        assert_eq!(
+            e("parallel".parse::<KernelTrace>().map(|_| ())),
+            "kernel_trace must be one of 'concurrent', 'serial'; got 'parallel'"
+        );
+        assert_eq!(
+            e("all".parse::<GraphTrace>().map(|_| ())),
+            "graph_trace must be one of 'graph', 'nodes'; got 'all'"
+        );
+        assert_eq!(
+            e(super::parse_switch("counter_pass_records", "yes").map(|_| ())),
+            "counter_pass_records must be one of 'on', 'off'; got 'yes'"
         );
     }
 }

@@ -149,3 +149,9 @@ impl EngineError {
         }
     }
 }
+
+impl From<crate::overrides::InvalidOverride> for EngineError {
+    fn from(e: crate::overrides::InvalidOverride) -> Self {
+        EngineError::InvalidOption(e.to_string())
+    }
+}

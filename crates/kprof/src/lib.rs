@@ -55,6 +55,7 @@ pub mod error;
 pub mod loader;
 pub mod ncu;
 pub mod nvtx;
+pub mod overrides;
 pub mod run_spec;
 pub mod run_status;
 pub mod runner;

@@ -10,7 +10,8 @@
 //!
 //! ```text
 //! KPROF_RUN_SPEC={"version":1,"output":"/tmp/out/procs/rep0","benchmark":"sgemm","group_by":"nvtx",
-//!                 "nvtx_include":[],"nvtx_exclude":[],"verbose":false,"counters":null}
+//!                 "nvtx_include":[],"nvtx_exclude":[],"verbose":false,"counters":null,
+//!                 "kernel_trace":"concurrent","graph_trace":null}
 //! ```
 //!
 //! The counter launch of `kprof run --metrics` has `"counters":{"metrics":[...],...}`
@@ -20,7 +21,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::choices::ReplayMode;
+use crate::choices::{GraphTrace, KernelTrace, ReplayMode, TraceOptions};
 
 /// The environment variable holding the spec (JSON).
 pub const ENV_RUN_SPEC: &str = "KPROF_RUN_SPEC";
@@ -82,6 +83,15 @@ pub struct RunSpec {
     pub verbose: bool,
     /// The counter launch of `kprof run --metrics`; `None`: a timing launch.
     pub counters: Option<CounterSpec>,
+    /// How CUPTI records kernels (`kprof run --kernel-trace`; default concurrent).
+    /// `KPROF_KERNEL_TRACE`, when set in the process, overrides it.
+    #[serde(with = "choice_name")]
+    pub kernel_trace: KernelTrace,
+    /// How CUDA graph launches are timed (`kprof run --graph-trace`); `None`: graph records with
+    /// concurrent kernel records, node records with serial ones. `KPROF_GRAPH_TRACE`, when set in
+    /// the process, overrides it.
+    #[serde(with = "opt_choice_name")]
+    pub graph_trace: Option<GraphTrace>,
 }
 
 /// The counters the counter launch collects.
@@ -119,6 +129,43 @@ mod replay_mode_name {
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ReplayMode, D::Error> {
         let name = String::deserialize(d)?;
         name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// A choice ([`KernelTrace`], ...) as its option name, parsed by its `FromStr`.
+mod choice_name {
+    use std::fmt::Display;
+    use std::str::FromStr;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<T: Display, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(v)
+    }
+
+    pub fn deserialize<'de, T: FromStr<Err: Display>, D: Deserializer<'de>>(d: D) -> Result<T, D::Error> {
+        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// An optional choice as its option name or `null`.
+mod opt_choice_name {
+    use std::fmt::Display;
+    use std::str::FromStr;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<T: Display, S: Serializer>(v: &Option<T>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(v) => s.collect_str(v),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, T: FromStr<Err: Display>, D: Deserializer<'de>>(d: D) -> Result<Option<T>, D::Error> {
+        Option::<String>::deserialize(d)?
+            .map(|v| v.parse().map_err(serde::de::Error::custom))
+            .transpose()
     }
 }
 
@@ -163,6 +210,8 @@ impl Default for RunSpec {
             nvtx_exclude: Vec::new(),
             verbose: false,
             counters: None,
+            kernel_trace: KernelTrace::default(),
+            graph_trace: None,
         }
     }
 }
@@ -198,6 +247,15 @@ impl RunSpec {
         }
     }
 
+    /// The trace options the spec asks the process's activity session for (before the
+    /// `KPROF_KERNEL_TRACE` / `KPROF_GRAPH_TRACE` overrides).
+    pub fn trace_options(&self) -> TraceOptions {
+        let mut t = TraceOptions::default();
+        t.kernel_trace = self.kernel_trace;
+        t.graph_trace = self.graph_trace;
+        t
+    }
+
     /// The `output` of a document that [`RunSpec::from_json`] rejects, when it has a string
     /// there: where to write the status file that reports the error.
     pub fn output_of_invalid(text: &str) -> Option<PathBuf> {
@@ -226,6 +284,8 @@ mod tests {
                 replay_mode: ReplayMode::Kernel,
                 ranges_per_image: 16,
             }),
+            kernel_trace: KernelTrace::Serial,
+            graph_trace: Some(GraphTrace::Graph),
             ..RunSpec::default()
         }
     }
@@ -251,12 +311,18 @@ mod tests {
             .unwrap()
             .contains("\"counters\":{\"metrics\":["));
         assert!(RunSpec::default().to_json().unwrap().contains("\"counters\":null"));
+        let text = counter_spec().to_json().unwrap();
+        assert!(text.contains("\"kernel_trace\":\"serial\",\"graph_trace\":\"graph\""), "{text}");
+        let text = RunSpec::default().to_json().unwrap();
+        assert!(text.contains("\"kernel_trace\":\"concurrent\",\"graph_trace\":null"), "{text}");
     }
 
     #[test]
     fn missing_fields_take_the_defaults() {
         let spec = RunSpec::from_json(r#"{"version":1,"counters":{"metrics":["a.sum"]}}"#).unwrap();
         assert_eq!(spec.group_by, GroupBy::Nvtx);
+        assert_eq!((spec.kernel_trace, spec.graph_trace), (KernelTrace::Concurrent, None));
+        assert_eq!(spec.trace_options(), TraceOptions::default());
         assert_eq!(spec.output, None);
         let c = spec.counters.unwrap();
         assert_eq!(
@@ -289,6 +355,10 @@ mod tests {
         assert!(matches!(&e, RunSpecError::Content(m) if m.contains("verbos")), "{e}");
         let e = RunSpec::from_json(r#"{"version":1,"counters":{"metrics":[],"replay_mode":"app"}}"#).unwrap_err();
         assert!(e.to_string().contains("replay_mode must be one of"), "{e}");
+        let e = RunSpec::from_json(r#"{"version":1,"kernel_trace":"parallel"}"#).unwrap_err();
+        assert!(e.to_string().contains("kernel_trace must be one of 'concurrent', 'serial'"), "{e}");
+        let e = RunSpec::from_json(r#"{"version":1,"graph_trace":"all"}"#).unwrap_err();
+        assert!(e.to_string().contains("graph_trace must be one of 'graph', 'nodes'"), "{e}");
         assert_eq!(
             RunSpec::output_of_invalid(r#"{"version":2,"output":"/x"}"#),
             Some(PathBuf::from("/x"))

@@ -49,7 +49,8 @@ pub use crate::counters::ReplayMode;
 pub use counter_pass::{is_counter_metric, release_counters, CounterPlan};
 pub use kprof_core::policy::{Decision, StopReason, StoppingPolicy};
 pub use kprof_core::transforms::Reducer;
-pub use l2_flush::{L2_FLUSH_BYTES_ENV, L2_FLUSH_ENV};
+pub use crate::overrides::{L2_FLUSH_BYTES_ENV, L2_FLUSH_ENV};
+pub(crate) use l2_flush::FlushSpec;
 pub use options::{BenchOptions, CacheControl, ClockControl, DurationSource, FlushPolicy, RunOrder};
 pub use profiler::{Profiler, CUDA_EVENTS_METRIC};
 pub use progress::{Progress, ProgressHook};
@@ -180,9 +181,9 @@ pub(crate) trait Backend: Send + Sync {
     fn exit(&self) -> Result<(), EngineError>;
     /// Waits for all work on the device.
     fn synchronize(&self) -> Result<(), EngineError>;
-    /// Evicts the L2 (goes through a buffer of at least twice its size, see [`l2_flush`]) and
-    /// waits for it.
-    fn flush_l2(&self) -> Result<(), EngineError>;
+    /// Evicts the L2 as `spec` says (goes through a buffer of at least twice its size, see
+    /// [`l2_flush`]) and waits for it.
+    fn flush_l2(&self, spec: FlushSpec) -> Result<(), EngineError>;
     /// Turns the activity records of kernels off (`false`) or back on: counter passes run with
     /// them off (see [`counter_pass`]). Backends without such records do nothing.
     fn kernel_records(&self, _on: bool) -> Result<(), EngineError> {
@@ -199,7 +200,7 @@ pub(crate) trait Backend: Send + Sync {
     fn graph_launches_from_nodes(&self) -> u64 {
         0
     }
-    /// Whether graph launches get their spans merged from node records (`KPROF_GRAPH_TRACE=nodes`,
+    /// Whether graph launches get their spans merged from node records (graph trace `nodes`,
     /// or graphs instantiated before the session), which a counter pass can corrupt (see
     /// [`counter_pass`]).
     fn graph_spans_from_nodes(&self) -> bool {

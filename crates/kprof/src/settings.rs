@@ -2,7 +2,9 @@
 //!
 //! Options of the API come first: a Python keyword, a field of the Rust options, a flag of the
 //! `kprof` command. The environment variables listed here are overrides and diagnostics for what
-//! those options do not reach (library locations, how CUPTI traces kernels, the cold-cache flush),
+//! those options do not reach (library locations, diagnostics of CUPTI), overrides of the options
+//! that change measurements (`KPROF_L2_FLUSH`, `KPROF_L2_FLUSH_BYTES`, `KPROF_COUNTER_PASS_RECORDS`,
+//! `KPROF_KERNEL_TRACE`, `KPROF_GRAPH_TRACE`: read in `crate::overrides`, winning when set),
 //! the protocol between `kprof` and the processes it starts, and switches of the build and of the
 //! scripts. `docs/configuration.md` shows the same table; the test `settings` of this crate
 //! (`tests/all/settings.rs`) fails when a `KPROF_*` name read anywhere in the source tree is
@@ -72,19 +74,25 @@ pub const ENV_VARS: &[EnvVar] = &[
     EnvVar {
         name: "KPROF_KERNEL_TRACE",
         default: "`concurrent`",
-        meaning: "How CUPTI records kernels: `concurrent` (kernels keep their concurrency and CUDA graphs their span; \
-                  CUPTI instruments every kernel) or `serial` (kernels one at a time, not instrumented; CUDA graphs \
-                  untimed). Any other value is an error. Read when an activity session starts; the fingerprint's \
-                  `kernel_timing` says which was used.",
-        read_by: "kprof (`cupti::collector`), so the in-process API and kprof-inject",
+        meaning: "Overrides the `kernel_trace` option (Python `kprof.configure(kernel_trace=...)`, Rust \
+                  `TraceOptions::kernel_trace` of `Profiler::with_trace`, `kprof run --kernel-trace`), and wins over \
+                  it when set: how CUPTI records kernels, `concurrent` (kernels keep their concurrency and CUDA graphs \
+                  their span; CUPTI instruments every kernel) or `serial` (kernels one at a time, not instrumented; \
+                  CUDA graphs untimed). Any other value is an error. Read when an activity session starts (once per \
+                  process); the fingerprint's `kernel_timing` says which was used.",
+        read_by: "kprof (`overrides`, when `cupti::collector` starts a session), so the in-process API and \
+                  kprof-inject",
     },
     EnvVar {
         name: "KPROF_GRAPH_TRACE",
         default: "`graph` with concurrent kernel records, `nodes` with serial ones",
-        meaning: "How CUDA graph launches are timed: `graph` (one record per launch, the graph's GPU span) or `nodes` \
-                  (per-node records, the launch's span merged from them; nodes run instrumented). Any other value is \
-                  an error.",
-        read_by: "kprof (`cupti::collector`), so the in-process API and kprof-inject",
+        meaning: "Overrides the `graph_trace` option (Python `kprof.configure(graph_trace=...)`, Rust \
+                  `TraceOptions::graph_trace`, `kprof run --graph-trace`), and wins over it when set: how CUDA graph \
+                  launches are timed, `graph` (one record per launch, the graph's GPU span) or `nodes` (per-node \
+                  records, the launch's span merged from them; nodes run instrumented). Any other value is an error. \
+                  Read when an activity session starts.",
+        read_by: "kprof (`overrides`, when `cupti::collector` starts a session), so the in-process API and \
+                  kprof-inject",
     },
     EnvVar {
         name: "KPROF_PAUSE_BETWEEN_BENCHMARKS",
@@ -113,26 +121,31 @@ pub const ENV_VARS: &[EnvVar] = &[
     EnvVar {
         name: "KPROF_L2_FLUSH",
         default: "`read`",
-        meaning: "How the L2 is emptied before cold runs and top-level regions: `read` (a kernel reads a buffer: the \
-                  L2 ends clean), `discard` (then drops the buffer's lines: the L2 ends empty, sm_80 and later) or \
-                  `write` (a memset, as Triton and NVBench: the L2 ends full of dirty lines). Any other value is an \
-                  error.",
-        read_by: "kprof (`runner::l2_flush`), at every flush",
+        meaning: "Overrides the `l2_flush` option (Python `l2_flush=`, Rust `BenchOptions::l2_flush`), and wins over \
+                  it when set: how the L2 is emptied before cold runs and top-level regions, `read` (a kernel reads a \
+                  buffer: the L2 ends clean), `discard` (then drops the buffer's lines: the L2 ends empty, sm_80 and \
+                  later) or `write` (a memset, as Triton and NVBench: the L2 ends full of dirty lines). Any other \
+                  value is an error. Read once per bench call.",
+        read_by: "kprof (`overrides`, through `BenchOptions::with_env_overrides` in `runner::profiler`)",
     },
     EnvVar {
         name: "KPROF_L2_FLUSH_BYTES",
         default: "twice the L2 (256 MiB when the device does not report its L2 size)",
-        meaning: "The size of the flush buffer in bytes, rounded up to a MiB; at least the L2, else an error. Read \
-                  when the buffer is allocated, at the first flush.",
-        read_by: "kprof (`runner::l2_flush`)",
+        meaning: "Overrides the `l2_flush_bytes` option (Python `l2_flush_bytes=`, Rust \
+                  `BenchOptions::l2_flush_bytes`), and wins over it when set: the size of the flush buffer in bytes, \
+                  rounded up to a MiB; at least the L2, else an error. Read once per bench call; the buffer is \
+                  allocated again when a benchmark asks for another size.",
+        read_by: "kprof (`overrides`, through `BenchOptions::with_env_overrides` in `runner::profiler`)",
     },
     EnvVar {
         name: "KPROF_COUNTER_PASS_RECORDS",
         default: "`off`",
-        meaning: "`on` keeps CUPTI's kernel activity records on during counter passes (they cost each kernel about \
-                  0.9 us as the counters see it; the kernels stay unattributed); `off` turns them off there. Any \
-                  other value is an error. Read once per bench call.",
-        read_by: "kprof (`runner::counter_pass`)",
+        meaning: "Overrides the `counter_pass_records` option (Python `counter_pass_records=`, Rust \
+                  `BenchOptions::counter_pass_records`), and wins over it when set: `on` keeps CUPTI's kernel activity \
+                  records on during counter passes (they cost each kernel about 0.9 us as the counters see it; the \
+                  kernels stay unattributed); `off` turns them off there. Any other value is an error. Read once per \
+                  bench call.",
+        read_by: "kprof (`overrides`, through `BenchOptions::with_env_overrides` in `runner::profiler`)",
     },
     EnvVar {
         name: "KPROF_CONDITIONS_POLL_MS",

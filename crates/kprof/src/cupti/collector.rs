@@ -41,54 +41,9 @@ pub const ENV_RECORD_ACTIVITY: &str = "KPROF_RECORD_ACTIVITY";
 /// Env var overriding how launch records are enabled: `kind`, `cbid` or `kind-minus` (default).
 pub const ENV_LAUNCH_RECORDS: &str = "KPROF_CUPTI_LAUNCH_RECORDS";
 
-/// Env var choosing how kernels are traced: `concurrent` (default) or `serial` (see [`KernelTrace`]).
-pub const ENV_KERNEL_TRACE: &str = "KPROF_KERNEL_TRACE";
-
-/// Env var choosing how CUDA graph launches are timed: `graph` (default) or `nodes` (see [`GraphTrace`]).
-pub const ENV_GRAPH_TRACE: &str = "KPROF_GRAPH_TRACE";
-
-/// How CUDA graph launches are timed.
-///
-/// Whichever the mode, a region's value counts a graph launch as one work item spanning the
-/// whole graph (see [`crate::attribution::work_items`]), never one node's time.
-///
-/// Measured on the H200 (CUPTI 13.0, issue 17; `docs/timing.md`): graph-level records time a
-/// graph as CUDA events around its replay do without a profiler (60 kernels: 198.6 vs 202.2 us;
-/// `kprof run` on a C++ program: 198.4 vs 200.6 us); node records make every node run
-/// instrumented (214.8 us). Graph records crash CUPTI 13.0 for executables instantiated before
-/// the session started; [`crate::cupti::graph_guard`] switches them off for those launches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GraphTrace {
-    /// `CUPTI_ACTIVITY_KIND_GRAPH_TRACE` (default with concurrent kernel records): one record per
-    /// graph launch with the graph's start and end on the GPU, no records of its nodes; launches
-    /// of executables instantiated before the session fall back to node records (guarded).
-    Graph,
-    /// Node records: with concurrent kernel records every node is timed (and instrumented) and a
-    /// launch's span is merged from its nodes (per-node durations stay in the breakdown); with
-    /// serial records nodes come untimed (the default with serial records: graph records then
-    /// span about one node).
-    Nodes,
-}
+pub use crate::choices::{GraphTrace, KernelTrace, TraceOptions};
 
 impl GraphTrace {
-    /// The mode a `KPROF_GRAPH_TRACE` value names (unset or empty: graph records with concurrent
-    /// kernel records, node records with serial ones).
-    pub fn parse(value: Option<&str>, kernels: KernelTrace) -> Result<GraphTrace, EngineError> {
-        match value.map(str::trim) {
-            None | Some("") => Ok(match kernels {
-                KernelTrace::Concurrent => GraphTrace::Graph,
-                KernelTrace::Serial => GraphTrace::Nodes,
-            }),
-            Some("graph") => Ok(GraphTrace::Graph),
-            Some("nodes") => Ok(GraphTrace::Nodes),
-            Some(other) => Err(EngineError::Unsupported(format!(
-                "{ENV_GRAPH_TRACE}={other:?} is not a graph trace mode: use \"graph\" (default: one record per graph \
-                 launch, the graph's span) or \"nodes\" (per-node records, the graph's span merged from them; nodes \
-                 run instrumented)"
-            ))),
-        }
-    }
-
     /// How results say graph launches were timed (part of the fingerprint's `kernel_timing`).
     pub fn describe(self) -> &'static str {
         match self {
@@ -125,33 +80,9 @@ pub(crate) fn switch_kind(c: &Cupti, kind: u32, on: bool) -> u32 {
 ///
 /// So the default is `Concurrent` (graphs right) and the durations of eager kernels come by
 /// default from a counter pass (`DurationSource::Auto`: ncu's own `gpu__time_duration`), where the
-/// trace mode does not matter (measured: the same values in both modes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KernelTrace {
-    /// `CUPTI_ACTIVITY_KIND_KERNEL`: CUPTI serializes kernels on the GPU (kernels on different
-    /// streams no longer overlap) and times them without instrumenting them; CUDA graphs come
-    /// untimed.
-    Serial,
-    /// `CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL` (default): kernels keep their concurrency and graph
-    /// launches their GPU span; CUPTI instruments every kernel to time it, which adds time to
-    /// kernels made of many short blocks.
-    Concurrent,
-}
-
+/// trace mode does not matter (measured: the same values in both modes). The enum itself and its
+/// parser live in [`crate::choices`].
 impl KernelTrace {
-    /// The mode a `KPROF_KERNEL_TRACE` value names (unset or empty: concurrent; see [`ENV_KERNEL_TRACE`]).
-    pub fn parse(value: Option<&str>) -> Result<KernelTrace, EngineError> {
-        match value.map(str::trim) {
-            None | Some("") | Some("concurrent") => Ok(KernelTrace::Concurrent),
-            Some("serial") => Ok(KernelTrace::Serial),
-            Some(other) => Err(EngineError::Unsupported(format!(
-                "{ENV_KERNEL_TRACE}={other:?} is not a kernel trace mode: use \"concurrent\" (default: kernels keep \
-                 their concurrency and CUDA graphs their span; CUPTI instruments every kernel) or \"serial\" (kernels \
-                 one at a time, not instrumented; CUDA graphs untimed)"
-            ))),
-        }
-    }
-
     /// How results say their kernels were timed (the fingerprint's `kernel_timing`).
     pub fn describe(self) -> &'static str {
         match self {
@@ -322,13 +253,22 @@ pub struct ActivitySession {
 
 impl ActivitySession {
     /// Subscribes to CUPTI, registers the buffer callbacks and enables concurrent-kernel,
-    /// external-correlation and launch (driver API, incl. graph launch) records.
+    /// external-correlation and launch (driver API, incl. graph launch) records, with the default
+    /// [`TraceOptions`] (under the `KPROF_KERNEL_TRACE` and `KPROF_GRAPH_TRACE` overrides).
     pub fn start(libs: &Libraries) -> Result<Self, EngineError> {
-        Self::start_with(libs.cupti)
+        Self::start_traced(libs.cupti, TraceOptions::default())
     }
 
     /// As [`ActivitySession::start`], from a loaded CUPTI alone.
     pub fn start_with(cupti: &'static Cupti) -> Result<Self, EngineError> {
+        Self::start_traced(cupti, TraceOptions::default())
+    }
+
+    /// As [`ActivitySession::start_with`], tracing kernels and CUDA graphs as `trace` says;
+    /// `KPROF_KERNEL_TRACE` and `KPROF_GRAPH_TRACE`, when set, override it
+    /// ([`crate::overrides::trace_options`]). A bad override value is an error.
+    pub fn start_traced(cupti: &'static Cupti, trace: TraceOptions) -> Result<Self, EngineError> {
+        let trace = crate::overrides::trace_options(trace)?;
         if ACTIVE
             .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
             .is_err()
@@ -345,7 +285,7 @@ impl ActivitySession {
             paused: false,
             last_flush: None,
         };
-        match s.start_inner() {
+        match s.start_inner(trace) {
             Ok(()) => Ok(s),
             Err(e) => {
                 s.stop_inner();
@@ -354,7 +294,7 @@ impl ActivitySession {
         }
     }
 
-    fn start_inner(&mut self) -> Result<(), EngineError> {
+    fn start_inner(&mut self, options: TraceOptions) -> Result<(), EngineError> {
         let c = self.cupti;
         {
             let mut st = lock(&STATE);
@@ -401,10 +341,9 @@ impl ActivitySession {
             "cuptiActivityRegisterCallbacks",
             c.fns.activity_register_callbacks(BUFFER_HANDLERS),
         )?;
-        let trace = KernelTrace::parse(std::env::var(ENV_KERNEL_TRACE).ok().as_deref())?;
-        self.kernel_trace = trace;
+        self.kernel_trace = options.kernel_trace;
         self.set_kernel_records(true)?;
-        if GraphTrace::parse(std::env::var(ENV_GRAPH_TRACE).ok().as_deref(), trace)? == GraphTrace::Graph {
+        if options.graph_trace() == GraphTrace::Graph {
             // A CUPTI that cannot trace graphs as a whole (CUPTI_ERROR_NOT_COMPATIBLE, or older
             // than 11.7), or cannot guard them (no cuptiEnableCallback, or a callback that does not
             // enable), leaves node records:
@@ -766,41 +705,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn graph_trace_is_graph_records_by_default_with_concurrent_kernels_and_names_both_modes_when_wrong() {
-        assert_eq!(
-            GraphTrace::parse(None, KernelTrace::Concurrent).unwrap(),
-            GraphTrace::Graph
-        );
-        assert_eq!(
-            GraphTrace::parse(Some(""), KernelTrace::Serial).unwrap(),
-            GraphTrace::Nodes
-        );
-        assert_eq!(
-            GraphTrace::parse(Some(" nodes"), KernelTrace::Concurrent).unwrap(),
-            GraphTrace::Nodes
-        );
-        assert_eq!(
-            GraphTrace::parse(Some("graph"), KernelTrace::Serial).unwrap(),
-            GraphTrace::Graph
-        );
-        let msg = GraphTrace::parse(Some("all"), KernelTrace::Concurrent)
-            .unwrap_err()
-            .to_string();
-        assert!(msg.contains("KPROF_GRAPH_TRACE=\"all\"") && msg.contains("\"graph\"") && msg.contains("\"nodes\""));
-    }
-
-    #[test]
-    fn kernel_trace_is_concurrent_by_default_and_names_both_modes_when_wrong() {
-        assert_eq!(KernelTrace::parse(None).unwrap(), KernelTrace::Concurrent);
-        assert_eq!(KernelTrace::parse(Some(" serial ")).unwrap(), KernelTrace::Serial);
-        assert_eq!(KernelTrace::parse(Some("concurrent")).unwrap(), KernelTrace::Concurrent);
+    fn each_kernel_trace_enables_its_activity_kind() {
         assert_eq!(KernelTrace::Serial.activity_kind(), ACTIVITY_KIND_KERNEL);
         assert_eq!(KernelTrace::Concurrent.activity_kind(), ACTIVITY_KIND_CONCURRENT_KERNEL);
-        let msg = KernelTrace::parse(Some("parallel")).unwrap_err().to_string();
-        assert!(
-            msg.contains("KPROF_KERNEL_TRACE=\"parallel\"")
-                && msg.contains("\"serial\"")
-                && msg.contains("\"concurrent\"")
-        );
     }
 }

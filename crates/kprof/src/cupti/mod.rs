@@ -8,8 +8,7 @@ pub mod library;
 pub mod records;
 
 pub use collector::{
-    current_thread_id, ActivitySession, GraphTrace, KernelTrace, LaunchRecords, ENV_KERNEL_TRACE, ENV_LAUNCH_RECORDS,
-    ENV_RECORD_ACTIVITY,
+    current_thread_id, ActivitySession, GraphTrace, KernelTrace, LaunchRecords, ENV_LAUNCH_RECORDS, ENV_RECORD_ACTIVITY,
 };
 pub use library::{Cupti, SubscriberSlot};
 pub use records::{

@@ -14,7 +14,7 @@
 //!    and counters never share a pass). The closure runs again for the counter pass: **it must be
 //!    repeatable** (same launches in the same order, inputs it does not destroy). Warm-up runs get
 //!    no counter pass. The activity records of kernels are **off during counter passes**
-//!    (`KPROF_COUNTER_PASS_RECORDS=on` keeps them): measured on the H200 in application replay,
+//!    (`counter_pass_records`, or `KPROF_COUNTER_PASS_RECORDS=on`, keeps them): measured on the H200 in application replay,
 //!    CUPTI's kernel records lengthen every kernel by about 0.9 us of elapsed time as the counters
 //!    see it (softmax 8192x1024: 19.0 vs 18.2 us, 37.2k vs 35.5k GPC cycles; x * 2 and an fp16
 //!    matmul the same 0.9 us), which lowered the rates of an 18 us kernel by 1.5-3.7 points
@@ -64,7 +64,7 @@
 //! is disabled and the CUPTI profiler deinitialized, so other profiling tools (an ncu child
 //! process of the ncu backend, for one) can use the device between benchmarks.
 //!
-//! Counter-pass kernels have no activity records (with `KPROF_COUNTER_PASS_RECORDS=on` they do,
+//! Counter-pass kernels have no activity records (with `counter_pass_records` on they do,
 //! carry no region key and count in [`Profiler::unattributed_kernels`]).
 
 use std::cell::RefCell;
@@ -81,24 +81,6 @@ use crate::counters::range::{chip_name, profiler_deinitialize, profiler_initiali
 use crate::counters::{CountersError, CuptiLib, MetricsCatalog, RangeProfiler, RangeResult, ReplayMode};
 use crate::loader::Libraries;
 use crate::sys::scoped::Lent;
-
-/// Environment variable that keeps the activity records of kernels on during counter passes
-/// (`on`); by default (`off`) they are turned off there: counter-pass kernels are never
-/// attributed, and CUPTI's per-kernel records cost the kernels time.
-pub const COUNTER_PASS_RECORDS_ENV: &str = "KPROF_COUNTER_PASS_RECORDS";
-
-/// Whether kernels keep their activity records during counter passes, from the value of
-/// [`COUNTER_PASS_RECORDS_ENV`].
-fn counter_pass_records(value: Option<&str>) -> Result<bool, EngineError> {
-    match value.map(str::trim) {
-        None | Some("") | Some("off") => Ok(false),
-        Some("on") => Ok(true),
-        Some(other) => Err(invalid_option(&format!(
-            "{COUNTER_PASS_RECORDS_ENV}={other:?} is not a setting: use \"off\" (default: no kernel records during \
-             counter passes) or \"on\""
-        ))),
-    }
-}
 
 /// Whether `m` is a hardware counter metric (anything but the timing tier's metrics).
 pub fn is_counter_metric(m: &str) -> bool {
@@ -342,8 +324,8 @@ impl Backend for PassBackend {
     fn synchronize(&self) -> Result<(), EngineError> {
         self.inner.synchronize()
     }
-    fn flush_l2(&self) -> Result<(), EngineError> {
-        self.inner.flush_l2()
+    fn flush_l2(&self, spec: FlushSpec) -> Result<(), EngineError> {
+        self.inner.flush_l2(spec)
     }
     fn collect(&self, _spans: &[Span]) -> Result<Collected, EngineError> {
         Err(EngineError::Unsupported(
@@ -358,7 +340,7 @@ pub(super) struct CounterState {
     /// Kernel replay: counter-data image capacity (kernels per run).
     capacity: usize,
     /// Whether kernels keep their activity records during counter passes
-    /// ([`COUNTER_PASS_RECORDS_ENV`], read once per bench call).
+    /// ([`BenchOptions::counter_pass_records`], after its override).
     pub kernel_records: bool,
 }
 
@@ -394,7 +376,7 @@ fn pass_closure<F>(
     step: Step,
     config: &Config,
     f: &mut F,
-    flush_before_regions: bool,
+    flush_before_regions: Option<FlushSpec>,
 ) -> Option<String>
 where
     F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
@@ -502,7 +484,7 @@ impl Profiler {
         if metrics.is_empty() {
             return Ok((None, duration));
         }
-        let kernel_records = counter_pass_records(std::env::var(COUNTER_PASS_RECORDS_ENV).ok().as_deref())?;
+        let kernel_records = opts.counter_pass_records;
         let backend = Arc::clone(&self.backend);
         let cb = backend.counters().ok_or_else(|| {
             let what = match duration {
@@ -598,11 +580,12 @@ impl Profiler {
         // to them anyway: the pass backend pushes no external id).
         let key_run = opts.max_runs() as u64 + opts.warmup as u64 + step.run as u64;
         let cold = opts.cache == CacheControl::All;
+        let flush = opts.flush_spec();
         match st.plan.mode {
             ReplayMode::Kernel | ReplayMode::Application => loop {
                 let app = st.plan.mode == ReplayMode::Application;
                 if cold && !app {
-                    backend.flush_l2()?;
+                    backend.flush_l2(flush)?;
                 }
                 let mut failure = None;
                 let got = cb.collect(&st.plan, st.capacity, &mut |_sink| {
@@ -610,11 +593,11 @@ impl Profiler {
                     // back). Application replay: every pass flushes as the timing pass did (before
                     // the run and every top-level region); those flush kernels are ranges too.
                     if app && cold {
-                        if let Err(e) = backend.flush_l2() {
+                        if let Err(e) = backend.flush_l2(flush) {
                             failure.get_or_insert(format!("L2 flush before a counter pass failed: {e}"));
                         }
                     }
-                    if let Some(msg) = pass_closure(&backend, name, call, key_run, step, config, f, app && cold) {
+                    if let Some(msg) = pass_closure(&backend, name, call, key_run, step, config, f, (app && cold).then_some(flush)) {
                         failure.get_or_insert(msg);
                     }
                 });
@@ -642,13 +625,13 @@ impl Profiler {
                 let mut failure = None;
                 let got = cb.collect(&st.plan, n_regions.max(1), &mut |sink| {
                     if cold {
-                        if let Err(e) = backend.flush_l2() {
+                        if let Err(e) = backend.flush_l2(flush) {
                             failure.get_or_insert(format!("L2 flush before a counter pass failed: {e}"));
                         }
                     }
                     // A flush before every region, outside the user ranges, as in the timing pass.
                     let r = with_sink(sink, || {
-                        pass_closure(&backend, name, call, key_run, step, config, f, cold)
+                        pass_closure(&backend, name, call, key_run, step, config, f, cold.then_some(flush))
                     });
                     if let Some(msg) = r {
                         failure.get_or_insert(msg);
@@ -684,7 +667,7 @@ impl Profiler {
         F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
     {
         let key_run = 2 * (opts.max_runs() as u64 + opts.warmup as u64) + step.run as u64;
-        if let Some(msg) = pass_closure(&self.backend, name, call, key_run, step, config, f, false) {
+        if let Some(msg) = pass_closure(&self.backend, name, call, key_run, step, config, f, None) {
             self.warnings
                 .push(format!("re-warming run after a counter pass: {msg}"));
         }

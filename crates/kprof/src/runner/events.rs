@@ -6,7 +6,7 @@ use std::time::Instant;
 use kprof_core::model::{DeviceInfo, ExtraValue};
 
 use super::l2_flush::L2Flusher;
-use super::{host_name, Backend, Collected, KernelRun, Span};
+use super::{host_name, Backend, Collected, FlushSpec, KernelRun, Span};
 use crate::attribution::encode_region_key;
 use crate::conditions::fingerprint::format_cuda_version;
 use crate::conditions::FingerprintInputs;
@@ -120,8 +120,8 @@ impl Backend for EventsBackend {
         self.driver.ensure_context()?;
         self.driver.synchronize()
     }
-    fn flush_l2(&self) -> Result<(), EngineError> {
-        self.l2.flush(self.driver)
+    fn flush_l2(&self, spec: FlushSpec) -> Result<(), EngineError> {
+        self.l2.flush(self.driver, spec)
     }
     fn collect(&self, _spans: &[Span]) -> Result<Collected, EngineError> {
         let mut collected = Collected::default();

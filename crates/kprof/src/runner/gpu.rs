@@ -8,10 +8,11 @@ use kprof_core::model::{DeviceInfo, ExtraValue};
 
 use super::l2_flush::L2Flusher;
 use super::ENV_PAUSE_BETWEEN_BENCHMARKS;
-use super::{host_name, Backend, Collected, KernelRun, Span};
+use super::{host_name, Backend, Collected, FlushSpec, KernelRun, Span};
 use crate::attribution::{attribute, encode_region_key, RegionSpan};
 use crate::conditions::fingerprint::format_cuda_version;
 use crate::conditions::FingerprintInputs;
+use crate::choices::TraceOptions;
 use crate::cupti::collector::{current_thread_id, ActivitySession};
 use crate::cupti::records::ActivityBatch;
 use crate::error::EngineError;
@@ -35,13 +36,13 @@ pub(super) struct GpuBackend {
 type Started = (GpuBackend, DeviceInfo, Vec<(String, ExtraValue)>);
 
 impl GpuBackend {
-    pub(super) fn start() -> Result<Started, EngineError> {
+    pub(super) fn start(trace: TraceOptions) -> Result<Started, EngineError> {
         let libs = Libraries::load()?;
         let driver = libs.cuda;
         driver.ensure_context()?;
         let ordinal = driver.current_device()?;
         let props = driver.device_info(ordinal)?;
-        let session = ActivitySession::start(libs)?;
+        let session = ActivitySession::start_traced(libs.cupti, trace)?;
         let device = DeviceInfo {
             gpu: props.name.clone(),
             host: host_name(),
@@ -162,8 +163,8 @@ impl Backend for GpuBackend {
         self.libs.cuda.ensure_context()?;
         self.libs.cuda.synchronize()
     }
-    fn flush_l2(&self) -> Result<(), EngineError> {
-        self.l2.flush(self.libs.cuda)
+    fn flush_l2(&self, spec: FlushSpec) -> Result<(), EngineError> {
+        self.l2.flush(self.libs.cuda, spec)
     }
     fn set_idle(&self, idle: bool) -> Result<(), EngineError> {
         // Opt-in until checked on a GPU: switching the records off and on between benchmarks

@@ -3,7 +3,8 @@
 //! least twice the L2 (256 MiB when the device does not report its L2 size), allocated at the
 //! first flush.
 //!
-//! Three methods, picked by `KPROF_L2_FLUSH` ([`L2_FLUSH_ENV`]):
+//! Three methods, picked by [`BenchOptions::l2_flush`](super::BenchOptions::l2_flush) (Python's
+//! `l2_flush`; `KPROF_L2_FLUSH` overrides it, see [`crate::overrides`]):
 //! * `read` (default): a small PTX kernel reads the buffer. Every line of the user's data is
 //!   evicted and its dirty lines are written back during the flush, so the measured kernel starts
 //!   with a cold *and clean* L2 (the L2 holds the buffer's clean lines).
@@ -17,42 +18,46 @@
 //! When the driver cannot load the read kernel, the buffer is written (memset) and a note is
 //! printed once; `discard` on a GPU that cannot load its kernel is an error.
 //!
-//! `KPROF_L2_FLUSH_BYTES` ([`L2_FLUSH_BYTES_ENV`]) sets the buffer's size in bytes (rounded up to
-//! a MiB; at least the L2), read when the buffer is allocated.
+//! [`BenchOptions::l2_flush_bytes`](super::BenchOptions::l2_flush_bytes) (`KPROF_L2_FLUSH_BYTES`
+//! overrides it) sets the buffer's size in bytes (rounded up to a MiB; at least the L2). The
+//! buffer is allocated at the first flush and again when a benchmark asks for another size.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Mutex;
 
 use super::invalid_option;
+use crate::choices::L2Flush;
 use crate::driver::{DeviceBuffer, Driver};
 use crate::error::EngineError;
 use crate::lock;
+use crate::overrides::{L2_FLUSH_BYTES_ENV, L2_FLUSH_ENV};
 use crate::sys::kernels::{LoadedKernel, L2_FLUSH_DISCARD, L2_FLUSH_READ};
 
-/// Environment variable that picks the L2 flush method: `read` (default), `discard` or `write`.
-pub const L2_FLUSH_ENV: &str = "KPROF_L2_FLUSH";
+/// How one bench call flushes the L2: the method and the buffer size it asked for (both after
+/// their environment overrides).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FlushSpec {
+    pub method: L2Flush,
+    /// `None`: twice the L2.
+    pub bytes: Option<u64>,
+}
 
-/// Environment variable that sets the flush buffer's size in bytes (default: twice the L2).
-pub const L2_FLUSH_BYTES_ENV: &str = "KPROF_L2_FLUSH_BYTES";
-
-/// The flush buffer's size: twice `l2_bytes` (256 MiB when 0, unknown), or the bytes a
-/// `KPROF_L2_FLUSH_BYTES` value gives, rounded up to a MiB and at least the L2.
-fn flush_buffer_bytes(l2_bytes: u64, value: Option<&str>) -> Result<usize, EngineError> {
+/// The flush buffer's size: twice `l2_bytes` (256 MiB when 0, unknown), or `value` bytes
+/// (`l2_flush_bytes`) rounded up to a MiB, at least the L2.
+fn flush_buffer_bytes(l2_bytes: u64, value: Option<u64>) -> Result<usize, EngineError> {
     let mib = 1usize << 20;
     let default = match l2_bytes {
         0 => 256 * mib,
         l2 => (2 * l2 as usize).next_multiple_of(mib),
     };
-    match value.map(str::trim) {
-        None | Some("") => Ok(default),
-        Some(v) => match v.parse::<usize>() {
-            Ok(b) if b as u64 >= l2_bytes && b > 0 => Ok(b.next_multiple_of(mib)),
-            _ => Err(invalid_option(&format!(
-                "{L2_FLUSH_BYTES_ENV}={v:?} is not a flush buffer size: give a number of bytes of at least the L2 \
-                 ({l2_bytes} bytes here), e.g. {}, or unset it (default: twice the L2, {default} bytes)",
-                2 * default
-            ))),
-        },
+    match value {
+        None => Ok(default),
+        Some(b) if b >= l2_bytes && b > 0 => Ok((b as usize).next_multiple_of(mib)),
+        Some(b) => Err(invalid_option(&format!(
+            "l2_flush_bytes={b} (or {L2_FLUSH_BYTES_ENV}) is not a flush buffer size: give a number of bytes of at \
+             least the L2 ({l2_bytes} bytes here), e.g. {}, or leave it unset (default: twice the L2, {default} bytes)",
+            2 * default
+        ))),
     }
 }
 
@@ -63,33 +68,6 @@ pub(crate) const L2_FLUSH_KERNEL: &str = "kprof_l2_flush";
 /// Whether a kernel is one of kprof's L2 flush kernels.
 pub(crate) fn is_flush_kernel(name: &str) -> bool {
     name.starts_with(L2_FLUSH_KERNEL)
-}
-
-/// How the L2 is flushed (see the module docs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum FlushMethod {
-    /// Read a 2xL2 buffer: the L2 ends cold and clean.
-    Read,
-    /// Read, then discard the buffer's lines: the L2 ends empty.
-    Discard,
-    /// Memset the buffer: the L2 ends full of dirty lines.
-    Write,
-}
-
-impl FlushMethod {
-    /// The method a `KPROF_L2_FLUSH` value names (unset or empty: `read`).
-    pub(crate) fn parse(value: Option<&str>) -> Result<FlushMethod, EngineError> {
-        match value {
-            None | Some("") | Some("read") => Ok(FlushMethod::Read),
-            Some("discard") => Ok(FlushMethod::Discard),
-            Some("write") => Ok(FlushMethod::Write),
-            Some(other) => Err(invalid_option(&format!(
-                "{L2_FLUSH_ENV}={other:?} is not a flush method: use \"read\" (default: the L2 ends clean), \
-                 \"discard\" (the L2 ends empty, sm_80 and later) or \"write\" (a memset: the L2 ends full of dirty \
-                 lines)"
-            ))),
-        }
-    }
 }
 
 /// The flush buffer and the kernels the driver could load (each loaded at its first use).
@@ -117,15 +95,21 @@ impl L2Flusher {
         }
     }
 
-    /// Empties the L2 of the user's data with the method `KPROF_L2_FLUSH` names, and waits.
-    pub(super) fn flush(&self, driver: &Driver) -> Result<(), EngineError> {
-        let method = FlushMethod::parse(std::env::var(L2_FLUSH_ENV).ok().as_deref())?;
+    /// Empties the L2 of the user's data as `spec` says, and waits.
+    pub(super) fn flush(&self, driver: &Driver, spec: FlushSpec) -> Result<(), EngineError> {
+        let method = spec.method;
+        let bytes = flush_buffer_bytes(self.l2_bytes, spec.bytes)?;
         driver.ensure_context()?;
         let mut slot = lock(&self.state);
+        if let Some(old) = slot.take_if(|st| st.buf.bytes != bytes) {
+            // Another size asked for: a new buffer (the kernels stay loaded).
+            driver.free(old.buf)?;
+            let buf = driver.alloc(bytes)?;
+            *slot = Some(FlushState { buf, ..old });
+        }
         let st = match slot.as_mut() {
             Some(st) => st,
             None => {
-                let bytes = flush_buffer_bytes(self.l2_bytes, std::env::var(L2_FLUSH_BYTES_ENV).ok().as_deref())?;
                 let buf = driver.alloc(bytes)?;
                 let read_kernel = match driver.load_kernel(&L2_FLUSH_READ) {
                     Ok(f) => Some(f),
@@ -146,21 +130,21 @@ impl L2Flusher {
                 })
             }
         };
-        if method == FlushMethod::Discard && st.discard_kernel.is_none() {
+        if method == L2Flush::Discard && st.discard_kernel.is_none() {
             let f = driver.load_kernel(&L2_FLUSH_DISCARD).map_err(|e| {
                 EngineError::Unsupported(format!(
-                    "{L2_FLUSH_ENV}=discard needs PTX `discard.global.L2` (compute capability 8.0 or later), which \
-                     the driver could not load here ({e}); use {L2_FLUSH_ENV}=read"
+                    "l2_flush=\"discard\" ({L2_FLUSH_ENV}=discard) needs PTX `discard.global.L2` (compute capability \
+                     8.0 or later), which the driver could not load here ({e}); use l2_flush=\"read\""
                 ))
             })?;
             st.discard_kernel = Some(f);
         }
         let st = *st;
         match (method, st.read_kernel) {
-            (FlushMethod::Write, _) | (_, None) => driver.memset(st.buf, self.value.fetch_add(1, Ordering::Relaxed))?,
+            (L2Flush::Write, _) | (_, None) => driver.memset(st.buf, self.value.fetch_add(1, Ordering::Relaxed))?,
             (_, Some(read)) => {
                 launch_over(driver, read, st.buf, 32)?;
-                if let (FlushMethod::Discard, Some(discard)) = (method, st.discard_kernel) {
+                if let (L2Flush::Discard, Some(discard)) = (method, st.discard_kernel) {
                     launch_over(driver, discard, st.buf, 128)?;
                 }
             }
@@ -186,30 +170,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn flush_method_reads_by_default_and_rejects_unknown_values() {
-        assert_eq!(FlushMethod::parse(None).unwrap(), FlushMethod::Read);
-        assert_eq!(FlushMethod::parse(Some("")).unwrap(), FlushMethod::Read);
-        assert_eq!(FlushMethod::parse(Some("read")).unwrap(), FlushMethod::Read);
-        assert_eq!(FlushMethod::parse(Some("discard")).unwrap(), FlushMethod::Discard);
-        assert_eq!(FlushMethod::parse(Some("write")).unwrap(), FlushMethod::Write);
-        let msg = FlushMethod::parse(Some("memset")).unwrap_err().to_string();
-        assert!(
-            msg.contains("KPROF_L2_FLUSH=\"memset\"") && msg.contains("\"read\"") && msg.contains("\"discard\""),
-            "{msg}"
-        );
-    }
-
-    #[test]
     fn flush_buffer_is_twice_the_l2_unless_set_and_a_bad_size_names_the_variable() {
         let l2 = 60 << 20;
         assert_eq!(flush_buffer_bytes(l2, None).unwrap(), 120 << 20);
-        assert_eq!(flush_buffer_bytes(0, Some("")).unwrap(), 256 << 20);
-        assert_eq!(flush_buffer_bytes(l2, Some(" 251658240 ")).unwrap(), 240 << 20);
-        assert_eq!(flush_buffer_bytes(l2, Some("251658241")).unwrap(), 241 << 20);
-        for bad in ["1000", "4x", "-1", "0"] {
+        assert_eq!(flush_buffer_bytes(0, None).unwrap(), 256 << 20);
+        assert_eq!(flush_buffer_bytes(l2, Some(251658240)).unwrap(), 240 << 20);
+        assert_eq!(flush_buffer_bytes(l2, Some(251658241)).unwrap(), 241 << 20);
+        for bad in [1000, 0] {
             let msg = flush_buffer_bytes(l2, Some(bad)).unwrap_err().to_string();
             assert!(
-                msg.contains(&format!("KPROF_L2_FLUSH_BYTES=\"{bad}\"")) && msg.contains("at least the L2"),
+                msg.contains(&format!("l2_flush_bytes={bad} (or KPROF_L2_FLUSH_BYTES)")) && msg.contains("at least the L2"),
                 "{msg}"
             );
         }

@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use kprof_core::model::{DeviceInfo, ExtraValue};
 
-use super::{BenchOptions, Collected, Profiler, Span};
+use super::{BenchOptions, Collected, FlushSpec, Profiler, Span};
 use crate::attribution::{decode_region_key, encode_region_key};
 use crate::driver::Driver;
 use crate::error::EngineError;
@@ -187,7 +187,7 @@ impl super::Backend for ChildBackend {
             None => Ok(()),
         }
     }
-    fn flush_l2(&self) -> Result<(), EngineError> {
+    fn flush_l2(&self, _spec: FlushSpec) -> Result<(), EngineError> {
         Ok(())
     }
     fn collect(&self, _spans: &[Span]) -> Result<Collected, EngineError> {

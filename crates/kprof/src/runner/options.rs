@@ -9,10 +9,12 @@ use kprof_core::policy::StoppingPolicy;
 use kprof_core::transforms::Reducer;
 
 use super::invalid_option;
+use super::l2_flush::FlushSpec;
 use super::progress::ProgressHook;
-use crate::choices::ReplayMode;
+use crate::choices::{L2Flush, ReplayMode};
 use crate::conditions::runtime::{Collectors, ThermalOptions};
 use crate::error::EngineError;
+use crate::overrides::{self, Lookup, COUNTER_PASS_RECORDS_ENV, L2_FLUSH_BYTES_ENV, L2_FLUSH_ENV};
 
 pub use crate::choices::{CacheControl, ClockControl};
 
@@ -98,6 +100,17 @@ pub struct BenchOptions {
     pub warmup: u32,
     /// L2 state at the start of each run (default cold, [`CacheControl::All`]).
     pub cache: CacheControl,
+    /// With a cold cache, how the L2 is emptied (default [`L2Flush::Read`]; see
+    /// `runner/l2_flush.rs`). `KPROF_L2_FLUSH`, when set, overrides it.
+    pub l2_flush: L2Flush,
+    /// The flush buffer's size in bytes, rounded up to a MiB; at least the L2, else the bench
+    /// call fails at its first flush (default `None`: twice the L2, 256 MiB when the device does
+    /// not report its L2). `KPROF_L2_FLUSH_BYTES`, when set, overrides it.
+    pub l2_flush_bytes: Option<u64>,
+    /// Keep CUPTI's kernel activity records on during counter passes (default false: they cost
+    /// each kernel about 0.9 us as the counters see it; see `runner/counter_pass.rs`).
+    /// `KPROF_COUNTER_PASS_RECORDS` (`on`/`off`), when set, overrides it.
+    pub counter_pass_records: bool,
     /// Clock control (only [`ClockControl::None`] in this backend).
     pub clock: ClockControl,
     /// Order of (configuration, run) pairs (default [`RunOrder::Interleaved`]).
@@ -152,6 +165,9 @@ impl Default for BenchOptions {
             runs: 10,
             warmup: 1,
             cache: CacheControl::All,
+            l2_flush: L2Flush::Read,
+            l2_flush_bytes: None,
+            counter_pass_records: false,
             clock: ClockControl::None,
             order: RunOrder::Interleaved,
             policy: None,
@@ -201,6 +217,36 @@ impl BenchOptions {
         }
         self.thermal.validate()?;
         Ok(())
+    }
+
+    /// These options with the environment's overrides applied (`KPROF_L2_FLUSH`,
+    /// `KPROF_L2_FLUSH_BYTES`, `KPROF_COUNTER_PASS_RECORDS`; see [`crate::overrides`]): a variable
+    /// set to a non-empty value wins over its field; an invalid value is an error naming it.
+    /// [`Profiler::bench`](super::Profiler::bench) calls this once per bench call.
+    pub fn with_env_overrides(&self) -> Result<BenchOptions, EngineError> {
+        self.with_overrides_from(&overrides::process_env)
+    }
+
+    pub(crate) fn with_overrides_from(&self, env: Lookup<'_>) -> Result<BenchOptions, EngineError> {
+        let mut o = self.clone();
+        if let Some(m) = overrides::choice(env, L2_FLUSH_ENV)? {
+            o.l2_flush = m;
+        }
+        if let Some(b) = overrides::bytes(env, L2_FLUSH_BYTES_ENV)? {
+            o.l2_flush_bytes = Some(b);
+        }
+        if let Some(on) = overrides::switch(env, COUNTER_PASS_RECORDS_ENV, "counter_pass_records")? {
+            o.counter_pass_records = on;
+        }
+        Ok(o)
+    }
+
+    /// How the cold-cache flush of these options empties the L2.
+    pub(crate) fn flush_spec(&self) -> FlushSpec {
+        FlushSpec {
+            method: self.l2_flush,
+            bytes: self.l2_flush_bytes,
+        }
     }
 
     /// The most recorded runs any configuration can get.
@@ -253,5 +299,66 @@ impl FlushPolicy {
             max_runs: 1,
             max_time: Duration::ZERO,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn measurement_options_default_as_before_and_a_set_variable_overrides_the_field() {
+        let d = BenchOptions::default();
+        assert_eq!(
+            (d.l2_flush, d.l2_flush_bytes, d.counter_pass_records),
+            (L2Flush::Read, None, false)
+        );
+        let opts = BenchOptions {
+            l2_flush: L2Flush::Discard,
+            l2_flush_bytes: Some(1 << 30),
+            counter_pass_records: true,
+            ..BenchOptions::default()
+        };
+        // Unset or empty variables: the fields.
+        let none = |_: &str| None;
+        let got = opts.with_overrides_from(&none).unwrap();
+        assert_eq!(
+            (got.l2_flush, got.l2_flush_bytes, got.counter_pass_records),
+            (L2Flush::Discard, Some(1 << 30), true)
+        );
+        let empty = |_: &str| Some(" ".to_string());
+        assert_eq!(opts.with_overrides_from(&empty).unwrap().l2_flush, L2Flush::Discard);
+        // Set variables win over the fields.
+        let env = |k: &str| match k {
+            "KPROF_L2_FLUSH" => Some("write".to_string()),
+            "KPROF_L2_FLUSH_BYTES" => Some("268435456".to_string()),
+            "KPROF_COUNTER_PASS_RECORDS" => Some("off".to_string()),
+            _ => None,
+        };
+        let got = opts.with_overrides_from(&env).unwrap();
+        assert_eq!(
+            (got.l2_flush, got.l2_flush_bytes, got.counter_pass_records),
+            (L2Flush::Write, Some(256 << 20), false)
+        );
+        assert_eq!(
+            got.flush_spec(),
+            FlushSpec {
+                method: L2Flush::Write,
+                bytes: Some(256 << 20)
+            }
+        );
+        // A bad value is an error naming the variable and the accepted values.
+        let bad = |k: &str| (k == "KPROF_L2_FLUSH").then(|| "memset".to_string());
+        let msg = opts.with_overrides_from(&bad).unwrap_err().to_string();
+        assert!(
+            msg.contains("KPROF_L2_FLUSH=\"memset\"") && msg.contains("'read', 'discard', 'write'"),
+            "{msg}"
+        );
+        let bad = |k: &str| (k == "KPROF_COUNTER_PASS_RECORDS").then(|| "yes".to_string());
+        let msg = opts.with_overrides_from(&bad).unwrap_err().to_string();
+        assert!(
+            msg.contains("KPROF_COUNTER_PASS_RECORDS=\"yes\"") && msg.contains("'on', 'off'"),
+            "{msg}"
+        );
     }
 }

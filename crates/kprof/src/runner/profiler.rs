@@ -20,6 +20,7 @@ use super::{
     CacheControl, Collected, DurationSource, FlushPolicy, Progress, Run, Scheduler, Span, Step, DEFAULT_UNIT,
 };
 use super::{counter_pass, events, gpu, progress};
+use crate::choices::TraceOptions;
 use crate::conditions::runtime::ProfilerConditions;
 use crate::error::EngineError;
 
@@ -133,14 +134,23 @@ impl Drop for Profiler {
 impl Profiler {
     /// Loads the CUDA driver and CUPTI, makes sure a CUDA context is current (retaining device
     /// 0's primary context when none is), and starts the CUPTI activity session. One profiler
-    /// per process: a second `new()` while one is alive is an error.
+    /// per process: a second `new()` while one is alive is an error. Kernels and CUDA graphs are
+    /// traced as the default [`TraceOptions`] say (under their environment overrides).
     pub fn new() -> Result<Profiler, EngineError> {
+        Self::with_trace(TraceOptions::default())
+    }
+
+    /// As [`Profiler::new`], with the activity session tracing kernels and CUDA graphs as `trace`
+    /// says (`KPROF_KERNEL_TRACE` and `KPROF_GRAPH_TRACE`, when set, override it: see
+    /// [`crate::overrides`]). These are per-process settings: they hold for this profiler's
+    /// lifetime.
+    pub fn with_trace(trace: TraceOptions) -> Result<Profiler, EngineError> {
         if super::ncu_child::is_ncu_child() {
             // Under ncu (relaunch mode): no CUPTI session, NVTX ranges only (runner/ncu_child.rs).
             return super::ncu_child::child_profiler();
         }
         Self::claim_slot(|| {
-            let (backend, device, extras) = gpu::GpuBackend::start()?;
+            let (backend, device, extras) = gpu::GpuBackend::start(trace)?;
             Ok(Self::assemble(
                 Arc::new(backend),
                 device,
@@ -314,6 +324,9 @@ impl Profiler {
             // An ncu child runs only its selected benchmark (runner/ncu_child.rs).
             return Ok(RawResults::new());
         }
+        // The environment's overrides of the options, read once per bench call.
+        let resolved = opts.with_env_overrides()?;
+        let opts = &resolved;
         opts.validate()?;
         // Counter metrics are validated on the host before any GPU work. Durations from the
         // counters by default ("auto", no counter metric, warm-up runs) are decided after the
@@ -729,7 +742,7 @@ impl Profiler {
     {
         self.conditions.thermal_guard()?;
         if opts.cache == CacheControl::All {
-            self.backend.flush_l2()?;
+            self.backend.flush_l2(opts.flush_spec())?;
         }
         self.conditions.before_run(step.config, config, step.run, step.warmup)?;
         // Warm-up runs get run indices above every recorded run, so their keys never collide.
@@ -747,7 +760,7 @@ impl Profiler {
             on_enter: self
                 .conditions
                 .annotation_hook(step.config, config, step.run, step.warmup),
-            flush_before_regions: opts.cache == CacheControl::All,
+            flush_before_regions: (opts.cache == CacheControl::All).then(|| opts.flush_spec()),
         });
         let mut run = Run {
             state: Rc::clone(&state),

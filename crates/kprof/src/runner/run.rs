@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use super::Backend;
+use super::{Backend, FlushSpec};
 use crate::error::EngineError;
 
 #[derive(Debug)]
@@ -37,8 +37,8 @@ pub(super) struct RunState {
     pub(super) inner: RefCell<RunInner>,
     /// Annotation-scope info collectors, called on every region enter.
     pub(super) on_enter: Option<crate::conditions::runtime::AnnotationHook>,
-    /// Cold cache: flush the L2 before every top-level region.
-    pub(super) flush_before_regions: bool,
+    /// Cold cache: flush the L2 (as this says) before every top-level region.
+    pub(super) flush_before_regions: Option<FlushSpec>,
 }
 
 /// One run of a benchmark closure: open regions with [`Run::region`] or [`Run::annotate`].
@@ -67,8 +67,8 @@ impl Run {
         if let Some(hook) = &st.on_enter {
             hook(name);
         }
-        if st.flush_before_regions && st.inner.borrow().stack.is_empty() {
-            st.backend.flush_l2()?;
+        if let Some(spec) = st.flush_before_regions.filter(|_| st.inner.borrow().stack.is_empty()) {
+            st.backend.flush_l2(spec)?;
         }
         {
             let mut inner = st.inner.borrow_mut();

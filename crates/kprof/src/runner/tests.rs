@@ -29,6 +29,8 @@ struct Mock {
     running: Mutex<Vec<(Option<u64>, KernelRun)>>,
     pending: Mutex<Vec<(Option<u64>, KernelRun)>>,
     l2_flushes: AtomicU64,
+    /// The flush specs asked for, in order.
+    flush_specs: Mutex<Vec<FlushSpec>>,
     syncs: AtomicU64,
     /// Flushes (`collect` calls) and the spans each was given.
     collects: AtomicU64,
@@ -114,7 +116,8 @@ impl Backend for Mock {
         self.pending.lock().unwrap().extend(done);
         Ok(())
     }
-    fn flush_l2(&self) -> Result<(), EngineError> {
+    fn flush_l2(&self, spec: FlushSpec) -> Result<(), EngineError> {
+        self.flush_specs.lock().unwrap().push(spec);
         self.l2_flushes.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
@@ -420,6 +423,28 @@ fn bench_sums_kernels_keeps_breakdown_and_flags_empty_regions() {
     // its 2 top-level regions; one sync per run.
     assert_eq!(mock.l2_flushes.load(Ordering::SeqCst), 8 * 3);
     assert_eq!(mock.syncs.load(Ordering::SeqCst), 8);
+}
+
+#[test]
+fn every_flush_of_a_bench_call_uses_its_l2_flush_options() {
+    let mock = Arc::new(Mock::default());
+    let mut p = profiler(&mock);
+    let m = mock.clone();
+    let opts = BenchOptions {
+        runs: 1,
+        warmup: 0,
+        l2_flush: crate::choices::L2Flush::Write,
+        l2_flush_bytes: Some(1 << 30),
+        ..Default::default()
+    };
+    p.bench("flush", &[], &opts, |_, run| run.annotate("a", |_| m.launch("k", 1)).map_err(Into::into))
+        .unwrap();
+    let want = FlushSpec {
+        method: crate::choices::L2Flush::Write,
+        bytes: Some(1 << 30),
+    };
+    // KPROF_L2_FLUSH / KPROF_L2_FLUSH_BYTES are not set in the test environment.
+    assert_eq!(*mock.flush_specs.lock().unwrap(), vec![want, want]);
 }
 
 #[test]

@@ -1,6 +1,6 @@
-//! Issue 19: `replay_mode`, `cache_control` and `clock_control` are each parsed in exactly one
-//! place, `crates/kprof/src/choices.rs` (their `FromStr`); every other crate and the Python
-//! package go through it (`kprof._core.parse_choice` from Python). A Rust match arm on one of
+//! Issue 19: `replay_mode`, `cache_control`, `clock_control`, `l2_flush`, `kernel_trace` and
+//! `graph_trace` are each parsed in exactly one place, `crates/kprof/src/choices.rs` (their
+//! `FromStr`); every other crate and the Python package go through it (`kprof._core.parse_choice` from Python). A Rust match arm on one of
 //! their values, or a Python tuple of accepted values, anywhere else in `crates/*/src` or
 //! `python/kprof` fails this test (logic on an already parsed value, `clock == "base"`, is fine).
 
@@ -29,7 +29,10 @@ fn each_option_with_choices_has_one_parser() {
     }
     sources(&root.join("python/kprof"), &mut files);
     // What parsing a value looks like: a match arm on it, or an equality test against it.
-    let values = ["kernel", "range", "user", "application", "all", "none", "base"];
+    let values = [
+        "kernel", "range", "user", "application", "all", "none", "base", "read", "discard", "write", "concurrent",
+        "serial", "graph", "nodes",
+    ];
     let mut offenders = Vec::new();
     for f in &files {
         if f.ends_with("choices.rs") {
@@ -48,7 +51,7 @@ fn each_option_with_choices_has_one_parser() {
                 } else {
                     code.contains(&format!("{q} =>")) || code.contains(&format!("{q} |"))
                 };
-                let about_choices = ["replay", "cache", "clock", "Replay", "Cache", "Clock"]
+                let about_choices = ["replay", "cache", "clock", "Replay", "Cache", "Clock", "flush", "Flush", "trace", "Trace"]
                     .iter()
                     .any(|w| code.contains(w) || lines[i.saturating_sub(3)..i].iter().any(|l| l.contains(w)));
                 if parses && about_choices {
@@ -60,7 +63,14 @@ fn each_option_with_choices_has_one_parser() {
     assert!(offenders.is_empty(), "parse these options with kprof::choices (one FromStr each):\n{}", offenders.join("\n"));
     // The one parser is there.
     let choices = std::fs::read_to_string(root.join("crates/kprof/src/choices.rs")).unwrap();
-    for arm in ["\"application\" => Ok(ReplayMode::Application)", "\"all\" => Ok(CacheControl::All)", "\"base\" => Ok(ClockControl::Base)"] {
+    for arm in [
+        "\"application\" => Ok(ReplayMode::Application)",
+        "\"all\" => Ok(CacheControl::All)",
+        "\"base\" => Ok(ClockControl::Base)",
+        "\"discard\" => Ok(L2Flush::Discard)",
+        "\"serial\" => Ok(KernelTrace::Serial)",
+        "\"nodes\" => Ok(GraphTrace::Nodes)",
+    ] {
         assert!(choices.contains(arm), "{arm}");
     }
 }

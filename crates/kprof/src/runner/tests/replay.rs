@@ -107,7 +107,7 @@ impl Backend for Replay {
     fn synchronize(&self) -> Result<(), EngineError> {
         Ok(())
     }
-    fn flush_l2(&self) -> Result<(), EngineError> {
+    fn flush_l2(&self, _spec: crate::runner::FlushSpec) -> Result<(), EngineError> {
         Ok(())
     }
     fn collect(&self, spans: &[Span]) -> Result<Collected, EngineError> {

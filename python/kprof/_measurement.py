@@ -1,0 +1,71 @@
+"""Options that change what is measured, beyond nsight-python's (issue 19): the per-benchmark
+``l2_flush``, ``l2_flush_bytes`` and ``counter_pass_records`` of ``@kprof.analyze.kernel``, and the
+per-process trace settings of :func:`configure`.
+
+Each is an option first; its ``KPROF_*`` environment variable, when set, overrides it in the
+engine (``docs/configuration.md``). Values are parsed by the Rust core (``kprof::choices``), so
+a bad one raises :class:`kprof.ConfigError` here, before any GPU work.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any, Literal
+
+from . import _core
+from .exceptions import ConfigError
+
+#: The values of ``l2_flush`` (for typing; the core parses them).
+L2FlushName = Literal["read", "discard", "write"]
+#: The values of ``kernel_trace`` and ``graph_trace`` of :func:`configure`.
+KernelTraceName = Literal["concurrent", "serial"]
+GraphTraceName = Literal["graph", "nodes"]
+
+
+def _parse(option: str, value: Any) -> str:
+    try:
+        return _core.parse_choice(option, value if isinstance(value, str) else repr(value))
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+
+
+def check(l2_flush: Any, l2_flush_bytes: Any, counter_pass_records: Any, backend: str) -> dict[str, Any]:
+    """The validated per-benchmark options, as keys of the backend's options dict."""
+    flush = _parse("l2_flush", l2_flush)
+    if l2_flush_bytes is not None and (
+        not isinstance(l2_flush_bytes, numbers.Integral) or isinstance(l2_flush_bytes, bool) or l2_flush_bytes <= 0
+    ):
+        raise ConfigError(f"l2_flush_bytes must be a positive number of bytes (at least the L2) or None, got {l2_flush_bytes!r}")
+    if not isinstance(counter_pass_records, bool):
+        raise ConfigError(f"counter_pass_records must be True or False, got {counter_pass_records!r}")
+    if backend == "ncu" and (flush != "read" or l2_flush_bytes is not None or counter_pass_records):
+        raise ConfigError(
+            "l2_flush, l2_flush_bytes and counter_pass_records are options of kprof's CUPTI backend; Nsight Compute "
+            "flushes the L2 and collects counters itself (backend='ncu')"
+        )
+    return {
+        "l2_flush": flush,
+        "l2_flush_bytes": None if l2_flush_bytes is None else int(l2_flush_bytes),
+        "counter_pass_records": counter_pass_records,
+    }
+
+
+def configure(*, kernel_trace: KernelTraceName = "concurrent", graph_trace: GraphTraceName | None = None) -> None:
+    """Sets how this process's CUPTI session traces kernels and CUDA graphs; call it before the
+    first benchmark (the session starts then and keeps these settings for the process).
+
+    * ``kernel_trace`` ("concurrent"): CUPTI's concurrent kernel records (kernels keep their
+      concurrency and CUDA graphs their span; CUPTI instruments every kernel) or ``"serial"``
+      (kernels one at a time, not instrumented; CUDA graphs untimed);
+    * ``graph_trace`` (None: ``"graph"`` with concurrent records, ``"nodes"`` with serial ones):
+      one record per graph launch (``"graph"``) or per-node records merged into the launch's span.
+
+    ``KPROF_KERNEL_TRACE`` and ``KPROF_GRAPH_TRACE``, when set, override these. Calling it again
+    with other values after the engine started raises :class:`kprof.ConfigError`.
+    """
+    kernel = _parse("kernel_trace", kernel_trace)
+    graph = None if graph_trace is None else _parse("graph_trace", graph_trace)
+    try:
+        _core.configure_trace(kernel, graph)
+    except RuntimeError as e:
+        raise ConfigError(str(e)) from None
