@@ -30,9 +30,9 @@ const SEEDS: &[&str] = &[
     "h200-python/step5-normalized.csv",
     "h200-python/step6.csv",
     "h200-python/step7.csv",
-    "h200/a_sgemm4096-raw.csv",
-    "h200/c_three_kernels-raw.csv",
-    "h200/e_graph-raw.csv",
+    "h200-engine-checks-raw-concurrent-trace/a_sgemm4096-raw.csv",
+    "h200-engine-checks-raw-concurrent-trace/c_three_kernels-raw.csv",
+    "h200-engine-checks-raw-concurrent-trace/e_graph-raw.csv",
 ];
 
 /// What a result may be used for after it is read: every step must hold without panicking.

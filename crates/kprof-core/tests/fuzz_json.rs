@@ -21,7 +21,7 @@ fn seeds() -> Vec<Vec<u8>> {
     for (name, normalize) in [
         ("io/profiled_data-matmul-0.csv", None),
         ("io/profiled_data-matmul-0.csv", Some("base")),
-        ("h200/c_three_kernels-raw.csv", None),
+        ("h200-engine-checks-raw-concurrent-trace/c_three_kernels-raw.csv", None),
         ("io/collectors.csv", None),
     ] {
         let raw = read_raw_csv(&fixtures_dir().join(name), &ReadOptions::default()).unwrap();

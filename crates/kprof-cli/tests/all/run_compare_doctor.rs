@@ -15,7 +15,7 @@ fn kprof() -> Command {
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/h200")
+        .join("../../tests/fixtures/h200-engine-checks-raw-concurrent-trace")
         .join(name)
 }
 

@@ -157,19 +157,24 @@ fn h200_fixture_exact_answers() {
 /// `KPROF_RECORD_ACTIVITY`; see the README), recorded with concurrent kernel tracing
 /// (`CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL` records): every recorded run, attributed here and
 /// combined like the runner does (sum, kernel names joined by `|`), gives exactly the value and
-/// kernel names that the runner wrote to the raw CSVs on the H200 (`tests/fixtures/h200/*-raw.csv`).
+/// kernel names that the runner wrote to the raw CSVs on the H200
+/// (`tests/fixtures/h200-engine-checks-raw-concurrent-trace/*-raw.csv`).
 #[test]
 fn h200_gpu_check_matches_the_raw_csvs_written_on_the_h200() {
-    check_gpu_check_recording("h200-cuda13-gpu-check.jsonl", "h200", ACTIVITY_KIND_CONCURRENT_KERNEL);
+    check_gpu_check_recording(
+        "h200-cuda13-gpu-check.jsonl",
+        "h200-engine-checks-raw-concurrent-trace",
+        ACTIVITY_KIND_CONCURRENT_KERNEL,
+    );
 }
 
 /// The same check recorded later that day with serial kernel tracing, kprof's default since
-/// (`CUPTI_ACTIVITY_KIND_KERNEL` records; raw CSVs in `tests/fixtures/h200-serial/`).
+/// (`CUPTI_ACTIVITY_KIND_KERNEL` records; raw CSVs in `tests/fixtures/h200-engine-checks-raw-serial-trace/`).
 #[test]
 fn h200_gpu_check_with_serial_kernel_records_matches_its_raw_csvs() {
     check_gpu_check_recording(
         "h200-cuda13-gpu-check-serial.jsonl",
-        "h200-serial",
+        "h200-engine-checks-raw-serial-trace",
         ACTIVITY_KIND_KERNEL,
     );
 }

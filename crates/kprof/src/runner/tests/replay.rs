@@ -211,7 +211,7 @@ fn replaying_the_h200_gpu_check_rewrites_its_raw_csvs() {
         ("e_graph", "graph_replay", one(1 << 22), 5, 1, CacheControl::None),
         ("g_sgemm_sweep", "matmul", sweep, 10, 1, CacheControl::All),
     ];
-    let fixtures = root.join("../../tests/fixtures/h200");
+    let fixtures = root.join("../../tests/fixtures/h200-engine-checks-raw-concurrent-trace");
     let mut results = Vec::new();
     for (name, region, configs, runs, warmup, cache) in calls {
         let raw = prof
