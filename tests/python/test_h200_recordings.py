@@ -1,4 +1,4 @@
-"""Recorded H200 results (tests/fixtures/h200-python, see its README) re-read through the offline
+"""Recorded H200 results (tests/fixtures/h200-python-tutorial-steps, see its README) re-read through the offline
 path: the processed schema the package wrote there, and `kprof summarize` on the Rust API's raw CSV
 reproducing the statistics from the raw values."""
 
@@ -14,7 +14,7 @@ import pytest
 from kprof import _core
 from kprof.results import PROCESSED_COLUMNS
 
-HERE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "h200-python")
+HERE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "h200-python-tutorial-steps")
 T975 = {9: 2.2621571627409915, 19: 2.093024054408263}  # scipy.stats.t.ppf(0.975, df)
 
 
@@ -78,7 +78,7 @@ def test_recorded_counter_tables_classify_as_the_seed_does():
 def _extra():
     import json
 
-    with open(os.path.join(HERE, "extra.json")) as f:
+    with open(os.path.join(HERE, "gpu-check-extra-l2-dram-probes.json")) as f:
         return json.load(f)
 
 
@@ -392,7 +392,7 @@ def test_retired_byte_rows_of_l2_resident_data_are_judged_against_ncus_own_sprea
     import json
     import statistics as st
 
-    with open(os.path.join(HERE, "extra.json")) as f:
+    with open(os.path.join(HERE, "gpu-check-extra-l2-dram-probes.json")) as f:
         p = json.load(f)["placement"]
 
     def means(setup, kind, metric):
