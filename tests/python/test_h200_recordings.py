@@ -626,11 +626,11 @@ def test_scaleout_on_one_gpu_recording_schema_and_why_small_sizes_differed():
 
 
 def test_run_metrics_cost_recording_gives_the_ratios_and_the_split_in_the_docs():
-    """tests/fixtures/run-metrics/call22-run-cost.jsonl (device call 22, issue 21): the walls,
+    """tests/fixtures/h200-kprof-run-metrics-vs-ncu/call22-run-cost.jsonl (device call 22, issue 21): the walls,
     ratios against ncu and the time split quoted in docs/counters.md come from the recording."""
     import json
 
-    lines = [json.loads(l[8:]) for l in open(os.path.join(HERE, "..", "run-metrics", "call22-run-cost.jsonl"))
+    lines = [json.loads(l[8:]) for l in open(os.path.join(HERE, "..", "h200-kprof-run-metrics-vs-ncu", "call22-run-cost.jsonl"))
              if l.startswith("RUNCOST ")]
     summary = next(l for l in lines if l.get("what") == "summary")
     walls = summary["walls_s"]
