@@ -22,9 +22,9 @@ use kprof_core::{ProcessedResults, RawResults};
 use proptest::prelude::*;
 
 const SEEDS: &[&str] = &[
-    "io/profiled_data-matmul-0.csv",
-    "io/processed_data-matmul-0.csv",
-    "io/collectors.csv",
+    "nsight-python-csv-handwritten/profiled_data-matmul-0.csv",
+    "nsight-python-csv-handwritten/processed_data-matmul-0.csv",
+    "nsight-python-csv-handwritten/collectors.csv",
     "h200-python-tutorial-steps/step2.csv",
     "h200-python-tutorial-steps/step3.csv",
     "h200-python-tutorial-steps/step5-normalized.csv",

@@ -16,7 +16,7 @@ fn fixture(rel: &str) -> String {
 }
 
 fn raw() -> String {
-    fixture("io/profiled_data-matmul-0.csv")
+    fixture("nsight-python-csv-handwritten/profiled_data-matmul-0.csv")
 }
 
 fn ncu() -> String {

@@ -1,4 +1,4 @@
-//! Re-parses every activity fixture under tests/fixtures/activity/ (JSON lines written by the
+//! Re-parses every activity fixture under tests/fixtures/cupti-activity-records/ (JSON lines written by the
 //! collector with KPROF_RECORD_ACTIVITY on a GPU machine, plus one hand-built synthetic file) and
 //! checks parser and attribution invariants on them; the synthetic file also has exact answers.
 
@@ -11,7 +11,7 @@ use kprof::cupti::RecordedBuffer;
 use kprof::sys::cupti::{cbid, ACTIVITY_KIND_CONCURRENT_KERNEL, ACTIVITY_KIND_KERNEL};
 
 fn fixtures() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/activity");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/cupti-activity-records");
     let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .filter_map(|e| e.ok())
@@ -102,7 +102,8 @@ fn every_fixture_parses_and_attributes_consistently() {
 
 #[test]
 fn synthetic_fixture_exact_answers() {
-    let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/activity/synthetic-cuda13.jsonl");
+    let f = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/cupti-activity-records/synthetic-cuda13.jsonl");
     let rb = RecordedBuffer::read_jsonl(&f).unwrap();
     assert_eq!(rb.flushes.len(), 2);
 
@@ -134,8 +135,8 @@ fn synthetic_fixture_exact_answers() {
 
 #[test]
 fn h200_fixture_exact_answers() {
-    let f =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/activity/h200-cuda13-region-threads.jsonl");
+    let f = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/cupti-activity-records/h200-cuda13-region-threads.jsonl");
     let rb = RecordedBuffer::read_jsonl(&f).unwrap();
     let fl = rb.flushes.iter().find(|f| f.flush == 1).expect("flush 1");
     assert_eq!(fl.batch.kernels.len(), 6);
@@ -186,7 +187,7 @@ fn check_gpu_check_recording(jsonl: &str, raw_dir: &str, kernel_kind: u32) {
     use kprof::core::transforms::{combine_kernels, Reducer};
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let path = root.join("../../tests/fixtures/activity").join(jsonl);
+    let path = root.join("../../tests/fixtures/cupti-activity-records").join(jsonl);
     let rb = RecordedBuffer::read_jsonl(&path).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
     let kernel_records = [ACTIVITY_KIND_KERNEL, ACTIVITY_KIND_CONCURRENT_KERNEL].map(|k| count_kind(&text, k));

@@ -45,8 +45,8 @@ fn without_column(csv: &str, column: &str) -> String {
 fn adapter_attributes_the_recorded_h200_fixture() {
     use crate::attribution::{attribute, encode_region_key};
     use crate::cupti::records::RecordedBuffer;
-    let f =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/activity/h200-cuda13-region-threads.jsonl");
+    let f = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/cupti-activity-records/h200-cuda13-region-threads.jsonl");
     if !f.exists() {
         return;
     }
@@ -164,8 +164,10 @@ fn with_demangled_kernels(csv_text: &str) -> String {
 fn replaying_the_h200_gpu_check_rewrites_its_raw_csvs() {
     use crate::cupti::records::RecordedBuffer;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let rb =
-        RecordedBuffer::read_jsonl(&root.join("../../tests/fixtures/activity/h200-cuda13-gpu-check.jsonl")).unwrap();
+    let rb = RecordedBuffer::read_jsonl(
+        &root.join("../../tests/fixtures/cupti-activity-records/h200-cuda13-gpu-check.jsonl"),
+    )
+    .unwrap();
     assert_eq!(rb.flushes.len(), 107, "one flush per run, warm-ups included");
     let replay = Arc::new(Replay {
         flushes: Mutex::new(rb.flushes.into_iter().collect()),
