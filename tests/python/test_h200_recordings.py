@@ -198,14 +198,14 @@ def test_recorded_cost_per_kernel_puts_range_replay_at_20x_under_ncu():
 
 
 def test_recorded_ncu_backend_check_f_verdicts_follow_from_its_medians():
-    """tests/fixtures/ncu/backend: check f of scripts/gpu-check-ncu.py (seed step 6, medians of 10
+    """tests/fixtures/ncu-csv-exports/h200-python-backend-ncu: check f of scripts/gpu-check-ncu.py (seed step 6, medians of 10
     runs, CUPTI application replay vs ncu application replay; durations 2 %, bytes 0.5 %, pct
     1 pt; CUPTI's durations from the counters, duration_source="counters") re-derived from the
     recorded medians gives the recorded verdicts: every row holds but the fp16 matmul's DRAM bytes
     read."""
     import json
 
-    with open(os.path.join(HERE, "..", "ncu", "backend", "ncu-backend-summary.json")) as f:
+    with open(os.path.join(HERE, "..", "ncu-csv-exports", "h200-python-backend-ncu", "ncu-backend-summary.json")) as f:
         d = json.load(f)
     verdicts = {c["name"]: c["ok"] for c in d["checks"] if c["name"].startswith("f app ")}
     failed = set()

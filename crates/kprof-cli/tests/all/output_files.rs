@@ -20,7 +20,7 @@ fn raw() -> String {
 }
 
 fn ncu() -> String {
-    fixture("ncu/kprof-keyed.csv")
+    fixture("ncu-csv-exports/kprof-keyed.csv")
 }
 
 fn kprof(args: &[&str]) -> Output {
