@@ -180,7 +180,7 @@ fn h200_gpu_check_with_serial_kernel_records_matches_its_raw_csvs() {
     );
 }
 
-/// Replays `activity/<jsonl>` against the raw CSVs in `fixtures/<raw_dir>/`; every kernel record
+/// Replays `cupti-activity-records/<jsonl>` against the raw CSVs in `fixtures/<raw_dir>/`; every kernel record
 /// of the recording has `kernel_kind`.
 fn check_gpu_check_recording(jsonl: &str, raw_dir: &str, kernel_kind: u32) {
     use kprof::core::io::{read_raw_csv, ReadOptions};
