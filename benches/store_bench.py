@@ -6,8 +6,8 @@
 2. `kprof history` over a store of 10,000 runs (one commit each, 5 series of 10 samples),
    filled through the Rust API by `crates/kprof-store/examples/fill_store.rs` (target: < 1 s).
 
-The CSV has the columns of the recorded H200 file tests/fixtures/h200-python-tutorial-steps/sgemm-raw.csv
-(24 columns: nsight-python's, the run conditions, `n`, `Benchmark`, `Run`): 2,000 configurations
+The CSV has the columns of the recorded H200 file
+tests/fixtures/h200-python-tutorial-steps/sgemm-raw.csv (24 columns: nsight-python's, the run conditions, `n`, `Benchmark`, `Run`): 2,000 configurations
 x 1,000 runs, its rows cycled with their values scaled.
 
     python3 benches/store_bench.py            # builds the release binaries first

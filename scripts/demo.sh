@@ -5,8 +5,8 @@
 #   target/demo-venv (seeing the system's site-packages, for torch) and profiles the matmul sweep of
 #   examples/quickstart.py, printing the table.
 # - Without a GPU: says that live profiling needs one, then runs the offline demo on a recorded H200
-#   result (tests/fixtures/h200-python-tutorial-steps): the summary table, a plot (target/demo/sweep.svg) and the
-#   self-contained HTML report (target/demo/report.html).
+#   result (tests/fixtures/h200-python-tutorial-steps): the summary table, a plot
+#   (target/demo/sweep.svg) and the self-contained HTML report (target/demo/report.html).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=target/demo

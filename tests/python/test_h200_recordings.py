@@ -1,5 +1,5 @@
-"""Recorded H200 results (tests/fixtures/h200-python-tutorial-steps, see its README) re-read through the offline
-path: the processed schema the package wrote there, and `kprof summarize` on the Rust API's raw CSV
+"""Recorded H200 results (tests/fixtures/h200-python-tutorial-steps, see its README) re-read through
+the offline path: the processed schema the package wrote there, and `kprof summarize` on the Rust API's raw CSV
 reproducing the statistics from the raw values."""
 
 from __future__ import annotations
