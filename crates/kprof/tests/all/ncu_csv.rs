@@ -284,12 +284,14 @@ fn errors_name_the_problem() {
     assert!(e.to_string().contains("not numbers"), "{e}");
 }
 
-/// Exports captured on the H200 by scripts/ncu-capture.sh, when present: every executed
-/// (call, config, run, region) of capture_program.py's manifest is found, nothing else.
+/// Exports captured on the H200 by scripts/ncu-capture.sh: every executed (call, config, run,
+/// region) of capture_program.py's manifest is found, nothing else. The committed captures must be
+/// there (a moved folder fails here instead of passing with nothing checked).
 #[test]
 fn h200_captures_when_present() {
     let dir = fixture("");
-    let Ok(entries) = std::fs::read_dir(&dir) else { return };
+    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let mut checked = 0;
     for e in entries.filter_map(Result::ok) {
         let name = e.file_name().to_string_lossy().into_owned();
         if !(name.starts_with("h200-") && name.ends_with(".csv")) {
@@ -335,7 +337,13 @@ fn h200_captures_when_present() {
             .collect();
         have.sort();
         assert_eq!(have, want, "{name}");
+        checked += 1;
     }
+    assert!(
+        checked >= 2,
+        "{}: {checked} H200 captures with a manifest, want the two committed",
+        dir.display()
+    );
 }
 
 fn runs_of(t: &Table, b: &str, a: &str, cfg: &str) -> Vec<(u32, f64, usize)> {
