@@ -6,8 +6,8 @@
 2. `kprof history` over a store of 10,000 runs (one commit each, 5 series of 10 samples),
    filled through the Rust API by `crates/kprof-store/examples/fill_store.rs` (target: < 1 s).
 
-The CSV has the columns of the recorded H200 file tests/fixtures/h200-python/sgemm-raw.csv
-(24 columns: nsight-python's, the run conditions, `n`, `Benchmark`, `Run`): 2,000 configurations
+The CSV has the columns of the recorded H200 file
+tests/fixtures/h200-python-tutorial-steps/sgemm-raw.csv (24 columns: nsight-python's, the run conditions, `n`, `Benchmark`, `Run`): 2,000 configurations
 x 1,000 runs, its rows cycled with their values scaled.
 
     python3 benches/store_bench.py            # builds the release binaries first
@@ -24,7 +24,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KPROF = os.path.join(ROOT, "target", "release", "kprof")
 FILL = os.path.join(ROOT, "target", "release", "examples", "fill_store")
-FIXTURE = os.path.join(ROOT, "tests", "fixtures", "h200-python", "sgemm-raw.csv")
+FIXTURE = os.path.join(ROOT, "tests", "fixtures", "h200-python-tutorial-steps", "sgemm-raw.csv")
 CONFIGS = 2_000
 RUNS = 1_000
 HISTORY_RUNS = 10_000

@@ -6,7 +6,8 @@
 # BIN: the built example (default target/release/examples/counters_check; build it on the dev
 #      machine with `cargo build --release -p kprof --example counters_check`).
 # OUT: results folder (default $OUT/counters-vs-ncu, else /tmp/counters-vs-ncu). The recordings
-#      for tests/fixtures/counters/ are written to OUT/recordings/{kernel_replay,user_replay}.
+#      for tests/fixtures/h200-cupti-counter-images/ are written to
+#      OUT/recordings/{kernel_replay,user_replay}.
 #
 # Steps: (1) the in-process check (tables, dram-bytes checks, per-kernel cost in kernel and
 # user-range replay, dropped ranges);

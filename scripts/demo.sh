@@ -5,8 +5,8 @@
 #   target/demo-venv (seeing the system's site-packages, for torch) and profiles the matmul sweep of
 #   examples/quickstart.py, printing the table.
 # - Without a GPU: says that live profiling needs one, then runs the offline demo on a recorded H200
-#   result (tests/fixtures/h200-python): the summary table, a plot (target/demo/sweep.svg) and the
-#   self-contained HTML report (target/demo/report.html).
+#   result (tests/fixtures/h200-python-tutorial-steps): the summary table, a plot
+#   (target/demo/sweep.svg) and the self-contained HTML report (target/demo/report.html).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=target/demo
@@ -30,7 +30,7 @@ echo "demo: no usable NVIDIA GPU (with PyTorch) here: live profiling needs one (
 echo "      missing). Running the offline demo on a result recorded on an H200 instead."
 cargo build -q --locked -p kprof-cli
 K=target/debug/kprof
-REC=tests/fixtures/h200-python
+REC=tests/fixtures/h200-python-tutorial-steps
 "$K" summarize "$REC/sgemm-raw.csv" -o "$OUT/processed.csv"
 "$K" show "$OUT/processed.csv"
 "$K" plot "$OUT/processed.csv" --metric gpu__time_duration.sum --x n -o "$OUT/sweep.svg"

@@ -5,8 +5,8 @@
 #   OUT=/some/dir bash scripts/ncu-capture.sh
 #
 # Uses ncu at $NCU (default /usr/local/cuda/bin/ncu) and python at $PY (default
-# /opt/torch/.venv/bin/python3, with torch). Runs tests/fixtures/ncu/capture_program.py under
-# ncu with --clock-control none, both cache modes, the metrics below, and exports each report
+# /opt/torch/.venv/bin/python3, with torch). Runs tests/fixtures/ncu-csv-exports/capture_program.py
+# under ncu with --clock-control none, both cache modes, the metrics below, and exports each report
 # with `ncu --import REP --csv --page raw --print-units base` under LC_ALL=C. Keeps the
 # .ncu-rep files, the logs and the CSVs. Target: well under 3 minutes.
 #
@@ -22,7 +22,7 @@ set -uo pipefail
 OUT="${OUT:?set OUT to the output directory}"
 NCU="${NCU:-/usr/local/cuda/bin/ncu}"
 PY="${PY:-/opt/torch/.venv/bin/python3}"
-PROG="tests/fixtures/ncu/capture_program.py"
+PROG="tests/fixtures/ncu-csv-exports/capture_program.py"
 METRICS="gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed"
 mkdir -p "$OUT"
 S="$OUT/summary.txt"

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Generate tests/fixtures/stats/reference.json: reference statistics computed with numpy/scipy.
+"""Generate tests/fixtures/stats-reference-numpy-scipy/reference.json: reference statistics computed
+with numpy/scipy.
 
 Dev-time only (needs numpy and scipy: `pip install numpy scipy`). Run from the repository root:
 
     python3 scripts/stats_reference.py
 
-The Rust test crates/kprof-core/tests/stats_reference.rs reads the JSON and compares
+The Rust test crates/kprof-core/tests/all/stats_reference.rs reads the JSON and compares
 kprof_core::stats::summarize / t_quantile against it with a relative tolerance of 1e-9.
 
 Definitions (independent of the Rust code):
@@ -28,7 +29,7 @@ import scipy
 from scipy import stats as sps
 
 SEED = 20240611
-OUT = os.path.join("tests", "fixtures", "stats", "reference.json")
+OUT = os.path.join("tests", "fixtures", "stats-reference-numpy-scipy", "reference.json")
 
 
 def num(x):

@@ -15,7 +15,7 @@ mkdir -p "$out"
 cargo test -q --locked --workspace report_written_for_browser_check >/dev/null
 cargo build -q --locked --workspace --bins
 target/debug/kprof report \
-    tests/fixtures/h200-python/sgemm-raw.csv tests/fixtures/h200-python/step5-tflops.csv \
+    tests/fixtures/h200-python-tutorial-steps/sgemm-raw.csv tests/fixtures/h200-python-tutorial-steps/step5-tflops.csv \
     --title "kprof report: H200 recordings" -o "$out/report-h200.html"
 
 passed=0; failed=0

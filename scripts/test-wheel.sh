@@ -63,8 +63,8 @@ out=$(clean kprof --version 2>&1) && [ "$out" = "kprof $version" ] && ok "kprof 
     || fail "kprof --version: $out (want kprof $version)"
 out=$(clean kprof run --help 2>&1) && grep -q -- '--metrics' <<<"$out" && ok "kprof run --help" \
     || fail "kprof run --help: $out"
-out=$(clean kprof summarize "$repo/tests/fixtures/h200-python/sgemm-raw.csv" 2>&1) \
-    && grep -q 'gpu__time_duration' <<<"$out" && ok "kprof summarize tests/fixtures/h200-python/sgemm-raw.csv" \
+out=$(clean kprof summarize "$repo/tests/fixtures/h200-python-tutorial-steps/sgemm-raw.csv" 2>&1) \
+    && grep -q 'gpu__time_duration' <<<"$out" && ok "kprof summarize tests/fixtures/h200-python-tutorial-steps/sgemm-raw.csv" \
     || fail "kprof summarize: $out"
 rm -rf "$work"
 echo "test-wheel: $passed passed, $failed failed"

@@ -3,8 +3,8 @@
     python3 truth_verdicts.py judge truth.log        # prints one row per acceptance line; exit 1 on a FAIL
     python3 truth_verdicts.py ncu-csv A.csv B.csv..  # ncu raw-page CSVs -> TRUTH lines (part "ncu")
 
-CI runs `judge` on the recording in tests/fixtures/h200-truth (tests/python/test_h200_recordings.py)
-so the verdicts in the closing note are re-derived, not copied. Definitions: a kernel's duration is
+CI runs `judge` on the recording in tests/fixtures/h200-short-kernel-and-graph-durations
+(tests/python/test_h200_recordings.py) so the verdicts in the closing note are re-derived, not copied. Definitions: a kernel's duration is
 ncu's gpu__time_duration (sum over a region's kernels); a CUDA graph replay is its GPU span, whose
 reference is CUDA events around the replay in a process without a profiler.
 """

@@ -2,8 +2,8 @@
 
 It runs the benchmark loop as the engine does (warm-ups, measured runs, the user's function with
 its ``kprof.annotate`` regions, ``progress.advance`` after every measured run) and gives each region
-the duration recorded on the H200 for that size and run (``tests/fixtures/h200-python/sgemm-raw.csv``:
-the cuBLAS sgemm sweep n = 512..8192, 10 runs each; the k-th region of a run gets k + 1 times it),
+the duration recorded on the H200 for that size and run
+(``tests/fixtures/h200-python-tutorial-steps/sgemm-raw.csv``: the cuBLAS sgemm sweep n = 512..8192, 10 runs each; the k-th region of a run gets k + 1 times it),
 with the recording's kernel names and clocks; sizes not in the recording get n ns.
 
 Workers install it through ``KPROF_WORKER_BACKEND=replay_backend:ReplayBackend`` (this folder on
@@ -32,7 +32,7 @@ import time
 from kprof import _backend
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RECORDING = os.path.join(HERE, "..", "fixtures", "h200-python", "sgemm-raw.csv")
+RECORDING = os.path.join(HERE, "..", "fixtures", "h200-python-tutorial-steps", "sgemm-raw.csv")
 GPU = "NVIDIA H200"
 
 

@@ -575,7 +575,7 @@ def test_console_script():
     out = subprocess.run([exe, "--version"], capture_output=True, text=True, check=True).stdout
     assert out.strip() == f"kprof {kprof.__version__}"
     # The same CLI as the Rust binary: summarize an nsight-python raw CSV.
-    fixture = os.path.join(os.path.dirname(__file__), "..", "fixtures", "io", "profiled_data-matmul-0.csv")
+    fixture = os.path.join(os.path.dirname(__file__), "..", "fixtures", "nsight-python-csv-handwritten", "profiled_data-matmul-0.csv")
     done = subprocess.run([exe, "summarize", fixture], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "AvgValue" in done.stdout and "gpu__time_duration.sum" in done.stdout

@@ -1,5 +1,5 @@
-"""Recorded H200 results (tests/fixtures/h200-python, see its README) re-read through the offline
-path: the processed schema the package wrote there, and `kprof summarize` on the Rust API's raw CSV
+"""Recorded H200 results (tests/fixtures/h200-python-tutorial-steps, see its README) re-read through
+the offline path: the processed schema the package wrote there, and `kprof summarize` on the Rust API's raw CSV
 reproducing the statistics from the raw values."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from kprof import _core
 from kprof.results import PROCESSED_COLUMNS
 
-HERE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "h200-python")
+HERE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "h200-python-tutorial-steps")
 T975 = {9: 2.2621571627409915, 19: 2.093024054408263}  # scipy.stats.t.ppf(0.975, df)
 
 
@@ -78,7 +78,7 @@ def test_recorded_counter_tables_classify_as_the_seed_does():
 def _extra():
     import json
 
-    with open(os.path.join(HERE, "extra.json")) as f:
+    with open(os.path.join(HERE, "gpu-check-extra-l2-dram-probes.json")) as f:
         return json.load(f)
 
 
@@ -198,14 +198,14 @@ def test_recorded_cost_per_kernel_puts_range_replay_at_20x_under_ncu():
 
 
 def test_recorded_ncu_backend_check_f_verdicts_follow_from_its_medians():
-    """tests/fixtures/ncu/backend: check f of scripts/gpu-check-ncu.py (seed step 6, medians of 10
+    """tests/fixtures/ncu-csv-exports/h200-python-backend-ncu: check f of scripts/gpu-check-ncu.py (seed step 6, medians of 10
     runs, CUPTI application replay vs ncu application replay; durations 2 %, bytes 0.5 %, pct
     1 pt; CUPTI's durations from the counters, duration_source="counters") re-derived from the
     recorded medians gives the recorded verdicts: every row holds but the fp16 matmul's DRAM bytes
     read."""
     import json
 
-    with open(os.path.join(HERE, "..", "ncu", "backend", "ncu-backend-summary.json")) as f:
+    with open(os.path.join(HERE, "..", "ncu-csv-exports", "h200-python-backend-ncu", "ncu-backend-summary.json")) as f:
         d = json.load(f)
     verdicts = {c["name"]: c["ok"] for c in d["checks"] if c["name"].startswith("f app ")}
     failed = set()
@@ -392,7 +392,7 @@ def test_retired_byte_rows_of_l2_resident_data_are_judged_against_ncus_own_sprea
     import json
     import statistics as st
 
-    with open(os.path.join(HERE, "extra.json")) as f:
+    with open(os.path.join(HERE, "gpu-check-extra-l2-dram-probes.json")) as f:
         p = json.load(f)["placement"]
 
     def means(setup, kind, metric):
@@ -414,13 +414,13 @@ def test_retired_byte_rows_of_l2_resident_data_are_judged_against_ncus_own_sprea
 
 
 def test_recorded_truth_verdicts_follow_from_the_recorded_lines():
-    """tests/fixtures/h200-truth: the verdict table of issue 17's GPU check (device calls 3 and 4,
+    """tests/fixtures/h200-short-kernel-and-graph-durations: the verdict table of issue 17's GPU check (device calls 3 and 4,
     build b15d1aa's predecessor with graph records on) re-derived by scripts/truth_verdicts.py from
     the recorded lines: the rows that held and the rows that did not (see the fixture README)."""
     import subprocess
     import sys
 
-    root = os.path.join(HERE, "..", "h200-truth")
+    root = os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations")
     import tempfile
 
     log = os.path.join(tempfile.mkdtemp(), "combined.log")
@@ -451,12 +451,12 @@ def test_recorded_truth_verdicts_follow_from_the_recorded_lines():
 
 
 def test_graph_records_with_the_guard_time_graphs_and_survive_graphs_captured_before_the_session():
-    """tests/fixtures/h200-truth/call12-graph-guard.log (device call 12): the default graph mode
+    """tests/fixtures/h200-short-kernel-and-graph-durations/call12-graph-guard.log (device call 12): the default graph mode
     (graph records, launches of executables instantiated before kprof's session falling back to
     node records) against node records, through the Rust API, the Python door and kprof run."""
     import json
 
-    path = os.path.join(HERE, "..", "h200-truth", "call12-graph-guard.log")
+    path = os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations", "call12-graph-guard.log")
     rows = []
     mode = None
     for line in open(path):
@@ -497,13 +497,13 @@ def test_graph_records_with_the_guard_time_graphs_and_survive_graphs_captured_be
 
 
 def test_energy_per_run_is_nan_with_its_reason_below_the_counters_period_and_power_times_time_above():
-    """tests/fixtures/h200-truth/call15-energy.log (device call 15): 21 ms runs NaN with the
+    """tests/fixtures/h200-short-kernel-and-graph-durations/call15-energy.log (device call 15): 21 ms runs NaN with the
     reasons, 258 ms runs within 10 % of PowerW x duration, re-derived by truth_verdicts.py."""
     import re
     import subprocess
     import sys
 
-    log = os.path.join(HERE, "..", "h200-truth", "call15-energy.log")
+    log = os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations", "call15-energy.log")
     script = os.path.join(HERE, "..", "..", "..", "scripts", "truth_verdicts.py")
     r = subprocess.run([sys.executable, script, "judge", log], capture_output=True, text=True)
     rows = {re.split(r"\s{2,}", l.strip())[1]: re.split(r"\s{2,}", l.strip())[-1]
@@ -516,7 +516,7 @@ def _truth_rows(name, section_prefix="== "):
     import json
 
     rows, section = [], ""
-    for line in open(os.path.join(HERE, "..", "h200-truth", name), errors="replace"):
+    for line in open(os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations", name), errors="replace"):
         if line.startswith(section_prefix):
             section = line[len(section_prefix):].strip()
         elif line.startswith("TRUTH "):
@@ -530,7 +530,7 @@ def _truth_rows(name, section_prefix="== "):
 
 
 def test_default_auto_durations_verdicts_follow_from_the_recorded_lines():
-    """tests/fixtures/h200-truth/call18-acceptance-auto-default.log (device call 18): the acceptance
+    """tests/fixtures/h200-short-kernel-and-graph-durations/call18-acceptance-auto-default.log (device call 18): the acceptance
     cases with duration_source="auto" as the default (the counters' gpu__time_duration for eager
     kernels, graph records for graphs). The eager rows that failed with the records by default
     (call 13) hold; what is left is listed."""
@@ -538,7 +538,7 @@ def test_default_auto_durations_verdicts_follow_from_the_recorded_lines():
     import subprocess
     import sys
 
-    log = os.path.join(HERE, "..", "h200-truth", "call18-acceptance-auto-default.log")
+    log = os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations", "call18-acceptance-auto-default.log")
     script = os.path.join(HERE, "..", "..", "..", "scripts", "truth_verdicts.py")
     r = subprocess.run([sys.executable, script, "judge", log], capture_output=True, text=True)
     cells = [re.split(r"\s{2,}", l.strip()) for l in r.stdout.splitlines()[1:-1]]
@@ -606,13 +606,13 @@ def test_auto_durations_take_the_records_for_graphs_captured_before_the_session(
 
 
 def test_scaleout_on_one_gpu_recording_schema_and_why_small_sizes_differed():
-    """tests/fixtures/h200-scaleout/call21-two-workers-one-gpu.log (device call 21): every schema,
+    """tests/fixtures/h200-scaleout-two-workers-one-gpu/call21-two-workers-one-gpu.log (device call 21): every schema,
     run-count and device row held for one worker, two workers sharing GPU 0, split runs and a
     worker killed once; the small sizes differed because the workers could not open the counters
     (CUPTI_ERROR_HARDWARE_BUSY), which the caller's release and the shared-GPU rule fix."""
     import re
 
-    text = open(os.path.join(HERE, "..", "h200-scaleout", "call21-two-workers-one-gpu.log")).read()
+    text = open(os.path.join(HERE, "..", "h200-scaleout-two-workers-one-gpu", "call21-two-workers-one-gpu.log")).read()
     verdicts = re.findall(r"^(PASS|FAIL)  (\S+): (.+?)\s{2,}", text, re.M)
     failed = {(who, what) for v, who, what in verdicts if v == "FAIL"}
     assert failed == {(w, "values within noise of single at every size") for w in ("1w", "2w", "2w-split", "2w-kill")}
@@ -626,11 +626,11 @@ def test_scaleout_on_one_gpu_recording_schema_and_why_small_sizes_differed():
 
 
 def test_run_metrics_cost_recording_gives_the_ratios_and_the_split_in_the_docs():
-    """tests/fixtures/run-metrics/call22-run-cost.jsonl (device call 22, issue 21): the walls,
+    """tests/fixtures/h200-kprof-run-metrics-vs-ncu/call22-run-cost.jsonl (device call 22, issue 21): the walls,
     ratios against ncu and the time split quoted in docs/counters.md come from the recording."""
     import json
 
-    lines = [json.loads(l[8:]) for l in open(os.path.join(HERE, "..", "run-metrics", "call22-run-cost.jsonl"))
+    lines = [json.loads(l[8:]) for l in open(os.path.join(HERE, "..", "h200-kprof-run-metrics-vs-ncu", "call22-run-cost.jsonl"))
              if l.startswith("RUNCOST ")]
     summary = next(l for l in lines if l.get("what") == "summary")
     walls = summary["walls_s"]

@@ -49,7 +49,7 @@ def test_save_json_and_load_it_back(fake_backend, tmp_path):
 
 
 def test_load_a_raw_csv_and_a_normalised_json(fake_backend, tmp_path):
-    raw_csv = os.path.join(FIXTURES, "io", "profiled_data-matmul-0.csv")
+    raw_csv = os.path.join(FIXTURES, "nsight-python-csv-handwritten", "profiled_data-matmul-0.csv")
     res = kprof.load(raw_csv)
     assert res.params == ["n", "dtype"] and len(res) > 0
     normalised = make_bench(normalize_against="base")()
@@ -61,7 +61,7 @@ def test_load_a_raw_csv_and_a_normalised_json(fake_backend, tmp_path):
 
 def test_load_refuses_a_processed_table_and_names_missing_files(tmp_path):
     with pytest.raises(kprof.ConfigError, match="processed table"):
-        kprof.load(os.path.join(FIXTURES, "io", "processed_data-matmul-0.csv"))
+        kprof.load(os.path.join(FIXTURES, "nsight-python-csv-handwritten", "processed_data-matmul-0.csv"))
     with pytest.raises(OSError, match="nope.csv"):
         kprof.load(tmp_path / "nope.csv")
 

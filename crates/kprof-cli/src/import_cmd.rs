@@ -180,7 +180,7 @@ mod tests {
 
     fn fixture(name: &str) -> PathBuf {
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../tests/fixtures/ncu")
+            .join("../../tests/fixtures/ncu-csv-exports")
             .join(name)
     }
 

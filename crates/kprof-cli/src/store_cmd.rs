@@ -606,7 +606,8 @@ mod tests {
     #[test]
     fn store_results_keeps_the_samples_and_the_name() {
         let dir = tempfile::tempdir().unwrap();
-        let csv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/h200-python/sgemm-raw.csv");
+        let csv =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/h200-python-tutorial-steps/sgemm-raw.csv");
         let input = results_input::load(&csv).unwrap();
         let raw = input.raw.unwrap();
         let db = dir.path().join("run.db");

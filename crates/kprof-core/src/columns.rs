@@ -157,7 +157,8 @@ pub const ENGINE_INFO_COLUMNS: [&str; 7] = [
 /// Every extra column kprof's engine writes: [`ENGINE_INFO_COLUMNS`], then [`CONDITION_COLUMNS`].
 ///
 /// Reading a raw CSV without `ReadOptions::params`, these are extra columns, not parameters: the
-/// raw CSVs the runner wrote on the H200 (`tests/fixtures/h200/`) otherwise read back with
+/// raw CSVs the runner wrote on the H200
+/// (`tests/fixtures/h200-engine-checks-raw-concurrent-trace/`) otherwise read back with
 /// `DeviceOrdinal`, `DriverVersion`, `CudaVersion` and `CuptiVersion` as parameters, and per-run
 /// columns (a `Warning` on one run, `SMClockMHz`, `PowerW`, ...) would split a series into one
 /// configuration per run.

@@ -22,17 +22,17 @@ use kprof_core::{ProcessedResults, RawResults};
 use proptest::prelude::*;
 
 const SEEDS: &[&str] = &[
-    "io/profiled_data-matmul-0.csv",
-    "io/processed_data-matmul-0.csv",
-    "io/collectors.csv",
-    "h200-python/step2.csv",
-    "h200-python/step3.csv",
-    "h200-python/step5-normalized.csv",
-    "h200-python/step6.csv",
-    "h200-python/step7.csv",
-    "h200/a_sgemm4096-raw.csv",
-    "h200/c_three_kernels-raw.csv",
-    "h200/e_graph-raw.csv",
+    "nsight-python-csv-handwritten/profiled_data-matmul-0.csv",
+    "nsight-python-csv-handwritten/processed_data-matmul-0.csv",
+    "nsight-python-csv-handwritten/collectors.csv",
+    "h200-python-tutorial-steps/step2.csv",
+    "h200-python-tutorial-steps/step3.csv",
+    "h200-python-tutorial-steps/step5-normalized.csv",
+    "h200-python-tutorial-steps/step6.csv",
+    "h200-python-tutorial-steps/step7.csv",
+    "h200-engine-checks-raw-concurrent-trace/a_sgemm4096-raw.csv",
+    "h200-engine-checks-raw-concurrent-trace/c_three_kernels-raw.csv",
+    "h200-engine-checks-raw-concurrent-trace/e_graph-raw.csv",
 ];
 
 /// What a result may be used for after it is read: every step must hold without panicking.

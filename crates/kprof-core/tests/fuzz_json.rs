@@ -19,10 +19,10 @@ use proptest::prelude::*;
 fn seeds() -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     for (name, normalize) in [
-        ("io/profiled_data-matmul-0.csv", None),
-        ("io/profiled_data-matmul-0.csv", Some("base")),
-        ("h200/c_three_kernels-raw.csv", None),
-        ("io/collectors.csv", None),
+        ("nsight-python-csv-handwritten/profiled_data-matmul-0.csv", None),
+        ("nsight-python-csv-handwritten/profiled_data-matmul-0.csv", Some("base")),
+        ("h200-engine-checks-raw-concurrent-trace/c_three_kernels-raw.csv", None),
+        ("nsight-python-csv-handwritten/collectors.csv", None),
     ] {
         let raw = read_raw_csv(&fixtures_dir().join(name), &ReadOptions::default()).unwrap();
         let p = process(

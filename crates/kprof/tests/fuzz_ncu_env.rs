@@ -1,7 +1,7 @@
 //! Fuzz campaign, ncu and environment families (issue 18, acceptance): Nsight Compute CSV exports
 //! through `parse_ncu_csv` (every number style, every reducer) and the `.env.json` fingerprint
 //! sidecar through `Fingerprint::from_json`/`read_sidecar` and `render`. Seeds are the fixtures
-//! under `tests/fixtures/ncu` and a fingerprint made here; no input may panic or hang.
+//! under `tests/fixtures/ncu-csv-exports` and a fingerprint made here; no input may panic or hang.
 //!
 //! Long runs:
 //! `PROPTEST_CASES=100000 nice -n 19 cargo test --release -p kprof --test fuzz_ncu_env ncu -- --nocapture`
@@ -18,10 +18,10 @@ use kprof_core::transforms::Reducer;
 use proptest::prelude::*;
 
 const NCU_SEEDS: &[&str] = &[
-    "ncu/kprof-keyed.csv",
-    "ncu/kprof-keyed-european.csv",
-    "ncu/plain-ncu.csv",
-    "ncu/h200-kprof-cache-all-narrowed.csv",
+    "ncu-csv-exports/kprof-keyed.csv",
+    "ncu-csv-exports/kprof-keyed-european.csv",
+    "ncu-csv-exports/plain-ncu.csv",
+    "ncu-csv-exports/h200-kprof-cache-all-narrowed.csv",
 ];
 
 fn check_ncu(bytes: Vec<u8>) {
@@ -118,7 +118,8 @@ fn check_env(bytes: Vec<u8>) {
 fn env_mutated_json_nodes() {
     let mut seeds = vec![env_seed()];
     let real: serde_json::Value =
-        serde_json::from_slice(&load(&["ncu/backend/ncu-backend-summary.json"]).remove(0)).unwrap();
+        serde_json::from_slice(&load(&["ncu-csv-exports/h200-python-backend-ncu/ncu-backend-summary.json"]).remove(0))
+            .unwrap();
     seeds.push(real);
     campaign("env/mutated-nodes", mutated_json(seeds, 6), check_env);
 }

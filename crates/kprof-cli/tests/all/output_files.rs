@@ -16,11 +16,11 @@ fn fixture(rel: &str) -> String {
 }
 
 fn raw() -> String {
-    fixture("io/profiled_data-matmul-0.csv")
+    fixture("nsight-python-csv-handwritten/profiled_data-matmul-0.csv")
 }
 
 fn ncu() -> String {
-    fixture("ncu/kprof-keyed.csv")
+    fixture("ncu-csv-exports/kprof-keyed.csv")
 }
 
 fn kprof(args: &[&str]) -> Output {

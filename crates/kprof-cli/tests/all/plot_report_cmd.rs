@@ -1,11 +1,11 @@
 //! `kprof plot` and `kprof report` through the library entry point [`kprof_cli::run`], on the
-//! recorded H200 tables in `tests/fixtures/h200-python`.
+//! recorded H200 tables in `tests/fixtures/h200-python-tutorial-steps`.
 
 use std::path::{Path, PathBuf};
 
 fn fixture(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/h200-python")
+        .join("../../tests/fixtures/h200-python-tutorial-steps")
         .join(name)
         .display()
         .to_string()

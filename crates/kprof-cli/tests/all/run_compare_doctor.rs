@@ -15,7 +15,7 @@ fn kprof() -> Command {
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/h200")
+        .join("../../tests/fixtures/h200-engine-checks-raw-concurrent-trace")
         .join(name)
 }
 
@@ -333,7 +333,8 @@ fn run_refuses_without_library_or_under_another_profiler() {
 #[test]
 fn compare_nsight_files_with_different_names() {
     let dir = tempfile::tempdir().unwrap();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/io/profiled_data-matmul-0.csv");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/nsight-python-csv-handwritten/profiled_data-matmul-0.csv");
     let header = std::fs::read_to_string(&src).unwrap();
     assert!(!header.lines().next().unwrap().contains("Benchmark"));
     let base = dir.path().join("profiled_data-matmul-0.csv");

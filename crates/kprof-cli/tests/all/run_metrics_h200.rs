@@ -1,4 +1,4 @@
-//! `kprof run --metrics` on the H200, replayed from its recordings (tests/fixtures/run-metrics):
+//! `kprof run --metrics` on the H200, replayed from its recordings (tests/fixtures/h200-kprof-run-metrics-vs-ncu):
 //! the merged raw CSV of the timing and counter launches, read back, agrees with ncu's export of
 //! the same program imported by `kprof import`, range occurrence by range occurrence.
 
@@ -10,7 +10,7 @@ use kprof_core::RawResults;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/run-metrics")
+        .join("../../tests/fixtures/h200-kprof-run-metrics-vs-ncu")
         .join(name)
 }
 

@@ -13,7 +13,7 @@ fn kprof() -> Command {
 }
 
 fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/h200-python/sgemm-raw.csv")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/h200-python-tutorial-steps/sgemm-raw.csv")
 }
 
 fn text(o: &Output) -> String {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 fn fixture(name: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/io")
+        .join("../../tests/fixtures/nsight-python-csv-handwritten")
         .join(name)
         .display()
         .to_string()

@@ -1,6 +1,7 @@
 //! Statistics on raw CSVs written by kprof's runner on the H200 on 2026-11-30
-//! (`tests/fixtures/h200/`, see the README there): reading, `NumRuns`, mean/median, and a
-//! Student-t 95 % confidence interval checked against values computed here.
+//! (`tests/fixtures/h200-engine-checks-raw-concurrent-trace/`, see the README there): reading,
+//! `NumRuns`, mean/median, and a Student-t 95 % confidence interval checked against values computed
+//! here.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -10,7 +11,9 @@ use kprof_core::pipeline::{process, ProcessOptions};
 use kprof_core::{ParamValue, RawResults};
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../tests/fixtures/h200/{name}-raw.csv"))
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+        "../../tests/fixtures/h200-engine-checks-raw-concurrent-trace/{name}-raw.csv"
+    ))
 }
 
 fn read(name: &str) -> RawResults {

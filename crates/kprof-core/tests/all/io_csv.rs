@@ -8,7 +8,7 @@ use kprof_core::*;
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/io")
+        .join("../../tests/fixtures/nsight-python-csv-handwritten")
         .join(name)
 }
 

@@ -899,7 +899,7 @@ mod tests {
         assert!(parse_push_pop_cell("").1.is_empty());
     }
 
-    /// Cells exactly as ncu 2025.3.1 exported them on the H200 (tests/fixtures/ncu/h200-*.csv).
+    /// Cells exactly as ncu 2025.3.1 exported them on the H200 (tests/fixtures/ncu-csv-exports/h200-*.csv).
     #[test]
     fn nvtx_cells_of_the_h200_exports() {
         // torch.cuda.nvtx.range_push("user_inner") inside kprof's range "two": the default

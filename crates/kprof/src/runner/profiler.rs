@@ -503,7 +503,8 @@ impl Profiler {
 
     /// [`DurationSource::Auto`], decided before the first recorded run: when the warm-up runs
     /// launched CUDA graphs instantiated before the CUPTI session (their spans merged from node
-    /// records, which a counter pass corrupts on CUPTI 13.0: `tests/fixtures/h200-truth/call7..8`),
+    /// records, which a counter pass corrupts on CUPTI 13.0:
+    /// `tests/fixtures/h200-short-kernel-and-graph-durations/call7..8`),
     /// the call takes its durations from the records, with a warning, without touching the Range
     /// Profiler (node records of a torch graph of 60 kernels read 139.2 us in a process that never
     /// enabled it, 128.0-128.1 us once it had been, CUDA events 135.7 us: calls 19 and 22);

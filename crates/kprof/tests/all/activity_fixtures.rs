@@ -1,4 +1,4 @@
-//! Re-parses every activity fixture under tests/fixtures/activity/ (JSON lines written by the
+//! Re-parses every activity fixture under tests/fixtures/cupti-activity-records/ (JSON lines written by the
 //! collector with KPROF_RECORD_ACTIVITY on a GPU machine, plus one hand-built synthetic file) and
 //! checks parser and attribution invariants on them; the synthetic file also has exact answers.
 
@@ -11,7 +11,7 @@ use kprof::cupti::RecordedBuffer;
 use kprof::sys::cupti::{cbid, ACTIVITY_KIND_CONCURRENT_KERNEL, ACTIVITY_KIND_KERNEL};
 
 fn fixtures() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/activity");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/cupti-activity-records");
     let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .filter_map(|e| e.ok())
@@ -102,7 +102,8 @@ fn every_fixture_parses_and_attributes_consistently() {
 
 #[test]
 fn synthetic_fixture_exact_answers() {
-    let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/activity/synthetic-cuda13.jsonl");
+    let f = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/cupti-activity-records/synthetic-cuda13.jsonl");
     let rb = RecordedBuffer::read_jsonl(&f).unwrap();
     assert_eq!(rb.flushes.len(), 2);
 
@@ -134,8 +135,8 @@ fn synthetic_fixture_exact_answers() {
 
 #[test]
 fn h200_fixture_exact_answers() {
-    let f =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/activity/h200-cuda13-region-threads.jsonl");
+    let f = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/cupti-activity-records/h200-cuda13-region-threads.jsonl");
     let rb = RecordedBuffer::read_jsonl(&f).unwrap();
     let fl = rb.flushes.iter().find(|f| f.flush == 1).expect("flush 1");
     assert_eq!(fl.batch.kernels.len(), 6);
@@ -157,31 +158,36 @@ fn h200_fixture_exact_answers() {
 /// `KPROF_RECORD_ACTIVITY`; see the README), recorded with concurrent kernel tracing
 /// (`CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL` records): every recorded run, attributed here and
 /// combined like the runner does (sum, kernel names joined by `|`), gives exactly the value and
-/// kernel names that the runner wrote to the raw CSVs on the H200 (`tests/fixtures/h200/*-raw.csv`).
+/// kernel names that the runner wrote to the raw CSVs on the H200
+/// (`tests/fixtures/h200-engine-checks-raw-concurrent-trace/*-raw.csv`).
 #[test]
 fn h200_gpu_check_matches_the_raw_csvs_written_on_the_h200() {
-    check_gpu_check_recording("h200-cuda13-gpu-check.jsonl", "h200", ACTIVITY_KIND_CONCURRENT_KERNEL);
+    check_gpu_check_recording(
+        "h200-cuda13-gpu-check.jsonl",
+        "h200-engine-checks-raw-concurrent-trace",
+        ACTIVITY_KIND_CONCURRENT_KERNEL,
+    );
 }
 
 /// The same check recorded later that day with serial kernel tracing, kprof's default since
-/// (`CUPTI_ACTIVITY_KIND_KERNEL` records; raw CSVs in `tests/fixtures/h200-serial/`).
+/// (`CUPTI_ACTIVITY_KIND_KERNEL` records; raw CSVs in `tests/fixtures/h200-engine-checks-raw-serial-trace/`).
 #[test]
 fn h200_gpu_check_with_serial_kernel_records_matches_its_raw_csvs() {
     check_gpu_check_recording(
         "h200-cuda13-gpu-check-serial.jsonl",
-        "h200-serial",
+        "h200-engine-checks-raw-serial-trace",
         ACTIVITY_KIND_KERNEL,
     );
 }
 
-/// Replays `activity/<jsonl>` against the raw CSVs in `fixtures/<raw_dir>/`; every kernel record
+/// Replays `cupti-activity-records/<jsonl>` against the raw CSVs in `fixtures/<raw_dir>/`; every kernel record
 /// of the recording has `kernel_kind`.
 fn check_gpu_check_recording(jsonl: &str, raw_dir: &str, kernel_kind: u32) {
     use kprof::core::io::{read_raw_csv, ReadOptions};
     use kprof::core::transforms::{combine_kernels, Reducer};
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let path = root.join("../../tests/fixtures/activity").join(jsonl);
+    let path = root.join("../../tests/fixtures/cupti-activity-records").join(jsonl);
     let rb = RecordedBuffer::read_jsonl(&path).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
     let kernel_records = [ACTIVITY_KIND_KERNEL, ACTIVITY_KIND_CONCURRENT_KERNEL].map(|k| count_kind(&text, k));

@@ -1,5 +1,5 @@
 //! Re-checks the NVML readings recorded on the H200 by `examples/conditions_check.rs`
-//! (`tests/fixtures/conditions/h200-conditions.json`, see the README there) without a GPU: the
+//! (`tests/fixtures/h200-nvml-run-conditions/h200-conditions.json`, see the README there) without a GPU: the
 //! energy/power relation, the fingerprint, the throttle flags, and that kprof's own types read
 //! what kprof wrote on the GPU machine.
 
@@ -11,7 +11,8 @@ use kprof::core::ExtraValue;
 use serde_json::Value;
 
 fn fixture() -> Value {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/conditions/h200-conditions.json");
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/h200-nvml-run-conditions/h200-conditions.json");
     let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     serde_json::from_str(&text).unwrap()
 }

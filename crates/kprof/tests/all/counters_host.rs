@@ -1,6 +1,6 @@
 //! Host-side counter tests (no GPU): struct layouts against the real CUPTI 13.0 headers, metric
 //! listing, validation with closest names, pass counts, device-level conflicts, and offline
-//! re-evaluation of the images recorded on the H200 (`tests/fixtures/counters/`).
+//! re-evaluation of the images recorded on the H200 (`tests/fixtures/h200-cupti-counter-images/`).
 //!
 //! They need the `nvidia-cuda-cupti` 13.0.85 wheel unpacked (headers + libcupti +
 //! libnvperf_host): `KPROF_CUPTI_WHEEL_DIR` (set by `scripts/test.sh`), else
@@ -303,15 +303,13 @@ fn unknown_chip_lists_supported_ones() {
 
 #[test]
 fn recorded_h200_images_reevaluate_exactly() {
-    let root = workspace().join("tests/fixtures/counters");
+    let root = workspace().join("tests/fixtures/h200-cupti-counter-images");
     let cases = recorded_cases(&root);
-    if cases.is_empty() {
-        eprintln!(
-            "SKIPPED: no recordings in {} yet (written by examples/counters_check.rs on the H200)",
-            root.display()
-        );
-        return;
-    }
+    assert!(
+        !cases.is_empty(),
+        "no recordings in {} (the committed H200 recordings)",
+        root.display()
+    );
     let Some(lib) = cupti() else { return };
     let tmp = tempfile::tempdir().unwrap();
     for case in cases {
@@ -329,7 +327,7 @@ fn recorded_h200_images_reevaluate_exactly() {
 #[test]
 fn recorded_h200_values_are_plausible() {
     use kprof::counters::recorded::read_recording;
-    let root = workspace().join("tests/fixtures/counters");
+    let root = workspace().join("tests/fixtures/h200-cupti-counter-images");
     let cases = recorded_cases(&root);
     let names: Vec<String> = cases
         .iter()

@@ -1,4 +1,4 @@
-//! ncu CSV import: the hand-written fixtures in tests/fixtures/ncu (documented format) and any
+//! ncu CSV import: the hand-written fixtures in tests/fixtures/ncu-csv-exports (documented format) and any
 //! exports captured on the H200 (`h200-*.csv`, see the README there).
 
 use std::collections::BTreeMap;
@@ -9,7 +9,7 @@ use kprof_core::{Config, RawResults};
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/ncu")
+        .join("../../tests/fixtures/ncu-csv-exports")
         .join(name)
 }
 
@@ -284,12 +284,14 @@ fn errors_name_the_problem() {
     assert!(e.to_string().contains("not numbers"), "{e}");
 }
 
-/// Exports captured on the H200 by scripts/ncu-capture.sh, when present: every executed
-/// (call, config, run, region) of capture_program.py's manifest is found, nothing else.
+/// Exports captured on the H200 by scripts/ncu-capture.sh: every executed (call, config, run,
+/// region) of capture_program.py's manifest is found, nothing else. The committed captures must be
+/// there (a moved folder fails here instead of passing with nothing checked).
 #[test]
 fn h200_captures_when_present() {
     let dir = fixture("");
-    let Ok(entries) = std::fs::read_dir(&dir) else { return };
+    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let mut checked = 0;
     for e in entries.filter_map(Result::ok) {
         let name = e.file_name().to_string_lossy().into_owned();
         if !(name.starts_with("h200-") && name.ends_with(".csv")) {
@@ -335,7 +337,13 @@ fn h200_captures_when_present() {
             .collect();
         have.sort();
         assert_eq!(have, want, "{name}");
+        checked += 1;
     }
+    assert!(
+        checked >= 2,
+        "{}: {checked} H200 captures with a manifest, want the two committed",
+        dir.display()
+    );
 }
 
 fn runs_of(t: &Table, b: &str, a: &str, cfg: &str) -> Vec<(u32, f64, usize)> {
@@ -459,11 +467,12 @@ fn h200_cross_domain_cell_in_a_plain_import() {
     assert_eq!(runs_of(&t, "p", "kprof@inner#c0.0.0", ""), [(0, 4_064.0, 1)]);
 }
 
-/// The ncu backend's own export on the H200 (tests/fixtures/ncu/backend/README.md) parses to the
-/// raw table `kprof import` made of it there: same regions, runs and values, by key.
+/// The ncu backend's own export on the H200
+/// (tests/fixtures/ncu-csv-exports/h200-python-backend-ncu/README.md) parses to the raw table
+/// `kprof import` made of it there: same regions, runs and values, by key.
 #[test]
 fn ncu_backend_export_from_the_h200_reproduces_its_raw_table() {
-    let dir = fixture("backend");
+    let dir = fixture("h200-python-backend-ncu");
     let raw = parse_ncu_csv_file(&dir.join("step2-export.csv"), &ImportOptions::default()).unwrap();
     let mut got: Vec<(String, u32, f64)> = raw
         .samples

@@ -73,7 +73,7 @@ fn fake() -> Fake {
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/ncu")
+        .join("../../tests/fixtures/ncu-csv-exports")
         .join(name)
 }
 

@@ -1,8 +1,8 @@
 //! The seed's steps 6 and 7 from Rust on the H200 (`examples/seed_counters.rs`, recorded in
-//! tests/fixtures/seed-counters): ncu's CSV export parses to the raw CSV the ncu backend wrote,
-//! every label's raw CSV gives the means of the run's JSON summary, and the judged comparison
-//! (application replay against ncu's application replay) recomputed from the raw CSVs gives the
-//! statuses the run printed.
+//! tests/fixtures/h200-rust-seed-steps6-7-counters-vs-ncu): ncu's CSV export parses to the raw CSV
+//! the ncu backend wrote, every label's raw CSV gives the means of the run's JSON summary, and the
+//! judged comparison (application replay against ncu's application replay) recomputed from the raw
+//! CSVs gives the statuses the run printed.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,7 +14,7 @@ use serde_json::Value;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/seed-counters")
+        .join("../../tests/fixtures/h200-rust-seed-steps6-7-counters-vs-ncu")
         .join(name)
 }
 

@@ -45,12 +45,9 @@ fn without_column(csv: &str, column: &str) -> String {
 fn adapter_attributes_the_recorded_h200_fixture() {
     use crate::attribution::{attribute, encode_region_key};
     use crate::cupti::records::RecordedBuffer;
-    let f =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/activity/h200-cuda13-region-threads.jsonl");
-    if !f.exists() {
-        return;
-    }
-    let rb = RecordedBuffer::read_jsonl(&f).unwrap();
+    let f = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/cupti-activity-records/h200-cuda13-region-threads.jsonl");
+    let rb = RecordedBuffer::read_jsonl(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
     let fl = rb.flushes.iter().find(|f| f.flush == 1).expect("flush 1");
     let spans: Vec<Span> = fl
         .regions
@@ -164,8 +161,10 @@ fn with_demangled_kernels(csv_text: &str) -> String {
 fn replaying_the_h200_gpu_check_rewrites_its_raw_csvs() {
     use crate::cupti::records::RecordedBuffer;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let rb =
-        RecordedBuffer::read_jsonl(&root.join("../../tests/fixtures/activity/h200-cuda13-gpu-check.jsonl")).unwrap();
+    let rb = RecordedBuffer::read_jsonl(
+        &root.join("../../tests/fixtures/cupti-activity-records/h200-cuda13-gpu-check.jsonl"),
+    )
+    .unwrap();
     assert_eq!(rb.flushes.len(), 107, "one flush per run, warm-ups included");
     let replay = Arc::new(Replay {
         flushes: Mutex::new(rb.flushes.into_iter().collect()),
@@ -211,7 +210,7 @@ fn replaying_the_h200_gpu_check_rewrites_its_raw_csvs() {
         ("e_graph", "graph_replay", one(1 << 22), 5, 1, CacheControl::None),
         ("g_sgemm_sweep", "matmul", sweep, 10, 1, CacheControl::All),
     ];
-    let fixtures = root.join("../../tests/fixtures/h200");
+    let fixtures = root.join("../../tests/fixtures/h200-engine-checks-raw-concurrent-trace");
     let mut results = Vec::new();
     for (name, region, configs, runs, warmup, cache) in calls {
         let raw = prof
