@@ -156,10 +156,15 @@ pub(crate) fn inspect(path: &Path) -> Result<Found> {
         .map_err(|e| classify(path, "opening", e))?;
     conn.busy_timeout(std::time::Duration::from_secs(30))
         .map_err(|e| classify(path, "opening", e))?;
+    // One read transaction, so the three values come from one snapshot: read one by one, a
+    // store created by another process in between looked like "a database of another program"
+    // (no application id yet, tables already there; seen with eight processes creating one store).
     let read = |conn: &Connection| -> rusqlite::Result<(i64, i64, i64)> {
-        let app: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
-        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
+        let tx = conn.unchecked_transaction()?;
+        let tables: i64 = tx.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
+        let app: i64 = tx.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+        let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        tx.commit()?;
         Ok((app, version, tables))
     };
     let (app, version, tables) = read(&conn).map_err(|e| classify(path, "reading the schema version", e))?;
