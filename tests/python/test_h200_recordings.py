@@ -413,6 +413,18 @@ def test_retired_byte_rows_of_l2_resident_data_are_judged_against_ncus_own_sprea
     }, verdicts
 
 
+
+def _judge(log):
+    """scripts/truth_verdicts.py judge on a recording: the process result and {(door, case): verdict}."""
+    import re
+    import subprocess
+    import sys
+
+    script = os.path.join(HERE, "..", "..", "..", "scripts", "truth_verdicts.py")
+    r = subprocess.run([sys.executable, script, "judge", log], capture_output=True, text=True)
+    cells = [re.split(r"\s{2,}", l.strip()) for l in r.stdout.splitlines()[1:-1]]
+    return r, {(c[0], c[1]): c[-1] for c in cells}
+
 def test_recorded_truth_verdicts_follow_from_the_recorded_lines():
     """tests/fixtures/h200-short-kernel-and-graph-durations: the verdict table of issue 17's GPU check (device calls 3 and 4,
     build b15d1aa's predecessor with graph records on) re-derived by scripts/truth_verdicts.py from
@@ -428,12 +440,7 @@ def test_recorded_truth_verdicts_follow_from_the_recorded_lines():
         for name in ("verify-call4.log", "verify-call3.log"):
             with open(os.path.join(root, name)) as f:
                 out.write(f.read())
-    script = os.path.join(HERE, "..", "..", "..", "scripts", "truth_verdicts.py")
-    r = subprocess.run([sys.executable, script, "judge", log], capture_output=True, text=True)
-    import re
-
-    cells = [re.split(r"\s{2,}", l.strip()) for l in r.stdout.splitlines()[1:-1]]
-    rows = {(c[0], c[1]): c[-1] for c in cells}
+    r, rows = _judge(log)
     failed = sorted(k for k, v in rows.items() if v == "FAIL")
     assert failed == [
         ("python", "energy per run (mm8192)"),
@@ -534,15 +541,8 @@ def test_default_auto_durations_verdicts_follow_from_the_recorded_lines():
     cases with duration_source="auto" as the default (the counters' gpu__time_duration for eager
     kernels, graph records for graphs). The eager rows that failed with the records by default
     (call 13) hold; what is left is listed."""
-    import re
-    import subprocess
-    import sys
-
     log = os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations", "call18-acceptance-auto-default.log")
-    script = os.path.join(HERE, "..", "..", "..", "scripts", "truth_verdicts.py")
-    r = subprocess.run([sys.executable, script, "judge", log], capture_output=True, text=True)
-    cells = [re.split(r"\s{2,}", l.strip()) for l in r.stdout.splitlines()[1:-1]]
-    rows = {(c[0], c[1]): c[-1] for c in cells}
+    r, rows = _judge(log)
     failed = sorted(k for k, v in rows.items() if v == "FAIL")
     assert failed == [
         ("python", "10 eager + graph60 + 10 eager"),
