@@ -55,6 +55,7 @@ import csv
 import dataclasses
 import hashlib
 import importlib
+import io
 import logging
 import math
 import multiprocessing
@@ -234,12 +235,6 @@ def _top_level_name(func: Any, settings: Any) -> str | None:
         if wrapper is not None and wrapper.__wrapped__ is func and wrapper._kprof_settings is settings:
             return name
     return None
-
-
-def _core_module():
-    from . import _core
-
-    return _core
 
 
 def _counters_on_shared_gpus(settings: Any, ordinals: list[int]) -> Any:
@@ -527,7 +522,6 @@ def _write_piece(path: str, columns: dict[str, list]) -> None:
     gives them back) through kprof's one file writer (``_core.write_file``: atomic replacement,
     missing folders created). Also the file of what finished when a call is stopped."""
     from . import _core
-    import io
 
     names = list(columns)
     n = len(columns[names[0]]) if names else 0
@@ -872,7 +866,9 @@ def profile(func: Any, sig: Any, settings: Any, state: dict, configs: list[tuple
         settings = _counters_on_shared_gpus(settings, ordinals)
     # This process's own counter session (kept open between benchmarks) would keep the workers on
     # its GPU from the counters (CUPTI_ERROR_HARDWARE_BUSY, seen on the H200).
-    _core_module().release_counters()
+    from . import _core
+
+    _core.release_counters()
     main_ok = so.devices is not None or isinstance(so.executor, concurrent.futures.ProcessPoolExecutor)
     payload = pack(func, settings, configs, main_ok)
     name_tag = analyze.file_name_tag(sig.func_name)
