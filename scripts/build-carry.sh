@@ -26,6 +26,17 @@ cp -f target/release/libkprof_inject.so .carry/bin/libkprof_inject.so   # kprof 
 rm -rf .carry/wheels && mkdir -p .carry/wheels
 scripts/build-wheel.sh .carry/wheels
 strip .carry/bin/* 2>/dev/null || true
+# The reference cases of issue 17 (graph_app.cu, small_ref.py, small_ncu_target.py) from the
+# shared folder beside the repo, and nsight-python 0.9.6 for the speed comparison of
+# scripts/gpu-check-truth.sh (the GPU machine has no network): both only when available.
+if [ -d ../shared/cases ]; then
+    rm -rf .carry/cases && cp -r ../shared/cases .carry/cases && chmod -R u+w .carry/cases
+fi
+if [ ! -e .carry/wheels-extra/nsight_python-0.9.6-py3-none-any.whl ]; then
+    mkdir -p .carry/wheels-extra
+    pip download -q --no-deps nsight-python==0.9.6 -d .carry/wheels-extra \
+        || echo "warning: nsight-python 0.9.6 not downloaded (the truth check's sweep comparison is skipped)" >&2
+fi
 git rev-parse --short HEAD > .carry/bin/BUILT_FROM 2>/dev/null || true
 echo "built from $(cat .carry/bin/BUILT_FROM 2>/dev/null || echo '?'):"
 ls -la .carry/bin

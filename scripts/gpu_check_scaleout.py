@@ -13,8 +13,8 @@ n = 2048 once: the configuration must be retried on the other worker and nothing
 
 Prints a table per size (medians, relative differences to ``single``, CI95 overlap), the schema
 checks and a verdict; writes OUT/summary-scaleout.json and every result's CSVs under OUT/scaleout/.
-Two workers on one GPU run at the same time, so their kernels share the GPU (time-slicing, the L2):
-the comparison says how far that moves the values. The functions travel to the workers by name
+Two workers on one GPU take turns on it (one piece at a time, counters given back between them):
+the comparison says whether they then measure as one process does. The functions travel to the workers by name
 (no cloudpickle on the GPU machine): they are at the top of this file, which the workers run again.
 
     python scripts/gpu_check_scaleout.py OUT

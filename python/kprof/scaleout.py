@@ -198,6 +198,7 @@ class Task:
     folder: str
     device: int | None  # the devices= ordinal; None on an executor (the GPU the task was given)
     heartbeat_s: float
+    gpu_lock: str | None = None  # a file that workers sharing this task's GPU lock while they measure
 
 
 @dataclass
@@ -237,32 +238,43 @@ def _top_level_name(func: Any, settings: Any) -> str | None:
     return None
 
 
-def _counters_on_shared_gpus(settings: Any, ordinals: list[int]) -> Any:
-    """Durations when workers share a GPU: a GPU's counters serve one process at a time
-    (CUPTI_ERROR_HARDWARE_BUSY in the other, seen on the H200), so ``duration_source="auto"``
-    would give some workers ncu's durations and others the records. They all take the records,
-    with a warning; ``"counters"`` or counter metrics are an error before any work."""
-    shared = sorted({d for d in ordinals if ordinals.count(d) > 1})
-    if not shared:
-        return settings
-    counter_metrics = [m for m in (settings.metrics or []) if m != "gpu__time_duration.sum"]
-    if settings.duration_source == "counters" or counter_metrics:
-        what = "duration_source='counters'" if settings.duration_source == "counters" else f"metrics {counter_metrics}"
-        raise ConfigError(
-            f"devices={ordinals}: workers share GPU {shared}, whose hardware counters serve one process at a time, "
-            f"so {what} cannot be collected; give each worker its own GPU, or measure durations only "
-            "(duration_source='records')"
-        )
-    if settings.duration_source == "auto" and settings.backend == "cupti":
-        warnings.warn(
-            f"kprof: devices={ordinals}: workers share GPU {shared}, whose hardware counters serve one process at a "
-            "time: durations come from CUPTI's kernel records in every worker (duration_source='records'), not "
-            "Nsight Compute's gpu__time_duration (give each worker its own GPU for those)",
-            RuntimeWarning,
-            stacklevel=4,
-        )
-        return dataclasses.replace(settings, duration_source="records")
-    return settings
+def _shared_gpus(ordinals: list[int]) -> list[int]:
+    """The GPUs of ``devices=`` that several workers share (``[0, 0]``: GPU 0)."""
+    return sorted({d for d in ordinals if ordinals.count(d) > 1})
+
+
+class _GpuTurn:
+    """Workers sharing a GPU take turns on it: each piece runs while its worker holds an exclusive
+    lock on one file per shared GPU (``fcntl.flock``: the kernel drops it when the holder dies, so
+    a killed worker never blocks the others), and its counter session is given back before the
+    lock is (a GPU's counters serve one process at a time: CUPTI_ERROR_HARDWARE_BUSY otherwise,
+    seen on the H200). Their kernels therefore never overlap, so they measure what one process
+    alone would (the durations of two workers running at once on the H200 read up to 55 % long),
+    with the same duration source and counters; they gain no throughput on that GPU."""
+
+    def __init__(self, path: str | None):
+        self._path, self._fd = path, None
+
+    def __enter__(self):
+        if self._path is not None:
+            import fcntl
+
+            self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        if self._fd is not None:
+            import fcntl
+
+            from . import _core
+
+            try:
+                _core.release_counters()
+            finally:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+                os.close(self._fd)
+                self._fd = None
 
 
 def worker_settings(settings: Any) -> Any:
@@ -448,7 +460,8 @@ def run_task(task: Task) -> TaskResult:
                 out.not_run.extend(task.pieces[k:])
                 break
             try:
-                raw, out.fingerprint = _run_piece(func, sig, settings, configs, piece, backend, progress, task.device)
+                with _GpuTurn(task.gpu_lock):
+                    raw, out.fingerprint = _run_piece(func, sig, settings, configs, piece, backend, progress, task.device)
             except _Stopped:
                 out.not_run.extend(task.pieces[k:])
                 break
@@ -580,6 +593,7 @@ class _DeviceRunner:
     def __init__(self, ordinals: list[int], visible: list[str]):
         self._ctx = multiprocessing.get_context("spawn")
         self.slots = [_Slot(i, d, visible[d]) for i, d in enumerate(ordinals)]
+        self.shared = set(_shared_gpus(ordinals))  # their workers take turns (_GpuTurn)
 
     def start(self) -> None:
         for s in self.slots:  # all at once: their start-up (Python, CUDA) overlaps
@@ -606,7 +620,8 @@ class _DeviceRunner:
         if not s.proc.is_alive():
             s.conn.close()
             self._start(s)
-        s.task = task = dataclasses.replace(task, device=s.ordinal)
+        lock = os.path.join(task.folder, f"gpu{s.ordinal}.lock") if s.ordinal in self.shared else None
+        s.task = task = dataclasses.replace(task, device=s.ordinal, gpu_lock=lock)
         try:
             s.conn.send(task)
         except OSError:  # it died just now: poll reports it
@@ -863,7 +878,6 @@ def profile(func: Any, sig: Any, settings: Any, state: dict, configs: list[tuple
     so: ScaleOut = settings.scaleout
     if so.devices is not None:
         ordinals, visible = _resolve_devices(so.devices)
-        settings = _counters_on_shared_gpus(settings, ordinals)
     # This process's own counter session (kept open between benchmarks) would keep the workers on
     # its GPU from the counters (CUPTI_ERROR_HARDWARE_BUSY, seen on the H200).
     from . import _core

@@ -309,17 +309,46 @@ def test_a_function_that_cannot_travel_raises_before_any_work(replay, monkeypatc
     assert not replay.runs()
 
 
-def test_workers_sharing_a_gpu_take_the_records_and_counters_there_are_an_error(replay):
-    # A GPU's counters serve one process at a time (CUPTI_ERROR_HARDWARE_BUSY on the H200): with
-    # duration_source="auto" some workers would get ncu's durations and others the records.
-    from kprof import scaleout
+def test_workers_sharing_a_gpu_take_turns_so_their_pieces_never_overlap(replay, monkeypatch):
+    # Two workers measuring on one GPU at once read the 4096 matmul 55 % long on the H200, and a
+    # GPU's counters serve one process at a time: workers sharing a GPU measure one piece at a
+    # time, with the call's own settings.
+    monkeypatch.setenv("REPLAY_TIME_SCALE", "1e-6")  # 512: 15 ms a run, 1024: 60 ms, 2048: 0.34 s
+    results = sweep([2048, 512, 1024], runs=3, devices=[0, 0])()
+    runs = sorted(replay.runs(), key=lambda r: r.t)
+    assert len({r.pid for r in runs}) == 2, "both workers measured"
+    blocks = [(r.pid, r.n) for r in runs]
+    blocks = [b for i, b in enumerate(blocks) if i == 0 or blocks[i - 1] != b]
+    assert len(blocks) == len(set(blocks)) == 3, f"a piece's runs were interleaved with another worker's: {blocks}"
+    df = results.to_dataframe()
+    assert df["NumRuns"].tolist() == [3] * 3 and set(df["Device"]) == {0}
 
-    settings = sweep(devices=[0, 0])._kprof_settings
-    assert settings.duration_source == "auto"
-    with pytest.warns(RuntimeWarning, match=r"workers share GPU \[0\].*records"):
-        shared = scaleout._counters_on_shared_gpus(settings, [0, 0])
-    assert shared.duration_source == "records"
-    assert scaleout._counters_on_shared_gpus(settings, [0, 1]) is settings
-    with pytest.raises(kprof.ConfigError, match="hardware counters serve one process at a time"):
-        sweep(devices=[0, 0], duration_source="counters")()
-    assert replay.runs() == [], "refused before any work"
+
+def test_a_gpu_turn_is_exclusive_and_a_killed_holder_frees_it(tmp_path):
+    lock = str(tmp_path / "gpu0.lock")
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; from kprof import scaleout; t = scaleout._GpuTurn(sys.argv[1]); t.__enter__(); "
+         "print('held', flush=True); time.sleep(60)", lock],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        got = threading.Event()
+
+        def take():
+            with scaleout._GpuTurn(lock):
+                got.set()
+
+        t = threading.Thread(target=take, daemon=True)
+        t.start()
+        assert not got.wait(0.5), "a second worker waits while the GPU is taken"
+        holder.kill()  # kill -9: the kernel drops the lock with the process
+        assert got.wait(10), "the turn passes when its holder dies"
+    finally:
+        holder.kill()
+        holder.wait()
+    with scaleout._GpuTurn(None):  # a GPU of its own: no lock at all
+        pass
+    assert scaleout._shared_gpus([0, 1, 0, 2, 2]) == [0, 2]
+
