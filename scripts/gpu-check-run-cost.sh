@@ -10,7 +10,9 @@
 #   plain                         python app.py (after one untimed warm-up run)
 #   kprof-timing                  kprof run --out D -- python app.py
 #   kprof-metrics2                kprof run --verbose --metrics dram__bytes_read.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed
-#                                 (issue 21's call plus --verbose: the time split is printed and kept)
+#                                 (issue 21's call plus --verbose: the time split is printed and kept;
+#                                 one counter launch that also gives the durations)
+#   kprof-metrics2-records        the same with --durations records (a timing launch, then the counter launch)
 #   ncu-metrics2-all              ncu --nvtx --metrics <the same>,gpu__time_duration.sum -o R python app.py   (issue 21's)
 #   ncu-metrics2-none             the same with --cache-control none (kprof's counter launch does not
 #                                 flush either: the acceptance ratio is against this one)
@@ -100,6 +102,10 @@ line kprof-metrics2 --cmd "kprof run --verbose --metrics $M2 -- python app.py" -
     --kprof-raw "$W/k-m2/raw.csv" --metrics "$M2"
 sed -n '/time split (wall clock)/,/^  total/p' "$W/kprof-metrics2.err"
 
+measure kprof-metrics2-records 240 "$KPROF" run --verbose --durations records --metrics "$M2" --out "$W/k-m2r" -- "$PY" "$APP"
+line kprof-metrics2-records --cmd "kprof run --verbose --durations records --metrics $M2 -- python app.py" \
+    --split "$W/k-m2r/time-split.json" --kprof-raw "$W/k-m2r/raw.csv" --metrics "$M2"
+
 measure ncu-metrics2-all 240 "$NCU" --nvtx --metrics "$M2,gpu__time_duration.sum" -o "$W/ncu-metrics2-all" "$PY" "$APP"
 ncu_export ncu-metrics2-all
 line ncu-metrics2-all --cmd "ncu --nvtx --metrics $M2,gpu__time_duration.sum -o R python app.py" \
@@ -136,6 +142,8 @@ done
 "$HPY" "$HELP" compare kprof-dram ncu-dram-none "$J" --metrics "$M1" | tee -a "$J.cmp"
 echo "== durations: the timing launch of kprof-metrics2 against kprof run without --metrics; ncu's"
 "$HPY" "$HELP" compare kprof-metrics2 kprof-timing "$J" --metrics gpu__time_duration.sum | tee -a "$J.cmp"
+"$HPY" "$HELP" compare kprof-metrics2-records kprof-timing "$J" --metrics gpu__time_duration.sum | tee -a "$J.cmp"
+"$HPY" "$HELP" compare kprof-metrics2 kprof-metrics2-records "$J" --metrics "$M2" | tee -a "$J.cmp"
 "$HPY" "$HELP" compare kprof-metrics2 ncu-metrics2-none "$J" --metrics gpu__time_duration.sum | tee -a "$J.cmp"
 grep '^RUNCOST' "$J.cmp" >> "$J"
 rm -f "$J.cmp"

@@ -219,11 +219,13 @@ def cmd_summary(args):
         ("kprof-metrics2", "ncu-metrics2-none"),
         ("kprof-metrics2", "ncu-metrics2-all"),
         ("kprof-dram", "ncu-dram-none"),
+        ("kprof-metrics2-records", "ncu-metrics2-none"),
     ]:
         if w(kprof) and w(ncu):
             ratios[f"{kprof} / {ncu}"] = round(w(kprof) / w(ncu), 3)
     cost = {}
-    for k in ["kprof-metrics2", "kprof-dram", "kprof-metrics2-iters10", "kprof-metrics2-iters10-extra"]:
+    for k in ["kprof-metrics2", "kprof-metrics2-records", "kprof-dram", "kprof-metrics2-iters10",
+              "kprof-metrics2-iters10-extra"]:
         e = replay_of(by.get(k))
         if not e:
             continue
@@ -237,6 +239,11 @@ def cmd_summary(args):
             "overhead_per_launch_pass_ms": round(r["overhead_per_launch_pass_ms"], 3),
             "passes_gpu_source": r["passes_gpu_source"],
             "profiler_start_s": round((e.get("collection") or {}).get("start_s", 0.0), 3),
+            "profiler_start_parts_s": {
+                p: round((e.get("collection") or {}).get(p, 0.0), 3)
+                for p in ("load_s", "enable_s", "config_s", "first_image_s")
+            },
+            "first_image_ranges": (e.get("collection") or {}).get("first_image_ranges"),
             "program_rest_s": e.get("program_rest_s"),
             "reserved_mb": app.get("reserved_mb"),
         }

@@ -12,16 +12,22 @@
 //! - `--repeat N` runs the command N times; the runs of repetition k follow those of k-1.
 //! - `--env-sweep VAR=v1,v2` runs the command once per value (times `--repeat`) with `VAR` set;
 //!   `VAR` becomes a configuration parameter.
-//! - `--metrics m1,m2` adds hardware counters (ncu names; `gpu__time_duration.sum` stays the
-//!   activity-tier duration). The names are checked before anything runs, with the Profiler Host
-//!   API of the device's chip (or of `KPROF_CHIP` on a machine without a GPU; unknown names: exit
-//!   2 with the closest valid names). Kernel replay would disturb the durations, so every
-//!   repetition then runs the command twice: the timing launch as without `--metrics`, and a
-//!   counter launch (the run spec's `counters`: the metrics, kernel replay; `KPROF_RUN_METRICS`
-//!   is set there, to the metrics, for programs that time themselves) in which the injection
-//!   library profiles every kernel with the CUPTI Range Profiler. Its samples join the timing
-//!   samples by key (benchmark, region, configuration, occurrence), so raw.csv and
-//!   processed.csv hold both, with units. `--replay-mode range` is refused (see [`parse_replay_mode`]).
+//! - `--metrics m1,m2` adds hardware counters (ncu names). The names are checked before anything
+//!   runs, with the Profiler Host API of the device's chip (or of `KPROF_CHIP` on a machine
+//!   without a GPU; unknown names: exit 2 with the closest valid names). Every repetition then
+//!   runs a counter launch (the run spec's `counters`: the metrics, kernel replay;
+//!   `KPROF_RUN_METRICS` is set there, to the metrics, for programs that time themselves) in
+//!   which the injection library profiles every kernel with the CUPTI Range Profiler.
+//! - Where the durations (`gpu__time_duration.sum`) come from, `--durations` ([`Launches`]):
+//!   `auto` (the default) takes them from the counter launch's `gpu__time_duration.sum` when
+//!   there is one (`--metrics`; Nsight Compute's duration, in no extra pass, one launch of the
+//!   command), else from the kernel records of one timing launch; a program whose counter launch
+//!   ran CUDA graphs gets a timing launch as well, whose records give the durations (a graph's
+//!   span; the counters only see its nodes). `records` always times the command in a timing
+//!   launch (kernel replay would disturb the durations); `counters` always takes the counters'.
+//!   Counter samples join the timing samples by key (benchmark, region, configuration,
+//!   occurrence), so raw.csv and processed.csv hold both, with units; the `DurationSource` column
+//!   says which gave the durations. `--replay-mode range` is refused (see [`parse_replay_mode`]).
 //! - Programs of several processes (`torchrun`, `mpirun`): every process that initialises CUDA
 //!   writes its own files; the samples carry `Device` and, when the launcher gave a rank, `Rank`,
 //!   which become key columns of the merged results ([`crate::run_ranks`]).
@@ -46,6 +52,7 @@ use kprof::choices::{GraphTrace, KernelTrace};
 use kprof::counters::host::c_names;
 use kprof::counters::{CuptiLib, HostObject, MetricsCatalog, ReplayMode};
 use kprof::run_spec::{CounterSpec, GroupBy, RunSpec, DEFAULT_COUNTER_RANGES, ENV_RUN_SPEC};
+use kprof::runner::DurationSource;
 use kprof_core::display::render_processed;
 use kprof_core::io::{self, ReadOptions};
 use kprof_core::pipeline::{process, ProcessOptions};
@@ -139,6 +146,83 @@ fn parse_choice<T: std::str::FromStr<Err = kprof::choices::InvalidOptionValue>>(
     s.trim().parse().map_err(|e: kprof::choices::InvalidOptionValue| e.to_string())
 }
 
+/// Parses `--durations` with the engine's one parser of duration sources.
+fn parse_duration_source(s: &str) -> Result<DurationSource, String> {
+    DurationSource::parse(s.trim()).map_err(|e| e.to_string())
+}
+
+/// Which launches of the command one repetition starts, from `--metrics` and `--durations`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Launches {
+    /// A timing launch (kernel records, no kernel replay) in the plan.
+    pub timing: bool,
+    /// A counter launch (the Range Profiler in kernel replay).
+    pub counters: bool,
+    /// The counter launch collects `gpu__time_duration.sum` (the durations of a repetition
+    /// without a timing launch).
+    pub counter_durations: bool,
+    /// A timing launch follows a counter launch that saw kernels of CUDA graphs.
+    pub timing_for_graphs: bool,
+}
+
+impl Launches {
+    /// The launches for `metrics` (the counter metrics, without the durations) and `durations`.
+    pub fn of(metrics: &[String], durations: DurationSource) -> Launches {
+        let with_counters = !metrics.is_empty();
+        match durations {
+            DurationSource::Records => Launches {
+                timing: true,
+                counters: with_counters,
+                counter_durations: false,
+                timing_for_graphs: false,
+            },
+            DurationSource::Counters => Launches {
+                timing: false,
+                counters: true,
+                counter_durations: true,
+                timing_for_graphs: false,
+            },
+            DurationSource::Auto => Launches {
+                timing: !with_counters,
+                counters: with_counters,
+                counter_durations: with_counters,
+                timing_for_graphs: with_counters,
+            },
+        }
+    }
+
+    /// The metrics of the counter launch: `metrics`, then `gpu__time_duration.sum` when the
+    /// durations come from it; empty without a counter launch.
+    pub fn counter_launch_metrics(&self, metrics: &[String]) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.counters {
+            out.extend(metrics.iter().cloned());
+            if self.counter_durations {
+                out.push(DEFAULT_METRIC.to_string());
+            }
+        }
+        out
+    }
+}
+
+/// Whether a counter launch's status files report kernels of CUDA graph launches.
+fn saw_graph_kernels(statuses: &[serde_json::Value]) -> bool {
+    statuses.iter().any(|s| s["counters"]["graph_kernels"].as_u64().unwrap_or(0) > 0)
+}
+
+/// `raw` without its `gpu__time_duration.sum` samples (a counter launch's, when a timing launch
+/// gives the durations).
+fn without_durations(raw: &RawResults) -> Result<RawResults> {
+    let mut out = RawResults::new();
+    for (i, s) in raw.samples.iter().enumerate() {
+        let series = raw.series_of(s);
+        if series.key.metric != DEFAULT_METRIC {
+            crate::run_ranks::copy_sample(&mut out, raw, i, raw.config_of(series), s.run, |_| true)?;
+        }
+    }
+    Ok(out)
+}
+
 /// Arguments of `kprof run`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct RunArgs {
@@ -177,10 +261,15 @@ pub struct RunArgs {
     /// Let the injection library report on stderr (the run spec's `verbose`).
     #[arg(long)]
     pub verbose: bool,
-    /// Hardware counter metrics (ncu names) to collect in a separate counter launch of every
-    /// repetition; gpu__time_duration.sum is the timing launch's duration.
+    /// Hardware counter metrics (ncu names) to collect in a counter launch of every repetition.
     #[arg(long, value_delimiter = ',', value_name = "M1,M2")]
     pub metrics: Vec<String>,
+    /// Where durations come from: auto (the counter launch's gpu__time_duration.sum with
+    /// --metrics, plus a timing launch when the program runs CUDA graphs; else the kernel records
+    /// of one timing launch), counters (always the counters: a counter launch), records (always
+    /// the kernel records of a timing launch, besides any counter launch).
+    #[arg(long, value_name = "SOURCE", default_value = "auto", value_parser = parse_duration_source)]
+    pub durations: DurationSource,
     /// How counter passes are replayed: kernel (the only mode `kprof run` offers).
     #[arg(long, value_name = "MODE", default_value = "kernel", value_parser = parse_replay_mode)]
     pub replay_mode: ReplayMode,
@@ -349,9 +438,11 @@ pub fn progress_line(index: usize, total: usize, inv: &Invocation) -> String {
     format!("kprof run: execution {}/{total} ({})", index + 1, what.join(", "))
 }
 
-/// Every execution, sweep values outermost; with `counters`, each repetition's timing launch is
-/// followed by its counter launch (files in `<rep>-counters`).
-pub fn plan(sweep: Option<&(String, Vec<String>)>, repeat: u32, counters: bool) -> Vec<Invocation> {
+/// Every execution, sweep values outermost; each repetition's timing launch (when
+/// `launches.timing`) is followed by its counter launch (when `launches.counters`; files in
+/// `<rep>-counters`). A timing launch that a counter launch's CUDA graphs call for is added while
+/// running ([`Invocation::timing_after`]).
+pub fn plan(sweep: Option<&(String, Vec<String>)>, repeat: u32, launches: Launches) -> Vec<Invocation> {
     let values: Vec<Option<(String, String)>> = match sweep {
         None => vec![None],
         Some((var, vals)) => vals.iter().map(|v| Some((var.clone(), v.clone()))).collect(),
@@ -363,32 +454,47 @@ pub fn plan(sweep: Option<&(String, Vec<String>)>, repeat: u32, counters: bool) 
                 Some(_) => format!("sweep{i}-rep{k}"),
                 None => format!("rep{k}"),
             });
-            if counters {
-                let mut name = dir.clone().into_os_string();
-                name.push("-counters");
-                out.push(Invocation {
-                    sweep: s.clone(),
-                    repeat: k,
-                    counters: false,
-                    dir,
-                });
-                out.push(Invocation {
-                    sweep: s.clone(),
-                    repeat: k,
+            let timing = Invocation {
+                sweep: s.clone(),
+                repeat: k,
+                counters: false,
+                dir,
+            };
+            if launches.counters {
+                let counters = Invocation {
                     counters: true,
-                    dir: PathBuf::from(name),
-                });
+                    dir: counter_dir(&timing.dir),
+                    ..timing.clone()
+                };
+                if launches.timing {
+                    out.push(timing);
+                }
+                out.push(counters);
             } else {
-                out.push(Invocation {
-                    sweep: s.clone(),
-                    repeat: k,
-                    counters: false,
-                    dir,
-                });
+                out.push(timing);
             }
         }
     }
     out
+}
+
+/// The folder of a repetition's counter launch: its timing launch's with `-counters`.
+fn counter_dir(timing_dir: &Path) -> PathBuf {
+    let mut name = timing_dir.as_os_str().to_os_string();
+    name.push("-counters");
+    PathBuf::from(name)
+}
+
+impl Invocation {
+    /// The timing launch of a counter launch's repetition (its folder without `-counters`).
+    pub fn timing_after(&self) -> Invocation {
+        let dir = self.dir.to_string_lossy();
+        Invocation {
+            counters: false,
+            dir: PathBuf::from(dir.strip_suffix("-counters").unwrap_or(&dir).to_string()),
+            ..self.clone()
+        }
+    }
 }
 
 /// Merges per-process raw results: every part adds the sweep parameter to the configuration and
@@ -558,7 +664,8 @@ pub fn run(args: &RunArgs) -> i32 {
             std::env::current_exe().ok(),
         )?;
         check_foreign_injection(|v| std::env::var(v).ok(), &lib)?;
-        let counters = counter_metrics(&args.metrics);
+        let counters = Launches::of(&counter_metrics(&args.metrics), args.durations)
+            .counter_launch_metrics(&counter_metrics(&args.metrics));
         let mut ranges = DEFAULT_COUNTER_RANGES;
         if !counters.is_empty() {
             ranges = counter_ranges(std::env::var(ENV_COUNTER_RANGES).ok().as_deref())?;
@@ -588,13 +695,17 @@ pub fn run(args: &RunArgs) -> i32 {
     let setup_s = t_run.elapsed().as_secs_f64() - metric_check_s;
     let mut times: Vec<crate::run_split::ExecutionTimes> = Vec::new();
     let benchmark = args.benchmark.clone().unwrap_or_else(|| benchmark_name(&args.command));
-    let counters = counter_metrics(&args.metrics);
-    let invocations = plan(sweep.as_ref(), args.repeat, !counters.is_empty());
+    let launches = Launches::of(&counter_metrics(&args.metrics), args.durations);
+    let counters = launches.counter_launch_metrics(&counter_metrics(&args.metrics));
+    let mut invocations = plan(sweep.as_ref(), args.repeat, launches);
     let mut program_code = 0;
     let mut parts: Vec<(Option<(String, String)>, RawResults)> = Vec::new();
     let mut counter_parts: Vec<(Option<(String, String)>, RawResults)> = Vec::new();
     let mut statuses = Vec::new();
-    for (i, inv) in invocations.iter().enumerate() {
+    let mut i = 0;
+    while i < invocations.len() {
+        let inv = invocations[i].clone();
+        let inv = &inv;
         if invocations.len() > 1 && !args.quiet {
             eprintln!("{}", progress_line(i, invocations.len(), inv));
         }
@@ -664,6 +775,15 @@ pub fn run(args: &RunArgs) -> i32 {
         };
         match collect(&dir) {
             Ok(c) => {
+                if inv.counters && launches.timing_for_graphs && saw_graph_kernels(&c.statuses) {
+                    if !args.quiet {
+                        eprintln!(
+                            "kprof run: the program launched CUDA graphs, whose spans the counters do not see: \
+                             a timing launch gives the durations"
+                        );
+                    }
+                    invocations.insert(i + 1, inv.timing_after());
+                }
                 let dest = if inv.counters { &mut counter_parts } else { &mut parts };
                 dest.extend(c.raws.into_iter().map(|r| (inv.sweep.clone(), r)));
                 execution.statuses = c.statuses.clone();
@@ -672,6 +792,7 @@ pub fn run(args: &RunArgs) -> i32 {
             Err(e) => eprintln!("kprof: error: {}", crate::output::error_text(&e)),
         }
         times.push(execution);
+        i += 1;
     }
     let t_results = std::time::Instant::now();
     let results = finish(args, &parts, &counter_parts, &statuses);
@@ -725,9 +846,15 @@ fn finish(
     // Rank and Device become keys of a multi-process or multi-GPU run (see run_ranks).
     let plan = crate::run_ranks::KeyPlan::of(parts.iter().chain(counter_parts).map(|(_, r)| r));
     let timing = merge(&crate::run_ranks::promote_parts(parts, plan)?)?;
-    let with_counters = !counter_metrics(&args.metrics).is_empty();
+    let metrics = counter_metrics(&args.metrics);
+    let with_counters = !Launches::of(&metrics, args.durations).counter_launch_metrics(&metrics).is_empty();
     let counter_raw = merge(&crate::run_ranks::promote_parts(counter_parts, plan)?)?;
-    let (merged, join_warnings) = join_counters(&timing, &counter_raw)?;
+    // The durations: a timing launch's when there is one, else the counter launch's.
+    let (merged, join_warnings) = if parts.is_empty() {
+        (counter_raw.clone(), Vec::new())
+    } else {
+        join_counters(&timing, &without_durations(&counter_raw)?)?
+    };
     for w in &join_warnings {
         eprintln!("kprof: warning: {w}");
     }
@@ -829,19 +956,22 @@ mod tests {
 
     #[test]
     fn plan_orders_sweep_then_repeat() {
-        let p = plan(Some(&("N".into(), vec!["1".into(), "2".into()])), 2, false);
+        let timing_only = Launches::of(&[], DurationSource::Auto);
+        let p = plan(Some(&("N".into(), vec!["1".into(), "2".into()])), 2, timing_only);
         assert_eq!(p.len(), 4);
         assert_eq!(p[1].sweep, Some(("N".into(), "1".into())));
         assert_eq!(p[1].repeat, 1);
         assert_eq!(p[2].dir, PathBuf::from("procs/sweep1-rep0"));
-        assert_eq!(plan(None, 1, false)[0].dir, PathBuf::from("procs/rep0"));
-        let p = plan(None, 2, true);
-        let dirs: Vec<_> = p
-            .iter()
-            .map(|i| (i.dir.display().to_string(), i.counters, i.repeat))
-            .collect();
+        assert_eq!(plan(None, 1, timing_only)[0].dir, PathBuf::from("procs/rep0"));
+        let dirs = |launches| {
+            plan(None, 2, launches)
+                .iter()
+                .map(|i| (i.dir.display().to_string(), i.counters, i.repeat))
+                .collect::<Vec<_>>()
+        };
+        let dram = ["dram__bytes_read.sum".to_string()];
         assert_eq!(
-            dirs,
+            dirs(Launches::of(&dram, DurationSource::Records)),
             [
                 ("procs/rep0".to_string(), false, 0),
                 ("procs/rep0-counters".to_string(), true, 0),
@@ -849,6 +979,70 @@ mod tests {
                 ("procs/rep1-counters".to_string(), true, 1),
             ]
         );
+        // --metrics by default: the counter launch alone (a timing launch only after CUDA graphs).
+        let counters_only = [
+            ("procs/rep0-counters".to_string(), true, 0),
+            ("procs/rep1-counters".to_string(), true, 1),
+        ];
+        assert_eq!(dirs(Launches::of(&dram, DurationSource::Auto)), counters_only);
+        assert_eq!(dirs(Launches::of(&[], DurationSource::Counters)), counters_only);
+        let after = plan(None, 2, Launches::of(&dram, DurationSource::Auto))[1].timing_after();
+        assert_eq!((after.dir, after.counters, after.repeat), (PathBuf::from("procs/rep1"), false, 1));
+    }
+
+    #[test]
+    fn launches_and_their_metrics() {
+        let dram = ["dram__bytes_read.sum".to_string()];
+        let m = |launches: Launches, metrics: &[String]| launches.counter_launch_metrics(metrics);
+        let auto = Launches::of(&dram, DurationSource::Auto);
+        assert!(auto.counters && auto.counter_durations && auto.timing_for_graphs && !auto.timing);
+        assert_eq!(m(auto, &dram), ["dram__bytes_read.sum", "gpu__time_duration.sum"]);
+        let records = Launches::of(&dram, DurationSource::Records);
+        assert!(records.timing && records.counters && !records.counter_durations);
+        assert_eq!(m(records, &dram), ["dram__bytes_read.sum"]);
+        assert!(m(Launches::of(&[], DurationSource::Auto), &[]).is_empty(), "no counter launch");
+        assert!(m(Launches::of(&[], DurationSource::Records), &[]).is_empty());
+        assert_eq!(m(Launches::of(&[], DurationSource::Counters), &[]), ["gpu__time_duration.sum"]);
+        let graph = serde_json::json!({"counters": {"graph_kernels": 60}});
+        let eager = serde_json::json!({"counters": {"graph_kernels": 0}});
+        assert!(saw_graph_kernels(&[eager.clone(), graph]));
+        assert!(!saw_graph_kernels(&[eager, serde_json::json!({"pid": 1})]));
+        assert!(parse_duration_source("nope").unwrap_err().contains("records"));
+    }
+
+    #[test]
+    fn a_timing_launch_takes_the_durations_from_the_counter_launch() {
+        let mut counters = part(&[10.0, 20.0]);
+        let d = DeviceInfo::default();
+        for run in 0..2 {
+            counters
+                .push(&SampleRecord {
+                    benchmark: "b",
+                    annotation: "mm",
+                    config: &Config::new(),
+                    run,
+                    metric: "dram__bytes_read.sum",
+                    value: 1.0 + run as f64,
+                    unit: "byte",
+                    kernel: "k",
+                    device: &d,
+                    extras: &[],
+                })
+                .unwrap();
+        }
+        let kept = without_durations(&counters).unwrap();
+        let metrics: Vec<_> = kept.samples.iter().map(|s| (kept.series_of(s).key.metric.clone(), s.value)).collect();
+        assert_eq!(metrics, [("dram__bytes_read.sum".to_string(), 1.0), ("dram__bytes_read.sum".to_string(), 2.0)]);
+        // Joined to a timing launch, the durations are the timing launch's only.
+        let (joined, warnings) = join_counters(&part(&[5.0, 6.0]), &kept).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let durations: Vec<f64> = joined
+            .samples
+            .iter()
+            .filter(|s| joined.series_of(s).key.metric == DEFAULT_METRIC)
+            .map(|s| s.value)
+            .collect();
+        assert_eq!(durations, [5.0, 6.0]);
     }
 
     fn part(values: &[f64]) -> RawResults {

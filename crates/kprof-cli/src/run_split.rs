@@ -351,9 +351,27 @@ fn rows(s: &TimeSplit) -> Vec<Row> {
             ));
             r.push(Row(
                 3,
+                "of which loading libcupti and the driver".into(),
+                Some(c.load_s),
+                String::new(),
+            ));
+            r.push(Row(
+                3,
+                "of which profiler initialisation and enabling".into(),
+                Some(c.enable_s),
+                String::new(),
+            ));
+            r.push(Row(
+                3,
                 "of which configuration (host API: metrics, config image)".into(),
                 Some(c.config_s),
                 String::new(),
+            ));
+            r.push(Row(
+                3,
+                "of which the first counter-data image, SetConfig, Start".into(),
+                Some(c.first_image_s),
+                format!("{} kernels", c.first_image_ranges),
             ));
             r.push(Row(
                 2,

@@ -13,11 +13,12 @@
 //! 2. At the entry of the first kernel launch (a context is current then; CUPTI's own
 //!    `profiling_injection` sample starts its session at the same point): `cuptiProfilerInitialize`,
 //!    `cuptiDeviceGetChipName`, `cuptiProfilerGetCounterAvailability`, config image,
-//!    `cuptiRangeProfilerEnable(ctx)`, counter-data image for [`DEFAULT_CAPACITY`] ranges plus a
+//!    `cuptiRangeProfilerEnable(ctx)`, counter-data image for [`FIRST_IMAGE_RANGES`] ranges plus a
 //!    spare, `cuptiRangeProfilerSetConfig`, `cuptiRangeProfilerStart`
 //!    ([`kprof::counters::RangeProfiler::start_streaming`]).
 //! 3. At the entry of every launch: when the image already holds its capacity, `Stop`,
-//!    `DecodeData`, evaluation with the host API, and a new image + `SetConfig` + `Start`; then
+//!    `DecodeData`, evaluation with the host API, and a new image of twice the capacity (at most
+//!    the run spec's `ranges_per_image`) + `SetConfig` + `Start`; then
 //!    the launch is counted. A launch is counted once even when the runtime call reaches the
 //!    driver (the outermost launch call of the thread counts).
 //! 4. At exit (or when the profiled context starts being destroyed): `Stop`, `DecodeData`,
@@ -66,6 +67,12 @@ use crate::report::{run_indices, Group, SampleContext};
 /// Kernels per counter-data image before it is decoded and restarted, by default.
 pub use kprof::run_spec::DEFAULT_COUNTER_RANGES as DEFAULT_CAPACITY;
 
+/// Kernels the first counter-data image holds (at most the run spec's `ranges_per_image`); each
+/// image after a full one holds twice as many as the one before, up to `ranges_per_image`. A
+/// small first image keeps the start cheap for programs of few kernels: the image's size and
+/// `SetConfig` grow with its ranges and the metrics' raw counters.
+pub const FIRST_IMAGE_RANGES: usize = 64;
+
 /// `CUPTI_CB_DOMAIN_DRIVER_API`.
 const DOMAIN_DRIVER: u32 = 1;
 /// `CUPTI_CB_DOMAIN_RUNTIME_API`.
@@ -80,7 +87,8 @@ const API_ENTER: u32 = 0;
 /// What the counter launch was asked for, from the run spec's `counters`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CounterRequest {
-    /// Counter metric names (without `gpu__time_duration.sum`, which is the timing tier's).
+    /// Counter metric names (with `gpu__time_duration.sum` when the durations come from the
+    /// counters).
     pub metrics: Vec<String>,
     /// Ranges per counter-data image.
     pub capacity: usize,
@@ -102,16 +110,16 @@ pub enum RequestError {
 
 impl CounterRequest {
     /// The request of a run spec's `counters`: the metric names trimmed, without empty names and
-    /// `gpu__time_duration.sum`; `Ok(None)` when no counter metric is left (or `spec` is `None`).
+    /// repeats (`gpu__time_duration.sum` included when `kprof run` takes the durations from the
+    /// counters); `Ok(None)` when no metric is left (or `spec` is `None`).
     pub fn from_spec(spec: Option<&CounterSpec>) -> Result<Option<Self>, RequestError> {
         let Some(spec) = spec else { return Ok(None) };
-        let metrics: Vec<String> = spec
-            .metrics
-            .iter()
-            .map(|m| m.trim())
-            .filter(|m| !m.is_empty() && *m != DEFAULT_METRIC)
-            .map(String::from)
-            .collect();
+        let mut metrics: Vec<String> = Vec::new();
+        for m in spec.metrics.iter().map(|m| m.trim()).filter(|m| !m.is_empty()) {
+            if !metrics.iter().any(|x| x == m) {
+                metrics.push(m.to_string());
+            }
+        }
         if metrics.is_empty() {
             return Ok(None);
         }
@@ -256,8 +264,13 @@ pub struct CounterStatus {
     pub replay_mode: &'static str,
     /// Chip of the profiled device.
     pub chip: Option<String>,
-    /// Ranges per counter-data image.
+    /// Ranges per counter-data image, at most (the first image holds
+    /// [`FIRST_IMAGE_RANGES`], each later one twice as many as the one before).
     pub capacity: usize,
+    /// Kernels of CUDA graph launches among the profiled kernels: their durations from the
+    /// counters are the nodes' own, not the graph's span, so `kprof run` times such a program in
+    /// a timing launch as well.
+    pub graph_kernels: usize,
     /// Launches on other contexts (not profiled).
     pub other_context_launches: u64,
     /// Launch calls made while no context was current (not profiled).
@@ -286,6 +299,8 @@ struct Live {
     lib: Option<&'static CuptiLib>,
     ctx: usize,
     in_image: usize,
+    /// Kernels the running counter-data image holds.
+    image_capacity: usize,
     ranges: Vec<Vec<f64>>,
     status: CounterStatus,
     finished: bool,
@@ -474,8 +489,8 @@ fn on_launch(l: &mut Live, ctx: usize) -> bool {
         l.status.other_context_launches += 1;
         return false;
     }
-    let capacity = l.status.capacity;
-    if l.in_image >= capacity {
+    if l.in_image >= l.image_capacity {
+        let capacity = (l.image_capacity * 2).min(l.status.capacity);
         let Some(Profiler(rp)) = l.profiler.as_mut() else {
             return false;
         };
@@ -488,6 +503,7 @@ fn on_launch(l: &mut Live, ctx: usize) -> bool {
                 l.status.times.restart_s += t0.elapsed().as_secs_f64();
                 take_image(l, r, &t);
                 l.in_image = 0;
+                l.image_capacity = capacity;
             }
             Err(e) => {
                 fail(
@@ -508,27 +524,35 @@ fn start_profiler(l: &mut Live, ctx: usize) -> Result<(), String> {
         return Err("counter collection: not installed".into());
     };
     log!("counters: starting the Range Profiler at the first launch on context {ctx:#x}");
+    let t_load = std::time::Instant::now();
     let lib = CuptiLib::load(cupti.path).map_err(|e| format!("counter collection: {e}"))?;
     let driver = kprof::Driver::load(&kprof::loader::SearchEnv::from_process())
         .map_err(|e| format!("counter collection: cannot load the CUDA driver: {e}"))?;
     let ordinal = driver
         .current_device()
         .map_err(|e| format!("counter collection: no current device at the first launch: {e}"))?;
+    l.status.times.load_s = t_load.elapsed().as_secs_f64();
     let mut rp = RangeProfiler::new(lib, ctx as _, ordinal as usize, &req.metrics, ReplayMode::Kernel)
         .map_err(|e| format!("cannot start the CUPTI Range Profiler: {e}"))?;
     log!("counters: Range Profiler enabled; starting collection");
-    rp.start_streaming(req.capacity)
+    let first = FIRST_IMAGE_RANGES.min(req.capacity);
+    rp.start_streaming(first)
         .map_err(|e| format!("cannot start the CUPTI Range Profiler: {e}"))?;
     log!("counters: collecting");
+    l.image_capacity = first;
     l.status.chip = Some(rp.chip().to_string());
     l.status.times.passes = rp.passes();
     l.status.times.config_s = rp.config_s();
+    l.status.times.enable_s = rp.enable_s();
+    l.status.times.first_image_s = rp.stream_setup_s().unwrap_or(0.0);
+    l.status.times.first_image_ranges = first;
     // Units now, from the session's own host object: building a second metric catalog in the
     // exit handler crashed the process on the H200 (CUPTI 13.0).
     match rp.metric_units() {
         Ok(units) => {
             for (m, u) in l.status.metrics.iter_mut().zip(units) {
-                m.unit = u;
+                // The durations keep the timing tier's unit (the host API says "nsecond").
+                m.unit = if m.name == DEFAULT_METRIC { "ns".into() } else { u };
             }
         }
         Err(e) => log!("counters: no metric units: {e}"),
@@ -612,22 +636,31 @@ mod tests {
         let k = ReplayMode::Kernel;
         assert_eq!(CounterRequest::from_spec(None), Ok(None));
         assert_eq!(CounterRequest::from_spec(Some(&spec(&[], k, 1))), Ok(None));
+        assert_eq!(CounterRequest::from_spec(Some(&spec(&[" ", ""], k, 1))), Ok(None));
+        // The durations alone (kprof run --durations counters).
         assert_eq!(
-            CounterRequest::from_spec(Some(&spec(&["gpu__time_duration.sum", " "], k, 1))),
-            Ok(None)
+            CounterRequest::from_spec(Some(&spec(&["gpu__time_duration.sum", " "], k, 1)))
+                .unwrap()
+                .unwrap()
+                .metrics,
+            ["gpu__time_duration.sum"]
         );
         let r = CounterRequest::from_spec(Some(&spec(
             &[
                 " dram__bytes_read.sum",
                 "gpu__time_duration.sum",
                 "sm__cycles_elapsed.avg ",
+                "dram__bytes_read.sum",
             ],
             k,
             DEFAULT_CAPACITY,
         )))
         .unwrap()
         .unwrap();
-        assert_eq!(r.metrics, ["dram__bytes_read.sum", "sm__cycles_elapsed.avg"]);
+        assert_eq!(
+            r.metrics,
+            ["dram__bytes_read.sum", "gpu__time_duration.sum", "sm__cycles_elapsed.avg"]
+        );
         assert_eq!(r.capacity, DEFAULT_CAPACITY);
         assert_eq!(
             CounterRequest::from_spec(Some(&spec(&["a.sum"], k, 16)))

@@ -55,7 +55,7 @@ use kprof::cupti::Cupti;
 use kprof::cupti::ActivitySession;
 use kprof::loader::SearchEnv;
 use kprof::run_spec::{RunSpec, ENV_RUN_SPEC};
-use kprof_core::{DeviceInfo, ExtraValue};
+use kprof_core::{DeviceInfo, ExtraValue, DEFAULT_METRIC};
 use serde::Serialize;
 
 /// A message on stderr, prefixed `kprof: `, when the run spec says `verbose` (formatted only
@@ -432,6 +432,14 @@ fn write_results() {
     } else {
         Vec::new()
     };
+    let mut extras = extras;
+    if cuda {
+        // Where the durations of this launch's samples come from (docs/timing.md): the counters'
+        // gpu__time_duration.sum in a counter launch that collects it, else the kernel records.
+        let counted = spec.counters.as_ref().is_some_and(|c| c.metrics.iter().any(|m| m == DEFAULT_METRIC));
+        let source = if counted { "counters" } else { "records" };
+        extras.push(("DurationSource".into(), ExtraValue::Text(source.into())));
+    }
     let ctx = report::SampleContext {
         benchmark: benchmark.clone(),
         device: device.clone(),
@@ -555,6 +563,7 @@ fn counter_samples(
     // Kernel replay may report a kernel more than once.
     let mut seen = std::collections::HashSet::new();
     batch.kernels.retain(|k| seen.insert(counters::kernel_key(k)));
+    status.graph_kernels = batch.kernels.iter().filter(|k| k.graph_id != 0).count();
     let (groups, mut stats) = report::group_kernels(ranges, batch, group_by, filter);
     if o.error.is_some() {
         return (Default::default(), stats, status);

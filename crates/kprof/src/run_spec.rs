@@ -250,10 +250,10 @@ impl RunSpec {
     /// The trace options the spec asks the process's activity session for (before the
     /// `KPROF_KERNEL_TRACE` / `KPROF_GRAPH_TRACE` overrides).
     pub fn trace_options(&self) -> TraceOptions {
-        let mut t = TraceOptions::default();
-        t.kernel_trace = self.kernel_trace;
-        t.graph_trace = self.graph_trace;
-        t
+        TraceOptions {
+            kernel_trace: self.kernel_trace,
+            graph_trace: self.graph_trace,
+        }
     }
 
     /// The `output` of a document that [`RunSpec::from_json`] rejects, when it has a string

@@ -73,6 +73,17 @@ pub struct CounterTimes {
     /// Of `start_s`, the configuration with the Profiler Host API (host object for the chip, the
     /// metrics, the config image and its pass count), seconds.
     pub config_s: f64,
+    /// Of `start_s`, loading libcupti and the driver's entry points, seconds.
+    pub load_s: f64,
+    /// Of `start_s`, CUPTI's profiler initialisation, the chip name, the counter availability and
+    /// `cuptiRangeProfilerEnable`, seconds.
+    pub enable_s: f64,
+    /// Of `start_s`, the first counter-data image (its size and initialisation), `SetConfig` and
+    /// `Start`, seconds.
+    pub first_image_s: f64,
+    /// Kernels the first counter-data image holds (later images hold twice as many as the one
+    /// before, up to the run spec's `ranges_per_image`).
+    pub first_image_ranges: usize,
     /// Time inside the profiled launch calls, from their entry (after the image bookkeeping) to
     /// their return, seconds: the kernels' replay passes, CUPTI's save and restore of device
     /// memory included, when CUPTI replays inside the launch call.

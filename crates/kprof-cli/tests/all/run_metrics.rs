@@ -149,7 +149,7 @@ fn launches(log: &Path) -> Vec<(String, RunSpec)> {
 }
 
 #[test]
-fn each_repetition_has_a_timing_and_a_counter_launch() {
+fn the_launches_of_each_repetition_follow_metrics_and_durations() {
     let tmp = tempfile::tempdir().unwrap();
     let fake_lib = fake_inject_lib(tmp.path());
     let log = tmp.path().join("log");
@@ -167,30 +167,44 @@ fn each_repetition_has_a_timing_and_a_counter_launch() {
             .output()
             .unwrap()
     };
-    let o = run(
-        "16",
-        &[
-            "--repeat",
-            "2",
-            "--metrics",
-            "dram__bytes_read.sum,gpu__time_duration.sum",
-        ],
-    );
-    // No CUDA process: no results, exit 1; but both launches ran, in order.
-    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
     // (counter-launch marker, output folder, counters: metrics, replay mode, kernels per image)
     type Launch = (String, String, Option<(Vec<String>, ReplayMode, usize)>);
-    let seen: Vec<Launch> = launches(&log)
-        .into_iter()
-        .map(|(marker, spec)| {
-            let dir = spec.output.unwrap().file_name().unwrap().to_string_lossy().into_owned();
-            (
-                marker,
-                dir,
-                spec.counters.map(|c| (c.metrics, c.replay_mode, c.ranges_per_image)),
-            )
-        })
-        .collect();
+    let seen = || -> Vec<Launch> {
+        launches(&log)
+            .into_iter()
+            .map(|(marker, spec)| {
+                let dir = spec.output.unwrap().file_name().unwrap().to_string_lossy().into_owned();
+                (
+                    marker,
+                    dir,
+                    spec.counters.map(|c| (c.metrics, c.replay_mode, c.ranges_per_image)),
+                )
+            })
+            .collect()
+    };
+    let metrics = ["--repeat", "2", "--metrics", "dram__bytes_read.sum,gpu__time_duration.sum"];
+    // By default one counter launch per repetition, which also collects the durations.
+    let o = run("16", &metrics);
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    let both = "dram__bytes_read.sum,gpu__time_duration.sum".to_string();
+    let with_durations = Some((
+        vec!["dram__bytes_read.sum".to_string(), "gpu__time_duration.sum".to_string()],
+        ReplayMode::Kernel,
+        16,
+    ));
+    assert_eq!(
+        seen(),
+        [
+            (both.clone(), "rep0-counters".to_string(), with_durations.clone()),
+            (both, "rep1-counters".to_string(), with_durations),
+        ]
+    );
+    // --durations records: a timing launch, then the counter launch, in every repetition. No
+    // CUDA process: no results, exit 1; but every launch ran, in order.
+    std::fs::remove_file(&log).unwrap();
+    let o = run("16", &[&metrics[..], &["--durations", "records"]].concat());
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    let seen = seen();
     let counters = Some((vec!["dram__bytes_read.sum".to_string()], ReplayMode::Kernel, 16));
     let m = "dram__bytes_read.sum".to_string();
     assert_eq!(
@@ -210,6 +224,14 @@ fn each_repetition_has_a_timing_and_a_counter_launch() {
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].0, "unset");
     assert_eq!(seen[0].1.counters, None);
+    // --durations counters without metrics: a counter launch of the durations alone.
+    std::fs::remove_file(&log).unwrap();
+    let o = run("", &["--durations", "counters"]);
+    assert_eq!(o.status.code(), Some(1));
+    let seen = launches(&log);
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].0, "gpu__time_duration.sum");
+    assert_eq!(seen[0].1.counters.as_ref().unwrap().metrics, ["gpu__time_duration.sum"]);
     // A bad KPROF_RUN_COUNTER_RANGES stops kprof run before the command runs.
     std::fs::remove_file(&log).unwrap();
     let o = run("0", &["--metrics", "dram__bytes_read.sum"]);
@@ -220,6 +242,39 @@ fn each_repetition_has_a_timing_and_a_counter_launch() {
         "{err}"
     );
     assert!(!log.exists(), "the command must not run");
+}
+
+#[test]
+fn a_counter_launch_that_ran_cuda_graphs_is_followed_by_a_timing_launch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fake_lib = fake_inject_lib(tmp.path());
+    let log = tmp.path().join("log");
+    // Logs the launch; a counter launch writes a status saying it saw 60 kernels of CUDA graphs.
+    let script = format!(
+        r#"{}
+dir=$(printf '%s' "$KPROF_RUN_SPEC" | sed -n 's/.*"output":"\([^"]*\)".*/\1/p')
+if [ -n "$KPROF_RUN_METRICS" ]; then
+  echo '{{"pid": 1, "cuda_injected": true, "counters": {{"graph_kernels": 60}}, "warnings": [], "errors": []}}' > "$dir/kprof-run-1.json"
+fi"#,
+        log_spec(&log)
+    );
+    let o = kprof()
+        .env("KPROF_INJECT_PATH", &fake_lib)
+        .args(["run", "--repeat", "2", "--metrics", "dram__bytes_read.sum", "--out"])
+        .arg(tmp.path().join("out"))
+        .args(["--", "sh", "-c"])
+        .arg(script)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("launched CUDA graphs"), "{err}");
+    let dirs: Vec<String> = launches(&log)
+        .into_iter()
+        .map(|(_, spec)| spec.output.unwrap().file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(dirs, ["rep0-counters", "rep0", "rep1-counters", "rep1"]);
+    assert!(err.contains("execution 4/4"), "{err}");
 }
 
 #[test]
@@ -268,7 +323,7 @@ fn verbose_prints_the_time_split_and_every_run_writes_it() {
     let out = tmp.path().join("out");
     let o = kprof()
         .env("KPROF_INJECT_PATH", &fake_lib)
-        .args(["run", "--verbose", "--metrics", "dram__bytes_read.sum", "--out"])
+        .args(["run", "--verbose", "--metrics", "dram__bytes_read.sum", "--durations", "records", "--out"])
         .arg(&out)
         .args(["--", "sh", "-c"])
         .arg(fake_status_script())

@@ -133,6 +133,9 @@ pub struct RangeProfiler {
     /// Host time [`RangeProfiler::new`] spent on the configuration (host object, metrics, config
     /// image, pass count), seconds.
     config_s: f64,
+    /// Host time the rest of [`RangeProfiler::new`] took (CUPTI's profiler initialisation, the
+    /// chip name, the counter availability, `cuptiRangeProfilerEnable`), seconds.
+    enable_s: f64,
 }
 
 /// A running streaming collection: its counter-data image, its capacity in ranges (without the
@@ -156,6 +159,7 @@ impl RangeProfiler {
         metrics: &[S],
         mode: ReplayMode,
     ) -> Result<Self, CountersError> {
+        let t_new = std::time::Instant::now();
         profiler_initialize(lib)?;
         let chip = chip_name(lib, device_index)?;
         let counter_availability = counter_availability(lib, ctx)?;
@@ -184,6 +188,7 @@ impl RangeProfiler {
             cacheControlMode: 0,
         };
         lib.check("cuptiRangeProfilerEnable", lib.fns.rp_enable(&mut en))?;
+        let enable_s = t_new.elapsed().as_secs_f64() - config_s;
         Ok(RangeProfiler {
             lib,
             obj: ObjectPtr::new(en.pRangeProfilerObject),
@@ -197,6 +202,7 @@ impl RangeProfiler {
             mode,
             stream: None,
             config_s,
+            enable_s,
         })
     }
 
@@ -214,6 +220,18 @@ impl RangeProfiler {
     /// image, pass count), seconds.
     pub fn config_s(&self) -> f64 {
         self.config_s
+    }
+
+    /// Host time the rest of [`RangeProfiler::new`] took: CUPTI's profiler initialisation, the
+    /// chip name, the counter availability and `cuptiRangeProfilerEnable`, seconds.
+    pub fn enable_s(&self) -> f64 {
+        self.enable_s
+    }
+
+    /// Host time the start of the running streaming collection took (its counter-data image,
+    /// `SetConfig`, `Start`), seconds; `None` when none runs.
+    pub fn stream_setup_s(&self) -> Option<f64> {
+        self.stream.as_ref().map(|s| s.setup_s)
     }
 
     /// The metric names.
