@@ -11,15 +11,17 @@
 # 3. `kprof compare` of two runs of (1): exit 0; against a slowed variant (SLOW=1.5): exit 1;
 # 4. wall time of the PyTorch script with and without `kprof run`;
 # 5. `kprof doctor`;
-# 6. `kprof run --metrics dram__bytes_read.sum,gpu__time_duration.sum` on (1): the timing launch's
+# 6. `kprof run --durations records --metrics dram__bytes_read.sum,gpu__time_duration.sum` on (1): the timing launch's
 #    durations must still be within 1% of the CUDA events, and per range occurrence kprof's
 #    dram__bytes_read.sum (counter launch, kernel replay, no L2 flush between kernels) must be
 #    within 0.5% of ncu's sum over the range's kernels with `--cache-control all`
 #    (scripts/gpu-run/check_counters.py); the `--cache-control none` comparison is printed too
 #    (information only). The program's kernels stream a 256 MB buffer (> the H200's L2), so the
 #    cache mode should matter little. Also: an unknown metric name exits 2 before anything runs.
-# 7. the counter launch's gpu__time_duration.max per range occurrence within 0.5% of ncu's
-#    (--cache-control none, no flush in either); and the PyTorch script's counter launch matches
+# 7. `kprof run --metrics gpu__time_duration.max` (one launch, --durations auto): the counter
+#    launch's gpu__time_duration.max and its durations (gpu__time_duration.sum) per range
+#    occurrence within 0.5% of ncu's (--cache-control none, no flush in either); and the PyTorch
+#    script's counter launch matches
 #    every kernel to a range and writes dram__bytes_read.sum rows.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -80,7 +82,7 @@ NCU=/usr/local/cuda/bin/ncu
 "$KPROF" run --metrics dram__bytes_red.sum --out "$OUT/badmetric" -- "$OUT/nvtx_ranges" > /dev/null 2> "$OUT/badmetric.stderr"
 rc=$?; cat "$OUT/badmetric.stderr"; echo "exit $rc"
 [ $rc -eq 2 ] && grep -q "dram__bytes_read.sum" "$OUT/badmetric.stderr" || fail "unknown metric: exit $rc (want 2 naming the closest name)"
-"$KPROF" run --verbose --metrics dram__bytes_read.sum,gpu__time_duration.sum --out "$OUT/counters" \
+"$KPROF" run --verbose --durations records --metrics dram__bytes_read.sum,gpu__time_duration.sum --out "$OUT/counters" \
     -- "$OUT/nvtx_ranges" > "$OUT/counters.stdout" 2> "$OUT/counters.stderr"
 rc=$?; echo "kprof run --metrics exit $rc"; [ $rc -eq 0 ] || fail "kprof run --metrics exit $rc"
 cat "$OUT/counters.stderr"; grep -v '^EVENT' "$OUT/counters.stdout"
@@ -104,10 +106,14 @@ step "7. counter durations of the counter launch vs ncu; the PyTorch script's co
 "$KPROF" run --verbose --metrics gpu__time_duration.max --out "$OUT/cdur" -- "$OUT/nvtx_ranges" \
     > "$OUT/cdur.stdout" 2> "$OUT/cdur.stderr"
 rc=$?; echo "kprof run --metrics gpu__time_duration.max exit $rc"; [ $rc -eq 0 ] || fail "kprof run --metrics durations exit $rc"
-"$NCU" --clock-control none --cache-control none --metrics gpu__time_duration.max --nvtx --csv --page raw \
+"$NCU" --clock-control none --cache-control none --metrics gpu__time_duration.max,gpu__time_duration.sum --nvtx --csv --page raw \
     --print-units base "$OUT/nvtx_ranges" > "$OUT/ncu-dur.csv" 2> "$OUT/ncu-dur.stderr" || fail "ncu durations exit $?"
 python3 scripts/gpu-run/check_counters.py "$OUT/cdur/raw.csv" "$OUT/ncu-dur.csv" gpu__time_duration.max 0.5 \
     || fail "counter launch durations vs ncu"
+# The default --durations auto took the durations from the same (only) counter launch.
+python3 scripts/gpu-run/check_counters.py "$OUT/cdur/raw.csv" "$OUT/ncu-dur.csv" gpu__time_duration.sum 0.5 \
+    || fail "kprof run's durations (counter launch, --durations auto) vs ncu"
+grep -q ',counters' "$OUT/cdur/raw.csv" || fail "no DurationSource counters in the single launch's raw.csv"
 "$KPROF" run --verbose --metrics dram__bytes_read.sum --out "$OUT/torch-counters" \
     -- "$PY" scripts/gpu-run/torch_nvtx.py > "$OUT/torch-counters.stdout" 2> "$OUT/torch-counters.stderr"
 rc=$?; echo "kprof run --metrics torch exit $rc"; [ $rc -eq 0 ] || fail "kprof run --metrics torch exit $rc"

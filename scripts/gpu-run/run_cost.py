@@ -175,10 +175,15 @@ def cmd_compare(args):
             )
 
 
+#: The H200's L2 (50 MiB): byte counts below it are of data that may stay in the L2.
+L2_BYTES = 50 * 1024 * 1024
+
+
 def cmd_baseline(args):
     raw, base = args[0], args[1]
     metrics = [m for m in (opt(args, "--metrics", "") or "").split(",") if m]
     worst = {}
+    info = {}
     ok = True
     checked = 0
     for m in metrics:
@@ -192,6 +197,11 @@ def cmd_baseline(args):
                 worst.setdefault(m, {"missing": []}).setdefault("missing", []).append(list(key))
                 continue
             d = diff(got[key], v, pct)
+            if not pct and abs(v) < L2_BYTES:
+                # Bytes of data that fit in the L2 (the randn kernels' few KB) move from process to
+                # process (issue 17's retired rows): information, not the 0.5 % criterion.
+                info.setdefault(m, []).append({"at": list(key), "baseline": v, "got": got[key], "diff_pct": d})
+                continue
             checked += 1
             if d is None or abs(d) > tol:
                 ok = False
@@ -199,7 +209,8 @@ def cmd_baseline(args):
             if d is not None and abs(d) >= w.get("largest_abs_diff", 0.0):
                 w["largest_abs_diff"] = abs(d)
                 w["at"] = list(key)
-    out = {"what": "values vs baseline", "ok": ok and checked > 0, "checked": checked, "worst": worst}
+    out = {"what": "values vs baseline", "ok": ok and checked > 0, "checked": checked, "worst": worst,
+           "l2_resident_bytes_not_judged": info}
     print("RUNCOST " + json.dumps(out), flush=True)
     sys.exit(0 if out["ok"] else 1)
 

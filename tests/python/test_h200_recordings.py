@@ -561,6 +561,34 @@ def test_default_auto_durations_verdicts_follow_from_the_recorded_lines():
         assert row in held, (row, r.stdout)
 
 
+def test_session10_defaults_decide_auto_after_the_warm_ups():
+    """s10-call1-acceptance-defaults.log (session 10, device call 1): "auto" decided after the
+    warm-up runs. Torch graphs captured before the session now take the records without the Range
+    Profiler ever being enabled: the graph of 60 kernels reads 138.5 us against 136.1 us by CUDA
+    events (128.1 us in call 18), and the mixed region holds against the definition its
+    DurationSource column declares (records: the in-stream time per kernel). The sweep and the
+    kprof run rows are missing (this checkout's .carry had neither nsight-python nor the C++ case)."""
+    log = os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations", "s10-call1-acceptance-defaults.log")
+    r, rows = _judge(log)
+    failed = sorted(k for k, v in rows.items() if v == "FAIL")
+    assert failed == [
+        ("python", "graph from 2 streams"),
+        ("python", "host cost per launch"),
+        ("python", "mm1024"),
+        ("python", "step 6 fp16_mm4096 DRAM %"),
+        ("python", "step 6 fp16_mm4096 SM %"),
+        ("rust", "graph from 2 streams"),
+        ("rust", "sgemm1024"),
+    ], r.stdout
+    assert sorted(k for k, v in rows.items() if v == "MISSING") == [
+        ("kprof run", "graph range (C++)"), ("python", "seed sweep speed")], r.stdout
+    for row in [("python", "graph of 60 kernels"), ("python", "10 eager + graph60 + 10 eager")]:
+        assert rows[row] == "PASS", (row, r.stdout)
+    graph = [x for x in _truth_rows("s10-call1-acceptance-defaults.log") if x.get("part") == "kprof"
+             and x.get("case") == "graph60"][0]
+    assert graph["source"] == ["records"] and 135_000 < graph["ns"] < 142_000, graph
+
+
 def test_serial_kernel_records_cannot_time_graphs_even_when_switched_per_benchmark():
     """call16 (KPROF_KERNEL_TRACE=serial with graph records) and call17 (a tried mode that switched
     to concurrent records for benchmarks that launch graphs, removed since): once serial kernel

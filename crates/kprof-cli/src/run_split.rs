@@ -155,6 +155,10 @@ fn add_times(sum: &mut CounterTimes, c: &CounterTimes) {
     sum.images_decoded += c.images_decoded;
     sum.start_s += c.start_s;
     sum.config_s += c.config_s;
+    sum.load_s += c.load_s;
+    sum.enable_s += c.enable_s;
+    sum.first_image_s += c.first_image_s;
+    sum.first_image_ranges = sum.first_image_ranges.max(c.first_image_ranges);
     sum.replay_s += c.replay_s;
     sum.replay_max_s = sum.replay_max_s.max(c.replay_max_s);
     sum.restart_s += c.restart_s;
@@ -538,7 +542,8 @@ mod tests {
             "counters": {
                 "metrics": [], "replay_mode": "kernel", "chip": "GH100", "capacity": 4096,
                 "launches": 66, "passes": 8, "images_decoded": 1,
-                "start_s": 0.5, "config_s": 0.125, "replay_s": 11.6, "replay_max_s": 0.3, "restart_s": 0.0,
+                "start_s": 0.5, "config_s": 0.125, "load_s": 0.0625, "enable_s": 0.1875, "first_image_s": 0.125,
+                "first_image_ranges": 64, "replay_s": 11.6, "replay_max_s": 0.3, "restart_s": 0.0,
                 "decode_s": 0.02, "evaluate_s": 0.01
             },
             "timeline": {
@@ -684,6 +689,13 @@ mod tests {
         );
         assert!(line("config image of 8 passes").contains("0.500 s"), "{text}");
         assert!(line("of which configuration").contains("0.125 s"), "{text}");
+        assert!(line("of which loading").contains("0.062 s"), "{text}");
+        assert!(line("of which profiler initialisation").contains("0.188 s"), "{text}");
+        assert!(
+            line("of which the first counter-data image").contains("0.125 s")
+                && line("of which the first counter-data image").contains("64 kernels"),
+            "{text}"
+        );
         assert!(
             line("replay: 66 profiled launch calls").contains("11.600 s")
                 && line("replay:").contains("175.8 ms per launch")
@@ -708,5 +720,6 @@ mod tests {
         let j = serde_json::to_value(&s).unwrap();
         assert_eq!(j["executions"][1]["replay"]["passes"], 8);
         assert_eq!(j["executions"][1]["collection"]["start_s"], 0.5);
+        assert_eq!(j["executions"][1]["collection"]["first_image_ranges"], 64);
     }
 }
