@@ -33,8 +33,14 @@ if [ -d ../shared/cases ]; then
     rm -rf .carry/cases && cp -r ../shared/cases .carry/cases && chmod -R u+w .carry/cases
 fi
 if [ ! -e .carry/wheels-extra/nsight_python-0.9.6-py3-none-any.whl ]; then
+    # With the dependencies the GPU machine's torch venv lacks (numpy and pandas come from it), as
+    # wheels for its Python 3.12.
     mkdir -p .carry/wheels-extra
-    pip download -q --no-deps nsight-python==0.9.6 -d .carry/wheels-extra \
+    { pip download -q --no-deps nsight-python==0.9.6 -d .carry/wheels-extra \
+        && pip download -q --only-binary=:all: --python-version 3.12 --platform manylinux_2_28_x86_64 \
+            --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 -d .carry/wheels-extra \
+            nvtx deepdiff nvidia-ml-py matplotlib \
+        && rm -f .carry/wheels-extra/numpy-* .carry/wheels-extra/tzdata-*; } \
         || echo "warning: nsight-python 0.9.6 not downloaded (the truth check's sweep comparison is skipped)" >&2
 fi
 git rev-parse --short HEAD > .carry/bin/BUILT_FROM 2>/dev/null || true

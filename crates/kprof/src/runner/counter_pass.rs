@@ -398,6 +398,7 @@ where
         state: Rc::clone(&state),
         warmup: false,
         run_index: step.run,
+        counter_pass: true,
     };
     let result = f(config, &mut run);
     drop(run);
@@ -689,13 +690,39 @@ impl Profiler {
         counters: &CounterRun,
         opts: &BenchOptions,
     ) -> Result<(), EngineError> {
+        // Durations that "auto" took from the counters fall back to this run's kernel records
+        // when its counter pass gave nothing usable (the closure launched other kernels there,
+        // or more than a counter-data image holds: 100,000 kernels in one region on the H200):
+        // a duration is never NaN while the records have it. Other metrics are NaN.
+        let records_instead = opts.duration == DurationSource::Auto && self.duration_source == "counters";
         let nan_all = |me: &mut Profiler, raw: &mut RawResults, msg: &str| -> Result<(), EngineError> {
+            let mut from_records = 0;
             for s in spans {
                 for (m, u) in plan.metrics.iter().zip(&plan.units) {
+                    if records_instead && m == DEFAULT_METRIC && !s.failed {
+                        let kernels = collected.by_region.get(&s.key).map(Vec::as_slice).unwrap_or(&[]);
+                        let pairs: Vec<(&str, f64)> = kernels
+                            .iter()
+                            .filter(|k| !opts.ignore_kernels.iter().any(|ig| kernel_matches(k, ig)))
+                            .map(|k| (k.name.as_str(), k.end_ns.saturating_sub(k.start_ns) as f64))
+                            .collect();
+                        if let Some((kname, value)) = combine_kernels(&pairs, &opts.combine) {
+                            let counters = std::mem::replace(&mut me.duration_source, DurationSource::Records.as_str());
+                            let pushed = me.push_sample_as(raw, name, &s.name, m, u, step, device_idx, value, &kname, &pairs, None);
+                            me.duration_source = counters;
+                            pushed?;
+                            from_records += 1;
+                            continue;
+                        }
+                    }
                     me.push_sample_as(raw, name, &s.name, m, u, step, device_idx, f64::NAN, "", &[], Some(msg))?;
                 }
             }
-            me.warnings.push(msg.to_string());
+            me.warnings.push(if from_records > 0 {
+                format!("{msg}; its durations come from the kernel records instead (DurationSource records)")
+            } else {
+                msg.to_string()
+            });
             Ok(())
         };
         match counters {
@@ -822,7 +849,8 @@ impl Profiler {
                          the timing pass ran {n}; the closure must launch the same kernels every time it runs (it runs \
                          once for timing and again for counters), and no CUDA call in it may launch kernels of the \
                          driver's own (the counters see them, the kernel records do not: e.g. \
-                         cuCtxResetPersistingL2Cache). Counters recorded as NaN",
+                         cuCtxResetPersistingL2Cache, or more kernels than a counter-data image holds). Counters \
+                         recorded as NaN",
                         plan.mode.cupti_name(),
                         per_kernel.len(),
                         step.run

@@ -767,6 +767,7 @@ impl Profiler {
             state: Rc::clone(&state),
             warmup: step.warmup,
             run_index: step.run,
+            counter_pass: false,
         };
         let result = f(config, &mut run);
         drop(run);

@@ -46,6 +46,8 @@ pub struct Run {
     pub(super) state: Rc<RunState>,
     pub(super) warmup: bool,
     pub(super) run_index: u32,
+    /// This call of the closure is a counter pass (its samples are counters, not timings).
+    pub(super) counter_pass: bool,
 }
 
 /// An open region; the region closes when the guard is dropped. Guards must be dropped in the
@@ -114,6 +116,14 @@ impl Run {
     /// Whether this is a warm-up run (its samples are not recorded).
     pub fn is_warmup(&self) -> bool {
         self.warmup
+    }
+
+    /// Whether this call of the closure is a counter pass: with counter metrics, or durations from
+    /// the counters (`DurationSource::Auto`, the default, where the counters can be used), every
+    /// recorded run calls the closure again for the counters after its timing pass. A closure
+    /// that times itself (CUDA events around its work) keeps only the timing pass's numbers.
+    pub fn is_counter_pass(&self) -> bool {
+        self.counter_pass
     }
 
     /// The run index (recorded runs and warm-up runs count separately from 0).

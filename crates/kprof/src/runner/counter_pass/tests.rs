@@ -486,6 +486,45 @@ fn a_closure_that_launches_differently_in_the_counter_pass_gives_nan_with_a_warn
 }
 
 #[test]
+fn auto_durations_fall_back_to_the_records_when_a_counter_pass_does_not_match() {
+    // Durations from the counters (auto) of a run whose counter pass launched other kernels (on
+    // the H200: 100,000 kernels in one region, more than a counter-data image held) are the
+    // records' of that run, marked so, never NaN; the closure can tell its counter pass.
+    let (mock, mut p) = setup(1);
+    let m = mock.clone();
+    let o = BenchOptions {
+        duration: DurationSource::Auto,
+        ..opts(&[], ReplayMode::Application)
+    };
+    let seen = std::cell::RefCell::new(Vec::new());
+    let raw = p
+        .bench("b", &[], &o, |_, run| {
+            let counter_pass = m.in_counter_pass.load(Ordering::SeqCst);
+            seen.borrow_mut().push((counter_pass, run.is_counter_pass()));
+            if counter_pass {
+                m.launch("extra", 1);
+            }
+            run.annotate("a", |_| m.launch("k1", 10))?;
+            Ok(())
+        })
+        .unwrap();
+    assert!(seen.borrow().iter().all(|(mock_says, run_says)| mock_says == run_says), "{:?}", seen.borrow());
+    assert!(seen.borrow().iter().any(|(c, _)| *c), "a counter pass ran");
+    assert_eq!(series(&raw, "a", DEFAULT_METRIC).1, vec![10.0, 10.0], "the records' 10 ns, not NaN");
+    let source = raw.extras.iter().find(|c| c.name == "DurationSource").expect("DurationSource column");
+    assert!(
+        source.values.iter().all(|v| *v == kprof_core::ExtraValue::Text("records".into())),
+        "{:?}",
+        source.values
+    );
+    assert!(
+        p.warnings().iter().any(|w| w.contains("must launch the same kernels") && w.contains("kernel records instead")),
+        "{:?}",
+        p.warnings()
+    );
+}
+
+#[test]
 fn kernel_replay_grows_the_counter_data_image_instead_of_dropping_kernels() {
     let (mock, mut p) = setup(2);
     let m = mock.clone();
