@@ -23,7 +23,7 @@ from kprof import ConfigError, WorkerError, scaleout
 from kprof.results import WORKER_COLUMNS
 
 from scaleout_support import (
-    HERE, RUNS, SILENT, SIZES, assert_matches_reference, interrupt_when, matmul, pieces_done,
+    HERE, RUNS, SILENT, SIZES, assert_matches_reference, ctrl_c_when, matmul, pieces_done,
 )
 
 
@@ -100,11 +100,11 @@ def test_ctrl_c_stops_every_worker_within_a_second_and_keeps_what_finished(repla
     pids = {r.pid for r in replay.runs()}
     os.killpg(proc.pid, signal.SIGINT)
     sent = time.monotonic()
-    stdout, stderr = proc.communicate(timeout=30)
     while any(alive(p) for p in pids) and time.monotonic() - sent < 5:
         time.sleep(0.01)
     stopped = time.monotonic() - sent
-    assert stopped < 1.0, f"workers still alive {stopped:.2f} s after Ctrl-C"
+    stdout, stderr = proc.communicate(timeout=30)
+    assert stopped < 1.0, f"workers still alive {stopped:.2f} s after Ctrl-C; the script's stderr: {stderr}"
     assert proc.returncode != 0 and "KeyboardInterrupt" in stderr, stderr
     assert "interrupted; the" in stderr, stderr
     partial = stderr.split("are in ")[-1].split()[0]
@@ -190,9 +190,8 @@ def test_failures_are_retried_once_then_reported_as_rows_with_the_reason(replay,
 def test_process_pool_ctrl_c_stops_tasks_and_keeps_what_finished(replay, tmp_path, monkeypatch):
     monkeypatch.setenv("REPLAY_TIME_SCALE", "1e-8")  # 8192: 0.22 s a run
     out = tmp_path / "out"
-    watcher = interrupt_when(lambda: pieces_done(out, 3))
     with spawn_pool() as pool:
-        with pytest.raises(KeyboardInterrupt):
+        with ctrl_c_when(lambda: pieces_done(out, 3)) as watcher, pytest.raises(KeyboardInterrupt):
             sweep(executor=pool, output_prefix=str(out) + os.sep)()
         late = [r for r in replay.runs() if r.t > watcher.at + 1.0]
         assert not late, f"runs measured more than 1 s after Ctrl-C: {late}"
