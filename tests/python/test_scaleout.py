@@ -113,6 +113,62 @@ def test_ctrl_c_stops_every_worker_within_a_second_and_keeps_what_finished(repla
     assert (kept.groupby("n").size() == RUNS).all(), "only finished configurations, whole"
 
 
+def test_ctrl_c_while_the_workers_start_stops_them_all(replay, tmp_path, monkeypatch):
+    # Ctrl-C as soon as the call has made its folder (the sign that the sweep started): it lands
+    # while the workers are being spawned or are importing the script.
+    monkeypatch.setenv("REPLAY_TIME_SCALE", "1e-7")  # a sweep that finished instead would take 20 s
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, os.path.join(HERE, "scaleout_driver.py"), "sweep", str(out) + os.sep],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not list(out.glob("partial-*")) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+    assert list(out.glob("partial-*")), proc.communicate(timeout=10)
+    os.killpg(proc.pid, signal.SIGINT)
+    sent = time.monotonic()
+    stdout, stderr = proc.communicate(timeout=30)
+    exited = time.monotonic() - sent
+    while group(proc.pid) and time.monotonic() - sent < exited + 5:
+        time.sleep(0.01)
+    assert not group(proc.pid), f"still running {time.monotonic() - sent:.2f} s after Ctrl-C: {group(proc.pid)}"
+    assert exited < 10, f"the script ended {exited:.1f} s after Ctrl-C"
+    assert proc.returncode != 0 and stderr.rstrip().endswith("KeyboardInterrupt"), stderr
+    assert not list(out.glob("partial-*")), "nothing finished: no folder left"
+
+
+def test_ctrl_c_just_after_a_worker_was_spawned_raises_it_and_stops_that_worker(replay, monkeypatch):
+    # The narrowest spot of start-up: the worker process exists, kprof has not stored its pipe yet.
+    spawned = []
+    start = multiprocessing.context.SpawnProcess.start
+
+    def start_then_ctrl_c(process):
+        start(process)
+        spawned.append(process)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(multiprocessing.context.SpawnProcess, "start", start_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        sweep(devices=[0, 1])()
+    assert len(spawned) == 1 and not spawned[0].is_alive()
+    assert not replay.runs()
+
+
+def group(pgid: int) -> list[int]:
+    """The live processes of process group ``pgid``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                state, _, pgrp = f.read().rsplit(")", 1)[1].split()[:3]
+        except (OSError, ValueError):
+            continue
+        if int(pgrp) == pgid and state != "Z":
+            found.append(int(entry))
+    return found
+
+
 def test_a_worker_refuses_to_run_when_cuda_started_before_it_was_pinned(replay, tmp_path):
     done = subprocess.run(
         [sys.executable, os.path.join(HERE, "scaleout_driver.py"), "cuda-at-import", str(tmp_path) + os.sep],
