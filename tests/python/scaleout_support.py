@@ -121,9 +121,10 @@ def assert_matches_reference(results) -> None:
 
 
 @contextlib.contextmanager
-def ctrl_c_when(condition, timeout: float = 60.0):
-    """Ctrl-C once ``condition()`` holds: SIGINT to the main thread (as a terminal sends it), which
-    raises KeyboardInterrupt there. Yields the watcher; its ``at`` is the time it sent it.
+def ctrl_c_when(condition):
+    """Ctrl-C once ``condition()`` holds (checked every 50 ms while the block runs, however long):
+    SIGINT to the main thread (as a terminal sends it), which raises KeyboardInterrupt there. Yields
+    the watcher; its ``at`` is the time it sent it.
 
     For the duration, SIGINT's handler is Python's own (``signal.default_int_handler``): a Python
     started with SIGINT ignored keeps it ignored (it installs its handler only over SIG_DFL), as is
@@ -135,15 +136,14 @@ def ctrl_c_when(condition, timeout: float = 60.0):
     main = threading.main_thread().ident
 
     def watch():
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and not over.is_set():
+        while not over.is_set():
             if condition():
                 with lock:
                     if not over.is_set():
                         watcher.at = time.time()
                         signal.pthread_kill(main, signal.SIGINT)
                 return
-            time.sleep(0.05)
+            over.wait(0.05)
 
     watcher = threading.Thread(target=watch, name="ctrl-c", daemon=True)
     watcher.at = None
