@@ -58,11 +58,20 @@ stop() {
     done
     kill -9 "${pids[@]}" 2>/dev/null || true
     rm -f "$dir"/{slurmd,slurmctld,munged}.pid
-    # Job steps outlive slurmd by design; this instance's carry its SLURM_CONF.
-    for pid in $(pgrep -x slurmstepd || true); do
-        if tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep -qx "SLURM_CONF=$dir/slurm.conf"; then
-            kill -9 "$pid" 2>/dev/null || true
-        fi
+    # Job steps (slurmstepd) outlive slurmd by design, and the jobs under them (batch script, srun,
+    # the task) outlive their slurmstepd: srun waits for a controller that is gone, for ever. Every
+    # process of this instance carries its SLURM_CONF from the start (jobs get the submitter's
+    # environment); the ones of this script and its callers are spared.
+    local keep=" " env
+    pid=$$
+    while [ -n "$pid" ] && [ "$pid" -gt 1 ]; do
+        keep+="$pid "
+        pid=$(ps -o ppid= -p "$pid" 2>/dev/null | tr -d ' ' || true)
+    done
+    for env in $(grep -lzxF "SLURM_CONF=$dir/slurm.conf" /proc/[0-9]*/environ 2>/dev/null || true); do
+        pid=${env#/proc/}
+        pid=${pid%/environ}
+        [[ $keep == *" $pid "* ]] || kill -9 "$pid" 2>/dev/null || true
     done
 }
 

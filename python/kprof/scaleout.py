@@ -51,6 +51,7 @@ from __future__ import annotations
 import builtins
 import collections
 import concurrent.futures
+import contextlib
 import csv
 import dataclasses
 import hashlib
@@ -480,6 +481,8 @@ def _device_worker(conn, cvd: str) -> None:
     """A devices= worker process: pins its GPU, then runs the tasks it receives until told to stop."""
     os.environ["CUDA_VISIBLE_DEVICES"] = cvd
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle
+    if hasattr(signal, "pthread_sigmask"):  # blocked since the caller spawned it (_sigint_deferred)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
         main = getattr(sys.modules.get("__main__"), "__file__", "your script")
@@ -579,12 +582,36 @@ def _describe_exit(code: int | None) -> str:
     return f"exited with code {code}"
 
 
+@contextlib.contextmanager
+def _sigint_deferred():
+    """SIGINT (Ctrl-C) blocked in this thread for the block; one that came meanwhile raises
+    KeyboardInterrupt right after it. Around the start of a worker, so that a Ctrl-C lands neither
+    between the spawn of the process and kprof's record of it (a worker that nobody stops) nor, as
+    a KeyboardInterrupt, in the new worker's start-up: the worker inherits the blocked signal and
+    unblocks it once it ignores it (as multiprocessing starts its resource tracker)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()  # its own start unblocks SIGINT: before the block, not inside
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 class _Slot:
     def __init__(self, index: int, ordinal: int, cvd: str):
         self.index, self.ordinal, self.cvd = index, ordinal, cvd
         self.proc: Any = None
         self.conn: Any = None
         self.task: Task | None = None
+
+    def started(self) -> bool:
+        """Whether its process was started (an interrupted start leaves one that never was)."""
+        return self.proc is not None and self.proc.pid is not None
 
 
 class _DeviceRunner:
@@ -601,10 +628,14 @@ class _DeviceRunner:
 
     def _start(self, s: _Slot) -> None:
         parent, child = self._ctx.Pipe()
+        # Recorded before it starts: stop() and close() see the worker whatever interrupts the start.
         s.proc = self._ctx.Process(target=_device_worker, args=(child, s.cvd), name=f"kprof-worker-{s.ordinal}")
-        s.proc.start()
-        child.close()
         s.conn, s.task = parent, None
+        try:
+            with _sigint_deferred():
+                s.proc.start()
+        finally:
+            child.close()
 
     def busy(self) -> bool:
         return any(s.task is not None for s in self.slots)
@@ -656,7 +687,7 @@ class _DeviceRunner:
         return finished
 
     def stop(self) -> None:
-        started = [s for s in self.slots if s.proc is not None]
+        started = [s for s in self.slots if s.started()]
         for s in started:
             if s.proc.is_alive():
                 s.proc.kill()
@@ -664,7 +695,7 @@ class _DeviceRunner:
             s.proc.join(1.0)
 
     def close(self) -> None:
-        started = [s for s in self.slots if s.proc is not None]
+        started = [s for s in self.slots if s.started()]
         for s in started:
             try:
                 s.conn.send(None)
@@ -676,7 +707,9 @@ class _DeviceRunner:
             if s.proc.is_alive():
                 s.proc.kill()
                 s.proc.join(1.0)
-            s.conn.close()
+        for s in self.slots:
+            if s.conn is not None:
+                s.conn.close()
 
 
 class _ExecutorRunner:
@@ -887,7 +920,6 @@ def profile(func: Any, sig: Any, settings: Any, state: dict, configs: list[tuple
     payload = pack(func, settings, configs, main_ok)
     name_tag = analyze.file_name_tag(sig.func_name)
     run_id = analyze._next_run_id(name_tag)
-    folder = _folder(settings, state, name_tag, run_id)
     adaptive = settings.target_rsd is not None or settings.target_ci is not None
     expected = (settings.max_runs or max(settings.runs, 100)) if adaptive else settings.runs
     progress = ProgressReporter(sig.func_name, len(configs), expected, settings.verbosity)
@@ -898,8 +930,10 @@ def profile(func: Any, sig: Any, settings: Any, state: dict, configs: list[tuple
     def task(group: tuple) -> Task:
         return Task(f"{next(ids):06d}", payload, group, folder, None, min(5.0, so.worker_timeout / 4))
 
+    folder: Any = None
     runner: Any = None
     try:
+        folder = _folder(settings, state, name_tag, run_id)  # in the try: a Ctrl-C right after leaves none behind
         if so.devices is not None:
             runner = _DeviceRunner(ordinals, visible)
             runner.start()
@@ -919,6 +953,8 @@ def profile(func: Any, sig: Any, settings: Any, state: dict, configs: list[tuple
     except BaseException as e:  # Ctrl-C, a worker that cannot run, the executor: keep what finished, in one file
         if runner is not None:
             runner.stop()
+        if folder is None:
+            raise
         queue.done.update(_recover(folder, [p for p in pieces if p not in queue.done]))
         if queue.done:
             path = os.path.join(folder, f"{sig.func_name}-raw.csv")

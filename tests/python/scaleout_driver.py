@@ -6,9 +6,15 @@
 Without cloudpickle on purpose: its ``__main__`` function travels to the workers by name, and the
 workers run this file's top level again (as multiprocessing does)."""
 
+import signal
 import sys
 import types
 
+# Ctrl-C raises KeyboardInterrupt here, as in a terminal, also when the tests run with SIGINT
+# ignored (the suite started as a background command of a shell without job control, such as
+# `scripts/test.sh > log &` in a script): Python keeps an inherited SIG_IGN, and this script would
+# ignore the test's SIGINT.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.modules["cloudpickle"] = None
 
 if sys.argv[1] == "cuda-at-import":  # a torch whose CUDA is already started, in every process

@@ -5,7 +5,9 @@ worker), and readers of its run log."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
+import signal
 import threading
 import time
 from dataclasses import dataclass
@@ -118,25 +120,41 @@ def assert_matches_reference(results) -> None:
     assert (df["NumRuns"] == RUNS).all() and (df["Failure"] == "").all()
 
 
-def interrupt_when(condition, timeout: float = 60.0) -> threading.Thread:
-    """Raises KeyboardInterrupt in the main thread (as Ctrl-C does) once ``condition()`` holds;
-    the thread's ``at`` is the time it did."""
+@contextlib.contextmanager
+def ctrl_c_when(condition):
+    """Ctrl-C once ``condition()`` holds (checked every 50 ms while the block runs, however long):
+    SIGINT to the main thread (as a terminal sends it), which raises KeyboardInterrupt there. Yields
+    the watcher; its ``at`` is the time it sent it.
+
+    For the duration, SIGINT's handler is Python's own (``signal.default_int_handler``): a Python
+    started with SIGINT ignored keeps it ignored (it installs its handler only over SIG_DFL), as is
+    every process of a suite started as a background command of a shell without job control
+    (``scripts/test.sh > log &`` in a script): there neither a SIGINT nor
+    ``_thread.interrupt_main()`` raises anything. The signal is only sent inside the ``with`` block."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    lock, over = threading.Lock(), threading.Event()
+    main = threading.main_thread().ident
 
     def watch():
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        while not over.is_set():
             if condition():
-                watcher.at = time.time()
-                import _thread
-
-                _thread.interrupt_main()
+                with lock:
+                    if not over.is_set():
+                        watcher.at = time.time()
+                        signal.pthread_kill(main, signal.SIGINT)
                 return
-            time.sleep(0.05)
+            over.wait(0.05)
 
-    watcher = threading.Thread(target=watch, daemon=True)
+    watcher = threading.Thread(target=watch, name="ctrl-c", daemon=True)
     watcher.at = None
     watcher.start()
-    return watcher
+    try:
+        yield watcher
+    finally:
+        with lock:
+            over.set()
+        watcher.join()
+        signal.signal(signal.SIGINT, previous)
 
 
 def pieces_done(folder_glob_root, n: int) -> bool:

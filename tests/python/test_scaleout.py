@@ -23,7 +23,7 @@ from kprof import ConfigError, WorkerError, scaleout
 from kprof.results import WORKER_COLUMNS
 
 from scaleout_support import (
-    HERE, RUNS, SILENT, SIZES, assert_matches_reference, interrupt_when, matmul, pieces_done,
+    HERE, RUNS, SILENT, SIZES, assert_matches_reference, ctrl_c_when, matmul, pieces_done,
 )
 
 
@@ -100,17 +100,88 @@ def test_ctrl_c_stops_every_worker_within_a_second_and_keeps_what_finished(repla
     pids = {r.pid for r in replay.runs()}
     os.killpg(proc.pid, signal.SIGINT)
     sent = time.monotonic()
-    stdout, stderr = proc.communicate(timeout=30)
     while any(alive(p) for p in pids) and time.monotonic() - sent < 5:
         time.sleep(0.01)
     stopped = time.monotonic() - sent
-    assert stopped < 1.0, f"workers still alive {stopped:.2f} s after Ctrl-C"
+    stdout, stderr = proc.communicate(timeout=30)
+    assert stopped < 1.0, f"workers still alive {stopped:.2f} s after Ctrl-C; the script's stderr: {stderr}"
     assert proc.returncode != 0 and "KeyboardInterrupt" in stderr, stderr
     assert "interrupted; the" in stderr, stderr
     partial = stderr.split("are in ")[-1].split()[0]
     kept = kprof.load(partial).raw()
     assert set(kept["n"]) >= {512, 1024, 2048} and 8192 not in set(kept["n"])
     assert (kept.groupby("n").size() == RUNS).all(), "only finished configurations, whole"
+
+
+def test_ctrl_c_while_the_workers_start_stops_them_all(replay, tmp_path, monkeypatch):
+    # Ctrl-C as soon as the call has made its folder (the sign that the sweep started): it lands
+    # while the workers are being spawned or are importing the script.
+    monkeypatch.setenv("REPLAY_TIME_SCALE", "1e-7")  # a sweep that finished instead would take 20 s
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, os.path.join(HERE, "scaleout_driver.py"), "sweep", str(out) + os.sep],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not list(out.glob("partial-*")) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+    assert list(out.glob("partial-*")), proc.communicate(timeout=10)
+    os.killpg(proc.pid, signal.SIGINT)
+    sent = time.monotonic()
+
+    def workers():  # the group but the script and multiprocessing's resource tracker (it ends with the script)
+        return [p for p in group(proc.pid) if p != proc.pid and b"resource_tracker" not in cmdline(p)]
+
+    while workers() and time.monotonic() - sent < 5:
+        time.sleep(0.01)
+    stopped = time.monotonic() - sent
+    stdout, stderr = proc.communicate(timeout=30)
+    assert stopped < 1.0, f"workers still alive {stopped:.2f} s after Ctrl-C; the script's stderr: {stderr}"
+    assert proc.returncode != 0 and stderr.rstrip().endswith("KeyboardInterrupt"), stderr
+    exited = time.monotonic()
+    while group(proc.pid) and time.monotonic() - exited < 5:
+        time.sleep(0.01)
+    assert not group(proc.pid), f"still running {time.monotonic() - exited:.2f} s after the script ended"
+    assert not list(out.glob("partial-*")), "nothing finished: no folder left"
+
+
+def test_ctrl_c_just_after_a_worker_was_spawned_raises_it_and_stops_that_worker(replay, monkeypatch):
+    # The narrowest spot of start-up: the worker process exists, kprof has not stored its pipe yet.
+    spawned = []
+    start = multiprocessing.context.SpawnProcess.start
+
+    def start_then_ctrl_c(process):
+        start(process)
+        spawned.append(process)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(multiprocessing.context.SpawnProcess, "start", start_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        sweep(devices=[0, 1])()
+    assert len(spawned) == 1 and not spawned[0].is_alive()
+    assert not replay.runs()
+
+
+def cmdline(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
+def group(pgid: int) -> list[int]:
+    """The live processes of process group ``pgid``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                state, _, pgrp = f.read().rsplit(")", 1)[1].split()[:3]
+        except (OSError, ValueError):
+            continue
+        if int(pgrp) == pgid and state != "Z":
+            found.append(int(entry))
+    return found
 
 
 def test_a_worker_refuses_to_run_when_cuda_started_before_it_was_pinned(replay, tmp_path):
@@ -190,9 +261,8 @@ def test_failures_are_retried_once_then_reported_as_rows_with_the_reason(replay,
 def test_process_pool_ctrl_c_stops_tasks_and_keeps_what_finished(replay, tmp_path, monkeypatch):
     monkeypatch.setenv("REPLAY_TIME_SCALE", "1e-8")  # 8192: 0.22 s a run
     out = tmp_path / "out"
-    watcher = interrupt_when(lambda: pieces_done(out, 3))
     with spawn_pool() as pool:
-        with pytest.raises(KeyboardInterrupt):
+        with ctrl_c_when(lambda: pieces_done(out, 3)) as watcher, pytest.raises(KeyboardInterrupt):
             sweep(executor=pool, output_prefix=str(out) + os.sep)()
         late = [r for r in replay.runs() if r.t > watcher.at + 1.0]
         assert not late, f"runs measured more than 1 s after Ctrl-C: {late}"

@@ -21,7 +21,7 @@ submitit = pytest.importorskip("submitit", reason="the Slurm tests need kprof[sl
 import kprof  # noqa: E402
 
 from scaleout_support import (  # noqa: E402
-    HERE, RUNS, SILENT, SIZES, assert_matches_reference, interrupt_when, matmul, pieces_done,
+    HERE, RUNS, SILENT, SIZES, assert_matches_reference, ctrl_c_when, matmul, pieces_done,
 )
 
 SCRIPT = os.path.join(HERE, "..", "..", "scripts", "slurm-local.sh")
@@ -72,8 +72,7 @@ def test_slurm_job_array_merge_and_a_task_killed_mid_shard(replay, executor, mon
 def test_slurm_ctrl_c_cancels_the_jobs_and_keeps_what_finished(replay, executor, monkeypatch, tmp_path):
     monkeypatch.setenv("REPLAY_TIME_SCALE", "1e-8")  # 8192: 0.22 s a run
     out = tmp_path / "out"
-    watcher = interrupt_when(lambda: pieces_done(out, 3), timeout=120)
-    with pytest.raises(KeyboardInterrupt):
+    with ctrl_c_when(lambda: pieces_done(out, 3)) as watcher, pytest.raises(KeyboardInterrupt):
         sweep(executor=executor, output_prefix=str(out) + os.sep)()
     time.sleep(1.2)
     late = [r for r in replay.runs() if r.t > watcher.at + 1.0]
