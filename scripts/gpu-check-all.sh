@@ -14,21 +14,32 @@
 #   ncubackend  scripts/gpu-check-ncu.sh       issue 6: backend="ncu" through the wheel
 #   seed        scripts/gpu-check-seed.sh      issue 5: seed steps 6 and 7 from Rust, CUPTI vs ncu
 #   scaleout    scripts/gpu-check-scaleout.sh  issue 22: two workers sharing GPU 0 vs one process
+# More parts, not in the default list (PARTS="truth runcost" or PARTS="$DEFAULT_PARTS torchrun"):
+#   truth       scripts/gpu-check-truth.sh     issue 17: durations of short kernels and CUDA graphs
+#   runcost     scripts/gpu-check-run-cost.sh  issue 21: what kprof run --metrics costs against ncu
+#   torchrun    scripts/gpu-check-torchrun.sh  issue 22: kprof run on torchrun, per-rank tables
+#   graphmodes  scripts/gpu-check-graph-modes.sh  issue 17: every way of timing CUDA graphs
+#   extra       scripts/gpu-check-extra.sh     issues 5 and 6 follow-ups (L2 and DRAM probes)
+#   step8       scripts/gpu-check-step8.sh     the seed's step 8 (conditions, collectors) alone
+# This script is the one entry point of the GPU checks; the scripts above are its parts.
 # Results: one tarball per part plus all-checks.log in OUT. Never changes any GPU setting.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${1:-${OUT:?give OUT}}"
 SKIP="${SKIP:-}"
+DEFAULT_PARTS="engine counters conditions ncu run python ncubackend seed scaleout"
+PARTS="${PARTS:-$DEFAULT_PARTS}"
 LOG="$OUT/all-checks.log"
 : > "$LOG"
 status=0
 part() {
     local name="$1"; shift
+    case " $PARTS " in *" $name "*) ;; *) return;; esac
     case " $SKIP " in *" $name "*) echo "== $name: skipped" | tee -a "$LOG"; return;; esac
     local dir="$OUT/$name"; mkdir -p "$dir"
     local t0=$SECONDS
     echo "== $name: $*" | tee -a "$LOG"
-    ( "$@" ) > "$dir/console.log" 2>&1
+    ( unset PARTS; "$@" ) > "$dir/console.log" 2>&1   # PARTS is ours; the parts' own PARTS take their defaults
     local rc=$?
     tail -n 40 "$dir/console.log" >> "$LOG"
     echo "== $name: exit $rc after $((SECONDS - t0)) s" | tee -a "$LOG"
@@ -46,5 +57,11 @@ part ncu        env OUT="$OUT/ncu" bash scripts/ncu-capture.sh
 [ -x scripts/gpu-check-ncu.sh ] && part ncubackend env OUT="$OUT/ncubackend" scripts/gpu-check-ncu.sh
 part seed       env OUT="$OUT/seed" scripts/gpu-check-seed.sh
 [ -x scripts/gpu-check-scaleout.sh ] && part scaleout env OUT="$OUT/scaleout" scripts/gpu-check-scaleout.sh
+part truth      scripts/gpu-check-truth.sh "$OUT/truth"
+part runcost    scripts/gpu-check-run-cost.sh "$OUT/runcost" tests/fixtures/h200-kprof-run-metrics-vs-ncu/call22-kprof-metrics2-raw.csv
+part torchrun   scripts/gpu-check-torchrun.sh "$OUT/torchrun"
+part graphmodes scripts/gpu-check-graph-modes.sh "$OUT/graphmodes"
+part extra      env OUT="$OUT/extra" scripts/gpu-check-extra.sh
+part step8      env OUT="$OUT/step8" scripts/gpu-check-step8.sh
 echo "== overall: $([ $status -eq 0 ] && echo PASS || echo FAIL)" | tee -a "$LOG"
 exit $status
