@@ -791,3 +791,13 @@ def test_session10_call3_workers_take_turns_run_check_and_the_cpp_graph():
     assert "20 range occurrences compared, 0 bad (tolerance 0.5%)" in part
     r, rows = _judge(os.path.join(base, "h200-short-kernel-and-graph-durations", "s10-call3-cases-and-sweep.log"))
     assert rows[("kprof run", "graph range (C++)")] == "PASS", r.stdout
+
+
+def test_session10_sweep_speed_against_nsight_python():
+    """s10-call7-sweep-and-launch-cost.log: the seed sweep 4.9x faster than nsight-python 0.9.6 in
+    the default settings (issue 17 asks 10x: not met), 9.9x with duration_source="records"."""
+    r, rows = _judge(os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations", "s10-call7-sweep-and-launch-cost.log"))
+    assert rows[("python", "seed sweep speed")] == "FAIL", r.stdout
+    assert "4.9x" in r.stdout
+    sweeps = {x["tool"]: x["wall_s"] for x in _truth_rows("s10-call7-sweep-and-launch-cost.log") if x.get("part") == "sweep"}
+    assert 9.5 < sweeps["nsight-python 0.9.6"] / sweeps["kprof-records"] < 10.5, sweeps
