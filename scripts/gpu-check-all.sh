@@ -21,6 +21,7 @@
 #   graphmodes  scripts/gpu-check-graph-modes.sh  issue 17: every way of timing CUDA graphs
 #   extra       scripts/gpu-check-extra.sh     issues 5 and 6 follow-ups (L2 and DRAM probes)
 #   step8       scripts/gpu-check-step8.sh     the seed's step 8 (conditions, collectors) alone
+#   multigpu    scripts/gpu-check-multigpu.sh  issue 24: the sharded sweep on every GPU, NCCL under kprof run
 # This script is the one entry point of the GPU checks; the scripts above are its parts.
 # Results: one tarball per part plus all-checks.log in OUT. Never changes any GPU setting.
 set -uo pipefail
@@ -63,5 +64,6 @@ part torchrun   scripts/gpu-check-torchrun.sh "$OUT/torchrun"
 part graphmodes scripts/gpu-check-graph-modes.sh "$OUT/graphmodes"
 part extra      env OUT="$OUT/extra" scripts/gpu-check-extra.sh
 part step8      env OUT="$OUT/step8" scripts/gpu-check-step8.sh
+part multigpu   scripts/gpu-check-multigpu.sh "$OUT/multigpu"
 echo "== overall: $([ $status -eq 0 ] && echo PASS || echo FAIL)" | tee -a "$LOG"
 exit $status

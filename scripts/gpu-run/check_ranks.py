@@ -1,6 +1,6 @@
 """Checks one `kprof run -- torchrun --nproc-per-node N` output folder (scripts/gpu-check-torchrun.sh).
 
-    check_ranks.py DIR N [--collective-kernels]
+    check_ranks.py DIR N [--collective-kernels] [--medians-within PCT]
 
 Prints per rank and region the median (ns), runs and kernels (`MEDIAN ...` lines), each
 process's rank and devices from its status file (`PROC ...`), then checks: processed.csv has a
@@ -8,7 +8,8 @@ process's rank and devices from its status file (`PROC ...`), then checks: proce
 other rank; every rank's status file names its rank (from RANK) and a device with a UUID. The
 `allreduce` range: its rows per rank are printed (INFO when it has none: the backend launched no
 kernel inside it); with --collective-kernels every rank must have one, whose kernels include an
-NCCL kernel. Exit 1 on a failed check.
+NCCL kernel; with --medians-within PCT the ranks' `matmul` medians must lie within PCT % of
+their mean. Exit 1 on a failed check.
 """
 import csv
 import glob
@@ -50,6 +51,14 @@ def main():
             print(f"INFO: rank {i}: NCCL kernels outside ranges: {nccl}")
     if len(set(runs.values())) > 1:
         failed.append(f"matmul runs differ between ranks: {runs}")
+    if "--medians-within" in sys.argv:
+        pct = float(sys.argv[sys.argv.index("--medians-within") + 1])
+        med = {r["Rank"]: float(r["Median"]) for r in rows if r["Annotation"] == "matmul"}
+        mean = sum(med.values()) / max(1, len(med))
+        spread = {k: 100.0 * (v / mean - 1.0) for k, v in med.items()}
+        print("MATMUL_MEDIANS " + json.dumps({"median_ns": med, "pct_from_mean": spread}))
+        if not med or any(abs(d) > pct for d in spread.values()):
+            failed.append(f"matmul medians of the ranks differ by more than {pct} %: {spread}")
     seen = {}
     for f in sorted(glob.glob(os.path.join(d, "procs", "rep0", "*.json"))):
         s = json.load(open(f))

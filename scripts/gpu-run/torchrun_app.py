@@ -17,7 +17,10 @@ import torch.distributed as dist
 
 ITERS = int(os.environ.get("APP_ITERS", "20"))
 BACKEND = os.environ.get("APP_BACKEND", "gloo")
-DEVICE = int(os.environ.get("APP_DEVICE", "0"))
+# APP_DEVICE: the CUDA device of every rank (default 0: all ranks share GPU 0), or "local_rank"
+# (rank r of a node on GPU LOCAL_RANK: one GPU per rank, as NCCL needs).
+_dev = os.environ.get("APP_DEVICE", "0")
+DEVICE = int(os.environ["LOCAL_RANK"]) if _dev == "local_rank" else int(_dev)
 
 torch.backends.cuda.matmul.allow_tf32 = False
 rank = int(os.environ["RANK"])
