@@ -7,6 +7,7 @@ use std::sync::Arc;
 use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use kprof::core::model::RawResults;
+use kprof::runner::{BenchOptions, CacheControl, Profiler};
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -25,8 +26,44 @@ extern "C" __global__ void kprof_add(float* y, const float* x, unsigned int n) {
 }
 "#;
 
+/// The start of every element-wise kernel of [`KERNELS_PTX`] (the `{` after its parameters
+/// `py`, `px`, ..., `pn`): its registers, the loads of `y`, `x` and `n` (`$extra`: the loads of
+/// any others), the thread's index `r5`, a branch to `$done` past `n`, and the addresses of
+/// `x[i]` (`rd6`) and `y[i]` (`rd7`).
+macro_rules! elementwise_ptx_start {
+    ($extra:literal, $done:literal) => {
+        concat!(
+            "{
+    .reg .pred p;
+    .reg .b32 r<6>;
+    .reg .f32 f<4>;
+    .reg .b64 rd<8>;
+    ld.param.u64 rd1, [py];
+    ld.param.u64 rd2, [px];
+",
+            $extra,
+            "    ld.param.u32 r1, [pn];
+    mov.u32 r2, %ctaid.x;
+    mov.u32 r3, %ntid.x;
+    mov.u32 r4, %tid.x;
+    mad.lo.s32 r5, r2, r3, r4;
+    setp.ge.u32 p, r5, r1;
+    @p bra ",
+            $done,
+            ";
+    cvta.to.global.u64 rd3, rd1;
+    cvta.to.global.u64 rd4, rd2;
+    mul.wide.u32 rd5, r5, 4;
+    add.s64 rd6, rd4, rd5;
+    add.s64 rd7, rd3, rd5;
+"
+        )
+    };
+}
+
 /// The same kernels in PTX, used when NVRTC is not available (the driver JIT-compiles PTX).
-pub const KERNELS_PTX: &str = r#"
+pub const KERNELS_PTX: &str = concat!(
+    r#"
 .version 7.0
 .target sm_75
 .address_size 64
@@ -37,61 +74,27 @@ pub const KERNELS_PTX: &str = r#"
 }
 
 .visible .entry kprof_scale(.param .u64 py, .param .u64 px, .param .f32 pa, .param .u32 pn)
-{
-    .reg .pred p;
-    .reg .b32 r<6>;
-    .reg .f32 f<3>;
-    .reg .b64 rd<8>;
-    ld.param.u64 rd1, [py];
-    ld.param.u64 rd2, [px];
-    ld.param.f32 f1, [pa];
-    ld.param.u32 r1, [pn];
-    mov.u32 r2, %ctaid.x;
-    mov.u32 r3, %ntid.x;
-    mov.u32 r4, %tid.x;
-    mad.lo.s32 r5, r2, r3, r4;
-    setp.ge.u32 p, r5, r1;
-    @p bra SCALE_DONE;
-    cvta.to.global.u64 rd3, rd1;
-    cvta.to.global.u64 rd4, rd2;
-    mul.wide.u32 rd5, r5, 4;
-    add.s64 rd6, rd4, rd5;
-    ld.global.f32 f2, [rd6];
+"#,
+    elementwise_ptx_start!("    ld.param.f32 f1, [pa];\n", "SCALE_DONE"),
+    r#"    ld.global.f32 f2, [rd6];
     mul.f32 f2, f2, f1;
-    add.s64 rd7, rd3, rd5;
     st.global.f32 [rd7], f2;
 SCALE_DONE:
     ret;
 }
 
 .visible .entry kprof_add(.param .u64 py, .param .u64 px, .param .u32 pn)
-{
-    .reg .pred p;
-    .reg .b32 r<6>;
-    .reg .f32 f<4>;
-    .reg .b64 rd<8>;
-    ld.param.u64 rd1, [py];
-    ld.param.u64 rd2, [px];
-    ld.param.u32 r1, [pn];
-    mov.u32 r2, %ctaid.x;
-    mov.u32 r3, %ntid.x;
-    mov.u32 r4, %tid.x;
-    mad.lo.s32 r5, r2, r3, r4;
-    setp.ge.u32 p, r5, r1;
-    @p bra ADD_DONE;
-    cvta.to.global.u64 rd3, rd1;
-    cvta.to.global.u64 rd4, rd2;
-    mul.wide.u32 rd5, r5, 4;
-    add.s64 rd6, rd4, rd5;
-    add.s64 rd7, rd3, rd5;
-    ld.global.f32 f1, [rd6];
+"#,
+    elementwise_ptx_start!("", "ADD_DONE"),
+    r#"    ld.global.f32 f1, [rd6];
     ld.global.f32 f2, [rd7];
     add.f32 f3, f2, f1;
     st.global.f32 [rd7], f3;
 ADD_DONE:
     ret;
 }
-"#;
+"#
+);
 
 /// CUDA context (device 0's primary context, the one kprof uses) and its default stream.
 pub struct Gpu {
@@ -116,6 +119,31 @@ impl Gpu {
         self.ctx.synchronize()?;
         Ok(())
     }
+}
+
+/// Runs an example's body; on an error, prints it and exits with status 1.
+pub fn run_or_exit(run: impl FnOnce() -> Result<(), BoxError>) {
+    if let Err(e) = run() {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// What the small examples start from: kprof's profiler (made first, before any CUDA work),
+/// device 0 and the example kernels loaded into it.
+pub fn start() -> Result<(Profiler, Gpu, Kernels), BoxError> {
+    let prof = Profiler::new()?;
+    let gpu = Gpu::new()?;
+    let k = Kernels::load(&gpu)?;
+    Ok((prof, gpu, k))
+}
+
+/// Default options but `runs` runs and the given cache control.
+pub fn bench_options(runs: u32, cache: CacheControl) -> BenchOptions {
+    let mut opts = BenchOptions::default();
+    opts.runs = runs;
+    opts.cache = cache;
+    opts
 }
 
 /// The example kernels, loaded into the context.
