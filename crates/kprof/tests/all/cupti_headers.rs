@@ -41,9 +41,8 @@ fn enum_value(text: &str, name: &str) -> Option<i64> {
 
 #[test]
 fn constants_match_cupti_13_0_headers() {
-    let cu13 = match common::cupti_wheel() {
-        Ok(d) => d,
-        Err(why) => return common::skip("constants_match_cupti_13_0_headers", &why),
+    let Some(cu13) = common::or_skip("constants_match_cupti_13_0_headers", common::cupti_wheel()) else {
+        return;
     };
     let cbids = header(&cu13, "cupti_driver_cbid.h");
     let act = header(&cu13, "cupti_activity.h");
@@ -233,33 +232,26 @@ int main(void) {
 #[test]
 fn record_offsets_match_cupti_13_0_headers() {
     let name = "record_offsets_match_cupti_13_0_headers";
-    let cu13 = match common::cupti_wheel() {
-        Ok(d) => d,
-        Err(why) => return common::skip(name, &why),
+    let Some(cu13) = common::or_skip(name, common::cupti_wheel()) else {
+        return;
     };
-    if Command::new("gcc").arg("--version").output().is_err() {
-        return common::skip(name, "gcc is not installed");
+    if !common::has_gcc(name) {
+        return;
     }
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("cuda.h"), STUB_CUDA_H).unwrap();
     std::fs::write(dir.path().join("builtin_types.h"), "").unwrap();
     std::fs::write(dir.path().join("offsets.c"), OFFSETS_C).unwrap();
     let exe = dir.path().join("offsets");
-    let out = Command::new("gcc")
-        .arg(format!("-I{}", dir.path().display()))
-        .arg(format!("-I{}", cu13.join("include").display()))
-        .arg(dir.path().join("offsets.c"))
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "gcc failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let text = common::build_and_run(
+        Command::new("gcc")
+            .arg(format!("-I{}", dir.path().display()))
+            .arg(format!("-I{}", cu13.join("include").display()))
+            .arg(dir.path().join("offsets.c"))
+            .arg("-o")
+            .arg(&exe),
+        &exe,
     );
-    let out = Command::new(&exe).output().unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
     let got: HashMap<String, usize> = text
         .lines()
         .filter_map(|l| {

@@ -4,45 +4,12 @@
 #![cfg(unix)]
 
 use std::ffi::OsString;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use crate::common;
 use kprof::ncu::{
     relaunch_with, report_stem, ImportOptions, NcuError, NcuInstall, NcuMode, NcuOptions, NcuVersion, CHILD_ENV,
 };
-
-const FAKE_NCU: &str = r#"#!/bin/sh
-# A stand-in for ncu: behaviour chosen by FAKE_MODE.
-if [ "$1" = "--version" ]; then echo "Version 2025.3.1.0 (build 36398880)"; exit 0; fi
-if [ "$1" = "--import" ]; then
-  echo "==PROF== importing $2"
-  # The report holds the path of the CSV to print (or BADEXPORT).
-  csv=$(cat "$2")
-  if [ "$csv" = "BADEXPORT" ]; then echo "==ERROR== cannot read report $2" >&2; exit 3; fi
-  cat "$csv"; exit 0
-fi
-log=/dev/null; rep=""
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --log-file) log="$2"; shift 2;;
-    -o) rep="$2"; shift 2;;
-    --) shift; break;;
-    *) echo "$1" >> "$FAKE_ARGS"; shift;;
-  esac
-done
-echo "==PROF== Connected to process $$ ($1)" > "$log"
-case "$FAKE_MODE" in
-  ok) "$@" ; echo "==PROF== Disconnected from process $$" >> "$log"; echo "$FAKE_CSV" > "$rep"; exit 0;;
-  badexport) echo BADEXPORT > "$rep"; exit 0;;
-  perm) echo "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters on the target device 0." >> "$log"; exit 1;;
-  metric) echo "==ERROR== Failed to find metric nope__x.sum" >> "$log"; exit 1;;
-  crash) for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25; do echo "line $i" >> "$log"; done
-         echo "==ERROR== The application returned an error code (11)." >> "$log"; exit 11;;
-  signal) echo "about to die" >> "$log"; kill -9 $$;;
-  nokernels) echo "==WARNING== No kernels were profiled." >> "$log"; exit 0;;
-  noreport) exit 0;;
-esac
-"#;
 
 struct Fake {
     dir: tempfile::TempDir,
@@ -51,22 +18,8 @@ struct Fake {
 
 fn fake() -> Fake {
     let dir = tempfile::tempdir().unwrap();
-    let ncu = dir.path().join("ncu");
-    std::fs::write(&ncu, FAKE_NCU).unwrap();
-    std::fs::set_permissions(&ncu, std::fs::Permissions::from_mode(0o755)).unwrap();
-    // Another test thread may fork while our write fd is open; exec then fails with ETXTBSY
-    // until that child has exec'ed. Retry briefly.
-    let mut tries = 0;
-    let install = loop {
-        match NcuInstall::at(ncu.clone()) {
-            Ok(i) => break i,
-            Err(NcuError::VersionRun { source, .. }) if source.raw_os_error() == Some(26) && tries < 200 => {
-                tries += 1;
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            Err(e) => panic!("{e}"),
-        }
-    };
+    let ncu = common::write_fake_ncu(dir.path());
+    let install = common::retry_text_busy(|| NcuInstall::at(ncu.clone()));
     assert_eq!(install.version, NcuVersion::new(2025, 3, 1, 0));
     Fake { dir, install }
 }

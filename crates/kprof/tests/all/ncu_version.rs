@@ -5,6 +5,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use crate::common;
 use kprof::ncu::{
     find_ncu_in, ModeChoice, NcuError, NcuInstall, NcuMode, NcuModeRequest, NcuSearch, NcuVersion, ATTACH_MIN_VERSION,
     MIN_VERSION, MODE_ENV,
@@ -271,16 +272,6 @@ fn search_order_and_newest_opt_install() {
 
     // detect runs --version on what it found (retrying ETXTBSY: another test thread may have
     // forked while a fake was being written).
-    let mut tries = 0;
-    let i = loop {
-        match NcuInstall::detect_in(&s) {
-            Ok(i) => break i,
-            Err(NcuError::VersionRun { source, .. }) if source.raw_os_error() == Some(26) && tries < 200 => {
-                tries += 1;
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            Err(e) => panic!("{e}"),
-        }
-    };
+    let i = common::retry_text_busy(|| NcuInstall::detect_in(&s));
     assert_eq!(i.version, NcuVersion::new(2026, 2, 1, 0));
 }

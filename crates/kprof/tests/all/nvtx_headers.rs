@@ -44,31 +44,25 @@ int main(void) {
 #[test]
 fn nvtx_declarations_match_the_nvtx_13_0_headers() {
     let name = "nvtx_declarations_match_the_nvtx_13_0_headers";
-    let inc = match common::nvtx_include() {
-        Ok(d) => d,
-        Err(why) => return common::skip(name, &why),
+    let Some(inc) = common::or_skip(name, common::nvtx_include()) else {
+        return;
     };
-    if Command::new("gcc").arg("--version").output().is_err() {
-        return common::skip(name, "gcc is not installed");
+    if !common::has_gcc(name) {
+        return;
     }
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("nvtx_abi.c");
     std::fs::write(&src, PROGRAM_C).unwrap();
     let exe = dir.path().join("nvtx_abi");
-    let out = Command::new("gcc")
-        .arg(format!("-I{}", inc.display()))
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .arg("-ldl")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "gcc failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let text = common::build_and_run(
+        Command::new("gcc")
+            .arg(format!("-I{}", inc.display()))
+            .arg(&src)
+            .arg("-o")
+            .arg(&exe)
+            .arg("-ldl"),
+        &exe,
     );
-    let text = String::from_utf8(Command::new(&exe).output().unwrap().stdout).unwrap();
     let got: HashMap<&str, i64> = text
         .lines()
         .filter_map(|l| {

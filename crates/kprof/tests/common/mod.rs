@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use kprof::ncu::{NcuError, NcuInstall};
+
 pub const WHEEL_SPEC: &str = "nvidia-cuda-cupti==13.0.85";
 
 /// Where the wheel is extracted: `$KPROF_CUPTI_WHEEL_DIR`, else a fixed dir under the system temp.
@@ -60,19 +62,52 @@ pub fn cupti_wheel() -> Result<PathBuf, String> {
         )
     })?;
     std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
-    let status = Command::new("python3")
-        .args([
-            "-c",
-            "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])",
-        ])
-        .arg(&wheel)
-        .arg(&root)
-        .status()
-        .map_err(|e| format!("python3 to unzip the wheel: {e}"))?;
+    let status = unzip(&wheel, &root)?;
     if !status.success() || !cu13.join("include/cupti_activity.h").is_file() {
         return Err(format!("could not extract {}", wheel.display()));
     }
     Ok(cu13)
+}
+
+/// Unpacks the wheel `wheel` into `root` (with Python's zipfile: no unzip tool needed).
+fn unzip(wheel: &Path, root: &Path) -> Result<std::process::ExitStatus, String> {
+    Command::new("python3")
+        .args([
+            "-c",
+            "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])",
+        ])
+        .arg(wheel)
+        .arg(root)
+        .status()
+        .map_err(|e| format!("python3 to unzip the wheel: {e}"))
+}
+
+/// The directory `found` (from [`cupti_wheel`] or [`nvtx_include`]), or `None` after printing why
+/// `test` is skipped.
+pub fn or_skip(test: &str, found: Result<PathBuf, String>) -> Option<PathBuf> {
+    found.map_err(|why| skip(test, &why)).ok()
+}
+
+/// Whether gcc runs; when it does not, prints that `test` is skipped.
+pub fn has_gcc(test: &str) -> bool {
+    let ok = Command::new("gcc").arg("--version").output().is_ok();
+    if !ok {
+        skip(test, "gcc is not installed");
+    }
+    ok
+}
+
+/// Runs `compile` (a C or C++ compiler call that writes the program `exe`), fails the test with
+/// the compiler's messages when it fails, then runs `exe`: its standard output.
+pub fn build_and_run(compile: &mut Command, exe: &Path) -> String {
+    let out = compile.output().unwrap();
+    assert!(
+        out.status.success(),
+        "compiling {} failed:\n{}",
+        exe.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(Command::new(exe).output().unwrap().stdout).unwrap()
 }
 
 /// Prints a skip reason in a way that shows with `--nocapture` and in the test summary output.
@@ -131,17 +166,38 @@ pub fn nvtx_include() -> Result<PathBuf, String> {
             "the {NVTX_WHEEL_SPEC} wheel is not unpacked at $KPROF_NVTX_INCLUDE and `pip download` failed (offline?)"
         )
     })?;
-    let status = Command::new("python3")
-        .args([
-            "-c",
-            "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])",
-        ])
-        .arg(&wheel)
-        .arg(&root)
-        .status()
-        .map_err(|e| format!("python3 to unzip the wheel: {e}"))?;
+    let status = unzip(&wheel, &root)?;
     if !status.success() || !has(&inc) {
         return Err(format!("could not extract {}", wheel.display()));
     }
     Ok(inc)
+}
+
+/// Writes the shared fake `ncu` (`tests/fixtures/fake-ncu/ncu.sh`, see its top) into `dir` as an
+/// executable `ncu`: its path.
+#[cfg(unix)]
+pub fn write_fake_ncu(dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/fake-ncu/ncu.sh");
+    let ncu = dir.join("ncu");
+    std::fs::write(&ncu, std::fs::read(script).unwrap()).unwrap();
+    std::fs::set_permissions(&ncu, std::fs::Permissions::from_mode(0o755)).unwrap();
+    ncu
+}
+
+/// The install `find` gives (a lookup that runs `ncu --version`). Another test thread may fork
+/// while a fake ncu's write fd is open; exec then fails with ETXTBSY until that child has
+/// exec'ed: retried briefly.
+pub fn retry_text_busy(mut find: impl FnMut() -> Result<NcuInstall, NcuError>) -> NcuInstall {
+    let mut tries = 0;
+    loop {
+        match find() {
+            Ok(i) => return i,
+            Err(NcuError::VersionRun { source, .. }) if source.raw_os_error() == Some(26) && tries < 200 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
 }
