@@ -4,16 +4,12 @@
 //! partial files, and missing folders are created (the rule the Python package shares).
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-fn fixture(rel: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures")
-        .join(rel)
-        .display()
-        .to_string()
-}
+use common::{fixture, text};
+
+use crate::common;
 
 fn raw() -> String {
     fixture("nsight-python-csv-handwritten/profiled_data-matmul-0.csv")
@@ -27,12 +23,6 @@ fn kprof(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_kprof")).args(args).output().unwrap()
 }
 
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
 
 fn names(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)

@@ -3,17 +3,14 @@
 
 use std::path::{Path, PathBuf};
 
+use common::run;
+
+use crate::common;
+
 fn fixture(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/h200-python-tutorial-steps")
-        .join(name)
-        .display()
-        .to_string()
+    common::fixture(&format!("h200-python-tutorial-steps/{name}"))
 }
 
-fn run(args: &[&str]) -> i32 {
-    kprof_cli::run(std::iter::once("kprof").chain(args.iter().copied()))
-}
 
 fn out(dir: &tempfile::TempDir, name: &str) -> PathBuf {
     dir.path().join(name)

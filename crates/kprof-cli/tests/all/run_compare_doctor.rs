@@ -1,30 +1,18 @@
 //! `kprof run`, `kprof compare` and `kprof doctor` through the binary (no GPU needed).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use kprof_core::io::{self, ReadOptions};
 
-fn kprof() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_kprof"));
-    c.env_remove("CUDA_INJECTION64_PATH")
-        .env_remove("NVTX_INJECTION64_PATH")
-        .env_remove("KPROF_INJECT_PATH");
-    c
-}
+use common::{kprof, text};
+
+use crate::common;
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/h200-engine-checks-raw-concurrent-trace")
-        .join(name)
+    common::fixture_path(&format!("h200-engine-checks-raw-concurrent-trace/{name}"))
 }
 
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
 
 /// A copy of a raw fixture with every value multiplied by `factor`.
 fn scaled(src: &Path, factor: f64, dir: &Path) -> PathBuf {

@@ -8,22 +8,9 @@ use kprof::counters::{MetricsCatalog, ReplayMode};
 use kprof::run_spec::RunSpec;
 use kprof_cli::run_cmd::validate_metrics;
 
-fn wheel_dir() -> Option<PathBuf> {
-    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let mut c: Vec<PathBuf> = Vec::new();
-    if let Some(v) = std::env::var_os("KPROF_CUPTI_WHEEL_DIR").filter(|v| !v.is_empty()) {
-        c.push(v.into());
-    }
-    c.push(ws.join("target/cupti-wheel/unpacked"));
-    c.push("/tmp/cupti-wheel/unpacked".into());
-    let found = c.into_iter().find(|d| kprof::counters::cupti_in(d).is_some());
-    if found.is_none() {
-        eprintln!(
-            "SKIPPED: no unpacked nvidia-cuda-cupti wheel (set KPROF_CUPTI_WHEEL_DIR or run scripts/setup-dev.sh)"
-        );
-    }
-    found
-}
+use common::cupti_wheel_dir as wheel_dir;
+
+use crate::common;
 
 /// An empty file named like the injection library (kprof run only checks that it exists).
 fn fake_inject_lib(dir: &Path) -> PathBuf {
@@ -33,11 +20,8 @@ fn fake_inject_lib(dir: &Path) -> PathBuf {
 }
 
 fn kprof() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_kprof"));
-    c.env_remove("CUDA_INJECTION64_PATH")
-        .env_remove("NVTX_INJECTION64_PATH")
-        .env_remove("KPROF_INJECT_PATH")
-        .env_remove("KPROF_CUPTI_PATH")
+    let mut c = common::kprof();
+    c.env_remove("KPROF_CUPTI_PATH")
         .env_remove("KPROF_CHIP")
         .env("KPROF_NO_DEVICE", "1");
     c

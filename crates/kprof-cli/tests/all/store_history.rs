@@ -6,6 +6,8 @@ use std::process::{Command, Output};
 
 use kprof_core::io::{self, ReadOptions};
 
+use crate::common;
+
 fn kprof() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_kprof"));
     c.env_remove("KPROF_STORE");
@@ -13,7 +15,7 @@ fn kprof() -> Command {
 }
 
 fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/h200-python-tutorial-steps/sgemm-raw.csv")
+    common::fixture_path("h200-python-tutorial-steps/sgemm-raw.csv")
 }
 
 fn text(o: &Output) -> String {

@@ -1,19 +1,15 @@
 //! `kprof summarize` and `kprof show` through the CLI library: outputs, and one clear message with
 //! exit code 1 for each bad input.
 
-use std::path::PathBuf;
+
+use common::run;
+
+use crate::common;
 
 fn fixture(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/nsight-python-csv-handwritten")
-        .join(name)
-        .display()
-        .to_string()
+    common::fixture(&format!("nsight-python-csv-handwritten/{name}"))
 }
 
-fn run(args: &[&str]) -> i32 {
-    kprof_cli::run(std::iter::once("kprof").chain(args.iter().copied()))
-}
 
 #[test]
 fn summarize_writes_the_processed_table_with_t_based_cis() {
