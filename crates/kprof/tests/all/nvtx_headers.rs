@@ -44,12 +44,9 @@ int main(void) {
 #[test]
 fn nvtx_declarations_match_the_nvtx_13_0_headers() {
     let name = "nvtx_declarations_match_the_nvtx_13_0_headers";
-    let Some(inc) = common::or_skip(name, common::nvtx_include()) else {
+    let Some(inc) = common::or_skip_with_gcc(name, common::nvtx_include()) else {
         return;
     };
-    if !common::has_gcc(name) {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("nvtx_abi.c");
     std::fs::write(&src, PROGRAM_C).unwrap();

@@ -13,7 +13,8 @@ fn extract_root() -> PathBuf {
     std::env::temp_dir().join("kprof-cupti-wheel-13.0.85")
 }
 
-fn find_wheel(dir: &Path) -> Option<PathBuf> {
+/// The wheel in `dir` whose file name starts with `stem` (`name-version`).
+fn find_wheel(dir: &Path, stem: &str) -> Option<PathBuf> {
     std::fs::read_dir(dir)
         .ok()?
         .filter_map(|e| e.ok())
@@ -21,9 +22,11 @@ fn find_wheel(dir: &Path) -> Option<PathBuf> {
         .find(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("nvidia_cuda_cupti-13.0.85") && n.ends_with(".whl"))
+                .is_some_and(|n| n.starts_with(stem) && n.ends_with(".whl"))
         })
 }
+
+const CUPTI_WHEEL_STEM: &str = "nvidia_cuda_cupti-13.0.85";
 
 /// Returns the extracted `nvidia/cu13` directory (with `include/` and `lib/`), or why not.
 /// Looks in `$KPROF_CUPTI_WHEEL_DIR`, `/tmp/cupti-wheel`, then tries `pip download`.
@@ -40,7 +43,7 @@ pub fn cupti_wheel() -> Result<PathBuf, String> {
         dirs.push(d.into());
     }
     dirs.push("/tmp/cupti-wheel".into());
-    let mut wheel = dirs.iter().find_map(|d| find_wheel(d));
+    let mut wheel = dirs.iter().find_map(|d| find_wheel(d, CUPTI_WHEEL_STEM));
     if wheel.is_none() {
         let dl = std::env::temp_dir().join("kprof-cupti-wheel-download");
         let _ = std::fs::create_dir_all(&dl);
@@ -52,7 +55,7 @@ pub fn cupti_wheel() -> Result<PathBuf, String> {
                 .is_ok_and(|s| s.success())
         });
         if ok {
-            wheel = find_wheel(&dl);
+            wheel = find_wheel(&dl, CUPTI_WHEEL_STEM);
         }
     }
     let wheel = wheel.ok_or_else(|| {
@@ -88,13 +91,14 @@ pub fn or_skip(test: &str, found: Result<PathBuf, String>) -> Option<PathBuf> {
     found.map_err(|why| skip(test, &why)).ok()
 }
 
-/// Whether gcc runs; when it does not, prints that `test` is skipped.
-pub fn has_gcc(test: &str) -> bool {
-    let ok = Command::new("gcc").arg("--version").output().is_ok();
-    if !ok {
+/// [`or_skip`], and `None` as well (after printing that `test` is skipped) when gcc does not run.
+pub fn or_skip_with_gcc(test: &str, found: Result<PathBuf, String>) -> Option<PathBuf> {
+    let dir = or_skip(test, found)?;
+    if Command::new("gcc").arg("--version").output().is_err() {
         skip(test, "gcc is not installed");
+        return None;
     }
-    ok
+    Some(dir)
 }
 
 /// Runs `compile` (a C or C++ compiler call that writes the program `exe`), fails the test with
@@ -138,17 +142,7 @@ pub fn nvtx_include() -> Result<PathBuf, String> {
     }
     let dl = std::env::temp_dir().join("kprof-nvtx-wheel-download");
     let _ = std::fs::create_dir_all(&dl);
-    let find = || {
-        std::fs::read_dir(&dl)
-            .ok()?
-            .filter_map(|e| e.ok())
-            .map(|e| e.path())
-            .find(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with("nvidia_nvtx-13.0.85") && n.ends_with(".whl"))
-            })
-    };
+    let find = || find_wheel(&dl, "nvidia_nvtx-13.0.85");
     if find().is_none() {
         for py in ["python3", "python"] {
             let ok = Command::new(py)
