@@ -35,14 +35,7 @@ fn close(a: f64, b: f64, tol: f64) -> bool {
     (a - b).abs() <= tol * b.abs().max(1.0)
 }
 
-fn device() -> DeviceInfo {
-    DeviceInfo {
-        gpu: "NVIDIA H200".into(),
-        host: "h".into(),
-        compute_clock_khz: None,
-        memory_clock_khz: None,
-    }
-}
+use crate::common::device;
 
 fn push_all(raw: &mut RawResults, bench: &str, ann: &str, c: &Config, values: &[f64]) {
     for (run, &v) in values.iter().enumerate() {
@@ -66,18 +59,7 @@ fn placeholder_summary(values: &[f64]) -> Summary {
     let ok: Vec<f64> = values.iter().copied().filter(|v| !v.is_nan()).collect();
     Summary {
         num_runs: ok.len(),
-        total_runs: values.len(),
         mean: ok.iter().sum::<f64>() / ok.len() as f64,
-        std_dev: f64::NAN,
-        min: f64::NAN,
-        max: f64::NAN,
-        median: f64::NAN,
-        p05: f64::NAN,
-        p95: f64::NAN,
-        ci95_lower: f64::NAN,
-        ci95_upper: f64::NAN,
-        rsd_pct: f64::NAN,
-        stable: None,
         outliers_mild: 1,
         outliers_severe: 2,
         bootstrap: Some(BootstrapCi {
@@ -86,6 +68,7 @@ fn placeholder_summary(values: &[f64]) -> Summary {
             median_lower: 0.0,
             median_upper: 0.0,
         }),
+        ..Summary::empty(values.len())
     }
 }
 
