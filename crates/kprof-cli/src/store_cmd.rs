@@ -547,12 +547,16 @@ fn select_runs(runs: &[RunInfo], which: &str) -> Vec<i64> {
     }
 }
 
-fn no_match_message(db: &Path, runs: &[RunInfo], which: &str) -> String {
-    let mut commits: Vec<&str> = runs
-        .iter()
+/// The short commit of each run that has one, in the runs' order.
+fn short_commits<'a>(runs: impl IntoIterator<Item = &'a RunInfo>) -> Vec<&'a str> {
+    runs.into_iter()
         .filter_map(|r| r.git.as_ref())
         .map(|g| short(&g.commit))
-        .collect();
+        .collect()
+}
+
+fn no_match_message(db: &Path, runs: &[RunInfo], which: &str) -> String {
+    let mut commits = short_commits(runs);
     commits.dedup();
     let mut tags: Vec<String> = runs
         .iter()
@@ -579,11 +583,7 @@ fn no_match_message(db: &Path, runs: &[RunInfo], which: &str) -> String {
 
 fn describe_runs(db: &Path, runs: &[RunInfo], ids: &[i64]) -> String {
     let chosen: Vec<&RunInfo> = runs.iter().filter(|r| ids.contains(&r.id)).collect();
-    let mut commits: Vec<&str> = chosen
-        .iter()
-        .filter_map(|r| r.git.as_ref())
-        .map(|g| short(&g.commit))
-        .collect();
+    let mut commits = short_commits(chosen.iter().copied());
     commits.sort_unstable();
     commits.dedup();
     let runs_text = if chosen.len() == 1 {

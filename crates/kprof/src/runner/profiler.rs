@@ -655,46 +655,46 @@ impl Profiler {
             // (NaN for the regions below too); the records still feed the stopping policy.
             let from_records = self.duration_source != "counters";
             for s in &spans {
-                if s.failed {
-                    let msg = format!(
+                // Why the region has no value in this run (it is then recorded as NaN).
+                let nan_reason = if s.failed {
+                    Some(format!(
                         "{name}: region {:?} failed in run {} of config [{config}] (failure ignored); recorded as NaN",
                         s.name, step.run
-                    );
+                    ))
+                } else {
+                    let kernels = collected.by_region.get(&s.key).map(Vec::as_slice).unwrap_or(&[]);
+                    let pairs: Vec<(&str, f64)> = kernels
+                        .iter()
+                        .filter(|k| !opts.ignore_kernels.iter().any(|ig| kernel_matches(k, ig)))
+                        .map(|k| (k.name.as_str(), k.end_ns.saturating_sub(k.start_ns) as f64))
+                        .collect();
+                    match combine_kernels(&pairs, &opts.combine) {
+                        Some((kname, value)) => {
+                            total += value;
+                            any = true;
+                            if from_records {
+                                self.push_sample(raw, name, &s.name, step, device_idx, value, &kname, &pairs, None)?;
+                            }
+                            None
+                        }
+                        None => {
+                            let what = if kernels.is_empty() {
+                                "launched no kernel"
+                            } else {
+                                "launched only ignored kernels"
+                            };
+                            Some(format!(
+                                "{name}: region {:?} {what} in run {} of config [{config}]; recorded as NaN",
+                                s.name, step.run
+                            ))
+                        }
+                    }
+                };
+                if let Some(msg) = nan_reason {
                     if from_records {
                         self.push_sample(raw, name, &s.name, step, device_idx, f64::NAN, "", &[], Some(&msg))?;
                     }
                     self.warnings.push(msg);
-                    continue;
-                }
-                let kernels = collected.by_region.get(&s.key).map(Vec::as_slice).unwrap_or(&[]);
-                let pairs: Vec<(&str, f64)> = kernels
-                    .iter()
-                    .filter(|k| !opts.ignore_kernels.iter().any(|ig| kernel_matches(k, ig)))
-                    .map(|k| (k.name.as_str(), k.end_ns.saturating_sub(k.start_ns) as f64))
-                    .collect();
-                match combine_kernels(&pairs, &opts.combine) {
-                    Some((kname, value)) => {
-                        total += value;
-                        any = true;
-                        if from_records {
-                            self.push_sample(raw, name, &s.name, step, device_idx, value, &kname, &pairs, None)?;
-                        }
-                    }
-                    None => {
-                        let what = if kernels.is_empty() {
-                            "launched no kernel"
-                        } else {
-                            "launched only ignored kernels"
-                        };
-                        let msg = format!(
-                            "{name}: region {:?} {what} in run {} of config [{config}]; recorded as NaN",
-                            s.name, step.run
-                        );
-                        if from_records {
-                            self.push_sample(raw, name, &s.name, step, device_idx, f64::NAN, "", &[], Some(&msg))?;
-                        }
-                        self.warnings.push(msg);
-                    }
                 }
             }
             sw.policy_values[step.config].push(if any { total } else { f64::NAN });
