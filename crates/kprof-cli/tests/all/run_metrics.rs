@@ -12,11 +12,13 @@ use common::cupti_wheel_dir as wheel_dir;
 
 use crate::common;
 
-/// An empty file named like the injection library (kprof run only checks that it exists).
-fn fake_inject_lib(dir: &Path) -> PathBuf {
-    let lib = dir.join("libkprof_inject.so");
+/// A temporary folder with an empty file named like the injection library in it (kprof run only
+/// checks that it exists): the folder and the file.
+fn with_fake_inject_lib() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let lib = tmp.path().join("libkprof_inject.so");
     std::fs::write(&lib, b"").unwrap();
-    lib
+    (tmp, lib)
 }
 
 fn kprof() -> Command {
@@ -89,8 +91,7 @@ fn the_quick_check_accepts_what_the_catalog_accepts() {
 #[test]
 fn unknown_metric_exits_2_before_launching() {
     let Some(dir) = wheel_dir() else { return };
-    let tmp = tempfile::tempdir().unwrap();
-    let fake_lib = fake_inject_lib(tmp.path());
+    let (tmp, fake_lib) = with_fake_inject_lib();
     let marker = tmp.path().join("ran");
     let o = kprof()
         .env("KPROF_INJECT_PATH", &fake_lib)
@@ -134,8 +135,7 @@ fn launches(log: &Path) -> Vec<(String, RunSpec)> {
 
 #[test]
 fn each_repetition_has_a_timing_and_a_counter_launch() {
-    let tmp = tempfile::tempdir().unwrap();
-    let fake_lib = fake_inject_lib(tmp.path());
+    let (tmp, fake_lib) = with_fake_inject_lib();
     let log = tmp.path().join("log");
     // `kprof run ARGS --out ... -- sh -c <log the launch>` with KPROF_RUN_COUNTER_RANGES=ranges.
     let run = |ranges: &str, args: &[&str]| {
@@ -247,8 +247,7 @@ JSON"#
 
 #[test]
 fn verbose_prints_the_time_split_and_every_run_writes_it() {
-    let tmp = tempfile::tempdir().unwrap();
-    let fake_lib = fake_inject_lib(tmp.path());
+    let (tmp, fake_lib) = with_fake_inject_lib();
     let out = tmp.path().join("out");
     let o = kprof()
         .env("KPROF_INJECT_PATH", &fake_lib)
