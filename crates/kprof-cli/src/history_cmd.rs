@@ -4,17 +4,15 @@
 //! `--alpha` and at least `--threshold`.
 
 use crate::compare_cmd::{fmt_num, fmt_pct};
-use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use serde_json::json;
 
 use kprof_store::history::{history, HistoryOptions, SeriesHistory};
 use kprof_store::timefmt::format_utc;
-use kprof_store::{ResultStore, SqliteStore};
 
 use crate::compare_cmd::{lower_is_better, parse_threshold, DirectionArg};
-use crate::store_cmd::{db_path, series_matches, short, since_ms};
+use crate::store_cmd::{short, Selected, StoreSelection};
 
 /// Arguments of `kprof history`.
 #[derive(clap::Args, Debug)]
@@ -23,16 +21,9 @@ pub struct HistoryArgs {
     /// `plot`: draw the trend as an image instead of printing it.
     #[command(subcommand)]
     pub action: Option<HistoryAction>,
-    /// The results store (default: $KPROF_STORE, else kprof.db).
-    #[arg(long, value_name = "DB")]
-    pub db: Option<PathBuf>,
-    /// Only series whose `benchmark / annotation / config / metric` contains every
-    /// comma-separated term (case-insensitive), e.g. `matmul,n=4096`.
-    #[arg(long, value_name = "FILTER")]
-    pub series: Option<String>,
-    /// Only runs stored since a date (2026-12-01), a UTC time (2026-12-01T08:30) or an age (7d).
-    #[arg(long, value_name = "WHEN")]
-    pub since: Option<String>,
+    /// The stored runs and series to read.
+    #[command(flatten)]
+    pub select: StoreSelection,
     /// Smallest change between consecutive commits marked as a change point (`2%` or `2`).
     #[arg(long, default_value = "2%")]
     pub threshold: String,
@@ -210,21 +201,18 @@ pub fn run(args: &HistoryArgs) -> Result<()> {
     if !(args.alpha > 0.0 && args.alpha < 1.0) {
         bail!("--alpha must be between 0 and 1 (got {})", args.alpha);
     }
-    let db = db_path(args.db.as_deref());
-    let store = SqliteStore::open_existing(&db)?;
-    let since = since_ms(args.since.as_deref())?;
-    let runs = store.runs(since)?;
-    let mut points = store.points(since)?;
-    points.retain(|p| series_matches(&p.series.label(), args.series.as_deref()));
+    let Selected { db, runs, points, .. } = args.select.read()?;
     if points.is_empty() {
         bail!(
             "no stored series in {} match{}{}; `kprof store export --db {}` lists what is stored",
             db.display(),
-            args.series
+            args.select
+                .series
                 .as_deref()
                 .map(|s| format!(" --series {s:?}"))
                 .unwrap_or_default(),
-            args.since
+            args.select
+                .since
                 .as_deref()
                 .map(|s| format!(" --since {s:?}"))
                 .unwrap_or_default(),
