@@ -11,7 +11,7 @@ use serde_json::json;
 use kprof_store::history::{history, HistoryOptions, SeriesHistory};
 use kprof_store::timefmt::format_utc;
 
-use crate::compare_cmd::{lower_is_better, parse_threshold, DirectionArg};
+use crate::compare_cmd::{lower_is_better, ChangeTestArgs, DirectionArg};
 use crate::store_cmd::{short, Selected, StoreSelection};
 
 /// Arguments of `kprof history`.
@@ -24,18 +24,9 @@ pub struct HistoryArgs {
     /// The stored runs and series to read.
     #[command(flatten)]
     pub select: StoreSelection,
-    /// Smallest change between consecutive commits marked as a change point (`2%` or `2`).
-    #[arg(long, default_value = "2%")]
-    pub threshold: String,
-    /// Significance level of the change test (and 1 - confidence of the intervals).
-    #[arg(long, default_value_t = 0.05)]
-    pub alpha: f64,
-    /// Which way is better for every metric (`auto`: from the metric's name and unit).
-    #[arg(long, value_enum, default_value = "auto")]
-    pub direction: DirectionArg,
-    /// Print JSON instead of tables.
-    #[arg(long)]
-    pub json: bool,
+    /// How a change is judged and shown.
+    #[command(flatten)]
+    pub test: ChangeTestArgs,
 }
 
 /// `kprof history` subcommands.
@@ -197,10 +188,7 @@ pub fn run(args: &HistoryArgs) -> Result<()> {
     if let Some(HistoryAction::Plot(plot)) = &args.action {
         return crate::history_plot::run(plot);
     }
-    let threshold_pct = parse_threshold(&args.threshold)?;
-    if !(args.alpha > 0.0 && args.alpha < 1.0) {
-        bail!("--alpha must be between 0 and 1 (got {})", args.alpha);
-    }
+    let threshold_pct = args.test.threshold_pct()?;
     let Selected { db, runs, points, .. } = args.select.read()?;
     if points.is_empty() {
         bail!(
@@ -223,23 +211,23 @@ pub fn run(args: &HistoryArgs) -> Result<()> {
         &runs,
         &points,
         &HistoryOptions {
-            alpha: args.alpha,
+            alpha: args.test.alpha,
             threshold_pct,
         },
     );
-    if args.json {
+    if args.test.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&to_json(&histories, args.direction))?
+            serde_json::to_string_pretty(&to_json(&histories, args.test.direction))?
         );
         return Ok(());
     }
-    let (text, marked) = render(&histories, args.direction);
+    let (text, marked) = render(&histories, args.test.direction);
     print!("{text}");
     println!(
         "{marked} change point(s) in {} series: Welch's test against the previous commit, {:.0}% CI excluding 0 and |change| >= {threshold_pct}% (`+` after a commit: dirty work tree)",
         histories.len(),
-        (1.0 - args.alpha) * 100.0
+        (1.0 - args.test.alpha) * 100.0
     );
     Ok(())
 }
