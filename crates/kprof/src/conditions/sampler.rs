@@ -386,12 +386,7 @@ impl<S: ConditionsSource> RunSampler<S> {
             power_mw: power,
             energy_mj: energy,
             wall_s: wall,
-            thermal_wait_s: thermal_wait.as_secs_f64(),
-            throttled: None,
-            sm_clock_mhz_min: f64::NAN,
-            samples_in_run: None,
-            energy_update_period_s: f64::NAN,
-            energy_counter_read: false,
+            ..RunConditions::unknown(thermal_wait)
         };
         c.classify();
         c

@@ -61,10 +61,11 @@ macro_rules! c_concat {
 }
 
 /// The start of a grid-stride loop over the `p_buf` parameter's `$count` items (the second
-/// parameter): the buffer in `%rd1`, the count in `%rd2`, the thread's first index in `%rd5` and
-/// the grid's stride in `%rd6`; a thread with no item goes to `DONE`, the others into `LOOP`.
+/// parameter) of `1 << $shift` bytes each: the buffer in `%rd1`, the count in `%rd2`, the
+/// thread's first index in `%rd5` and the grid's stride in `%rd6`; a thread with no item goes to
+/// `DONE`, the others into `LOOP`, where `%rd8` is the address of the current item.
 macro_rules! grid_stride_loop_start {
-    ($count:literal) => {
+    ($count:literal, $shift:literal) => {
         concat!(
             "    ld.param.u64 %rd1, [p_buf];
     ld.param.u64 %rd2, [",
@@ -81,6 +82,10 @@ macro_rules! grid_stride_loop_start {
     setp.ge.u64 %p1, %rd5, %rd2;
     @%p1 bra DONE;
 LOOP:
+    shl.b64 %rd7, %rd5, ",
+            $shift,
+            ";
+    add.u64 %rd8, %rd1, %rd7;
 "
         )
     };
@@ -112,10 +117,8 @@ const READ_PTX: &CStr = c_concat!(
     .reg .b64 %rd<12>;
     mov.u32 %r5, 0;
 ",
-    grid_stride_loop_start!("p_sectors"),
-    "    shl.b64 %rd7, %rd5, 5;
-    add.u64 %rd8, %rd1, %rd7;
-    ld.global.cg.u32 %r6, [%rd8];
+    grid_stride_loop_start!("p_sectors", "5"),
+    "    ld.global.cg.u32 %r6, [%rd8];
     xor.b32 %r5, %r5, %r6;
 ",
     grid_stride_loop_end!(),
@@ -139,10 +142,8 @@ const DISCARD_PTX: &CStr = c_concat!(
     .reg .b32 %r<6>;
     .reg .b64 %rd<10>;
 ",
-    grid_stride_loop_start!("p_lines"),
-    "    shl.b64 %rd7, %rd5, 7;
-    add.u64 %rd8, %rd1, %rd7;
-    discard.global.L2 [%rd8], 128;
+    grid_stride_loop_start!("p_lines", "7"),
+    "    discard.global.L2 [%rd8], 128;
 ",
     grid_stride_loop_end!(),
     "    ret;
