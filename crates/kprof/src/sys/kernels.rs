@@ -60,6 +60,30 @@ macro_rules! c_concat {
     };
 }
 
+/// The head of a kernel `$entry(.u64 p_buf, .u64 $count)`, the parameters
+/// `DriverFns::launch_kernel` passes, for PTX ISA `$version` on `$target`, with the registers
+/// the kernels here use.
+macro_rules! two_u64_entry {
+    ($version:literal, $target:literal, $entry:literal, $count:literal) => {
+        concat!(
+            ".version ",
+            $version,
+            "\n.target ",
+            $target,
+            "\n.address_size 64\n.visible .entry ",
+            $entry,
+            "(.param .u64 p_buf, .param .u64 ",
+            $count,
+            ")
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<12>;
+"
+        )
+    };
+}
+
 /// The start of a grid-stride loop over the `p_buf` parameter's `$count` items (the second
 /// parameter) of `1 << $shift` bytes each: the buffer in `%rd1`, the count in `%rd2`, the
 /// thread's first index in `%rd5` and the grid's stride in `%rd6`; a thread with no item goes to
@@ -107,16 +131,8 @@ DONE:
 /// grid-stride loop (`ld.global.cg`: cached in L2 only) and stores nothing unless the xor of
 /// everything it read equals a magic value, which keeps the loads alive through the JIT.
 const READ_PTX: &CStr = c_concat!(
-    ".version 7.0
-.target sm_52
-.address_size 64
-.visible .entry kprof_l2_flush(.param .u64 p_buf, .param .u64 p_sectors)
-{
-    .reg .pred %p<3>;
-    .reg .b32 %r<8>;
-    .reg .b64 %rd<12>;
-    mov.u32 %r5, 0;
-",
+    two_u64_entry!("7.0", "sm_52", "kprof_l2_flush", "p_sectors"),
+    "    mov.u32 %r5, 0;\n",
     grid_stride_loop_start!("p_sectors", "5"),
     "    ld.global.cg.u32 %r6, [%rd8];
     xor.b32 %r5, %r5, %r6;
@@ -133,15 +149,7 @@ const READ_PTX: &CStr = c_concat!(
 /// buffer from the L2 per step of a grid-stride loop (`discard.global.L2`: no write-back; the
 /// buffer's contents do not matter).
 const DISCARD_PTX: &CStr = c_concat!(
-    ".version 7.4
-.target sm_80
-.address_size 64
-.visible .entry kprof_l2_flush_discard(.param .u64 p_buf, .param .u64 p_lines)
-{
-    .reg .pred %p<3>;
-    .reg .b32 %r<6>;
-    .reg .b64 %rd<10>;
-",
+    two_u64_entry!("7.4", "sm_80", "kprof_l2_flush_discard", "p_lines"),
     grid_stride_loop_start!("p_lines", "7"),
     "    discard.global.L2 [%rd8], 128;
 ",
