@@ -38,6 +38,13 @@ fn table(raw: &RawResults) -> Table {
     t
 }
 
+/// The hand-written keyed export (`kprof-keyed.csv`), parsed, and as a table.
+fn keyed_fixture() -> (RawResults, Table) {
+    let raw = parse_ncu_csv_file(&fixture("kprof-keyed.csv"), &opts()).unwrap();
+    let t = table(&raw);
+    (raw, t)
+}
+
 fn get<'a>(t: &'a Table, b: &str, a: &str, cfg: &str, m: &str) -> &'a BTreeMap<u32, (f64, String, String)> {
     t.get(&(b.into(), a.into(), cfg.into(), m.into()))
         .unwrap_or_else(|| panic!("no series {b}/{a}/{cfg}/{m}; have {:#?}", t.keys().collect::<Vec<_>>()))
@@ -69,8 +76,7 @@ fn import_with(f: impl FnOnce(&mut ImportOptions)) -> ImportOptions {
 
 #[test]
 fn keyed_fixture_values_units_and_thousands_separators() {
-    let raw = parse_ncu_csv_file(&fixture("kprof-keyed.csv"), &opts()).unwrap();
-    let t = table(&raw);
+    let (raw, t) = keyed_fixture();
     let m = get(&t, "sweep", "matmul", "config=0", T);
     assert_eq!(m.keys().copied().collect::<Vec<_>>(), vec![0, 1]);
     assert_eq!(m[&0].0, 60_000.0);
@@ -98,8 +104,7 @@ fn keyed_fixture_values_units_and_thousands_separators() {
 
 #[test]
 fn keyed_fixture_varying_kernel_counts_are_summed_with_breakdown() {
-    let raw = parse_ncu_csv_file(&fixture("kprof-keyed.csv"), &opts()).unwrap();
-    let t = table(&raw);
+    let (raw, t) = keyed_fixture();
     let m = get(&t, "sweep", "matmul", "config=1", T);
     assert_eq!(m[&0].0, 2_670_688.0);
     assert_eq!(m[&1].0, 2_670_800.0);
@@ -143,8 +148,7 @@ fn keyed_fixture_varying_kernel_counts_are_summed_with_breakdown() {
 
 #[test]
 fn keyed_fixture_skipped_run_and_na_and_second_call() {
-    let raw = parse_ncu_csv_file(&fixture("kprof-keyed.csv"), &opts()).unwrap();
-    let t = table(&raw);
+    let (raw, t) = keyed_fixture();
     // Config 2: run 1 was skipped; runs 0 and 2 keep their own indices.
     let m = get(&t, "sweep", "matmul", "config=2", T);
     assert_eq!(m.keys().copied().collect::<Vec<_>>(), vec![0, 2]);

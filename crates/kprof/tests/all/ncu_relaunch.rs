@@ -46,6 +46,10 @@ impl Fake {
         import.metrics = Some(opts.metrics.clone());
         relaunch_with(&self.install, &opts, "/bin/sh", program_args, &env, &import)
     }
+    /// The error of a run of `/bin/sh -c true` under the fake in mode `mode` (a failure of ncu's).
+    fn fail(&self, mode: &str) -> NcuError {
+        self.run(mode, &["-c", "true"]).unwrap_err()
+    }
     fn path(&self, p: &str) -> PathBuf {
         self.dir.path().join(p)
     }
@@ -95,8 +99,7 @@ fn success_runs_the_child_with_its_target_and_keeps_report_log_and_csv() {
 
 #[test]
 fn counter_permission_error_says_what_to_change() {
-    let f = fake();
-    let e = f.run("perm", &["-c", "true"]).unwrap_err();
+    let e = fake().fail("perm");
     assert!(matches!(e, NcuError::CounterPermission { .. }), "{e:?}");
     let msg = e.to_string();
     for want in [
@@ -113,8 +116,7 @@ fn counter_permission_error_says_what_to_change() {
 
 #[test]
 fn unknown_metric() {
-    let f = fake();
-    let e = f.run("metric", &["-c", "true"]).unwrap_err();
+    let e = fake().fail("metric");
     match &e {
         NcuError::InvalidMetric { metrics, .. } => assert_eq!(metrics, &vec!["nope__x.sum".to_string()]),
         other => panic!("{other:?}"),
@@ -125,7 +127,7 @@ fn unknown_metric() {
 #[test]
 fn crash_shows_exit_code_and_log_tail() {
     let f = fake();
-    let e = f.run("crash", &["-c", "true"]).unwrap_err();
+    let e = f.fail("crash");
     let msg = e.to_string();
     assert!(matches!(e, NcuError::Crashed { .. }), "{e:?}");
     assert!(msg.contains("exit code 11") && msg.contains("/bin/sh -c true"), "{msg}");
@@ -134,7 +136,7 @@ fn crash_shows_exit_code_and_log_tail() {
         "{msg}"
     );
     assert!(!msg.contains("line 5\n"), "tail only: {msg}");
-    let e = f.run("signal", &["-c", "true"]).unwrap_err();
+    let e = f.fail("signal");
     assert!(
         e.to_string().contains("signal 9") && e.to_string().contains("about to die"),
         "{e}"
@@ -144,22 +146,21 @@ fn crash_shows_exit_code_and_log_tail() {
 #[test]
 fn nothing_profiled_and_missing_report() {
     let f = fake();
-    let e = f.run("nokernels", &["-c", "true"]).unwrap_err();
+    let e = f.fail("nokernels");
     let msg = e.to_string();
     assert!(matches!(e, NcuError::NoKernels { .. }), "{e:?}");
     assert!(
         msg.contains("regex:kprof@.+/") && msg.contains("KPROF_NCU_CHILD=bench.matmul"),
         "{msg}"
     );
-    let e = f.run("noreport", &["-c", "true"]).unwrap_err();
+    let e = f.fail("noreport");
     assert!(matches!(e, NcuError::ReportMissing { .. }), "{e:?}");
     assert!(e.to_string().contains("r1.ncu-rep"), "{e}");
 }
 
 #[test]
 fn export_failure_shows_the_command_and_output() {
-    let f = fake();
-    let e = f.run("badexport", &["-c", "true"]).unwrap_err();
+    let e = fake().fail("badexport");
     assert!(matches!(e, NcuError::Export { .. }), "{e:?}");
     let msg = e.to_string();
     assert!(
