@@ -2,10 +2,13 @@
 //! with a hand-written PTX fallback), cuBLAS sgemm, and a plain result printout.
 #![allow(dead_code)]
 
+use std::ffi::{c_void, CString};
 use std::sync::Arc;
 
 use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
-use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use kprof::driver::{CuContext, DeviceProps, Driver};
+use kprof::loader::SearchEnv;
 use kprof::core::model::RawResults;
 use kprof::runner::{BenchOptions, CacheControl, Profiler};
 
@@ -380,5 +383,85 @@ pub fn print_results(title: &str, raw: &RawResults) {
                 String::new()
             }
         );
+    }
+}
+
+/// kprof's CUDA driver wrapper ([`Driver`]): libcuda loaded the way kprof finds it, `cuInit`
+/// done. Creates no context.
+pub fn driver() -> Result<&'static Driver, String> {
+    Driver::load(&SearchEnv::from_process()).map_err(|e| e.to_string())
+}
+
+/// A kernel of hand-written PTX on device 0, for the GPU checks that launch their own kernels:
+/// kprof's driver wrapper makes device 0's primary context current (the context kprof
+/// profiles), describes the device and allocates; cudarc's driver calls load the module and
+/// launch.
+pub struct RawKernel {
+    pub driver: &'static Driver,
+    /// Device 0's primary context, current on the thread that loaded the kernel.
+    pub ctx: CuContext,
+    pub device: DeviceProps,
+    /// Device 0's streaming multiprocessors.
+    pub sms: u32,
+    func: sys::CUfunction,
+}
+
+impl RawKernel {
+    /// Makes device 0's primary context current and loads the entry `entry` of `ptx` into it
+    /// (the driver JIT-compiles it; a failed compilation's error carries the JIT log).
+    pub fn load(driver: &'static Driver, ptx: &str, entry: &str) -> Result<RawKernel, String> {
+        let ctx = driver.ensure_context().map_err(|e| e.to_string())?;
+        let device = driver.device_info(0).map_err(|e| e.to_string())?;
+        let dev = result::device::get(0).map_err(|e| format!("cuDeviceGet: {e}"))?;
+        let attr = sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
+        // SAFETY: `dev` is device 0 from cuDeviceGet.
+        let sms = unsafe { result::device::get_attribute(dev, attr) }.map_err(|e| format!("cuDeviceGetAttribute: {e}"))?;
+        let image = CString::new(ptx).map_err(|_| "the PTX holds a NUL")?;
+        let mut log = vec![0u8; 8192];
+        let mut options = [
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+        ];
+        let mut values = [log.as_mut_ptr() as *mut c_void, log.len() as *mut c_void];
+        let mut module: sys::CUmodule = std::ptr::null_mut();
+        // SAFETY: a NUL-terminated PTX image, and the JIT log's buffer and size, alive for the call.
+        let rc = unsafe {
+            sys::cuModuleLoadDataEx(&mut module, image.as_ptr().cast(), 2, options.as_mut_ptr(), values.as_mut_ptr())
+        };
+        if let Err(e) = rc.result() {
+            let text = String::from_utf8_lossy(&log).trim_end_matches('\0').to_string();
+            return Err(format!("cuModuleLoadDataEx: {e}; JIT log: {text}"));
+        }
+        let name = CString::new(entry).map_err(|_| "the entry's name holds a NUL")?;
+        // SAFETY: `module` was just loaded.
+        let func = unsafe { result::module::get_function(module, name) }
+            .map_err(|e| format!("cuModuleGetFunction({entry}): {e}"))?;
+        Ok(RawKernel {
+            driver,
+            ctx,
+            device,
+            sms: sms.max(1) as u32,
+            func,
+        })
+    }
+
+    /// Launches the kernel on `grid` blocks of `block` threads, on the legacy default stream.
+    ///
+    /// # Safety
+    /// `params` holds one pointer per parameter of the entry, to a value of its type that lives
+    /// until the launch returns.
+    pub unsafe fn launch(&self, grid: u32, block: u32, params: &mut [*mut c_void]) -> Result<(), String> {
+        result::launch_kernel(self.func, (grid, 1, 1), (block, 1, 1), 0, std::ptr::null_mut(), params)
+            .map_err(|e| format!("cuLaunchKernel: {e}"))
+    }
+
+    /// Waits for the context's work.
+    pub fn sync(&self) -> Result<(), String> {
+        self.driver.synchronize().map_err(|e| e.to_string())
+    }
+
+    /// `bytes` of device memory in the context (never freed: the checks are short processes).
+    pub fn alloc(&self, bytes: usize) -> Result<u64, String> {
+        Ok(self.driver.alloc(bytes).map_err(|e| e.to_string())?.ptr)
     }
 }
