@@ -249,14 +249,19 @@ JSON"#
 fn verbose_prints_the_time_split_and_every_run_writes_it() {
     let (tmp, fake_lib) = with_fake_inject_lib();
     let out = tmp.path().join("out");
-    let o = kprof()
-        .env("KPROF_INJECT_PATH", &fake_lib)
-        .args(["run", "--verbose", "--metrics", "dram__bytes_read.sum", "--out"])
-        .arg(&out)
-        .args(["--", "sh", "-c"])
-        .arg(fake_status_script())
-        .output()
-        .unwrap();
+    let run = |options: &[&str]| {
+        kprof()
+            .env("KPROF_INJECT_PATH", &fake_lib)
+            .arg("run")
+            .args(options)
+            .arg("--out")
+            .arg(&out)
+            .args(["--", "sh", "-c"])
+            .arg(fake_status_script())
+            .output()
+            .unwrap()
+    };
+    let o = run(&["--verbose", "--metrics", "dram__bytes_read.sum"]);
     let err = String::from_utf8_lossy(&o.stderr);
     // The fake processes wrote no samples: exit 1, but the split is printed and written.
     assert_eq!(o.status.code(), Some(1), "{err}");
@@ -292,14 +297,7 @@ fn verbose_prints_the_time_split_and_every_run_writes_it() {
 
     // Without --verbose nothing is printed, the file is still written.
     std::fs::remove_file(out.join("time-split.json")).unwrap();
-    let o = kprof()
-        .env("KPROF_INJECT_PATH", &fake_lib)
-        .args(["run", "--out"])
-        .arg(&out)
-        .args(["--", "sh", "-c"])
-        .arg(fake_status_script())
-        .output()
-        .unwrap();
+    let o = run(&[]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!err.contains("time split"), "{err}");
     assert!(out.join("time-split.json").exists());
