@@ -1,6 +1,6 @@
 //! The store on one process: round trips, schema migration, refusal of newer and foreign files.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use kprof_core::{Config, DeviceInfo, ExtraValue, KernelSample, RawResults, SampleRecord};
 use kprof_store::schema::{create_v1, APPLICATION_ID, SCHEMA_VERSION};
@@ -150,18 +150,25 @@ fn a_processed_only_run_gives_points_from_its_rows() {
     assert!(err.to_string().contains("neither"), "{err}");
 }
 
+/// A database `name` in a new temporary folder, created with schema 1: the folder, its path and
+/// a connection to it.
+fn v1_database(name: &str) -> (tempfile::TempDir, PathBuf, Connection) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join(name);
+    let conn = Connection::open(&db).unwrap();
+    create_v1(&conn).unwrap();
+    (dir, db, conn)
+}
+
 fn file_bytes(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap()
 }
 
 #[test]
 fn a_version_1_database_is_migrated_and_keeps_its_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("old.db");
+    let (_dir, db, conn) = v1_database("old.db");
     {
-        // A database as the schema-1 kprof wrote it, with one run holding one raw series.
-        let conn = Connection::open(&db).unwrap();
-        create_v1(&conn).unwrap();
+        // As the schema-1 kprof wrote it, with one run holding one raw series.
         conn.execute(
             "INSERT INTO runs (id, created_unix_ms, name, host, git_commit, git_branch, git_dirty, devices, kernel_names)
              VALUES (1, 1700000000000, 'old-bench', 'vm', 'abc123', 'main', 0, '[]', '[\"k\"]')",
@@ -180,6 +187,7 @@ fn a_version_1_database_is_migrated_and_keeps_its_runs() {
         .unwrap();
         let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
         assert_eq!(v, 1);
+        drop(conn);
     }
     let mut store = SqliteStore::open(&db).unwrap();
     let v: i64 = store
@@ -212,13 +220,11 @@ fn a_version_1_database_is_migrated_and_keeps_its_runs() {
 
 #[test]
 fn a_newer_database_is_refused_and_left_byte_for_byte_unchanged() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("future.db");
+    let (dir, db, conn) = v1_database("future.db");
     {
-        let conn = Connection::open(&db).unwrap();
-        create_v1(&conn).unwrap();
         conn.execute_batch(&format!("PRAGMA user_version = {}", SCHEMA_VERSION + 7))
             .unwrap();
+        drop(conn);
     }
     let before = file_bytes(&db);
     for attempt in 0..2 {
