@@ -164,6 +164,14 @@ fn file_bytes(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap()
 }
 
+/// Opening `path` as a store fails with an error that says `why`, and leaves the file as it was.
+fn refused_unchanged(path: &Path, why: &str) {
+    let before = file_bytes(path);
+    let err = SqliteStore::open(path).unwrap_err();
+    assert!(err.to_string().contains(why), "{err}");
+    assert_eq!(file_bytes(path), before);
+}
+
 #[test]
 fn a_version_1_database_is_migrated_and_keeps_its_runs() {
     let (_dir, db, conn) = v1_database("old.db");
@@ -255,20 +263,14 @@ fn corrupt_foreign_and_directory_paths_give_clear_errors() {
         b"this is not a database, just some text that is long enough to have a header....",
     )
     .unwrap();
-    let before = file_bytes(&junk);
-    let err = SqliteStore::open(&junk).unwrap_err();
-    assert!(err.to_string().contains("not an SQLite database"), "{err}");
-    assert_eq!(file_bytes(&junk), before);
+    refused_unchanged(&junk, "not an SQLite database");
 
     let foreign = dir.path().join("other.db");
     Connection::open(&foreign)
         .unwrap()
         .execute_batch("CREATE TABLE t (x)")
         .unwrap();
-    let before = file_bytes(&foreign);
-    let err = SqliteStore::open(&foreign).unwrap_err();
-    assert!(err.to_string().contains("another program"), "{err}");
-    assert_eq!(file_bytes(&foreign), before);
+    refused_unchanged(&foreign, "another program");
 
     // A real store whose pages were overwritten in the middle.
     let db = dir.path().join("damaged.db");

@@ -126,8 +126,7 @@ fn unknown_metric() {
 
 #[test]
 fn crash_shows_exit_code_and_log_tail() {
-    let f = fake();
-    let e = f.fail("crash");
+    let e = fake().fail("crash");
     let msg = e.to_string();
     assert!(matches!(e, NcuError::Crashed { .. }), "{e:?}");
     assert!(msg.contains("exit code 11") && msg.contains("/bin/sh -c true"), "{msg}");
@@ -136,7 +135,7 @@ fn crash_shows_exit_code_and_log_tail() {
         "{msg}"
     );
     assert!(!msg.contains("line 5\n"), "tail only: {msg}");
-    let e = f.fail("signal");
+    let e = fake().fail("signal");
     assert!(
         e.to_string().contains("signal 9") && e.to_string().contains("about to die"),
         "{e}"
@@ -145,15 +144,14 @@ fn crash_shows_exit_code_and_log_tail() {
 
 #[test]
 fn nothing_profiled_and_missing_report() {
-    let f = fake();
-    let e = f.fail("nokernels");
+    let e = fake().fail("nokernels");
     let msg = e.to_string();
     assert!(matches!(e, NcuError::NoKernels { .. }), "{e:?}");
     assert!(
         msg.contains("regex:kprof@.+/") && msg.contains("KPROF_NCU_CHILD=bench.matmul"),
         "{msg}"
     );
-    let e = f.fail("noreport");
+    let e = fake().fail("noreport");
     assert!(matches!(e, NcuError::ReportMissing { .. }), "{e:?}");
     assert!(e.to_string().contains("r1.ncu-rep"), "{e}");
 }

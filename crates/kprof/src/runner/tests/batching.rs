@@ -138,12 +138,7 @@ fn adaptive(policy: FlushPolicy, order: RunOrder) -> (RawResults, Profiler) {
     let mut p = profiler(&mock);
     p.set_flush_policy(policy);
     let m = mock.clone();
-    let stopping = StoppingPolicy {
-        min_runs: 3,
-        max_runs: 20,
-        target_rel_ci_half_width: Some(0.01),
-        ..StoppingPolicy::fixed(20)
-    };
+    let stopping = super::ci_target_policy();
     let opts = BenchOptions {
         warmup: 1,
         cache: CacheControl::None,
