@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use crate::common;
 use kprof::core::{Config, RawResults};
 use kprof::ncu::{bench_ncu, last_run, NcuError, NcuMode, NcuModeRequest, NcuOptions, Relaunch, CHILD_ENV};
-use kprof::runner::BenchOptions;
+use kprof::runner::{BenchOptions, Run};
 use kprof::EngineError;
 
 fn configs() -> Vec<Config> {
@@ -58,33 +58,23 @@ fn run_both(dir: &Path, ncu: &Path) -> (RawResults, RawResults) {
     opts.warmup = 1;
     opts.output_prefix = Some(dir.join("out/"));
     let ncu_opts = NcuOptions::default();
-    let first = bench_ncu(
-        "first",
-        &configs(),
-        &opts,
-        &ncu_opts,
-        &relaunch(dir, ncu, "first"),
-        |c, run| {
-            log_call(&format!("first {} {}", c, run.is_warmup()));
-            let _g = run.region("one")?;
-            Ok(())
-        },
-    )
-    .unwrap();
-    let second = bench_ncu(
-        "second",
-        &configs(),
-        &opts,
-        &ncu_opts,
-        &relaunch(dir, ncu, "second"),
-        |c, run| {
-            log_call(&format!("second {} {}", c, run.is_warmup()));
-            run.annotate("one", |_| ())?;
-            run.annotate("two", |_| ())?;
-            Ok(())
-        },
-    )
-    .unwrap();
+    // Benchmark `name` over both configs, each call logged, relaunched under the fake ncu.
+    let bench = |name: &str, regions: &dyn Fn(&mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>| {
+        bench_ncu(name, &configs(), &opts, &ncu_opts, &relaunch(dir, ncu, name), |c, run| {
+            log_call(&format!("{name} {} {}", c, run.is_warmup()));
+            regions(run)
+        })
+        .unwrap()
+    };
+    let first = bench("first", &|run| {
+        let _g = run.region("one")?;
+        Ok(())
+    });
+    let second = bench("second", &|run| {
+        run.annotate("one", |_| ())?;
+        run.annotate("two", |_| ())?;
+        Ok(())
+    });
     (first, second)
 }
 
