@@ -225,9 +225,7 @@ fn check_h(cx: &mut Ctx) -> Result<Row, BoxError> {
     let clear = refused.contains("already in use") && refused.contains("with_cuda_events");
     let n: u32 = 1 << 24;
     let s = cx.gpu.stream.clone();
-    let x = s.clone_htod(&vec![1.0f32; n as usize])?;
-    let mut y = s.alloc_zeros::<f32>(n as usize)?;
-    let mut z = s.alloc_zeros::<f32>(n as usize)?;
+    let [x, mut y, mut z] = common::operands(&s, n)?;
     let k = &cx.k;
     let mut prof = Profiler::with_cuda_events()?;
     let (e0, e1) = (cx.timing_event()?, cx.timing_event()?);
@@ -318,9 +316,7 @@ fn check_b(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
 fn check_c(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
     let n: u32 = 1 << 24;
     let s = cx.gpu.stream.clone();
-    let x = s.clone_htod(&vec![1.0f32; n as usize])?;
-    let mut y = s.alloc_zeros::<f32>(n as usize)?;
-    let mut z = s.alloc_zeros::<f32>(n as usize)?;
+    let [x, mut y, mut z] = common::operands(&s, n)?;
     let k = &cx.k;
     let raw = prof.bench("c_three_kernels", &one_size(n), &cx.opts(5, 1, CacheControl::None), |_, run| {
         let _r = run.region("three")?;
@@ -402,9 +398,7 @@ fn check_d(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
 fn check_e(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
     let n: u32 = 1 << 22;
     let s = cx.gpu.ctx.new_stream()?;
-    let x = s.clone_htod(&vec![1.0f32; n as usize])?;
-    let mut y = s.alloc_zeros::<f32>(n as usize)?;
-    let mut z = s.alloc_zeros::<f32>(n as usize)?;
+    let [x, mut y, mut z] = common::operands(&s, n)?;
     s.synchronize()?;
     s.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
     cx.k.scale(&s, &mut y, &x, 2.0, n)?;

@@ -18,9 +18,7 @@ fn run() -> Result<(), BoxError> {
     let (mut prof, gpu, k) = common::start()?;
     let n: u32 = 1 << 22;
     let stream = gpu.ctx.new_stream()?;
-    let x = stream.clone_htod(&vec![1.0f32; n as usize])?;
-    let mut y = stream.alloc_zeros::<f32>(n as usize)?;
-    let mut z = stream.alloc_zeros::<f32>(n as usize)?;
+    let [x, mut y, mut z] = common::operands(&stream, n)?;
     stream.synchronize()?;
     stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
     k.scale(&stream, &mut y, &x, 2.0, n)?;

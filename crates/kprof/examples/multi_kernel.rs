@@ -16,9 +16,7 @@ fn main() {
 fn run() -> Result<(), BoxError> {
     let (mut prof, gpu, k) = common::start()?;
     let n: u32 = 1 << 24;
-    let x = gpu.stream.clone_htod(&vec![1.0f32; n as usize])?;
-    let mut y = gpu.stream.alloc_zeros::<f32>(n as usize)?;
-    let mut z = gpu.stream.alloc_zeros::<f32>(n as usize)?;
+    let [x, mut y, mut z] = common::operands(&gpu.stream, n)?;
     gpu.sync()?;
     let opts = common::bench_options(5, CacheControl::None);
     let raw = prof.bench("multi_kernel", &[Config::new().with("n", n as i64)], &opts, |_, run| {

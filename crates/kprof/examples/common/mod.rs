@@ -219,6 +219,14 @@ impl Kernels {
     }
 }
 
+/// The example kernels' operands on `s`: `x` (all 1.0) and `y`, `z` (zeros), `n` floats each.
+pub fn operands(s: &Arc<CudaStream>, n: u32) -> Result<[CudaSlice<f32>; 3], BoxError> {
+    let x = s.clone_htod(&vec![1.0f32; n as usize])?;
+    let y = s.alloc_zeros::<f32>(n as usize)?;
+    let z = s.alloc_zeros::<f32>(n as usize)?;
+    Ok([x, y, z])
+}
+
 /// One thread per element in 256-thread blocks.
 pub fn blocks(n: u32) -> LaunchConfig {
     LaunchConfig {
