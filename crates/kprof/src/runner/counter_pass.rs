@@ -75,6 +75,7 @@ use kprof_core::model::DEFAULT_METRIC;
 use kprof_core::transforms::combine_kernels;
 
 use super::l2_flush::is_flush_kernel;
+use super::profiler::RunAt;
 use super::run::{RunInner, RunState, SpanRec};
 use super::*;
 use crate::counters::range::{chip_name, profiler_deinitialize, profiler_initialize};
@@ -556,15 +557,10 @@ impl Profiler {
 
     /// The counter pass of one recorded run (see the module docs). `n_regions`: regions the
     /// timing pass opened.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn counter_run<F>(
         &mut self,
         st: &mut CounterState,
-        name: &str,
-        call: u64,
-        step: Step,
-        config: &Config,
-        opts: &BenchOptions,
+        at: RunAt,
         f: &mut F,
         n_regions: usize,
         window: (u64, u64),
@@ -572,6 +568,13 @@ impl Profiler {
     where
         F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
     {
+        let RunAt {
+            name,
+            call,
+            step,
+            config,
+            opts,
+        } = at;
         let backend = Arc::clone(&self.backend);
         let cb = backend
             .counters()
@@ -653,19 +656,17 @@ impl Profiler {
     /// replay saves and restores memory and user replay re-runs the closure many times, which
     /// leaves an L2 the next timing run would not see after a plain run of the closure (on the
     /// H200 a warm 1 MB `x * 2` was slower than a cold one until this was added).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn rewarm_after_counters<F>(
-        &mut self,
-        name: &str,
-        call: u64,
-        step: Step,
-        config: &Config,
-        opts: &BenchOptions,
-        f: &mut F,
-    ) -> Result<(), EngineError>
+    pub(super) fn rewarm_after_counters<F>(&mut self, at: RunAt, f: &mut F) -> Result<(), EngineError>
     where
         F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
     {
+        let RunAt {
+            name,
+            call,
+            step,
+            config,
+            opts,
+        } = at;
         let key_run = 2 * (opts.max_runs() as u64 + opts.warmup as u64) + step.run as u64;
         if let Some(msg) = pass_closure(&self.backend, name, call, key_run, step, config, f, None) {
             self.warnings

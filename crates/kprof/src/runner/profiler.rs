@@ -107,6 +107,17 @@ pub struct Profiler {
 /// `gpu__time_duration.sum` is.
 pub const CUDA_EVENTS_METRIC: &str = "cuda_event_elapsed.sum";
 
+/// One run of a bench call: the benchmark, the call's number, the step (configuration, run,
+/// warm-up or not), the step's configuration and the call's options.
+#[derive(Clone, Copy)]
+pub(super) struct RunAt<'a> {
+    pub(super) name: &'a str,
+    pub(super) call: u64,
+    pub(super) step: Step,
+    pub(super) config: &'a Config,
+    pub(super) opts: &'a BenchOptions,
+}
+
 impl std::fmt::Debug for Profiler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Profiler")
@@ -459,29 +470,26 @@ impl Profiler {
             }
             let t0 = Instant::now();
             let run_start_ns = self.backend.timestamp_ns();
-            let (spans, failure) = self.one_run(sw.name, call, step, &configs[step.config], opts, f, &mut sw.wire)?;
+            let at = RunAt {
+                name: sw.name,
+                call,
+                step,
+                config: &configs[step.config],
+                opts,
+            };
+            let (spans, failure) = self.one_run(at, f, &mut sw.wire)?;
             let abort = failure.is_some() && !opts.ignore_failures;
             let counters = match (&mut sw.counters, step.warmup, &failure) {
                 (Some(st), false, None) => {
                     let window = (run_start_ns, self.backend.timestamp_ns());
                     Some(self.without_kernel_records(st.kernel_records, |me| {
-                        me.counter_run(
-                            st,
-                            sw.name,
-                            call,
-                            step,
-                            &configs[step.config],
-                            opts,
-                            f,
-                            spans.len(),
-                            window,
-                        )
+                        me.counter_run(st, at, f, spans.len(), window)
                     })?)
                 }
                 _ => None,
             };
             if counters.is_some() && opts.cache == CacheControl::None {
-                self.rewarm_after_counters(sw.name, call, step, &configs[step.config], opts, f)?;
+                self.rewarm_after_counters(at, f)?;
             }
             if !step.warmup {
                 sw.pending_recorded[step.config] += 1;
@@ -727,20 +735,22 @@ impl Profiler {
     /// One run: cache flush, the closure, synchronise. Returns the spans (their wire form is
     /// appended to `wire` for the next flush) and the closure's error (if any) as an engine
     /// error. Engine failures are `Err`.
-    #[allow(clippy::too_many_arguments)]
     fn one_run<F>(
         &mut self,
-        name: &str,
-        call: u64,
-        step: Step,
-        config: &Config,
-        opts: &BenchOptions,
+        at: RunAt,
         f: &mut F,
         wire: &mut Vec<Span>,
     ) -> Result<(Vec<SpanRec>, Option<EngineError>), EngineError>
     where
         F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
     {
+        let RunAt {
+            name,
+            call,
+            step,
+            config,
+            opts,
+        } = at;
         self.conditions.thermal_guard()?;
         if opts.cache == CacheControl::All {
             self.backend.flush_l2(opts.flush_spec())?;

@@ -15,6 +15,8 @@ use kprof::ncu::{bench_ncu, last_run, NcuError, NcuMode, NcuModeRequest, NcuOpti
 use kprof::runner::{BenchOptions, Run};
 use kprof::EngineError;
 
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 fn configs() -> Vec<Config> {
     vec![Config::new().with("n", 1i64), Config::new().with("n", 2i64)]
 }
@@ -59,7 +61,7 @@ fn run_both(dir: &Path, ncu: &Path) -> (RawResults, RawResults) {
     opts.output_prefix = Some(dir.join("out/"));
     let ncu_opts = NcuOptions::default();
     // Benchmark `name` over both configs, each call logged, relaunched under the fake ncu.
-    let bench = |name: &str, regions: &dyn Fn(&mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>| {
+    let bench = |name: &str, regions: &dyn Fn(&mut Run) -> Result<(), BoxError>| {
         bench_ncu(name, &configs(), &opts, &ncu_opts, &relaunch(dir, ncu, name), |c, run| {
             log_call(&format!("{name} {} {}", c, run.is_warmup()));
             regions(run)

@@ -80,7 +80,7 @@ fn auto_relaunches_and_says_why() {
             ModeChoice {
                 mode: NcuMode::Relaunch,
                 requested: NcuModeRequest::Auto,
-                reason: reason.into()
+                reason
             }
         );
     }
