@@ -367,21 +367,25 @@ pub(super) enum CounterRun {
     Failed(String),
 }
 
-/// Runs the benchmark closure once on a [`PassBackend`]; returns the failure, if any.
-#[allow(clippy::too_many_arguments)]
+/// Runs the benchmark closure once on a [`PassBackend`] for the run `at` (its regions keyed with
+/// run number `key_run`); returns the failure, if any.
 fn pass_closure<F>(
     inner: &Arc<dyn Backend>,
-    name: &str,
-    call: u64,
+    at: RunAt,
     key_run: u64,
-    step: Step,
-    config: &Config,
     f: &mut F,
     flush_before_regions: Option<FlushSpec>,
 ) -> Option<String>
 where
     F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
 {
+    let RunAt {
+        name,
+        call,
+        step,
+        config,
+        ..
+    } = at;
     let backend: Arc<dyn Backend> = Arc::new(PassBackend {
         inner: Arc::clone(inner),
     });
@@ -568,22 +572,15 @@ impl Profiler {
     where
         F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
     {
-        let RunAt {
-            name,
-            call,
-            step,
-            config,
-            opts,
-        } = at;
         let backend = Arc::clone(&self.backend);
         let cb = backend
             .counters()
             .ok_or_else(|| EngineError::Unsupported("this backend has no counters".into()))?;
         // Keys of counter passes never collide with timing or warm-up runs (nothing is attributed
         // to them anyway: the pass backend pushes no external id).
-        let key_run = opts.max_runs() as u64 + opts.warmup as u64 + step.run as u64;
-        let cold = opts.cache == CacheControl::All;
-        let flush = opts.flush_spec();
+        let key_run = at.opts.max_runs() as u64 + at.opts.warmup as u64 + at.step.run as u64;
+        let cold = at.opts.cache == CacheControl::All;
+        let flush = at.opts.flush_spec();
         match st.plan.mode {
             ReplayMode::Kernel | ReplayMode::Application => loop {
                 let app = st.plan.mode == ReplayMode::Application;
@@ -600,7 +597,7 @@ impl Profiler {
                             failure.get_or_insert(format!("L2 flush before a counter pass failed: {e}"));
                         }
                     }
-                    if let Some(msg) = pass_closure(&backend, name, call, key_run, step, config, f, (app && cold).then_some(flush)) {
+                    if let Some(msg) = pass_closure(&backend, at, key_run, f, (app && cold).then_some(flush)) {
                         failure.get_or_insert(msg);
                     }
                 });
@@ -634,7 +631,7 @@ impl Profiler {
                     }
                     // A flush before every region, outside the user ranges, as in the timing pass.
                     let r = with_sink(sink, || {
-                        pass_closure(&backend, name, call, key_run, step, config, f, cold.then_some(flush))
+                        pass_closure(&backend, at, key_run, f, cold.then_some(flush))
                     });
                     if let Some(msg) = r {
                         failure.get_or_insert(msg);
@@ -660,15 +657,8 @@ impl Profiler {
     where
         F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
     {
-        let RunAt {
-            name,
-            call,
-            step,
-            config,
-            opts,
-        } = at;
-        let key_run = 2 * (opts.max_runs() as u64 + opts.warmup as u64) + step.run as u64;
-        if let Some(msg) = pass_closure(&self.backend, name, call, key_run, step, config, f, None) {
+        let key_run = 2 * (at.opts.max_runs() as u64 + at.opts.warmup as u64) + at.step.run as u64;
+        if let Some(msg) = pass_closure(&self.backend, at, key_run, f, None) {
             self.warnings
                 .push(format!("re-warming run after a counter pass: {msg}"));
         }

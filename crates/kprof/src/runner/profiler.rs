@@ -744,45 +744,38 @@ impl Profiler {
     where
         F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
     {
-        let RunAt {
-            name,
-            call,
-            step,
-            config,
-            opts,
-        } = at;
         self.conditions.thermal_guard()?;
-        if opts.cache == CacheControl::All {
-            self.backend.flush_l2(opts.flush_spec())?;
+        if at.opts.cache == CacheControl::All {
+            self.backend.flush_l2(at.opts.flush_spec())?;
         }
-        self.conditions.before_run(step.config, config, step.run, step.warmup)?;
+        self.conditions.before_run(at.step.config, at.config, at.step.run, at.step.warmup)?;
         // Warm-up runs get run indices above every recorded run, so their keys never collide.
-        let key_run = if step.warmup {
-            opts.max_runs() as u64 + step.run as u64
+        let key_run = if at.step.warmup {
+            at.opts.max_runs() as u64 + at.step.run as u64
         } else {
-            step.run as u64
+            at.step.run as u64
         };
         let state = Rc::new(RunState {
             backend: Arc::clone(&self.backend),
-            call,
-            config: step.config as u64,
+            call: at.call,
+            config: at.step.config as u64,
             run: key_run,
             inner: RefCell::new(RunInner::default()),
             on_enter: self
                 .conditions
-                .annotation_hook(step.config, config, step.run, step.warmup),
-            flush_before_regions: (opts.cache == CacheControl::All).then(|| opts.flush_spec()),
+                .annotation_hook(at.step.config, at.config, at.step.run, at.step.warmup),
+            flush_before_regions: (at.opts.cache == CacheControl::All).then(|| at.opts.flush_spec()),
         });
         let mut run = Run {
             state: Rc::clone(&state),
-            warmup: step.warmup,
-            run_index: step.run,
+            warmup: at.step.warmup,
+            run_index: at.step.run,
         };
-        let result = f(config, &mut run);
+        let result = f(at.config, &mut run);
         drop(run);
         let (spans, misuse) = state.finish();
         self.backend.synchronize()?;
-        self.conditions.after_run(step.config, step.run, step.warmup);
+        self.conditions.after_run(at.step.config, at.step.run, at.step.warmup);
         wire.extend(spans.iter().map(|s| Span {
             key: s.key,
             parent: s.parent.map(|p| spans[p].key),
@@ -791,7 +784,7 @@ impl Profiler {
             end_ns: s.end_ns.unwrap_or(s.start_ns),
         }));
         let failure = match result {
-            Err(e) => Some(closure_error(name, config, step.run, e.as_ref())),
+            Err(e) => Some(closure_error(at.name, at.config, at.step.run, e.as_ref())),
             Ok(()) if !misuse.is_empty() => Some(EngineError::RegionMisuse(misuse.join("; "))),
             Ok(()) => None,
         };
