@@ -7,9 +7,7 @@ use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use common::{fixture, text};
-
-use crate::common;
+use crate::common::{fixture, text};
 
 fn raw() -> String {
     fixture("nsight-python-csv-handwritten/profiled_data-matmul-0.csv")
@@ -22,7 +20,6 @@ fn ncu() -> String {
 fn kprof(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_kprof")).args(args).output().unwrap()
 }
-
 
 fn names(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)

@@ -3,14 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use common::run;
-
-use crate::common;
+use crate::common::{self, run};
 
 fn fixture(name: &str) -> String {
     common::fixture(&format!("h200-python-tutorial-steps/{name}"))
 }
-
 
 fn out(dir: &tempfile::TempDir, name: &str) -> PathBuf {
     dir.path().join(name)

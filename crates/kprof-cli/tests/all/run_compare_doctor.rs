@@ -5,14 +5,11 @@ use std::process::{Command, Output};
 
 use kprof_core::io::{self, ReadOptions};
 
-use common::{kprof, text};
-
-use crate::common;
+use crate::common::{self, kprof, text};
 
 fn fixture(name: &str) -> PathBuf {
     common::fixture_path(&format!("h200-engine-checks-raw-concurrent-trace/{name}"))
 }
-
 
 /// `kprof compare OPTIONS BASE NEW`.
 fn compare(options: &[&str], base: &Path, new: &Path) -> Output {

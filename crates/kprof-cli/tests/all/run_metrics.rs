@@ -8,9 +8,7 @@ use kprof::counters::{MetricsCatalog, ReplayMode};
 use kprof::run_spec::RunSpec;
 use kprof_cli::run_cmd::validate_metrics;
 
-use common::cupti_wheel_dir as wheel_dir;
-
-use crate::common;
+use crate::common::{self, cupti_wheel_dir as wheel_dir};
 
 /// A temporary folder with an empty file named like the injection library in it (kprof run only
 /// checks that it exists): the folder and the file.

@@ -1,15 +1,11 @@
 //! `kprof summarize` and `kprof show` through the CLI library: outputs, and one clear message with
 //! exit code 1 for each bad input.
 
-
-use common::run;
-
-use crate::common;
+use crate::common::{self, run};
 
 fn fixture(name: &str) -> String {
     common::fixture(&format!("nsight-python-csv-handwritten/{name}"))
 }
-
 
 #[test]
 fn summarize_writes_the_processed_table_with_t_based_cis() {
