@@ -55,6 +55,14 @@ fn push_all(raw: &mut RawResults, bench: &str, ann: &str, c: &Config, values: &[
     }
 }
 
+/// [`session`] and its processed table normalised against "base" (default options).
+fn normalised_session() -> (RawResults, ProcessedResults) {
+    let raw = session();
+    let mut p = processed_from(&raw);
+    normalize_against(&raw, &mut p, "base", &NormalizeOptions::default()).unwrap();
+    (raw, p)
+}
+
 fn placeholder_summary(values: &[f64]) -> Summary {
     let ok: Vec<f64> = values.iter().copied().filter(|v| !v.is_nan()).collect();
     Summary {
@@ -161,9 +169,7 @@ fn fieller_edge_cases() {
 
 #[test]
 fn ratio_rows_get_their_own_statistics() {
-    let raw = session();
-    let mut p = processed_from(&raw);
-    normalize_against(&raw, &mut p, "base", &NormalizeOptions::default()).unwrap();
+    let (raw, p) = normalised_session();
     let fast = p.rows.iter().find(|r| r.annotation == "fast").unwrap();
     let s = &fast.summary;
     assert_eq!(fast.unit, "x");
@@ -198,9 +204,7 @@ fn ratio_rows_get_their_own_statistics() {
 
 #[test]
 fn baseline_rows_are_one_with_their_own_spread() {
-    let raw = session();
-    let mut p = processed_from(&raw);
-    normalize_against(&raw, &mut p, "base", &NormalizeOptions::default()).unwrap();
+    let (_, p) = normalised_session();
     let base = p.rows.iter().find(|r| r.annotation == "base").unwrap();
     let s = &base.summary;
     assert_eq!(s.mean, 1.0);
@@ -262,9 +266,7 @@ fn unknown_baseline_lists_annotations() {
 
 #[test]
 fn normalising_twice_is_an_error() {
-    let raw = session();
-    let mut p = processed_from(&raw);
-    normalize_against(&raw, &mut p, "base", &NormalizeOptions::default()).unwrap();
+    let (raw, mut p) = normalised_session();
     let err = normalize_against(&raw, &mut p, "base", &NormalizeOptions::default()).unwrap_err();
     assert_eq!(
         err.to_string(),

@@ -28,6 +28,14 @@ fn rows(raw: &RawResults) -> Vec<String> {
         .collect()
 }
 
+/// A profiler on a new mock that flushes by `policy`, and the mock.
+fn flushing(policy: FlushPolicy) -> (Arc<Mock>, Profiler) {
+    let mock = Arc::new(Mock::default());
+    let mut p = profiler(&mock);
+    p.set_flush_policy(policy);
+    (mock, p)
+}
+
 /// How long a kernel of (config, run, part) lasts in `sweep_with`; warm-ups add 10^9.
 fn dur(config: usize, run: u32, warmup: bool, part: u64) -> u64 {
     100_000 * (config as u64 + 1) + 1000 * run as u64 + part + if warmup { 1_000_000_000 } else { 0 }
@@ -37,9 +45,7 @@ fn dur(config: usize, run: u32, warmup: bool, part: u64) -> u64 {
 /// one launched from a second thread inside the outer region (attributed by key only in the
 /// mock, by launch time on a GPU). Returns the results, the profiler and the mock.
 fn sweep_with(policy: FlushPolicy, order: RunOrder) -> (RawResults, Profiler, Arc<Mock>) {
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
-    p.set_flush_policy(policy);
+    let (mock, mut p) = flushing(policy);
     let m = mock.clone();
     let opts = BenchOptions {
         runs: 10,
@@ -134,9 +140,7 @@ fn a_zero_time_budget_flushes_after_every_run_and_zero_runs_counts_as_one() {
 
 /// Adaptive stopping over 2 configs (one stable, one noisy) under a flush policy.
 fn adaptive(policy: FlushPolicy, order: RunOrder) -> (RawResults, Profiler) {
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
-    p.set_flush_policy(policy);
+    let (mock, mut p) = flushing(policy);
     let m = mock.clone();
     let stopping = super::ci_target_policy();
     let opts = BenchOptions {
@@ -184,9 +188,7 @@ fn adaptive_stopping_decides_as_before_with_batched_flushes() {
 /// The failure scenario of `failures_are_nan_with_ignore_failures_and_errors_without`, plus
 /// a failed warm-up, a region marked failed and an empty region, in the given order.
 fn failing(policy: FlushPolicy, order: RunOrder, ignore: bool, dir: &Path) -> (Result<RawResults, String>, Profiler) {
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
-    p.set_flush_policy(policy);
+    let (mock, mut p) = flushing(policy);
     let m = mock.clone();
     let opts = BenchOptions {
         runs: 3,
