@@ -36,6 +36,18 @@ fn flushing(policy: FlushPolicy) -> (Arc<Mock>, Profiler) {
     (mock, p)
 }
 
+/// `runs` runs of each configuration in turn, no warm-up, no cache flush, raw CSVs into `dir`.
+fn sequential_into(runs: u32, dir: &Path) -> BenchOptions {
+    BenchOptions {
+        runs,
+        warmup: 0,
+        cache: CacheControl::None,
+        order: RunOrder::Sequential,
+        output_prefix: Some(dir.to_path_buf()),
+        ..Default::default()
+    }
+}
+
 /// How long a kernel of (config, run, part) lasts in `sweep_with`; warm-ups add 10^9.
 fn dur(config: usize, run: u32, warmup: bool, part: u64) -> u64 {
     100_000 * (config as u64 + 1) + 1000 * run as u64 + part + if warmup { 1_000_000_000 } else { 0 }
@@ -263,14 +275,7 @@ fn an_engine_error_mid_batch_still_records_and_writes_the_runs_before_it() {
         let mut p = profiler(&mock);
         p.set_flush_policy(policy);
         let m = mock.clone();
-        let opts = BenchOptions {
-            runs: 3,
-            warmup: 0,
-            cache: CacheControl::None,
-            order: RunOrder::Sequential,
-            output_prefix: Some(dir.path().to_path_buf()),
-            ..Default::default()
-        };
+        let opts = sequential_into(3, dir.path());
         let e = p
             .bench("e", &configs(2), &opts, |_, run| {
                 let _g = run.region("k")?;
@@ -295,14 +300,7 @@ fn a_finished_config_is_written_at_the_flush_that_records_its_last_run() {
     let m = mock.clone();
     let path = dir.path().join("w-raw.csv");
     let mut on_disk = Vec::new();
-    let opts = BenchOptions {
-        runs: 2,
-        warmup: 0,
-        cache: CacheControl::None,
-        order: RunOrder::Sequential,
-        output_prefix: Some(dir.path().to_path_buf()),
-        ..Default::default()
-    };
+    let opts = sequential_into(2, dir.path());
     p.bench("w", &configs(3), &opts, |_, run| {
         let rows = std::fs::read_to_string(&path).map(|s| s.lines().count() - 1);
         on_disk.push(rows.unwrap_or(0));
