@@ -5,7 +5,6 @@
 use crate::common;
 
 use std::collections::HashMap;
-use std::process::Command;
 
 use kprof::sys::cupti::offsets;
 use kprof::sys::cupti::{self as ffi, cbid};
@@ -235,27 +234,11 @@ fn record_offsets_match_cupti_13_0_headers() {
     let Some(cu13) = common::or_skip_with_gcc(name, common::cupti_wheel()) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("cuda.h"), STUB_CUDA_H).unwrap();
-    std::fs::write(dir.path().join("builtin_types.h"), "").unwrap();
-    std::fs::write(dir.path().join("offsets.c"), OFFSETS_C).unwrap();
-    let exe = dir.path().join("offsets");
-    let text = common::build_and_run(
-        Command::new("gcc")
-            .arg(format!("-I{}", dir.path().display()))
-            .arg(format!("-I{}", cu13.join("include").display()))
-            .arg(dir.path().join("offsets.c"))
-            .arg("-o")
-            .arg(&exe),
-        &exe,
+    let got: HashMap<String, usize> = common::gcc_probe(
+        &[("offsets.c", OFFSETS_C), ("cuda.h", STUB_CUDA_H), ("builtin_types.h", "")],
+        &cu13.join("include"),
+        &[],
     );
-    let got: HashMap<String, usize> = text
-        .lines()
-        .filter_map(|l| {
-            let (k, v) = l.split_once(' ')?;
-            Some((k.to_string(), v.parse().ok()?))
-        })
-        .collect();
     use offsets::*;
     let mut want: Vec<(String, usize)> = vec![
         ("CUpti_ActivityKernel10.size".into(), 216),

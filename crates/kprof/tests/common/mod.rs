@@ -1,6 +1,7 @@
 //! Shared helpers: find the CUPTI 13.0 PyPI wheel (headers + libcupti), extract it once.
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -112,6 +113,33 @@ pub fn build_and_run(compile: &mut Command, exe: &Path) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(Command::new(exe).output().unwrap().stdout).unwrap()
+}
+
+/// Builds with gcc, in a new temporary folder, the C program `files[0]` (a name and its text),
+/// with the other `files` beside it as headers, `include` searched for headers too and `libs`
+/// linked, and runs it: its `key value` lines, the values parsed.
+pub fn gcc_probe<V: std::str::FromStr>(files: &[(&str, &str)], include: &Path, libs: &[&str]) -> HashMap<String, V> {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let exe = dir.path().join("probe");
+    let text = build_and_run(
+        Command::new("gcc")
+            .arg(format!("-I{}", dir.path().display()))
+            .arg(format!("-I{}", include.display()))
+            .arg(dir.path().join(files[0].0))
+            .arg("-o")
+            .arg(&exe)
+            .args(libs),
+        &exe,
+    );
+    text.lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            Some((k.to_string(), v.parse().ok()?))
+        })
+        .collect()
 }
 
 /// Prints a skip reason in a way that shows with `--nocapture` and in the test summary output.
