@@ -30,6 +30,14 @@ pub fn kprof() -> Command {
     c
 }
 
+/// An empty file named like the injection library in `dir` (`kprof run` only checks that it
+/// exists): its path.
+pub fn fake_inject_lib(dir: &Path) -> PathBuf {
+    let lib = dir.join("libkprof_inject.so");
+    std::fs::write(&lib, b"").unwrap();
+    lib
+}
+
 /// A command's standard output and standard error, as text.
 pub fn text(o: &Output) -> (String, String) {
     (

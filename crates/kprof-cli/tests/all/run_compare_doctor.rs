@@ -191,8 +191,7 @@ fn doctor_lists_the_kprof_settings_of_its_environment() {
 #[test]
 fn run_passes_the_exit_code_through_and_explains_missing_results() {
     let dir = tempfile::tempdir().unwrap();
-    let fake_lib = dir.path().join("libkprof_inject.so");
-    std::fs::write(&fake_lib, b"").unwrap();
+    let fake_lib = common::fake_inject_lib(dir.path());
     let out = dir.path().join("out");
     let o = kprof()
         .env("KPROF_INJECT_PATH", &fake_lib)
@@ -267,8 +266,7 @@ fn run_refuses_without_library_or_under_another_profiler() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("KPROF_INJECT_PATH"));
-    let fake_lib = dir.path().join("libkprof_inject.so");
-    std::fs::write(&fake_lib, b"").unwrap();
+    let fake_lib = common::fake_inject_lib(dir.path());
     let o = kprof()
         .env("KPROF_INJECT_PATH", &fake_lib)
         .env(

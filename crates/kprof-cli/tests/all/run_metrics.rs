@@ -10,12 +10,11 @@ use kprof_cli::run_cmd::validate_metrics;
 
 use crate::common::{self, cupti_wheel_dir as wheel_dir};
 
-/// A temporary folder with an empty file named like the injection library in it (kprof run only
-/// checks that it exists): the folder and the file.
+/// A temporary folder with a fake injection library in it ([`common::fake_inject_lib`]): the
+/// folder and the library.
 fn with_fake_inject_lib() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
-    let lib = tmp.path().join("libkprof_inject.so");
-    std::fs::write(&lib, b"").unwrap();
+    let lib = common::fake_inject_lib(tmp.path());
     (tmp, lib)
 }
 

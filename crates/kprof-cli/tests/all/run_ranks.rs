@@ -74,11 +74,7 @@ JSON
     path
 }
 
-fn fake_lib(dir: &Path) -> PathBuf {
-    let lib = dir.join("libkprof_inject.so");
-    std::fs::write(&lib, b"").unwrap();
-    lib
-}
+use common::fake_inject_lib as fake_lib;
 
 #[test]
 fn a_launcher_of_two_ranks_gives_rows_per_rank() {
