@@ -8,7 +8,7 @@ use std::process::Command;
 use kprof_core::io::{self, ReadOptions};
 use kprof_core::ParamValue;
 
-use crate::common;
+use crate::common::{self, fake_inject_lib as fake_lib};
 
 fn kprof() -> Command {
     let mut c = common::kprof();
@@ -73,8 +73,6 @@ JSON
     std::fs::write(&path, script).unwrap();
     path
 }
-
-use common::fake_inject_lib as fake_lib;
 
 #[test]
 fn a_launcher_of_two_ranks_gives_rows_per_rank() {
