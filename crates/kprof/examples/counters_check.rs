@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use kprof::counters::recorded::write_recording;
-use kprof::counters::{CountersError, CuptiLib, RangeProfiler, Recording, ReplayMode};
+use kprof::counters::{CountersError, CuptiLib, RangeProfiler, Recording, ReplayMode, UserRanges};
 
 mod common;
 
@@ -163,6 +163,20 @@ impl Gpu {
     }
 }
 
+/// `p.collect(max_ranges, workload)` for a workload that launches kernels and keeps the first
+/// launch failure in the slot it is given: the recording, or that failure.
+fn collect_launches(
+    p: &mut RangeProfiler,
+    max_ranges: usize,
+    mut workload: impl FnMut(&mut UserRanges<'_>, &mut Option<String>),
+) -> Result<Recording, String> {
+    let mut failed = None;
+    let rec = p
+        .collect(max_ranges, |r| workload(r, &mut failed))
+        .map_err(|e| e.to_string())?;
+    failed.map_or(Ok(rec), Err)
+}
+
 fn find_cupti() -> Result<PathBuf, String> {
     // The engine's loader first (same libcupti as the activity session and the run loop).
     if let Ok(l) = kprof::loader::Libraries::load() {
@@ -252,13 +266,7 @@ fn run(out: &Path) -> Result<Vec<String>, String> {
     };
     let setup_kernel = t.elapsed();
     let t = Instant::now();
-    let mut launch_err = None;
-    let rec = kp
-        .collect(3, |_| gpu.scale_times(N_BIG, 3, &mut launch_err))
-        .map_err(|e| e.to_string())?;
-    if let Some(e) = launch_err {
-        return Err(e);
-    }
+    let rec = collect_launches(&mut kp, 3, |_, failed| gpu.scale_times(N_BIG, 3, failed))?;
     let collect_kernel = t.elapsed();
     print_table(
         "kernel replay (AutoRange + KernelReplay), 3 launches of scale(64 Mi floats)",
@@ -277,16 +285,10 @@ fn run(out: &Path) -> Result<Vec<String>, String> {
     // User replay: two named ranges, the closure re-runs once per pass.
     let mut up = RangeProfiler::new(lib, gpu.ctx, 0, &METRICS4, ReplayMode::User).map_err(|e| e.to_string())?;
     let t = Instant::now();
-    let mut launch_err = None;
-    let rec = up
-        .collect(2, |r| {
-            let _ = r.range("scale_x1", || gpu.scale_times(N_BIG, 1, &mut launch_err));
-            let _ = r.range("scale_x3", || gpu.scale_times(N_BIG, 3, &mut launch_err));
-        })
-        .map_err(|e| e.to_string())?;
-    if let Some(e) = launch_err {
-        return Err(e);
-    }
+    let rec = collect_launches(&mut up, 2, |r, failed| {
+        let _ = r.range("scale_x1", || gpu.scale_times(N_BIG, 1, failed));
+        let _ = r.range("scale_x3", || gpu.scale_times(N_BIG, 3, failed));
+    })?;
     let collect_user = t.elapsed();
     print_table(
         "user replay (UserRange + UserReplay), ranges scale_x1 (1 launch) and scale_x3 (3 launches)",
