@@ -161,6 +161,18 @@ impl Gpu {
     fn sync(&self) -> Result<(), String> {
         self.kernel.sync()
     }
+
+    /// The wall time of SMALL_KERNELS plain launches of `scale(n)`, from a synchronised start to
+    /// their end.
+    fn plain_batch(&self, n: u64) -> Result<Duration, String> {
+        self.sync()?;
+        let t = Instant::now();
+        for _ in 0..SMALL_KERNELS {
+            self.scale(n)?;
+        }
+        self.sync()?;
+        Ok(t.elapsed())
+    }
 }
 
 /// `p.collect(max_ranges, workload)` for a workload that launches kernels and keeps the first
@@ -311,13 +323,7 @@ fn run(out: &Path) -> Result<Vec<String>, String> {
     for _ in 0..5 {
         gpu.scale(n_small)?;
     }
-    gpu.sync()?;
-    let t = Instant::now();
-    for _ in 0..SMALL_KERNELS {
-        gpu.scale(n_small)?;
-    }
-    gpu.sync()?;
-    let plain = t.elapsed();
+    let plain = gpu.plain_batch(n_small)?;
     let t = Instant::now();
     let mut p3 = RangeProfiler::new(lib, gpu.ctx, 0, &METRICS3, ReplayMode::Kernel).map_err(|e| e.to_string())?;
     let setup3 = t.elapsed();
@@ -386,13 +392,7 @@ fn run(out: &Path) -> Result<Vec<String>, String> {
     let t = Instant::now();
     let mut pu = RangeProfiler::new(lib, gpu.ctx, 0, &METRICS3, ReplayMode::User).map_err(|e| e.to_string())?;
     let setup_u = t.elapsed();
-    gpu.sync()?;
-    let t = Instant::now();
-    for _ in 0..SMALL_KERNELS {
-        gpu.scale(n_small)?;
-    }
-    gpu.sync()?;
-    let plain_u = t.elapsed();
+    let plain_u = gpu.plain_batch(n_small)?;
     let t = Instant::now();
     let recu = pu
         .collect(1, |r| {
