@@ -79,11 +79,18 @@ def test_configs_at_call_time(fake_backend, fake_core):
     assert configs_seen(fake_backend) == [[10], [20]]
 
 
-def test_configs_in_both_places():
+def _with_configs():
+    """A benchmark f(n) whose decorator gives configs."""
+
     @kprof.kernel(**opts(configs=[1]))
     def f(n):
         pass
 
+    return f
+
+
+def test_configs_in_both_places():
+    f = _with_configs()
     with pytest.raises(ConfigError, match=re.escape(
         "configs were given both to @kernel(configs=...) and when calling f(); give them in one place"
     )):
@@ -123,10 +130,7 @@ def test_bad_keyword_arguments():
 
 
 def test_arguments_and_configs_conflict():
-    @kprof.kernel(**opts(configs=[1]))
-    def f(n):
-        pass
-
+    f = _with_configs()
     with pytest.raises(ConfigError, match=re.escape(
         "f() got arguments and configs to @kernel(configs=...); either call it with the arguments of one "
         "config, or give configs, not both"

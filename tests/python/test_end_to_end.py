@@ -17,10 +17,10 @@ import pandas as pd
 import pytest
 
 import kprof
+from bench_support import SILENT, make_bench
 from kprof import ConfigError, BackendError
 from kprof import _backend, _core
 
-SILENT = kprof.VerbosityLevel.SILENT
 
 NSIGHT_ORDER = [
     "Annotation", "Metric", "n", "dtype", "AvgValue", "StdDev", "MinValue", "MaxValue", "NumRuns",
@@ -30,17 +30,6 @@ NSIGHT_ORDER = [
 KPROF_EXTRA = ["Benchmark", "Median", "P05", "P95", "TotalRuns", "OutliersMild", "OutliersSevere"]
 RAW_ORDER = ["Annotation", "Value", "Metric", "Kernel", "GPU", "Host", "ComputeClock", "MemoryClock", "Unit",
              "n", "dtype", "Benchmark", "Run"]
-
-
-def make_bench(**kw):
-    @kprof.analyze.kernel(configs=[(1024, "fp32"), (4096, "fp16")], runs=4, verbosity=SILENT, **kw)
-    def bench(n, dtype):
-        with kprof.annotate("base"):
-            pass
-        with kprof.annotate("impl"):
-            pass
-
-    return bench
 
 
 def test_dataframe_schema_and_dtypes(fake_backend, fake_core):
@@ -322,7 +311,7 @@ def test_output_csv_file_names(fake_backend, fake_core, tmp_path, capsys):
     r0 = bench()
     r1 = bench()
     names = sorted(os.listdir(tmp_path / "out"))
-    assert bench._kprof_tag == "test_end_to_end.make_bench._locals_.bench"
+    assert bench._kprof_tag == "bench_support.make_bench._locals_.bench"
     # files carry the function's __name__ (as nsight-python's); the number counts the calls of
     # functions of that name in this process, as nsight's run id
     k = int(r0.files[0].rsplit("-", 1)[1][: -len(".csv")])

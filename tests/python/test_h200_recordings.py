@@ -414,6 +414,12 @@ def test_retired_byte_rows_of_l2_resident_data_are_judged_against_ncus_own_sprea
 
 
 
+def _judge_failed(log):
+    """_judge, and the (door, case) keys that failed, sorted."""
+    r, rows = _judge(log)
+    return r, rows, sorted(k for k, v in rows.items() if v == "FAIL")
+
+
 def _judge(log):
     """scripts/truth_verdicts.py judge on a recording: the process result and {(door, case): verdict}."""
     import re
@@ -440,8 +446,7 @@ def test_recorded_truth_verdicts_follow_from_the_recorded_lines():
         for name in ("verify-call4.log", "verify-call3.log"):
             with open(os.path.join(root, name)) as f:
                 out.write(f.read())
-    r, rows = _judge(log)
-    failed = sorted(k for k, v in rows.items() if v == "FAIL")
+    r, rows, failed = _judge_failed(log)
     assert failed == [
         ("python", "energy per run (mm8192)"),
         ("python", "graph of 60 kernels"),
@@ -542,8 +547,7 @@ def test_default_auto_durations_verdicts_follow_from_the_recorded_lines():
     kernels, graph records for graphs). The eager rows that failed with the records by default
     (call 13) hold; what is left is listed."""
     log = os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations", "call18-acceptance-auto-default.log")
-    r, rows = _judge(log)
-    failed = sorted(k for k, v in rows.items() if v == "FAIL")
+    r, rows, failed = _judge_failed(log)
     assert failed == [
         ("python", "10 eager + graph60 + 10 eager"),
         ("python", "graph from 2 streams"),

@@ -17,39 +17,33 @@ import pytest
 import kprof
 from kprof import BackendError, _core, _ncu
 
-FAKE_NCU = r"""#!/bin/sh
-if [ "$1" = "--version" ]; then echo "Version ${FAKE_NCU_VERSION:-2025.3.1.0} (build 36398880)"; exit 0; fi
-if [ "$1" = "--import" ]; then cat "$2"; exit 0; fi
-log=/dev/null; rep=""
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --log-file) log="$2"; shift 2;;
-    -o) rep="$2"; shift 2;;
-    --) shift; break;;
-    *) echo "$1" >> "$FAKE_ARGS"; shift;;
-  esac
-done
-echo "==PROF== Connected to process $$" > "$log"
-: > "$KPROF_NCU_CHILD_TRACE"
-echo "child $KPROF_NCU_CHILD" >> "$FAKE_CHILDREN"
-"$@" || { echo "==ERROR== The application returned an error code ($?)." >> "$log"; exit 9; }
-{
-echo '"ID","Process ID","Process Name","Host Name","thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg","Kernel Name","Device","gpu__time_duration.sum"'
-echo '"","","","","","","","ns"'
-i=0
-while read -r name; do
-  cfg=$(echo "$name" | sed 's/.*#c0\.\([0-9]*\)\.\([0-9]*\)$/\1/')
-  run=$(echo "$name" | sed 's/.*#c0\.\([0-9]*\)\.\([0-9]*\)$/\2/')
-  n=1; case "$name" in two#*) n=2;; esac
-  k=0
-  while [ $k -lt $n ]; do
-    echo "\"$i\",\"1\",\"t\",\"vm\",\"1  \"\"kprof:$name:none:none:none:none:ASCII:$name\"\" \",\"kern_$k\",\"NVIDIA H200\",\"$((1000 * (cfg + 1) + 10 * run + k))\""
-    i=$((i+1)); k=$((k+1))
-  done
-done < "$KPROF_NCU_CHILD_TRACE"
-} > "$rep"
-echo "==PROF== Disconnected from process $$" >> "$log"
-"""
+# The shared stand-in for ncu (what it does is said at its top).
+FAKE_NCU = os.path.join(os.path.dirname(__file__), "..", "fixtures", "fake-ncu", "ncu.sh")
+
+
+def _under_fake_ncu(tmp_path, name, source, **env_extra):
+    """Writes the script `source` (dedented) as `name` and a copy of the fake ncu into tmp_path:
+    the script's path and an environment that runs it under that ncu (its trace, the options it
+    saw and the children it started in tmp_path, on an "NVIDIA H200"), outside any ncu child."""
+    ncu = tmp_path / "ncu"
+    with open(FAKE_NCU) as f:
+        ncu.write_text(f.read())
+    ncu.chmod(0o755)
+    script = tmp_path / name
+    script.write_text(textwrap.dedent(source))
+    env = dict(
+        os.environ,
+        KPROF_NCU=str(ncu),
+        KPROF_NCU_CHILD_TRACE=str(tmp_path / "trace.txt"),
+        FAKE_ARGS=str(tmp_path / "args.txt"),
+        FAKE_CHILDREN=str(tmp_path / "children.txt"),
+        FAKE_DEVICE="NVIDIA H200",
+        **env_extra,
+    )
+    for k in ("KPROF_NCU_CHILD", "KPROF_NCU_MODE", "FAKE_MODE"):
+        if k not in env_extra:
+            env.pop(k, None)
+    return script, env
 
 SCRIPT = """
 import json, os, sys
@@ -82,21 +76,9 @@ print("FP " + json.dumps(r2.fingerprint))
 
 
 def test_relaunch_end_to_end_with_a_fake_ncu(tmp_path):
-    ncu = tmp_path / "ncu"
-    ncu.write_text(FAKE_NCU)
-    ncu.chmod(0o755)
-    script = tmp_path / "bench_script.py"
-    script.write_text(textwrap.dedent(SCRIPT))
-    env = dict(
-        os.environ,
-        KPROF_NCU=str(ncu),
-        KPROF_NCU_CHILD_TRACE=str(tmp_path / "trace.txt"),
-        FAKE_ARGS=str(tmp_path / "args.txt"),
-        FAKE_CHILDREN=str(tmp_path / "children.txt"),
-        CALLS=str(tmp_path / "calls.txt"),
-        OUT_PREFIX=str(tmp_path / "out" / "run-"),
+    script, env = _under_fake_ncu(
+        tmp_path, "bench_script.py", SCRIPT, CALLS=str(tmp_path / "calls.txt"), OUT_PREFIX=str(tmp_path / "out" / "run-")
     )
-    env.pop("KPROF_NCU_CHILD", None)
     p = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
     # One child per benchmark, selected by module.qualname#call.
@@ -127,7 +109,7 @@ def test_relaunch_end_to_end_with_a_fake_ncu(tmp_path):
     assert "--clock-control" in args and "regex:kprof@.+/" in args
     # The results record the ncu run: version, mode, what was asked for and why.
     fp = json.loads(next(l for l in p.stdout.splitlines() if l.startswith("FP "))[3:])
-    assert fp["backend"] == "ncu" and fp["ncu"]["path"] == str(ncu), fp
+    assert fp["backend"] == "ncu" and fp["ncu"]["path"] == env["KPROF_NCU"], fp
     assert (fp["ncu"]["version"], fp["ncu"]["mode"], fp["ncu"]["mode_requested"]) == ("2025.3.1.0", "relaunch", "auto")
     assert fp["ncu"]["mode_reason"] == "attach needs ncu >= 2026.2.1.0; found 2025.3.1.0" and fp["ncu"]["summary"] == summary
 
@@ -153,22 +135,7 @@ else:
 
 
 def _run_mode(tmp_path, *args, **env_extra):
-    ncu = tmp_path / "ncu"
-    ncu.write_text(FAKE_NCU)
-    ncu.chmod(0o755)
-    script = tmp_path / "mode_script.py"
-    script.write_text(textwrap.dedent(MODE_SCRIPT))
-    env = dict(
-        os.environ,
-        KPROF_NCU=str(ncu),
-        KPROF_NCU_CHILD_TRACE=str(tmp_path / "trace.txt"),
-        FAKE_ARGS=str(tmp_path / "args.txt"),
-        FAKE_CHILDREN=str(tmp_path / "children.txt"),
-        **env_extra,
-    )
-    for k in ("KPROF_NCU_CHILD", "KPROF_NCU_MODE"):
-        if k not in env_extra:
-            env.pop(k, None)
+    script, env = _under_fake_ncu(tmp_path, "mode_script.py", MODE_SCRIPT, **env_extra)
     (tmp_path / "children.txt").unlink(missing_ok=True)
     p = subprocess.run([sys.executable, str(script), *args], env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
@@ -208,29 +175,17 @@ def test_the_mode_option_wins_over_the_environment(tmp_path):
 
 
 def test_a_crashing_child_shows_the_log_tail(tmp_path):
-    ncu = tmp_path / "ncu"
-    ncu.write_text(FAKE_NCU)
-    ncu.chmod(0o755)
-    script = tmp_path / "crash.py"
-    script.write_text(
-        textwrap.dedent(
-            """
-            import kprof
-            @kprof.analyze.kernel(backend="ncu")
-            def boom():
-                raise RuntimeError("the user's code failed")
-            boom()
-            """
-        )
+    script, env = _under_fake_ncu(
+        tmp_path,
+        "crash.py",
+        """
+        import kprof
+        @kprof.analyze.kernel(backend="ncu")
+        def boom():
+            raise RuntimeError("the user's code failed")
+        boom()
+        """,
     )
-    env = dict(
-        os.environ,
-        KPROF_NCU=str(ncu),
-        KPROF_NCU_CHILD_TRACE=str(tmp_path / "trace.txt"),
-        FAKE_ARGS=str(tmp_path / "args.txt"),
-        FAKE_CHILDREN=str(tmp_path / "children.txt"),
-    )
-    env.pop("KPROF_NCU_CHILD", None)
     p = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode != 0
     assert "BackendError" in p.stderr and "ncu exited with exit code 9" in p.stderr, p.stderr

@@ -12,20 +12,9 @@ import sys
 import pytest
 
 import kprof
+from bench_support import make_bench
 from kprof.results import _fmt_pct
 
-SILENT = kprof.VerbosityLevel.SILENT
-
-
-def make_bench(**kw):
-    @kprof.analyze.kernel(configs=[(1024, "fp32"), (4096, "fp16")], runs=4, verbosity=SILENT, **kw)
-    def bench(n, dtype):
-        with kprof.annotate("base"):
-            pass
-        with kprof.annotate("impl"):
-            pass
-
-    return bench
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "fixtures")

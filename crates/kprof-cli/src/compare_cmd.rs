@@ -33,6 +33,36 @@ use crate::output;
 use kprof_core::io::{self, Loaded};
 
 /// Arguments of `kprof compare`.
+/// How `kprof compare` and `kprof history` judge a change (Welch's t-test and a noise
+/// threshold) and show it.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ChangeTestArgs {
+    /// Noise threshold: smaller changes are `same` (not change points, in `kprof history`)
+    /// whatever the test says (`2%` or `2`).
+    #[arg(long, default_value = "2%")]
+    pub threshold: String,
+    /// Significance level of Welch's t-test (and 1 - confidence of the intervals).
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+    /// Which way is better for every metric (`auto`: from the metric's name and unit).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub direction: DirectionArg,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl ChangeTestArgs {
+    /// The noise threshold in percent, once it and `--alpha` are checked.
+    pub fn threshold_pct(&self) -> Result<f64> {
+        let pct = parse_threshold(&self.threshold)?;
+        if !(self.alpha > 0.0 && self.alpha < 1.0) {
+            bail!("--alpha must be between 0 and 1 (got {})", self.alpha);
+        }
+        Ok(pct)
+    }
+}
+
 #[derive(clap::Args, Debug, Clone)]
 pub struct CompareArgs {
     /// The baseline results (raw CSV, processed CSV or kprof JSON); with `--against`, the new
@@ -47,18 +77,9 @@ pub struct CompareArgs {
     /// The results store of `--against` (default: $KPROF_STORE, else kprof.db).
     #[arg(long, value_name = "DB", requires = "against")]
     pub db: Option<PathBuf>,
-    /// Noise threshold: changes smaller than this are `same` whatever the test says (`2%` or `2`).
-    #[arg(long, default_value = "2%")]
-    pub threshold: String,
-    /// Significance level of Welch's t-test (and 1 - confidence of the CI).
-    #[arg(long, default_value_t = 0.05)]
-    pub alpha: f64,
-    /// Which way is better for every metric (`auto`: from the metric's name and unit).
-    #[arg(long, value_enum, default_value = "auto")]
-    pub direction: DirectionArg,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
+    /// How a change is judged and shown.
+    #[command(flatten)]
+    pub test: ChangeTestArgs,
     /// Also write the comparison as CSV here.
     #[arg(long, value_name = "OUT")]
     pub csv: Option<PathBuf>,
@@ -525,15 +546,12 @@ fn write_csv(path: &Path, rows: &[Row]) -> Result<()> {
 }
 
 fn run_inner(args: &CompareArgs) -> Result<i32> {
-    let threshold_pct = parse_threshold(&args.threshold)?;
-    if !(args.alpha > 0.0 && args.alpha < 1.0) {
-        bail!("--alpha must be between 0 and 1 (got {})", args.alpha);
-    }
+    let threshold_pct = args.test.threshold_pct()?;
     let (mut base, mut new, base_label, new_label) = match (&args.against, &args.new) {
         (Some(which), None) => {
             let new = load_side(&args.base).with_context(|| format!("cannot read RESULT {}", args.base.display()))?;
             let db = crate::store_cmd::db_path(args.db.as_deref());
-            let (base, label) = crate::store_cmd::against_side(&db, which, &new, args.direction)?;
+            let (base, label) = crate::store_cmd::against_side(&db, which, &new, args.test.direction)?;
             eprintln!("kprof: baseline: {label}");
             (base, new, label, args.base.display().to_string())
         }
@@ -565,8 +583,8 @@ fn run_inner(args: &CompareArgs) -> Result<i32> {
         &new,
         &Options {
             threshold_pct,
-            alpha: args.alpha,
-            direction: args.direction,
+            alpha: args.test.alpha,
+            direction: args.test.direction,
         },
     );
     if !rows.iter().any(|r| r.base.is_some() && r.new.is_some()) {
@@ -575,7 +593,7 @@ fn run_inner(args: &CompareArgs) -> Result<i32> {
     if let Some(p) = &args.csv {
         write_csv(p, &rows)?;
     }
-    if args.json {
+    if args.test.json {
         output::print(&(serde_json::to_string_pretty(&rows)? + "\n"))?;
     } else {
         output::print(&render(&rows))?;
@@ -584,7 +602,7 @@ fn run_inner(args: &CompareArgs) -> Result<i32> {
     if regressions > 0 {
         eprintln!(
             "kprof: {regressions} significant regression(s) beyond {threshold_pct}% (alpha {})",
-            args.alpha
+            args.test.alpha
         );
         Ok(1)
     } else {

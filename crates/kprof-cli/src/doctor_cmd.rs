@@ -73,6 +73,13 @@ fn plan_lines(kind: LibKind, env: &SearchEnv) -> Vec<String> {
     out
 }
 
+/// The failed check of a library that did not load: `what`, the error's detail, and the hint of
+/// its kind as the fix.
+fn missing_library(kind: LibKind, item: &str, what: &str, e: &dyn std::fmt::Display) -> Finding {
+    let detail = error_detail(&e.to_string());
+    f(Level::Fail, item, format!("{what}: {detail}"), Some(kind.hint()))
+}
+
 /// An engine error on one line: its lines joined with "; ", without its own "fix:" line (the
 /// finding carries the fix).
 fn error_detail(e: &str) -> String {
@@ -195,13 +202,7 @@ pub fn diagnose(env: &SearchEnv, verbose: bool) -> Vec<Finding> {
             }
         }
         Err(e) => {
-            let detail = error_detail(&e.to_string());
-            out.push(f(
-                Level::Fail,
-                "CUDA driver",
-                format!("libcuda is missing or unusable: {detail}"),
-                Some(LibKind::Cuda.hint()),
-            ));
+            out.push(missing_library(LibKind::Cuda, "CUDA driver", "libcuda is missing or unusable", &e));
             if verbose {
                 for l in plan_lines(LibKind::Cuda, env) {
                     out.push(f(Level::Info, "libcuda search", l, None));
@@ -238,13 +239,7 @@ pub fn diagnose(env: &SearchEnv, verbose: bool) -> Vec<Finding> {
             }
         }
         Err(e) => {
-            let detail = error_detail(&e.to_string());
-            out.push(f(
-                Level::Fail,
-                "CUPTI",
-                format!("libcupti not loadable: {detail}"),
-                Some(LibKind::Cupti.hint()),
-            ));
+            out.push(missing_library(LibKind::Cupti, "CUPTI", "libcupti not loadable", &e));
         }
     }
     if verbose || !out.iter().any(|x| x.item == "CUPTI" && x.level == Level::Ok) {

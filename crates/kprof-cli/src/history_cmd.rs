@@ -4,17 +4,15 @@
 //! `--alpha` and at least `--threshold`.
 
 use crate::compare_cmd::{fmt_num, fmt_pct};
-use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use serde_json::json;
 
 use kprof_store::history::{history, HistoryOptions, SeriesHistory};
 use kprof_store::timefmt::format_utc;
-use kprof_store::{ResultStore, SqliteStore};
 
-use crate::compare_cmd::{lower_is_better, parse_threshold, DirectionArg};
-use crate::store_cmd::{db_path, series_matches, short, since_ms};
+use crate::compare_cmd::{lower_is_better, ChangeTestArgs, DirectionArg};
+use crate::store_cmd::{short, Selected, StoreSelection};
 
 /// Arguments of `kprof history`.
 #[derive(clap::Args, Debug)]
@@ -23,28 +21,12 @@ pub struct HistoryArgs {
     /// `plot`: draw the trend as an image instead of printing it.
     #[command(subcommand)]
     pub action: Option<HistoryAction>,
-    /// The results store (default: $KPROF_STORE, else kprof.db).
-    #[arg(long, value_name = "DB")]
-    pub db: Option<PathBuf>,
-    /// Only series whose `benchmark / annotation / config / metric` contains every
-    /// comma-separated term (case-insensitive), e.g. `matmul,n=4096`.
-    #[arg(long, value_name = "FILTER")]
-    pub series: Option<String>,
-    /// Only runs stored since a date (2026-12-01), a UTC time (2026-12-01T08:30) or an age (7d).
-    #[arg(long, value_name = "WHEN")]
-    pub since: Option<String>,
-    /// Smallest change between consecutive commits marked as a change point (`2%` or `2`).
-    #[arg(long, default_value = "2%")]
-    pub threshold: String,
-    /// Significance level of the change test (and 1 - confidence of the intervals).
-    #[arg(long, default_value_t = 0.05)]
-    pub alpha: f64,
-    /// Which way is better for every metric (`auto`: from the metric's name and unit).
-    #[arg(long, value_enum, default_value = "auto")]
-    pub direction: DirectionArg,
-    /// Print JSON instead of tables.
-    #[arg(long)]
-    pub json: bool,
+    /// The stored runs and series to read.
+    #[command(flatten)]
+    pub select: StoreSelection,
+    /// How a change is judged and shown.
+    #[command(flatten)]
+    pub test: ChangeTestArgs,
 }
 
 /// `kprof history` subcommands.
@@ -206,25 +188,19 @@ pub fn run(args: &HistoryArgs) -> Result<()> {
     if let Some(HistoryAction::Plot(plot)) = &args.action {
         return crate::history_plot::run(plot);
     }
-    let threshold_pct = parse_threshold(&args.threshold)?;
-    if !(args.alpha > 0.0 && args.alpha < 1.0) {
-        bail!("--alpha must be between 0 and 1 (got {})", args.alpha);
-    }
-    let db = db_path(args.db.as_deref());
-    let store = SqliteStore::open_existing(&db)?;
-    let since = since_ms(args.since.as_deref())?;
-    let runs = store.runs(since)?;
-    let mut points = store.points(since)?;
-    points.retain(|p| series_matches(&p.series.label(), args.series.as_deref()));
+    let threshold_pct = args.test.threshold_pct()?;
+    let Selected { db, runs, points, .. } = args.select.read()?;
     if points.is_empty() {
         bail!(
             "no stored series in {} match{}{}; `kprof store export --db {}` lists what is stored",
             db.display(),
-            args.series
+            args.select
+                .series
                 .as_deref()
                 .map(|s| format!(" --series {s:?}"))
                 .unwrap_or_default(),
-            args.since
+            args.select
+                .since
                 .as_deref()
                 .map(|s| format!(" --since {s:?}"))
                 .unwrap_or_default(),
@@ -235,23 +211,23 @@ pub fn run(args: &HistoryArgs) -> Result<()> {
         &runs,
         &points,
         &HistoryOptions {
-            alpha: args.alpha,
+            alpha: args.test.alpha,
             threshold_pct,
         },
     );
-    if args.json {
+    if args.test.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&to_json(&histories, args.direction))?
+            serde_json::to_string_pretty(&to_json(&histories, args.test.direction))?
         );
         return Ok(());
     }
-    let (text, marked) = render(&histories, args.direction);
+    let (text, marked) = render(&histories, args.test.direction);
     print!("{text}");
     println!(
         "{marked} change point(s) in {} series: Welch's test against the previous commit, {:.0}% CI excluding 0 and |change| >= {threshold_pct}% (`+` after a commit: dirty work tree)",
         histories.len(),
-        (1.0 - args.alpha) * 100.0
+        (1.0 - args.test.alpha) * 100.0
     );
     Ok(())
 }

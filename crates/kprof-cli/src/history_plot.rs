@@ -12,21 +12,14 @@ use kprof_plot::{render_png, render_svg, PlotSpec};
 use kprof_store::history::{history, HistoryOptions, SeriesHistory};
 use kprof_store::{ResultStore, SqliteStore};
 
-use crate::store_cmd::{db_path, series_matches, short, since_ms};
+use crate::store_cmd::{short, Selected, StoreSelection};
 
 /// Arguments of `kprof history plot`.
 #[derive(clap::Args, Debug)]
 pub struct HistoryPlotArgs {
-    /// The results store (default: $KPROF_STORE, else kprof.db).
-    #[arg(long, value_name = "DB")]
-    pub db: Option<PathBuf>,
-    /// Only series whose `benchmark / annotation / config / metric` contains every
-    /// comma-separated term (case-insensitive).
-    #[arg(long, value_name = "FILTER")]
-    pub series: Option<String>,
-    /// Only runs stored since a date, a UTC time or an age (7d).
-    #[arg(long, value_name = "WHEN")]
-    pub since: Option<String>,
+    /// The stored runs and series to read.
+    #[command(flatten)]
+    pub select: StoreSelection,
     /// The metric to draw (needed when the selected series have several).
     #[arg(long)]
     pub metric: Option<String>,
@@ -110,12 +103,9 @@ pub fn store_trends(db: &std::path::Path) -> Result<ProcessedResults> {
 
 /// Runs `kprof history plot`.
 pub fn run(args: &HistoryPlotArgs) -> Result<()> {
-    let db = db_path(args.db.as_deref());
-    let store = SqliteStore::open_existing(&db)?;
-    let since = since_ms(args.since.as_deref())?;
-    let runs = store.runs(since)?;
-    let mut points = store.points(since)?;
-    points.retain(|p| series_matches(&p.series.label(), args.series.as_deref()));
+    let Selected {
+        db, runs, mut points, ..
+    } = args.select.read()?;
     if let Some(m) = &args.metric {
         points.retain(|p| &p.series.metric == m);
     }

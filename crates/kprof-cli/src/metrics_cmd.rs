@@ -118,7 +118,8 @@ fn list(catalog: &MetricsCatalog, args: &MetricsArgs, out: &mut impl Write) -> s
         "kind",
         "unit",
         "description",
-    ];
+    ]
+    .map(String::from);
     let w: Vec<usize> = (0..3)
         .map(|i| {
             rows.iter()
@@ -128,18 +129,7 @@ fn list(catalog: &MetricsCatalog, args: &MetricsArgs, out: &mut impl Write) -> s
                 .unwrap_or(0)
         })
         .collect();
-    writeln!(
-        out,
-        "{:w0$}  {:w1$}  {:w2$}  {}",
-        header[0],
-        header[1],
-        header[2],
-        header[3],
-        w0 = w[0],
-        w1 = w[1],
-        w2 = w[2]
-    )?;
-    for r in &rows {
+    for r in std::iter::once(&header).chain(&rows) {
         writeln!(
             out,
             "{:w0$}  {:w1$}  {:w2$}  {}",

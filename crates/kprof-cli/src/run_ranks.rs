@@ -244,6 +244,17 @@ mod tests {
         raw
     }
 
+    /// Both placement keys.
+    const RANK_AND_DEVICE: KeyPlan = KeyPlan {
+        rank: true,
+        device: true,
+    };
+    /// Neither.
+    const NO_KEYS: KeyPlan = KeyPlan {
+        rank: false,
+        device: false,
+    };
+
     #[test]
     fn plan_keys_rank_when_present_and_device_when_it_varies() {
         let d0 = Some(ExtraValue::Number(0.0));
@@ -252,18 +263,12 @@ mod tests {
         let b = part("mm", &[1.0], Some(1.0), d0.clone());
         assert_eq!(
             KeyPlan::of([&a, &b]),
-            KeyPlan {
-                rank: true,
-                device: true
-            }
+            RANK_AND_DEVICE
         );
         let c = part("mm", &[1.0], Some(1.0), d1.clone());
         assert_eq!(
             KeyPlan::of([&a, &c]),
-            KeyPlan {
-                rank: true,
-                device: true
-            }
+            RANK_AND_DEVICE
         );
         // No rank, one device: today's keys.
         let p = part("mm", &[1.0], None, d0.clone());
@@ -275,8 +280,8 @@ mod tests {
         assert_eq!(
             KeyPlan::of([&p, &q]),
             KeyPlan {
-                rank: false,
-                device: true
+                device: true,
+                ..NO_KEYS
             }
         );
     }
@@ -286,10 +291,7 @@ mod tests {
         let raw = part("mm", &[5.0, 6.0], Some(1.0), Some(ExtraValue::Text("0|1".into())));
         let p = promote(
             &raw,
-            KeyPlan {
-                rank: true,
-                device: true,
-            },
+            RANK_AND_DEVICE,
         )
         .unwrap();
         let cfg = p.config_of(p.series_of(&p.samples[0]));
@@ -304,10 +306,7 @@ mod tests {
         // A file without a rank gets -1.
         let p = promote(
             &part("mm", &[5.0], None, Some(ExtraValue::Number(0.0))),
-            KeyPlan {
-                rank: true,
-                device: true,
-            },
+            RANK_AND_DEVICE,
         )
         .unwrap();
         let cfg = p.config_of(p.series_of(&p.samples[0]));

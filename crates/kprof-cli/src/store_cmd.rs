@@ -83,9 +83,9 @@ pub enum ExportFormat {
 /// Arguments of `kprof store export`.
 #[derive(clap::Args, Debug)]
 pub struct ExportArgs {
-    /// The results store (default: $KPROF_STORE, else kprof.db).
-    #[arg(long, value_name = "DB")]
-    pub db: Option<PathBuf>,
+    /// The stored runs and series to read.
+    #[command(flatten)]
+    pub select: StoreSelection,
     /// Output format (Parquet is not built into this kprof; see docs/store.md).
     #[arg(long, value_enum, default_value = "csv")]
     pub format: ExportFormat,
@@ -95,13 +95,56 @@ pub struct ExportArgs {
     /// One row per raw sample instead of one per (run, series).
     #[arg(long)]
     pub raw: bool,
+}
+
+/// Which store, runs and series a command reads: `--db`, `--since`, `--series`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct StoreSelection {
+    /// The results store (default: $KPROF_STORE, else kprof.db).
+    #[arg(long, value_name = "DB")]
+    pub db: Option<PathBuf>,
     /// Only series whose `benchmark / annotation / config / metric` contains every
-    /// comma-separated term (case-insensitive).
+    /// comma-separated term (case-insensitive), e.g. `matmul,n=4096`.
     #[arg(long, value_name = "FILTER")]
     pub series: Option<String>,
     /// Only runs stored since a date (2026-12-01), a UTC time (2026-12-01T08:30) or an age (7d).
     #[arg(long, value_name = "WHEN")]
     pub since: Option<String>,
+}
+
+/// What [`StoreSelection::read`] read.
+pub struct Selected {
+    /// The store's path.
+    pub db: PathBuf,
+    /// The store, open.
+    pub store: SqliteStore,
+    /// The runs stored since `--since`.
+    pub runs: Vec<RunInfo>,
+    /// Their points of the series `--series` selects.
+    pub points: Vec<SeriesPoint>,
+}
+
+impl StoreSelection {
+    /// Opens the store (it must exist) and reads the selected runs and their points.
+    pub fn read(&self) -> Result<Selected> {
+        let db = db_path(self.db.as_deref());
+        let store = SqliteStore::open_existing(&db)?;
+        let since = since_ms(self.since.as_deref())?;
+        let runs = store.runs(since)?;
+        let mut points = store.points(since)?;
+        points.retain(|p| self.wants(&p.series.label()));
+        Ok(Selected {
+            db,
+            store,
+            runs,
+            points,
+        })
+    }
+
+    /// Whether `--series` selects the series labelled `label`.
+    pub fn wants(&self, label: &str) -> bool {
+        series_matches(label, self.series.as_deref())
+    }
 }
 
 /// Runs `kprof store ...`.
@@ -274,12 +317,10 @@ fn export(args: &ExportArgs) -> Result<()> {
             "Parquet export is not built into this kprof (the parquet/arrow crates are too heavy for kprof's build); export CSV and convert it: python -c \"import pandas as pd; pd.read_csv('runs.csv').to_parquet('runs.parquet')\""
         );
     }
-    let db = db_path(args.db.as_deref());
-    let store = SqliteStore::open_existing(&db)?;
-    let since = since_ms(args.since.as_deref())?;
-    let runs = store.runs(since)?;
+    let Selected {
+        store, runs, points, ..
+    } = args.select.read()?;
     let by_id: HashMap<i64, &RunInfo> = runs.iter().map(|r| (r.id, r)).collect();
-    let points = store.points(since)?;
     let mut buf: Vec<u8> = Vec::new();
     {
         let mut w = csv::Writer::from_writer(&mut buf);
@@ -332,7 +373,7 @@ fn export(args: &ExportArgs) -> Result<()> {
                         std_dev: f64::NAN,
                         median: f64::NAN,
                     };
-                    if !series_matches(&p.series.label(), args.series.as_deref()) {
+                    if !args.select.wants(&p.series.label()) {
                         continue;
                     }
                     let mut rec = run_cols(r);
@@ -348,9 +389,6 @@ fn export(args: &ExportArgs) -> Result<()> {
             let quantiles = TQuantiles::new(0.05);
             for p in &points {
                 let Some(r) = by_id.get(&p.run_id) else { continue };
-                if !series_matches(&p.series.label(), args.series.as_deref()) {
-                    continue;
-                }
                 let pooled = Pooled {
                     n: p.n,
                     mean: p.mean,
@@ -547,12 +585,16 @@ fn select_runs(runs: &[RunInfo], which: &str) -> Vec<i64> {
     }
 }
 
-fn no_match_message(db: &Path, runs: &[RunInfo], which: &str) -> String {
-    let mut commits: Vec<&str> = runs
-        .iter()
+/// The short commit of each run that has one, in the runs' order.
+fn short_commits<'a>(runs: impl IntoIterator<Item = &'a RunInfo>) -> Vec<&'a str> {
+    runs.into_iter()
         .filter_map(|r| r.git.as_ref())
         .map(|g| short(&g.commit))
-        .collect();
+        .collect()
+}
+
+fn no_match_message(db: &Path, runs: &[RunInfo], which: &str) -> String {
+    let mut commits = short_commits(runs);
     commits.dedup();
     let mut tags: Vec<String> = runs
         .iter()
@@ -579,11 +621,7 @@ fn no_match_message(db: &Path, runs: &[RunInfo], which: &str) -> String {
 
 fn describe_runs(db: &Path, runs: &[RunInfo], ids: &[i64]) -> String {
     let chosen: Vec<&RunInfo> = runs.iter().filter(|r| ids.contains(&r.id)).collect();
-    let mut commits: Vec<&str> = chosen
-        .iter()
-        .filter_map(|r| r.git.as_ref())
-        .map(|g| short(&g.commit))
-        .collect();
+    let mut commits = short_commits(chosen.iter().copied());
     commits.sort_unstable();
     commits.dedup();
     let runs_text = if chosen.len() == 1 {

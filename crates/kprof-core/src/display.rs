@@ -235,12 +235,7 @@ pub fn render_processed(p: &ProcessedResults) -> String {
     }
     let multi_bench = p.rows.iter().any(|r| r.benchmark != p.rows[0].benchmark);
     let normalised = p.rows.iter().any(|r| r.normalized.is_some());
-    let mut cols: Vec<(String, bool)> = Vec::new();
-    if multi_bench {
-        cols.push(("Benchmark".into(), false));
-    }
-    cols.push(("Annotation".into(), false));
-    cols.push(("Metric".into(), false));
+    let mut cols = leading_columns(multi_bench);
     cols.extend(params.iter().map(|n| {
         let numeric = p
             .rows
@@ -337,6 +332,18 @@ pub fn render_processed(p: &ProcessedResults) -> String {
     out
 }
 
+/// The columns every table starts with, each `(name, right-aligned)`: Benchmark (when there is
+/// more than one), Annotation and Metric.
+fn leading_columns(multi_bench: bool) -> Vec<(String, bool)> {
+    let mut cols: Vec<(String, bool)> = Vec::new();
+    if multi_bench {
+        cols.push(("Benchmark".into(), false));
+    }
+    cols.push(("Annotation".into(), false));
+    cols.push(("Metric".into(), false));
+    cols
+}
+
 /// Renders the first `max_rows` raw samples: Benchmark (when more than one), Annotation, Metric,
 /// each parameter, Run, Value (`failed` for NaN), Unit, Kernel, and each extra column; a footer
 /// says how many rows were left out.
@@ -346,12 +353,7 @@ pub fn render_raw(r: &RawResults, max_rows: usize) -> String {
         .series
         .iter()
         .any(|s| r.series.first().is_some_and(|f| f.key.benchmark != s.key.benchmark));
-    let mut cols: Vec<(String, bool)> = Vec::new();
-    if multi_bench {
-        cols.push(("Benchmark".into(), false));
-    }
-    cols.push(("Annotation".into(), false));
-    cols.push(("Metric".into(), false));
+    let mut cols = leading_columns(multi_bench);
     cols.extend(params.iter().map(|n| {
         let numeric = r.configs.iter().all(|c| c.get(n).is_none_or(|v| v.as_f64().is_some()));
         (n.clone(), numeric)

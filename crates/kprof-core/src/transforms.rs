@@ -650,27 +650,7 @@ fn ratio_summary(old: &Summary, c: &[f64], b: &[f64], total: usize, opts: &Norma
     let r = mc / mb;
     let (sc, sb) = (std_dev(c), std_dev(b));
     let sd = ((sc / mb).powi(2) + (r * sb / mb).powi(2)).sqrt();
-    let (lo, hi) = fieller_ci95(c, b);
-    let (min, max, median, p05, p95) = scaled_order_stats(c, mb);
-    let (rsd_pct, stable) = rsd_and_stable(sd, r, opts);
-    Summary {
-        num_runs: c.len(),
-        total_runs: total,
-        mean: r,
-        std_dev: sd,
-        min,
-        max,
-        median,
-        p05,
-        p95,
-        ci95_lower: lo,
-        ci95_upper: hi,
-        rsd_pct,
-        stable,
-        outliers_mild: old.outliers_mild,
-        outliers_severe: old.outliers_severe,
-        bootstrap: None,
-    }
+    normalised_summary(old, c, mb, total, (r, sd), fieller_ci95(c, b), opts)
 }
 
 fn baseline_summary(old: &Summary, b: &[f64], total: usize, opts: &NormalizeOptions) -> Summary {
@@ -678,20 +658,35 @@ fn baseline_summary(old: &Summary, b: &[f64], total: usize, opts: &NormalizeOpti
     let one = if mb.is_finite() && mb != 0.0 { 1.0 } else { f64::NAN };
     let sd = std_dev(b) / mb.abs();
     let half = t975((b.len() as f64) - 1.0) * sd / (b.len() as f64).sqrt();
-    let (min, max, median, p05, p95) = scaled_order_stats(b, mb);
-    let (rsd_pct, stable) = rsd_and_stable(sd, one, opts);
+    normalised_summary(old, b, mb, total, (one, sd), (one - half, one + half), opts)
+}
+
+/// The statistics of a normalised row: `values` (of `total` runs) divided by `scale`, with the
+/// given mean, standard deviation and CI; the outliers are `old`'s (dividing does not change
+/// them).
+fn normalised_summary(
+    old: &Summary,
+    values: &[f64],
+    scale: f64,
+    total: usize,
+    (mean, std_dev): (f64, f64),
+    (ci95_lower, ci95_upper): (f64, f64),
+    opts: &NormalizeOptions,
+) -> Summary {
+    let (min, max, median, p05, p95) = scaled_order_stats(values, scale);
+    let (rsd_pct, stable) = rsd_and_stable(std_dev, mean, opts);
     Summary {
-        num_runs: b.len(),
+        num_runs: values.len(),
         total_runs: total,
-        mean: one,
-        std_dev: sd,
+        mean,
+        std_dev,
         min,
         max,
         median,
         p05,
         p95,
-        ci95_lower: one - half,
-        ci95_upper: one + half,
+        ci95_lower,
+        ci95_upper,
         rsd_pct,
         stable,
         outliers_mild: old.outliers_mild,

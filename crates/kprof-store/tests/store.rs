@@ -1,6 +1,6 @@
 //! The store on one process: round trips, schema migration, refusal of newer and foreign files.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use kprof_core::{Config, DeviceInfo, ExtraValue, KernelSample, RawResults, SampleRecord};
 use kprof_store::schema::{create_v1, APPLICATION_ID, SCHEMA_VERSION};
@@ -150,18 +150,33 @@ fn a_processed_only_run_gives_points_from_its_rows() {
     assert!(err.to_string().contains("neither"), "{err}");
 }
 
+/// A database `name` in a new temporary folder, created with schema 1: the folder, its path and
+/// a connection to it.
+fn v1_database(name: &str) -> (tempfile::TempDir, PathBuf, Connection) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join(name);
+    let conn = Connection::open(&db).unwrap();
+    create_v1(&conn).unwrap();
+    (dir, db, conn)
+}
+
 fn file_bytes(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap()
 }
 
+/// Opening `path` as a store fails with an error that says `why`, and leaves the file as it was.
+fn refused_unchanged(path: &Path, why: &str) {
+    let before = file_bytes(path);
+    let err = SqliteStore::open(path).unwrap_err();
+    assert!(err.to_string().contains(why), "{err}");
+    assert_eq!(file_bytes(path), before);
+}
+
 #[test]
 fn a_version_1_database_is_migrated_and_keeps_its_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("old.db");
+    let (_dir, db, conn) = v1_database("old.db");
     {
-        // A database as the schema-1 kprof wrote it, with one run holding one raw series.
-        let conn = Connection::open(&db).unwrap();
-        create_v1(&conn).unwrap();
+        // As the schema-1 kprof wrote it, with one run holding one raw series.
         conn.execute(
             "INSERT INTO runs (id, created_unix_ms, name, host, git_commit, git_branch, git_dirty, devices, kernel_names)
              VALUES (1, 1700000000000, 'old-bench', 'vm', 'abc123', 'main', 0, '[]', '[\"k\"]')",
@@ -180,6 +195,7 @@ fn a_version_1_database_is_migrated_and_keeps_its_runs() {
         .unwrap();
         let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
         assert_eq!(v, 1);
+        drop(conn);
     }
     let mut store = SqliteStore::open(&db).unwrap();
     let v: i64 = store
@@ -212,13 +228,11 @@ fn a_version_1_database_is_migrated_and_keeps_its_runs() {
 
 #[test]
 fn a_newer_database_is_refused_and_left_byte_for_byte_unchanged() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("future.db");
+    let (dir, db, conn) = v1_database("future.db");
     {
-        let conn = Connection::open(&db).unwrap();
-        create_v1(&conn).unwrap();
         conn.execute_batch(&format!("PRAGMA user_version = {}", SCHEMA_VERSION + 7))
             .unwrap();
+        drop(conn);
     }
     let before = file_bytes(&db);
     for attempt in 0..2 {
@@ -249,20 +263,14 @@ fn corrupt_foreign_and_directory_paths_give_clear_errors() {
         b"this is not a database, just some text that is long enough to have a header....",
     )
     .unwrap();
-    let before = file_bytes(&junk);
-    let err = SqliteStore::open(&junk).unwrap_err();
-    assert!(err.to_string().contains("not an SQLite database"), "{err}");
-    assert_eq!(file_bytes(&junk), before);
+    refused_unchanged(&junk, "not an SQLite database");
 
     let foreign = dir.path().join("other.db");
     Connection::open(&foreign)
         .unwrap()
         .execute_batch("CREATE TABLE t (x)")
         .unwrap();
-    let before = file_bytes(&foreign);
-    let err = SqliteStore::open(&foreign).unwrap_err();
-    assert!(err.to_string().contains("another program"), "{err}");
-    assert_eq!(file_bytes(&foreign), before);
+    refused_unchanged(&foreign, "another program");
 
     // A real store whose pages were overwritten in the middle.
     let db = dir.path().join("damaged.db");

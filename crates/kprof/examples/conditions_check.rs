@@ -4,8 +4,8 @@
 //! conditions_check OUT.json [RUNS=30] [SECONDS_PER_RUN=1.0]
 //! ```
 //!
-//! 1. Loads NVML, maps CUDA device 0 to its NVML device by UUID (raw libcuda calls:
-//!    `cuInit`, `cuDeviceGet`, `cuDeviceGetUuid_v2`), prints the environment fingerprint.
+//! 1. Loads NVML, maps CUDA device 0 to its NVML device by UUID (from kprof's driver wrapper),
+//!    prints the environment fingerprint.
 //! 2. Reads the idle clocks, temperature and power.
 //! 3. Runs RUNS runs of a hand-written PTX FMA kernel of about SECONDS_PER_RUN each, with the
 //!    thermal guard (auto) before each run and the run sampler around it; a thread samples the
@@ -14,16 +14,20 @@
 //!    and max boost, temperature rising under load, throttle reasons readable; prints a
 //!    pass/fail table, and writes every reading as a JSON fixture to OUT.json.
 
-use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kprof::conditions::fingerprint::{format_cuda_version, format_cupti_version, Fingerprint, FingerprintInputs};
-use kprof::conditions::nvml::{uuid_from_bytes, GpuDevice, Nvml};
+use kprof::conditions::nvml::{GpuDevice, Nvml};
 use kprof::conditions::sampler::{pearson, throttle_reason_names, RunSampler};
 use kprof::conditions::thermal::{SystemClock, ThermalGuard, ThermalMode, ThermalSettings};
 use libloading::Library;
+
+mod common;
+
+use common::RawKernel;
 use serde_json::{json, Value};
 
 const PTX: &str = r#"
@@ -85,114 +89,6 @@ LOOP:
 }
 "#;
 
-type CuResult = c_int;
-
-/// The few driver entry points the check needs, resolved from libcuda at run time.
-struct Cuda {
-    _lib: Library,
-    init: unsafe extern "C" fn(c_uint) -> CuResult,
-    driver_get_version: unsafe extern "C" fn(*mut c_int) -> CuResult,
-    device_get: unsafe extern "C" fn(*mut c_int, c_int) -> CuResult,
-    device_get_uuid: unsafe extern "C" fn(*mut [u8; 16], c_int) -> CuResult,
-    device_get_name: unsafe extern "C" fn(*mut c_char, c_int, c_int) -> CuResult,
-    device_get_attribute: unsafe extern "C" fn(*mut c_int, c_int, c_int) -> CuResult,
-    primary_ctx_retain: unsafe extern "C" fn(*mut *mut c_void, c_int) -> CuResult,
-    ctx_set_current: unsafe extern "C" fn(*mut c_void) -> CuResult,
-    ctx_synchronize: unsafe extern "C" fn() -> CuResult,
-    module_load_data_ex:
-        unsafe extern "C" fn(*mut *mut c_void, *const c_void, c_uint, *mut c_int, *mut *mut c_void) -> CuResult,
-    module_get_function: unsafe extern "C" fn(*mut *mut c_void, *mut c_void, *const c_char) -> CuResult,
-    mem_alloc: unsafe extern "C" fn(*mut u64, usize) -> CuResult,
-    #[allow(clippy::type_complexity)]
-    launch_kernel: unsafe extern "C" fn(
-        *mut c_void,
-        c_uint,
-        c_uint,
-        c_uint,
-        c_uint,
-        c_uint,
-        c_uint,
-        c_uint,
-        *mut c_void,
-        *mut *mut c_void,
-        *mut *mut c_void,
-    ) -> CuResult,
-    get_error_name: unsafe extern "C" fn(CuResult, *mut *const c_char) -> CuResult,
-}
-
-impl Cuda {
-    fn load() -> Result<Cuda, String> {
-        let mut last = String::new();
-        for path in [
-            "libcuda.so.1",
-            "/usr/lib/libcuda.so.1",
-            "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
-            "/usr/lib64/libcuda.so.1",
-        ] {
-            // SAFETY: loading the CUDA driver library runs its initialisers, as any CUDA program does.
-            match unsafe { Library::new(path) } {
-                Ok(lib) => return Cuda::resolve(lib),
-                Err(e) => last = format!("{path}: {e}"),
-            }
-        }
-        Err(format!("cannot load libcuda ({last})"))
-    }
-
-    fn resolve(lib: Library) -> Result<Cuda, String> {
-        macro_rules! sym {
-            ($($name:literal),+) => {{
-                let mut found = None;
-                $(
-                    if found.is_none() {
-                        // SAFETY: the symbol has the declared C signature in every CUDA 12/13 driver.
-                        if let Ok(s) = unsafe { lib.get(concat!($name, "\0").as_bytes()) } {
-                            found = Some(*s);
-                        }
-                    }
-                )+
-                found.ok_or_else(|| format!("libcuda has none of {:?}", [$($name),+]))?
-            }};
-        }
-        Ok(Cuda {
-            init: sym!("cuInit"),
-            driver_get_version: sym!("cuDriverGetVersion"),
-            device_get: sym!("cuDeviceGet"),
-            device_get_uuid: sym!("cuDeviceGetUuid_v2", "cuDeviceGetUuid"),
-            device_get_name: sym!("cuDeviceGetName"),
-            device_get_attribute: sym!("cuDeviceGetAttribute"),
-            primary_ctx_retain: sym!("cuDevicePrimaryCtxRetain"),
-            ctx_set_current: sym!("cuCtxSetCurrent"),
-            ctx_synchronize: sym!("cuCtxSynchronize"),
-            module_load_data_ex: sym!("cuModuleLoadDataEx"),
-            module_get_function: sym!("cuModuleGetFunction"),
-            mem_alloc: sym!("cuMemAlloc_v2"),
-            launch_kernel: sym!("cuLaunchKernel"),
-            get_error_name: sym!("cuGetErrorName"),
-            _lib: lib,
-        })
-    }
-
-    fn check(&self, call: &str, rc: CuResult) -> Result<(), String> {
-        if rc == 0 {
-            return Ok(());
-        }
-        let mut name: *const c_char = std::ptr::null();
-        // SAFETY: out-pointer to a static string.
-        let text = if unsafe { (self.get_error_name)(rc, &mut name) } == 0 && !name.is_null() {
-            unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned()
-        } else {
-            "?".into()
-        };
-        Err(format!("{call} failed: {rc} ({text})"))
-    }
-
-    fn attribute(&self, attr: c_int, dev: c_int) -> Option<i32> {
-        let mut v = 0;
-        // SAFETY: valid out-pointer and device.
-        (unsafe { (self.device_get_attribute)(&mut v, attr, dev) } == 0).then_some(v)
-    }
-}
-
 /// `cudaRuntimeGetVersion` and `cuptiGetVersion`, when their libraries can be found (read only).
 fn optional_versions() -> (Option<String>, Option<String>) {
     let dirs = [
@@ -234,39 +130,24 @@ fn optional_versions() -> (Option<String>, Option<String>) {
     (runtime, cupti)
 }
 
+/// The FMA kernel and where it writes.
 struct Gpu {
-    cuda: Cuda,
-    func: *mut c_void,
+    kernel: RawKernel,
     out: u64,
     grid: u32,
     block: u32,
 }
 
 impl Gpu {
+    /// One run of `iters` FMA iterations per thread, waited for: its wall time.
     fn launch(&self, iters: u32) -> Result<Duration, String> {
         let mut out = self.out;
         let mut n = iters;
         let mut params = [&mut out as *mut u64 as *mut c_void, &mut n as *mut u32 as *mut c_void];
         let t0 = Instant::now();
-        // SAFETY: function from our module; parameters match the PTX signature.
-        let rc = unsafe {
-            (self.cuda.launch_kernel)(
-                self.func,
-                self.grid,
-                1,
-                1,
-                self.block,
-                1,
-                1,
-                0,
-                std::ptr::null_mut(),
-                params.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        };
-        self.cuda.check("cuLaunchKernel", rc)?;
-        self.cuda
-            .check("cuCtxSynchronize", unsafe { (self.cuda.ctx_synchronize)() })?;
+        // SAFETY: `spin(.u64 out, .u32 n)` takes a pointer and a count, as given.
+        unsafe { self.kernel.launch(self.grid, self.block, &mut params) }?;
+        self.kernel.sync()?;
         Ok(t0.elapsed())
     }
 }
@@ -330,26 +211,10 @@ fn run() -> Result<bool, String> {
         detail: nvml.driver_version().unwrap_or_default(),
     });
 
-    let cuda = Cuda::load()?;
-    cuda.check("cuInit", unsafe { (cuda.init)(0) })?;
-    let mut dev: c_int = 0;
-    cuda.check("cuDeviceGet", unsafe { (cuda.device_get)(&mut dev, 0) })?;
-    let mut raw_uuid = [0u8; 16];
-    cuda.check("cuDeviceGetUuid_v2", unsafe {
-        (cuda.device_get_uuid)(&mut raw_uuid, dev)
-    })?;
-    let cuda_uuid = uuid_from_bytes(&raw_uuid);
-    let mut name_buf = [0 as c_char; 256];
-    cuda.check("cuDeviceGetName", unsafe {
-        (cuda.device_get_name)(name_buf.as_mut_ptr(), 256, dev)
-    })?;
-    let cuda_name = unsafe { CStr::from_ptr(name_buf.as_ptr()) }
-        .to_string_lossy()
-        .into_owned();
-    let mut drv = 0;
-    cuda.check("cuDriverGetVersion", unsafe { (cuda.driver_get_version)(&mut drv) })?;
-    let cc = (cuda.attribute(75, dev), cuda.attribute(76, dev));
-    let sms = cuda.attribute(16, dev).unwrap_or(132).max(1) as u32;
+    let driver = common::driver()?;
+    let props = driver.device_info(0).map_err(|e| e.to_string())?;
+    let cuda_uuid = props.uuid.clone();
+    let cuda_name = props.name.clone();
 
     let resolved = nvml.resolve_device(Some(&cuda_uuid));
     if let Some(w) = &resolved.warning {
@@ -368,18 +233,15 @@ fn run() -> Result<bool, String> {
         cuda_ordinal: Some(0),
         gpu_name: Some(cuda_name.clone()),
         uuid: Some(cuda_uuid.clone()),
-        compute_capability: match cc {
-            (Some(a), Some(b)) => Some((a, b)),
-            _ => None,
-        },
-        cuda_driver_version: Some(drv),
+        compute_capability: Some(props.cc),
+        cuda_driver_version: Some(driver.version),
         cuda_runtime_version: runtime,
         cupti_version: cupti,
         clock_policy: Some("none (clocks not locked; kprof never changes GPU settings)".into()),
         thermal_mode: Some("auto".into()),
         kernel_timing: Some("none (this program times no kernels)".into()),
-        rated_sm_clock_khz: cuda.attribute(13, dev).map(|v| v as u32),
-        rated_mem_clock_khz: cuda.attribute(36, dev).map(|v| v as u32),
+        rated_sm_clock_khz: Some(props.clock_khz),
+        rated_mem_clock_khz: Some(props.mem_clock_khz),
     };
     let fp = Fingerprint::collect(&inputs, Some(&nvml), Some(&device));
     println!("{}", fp.to_json());
@@ -439,45 +301,12 @@ fn run() -> Result<bool, String> {
     let power_limit_mw = device.power_limit_mw().map(f64::from).unwrap_or(f64::NAN);
 
     // --- kernel ----------------------------------------------------------------------------
-    let mut ctx: *mut c_void = std::ptr::null_mut();
-    cuda.check("cuDevicePrimaryCtxRetain", unsafe {
-        (cuda.primary_ctx_retain)(&mut ctx, dev)
-    })?;
-    cuda.check("cuCtxSetCurrent", unsafe { (cuda.ctx_set_current)(ctx) })?;
-    let ptx = format!("{PTX}\0");
-    let mut module: *mut c_void = std::ptr::null_mut();
-    let mut log = vec![0u8; 8192];
-    let mut opts = [5 as c_int, 6 as c_int]; // CU_JIT_ERROR_LOG_BUFFER, ..._SIZE_BYTES
-    let mut vals = [log.as_mut_ptr() as *mut c_void, log.len() as *mut c_void];
-    let rc = unsafe {
-        (cuda.module_load_data_ex)(
-            &mut module,
-            ptx.as_ptr() as *const c_void,
-            2,
-            opts.as_mut_ptr(),
-            vals.as_mut_ptr(),
-        )
-    };
-    if rc != 0 {
-        let text = String::from_utf8_lossy(&log).trim_end_matches('\0').to_string();
-        return Err(format!(
-            "{} JIT log: {text}",
-            cuda.check("cuModuleLoadDataEx", rc).unwrap_err()
-        ));
-    }
-    let mut func: *mut c_void = std::ptr::null_mut();
-    cuda.check("cuModuleGetFunction", unsafe {
-        (cuda.module_get_function)(&mut func, module, c"spin".as_ptr())
-    })?;
+    let kernel = RawKernel::load(driver, PTX, "spin")?;
     let block = 256u32;
-    let grid = sms * 16;
-    let mut out: u64 = 0;
-    cuda.check("cuMemAlloc_v2", unsafe {
-        (cuda.mem_alloc)(&mut out, (grid * block) as usize * 4)
-    })?;
+    let grid = kernel.sms * 16;
+    let out = kernel.alloc((grid * block) as usize * 4)?;
     let gpu = Gpu {
-        cuda,
-        func,
+        kernel,
         out,
         grid,
         block,
@@ -636,19 +465,15 @@ fn run() -> Result<bool, String> {
         pass: all_ok_reasons,
         detail: format!("{throttled_runs}/{runs} runs flagged throttled"),
     });
-    let mems: Vec<f64> = rows
-        .iter()
-        .filter_map(|r| r["conditions"]["mem_clock_mhz"].as_f64())
-        .collect();
+    // One reading of every run's conditions (the runs that have it).
+    let reading = |name: &str| -> Vec<f64> { rows.iter().filter_map(|r| r["conditions"][name].as_f64()).collect() };
+    let mems = reading("mem_clock_mhz");
     checks.push(Check {
         name: "memory clock readable and <= max",
         pass: mems.len() == runs && mems.iter().all(|m| *m > 0.0 && *m <= max_mem + 1.0),
         detail: format!("{:?} MHz (max {max_mem})", mems.first()),
     });
-    let powers: Vec<f64> = rows
-        .iter()
-        .filter_map(|r| r["conditions"]["power_mw"].as_f64())
-        .collect();
+    let powers = reading("power_mw");
     checks.push(Check {
         name: "power readable and <= 1.1 x power limit",
         pass: powers.len() == runs && powers.iter().all(|p| *p > 0.0 && *p <= 1.1 * power_limit_mw),

@@ -29,13 +29,16 @@
 //!
 //! libcupti: `KPROF_CUPTI_PATH`, else the pip copy under /opt/torch/.venv, else the toolkit's.
 
-use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
+use std::ffi::c_void;
 use std::path::{Path, PathBuf};
-use std::ptr::{null, null_mut};
 use std::time::{Duration, Instant};
 
 use kprof::counters::recorded::write_recording;
-use kprof::counters::{CountersError, CuptiLib, RangeProfiler, Recording, ReplayMode};
+use kprof::counters::{CountersError, CuptiLib, RangeProfiler, Recording, ReplayMode, UserRanges};
+
+mod common;
+
+use common::RawKernel;
 
 const PTX: &str = r#"
 .version 7.0
@@ -102,125 +105,33 @@ const SMALL_KERNELS: usize = 50;
 /// excluded), as measured by scripts/counters-vs-ncu.sh; only for the in-process ratio lines.
 const NCU_REF_MS_PER_KERNEL: f64 = 187.5;
 
-type CUresult = c_int;
-type CUdeviceptr = u64;
-
-/// The few driver calls this check needs, resolved from libcuda.so.1.
-struct Driver {
-    _lib: libloading::Library,
-    cu_init: unsafe extern "C" fn(c_uint) -> CUresult,
-    cu_device_get: unsafe extern "C" fn(*mut c_int, c_int) -> CUresult,
-    cu_device_get_name: unsafe extern "C" fn(*mut c_char, c_int, c_int) -> CUresult,
-    cu_primary_ctx_retain: unsafe extern "C" fn(*mut *mut c_void, c_int) -> CUresult,
-    cu_ctx_set_current: unsafe extern "C" fn(*mut c_void) -> CUresult,
-    cu_ctx_synchronize: unsafe extern "C" fn() -> CUresult,
-    cu_module_load_data: unsafe extern "C" fn(*mut *mut c_void, *const c_void) -> CUresult,
-    cu_module_get_function: unsafe extern "C" fn(*mut *mut c_void, *mut c_void, *const c_char) -> CUresult,
-    cu_mem_alloc: unsafe extern "C" fn(*mut CUdeviceptr, usize) -> CUresult,
-    cu_memset_d32: unsafe extern "C" fn(CUdeviceptr, c_uint, usize) -> CUresult,
-    cu_launch_kernel: unsafe extern "C" fn(
-        *mut c_void,
-        c_uint,
-        c_uint,
-        c_uint,
-        c_uint,
-        c_uint,
-        c_uint,
-        c_uint,
-        *mut c_void,
-        *mut *mut c_void,
-        *mut *mut c_void,
-    ) -> CUresult,
-    cu_get_error_name: unsafe extern "C" fn(CUresult, *mut *const c_char) -> CUresult,
-}
-
-impl Driver {
-    fn load() -> Result<Self, String> {
-        let lib = unsafe { libloading::Library::new("libcuda.so.1") }.map_err(|e| format!("libcuda.so.1: {e}"))?;
-        macro_rules! s {
-            ($n:literal) => {
-                *unsafe { lib.get(concat!($n, "\0").as_bytes()) }.map_err(|e| format!("{}: {e}", $n))?
-            };
-        }
-        Ok(Driver {
-            cu_init: s!("cuInit"),
-            cu_device_get: s!("cuDeviceGet"),
-            cu_device_get_name: s!("cuDeviceGetName"),
-            cu_primary_ctx_retain: s!("cuDevicePrimaryCtxRetain"),
-            cu_ctx_set_current: s!("cuCtxSetCurrent"),
-            cu_ctx_synchronize: s!("cuCtxSynchronize"),
-            cu_module_load_data: s!("cuModuleLoadData"),
-            cu_module_get_function: s!("cuModuleGetFunction"),
-            cu_mem_alloc: s!("cuMemAlloc_v2"),
-            cu_memset_d32: s!("cuMemsetD32_v2"),
-            cu_launch_kernel: s!("cuLaunchKernel"),
-            cu_get_error_name: s!("cuGetErrorName"),
-            _lib: lib,
-        })
-    }
-
-    fn check(&self, what: &str, rc: CUresult) -> Result<(), String> {
-        if rc == 0 {
-            return Ok(());
-        }
-        let mut s: *const c_char = null();
-        unsafe { (self.cu_get_error_name)(rc, &mut s) };
-        let name = if s.is_null() {
-            "?".into()
-        } else {
-            unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
-        };
-        Err(format!("{what} failed: {name} ({rc})"))
-    }
-}
-
+/// The scale kernel on device 0 (kprof's driver wrapper and cudarc, see `common::RawKernel`),
+/// its buffers `x` (all 1.0) and `y`, and the device's name.
 struct Gpu {
-    d: Driver,
+    kernel: RawKernel,
     ctx: *mut c_void,
-    func: *mut c_void,
-    x: CUdeviceptr,
-    y: CUdeviceptr,
+    x: u64,
+    y: u64,
     name: String,
 }
 
 impl Gpu {
     fn new() -> Result<Self, String> {
-        let d = Driver::load()?;
-        unsafe {
-            d.check("cuInit", (d.cu_init)(0))?;
-            let mut dev = 0;
-            d.check("cuDeviceGet", (d.cu_device_get)(&mut dev, 0))?;
-            let mut buf = [0 as c_char; 128];
-            d.check("cuDeviceGetName", (d.cu_device_get_name)(buf.as_mut_ptr(), 128, dev))?;
-            let name = CStr::from_ptr(buf.as_ptr()).to_string_lossy().into_owned();
-            let mut ctx = null_mut();
-            d.check("cuDevicePrimaryCtxRetain", (d.cu_primary_ctx_retain)(&mut ctx, dev))?;
-            d.check("cuCtxSetCurrent", (d.cu_ctx_set_current)(ctx))?;
-            let ptx = CString::new(PTX).unwrap();
-            let mut module = null_mut();
-            d.check(
-                "cuModuleLoadData",
-                (d.cu_module_load_data)(&mut module, ptx.as_ptr() as *const c_void),
-            )?;
-            let mut func = null_mut();
-            d.check(
-                "cuModuleGetFunction",
-                (d.cu_module_get_function)(&mut func, module, c"scale".as_ptr()),
-            )?;
-            let (mut x, mut y) = (0, 0);
-            d.check("cuMemAlloc x", (d.cu_mem_alloc)(&mut x, (N_BIG * 4) as usize))?;
-            d.check("cuMemAlloc y", (d.cu_mem_alloc)(&mut y, (N_BIG * 4) as usize))?;
-            d.check("cuMemsetD32", (d.cu_memset_d32)(x, 1.0f32.to_bits(), N_BIG as usize))?;
-            d.check("cuCtxSynchronize", (d.cu_ctx_synchronize)())?;
-            Ok(Gpu {
-                d,
-                ctx,
-                func,
-                x,
-                y,
-                name,
-            })
-        }
+        let kernel = RawKernel::load(common::driver()?, PTX, "scale")?;
+        let x = kernel.alloc((N_BIG * 4) as usize)?;
+        let y = kernel.alloc((N_BIG * 4) as usize)?;
+        // SAFETY: `x` holds N_BIG 4-byte words of this context.
+        unsafe { cudarc::driver::sys::cuMemsetD32_v2(x, 1.0f32.to_bits(), N_BIG as usize) }
+            .result()
+            .map_err(|e| format!("cuMemsetD32: {e}"))?;
+        kernel.sync()?;
+        Ok(Gpu {
+            ctx: kernel.ctx,
+            name: kernel.device.name.clone(),
+            kernel,
+            x,
+            y,
+        })
     }
 
     /// `y = 2 * x` over the first `n` floats: 132 SMs x 8 blocks of 256 threads, grid-stride.
@@ -232,28 +143,50 @@ impl Gpu {
             &mut a as *mut _ as *mut c_void,
             &mut pn as *mut _ as *mut c_void,
         ];
-        let blocks = n.div_ceil(256).min(132 * 8) as c_uint;
-        self.d.check("cuLaunchKernel", unsafe {
-            (self.d.cu_launch_kernel)(
-                self.func,
-                blocks,
-                1,
-                1,
-                256,
-                1,
-                1,
-                0,
-                null_mut(),
-                params.as_mut_ptr(),
-                null_mut(),
-            )
-        })
+        let blocks = n.div_ceil(256).min(132 * 8) as u32;
+        // SAFETY: `scale(.u64 x, .u64 y, .f32 a, .u64 n)`, given as such.
+        unsafe { self.kernel.launch(blocks, 256, &mut params) }
+    }
+
+    /// `k` launches of `scale(n)` inside a collection, whose closure cannot return an error: the
+    /// first failure is kept in `first_err`.
+    fn scale_times(&self, n: u64, k: usize, first_err: &mut Option<String>) {
+        for _ in 0..k {
+            if let Err(e) = self.scale(n) {
+                first_err.get_or_insert(e);
+            }
+        }
     }
 
     fn sync(&self) -> Result<(), String> {
-        self.d
-            .check("cuCtxSynchronize", unsafe { (self.d.cu_ctx_synchronize)() })
+        self.kernel.sync()
     }
+
+    /// The wall time of SMALL_KERNELS plain launches of `scale(n)`, from a synchronised start to
+    /// their end.
+    fn plain_batch(&self, n: u64) -> Result<Duration, String> {
+        self.sync()?;
+        let t = Instant::now();
+        for _ in 0..SMALL_KERNELS {
+            self.scale(n)?;
+        }
+        self.sync()?;
+        Ok(t.elapsed())
+    }
+}
+
+/// `p.collect(max_ranges, workload)` for a workload that launches kernels and keeps the first
+/// launch failure in the slot it is given: the recording, or that failure.
+fn collect_launches(
+    p: &mut RangeProfiler,
+    max_ranges: usize,
+    mut workload: impl FnMut(&mut UserRanges<'_>, &mut Option<String>),
+) -> Result<Recording, String> {
+    let mut failed = None;
+    let rec = p
+        .collect(max_ranges, |r| workload(r, &mut failed))
+        .map_err(|e| e.to_string())?;
+    failed.map_or(Ok(rec), Err)
 }
 
 fn find_cupti() -> Result<PathBuf, String> {
@@ -345,19 +278,7 @@ fn run(out: &Path) -> Result<Vec<String>, String> {
     };
     let setup_kernel = t.elapsed();
     let t = Instant::now();
-    let mut launch_err = None;
-    let rec = kp
-        .collect(3, |_| {
-            for _ in 0..3 {
-                if let Err(e) = gpu.scale(N_BIG) {
-                    launch_err.get_or_insert(e);
-                }
-            }
-        })
-        .map_err(|e| e.to_string())?;
-    if let Some(e) = launch_err {
-        return Err(e);
-    }
+    let rec = collect_launches(&mut kp, 3, |_, failed| gpu.scale_times(N_BIG, 3, failed))?;
     let collect_kernel = t.elapsed();
     print_table(
         "kernel replay (AutoRange + KernelReplay), 3 launches of scale(64 Mi floats)",
@@ -376,23 +297,10 @@ fn run(out: &Path) -> Result<Vec<String>, String> {
     // User replay: two named ranges, the closure re-runs once per pass.
     let mut up = RangeProfiler::new(lib, gpu.ctx, 0, &METRICS4, ReplayMode::User).map_err(|e| e.to_string())?;
     let t = Instant::now();
-    let mut launch_err = None;
-    let rec = up
-        .collect(2, |r| {
-            let mut go = |k: usize| {
-                for _ in 0..k {
-                    if let Err(e) = gpu.scale(N_BIG) {
-                        launch_err.get_or_insert(e);
-                    }
-                }
-            };
-            let _ = r.range("scale_x1", || go(1));
-            let _ = r.range("scale_x3", || go(3));
-        })
-        .map_err(|e| e.to_string())?;
-    if let Some(e) = launch_err {
-        return Err(e);
-    }
+    let rec = collect_launches(&mut up, 2, |r, failed| {
+        let _ = r.range("scale_x1", || gpu.scale_times(N_BIG, 1, failed));
+        let _ = r.range("scale_x3", || gpu.scale_times(N_BIG, 3, failed));
+    })?;
     let collect_user = t.elapsed();
     print_table(
         "user replay (UserRange + UserReplay), ranges scale_x1 (1 launch) and scale_x3 (3 launches)",
@@ -415,13 +323,7 @@ fn run(out: &Path) -> Result<Vec<String>, String> {
     for _ in 0..5 {
         gpu.scale(n_small)?;
     }
-    gpu.sync()?;
-    let t = Instant::now();
-    for _ in 0..SMALL_KERNELS {
-        gpu.scale(n_small)?;
-    }
-    gpu.sync()?;
-    let plain = t.elapsed();
+    let plain = gpu.plain_batch(n_small)?;
     let t = Instant::now();
     let mut p3 = RangeProfiler::new(lib, gpu.ctx, 0, &METRICS3, ReplayMode::Kernel).map_err(|e| e.to_string())?;
     let setup3 = t.elapsed();
@@ -490,13 +392,7 @@ fn run(out: &Path) -> Result<Vec<String>, String> {
     let t = Instant::now();
     let mut pu = RangeProfiler::new(lib, gpu.ctx, 0, &METRICS3, ReplayMode::User).map_err(|e| e.to_string())?;
     let setup_u = t.elapsed();
-    gpu.sync()?;
-    let t = Instant::now();
-    for _ in 0..SMALL_KERNELS {
-        gpu.scale(n_small)?;
-    }
-    gpu.sync()?;
-    let plain_u = t.elapsed();
+    let plain_u = gpu.plain_batch(n_small)?;
     let t = Instant::now();
     let recu = pu
         .collect(1, |r| {

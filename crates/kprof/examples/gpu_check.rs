@@ -74,6 +74,11 @@ struct Ctx {
     out: PathBuf,
 }
 
+/// The one configuration of a check on `n` elements.
+fn one_size(n: u32) -> [Config; 1] {
+    [Config::new().with("n", n as i64)]
+}
+
 impl Ctx {
     fn opts(&self, runs: u32, warmup: u32, cache: CacheControl) -> BenchOptions {
         let mut o = BenchOptions::default();
@@ -221,32 +226,25 @@ fn check_h(cx: &mut Ctx) -> Result<Row, BoxError> {
     let clear = refused.contains("already in use") && refused.contains("with_cuda_events");
     let n: u32 = 1 << 24;
     let s = cx.gpu.stream.clone();
-    let x = s.clone_htod(&vec![1.0f32; n as usize])?;
-    let mut y = s.alloc_zeros::<f32>(n as usize)?;
-    let mut z = s.alloc_zeros::<f32>(n as usize)?;
+    let [x, mut y, mut z] = common::operands(&s, n)?;
     let k = &cx.k;
     let mut prof = Profiler::with_cuda_events()?;
     let (e0, e1) = (cx.timing_event()?, cx.timing_event()?);
     let mut ev = Vec::new();
-    let raw = prof.bench(
-        "h_cuda_events",
-        &[Config::new().with("n", n as i64)],
-        &cx.opts(10, 2, CacheControl::None),
-        |_, run| {
-            e0.record(&s)?;
-            {
-                let _r = run.region("three")?;
-                k.scale(&s, &mut y, &x, 2.0, n)?;
-                k.add(&s, &mut y, &x, n)?;
-                k.scale(&s, &mut z, &y, 0.5, n)?;
-            }
-            e1.record(&s)?;
-            if !run.is_warmup() {
-                ev.push(event_ns(&e0, &e1)?);
-            }
-            Ok(())
-        },
-    )?;
+    let raw = prof.bench("h_cuda_events", &one_size(n), &cx.opts(10, 2, CacheControl::None), |_, run| {
+        e0.record(&s)?;
+        {
+            let _r = run.region("three")?;
+            k.scale(&s, &mut y, &x, 2.0, n)?;
+            k.add(&s, &mut y, &x, n)?;
+            k.scale(&s, &mut z, &y, 0.5, n)?;
+        }
+        e1.record(&s)?;
+        if !run.is_warmup() {
+            ev.push(event_ns(&e0, &e1)?);
+        }
+        Ok(())
+    })?;
     let vals = region_values(&raw, "three", None);
     let metric_ok = raw
         .series
@@ -319,21 +317,14 @@ fn check_b(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
 fn check_c(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
     let n: u32 = 1 << 24;
     let s = cx.gpu.stream.clone();
-    let x = s.clone_htod(&vec![1.0f32; n as usize])?;
-    let mut y = s.alloc_zeros::<f32>(n as usize)?;
-    let mut z = s.alloc_zeros::<f32>(n as usize)?;
+    let [x, mut y, mut z] = common::operands(&s, n)?;
     let k = &cx.k;
-    let raw = prof.bench(
-        "c_three_kernels",
-        &[Config::new().with("n", n as i64)],
-        &cx.opts(5, 1, CacheControl::None),
-        |_, run| {
-            let _r = run.region("three")?;
-            k.scale(&s, &mut y, &x, 2.0, n)?;
-            k.add(&s, &mut y, &x, n)?;
-            k.scale(&s, &mut z, &y, 0.5, n)
-        },
-    )?;
+    let raw = prof.bench("c_three_kernels", &one_size(n), &cx.opts(5, 1, CacheControl::None), |_, run| {
+        let _r = run.region("three")?;
+        k.scale(&s, &mut y, &x, 2.0, n)?;
+        k.add(&s, &mut y, &x, n)?;
+        k.scale(&s, &mut z, &y, 0.5, n)
+    })?;
     let rows = per_sample(&raw);
     let ok = rows.len() == 5
         && rows
@@ -370,27 +361,22 @@ fn check_d(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
     let mut y2 = s.alloc_zeros::<f32>(n as usize)?;
     cx.gpu.sync()?;
     let (k, ctx) = (&cx.k, &cx.gpu.ctx);
-    let raw = prof.bench(
-        "d_second_thread",
-        &[Config::new().with("n", n as i64)],
-        &cx.opts(5, 1, CacheControl::None),
-        |_, run| {
-            let _r = run.region("threaded")?;
-            k.scale(&s, &mut y, &x, 2.0, n)?;
-            let (x, y2, s2) = (&x, &mut y2, &s2);
-            std::thread::scope(|sc| {
-                sc.spawn(move || -> Result<(), BoxError> {
-                    ctx.bind_to_thread()?;
-                    k.add(s2, y2, x, n)?;
-                    k.add(s2, y2, x, n)?;
-                    s2.synchronize()?;
-                    Ok(())
-                })
-                .join()
-                .map_err(|_| -> BoxError { "worker thread panicked".into() })?
+    let raw = prof.bench("d_second_thread", &one_size(n), &cx.opts(5, 1, CacheControl::None), |_, run| {
+        let _r = run.region("threaded")?;
+        k.scale(&s, &mut y, &x, 2.0, n)?;
+        let (x, y2, s2) = (&x, &mut y2, &s2);
+        std::thread::scope(|sc| {
+            sc.spawn(move || -> Result<(), BoxError> {
+                ctx.bind_to_thread()?;
+                k.add(s2, y2, x, n)?;
+                k.add(s2, y2, x, n)?;
+                s2.synchronize()?;
+                Ok(())
             })
-        },
-    )?;
+            .join()
+            .map_err(|_| -> BoxError { "worker thread panicked".into() })?
+        })
+    })?;
     let rows = per_sample(&raw);
     let ok = rows.len() == 5 && rows.iter().all(|r| r.3 == 3 && r.5.matches("kprof_add").count() == 2);
     let first = rows.first().cloned().unwrap_or_default();
@@ -413,9 +399,7 @@ fn check_d(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
 fn check_e(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
     let n: u32 = 1 << 22;
     let s = cx.gpu.ctx.new_stream()?;
-    let x = s.clone_htod(&vec![1.0f32; n as usize])?;
-    let mut y = s.alloc_zeros::<f32>(n as usize)?;
-    let mut z = s.alloc_zeros::<f32>(n as usize)?;
+    let [x, mut y, mut z] = common::operands(&s, n)?;
     s.synchronize()?;
     s.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
     cx.k.scale(&s, &mut y, &x, 2.0, n)?;
@@ -426,16 +410,11 @@ fn check_e(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
         .ok_or("stream capture produced no graph")?;
     graph.upload()?;
     s.synchronize()?;
-    let raw = prof.bench(
-        "e_graph",
-        &[Config::new().with("n", n as i64)],
-        &cx.opts(5, 1, CacheControl::None),
-        |_, run| {
-            let _r = run.region("graph_replay")?;
-            graph.launch()?;
-            Ok(())
-        },
-    )?;
+    let raw = prof.bench("e_graph", &one_size(n), &cx.opts(5, 1, CacheControl::None), |_, run| {
+        let _r = run.region("graph_replay")?;
+        graph.launch()?;
+        Ok(())
+    })?;
     let rows = per_sample(&raw);
     // The region holds the graph launch: its span from the graph record (the default graph
     // trace), or its 3 kernels from node records (`KPROF_GRAPH_TRACE=nodes`).

@@ -5,27 +5,20 @@
 
 mod common;
 
-use common::{print_results, BoxError, Gpu, Kernels};
+use common::{print_results, BoxError};
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use kprof::core::model::Config;
-use kprof::runner::{BenchOptions, CacheControl, Profiler};
+use kprof::runner::CacheControl;
 
 fn main() {
-    if let Err(e) = run() {
-        eprintln!("error: {e}");
-        std::process::exit(1);
-    }
+    common::run_or_exit(run);
 }
 
 fn run() -> Result<(), BoxError> {
-    let mut prof = Profiler::new()?;
-    let gpu = Gpu::new()?;
-    let k = Kernels::load(&gpu)?;
+    let (mut prof, gpu, k) = common::start()?;
     let n: u32 = 1 << 22;
     let stream = gpu.ctx.new_stream()?;
-    let x = stream.clone_htod(&vec![1.0f32; n as usize])?;
-    let mut y = stream.alloc_zeros::<f32>(n as usize)?;
-    let mut z = stream.alloc_zeros::<f32>(n as usize)?;
+    let [x, mut y, mut z] = common::operands(&stream, n)?;
     stream.synchronize()?;
     stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
     k.scale(&stream, &mut y, &x, 2.0, n)?;
@@ -34,9 +27,7 @@ fn run() -> Result<(), BoxError> {
     let graph = stream
         .end_capture(CUgraphInstantiate_flags(0))?
         .ok_or("stream capture produced no graph")?;
-    let mut opts = BenchOptions::default();
-    opts.runs = 5;
-    opts.cache = CacheControl::None;
+    let opts = common::bench_options(5, CacheControl::None);
     let raw = prof.bench("graph", &[Config::new().with("n", n as i64)], &opts, |_, run| {
         let _r = run.region("graph_replay")?;
         graph.launch()?;

@@ -5,29 +5,20 @@
 
 mod common;
 
-use common::{print_results, BoxError, Gpu, Kernels};
+use common::{print_results, BoxError};
 use kprof::core::model::Config;
-use kprof::runner::{BenchOptions, CacheControl, Profiler};
+use kprof::runner::CacheControl;
 
 fn main() {
-    if let Err(e) = run() {
-        eprintln!("error: {e}");
-        std::process::exit(1);
-    }
+    common::run_or_exit(run);
 }
 
 fn run() -> Result<(), BoxError> {
-    let mut prof = Profiler::new()?;
-    let gpu = Gpu::new()?;
-    let k = Kernels::load(&gpu)?;
+    let (mut prof, gpu, k) = common::start()?;
     let n: u32 = 1 << 24;
-    let x = gpu.stream.clone_htod(&vec![1.0f32; n as usize])?;
-    let mut y = gpu.stream.alloc_zeros::<f32>(n as usize)?;
-    let mut z = gpu.stream.alloc_zeros::<f32>(n as usize)?;
+    let [x, mut y, mut z] = common::operands(&gpu.stream, n)?;
     gpu.sync()?;
-    let mut opts = BenchOptions::default();
-    opts.runs = 5;
-    opts.cache = CacheControl::None;
+    let opts = common::bench_options(5, CacheControl::None);
     let raw = prof.bench("multi_kernel", &[Config::new().with("n", n as i64)], &opts, |_, run| {
         let _r = run.region("three")?;
         k.scale(&gpu.stream, &mut y, &x, 2.0, n)?;

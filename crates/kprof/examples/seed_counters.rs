@@ -492,28 +492,6 @@ impl SeedKernels {
         Ok(())
     }
 
-    /// `t = b * c`.
-    fn mul(
-        &self,
-        s: &CudaStream,
-        t: &mut CudaSlice<f32>,
-        b: &CudaSlice<f32>,
-        c: &CudaSlice<f32>,
-    ) -> Result<(), BoxError> {
-        Self::binary(&self.mul, s, t, b, c)
-    }
-
-    /// `y = a + t`.
-    fn add(
-        &self,
-        s: &CudaStream,
-        y: &mut CudaSlice<f32>,
-        a: &CudaSlice<f32>,
-        t: &CudaSlice<f32>,
-    ) -> Result<(), BoxError> {
-        Self::binary(&self.add, s, y, a, t)
-    }
-
     /// `out[i] = f(x[i], y[i])` for the kernels `f(out, x, y, n)` (`mul_f32`, `add_f32`).
     fn binary(
         f: &CudaFunction,
@@ -742,8 +720,8 @@ impl Workload {
         k.fill_f32(s, &mut buf.c, seed + 6)?;
         {
             let _region = run.region(UNFUSED)?;
-            k.mul(s, &mut buf.t, &buf.b, &buf.c)?;
-            k.add(s, &mut buf.y, &buf.a, &buf.t)?;
+            SeedKernels::binary(&k.mul, s, &mut buf.t, &buf.b, &buf.c)?; // t = b * c
+            SeedKernels::binary(&k.add, s, &mut buf.y, &buf.a, &buf.t)?; // y = a + t
         }
         let _region = run.region(FUSED)?;
         k.addcmul(s, &mut buf.y, [&buf.a, &buf.b, &buf.c])

@@ -10,10 +10,7 @@ use kprof::core::model::Config;
 use kprof::runner::{BenchOptions, Profiler};
 
 fn main() {
-    if let Err(e) = run() {
-        eprintln!("error: {e}");
-        std::process::exit(1);
-    }
+    common::run_or_exit(run);
 }
 
 fn run() -> Result<(), BoxError> {

@@ -4,21 +4,16 @@
 
 mod common;
 
-use common::{print_results, BoxError, Gpu, Kernels};
+use common::{print_results, BoxError};
 use kprof::core::model::Config;
-use kprof::runner::{BenchOptions, Profiler};
+use kprof::runner::BenchOptions;
 
 fn main() {
-    if let Err(e) = run() {
-        eprintln!("error: {e}");
-        std::process::exit(1);
-    }
+    common::run_or_exit(run);
 }
 
 fn run() -> Result<(), BoxError> {
-    let mut prof = Profiler::new()?;
-    let gpu = Gpu::new()?;
-    let k = Kernels::load(&gpu)?;
+    let (mut prof, gpu, k) = common::start()?;
     println!("kernels compiled with {}", k.source);
     let sizes: Vec<usize> = vec![1 << 20, 1 << 22, 1 << 24, 1 << 26];
     let max = *sizes.iter().max().unwrap();

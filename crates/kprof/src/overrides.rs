@@ -166,20 +166,14 @@ mod tests {
         // The environment's serial trace without a graph trace: the serial default (node records).
         let got = trace_options_from(TraceOptions::default(), &table(&[(KERNEL_TRACE_ENV, "serial")])).unwrap();
         assert_eq!(got.graph_trace(), GraphTrace::Nodes);
-        let msg = trace_options_from(serial, &table(&[(KERNEL_TRACE_ENV, "parallel")]))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            msg.contains("KPROF_KERNEL_TRACE=\"parallel\"") && msg.contains("'concurrent', 'serial'"),
-            "{msg}"
-        );
-        let msg = trace_options_from(serial, &table(&[(GRAPH_TRACE_ENV, "all")]))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            msg.contains("KPROF_GRAPH_TRACE=\"all\"") && msg.contains("'graph', 'nodes'"),
-            "{msg}"
-        );
+        // An unknown value names the variable, the value and the choices.
+        for (vars, want) in [
+            (&[(KERNEL_TRACE_ENV, "parallel")], ["KPROF_KERNEL_TRACE=\"parallel\"", "'concurrent', 'serial'"]),
+            (&[(GRAPH_TRACE_ENV, "all")], ["KPROF_GRAPH_TRACE=\"all\"", "'graph', 'nodes'"]),
+        ] {
+            let msg = trace_options_from(serial, &table(vars)).unwrap_err().to_string();
+            assert!(want.iter().all(|w| msg.contains(w)), "{msg}");
+        }
     }
 
     #[test]

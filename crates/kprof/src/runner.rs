@@ -34,6 +34,24 @@ use kprof_core::model::{Config, RawResults};
 use crate::conditions::FingerprintInputs;
 use crate::error::EngineError;
 
+/// The parts of the mock backends of the unit tests (`tests.rs`, `counter_pass/tests.rs`) that
+/// are the same: a clock in `self.clock` (an `AtomicU64`) that ticks once per read, one thread,
+/// and region keys packed as the engine packs them.
+#[cfg(test)]
+macro_rules! mock_clock_thread_and_keys {
+    () => {
+        fn timestamp_ns(&self) -> u64 {
+            self.clock.fetch_add(1, Ordering::SeqCst)
+        }
+        fn thread_id(&self) -> u64 {
+            1
+        }
+        fn encode_key(&self, call: u64, config: u64, run: u64, region: u64) -> Result<u64, EngineError> {
+            Ok(call << 52 | config << 32 | run << 12 | region)
+        }
+    };
+}
+
 mod counter_pass;
 mod events;
 mod gpu;

@@ -1,5 +1,6 @@
 //! The crate's integration tests, linked as one test binary (one module per former test file).
 
+mod common;
 mod metadata;
 mod metrics_cmd;
 mod output_files;

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use clap::Parser;
 use kprof_cli::metrics_cmd::{run, MetricsArgs};
 
+use crate::common;
+
 #[derive(Parser)]
 struct Cli {
     #[command(flatten)]
@@ -13,20 +15,7 @@ struct Cli {
 }
 
 fn lib() -> Option<PathBuf> {
-    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let mut c: Vec<PathBuf> = Vec::new();
-    if let Some(v) = std::env::var_os("KPROF_CUPTI_WHEEL_DIR").filter(|v| !v.is_empty()) {
-        c.push(v.into());
-    }
-    c.push(ws.join("target/cupti-wheel/unpacked"));
-    c.push("/tmp/cupti-wheel/unpacked".into());
-    let found = c.iter().find_map(|d| kprof::counters::cupti_in(d));
-    if found.is_none() {
-        eprintln!(
-            "SKIPPED: no unpacked nvidia-cuda-cupti wheel (set KPROF_CUPTI_WHEEL_DIR or run scripts/setup-dev.sh)"
-        );
-    }
-    found
+    kprof::counters::cupti_in(&common::cupti_wheel_dir()?)
 }
 
 fn args(lib: &Path, extra: &[&str]) -> MetricsArgs {

@@ -4,16 +4,10 @@
 //! partial files, and missing folders are created (the rule the Python package shares).
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-fn fixture(rel: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures")
-        .join(rel)
-        .display()
-        .to_string()
-}
+use crate::common::{fixture, text};
 
 fn raw() -> String {
     fixture("nsight-python-csv-handwritten/profiled_data-matmul-0.csv")
@@ -25,13 +19,6 @@ fn ncu() -> String {
 
 fn kprof(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_kprof")).args(args).output().unwrap()
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
 }
 
 fn names(dir: &Path) -> Vec<String> {

@@ -3,16 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-fn fixture(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/h200-python-tutorial-steps")
-        .join(name)
-        .display()
-        .to_string()
-}
+use crate::common::{self, run};
 
-fn run(args: &[&str]) -> i32 {
-    kprof_cli::run(std::iter::once("kprof").chain(args.iter().copied()))
+fn fixture(name: &str) -> String {
+    common::fixture(&format!("h200-python-tutorial-steps/{name}"))
 }
 
 fn out(dir: &tempfile::TempDir, name: &str) -> PathBuf {

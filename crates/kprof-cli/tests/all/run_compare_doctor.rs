@@ -5,25 +5,15 @@ use std::process::{Command, Output};
 
 use kprof_core::io::{self, ReadOptions};
 
-fn kprof() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_kprof"));
-    c.env_remove("CUDA_INJECTION64_PATH")
-        .env_remove("NVTX_INJECTION64_PATH")
-        .env_remove("KPROF_INJECT_PATH");
-    c
-}
+use crate::common::{self, kprof, text};
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/h200-engine-checks-raw-concurrent-trace")
-        .join(name)
+    common::fixture_path(&format!("h200-engine-checks-raw-concurrent-trace/{name}"))
 }
 
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+/// `kprof compare OPTIONS BASE NEW`.
+fn compare(options: &[&str], base: &Path, new: &Path) -> Output {
+    kprof().arg("compare").args(options).arg(base).arg(new).output().unwrap()
 }
 
 /// A copy of a raw fixture with every value multiplied by `factor`.
@@ -46,7 +36,7 @@ fn compare_h200_fixtures_with_themselves_is_no_change() {
         "g_sgemm_sweep-raw.csv",
     ] {
         let f = fixture(name);
-        let o = kprof().arg("compare").arg(&f).arg(&f).output().unwrap();
+        let o = compare(&[], &f, &f);
         let (out, err) = text(&o);
         assert_eq!(o.status.code(), Some(0), "{name}: {out}{err}");
         assert!(!out.contains("REGRESSION"), "{out}");
@@ -60,7 +50,7 @@ fn compare_h200_fixture_scaled_by_1_1_is_a_regression() {
     for name in ["a_sgemm4096-raw.csv", "g_sgemm_sweep-raw.csv"] {
         let base = fixture(name);
         let slow = scaled(&base, 1.1, dir.path());
-        let o = kprof().arg("compare").arg(&base).arg(&slow).output().unwrap();
+        let o = compare(&[], &base, &slow);
         let (out, err) = text(&o);
         assert_eq!(o.status.code(), Some(1), "{name}: {out}{err}");
         assert!(out.contains("REGRESSION") && out.contains("+10.00%"), "{out}");
@@ -69,7 +59,7 @@ fn compare_h200_fixture_scaled_by_1_1_is_a_regression() {
         let fast_dir = dir.path().join("fast");
         std::fs::create_dir_all(&fast_dir).unwrap();
         let fast2 = scaled(&base, 0.9, &fast_dir);
-        let o = kprof().arg("compare").arg(&base).arg(&fast2).output().unwrap();
+        let o = compare(&[], &base, &fast2);
         assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
         assert!(text(&o).0.contains("improvement"));
     }
@@ -87,13 +77,7 @@ fn compare_processed_tables_uses_their_moments_and_writes_csv_and_json() {
         assert!(s.status.success(), "{:?}", text(&s));
     }
     let csv = dir.path().join("cmp.csv");
-    let o = kprof()
-        .args(["compare", "--json", "--csv"])
-        .arg(&csv)
-        .arg(&base_p)
-        .arg(&slow_p)
-        .output()
-        .unwrap();
+    let o = compare(&["--json", "--csv", csv.to_str().unwrap()], &base_p, &slow_p);
     assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
     let v: serde_json::Value = serde_json::from_str(&text(&o).0).unwrap();
     assert_eq!(v[0]["verdict"], "regression");
@@ -103,38 +87,20 @@ fn compare_processed_tables_uses_their_moments_and_writes_csv_and_json() {
             || std::fs::read_to_string(&csv).unwrap().contains("REGRESSION")
     );
     // A 20% threshold turns it into "same".
-    let o = kprof()
-        .args(["compare", "--threshold", "20%"])
-        .arg(&base_p)
-        .arg(&slow_p)
-        .output()
-        .unwrap();
+    let o = compare(&["--threshold", "20%"], &base_p, &slow_p);
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
 }
 
 #[test]
 fn compare_bad_input_exits_2() {
-    let o = kprof()
-        .args(["compare", "/nonexistent/a.csv", "/nonexistent/b.csv"])
-        .output()
-        .unwrap();
+    let o = compare(&[], Path::new("/nonexistent/a.csv"), Path::new("/nonexistent/b.csv"));
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("kprof: error:"));
     let f = fixture("a_sgemm4096-raw.csv");
-    let o = kprof()
-        .args(["compare", "--threshold", "x"])
-        .arg(&f)
-        .arg(&f)
-        .output()
-        .unwrap();
+    let o = compare(&["--threshold", "x"], &f, &f);
     assert_eq!(o.status.code(), Some(2));
     // No series in common.
-    let o = kprof()
-        .arg("compare")
-        .arg(&f)
-        .arg(fixture("b_scale256mb-raw.csv"))
-        .output()
-        .unwrap();
+    let o = compare(&[], &f, &fixture("b_scale256mb-raw.csv"));
     assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
     // Usage error (clap).
     let o = kprof().args(["compare", "only-one"]).output().unwrap();
@@ -225,8 +191,7 @@ fn doctor_lists_the_kprof_settings_of_its_environment() {
 #[test]
 fn run_passes_the_exit_code_through_and_explains_missing_results() {
     let dir = tempfile::tempdir().unwrap();
-    let fake_lib = dir.path().join("libkprof_inject.so");
-    std::fs::write(&fake_lib, b"").unwrap();
+    let fake_lib = common::fake_inject_lib(dir.path());
     let out = dir.path().join("out");
     let o = kprof()
         .env("KPROF_INJECT_PATH", &fake_lib)
@@ -301,8 +266,7 @@ fn run_refuses_without_library_or_under_another_profiler() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("KPROF_INJECT_PATH"));
-    let fake_lib = dir.path().join("libkprof_inject.so");
-    std::fs::write(&fake_lib, b"").unwrap();
+    let fake_lib = common::fake_inject_lib(dir.path());
     let o = kprof()
         .env("KPROF_INJECT_PATH", &fake_lib)
         .env(
@@ -341,7 +305,7 @@ fn compare_nsight_files_with_different_names() {
     let new = dir.path().join("profiled_data-matmul_v2-3.csv");
     std::fs::copy(&src, &base).unwrap();
     std::fs::copy(&src, &new).unwrap();
-    let o = kprof().arg("compare").arg(&base).arg(&new).output().unwrap();
+    let o = compare(&[], &base, &new);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
     assert!(!err.contains("no series in common"), "{err}");

@@ -8,36 +8,19 @@ use kprof::counters::{MetricsCatalog, ReplayMode};
 use kprof::run_spec::RunSpec;
 use kprof_cli::run_cmd::validate_metrics;
 
-fn wheel_dir() -> Option<PathBuf> {
-    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let mut c: Vec<PathBuf> = Vec::new();
-    if let Some(v) = std::env::var_os("KPROF_CUPTI_WHEEL_DIR").filter(|v| !v.is_empty()) {
-        c.push(v.into());
-    }
-    c.push(ws.join("target/cupti-wheel/unpacked"));
-    c.push("/tmp/cupti-wheel/unpacked".into());
-    let found = c.into_iter().find(|d| kprof::counters::cupti_in(d).is_some());
-    if found.is_none() {
-        eprintln!(
-            "SKIPPED: no unpacked nvidia-cuda-cupti wheel (set KPROF_CUPTI_WHEEL_DIR or run scripts/setup-dev.sh)"
-        );
-    }
-    found
-}
+use crate::common::{self, cupti_wheel_dir as wheel_dir};
 
-/// An empty file named like the injection library (kprof run only checks that it exists).
-fn fake_inject_lib(dir: &Path) -> PathBuf {
-    let lib = dir.join("libkprof_inject.so");
-    std::fs::write(&lib, b"").unwrap();
-    lib
+/// A temporary folder with a fake injection library in it ([`common::fake_inject_lib`]): the
+/// folder and the library.
+fn with_fake_inject_lib() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let lib = common::fake_inject_lib(tmp.path());
+    (tmp, lib)
 }
 
 fn kprof() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_kprof"));
-    c.env_remove("CUDA_INJECTION64_PATH")
-        .env_remove("NVTX_INJECTION64_PATH")
-        .env_remove("KPROF_INJECT_PATH")
-        .env_remove("KPROF_CUPTI_PATH")
+    let mut c = common::kprof();
+    c.env_remove("KPROF_CUPTI_PATH")
         .env_remove("KPROF_CHIP")
         .env("KPROF_NO_DEVICE", "1");
     c
@@ -105,8 +88,7 @@ fn the_quick_check_accepts_what_the_catalog_accepts() {
 #[test]
 fn unknown_metric_exits_2_before_launching() {
     let Some(dir) = wheel_dir() else { return };
-    let tmp = tempfile::tempdir().unwrap();
-    let fake_lib = fake_inject_lib(tmp.path());
+    let (tmp, fake_lib) = with_fake_inject_lib();
     let marker = tmp.path().join("ran");
     let o = kprof()
         .env("KPROF_INJECT_PATH", &fake_lib)
@@ -150,8 +132,7 @@ fn launches(log: &Path) -> Vec<(String, RunSpec)> {
 
 #[test]
 fn the_launches_of_each_repetition_follow_metrics_and_durations() {
-    let tmp = tempfile::tempdir().unwrap();
-    let fake_lib = fake_inject_lib(tmp.path());
+    let (tmp, fake_lib) = with_fake_inject_lib();
     let log = tmp.path().join("log");
     // `kprof run ARGS --out ... -- sh -c <log the launch>` with KPROF_RUN_COUNTER_RANGES=ranges.
     let run = |ranges: &str, args: &[&str]| {
@@ -246,8 +227,7 @@ fn the_launches_of_each_repetition_follow_metrics_and_durations() {
 
 #[test]
 fn a_counter_launch_that_ran_cuda_graphs_is_followed_by_a_timing_launch() {
-    let tmp = tempfile::tempdir().unwrap();
-    let fake_lib = fake_inject_lib(tmp.path());
+    let (tmp, fake_lib) = with_fake_inject_lib();
     let log = tmp.path().join("log");
     // Logs the launch; a counter launch writes a status saying it saw 60 kernels of CUDA graphs.
     let script = format!(
@@ -318,17 +298,21 @@ JSON"#
 
 #[test]
 fn verbose_prints_the_time_split_and_every_run_writes_it() {
-    let tmp = tempfile::tempdir().unwrap();
-    let fake_lib = fake_inject_lib(tmp.path());
+    let (tmp, fake_lib) = with_fake_inject_lib();
     let out = tmp.path().join("out");
-    let o = kprof()
-        .env("KPROF_INJECT_PATH", &fake_lib)
-        .args(["run", "--verbose", "--metrics", "dram__bytes_read.sum", "--durations", "records", "--out"])
-        .arg(&out)
-        .args(["--", "sh", "-c"])
-        .arg(fake_status_script())
-        .output()
-        .unwrap();
+    let run = |options: &[&str]| {
+        kprof()
+            .env("KPROF_INJECT_PATH", &fake_lib)
+            .arg("run")
+            .args(options)
+            .arg("--out")
+            .arg(&out)
+            .args(["--", "sh", "-c"])
+            .arg(fake_status_script())
+            .output()
+            .unwrap()
+    };
+    let o = run(&["--verbose", "--metrics", "dram__bytes_read.sum", "--durations", "records"]);
     let err = String::from_utf8_lossy(&o.stderr);
     // The fake processes wrote no samples: exit 1, but the split is printed and written.
     assert_eq!(o.status.code(), Some(1), "{err}");
@@ -364,14 +348,7 @@ fn verbose_prints_the_time_split_and_every_run_writes_it() {
 
     // Without --verbose nothing is printed, the file is still written.
     std::fs::remove_file(out.join("time-split.json")).unwrap();
-    let o = kprof()
-        .env("KPROF_INJECT_PATH", &fake_lib)
-        .args(["run", "--out"])
-        .arg(&out)
-        .args(["--", "sh", "-c"])
-        .arg(fake_status_script())
-        .output()
-        .unwrap();
+    let o = run(&[]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!err.contains("time split"), "{err}");
     assert!(out.join("time-split.json").exists());

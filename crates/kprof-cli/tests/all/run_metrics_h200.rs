@@ -3,15 +3,15 @@
 //! the same program imported by `kprof import`, range occurrence by range occurrence.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use kprof_core::io::{read_raw_csv, ReadOptions};
 use kprof_core::RawResults;
 
+use crate::common;
+
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/h200-kprof-run-metrics-vs-ncu")
-        .join(name)
+    common::fixture_path(&format!("h200-kprof-run-metrics-vs-ncu/{name}"))
 }
 
 /// (annotation, run) -> value of `metric`, and the metric's unit.

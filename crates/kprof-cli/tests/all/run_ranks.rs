@@ -3,17 +3,16 @@
 //! keeps its keys for `kprof compare` and the results store.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use kprof_core::io::{self, ReadOptions};
 use kprof_core::ParamValue;
 
+use crate::common::{self, fake_inject_lib as fake_lib};
+
 fn kprof() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_kprof"));
-    c.env_remove("CUDA_INJECTION64_PATH")
-        .env_remove("NVTX_INJECTION64_PATH")
-        .env_remove("KPROF_INJECT_PATH")
-        .env_remove("KPROF_STORE")
+    let mut c = common::kprof();
+    c.env_remove("KPROF_STORE")
         .env("KPROF_NO_DEVICE", "1");
     for v in [
         "RANK",
@@ -28,12 +27,7 @@ fn kprof() -> Command {
     c
 }
 
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
+use common::text;
 
 /// The placement columns a worker writes.
 #[derive(Clone, Copy, PartialEq)]
@@ -78,12 +72,6 @@ JSON
     let path = dir.join(name);
     std::fs::write(&path, script).unwrap();
     path
-}
-
-fn fake_lib(dir: &Path) -> PathBuf {
-    let lib = dir.join("libkprof_inject.so");
-    std::fs::write(&lib, b"").unwrap();
-    lib
 }
 
 #[test]

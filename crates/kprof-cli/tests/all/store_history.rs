@@ -6,6 +6,8 @@ use std::process::{Command, Output};
 
 use kprof_core::io::{self, ReadOptions};
 
+use crate::common;
+
 fn kprof() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_kprof"));
     c.env_remove("KPROF_STORE");
@@ -13,7 +15,7 @@ fn kprof() -> Command {
 }
 
 fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/h200-python-tutorial-steps/sgemm-raw.csv")
+    common::fixture_path("h200-python-tutorial-steps/sgemm-raw.csv")
 }
 
 fn text(o: &Output) -> String {
@@ -22,6 +24,13 @@ fn text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     )
+}
+
+/// `kprof ARGS OUT --db DB`, a command that writes OUT from the store and must succeed: OUT's text.
+fn written_from_store(args: &[&str], out: &Path, db: &Path) -> String {
+    let o = kprof().args(args).arg(out).arg("--db").arg(db).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    std::fs::read_to_string(out).unwrap()
 }
 
 /// A seeded standard normal (xorshift64* and Box-Muller), so the test data are the same on
@@ -156,15 +165,7 @@ fn history_marks_the_injected_slowdown_and_the_gate_catches_it() {
     assert_eq!(gate(&files[SLOW], "last").0, Some(1));
     // The trend as an image: one point per commit on a categorical axis, in commit order.
     let svg = dir.path().join("trend.svg");
-    let o = kprof()
-        .args(["history", "plot", "--series", "n=4096", "-o"])
-        .arg(&svg)
-        .arg("--db")
-        .arg(&db)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o));
-    let body = std::fs::read_to_string(&svg).unwrap();
+    let body = written_from_store(&["history", "plot", "--series", "n=4096", "-o"], &svg, &db);
     assert!(body.starts_with("<svg") || body.contains("<svg"), "not an SVG");
     let at: Vec<usize> = (0..COMMITS.len())
         .map(|i| body.find(short(i)).expect("commit label"))
@@ -172,15 +173,7 @@ fn history_marks_the_injected_slowdown_and_the_gate_catches_it() {
     assert!(at.windows(2).all(|w| w[0] < w[1]), "commit labels out of order: {at:?}");
     // The HTML report's trends section.
     let html = dir.path().join("report.html");
-    let o = kprof()
-        .args(["report", "-o"])
-        .arg(&html)
-        .arg("--db")
-        .arg(&db)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o));
-    let page = std::fs::read_to_string(&html).unwrap();
+    let page = written_from_store(&["report", "-o"], &html, &db);
     assert!(page.contains("trends across commits"), "no trends section");
     assert!(page.contains("<svg") && page.contains(short(SLOW)), "no trend plot");
     let (code, out) = gate(&fresh, "deadbeef");

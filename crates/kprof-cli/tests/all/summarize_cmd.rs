@@ -1,18 +1,10 @@
 //! `kprof summarize` and `kprof show` through the CLI library: outputs, and one clear message with
 //! exit code 1 for each bad input.
 
-use std::path::PathBuf;
+use crate::common::{self, run};
 
 fn fixture(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/nsight-python-csv-handwritten")
-        .join(name)
-        .display()
-        .to_string()
-}
-
-fn run(args: &[&str]) -> i32 {
-    kprof_cli::run(std::iter::once("kprof").chain(args.iter().copied()))
+    common::fixture(&format!("nsight-python-csv-handwritten/{name}"))
 }
 
 #[test]

@@ -73,6 +73,11 @@ fn inconsistent(path: &Path, what: &str) -> IoError {
     }
 }
 
+/// Entry `i` of `list` (the index `what` holds), or the inconsistency error of writing `path`.
+fn entry<'a, T>(path: &Path, list: &'a [T], i: u32, what: &str) -> Result<&'a T, IoError> {
+    list.get(i as usize).ok_or_else(|| inconsistent(path, what))
+}
+
 fn write_raw<W: Write>(path: &Path, writer: W, raw: &RawResults) -> Result<(), IoError> {
     let params = raw.param_names();
     let mut header: Vec<String> = NSIGHT_RAW_COLUMNS.iter().map(|s| s.to_string()).collect();
@@ -98,22 +103,10 @@ fn write_raw<W: Write>(path: &Path, writer: W, raw: &RawResults) -> Result<(), I
     wtr.write_record(&header).map_err(|e| write_error(path, e))?;
     let mut row: Vec<String> = Vec::with_capacity(header.len());
     for (i, s) in raw.samples.iter().enumerate() {
-        let series = raw
-            .series
-            .get(s.series as usize)
-            .ok_or_else(|| inconsistent(path, "sample series"))?;
-        let config = raw
-            .configs
-            .get(series.key.config as usize)
-            .ok_or_else(|| inconsistent(path, "series config"))?;
-        let device = raw
-            .devices
-            .get(series.device as usize)
-            .ok_or_else(|| inconsistent(path, "series device"))?;
-        let kernel = raw
-            .kernel_names
-            .get(s.kernel as usize)
-            .ok_or_else(|| inconsistent(path, "sample kernel"))?;
+        let series = entry(path, &raw.series, s.series, "sample series")?;
+        let config = entry(path, &raw.configs, series.key.config, "series config")?;
+        let device = entry(path, &raw.devices, series.device, "series device")?;
+        let kernel = entry(path, &raw.kernel_names, s.kernel, "sample kernel")?;
         row.clear();
         row.push(series.key.annotation.clone());
         row.push(fmt_num(s.value));

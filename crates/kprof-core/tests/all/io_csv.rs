@@ -1,6 +1,6 @@
 //! Round trips of the raw and processed CSV formats, and reading nsight-python files.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use kprof_core::display::{render_processed, render_raw};
 use kprof_core::io::*;
@@ -89,13 +89,20 @@ fn same_raw(a: &RawResults, b: &RawResults) -> bool {
         && same(&a.kernel_breakdown, &b.kernel_breakdown)
 }
 
+/// A file `name` in a new temporary folder that `write` writes: the folder (kept until dropped),
+/// the file's path and its text.
+fn written(name: &str, write: impl FnOnce(&Path)) -> (tempfile::TempDir, PathBuf, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    write(&path);
+    let text = std::fs::read_to_string(&path).unwrap();
+    (dir, path, text)
+}
+
 #[test]
 fn raw_csv_round_trip() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("raw.csv");
     let raw = sample_raw();
-    write_raw_csv(&path, &raw).unwrap();
-    let text = std::fs::read_to_string(&path).unwrap();
+    let (dir, path, text) = written("raw.csv", |path| write_raw_csv(path, &raw).unwrap());
     let header = text.lines().next().unwrap();
     assert_eq!(
         header,
@@ -307,11 +314,8 @@ fn sample_processed() -> ProcessedResults {
 
 #[test]
 fn processed_csv_round_trip() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("processed.csv");
     let p = sample_processed();
-    write_processed_csv(&path, &p).unwrap();
-    let text = std::fs::read_to_string(&path).unwrap();
+    let (_dir, path, text) = written("processed.csv", |path| write_processed_csv(path, &p).unwrap());
     assert_eq!(
         text.lines().next().unwrap(),
         "Annotation,Metric,n,scale,dtype,tc,AvgValue,StdDev,MinValue,MaxValue,NumRuns,Kernel,GPU,Host,ComputeClock,\

@@ -1,5 +1,6 @@
 //! The crate's integration tests, linked as one test binary (one module per former test file).
 
+mod common;
 mod h200_raw_stats;
 mod io_csv;
 mod io_errors;

@@ -24,20 +24,10 @@ fn rel_eq(a: f64, b: f64, tol: f64) -> bool {
 }
 
 /// Every floating-point field of a summary, named.
-fn fields(s: &Summary) -> [(&'static str, f64); 11] {
-    [
-        ("mean", s.mean),
-        ("std_dev", s.std_dev),
-        ("min", s.min),
-        ("max", s.max),
-        ("median", s.median),
-        ("p05", s.p05),
-        ("p95", s.p95),
-        ("ci95_lower", s.ci95_lower),
-        ("ci95_upper", s.ci95_upper),
-        ("rsd_pct", s.rsd_pct),
-        ("n", s.num_runs as f64),
-    ]
+fn fields(s: &Summary) -> Vec<(&'static str, f64)> {
+    let mut f = crate::common::summary_fields(s).to_vec();
+    f.push(("n", s.num_runs as f64));
+    f
 }
 
 proptest! {

@@ -51,19 +51,7 @@ fn summaries_match_numpy_and_scipy() {
             .filter(|v| !v.is_nan())
             .fold(0.0f64, |m, v| m.max(v.abs()))
             * 1e-3;
-        let checks = [
-            ("mean", s.mean),
-            ("std_dev", s.std_dev),
-            ("min", s.min),
-            ("max", s.max),
-            ("median", s.median),
-            ("p05", s.p05),
-            ("p95", s.p95),
-            ("ci95_lower", s.ci95_lower),
-            ("ci95_upper", s.ci95_upper),
-            ("rsd_pct", s.rsd_pct),
-        ];
-        for (field, got) in checks {
+        for (field, got) in crate::common::summary_fields(&s) {
             let want = f(&d[field]);
             let sc = if field == "rsd_pct" { 0.0 } else { scale };
             assert!(close(got, want, sc), "{name}: {field} = {got}, numpy/scipy say {want}");

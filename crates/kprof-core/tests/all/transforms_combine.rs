@@ -32,16 +32,21 @@ fn custom_reducer_is_a_left_fold() {
     assert_eq!(format!("{sub:?}"), "Custom(<fn>)");
 }
 
-#[test]
-fn single_and_empty() {
-    for r in [
+/// Every reducer but `Custom`.
+fn builtin_reducers() -> [Reducer; 6] {
+    [
         Reducer::Sum,
         Reducer::Mean,
         Reducer::Max,
         Reducer::Min,
         Reducer::First,
         Reducer::Last,
-    ] {
+    ]
+}
+
+#[test]
+fn single_and_empty() {
+    for r in builtin_reducers() {
         assert_eq!(
             combine_kernels(&[("k", 4.0)], &r),
             Some(("k".to_string(), 4.0)),
@@ -56,15 +61,7 @@ fn single_and_empty() {
 fn nan_propagates_for_every_reducer() {
     let k = [("a", 1.0), ("b", f64::NAN), ("c", 3.0)];
     let custom = Reducer::Custom(Arc::new(f64::max));
-    for r in [
-        Reducer::Sum,
-        Reducer::Mean,
-        Reducer::Max,
-        Reducer::Min,
-        Reducer::First,
-        Reducer::Last,
-        custom,
-    ] {
+    for r in builtin_reducers().into_iter().chain([custom]) {
         let (names, v) = combine_kernels(&k, &r).unwrap();
         assert_eq!(names, "a|b|c");
         assert!(v.is_nan(), "{r:?} gave {v}");

@@ -3,14 +3,7 @@
 use kprof_core::transforms::{apply_derived, derive_samples, DerivedSample, DerivedValue, RunMetrics, TransformError};
 use kprof_core::*;
 
-fn device() -> DeviceInfo {
-    DeviceInfo {
-        gpu: "NVIDIA H200".into(),
-        host: "h".into(),
-        compute_clock_khz: None,
-        memory_clock_khz: None,
-    }
-}
+use crate::common::device;
 
 #[allow(clippy::too_many_arguments)]
 fn push(

@@ -35,14 +35,7 @@ fn close(a: f64, b: f64, tol: f64) -> bool {
     (a - b).abs() <= tol * b.abs().max(1.0)
 }
 
-fn device() -> DeviceInfo {
-    DeviceInfo {
-        gpu: "NVIDIA H200".into(),
-        host: "h".into(),
-        compute_clock_khz: None,
-        memory_clock_khz: None,
-    }
-}
+use crate::common::device;
 
 fn push_all(raw: &mut RawResults, bench: &str, ann: &str, c: &Config, values: &[f64]) {
     for (run, &v) in values.iter().enumerate() {
@@ -62,22 +55,19 @@ fn push_all(raw: &mut RawResults, bench: &str, ann: &str, c: &Config, values: &[
     }
 }
 
+/// [`session`] and its processed table normalised against "base" (default options).
+fn normalised_session() -> (RawResults, ProcessedResults) {
+    let raw = session();
+    let mut p = processed_from(&raw);
+    normalize_against(&raw, &mut p, "base", &NormalizeOptions::default()).unwrap();
+    (raw, p)
+}
+
 fn placeholder_summary(values: &[f64]) -> Summary {
     let ok: Vec<f64> = values.iter().copied().filter(|v| !v.is_nan()).collect();
     Summary {
         num_runs: ok.len(),
-        total_runs: values.len(),
         mean: ok.iter().sum::<f64>() / ok.len() as f64,
-        std_dev: f64::NAN,
-        min: f64::NAN,
-        max: f64::NAN,
-        median: f64::NAN,
-        p05: f64::NAN,
-        p95: f64::NAN,
-        ci95_lower: f64::NAN,
-        ci95_upper: f64::NAN,
-        rsd_pct: f64::NAN,
-        stable: None,
         outliers_mild: 1,
         outliers_severe: 2,
         bootstrap: Some(BootstrapCi {
@@ -86,6 +76,7 @@ fn placeholder_summary(values: &[f64]) -> Summary {
             median_lower: 0.0,
             median_upper: 0.0,
         }),
+        ..Summary::empty(values.len())
     }
 }
 
@@ -178,9 +169,7 @@ fn fieller_edge_cases() {
 
 #[test]
 fn ratio_rows_get_their_own_statistics() {
-    let raw = session();
-    let mut p = processed_from(&raw);
-    normalize_against(&raw, &mut p, "base", &NormalizeOptions::default()).unwrap();
+    let (raw, p) = normalised_session();
     let fast = p.rows.iter().find(|r| r.annotation == "fast").unwrap();
     let s = &fast.summary;
     assert_eq!(fast.unit, "x");
@@ -215,9 +204,7 @@ fn ratio_rows_get_their_own_statistics() {
 
 #[test]
 fn baseline_rows_are_one_with_their_own_spread() {
-    let raw = session();
-    let mut p = processed_from(&raw);
-    normalize_against(&raw, &mut p, "base", &NormalizeOptions::default()).unwrap();
+    let (_, p) = normalised_session();
     let base = p.rows.iter().find(|r| r.annotation == "base").unwrap();
     let s = &base.summary;
     assert_eq!(s.mean, 1.0);
@@ -279,9 +266,7 @@ fn unknown_baseline_lists_annotations() {
 
 #[test]
 fn normalising_twice_is_an_error() {
-    let raw = session();
-    let mut p = processed_from(&raw);
-    normalize_against(&raw, &mut p, "base", &NormalizeOptions::default()).unwrap();
+    let (raw, mut p) = normalised_session();
     let err = normalize_against(&raw, &mut p, "base", &NormalizeOptions::default()).unwrap_err();
     assert_eq!(
         err.to_string(),

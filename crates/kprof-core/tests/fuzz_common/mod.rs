@@ -345,24 +345,21 @@ pub fn mutated(seeds: Vec<Vec<u8>>, max: usize) -> impl Strategy<Value = Vec<u8>
     })
 }
 
+/// One of the bytes `special` (each as likely as a digit, and as all lowercase letters together),
+/// a digit or a lowercase letter.
+pub fn special_or_alphanumeric(special: &'static [u8]) -> impl Strategy<Value = u8> + Clone {
+    prop_oneof![
+        special.len() as u32 => proptest::sample::select(special),
+        1 => b'0'..=b'9',
+        1 => b'a'..=b'z',
+    ]
+}
+
 /// Arbitrary bytes, mostly printable CSV-ish characters, of up to `max` bytes.
 pub fn bytes(max: usize) -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
         proptest::collection::vec(any::<u8>(), 0..max),
-        proptest::collection::vec(
-            prop_oneof![
-                Just(b','),
-                Just(b'"'),
-                Just(b'\n'),
-                Just(b'\r'),
-                Just(b'{'),
-                Just(b'}'),
-                Just(b':'),
-                b'0'..=b'9',
-                b'a'..=b'z',
-            ],
-            0..max
-        ),
+        proptest::collection::vec(special_or_alphanumeric(b",\"\n\r{}:"), 0..max),
     ]
 }
 

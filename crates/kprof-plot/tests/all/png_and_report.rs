@@ -185,6 +185,14 @@ fn report_is_self_contained_with_table_plots_and_warnings() {
     assert!(html.contains("<td>driver</td><td>580.95.05</td>"));
 }
 
+/// The default report options but the timer floor, in ns.
+fn with_timer_floor(ns: f64) -> ReportOptions {
+    ReportOptions {
+        timer_floor_ns: ns,
+        ..Default::default()
+    }
+}
+
 #[test]
 fn report_floor_is_a_parameter_and_bad_x_is_an_error() {
     let (_, p) = sgemm_sweep();
@@ -194,14 +202,7 @@ fn report_floor_is_a_parameter_and_bad_x_is_an_error() {
         processed: &p,
         environment: None,
     }];
-    let html = render_report(
-        &input,
-        &ReportOptions {
-            timer_floor_ns: 1e6,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let html = render_report(&input, &with_timer_floor(1e6)).unwrap();
     assert!(html.contains("class=\"warn-floor\""));
     assert!(
         !html.contains("<figure class=\"distribution\""),
@@ -216,14 +217,7 @@ fn report_floor_is_a_parameter_and_bad_x_is_an_error() {
     )
     .unwrap_err();
     assert!(e.to_string().contains("available parameters: n, dtype"), "{e}");
-    let html = render_report(
-        &input,
-        &ReportOptions {
-            timer_floor_ns: 0.0,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let html = render_report(&input, &with_timer_floor(0.0)).unwrap();
     assert!(!html.contains("class=\"warn-floor\""));
 }
 

@@ -2,11 +2,15 @@
 //! with a hand-written PTX fallback), cuBLAS sgemm, and a plain result printout.
 #![allow(dead_code)]
 
+use std::ffi::{c_void, CString};
 use std::sync::Arc;
 
 use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
-use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use kprof::driver::{CuContext, DeviceProps, Driver};
+use kprof::loader::SearchEnv;
 use kprof::core::model::RawResults;
+use kprof::runner::{BenchOptions, CacheControl, Profiler};
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -25,8 +29,44 @@ extern "C" __global__ void kprof_add(float* y, const float* x, unsigned int n) {
 }
 "#;
 
+/// The start of every element-wise kernel of [`KERNELS_PTX`] (the `{` after its parameters
+/// `py`, `px`, ..., `pn`): its registers, the loads of `y`, `x` and `n` (`$extra`: the loads of
+/// any others), the thread's index `r5`, a branch to `$done` past `n`, and the addresses of
+/// `x[i]` (`rd6`) and `y[i]` (`rd7`).
+macro_rules! elementwise_ptx_start {
+    ($extra:literal, $done:literal) => {
+        concat!(
+            "{
+    .reg .pred p;
+    .reg .b32 r<6>;
+    .reg .f32 f<4>;
+    .reg .b64 rd<8>;
+    ld.param.u64 rd1, [py];
+    ld.param.u64 rd2, [px];
+",
+            $extra,
+            "    ld.param.u32 r1, [pn];
+    mov.u32 r2, %ctaid.x;
+    mov.u32 r3, %ntid.x;
+    mov.u32 r4, %tid.x;
+    mad.lo.s32 r5, r2, r3, r4;
+    setp.ge.u32 p, r5, r1;
+    @p bra ",
+            $done,
+            ";
+    cvta.to.global.u64 rd3, rd1;
+    cvta.to.global.u64 rd4, rd2;
+    mul.wide.u32 rd5, r5, 4;
+    add.s64 rd6, rd4, rd5;
+    add.s64 rd7, rd3, rd5;
+"
+        )
+    };
+}
+
 /// The same kernels in PTX, used when NVRTC is not available (the driver JIT-compiles PTX).
-pub const KERNELS_PTX: &str = r#"
+pub const KERNELS_PTX: &str = concat!(
+    r#"
 .version 7.0
 .target sm_75
 .address_size 64
@@ -37,61 +77,27 @@ pub const KERNELS_PTX: &str = r#"
 }
 
 .visible .entry kprof_scale(.param .u64 py, .param .u64 px, .param .f32 pa, .param .u32 pn)
-{
-    .reg .pred p;
-    .reg .b32 r<6>;
-    .reg .f32 f<3>;
-    .reg .b64 rd<8>;
-    ld.param.u64 rd1, [py];
-    ld.param.u64 rd2, [px];
-    ld.param.f32 f1, [pa];
-    ld.param.u32 r1, [pn];
-    mov.u32 r2, %ctaid.x;
-    mov.u32 r3, %ntid.x;
-    mov.u32 r4, %tid.x;
-    mad.lo.s32 r5, r2, r3, r4;
-    setp.ge.u32 p, r5, r1;
-    @p bra SCALE_DONE;
-    cvta.to.global.u64 rd3, rd1;
-    cvta.to.global.u64 rd4, rd2;
-    mul.wide.u32 rd5, r5, 4;
-    add.s64 rd6, rd4, rd5;
-    ld.global.f32 f2, [rd6];
+"#,
+    elementwise_ptx_start!("    ld.param.f32 f1, [pa];\n", "SCALE_DONE"),
+    r#"    ld.global.f32 f2, [rd6];
     mul.f32 f2, f2, f1;
-    add.s64 rd7, rd3, rd5;
     st.global.f32 [rd7], f2;
 SCALE_DONE:
     ret;
 }
 
 .visible .entry kprof_add(.param .u64 py, .param .u64 px, .param .u32 pn)
-{
-    .reg .pred p;
-    .reg .b32 r<6>;
-    .reg .f32 f<4>;
-    .reg .b64 rd<8>;
-    ld.param.u64 rd1, [py];
-    ld.param.u64 rd2, [px];
-    ld.param.u32 r1, [pn];
-    mov.u32 r2, %ctaid.x;
-    mov.u32 r3, %ntid.x;
-    mov.u32 r4, %tid.x;
-    mad.lo.s32 r5, r2, r3, r4;
-    setp.ge.u32 p, r5, r1;
-    @p bra ADD_DONE;
-    cvta.to.global.u64 rd3, rd1;
-    cvta.to.global.u64 rd4, rd2;
-    mul.wide.u32 rd5, r5, 4;
-    add.s64 rd6, rd4, rd5;
-    add.s64 rd7, rd3, rd5;
-    ld.global.f32 f1, [rd6];
+"#,
+    elementwise_ptx_start!("", "ADD_DONE"),
+    r#"    ld.global.f32 f1, [rd6];
     ld.global.f32 f2, [rd7];
     add.f32 f3, f2, f1;
     st.global.f32 [rd7], f3;
 ADD_DONE:
     ret;
 }
-"#;
+"#
+);
 
 /// CUDA context (device 0's primary context, the one kprof uses) and its default stream.
 pub struct Gpu {
@@ -116,6 +122,31 @@ impl Gpu {
         self.ctx.synchronize()?;
         Ok(())
     }
+}
+
+/// Runs an example's body; on an error, prints it and exits with status 1.
+pub fn run_or_exit(run: impl FnOnce() -> Result<(), BoxError>) {
+    if let Err(e) = run() {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// What the small examples start from: kprof's profiler (made first, before any CUDA work),
+/// device 0 and the example kernels loaded into it.
+pub fn start() -> Result<(Profiler, Gpu, Kernels), BoxError> {
+    let prof = Profiler::new()?;
+    let gpu = Gpu::new()?;
+    let k = Kernels::load(&gpu)?;
+    Ok((prof, gpu, k))
+}
+
+/// Default options but `runs` runs and the given cache control.
+pub fn bench_options(runs: u32, cache: CacheControl) -> BenchOptions {
+    let mut opts = BenchOptions::default();
+    opts.runs = runs;
+    opts.cache = cache;
+    opts
 }
 
 /// The example kernels, loaded into the context.
@@ -186,6 +217,14 @@ impl Kernels {
         unsafe { b.launch(cfg) }?;
         Ok(())
     }
+}
+
+/// The example kernels' operands on `s`: `x` (all 1.0) and `y`, `z` (zeros), `n` floats each.
+pub fn operands(s: &Arc<CudaStream>, n: u32) -> Result<[CudaSlice<f32>; 3], BoxError> {
+    let x = s.clone_htod(&vec![1.0f32; n as usize])?;
+    let y = s.alloc_zeros::<f32>(n as usize)?;
+    let z = s.alloc_zeros::<f32>(n as usize)?;
+    Ok([x, y, z])
 }
 
 /// One thread per element in 256-thread blocks.
@@ -352,5 +391,85 @@ pub fn print_results(title: &str, raw: &RawResults) {
                 String::new()
             }
         );
+    }
+}
+
+/// kprof's CUDA driver wrapper ([`Driver`]): libcuda loaded the way kprof finds it, `cuInit`
+/// done. Creates no context.
+pub fn driver() -> Result<&'static Driver, String> {
+    Driver::load(&SearchEnv::from_process()).map_err(|e| e.to_string())
+}
+
+/// A kernel of hand-written PTX on device 0, for the GPU checks that launch their own kernels:
+/// kprof's driver wrapper makes device 0's primary context current (the context kprof
+/// profiles), describes the device and allocates; cudarc's driver calls load the module and
+/// launch.
+pub struct RawKernel {
+    pub driver: &'static Driver,
+    /// Device 0's primary context, current on the thread that loaded the kernel.
+    pub ctx: CuContext,
+    pub device: DeviceProps,
+    /// Device 0's streaming multiprocessors.
+    pub sms: u32,
+    func: sys::CUfunction,
+}
+
+impl RawKernel {
+    /// Makes device 0's primary context current and loads the entry `entry` of `ptx` into it
+    /// (the driver JIT-compiles it; a failed compilation's error carries the JIT log).
+    pub fn load(driver: &'static Driver, ptx: &str, entry: &str) -> Result<RawKernel, String> {
+        let ctx = driver.ensure_context().map_err(|e| e.to_string())?;
+        let device = driver.device_info(0).map_err(|e| e.to_string())?;
+        let dev = result::device::get(0).map_err(|e| format!("cuDeviceGet: {e}"))?;
+        let attr = sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
+        // SAFETY: `dev` is device 0 from cuDeviceGet.
+        let sms = unsafe { result::device::get_attribute(dev, attr) }.map_err(|e| format!("cuDeviceGetAttribute: {e}"))?;
+        let image = CString::new(ptx).map_err(|_| "the PTX holds a NUL")?;
+        let mut log = vec![0u8; 8192];
+        let mut options = [
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+        ];
+        let mut values = [log.as_mut_ptr() as *mut c_void, log.len() as *mut c_void];
+        let mut module: sys::CUmodule = std::ptr::null_mut();
+        // SAFETY: a NUL-terminated PTX image, and the JIT log's buffer and size, alive for the call.
+        let rc = unsafe {
+            sys::cuModuleLoadDataEx(&mut module, image.as_ptr().cast(), 2, options.as_mut_ptr(), values.as_mut_ptr())
+        };
+        if let Err(e) = rc.result() {
+            let text = String::from_utf8_lossy(&log).trim_end_matches('\0').to_string();
+            return Err(format!("cuModuleLoadDataEx: {e}; JIT log: {text}"));
+        }
+        let name = CString::new(entry).map_err(|_| "the entry's name holds a NUL")?;
+        // SAFETY: `module` was just loaded.
+        let func = unsafe { result::module::get_function(module, name) }
+            .map_err(|e| format!("cuModuleGetFunction({entry}): {e}"))?;
+        Ok(RawKernel {
+            driver,
+            ctx,
+            device,
+            sms: sms.max(1) as u32,
+            func,
+        })
+    }
+
+    /// Launches the kernel on `grid` blocks of `block` threads, on the legacy default stream.
+    ///
+    /// # Safety
+    /// `params` holds one pointer per parameter of the entry, to a value of its type that lives
+    /// until the launch returns.
+    pub unsafe fn launch(&self, grid: u32, block: u32, params: &mut [*mut c_void]) -> Result<(), String> {
+        result::launch_kernel(self.func, (grid, 1, 1), (block, 1, 1), 0, std::ptr::null_mut(), params)
+            .map_err(|e| format!("cuLaunchKernel: {e}"))
+    }
+
+    /// Waits for the context's work.
+    pub fn sync(&self) -> Result<(), String> {
+        self.driver.synchronize().map_err(|e| e.to_string())
+    }
+
+    /// `bytes` of device memory in the context (never freed: the checks are short processes).
+    pub fn alloc(&self, bytes: usize) -> Result<u64, String> {
+        Ok(self.driver.alloc(bytes).map_err(|e| e.to_string())?.ptr)
     }
 }

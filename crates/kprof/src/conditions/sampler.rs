@@ -136,31 +136,33 @@ pub trait ConditionsSource {
     }
 }
 
-impl ConditionsSource for GpuDevice {
-    fn sm_clock_mhz(&mut self) -> Option<f64> {
-        GpuDevice::sm_clock_mhz(self).map(f64::from)
-    }
-    fn mem_clock_mhz(&mut self) -> Option<f64> {
-        GpuDevice::mem_clock_mhz(self).map(f64::from)
-    }
-    fn max_sm_clock_mhz(&mut self) -> Option<f64> {
-        GpuDevice::max_sm_clock_mhz(self).map(f64::from)
-    }
-    fn throttle_reasons(&mut self) -> Option<u64> {
-        GpuDevice::throttle_reasons(self)
-    }
-    fn temperature_c(&mut self) -> Option<f64> {
-        GpuDevice::temperature_c(self).map(f64::from)
-    }
-    fn power_mw(&mut self) -> Option<f64> {
-        GpuDevice::power_mw(self).map(f64::from)
-    }
-    fn total_energy_mj(&mut self) -> Option<u64> {
-        GpuDevice::total_energy_mj(self)
-    }
-    fn margin_c(&mut self) -> Option<f64> {
-        GpuDevice::margin_temperature_c(self).map(f64::from)
-    }
+/// NVML's device is a source: each reading is its method of that name (`margin_c`: its margin
+/// temperature), as `f64` where NVML gives a narrower number.
+macro_rules! nvml_readings {
+    (widened: $($reading:ident = $method:ident),*; as_is: $($same:ident),*) => {
+        impl ConditionsSource for GpuDevice {
+            $(
+                fn $reading(&mut self) -> Option<f64> {
+                    GpuDevice::$method(self).map(f64::from)
+                }
+            )*
+            $(
+                fn $same(&mut self) -> Option<u64> {
+                    GpuDevice::$same(self)
+                }
+            )*
+        }
+    };
+}
+
+nvml_readings! {
+    widened: sm_clock_mhz = sm_clock_mhz,
+        mem_clock_mhz = mem_clock_mhz,
+        max_sm_clock_mhz = max_sm_clock_mhz,
+        temperature_c = temperature_c,
+        power_mw = power_mw,
+        margin_c = margin_temperature_c;
+    as_is: throttle_reasons, total_energy_mj
 }
 
 /// The conditions of one run. Numbers are NaN when unknown.
@@ -384,12 +386,7 @@ impl<S: ConditionsSource> RunSampler<S> {
             power_mw: power,
             energy_mj: energy,
             wall_s: wall,
-            thermal_wait_s: thermal_wait.as_secs_f64(),
-            throttled: None,
-            sm_clock_mhz_min: f64::NAN,
-            samples_in_run: None,
-            energy_update_period_s: f64::NAN,
-            energy_counter_read: false,
+            ..RunConditions::unknown(thermal_wait)
         };
         c.classify();
         c

@@ -563,6 +563,18 @@ struct GroupKey {
     run: u32,
 }
 
+/// The key of a row of a plain report or a kernel outside ranges: its region and run, no
+/// configuration.
+fn unkeyed(region: String, run: u32) -> GroupKey {
+    GroupKey {
+        call: 0,
+        config: 0,
+        keyed: false,
+        region,
+        run,
+    }
+}
+
 /// The innermost push/pop range of a plain report's row. ncu lists the ranges per domain (each
 /// domain's stack outermost first), not in nesting order across domains: on the H200 (ncu
 /// 2025.3.1) a default-domain range pushed *inside* a `kprof` range was listed *before* it. The
@@ -624,13 +636,7 @@ fn attribute(table: &NcuTable, domain: &str) -> Vec<(GroupKey, Vec<usize>)> {
                 if *stack == row.push_pop && key.region == region && row.kernel != *first);
             if !same_stretch {
                 let n = run_counter.entry(region.clone()).or_insert(0);
-                let key = GroupKey {
-                    call: 0,
-                    config: 0,
-                    keyed: false,
-                    region: region.clone(),
-                    run: *n,
-                };
+                let key = unkeyed(region.clone(), *n);
                 *n += 1;
                 current = Some((row.push_pop.clone(), row.kernel.clone(), key));
             }
@@ -647,34 +653,14 @@ fn attribute(table: &NcuTable, domain: &str) -> Vec<(GroupKey, Vec<usize>)> {
                 run_counter.insert(region.clone(), next + 1);
                 next
             });
-            add(
-                GroupKey {
-                    call: 0,
-                    config: 0,
-                    keyed: false,
-                    region,
-                    run,
-                },
-                i,
-                &mut order,
-            );
+            add(unkeyed(region, run), i, &mut order);
             continue;
         }
         let region = row.kernel.clone();
         let n = run_counter.entry(format!("\0kernel:{region}")).or_insert(0);
         let run = *n;
         *n += 1;
-        add(
-            GroupKey {
-                call: 0,
-                config: 0,
-                keyed: false,
-                region,
-                run,
-            },
-            i,
-            &mut order,
-        );
+        add(unkeyed(region, run), i, &mut order);
     }
     order
         .into_iter()

@@ -75,6 +75,7 @@ use kprof_core::model::DEFAULT_METRIC;
 use kprof_core::transforms::combine_kernels;
 
 use super::l2_flush::is_flush_kernel;
+use super::profiler::RunAt;
 use super::run::{RunInner, RunState, SpanRec};
 use super::*;
 use crate::counters::range::{chip_name, profiler_deinitialize, profiler_initialize};
@@ -366,21 +367,25 @@ pub(super) enum CounterRun {
     Failed(String),
 }
 
-/// Runs the benchmark closure once on a [`PassBackend`]; returns the failure, if any.
-#[allow(clippy::too_many_arguments)]
+/// Runs the benchmark closure once on a [`PassBackend`] for the run `at` (its regions keyed with
+/// run number `key_run`); returns the failure, if any.
 fn pass_closure<F>(
     inner: &Arc<dyn Backend>,
-    name: &str,
-    call: u64,
+    at: RunAt,
     key_run: u64,
-    step: Step,
-    config: &Config,
     f: &mut F,
     flush_before_regions: Option<FlushSpec>,
 ) -> Option<String>
 where
     F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
 {
+    let RunAt {
+        name,
+        call,
+        step,
+        config,
+        ..
+    } = at;
     let backend: Arc<dyn Backend> = Arc::new(PassBackend {
         inner: Arc::clone(inner),
     });
@@ -557,15 +562,10 @@ impl Profiler {
 
     /// The counter pass of one recorded run (see the module docs). `n_regions`: regions the
     /// timing pass opened.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn counter_run<F>(
         &mut self,
         st: &mut CounterState,
-        name: &str,
-        call: u64,
-        step: Step,
-        config: &Config,
-        opts: &BenchOptions,
+        at: RunAt,
         f: &mut F,
         n_regions: usize,
         window: (u64, u64),
@@ -579,9 +579,9 @@ impl Profiler {
             .ok_or_else(|| EngineError::Unsupported("this backend has no counters".into()))?;
         // Keys of counter passes never collide with timing or warm-up runs (nothing is attributed
         // to them anyway: the pass backend pushes no external id).
-        let key_run = opts.max_runs() as u64 + opts.warmup as u64 + step.run as u64;
-        let cold = opts.cache == CacheControl::All;
-        let flush = opts.flush_spec();
+        let key_run = at.opts.max_runs() as u64 + at.opts.warmup as u64 + at.step.run as u64;
+        let cold = at.opts.cache == CacheControl::All;
+        let flush = at.opts.flush_spec();
         match st.plan.mode {
             ReplayMode::Kernel | ReplayMode::Application => loop {
                 let app = st.plan.mode == ReplayMode::Application;
@@ -598,7 +598,7 @@ impl Profiler {
                             failure.get_or_insert(format!("L2 flush before a counter pass failed: {e}"));
                         }
                     }
-                    if let Some(msg) = pass_closure(&backend, name, call, key_run, step, config, f, (app && cold).then_some(flush)) {
+                    if let Some(msg) = pass_closure(&backend, at, key_run, f, (app && cold).then_some(flush)) {
                         failure.get_or_insert(msg);
                     }
                 });
@@ -632,7 +632,7 @@ impl Profiler {
                     }
                     // A flush before every region, outside the user ranges, as in the timing pass.
                     let r = with_sink(sink, || {
-                        pass_closure(&backend, name, call, key_run, step, config, f, cold.then_some(flush))
+                        pass_closure(&backend, at, key_run, f, cold.then_some(flush))
                     });
                     if let Some(msg) = r {
                         failure.get_or_insert(msg);
@@ -654,21 +654,12 @@ impl Profiler {
     /// replay saves and restores memory and user replay re-runs the closure many times, which
     /// leaves an L2 the next timing run would not see after a plain run of the closure (on the
     /// H200 a warm 1 MB `x * 2` was slower than a cold one until this was added).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn rewarm_after_counters<F>(
-        &mut self,
-        name: &str,
-        call: u64,
-        step: Step,
-        config: &Config,
-        opts: &BenchOptions,
-        f: &mut F,
-    ) -> Result<(), EngineError>
+    pub(super) fn rewarm_after_counters<F>(&mut self, at: RunAt, f: &mut F) -> Result<(), EngineError>
     where
         F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
     {
-        let key_run = 2 * (opts.max_runs() as u64 + opts.warmup as u64) + step.run as u64;
-        if let Some(msg) = pass_closure(&self.backend, name, call, key_run, step, config, f, None) {
+        let key_run = 2 * (at.opts.max_runs() as u64 + at.opts.warmup as u64) + at.step.run as u64;
+        if let Some(msg) = pass_closure(&self.backend, at, key_run, f, None) {
             self.warnings
                 .push(format!("re-warming run after a counter pass: {msg}"));
         }

@@ -14,7 +14,7 @@ use crate::conditions::fingerprint::format_cuda_version;
 use crate::conditions::FingerprintInputs;
 use crate::choices::TraceOptions;
 use crate::cupti::collector::{current_thread_id, ActivitySession};
-use crate::cupti::records::ActivityBatch;
+use crate::cupti::records::{ActivityBatch, KernelRecord};
 use crate::error::EngineError;
 use crate::loader::Libraries;
 use crate::lock;
@@ -99,6 +99,17 @@ pub(super) fn region_spans(spans: &[Span]) -> Vec<RegionSpan> {
         .collect()
 }
 
+/// The run loop's view of a kernel record (not demangled yet).
+fn kernel_run(k: KernelRecord) -> KernelRun {
+    KernelRun {
+        graph: k.graph_id != 0,
+        start_ns: k.start_ns,
+        end_ns: k.end_ns,
+        demangled: None,
+        name: k.name,
+    }
+}
+
 /// Attributes one flushed batch to the run's regions (pure; tested on recorded fixtures).
 pub(super) fn collect_batch(batch: &ActivityBatch, regions: &[RegionSpan]) -> Collected {
     let att = attribute(batch, regions);
@@ -106,30 +117,10 @@ pub(super) fn collect_batch(batch: &ActivityBatch, regions: &[RegionSpan]) -> Co
         .by_region
         .into_iter()
         .map(|(id, ks)| {
-            let ks = ks
-                .into_iter()
-                .map(|k| KernelRun {
-                    graph: k.graph_id != 0,
-                    start_ns: k.start_ns,
-                    end_ns: k.end_ns,
-                    demangled: None,
-                    name: k.name,
-                })
-                .collect();
-            (id, ks)
+            (id, ks.into_iter().map(kernel_run).collect())
         })
         .collect();
-    let outside = att
-        .unattributed
-        .iter()
-        .map(|k| KernelRun {
-            graph: k.graph_id != 0,
-            start_ns: k.start_ns,
-            end_ns: k.end_ns,
-            demangled: None,
-            name: k.name.clone(),
-        })
-        .collect();
+    let outside = att.unattributed.iter().cloned().map(kernel_run).collect();
     Collected {
         by_region,
         unattributed: att.unattributed.len(),

@@ -107,6 +107,17 @@ pub struct Profiler {
 /// `gpu__time_duration.sum` is.
 pub const CUDA_EVENTS_METRIC: &str = "cuda_event_elapsed.sum";
 
+/// One run of a bench call: the benchmark, the call's number, the step (configuration, run,
+/// warm-up or not), the step's configuration and the call's options.
+#[derive(Clone, Copy)]
+pub(super) struct RunAt<'a> {
+    pub(super) name: &'a str,
+    pub(super) call: u64,
+    pub(super) step: Step,
+    pub(super) config: &'a Config,
+    pub(super) opts: &'a BenchOptions,
+}
+
 impl std::fmt::Debug for Profiler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Profiler")
@@ -459,29 +470,26 @@ impl Profiler {
             }
             let t0 = Instant::now();
             let run_start_ns = self.backend.timestamp_ns();
-            let (spans, failure) = self.one_run(sw.name, call, step, &configs[step.config], opts, f, &mut sw.wire)?;
+            let at = RunAt {
+                name: sw.name,
+                call,
+                step,
+                config: &configs[step.config],
+                opts,
+            };
+            let (spans, failure) = self.one_run(at, f, &mut sw.wire)?;
             let abort = failure.is_some() && !opts.ignore_failures;
             let counters = match (&mut sw.counters, step.warmup, &failure) {
                 (Some(st), false, None) => {
                     let window = (run_start_ns, self.backend.timestamp_ns());
                     Some(self.without_kernel_records(st.kernel_records, |me| {
-                        me.counter_run(
-                            st,
-                            sw.name,
-                            call,
-                            step,
-                            &configs[step.config],
-                            opts,
-                            f,
-                            spans.len(),
-                            window,
-                        )
+                        me.counter_run(st, at, f, spans.len(), window)
                     })?)
                 }
                 _ => None,
             };
             if counters.is_some() && opts.cache == CacheControl::None {
-                self.rewarm_after_counters(sw.name, call, step, &configs[step.config], opts, f)?;
+                self.rewarm_after_counters(at, f)?;
             }
             if !step.warmup {
                 sw.pending_recorded[step.config] += 1;
@@ -655,46 +663,46 @@ impl Profiler {
             // (NaN for the regions below too); the records still feed the stopping policy.
             let from_records = self.duration_source != "counters";
             for s in &spans {
-                if s.failed {
-                    let msg = format!(
+                // Why the region has no value in this run (it is then recorded as NaN).
+                let nan_reason = if s.failed {
+                    Some(format!(
                         "{name}: region {:?} failed in run {} of config [{config}] (failure ignored); recorded as NaN",
                         s.name, step.run
-                    );
+                    ))
+                } else {
+                    let kernels = collected.by_region.get(&s.key).map(Vec::as_slice).unwrap_or(&[]);
+                    let pairs: Vec<(&str, f64)> = kernels
+                        .iter()
+                        .filter(|k| !opts.ignore_kernels.iter().any(|ig| kernel_matches(k, ig)))
+                        .map(|k| (k.name.as_str(), k.end_ns.saturating_sub(k.start_ns) as f64))
+                        .collect();
+                    match combine_kernels(&pairs, &opts.combine) {
+                        Some((kname, value)) => {
+                            total += value;
+                            any = true;
+                            if from_records {
+                                self.push_sample(raw, name, &s.name, step, device_idx, value, &kname, &pairs, None)?;
+                            }
+                            None
+                        }
+                        None => {
+                            let what = if kernels.is_empty() {
+                                "launched no kernel"
+                            } else {
+                                "launched only ignored kernels"
+                            };
+                            Some(format!(
+                                "{name}: region {:?} {what} in run {} of config [{config}]; recorded as NaN",
+                                s.name, step.run
+                            ))
+                        }
+                    }
+                };
+                if let Some(msg) = nan_reason {
                     if from_records {
                         self.push_sample(raw, name, &s.name, step, device_idx, f64::NAN, "", &[], Some(&msg))?;
                     }
                     self.warnings.push(msg);
-                    continue;
-                }
-                let kernels = collected.by_region.get(&s.key).map(Vec::as_slice).unwrap_or(&[]);
-                let pairs: Vec<(&str, f64)> = kernels
-                    .iter()
-                    .filter(|k| !opts.ignore_kernels.iter().any(|ig| kernel_matches(k, ig)))
-                    .map(|k| (k.name.as_str(), k.end_ns.saturating_sub(k.start_ns) as f64))
-                    .collect();
-                match combine_kernels(&pairs, &opts.combine) {
-                    Some((kname, value)) => {
-                        total += value;
-                        any = true;
-                        if from_records {
-                            self.push_sample(raw, name, &s.name, step, device_idx, value, &kname, &pairs, None)?;
-                        }
-                    }
-                    None => {
-                        let what = if kernels.is_empty() {
-                            "launched no kernel"
-                        } else {
-                            "launched only ignored kernels"
-                        };
-                        let msg = format!(
-                            "{name}: region {:?} {what} in run {} of config [{config}]; recorded as NaN",
-                            s.name, step.run
-                        );
-                        if from_records {
-                            self.push_sample(raw, name, &s.name, step, device_idx, f64::NAN, "", &[], Some(&msg))?;
-                        }
-                        self.warnings.push(msg);
-                    }
                 }
             }
             sw.policy_values[step.config].push(if any { total } else { f64::NAN });
@@ -727,14 +735,9 @@ impl Profiler {
     /// One run: cache flush, the closure, synchronise. Returns the spans (their wire form is
     /// appended to `wire` for the next flush) and the closure's error (if any) as an engine
     /// error. Engine failures are `Err`.
-    #[allow(clippy::too_many_arguments)]
     fn one_run<F>(
         &mut self,
-        name: &str,
-        call: u64,
-        step: Step,
-        config: &Config,
-        opts: &BenchOptions,
+        at: RunAt,
         f: &mut F,
         wire: &mut Vec<Span>,
     ) -> Result<(Vec<SpanRec>, Option<EngineError>), EngineError>
@@ -742,38 +745,38 @@ impl Profiler {
         F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
     {
         self.conditions.thermal_guard()?;
-        if opts.cache == CacheControl::All {
-            self.backend.flush_l2(opts.flush_spec())?;
+        if at.opts.cache == CacheControl::All {
+            self.backend.flush_l2(at.opts.flush_spec())?;
         }
-        self.conditions.before_run(step.config, config, step.run, step.warmup)?;
+        self.conditions.before_run(at.step.config, at.config, at.step.run, at.step.warmup)?;
         // Warm-up runs get run indices above every recorded run, so their keys never collide.
-        let key_run = if step.warmup {
-            opts.max_runs() as u64 + step.run as u64
+        let key_run = if at.step.warmup {
+            at.opts.max_runs() as u64 + at.step.run as u64
         } else {
-            step.run as u64
+            at.step.run as u64
         };
         let state = Rc::new(RunState {
             backend: Arc::clone(&self.backend),
-            call,
-            config: step.config as u64,
+            call: at.call,
+            config: at.step.config as u64,
             run: key_run,
             inner: RefCell::new(RunInner::default()),
             on_enter: self
                 .conditions
-                .annotation_hook(step.config, config, step.run, step.warmup),
-            flush_before_regions: (opts.cache == CacheControl::All).then(|| opts.flush_spec()),
+                .annotation_hook(at.step.config, at.config, at.step.run, at.step.warmup),
+            flush_before_regions: (at.opts.cache == CacheControl::All).then(|| at.opts.flush_spec()),
         });
         let mut run = Run {
             state: Rc::clone(&state),
-            warmup: step.warmup,
-            run_index: step.run,
+            warmup: at.step.warmup,
+            run_index: at.step.run,
             counter_pass: false,
         };
-        let result = f(config, &mut run);
+        let result = f(at.config, &mut run);
         drop(run);
         let (spans, misuse) = state.finish();
         self.backend.synchronize()?;
-        self.conditions.after_run(step.config, step.run, step.warmup);
+        self.conditions.after_run(at.step.config, at.step.run, at.step.warmup);
         wire.extend(spans.iter().map(|s| Span {
             key: s.key,
             parent: s.parent.map(|p| spans[p].key),
@@ -782,7 +785,7 @@ impl Profiler {
             end_ns: s.end_ns.unwrap_or(s.start_ns),
         }));
         let failure = match result {
-            Err(e) => Some(closure_error(name, config, step.run, e.as_ref())),
+            Err(e) => Some(closure_error(at.name, at.config, at.step.run, e.as_ref())),
             Ok(()) if !misuse.is_empty() => Some(EngineError::RegionMisuse(misuse.join("; "))),
             Ok(()) => None,
         };

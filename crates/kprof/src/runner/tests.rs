@@ -19,6 +19,25 @@ mod batching;
 mod conditions;
 mod replay;
 
+/// Default options but `runs` runs after `warmup` warm-up runs.
+pub(super) fn runs_and_warmup(runs: u32, warmup: u32) -> BenchOptions {
+    BenchOptions {
+        runs,
+        warmup,
+        ..Default::default()
+    }
+}
+
+/// Adaptive stopping: 3 to 20 runs, until the CI half-width is within 1% of the mean.
+fn ci_target_policy() -> StoppingPolicy {
+    StoppingPolicy {
+        min_runs: 3,
+        max_runs: 20,
+        target_rel_ci_half_width: Some(0.01),
+        ..StoppingPolicy::fixed(20)
+    }
+}
+
 /// A fake GPU: `launch` records a kernel under the calling thread's innermost external id.
 /// As with CUPTI, a kernel's record reaches a flush only once the kernel has completed:
 /// launched kernels are `running` until the next synchronisation.
@@ -80,15 +99,7 @@ impl Mock {
 }
 
 impl Backend for Mock {
-    fn timestamp_ns(&self) -> u64 {
-        self.clock.fetch_add(1, Ordering::SeqCst)
-    }
-    fn thread_id(&self) -> u64 {
-        1
-    }
-    fn encode_key(&self, call: u64, config: u64, run: u64, region: u64) -> Result<u64, EngineError> {
-        Ok(call << 52 | config << 32 | run << 12 | region)
-    }
+    mock_clock_thread_and_keys!();
     fn enter(&self, key: u64, name: &str) -> Result<(), EngineError> {
         self.names.lock().unwrap().push(name.to_string());
         self.stacks
@@ -185,11 +196,7 @@ fn kernels_are_traced_only_while_a_benchmark_runs_even_when_it_fails() {
     let mock = Arc::new(Mock::default());
     let mut prof = profiler(&mock);
     let m = mock.clone();
-    let opts = BenchOptions {
-        runs: 2,
-        warmup: 0,
-        ..Default::default()
-    };
+    let opts = runs_and_warmup(2, 0);
     prof.bench("a", &[], &opts, |_, run| {
         run.annotate("r", |_| m.launch("k", 5))?;
         Ok(())
@@ -476,11 +483,7 @@ fn nested_regions_are_inclusive() {
 fn duplicate_region_names_in_one_run_are_an_error() {
     let mock = Arc::new(Mock::default());
     let mut p = profiler(&mock);
-    let opts = BenchOptions {
-        runs: 1,
-        warmup: 0,
-        ..Default::default()
-    };
+    let opts = runs_and_warmup(1, 0);
     let e = p
         .bench("dup", &[], &opts, |_, run| {
             let _a = run.region("x")?;
@@ -554,12 +557,7 @@ fn adaptive_stopping_ends_stable_configs_early() {
     let mock = Arc::new(Mock::default());
     let mut p = profiler(&mock);
     let m = mock.clone();
-    let policy = StoppingPolicy {
-        min_runs: 3,
-        max_runs: 20,
-        target_rel_ci_half_width: Some(0.01),
-        ..StoppingPolicy::fixed(20)
-    };
+    let policy = ci_target_policy();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let log = seen.clone();
     let opts = BenchOptions {

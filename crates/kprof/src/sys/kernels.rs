@@ -49,19 +49,52 @@ pub static L2_FLUSH_DISCARD: PtxKernel = PtxKernel {
     entry: c"kprof_l2_flush_discard",
 };
 
-/// PTX of `kprof_l2_flush(buf, sectors)`: every thread reads one 32-byte sector per step of a
-/// grid-stride loop (`ld.global.cg`: cached in L2 only) and stores nothing unless the xor of
-/// everything it read equals a magic value, which keeps the loads alive through the JIT.
-const READ_PTX: &CStr = c".version 7.0
-.target sm_52
-.address_size 64
-.visible .entry kprof_l2_flush(.param .u64 p_buf, .param .u64 p_sectors)
+/// A C string made at compile time of string literals (and macros that give one), which must
+/// hold no NUL.
+macro_rules! c_concat {
+    ($($part:expr),+ $(,)?) => {
+        match CStr::from_bytes_with_nul(concat!($($part),+, "\0").as_bytes()) {
+            Ok(c) => c,
+            Err(_) => panic!("a NUL inside the PTX"),
+        }
+    };
+}
+
+/// The head of a kernel `$entry(.u64 p_buf, .u64 $count)`, the parameters
+/// `DriverFns::launch_kernel` passes, for PTX ISA `$version` on `$target`, with the registers
+/// the kernels here use.
+macro_rules! two_u64_entry {
+    ($version:literal, $target:literal, $entry:literal, $count:literal) => {
+        concat!(
+            ".version ",
+            $version,
+            "\n.target ",
+            $target,
+            "\n.address_size 64\n.visible .entry ",
+            $entry,
+            "(.param .u64 p_buf, .param .u64 ",
+            $count,
+            ")
 {
     .reg .pred %p<3>;
     .reg .b32 %r<8>;
     .reg .b64 %rd<12>;
-    ld.param.u64 %rd1, [p_buf];
-    ld.param.u64 %rd2, [p_sectors];
+"
+        )
+    };
+}
+
+/// The start of a grid-stride loop over the `p_buf` parameter's `$count` items (the second
+/// parameter) of `1 << $shift` bytes each: the buffer in `%rd1`, the count in `%rd2`, the
+/// thread's first index in `%rd5` and the grid's stride in `%rd6`; a thread with no item goes to
+/// `DONE`, the others into `LOOP`, where `%rd8` is the address of the current item.
+macro_rules! grid_stride_loop_start {
+    ($count:literal, $shift:literal) => {
+        concat!(
+            "    ld.param.u64 %rd1, [p_buf];
+    ld.param.u64 %rd2, [",
+            $count,
+            "];
     mov.u32 %r1, %ctaid.x;
     mov.u32 %r2, %ntid.x;
     mov.u32 %r3, %tid.x;
@@ -70,58 +103,61 @@ const READ_PTX: &CStr = c".version 7.0
     cvt.u64.u32 %rd4, %r3;
     add.u64 %rd5, %rd3, %rd4;
     mul.wide.u32 %rd6, %r4, %r2;
-    mov.u32 %r5, 0;
     setp.ge.u64 %p1, %rd5, %rd2;
     @%p1 bra DONE;
 LOOP:
-    shl.b64 %rd7, %rd5, 5;
+    shl.b64 %rd7, %rd5, ",
+            $shift,
+            ";
     add.u64 %rd8, %rd1, %rd7;
-    ld.global.cg.u32 %r6, [%rd8];
-    xor.b32 %r5, %r5, %r6;
-    add.u64 %rd5, %rd5, %rd6;
+"
+        )
+    };
+}
+
+/// The end of the loop [`grid_stride_loop_start`] starts: the next index, back to `LOOP` while
+/// it is below the count, then `DONE`.
+macro_rules! grid_stride_loop_end {
+    () => {
+        "    add.u64 %rd5, %rd5, %rd6;
     setp.lt.u64 %p2, %rd5, %rd2;
     @%p2 bra LOOP;
 DONE:
-    setp.eq.u32 %p1, %r5, 1515870810;
+"
+    };
+}
+
+/// PTX of `kprof_l2_flush(buf, sectors)`: every thread reads one 32-byte sector per step of a
+/// grid-stride loop (`ld.global.cg`: cached in L2 only) and stores nothing unless the xor of
+/// everything it read equals a magic value, which keeps the loads alive through the JIT.
+const READ_PTX: &CStr = c_concat!(
+    two_u64_entry!("7.0", "sm_52", "kprof_l2_flush", "p_sectors"),
+    "    mov.u32 %r5, 0;\n",
+    grid_stride_loop_start!("p_sectors", "5"),
+    "    ld.global.cg.u32 %r6, [%rd8];
+    xor.b32 %r5, %r5, %r6;
+",
+    grid_stride_loop_end!(),
+    "    setp.eq.u32 %p1, %r5, 1515870810;
     @%p1 st.global.u32 [%rd1], %r5;
     ret;
 }
-";
+",
+);
 
 /// PTX of `kprof_l2_flush_discard(buf, lines)`: every thread drops one 128-byte line of the
 /// buffer from the L2 per step of a grid-stride loop (`discard.global.L2`: no write-back; the
 /// buffer's contents do not matter).
-const DISCARD_PTX: &CStr = c".version 7.4
-.target sm_80
-.address_size 64
-.visible .entry kprof_l2_flush_discard(.param .u64 p_buf, .param .u64 p_lines)
-{
-    .reg .pred %p<3>;
-    .reg .b32 %r<6>;
-    .reg .b64 %rd<10>;
-    ld.param.u64 %rd1, [p_buf];
-    ld.param.u64 %rd2, [p_lines];
-    mov.u32 %r1, %ctaid.x;
-    mov.u32 %r2, %ntid.x;
-    mov.u32 %r3, %tid.x;
-    mov.u32 %r4, %nctaid.x;
-    mul.wide.u32 %rd3, %r1, %r2;
-    cvt.u64.u32 %rd4, %r3;
-    add.u64 %rd5, %rd3, %rd4;
-    mul.wide.u32 %rd6, %r4, %r2;
-    setp.ge.u64 %p1, %rd5, %rd2;
-    @%p1 bra DONE;
-LOOP:
-    shl.b64 %rd7, %rd5, 7;
-    add.u64 %rd8, %rd1, %rd7;
-    discard.global.L2 [%rd8], 128;
-    add.u64 %rd5, %rd5, %rd6;
-    setp.lt.u64 %p2, %rd5, %rd2;
-    @%p2 bra LOOP;
-DONE:
-    ret;
+const DISCARD_PTX: &CStr = c_concat!(
+    two_u64_entry!("7.4", "sm_80", "kprof_l2_flush_discard", "p_lines"),
+    grid_stride_loop_start!("p_lines", "7"),
+    "    discard.global.L2 [%rd8], 128;
+",
+    grid_stride_loop_end!(),
+    "    ret;
 }
-";
+",
+);
 
 #[cfg(test)]
 mod tests {

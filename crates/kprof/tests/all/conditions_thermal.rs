@@ -205,27 +205,17 @@ fn pause_after(mode: ThermalMode, runs: usize, cont_before: Option<f64>) -> Ther
 }
 
 #[test]
-fn auto_mode_cools_more_after_too_few_runs() {
-    // Pausing after 2 counted runs (< 5): cont 20 → 23.
-    let g = pause_after(ThermalMode::Auto, 1, None);
-    assert_eq!(g.waits()[0].runs_since_last, 2);
-    assert_eq!(g.cont_c(), 23.0);
-    // Capped at 50.
+fn auto_mode_cools_more_after_too_few_runs_and_less_after_many() {
+    // (runs before the pause, the continue temperature after it, from 20): fewer than 5 counted
+    // runs since the last pause cool more (23), more than 50 less (17), 5 to 50 leave it.
+    for (runs, cont) in [(1, 23.0), (3, 23.0), (4, 20.0), (49, 20.0), (50, 17.0)] {
+        let g = pause_after(ThermalMode::Auto, runs, None);
+        assert_eq!(g.waits()[0].runs_since_last as usize, runs + 1, "{runs} runs");
+        assert_eq!(g.cont_c(), cont, "{runs} runs");
+    }
+    // Capped at 50, floored at 12.
     assert_eq!(pause_after(ThermalMode::Auto, 1, Some(49.0)).cont_c(), 50.0);
-}
-
-#[test]
-fn auto_mode_cools_less_after_many_runs() {
-    // 51 counted runs (> 50): cont 20 → 17; floored at 12.
-    let g = pause_after(ThermalMode::Auto, 50, None);
-    assert_eq!(g.waits()[0].runs_since_last, 51);
-    assert_eq!(g.cont_c(), 17.0);
     assert_eq!(pause_after(ThermalMode::Auto, 50, Some(13.0)).cont_c(), 12.0);
-    // 50 runs is within the target: unchanged; 5 runs too.
-    assert_eq!(pause_after(ThermalMode::Auto, 49, None).cont_c(), 20.0);
-    assert_eq!(pause_after(ThermalMode::Auto, 4, None).cont_c(), 20.0);
-    // 4 runs is below it.
-    assert_eq!(pause_after(ThermalMode::Auto, 3, None).cont_c(), 23.0);
 }
 
 #[test]

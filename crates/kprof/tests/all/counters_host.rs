@@ -10,6 +10,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::common;
+
 use kprof::counters::metrics::MetricsCatalog;
 use kprof::counters::recorded::{evaluate_recorded, recorded_cases};
 use kprof::counters::{cupti_in, CountersError, MetricKind, MetricScope};
@@ -130,23 +132,17 @@ fn struct_layouts_match_cuda_13_0_headers() {
     let c = tmp.path().join("sizes.cpp");
     std::fs::write(&c, src).unwrap();
     let exe = tmp.path().join("sizes");
-    let out = Command::new(&cxx)
-        .args(["-std=c++17", "-o"])
-        .arg(&exe)
-        .arg(&c)
-        .arg("-I")
-        .arg(tmp.path())
-        .arg("-I")
-        .arg(&include)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "compiling the header probe failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let text = common::build_and_run(
+        Command::new(&cxx)
+            .args(["-std=c++17", "-o"])
+            .arg(&exe)
+            .arg(&c)
+            .arg("-I")
+            .arg(tmp.path())
+            .arg("-I")
+            .arg(&include),
+        &exe,
     );
-    let run = Command::new(&exe).output().unwrap();
-    let text = String::from_utf8(run.stdout).unwrap();
     let c_vals: std::collections::HashMap<&str, usize> = text
         .lines()
         .filter_map(|l| l.split_once(' '))

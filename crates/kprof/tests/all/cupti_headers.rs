@@ -5,7 +5,6 @@
 use crate::common;
 
 use std::collections::HashMap;
-use std::process::Command;
 
 use kprof::sys::cupti::offsets;
 use kprof::sys::cupti::{self as ffi, cbid};
@@ -41,9 +40,8 @@ fn enum_value(text: &str, name: &str) -> Option<i64> {
 
 #[test]
 fn constants_match_cupti_13_0_headers() {
-    let cu13 = match common::cupti_wheel() {
-        Ok(d) => d,
-        Err(why) => return common::skip("constants_match_cupti_13_0_headers", &why),
+    let Some(cu13) = common::or_skip("constants_match_cupti_13_0_headers", common::cupti_wheel()) else {
+        return;
     };
     let cbids = header(&cu13, "cupti_driver_cbid.h");
     let act = header(&cu13, "cupti_activity.h");
@@ -233,40 +231,14 @@ int main(void) {
 #[test]
 fn record_offsets_match_cupti_13_0_headers() {
     let name = "record_offsets_match_cupti_13_0_headers";
-    let cu13 = match common::cupti_wheel() {
-        Ok(d) => d,
-        Err(why) => return common::skip(name, &why),
+    let Some(cu13) = common::or_skip_with_gcc(name, common::cupti_wheel()) else {
+        return;
     };
-    if Command::new("gcc").arg("--version").output().is_err() {
-        return common::skip(name, "gcc is not installed");
-    }
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("cuda.h"), STUB_CUDA_H).unwrap();
-    std::fs::write(dir.path().join("builtin_types.h"), "").unwrap();
-    std::fs::write(dir.path().join("offsets.c"), OFFSETS_C).unwrap();
-    let exe = dir.path().join("offsets");
-    let out = Command::new("gcc")
-        .arg(format!("-I{}", dir.path().display()))
-        .arg(format!("-I{}", cu13.join("include").display()))
-        .arg(dir.path().join("offsets.c"))
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "gcc failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let got: HashMap<String, usize> = common::gcc_probe(
+        &[("offsets.c", OFFSETS_C), ("cuda.h", STUB_CUDA_H), ("builtin_types.h", "")],
+        &cu13.join("include"),
+        &[],
     );
-    let out = Command::new(&exe).output().unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
-    let got: HashMap<String, usize> = text
-        .lines()
-        .filter_map(|l| {
-            let (k, v) = l.split_once(' ')?;
-            Some((k.to_string(), v.parse().ok()?))
-        })
-        .collect();
     use offsets::*;
     let mut want: Vec<(String, usize)> = vec![
         ("CUpti_ActivityKernel10.size".into(), 216),

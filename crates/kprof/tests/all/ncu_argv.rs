@@ -134,22 +134,9 @@ fn no_metrics_no_filter_no_overwrite() {
     o.nvtx_include = vec![];
     o.force_overwrite = false;
     o.set = Some("basic".into());
-    expect(
-        &o,
-        &[
-            "--cache-control",
-            "all",
-            "--clock-control",
-            "none",
-            "--replay-mode",
-            "kernel",
-            "--target-processes",
-            "all",
-            "--nvtx",
-            "--set",
-            "basic",
-        ],
-    );
+    // The defaults up to `--nvtx`, then the section set instead of the filter, metrics and `-f`.
+    let want: Vec<&str> = BASE[..9].iter().copied().chain(["--set", "basic"]).collect();
+    expect(&o, &want);
     assert_eq!(o.filters_label(), "(none)");
 }
 

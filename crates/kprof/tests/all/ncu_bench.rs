@@ -7,45 +7,15 @@
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use crate::common;
 use kprof::core::{Config, RawResults};
 use kprof::ncu::{bench_ncu, last_run, NcuError, NcuMode, NcuModeRequest, NcuOptions, Relaunch, CHILD_ENV};
-use kprof::runner::BenchOptions;
+use kprof::runner::{BenchOptions, Run};
 use kprof::EngineError;
 
-const FAKE_NCU: &str = r#"#!/bin/sh
-if [ "$1" = "--version" ]; then echo "Version 2025.3.1.0 (build 36398880)"; exit 0; fi
-if [ "$1" = "--import" ]; then cat "$2"; exit 0; fi
-log=/dev/null; rep=""
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --log-file) log="$2"; shift 2;;
-    -o) rep="$2"; shift 2;;
-    --) shift; break;;
-    *) echo "$1" >> "$FAKE_ARGS"; shift;;
-  esac
-done
-echo "==PROF== Connected to process $$" > "$log"
-"$@" || { echo "==ERROR== The application returned an error code ($?)." >> "$log"; exit 9; }
-{
-echo '"ID","Process ID","Process Name","Host Name","thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg","Kernel Name","Device","gpu__time_duration.sum"'
-echo '"","","","","","","","ns"'
-i=0
-while read -r name; do
-  cfg=$(echo "$name" | sed 's/.*#c0\.\([0-9]*\)\.\([0-9]*\)$/\1/')
-  run=$(echo "$name" | sed 's/.*#c0\.\([0-9]*\)\.\([0-9]*\)$/\2/')
-  n=1; case "$name" in two#*) n=2;; esac
-  k=0
-  while [ $k -lt $n ]; do
-    echo "\"$i\",\"1\",\"t\",\"vm\",\"1  \"\"kprof:$name:none:none:none:none:ASCII:$name\"\" \",\"kern_$k\",\"0\",\"$((1000 * (cfg + 1) + 10 * run + k))\""
-    i=$((i+1)); k=$((k+1))
-  done
-done < "$KPROF_NCU_CHILD_TRACE"
-} > "$rep"
-echo "==PROF== Disconnected from process $$" >> "$log"
-"#;
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 fn configs() -> Vec<Config> {
     vec![Config::new().with("n", 1i64), Config::new().with("n", 2i64)]
@@ -90,33 +60,23 @@ fn run_both(dir: &Path, ncu: &Path) -> (RawResults, RawResults) {
     opts.warmup = 1;
     opts.output_prefix = Some(dir.join("out/"));
     let ncu_opts = NcuOptions::default();
-    let first = bench_ncu(
-        "first",
-        &configs(),
-        &opts,
-        &ncu_opts,
-        &relaunch(dir, ncu, "first"),
-        |c, run| {
-            log_call(&format!("first {} {}", c, run.is_warmup()));
-            let _g = run.region("one")?;
-            Ok(())
-        },
-    )
-    .unwrap();
-    let second = bench_ncu(
-        "second",
-        &configs(),
-        &opts,
-        &ncu_opts,
-        &relaunch(dir, ncu, "second"),
-        |c, run| {
-            log_call(&format!("second {} {}", c, run.is_warmup()));
-            run.annotate("one", |_| ())?;
-            run.annotate("two", |_| ())?;
-            Ok(())
-        },
-    )
-    .unwrap();
+    // Benchmark `name` over both configs, each call logged, relaunched under the fake ncu.
+    let bench = |name: &str, regions: &dyn Fn(&mut Run) -> Result<(), BoxError>| {
+        bench_ncu(name, &configs(), &opts, &ncu_opts, &relaunch(dir, ncu, name), |c, run| {
+            log_call(&format!("{name} {} {}", c, run.is_warmup()));
+            regions(run)
+        })
+        .unwrap()
+    };
+    let first = bench("first", &|run| {
+        let _g = run.region("one")?;
+        Ok(())
+    });
+    let second = bench("second", &|run| {
+        run.annotate("one", |_| ())?;
+        run.annotate("two", |_| ())?;
+        Ok(())
+    });
     (first, second)
 }
 
@@ -149,9 +109,7 @@ fn relaunch_end_to_end() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let ncu = dir.join("ncu");
-    std::fs::write(&ncu, FAKE_NCU).unwrap();
-    std::fs::set_permissions(&ncu, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let ncu = common::write_fake_ncu(dir);
 
     let (first, second) = run_both(dir, &ncu);
 
@@ -226,9 +184,7 @@ fn missing_ncu_is_an_engine_error() {
 #[test]
 fn asking_for_attach_fails_before_anything_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let ncu = dir.path().join("ncu");
-    std::fs::write(&ncu, FAKE_NCU).unwrap();
-    std::fs::set_permissions(&ncu, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let ncu = common::write_fake_ncu(dir.path());
     let r = Relaunch {
         ncu: Some(ncu.clone()),
         program: Some(("/nonexistent/program".into(), Vec::new())),

@@ -38,6 +38,18 @@ fn table(raw: &RawResults) -> Table {
     t
 }
 
+/// A series' (run, value) pairs, by run.
+fn run_values(m: &BTreeMap<u32, (f64, String, String)>) -> Vec<(u32, f64)> {
+    m.iter().map(|(run, v)| (*run, v.0)).collect()
+}
+
+/// The hand-written keyed export (`kprof-keyed.csv`), parsed, and as a table.
+fn keyed_fixture() -> (RawResults, Table) {
+    let raw = parse_ncu_csv_file(&fixture("kprof-keyed.csv"), &opts()).unwrap();
+    let t = table(&raw);
+    (raw, t)
+}
+
 fn get<'a>(t: &'a Table, b: &str, a: &str, cfg: &str, m: &str) -> &'a BTreeMap<u32, (f64, String, String)> {
     t.get(&(b.into(), a.into(), cfg.into(), m.into()))
         .unwrap_or_else(|| panic!("no series {b}/{a}/{cfg}/{m}; have {:#?}", t.keys().collect::<Vec<_>>()))
@@ -69,12 +81,9 @@ fn import_with(f: impl FnOnce(&mut ImportOptions)) -> ImportOptions {
 
 #[test]
 fn keyed_fixture_values_units_and_thousands_separators() {
-    let raw = parse_ncu_csv_file(&fixture("kprof-keyed.csv"), &opts()).unwrap();
-    let t = table(&raw);
+    let (raw, t) = keyed_fixture();
     let m = get(&t, "sweep", "matmul", "config=0", T);
-    assert_eq!(m.keys().copied().collect::<Vec<_>>(), vec![0, 1]);
-    assert_eq!(m[&0].0, 60_000.0);
-    assert_eq!(m[&1].0, 60_032.0);
+    assert_eq!(run_values(m), [(0, 60_000.0), (1, 60_032.0)]);
     assert_eq!(m[&0].2, "ns");
     assert!(m[&0].1.starts_with("sm80_xmma_gemm_f32f32"), "{}", m[&0].1);
     let r = get(&t, "sweep", "matmul", "config=0", R);
@@ -84,8 +93,7 @@ fn keyed_fixture_values_units_and_thousands_separators() {
     assert_eq!(sm[&0].0, 45.12);
     assert_eq!(sm[&0].2, "%");
     let s = get(&t, "sweep", "scale", "config=0", R);
-    assert_eq!(s[&0].0, 268_451_840.0);
-    assert_eq!(s[&1].0, 268_451_328.0);
+    assert_eq!(run_values(s), [(0, 268_451_840.0), (1, 268_451_328.0)]);
     // Device attributes are metadata, not metrics.
     assert!(!t.keys().any(|k| k.3.starts_with("device__attribute")));
     assert_eq!(raw.devices.len(), 1);
@@ -98,11 +106,9 @@ fn keyed_fixture_values_units_and_thousands_separators() {
 
 #[test]
 fn keyed_fixture_varying_kernel_counts_are_summed_with_breakdown() {
-    let raw = parse_ncu_csv_file(&fixture("kprof-keyed.csv"), &opts()).unwrap();
-    let t = table(&raw);
+    let (raw, t) = keyed_fixture();
     let m = get(&t, "sweep", "matmul", "config=1", T);
-    assert_eq!(m[&0].0, 2_670_688.0);
-    assert_eq!(m[&1].0, 2_670_800.0);
+    assert_eq!(run_values(m), [(0, 2_670_688.0), (1, 2_670_800.0)]);
     assert!(
         m[&0]
             .1
@@ -143,13 +149,10 @@ fn keyed_fixture_varying_kernel_counts_are_summed_with_breakdown() {
 
 #[test]
 fn keyed_fixture_skipped_run_and_na_and_second_call() {
-    let raw = parse_ncu_csv_file(&fixture("kprof-keyed.csv"), &opts()).unwrap();
-    let t = table(&raw);
+    let (raw, t) = keyed_fixture();
     // Config 2: run 1 was skipped; runs 0 and 2 keep their own indices.
     let m = get(&t, "sweep", "matmul", "config=2", T);
-    assert_eq!(m.keys().copied().collect::<Vec<_>>(), vec![0, 2]);
-    assert_eq!(m[&0].0, 2_670_688.0);
-    assert_eq!(m[&2].0, 2_671_000.0);
+    assert_eq!(run_values(m), [(0, 2_670_688.0), (2, 2_671_000.0)]);
     // n/a is NaN (a failed run), the other metrics of that kernel are fine.
     let w = get(&t, "sweep", "matmul", "config=2", W);
     assert_eq!(w[&0].0, 67_108_864.0);

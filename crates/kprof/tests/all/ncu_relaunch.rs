@@ -4,45 +4,12 @@
 #![cfg(unix)]
 
 use std::ffi::OsString;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use crate::common;
 use kprof::ncu::{
     relaunch_with, report_stem, ImportOptions, NcuError, NcuInstall, NcuMode, NcuOptions, NcuVersion, CHILD_ENV,
 };
-
-const FAKE_NCU: &str = r#"#!/bin/sh
-# A stand-in for ncu: behaviour chosen by FAKE_MODE.
-if [ "$1" = "--version" ]; then echo "Version 2025.3.1.0 (build 36398880)"; exit 0; fi
-if [ "$1" = "--import" ]; then
-  echo "==PROF== importing $2"
-  # The report holds the path of the CSV to print (or BADEXPORT).
-  csv=$(cat "$2")
-  if [ "$csv" = "BADEXPORT" ]; then echo "==ERROR== cannot read report $2" >&2; exit 3; fi
-  cat "$csv"; exit 0
-fi
-log=/dev/null; rep=""
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --log-file) log="$2"; shift 2;;
-    -o) rep="$2"; shift 2;;
-    --) shift; break;;
-    *) echo "$1" >> "$FAKE_ARGS"; shift;;
-  esac
-done
-echo "==PROF== Connected to process $$ ($1)" > "$log"
-case "$FAKE_MODE" in
-  ok) "$@" ; echo "==PROF== Disconnected from process $$" >> "$log"; echo "$FAKE_CSV" > "$rep"; exit 0;;
-  badexport) echo BADEXPORT > "$rep"; exit 0;;
-  perm) echo "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters on the target device 0." >> "$log"; exit 1;;
-  metric) echo "==ERROR== Failed to find metric nope__x.sum" >> "$log"; exit 1;;
-  crash) for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25; do echo "line $i" >> "$log"; done
-         echo "==ERROR== The application returned an error code (11)." >> "$log"; exit 11;;
-  signal) echo "about to die" >> "$log"; kill -9 $$;;
-  nokernels) echo "==WARNING== No kernels were profiled." >> "$log"; exit 0;;
-  noreport) exit 0;;
-esac
-"#;
 
 struct Fake {
     dir: tempfile::TempDir,
@@ -51,22 +18,8 @@ struct Fake {
 
 fn fake() -> Fake {
     let dir = tempfile::tempdir().unwrap();
-    let ncu = dir.path().join("ncu");
-    std::fs::write(&ncu, FAKE_NCU).unwrap();
-    std::fs::set_permissions(&ncu, std::fs::Permissions::from_mode(0o755)).unwrap();
-    // Another test thread may fork while our write fd is open; exec then fails with ETXTBSY
-    // until that child has exec'ed. Retry briefly.
-    let mut tries = 0;
-    let install = loop {
-        match NcuInstall::at(ncu.clone()) {
-            Ok(i) => break i,
-            Err(NcuError::VersionRun { source, .. }) if source.raw_os_error() == Some(26) && tries < 200 => {
-                tries += 1;
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            Err(e) => panic!("{e}"),
-        }
-    };
+    let ncu = common::write_fake_ncu(dir.path());
+    let install = common::retry_text_busy(|| NcuInstall::at(ncu.clone()));
     assert_eq!(install.version, NcuVersion::new(2025, 3, 1, 0));
     Fake { dir, install }
 }
@@ -92,6 +45,10 @@ impl Fake {
         import.benchmark = "matmul".into();
         import.metrics = Some(opts.metrics.clone());
         relaunch_with(&self.install, &opts, "/bin/sh", program_args, &env, &import)
+    }
+    /// The error of a run of `/bin/sh -c true` under the fake in mode `mode` (a failure of ncu's).
+    fn fail(&self, mode: &str) -> NcuError {
+        self.run(mode, &["-c", "true"]).unwrap_err()
     }
     fn path(&self, p: &str) -> PathBuf {
         self.dir.path().join(p)
@@ -142,8 +99,7 @@ fn success_runs_the_child_with_its_target_and_keeps_report_log_and_csv() {
 
 #[test]
 fn counter_permission_error_says_what_to_change() {
-    let f = fake();
-    let e = f.run("perm", &["-c", "true"]).unwrap_err();
+    let e = fake().fail("perm");
     assert!(matches!(e, NcuError::CounterPermission { .. }), "{e:?}");
     let msg = e.to_string();
     for want in [
@@ -160,8 +116,7 @@ fn counter_permission_error_says_what_to_change() {
 
 #[test]
 fn unknown_metric() {
-    let f = fake();
-    let e = f.run("metric", &["-c", "true"]).unwrap_err();
+    let e = fake().fail("metric");
     match &e {
         NcuError::InvalidMetric { metrics, .. } => assert_eq!(metrics, &vec!["nope__x.sum".to_string()]),
         other => panic!("{other:?}"),
@@ -171,8 +126,7 @@ fn unknown_metric() {
 
 #[test]
 fn crash_shows_exit_code_and_log_tail() {
-    let f = fake();
-    let e = f.run("crash", &["-c", "true"]).unwrap_err();
+    let e = fake().fail("crash");
     let msg = e.to_string();
     assert!(matches!(e, NcuError::Crashed { .. }), "{e:?}");
     assert!(msg.contains("exit code 11") && msg.contains("/bin/sh -c true"), "{msg}");
@@ -181,7 +135,7 @@ fn crash_shows_exit_code_and_log_tail() {
         "{msg}"
     );
     assert!(!msg.contains("line 5\n"), "tail only: {msg}");
-    let e = f.run("signal", &["-c", "true"]).unwrap_err();
+    let e = fake().fail("signal");
     assert!(
         e.to_string().contains("signal 9") && e.to_string().contains("about to die"),
         "{e}"
@@ -190,23 +144,21 @@ fn crash_shows_exit_code_and_log_tail() {
 
 #[test]
 fn nothing_profiled_and_missing_report() {
-    let f = fake();
-    let e = f.run("nokernels", &["-c", "true"]).unwrap_err();
+    let e = fake().fail("nokernels");
     let msg = e.to_string();
     assert!(matches!(e, NcuError::NoKernels { .. }), "{e:?}");
     assert!(
         msg.contains("regex:kprof@.+/") && msg.contains("KPROF_NCU_CHILD=bench.matmul"),
         "{msg}"
     );
-    let e = f.run("noreport", &["-c", "true"]).unwrap_err();
+    let e = fake().fail("noreport");
     assert!(matches!(e, NcuError::ReportMissing { .. }), "{e:?}");
     assert!(e.to_string().contains("r1.ncu-rep"), "{e}");
 }
 
 #[test]
 fn export_failure_shows_the_command_and_output() {
-    let f = fake();
-    let e = f.run("badexport", &["-c", "true"]).unwrap_err();
+    let e = fake().fail("badexport");
     assert!(matches!(e, NcuError::Export { .. }), "{e:?}");
     let msg = e.to_string();
     assert!(

@@ -5,6 +5,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use crate::common;
 use kprof::ncu::{
     find_ncu_in, ModeChoice, NcuError, NcuInstall, NcuMode, NcuModeRequest, NcuSearch, NcuVersion, ATTACH_MIN_VERSION,
     MIN_VERSION, MODE_ENV,
@@ -51,12 +52,17 @@ fn attach_support_by_version() {
     assert_eq!(ATTACH_MIN_VERSION.to_string(), "2026.2.1.0");
 }
 
+/// The versions too old for attach mode (or unknown), each with how kprof names what it found.
+const TOO_OLD: [(Option<NcuVersion>, &str); 3] = [
+    (Some(OLD), "found 2025.3.1.0"),
+    (Some(JUST_BELOW), "found 2026.2.0.9"),
+    (None, "found an ncu of unknown version"),
+];
+
 #[test]
 fn auto_relaunches_and_says_why() {
-    for (v, reason) in [
-        (Some(OLD), "attach needs ncu >= 2026.2.1.0; found 2025.3.1.0"),
-        (Some(JUST_BELOW), "attach needs ncu >= 2026.2.1.0; found 2026.2.0.9"),
-        (None, "attach needs ncu >= 2026.2.1.0; found an ncu of unknown version"),
+    let too_old = TOO_OLD.map(|(v, found)| (v, format!("attach needs ncu >= 2026.2.1.0; {found}")));
+    let new_enough = [
         (
             Some(ATTACH_MIN_VERSION),
             "ncu 2026.2.1.0 could attach, but kprof does not implement attach mode yet",
@@ -65,14 +71,16 @@ fn auto_relaunches_and_says_why() {
             Some(NEWER),
             "ncu 2027.1.0.0 could attach, but kprof does not implement attach mode yet",
         ),
-    ] {
+    ]
+    .map(|(v, reason)| (v, reason.to_string()));
+    for (v, reason) in too_old.into_iter().chain(new_enough) {
         let c = choose(NcuModeRequest::Auto, v).unwrap();
         assert_eq!(
             c,
             ModeChoice {
                 mode: NcuMode::Relaunch,
                 requested: NcuModeRequest::Auto,
-                reason: reason.into()
+                reason
             }
         );
     }
@@ -95,11 +103,7 @@ fn explicit_relaunch_works_with_every_version() {
 #[test]
 fn explicit_attach_is_one_clear_error() {
     // Older or unknown ncu: names the version found, the minimum and the fallback.
-    for (v, found) in [
-        (Some(OLD), "found 2025.3.1.0 at /x/ncu"),
-        (Some(JUST_BELOW), "found 2026.2.0.9 at /x/ncu"),
-        (None, "found an ncu of unknown version at /x/ncu"),
-    ] {
+    for (v, found) in TOO_OLD {
         let e = choose(NcuModeRequest::Attach, v).unwrap_err();
         assert!(matches!(e, NcuError::AttachUnavailable { .. }), "{e:?}");
         let msg = e.to_string();
@@ -107,7 +111,7 @@ fn explicit_attach_is_one_clear_error() {
             msg.starts_with("ncu attach mode needs Nsight Compute >= 2026.2.1.0 (CUDA 13.3 Update 1); "),
             "{msg}"
         );
-        assert!(msg.contains(found), "{msg}");
+        assert!(msg.contains(&format!("{found} at /x/ncu")), "{msg}");
         assert!(
             msg.contains("\"relaunch\"") && msg.contains("runs this ncu in relaunch mode"),
             "{msg}"
@@ -271,16 +275,6 @@ fn search_order_and_newest_opt_install() {
 
     // detect runs --version on what it found (retrying ETXTBSY: another test thread may have
     // forked while a fake was being written).
-    let mut tries = 0;
-    let i = loop {
-        match NcuInstall::detect_in(&s) {
-            Ok(i) => break i,
-            Err(NcuError::VersionRun { source, .. }) if source.raw_os_error() == Some(26) && tries < 200 => {
-                tries += 1;
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            Err(e) => panic!("{e}"),
-        }
-    };
+    let i = common::retry_text_busy(|| NcuInstall::detect_in(&s));
     assert_eq!(i.version, NcuVersion::new(2026, 2, 1, 0));
 }

@@ -5,7 +5,6 @@
 
 use std::collections::HashMap;
 use std::mem::{offset_of, size_of};
-use std::process::Command;
 
 use kprof::sys::nvtx::{self as abi, EventAttributes, ExportTableCallbacks, ExportTableVersionInfo};
 
@@ -44,38 +43,10 @@ int main(void) {
 #[test]
 fn nvtx_declarations_match_the_nvtx_13_0_headers() {
     let name = "nvtx_declarations_match_the_nvtx_13_0_headers";
-    let inc = match common::nvtx_include() {
-        Ok(d) => d,
-        Err(why) => return common::skip(name, &why),
+    let Some(inc) = common::or_skip_with_gcc(name, common::nvtx_include()) else {
+        return;
     };
-    if Command::new("gcc").arg("--version").output().is_err() {
-        return common::skip(name, "gcc is not installed");
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("nvtx_abi.c");
-    std::fs::write(&src, PROGRAM_C).unwrap();
-    let exe = dir.path().join("nvtx_abi");
-    let out = Command::new("gcc")
-        .arg(format!("-I{}", inc.display()))
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .arg("-ldl")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "gcc failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(Command::new(&exe).output().unwrap().stdout).unwrap();
-    let got: HashMap<&str, i64> = text
-        .lines()
-        .filter_map(|l| {
-            let (k, v) = l.split_once(' ')?;
-            Some((k, v.parse().ok()?))
-        })
-        .collect();
+    let got: HashMap<String, i64> = common::gcc_probe(&[("nvtx_abi.c", PROGRAM_C)], &inc, &["-ldl"]);
     let size = |m: i32| abi::CBID_SIZES.iter().find(|(x, _)| *x == m).unwrap().1 as i64;
     let want: Vec<(&str, i64)> = vec![
         ("NVTX_VERSION", abi::NVTX_VERSION as i64),
@@ -174,7 +145,7 @@ fn nvtx_declarations_match_the_nvtx_13_0_headers() {
     ];
     let mut bad = Vec::new();
     for (k, v) in &want {
-        match got.get(k) {
+        match got.get(*k) {
             Some(g) if g == v => {}
             other => bad.push(format!("{k}: header {other:?}, kprof {v}")),
         }
@@ -184,7 +155,7 @@ fn nvtx_declarations_match_the_nvtx_13_0_headers() {
         "NVTX declarations differ from the headers:\n{}",
         bad.join("\n")
     );
-    assert_eq!(got.len(), want.len(), "{text}");
+    assert_eq!(got.len(), want.len(), "{got:?}");
     // The largest table must fit every module.
     assert_eq!(
         abi::MAX_CBID_SIZE as i64,

@@ -16,9 +16,8 @@ use kprof::{ActivitySession, EngineError};
 #[test]
 fn loads_wheel_libcupti_and_fails_cleanly_without_a_driver() {
     let name = "loads_wheel_libcupti_and_fails_cleanly_without_a_driver";
-    let cu13 = match common::cupti_wheel() {
-        Ok(d) => d,
-        Err(why) => return common::skip(name, &why),
+    let Some(cu13) = common::or_skip(name, common::cupti_wheel()) else {
+        return;
     };
     let lib_dir = cu13.join("lib");
     let mut env = SearchEnv::default();

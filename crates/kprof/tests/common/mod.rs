@@ -1,8 +1,11 @@
 //! Shared helpers: find the CUPTI 13.0 PyPI wheel (headers + libcupti), extract it once.
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use kprof::ncu::{NcuError, NcuInstall};
 
 pub const WHEEL_SPEC: &str = "nvidia-cuda-cupti==13.0.85";
 
@@ -11,7 +14,8 @@ fn extract_root() -> PathBuf {
     std::env::temp_dir().join("kprof-cupti-wheel-13.0.85")
 }
 
-fn find_wheel(dir: &Path) -> Option<PathBuf> {
+/// The wheel in `dir` whose file name starts with `stem` (`name-version`).
+fn find_wheel(dir: &Path, stem: &str) -> Option<PathBuf> {
     std::fs::read_dir(dir)
         .ok()?
         .filter_map(|e| e.ok())
@@ -19,9 +23,11 @@ fn find_wheel(dir: &Path) -> Option<PathBuf> {
         .find(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("nvidia_cuda_cupti-13.0.85") && n.ends_with(".whl"))
+                .is_some_and(|n| n.starts_with(stem) && n.ends_with(".whl"))
         })
 }
+
+const CUPTI_WHEEL_STEM: &str = "nvidia_cuda_cupti-13.0.85";
 
 /// Returns the extracted `nvidia/cu13` directory (with `include/` and `lib/`), or why not.
 /// Looks in `$KPROF_CUPTI_WHEEL_DIR`, `/tmp/cupti-wheel`, then tries `pip download`.
@@ -38,7 +44,7 @@ pub fn cupti_wheel() -> Result<PathBuf, String> {
         dirs.push(d.into());
     }
     dirs.push("/tmp/cupti-wheel".into());
-    let mut wheel = dirs.iter().find_map(|d| find_wheel(d));
+    let mut wheel = dirs.iter().find_map(|d| find_wheel(d, CUPTI_WHEEL_STEM));
     if wheel.is_none() {
         let dl = std::env::temp_dir().join("kprof-cupti-wheel-download");
         let _ = std::fs::create_dir_all(&dl);
@@ -50,7 +56,7 @@ pub fn cupti_wheel() -> Result<PathBuf, String> {
                 .is_ok_and(|s| s.success())
         });
         if ok {
-            wheel = find_wheel(&dl);
+            wheel = find_wheel(&dl, CUPTI_WHEEL_STEM);
         }
     }
     let wheel = wheel.ok_or_else(|| {
@@ -60,19 +66,80 @@ pub fn cupti_wheel() -> Result<PathBuf, String> {
         )
     })?;
     std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
-    let status = Command::new("python3")
-        .args([
-            "-c",
-            "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])",
-        ])
-        .arg(&wheel)
-        .arg(&root)
-        .status()
-        .map_err(|e| format!("python3 to unzip the wheel: {e}"))?;
+    let status = unzip(&wheel, &root)?;
     if !status.success() || !cu13.join("include/cupti_activity.h").is_file() {
         return Err(format!("could not extract {}", wheel.display()));
     }
     Ok(cu13)
+}
+
+/// Unpacks the wheel `wheel` into `root` (with Python's zipfile: no unzip tool needed).
+fn unzip(wheel: &Path, root: &Path) -> Result<std::process::ExitStatus, String> {
+    Command::new("python3")
+        .args([
+            "-c",
+            "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])",
+        ])
+        .arg(wheel)
+        .arg(root)
+        .status()
+        .map_err(|e| format!("python3 to unzip the wheel: {e}"))
+}
+
+/// The directory `found` (from [`cupti_wheel`] or [`nvtx_include`]), or `None` after printing why
+/// `test` is skipped.
+pub fn or_skip(test: &str, found: Result<PathBuf, String>) -> Option<PathBuf> {
+    found.map_err(|why| skip(test, &why)).ok()
+}
+
+/// [`or_skip`], and `None` as well (after printing that `test` is skipped) when gcc does not run.
+pub fn or_skip_with_gcc(test: &str, found: Result<PathBuf, String>) -> Option<PathBuf> {
+    let dir = or_skip(test, found)?;
+    if Command::new("gcc").arg("--version").output().is_err() {
+        skip(test, "gcc is not installed");
+        return None;
+    }
+    Some(dir)
+}
+
+/// Runs `compile` (a C or C++ compiler call that writes the program `exe`), fails the test with
+/// the compiler's messages when it fails, then runs `exe`: its standard output.
+pub fn build_and_run(compile: &mut Command, exe: &Path) -> String {
+    let out = compile.output().unwrap();
+    assert!(
+        out.status.success(),
+        "compiling {} failed:\n{}",
+        exe.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(Command::new(exe).output().unwrap().stdout).unwrap()
+}
+
+/// Builds with gcc, in a new temporary folder, the C program `files[0]` (a name and its text),
+/// with the other `files` beside it as headers, `include` searched for headers too and `libs`
+/// linked, and runs it: its `key value` lines, the values parsed.
+pub fn gcc_probe<V: std::str::FromStr>(files: &[(&str, &str)], include: &Path, libs: &[&str]) -> HashMap<String, V> {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let exe = dir.path().join("probe");
+    let text = build_and_run(
+        Command::new("gcc")
+            .arg(format!("-I{}", dir.path().display()))
+            .arg(format!("-I{}", include.display()))
+            .arg(dir.path().join(files[0].0))
+            .arg("-o")
+            .arg(&exe)
+            .args(libs),
+        &exe,
+    );
+    text.lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            Some((k.to_string(), v.parse().ok()?))
+        })
+        .collect()
 }
 
 /// Prints a skip reason in a way that shows with `--nocapture` and in the test summary output.
@@ -103,17 +170,7 @@ pub fn nvtx_include() -> Result<PathBuf, String> {
     }
     let dl = std::env::temp_dir().join("kprof-nvtx-wheel-download");
     let _ = std::fs::create_dir_all(&dl);
-    let find = || {
-        std::fs::read_dir(&dl)
-            .ok()?
-            .filter_map(|e| e.ok())
-            .map(|e| e.path())
-            .find(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with("nvidia_nvtx-13.0.85") && n.ends_with(".whl"))
-            })
-    };
+    let find = || find_wheel(&dl, "nvidia_nvtx-13.0.85");
     if find().is_none() {
         for py in ["python3", "python"] {
             let ok = Command::new(py)
@@ -131,17 +188,38 @@ pub fn nvtx_include() -> Result<PathBuf, String> {
             "the {NVTX_WHEEL_SPEC} wheel is not unpacked at $KPROF_NVTX_INCLUDE and `pip download` failed (offline?)"
         )
     })?;
-    let status = Command::new("python3")
-        .args([
-            "-c",
-            "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])",
-        ])
-        .arg(&wheel)
-        .arg(&root)
-        .status()
-        .map_err(|e| format!("python3 to unzip the wheel: {e}"))?;
+    let status = unzip(&wheel, &root)?;
     if !status.success() || !has(&inc) {
         return Err(format!("could not extract {}", wheel.display()));
     }
     Ok(inc)
+}
+
+/// Writes the shared fake `ncu` (`tests/fixtures/fake-ncu/ncu.sh`, see its top) into `dir` as an
+/// executable `ncu`: its path.
+#[cfg(unix)]
+pub fn write_fake_ncu(dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/fake-ncu/ncu.sh");
+    let ncu = dir.join("ncu");
+    std::fs::write(&ncu, std::fs::read(script).unwrap()).unwrap();
+    std::fs::set_permissions(&ncu, std::fs::Permissions::from_mode(0o755)).unwrap();
+    ncu
+}
+
+/// The install `find` gives (a lookup that runs `ncu --version`). Another test thread may fork
+/// while a fake ncu's write fd is open; exec then fails with ETXTBSY until that child has
+/// exec'ed: retried briefly.
+pub fn retry_text_busy(mut find: impl FnMut() -> Result<NcuInstall, NcuError>) -> NcuInstall {
+    let mut tries = 0;
+    loop {
+        match find() {
+            Ok(i) => return i,
+            Err(NcuError::VersionRun { source, .. }) if source.raw_os_error() == Some(26) && tries < 200 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
 }

@@ -108,15 +108,7 @@ impl Mock {
 }
 
 impl Backend for Mock {
-    fn timestamp_ns(&self) -> u64 {
-        self.clock.fetch_add(1, Ordering::SeqCst)
-    }
-    fn thread_id(&self) -> u64 {
-        1
-    }
-    fn encode_key(&self, call: u64, config: u64, run: u64, region: u64) -> Result<u64, EngineError> {
-        Ok(call << 52 | config << 32 | run << 12 | region)
-    }
+    mock_clock_thread_and_keys!();
     fn enter(&self, key: u64, _name: &str) -> Result<(), EngineError> {
         self.stack.lock().unwrap().push(key);
         Ok(())

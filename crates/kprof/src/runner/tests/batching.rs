@@ -28,6 +28,26 @@ fn rows(raw: &RawResults) -> Vec<String> {
         .collect()
 }
 
+/// A profiler on a new mock that flushes by `policy`, and the mock.
+fn flushing(policy: FlushPolicy) -> (Arc<Mock>, Profiler) {
+    let mock = Arc::new(Mock::default());
+    let mut p = profiler(&mock);
+    p.set_flush_policy(policy);
+    (mock, p)
+}
+
+/// `runs` runs of each configuration in turn, no warm-up, no cache flush, raw CSVs into `dir`.
+fn sequential_into(runs: u32, dir: &Path) -> BenchOptions {
+    BenchOptions {
+        runs,
+        warmup: 0,
+        cache: CacheControl::None,
+        order: RunOrder::Sequential,
+        output_prefix: Some(dir.to_path_buf()),
+        ..Default::default()
+    }
+}
+
 /// How long a kernel of (config, run, part) lasts in `sweep_with`; warm-ups add 10^9.
 fn dur(config: usize, run: u32, warmup: bool, part: u64) -> u64 {
     100_000 * (config as u64 + 1) + 1000 * run as u64 + part + if warmup { 1_000_000_000 } else { 0 }
@@ -37,9 +57,7 @@ fn dur(config: usize, run: u32, warmup: bool, part: u64) -> u64 {
 /// one launched from a second thread inside the outer region (attributed by key only in the
 /// mock, by launch time on a GPU). Returns the results, the profiler and the mock.
 fn sweep_with(policy: FlushPolicy, order: RunOrder) -> (RawResults, Profiler, Arc<Mock>) {
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
-    p.set_flush_policy(policy);
+    let (mock, mut p) = flushing(policy);
     let m = mock.clone();
     let opts = BenchOptions {
         runs: 10,
@@ -134,16 +152,9 @@ fn a_zero_time_budget_flushes_after_every_run_and_zero_runs_counts_as_one() {
 
 /// Adaptive stopping over 2 configs (one stable, one noisy) under a flush policy.
 fn adaptive(policy: FlushPolicy, order: RunOrder) -> (RawResults, Profiler) {
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
-    p.set_flush_policy(policy);
+    let (mock, mut p) = flushing(policy);
     let m = mock.clone();
-    let stopping = StoppingPolicy {
-        min_runs: 3,
-        max_runs: 20,
-        target_rel_ci_half_width: Some(0.01),
-        ..StoppingPolicy::fixed(20)
-    };
+    let stopping = super::ci_target_policy();
     let opts = BenchOptions {
         warmup: 1,
         cache: CacheControl::None,
@@ -189,9 +200,7 @@ fn adaptive_stopping_decides_as_before_with_batched_flushes() {
 /// The failure scenario of `failures_are_nan_with_ignore_failures_and_errors_without`, plus
 /// a failed warm-up, a region marked failed and an empty region, in the given order.
 fn failing(policy: FlushPolicy, order: RunOrder, ignore: bool, dir: &Path) -> (Result<RawResults, String>, Profiler) {
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
-    p.set_flush_policy(policy);
+    let (mock, mut p) = flushing(policy);
     let m = mock.clone();
     let opts = BenchOptions {
         runs: 3,
@@ -266,14 +275,7 @@ fn an_engine_error_mid_batch_still_records_and_writes_the_runs_before_it() {
         let mut p = profiler(&mock);
         p.set_flush_policy(policy);
         let m = mock.clone();
-        let opts = BenchOptions {
-            runs: 3,
-            warmup: 0,
-            cache: CacheControl::None,
-            order: RunOrder::Sequential,
-            output_prefix: Some(dir.path().to_path_buf()),
-            ..Default::default()
-        };
+        let opts = sequential_into(3, dir.path());
         let e = p
             .bench("e", &configs(2), &opts, |_, run| {
                 let _g = run.region("k")?;
@@ -298,14 +300,7 @@ fn a_finished_config_is_written_at_the_flush_that_records_its_last_run() {
     let m = mock.clone();
     let path = dir.path().join("w-raw.csv");
     let mut on_disk = Vec::new();
-    let opts = BenchOptions {
-        runs: 2,
-        warmup: 0,
-        cache: CacheControl::None,
-        order: RunOrder::Sequential,
-        output_prefix: Some(dir.path().to_path_buf()),
-        ..Default::default()
-    };
+    let opts = sequential_into(2, dir.path());
     p.bench("w", &configs(3), &opts, |_, run| {
         let rows = std::fs::read_to_string(&path).map(|s| s.lines().count() - 1);
         on_disk.push(rows.unwrap_or(0));

@@ -177,11 +177,7 @@ fn the_run_loop_reads_no_nvml_per_run_only_the_sampler_thread_polls() {
         source_threads: threads.clone(),
     })));
     p.conditions.set_poll_interval(Duration::from_millis(5));
-    let opts = BenchOptions {
-        runs: 20,
-        warmup: 2,
-        ..Default::default()
-    };
+    let opts = super::runs_and_warmup(20, 2);
     let raw = p.bench("g", &configs(3), &opts, body(mock.clone())).unwrap();
     assert_eq!(raw.samples.len(), 3 * 20 * 2);
     let me = std::thread::current().id();
@@ -218,11 +214,7 @@ fn the_thermal_guard_runs_before_every_run_and_its_wait_is_reported() {
         source_threads: Arc::default(),
     })));
     p.conditions.set_poll_interval(Duration::from_millis(1));
-    let opts = BenchOptions {
-        runs: 3,
-        warmup: 1,
-        ..Default::default()
-    };
+    let opts = super::runs_and_warmup(3, 1);
     let raw = p.bench("g", &configs(1), &opts, slow_body(mock.clone())).unwrap();
     // One headroom read per run (4 runs) plus 3 polls while cooling.
     assert_eq!(reads.load(Ordering::SeqCst), 4 + 3);
