@@ -202,7 +202,12 @@ pub fn diagnose(env: &SearchEnv, verbose: bool) -> Vec<Finding> {
             }
         }
         Err(e) => {
-            out.push(missing_library(LibKind::Cuda, "CUDA driver", "libcuda is missing or unusable", &e));
+            out.push(missing_library(
+                LibKind::Cuda,
+                "CUDA driver",
+                "libcuda is missing or unusable",
+                &e,
+            ));
             if verbose {
                 for l in plan_lines(LibKind::Cuda, env) {
                     out.push(f(Level::Info, "libcuda search", l, None));

@@ -261,15 +261,9 @@ mod tests {
         let d1 = Some(ExtraValue::Number(1.0));
         let a = part("mm", &[1.0], Some(0.0), d0.clone());
         let b = part("mm", &[1.0], Some(1.0), d0.clone());
-        assert_eq!(
-            KeyPlan::of([&a, &b]),
-            RANK_AND_DEVICE
-        );
+        assert_eq!(KeyPlan::of([&a, &b]), RANK_AND_DEVICE);
         let c = part("mm", &[1.0], Some(1.0), d1.clone());
-        assert_eq!(
-            KeyPlan::of([&a, &c]),
-            RANK_AND_DEVICE
-        );
+        assert_eq!(KeyPlan::of([&a, &c]), RANK_AND_DEVICE);
         // No rank, one device: today's keys.
         let p = part("mm", &[1.0], None, d0.clone());
         assert!(!KeyPlan::of([&p]).any());
@@ -289,11 +283,7 @@ mod tests {
     #[test]
     fn promote_moves_the_columns_into_the_configuration() {
         let raw = part("mm", &[5.0, 6.0], Some(1.0), Some(ExtraValue::Text("0|1".into())));
-        let p = promote(
-            &raw,
-            RANK_AND_DEVICE,
-        )
-        .unwrap();
+        let p = promote(&raw, RANK_AND_DEVICE).unwrap();
         let cfg = p.config_of(p.series_of(&p.samples[0]));
         assert_eq!(cfg.get("Rank"), Some(&ParamValue::Int(1)));
         assert_eq!(cfg.get("Device"), Some(&ParamValue::Str("0|1".into())));

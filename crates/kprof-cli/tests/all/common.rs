@@ -7,7 +7,9 @@ use std::process::{Command, Output};
 
 /// `tests/fixtures/<rel>` of the repository.
 pub fn fixture_path(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(rel)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(rel)
 }
 
 /// [`fixture_path`] as a command-line argument.

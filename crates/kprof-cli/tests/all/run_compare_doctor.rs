@@ -13,7 +13,13 @@ fn fixture(name: &str) -> PathBuf {
 
 /// `kprof compare OPTIONS BASE NEW`.
 fn compare(options: &[&str], base: &Path, new: &Path) -> Output {
-    kprof().arg("compare").args(options).arg(base).arg(new).output().unwrap()
+    kprof()
+        .arg("compare")
+        .args(options)
+        .arg(base)
+        .arg(new)
+        .output()
+        .unwrap()
 }
 
 /// A copy of a raw fixture with every value multiplied by `factor`.

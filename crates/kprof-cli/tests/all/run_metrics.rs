@@ -163,7 +163,12 @@ fn the_launches_of_each_repetition_follow_metrics_and_durations() {
             })
             .collect()
     };
-    let metrics = ["--repeat", "2", "--metrics", "dram__bytes_read.sum,gpu__time_duration.sum"];
+    let metrics = [
+        "--repeat",
+        "2",
+        "--metrics",
+        "dram__bytes_read.sum,gpu__time_duration.sum",
+    ];
     // By default one counter launch per repetition, which also collects the durations.
     let o = run("16", &metrics);
     assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
@@ -312,7 +317,13 @@ fn verbose_prints_the_time_split_and_every_run_writes_it() {
             .output()
             .unwrap()
     };
-    let o = run(&["--verbose", "--metrics", "dram__bytes_read.sum", "--durations", "records"]);
+    let o = run(&[
+        "--verbose",
+        "--metrics",
+        "dram__bytes_read.sum",
+        "--durations",
+        "records",
+    ]);
     let err = String::from_utf8_lossy(&o.stderr);
     // The fake processes wrote no samples: exit 1, but the split is printed and written.
     assert_eq!(o.status.code(), Some(1), "{err}");

@@ -12,8 +12,7 @@ use crate::common::{self, fake_inject_lib as fake_lib};
 
 fn kprof() -> Command {
     let mut c = common::kprof();
-    c.env_remove("KPROF_STORE")
-        .env("KPROF_NO_DEVICE", "1");
+    c.env_remove("KPROF_STORE").env("KPROF_NO_DEVICE", "1");
     for v in [
         "RANK",
         "LOCAL_RANK",
