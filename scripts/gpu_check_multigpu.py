@@ -36,6 +36,9 @@ MEDIAN_PCT = 1.0
 TARGET = {2: 1.8, 4: 3.5}
 
 
+# The workers' functions are defined here, not imported from gpu_check_scaleout.py: without
+# cloudpickle they travel by name, and the workers look for their kprof wrappers (these settings)
+# at the top of the function's own module.
 def matmul(n: int) -> None:
     a = torch.randn(n, n, device="cuda")
     b = torch.randn(n, n, device="cuda")

@@ -231,20 +231,25 @@ fn check_h(cx: &mut Ctx) -> Result<Row, BoxError> {
     let mut prof = Profiler::with_cuda_events()?;
     let (e0, e1) = (cx.timing_event()?, cx.timing_event()?);
     let mut ev = Vec::new();
-    let raw = prof.bench("h_cuda_events", &one_size(n), &cx.opts(10, 2, CacheControl::None), |_, run| {
-        e0.record(&s)?;
-        {
-            let _r = run.region("three")?;
-            k.scale(&s, &mut y, &x, 2.0, n)?;
-            k.add(&s, &mut y, &x, n)?;
-            k.scale(&s, &mut z, &y, 0.5, n)?;
-        }
-        e1.record(&s)?;
-        if !run.is_warmup() {
-            ev.push(event_ns(&e0, &e1)?);
-        }
-        Ok(())
-    })?;
+    let raw = prof.bench(
+        "h_cuda_events",
+        &one_size(n),
+        &cx.opts(10, 2, CacheControl::None),
+        |_, run| {
+            e0.record(&s)?;
+            {
+                let _r = run.region("three")?;
+                k.scale(&s, &mut y, &x, 2.0, n)?;
+                k.add(&s, &mut y, &x, n)?;
+                k.scale(&s, &mut z, &y, 0.5, n)?;
+            }
+            e1.record(&s)?;
+            if !run.is_warmup() {
+                ev.push(event_ns(&e0, &e1)?);
+            }
+            Ok(())
+        },
+    )?;
     let vals = region_values(&raw, "three", None);
     let metric_ok = raw
         .series
@@ -319,12 +324,17 @@ fn check_c(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
     let s = cx.gpu.stream.clone();
     let [x, mut y, mut z] = common::operands(&s, n)?;
     let k = &cx.k;
-    let raw = prof.bench("c_three_kernels", &one_size(n), &cx.opts(5, 1, CacheControl::None), |_, run| {
-        let _r = run.region("three")?;
-        k.scale(&s, &mut y, &x, 2.0, n)?;
-        k.add(&s, &mut y, &x, n)?;
-        k.scale(&s, &mut z, &y, 0.5, n)
-    })?;
+    let raw = prof.bench(
+        "c_three_kernels",
+        &one_size(n),
+        &cx.opts(5, 1, CacheControl::None),
+        |_, run| {
+            let _r = run.region("three")?;
+            k.scale(&s, &mut y, &x, 2.0, n)?;
+            k.add(&s, &mut y, &x, n)?;
+            k.scale(&s, &mut z, &y, 0.5, n)
+        },
+    )?;
     let rows = per_sample(&raw);
     let ok = rows.len() == 5
         && rows
@@ -361,22 +371,27 @@ fn check_d(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
     let mut y2 = s.alloc_zeros::<f32>(n as usize)?;
     cx.gpu.sync()?;
     let (k, ctx) = (&cx.k, &cx.gpu.ctx);
-    let raw = prof.bench("d_second_thread", &one_size(n), &cx.opts(5, 1, CacheControl::None), |_, run| {
-        let _r = run.region("threaded")?;
-        k.scale(&s, &mut y, &x, 2.0, n)?;
-        let (x, y2, s2) = (&x, &mut y2, &s2);
-        std::thread::scope(|sc| {
-            sc.spawn(move || -> Result<(), BoxError> {
-                ctx.bind_to_thread()?;
-                k.add(s2, y2, x, n)?;
-                k.add(s2, y2, x, n)?;
-                s2.synchronize()?;
-                Ok(())
+    let raw = prof.bench(
+        "d_second_thread",
+        &one_size(n),
+        &cx.opts(5, 1, CacheControl::None),
+        |_, run| {
+            let _r = run.region("threaded")?;
+            k.scale(&s, &mut y, &x, 2.0, n)?;
+            let (x, y2, s2) = (&x, &mut y2, &s2);
+            std::thread::scope(|sc| {
+                sc.spawn(move || -> Result<(), BoxError> {
+                    ctx.bind_to_thread()?;
+                    k.add(s2, y2, x, n)?;
+                    k.add(s2, y2, x, n)?;
+                    s2.synchronize()?;
+                    Ok(())
+                })
+                .join()
+                .map_err(|_| -> BoxError { "worker thread panicked".into() })?
             })
-            .join()
-            .map_err(|_| -> BoxError { "worker thread panicked".into() })?
-        })
-    })?;
+        },
+    )?;
     let rows = per_sample(&raw);
     let ok = rows.len() == 5 && rows.iter().all(|r| r.3 == 3 && r.5.matches("kprof_add").count() == 2);
     let first = rows.first().cloned().unwrap_or_default();

@@ -168,8 +168,14 @@ mod tests {
         assert_eq!(got.graph_trace(), GraphTrace::Nodes);
         // An unknown value names the variable, the value and the choices.
         for (vars, want) in [
-            (&[(KERNEL_TRACE_ENV, "parallel")], ["KPROF_KERNEL_TRACE=\"parallel\"", "'concurrent', 'serial'"]),
-            (&[(GRAPH_TRACE_ENV, "all")], ["KPROF_GRAPH_TRACE=\"all\"", "'graph', 'nodes'"]),
+            (
+                &[(KERNEL_TRACE_ENV, "parallel")],
+                ["KPROF_KERNEL_TRACE=\"parallel\"", "'concurrent', 'serial'"],
+            ),
+            (
+                &[(GRAPH_TRACE_ENV, "all")],
+                ["KPROF_GRAPH_TRACE=\"all\"", "'graph', 'nodes'"],
+            ),
         ] {
             let msg = trace_options_from(serial, &table(vars)).unwrap_err().to_string();
             assert!(want.iter().all(|w| msg.contains(w)), "{msg}");

@@ -312,9 +312,15 @@ mod tests {
             .contains("\"counters\":{\"metrics\":["));
         assert!(RunSpec::default().to_json().unwrap().contains("\"counters\":null"));
         let text = counter_spec().to_json().unwrap();
-        assert!(text.contains("\"kernel_trace\":\"serial\",\"graph_trace\":\"graph\""), "{text}");
+        assert!(
+            text.contains("\"kernel_trace\":\"serial\",\"graph_trace\":\"graph\""),
+            "{text}"
+        );
         let text = RunSpec::default().to_json().unwrap();
-        assert!(text.contains("\"kernel_trace\":\"concurrent\",\"graph_trace\":null"), "{text}");
+        assert!(
+            text.contains("\"kernel_trace\":\"concurrent\",\"graph_trace\":null"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -356,9 +362,16 @@ mod tests {
         let e = RunSpec::from_json(r#"{"version":1,"counters":{"metrics":[],"replay_mode":"app"}}"#).unwrap_err();
         assert!(e.to_string().contains("replay_mode must be one of"), "{e}");
         let e = RunSpec::from_json(r#"{"version":1,"kernel_trace":"parallel"}"#).unwrap_err();
-        assert!(e.to_string().contains("kernel_trace must be one of 'concurrent', 'serial'"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("kernel_trace must be one of 'concurrent', 'serial'"),
+            "{e}"
+        );
         let e = RunSpec::from_json(r#"{"version":1,"graph_trace":"all"}"#).unwrap_err();
-        assert!(e.to_string().contains("graph_trace must be one of 'graph', 'nodes'"), "{e}");
+        assert!(
+            e.to_string().contains("graph_trace must be one of 'graph', 'nodes'"),
+            "{e}"
+        );
         assert_eq!(
             RunSpec::output_of_invalid(r#"{"version":2,"output":"/x"}"#),
             Some(PathBuf::from("/x"))

@@ -64,10 +64,10 @@ mod run;
 mod schedule;
 
 pub use crate::counters::ReplayMode;
+pub use crate::overrides::{L2_FLUSH_BYTES_ENV, L2_FLUSH_ENV};
 pub use counter_pass::{is_counter_metric, release_counters, CounterPlan};
 pub use kprof_core::policy::{Decision, StopReason, StoppingPolicy};
 pub use kprof_core::transforms::Reducer;
-pub use crate::overrides::{L2_FLUSH_BYTES_ENV, L2_FLUSH_ENV};
 pub(crate) use l2_flush::FlushSpec;
 pub use options::{BenchOptions, CacheControl, ClockControl, DurationSource, FlushPolicy, RunOrder};
 pub use profiler::{Profiler, CUDA_EVENTS_METRIC};
@@ -91,6 +91,16 @@ pub const ENV_PAUSE_BETWEEN_BENCHMARKS: &str = "KPROF_PAUSE_BETWEEN_BENCHMARKS";
 /// (demangled with or without parameters, bare function name).
 fn kernel_matches(k: &KernelRun, ignore: &str) -> bool {
     k.demangled.as_deref() == Some(ignore) || kprof_core::kernels::matches(&k.name, ignore)
+}
+
+/// The `(kernel name, duration in ns)` of a region's kernels from the records, without the
+/// kernels [`BenchOptions::ignore_kernels`] names, in launch order.
+fn record_durations<'a>(kernels: &'a [KernelRun], opts: &BenchOptions) -> Vec<(&'a str, f64)> {
+    kernels
+        .iter()
+        .filter(|k| !opts.ignore_kernels.iter().any(|ig| kernel_matches(k, ig)))
+        .map(|k| (k.name.as_str(), k.end_ns.saturating_sub(k.start_ns) as f64))
+        .collect()
 }
 
 /// The raw CSV path for a benchmark under an output prefix.

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
 use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use kprof::core::model::RawResults;
 use kprof::driver::{CuContext, DeviceProps, Driver};
 use kprof::loader::SearchEnv;
-use kprof::core::model::RawResults;
 use kprof::runner::{BenchOptions, CacheControl, Profiler};
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -423,7 +423,8 @@ impl RawKernel {
         let dev = result::device::get(0).map_err(|e| format!("cuDeviceGet: {e}"))?;
         let attr = sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
         // SAFETY: `dev` is device 0 from cuDeviceGet.
-        let sms = unsafe { result::device::get_attribute(dev, attr) }.map_err(|e| format!("cuDeviceGetAttribute: {e}"))?;
+        let sms =
+            unsafe { result::device::get_attribute(dev, attr) }.map_err(|e| format!("cuDeviceGetAttribute: {e}"))?;
         let image = CString::new(ptx).map_err(|_| "the PTX holds a NUL")?;
         let mut log = vec![0u8; 8192];
         let mut options = [
@@ -434,7 +435,13 @@ impl RawKernel {
         let mut module: sys::CUmodule = std::ptr::null_mut();
         // SAFETY: a NUL-terminated PTX image, and the JIT log's buffer and size, alive for the call.
         let rc = unsafe {
-            sys::cuModuleLoadDataEx(&mut module, image.as_ptr().cast(), 2, options.as_mut_ptr(), values.as_mut_ptr())
+            sys::cuModuleLoadDataEx(
+                &mut module,
+                image.as_ptr().cast(),
+                2,
+                options.as_mut_ptr(),
+                values.as_mut_ptr(),
+            )
         };
         if let Err(e) = rc.result() {
             let text = String::from_utf8_lossy(&log).trim_end_matches('\0').to_string();

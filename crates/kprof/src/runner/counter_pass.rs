@@ -631,9 +631,7 @@ impl Profiler {
                         }
                     }
                     // A flush before every region, outside the user ranges, as in the timing pass.
-                    let r = with_sink(sink, || {
-                        pass_closure(&backend, at, key_run, f, cold.then_some(flush))
-                    });
+                    let r = with_sink(sink, || pass_closure(&backend, at, key_run, f, cold.then_some(flush)));
                     if let Some(msg) = r {
                         failure.get_or_insert(msg);
                     }
@@ -692,14 +690,12 @@ impl Profiler {
                 for (m, u) in plan.metrics.iter().zip(&plan.units) {
                     if records_instead && m == DEFAULT_METRIC && !s.failed {
                         let kernels = collected.by_region.get(&s.key).map(Vec::as_slice).unwrap_or(&[]);
-                        let pairs: Vec<(&str, f64)> = kernels
-                            .iter()
-                            .filter(|k| !opts.ignore_kernels.iter().any(|ig| kernel_matches(k, ig)))
-                            .map(|k| (k.name.as_str(), k.end_ns.saturating_sub(k.start_ns) as f64))
-                            .collect();
+                        let pairs = record_durations(kernels, opts);
                         if let Some((kname, value)) = combine_kernels(&pairs, &opts.combine) {
                             let counters = std::mem::replace(&mut me.duration_source, DurationSource::Records.as_str());
-                            let pushed = me.push_sample_as(raw, name, &s.name, m, u, step, device_idx, value, &kname, &pairs, None);
+                            let pushed = me.push_sample_as(
+                                raw, name, &s.name, m, u, step, device_idx, value, &kname, &pairs, None,
+                            );
                             me.duration_source = counters;
                             pushed?;
                             from_records += 1;

@@ -10,9 +10,9 @@ use super::l2_flush::L2Flusher;
 use super::ENV_PAUSE_BETWEEN_BENCHMARKS;
 use super::{host_name, Backend, Collected, FlushSpec, KernelRun, Span};
 use crate::attribution::{attribute, encode_region_key, RegionSpan};
+use crate::choices::TraceOptions;
 use crate::conditions::fingerprint::format_cuda_version;
 use crate::conditions::FingerprintInputs;
-use crate::choices::TraceOptions;
 use crate::cupti::collector::{current_thread_id, ActivitySession};
 use crate::cupti::records::{ActivityBatch, KernelRecord};
 use crate::error::EngineError;
@@ -116,9 +116,7 @@ pub(super) fn collect_batch(batch: &ActivityBatch, regions: &[RegionSpan]) -> Co
     let by_region = att
         .by_region
         .into_iter()
-        .map(|(id, ks)| {
-            (id, ks.into_iter().map(kernel_run).collect())
-        })
+        .map(|(id, ks)| (id, ks.into_iter().map(kernel_run).collect()))
         .collect();
     let outside = att.unattributed.iter().cloned().map(kernel_run).collect();
     Collected {

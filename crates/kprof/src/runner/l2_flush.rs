@@ -179,7 +179,8 @@ mod tests {
         for bad in [1000, 0] {
             let msg = flush_buffer_bytes(l2, Some(bad)).unwrap_err().to_string();
             assert!(
-                msg.contains(&format!("l2_flush_bytes={bad} (or KPROF_L2_FLUSH_BYTES)")) && msg.contains("at least the L2"),
+                msg.contains(&format!("l2_flush_bytes={bad} (or KPROF_L2_FLUSH_BYTES)"))
+                    && msg.contains("at least the L2"),
                 "{msg}"
             );
         }

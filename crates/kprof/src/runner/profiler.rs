@@ -16,7 +16,7 @@ use kprof_core::transforms::combine_kernels;
 
 use super::run::{RunInner, RunState, SpanRec};
 use super::{
-    closure_error, invalid_option, kernel_matches, model_error, raw_csv_path, write_raw, Backend, BenchOptions,
+    closure_error, invalid_option, model_error, raw_csv_path, record_durations, write_raw, Backend, BenchOptions,
     CacheControl, Collected, DurationSource, FlushPolicy, Progress, Run, Scheduler, Span, Step, DEFAULT_UNIT,
 };
 use super::{counter_pass, events, gpu, progress};
@@ -518,7 +518,9 @@ impl Profiler {
     /// enabled it, 128.0-128.1 us once it had been, CUDA events 135.7 us: calls 19 and 22);
     /// otherwise the counters when they can be used ([`Profiler::counters_prepare`]).
     fn resolve_auto(&mut self, sw: &mut Sweep<'_>) -> Result<(), EngineError> {
-        let Some(before) = sw.auto_pending.take() else { return Ok(()) };
+        let Some(before) = sw.auto_pending.take() else {
+            return Ok(());
+        };
         if self.backend.graph_launches_from_nodes() != before {
             self.warnings.push(format!(
                 "{}: durations are CUPTI kernel records, not Nsight Compute's gpu__time_duration: the benchmark \
@@ -671,11 +673,7 @@ impl Profiler {
                     ))
                 } else {
                     let kernels = collected.by_region.get(&s.key).map(Vec::as_slice).unwrap_or(&[]);
-                    let pairs: Vec<(&str, f64)> = kernels
-                        .iter()
-                        .filter(|k| !opts.ignore_kernels.iter().any(|ig| kernel_matches(k, ig)))
-                        .map(|k| (k.name.as_str(), k.end_ns.saturating_sub(k.start_ns) as f64))
-                        .collect();
+                    let pairs = record_durations(kernels, opts);
                     match combine_kernels(&pairs, &opts.combine) {
                         Some((kname, value)) => {
                             total += value;
@@ -748,7 +746,8 @@ impl Profiler {
         if at.opts.cache == CacheControl::All {
             self.backend.flush_l2(at.opts.flush_spec())?;
         }
-        self.conditions.before_run(at.step.config, at.config, at.step.run, at.step.warmup)?;
+        self.conditions
+            .before_run(at.step.config, at.config, at.step.run, at.step.warmup)?;
         // Warm-up runs get run indices above every recorded run, so their keys never collide.
         let key_run = if at.step.warmup {
             at.opts.max_runs() as u64 + at.step.run as u64

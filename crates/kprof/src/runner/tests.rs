@@ -371,7 +371,10 @@ fn profiler_new_without_a_driver_gives_a_clear_error() {
     }
     let e = Profiler::new().unwrap_err();
     let msg = e.to_string();
-    assert!(matches!(e, EngineError::Load(LoadError::LibraryNotFound { .. })), "{msg}");
+    assert!(
+        matches!(e, EngineError::Load(LoadError::LibraryNotFound { .. })),
+        "{msg}"
+    );
     assert!(msg.contains("libcuda"), "{msg}");
     // The slot is free again after a failed start.
     assert!(!PROFILER_ACTIVE.load(Ordering::SeqCst));
@@ -444,8 +447,10 @@ fn every_flush_of_a_bench_call_uses_its_l2_flush_options() {
         l2_flush_bytes: Some(1 << 30),
         ..Default::default()
     };
-    p.bench("flush", &[], &opts, |_, run| run.annotate("a", |_| m.launch("k", 1)).map_err(Into::into))
-        .unwrap();
+    p.bench("flush", &[], &opts, |_, run| {
+        run.annotate("a", |_| m.launch("k", 1)).map_err(Into::into)
+    })
+    .unwrap();
     let want = FlushSpec {
         method: crate::choices::L2Flush::Write,
         bytes: Some(1 << 30),

@@ -29,13 +29,28 @@ fn validation_rejects_with_clear_errors() {
     }
     // kprof's own columns, each refused with what it is.
     let own: [(&[&str], &str); 3] = [
-        (&["Benchmark", "Run", "Median", "BootstrapMean_Lower"], "kprof's result tables"),
         (
-            &["SMClockMHz", "Throttled", "ThrottledRuns", "ThermalWaitS", "EnergyMilliJ"],
+            &["Benchmark", "Run", "Median", "BootstrapMean_Lower"],
+            "kprof's result tables",
+        ),
+        (
+            &[
+                "SMClockMHz",
+                "Throttled",
+                "ThrottledRuns",
+                "ThermalWaitS",
+                "EnergyMilliJ",
+            ],
             "run-condition column",
         ),
         (
-            &["Warning", "DeviceOrdinal", "DriverVersion", "CudaVersion", "CuptiVersion"],
+            &[
+                "Warning",
+                "DeviceOrdinal",
+                "DriverVersion",
+                "CudaVersion",
+                "CuptiVersion",
+            ],
             "engine writes",
         ),
     ];

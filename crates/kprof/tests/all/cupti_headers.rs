@@ -235,7 +235,11 @@ fn record_offsets_match_cupti_13_0_headers() {
         return;
     };
     let got: HashMap<String, usize> = common::gcc_probe(
-        &[("offsets.c", OFFSETS_C), ("cuda.h", STUB_CUDA_H), ("builtin_types.h", "")],
+        &[
+            ("offsets.c", OFFSETS_C),
+            ("cuda.h", STUB_CUDA_H),
+            ("builtin_types.h", ""),
+        ],
         &cu13.join("include"),
         &[],
     );

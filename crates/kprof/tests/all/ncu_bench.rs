@@ -62,10 +62,17 @@ fn run_both(dir: &Path, ncu: &Path) -> (RawResults, RawResults) {
     let ncu_opts = NcuOptions::default();
     // Benchmark `name` over both configs, each call logged, relaunched under the fake ncu.
     let bench = |name: &str, regions: &dyn Fn(&mut Run) -> Result<(), BoxError>| {
-        bench_ncu(name, &configs(), &opts, &ncu_opts, &relaunch(dir, ncu, name), |c, run| {
-            log_call(&format!("{name} {} {}", c, run.is_warmup()));
-            regions(run)
-        })
+        bench_ncu(
+            name,
+            &configs(),
+            &opts,
+            &ncu_opts,
+            &relaunch(dir, ncu, name),
+            |c, run| {
+                log_call(&format!("{name} {} {}", c, run.is_warmup()));
+                regions(run)
+            },
+        )
         .unwrap()
     };
     let first = bench("first", &|run| {

@@ -30,8 +30,20 @@ fn each_option_with_choices_has_one_parser() {
     sources(&root.join("python/kprof"), &mut files);
     // What parsing a value looks like: a match arm on it, or an equality test against it.
     let values = [
-        "kernel", "range", "user", "application", "all", "none", "base", "read", "discard", "write", "concurrent",
-        "serial", "graph", "nodes",
+        "kernel",
+        "range",
+        "user",
+        "application",
+        "all",
+        "none",
+        "base",
+        "read",
+        "discard",
+        "write",
+        "concurrent",
+        "serial",
+        "graph",
+        "nodes",
     ];
     let mut offenders = Vec::new();
     for f in &files {
@@ -42,7 +54,11 @@ fn each_option_with_choices_has_one_parser() {
         let lines: Vec<&str> = text.lines().collect();
         for (i, line) in lines.iter().enumerate() {
             let is_py = f.extension().is_some_and(|x| x == "py");
-            let code = if is_py { line.split('#').next().unwrap_or("") } else { line.split("//").next().unwrap_or("") };
+            let code = if is_py {
+                line.split('#').next().unwrap_or("")
+            } else {
+                line.split("//").next().unwrap_or("")
+            };
             for v in values {
                 let q = format!("\"{v}\"");
                 // A Rust match arm, or a Python tuple of accepted values (`("all", "none")`).
@@ -51,16 +67,22 @@ fn each_option_with_choices_has_one_parser() {
                 } else {
                     code.contains(&format!("{q} =>")) || code.contains(&format!("{q} |"))
                 };
-                let about_choices = ["replay", "cache", "clock", "Replay", "Cache", "Clock", "flush", "Flush", "trace", "Trace"]
-                    .iter()
-                    .any(|w| code.contains(w) || lines[i.saturating_sub(3)..i].iter().any(|l| l.contains(w)));
+                let about_choices = [
+                    "replay", "cache", "clock", "Replay", "Cache", "Clock", "flush", "Flush", "trace", "Trace",
+                ]
+                .iter()
+                .any(|w| code.contains(w) || lines[i.saturating_sub(3)..i].iter().any(|l| l.contains(w)));
                 if parses && about_choices {
                     offenders.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
                 }
             }
         }
     }
-    assert!(offenders.is_empty(), "parse these options with kprof::choices (one FromStr each):\n{}", offenders.join("\n"));
+    assert!(
+        offenders.is_empty(),
+        "parse these options with kprof::choices (one FromStr each):\n{}",
+        offenders.join("\n")
+    );
     // The one parser is there.
     let choices = std::fs::read_to_string(root.join("crates/kprof/src/choices.rs")).unwrap();
     for arm in [

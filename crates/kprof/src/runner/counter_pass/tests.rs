@@ -500,17 +500,34 @@ fn auto_durations_fall_back_to_the_records_when_a_counter_pass_does_not_match() 
             Ok(())
         })
         .unwrap();
-    assert!(seen.borrow().iter().all(|(mock_says, run_says)| mock_says == run_says), "{:?}", seen.borrow());
-    assert!(seen.borrow().iter().any(|(c, _)| *c), "a counter pass ran");
-    assert_eq!(series(&raw, "a", DEFAULT_METRIC).1, vec![10.0, 10.0], "the records' 10 ns, not NaN");
-    let source = raw.extras.iter().find(|c| c.name == "DurationSource").expect("DurationSource column");
     assert!(
-        source.values.iter().all(|v| *v == kprof_core::ExtraValue::Text("records".into())),
+        seen.borrow().iter().all(|(mock_says, run_says)| mock_says == run_says),
+        "{:?}",
+        seen.borrow()
+    );
+    assert!(seen.borrow().iter().any(|(c, _)| *c), "a counter pass ran");
+    assert_eq!(
+        series(&raw, "a", DEFAULT_METRIC).1,
+        vec![10.0, 10.0],
+        "the records' 10 ns, not NaN"
+    );
+    let source = raw
+        .extras
+        .iter()
+        .find(|c| c.name == "DurationSource")
+        .expect("DurationSource column");
+    assert!(
+        source
+            .values
+            .iter()
+            .all(|v| *v == kprof_core::ExtraValue::Text("records".into())),
         "{:?}",
         source.values
     );
     assert!(
-        p.warnings().iter().any(|w| w.contains("must launch the same kernels") && w.contains("kernel records instead")),
+        p.warnings()
+            .iter()
+            .any(|w| w.contains("must launch the same kernels") && w.contains("kernel records instead")),
         "{:?}",
         p.warnings()
     );
@@ -642,7 +659,11 @@ fn counter_pass_records_keeps_kernel_records_on_in_counter_passes() {
         Ok(())
     })
     .unwrap();
-    assert_eq!(*mock.records_off_in_collect.lock().unwrap(), vec![false, false], "records on in both recorded runs' passes");
+    assert_eq!(
+        *mock.records_off_in_collect.lock().unwrap(),
+        vec![false, false],
+        "records on in both recorded runs' passes"
+    );
 }
 
 #[test]
@@ -869,8 +890,16 @@ fn auto_takes_the_records_when_warm_up_replays_a_graph_instantiated_before_the_s
             Ok(())
         })
         .unwrap();
-    assert_eq!(series(&raw, "a", DEFAULT_METRIC).1, vec![513.0, 513.0], "k1 from the counters + the span");
-    assert_eq!(mock.releases.load(Ordering::SeqCst), 0, "the session stays open between benchmarks");
+    assert_eq!(
+        series(&raw, "a", DEFAULT_METRIC).1,
+        vec![513.0, 513.0],
+        "k1 from the counters + the span"
+    );
+    assert_eq!(
+        mock.releases.load(Ordering::SeqCst),
+        0,
+        "the session stays open between benchmarks"
+    );
     // A graph from before the session (node records), seen in the warm-up run: the records, one
     // warning, no counter pass, the span kept.
     let raw = p
@@ -882,13 +911,29 @@ fn auto_takes_the_records_when_warm_up_replays_a_graph_instantiated_before_the_s
             Ok(())
         })
         .unwrap();
-    assert_eq!(series(&raw, "a", DEFAULT_METRIC).1, vec![510.0, 510.0], "k1 from the records + the span");
+    assert_eq!(
+        series(&raw, "a", DEFAULT_METRIC).1,
+        vec![510.0, 510.0],
+        "k1 from the records + the span"
+    );
     let col = raw.extras.iter().find(|c| c.name == "DurationSource").unwrap();
-    assert!(col.values.iter().all(|v| *v == ExtraValue::Text("records".into())), "{:?}", col.values);
-    let w: Vec<&String> = p.warnings().iter().filter(|w| w.contains("instantiated before")).collect();
+    assert!(
+        col.values.iter().all(|v| *v == ExtraValue::Text("records".into())),
+        "{:?}",
+        col.values
+    );
+    let w: Vec<&String> = p
+        .warnings()
+        .iter()
+        .filter(|w| w.contains("instantiated before"))
+        .collect();
     assert_eq!(w.len(), 1, "{:?}", p.warnings());
     assert!(w[0].starts_with("old: "), "{}", w[0]);
-    assert_eq!(mock.collects.load(Ordering::SeqCst), 2, "no counter pass for 'old' (2 runs of 'fresh')");
+    assert_eq!(
+        mock.collects.load(Ordering::SeqCst),
+        2,
+        "no counter pass for 'old' (2 runs of 'fresh')"
+    );
     // Asked for explicitly, the counters stay (the span is then checked per run).
     let o = BenchOptions {
         duration: DurationSource::Counters,
@@ -903,7 +948,11 @@ fn auto_takes_the_records_when_warm_up_replays_a_graph_instantiated_before_the_s
     let col = raw.extras.iter().find(|c| c.name == "DurationSource").unwrap();
     assert!(col.values.iter().all(|v| *v == ExtraValue::Text("counters".into())));
     drop(p);
-    assert_eq!(mock.releases.load(Ordering::SeqCst), 1, "given back when the profiler ends");
+    assert_eq!(
+        mock.releases.load(Ordering::SeqCst),
+        1,
+        "given back when the profiler ends"
+    );
 }
 
 #[test]
