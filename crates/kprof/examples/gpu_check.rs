@@ -436,7 +436,7 @@ fn check_e(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
     let attributed = |r: &(u32, u32, f64, usize, f64, String)| {
         r.2.is_finite() && (r.2 - r.4).abs() < 1e-6 && (r.3 == 3 || (r.3 == 1 && r.5.starts_with("cuda-graph")))
     };
-    let ok = rows.len() == 5 && rows.iter().all(|r| attributed(r));
+    let ok = rows.len() == 5 && rows.iter().all(&attributed);
     let first = rows.first().cloned().unwrap_or_default();
     Ok(Row::check(
         "e",

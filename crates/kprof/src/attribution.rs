@@ -33,20 +33,8 @@ use crate::cupti::records::{graph_item_name, ActivityBatch, KernelRecord};
 use crate::error::EngineError;
 use crate::sys::cupti::EXTERNAL_CORRELATION_KIND_CUSTOM0;
 
-/// One open-then-closed region, in CUPTI timestamps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RegionSpan {
-    /// The external correlation id pushed for this region (an encoded region key).
-    pub id: u64,
-    /// The id of the enclosing region on the same thread, if nested.
-    pub parent: Option<u64>,
-    /// OS thread id (gettid) of the thread that opened the region. Informational only: CUPTI's
-    /// API records carry a different thread id (on the H200 it looked like a truncated
-    /// `pthread_self`), so rule (B) does not match threads.
-    pub thread_id: u32,
-    pub start_ns: u64,
-    pub end_ns: u64,
-}
+/// One open-then-closed region, in CUPTI timestamps (defined beside the records that carry it).
+pub use crate::cupti::records::RegionSpan;
 
 /// How a kernel was attributed (for diagnostics and tests).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

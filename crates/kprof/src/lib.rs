@@ -54,6 +54,7 @@ pub mod driver;
 pub mod error;
 pub mod loader;
 pub mod ncu;
+pub mod ncu_version;
 pub mod nvtx;
 pub mod overrides;
 pub mod run_spec;

@@ -18,13 +18,12 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-use crate::attribution::RegionSpan;
+use crate::cupti::records::RegionSpan;
 use crate::cupti::graph_guard;
 use crate::cupti::library::Cupti;
 pub use crate::cupti::records::ActivityBatch;
 use crate::cupti::records::{parse_record, record_kind, to_hex, write_dump_line, DumpLine, Record};
 use crate::error::EngineError;
-use crate::loader::Libraries;
 pub use crate::sys::cupti::activity::BUFFER_BYTES;
 use crate::sys::cupti::activity::{BufferHandlers, CompletedBuffer};
 pub use crate::sys::cupti::callback::{Callback, CallbackHook};
@@ -255,16 +254,12 @@ impl ActivitySession {
     /// Subscribes to CUPTI, registers the buffer callbacks and enables concurrent-kernel,
     /// external-correlation and launch (driver API, incl. graph launch) records, with the default
     /// [`TraceOptions`] (under the `KPROF_KERNEL_TRACE` and `KPROF_GRAPH_TRACE` overrides).
-    pub fn start(libs: &Libraries) -> Result<Self, EngineError> {
-        Self::start_traced(libs.cupti, TraceOptions::default())
-    }
-
-    /// As [`ActivitySession::start`], from a loaded CUPTI alone.
-    pub fn start_with(cupti: &'static Cupti) -> Result<Self, EngineError> {
+    /// `cupti` is the engine's copy ([`crate::loader::Libraries`]'s `cupti`).
+    pub fn start(cupti: &'static Cupti) -> Result<Self, EngineError> {
         Self::start_traced(cupti, TraceOptions::default())
     }
 
-    /// As [`ActivitySession::start_with`], tracing kernels and CUDA graphs as `trace` says;
+    /// As [`ActivitySession::start`], tracing kernels and CUDA graphs as `trace` says;
     /// `KPROF_KERNEL_TRACE` and `KPROF_GRAPH_TRACE`, when set, override it
     /// ([`crate::overrides::trace_options`]). A bad override value is an error.
     pub fn start_traced(cupti: &'static Cupti, trace: TraceOptions) -> Result<Self, EngineError> {

@@ -24,7 +24,6 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::attribution::RegionSpan;
 use crate::error::EngineError;
 use crate::sys::cupti::{
     ACTIVITY_KIND_CONCURRENT_KERNEL, ACTIVITY_KIND_DRIVER, ACTIVITY_KIND_EXTERNAL_CORRELATION,
@@ -33,6 +32,21 @@ use crate::sys::cupti::{
 
 /// Byte offsets of the stable record prefixes (the FFI layer's record layout).
 pub use crate::sys::cupti::offsets;
+
+/// One open-then-closed region, in CUPTI timestamps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegionSpan {
+    /// The external correlation id pushed for this region (an encoded region key).
+    pub id: u64,
+    /// The id of the enclosing region on the same thread, if nested.
+    pub parent: Option<u64>,
+    /// OS thread id (gettid) of the thread that opened the region. Informational only: CUPTI's
+    /// API records carry a different thread id (on the H200 it looked like a truncated
+    /// `pthread_self`), so rule (B) does not match threads.
+    pub thread_id: u32,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
 
 /// One kernel execution (CONCURRENT_KERNEL or KERNEL record).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -120,7 +120,7 @@ fn gpu_end_to_end() {
     );
     let drv = libs.cuda;
     let early = if std::env::var("KPROF_TEST_EARLY").as_deref() == Ok("1") {
-        Some(ActivitySession::start(libs).unwrap_or_else(|e| panic!("{e}")))
+        Some(ActivitySession::start(libs.cupti).unwrap_or_else(|e| panic!("{e}")))
     } else {
         None
     };
@@ -171,7 +171,7 @@ fn gpu_end_to_end() {
 
     let mut s = match early {
         Some(s) => s,
-        None => ActivitySession::start(libs).unwrap_or_else(|e| panic!("{e}")),
+        None => ActivitySession::start(libs.cupti).unwrap_or_else(|e| panic!("{e}")),
     };
     // Warm-up (module load / first launch), not attributed.
     k.fill(buf.ptr, n);
@@ -265,7 +265,7 @@ fn gpu_end_to_end() {
     s.stop().unwrap();
 
     // A second session in the same process works (subscriber released).
-    let s2 = ActivitySession::start(libs).unwrap_or_else(|e| panic!("{e}"));
+    let s2 = ActivitySession::start(libs.cupti).unwrap_or_else(|e| panic!("{e}"));
     drop(s2);
     drv.free(buf).unwrap();
 }

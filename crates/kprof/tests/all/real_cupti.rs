@@ -43,7 +43,7 @@ fn loads_wheel_libcupti_and_fails_cleanly_without_a_driver() {
 
     // Is there a driver on this machine? If so the session may legitimately start.
     let has_driver = unsafe { libloading::Library::new("libcuda.so.1") }.is_ok();
-    match ActivitySession::start_with(cupti) {
+    match ActivitySession::start(cupti) {
         Ok(s) => {
             assert!(has_driver, "a session started without libcuda?");
             s.stop().unwrap();
@@ -56,7 +56,7 @@ fn loads_wheel_libcupti_and_fails_cleanly_without_a_driver() {
             );
             // A failed start leaves no session behind: the next attempt gets the same kind of
             // error, not SessionActive.
-            let e2 = ActivitySession::start_with(cupti).unwrap_err();
+            let e2 = ActivitySession::start(cupti).unwrap_err();
             assert!(!matches!(e2, EngineError::SessionActive), "{e2:?}");
         }
     }
