@@ -25,7 +25,8 @@
 //! | [`sys`] | the FFI layer: bindings and function tables of libcuda, libcupti (with libnvperf_host), NVTX, NVML and libc, the library search and `dlopen`, kprof's PTX kernels; the only module with `unsafe` |
 //! | [`settings`] | every `KPROF_*` environment variable, in one table (`docs/configuration.md`) |
 //! | [`run_spec`] | what `kprof run` passes to its injection library (`KPROF_RUN_SPEC`, one JSON document) |
-//! | [`error`] | [`EngineError`] |
+//! | [`error`] | [`EngineError`] and the error types it wraps ([`counters::CountersError`], [`ncu::NcuError`], [`conditions::ConditionsError`]) |
+//! | [`ncu_version`] | an Nsight Compute version number ([`ncu_version::NcuVersion`]) |
 //!
 //! The signatures are in the rustdoc of each module (`cargo doc -p kprof --open`); the flow of one
 //! measurement is in `docs/architecture.md`.
