@@ -43,8 +43,9 @@
 //! ([`build_counter_raw`]).
 //!
 //! Limits: one context (launches on another context are not profiled and are counted in the
-//! status); a CUDA graph launch counts as one launch for the image capacity (an image overflow is
-//! then an error, never silent); kernels launched by several threads at once are matched in
+//! status); a CUDA graph launch counts as one launch for the image capacity, so from the first one
+//! on images hold `ranges_per_image` kernels ([`next_image`]; a graph of more nodes than an image
+//! holds overflows it: an error, never silent); kernels launched by several threads at once are matched in
 //! correlation-id order, which is CUPTI's launch order only when launches do not race.
 
 use std::cell::Cell;
@@ -301,6 +302,8 @@ struct Live {
     in_image: usize,
     /// Kernels the running counter-data image holds.
     image_capacity: usize,
+    /// A CUDA graph was launched (images hold `ranges_per_image` kernels from then on).
+    saw_graph: bool,
     ranges: Vec<Vec<f64>>,
     status: CounterStatus,
     finished: bool,
@@ -426,7 +429,8 @@ fn hook(callback: &Callback<'_>) {
                 }
                 if ctx != 0 && !COUNTED.with(Cell::get) {
                     COUNTED.with(|c| c.set(true));
-                    if with_live(|l| on_launch(l, ctx)) == Some(true) {
+                    let graph = is_graph_launch(callback.domain(), id);
+                    if with_live(|l| on_launch(l, ctx, graph)) == Some(true) {
                         LAUNCH_T0.with(|t| t.set(Some(std::time::Instant::now())));
                     }
                 }
@@ -470,12 +474,39 @@ fn take_image(l: &mut Live, ranges: Vec<kprof::counters::RangeResult>, t: &kprof
     l.status.times.evaluate_s += t.evaluate_s;
 }
 
-/// Steps 2 and 3 of the module docs, at the entry of one launch on `ctx`. Returns whether the
-/// launch is profiled (counted in the image).
-fn on_launch(l: &mut Live, ctx: usize) -> bool {
+/// The capacity of the next counter-data image when the running one must be switched before a
+/// launch, else `None`. `in_image` launches fill the running image of `capacity` kernels; `full`
+/// is the run spec's `ranges_per_image`. A full image is followed by one of twice the capacity (at
+/// most `full`). Once CUDA graphs are launched (`saw_graph`), images hold `full` kernels: a graph
+/// launch counts as one launch but fills one range per kernel node, so a non-empty image smaller
+/// than `full` is switched at once (an empty one takes the graph first: switching it would decode
+/// nothing).
+pub fn next_image(in_image: usize, capacity: usize, full: usize, saw_graph: bool) -> Option<usize> {
+    if saw_graph && capacity < full && in_image > 0 {
+        Some(full)
+    } else if in_image >= capacity {
+        Some(if saw_graph { full } else { (capacity * 2).min(full) })
+    } else {
+        None
+    }
+}
+
+/// Whether a launch callback is a CUDA graph launch (driver or runtime API).
+fn is_graph_launch(domain: u32, id: u32) -> bool {
+    match domain {
+        DOMAIN_DRIVER => id == cbid::CU_GRAPH_LAUNCH || id == cbid::CU_GRAPH_LAUNCH_PTSZ,
+        DOMAIN_RUNTIME => id == cbid::CUDA_GRAPH_LAUNCH || id == cbid::CUDA_GRAPH_LAUNCH_PTSZ,
+        _ => false,
+    }
+}
+
+/// Steps 2 and 3 of the module docs, at the entry of one launch on `ctx` (`graph`: a CUDA graph
+/// launch). Returns whether the launch is profiled (counted in the image).
+fn on_launch(l: &mut Live, ctx: usize, graph: bool) -> bool {
     if l.error.is_some() || l.finished {
         return false;
     }
+    l.saw_graph |= graph;
     if l.profiler.is_none() {
         let t0 = std::time::Instant::now();
         let started = start_profiler(l, ctx);
@@ -489,12 +520,11 @@ fn on_launch(l: &mut Live, ctx: usize) -> bool {
         l.status.other_context_launches += 1;
         return false;
     }
-    if l.in_image >= l.image_capacity {
-        let capacity = (l.image_capacity * 2).min(l.status.capacity);
+    if let Some(capacity) = next_image(l.in_image, l.image_capacity, l.status.capacity, l.saw_graph) {
         let Some(Profiler(rp)) = l.profiler.as_mut() else {
             return false;
         };
-        log!("counters: the counter-data image is full; decoding and restarting");
+        log!("counters: switching the counter-data image ({} launches in it); decoding and restarting", l.in_image);
         let t0 = std::time::Instant::now();
         let stopped = rp.stop_streaming();
         let restarted = stopped.and_then(|(r, t)| rp.start_streaming(capacity).map(|()| (r, t)));
@@ -535,7 +565,12 @@ fn start_profiler(l: &mut Live, ctx: usize) -> Result<(), String> {
     let mut rp = RangeProfiler::new(lib, ctx as _, ordinal as usize, &req.metrics, ReplayMode::Kernel)
         .map_err(|e| format!("cannot start the CUPTI Range Profiler: {e}"))?;
     log!("counters: Range Profiler enabled; starting collection");
-    let first = FIRST_IMAGE_RANGES.min(req.capacity);
+    // A graph as the first launch gets a full image at once (its nodes fill one range each).
+    let first = if l.saw_graph {
+        req.capacity
+    } else {
+        FIRST_IMAGE_RANGES.min(req.capacity)
+    };
     rp.start_streaming(first)
         .map_err(|e| format!("cannot start the CUPTI Range Profiler: {e}"))?;
     log!("counters: collecting");
@@ -625,6 +660,24 @@ mod tests {
     use super::*;
     use crate::report::{group_kernels, Filter, GroupBy};
     use crate::test_support::{fixture, kernel};
+
+    #[test]
+    fn images_double_until_full_and_are_full_once_graphs_run() {
+        // Eager launches: 64, 128, 256, ... up to the spec's 300.
+        assert_eq!(next_image(63, 64, 300, false), None);
+        assert_eq!(next_image(64, 64, 300, false), Some(128));
+        assert_eq!(next_image(256, 256, 300, false), Some(300));
+        assert_eq!(next_image(300, 300, 300, false), Some(300));
+        // A graph launch: a non-empty image smaller than full is switched at once, to full.
+        assert_eq!(next_image(3, 64, 4096, true), Some(4096));
+        assert_eq!(next_image(0, 128, 4096, true), None, "an empty image takes the graph first");
+        assert_eq!(next_image(10, 4096, 4096, true), None);
+        assert_eq!(next_image(4096, 4096, 4096, true), Some(4096));
+        assert!(is_graph_launch(DOMAIN_DRIVER, cbid::CU_GRAPH_LAUNCH));
+        assert!(is_graph_launch(DOMAIN_RUNTIME, cbid::CUDA_GRAPH_LAUNCH_PTSZ));
+        assert!(!is_graph_launch(DOMAIN_DRIVER, cbid::CU_LAUNCH_KERNEL));
+        assert!(!is_graph_launch(DOMAIN_RUNTIME, cbid::CU_GRAPH_LAUNCH));
+    }
 
     #[test]
     fn request_from_the_spec() {
