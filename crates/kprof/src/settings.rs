@@ -219,9 +219,10 @@ pub const ENV_VARS: &[EnvVar] = &[
     EnvVar {
         name: "KPROF_RUN_COUNTER_RANGES",
         default: "4096",
-        meaning: "Kernels per counter-data image in the counter launch of `kprof run --metrics`, before the image is \
-                  decoded and restarted; a positive number, else `kprof run` stops with an error before running the \
-                  command. Passed to the injection library in `KPROF_RUN_SPEC`.",
+        meaning: "Kernels per counter-data image, at most, in the counter launch of `kprof run --metrics`, before the \
+                  image is decoded and restarted (the first image holds 64, each later one twice as many; from the \
+                  first CUDA graph launch on, this many); a positive number, else `kprof run` stops with an error \
+                  before running the command. Passed to the injection library in `KPROF_RUN_SPEC`.",
         read_by: "kprof-cli (`run`)",
     },
     // The command line.
