@@ -19,7 +19,7 @@ from . import _core, analyze, exceptions
 from .analyze import kernel
 from ._measurement import configure
 from . import experimental
-from .annotation import annotate
+from .annotation import annotate, in_counter_pass
 from .collectors import CollectionScope, InfoCollector
 from .exceptions import (
     AnnotationError,
@@ -37,6 +37,7 @@ __version__: str = _core.__version__
 
 __all__ = [
     "annotate",
+    "in_counter_pass",
     "CollectionScope",
     "InfoCollector",
     "experimental",

@@ -195,6 +195,12 @@ class CuptiBackend:
 
         _core.exit_region(name, failed)
 
+    def _in_counter_pass(self) -> bool:
+        """Whether the run being measured is calling the function for its counter pass."""
+        from . import _core
+
+        return _core.in_counter_pass()
+
 
 def _export_site_packages() -> None:
     """Tells the engine's library search where pip's NVIDIA wheels live (``KPROF_PYTHON_SITE_PACKAGES``)."""

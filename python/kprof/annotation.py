@@ -22,7 +22,7 @@ from . import _backend
 from . import collectors as _collectors
 from .exceptions import AnnotationError
 
-__all__ = ["annotate"]
+__all__ = ["annotate", "in_counter_pass"]
 
 _tls = threading.local()
 _lock = threading.Lock()
@@ -44,6 +44,19 @@ def _end_run() -> None:
     with _lock:
         _run_names.clear()
         _run_active = False
+
+
+def in_counter_pass() -> bool:
+    """Whether the profiled function is being called for a counter pass rather than to be timed.
+
+    With counter metrics, or with durations from the counters (``duration_source="auto"``, the
+    default, where the counters can be used), every recorded run calls the function once more
+    after its timing pass, for the counters. A function that times itself (CUDA events around its
+    work, as some benchmarks do) keeps only the calls where this is False. False outside a
+    profiled call, and with backends that run no counter pass. kprof's own (nsight-python has no
+    counter pass of this kind)."""
+    probe = getattr(_backend.get_backend(), "_in_counter_pass", None)
+    return bool(probe()) if probe is not None else False
 
 
 def _current() -> str | None:

@@ -144,3 +144,49 @@ def test_engine_hooks_are_no_ops_outside_a_benchmark():
     assert type(_backend.get_backend()).__name__ == "CuptiBackend"
     with kprof.annotate("fine"):
         pass
+
+
+def test_in_counter_pass_tells_the_function_its_counter_pass():
+    # A backend that, like the engine with durations from the counters, calls the function again
+    # after every recorded run for its counter pass.
+    from conftest import FakeBackend
+    from kprof import _backend
+
+    class CounterPassBackend(FakeBackend):
+        counter = False
+
+        def _in_counter_pass(self):
+            return self.counter
+
+        def run_benchmark(self, name, func, configs, options, progress):
+            def twice(i):
+                func(i)
+                if self._recording is not None:
+                    recording, self._recording, self.counter = self._recording, None, True
+                    try:
+                        func(i)
+                    finally:
+                        self._recording, self.counter = recording, False
+
+            return super().run_benchmark(name, twice, configs, options, progress)
+
+    seen = []
+
+    def bench(n):
+        seen.append(kprof.in_counter_pass())
+        with kprof.annotate("r"):
+            pass
+
+    previous = _backend.set_backend(CounterPassBackend())
+    try:
+        kprof.analyze.kernel(configs=[1, 2], runs=2, warmup=1, verbosity=SILENT)(bench)()
+    finally:
+        _backend.set_backend(previous)
+    # Per configuration: one warm-up call, then (timing, counter pass) per recorded run.
+    assert seen == [False, False] + [False, True] * 4, seen
+    assert kprof.in_counter_pass() is False, "outside a profiled call"
+    # The engine's own answer outside a measured call.
+    from kprof import _core
+
+    assert _core.in_counter_pass() is False
+    assert "in_counter_pass" in kprof.__all__

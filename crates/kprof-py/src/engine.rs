@@ -340,7 +340,8 @@ fn run_benchmark<'py>(
             let before = profiler.warnings().len();
             let result = profiler.bench(&name, &configs, &opts, |config, run| {
                 let index = configs.iter().position(|c| c == config).unwrap_or(0);
-                let measured = !run.is_warmup();
+                // Progress counts recorded runs once: not warm-ups, not their counter passes.
+                let measured = !run.is_warmup() && !run.is_counter_pass();
                 let called = CURRENT_RUN.with(|slot| {
                     slot.lend(run, || {
                         Python::attach(|py| -> PyResult<()> {
@@ -410,6 +411,16 @@ fn enter_region(py: Python<'_>, name: &str) -> PyResult<()> {
     Ok(())
 }
 
+/// `in_counter_pass()`: whether the decorated function is being called for a counter pass of the
+/// run being measured (with counter metrics or durations from the counters, every recorded run
+/// calls it again after its timing pass); False outside a measured call.
+#[pyfunction]
+fn in_counter_pass() -> bool {
+    CURRENT_RUN
+        .with(|slot| slot.with(|run| run.is_counter_pass()))
+        .unwrap_or(false)
+}
+
 /// `exit_region(name, failed)`: closes the innermost region, which must be `name`; `failed`
 /// records NaN for it in this run (an ignored failure).
 #[pyfunction]
@@ -457,6 +468,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_benchmark, m)?)?;
     m.add_function(wrap_pyfunction!(enter_region, m)?)?;
     m.add_function(wrap_pyfunction!(exit_region, m)?)?;
+    m.add_function(wrap_pyfunction!(in_counter_pass, m)?)?;
     m.add_function(wrap_pyfunction!(engine_available, m)?)?;
     m.add_function(wrap_pyfunction!(configure_trace, m)?)?;
     Ok(())
