@@ -658,6 +658,9 @@ fn execution_label(inv: &Invocation) -> String {
 pub fn run(args: &RunArgs) -> i32 {
     let t_run = std::time::Instant::now();
     let mut metric_check_s = 0.0;
+    let launches = Launches::of(&counter_metrics(&args.metrics), args.durations);
+    // The metrics of the counter launch (empty without one).
+    let counters = launches.counter_launch_metrics(&counter_metrics(&args.metrics));
     let mut setup = || -> Result<(PathBuf, Option<EnvSweep>, usize)> {
         if args.repeat == 0 {
             bail!("--repeat must be at least 1");
@@ -668,8 +671,6 @@ pub fn run(args: &RunArgs) -> i32 {
             std::env::current_exe().ok(),
         )?;
         check_foreign_injection(|v| std::env::var(v).ok(), &lib)?;
-        let counters = Launches::of(&counter_metrics(&args.metrics), args.durations)
-            .counter_launch_metrics(&counter_metrics(&args.metrics));
         let mut ranges = DEFAULT_COUNTER_RANGES;
         if !counters.is_empty() {
             ranges = counter_ranges(std::env::var(ENV_COUNTER_RANGES).ok().as_deref())?;
@@ -699,8 +700,6 @@ pub fn run(args: &RunArgs) -> i32 {
     let setup_s = t_run.elapsed().as_secs_f64() - metric_check_s;
     let mut times: Vec<crate::run_split::ExecutionTimes> = Vec::new();
     let benchmark = args.benchmark.clone().unwrap_or_else(|| benchmark_name(&args.command));
-    let launches = Launches::of(&counter_metrics(&args.metrics), args.durations);
-    let counters = launches.counter_launch_metrics(&counter_metrics(&args.metrics));
     let mut invocations = plan(sweep.as_ref(), args.repeat, launches);
     let mut program_code = 0;
     let mut parts: Vec<(Option<(String, String)>, RawResults)> = Vec::new();
@@ -799,7 +798,7 @@ pub fn run(args: &RunArgs) -> i32 {
         i += 1;
     }
     let t_results = std::time::Instant::now();
-    let results = finish(args, &parts, &counter_parts, &statuses);
+    let results = finish(args, !counters.is_empty(), &parts, &counter_parts, &statuses);
     let split = crate::run_split::split(
         setup_s,
         metric_check_s,
@@ -827,9 +826,11 @@ pub fn run(args: &RunArgs) -> i32 {
     }
 }
 
-/// Prints the processes' warnings and errors, writes raw.csv / processed.csv and the table.
+/// Prints the processes' warnings and errors, writes raw.csv / processed.csv and the table
+/// (`with_counters`: the plan had counter launches).
 fn finish(
     args: &RunArgs,
+    with_counters: bool,
     parts: &[(Option<(String, String)>, RawResults)],
     counter_parts: &[(Option<(String, String)>, RawResults)],
     statuses: &[serde_json::Value],
@@ -850,14 +851,11 @@ fn finish(
     // Rank and Device become keys of a multi-process or multi-GPU run (see run_ranks).
     let plan = crate::run_ranks::KeyPlan::of(parts.iter().chain(counter_parts).map(|(_, r)| r));
     let timing = merge(&crate::run_ranks::promote_parts(parts, plan)?)?;
-    let metrics = counter_metrics(&args.metrics);
-    let with_counters = !Launches::of(&metrics, args.durations)
-        .counter_launch_metrics(&metrics)
-        .is_empty();
     let counter_raw = merge(&crate::run_ranks::promote_parts(counter_parts, plan)?)?;
+    let no_counter_value = counter_raw.samples.is_empty();
     // The durations: a timing launch's when there is one, else the counter launch's.
     let (merged, join_warnings) = if parts.is_empty() {
-        (counter_raw.clone(), Vec::new())
+        (counter_raw, Vec::new())
     } else {
         join_counters(&timing, &without_durations(&counter_raw)?)?
     };
@@ -894,7 +892,7 @@ fn finish(
         merged.samples.len(),
         parts.len() + counter_parts.len()
     );
-    if with_counters && counter_raw.samples.is_empty() {
+    if with_counters && no_counter_value {
         bail!(
             "--metrics: the counter launch(es) recorded no counter value (see the errors above and \
              {}/procs/*-counters/*.json); raw.csv holds the timing samples only",
