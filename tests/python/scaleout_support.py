@@ -157,6 +157,23 @@ def ctrl_c_when(condition):
         signal.signal(signal.SIGINT, previous)
 
 
+def ctrl_c_after_three_pieces(call, out, replay):
+    """Runs ``call()`` (a sweep that writes its pieces under ``out``) and presses Ctrl-C once three
+    pieces are finished; checks that the call raised KeyboardInterrupt and that nothing was measured
+    more than 1 s after the Ctrl-C (1.2 s later); returns the rows kept in the partial raw CSV (one
+    file)."""
+    import pytest
+
+    with ctrl_c_when(lambda: pieces_done(out, 3)) as watcher, pytest.raises(KeyboardInterrupt):
+        call()
+    time.sleep(1.2)
+    late = [r for r in replay.runs() if r.t > watcher.at + 1.0]
+    assert not late, f"runs measured more than 1 s after Ctrl-C: {late}"
+    partial = list(out.glob("partial-*/matmul-raw.csv"))
+    assert len(partial) == 1, partial
+    return kprof.load(str(partial[0])).raw()
+
+
 def pieces_done(folder_glob_root, n: int) -> bool:
     """Whether at least ``n`` piece files exist under ``folder_glob_root``."""
     return len(list(folder_glob_root.glob("**/pieces/*.csv"))) >= n

@@ -23,7 +23,7 @@ from kprof import ConfigError, WorkerError, scaleout
 from kprof.results import WORKER_COLUMNS
 
 from scaleout_support import (
-    HERE, RUNS, SILENT, SIZES, assert_matches_reference, ctrl_c_when, matmul, pieces_done,
+    HERE, RUNS, SILENT, SIZES, assert_matches_reference, ctrl_c_after_three_pieces, matmul, pieces_done,
 )
 
 
@@ -262,13 +262,7 @@ def test_process_pool_ctrl_c_stops_tasks_and_keeps_what_finished(replay, tmp_pat
     monkeypatch.setenv("REPLAY_TIME_SCALE", "1e-8")  # 8192: 0.22 s a run
     out = tmp_path / "out"
     with spawn_pool() as pool:
-        with ctrl_c_when(lambda: pieces_done(out, 3)) as watcher, pytest.raises(KeyboardInterrupt):
-            sweep(executor=pool, output_prefix=str(out) + os.sep)()
-        late = [r for r in replay.runs() if r.t > watcher.at + 1.0]
-        assert not late, f"runs measured more than 1 s after Ctrl-C: {late}"
-        partial = list(out.glob("partial-*/matmul-raw.csv"))
-        assert len(partial) == 1
-        kept = kprof.load(str(partial[0])).raw()
+        kept = ctrl_c_after_three_pieces(sweep(executor=pool, output_prefix=str(out) + os.sep), out, replay)
         assert set(kept["n"]) >= {512, 1024, 2048} and (kept.groupby("n").size() == RUNS).all()
         pool.submit(int, "1").result(timeout=30)  # the caller's executor still works
 

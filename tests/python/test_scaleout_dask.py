@@ -19,7 +19,7 @@ distributed = pytest.importorskip("distributed")
 import kprof  # noqa: E402
 
 from scaleout_support import (  # noqa: E402
-    HERE, RUNS, SILENT, SIZES, Replay, assert_matches_reference, ctrl_c_when, matmul, pieces_done,
+    HERE, RUNS, SILENT, SIZES, Replay, assert_matches_reference, ctrl_c_after_three_pieces, matmul,
 )
 
 KILL_AT = 3000  # not in the recording: replayed as 3000 ns, measured by the kill test only
@@ -79,12 +79,7 @@ def test_dask_worker_killed_mid_shard_is_retried_and_nothing_finished_is_lost(cl
 def test_dask_ctrl_c_stops_tasks_within_a_second_and_keeps_what_finished(cluster, tmp_path):
     client, replay = cluster
     out = tmp_path / "out"
-    with ctrl_c_when(lambda: pieces_done(out, 3)) as watcher, pytest.raises(KeyboardInterrupt):
-        sweep(executor=client, output_prefix=str(out) + os.sep)()
-    time.sleep(1.2)
-    late = [r for r in replay.runs() if r.t > watcher.at + 1.0]
-    assert not late, f"runs measured more than 1 s after Ctrl-C: {late}"
-    kept = kprof.load(str(next(out.glob("partial-*/matmul-raw.csv")))).raw()
+    kept = ctrl_c_after_three_pieces(sweep(executor=client, output_prefix=str(out) + os.sep), out, replay)
     assert set(kept["n"]) >= {512, 1024, 2048} and 8192 not in set(kept["n"])
     assert (kept.groupby("n").size() == RUNS).all()
     assert client.submit(int, "1").result(timeout=30) == 1, "the cluster still works"
