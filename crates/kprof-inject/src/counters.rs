@@ -230,7 +230,11 @@ pub fn build_counter_raw(
                 averaged = true;
                 Reducer::Mean
             };
-            let extras = ctx.sample_extras(&g.kernels);
+            let mut extras = ctx.sample_extras(&g.kernels);
+            if m.name == DEFAULT_METRIC {
+                // The durations of a counter launch that collects them (docs/timing.md).
+                extras.push(("DurationSource", kprof_core::ExtraValue::Text("counters".into())));
+            }
             let rec = SampleRecord {
                 benchmark: &ctx.benchmark,
                 annotation: &g.annotation,
@@ -853,5 +857,34 @@ mod tests {
         let (raw, _) = build_counter_raw(&groups, &map, &metrics, &SampleContext::default());
         let v = values(&raw, "step", "dram__bytes_read.sum");
         assert!(v[0].1.is_nan() && v[1].1.is_nan());
+    }
+
+    #[test]
+    fn only_the_durations_of_a_counter_launch_say_where_they_come_from() {
+        let (ranges, batch) = fixture();
+        let (groups, _) = group_kernels(&ranges, &batch, GroupBy::Nvtx, &Filter::default());
+        let per_range: Vec<Vec<f64>> = (0..5).map(|i| vec![i as f64, 10.0 * i as f64]).collect();
+        let map = map_ranges(&batch.kernels, &per_range).unwrap();
+        let metrics = vec![
+            MetricUnit {
+                name: "dram__bytes_read.sum".into(),
+                unit: "byte".into(),
+            },
+            MetricUnit {
+                name: DEFAULT_METRIC.into(),
+                unit: "ns".into(),
+            },
+        ];
+        let (raw, _) = build_counter_raw(&groups, &map, &metrics, &SampleContext::default());
+        let source = raw.extras.iter().find(|c| c.name == "DurationSource").expect("a DurationSource column");
+        for (s, v) in raw.samples.iter().zip(&source.values) {
+            let durations = raw.series_of(s).key.metric == DEFAULT_METRIC;
+            let want = if durations {
+                kprof_core::ExtraValue::Text("counters".into())
+            } else {
+                kprof_core::ExtraValue::Missing
+            };
+            assert_eq!(*v, want, "{}", raw.series_of(s).key.metric);
+        }
     }
 }

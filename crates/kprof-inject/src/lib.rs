@@ -55,7 +55,7 @@ use kprof::cupti::Cupti;
 use kprof::cupti::ActivitySession;
 use kprof::loader::SearchEnv;
 use kprof::run_spec::{RunSpec, ENV_RUN_SPEC};
-use kprof_core::{DeviceInfo, ExtraValue, DEFAULT_METRIC};
+use kprof_core::{DeviceInfo, ExtraValue};
 use serde::Serialize;
 
 /// A message on stderr, prefixed `kprof: `, when the run spec says `verbose` (formatted only
@@ -433,12 +433,11 @@ fn write_results() {
         Vec::new()
     };
     let mut extras = extras;
-    if cuda {
-        // Where the durations of this launch's samples come from (docs/timing.md): the counters'
-        // gpu__time_duration.sum in a counter launch that collects it, else the kernel records.
-        let counted = spec.counters.as_ref().is_some_and(|c| c.metrics.iter().any(|m| m == DEFAULT_METRIC));
-        let source = if counted { "counters" } else { "records" };
-        extras.push(("DurationSource".into(), ExtraValue::Text(source.into())));
+    if cuda && outcome.is_none() {
+        // Where the durations come from (docs/timing.md), on duration samples only, as the engine
+        // writes it: a timing launch's are the kernel records' (a counter launch marks its
+        // gpu__time_duration.sum samples itself, `counters::build_counter_raw`).
+        extras.push(("DurationSource".into(), ExtraValue::Text("records".into())));
     }
     let ctx = report::SampleContext {
         benchmark: benchmark.clone(),
