@@ -463,12 +463,33 @@ fn engine_available(py: Python<'_>) -> (bool, String) {
     })
 }
 
+/// `check_bench_options(options) -> None`: builds and validates the engine's options from the
+/// dict `run_benchmark` takes (ValueError naming the problem), without running anything: the
+/// decorator calls it when it is applied.
+#[pyfunction]
+fn check_bench_options(options: &Bound<'_, PyDict>) -> PyResult<()> {
+    bench_options(options).map(|_| ())
+}
+
+/// `counter_cost() -> dict[str, float]`: the host time this process's counter work took so far,
+/// by phase (`kprof::runner::CounterCost`; counts as floats), for cost benchmarks.
+#[pyfunction]
+fn counter_cost<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (k, v) in kprof::runner::counter_cost().fields() {
+        d.set_item(k, v)?;
+    }
+    Ok(d)
+}
+
 /// Adds the engine functions to `kprof._core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_benchmark, m)?)?;
     m.add_function(wrap_pyfunction!(enter_region, m)?)?;
     m.add_function(wrap_pyfunction!(exit_region, m)?)?;
     m.add_function(wrap_pyfunction!(in_counter_pass, m)?)?;
+    m.add_function(wrap_pyfunction!(counter_cost, m)?)?;
+    m.add_function(wrap_pyfunction!(check_bench_options, m)?)?;
     m.add_function(wrap_pyfunction!(engine_available, m)?)?;
     m.add_function(wrap_pyfunction!(configure_trace, m)?)?;
     Ok(())

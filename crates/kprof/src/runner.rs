@@ -22,7 +22,7 @@
 //! `runner/options.rs` (option types, defaults, validation), `runner/schedule.rs` (the order of
 //! runs), `runner/run.rs` (a run and its regions), `runner/profiler.rs` (the [`Profiler`] and its
 //! loop: bench, sweep, flush, record), `runner/gpu.rs` (the CUPTI backend), `runner/events.rs`
-//! (the CUDA-events backend), `runner/counter_pass.rs` (hardware counters), `runner/l2_flush.rs`
+//! (the CUDA-events backend), `runner/counter_pass.rs` (hardware counters), `runner/counter_cost.rs` (what they cost), `runner/l2_flush.rs`
 //! (the cold-cache flush), `runner/progress.rs` (the progress hook), `runner/ncu_child.rs` (the
 //! backend of an ncu child). Unit tests: `runner/tests.rs` and `runner/tests/`.
 
@@ -52,6 +52,7 @@ macro_rules! mock_clock_thread_and_keys {
     };
 }
 
+mod counter_cost;
 mod counter_pass;
 mod events;
 mod gpu;
@@ -65,6 +66,7 @@ mod schedule;
 
 pub use crate::counters::ReplayMode;
 pub use crate::overrides::{L2_FLUSH_BYTES_ENV, L2_FLUSH_ENV};
+pub use counter_cost::{counter_cost, CounterCost};
 pub use counter_pass::{is_counter_metric, release_counters, CounterPlan};
 pub use kprof_core::policy::{Decision, StopReason, StoppingPolicy};
 pub use kprof_core::transforms::Reducer;

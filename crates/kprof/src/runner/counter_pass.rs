@@ -74,6 +74,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use kprof_core::model::DEFAULT_METRIC;
 use kprof_core::transforms::combine_kernels;
 
+use super::counter_cost;
 use super::l2_flush::is_flush_kernel;
 use super::profiler::RunAt;
 use super::run::{RunInner, RunState, SpanRec};
@@ -209,10 +210,8 @@ impl GpuCounters {
         profiler_initialize(lib)?;
         Ok((ordinal, chip_name(lib, ordinal)?))
     }
-}
 
-impl CounterBackend for GpuCounters {
-    fn plan(&self, metrics: &[String], mode: ReplayMode) -> Result<CounterPlan, EngineError> {
+    fn plan_inner(&self, metrics: &[String], mode: ReplayMode) -> Result<CounterPlan, EngineError> {
         let lib = self.lib()?;
         let (_, chip) = self.device()?;
         let mut cats = self.catalogs.lock().unwrap_or_else(|p| p.into_inner());
@@ -223,7 +222,7 @@ impl CounterBackend for GpuCounters {
         Ok(CounterPlan::new(cat, metrics, mode)?)
     }
 
-    fn open(&self, plan: &CounterPlan) -> Result<(), EngineError> {
+    fn open_inner(&self, plan: &CounterPlan) -> Result<(), EngineError> {
         let lib = self.lib()?;
         let ctx = self.libs.cuda.ensure_context()?;
         let (ordinal, _) = self.device()?;
@@ -233,9 +232,28 @@ impl CounterBackend for GpuCounters {
         if !reuse {
             *slot = None; // disable the old session before enabling a new one
             let rp = RangeProfiler::new(lib, ctx as _, ordinal, &plan.metrics, plan.mode)?;
+            let (config_s, enable_s) = (rp.config_s(), rp.enable_s());
+            counter_cost::add(|c| {
+                c.sessions += 1;
+                c.session_config_s += config_s;
+                c.session_enable_s += enable_s;
+            });
             *slot = Some(Session(rp));
         }
         Ok(())
+    }
+}
+
+impl CounterBackend for GpuCounters {
+    fn plan(&self, metrics: &[String], mode: ReplayMode) -> Result<CounterPlan, EngineError> {
+        let t0 = std::time::Instant::now();
+        let planned = self.plan_inner(metrics, mode);
+        counter_cost::add(|c| c.plan_s += counter_cost::since(t0));
+        planned
+    }
+
+    fn open(&self, plan: &CounterPlan) -> Result<(), EngineError> {
+        self.open_inner(plan)
     }
 
     fn collect(
@@ -250,6 +268,14 @@ impl CounterBackend for GpuCounters {
             unreachable!("open() leaves a session")
         };
         let rec = rp.collect(max_ranges, |ur| workload(ur))?;
+        let t = rec.timings;
+        counter_cost::add(|c| {
+            c.collections += 1;
+            c.collect_setup_s += t.setup_s;
+            c.collect_passes_s += t.passes_s;
+            c.collect_decode_s += t.decode_s;
+            c.collect_evaluate_s += t.evaluate_s;
+        });
         Ok(rec.ranges)
     }
 
@@ -467,6 +493,10 @@ impl Profiler {
     ) -> Result<(Option<CounterState>, DurationSource), EngineError> {
         let counted: Vec<String> = opts.metrics.iter().filter(|m| is_counter_metric(m)).cloned().collect();
         let mut duration = opts.duration;
+        if duration == DurationSource::Auto && opts.replay_mode == ReplayMode::User {
+            // A range's counter duration is push to pop, idle included: not a kernel duration.
+            duration = DurationSource::Records;
+        }
         if duration == DurationSource::Auto {
             duration = match self.counter_durations_available(opts) {
                 Ok(()) => DurationSource::Counters,
@@ -548,15 +578,24 @@ impl Profiler {
         pass: impl FnOnce(&mut Self) -> Result<R, EngineError>,
     ) -> Result<R, EngineError> {
         let records_off = !kernel_records;
+        let t0 = std::time::Instant::now();
         if records_off {
             // The timing pass's kernels end (and get their records) before recording stops.
             self.backend.synchronize()?;
             self.backend.kernel_records(false)?;
         }
+        let mut switch_s = counter_cost::since(t0);
         let got = pass(self);
         if records_off {
+            let t1 = std::time::Instant::now();
             self.backend.kernel_records(true)?;
+            switch_s += counter_cost::since(t1);
         }
+        counter_cost::add(|c| {
+            c.counter_runs += 1;
+            c.counter_run_s += counter_cost::since(t0);
+            c.records_switch_s += switch_s;
+        });
         got
     }
 
@@ -656,12 +695,15 @@ impl Profiler {
     where
         F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
     {
+        let t0 = std::time::Instant::now();
         let key_run = 2 * (at.opts.max_runs() as u64 + at.opts.warmup as u64) + at.step.run as u64;
         if let Some(msg) = pass_closure(&self.backend, at, key_run, f, None) {
             self.warnings
                 .push(format!("re-warming run after a counter pass: {msg}"));
         }
-        self.backend.synchronize()
+        let synced = self.backend.synchronize();
+        counter_cost::add(|c| c.rewarm_s += counter_cost::since(t0));
+        synced
     }
 
     /// Records the counter samples of one run (its timing samples are already recorded).

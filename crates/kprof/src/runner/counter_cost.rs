@@ -1,0 +1,95 @@
+//! Where the counter work of this process spent host time: the cost of durations from the
+//! counters ("auto") and of counter metrics, by phase, for the benchmarks that compare kprof's
+//! cost with its peers (`benches/`) and for the note of a device check. Read with
+//! [`counter_cost`]; nothing here changes what is measured.
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// Host time of the counter work of this process so far, by phase (seconds, summed over every
+/// benchmark since the process started).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CounterCost {
+    /// Validating metric sets on the host (`plan`), CUPTI's profiler initialisation and the chip
+    /// name included the first time.
+    pub plan_s: f64,
+    /// Range Profiler sessions opened.
+    pub sessions: u64,
+    /// Opening them: the configuration (host object, config image, pass count).
+    pub session_config_s: f64,
+    /// Opening them: the rest (profiler initialisation, counter availability,
+    /// `cuptiRangeProfilerEnable`).
+    pub session_enable_s: f64,
+    /// Collections (one per counter pass of a recorded run, more after an image overflow).
+    pub collections: u64,
+    /// Their counter-data images and `cuptiRangeProfilerSetConfig`.
+    pub collect_setup_s: f64,
+    /// Their passes: `Start`, the benchmark closure, `Stop`.
+    pub collect_passes_s: f64,
+    /// `cuptiRangeProfilerDecodeData`.
+    pub collect_decode_s: f64,
+    /// Evaluating the ranges' metrics with the host API.
+    pub collect_evaluate_s: f64,
+    /// Counter passes of recorded runs, and their wall time in the run loop (the L2 flush, the
+    /// collection, the kernel records switched off and on around it).
+    pub counter_runs: u64,
+    /// Wall time of those counter passes.
+    pub counter_run_s: f64,
+    /// Part of it spent synchronising and switching the kernel records off and on.
+    pub records_switch_s: f64,
+    /// Re-runs of the closure after a counter pass with a warm cache.
+    pub rewarm_s: f64,
+}
+
+impl CounterCost {
+    /// Every field as `(name, value)`, in declaration order (counts as floats): what the Python
+    /// door returns as a dict.
+    pub fn fields(&self) -> Vec<(&'static str, f64)> {
+        vec![
+            ("plan_s", self.plan_s),
+            ("sessions", self.sessions as f64),
+            ("session_config_s", self.session_config_s),
+            ("session_enable_s", self.session_enable_s),
+            ("collections", self.collections as f64),
+            ("collect_setup_s", self.collect_setup_s),
+            ("collect_passes_s", self.collect_passes_s),
+            ("collect_decode_s", self.collect_decode_s),
+            ("collect_evaluate_s", self.collect_evaluate_s),
+            ("counter_runs", self.counter_runs as f64),
+            ("counter_run_s", self.counter_run_s),
+            ("records_switch_s", self.records_switch_s),
+            ("rewarm_s", self.rewarm_s),
+        ]
+    }
+}
+
+static COST: Mutex<CounterCost> = Mutex::new(CounterCost {
+    plan_s: 0.0,
+    sessions: 0,
+    session_config_s: 0.0,
+    session_enable_s: 0.0,
+    collections: 0,
+    collect_setup_s: 0.0,
+    collect_passes_s: 0.0,
+    collect_decode_s: 0.0,
+    collect_evaluate_s: 0.0,
+    counter_runs: 0,
+    counter_run_s: 0.0,
+    records_switch_s: 0.0,
+    rewarm_s: 0.0,
+});
+
+/// The counter work of this process so far (a copy).
+pub fn counter_cost() -> CounterCost {
+    *COST.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Adds to the process's counter cost.
+pub(super) fn add(f: impl FnOnce(&mut CounterCost)) {
+    f(&mut COST.lock().unwrap_or_else(|p| p.into_inner()));
+}
+
+/// Seconds since `t0`.
+pub(super) fn since(t0: Instant) -> f64 {
+    t0.elapsed().as_secs_f64()
+}
