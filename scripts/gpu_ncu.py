@@ -26,6 +26,9 @@ def run_ncu(child, args, what, reps, cache="all"):
     """Runs `python3 CHILD --ncu-child WHAT REPS` under ncu (profiling from cudaProfilerStart,
     clocks untouched, caches flushed before every kernel unless `cache` is "none"); returns the
     process and its wall time."""
+    if "kprof" in sys.modules:
+        # ncu cannot read the counters while this process's Range Profiler session is open.
+        sys.modules["kprof"].release_counters()
     cmd = [NCU, "--profile-from-start", "off", "--clock-control", "none", "--cache-control", cache, *args,
            sys.executable, os.path.abspath(child), "--ncu-child", what, str(reps)]
     t = time.time()

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from . import _core, analyze, exceptions
 from .analyze import kernel
-from ._measurement import configure
+from ._measurement import configure, release_counters
 from . import experimental
 from .annotation import annotate, in_counter_pass
 from .collectors import CollectionScope, InfoCollector
@@ -44,6 +44,7 @@ __all__ = [
     "analyze",
     "kernel",
     "configure",
+    "release_counters",
     "VerbosityLevel",
     "ProfileResults",
     "load",

@@ -69,3 +69,17 @@ def configure(*, kernel_trace: KernelTraceName = "concurrent", graph_trace: Grap
         _core.configure_trace(kernel, graph)
     except RuntimeError as e:
         raise ConfigError(str(e)) from None
+
+
+def release_counters() -> None:
+    """Gives the GPU's performance counters back now.
+
+    With durations from the counters (``duration_source="auto"``, the default) or counter metrics,
+    kprof keeps its counter session (CUPTI's Range Profiler) open between the benchmarks of a
+    process: opening one costs about 0.3 s. While it is open no other profiler can read that GPU's
+    counters: Nsight Compute started from this process or beside it fails with "a driver resource
+    was unavailable" (seen on the H200), as does DCGM's profiling. Call this before starting one;
+    the next kprof benchmark opens a session again. kprof's own ``backend="ncu"`` and scale-out
+    workers call it themselves. Does nothing when no session is open.
+    """
+    _core.release_counters()

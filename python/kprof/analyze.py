@@ -343,7 +343,7 @@ def _validate(opts: dict[str, Any]) -> Settings:
         opts, backend=backend, runs=runs, adaptive=target_rsd is not None or target_ci is not None, collectors=collectors
     )
 
-    return Settings(
+    settings = Settings(
         configs=configs,
         runs=runs,
         derive_metric=derive,
@@ -376,6 +376,14 @@ def _validate(opts: dict[str, Any]) -> Settings:
         info_collectors=collectors,
         scaleout=scaleout,
     )
+    if backend != "ncu":
+        # The engine's own validation of the options (one definition, in Rust), when the decorator
+        # is applied rather than at the first call.
+        try:
+            _core.check_bench_options(settings.backend_options())
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+    return settings
 
 
 # ---------------------------------------------------------------------------------------------

@@ -41,6 +41,9 @@ def check(exc, message, **opts):
         (dict(duration_source="ncu"), "duration_source must be one of 'auto', 'records', 'counters'; got 'ncu'"),
         (dict(duration_source="counters", backend="cuda-events"),
          "duration_source='counters' takes gpu__time_duration.sum from the hardware counters"),
+        # The engine's own validation, when the decorator is applied.
+        (dict(duration_source="counters", replay_mode="range"),
+         'duration source "counters" needs kernel or application replay: in range replay'),
         (dict(backend="nvbit"), "backend must be one of 'cupti', 'cuda-events', 'ncu'; got 'nvbit'"),
         (dict(thermal_wait=20, thermal_cont=10),
          "thermal_cont (10) must be greater than thermal_wait (20): profiling pauses at thermal_wait"),
@@ -244,3 +247,10 @@ def test_configure_before_the_engine_starts_accepts_every_value():
         kprof.configure(kernel_trace="concurrent", graph_trace="nodes")
     finally:
         kprof.configure()  # back to the defaults for the rest of the session
+
+
+def test_release_counters_is_public_and_harmless_without_a_session():
+    # Nothing is open on a machine without a GPU: the call returns and can be repeated.
+    assert "release_counters" in kprof.__all__
+    assert kprof.release_counters() is None
+    assert kprof.release_counters() is None

@@ -46,7 +46,10 @@ pub enum DurationSource {
     /// graphs instantiated before the CUPTI session falls back to records too (with CUPTI 13.0 a
     /// counter pass corrupts the spans merged from their node records). Costs one more run of the
     /// closure per recorded run, and the Range Profiler session once per process (it stays open
-    /// between benchmarks).
+    /// between benchmarks). With [`ReplayMode::User`] (range replay) auto is the records: the
+    /// counter `gpu__time_duration` of a range runs from its push to its pop, idle time and
+    /// launch latency included (a 1 MB `x * 2` read 75-89 us that way on the H200 against its
+    /// 3 us kernel).
     #[default]
     Auto,
     /// CUPTI's kernel activity records of the timing pass: one pass, no counter permission
@@ -60,7 +63,8 @@ pub enum DurationSource {
     /// the closure per recorded run, needs counter permission and
     /// [`Profiler::new`](super::Profiler::new). The timing pass still runs (its records map the
     /// counter pass's kernels to regions, time CUDA graph launches, which the Range Profiler does
-    /// not profile, and feed the stopping policy).
+    /// not profile, and feed the stopping policy). Needs kernel or application replay (an error
+    /// with [`ReplayMode::User`], whose ranges are not kernels).
     Counters,
 }
 
@@ -196,6 +200,14 @@ impl BenchOptions {
                  Compute's --clock-control base). Use ClockControl::None here, or profile with \
                  the ncu backend"
                     .to_string(),
+            ));
+        }
+        if self.duration == DurationSource::Counters && self.replay_mode == ReplayMode::User {
+            return Err(invalid_option(
+                "duration source \"counters\" needs kernel or application replay: in range replay the counter \
+                 gpu__time_duration.sum of a range runs from its push to its pop, idle time and launch latency \
+                 included, not the kernels' durations; use replay_mode \"kernel\" or \"application\", or \
+                 duration_source \"auto\" or \"records\" (kernel records) with range replay",
             ));
         }
         // Counter metric names are checked on the host by Profiler::bench (they need the chip).

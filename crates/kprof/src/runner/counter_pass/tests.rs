@@ -744,9 +744,10 @@ fn a_warm_cache_gets_an_unrecorded_closure_run_after_every_counter_pass() {
 }
 
 #[test]
-fn durations_from_the_counters_replace_the_records_in_every_replay_mode() {
-    // Records: k1 10 + k2 20 = 30 ns; counters: (10 + 3) + (20 + 3) = 36 ns.
-    for mode in [ReplayMode::Kernel, ReplayMode::Application, ReplayMode::User] {
+fn durations_from_the_counters_replace_the_records_in_kernel_and_application_replay() {
+    // Records: k1 10 + k2 20 = 30 ns; counters: (10 + 3) + (20 + 3) = 36 ns. (Range replay
+    // refuses them: auto_takes_the_records_in_range_replay_and_counters_there_are_refused.)
+    for mode in [ReplayMode::Kernel, ReplayMode::Application] {
         let (mock, mut p) = setup(2);
         let m = mock.clone();
         let o = BenchOptions {
@@ -866,6 +867,46 @@ fn auto_takes_durations_from_the_counters_when_they_open_and_says_so_per_sample(
     );
     assert!(BenchOptions::default().duration == DurationSource::Auto);
     assert_eq!(BenchOptions::default().replay_mode, ReplayMode::Application);
+}
+
+#[test]
+fn auto_takes_the_records_in_range_replay_and_counters_there_are_refused() {
+    // A range's counter duration runs from its push to its pop (idle included): with range
+    // (user) replay "auto" keeps the records, and "counters" is refused before any run.
+    let (mock, mut p) = setup(1);
+    let m = mock.clone();
+    let o = BenchOptions {
+        duration: DurationSource::Auto,
+        ..opts(&["bytes.sum", DEFAULT_METRIC], ReplayMode::User)
+    };
+    let raw = p
+        .bench("range", &[], &o, |_, run| {
+            run.annotate("a", |_| m.launch("k1", 10))?;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(series(&raw, "a", DEFAULT_METRIC).1, vec![10.0, 10.0], "the records' 10 ns");
+    let col = raw.extras.iter().find(|c| c.name == "DurationSource").unwrap();
+    let durations: Vec<&ExtraValue> = raw
+        .samples
+        .iter()
+        .zip(&col.values)
+        .filter(|(s, _)| raw.series[s.series as usize].key.metric == DEFAULT_METRIC)
+        .map(|(_, v)| v)
+        .collect();
+    assert!(!durations.is_empty());
+    assert!(
+        durations.iter().all(|v| **v == ExtraValue::Text("records".into())),
+        "{durations:?}"
+    );
+    let e = BenchOptions {
+        duration: DurationSource::Counters,
+        ..opts(&[], ReplayMode::User)
+    }
+    .validate()
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("range replay") && e.contains("\"kernel\""), "{e}");
 }
 
 #[test]
