@@ -207,11 +207,14 @@ impl Launches {
     }
 }
 
-/// Whether a counter launch's status files report kernels of CUDA graph launches.
-fn saw_graph_kernels(statuses: &[serde_json::Value]) -> bool {
-    statuses
-        .iter()
-        .any(|s| s["counters"]["graph_kernels"].as_u64().unwrap_or(0) > 0)
+/// Whether a counter launch's status files report CUDA graph launches (their kernels' records,
+/// or graph-level records).
+fn saw_graphs(statuses: &[serde_json::Value]) -> bool {
+    statuses.iter().any(|s| {
+        ["graph_kernels", "graph_launches"]
+            .iter()
+            .any(|k| s["counters"][*k].as_u64().unwrap_or(0) > 0)
+    })
 }
 
 /// `raw` without its `gpu__time_duration.sum` samples (a counter launch's, when a timing launch
@@ -778,7 +781,7 @@ pub fn run(args: &RunArgs) -> i32 {
         };
         match collect(&dir) {
             Ok(c) => {
-                if inv.counters && launches.timing_for_graphs && saw_graph_kernels(&c.statuses) {
+                if inv.counters && launches.timing_for_graphs && saw_graphs(&c.statuses) {
                     if !args.quiet {
                         eprintln!(
                             "kprof run: the program launched CUDA graphs, whose spans the counters do not see: \

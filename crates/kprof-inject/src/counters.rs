@@ -47,9 +47,16 @@
 //! on images hold `ranges_per_image` kernels ([`next_image`]; a graph of more nodes than an image
 //! holds overflows it: an error, never silent); kernels launched by several threads at once are matched in
 //! correlation-id order, which is CUPTI's launch order only when launches do not race.
+//! The Range Profiler starts at the first kernel launch outside a stream capture: launches while
+//! a capture is in progress are recorded into a graph, not run, and CUPTI's calls then would
+//! invalidate the capture (`captured_launches` in the status); CUDA graph launches before the
+//! start are not profiled (`graph_launches_before_start`: starting the profiler inside one
+//! crashed the program on the H200). Their kernels still have activity records, so
+//! `kprof run` adds its timing launch for the graphs' spans.
 
 use std::cell::Cell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use kprof::counters::{CuptiLib, RangeProfiler, ReplayMode};
@@ -276,10 +283,23 @@ pub struct CounterStatus {
     /// counters are the nodes' own, not the graph's span, so `kprof run` times such a program in
     /// a timing launch as well.
     pub graph_kernels: usize,
+    /// CUDA graph launches the activity records of the counter launch saw (graph-level records:
+    /// their kernels have no records of their own), profiled or not: `kprof run` then times the
+    /// program in a timing launch as well.
+    pub graph_launches: usize,
     /// Launches on other contexts (not profiled).
     pub other_context_launches: u64,
     /// Launch calls made while no context was current (not profiled).
     pub launches_without_context: u64,
+    /// Launch calls made while a stream capture was in progress (recorded into a graph, not
+    /// run: not profiled, and the Range Profiler is neither started nor switched then, which
+    /// would invalidate the capture).
+    pub captured_launches: u64,
+    /// CUDA graph launches made before the Range Profiler started (not profiled): it starts at
+    /// the first kernel launch instead, since starting it inside a graph launch crashed the
+    /// program on the H200 (CUPTI 13.0, segmentation fault in the counter launch of a program
+    /// whose first launch was a 60-node graph).
+    pub graph_launches_before_start: u64,
     /// Ranges returned by CUPTI.
     pub ranges: usize,
     /// Kernels matched to a range.
@@ -316,6 +336,12 @@ struct Live {
 
 static LIVE: Mutex<Option<Live>> = Mutex::new(None);
 
+/// Stream captures in progress in the process (begun, not yet ended). CUPTI calls of the Range
+/// Profiler made during one invalidate it (with `cudaStreamCaptureModeGlobal` the program's
+/// `cudaStreamEndCapture` then fails and its graph never runs: seen on the H200 with the 60-node
+/// graph program of issue 17 under `kprof run --metrics`, whose first launch was a captured one).
+static CAPTURES: AtomicUsize = AtomicUsize::new(0);
+
 thread_local! {
     /// Nesting depth of launch calls on this thread (runtime call → driver call).
     static DEPTH: Cell<u32> = const { Cell::new(0) };
@@ -323,6 +349,8 @@ thread_local! {
     static COUNTED: Cell<bool> = const { Cell::new(false) };
     /// Set while this thread is inside the hook (CUPTI calls made from it never re-enter).
     static IN_HOOK: Cell<bool> = const { Cell::new(false) };
+    /// Nesting depth of stream-capture calls on this thread (runtime call → driver call).
+    static CAPTURE_DEPTH: Cell<u32> = const { Cell::new(0) };
     /// When the outermost launch call of this thread, profiled, left the hook at its entry.
     static LAUNCH_T0: Cell<Option<std::time::Instant>> = const { Cell::new(None) };
 }
@@ -381,6 +409,12 @@ fn install_inner(
     let mut enable = vec![(DOMAIN_RESOURCE, CBID_CONTEXT_DESTROY_STARTING)];
     enable.extend(cbid::LAUNCH_CBIDS.iter().map(|&c| (DOMAIN_DRIVER, c)));
     enable.extend(cbid::RUNTIME_LAUNCH_CBIDS.iter().map(|&c| (DOMAIN_RUNTIME, c)));
+    for ids in [&cbid::BEGIN_CAPTURE_CBIDS[..], &cbid::END_CAPTURE_CBIDS[..]] {
+        enable.extend(ids.iter().map(|&c| (DOMAIN_DRIVER, c)));
+    }
+    for ids in [&cbid::RUNTIME_BEGIN_CAPTURE_CBIDS[..], &cbid::RUNTIME_END_CAPTURE_CBIDS[..]] {
+        enable.extend(ids.iter().map(|&c| (DOMAIN_RUNTIME, c)));
+    }
     for (domain, id) in enable {
         // Launch ids this CUPTI does not know fail harmlessly; the resource callback must work.
         if let Err(e) = session.enable_callback(domain, id) {
@@ -417,6 +451,21 @@ fn hook(callback: &Callback<'_>) {
                     finish_live(l);
                 }
             });
+        }
+        DOMAIN_DRIVER | DOMAIN_RUNTIME if capture_call(callback.domain(), id).is_some() => {
+            let Some(cb) = callback.api() else { return };
+            let begin = capture_call(callback.domain(), id) == Some(Capture::Begin);
+            if cb.callbackSite == API_ENTER {
+                CAPTURE_DEPTH.with(|d| d.set(d.get() + 1));
+                return;
+            }
+            let depth = CAPTURE_DEPTH.with(|d| {
+                d.set(d.get().saturating_sub(1));
+                d.get()
+            });
+            if depth == 0 {
+                on_capture_call(begin, callback.api_result());
+            }
         }
         DOMAIN_DRIVER | DOMAIN_RUNTIME => {
             // CUpti_CallbackData, valid during the callback.
@@ -504,10 +553,54 @@ fn is_graph_launch(domain: u32, id: u32) -> bool {
     }
 }
 
+/// A stream-capture call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Capture {
+    Begin,
+    End,
+}
+
+/// Whether a callback is a call that begins or ends a stream capture (driver or runtime API).
+fn capture_call(domain: u32, id: u32) -> Option<Capture> {
+    let (begin, end): (&[u32], &[u32]) = match domain {
+        DOMAIN_DRIVER => (&cbid::BEGIN_CAPTURE_CBIDS, &cbid::END_CAPTURE_CBIDS),
+        DOMAIN_RUNTIME => (&cbid::RUNTIME_BEGIN_CAPTURE_CBIDS, &cbid::RUNTIME_END_CAPTURE_CBIDS),
+        _ => return None,
+    };
+    if begin.contains(&id) {
+        Some(Capture::Begin)
+    } else if end.contains(&id) {
+        Some(Capture::End)
+    } else {
+        None
+    }
+}
+
+/// At the exit of the outermost begin- or end-capture call of a thread (`result`: its return
+/// value): a capture that began counts until an end call (which ends capture mode whether or
+/// not the graph is valid).
+fn on_capture_call(begin: bool, result: Option<i32>) {
+    if begin {
+        if result == Some(0) {
+            CAPTURES.fetch_add(1, Ordering::SeqCst);
+        }
+    } else {
+        let _ = CAPTURES.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+    }
+}
+
 /// Steps 2 and 3 of the module docs, at the entry of one launch on `ctx` (`graph`: a CUDA graph
 /// launch). Returns whether the launch is profiled (counted in the image).
 fn on_launch(l: &mut Live, ctx: usize, graph: bool) -> bool {
     if l.error.is_some() || l.finished {
+        return false;
+    }
+    if CAPTURES.load(Ordering::SeqCst) > 0 {
+        l.status.captured_launches += 1;
+        return false;
+    }
+    if graph && l.profiler.is_none() {
+        l.status.graph_launches_before_start += 1;
         return false;
     }
     l.saw_graph |= graph;
@@ -569,12 +662,8 @@ fn start_profiler(l: &mut Live, ctx: usize) -> Result<(), String> {
     let mut rp = RangeProfiler::new(lib, ctx as _, ordinal as usize, &req.metrics, ReplayMode::Kernel)
         .map_err(|e| format!("cannot start the CUPTI Range Profiler: {e}"))?;
     log!("counters: Range Profiler enabled; starting collection");
-    // A graph as the first launch gets a full image at once (its nodes fill one range each).
-    let first = if l.saw_graph {
-        req.capacity
-    } else {
-        FIRST_IMAGE_RANGES.min(req.capacity)
-    };
+    // The first launch is a kernel launch (graph launches before it are not profiled).
+    let first = FIRST_IMAGE_RANGES.min(req.capacity);
     rp.start_streaming(first)
         .map_err(|e| format!("cannot start the CUPTI Range Profiler: {e}"))?;
     log!("counters: collecting");
@@ -681,6 +770,35 @@ mod tests {
         assert!(is_graph_launch(DOMAIN_RUNTIME, cbid::CUDA_GRAPH_LAUNCH_PTSZ));
         assert!(!is_graph_launch(DOMAIN_DRIVER, cbid::CU_LAUNCH_KERNEL));
         assert!(!is_graph_launch(DOMAIN_RUNTIME, cbid::CU_GRAPH_LAUNCH));
+    }
+
+    #[test]
+    fn captured_launches_and_graph_launches_before_the_start_are_not_profiled() {
+        assert_eq!(capture_call(DOMAIN_DRIVER, cbid::CU_STREAM_BEGIN_CAPTURE_V2), Some(Capture::Begin));
+        assert_eq!(capture_call(DOMAIN_RUNTIME, cbid::CUDA_STREAM_BEGIN_CAPTURE), Some(Capture::Begin));
+        assert_eq!(capture_call(DOMAIN_DRIVER, cbid::CU_STREAM_END_CAPTURE_PTSZ), Some(Capture::End));
+        assert_eq!(capture_call(DOMAIN_RUNTIME, cbid::CUDA_STREAM_END_CAPTURE), Some(Capture::End));
+        assert_eq!(capture_call(DOMAIN_DRIVER, cbid::CU_LAUNCH_KERNEL), None);
+        // The ids are per domain: the runtime's 497 is not an end of capture.
+        assert_eq!(capture_call(DOMAIN_RUNTIME, cbid::CU_STREAM_END_CAPTURE), None);
+        assert_eq!(CAPTURES.load(Ordering::SeqCst), 0);
+        on_capture_call(true, Some(1)); // a begin that failed starts no capture
+        assert_eq!(CAPTURES.load(Ordering::SeqCst), 0);
+        on_capture_call(true, Some(0));
+        let mut live = Live::default();
+        assert!(!on_launch(&mut live, 0x1000, false), "a captured launch is not profiled");
+        assert!(live.profiler.is_none() && live.error.is_none(), "nor is the profiler started");
+        assert_eq!((live.status.captured_launches, live.status.times.launches), (1, 0));
+        on_capture_call(false, Some(0));
+        on_capture_call(false, Some(0)); // an unmatched end does not go below zero
+        assert_eq!(CAPTURES.load(Ordering::SeqCst), 0);
+        // Outside a capture (one test: CAPTURES is the process's): graph launches before the
+        // first kernel launch do not start the profiler.
+        let mut live = Live::default();
+        assert!(!on_launch(&mut live, 0x1000, true));
+        assert!(!on_launch(&mut live, 0x1000, true));
+        assert!(live.profiler.is_none() && live.error.is_none() && !live.saw_graph);
+        assert_eq!((live.status.graph_launches_before_start, live.status.times.launches), (2, 0));
     }
 
     #[test]

@@ -563,6 +563,7 @@ fn counter_samples(
     let mut seen = std::collections::HashSet::new();
     batch.kernels.retain(|k| seen.insert(counters::kernel_key(k)));
     status.graph_kernels = batch.kernels.iter().filter(|k| k.graph_id != 0).count();
+    status.graph_launches = batch.graphs.len();
     let (groups, mut stats) = report::group_kernels(ranges, batch, group_by, filter);
     if o.error.is_some() {
         return (Default::default(), stats, status);

@@ -106,8 +106,10 @@ fn launches_and_their_metrics() {
     );
     let graph = serde_json::json!({"counters": {"graph_kernels": 60}});
     let eager = serde_json::json!({"counters": {"graph_kernels": 0}});
-    assert!(saw_graph_kernels(&[eager.clone(), graph]));
-    assert!(!saw_graph_kernels(&[eager, serde_json::json!({"pid": 1})]));
+    assert!(saw_graphs(&[eager.clone(), graph]));
+    let graph_records = serde_json::json!({"counters": {"graph_kernels": 0, "graph_launches": 23}});
+    assert!(saw_graphs(&[eager.clone(), graph_records]));
+    assert!(!saw_graphs(&[eager, serde_json::json!({"pid": 1})]));
     assert!(parse_duration_source("nope").unwrap_err().contains("records"));
 }
 

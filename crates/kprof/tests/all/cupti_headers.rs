@@ -181,6 +181,61 @@ fn constants_match_cupti_13_0_headers() {
     assert!(bad.is_empty(), "mismatches:\n{}", bad.join("\n"));
 }
 
+#[test]
+fn capture_and_runtime_launch_callback_ids_match_cupti_13_0_headers() {
+    let Some(cu13) = common::or_skip(
+        "capture_and_runtime_launch_callback_ids_match_cupti_13_0_headers",
+        common::cupti_wheel(),
+    ) else {
+        return;
+    };
+    let drv = header(&cu13, "cupti_driver_cbid.h");
+    let rt = header(&cu13, "cupti_runtime_cbid.h");
+    let d = |n: &str| format!("CUPTI_DRIVER_TRACE_CBID_{n}");
+    let r = |n: &str| format!("CUPTI_RUNTIME_TRACE_CBID_{n}");
+    let checks: Vec<(&str, String, u32)> = vec![
+        (&drv, d("cuStreamBeginCapture"), cbid::CU_STREAM_BEGIN_CAPTURE),
+        (&drv, d("cuStreamBeginCapture_ptsz"), cbid::CU_STREAM_BEGIN_CAPTURE_PTSZ),
+        (&drv, d("cuStreamEndCapture"), cbid::CU_STREAM_END_CAPTURE),
+        (&drv, d("cuStreamEndCapture_ptsz"), cbid::CU_STREAM_END_CAPTURE_PTSZ),
+        (&drv, d("cuStreamBeginCapture_v2"), cbid::CU_STREAM_BEGIN_CAPTURE_V2),
+        (&drv, d("cuStreamBeginCapture_v2_ptsz"), cbid::CU_STREAM_BEGIN_CAPTURE_V2_PTSZ),
+        (&drv, d("cuStreamBeginCaptureToGraph"), cbid::CU_STREAM_BEGIN_CAPTURE_TO_GRAPH),
+        (&drv, d("cuStreamBeginCaptureToGraph_ptsz"), cbid::CU_STREAM_BEGIN_CAPTURE_TO_GRAPH_PTSZ),
+        (&rt, r("cudaStreamBeginCapture_v10000"), cbid::CUDA_STREAM_BEGIN_CAPTURE),
+        (&rt, r("cudaStreamBeginCapture_ptsz_v10000"), cbid::CUDA_STREAM_BEGIN_CAPTURE_PTSZ),
+        (&rt, r("cudaStreamEndCapture_v10000"), cbid::CUDA_STREAM_END_CAPTURE),
+        (&rt, r("cudaStreamEndCapture_ptsz_v10000"), cbid::CUDA_STREAM_END_CAPTURE_PTSZ),
+        (&rt, r("cudaStreamBeginCaptureToGraph_v12030"), cbid::CUDA_STREAM_BEGIN_CAPTURE_TO_GRAPH),
+        (&rt, r("cudaStreamBeginCaptureToGraph_ptsz_v12030"), cbid::CUDA_STREAM_BEGIN_CAPTURE_TO_GRAPH_PTSZ),
+        (&rt, r("cudaLaunch_v3020"), cbid::CUDA_LAUNCH),
+        (&rt, r("cudaLaunchKernel_v7000"), cbid::CUDA_LAUNCH_KERNEL),
+        (&rt, r("cudaLaunch_ptsz_v7000"), cbid::CUDA_LAUNCH_PTSZ),
+        (&rt, r("cudaLaunchKernel_ptsz_v7000"), cbid::CUDA_LAUNCH_KERNEL_PTSZ),
+        (&rt, r("cudaLaunchCooperativeKernel_v9000"), cbid::CUDA_LAUNCH_COOPERATIVE_KERNEL),
+        (&rt, r("cudaLaunchCooperativeKernel_ptsz_v9000"), cbid::CUDA_LAUNCH_COOPERATIVE_KERNEL_PTSZ),
+        (
+            &rt,
+            r("cudaLaunchCooperativeKernelMultiDevice_v9000"),
+            cbid::CUDA_LAUNCH_COOPERATIVE_KERNEL_MULTI_DEVICE,
+        ),
+        (&rt, r("cudaGraphLaunch_v10000"), cbid::CUDA_GRAPH_LAUNCH),
+        (&rt, r("cudaGraphLaunch_ptsz_v10000"), cbid::CUDA_GRAPH_LAUNCH_PTSZ),
+        (&rt, r("cudaLaunchKernelExC_v11060"), cbid::CUDA_LAUNCH_KERNEL_EX_C),
+        (&rt, r("cudaLaunchKernelExC_ptsz_v11060"), cbid::CUDA_LAUNCH_KERNEL_EX_C_PTSZ),
+        (&rt, r("__cudaLaunchKernel_v13000"), cbid::CUDA_LAUNCH_KERNEL_INTERNAL),
+        (&rt, r("__cudaLaunchKernel_ptsz_v13000"), cbid::CUDA_LAUNCH_KERNEL_INTERNAL_PTSZ),
+    ];
+    let mut bad = Vec::new();
+    for (text, name, ours) in checks {
+        match enum_value(text, &name) {
+            Some(v) if v == i64::from(ours) => {}
+            got => bad.push(format!("{name}: header {got:?}, kprof {ours}")),
+        }
+    }
+    assert!(bad.is_empty(), "mismatches:\n{}", bad.join("\n"));
+}
+
 /// Minimal stand-in for cuda.h: only the types the CUPTI headers name (sizes of the record
 /// fields we check do not depend on them).
 const STUB_CUDA_H: &str = r#"

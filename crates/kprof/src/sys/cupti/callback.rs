@@ -83,6 +83,18 @@ impl<'a> Callback<'a> {
         Some(unsafe { &*(self.data as *const CUpti_CallbackData) })
     }
 
+    /// The return value of a driver- or runtime-API call (`CUresult` / `cudaError_t`, 0 for
+    /// success), at the callback of its exit; `None` at its entry or without callback data.
+    pub fn api_result(&self) -> Option<i32> {
+        let cb = self.api()?;
+        if cb.callbackSite != 1 || cb.functionReturnValue.is_null() {
+            return None;
+        }
+        // SAFETY: at an API exit CUPTI points functionReturnValue at the call's return value, a
+        // CUresult or cudaError_t (C enums, 4 bytes), valid during the callback.
+        Some(unsafe { *(cb.functionReturnValue as *const i32) })
+    }
+
     /// The `CUpti_ResourceData` of a resource callback.
     pub fn resource(&self) -> Option<&'a CUpti_ResourceData> {
         if self.data.is_null() || self.domain != CB_DOMAIN_RESOURCE {

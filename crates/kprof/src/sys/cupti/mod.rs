@@ -116,6 +116,45 @@ pub mod cbid {
     pub const CU_LAUNCH_KERNEL_EX: u32 = 652;
     pub const CU_LAUNCH_KERNEL_EX_PTSZ: u32 = 653;
 
+    /// Stream capture (`cuStreamBeginCapture*`, `cuStreamEndCapture*`): launches between them are
+    /// recorded into a graph, not run.
+    pub const CU_STREAM_BEGIN_CAPTURE: u32 = 495;
+    pub const CU_STREAM_BEGIN_CAPTURE_PTSZ: u32 = 496;
+    pub const CU_STREAM_END_CAPTURE: u32 = 497;
+    pub const CU_STREAM_END_CAPTURE_PTSZ: u32 = 498;
+    pub const CU_STREAM_BEGIN_CAPTURE_V2: u32 = 539;
+    pub const CU_STREAM_BEGIN_CAPTURE_V2_PTSZ: u32 = 540;
+    pub const CU_STREAM_BEGIN_CAPTURE_TO_GRAPH: u32 = 720;
+    pub const CU_STREAM_BEGIN_CAPTURE_TO_GRAPH_PTSZ: u32 = 721;
+    /// The runtime's (`cupti_runtime_cbid.h`).
+    pub const CUDA_STREAM_BEGIN_CAPTURE: u32 = 315;
+    pub const CUDA_STREAM_BEGIN_CAPTURE_PTSZ: u32 = 316;
+    pub const CUDA_STREAM_END_CAPTURE: u32 = 319;
+    pub const CUDA_STREAM_END_CAPTURE_PTSZ: u32 = 320;
+    pub const CUDA_STREAM_BEGIN_CAPTURE_TO_GRAPH: u32 = 452;
+    pub const CUDA_STREAM_BEGIN_CAPTURE_TO_GRAPH_PTSZ: u32 = 453;
+
+    /// Driver-API calls that begin a stream capture.
+    pub const BEGIN_CAPTURE_CBIDS: [u32; 6] = [
+        CU_STREAM_BEGIN_CAPTURE,
+        CU_STREAM_BEGIN_CAPTURE_PTSZ,
+        CU_STREAM_BEGIN_CAPTURE_V2,
+        CU_STREAM_BEGIN_CAPTURE_V2_PTSZ,
+        CU_STREAM_BEGIN_CAPTURE_TO_GRAPH,
+        CU_STREAM_BEGIN_CAPTURE_TO_GRAPH_PTSZ,
+    ];
+    /// Driver-API calls that end one.
+    pub const END_CAPTURE_CBIDS: [u32; 2] = [CU_STREAM_END_CAPTURE, CU_STREAM_END_CAPTURE_PTSZ];
+    /// Runtime-API calls that begin a stream capture.
+    pub const RUNTIME_BEGIN_CAPTURE_CBIDS: [u32; 4] = [
+        CUDA_STREAM_BEGIN_CAPTURE,
+        CUDA_STREAM_BEGIN_CAPTURE_PTSZ,
+        CUDA_STREAM_BEGIN_CAPTURE_TO_GRAPH,
+        CUDA_STREAM_BEGIN_CAPTURE_TO_GRAPH_PTSZ,
+    ];
+    /// Runtime-API calls that end one.
+    pub const RUNTIME_END_CAPTURE_CBIDS: [u32; 2] = [CUDA_STREAM_END_CAPTURE, CUDA_STREAM_END_CAPTURE_PTSZ];
+
     /// Every launch CBID enabled by the activity session.
     pub const LAUNCH_CBIDS: [u32; 8] = [
         CU_LAUNCH_KERNEL,
