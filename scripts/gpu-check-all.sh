@@ -31,6 +31,7 @@ SKIP="${SKIP:-}"
 DEFAULT_PARTS="engine counters conditions ncu run python ncubackend seed scaleout"
 PARTS="${PARTS:-$DEFAULT_PARTS}"
 LOG="$OUT/all-checks.log"
+mkdir -p "$OUT"
 : > "$LOG"
 status=0
 part() {

@@ -9,7 +9,11 @@
 # API in every duration source / trace mode), rangeprof (Range Profiler and CUDA graphs), ncu
 # (gpu__time_duration.sum per NVTX range), cases (the issue's Python and C++ reference cases:
 # small_ref.py without a profiler, ncu on small_ncu_target.py, graph_app.cu plainly and under
-# kprof run), energy (NVML's energy counter: update period and step). Every result line is
+# kprof run), energy (NVML's energy counter: update period and step), and the Python door's
+# pyrefs, pykprof, pylaunch, pyncu, pysweep (kprof, the same work without a profiler, and
+# nsight-python 0.9.6 when carried). Not by default: graphprobe (CUDA events inside kprof's
+# benchmark of a graph, and graph replays before, during and after kprof's counters) and mmclock (cycles and SM clock of matmul 1024/2048, kprof and ncu).
+# Every result line is
 # `TRUTH {json}` in $OUT/truth.log; nothing here changes a GPU setting.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -157,7 +161,7 @@ print("TRUTH " + json.dumps({"mode": "energy", "polls": polls, "changes": len(ch
 EOF
 fi
 # ---- The Python door (the wheel in .carry/wheels), torch workloads ----
-if has pyrefs || has pykprof || has pylaunch || has pyncu || has pysweep; then
+if has pyrefs || has pykprof || has pylaunch || has pyncu || has pysweep || has graphprobe || has mmclock; then
     source scripts/gpu-wheel.sh
     GT=scripts/gpu_check_truth.py
 fi
@@ -202,8 +206,36 @@ if has pyncu; then
         ncu-target-step6 fp16_mm4096 s6_x2_64M
     "$PY" scripts/truth_verdicts.py ncu-csv "$OUT/pyncu-none.csv" "$OUT/pyncu-all.csv" "$OUT/pyncu-step6.csv" 2>&1 | tee -a "$LOG"
 fi
+if has graphprobe; then
+    step "python graph probe: CUDA events inside kprof's benchmark of a graph"
+    for v in graph2stream graph60 "graph2stream late" "graph60 late-auto" "graph2stream late-auto"; do
+        timeout 120 "$PY" "$GT" graph-probe $v 2>&1 | tail -n 5 | tee -a "$LOG"
+    done
+    timeout 120 "$PY" "$GT" graph-state 2>&1 | tail -n 2 | tee -a "$LOG"
+fi
+if has mmclock; then
+    step "python mm clock: cycles and SM clock of matmul 1024/2048, kprof and ncu"
+    timeout 120 "$PY" "$GT" mm-clock 2>&1 | tail -n 12 | tee -a "$LOG"
+    ncu_py "$OUT/pyncu-mmclock.csv" all kernel \
+        gpu__time_duration.sum,sm__cycles_elapsed.max,sm__cycles_elapsed.avg.per_second,gpc__cycles_elapsed.max,dram__bytes_read.sum \
+        ncu-target mm1024 mm2048
+    "$PY" - "$OUT/pyncu-mmclock.csv" <<'EOF2' 2>&1 | tee -a "$LOG"
+import csv, json, re, statistics, sys
+rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("==")) if r.get("ID", "").isdigit()]
+by = {}
+for r in rows:
+    cells = " ".join(str(v) for v in r.values())
+    case = next((c for c in ("mm1024", "mm2048") if re.search(r"(^|[^A-Za-z0-9])" + c + r"($|[^A-Za-z0-9])", cells)), "?")
+    for m in ("gpu__time_duration.sum", "sm__cycles_elapsed.max", "sm__cycles_elapsed.avg.per_second", "gpc__cycles_elapsed.max", "dram__bytes_read.sum"):
+        if m in r:
+            by.setdefault((case, m), []).append(float(r[m].replace(",", "")))
+for (case, m), v in sorted(by.items()):
+    print("TRUTH " + json.dumps({"part": "mmclock-ncu", "case": case, "metric": m, "median": statistics.median(v), "values": v}))
+EOF2
+fi
 if has pysweep; then
     step "python sweep: kprof vs nsight-python 0.9.6 (3 configs x 10 runs)"
+    timeout 120 "$PY" "$GT" sweep-plain 2>&1 | tee -a "$LOG"
     timeout 120 "$PY" "$GT" sweep-kprof 2>&1 | tee -a "$LOG"
     timeout 120 "$PY" "$GT" sweep-kprof records 2>&1 | tee -a "$LOG"
     NS_SITE=/tmp/nsight-site

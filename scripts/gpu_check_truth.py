@@ -5,6 +5,10 @@
     python3 gpu_check_truth.py ncu-target    # the eager cases in NVTX ranges, for ncu
     python3 gpu_check_truth.py sweep-kprof   # the seed's matmul sweep (3 configs x 10 runs), wall time
     python3 gpu_check_truth.py sweep-nsight  # the same sweep with nsight-python 0.9.6 (relaunches under ncu)
+    python3 gpu_check_truth.py sweep-plain   # the same work without a profiler
+    python3 gpu_check_truth.py graph-probe [CASE] [late]  # events inside kprof's benchmark of a graph
+    python3 gpu_check_truth.py mm-clock      # matmul 1024/2048: cycles and SM clock beside the duration
+    python3 gpu_check_truth.py graph-state   # graph replays by events before, during and after kprof's counters
 
 Each result is one line ``TRUTH {json}``; scripts/gpu-check-truth.sh gathers them and
 scripts/truth_verdicts.py judges them. Cases (torch, fp32 unless said):
@@ -391,13 +395,14 @@ def sweep_kprof(source=None):
             _ = a @ b
 
     # Twice in one process: the second sweep shows what is paid once per process (set-up).
-    walls = []
+    walls, costs = [], []
     for _ in range(2):
         t0 = time.perf_counter()
         df = matmul().to_dataframe()
         walls.append(time.perf_counter() - t0)
+        costs.append(kprof._core.counter_cost() if hasattr(kprof._core, "counter_cost") else None)
     emit(part="sweep", tool=f"kprof-{source}" if source else "kprof", wall_s=walls[0],
-         second_wall_s=walls[1], avg_ns=[float(v) for v in df["AvgValue"]])
+         second_wall_s=walls[1], avg_ns=[float(v) for v in df["AvgValue"]], counter_cost=costs)
 
 
 def sweep_nsight():
@@ -418,9 +423,134 @@ def sweep_nsight():
         emit(part="sweep", tool="nsight-python 0.9.6", wall_s=wall, avg_ns=[float(v) for v in df["AvgValue"]])
 
 
+def graph_probe(name="graph2stream", late=""):
+    """Is a graph's time under kprof the graph's or the profiler's? CUDA events around the replay
+    before kprof starts (no profiler), inside kprof's benchmark (its tracing on: the events of
+    the timing pass only), and after it; kprof's own value beside them."""
+    import kprof
+
+    c = Cases()
+    if late:
+        # "late": a first benchmark with the records starts kprof's CUPTI session; "late-auto": one
+        # in default settings, which also leaves the Range Profiler session open during the capture.
+        extra = {} if late == "late-auto" else {"duration_source": "records"}
+
+        @kprof.analyze.kernel(runs=1, thermal_mode="off", verbosity=0, **extra)
+        def first():
+            with kprof.annotate("r"):
+                c.y * 2.0
+
+        first()
+    graph = c.capture(name)
+    before = events(graph.replay) if not late else None
+    inside = []
+
+    @kprof.analyze.kernel(runs=10, cache_control="none", thermal_mode="off", verbosity=0)
+    def bench():
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        with kprof.annotate("r"):
+            a.record()
+            graph.replay()
+            b.record()
+        b.synchronize()
+        if not kprof.in_counter_pass():
+            inside.append(a.elapsed_time(b) * 1e6)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        df = bench().raw()
+    vals = [float(v) for v in df["Value"]]
+    emit(part="graphprobe", case=name, late=late or False, events_before_ns=before,
+         events_inside_ns=statistics.median(inside[-10:]), inside=inside[-10:],
+         kprof_ns=statistics.median(vals), values=vals, source=sorted(set(df["DurationSource"])),
+         events_after_ns=events(graph.replay))
+
+
+def graph_state():
+    """CUDA events around graph replays (graph60, graph2stream) in one process: before kprof, with
+    kprof's Range Profiler session open (graphs instantiated before and after it opened), and
+    after ``kprof.release_counters()``. One line ``RPPROBE {json}``, microseconds."""
+    import kprof
+
+    c = Cases()
+    out = {}
+    for name in ("graph60", "graph2stream"):
+        out[name + "_none"] = events(c.capture(name).replay)
+
+    @kprof.analyze.kernel(runs=2, thermal_mode="off", verbosity=0)
+    def a():
+        with kprof.annotate("r"):
+            c.y * 2.0
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a()
+        for name in ("graph60", "graph2stream"):
+            out[name + "_old_rp_open"] = events(c.graphs[name].replay)
+            out[name + "_new_rp_open"] = events(c.capture(name).replay)
+        kprof.release_counters()
+        for name in ("graph60", "graph2stream"):
+            out[name + "_old_rp_released"] = events(c.graphs[name].replay)
+            out[name + "_new_rp_released"] = events(c.capture(name).replay)
+        y = c.y
+        out["eager60_rp_released"] = events(lambda: c.chain(y, 30))
+        a()
+        out["eager60_rp_open"] = events(lambda: c.chain(y, 30))
+    print("RPPROBE " + json.dumps({k: round(v / 1e3, 2) for k, v in out.items()}), flush=True)
+
+
+CLOCK_METRICS = ["gpu__time_duration.sum", "sm__cycles_elapsed.max", "sm__cycles_elapsed.avg.per_second",
+                 "gpc__cycles_elapsed.max", "dram__bytes_read.sum"]
+
+
+def mm_clock():
+    """fp32 matmul 1024/2048 in kprof (cold L2, default replay) with the elapsed cycles and the SM
+    clock beside gpu__time_duration: is ncu's longer duration more cycles or a lower clock?"""
+    import kprof
+
+    c = Cases()
+    for n in (1024, 2048):
+        a, b = c.mats[n]
+
+        @kprof.analyze.kernel(runs=10, metrics=CLOCK_METRICS, thermal_mode="off", verbosity=0)
+        def mm():
+            with kprof.annotate("r"):
+                a @ b
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            df = mm().raw()
+        for m in CLOCK_METRICS:
+            v = [float(x) for x in df[df["Metric"] == m]["Value"]]
+            emit(part="mmclock", case=f"mm{n}", metric=m, median=statistics.median(v) if v else None, values=v)
+
+
+def sweep_plain():
+    """The seed sweep's work without any profiler (3 configs x (warm-ups + 10 runs)), twice: what
+    the user's closure itself costs in a fresh process (context, cuBLAS) and afterwards."""
+    walls = []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        for n in SWEEP:
+            for _ in range(13):
+                a = torch.randn(n, n, device="cuda")
+                b = torch.randn(n, n, device="cuda")
+                _ = a @ b
+                _ = a @ b
+                torch.cuda.synchronize()
+        walls.append(time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    import pandas  # noqa: F401  (kprof's to_dataframe imports it on first use)
+    emit(part="sweep", tool="plain torch", wall_s=walls[0], second_wall_s=walls[1],
+         pandas_import_s=time.perf_counter() - t0)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "case":
         kprof_case(*sys.argv[2:])
+        sys.exit(0)
+    if sys.argv[1] == "graph-probe":
+        graph_probe(*sys.argv[2:])
         sys.exit(0)
     if sys.argv[1] == "sweep-kprof" and len(sys.argv) > 2:
         sweep_kprof(sys.argv[2])
@@ -435,4 +565,7 @@ if __name__ == "__main__":
         "ncu-target-step6": ncu_target_step6,
         "sweep-kprof": sweep_kprof,
         "sweep-nsight": sweep_nsight,
+        "sweep-plain": sweep_plain,
+        "mm-clock": mm_clock,
+        "graph-state": graph_state,
     }[sys.argv[1]]()

@@ -805,3 +805,116 @@ def test_session10_sweep_speed_against_nsight_python():
     assert "4.9x" in r.stdout
     sweeps = {x["tool"]: x["wall_s"] for x in _truth_rows("s10-call7-sweep-and-launch-cost.log") if x.get("part") == "sweep"}
     assert 9.5 < sweeps["nsight-python 0.9.6"] / sweeps["kprof-records"] < 10.5, sweeps
+
+
+def test_session11_house_recheck_verdicts_follow_from_the_summaries():
+    """h200-gpu-checks-after-the-house (issue 19): counters, conditions and ncu pass; the Python
+    check's step 4 read range-replay durations idle included under "auto" (call 1) and passes once
+    auto takes the records there (call 2); what still fails is what failed on 2026-11-30."""
+    import json
+
+    folder = os.path.join(HERE, "..", "h200-gpu-checks-after-the-house")
+    log1 = open(os.path.join(folder, "call1-counters-conditions-ncu-python-all-checks.log")).read()
+    for part in ("counters", "conditions", "ncu"):
+        assert f"== {part}: exit 0 after" in log1, part
+    assert "ALL CHECKS PASSED" in log1 and "wrote /root/out/all/conditions/conditions_fixture.json; overall PASS" in log1
+
+    def step4(name):
+        t = pd.read_csv(os.path.join(folder, name)).set_index(["cache_control", "MB"]).time_us
+        return t[("all", 1.0)], t[("none", 1.0)], t[("all", 1024.0)], t[("none", 1024.0)]
+
+    cold1, warm1, _, _ = step4("call1-python-step4-before-the-range-fix.csv")
+    assert cold1 > 50 and warm1 > 50, "the range's push-to-pop time, not a 1 MB kernel's"
+    cold1, warm1, cold1g, warm1g = step4("call2-python-step4-after-the-range-fix.csv")
+    assert warm1 < cold1 < 5 and abs(warm1g / cold1g - 1) < 0.03
+    assert "driver resource was unavailable" in open(
+        os.path.join(folder, "call1-python-ncu-compare-driver-resource-unavailable.txt")).read()
+    rows = json.load(open(os.path.join(folder, "call2-python-summary.json")))["rows"]
+    failed = sorted(r[0] for r in rows if r[1] in (False, "False"))
+    assert failed == ["vs-ncu fp16 matmul 4096 bytes_write", "vs-ncu softmax 8192x1024 bytes_write"], failed
+    assert next(r for r in rows if r[0] == "step4")[1] in (True, "True")
+    checks = json.load(open(os.path.join(folder, "call2-ncu-backend-summary.json")))["checks"]
+    assert [c["name"] for c in checks if c["ok"] is False] == ["f app fp16 matmul 4096 dram__bytes_read.sum"]
+
+
+def test_session11_kprof_run_metrics_on_a_graph_program():
+    """h200-kprof-run-metrics-vs-ncu/s11-call*: `kprof run --metrics` on the C++ graph program of
+    issue 17. Before: the Range Profiler started at a launch inside the program's stream capture
+    (its graph never ran: the program exited 1, the graph range was missing); then started inside
+    a graph launch (a segmentation fault). After: captured launches and graph launches before the
+    first kernel launch are not profiled, a timing launch gives the durations, and the graph range
+    is within 3 % of CUDA events around the replay without a profiler."""
+    import json
+    import math
+
+    folder = os.path.join(HERE, "..", "h200-kprof-run-metrics-vs-ncu")
+    before = open(os.path.join(folder, "s11-call3-graph-app-before-the-fix-console.txt")).read()
+    assert "exited with 1 in its counter launch" in before and "\ngraph " not in before
+    crash = open(os.path.join(folder, "s11-call5-graph-app-profiler-started-in-a-graph-launch-console.txt")).read()
+    assert "exited with 139" in crash
+    status = json.load(open(os.path.join(folder, "s11-call7-graph-app-counter-launch-status.json")))["counters"]
+    assert (status["captured_launches"], status["graph_launches_before_start"]) == (60, 23)
+    assert status["graph_launches"] == 23 and status["kernels_matched"] == status["launches"] == 1200
+    plain_us = float(open(os.path.join(folder, "s11-call7-graph-app-plain.txt")).read().split()[1])
+    vals: dict = {}
+    for r in csv.DictReader(open(os.path.join(folder, "s11-call7-graph-app-raw.csv"))):
+        vals.setdefault((r["Annotation"], r["Metric"], r["DurationSource"]), []).append(
+            float(r["Value"]) if r["Value"] else math.nan)
+    graph = vals[("graph", "gpu__time_duration.sum", "records")]
+    assert len(graph) == 20 and abs(statistics.median(graph) / 1e3 / plain_us - 1) < 0.03
+    assert all(math.isnan(v) for v in vals[("graph", "dram__bytes_read.sum", "")]), "graph nodes are not profiled"
+    assert len(vals[("eager", "dram__bytes_read.sum", "")]) == 20
+
+
+def test_session11_where_the_default_sweeps_time_goes():
+    """s11-call1/2: the seed sweep in default settings costs the counters about 0.5 s more than the
+    records on a process's first sweep (the Range Profiler's plan and enabling, 0.25 s, and the
+    first collections), and the records sweep is the plain torch work plus the pandas import: the
+    10x of issue 17 is not met (5.3x in call 2)."""
+    for name in ("s11-call1-graph-probe-matmul-clock-sweep.log", "s11-call2-sweep-after-the-range-fix.log"):
+        sweeps = {x["tool"]: x for x in _truth_rows(name) if x.get("part") == "sweep"}
+        auto, records, plain = sweeps["kprof"], sweeps["kprof-records"], sweeps["plain torch"]
+        first = auto["counter_cost"][0]
+        extra = auto["wall_s"] - records["wall_s"]
+        counted = first["plan_s"] + first["session_config_s"] + first["session_enable_s"] + first["counter_run_s"]
+        assert 0.4 < extra < 0.8 and abs(counted - extra) < 0.15, (extra, counted)
+        assert first["collections"] == first["counter_runs"] == 30 and first["sessions"] == 1
+        assert abs(records["wall_s"] - plain["wall_s"] - plain["pandas_import_s"]) < 0.15
+        ratio = sweeps["nsight-python 0.9.6"]["wall_s"] / auto["wall_s"]
+        assert 4 < ratio < 10, ratio
+
+
+def test_session11_matmul_1024_under_ncu_takes_more_cycles_at_the_same_clock():
+    """s11-call1 mmclock: the fp32 matmul 1024's 2 % gap to ncu (issue 17) is not the clock (1.96
+    GHz in both) but cycles (ncu +2.3 %), with 0.8 % more DRAM bytes read under ncu's cache control."""
+    rows = _truth_rows("s11-call1-graph-probe-matmul-clock-sweep.log")
+    med = {(r["part"], r["case"], r["metric"]): r["median"] for r in rows if r.get("part", "").startswith("mmclock")}
+    clock = "sm__cycles_elapsed.avg.per_second"
+    k, n = ("mmclock", "mm1024"), ("mmclock-ncu", "mm1024")
+    assert abs(med[(*k, clock)] / med[(*n, clock)] - 1) < 0.005
+    cycles = med[(*n, "sm__cycles_elapsed.max")] / med[(*k, "sm__cycles_elapsed.max")] - 1
+    time = med[(*n, "gpu__time_duration.sum")] / med[(*k, "gpu__time_duration.sum")] - 1
+    assert 0.015 < cycles < 0.035 and abs(cycles - time) < 0.005, (cycles, time)
+    assert med[(*n, "dram__bytes_read.sum")] > med[(*k, "dram__bytes_read.sum")]
+    # At 2048 the two agree within 0.2 % in time and cycles.
+    k2, n2 = ("mmclock", "mm2048"), ("mmclock-ncu", "mm2048")
+    assert abs(med[(*n2, "sm__cycles_elapsed.max")] / med[(*k2, "sm__cycles_elapsed.max")] - 1) < 0.002
+
+
+def test_session11_graph_times_depend_on_cupti_state_in_the_process():
+    """s11-call1/8/9: graphs replayed under CUPTI run differently from a process without it, and
+    kprof measures them as they run there: graph60 137 us by events before kprof, 129 us after
+    its counters were released; the two-stream graph 114 us before, 161 us (instantiated before)
+    or 124 us (after) with the Range Profiler session open. kprof's value follows the events
+    measured after it in the same process (events_after) within 6 % (-5.1 % to -0.7 %), more
+    closely than the events of a process without CUPTI."""
+    import json
+
+    line = open(os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations",
+                             "s11-call9-graph-events-by-cupti-state.log")).read()
+    st = json.loads(line.split(" ", 1)[1])
+    assert st["graph2stream_old_rp_open"] / st["graph2stream_none"] > 1.3
+    assert st["graph60_old_rp_released"] / st["graph60_none"] < 0.95
+    for name in ("s11-call1-graph-probe-matmul-clock-sweep.log", "s11-call8-graphs-captured-with-the-range-profiler-open.log"):
+        for r in (x for x in _truth_rows(name) if x.get("part") == "graphprobe"):
+            assert abs(r["kprof_ns"] / r["events_after_ns"] - 1) < 0.06, r["case"]
