@@ -651,7 +651,9 @@ def kernel(
       one more pass of the function per recorded run (kernel records off), when the counters can
       be used, else the records with a warning (also for functions that replay CUDA graphs
       captured before kprof's first benchmark, whose spans a counter pass would corrupt);
-      ``"counters"``: the counters or an error; ``"records"``: CUPTI's kernel records of the timed
+      ``"counters"``: the counters or an error (with ``replay_mode="range"``, whose ranges time
+      push to pop, idle included, ``"auto"`` takes the records and ``"counters"`` is an error);
+      ``"records"``: CUPTI's kernel records of the timed
       run only (one pass; concurrent records: short kernels read between their in-stream time and
       ncu's). CUDA graph replays always count as their GPU span, from the timed run. The ``DurationSource``
       column of every row says which source gave it (docs/timing.md). With ``backend="ncu"``
