@@ -223,13 +223,15 @@ impl GpuCounters {
     }
 
     fn open_inner(&self, plan: &CounterPlan) -> Result<(), EngineError> {
-        let lib = self.lib()?;
-        let ctx = self.libs.cuda.ensure_context()?;
-        let (ordinal, _) = self.device()?;
         let mut slot = self.session.lock().unwrap_or_else(|p| p.into_inner());
         let reuse =
             matches!(&*slot, Some(Session(rp)) if rp.metrics() == plan.metrics.as_slice() && rp.mode() == plan.mode);
         if !reuse {
+            // Every collection opens: the context, device and chip are only looked up for a new
+            // session.
+            let lib = self.lib()?;
+            let ctx = self.libs.cuda.ensure_context()?;
+            let (ordinal, _) = self.device()?;
             *slot = None; // disable the old session before enabling a new one
             let rp = RangeProfiler::new(lib, ctx as _, ordinal, &plan.metrics, plan.mode)?;
             let (config_s, enable_s) = (rp.config_s(), rp.enable_s());
