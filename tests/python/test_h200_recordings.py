@@ -918,3 +918,20 @@ def test_session11_graph_times_depend_on_cupti_state_in_the_process():
     for name in ("s11-call1-graph-probe-matmul-clock-sweep.log", "s11-call8-graphs-captured-with-the-range-profiler-open.log"):
         for r in (x for x in _truth_rows(name) if x.get("part") == "graphprobe"):
             assert abs(r["kprof_ns"] / r["events_after_ns"] - 1) < 0.06, r["case"]
+
+
+def test_session11_multigpu_dry_run_on_one_gpu():
+    """h200-multigpu-dry-run-one-gpu: issue 24's script on one H200: the 64-configuration sweep with
+    devices="all" matches one worker within 1 % per configuration, every row names its GPU, and a
+    SIGKILLed worker's configurations are retried with nothing lost."""
+    import json
+
+    d = json.load(open(os.path.join(HERE, "..", "h200-multigpu-dry-run-one-gpu", "summary-multigpu.json")))
+    assert d["gpus"] == 1 and d["target"] is None
+    assert [c["name"] for c in d["checks"] if not c["ok"]] == []
+    assert len(d["checks"]) == 9
+    table = d["table"]
+    assert len(table) == 64 and table[0]["n"] == 512 and table[-1]["n"] == 8192
+    worst = max(abs(r["all_ns"] / r["one_ns"] - 1) for r in table)
+    assert worst < 0.01 and abs(worst * 100 - max(abs(r["diff_pct"]) for r in table)) < 1e-9
+    assert set(d["walls"]) == {"one", "all", "kill"}
