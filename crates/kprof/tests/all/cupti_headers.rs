@@ -161,6 +161,7 @@ fn constants_match_cupti_13_0_headers() {
             ffi::CUPTI_ERROR_INVALID_CHIP_NAME as i64,
         ),
         (&cb, "CUPTI_API_ENTER", ffi::API_ENTER as i64),
+        (&cb, "CUPTI_API_EXIT", ffi::API_EXIT as i64),
         (&cb, "CUPTI_CB_DOMAIN_DRIVER_API", ffi::CB_DOMAIN_DRIVER_API as i64),
         (&cb, "CUPTI_CB_DOMAIN_RUNTIME_API", ffi::CB_DOMAIN_RUNTIME_API as i64),
         (&cb, "CUPTI_CB_DOMAIN_RESOURCE", ffi::CB_DOMAIN_RESOURCE as i64),

@@ -10,7 +10,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::OnceLock;
 
 use super::{
-    cbid, CUpti_CallbackData, CUpti_GraphData, CUpti_ResourceData, CBID_RESOURCE_GRAPHEXEC_CREATED,
+    cbid, CUpti_CallbackData, CUpti_GraphData, CUpti_ResourceData, API_EXIT, CBID_RESOURCE_GRAPHEXEC_CREATED,
     CB_DOMAIN_DRIVER_API, CB_DOMAIN_RESOURCE, CB_DOMAIN_RUNTIME_API,
 };
 
@@ -87,7 +87,7 @@ impl<'a> Callback<'a> {
     /// success), at the callback of its exit; `None` at its entry or without callback data.
     pub fn api_result(&self) -> Option<i32> {
         let cb = self.api()?;
-        if cb.callbackSite != 1 || cb.functionReturnValue.is_null() {
+        if cb.callbackSite != API_EXIT || cb.functionReturnValue.is_null() {
             return None;
         }
         // SAFETY: at an API exit CUPTI points functionReturnValue at the call's return value, a

@@ -229,6 +229,8 @@ pub const CB_DOMAIN_RESOURCE: u32 = 3;
 pub const CBID_RESOURCE_GRAPHEXEC_CREATED: u32 = 18;
 /// `CUpti_ApiCallbackSite::CUPTI_API_ENTER`: the call's entry.
 pub const API_ENTER: u32 = 0;
+/// `CUpti_ApiCallbackSite::CUPTI_API_EXIT`: the call's exit.
+pub const API_EXIT: u32 = 1;
 
 /// Byte offsets of the stable record prefixes.
 pub mod offsets {
