@@ -5,8 +5,7 @@
 # checks the wheel as a user gets it (scripts/test-wheel.sh: tag, fresh venv without cargo).
 # The wheel goes in with its scale-out extras (kprof[dask,slurm]: dask.distributed, submitit,
 # cloudpickle), which tests/python/test_scaleout_dask.py and test_scaleout_slurm.py use.
-# `scripts/test-python.sh --venv-only` only creates the venv and installs pytest, pandas and those;
-# `scripts/test-python.sh --wheel PATH` tests a wheel already built instead of building one.
+# `scripts/test-python.sh --venv-only` only creates the venv and installs pytest, pandas and those.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=target/test-venv
@@ -15,12 +14,7 @@ if [ "${1:-}" = --venv-only ]; then
     "$venv/bin/python" -m pip install -q pytest pandas "dask[distributed]" submitit cloudpickle
     exit 0
 fi
-if [ "${1:-}" = --wheel ]; then
-    wheel=${2:?--wheel needs the path of a wheel built by scripts/build-wheel.sh}
-    [ -f "$wheel" ] || { echo "test-python: no wheel at $wheel" >&2; exit 2; }
-else
-    wheel=$(scripts/build-wheel.sh | tail -1)
-fi
+wheel=$(scripts/build-wheel.sh | tail -1)
 "$venv/bin/python" -m pip install -q pytest "$wheel[dask,slurm]"
 "$venv/bin/python" -m pip install -q --force-reinstall --no-deps "$wheel"
 repo="$PWD"

@@ -21,17 +21,12 @@ prep chromium-slurm sh -c 'scripts/report-screenshot.sh --install-only; scripts/
 cargo test --workspace --locked
 stage "cargo test"
 wait || true
-# The wheel (scripts/build-wheel.sh: two release builds, the longest step after the Rust tests) is
-# built while the browser check runs, which mostly waits on Chromium (log: target/wheel-build.log).
-scripts/build-wheel.sh target/wheels >target/wheel-build.log 2>&1 &
-wheel_build=$!
 # The HTML report in headless Chromium (Debian's chromium, installed when missing: about 1.5 min
 # once; the check itself takes a few seconds). Prints "N passed, N failed"; fails on a failed check.
 scripts/test-report-browser.sh
 stage "browser check"
-wait "$wheel_build" || { cat target/wheel-build.log; echo "test.sh: the wheel did not build" >&2; exit 1; }
-# The Python package: runs pytest on that wheel in target/test-venv (the scale-out tests start their
-# own dask LocalCluster and single-node Slurm), then checks the wheel as a user gets it
-# (scripts/test-wheel.sh). Prints "test-wheel: N passed, N failed".
-scripts/test-python.sh --wheel "$(tail -n 1 target/wheel-build.log)"
+# The Python package: builds the wheel (scripts/build-wheel.sh), runs pytest on it in target/test-venv
+# (the scale-out tests start their own dask LocalCluster and single-node Slurm), then checks the wheel
+# as a user gets it (scripts/test-wheel.sh). Prints "test-wheel: N passed, N failed".
+scripts/test-python.sh
 stage "Python tests and the wheel check"
