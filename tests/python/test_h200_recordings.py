@@ -935,3 +935,20 @@ def test_session11_multigpu_dry_run_on_one_gpu():
     worst = max(abs(r["all_ns"] / r["one_ns"] - 1) for r in table)
     assert worst < 0.01 and abs(worst * 100 - max(abs(r["diff_pct"]) for r in table)) < 1e-9
     assert set(d["walls"]) == {"one", "all", "kill"}
+
+
+def test_the_sweep_bench_reports_the_recorded_ratio():
+    """benches/seed_sweep_vs_nsight.py on session 11's call 2: 5.3x in default settings, 8.7x with
+    the records, the counters' first-sweep split, the target not met."""
+    import importlib.util
+
+    path = os.path.join(HERE, "..", "..", "..", "benches", "seed_sweep_vs_nsight.py")
+    spec = importlib.util.spec_from_file_location("seed_sweep_vs_nsight", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    log = os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations", "s11-call2-sweep-after-the-range-fix.log")
+    text, ratio = bench.report(bench.sweep_rows(open(log).read().splitlines()))
+    assert abs(ratio - 7.065 / 1.343) < 0.01
+    assert "5.3x (target 10x: not met)" in text and "8.7x" in text
+    assert "30 collections" in text and "pandas' import" in text
+    assert bench.report({})[1] is None and "not measured" in bench.report({})[0]

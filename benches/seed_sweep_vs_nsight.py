@@ -1,0 +1,112 @@
+"""The seed's matmul sweep (fp32 1024/2048/4096, 10 runs each) under kprof against nsight-python
+0.9.6, measured in the same run on a GPU machine: issue 17's speed target (kprof in default
+settings at least 10x faster than nsight-python).
+
+    python3 benches/seed_sweep_vs_nsight.py [--nsight-path DIR]...
+
+Each tool runs in its own fresh process (``scripts/gpu_check_truth.py sweep-plain``,
+``sweep-kprof``, ``sweep-kprof records``, ``sweep-nsight``): the same work without a profiler,
+kprof in default settings (durations from the counters), kprof with ``duration_source="records"``,
+and nsight-python (which relaunches the script under ncu; ``--nsight-path`` puts its package and
+ncu's Python extras on ``PYTHONPATH`` when it is not installed). Prints each tool's wall time
+for its first sweep in the process (and kprof's second), the ratios nsight-python / tool, and
+where kprof's counter work went in its first sweep (``kprof._core.counter_cost()``).
+``--from-log LOG`` reports on a recorded ``TRUTH`` log instead of running anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TRUTH = os.path.join(HERE, "..", "scripts", "gpu_check_truth.py")
+TARGET = 10.0  # issue 17: kprof in default settings at least 10x faster than nsight-python
+
+
+def sweep_rows(lines) -> dict[str, dict]:
+    """The `part: sweep` TRUTH rows of an output, by tool (the last row of each tool wins)."""
+    rows = {}
+    for line in lines:
+        if not line.startswith("TRUTH "):
+            continue
+        try:
+            r = json.loads(line[6:])
+        except ValueError:
+            continue
+        if r.get("part") == "sweep":
+            rows[r["tool"]] = r
+    return rows
+
+
+def report(rows: dict[str, dict]) -> tuple[str, float | None]:
+    """A table of the sweep rows and kprof's counter cost; the ratio nsight-python / kprof in
+    default settings (None without both)."""
+    out = [f"{'tool':<22} {'first sweep s':>14} {'second s':>9} {'nsight / tool':>14}"]
+    ns = rows.get("nsight-python 0.9.6", {}).get("wall_s")
+    for tool in ("plain torch", "kprof", "kprof-records", "nsight-python 0.9.6"):
+        r = rows.get(tool)
+        if r is None:
+            out.append(f"{tool:<22} {'(not run)':>14}")
+            continue
+        second = r.get("second_wall_s")
+        second_s = "-" if second is None else f"{second:.3f}"
+        ratio = f"{ns / r['wall_s']:.1f}x" if ns and tool.startswith("kprof") else ""
+        out.append(f"{tool:<22} {r['wall_s']:>14.3f} {second_s:>9} {ratio:>14}")
+    plain = rows.get("plain torch")
+    if plain and "pandas_import_s" in plain:
+        out.append(f"(pandas' import, which kprof's first to_dataframe pays: {plain['pandas_import_s']:.3f} s)")
+    costs = (rows.get("kprof") or {}).get("counter_cost") or []
+    if costs and costs[0]:
+        c = costs[0]
+        out.append(
+            "kprof's counters in its first sweep: plan {plan_s:.3f} s, session {s:.3f} s, {n:.0f} collections "
+            "{run:.3f} s (image {setup:.3f}, passes {passes:.3f}, decode {dec:.3f})".format(
+                s=c["session_config_s"] + c["session_enable_s"], n=c["collections"], run=c["counter_run_s"],
+                setup=c["collect_setup_s"], passes=c["collect_passes_s"], dec=c["collect_decode_s"], **c,
+            )
+        )
+    default = rows.get("kprof", {}).get("wall_s")
+    ratio = ns / default if ns and default else None
+    out.append(
+        "kprof (default) vs nsight-python: "
+        + ("not measured" if ratio is None else f"{ratio:.1f}x (target {TARGET:.0f}x: {'met' if ratio >= TARGET else 'not met'})")
+    )
+    return "\n".join(out), ratio
+
+
+def run(nsight_paths: list[str]) -> list[str]:
+    lines = []
+    for args, extra_path in (
+        (["sweep-plain"], []),
+        (["sweep-kprof"], []),
+        (["sweep-kprof", "records"], []),
+        (["sweep-nsight"], nsight_paths),
+    ):
+        env = dict(os.environ)
+        if extra_path:
+            env["PYTHONPATH"] = os.pathsep.join(extra_path + [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+        p = subprocess.run([sys.executable, TRUTH, *args], capture_output=True, text=True, env=env, timeout=600)
+        got = [line for line in p.stdout.splitlines() if line.startswith("TRUTH ")]
+        if p.returncode != 0 or not got:
+            print(f"{' '.join(args)}: exit {p.returncode}\n{p.stderr[-2000:]}", file=sys.stderr)
+        lines += got
+    return lines
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--nsight-path", action="append", default=[], help="a folder to put on PYTHONPATH for nsight-python")
+    ap.add_argument("--from-log", help="report on a recorded TRUTH log instead of running")
+    a = ap.parse_args()
+    lines = open(a.from_log).read().splitlines() if a.from_log else run(a.nsight_path)
+    text, _ = report(sweep_rows(lines))
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
