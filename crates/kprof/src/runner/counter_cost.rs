@@ -93,3 +93,28 @@ pub(super) fn add(f: impl FnOnce(&mut CounterCost)) {
 pub(super) fn since(t0: Instant) -> f64 {
     t0.elapsed().as_secs_f64()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_name_every_field_once() {
+        let c = CounterCost {
+            sessions: 2,
+            collections: 3,
+            counter_runs: 4,
+            rewarm_s: 0.5,
+            ..Default::default()
+        };
+        let f = c.fields();
+        let mut names: Vec<&str> = f.iter().map(|(n, _)| *n).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), f.len());
+        // Every field of the struct is listed: 13 today (a new field must be added to fields()).
+        assert_eq!(f.len(), 13);
+        let get = |k: &str| f.iter().find(|(n, _)| *n == k).unwrap().1;
+        assert_eq!((get("sessions"), get("collections"), get("counter_runs"), get("rewarm_s")), (2.0, 3.0, 4.0, 0.5));
+    }
+}

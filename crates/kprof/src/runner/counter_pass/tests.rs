@@ -870,6 +870,18 @@ fn auto_takes_durations_from_the_counters_when_they_open_and_says_so_per_sample(
 }
 
 #[test]
+fn counter_passes_are_counted_in_the_process_cost() {
+    // The process-wide cost grows with every counter pass of a recorded run (other tests may add
+    // to it at the same time: only a lower bound is checked).
+    let before = crate::runner::counter_cost().counter_runs;
+    let (mock, mut p) = setup(1);
+    bench_one_kernel(&mock, &mut p, DurationSource::Counters).unwrap();
+    let after = crate::runner::counter_cost();
+    assert!(after.counter_runs >= before + 2, "{before} -> {after:?}");
+    assert!(after.counter_run_s >= after.records_switch_s);
+}
+
+#[test]
 fn auto_takes_the_records_in_range_replay_and_counters_there_are_refused() {
     // A range's counter duration runs from its push to its pop (idle included): with range
     // (user) replay "auto" keeps the records, and "counters" is refused before any run.
