@@ -116,22 +116,8 @@ fn launches_and_their_metrics() {
 #[test]
 fn a_timing_launch_takes_the_durations_from_the_counter_launch() {
     let mut counters = part(&[10.0, 20.0]);
-    let d = DeviceInfo::default();
     for run in 0..2 {
-        counters
-            .push(&SampleRecord {
-                benchmark: "b",
-                annotation: "mm",
-                config: &Config::new(),
-                run,
-                metric: "dram__bytes_read.sum",
-                value: 1.0 + run as f64,
-                unit: "byte",
-                kernel: "k",
-                device: &d,
-                extras: &[],
-            })
-            .unwrap();
+        sample(&mut counters, "mm", "dram__bytes_read.sum", "byte", run, 1.0 + run as f64);
     }
     let kept = without_durations(&counters).unwrap();
     let metrics: Vec<_> = kept
@@ -160,21 +146,8 @@ fn a_timing_launch_takes_the_durations_from_the_counter_launch() {
 
 fn part(values: &[f64]) -> RawResults {
     let mut r = RawResults::new();
-    let d = DeviceInfo::default();
     for (run, v) in values.iter().enumerate() {
-        r.push(&SampleRecord {
-            benchmark: "b",
-            annotation: "mm",
-            config: &Config::new(),
-            run: run as u32,
-            metric: DEFAULT_METRIC,
-            value: *v,
-            unit: "ns",
-            kernel: "k",
-            device: &d,
-            extras: &[],
-        })
-        .unwrap();
+        sample(&mut r, "mm", DEFAULT_METRIC, "ns", run as u32, *v);
     }
     r
 }
@@ -341,38 +314,19 @@ fn sample(raw: &mut RawResults, annotation: &str, metric: &str, unit: &str, run:
 #[test]
 fn counter_samples_join_the_timing_table_by_key() {
     // Two repetitions, each a timing and a counter launch with two "mm" occurrences.
-    let timing_parts: Vec<_> = (0..2)
-        .map(|rep| {
-            let mut r = RawResults::new();
-            for occ in 0..2 {
-                sample(
-                    &mut r,
-                    "mm",
-                    DEFAULT_METRIC,
-                    "ns",
-                    occ,
-                    100.0 + rep as f64 * 10.0 + occ as f64,
-                );
-            }
-            (None, r)
-        })
-        .collect();
-    let counter_parts: Vec<_> = (0..2)
-        .map(|rep| {
-            let mut r = RawResults::new();
-            for occ in 0..2 {
-                sample(
-                    &mut r,
-                    "mm",
-                    "dram__bytes_read.sum",
-                    "byte",
-                    occ,
-                    1e6 + rep as f64 * 10.0 + occ as f64,
-                );
-            }
-            (None, r)
-        })
-        .collect();
+    let launches = |metric: &str, unit: &str, base: f64| -> Vec<_> {
+        (0..2)
+            .map(|rep| {
+                let mut r = RawResults::new();
+                for occ in 0..2 {
+                    sample(&mut r, "mm", metric, unit, occ, base + rep as f64 * 10.0 + occ as f64);
+                }
+                (None, r)
+            })
+            .collect()
+    };
+    let timing_parts = launches(DEFAULT_METRIC, "ns", 100.0);
+    let counter_parts = launches("dram__bytes_read.sum", "byte", 1e6);
     let (joined, warnings) = join_counters(&merge(&timing_parts).unwrap(), &merge(&counter_parts).unwrap()).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     joined.check_unique_runs().unwrap();
