@@ -499,9 +499,14 @@ impl Profiler {
             // A range's counter duration is push to pop, idle included: not a kernel duration.
             duration = DurationSource::Records;
         }
+        // The duration-only plan that "auto" checked, reused when it is the whole metric set.
+        let mut checked = None;
         if duration == DurationSource::Auto {
             duration = match self.counter_durations_available(opts) {
-                Ok(()) => DurationSource::Counters,
+                Ok(plan) => {
+                    checked = Some(plan);
+                    DurationSource::Counters
+                }
                 // A backend without counters (CUDA events, an ncu child) measures time its own way.
                 Err(_) if self.backend.counters().is_none() => DurationSource::Records,
                 Err(why) => {
@@ -534,7 +539,10 @@ impl Profiler {
                 self.metric
             ))
         })?;
-        let plan = cb.plan(&metrics, opts.replay_mode)?;
+        let plan = match checked.filter(|p| p.metrics == metrics) {
+            Some(p) => p,
+            None => cb.plan(&metrics, opts.replay_mode)?,
+        };
         // The session opens before any GPU work of the sweep: a failure (no counter permission)
         // ends the bench call here, and the first recorded run pays no set-up.
         cb.open(&plan)?;
@@ -560,8 +568,8 @@ impl Profiler {
     /// Whether this profiler can take durations from the counters: it has a counter backend, the
     /// host API accepts `gpu__time_duration.sum` for the device, and a Range Profiler session
     /// opens (this is where missing counter permission or another profiler holding the counters
-    /// shows). `Err` says why not.
-    fn counter_durations_available(&self, opts: &BenchOptions) -> Result<(), String> {
+    /// shows). `Ok`: the plan of `gpu__time_duration.sum` alone; `Err` says why not.
+    fn counter_durations_available(&self, opts: &BenchOptions) -> Result<CounterPlan, String> {
         let cb = self
             .backend
             .counters()
@@ -569,7 +577,8 @@ impl Profiler {
         let plan = cb
             .plan(&[DEFAULT_METRIC.to_string()], opts.replay_mode)
             .map_err(|e| e.to_string())?;
-        cb.open(&plan).map_err(|e| e.to_string())
+        cb.open(&plan).map_err(|e| e.to_string())?;
+        Ok(plan)
     }
 
     /// Runs `pass` (a counter pass) with the activity records of kernels off unless
