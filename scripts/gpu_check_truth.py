@@ -184,6 +184,20 @@ def mm_conditions():
                 emit(part="mmcond", case=f"mm{n}", flush=how, idle_ms=idle_ms, ns=statistics.median(v))
 
 
+def y_times_2_bench(c, runs=1, **extra):
+    """A kprof benchmark of one region holding `y * 2.0` (1M floats), with `extra` options: run
+    before a case to start kprof's CUPTI session (and, in default settings, its Range Profiler
+    session) in the process."""
+    import kprof
+
+    @kprof.analyze.kernel(runs=runs, thermal_mode="off", verbosity=0, **extra)
+    def y_times_2():
+        with kprof.annotate("r"):
+            c.y * 2.0
+
+    return y_times_2
+
+
 def kprof_case(name, source=None):
     """One case through kprof in default settings (or with duration_source=SOURCE), in its own process."""
     import kprof
@@ -191,12 +205,7 @@ def kprof_case(name, source=None):
     c = Cases()
     if os.environ.get("LATE_CAPTURE"):
         # Start kprof's CUPTI session before the graph is captured and instantiated.
-        @kprof.analyze.kernel(runs=1, thermal_mode="off", verbosity=0, duration_source="records")
-        def first():
-            with kprof.annotate("r"):
-                c.y * 2.0
-
-        first()
+        y_times_2_bench(c, duration_source="records")()
     if name in GRAPHS or name == "mixed":
         c.capture("graph60" if name == "mixed" else name)
     cold = name in LONG
@@ -323,13 +332,7 @@ def pause_check():
     c = Cases()
     x = torch.ones(16, device="cuda")
     before = ns_per_launch(x)
-
-    @kprof.analyze.kernel(runs=3, thermal_mode="off", verbosity=0)
-    def first():
-        with kprof.annotate("r"):
-            c.y * 2.0
-
-    first()
+    y_times_2_bench(c, runs=3)()
     between = ns_per_launch(x)
     g = c.capture("graph60")
 
@@ -434,13 +437,7 @@ def graph_probe(name="graph2stream", late=""):
         # "late": a first benchmark with the records starts kprof's CUPTI session; "late-auto": one
         # in default settings, which also leaves the Range Profiler session open during the capture.
         extra = {} if late == "late-auto" else {"duration_source": "records"}
-
-        @kprof.analyze.kernel(runs=1, thermal_mode="off", verbosity=0, **extra)
-        def first():
-            with kprof.annotate("r"):
-                c.y * 2.0
-
-        first()
+        y_times_2_bench(c, **extra)()
     graph = c.capture(name)
     before = events(graph.replay) if not late else None
     inside = []
@@ -476,11 +473,7 @@ def graph_state():
     out = {}
     for name in ("graph60", "graph2stream"):
         out[name + "_none"] = events(c.capture(name).replay)
-
-    @kprof.analyze.kernel(runs=2, thermal_mode="off", verbosity=0)
-    def a():
-        with kprof.annotate("r"):
-            c.y * 2.0
+    a = y_times_2_bench(c, runs=2)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
