@@ -441,6 +441,7 @@ fn hook(callback: &Callback<'_>) {
     IN_HOOK.with(|h| h.set(true));
     let _leave = Leave;
     let id = callback.cbid();
+    let capture = capture_call(callback.domain(), id);
     match callback.domain() {
         DOMAIN_RESOURCE if id == CBID_CONTEXT_DESTROY_STARTING => {
             // CUpti_ResourceData: the context.
@@ -452,9 +453,9 @@ fn hook(callback: &Callback<'_>) {
                 }
             });
         }
-        DOMAIN_DRIVER | DOMAIN_RUNTIME if capture_call(callback.domain(), id).is_some() => {
+        DOMAIN_DRIVER | DOMAIN_RUNTIME if capture.is_some() => {
             let Some(cb) = callback.api() else { return };
-            let begin = capture_call(callback.domain(), id) == Some(Capture::Begin);
+            let begin = capture == Some(Capture::Begin);
             if cb.callbackSite == API_ENTER {
                 CAPTURE_DEPTH.with(|d| d.set(d.get() + 1));
                 return;
