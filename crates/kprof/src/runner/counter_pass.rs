@@ -494,11 +494,7 @@ impl Profiler {
         opts: &BenchOptions,
     ) -> Result<(Option<CounterState>, DurationSource), EngineError> {
         let counted: Vec<String> = opts.metrics.iter().filter(|m| is_counter_metric(m)).cloned().collect();
-        let mut duration = opts.duration;
-        if duration == DurationSource::Auto && opts.replay_mode == ReplayMode::User {
-            // A range's counter duration is push to pop, idle included: not a kernel duration.
-            duration = DurationSource::Records;
-        }
+        let mut duration = opts.duration_before_counters();
         // The duration-only plan that "auto" checked, reused when it is the whole metric set.
         let mut checked = None;
         if duration == DurationSource::Auto {

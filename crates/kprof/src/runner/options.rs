@@ -231,6 +231,16 @@ impl BenchOptions {
         Ok(())
     }
 
+    /// The duration source before the counters are tried: [`DurationSource::Auto`] is the
+    /// records in range replay (a range's counter `gpu__time_duration` includes its idle time),
+    /// else the field as given.
+    pub(crate) fn duration_before_counters(&self) -> DurationSource {
+        match (self.duration, self.replay_mode) {
+            (DurationSource::Auto, ReplayMode::User) => DurationSource::Records,
+            (d, _) => d,
+        }
+    }
+
     /// These options with the environment's overrides applied (`KPROF_L2_FLUSH`,
     /// `KPROF_L2_FLUSH_BYTES`, `KPROF_COUNTER_PASS_RECORDS`; see [`crate::overrides`]): a variable
     /// set to a non-empty value wins over its field; an invalid value is an error naming it.

@@ -342,8 +342,7 @@ impl Profiler {
         // Counter metrics are validated on the host before any GPU work. Durations from the
         // counters by default ("auto", no counter metric, warm-up runs) are decided after the
         // warm-up runs instead (see `resolve_auto`).
-        let lazy_auto = opts.duration == DurationSource::Auto
-            && opts.replay_mode != crate::counters::ReplayMode::User
+        let lazy_auto = opts.duration_before_counters() == DurationSource::Auto
             && opts.warmup > 0
             && self.backend.counters().is_some()
             && !opts.metrics.iter().any(|m| counter_pass::is_counter_metric(m));
