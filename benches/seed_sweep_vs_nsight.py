@@ -58,7 +58,8 @@ def report(rows: dict[str, dict]) -> tuple[str, float | None]:
         out.append(f"{tool:<22} {r['wall_s']:>14.3f} {second_s:>9} {ratio:>14}")
     plain = rows.get("plain torch")
     if plain and "pandas_import_s" in plain:
-        out.append(f"(pandas' import, which kprof's first to_dataframe pays: {plain['pandas_import_s']:.3f} s)")
+        out.append(f"(pandas' import: {plain['pandas_import_s']:.3f} s; kprof imports it when a benchmark is decorated, "
+                   "before the sweep, as nsight-python does at its import; until session 11 its first to_dataframe paid it)")
     costs = (rows.get("kprof") or {}).get("counter_cost") or []
     if costs and costs[0]:
         c = costs[0]

@@ -9,7 +9,8 @@
 # API in every duration source / trace mode), rangeprof (Range Profiler and CUDA graphs), ncu
 # (gpu__time_duration.sum per NVTX range), cases (the issue's Python and C++ reference cases:
 # small_ref.py without a profiler, ncu on small_ncu_target.py, graph_app.cu plainly and under
-# kprof run), energy (NVML's energy counter: update period and step), and the Python door's
+# kprof run), energy (NVML's energy counter: update period and step), launch (host time per
+# cuLaunchKernel with and without kprof, Rust), and the Python door's
 # pyrefs, pykprof, pylaunch, pyncu, pysweep (kprof, the same work without a profiler, and
 # nsight-python 0.9.6 when carried). Not by default: graphprobe (CUDA events inside kprof's
 # benchmark of a graph, and graph replays before, during and after kprof's counters) and mmclock (cycles and SM clock of matmul 1024/2048, kprof and ncu).
@@ -19,7 +20,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${1:-${OUT:?give OUT}}"
 mkdir -p "$OUT"
-PARTS="${PARTS:-events kprof rangeprof ncu cases casencu energy pyrefs pykprof pylaunch pyncu pysweep}"
+PARTS="${PARTS:-events kprof rangeprof ncu cases casencu energy launch pyrefs pykprof pylaunch pyncu pysweep}"
 BIN=.carry/bin
 PY=/opt/torch/.venv/bin/python3
 NCU=/usr/local/cuda/bin/ncu
@@ -188,6 +189,15 @@ if has pylaunch; then
     for v in "" KPROF_KERNEL_TRACE=serial; do
         env $v timeout 120 "$PY" "$GT" launch 2>&1 | tail -n 3 | tee -a "$LOG"
     done
+    # Each state kprof leaves a process in, beside a process without a profiler (its drift).
+    for _ in 1 2; do
+        timeout 120 "$PY" "$GT" launch-control 2>&1 | tail -n 3 | tee -a "$LOG"
+        timeout 120 "$PY" "$GT" launch-states 2>&1 | tail -n 3 | tee -a "$LOG"
+    done
+fi
+if has launch; then
+    step "launch: host time per cuLaunchKernel queued behind a spin kernel, with and without kprof (Rust)"
+    timeout 120 "$BIN/truth_check" launch 2>&1 | tee -a "$LOG"
 fi
 ncu_py() { # out.csv cache replay metrics target ranges...
     local out="$1" cache="$2" replay="$3" metrics="$4" target="$5"; shift 5

@@ -9,6 +9,9 @@
     python3 gpu_check_truth.py graph-probe [CASE] [late]  # events inside kprof's benchmark of a graph
     python3 gpu_check_truth.py mm-clock      # matmul 1024/2048: cycles and SM clock beside the duration
     python3 gpu_check_truth.py graph-state   # graph replays by events before, during and after kprof's counters
+    python3 gpu_check_truth.py launch-states # host cost per launch in each state kprof leaves a process in
+    python3 gpu_check_truth.py launch-control # the same measurements in a process without a profiler (drift)
+    python3 gpu_check_truth.py sweep-detail  # the default sweep with the counter cost at every closure call
 
 Each result is one line ``TRUTH {json}``; scripts/gpu-check-truth.sh gathers them and
 scripts/truth_verdicts.py judges them. Cases (torch, fp32 unless said):
@@ -295,16 +298,37 @@ def ns_per_launch(x, n=10000, reps=5):
     return best * 1e9
 
 
+SPIN_CYCLES = 40_000_000  # torch.cuda._sleep: about 20 ms at the H200's 1.98 GHz
+
+
+def ns_per_launch_queued(x, n=500, reps=12):
+    """Median host time per launch of ``x.add_(1.0)`` over ``reps`` loops of ``n`` launches that
+    queue behind a ~20 ms spin kernel (``torch.cuda._sleep``): the launches' host cost alone,
+    whatever the pace at which the GPU runs them, ns."""
+    vals = []
+    for _ in range(reps):
+        torch.cuda.synchronize()
+        torch.cuda._sleep(SPIN_CYCLES)
+        t0 = time.perf_counter()
+        for _ in range(n):
+            x.add_(1.0)
+        vals.append((time.perf_counter() - t0) / n * 1e9)
+    torch.cuda.synchronize()
+    return statistics.median(vals)
+
+
 def launch_cost():
     """Host time per launch of a tiny kernel: plain (best of 5 loops before and 5 after), then
-    inside a kprof region in default settings (best of the recorded runs)."""
+    inside a kprof region in default settings (best of the recorded runs); beside them the same
+    launches queued behind a spin kernel (``ns_per_launch_queued``: host cost alone, medians)."""
     import kprof
 
     x = torch.ones(16, device="cuda")
     n = 10000
     ns_per_launch(x, n, reps=1)
     before = ns_per_launch(x, n)
-    host = []
+    before_queued = ns_per_launch_queued(x)
+    host, queued = [], []
 
     @kprof.analyze.kernel(runs=5, cache_control="none", thermal_mode="off", verbosity=0)
     def bench():
@@ -313,12 +337,16 @@ def launch_cost():
             for _ in range(n):
                 x.add_(1.0)
             host.append((time.perf_counter() - t) / n * 1e9)
+            q = ns_per_launch_queued(x, reps=2)
+        if not kprof.in_counter_pass():
+            queued.append(q)
 
     df = bench().to_dataframe()
     after = ns_per_launch(x, n)
     emit(part="launch", case="add_16", trace=os.environ.get("KPROF_KERNEL_TRACE", "concurrent"),
          plain_ns=min(before, after), plain_before_ns=before, plain_after_ns=after,
          kprof_ns=host, timing_pass_ns=min(host) if host else None,
+         plain_queued_ns=before_queued, kprof_queued_ns=statistics.median(queued) if queued else None,
          launch_records=os.environ.get("KPROF_CUPTI_LAUNCH_RECORDS", "default"),
          region_ns=[float(v) for v in df["AvgValue"]])
 
@@ -533,9 +561,97 @@ def sweep_plain():
                 torch.cuda.synchronize()
         walls.append(time.perf_counter() - t0)
     t0 = time.perf_counter()
-    import pandas  # noqa: F401  (kprof's to_dataframe imports it on first use)
+    import pandas  # noqa: F401  (kprof imports it when a benchmark is decorated)
     emit(part="sweep", tool="plain torch", wall_s=walls[0], second_wall_s=walls[1],
          pandas_import_s=time.perf_counter() - t0)
+
+
+def launch_states():
+    """Host time per launch of ``x.add_(1.0)`` in each state kprof leaves a process in: before
+    kprof, inside and after a benchmark with the records, inside and after one in default
+    settings (the Range Profiler session open), after ``kprof.release_counters()``. Each value
+    is ``[loop, queued]``: the best of 5 loops of 5,000 launches, and the median of loops of 500
+    launches queued behind a spin kernel (inside a benchmark: every timing run). One
+    ``launchstates`` row."""
+    import kprof
+
+    x = torch.ones(16, device="cuda")
+    n = 5000
+    ns_per_launch(x, n, reps=2)
+    now = lambda: [ns_per_launch(x, n), ns_per_launch_queued(x)]  # noqa: E731
+    out = {"plain_before": now()}
+
+    def inside(**kw):
+        loop, queued = [], []
+
+        @kprof.analyze.kernel(runs=5, cache_control="none", thermal_mode="off", verbosity=0, **kw)
+        def bench():
+            with kprof.annotate("r"):
+                t = time.perf_counter()
+                for _ in range(n):
+                    x.add_(1.0)
+                t = (time.perf_counter() - t) / n * 1e9
+                q = ns_per_launch_queued(x, reps=2)
+            if not kprof.in_counter_pass():
+                loop.append(t)
+                queued.append(q)
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            bench()
+        return [min(loop), statistics.median(queued)]
+
+    out["records_inside"] = inside(duration_source="records")
+    out["after_records"] = now()
+    out["auto_inside"] = inside()
+    out["after_auto"] = now()
+    kprof.release_counters()
+    out["after_release"] = now()
+    out["records_inside_after_release"] = inside(duration_source="records")
+    emit(part="launchstates", env={k: v for k, v in os.environ.items() if k.startswith("KPROF_")}, **out)
+
+
+def launch_control():
+    """The drift of a process without any profiler: host time per launch (as ``launch_states``
+    measures it, ``[loop, queued]``) 8 times over about as long as ``launch_states`` runs. One
+    ``launchcontrol`` row."""
+    x = torch.ones(16, device="cuda")
+    n = 5000
+    ns_per_launch(x, n, reps=2)
+    vals = []
+    for _ in range(8):
+        vals.append([ns_per_launch(x, n), ns_per_launch_queued(x)])
+        time.sleep(0.5)
+    emit(part="launchcontrol", values=vals)
+
+
+def sweep_detail():
+    """The seed sweep in default settings with a time stamp and the counter cost at every call
+    of the closure (warm-ups, timing and counter passes), to see which collections pay the
+    first sweep's extra time. One ``sweepdetail`` row."""
+    import kprof
+
+    calls = []
+
+    @kprof.analyze.kernel(configs=[(n,) for n in SWEEP], runs=10, thermal_mode="off", verbosity=0)
+    def matmul(n):
+        a = torch.randn(n, n, device="cuda")
+        b = torch.randn(n, n, device="cuda")
+        _ = a @ b
+        with kprof.annotate("matmul"):
+            _ = a @ b
+        c = kprof._core.counter_cost()
+        calls.append([n, kprof.in_counter_pass(), time.perf_counter(), c["sessions"], c["collections"],
+                      c["collect_setup_s"], c["collect_passes_s"], c["collect_decode_s"], c["counter_run_s"]])
+
+    walls = []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        matmul()
+        walls.append(time.perf_counter() - t0)
+        calls.append(["end", None, time.perf_counter()])
+    emit(part="sweepdetail", walls=walls,
+         cost=kprof._core.counter_cost(), t0=t0, calls=calls)
 
 
 if __name__ == "__main__":
@@ -561,4 +677,7 @@ if __name__ == "__main__":
         "sweep-plain": sweep_plain,
         "mm-clock": mm_clock,
         "graph-state": graph_state,
+        "launch-states": launch_states,
+        "launch-control": launch_control,
+        "sweep-detail": sweep_detail,
     }[sys.argv[1]]()

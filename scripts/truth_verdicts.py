@@ -183,6 +183,15 @@ def judge(path):
         row("rust", c, rk(c), rn(c), 3, "ncu")
     for c in ("sgemm1024", "sgemm2048", "sgemm4096", "sgemm8192", "scale64M"):
         row("rust", c, rk(c), rn(c), 1, "ncu")
+    # Host cost per cuLaunchKernel queued behind a spin kernel (truth_check launch; recordings from
+    # session 12 on): default settings inside a benchmark against the first round's plain value
+    # (measured before any CUPTI session in the process), the median over the rounds.
+    launches = [r for r in rows if r.get("mode") == "launch" and "auto_inside_ns" in r]
+    if launches:
+        plain = min(launches, key=lambda r: r["round"])["plain_ns"]
+        added = statistics.median(r["auto_inside_ns"] - plain for r in launches)
+        table.append(("rust", "host cost per launch", f"{plain + added:.0f} ns", f"{plain:.0f} ns (plain)",
+                      f"{added:+.0f} ns", "<= 2000 ns", "PASS" if added <= 2000 else "FAIL"))
     # kprof run on the C++ program.
     plain = find(rows, mode="graph_app-plain")
     run_graph = find(rows, mode="kprof-run:app-default", case="cpp_graph")

@@ -412,7 +412,10 @@ fn install_inner(
     for ids in [&cbid::BEGIN_CAPTURE_CBIDS[..], &cbid::END_CAPTURE_CBIDS[..]] {
         enable.extend(ids.iter().map(|&c| (DOMAIN_DRIVER, c)));
     }
-    for ids in [&cbid::RUNTIME_BEGIN_CAPTURE_CBIDS[..], &cbid::RUNTIME_END_CAPTURE_CBIDS[..]] {
+    for ids in [
+        &cbid::RUNTIME_BEGIN_CAPTURE_CBIDS[..],
+        &cbid::RUNTIME_END_CAPTURE_CBIDS[..],
+    ] {
         enable.extend(ids.iter().map(|&c| (DOMAIN_RUNTIME, c)));
     }
     for (domain, id) in enable {
@@ -622,7 +625,10 @@ fn on_launch(l: &mut Live, ctx: usize, graph: bool) -> bool {
         let Some(Profiler(rp)) = l.profiler.as_mut() else {
             return false;
         };
-        log!("counters: switching the counter-data image ({} launches in it); decoding and restarting", l.in_image);
+        log!(
+            "counters: switching the counter-data image ({} launches in it); decoding and restarting",
+            l.in_image
+        );
         let t0 = std::time::Instant::now();
         let stopped = rp.stop_streaming();
         let restarted = stopped.and_then(|(r, t)| rp.start_streaming(capacity).map(|()| (r, t)));
@@ -764,7 +770,11 @@ mod tests {
         assert_eq!(next_image(300, 300, 300, false), Some(300));
         // A graph launch: a non-empty image smaller than full is switched at once, to full.
         assert_eq!(next_image(3, 64, 4096, true), Some(4096));
-        assert_eq!(next_image(0, 128, 4096, true), None, "an empty image takes the graph first");
+        assert_eq!(
+            next_image(0, 128, 4096, true),
+            None,
+            "an empty image takes the graph first"
+        );
         assert_eq!(next_image(10, 4096, 4096, true), None);
         assert_eq!(next_image(4096, 4096, 4096, true), Some(4096));
         assert!(is_graph_launch(DOMAIN_DRIVER, cbid::CU_GRAPH_LAUNCH));
@@ -775,10 +785,22 @@ mod tests {
 
     #[test]
     fn captured_launches_and_graph_launches_before_the_start_are_not_profiled() {
-        assert_eq!(capture_call(DOMAIN_DRIVER, cbid::CU_STREAM_BEGIN_CAPTURE_V2), Some(Capture::Begin));
-        assert_eq!(capture_call(DOMAIN_RUNTIME, cbid::CUDA_STREAM_BEGIN_CAPTURE), Some(Capture::Begin));
-        assert_eq!(capture_call(DOMAIN_DRIVER, cbid::CU_STREAM_END_CAPTURE_PTSZ), Some(Capture::End));
-        assert_eq!(capture_call(DOMAIN_RUNTIME, cbid::CUDA_STREAM_END_CAPTURE), Some(Capture::End));
+        assert_eq!(
+            capture_call(DOMAIN_DRIVER, cbid::CU_STREAM_BEGIN_CAPTURE_V2),
+            Some(Capture::Begin)
+        );
+        assert_eq!(
+            capture_call(DOMAIN_RUNTIME, cbid::CUDA_STREAM_BEGIN_CAPTURE),
+            Some(Capture::Begin)
+        );
+        assert_eq!(
+            capture_call(DOMAIN_DRIVER, cbid::CU_STREAM_END_CAPTURE_PTSZ),
+            Some(Capture::End)
+        );
+        assert_eq!(
+            capture_call(DOMAIN_RUNTIME, cbid::CUDA_STREAM_END_CAPTURE),
+            Some(Capture::End)
+        );
         assert_eq!(capture_call(DOMAIN_DRIVER, cbid::CU_LAUNCH_KERNEL), None);
         // The ids are per domain: the runtime's 497 is not an end of capture.
         assert_eq!(capture_call(DOMAIN_RUNTIME, cbid::CU_STREAM_END_CAPTURE), None);
@@ -787,8 +809,14 @@ mod tests {
         assert_eq!(CAPTURES.load(Ordering::SeqCst), 0);
         on_capture_call(true, Some(0));
         let mut live = Live::default();
-        assert!(!on_launch(&mut live, 0x1000, false), "a captured launch is not profiled");
-        assert!(live.profiler.is_none() && live.error.is_none(), "nor is the profiler started");
+        assert!(
+            !on_launch(&mut live, 0x1000, false),
+            "a captured launch is not profiled"
+        );
+        assert!(
+            live.profiler.is_none() && live.error.is_none(),
+            "nor is the profiler started"
+        );
         assert_eq!((live.status.captured_launches, live.status.times.launches), (1, 0));
         on_capture_call(false, Some(0));
         on_capture_call(false, Some(0)); // an unmatched end does not go below zero
@@ -799,7 +827,10 @@ mod tests {
         assert!(!on_launch(&mut live, 0x1000, true));
         assert!(!on_launch(&mut live, 0x1000, true));
         assert!(live.profiler.is_none() && live.error.is_none() && !live.saw_graph);
-        assert_eq!((live.status.graph_launches_before_start, live.status.times.launches), (2, 0));
+        assert_eq!(
+            (live.status.graph_launches_before_start, live.status.times.launches),
+            (2, 0)
+        );
     }
 
     #[test]
@@ -835,7 +866,11 @@ mod tests {
         .unwrap();
         assert_eq!(
             r.metrics,
-            ["dram__bytes_read.sum", "gpu__time_duration.sum", "sm__cycles_elapsed.avg"]
+            [
+                "dram__bytes_read.sum",
+                "gpu__time_duration.sum",
+                "sm__cycles_elapsed.avg"
+            ]
         );
         assert_eq!(r.capacity, DEFAULT_CAPACITY);
         assert_eq!(
@@ -995,7 +1030,11 @@ mod tests {
             },
         ];
         let (raw, _) = build_counter_raw(&groups, &map, &metrics, &SampleContext::default());
-        let source = raw.extras.iter().find(|c| c.name == "DurationSource").expect("a DurationSource column");
+        let source = raw
+            .extras
+            .iter()
+            .find(|c| c.name == "DurationSource")
+            .expect("a DurationSource column");
         for (s, v) in raw.samples.iter().zip(&source.values) {
             let durations = raw.series_of(s).key.metric == DEFAULT_METRIC;
             let want = if durations {

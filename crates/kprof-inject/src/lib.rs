@@ -51,8 +51,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use kprof::cupti::Cupti;
 use kprof::cupti::ActivitySession;
+use kprof::cupti::Cupti;
 use kprof::loader::SearchEnv;
 use kprof::run_spec::{RunSpec, ENV_RUN_SPEC};
 use kprof_core::{DeviceInfo, ExtraValue};

@@ -47,7 +47,9 @@ static TRACE: Mutex<(Option<TraceOptions>, bool)> = Mutex::new((None, false));
 #[pyfunction]
 fn configure_trace(kernel_trace: &str, graph_trace: Option<&str>) -> PyResult<()> {
     let mut t = TraceOptions::default();
-    t.kernel_trace = kernel_trace.parse().map_err(|e: kprof::choices::InvalidOptionValue| PyValueError::new_err(e.to_string()))?;
+    t.kernel_trace = kernel_trace
+        .parse()
+        .map_err(|e: kprof::choices::InvalidOptionValue| PyValueError::new_err(e.to_string()))?;
     t.graph_trace = graph_trace
         .map(str::parse)
         .transpose()

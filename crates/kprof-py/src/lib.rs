@@ -201,9 +201,15 @@ fn parse_choice(option: &str, value: &str) -> PyResult<String> {
         "l2_flush" => value.parse::<L2Flush>().map(|v| v.as_str()),
         "kernel_trace" => value.parse::<KernelTrace>().map(|v| v.as_str()),
         "graph_trace" => value.parse::<GraphTrace>().map(|v| v.as_str()),
-        other => return Err(PyValueError::new_err(format!("parse_choice: {other:?} is not an option with choices"))),
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "parse_choice: {other:?} is not an option with choices"
+            )))
+        }
     };
-    parsed.map(str::to_string).map_err(|e| PyValueError::new_err(e.to_string()))
+    parsed
+        .map(str::to_string)
+        .map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 /// `release_counters() -> None`: ends this process's Range Profiler session, if one is open (it

@@ -9,6 +9,9 @@
 //!   `KPROF_KERNEL_TRACE` / `KPROF_GRAPH_TRACE`).
 //! - `ncu-target`: every eager case launched a few times inside NVTX ranges named after it, for
 //!   `ncu --nvtx --metrics gpu__time_duration.sum`.
+//! - `launch`: host time per `cuLaunchKernel` of a one-block kernel, the launches queued behind a
+//!   spin kernel (host cost alone): without a profiler, inside benchmarks with the records and in
+//!   default settings, between benchmarks and after the profiler is dropped, three rounds.
 //! - `rangeprof`: the Range Profiler alone (gpu__time_duration.sum, kernel and application
 //!   replay) over 3 eager kernels, a 60-node graph and 3 eager kernels: how many ranges a graph
 //!   launch gives.
@@ -31,6 +34,10 @@ extern "C" __global__ void axpb(float* y, unsigned int n) {
     unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] = y[i] * 1.0001f + 0.5f;
 }
+extern "C" __global__ void spin(long long cycles) {
+    long long t0 = clock64();
+    while (clock64() - t0 < cycles) {}
+}
 extern "C" __global__ void scale2(float* y, const float* x, unsigned int n) {
     unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] = 2.0f * x[i];
@@ -46,6 +53,7 @@ struct Bench {
     gpu: Gpu,
     axpb: CudaFunction,
     scale2: CudaFunction,
+    spin: CudaFunction,
     blas: CudaBlas,
     small: CudaSlice<f32>,
     mid: CudaSlice<f32>,
@@ -87,6 +95,7 @@ impl Bench {
         Ok(Bench {
             axpb: m.load_function("axpb")?,
             scale2: m.load_function("scale2")?,
+            spin: m.load_function("spin")?,
             gpu,
             blas,
             small,
@@ -322,6 +331,74 @@ fn kprof_mode(b: &mut Bench, source: &str, replay: &str) -> Result<(), BoxError>
     Ok(())
 }
 
+/// Median host time per launch (ns) of 500 one-block `axpb` launches queued behind a ~20 ms spin
+/// kernel, over `loops` loops: the driver call's host cost alone, whatever the GPU's pace.
+fn ns_per_launch_queued(b: &Bench, loops: usize) -> Result<f64, BoxError> {
+    const N: usize = 500;
+    let tiny: u32 = 256;
+    let s = &b.gpu.stream;
+    let mut v = Vec::new();
+    for _ in 0..loops {
+        s.synchronize()?;
+        let cycles: i64 = 40_000_000;
+        let mut l = s.launch_builder(&b.spin);
+        l.arg(&cycles);
+        unsafe {
+            l.launch(LaunchConfig {
+                grid_dim: (1, 1, 1),
+                block_dim: (1, 1, 1),
+                shared_mem_bytes: 0,
+            })
+        }?;
+        let t0 = std::time::Instant::now();
+        for _ in 0..N {
+            let mut l = s.launch_builder(&b.axpb);
+            l.arg(&b.small).arg(&tiny);
+            unsafe { l.launch(grid(tiny)) }?;
+        }
+        v.push(t0.elapsed().as_nanos() as f64 / N as f64);
+    }
+    s.synchronize()?;
+    Ok(median(v))
+}
+
+fn launch_mode(b: &mut Bench) -> Result<(), BoxError> {
+    ns_per_launch_queued(b, 2)?;
+    for round in 0..3 {
+        let plain = ns_per_launch_queued(b, 12)?;
+        let mut row = serde_json::json!({"mode": "launch", "round": round, "plain_ns": plain});
+        let r = (|| -> Result<(), BoxError> {
+            let mut prof = Profiler::new()?;
+            for (label, source) in [("records", DurationSource::Records), ("auto", DurationSource::Auto)] {
+                let mut opts = BenchOptions::default();
+                opts.runs = 5;
+                opts.cache = CacheControl::None;
+                opts.duration = source;
+                opts.conditions = false;
+                let mut inside = Vec::new();
+                prof.bench("launch", &[Config::new()], &opts, |_, run| {
+                    let counter_pass = run.is_counter_pass();
+                    let _r = run.region("r")?;
+                    let ns = ns_per_launch_queued(b, 2)?;
+                    if !counter_pass {
+                        inside.push(ns);
+                    }
+                    Ok(())
+                })?;
+                row[format!("{label}_inside_ns")] = median(inside).into();
+                row[format!("after_{label}_ns")] = ns_per_launch_queued(b, 12)?.into();
+            }
+            Ok(())
+        })();
+        if let Err(e) = r {
+            row["error"] = e.to_string().into();
+        }
+        row["after_drop_ns"] = ns_per_launch_queued(b, 12)?.into();
+        emit(row);
+    }
+    Ok(())
+}
+
 fn ncu_target(b: &mut Bench) -> Result<(), BoxError> {
     let reps = |c: &str| if c == "eager60" { 3 } else { 5 };
     for c in EAGER {
@@ -412,7 +489,11 @@ fn main() {
             ),
             Some("ncu-target") => ncu_target(&mut b),
             Some("rangeprof") => rangeprof(&mut b),
-            _ => Err("usage: truth_check events | kprof [records|counters|auto] [kernel|application] | ncu-target | rangeprof".into()),
+            Some("launch") => launch_mode(&mut b),
+            _ => Err(
+                "usage: truth_check events | kprof [records|counters|auto] [kernel|application] | ncu-target | rangeprof | launch"
+                    .into(),
+            ),
         }
     })();
     if let Err(e) = r {

@@ -117,7 +117,14 @@ fn launches_and_their_metrics() {
 fn a_timing_launch_takes_the_durations_from_the_counter_launch() {
     let mut counters = part(&[10.0, 20.0]);
     for run in 0..2 {
-        sample(&mut counters, "mm", "dram__bytes_read.sum", "byte", run, 1.0 + run as f64);
+        sample(
+            &mut counters,
+            "mm",
+            "dram__bytes_read.sum",
+            "byte",
+            run,
+            1.0 + run as f64,
+        );
     }
     let kept = without_durations(&counters).unwrap();
     let metrics: Vec<_> = kept

@@ -18,10 +18,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-use crate::cupti::records::RegionSpan;
 use crate::cupti::graph_guard;
 use crate::cupti::library::Cupti;
 pub use crate::cupti::records::ActivityBatch;
+use crate::cupti::records::RegionSpan;
 use crate::cupti::records::{parse_record, record_kind, to_hex, write_dump_line, DumpLine, Record};
 use crate::error::EngineError;
 pub use crate::sys::cupti::activity::BUFFER_BYTES;

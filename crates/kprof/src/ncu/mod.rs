@@ -19,7 +19,6 @@ pub mod csv;
 pub mod relaunch;
 pub mod version;
 
-
 pub use self::argv::{CacheControl, ClockControl, NcuOptions, ReplayMode, TargetProcesses, DEFAULT_NVTX_INCLUDE};
 pub use self::bench::{arm_child, bench_ncu, last_run, NcuRunInfo, Relaunch};
 pub use self::csv::{
@@ -106,7 +105,6 @@ impl NcuError {
         }
     }
 }
-
 
 /// The last `n` non-empty lines of `text`, joined with newlines.
 pub(crate) fn tail_lines(text: &str, n: usize) -> String {

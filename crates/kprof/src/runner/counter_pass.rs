@@ -216,7 +216,9 @@ impl GpuCounters {
         let (_, chip) = self.device()?;
         let mut cats = self.catalogs.lock().unwrap_or_else(|p| p.into_inner());
         if !cats.iter().any(|c| c.chip() == chip) {
+            let t0 = std::time::Instant::now();
             cats.push(MetricsCatalog::with_lib(lib, &chip, None)?);
+            counter_cost::add(|c| c.plan_catalog_s += counter_cost::since(t0));
         }
         let cat = cats.iter().find(|c| c.chip() == chip).expect("just added");
         Ok(CounterPlan::new(cat, metrics, mode)?)

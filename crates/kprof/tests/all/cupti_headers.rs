@@ -200,21 +200,57 @@ fn capture_and_runtime_launch_callback_ids_match_cupti_13_0_headers() {
         (&drv, d("cuStreamEndCapture"), cbid::CU_STREAM_END_CAPTURE),
         (&drv, d("cuStreamEndCapture_ptsz"), cbid::CU_STREAM_END_CAPTURE_PTSZ),
         (&drv, d("cuStreamBeginCapture_v2"), cbid::CU_STREAM_BEGIN_CAPTURE_V2),
-        (&drv, d("cuStreamBeginCapture_v2_ptsz"), cbid::CU_STREAM_BEGIN_CAPTURE_V2_PTSZ),
-        (&drv, d("cuStreamBeginCaptureToGraph"), cbid::CU_STREAM_BEGIN_CAPTURE_TO_GRAPH),
-        (&drv, d("cuStreamBeginCaptureToGraph_ptsz"), cbid::CU_STREAM_BEGIN_CAPTURE_TO_GRAPH_PTSZ),
+        (
+            &drv,
+            d("cuStreamBeginCapture_v2_ptsz"),
+            cbid::CU_STREAM_BEGIN_CAPTURE_V2_PTSZ,
+        ),
+        (
+            &drv,
+            d("cuStreamBeginCaptureToGraph"),
+            cbid::CU_STREAM_BEGIN_CAPTURE_TO_GRAPH,
+        ),
+        (
+            &drv,
+            d("cuStreamBeginCaptureToGraph_ptsz"),
+            cbid::CU_STREAM_BEGIN_CAPTURE_TO_GRAPH_PTSZ,
+        ),
         (&rt, r("cudaStreamBeginCapture_v10000"), cbid::CUDA_STREAM_BEGIN_CAPTURE),
-        (&rt, r("cudaStreamBeginCapture_ptsz_v10000"), cbid::CUDA_STREAM_BEGIN_CAPTURE_PTSZ),
+        (
+            &rt,
+            r("cudaStreamBeginCapture_ptsz_v10000"),
+            cbid::CUDA_STREAM_BEGIN_CAPTURE_PTSZ,
+        ),
         (&rt, r("cudaStreamEndCapture_v10000"), cbid::CUDA_STREAM_END_CAPTURE),
-        (&rt, r("cudaStreamEndCapture_ptsz_v10000"), cbid::CUDA_STREAM_END_CAPTURE_PTSZ),
-        (&rt, r("cudaStreamBeginCaptureToGraph_v12030"), cbid::CUDA_STREAM_BEGIN_CAPTURE_TO_GRAPH),
-        (&rt, r("cudaStreamBeginCaptureToGraph_ptsz_v12030"), cbid::CUDA_STREAM_BEGIN_CAPTURE_TO_GRAPH_PTSZ),
+        (
+            &rt,
+            r("cudaStreamEndCapture_ptsz_v10000"),
+            cbid::CUDA_STREAM_END_CAPTURE_PTSZ,
+        ),
+        (
+            &rt,
+            r("cudaStreamBeginCaptureToGraph_v12030"),
+            cbid::CUDA_STREAM_BEGIN_CAPTURE_TO_GRAPH,
+        ),
+        (
+            &rt,
+            r("cudaStreamBeginCaptureToGraph_ptsz_v12030"),
+            cbid::CUDA_STREAM_BEGIN_CAPTURE_TO_GRAPH_PTSZ,
+        ),
         (&rt, r("cudaLaunch_v3020"), cbid::CUDA_LAUNCH),
         (&rt, r("cudaLaunchKernel_v7000"), cbid::CUDA_LAUNCH_KERNEL),
         (&rt, r("cudaLaunch_ptsz_v7000"), cbid::CUDA_LAUNCH_PTSZ),
         (&rt, r("cudaLaunchKernel_ptsz_v7000"), cbid::CUDA_LAUNCH_KERNEL_PTSZ),
-        (&rt, r("cudaLaunchCooperativeKernel_v9000"), cbid::CUDA_LAUNCH_COOPERATIVE_KERNEL),
-        (&rt, r("cudaLaunchCooperativeKernel_ptsz_v9000"), cbid::CUDA_LAUNCH_COOPERATIVE_KERNEL_PTSZ),
+        (
+            &rt,
+            r("cudaLaunchCooperativeKernel_v9000"),
+            cbid::CUDA_LAUNCH_COOPERATIVE_KERNEL,
+        ),
+        (
+            &rt,
+            r("cudaLaunchCooperativeKernel_ptsz_v9000"),
+            cbid::CUDA_LAUNCH_COOPERATIVE_KERNEL_PTSZ,
+        ),
         (
             &rt,
             r("cudaLaunchCooperativeKernelMultiDevice_v9000"),
@@ -223,9 +259,17 @@ fn capture_and_runtime_launch_callback_ids_match_cupti_13_0_headers() {
         (&rt, r("cudaGraphLaunch_v10000"), cbid::CUDA_GRAPH_LAUNCH),
         (&rt, r("cudaGraphLaunch_ptsz_v10000"), cbid::CUDA_GRAPH_LAUNCH_PTSZ),
         (&rt, r("cudaLaunchKernelExC_v11060"), cbid::CUDA_LAUNCH_KERNEL_EX_C),
-        (&rt, r("cudaLaunchKernelExC_ptsz_v11060"), cbid::CUDA_LAUNCH_KERNEL_EX_C_PTSZ),
+        (
+            &rt,
+            r("cudaLaunchKernelExC_ptsz_v11060"),
+            cbid::CUDA_LAUNCH_KERNEL_EX_C_PTSZ,
+        ),
         (&rt, r("__cudaLaunchKernel_v13000"), cbid::CUDA_LAUNCH_KERNEL_INTERNAL),
-        (&rt, r("__cudaLaunchKernel_ptsz_v13000"), cbid::CUDA_LAUNCH_KERNEL_INTERNAL_PTSZ),
+        (
+            &rt,
+            r("__cudaLaunchKernel_ptsz_v13000"),
+            cbid::CUDA_LAUNCH_KERNEL_INTERNAL_PTSZ,
+        ),
     ];
     let mut bad = Vec::new();
     for (text, name, ours) in checks {

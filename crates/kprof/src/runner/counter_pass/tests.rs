@@ -897,7 +897,11 @@ fn auto_takes_the_records_in_range_replay_and_counters_there_are_refused() {
             Ok(())
         })
         .unwrap();
-    assert_eq!(series(&raw, "a", DEFAULT_METRIC).1, vec![10.0, 10.0], "the records' 10 ns");
+    assert_eq!(
+        series(&raw, "a", DEFAULT_METRIC).1,
+        vec![10.0, 10.0],
+        "the records' 10 ns"
+    );
     let col = raw.extras.iter().find(|c| c.name == "DurationSource").unwrap();
     let durations: Vec<&ExtraValue> = raw
         .samples
