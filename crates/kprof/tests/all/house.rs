@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// Most lines a `.rs` file under `crates/*/src` may have.
+/// Most lines a `.rs` file under `crates/*/src`, `crates/*/examples` or `crates/*/tests` may have.
 const MAX_LINES: usize = 1200;
 
 /// Where `unsafe` may appear: the engine's FFI layer (`crates/kprof/src/sys/`, every file under
@@ -58,8 +58,8 @@ fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// `(path relative to the repository root with '/' separators, absolute path)` of every `.rs`
-/// file under `crates/*/src`.
-fn crate_sources(root: &Path) -> Vec<(String, PathBuf)> {
+/// file under `crates/*/<dir>` for each of `dirs` (by crate, then in the order of `dirs`).
+fn crate_files(root: &Path, dirs: &[&str]) -> Vec<(String, PathBuf)> {
     let mut crates: Vec<PathBuf> = fs::read_dir(root.join("crates"))
         .expect("crates/")
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -67,9 +67,24 @@ fn crate_sources(root: &Path) -> Vec<(String, PathBuf)> {
     crates.sort();
     let mut files = Vec::new();
     for c in crates {
-        rs_files(&c.join("src"), &mut files);
+        for dir in dirs {
+            rs_files(&c.join(dir), &mut files);
+        }
     }
     files.into_iter().map(|p| (rel(root, &p), p)).collect()
+}
+
+/// `(path relative to the repository root with '/' separators, absolute path)` of every `.rs`
+/// file under `crates/*/src`.
+fn crate_sources(root: &Path) -> Vec<(String, PathBuf)> {
+    crate_files(root, &["src"])
+}
+
+/// `(path relative to the repository root with '/' separators, absolute path)` of every `.rs`
+/// file under `crates/*/examples` and `crates/*/tests` (multi-file examples and test targets
+/// included).
+fn crate_examples_and_tests(root: &Path) -> Vec<(String, PathBuf)> {
+    crate_files(root, &["examples", "tests"])
 }
 
 fn rel(root: &Path, p: &Path) -> String {
@@ -231,8 +246,16 @@ fn no_source_file_over_1200_lines() {
         files.len(),
         root.display()
     );
+    let others = crate_examples_and_tests(&root);
+    assert!(
+        others.len() > 20,
+        "found only {} source files under {}/crates/*/examples and crates/*/tests",
+        others.len(),
+        root.display()
+    );
     let mut over: Vec<(String, usize)> = files
         .iter()
+        .chain(&others)
         .map(|(name, path)| {
             (
                 name.clone(),
