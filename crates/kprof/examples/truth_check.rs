@@ -12,6 +12,10 @@
 //! - `launch`: host time per `cuLaunchKernel` of a one-block kernel, the launches queued behind a
 //!   spin kernel (host cost alone): without a profiler, inside benchmarks with the records and in
 //!   default settings, between benchmarks and after the profiler is dropped, three rounds.
+//! - `mmicache`: sgemm 1024..8192 after kprof's cold-cache flush, after this program's own L2 read
+//!   flush, and after kprof's instruction-cache flush kernel then that read flush (whether ncu's
+//!   cache control, which reads the matmul 1024 2 % longer, also empties the instruction caches);
+//!   the instruction flush kernel's JIT and GPU time.
 //! - `rangeprof`: the Range Profiler alone (gpu__time_duration.sum, kernel and application
 //!   replay) over 3 eager kernels, a 60-node graph and 3 eager kernels: how many ranges a graph
 //!   launch gives.
@@ -399,6 +403,109 @@ fn launch_mode(b: &mut Bench) -> Result<(), BoxError> {
     Ok(())
 }
 
+/// CUDA C of `read_flush`, which reads a buffer (every 4th word) so that the L2 holds only its
+/// clean lines.
+const READ_FLUSH_SRC: &str = "extern \"C\" __global__ void read_flush(const unsigned int* p, unsigned long long n, \
+    unsigned int* out) {\n  unsigned int acc = 0;\n  for (unsigned long long i = (blockIdx.x * (unsigned long long)blockDim.x \
+    + threadIdx.x) * 4; i < n; i += (unsigned long long)gridDim.x * blockDim.x * 4) acc ^= p[i];\n  \
+    if (acc == 0x12345678u) out[0] = acc;\n}\n";
+
+fn mm_icache(b: &mut Bench) -> Result<(), BoxError> {
+    let m = b.gpu.ctx.load_module(common::compile_with_nvrtc(READ_FLUSH_SRC)?)?;
+    let read = m.load_function("read_flush")?;
+    // kprof's own instruction flush kernel: its JIT time and its GPU time.
+    let code = kprof::sys::kernels::instruction_flush();
+    let t0 = std::time::Instant::now();
+    let cm = b.gpu.ctx.load_module(cudarc::nvrtc::Ptx::from_src(code.image()))?;
+    let icache = cm.load_function(code.name())?;
+    let jit_s = t0.elapsed().as_secs_f64();
+    let words: u64 = 64 << 20; // 256 MB
+    let buf = b.gpu.stream.alloc_zeros::<u32>(words as usize)?;
+    let mut sink = b.gpu.stream.alloc_zeros::<u32>(1)?;
+    let zero = 0u64;
+    let s = b.gpu.stream.clone();
+    let launch_icache = |sink: &mut CudaSlice<u32>| -> Result<(), BoxError> {
+        let mut l = s.launch_builder(&icache);
+        l.arg(sink).arg(&zero);
+        unsafe {
+            l.launch(LaunchConfig {
+                grid_dim: (1024, 1, 1),
+                block_dim: (128, 1, 1),
+                shared_mem_bytes: 0,
+            })
+        }?;
+        Ok(())
+    };
+    let mut flush_ns = Vec::new();
+    for _ in 0..12 {
+        let timed = || b.gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT));
+        let (e0, e1) = (timed()?, timed()?);
+        e0.record(&s)?;
+        launch_icache(&mut sink)?;
+        e1.record(&s)?;
+        flush_ns.push(e0.elapsed_ms(&e1)? as f64 * 1e6);
+    }
+    emit(
+        serde_json::json!({"mode": "mmicache", "case": "_instruction_flush", "jit_s": jit_s,
+        "gpu_ns": median(flush_ns[2..].to_vec())}),
+    );
+    let sms = b
+        .gpu
+        .ctx
+        .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
+        as u32;
+    let mut prof = Profiler::new()?;
+    for (i, n) in [(0usize, 1024), (1, 2048), (2, 4096), (3, 8192)] {
+        for variant in ["kprof-all", "read", "icache+read"] {
+            let mut opts = BenchOptions::default();
+            opts.runs = 10;
+            opts.cache = if variant == "kprof-all" {
+                CacheControl::All
+            } else {
+                CacheControl::None
+            };
+            opts.conditions = false;
+            opts.metrics = vec![
+                kprof::core::model::DEFAULT_METRIC.to_string(),
+                "dram__bytes_read.sum".to_string(),
+            ];
+            let raw = prof.bench(&format!("mm{n}-{variant}"), &[Config::new()], &opts, |_, run| {
+                if variant == "icache+read" {
+                    launch_icache(&mut sink)?;
+                }
+                if variant != "kprof-all" {
+                    let mut l = s.launch_builder(&read);
+                    l.arg(&buf).arg(&words).arg(&mut sink);
+                    unsafe {
+                        l.launch(LaunchConfig {
+                            grid_dim: (8 * sms, 1, 1),
+                            block_dim: (256, 1, 1),
+                            shared_mem_bytes: 0,
+                        })
+                    }?;
+                }
+                let _r = run.region("r")?;
+                b.mm[i].run(&b.blas)?;
+                Ok(())
+            })?;
+            let by = |metric: &str| -> Vec<f64> {
+                raw.samples
+                    .iter()
+                    .filter(|x| raw.series[x.series as usize].key.metric == metric)
+                    .map(|x| x.value)
+                    .collect()
+            };
+            let d = by(kprof::core::model::DEFAULT_METRIC);
+            let r = by("dram__bytes_read.sum");
+            emit(
+                serde_json::json!({"mode": "mmicache", "case": format!("sgemm{n}"), "variant": variant,
+                "ns": median(d.clone()), "values": d, "dram_read": median(r)}),
+            );
+        }
+    }
+    Ok(())
+}
+
 fn ncu_target(b: &mut Bench) -> Result<(), BoxError> {
     let reps = |c: &str| if c == "eager60" { 3 } else { 5 };
     for c in EAGER {
@@ -490,8 +597,9 @@ fn main() {
             Some("ncu-target") => ncu_target(&mut b),
             Some("rangeprof") => rangeprof(&mut b),
             Some("launch") => launch_mode(&mut b),
+            Some("mmicache") => mm_icache(&mut b),
             _ => Err(
-                "usage: truth_check events | kprof [records|counters|auto] [kernel|application] | ncu-target | rangeprof | launch"
+                "usage: truth_check events | kprof [records|counters|auto] [kernel|application] | ncu-target | rangeprof | launch | mmicache"
                     .into(),
             ),
         }

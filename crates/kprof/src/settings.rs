@@ -124,7 +124,8 @@ pub const ENV_VARS: &[EnvVar] = &[
         meaning: "Overrides the `l2_flush` option (Python `l2_flush=`, Rust `BenchOptions::l2_flush`), and wins over \
                   it when set: how the L2 is emptied before cold runs and top-level regions, `read` (a kernel reads a \
                   buffer: the L2 ends clean), `discard` (then drops the buffer's lines: the L2 ends empty, sm_80 and \
-                  later) or `write` (a memset, as Triton and NVBench: the L2 ends full of dirty lines). Any other \
+                  later), both after a kernel that empties the instruction caches as ncu does, or `write` (a memset \
+                  only, as Triton and NVBench: the L2 ends full of dirty lines). Any other \
                   value is an error. Read once per bench call.",
         read_by: "kprof (`overrides`, through `BenchOptions::with_env_overrides` in `runner::profiler`)",
     },

@@ -15,6 +15,15 @@
 //!   full of dirty lines that the measured kernel pays to write back (on the H200: about 3 MB
 //!   more DRAM writes for an 8 MB read-only region, and slower cold runs of write-heavy kernels).
 //!
+//! With `read` and `discard` the flush first runs a kernel whose code is larger than an SM's
+//! instruction caches (`kprof_l2_flush_instructions`, on every SM), so that the measured kernel
+//! fetches its code from memory again, as after ncu's `--cache-control all`. Measured on the H200
+//! (session 12, `truth_check mmicache`): after the L2 read flush alone a cuBLAS sgemm 1024 read
+//! 61.1 µs and 8,388,736 bytes from DRAM; with the instruction flush before it 62.1 µs and
+//! 8,458,880 bytes, as ncu reads it (61.95 µs; 8.460 MB for torch's matmul 1024 in session 11):
+//! the 70 KB are the kernel's code. `write` (Triton's and NVBench's flush) leaves the instruction
+//! caches as they are.
+//!
 //! When the driver cannot load the read kernel, the buffer is written (memset) and a note is
 //! printed once; `discard` on a GPU that cannot load its kernel is an error.
 //!
@@ -31,7 +40,7 @@ use crate::driver::{DeviceBuffer, Driver};
 use crate::error::EngineError;
 use crate::lock;
 use crate::overrides::{L2_FLUSH_BYTES_ENV, L2_FLUSH_ENV};
-use crate::sys::kernels::{LoadedKernel, L2_FLUSH_DISCARD, L2_FLUSH_READ};
+use crate::sys::kernels::{instruction_flush, LoadedKernel, L2_FLUSH_DISCARD, L2_FLUSH_READ};
 
 /// How one bench call flushes the L2: the method and the buffer size it asked for (both after
 /// their environment overrides).
@@ -61,11 +70,11 @@ fn flush_buffer_bytes(l2_bytes: u64, value: Option<u64>) -> Result<usize, Engine
     }
 }
 
-/// Name of the L2 flush kernels (exact for the read kernel, a prefix of the discard kernel):
-/// kept out of the kernels a run is matched by, see [`is_flush_kernel`].
+/// Name of the cold-cache flush kernels (exact for the read kernel, a prefix of the discard and
+/// instruction kernels): kept out of the kernels a run is matched by, see [`is_flush_kernel`].
 pub(crate) const L2_FLUSH_KERNEL: &str = "kprof_l2_flush";
 
-/// Whether a kernel is one of kprof's L2 flush kernels.
+/// Whether a kernel is one of kprof's cold-cache flush kernels.
 pub(crate) fn is_flush_kernel(name: &str) -> bool {
     name.starts_with(L2_FLUSH_KERNEL)
 }
@@ -76,6 +85,8 @@ struct FlushState {
     buf: DeviceBuffer,
     read_kernel: Option<LoadedKernel>,
     discard_kernel: Option<LoadedKernel>,
+    /// `None`: not loaded (the flush then leaves the instruction caches; warned once).
+    instruction_kernel: Option<LoadedKernel>,
 }
 
 /// The cold-cache flusher of one backend (see the module docs).
@@ -123,10 +134,21 @@ impl L2Flusher {
                         None
                     }
                 };
+                let instruction_kernel = match driver.load_kernel(instruction_flush()) {
+                    Ok(f) => Some(f),
+                    Err(e) => {
+                        log::warn!(
+                            "kprof: the instruction-cache flush kernel could not be loaded ({e}); cold runs start with \
+                             the kernel's code still cached (Nsight Compute's cache control empties those caches too)"
+                        );
+                        None
+                    }
+                };
                 slot.insert(FlushState {
                     buf,
                     read_kernel,
                     discard_kernel: None,
+                    instruction_kernel,
                 })
             }
         };
@@ -143,6 +165,10 @@ impl L2Flusher {
         match (method, st.read_kernel) {
             (L2Flush::Write, _) | (_, None) => driver.memset(st.buf, self.value.fetch_add(1, Ordering::Relaxed))?,
             (_, Some(read)) => {
+                if let Some(code) = st.instruction_kernel {
+                    // First: its code passes through the L2, which the read flush then empties.
+                    driver.launch_kernel(code, INSTRUCTION_FLUSH_BLOCKS, 128, (st.buf.ptr, 0))?;
+                }
                 launch_over(driver, read, st.buf, 32)?;
                 if let (L2Flush::Discard, Some(discard)) = (method, st.discard_kernel) {
                     launch_over(driver, discard, st.buf, 128)?;
@@ -159,6 +185,10 @@ impl L2Flusher {
         }
     }
 }
+
+/// Blocks of 128 threads of the instruction flush: several per SM on any GPU (each block runs
+/// the whole code once; about 50 µs on the H200's 132 SMs).
+const INSTRUCTION_FLUSH_BLOCKS: u32 = 1024;
 
 /// Launches `kernel(buffer, buffer bytes / step)` on 1024 blocks of 256 threads.
 fn launch_over(driver: &Driver, kernel: LoadedKernel, buf: DeviceBuffer, step: usize) -> Result<(), EngineError> {
@@ -198,6 +228,13 @@ mod tests {
         assert!(discard.contains("shl.b64 %rd7, %rd5, 7;"), "one 128-byte line per step");
         assert_eq!(L2_FLUSH_READ.name(), L2_FLUSH_KERNEL);
         assert!(is_flush_kernel(L2_FLUSH_DISCARD.name()));
+        assert!(
+            is_flush_kernel(instruction_flush().name()),
+            "kept out of the runs' kernels"
+        );
+        assert!(instruction_flush()
+            .image()
+            .contains(".visible .entry kprof_l2_flush_instructions(.param .u64 p_buf,"));
         assert!(!is_flush_kernel("kprof_scale"));
     }
 }

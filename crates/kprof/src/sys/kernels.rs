@@ -2,7 +2,8 @@
 //! `(u64 device pointer, u64 count)`, which is what `DriverFns::launch_kernel` passes. Only the
 //! kernels defined here can be loaded and launched, so the parameters always match.
 
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
+use std::sync::OnceLock;
 
 use super::driver::CuFunction;
 
@@ -159,6 +160,49 @@ const DISCARD_PTX: &CStr = c_concat!(
 ",
 );
 
+/// Steps of the instruction-cache flush kernel: about 24,000 SASS instructions (about 380 KB of
+/// code), more than an SM's instruction caches hold.
+pub const INSTRUCTION_FLUSH_STEPS: usize = 8192;
+
+/// The cold-cache flush's instruction kernel `kprof_l2_flush_instructions(buf, unused)`: straight-line
+/// code larger than an SM's instruction caches, which every SM that runs it fetches, so that the
+/// next kernel's code is fetched again from memory, as after ncu's `--cache-control all` (see
+/// `runner/l2_flush.rs`). Generated once, at first use.
+pub fn instruction_flush() -> &'static PtxKernel {
+    static KERNEL: OnceLock<PtxKernel> = OnceLock::new();
+    KERNEL.get_or_init(|| PtxKernel {
+        // The generated text holds no NUL; an empty image (never) would fail to load, with a warning.
+        image: Box::leak(
+            CString::new(instruction_flush_ptx(INSTRUCTION_FLUSH_STEPS))
+                .unwrap_or_default()
+                .into_boxed_c_str(),
+        ),
+        entry: c"kprof_l2_flush_instructions",
+    })
+}
+
+/// PTX of `kprof_l2_flush_instructions`: `steps` dependent xor-shift-add steps on a register (no
+/// step can be folded into another), stored only if the result equals a magic value, which keeps
+/// the code alive through the JIT.
+fn instruction_flush_ptx(steps: usize) -> String {
+    let mut ptx = String::with_capacity(steps * 100 + 1024);
+    ptx.push_str(two_u64_entry!(
+        "7.0",
+        "sm_52",
+        "kprof_l2_flush_instructions",
+        "p_unused"
+    ));
+    ptx.push_str("    ld.param.u64 %rd1, [p_buf];\n    mov.u32 %r1, %tid.x;\n");
+    for i in 0..steps {
+        let k = 2_654_435_761u32.wrapping_mul(i as u32 + 1);
+        ptx.push_str(&format!(
+            "    shr.u32 %r2, %r1, 13;\n    xor.b32 %r1, %r1, %r2;\n    add.u32 %r1, %r1, {k};\n"
+        ));
+    }
+    ptx.push_str("    setp.eq.u32 %p1, %r1, 1515870810;\n    @%p1 st.global.u32 [%rd1], %r1;\n    ret;\n}\n");
+    ptx
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,7 +211,7 @@ mod tests {
     /// one entry, named as declared, with exactly the parameters `(.u64, .u64)`.
     #[test]
     fn every_kernel_takes_two_u64_parameters() {
-        for k in [&L2_FLUSH_READ, &L2_FLUSH_DISCARD] {
+        for k in [&L2_FLUSH_READ, &L2_FLUSH_DISCARD, instruction_flush()] {
             let ptx = k.image();
             assert_eq!(ptx.matches(".entry").count(), 1, "{}", k.name());
             let decl = ptx.split(".entry ").nth(1).unwrap();
@@ -181,5 +225,16 @@ mod tests {
                 k.name()
             );
         }
+    }
+
+    #[test]
+    fn instruction_flush_is_straight_line_code_kept_alive_by_a_store() {
+        let ptx = instruction_flush().image();
+        assert_eq!(ptx.matches("xor.b32 %r1, %r1, %r2;").count(), INSTRUCTION_FLUSH_STEPS);
+        assert!(!ptx.contains("bra"), "no loop: every step is its own code");
+        assert!(ptx.contains("@%p1 st.global.u32 [%rd1], %r1;"));
+        // Distinct constants, so that no two steps are the same instruction words.
+        let adds: std::collections::HashSet<&str> = ptx.lines().filter(|l| l.contains("add.u32 %r1")).collect();
+        assert_eq!(adds.len(), INSTRUCTION_FLUSH_STEPS);
     }
 }
