@@ -595,11 +595,25 @@ def _sigint_deferred():
     from multiprocessing import resource_tracker
 
     resource_tracker.ensure_running()  # its own start unblocks SIGINT: before the block, not inside
+    # Blocking covers this thread only: a process with other threads (numpy's and torch's pools)
+    # gets a Ctrl-C through one of them, and Python then runs the handler in the main thread in
+    # the middle of the start. So the handler only notes it meanwhile (main thread only: the only
+    # one that may set a handler, and the only one running Python handlers).
+    came: list[int] = []
+    handler = signal.getsignal(signal.SIGINT)
+    swap = threading.current_thread() is threading.main_thread() and handler is not None
+    if swap:
+        signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        if swap:
+            signal.signal(signal.SIGINT, handler)
+            if came:
+                # What the handler of the caller would have done, now that the start is over.
+                signal.raise_signal(signal.SIGINT)
 
 
 class _Slot:

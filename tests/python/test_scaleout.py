@@ -115,7 +115,9 @@ def test_ctrl_c_stops_every_worker_within_a_second_and_keeps_what_finished(repla
 
 def test_ctrl_c_while_the_workers_start_stops_them_all(replay, tmp_path, monkeypatch):
     # Ctrl-C as soon as the call has made its folder (the sign that the sweep started): it lands
-    # while the workers are being spawned or are importing the script.
+    # while the workers are being spawned or are importing the script. The script has other
+    # threads by then (numpy's, imported with pandas when the benchmark is decorated), through
+    # which the signal can arrive while the spawning thread blocks it.
     monkeypatch.setenv("REPLAY_TIME_SCALE", "1e-7")  # a sweep that finished instead would take 20 s
     out = tmp_path / "out"
     proc = subprocess.Popen(
