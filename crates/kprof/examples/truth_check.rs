@@ -16,6 +16,8 @@
 //!   flush, and after kprof's instruction-cache flush kernel then that read flush (whether ncu's
 //!   cache control, which reads the matmul 1024 2 % longer, also empties the instruction caches);
 //!   the instruction flush kernel's JIT and GPU time.
+//! - `icachesize`: the instruction flush at 1024..8192 steps: JIT and GPU time, and the cold sgemm
+//!   1024 after it (how many steps empty the instruction caches).
 //! - `rangeprof`: the Range Profiler alone (gpu__time_duration.sum, kernel and application
 //!   replay) over 3 eager kernels, a 60-node graph and 3 eager kernels: how many ranges a graph
 //!   launch gives.
@@ -506,6 +508,96 @@ fn mm_icache(b: &mut Bench) -> Result<(), BoxError> {
     Ok(())
 }
 
+/// How many steps the instruction flush needs: for each size, its JIT time (run with
+/// `CUDA_CACHE_DISABLE=1` for the uncached time), its GPU time, and a cold sgemm 1024 after it and
+/// an L2 read flush (duration and DRAM bytes read, against the read flush alone).
+fn icache_size(b: &mut Bench) -> Result<(), BoxError> {
+    let m = b.gpu.ctx.load_module(common::compile_with_nvrtc(READ_FLUSH_SRC)?)?;
+    let read = m.load_function("read_flush")?;
+    let words: u64 = 64 << 20; // 256 MB
+    let buf = b.gpu.stream.alloc_zeros::<u32>(words as usize)?;
+    let mut sink = b.gpu.stream.alloc_zeros::<u32>(1)?;
+    let zero = 0u64;
+    let s = b.gpu.stream.clone();
+    let sms = b
+        .gpu
+        .ctx
+        .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
+        as u32;
+    let mut prof = Profiler::new()?;
+    for steps in [0usize, 1024, 2048, 4096, 8192] {
+        let mut icache = None;
+        let mut row = serde_json::json!({"mode": "icachesize", "steps": steps});
+        if steps > 0 {
+            // Another entry name: kprof keeps its own flush kernels out of a run's kernels.
+            let ptx = kprof::sys::kernels::instruction_flush_ptx(steps)
+                .replace("kprof_l2_flush_instructions", "probe_icache");
+            let t0 = std::time::Instant::now();
+            let cm = b.gpu.ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx))?;
+            icache = Some(cm.load_function("probe_icache")?);
+            row["jit_s"] = t0.elapsed().as_secs_f64().into();
+        }
+        let launch_icache = |sink: &mut CudaSlice<u32>| -> Result<(), BoxError> {
+            if let Some(f) = &icache {
+                let mut l = s.launch_builder(f);
+                l.arg(sink).arg(&zero);
+                unsafe {
+                    l.launch(LaunchConfig {
+                        grid_dim: (1024, 1, 1),
+                        block_dim: (128, 1, 1),
+                        shared_mem_bytes: 0,
+                    })
+                }?;
+            }
+            Ok(())
+        };
+        let mut gpu = Vec::new();
+        for _ in 0..8 {
+            let timed = || b.gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT));
+            let (e0, e1) = (timed()?, timed()?);
+            e0.record(&s)?;
+            launch_icache(&mut sink)?;
+            e1.record(&s)?;
+            gpu.push(e0.elapsed_ms(&e1)? as f64 * 1e6);
+        }
+        row["gpu_ns"] = median(gpu[2..].to_vec()).into();
+        let mut opts = BenchOptions::default();
+        opts.runs = 10;
+        opts.cache = CacheControl::None;
+        opts.conditions = false;
+        opts.metrics = vec![
+            kprof::core::model::DEFAULT_METRIC.to_string(),
+            "dram__bytes_read.sum".to_string(),
+        ];
+        let raw = prof.bench(&format!("icache{steps}"), &[Config::new()], &opts, |_, run| {
+            launch_icache(&mut sink)?;
+            let mut l = s.launch_builder(&read);
+            l.arg(&buf).arg(&words).arg(&mut sink);
+            unsafe {
+                l.launch(LaunchConfig {
+                    grid_dim: (8 * sms, 1, 1),
+                    block_dim: (256, 1, 1),
+                    shared_mem_bytes: 0,
+                })
+            }?;
+            let _r = run.region("r")?;
+            b.mm[0].run(&b.blas)?;
+            Ok(())
+        })?;
+        let by = |metric: &str| -> Vec<f64> {
+            raw.samples
+                .iter()
+                .filter(|x| raw.series[x.series as usize].key.metric == metric)
+                .map(|x| x.value)
+                .collect()
+        };
+        row["sgemm1024_ns"] = median(by(kprof::core::model::DEFAULT_METRIC)).into();
+        row["dram_read"] = median(by("dram__bytes_read.sum")).into();
+        emit(row);
+    }
+    Ok(())
+}
+
 fn ncu_target(b: &mut Bench) -> Result<(), BoxError> {
     let reps = |c: &str| if c == "eager60" { 3 } else { 5 };
     for c in EAGER {
@@ -598,8 +690,9 @@ fn main() {
             Some("rangeprof") => rangeprof(&mut b),
             Some("launch") => launch_mode(&mut b),
             Some("mmicache") => mm_icache(&mut b),
+            Some("icachesize") => icache_size(&mut b),
             _ => Err(
-                "usage: truth_check events | kprof [records|counters|auto] [kernel|application] | ncu-target | rangeprof | launch | mmicache"
+                "usage: truth_check events | kprof [records|counters|auto] [kernel|application] | ncu-target | rangeprof | launch | mmicache | icachesize"
                     .into(),
             ),
         }

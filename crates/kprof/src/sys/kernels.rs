@@ -183,8 +183,9 @@ pub fn instruction_flush() -> &'static PtxKernel {
 
 /// PTX of `kprof_l2_flush_instructions`: `steps` dependent xor-shift-add steps on a register (no
 /// step can be folded into another), stored only if the result equals a magic value, which keeps
-/// the code alive through the JIT.
-fn instruction_flush_ptx(steps: usize) -> String {
+/// the code alive through the JIT. [`instruction_flush`] uses [`INSTRUCTION_FLUSH_STEPS`]; other
+/// sizes are for the GPU checks that choose it.
+pub fn instruction_flush_ptx(steps: usize) -> String {
     let mut ptx = String::with_capacity(steps * 100 + 1024);
     ptx.push_str(two_u64_entry!(
         "7.0",
