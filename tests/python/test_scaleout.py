@@ -113,6 +113,32 @@ def test_ctrl_c_stops_every_worker_within_a_second_and_keeps_what_finished(repla
     assert (kept.groupby("n").size() == RUNS).all(), "only finished configurations, whole"
 
 
+def test_a_ctrl_c_through_another_thread_is_deferred_until_the_worker_started():
+    # The signal is process-directed: the kernel gives it to a thread that does not block it (here
+    # a helper thread started before the block, as numpy's or torch's pool threads are; a thread
+    # started inside would inherit the blocked mask), and Python runs the handler in the main
+    # thread inside the block. It must come out after the block, not inside it.
+    code = (
+        "import os, signal, threading, time\n"
+        "from kprof.scaleout import _sigint_deferred\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        "go = threading.Event()\n"
+        "t = threading.Thread(target=lambda: (go.wait(), os.kill(os.getpid(), signal.SIGINT)))\n"
+        "t.start()\n"
+        "done = False\n"
+        "try:\n"
+        "    with _sigint_deferred():\n"
+        "        go.set(); t.join()\n"
+        "        for _ in range(200): time.sleep(0.001)\n"
+        "        done = True\n"
+        "    print('no interrupt')\n"
+        "except KeyboardInterrupt:\n"
+        "    print('after the block' if done else 'inside the block')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "after the block", (out.stdout, out.stderr)
+
+
 def test_ctrl_c_while_the_workers_start_stops_them_all(replay, tmp_path, monkeypatch):
     # Ctrl-C as soon as the call has made its folder (the sign that the sweep started): it lands
     # while the workers are being spawned or are importing the script. The script has other
