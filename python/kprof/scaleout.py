@@ -583,18 +583,21 @@ def _describe_exit(code: int | None) -> str:
 
 
 @contextlib.contextmanager
-def _sigint_deferred():
+def _sigint_deferred(spawns: bool = True):
     """SIGINT (Ctrl-C) blocked in this thread for the block; one that came meanwhile raises
-    KeyboardInterrupt right after it. Around the start of a worker, so that a Ctrl-C lands neither
-    between the spawn of the process and kprof's record of it (a worker that nobody stops) nor, as
-    a KeyboardInterrupt, in the new worker's start-up: the worker inherits the blocked signal and
-    unblocks it once it ignores it (as multiprocessing starts its resource tracker)."""
+    KeyboardInterrupt right after it. Around the call's folder (``spawns=False``), so that a Ctrl-C
+    cannot come between its creation and kprof's record of it, and around the start of a worker,
+    so that a Ctrl-C lands neither between the spawn of the process and kprof's record of it (a
+    worker that nobody stops) nor, as a KeyboardInterrupt, in the new worker's start-up: the
+    worker inherits the blocked signal and unblocks it once it ignores it (as multiprocessing
+    starts its resource tracker)."""
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
-    from multiprocessing import resource_tracker
+    if spawns:
+        from multiprocessing import resource_tracker
 
-    resource_tracker.ensure_running()  # its own start unblocks SIGINT: before the block, not inside
+        resource_tracker.ensure_running()  # its own start unblocks SIGINT: before the block, not inside
     # Blocking covers this thread only: a process with other threads (numpy's and torch's pools)
     # gets a Ctrl-C through one of them, and Python then runs the handler in the main thread in
     # the middle of the start. So the handler only notes it meanwhile (main thread only: the only
@@ -947,7 +950,8 @@ def profile(func: Any, sig: Any, settings: Any, state: dict, configs: list[tuple
     folder: Any = None
     runner: Any = None
     try:
-        folder = _folder(settings, state, name_tag, run_id)  # in the try: a Ctrl-C right after leaves none behind
+        with _sigint_deferred(spawns=False):  # a Ctrl-C while it is made comes once `folder` holds it
+            folder = _folder(settings, state, name_tag, run_id)
         if so.devices is not None:
             runner = _DeviceRunner(ordinals, visible)
             runner.start()

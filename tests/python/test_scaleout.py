@@ -170,7 +170,7 @@ def test_ctrl_c_while_the_workers_start_stops_them_all(replay, tmp_path, monkeyp
     while group(proc.pid) and time.monotonic() - exited < 5:
         time.sleep(0.01)
     assert not group(proc.pid), f"still running {time.monotonic() - exited:.2f} s after the script ended"
-    assert not list(out.glob("partial-*")), "nothing finished: no folder left"
+    assert not list(out.glob("partial-*")), f"nothing finished: no folder left; the script's stderr: {stderr}"
 
 
 def test_ctrl_c_just_after_a_worker_was_spawned_raises_it_and_stops_that_worker(replay, monkeypatch):
