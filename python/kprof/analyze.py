@@ -617,8 +617,8 @@ def kernel(
     * ``combine_kernel_metrics`` (None): how the kernels of one annotation combine: a function of
       two values or "sum"/"mean"/"max"/"min"/"first"/"last" (kprof sums by default and keeps the
       per-kernel breakdown);
-    * ``clock_control`` ("none") and ``cache_control`` ("all": L2 emptied before every run and
-      annotation; "none": warm cache);
+    * ``clock_control`` ("none") and ``cache_control`` ("all": instruction caches and L2 emptied
+      before every run and annotation, as Nsight Compute's cache control; "none": warm cache);
     * ``thermal_mode`` ("auto"), ``thermal_wait``, ``thermal_cont``, ``thermal_timeout``,
       ``thermal_device``: wait for the GPU to cool down before runs (needs NVML);
     * ``output_prefix`` (None) and ``output_csv`` (False): write ``profiled_data-<function>-<n>.csv``
@@ -643,7 +643,8 @@ def kernel(
       annotation, rates over its whole time);
     * ``l2_flush`` ("read"), ``l2_flush_bytes`` (None: twice the L2), ``counter_pass_records``
       (False): how the cold cache is made (a kernel reads a buffer; ``"discard"`` then drops its
-      lines, ``"write"`` memsets it), and whether CUPTI's kernel records stay on in counter passes
+      lines, both after a kernel that empties the instruction caches; ``"write"`` only memsets
+      it, as Triton and NVBench), and whether CUPTI's kernel records stay on in counter passes
       (CUPTI backend; ``KPROF_L2_FLUSH``, ``KPROF_L2_FLUSH_BYTES``, ``KPROF_COUNTER_PASS_RECORDS``
       override them when set; ``kprof.configure`` sets the per-process kernel and graph tracing);
     * ``duration_source`` ("auto"): where ``gpu__time_duration.sum`` comes from with the CUPTI

@@ -128,9 +128,10 @@ display_as_str!(ReplayMode);
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum CacheControl {
     /// Cold cache (the default, as in Nsight Compute): before every run and before every
-    /// top-level region, outside the timed regions, the L2 is emptied (a buffer of twice its size
-    /// is read through it, see `KPROF_L2_FLUSH`), so each region starts cold and clean whatever
-    /// ran before it. Kernels *inside* one region share the L2 (ncu flushes before each kernel).
+    /// top-level region, outside the timed regions, the SMs' instruction caches are emptied (a
+    /// kernel with more code than they hold runs) and then the L2 (a buffer of twice its size is
+    /// read through it, see `KPROF_L2_FLUSH`), so each region starts cold and clean whatever ran
+    /// before it. Kernels *inside* one region share the caches (ncu flushes before each kernel).
     #[default]
     All,
     /// Warm cache: nothing is done between runs.
