@@ -411,6 +411,19 @@ def ncu_target_step6():
 SWEEP = [1024, 2048, 4096]
 
 
+def seed_matmul(n, annotate=None):
+    """The seed sweep's work for one configuration: two random n x n matrices, a warm-up product
+    and the product inside ``annotate("matmul")`` (kprof's or nsight's; None: no annotation)."""
+    a = torch.randn(n, n, device="cuda")
+    b = torch.randn(n, n, device="cuda")
+    _ = a @ b
+    if annotate is None:
+        _ = a @ b
+        return
+    with annotate("matmul"):
+        _ = a @ b
+
+
 def sweep_kprof(source=None):
     """The seed sweep in kprof's default settings, or with duration_source=SOURCE."""
     import kprof
@@ -419,11 +432,7 @@ def sweep_kprof(source=None):
 
     @kprof.analyze.kernel(configs=[(n,) for n in SWEEP], runs=10, thermal_mode="off", verbosity=0, **extra)
     def matmul(n):
-        a = torch.randn(n, n, device="cuda")
-        b = torch.randn(n, n, device="cuda")
-        _ = a @ b
-        with kprof.annotate("matmul"):
-            _ = a @ b
+        seed_matmul(n, kprof.annotate)
 
     # Twice in one process: the second sweep shows what is paid once per process (set-up).
     walls, costs = [], []
@@ -441,11 +450,7 @@ def sweep_nsight():
 
     @nsight.analyze.kernel(configs=[(n,) for n in SWEEP], runs=10, thermal_mode="off")
     def matmul(n):
-        a = torch.randn(n, n, device="cuda")
-        b = torch.randn(n, n, device="cuda")
-        _ = a @ b
-        with nsight.annotate("matmul"):
-            _ = a @ b
+        seed_matmul(n, nsight.annotate)
 
     t0 = time.perf_counter()
     df = matmul().to_dataframe()
@@ -554,10 +559,7 @@ def sweep_plain():
         t0 = time.perf_counter()
         for n in SWEEP:
             for _ in range(13):
-                a = torch.randn(n, n, device="cuda")
-                b = torch.randn(n, n, device="cuda")
-                _ = a @ b
-                _ = a @ b
+                seed_matmul(n)
                 torch.cuda.synchronize()
         walls.append(time.perf_counter() - t0)
     t0 = time.perf_counter()
@@ -635,11 +637,7 @@ def sweep_detail():
 
     @kprof.analyze.kernel(configs=[(n,) for n in SWEEP], runs=10, thermal_mode="off", verbosity=0)
     def matmul(n):
-        a = torch.randn(n, n, device="cuda")
-        b = torch.randn(n, n, device="cuda")
-        _ = a @ b
-        with kprof.annotate("matmul"):
-            _ = a @ b
+        seed_matmul(n, kprof.annotate)
         c = kprof._core.counter_cost()
         calls.append([n, kprof.in_counter_pass(), time.perf_counter(), c["sessions"], c["collections"],
                       c["collect_setup_s"], c["collect_passes_s"], c["collect_decode_s"], c["counter_run_s"]])

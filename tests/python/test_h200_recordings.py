@@ -937,17 +937,28 @@ def test_session11_multigpu_dry_run_on_one_gpu():
     assert set(d["walls"]) == {"one", "all", "kill"}
 
 
-def test_the_sweep_bench_reports_the_recorded_ratio():
-    """benches/seed_sweep_vs_nsight.py on session 11's call 2: 5.3x in default settings, 8.7x with
-    the records, the counters' first-sweep split, the target not met."""
+def _sweep_bench():
+    """benches/seed_sweep_vs_nsight.py as a module."""
     import importlib.util
 
     path = os.path.join(HERE, "..", "..", "..", "benches", "seed_sweep_vs_nsight.py")
     spec = importlib.util.spec_from_file_location("seed_sweep_vs_nsight", path)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    log = os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations", "s11-call2-sweep-after-the-range-fix.log")
-    text, ratio = bench.report(bench.sweep_rows(open(log).read().splitlines()))
+    return bench
+
+
+def _sweep_bench_report(bench, name):
+    """The bench's report (text, ratio) on the recording `name` of h200-short-kernel-and-graph-durations."""
+    log = os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations", name)
+    return bench.report(bench.sweep_rows(open(log).read().splitlines()))
+
+
+def test_the_sweep_bench_reports_the_recorded_ratio():
+    """benches/seed_sweep_vs_nsight.py on session 11's call 2: 5.3x in default settings, 8.7x with
+    the records, the counters' first-sweep split, the target not met."""
+    bench = _sweep_bench()
+    text, ratio = _sweep_bench_report(bench, "s11-call2-sweep-after-the-range-fix.log")
     assert abs(ratio - 7.065 / 1.343) < 0.01
     assert "5.3x (target 10x: not met)" in text and "8.7x" in text
     assert "30 collections" in text and "pandas' import" in text
@@ -1004,14 +1015,7 @@ def test_session12_the_first_counter_pass_pays_the_one_time_cost():
 def test_the_sweep_bench_on_session12_call2():
     """benches/seed_sweep_vs_nsight.py on s12-call2: 6.6x in default settings, 14.4x with the
     records once pandas is imported when the benchmark is decorated (not inside the first sweep)."""
-    import importlib.util
-
-    path = os.path.join(HERE, "..", "..", "..", "benches", "seed_sweep_vs_nsight.py")
-    spec = importlib.util.spec_from_file_location("seed_sweep_vs_nsight", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    log = os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations", "s12-call2-truth-check-all-parts.log")
-    text, ratio = bench.report(bench.sweep_rows(open(log).read().splitlines()))
+    text, ratio = _sweep_bench_report(_sweep_bench(), "s12-call2-truth-check-all-parts.log")
     assert "6.6x (target 10x: not met)" in text and "14.4x" in text, text
 
 

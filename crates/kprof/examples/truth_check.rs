@@ -312,12 +312,7 @@ fn kprof_mode(b: &mut Bench, source: &str, replay: &str) -> Result<(), BoxError>
         let wall = t0.elapsed().as_secs_f64();
         match raw {
             Ok(raw) => {
-                let v: Vec<f64> = raw
-                    .samples
-                    .iter()
-                    .filter(|s| raw.series[s.series as usize].key.metric == kprof::core::model::DEFAULT_METRIC)
-                    .map(|s| s.value)
-                    .collect();
+                let v = samples(&raw, kprof::core::model::DEFAULT_METRIC);
                 let kernel = raw.samples.first().map(|s| raw.kernel_names[s.kernel as usize].clone());
                 let k = kernel.unwrap_or_default();
                 emit(
@@ -412,96 +407,145 @@ const READ_FLUSH_SRC: &str = "extern \"C\" __global__ void read_flush(const unsi
     + threadIdx.x) * 4; i < n; i += (unsigned long long)gridDim.x * blockDim.x * 4) acc ^= p[i];\n  \
     if (acc == 0x12345678u) out[0] = acc;\n}\n";
 
+/// This program's own cold-cache pieces for the instruction-flush checks: `read_flush` over a
+/// 256 MB buffer, an instruction flush kernel `(u32* sink, u64 unused)` launched as kprof launches
+/// its own, and their GPU time by CUDA events.
+struct FlushProbe {
+    stream: Arc<CudaStream>,
+    ctx: Arc<cudarc::driver::CudaContext>,
+    read: CudaFunction,
+    buf: CudaSlice<u32>,
+    sink: CudaSlice<u32>,
+    sms: u32,
+}
+
+/// 32-bit words of the probe's read-flush buffer (256 MB).
+const FLUSH_WORDS: u64 = 64 << 20;
+
+impl FlushProbe {
+    fn new(b: &Bench) -> Result<FlushProbe, BoxError> {
+        let m = b.gpu.ctx.load_module(common::compile_with_nvrtc(READ_FLUSH_SRC)?)?;
+        let sms = b
+            .gpu
+            .ctx
+            .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
+            as u32;
+        Ok(FlushProbe {
+            stream: b.gpu.stream.clone(),
+            ctx: b.gpu.ctx.clone(),
+            read: m.load_function("read_flush")?,
+            buf: b.gpu.stream.alloc_zeros::<u32>(FLUSH_WORDS as usize)?,
+            sink: b.gpu.stream.alloc_zeros::<u32>(1)?,
+            sms,
+        })
+    }
+
+    /// Loads an instruction flush kernel from `ptx` (entry `entry`) and the seconds its JIT took.
+    fn load_code(&self, ptx: String, entry: &str) -> Result<(CudaFunction, f64), BoxError> {
+        let t0 = std::time::Instant::now();
+        let f = self
+            .ctx
+            .load_module(cudarc::nvrtc::Ptx::from_src(ptx))?
+            .load_function(entry)?;
+        Ok((f, t0.elapsed().as_secs_f64()))
+    }
+
+    /// The L2 read flush.
+    fn read_flush(&mut self) -> Result<(), BoxError> {
+        let mut l = self.stream.launch_builder(&self.read);
+        l.arg(&self.buf).arg(&FLUSH_WORDS).arg(&mut self.sink);
+        let cfg = LaunchConfig {
+            grid_dim: (8 * self.sms, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        unsafe { l.launch(cfg) }?;
+        Ok(())
+    }
+
+    /// `code` on 1024 blocks of 128 threads, as kprof's cold flush launches its own.
+    fn code_flush(&mut self, code: &CudaFunction) -> Result<(), BoxError> {
+        let unused = 0u64;
+        let mut l = self.stream.launch_builder(code);
+        l.arg(&mut self.sink).arg(&unused);
+        let cfg = LaunchConfig {
+            grid_dim: (1024, 1, 1),
+            block_dim: (128, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        unsafe { l.launch(cfg) }?;
+        Ok(())
+    }
+
+    /// Median GPU time of `code` by CUDA events over `launches` launches, the first two left out.
+    fn code_flush_ns(&mut self, code: &CudaFunction, launches: usize) -> Result<f64, BoxError> {
+        let mut ns = Vec::new();
+        for _ in 0..launches {
+            let timed = || self.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT));
+            let (e0, e1) = (timed()?, timed()?);
+            e0.record(&self.stream)?;
+            self.code_flush(code)?;
+            e1.record(&self.stream)?;
+            ns.push(e0.elapsed_ms(&e1)? as f64 * 1e6);
+        }
+        Ok(median(ns[2..].to_vec()))
+    }
+}
+
+/// Options of the instruction-flush checks' benchmarks: 10 runs, `cache`, the duration and the
+/// DRAM bytes read.
+fn flush_check_options(cache: CacheControl) -> BenchOptions {
+    let mut opts = BenchOptions::default();
+    opts.runs = 10;
+    opts.cache = cache;
+    opts.conditions = false;
+    opts.metrics = vec![
+        kprof::core::model::DEFAULT_METRIC.to_string(),
+        "dram__bytes_read.sum".to_string(),
+    ];
+    opts
+}
+
+/// The values of `metric` in `raw`, in sample order.
+fn samples(raw: &kprof::core::model::RawResults, metric: &str) -> Vec<f64> {
+    raw.samples
+        .iter()
+        .filter(|x| raw.series[x.series as usize].key.metric == metric)
+        .map(|x| x.value)
+        .collect()
+}
+
 fn mm_icache(b: &mut Bench) -> Result<(), BoxError> {
-    let m = b.gpu.ctx.load_module(common::compile_with_nvrtc(READ_FLUSH_SRC)?)?;
-    let read = m.load_function("read_flush")?;
+    let mut probe = FlushProbe::new(b)?;
     // kprof's own instruction flush kernel: its JIT time and its GPU time.
     let code = kprof::sys::kernels::instruction_flush();
-    let t0 = std::time::Instant::now();
-    let cm = b.gpu.ctx.load_module(cudarc::nvrtc::Ptx::from_src(code.image()))?;
-    let icache = cm.load_function(code.name())?;
-    let jit_s = t0.elapsed().as_secs_f64();
-    let words: u64 = 64 << 20; // 256 MB
-    let buf = b.gpu.stream.alloc_zeros::<u32>(words as usize)?;
-    let mut sink = b.gpu.stream.alloc_zeros::<u32>(1)?;
-    let zero = 0u64;
-    let s = b.gpu.stream.clone();
-    let launch_icache = |sink: &mut CudaSlice<u32>| -> Result<(), BoxError> {
-        let mut l = s.launch_builder(&icache);
-        l.arg(sink).arg(&zero);
-        unsafe {
-            l.launch(LaunchConfig {
-                grid_dim: (1024, 1, 1),
-                block_dim: (128, 1, 1),
-                shared_mem_bytes: 0,
-            })
-        }?;
-        Ok(())
-    };
-    let mut flush_ns = Vec::new();
-    for _ in 0..12 {
-        let timed = || b.gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT));
-        let (e0, e1) = (timed()?, timed()?);
-        e0.record(&s)?;
-        launch_icache(&mut sink)?;
-        e1.record(&s)?;
-        flush_ns.push(e0.elapsed_ms(&e1)? as f64 * 1e6);
-    }
-    emit(
-        serde_json::json!({"mode": "mmicache", "case": "_instruction_flush", "jit_s": jit_s,
-        "gpu_ns": median(flush_ns[2..].to_vec())}),
-    );
-    let sms = b
-        .gpu
-        .ctx
-        .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
-        as u32;
+    let (icache, jit_s) = probe.load_code(code.image().to_string(), code.name())?;
+    let gpu_ns = probe.code_flush_ns(&icache, 12)?;
+    emit(serde_json::json!({"mode": "mmicache", "case": "_instruction_flush", "jit_s": jit_s, "gpu_ns": gpu_ns}));
     let mut prof = Profiler::new()?;
     for (i, n) in [(0usize, 1024), (1, 2048), (2, 4096), (3, 8192)] {
         for variant in ["kprof-all", "read", "icache+read"] {
-            let mut opts = BenchOptions::default();
-            opts.runs = 10;
-            opts.cache = if variant == "kprof-all" {
+            let cache = if variant == "kprof-all" {
                 CacheControl::All
             } else {
                 CacheControl::None
             };
-            opts.conditions = false;
-            opts.metrics = vec![
-                kprof::core::model::DEFAULT_METRIC.to_string(),
-                "dram__bytes_read.sum".to_string(),
-            ];
+            let opts = flush_check_options(cache);
             let raw = prof.bench(&format!("mm{n}-{variant}"), &[Config::new()], &opts, |_, run| {
                 if variant == "icache+read" {
-                    launch_icache(&mut sink)?;
+                    probe.code_flush(&icache)?;
                 }
                 if variant != "kprof-all" {
-                    let mut l = s.launch_builder(&read);
-                    l.arg(&buf).arg(&words).arg(&mut sink);
-                    unsafe {
-                        l.launch(LaunchConfig {
-                            grid_dim: (8 * sms, 1, 1),
-                            block_dim: (256, 1, 1),
-                            shared_mem_bytes: 0,
-                        })
-                    }?;
+                    probe.read_flush()?;
                 }
                 let _r = run.region("r")?;
                 b.mm[i].run(&b.blas)?;
                 Ok(())
             })?;
-            let by = |metric: &str| -> Vec<f64> {
-                raw.samples
-                    .iter()
-                    .filter(|x| raw.series[x.series as usize].key.metric == metric)
-                    .map(|x| x.value)
-                    .collect()
-            };
-            let d = by(kprof::core::model::DEFAULT_METRIC);
-            let r = by("dram__bytes_read.sum");
+            let d = samples(&raw, kprof::core::model::DEFAULT_METRIC);
             emit(
                 serde_json::json!({"mode": "mmicache", "case": format!("sgemm{n}"), "variant": variant,
-                "ns": median(d.clone()), "values": d, "dram_read": median(r)}),
+                "ns": median(d.clone()), "values": d, "dram_read": median(samples(&raw, "dram__bytes_read.sum"))}),
             );
         }
     }
@@ -512,18 +556,7 @@ fn mm_icache(b: &mut Bench) -> Result<(), BoxError> {
 /// `CUDA_CACHE_DISABLE=1` for the uncached time), its GPU time, and a cold sgemm 1024 after it and
 /// an L2 read flush (duration and DRAM bytes read, against the read flush alone).
 fn icache_size(b: &mut Bench) -> Result<(), BoxError> {
-    let m = b.gpu.ctx.load_module(common::compile_with_nvrtc(READ_FLUSH_SRC)?)?;
-    let read = m.load_function("read_flush")?;
-    let words: u64 = 64 << 20; // 256 MB
-    let buf = b.gpu.stream.alloc_zeros::<u32>(words as usize)?;
-    let mut sink = b.gpu.stream.alloc_zeros::<u32>(1)?;
-    let zero = 0u64;
-    let s = b.gpu.stream.clone();
-    let sms = b
-        .gpu
-        .ctx
-        .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
-        as u32;
+    let mut probe = FlushProbe::new(b)?;
     let mut prof = Profiler::new()?;
     for steps in [0usize, 1024, 2048, 4096, 8192] {
         let mut icache = None;
@@ -532,67 +565,23 @@ fn icache_size(b: &mut Bench) -> Result<(), BoxError> {
             // Another entry name: kprof keeps its own flush kernels out of a run's kernels.
             let ptx = kprof::sys::kernels::instruction_flush_ptx(steps)
                 .replace("kprof_l2_flush_instructions", "probe_icache");
-            let t0 = std::time::Instant::now();
-            let cm = b.gpu.ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx))?;
-            icache = Some(cm.load_function("probe_icache")?);
-            row["jit_s"] = t0.elapsed().as_secs_f64().into();
+            let (f, jit_s) = probe.load_code(ptx, "probe_icache")?;
+            row["jit_s"] = jit_s.into();
+            row["gpu_ns"] = probe.code_flush_ns(&f, 8)?.into();
+            icache = Some(f);
         }
-        let launch_icache = |sink: &mut CudaSlice<u32>| -> Result<(), BoxError> {
-            if let Some(f) = &icache {
-                let mut l = s.launch_builder(f);
-                l.arg(sink).arg(&zero);
-                unsafe {
-                    l.launch(LaunchConfig {
-                        grid_dim: (1024, 1, 1),
-                        block_dim: (128, 1, 1),
-                        shared_mem_bytes: 0,
-                    })
-                }?;
-            }
-            Ok(())
-        };
-        let mut gpu = Vec::new();
-        for _ in 0..8 {
-            let timed = || b.gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT));
-            let (e0, e1) = (timed()?, timed()?);
-            e0.record(&s)?;
-            launch_icache(&mut sink)?;
-            e1.record(&s)?;
-            gpu.push(e0.elapsed_ms(&e1)? as f64 * 1e6);
-        }
-        row["gpu_ns"] = median(gpu[2..].to_vec()).into();
-        let mut opts = BenchOptions::default();
-        opts.runs = 10;
-        opts.cache = CacheControl::None;
-        opts.conditions = false;
-        opts.metrics = vec![
-            kprof::core::model::DEFAULT_METRIC.to_string(),
-            "dram__bytes_read.sum".to_string(),
-        ];
+        let opts = flush_check_options(CacheControl::None);
         let raw = prof.bench(&format!("icache{steps}"), &[Config::new()], &opts, |_, run| {
-            launch_icache(&mut sink)?;
-            let mut l = s.launch_builder(&read);
-            l.arg(&buf).arg(&words).arg(&mut sink);
-            unsafe {
-                l.launch(LaunchConfig {
-                    grid_dim: (8 * sms, 1, 1),
-                    block_dim: (256, 1, 1),
-                    shared_mem_bytes: 0,
-                })
-            }?;
+            if let Some(f) = &icache {
+                probe.code_flush(f)?;
+            }
+            probe.read_flush()?;
             let _r = run.region("r")?;
             b.mm[0].run(&b.blas)?;
             Ok(())
         })?;
-        let by = |metric: &str| -> Vec<f64> {
-            raw.samples
-                .iter()
-                .filter(|x| raw.series[x.series as usize].key.metric == metric)
-                .map(|x| x.value)
-                .collect()
-        };
-        row["sgemm1024_ns"] = median(by(kprof::core::model::DEFAULT_METRIC)).into();
-        row["dram_read"] = median(by("dram__bytes_read.sum")).into();
+        row["sgemm1024_ns"] = median(samples(&raw, kprof::core::model::DEFAULT_METRIC)).into();
+        row["dram_read"] = median(samples(&raw, "dram__bytes_read.sum")).into();
         emit(row);
     }
     Ok(())
