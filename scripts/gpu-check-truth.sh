@@ -13,7 +13,10 @@
 # cuLaunchKernel with and without kprof, Rust), and the Python door's
 # pyrefs, pykprof, pylaunch, pyncu, pysweep (kprof, the same work without a profiler, and
 # nsight-python 0.9.6 when carried). Not by default: graphprobe (CUDA events inside kprof's
-# benchmark of a graph, and graph replays before, during and after kprof's counters) and mmclock (cycles and SM clock of matmul 1024/2048, kprof and ncu).
+# benchmark of a graph, and graph replays before, during and after kprof's counters), mmclock (cycles and SM clock of matmul 1024/2048, kprof and ncu),
+# firstpass (the first Range Profiler collection's host time, with and without priming, one
+# process per variant), sweepdetail (the seed sweep with the counter cost at every call) and
+# icachesize (how many steps the instruction flush needs).
 # Every result line is
 # `TRUTH {json}` in $OUT/truth.log; nothing here changes a GPU setting.
 set -uo pipefail
@@ -51,6 +54,17 @@ if has kprof; then
         IFS=: read -r trace graphs source <<< "$mode"
         run_kprof KPROF_KERNEL_TRACE=$trace KPROF_GRAPH_TRACE=$graphs "$BIN/truth_check" kprof $source application
     done
+fi
+
+if has firstpass; then
+    step "firstpass: the first Range Profiler collection, with and without priming (Rust)"
+    for v in plain empty kernel thread-empty thread-kernel; do
+        timeout 120 "$BIN/truth_check" firstpass "$v" 2>&1 | tee -a "$LOG"
+    done
+fi
+if has icachesize; then
+    step "icachesize: the instruction flush at 1024..8192 steps (Rust)"
+    timeout 200 "$BIN/truth_check" icachesize 2>&1 | tee -a "$LOG"
 fi
 
 if has rangeprof; then
@@ -162,7 +176,7 @@ print("TRUTH " + json.dumps({"mode": "energy", "polls": polls, "changes": len(ch
 EOF
 fi
 # ---- The Python door (the wheel in .carry/wheels), torch workloads ----
-if has pyrefs || has pykprof || has pylaunch || has pyncu || has pysweep || has graphprobe || has mmclock; then
+if has pyrefs || has pykprof || has pylaunch || has pyncu || has pysweep || has graphprobe || has mmclock || has sweepdetail; then
     source scripts/gpu-wheel.sh
     GT=scripts/gpu_check_truth.py
 fi
@@ -242,6 +256,10 @@ for r in rows:
 for (case, m), v in sorted(by.items()):
     print("TRUTH " + json.dumps({"part": "mmclock-ncu", "case": case, "metric": m, "median": statistics.median(v), "values": v}))
 EOF2
+fi
+if has sweepdetail; then
+    step "python sweep detail: the seed sweep with the counter cost at every call of the closure"
+    timeout 120 "$PY" "$GT" sweep-detail 2>&1 | tail -n 3 | tee -a "$LOG"
 fi
 if has pysweep; then
     step "python sweep: kprof vs nsight-python 0.9.6 (3 configs x 10 runs)"

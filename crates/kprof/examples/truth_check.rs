@@ -18,6 +18,8 @@
 //!   the instruction flush kernel's JIT and GPU time.
 //! - `icachesize`: the instruction flush at 1024..8192 steps: JIT and GPU time, and the cold sgemm
 //!   1024 after it (how many steps empty the instruction caches).
+//! - `firstpass VARIANT`: the host time of a process's first Range Profiler collections by phase,
+//!   with and without a priming collection (on this thread or on a helper during a warm-up load).
 //! - `rangeprof`: the Range Profiler alone (gpu__time_duration.sum, kernel and application
 //!   replay) over 3 eager kernels, a 60-node graph and 3 eager kernels: how many ranges a graph
 //!   launch gives.
@@ -664,6 +666,94 @@ fn rangeprof(b: &mut Bench) -> Result<(), BoxError> {
     Ok(())
 }
 
+/// `firstpass VARIANT`: where the first Range Profiler collection of a process spends its host
+/// time, and whether a priming collection (nothing, or one tiny kernel) made before it, or on
+/// another thread while this one runs a warm-up load, takes that cost. One process per variant
+/// (`plain`, `empty`, `kernel`, `thread-empty`, `thread-kernel`): a warm-up load (100 sgemm 4096),
+/// the session and priming, then 4 collections of an sgemm 1024 timed by phase.
+fn first_pass(b: &mut Bench, variant: &str) -> Result<(), BoxError> {
+    use kprof::counters::{CuptiLib, RangeProfiler};
+    let libs = kprof::loader::Libraries::load()?;
+    let lib = CuptiLib::load(&libs.cupti_path)?;
+    let ctx = libs.cuda.ensure_context()? as usize;
+    let gpu_ctx = b.gpu.ctx.clone();
+    let metrics = vec!["gpu__time_duration.sum".to_string()];
+    let prime_stream = b.gpu.stream.fork()?;
+    let axpb = b.axpb.clone();
+    let small = &b.gpu.stream.alloc_zeros::<f32>(256)?;
+    let tiny = grid(256);
+    let kernel_prime = variant.ends_with("kernel");
+    let open_and_prime = || -> Result<(RangeProfiler, serde_json::Value), BoxError> {
+        gpu_ctx.bind_to_thread()?;
+        let t0 = std::time::Instant::now();
+        kprof::counters::range::profiler_initialize(lib)?;
+        let mut rp = RangeProfiler::new(lib, ctx as _, 0, &metrics, ReplayMode::Kernel)?;
+        let open_s = t0.elapsed().as_secs_f64();
+        let mut prime = serde_json::Value::Null;
+        if variant != "plain" {
+            let t1 = std::time::Instant::now();
+            let r = rp.collect(1024, |_| {
+                if kernel_prime {
+                    let mut l = prime_stream.launch_builder(&axpb);
+                    l.arg(small).arg(&256u32);
+                    let _ = unsafe { l.launch(tiny) };
+                    let _ = prime_stream.synchronize();
+                }
+            });
+            prime = match r {
+                Ok(rec) => serde_json::json!({"wall_s": t1.elapsed().as_secs_f64(), "ranges": rec.ranges.len(),
+                    "start_s": rec.timings.start_s, "stop_s": rec.timings.stop_s, "passes_s": rec.timings.passes_s}),
+                Err(e) => serde_json::json!({"wall_s": t1.elapsed().as_secs_f64(), "error": e.to_string()}),
+            };
+        }
+        let setup =
+            serde_json::json!({"open_s": open_s, "config_s": rp.config_s(), "enable_s": rp.enable_s(), "prime": prime});
+        Ok((rp, setup))
+    };
+    // The warm-up load: 100 sgemm 4096 and a wait, timed.
+    let warm_load = |mm: &mut Matmul, blas: &CudaBlas, gpu: &Gpu| -> Result<f64, BoxError> {
+        let t0 = std::time::Instant::now();
+        for _ in 0..100 {
+            mm.run(blas)?;
+        }
+        gpu.sync()?;
+        Ok(t0.elapsed().as_secs_f64())
+    };
+    let t_all = std::time::Instant::now();
+    let (mut rp, setup, load_s) = if variant.starts_with("thread") {
+        let (blas, mm, gpu) = (&b.blas, &mut b.mm[2], &b.gpu);
+        std::thread::scope(|scope| -> Result<_, BoxError> {
+            let helper = scope.spawn(|| open_and_prime().map_err(|e| e.to_string()));
+            let load_s = warm_load(mm, blas, gpu)?;
+            let (rp, setup) = helper.join().map_err(|_| "helper panicked")??;
+            Ok((rp, setup, load_s))
+        })?
+    } else {
+        let load_s = warm_load(&mut b.mm[2], &b.blas, &b.gpu)?;
+        let (rp, setup) = open_and_prime()?;
+        (rp, setup, load_s)
+    };
+    let ready_s = t_all.elapsed().as_secs_f64();
+    let s = b.gpu.stream.clone();
+    let mut collects = Vec::new();
+    for _ in 0..4 {
+        let t0 = std::time::Instant::now();
+        let rec = rp.collect(64, |_| {
+            let _ = b.mm[0].run(&b.blas);
+            let _ = s.synchronize();
+        })?;
+        let t = rec.timings;
+        collects.push(serde_json::json!({"wall_s": t0.elapsed().as_secs_f64(), "setup_s": t.setup_s,
+            "start_s": t.start_s, "passes_s": t.passes_s, "stop_s": t.stop_s, "decode_s": t.decode_s,
+            "values": rec.ranges.iter().map(|r| r.get("gpu__time_duration.sum").unwrap_or(f64::NAN)).collect::<Vec<_>>()}));
+    }
+    emit(
+        serde_json::json!({"mode": "firstpass", "variant": variant, "load_s": load_s, "ready_s": ready_s,
+        "setup": setup, "collects": collects}),
+    );
+    Ok(())
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let r = (|| -> Result<(), BoxError> {
@@ -680,8 +770,9 @@ fn main() {
             Some("launch") => launch_mode(&mut b),
             Some("mmicache") => mm_icache(&mut b),
             Some("icachesize") => icache_size(&mut b),
+            Some("firstpass") => first_pass(&mut b, args.get(1).map(String::as_str).unwrap_or("plain")),
             _ => Err(
-                "usage: truth_check events | kprof [records|counters|auto] [kernel|application] | ncu-target | rangeprof | launch | mmicache | icachesize"
+                "usage: truth_check events | kprof [records|counters|auto] [kernel|application] | ncu-target | rangeprof | launch | mmicache | icachesize | firstpass [plain|empty|kernel|thread-empty|thread-kernel]"
                     .into(),
             ),
         }

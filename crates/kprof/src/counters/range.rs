@@ -86,6 +86,12 @@ pub struct CollectTimings {
     pub setup_s: f64,
     /// The passes: `Start`, the workload, `Stop`, as many times as CUPTI asks.
     pub passes_s: f64,
+    /// Of `passes_s`: the `cuptiRangeProfilerStart` calls (zero for a streaming collection,
+    /// whose `Start` is in `setup_s`).
+    pub start_s: f64,
+    /// Of `passes_s`: the `cuptiRangeProfilerStop` calls (zero for a streaming collection, whose
+    /// `Stop` is in `decode_s`).
+    pub stop_s: f64,
     /// `cuptiRangeProfilerDecodeData` and the overflow checks.
     pub decode_s: f64,
     /// Evaluating every range's metrics with the host API.
@@ -290,6 +296,7 @@ impl RangeProfiler {
         let max_runs = self.passes.max(1) + 2;
         let mut runs = 0usize;
         let mut first_pass_ranges: Option<Vec<String>> = None;
+        let (mut start_s, mut stop_s) = (0.0, 0.0);
         loop {
             if runs >= max_runs {
                 return Err(CountersError::Usage(format!(
@@ -299,7 +306,9 @@ impl RangeProfiler {
                 )));
             }
             let mut start = self.obj_params();
+            let t_start = std::time::Instant::now();
             lib.check("cuptiRangeProfilerStart", lib.fns.rp_start(&mut start))?;
+            start_s += t_start.elapsed().as_secs_f64();
             let mut ranges = UserRanges {
                 lib,
                 obj: self.obj.get(),
@@ -319,7 +328,9 @@ impl RangeProfiler {
                 targetNestingLevel: 0,
                 isAllPassSubmitted: 0,
             };
+            let t_stop = std::time::Instant::now();
             let stop_rc = lib.fns.rp_stop(&mut stop);
+            stop_s += t_stop.elapsed().as_secs_f64();
             runs += 1;
             if let Some(e) = pass_error.err() {
                 return Err(e);
@@ -350,7 +361,9 @@ impl RangeProfiler {
             }
         }
         let passes_s = t_passes.elapsed().as_secs_f64();
-        let (ranges, timings) = self.decode_and_evaluate(&image, user_max, setup_s, passes_s)?;
+        let (ranges, mut timings) = self.decode_and_evaluate(&image, user_max, setup_s, passes_s)?;
+        timings.start_s = start_s;
+        timings.stop_s = stop_s;
         Ok(Recording {
             chip: self.chip.clone(),
             api_version: lib.api_version,
@@ -447,6 +460,7 @@ impl RangeProfiler {
             passes_s,
             decode_s,
             evaluate_s: t_eval.elapsed().as_secs_f64(),
+            ..CollectTimings::default()
         };
         Ok((ranges, timings))
     }

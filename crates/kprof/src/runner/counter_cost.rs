@@ -29,6 +29,10 @@ pub struct CounterCost {
     pub collect_setup_s: f64,
     /// Their passes: `Start`, the benchmark closure, `Stop`.
     pub collect_passes_s: f64,
+    /// Part of `collect_passes_s`: the `cuptiRangeProfilerStart` calls.
+    pub collect_start_s: f64,
+    /// Part of `collect_passes_s`: the `cuptiRangeProfilerStop` calls.
+    pub collect_stop_s: f64,
     /// `cuptiRangeProfilerDecodeData`.
     pub collect_decode_s: f64,
     /// Evaluating the ranges' metrics with the host API.
@@ -57,6 +61,8 @@ impl CounterCost {
             ("collections", self.collections as f64),
             ("collect_setup_s", self.collect_setup_s),
             ("collect_passes_s", self.collect_passes_s),
+            ("collect_start_s", self.collect_start_s),
+            ("collect_stop_s", self.collect_stop_s),
             ("collect_decode_s", self.collect_decode_s),
             ("collect_evaluate_s", self.collect_evaluate_s),
             ("counter_runs", self.counter_runs as f64),
@@ -76,6 +82,8 @@ static COST: Mutex<CounterCost> = Mutex::new(CounterCost {
     collections: 0,
     collect_setup_s: 0.0,
     collect_passes_s: 0.0,
+    collect_start_s: 0.0,
+    collect_stop_s: 0.0,
     collect_decode_s: 0.0,
     collect_evaluate_s: 0.0,
     counter_runs: 0,
@@ -117,8 +125,8 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), f.len());
-        // Every field of the struct is listed: 14 today (a new field must be added to fields()).
-        assert_eq!(f.len(), 14);
+        // Every field of the struct is listed: 16 today (a new field must be added to fields()).
+        assert_eq!(f.len(), 16);
         let get = |k: &str| f.iter().find(|(n, _)| *n == k).unwrap().1;
         assert_eq!(
             (

@@ -277,6 +277,8 @@ impl CounterBackend for GpuCounters {
             c.collections += 1;
             c.collect_setup_s += t.setup_s;
             c.collect_passes_s += t.passes_s;
+            c.collect_start_s += t.start_s;
+            c.collect_stop_s += t.stop_s;
             c.collect_decode_s += t.decode_s;
             c.collect_evaluate_s += t.evaluate_s;
         });
