@@ -160,9 +160,13 @@ const DISCARD_PTX: &CStr = c_concat!(
 ",
 );
 
-/// Steps of the instruction-cache flush kernel: about 24,000 SASS instructions (about 380 KB of
-/// code), more than an SM's instruction caches hold.
-pub const INSTRUCTION_FLUSH_STEPS: usize = 8192;
+/// Steps of the instruction-cache flush kernel: about 12,000 SASS instructions (about 190 KB of
+/// code), more than an SM's instruction caches hold. Measured on the H200 (session 13,
+/// `truth_check icachesize`, DRAM bytes a cuBLAS sgemm 1024 read after the flush): 4096 steps
+/// empty the caches as 8192 do (8,458,752 and 8,458,624 bytes, ncu 8.460 MB), 2048 steps not
+/// quite (8,455,424), 1024 hardly (8,399,872; no flush 8,396,288), at half the cost of 8192 (98
+/// instead of 191 µs of GPU time, 0.70 instead of 1.71 s to JIT).
+pub const INSTRUCTION_FLUSH_STEPS: usize = 4096;
 
 /// The cold-cache flush's instruction kernel `kprof_l2_flush_instructions(buf, unused)`: straight-line
 /// code larger than an SM's instruction caches, which every SM that runs it fetches, so that the
