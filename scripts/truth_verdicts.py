@@ -196,6 +196,16 @@ def judge(path):
     plain = find(rows, mode="graph_app-plain")
     run_graph = find(rows, mode="kprof-run:app-default", case="cpp_graph")
     row("kprof run", "graph range (C++)", run_graph, plain, 3, "events, no profiler")
+    # Its eager chain (the same 1M-float kernel as the Rust rows): by default concurrent kernel
+    # records, judged against the in-stream reference (60 x the Rust events part's graph of 600 /
+    # 600); with --durations counters against ncu's ranges of the same program (session 13 on).
+    instream = find(rows, mode="events", case="instream_k2us")
+    row("kprof run", "eager chain (C++)", find(rows, mode="kprof-run:app-default", case="cpp_eager"),
+        {"ns": 60 * instream["ns"]} if instream else None, 5, "in-stream x60")
+    if find(rows, mode="ncu-none", case="cpp_eager"):
+        row("kprof run", "eager chain, --durations counters (C++)",
+            find(rows, mode="kprof-run:app-counters", case="cpp_eager"),
+            find(rows, mode="ncu-none", case="cpp_eager"), 5, "ncu")
     width = [max(len(str(r[i])) for r in table + [("door", "case", "kprof", "reference", "diff", "limit", "verdict")])
              for i in range(7)]
     for r in [("door", "case", "kprof", "reference", "diff", "limit", "verdict")] + table:

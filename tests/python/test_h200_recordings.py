@@ -459,7 +459,9 @@ def test_recorded_truth_verdicts_follow_from_the_recorded_lines():
     ], r.stdout
     assert r.returncode == 1
     held = [k for k, v in rows.items() if v == "PASS"]
-    assert len(held) == 21 and ("python", "60-kernel eager chain") in held and ("rust", "k2us") in held, r.stdout
+    # 22 with the kprof run eager chain against the in-stream reference (a row since session 13).
+    assert len(held) == 22 and ("python", "60-kernel eager chain") in held and ("rust", "k2us") in held, r.stdout
+    assert ("kprof run", "eager chain (C++)") in held
 
 
 def test_graph_records_with_the_guard_time_graphs_and_survive_graphs_captured_before_the_session():
@@ -559,7 +561,7 @@ def test_default_auto_durations_verdicts_follow_from_the_recorded_lines():
         ("rust", "sgemm1024"),
     ], r.stdout
     held = [k for k, v in rows.items() if v == "PASS"]
-    assert len(held) == 25, r.stdout
+    assert len(held) == 26, r.stdout  # with the kprof run eager chain (+4.4 % against in-stream)
     for row in [("python", "60-kernel eager chain"), ("python", "single ~2 us kernel"), ("rust", "k2us"),
                 ("rust", "60-kernel eager chain"), ("rust", "scale64M"), ("python", "mm2048")]:
         assert row in held, (row, r.stdout)
@@ -585,7 +587,7 @@ def test_session10_defaults_decide_auto_after_the_warm_ups():
         ("rust", "sgemm1024"),
     ], r.stdout
     assert sorted(k for k, v in rows.items() if v == "MISSING") == [
-        ("kprof run", "graph range (C++)"), ("python", "seed sweep speed")], r.stdout
+        ("kprof run", "eager chain (C++)"), ("kprof run", "graph range (C++)"), ("python", "seed sweep speed")], r.stdout
     for row in [("python", "graph of 60 kernels"), ("python", "10 eager + graph60 + 10 eager")]:
         assert rows[row] == "PASS", (row, r.stdout)
     graph = [x for x in _truth_rows("s10-call1-acceptance-defaults.log") if x.get("part") == "kprof"
@@ -970,7 +972,8 @@ def test_session12_truth_check_verdicts_and_launch_cost_at_the_driver():
     fixture README names them); the new Rust row, host time per cuLaunchKernel queued behind a spin
     kernel, adds 1.93 us in default settings against a process before any CUPTI session."""
     r, v = _judge(os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations", "s12-call2-truth-check-all-parts.log"))
-    assert "truth verdicts: 26 passed, 8 failed, 0 missing" in r.stdout, r.stdout
+    # 27 with the kprof run eager chain row added in session 13 (+4.8 % against the in-stream x60).
+    assert "truth verdicts: 27 passed, 8 failed, 0 missing" in r.stdout, r.stdout
     failing = {k for k, x in v.items() if x == "FAIL"}
     assert failing == {
         ("python", "graph of 60 kernels"), ("python", "graph from 2 streams"), ("python", "single ~20 us kernel"),
@@ -1070,12 +1073,14 @@ def _s13(name):
 
 def test_session13_truth_check_verdicts_with_the_instruction_flush():
     """s13-call2: every default part of the truth check (and the sweep detail) in one call after
-    the instruction flush: 28 rows hold, 6 do not: graphs from two streams (both doors), the seed
+    the instruction flush: 29 rows hold (the kprof run eager chain +4.3 % against the in-stream
+    reference among them), 6 do not: graphs from two streams (both doors), the seed
     sweep speed (7.1x), the host cost per launch (both doors: +2.5 us at the driver this time), and
     the Python matmul 1024 at -1.1 % against 5 ncu samples (-0.3 to -0.5 % in call 3's three
     processes)."""
     r, v = _judge(_s13("s13-call2-truth-check-all-parts.log"))
-    assert "truth verdicts: 28 passed, 6 failed, 0 missing" in r.stdout, r.stdout
+    assert "truth verdicts: 29 passed, 6 failed, 0 missing" in r.stdout, r.stdout
+    assert v[("kprof run", "eager chain (C++)")] == "PASS"
     assert {k for k, x in v.items() if x == "FAIL"} == {
         ("python", "graph from 2 streams"), ("rust", "graph from 2 streams"), ("python", "seed sweep speed"),
         ("python", "host cost per launch"), ("rust", "host cost per launch"), ("python", "mm1024"),
@@ -1139,3 +1144,19 @@ def test_session13_cold_flush_at_4096_steps_keeps_ncus_values():
     r, v = _judge(_s13("s13-call3-instruction-flush-4096-steps.log"))
     assert "8 passed, 0 failed" in r.stdout, r.stdout
     assert all(v[("python", f"step 6 {c} {m}")] == "PASS" for c in ("fp16_mm4096", "x2_64M") for m in ("SM %", "DRAM %"))
+
+
+def test_session13_kprof_run_eager_chain_in_both_definitions():
+    """s13-call4: the C++ program's eager chain through `kprof run`: by default (concurrent kernel
+    records, the in-stream definition) within 5 % of 60 x the in-stream time of the same kernel,
+    and one option away (`--durations counters`) within 0.5 % of ncu's ranges of the same program."""
+    r, v = _judge(_s13("s13-call4-kprof-run-eager-chain-both-definitions.log"))
+    assert "3 passed, 0 failed" in r.stdout, r.stdout
+    assert v[("kprof run", "eager chain (C++)")] == v[("kprof run", "eager chain, --durations counters (C++)")] == "PASS"
+    rows = _truth_rows("s13-call4-kprof-run-eager-chain-both-definitions.log")
+    ncu = next(x for x in rows if x.get("mode") == "ncu-none" and x.get("case") == "cpp_eager")
+    counters = next(x for x in rows if x.get("mode") == "kprof-run:app-counters" and x.get("case") == "cpp_eager")
+    assert ncu["kernels"] == 1200 and len(ncu["sums"]) == 20 and counters["n"] == 20
+    assert abs(counters["ns"] / ncu["ns"] - 1) < 0.005
+    graph = next(x for x in rows if x.get("mode") == "kprof-run:app-counters" and x.get("case") == "cpp_graph")
+    assert graph["ns"] is None and graph["n"] == 0
