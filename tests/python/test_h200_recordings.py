@@ -13,6 +13,11 @@ import pytest
 
 from kprof import _core
 from kprof.results import PROCESSED_COLUMNS
+from truth_recordings import judge as _judge
+from truth_recordings import judge_failed as _judge_failed
+from truth_recordings import sweep_bench as _sweep_bench
+from truth_recordings import sweep_bench_report as _sweep_bench_report
+from truth_recordings import truth_rows as _truth_rows
 
 HERE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "h200-python-tutorial-steps")
 T975 = {9: 2.2621571627409915, 19: 2.093024054408263}  # scipy.stats.t.ppf(0.975, df)
@@ -414,23 +419,6 @@ def test_retired_byte_rows_of_l2_resident_data_are_judged_against_ncus_own_sprea
 
 
 
-def _judge_failed(log):
-    """_judge, and the (door, case) keys that failed, sorted."""
-    r, rows = _judge(log)
-    return r, rows, sorted(k for k, v in rows.items() if v == "FAIL")
-
-
-def _judge(log):
-    """scripts/truth_verdicts.py judge on a recording: the process result and {(door, case): verdict}."""
-    import re
-    import subprocess
-    import sys
-
-    script = os.path.join(HERE, "..", "..", "..", "scripts", "truth_verdicts.py")
-    r = subprocess.run([sys.executable, script, "judge", log], capture_output=True, text=True)
-    cells = [re.split(r"\s{2,}", l.strip()) for l in r.stdout.splitlines()[1:-1]]
-    return r, {(c[0], c[1]): c[-1] for c in cells}
-
 def test_recorded_truth_verdicts_follow_from_the_recorded_lines():
     """tests/fixtures/h200-short-kernel-and-graph-durations: the verdict table of issue 17's GPU check (device calls 3 and 4,
     build b15d1aa's predecessor with graph records on) re-derived by scripts/truth_verdicts.py from
@@ -523,24 +511,6 @@ def test_energy_per_run_is_nan_with_its_reason_below_the_counters_period_and_pow
     rows = {re.split(r"\s{2,}", l.strip())[1]: re.split(r"\s{2,}", l.strip())[-1]
             for l in r.stdout.splitlines() if "energy per run" in l}
     assert rows == {"energy per run (mm8192)": "PASS", "energy per run (12 x mm8192)": "PASS"}, r.stdout
-
-
-def _truth_rows(name, section_prefix="== "):
-    """TRUTH rows of a recording, each with the `== ...` heading it came under as `_section`."""
-    import json
-
-    rows, section = [], ""
-    for line in open(os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations", name), errors="replace"):
-        if line.startswith(section_prefix):
-            section = line[len(section_prefix):].strip()
-        elif line.startswith("TRUTH "):
-            try:
-                r = json.loads(line[6:], strict=False)
-            except ValueError:
-                continue
-            r["_section"] = section
-            rows.append(r)
-    return rows
 
 
 def test_default_auto_durations_verdicts_follow_from_the_recorded_lines():
@@ -939,23 +909,6 @@ def test_session11_multigpu_dry_run_on_one_gpu():
     assert set(d["walls"]) == {"one", "all", "kill"}
 
 
-def _sweep_bench():
-    """benches/seed_sweep_vs_nsight.py as a module."""
-    import importlib.util
-
-    path = os.path.join(HERE, "..", "..", "..", "benches", "seed_sweep_vs_nsight.py")
-    spec = importlib.util.spec_from_file_location("seed_sweep_vs_nsight", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    return bench
-
-
-def _sweep_bench_report(bench, name):
-    """The bench's report (text, ratio) on the recording `name` of h200-short-kernel-and-graph-durations."""
-    log = os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations", name)
-    return bench.report(bench.sweep_rows(open(log).read().splitlines()))
-
-
 def test_the_sweep_bench_reports_the_recorded_ratio():
     """benches/seed_sweep_vs_nsight.py on session 11's call 2: 5.3x in default settings, 8.7x with
     the records, the counters' first-sweep split, the target not met."""
@@ -965,198 +918,3 @@ def test_the_sweep_bench_reports_the_recorded_ratio():
     assert "5.3x (target 10x: not met)" in text and "8.7x" in text
     assert "30 collections" in text and "pandas' import" in text
     assert bench.report({})[1] is None and "not measured" in bench.report({})[0]
-
-
-def test_session12_truth_check_verdicts_and_launch_cost_at_the_driver():
-    """s12-call2: every default part of the truth check re-judged: 26 rows hold, 8 do not (the
-    fixture README names them); the new Rust row, host time per cuLaunchKernel queued behind a spin
-    kernel, adds 1.93 us in default settings against a process before any CUPTI session."""
-    r, v = _judge(os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations", "s12-call2-truth-check-all-parts.log"))
-    # 27 with the kprof run eager chain row added in session 13 (+4.8 % against the in-stream x60).
-    assert "truth verdicts: 27 passed, 8 failed, 0 missing" in r.stdout, r.stdout
-    failing = {k for k, x in v.items() if x == "FAIL"}
-    assert failing == {
-        ("python", "graph of 60 kernels"), ("python", "graph from 2 streams"), ("python", "single ~20 us kernel"),
-        ("python", "mm1024"), ("python", "seed sweep speed"), ("python", "host cost per launch"),
-        ("rust", "graph from 2 streams"), ("rust", "sgemm1024"),
-    }, failing
-    assert v[("rust", "host cost per launch")] == "PASS"
-    rounds = [x for x in _truth_rows("s12-call2-truth-check-all-parts.log") if x.get("mode") == "launch"]
-    assert [x["round"] for x in rounds] == [0, 1, 2]
-    for x in rounds:
-        # Records alone add less than the default (its Range Profiler session is open), both < 2.5 us.
-        assert 0 < x["records_inside_ns"] - x["plain_ns"] < 1500
-        assert 0 < x["auto_inside_ns"] - rounds[0]["plain_ns"] < 2500
-
-
-def test_session12_a_process_without_a_profiler_drifts_as_much_as_kprof_adds():
-    """s12-call2 pylaunch: the torch launch loop measured in a process without any profiler moved
-    by more than 2 us over 10 s in one of two processes, which is why the Python launch row cannot
-    separate kprof's cost from the machine's (the Rust row above can)."""
-    controls = [x["values"] for x in _truth_rows("s12-call2-truth-check-all-parts.log") if x.get("part") == "launchcontrol"]
-    assert len(controls) == 2 and all(len(c) == 8 for c in controls)
-    spreads = [max(v[0] for v in c) - min(v[0] for v in c) for c in controls]
-    assert max(spreads) > 2000 and min(spreads) < 500, spreads
-
-
-def test_session12_the_first_counter_pass_pays_the_one_time_cost():
-    """s12-call1 sweep-detail: in default settings the process's first collection spends ~0.21 s in
-    its pass and every later one a few ms; giving the Range Profiler back after each collection
-    (the experiment switch, not kept) pays a session and that first-pass cost every time."""
-    rows = {x["experiment"]: x for x in _truth_rows("s12-call1-launch-states-sweep-detail-experiments.log")
-            if x.get("part") == "sweepdetail"}
-    default, per_collection = rows[""], rows["1"]
-    # Cumulative collect_passes_s (index 6) at each closure call of the first sweep.
-    passes = [c[6] for c in default["calls"] if c[0] != "end"][:61]
-    steps = [b - a for a, b in zip(passes, passes[1:]) if b > a]
-    assert steps[0] > 0.15 and max(steps[1:]) < 0.02, steps[:4]
-    assert default["cost"]["sessions"] == 1 and default["cost"]["collections"] == 60
-    assert per_collection["cost"]["sessions"] == per_collection["cost"]["collections"] == 60
-    assert min(per_collection["walls"]) > 5 * max(default["walls"])
-
-
-def test_the_sweep_bench_on_session12_call2():
-    """benches/seed_sweep_vs_nsight.py on s12-call2: 6.6x in default settings, 14.4x with the
-    records once pandas is imported when the benchmark is decorated (not inside the first sweep)."""
-    text, ratio = _sweep_bench_report(_sweep_bench(), "s12-call2-truth-check-all-parts.log")
-    assert "6.6x (target 10x: not met)" in text and "14.4x" in text, text
-
-
-def test_session12_ncus_cold_cache_also_empties_the_instruction_caches():
-    """s12-call3: after an L2 read flush alone a cuBLAS sgemm 1024 reads 1.1 % below ncu's cold
-    value; a kernel whose code outgrows the SMs' instruction caches, run before that flush, adds
-    the 70 KB of DRAM reads ncu sees (the kernel's code) and ncu's time."""
-    rows = _truth_rows("s12-call3-instruction-cache-experiment.log")
-    mm = {(r["case"], r["variant"]): r for r in rows if r.get("mode") == "mmicache" and "variant" in r}
-    ncu = {r["case"]: r["ns"] for r in rows if r.get("mode") == "ncu-all"}
-    read, code = mm[("sgemm1024", "read")], mm[("sgemm1024", "icache+read")]
-    assert 60_000 < code["dram_read"] - read["dram_read"] < 80_000
-    assert read["ns"] / ncu["sgemm1024"] - 1 < -0.01 and mm[("sgemm1024", "kprof-all")]["ns"] / ncu["sgemm1024"] - 1 < -0.01
-    assert abs(code["ns"] / ncu["sgemm1024"] - 1) < 0.005
-    for n in (2048, 4096):  # longer kernels: within 1 % either way
-        assert abs(mm[(f"sgemm{n}", "icache+read")]["ns"] / ncu[f"sgemm{n}"] - 1) < 0.01
-
-
-def test_session12_cold_flush_with_the_instruction_kernel_matches_ncu_on_every_matmul():
-    """s12-call4: kprof's cold-cache flush now runs the instruction-cache flush kernel: the fp32
-    matmul 1024 within 1 % of ncu through both doors (was -2.1 to -2.6 % / -1.5 %), every long
-    kernel and step 6 within their limits; the sweep still 6.3x nsight-python."""
-    r, v = _judge(os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations",
-                               "s12-call4-instruction-flush-in-the-cold-flush.log"))
-    for key in [("python", f"mm{n}") for n in (1024, 2048, 4096, 8192)] + [("python", "x2_64M")] + \
-               [("rust", f"sgemm{n}") for n in (1024, 2048, 4096, 8192)] + [("rust", "scale64M")]:
-        assert v[key] == "PASS", (key, r.stdout)
-    assert all(v[("python", f"step 6 {c} {m}")] == "PASS" for c in ("fp16_mm4096", "x2_64M") for m in ("SM %", "DRAM %"))
-    assert v[("python", "seed sweep speed")] == "FAIL"
-
-
-def test_session12_what_the_instruction_flush_costs():
-    """s12-call5: the instruction flush's PTX JITs in about 1.2 s when the driver's cache lacks it
-    and runs about 0.2 ms per cold flush; with the JIT cache off the first sweep pays the JIT (the
-    records sweep 1.59 s against 0.56 s with the cache in call 2); matmuls after kprof's cold flush
-    read the kernel's code from DRAM as under ncu."""
-    rows = _truth_rows("s12-call5-instruction-flush-cost-jit-cache-off.log")
-    flush = next(r for r in rows if r.get("case") == "_instruction_flush")
-    assert 0.5 < flush["jit_s"] < 3 and 50_000 < flush["gpu_ns"] < 400_000
-    mm = {(r["case"], r["variant"]): r for r in rows if r.get("mode") == "mmicache" and "variant" in r}
-    assert 60_000 < mm[("sgemm1024", "kprof-all")]["dram_read"] - mm[("sgemm1024", "read")]["dram_read"] < 80_000
-    sweeps = {r["tool"]: r["wall_s"] for r in rows if r.get("part") == "sweep"}
-    assert sweeps["kprof-records"] - sweeps["plain torch"] > 0.7, sweeps
-    r, v = _judge(os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations",
-                               "s12-call5-instruction-flush-cost-jit-cache-off.log"))
-    assert v[("python", "graph of 60 kernels")] == "PASS" and v[("python", "graph from 2 streams")] == "FAIL"
-
-
-def _s13(name):
-    return os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations", name)
-
-
-def test_session13_truth_check_verdicts_with_the_instruction_flush():
-    """s13-call2: every default part of the truth check (and the sweep detail) in one call after
-    the instruction flush: 29 rows hold (the kprof run eager chain +4.3 % against the in-stream
-    reference among them), 6 do not: graphs from two streams (both doors), the seed
-    sweep speed (7.1x), the host cost per launch (both doors: +2.5 us at the driver this time), and
-    the Python matmul 1024 at -1.1 % against 5 ncu samples (-0.3 to -0.5 % in call 3's three
-    processes)."""
-    r, v = _judge(_s13("s13-call2-truth-check-all-parts.log"))
-    assert "truth verdicts: 29 passed, 6 failed, 0 missing" in r.stdout, r.stdout
-    assert v[("kprof run", "eager chain (C++)")] == "PASS"
-    assert {k for k, x in v.items() if x == "FAIL"} == {
-        ("python", "graph from 2 streams"), ("rust", "graph from 2 streams"), ("python", "seed sweep speed"),
-        ("python", "host cost per launch"), ("rust", "host cost per launch"), ("python", "mm1024"),
-    }
-    text, _ = _sweep_bench_report(_sweep_bench(), "s13-call2-truth-check-all-parts.log")
-    assert "7.1x (target 10x: not met)" in text, text
-
-
-def test_session13_the_first_start_of_a_range_profiler_session_is_its_one_time_cost():
-    """s13-call1 firstpass: the first collection's 0.22 s is cuptiRangeProfilerStart (later ones take
-    microseconds); a priming collection made first, on this thread or on a helper thread during a
-    warm-up load, pays that Start itself (1.0-1.2 s for a 1025-range image) and ends later than no
-    priming. s13-call1's sweep detail (a helper opening and priming the counters during the warm-up
-    runs, tried and removed) took 4.1 s against 1.4 s without it (s13-call2): CUPTI's set-up slows
-    down, and slows the warm-ups, when it runs beside them."""
-    rows = _truth_rows("s13-call1-first-collection-priming-helper-thread-sweep.log")
-    fp = {x["variant"]: x for x in rows if x.get("mode") == "firstpass"}
-    plain = fp["plain"]["collects"]
-    assert plain[0]["start_s"] > 0.15 and all(c["start_s"] < 0.001 for c in plain[1:])
-    assert all(c["start_s"] > 0.9 * c["passes_s"] for c in plain[:1])
-    for name in ("empty", "kernel", "thread-empty", "thread-kernel"):
-        x = fp[name]
-        assert x["setup"]["prime"]["start_s"] >= plain[0]["start_s"], name
-        assert all(c["start_s"] < 0.001 for c in x["collects"]), name
-        assert x["ready_s"] > fp["plain"]["ready_s"], name
-    helper = next(x for x in rows if x.get("part") == "sweepdetail")
-    alone = next(x for x in _truth_rows("s13-call2-truth-check-all-parts.log") if x.get("part") == "sweepdetail")
-    assert helper["cost"]["primes"] == 1 and "primes" not in alone["cost"]
-    assert helper["walls"][0] > 2 * alone["walls"][0]
-    assert alone["cost"]["collect_start_s"] > 0.5 * alone["cost"]["collect_passes_s"]
-
-
-def test_session13_the_instruction_flush_needs_4096_steps_on_the_h200():
-    """s13-call2 icachesize: the smallest measured instruction flush after which a cuBLAS sgemm 1024
-    reads its code from DRAM as after 8192 steps (within 1 KB) is 4096 steps, the engine's
-    INSTRUCTION_FLUSH_STEPS; it costs about half the GPU time and JIT of 8192."""
-    import re
-
-    by = {x["steps"]: x for x in _truth_rows("s13-call2-instruction-flush-size.log") if x.get("mode") == "icachesize"}
-    full = by[8192]["dram_read"]
-    enough = [s for s in sorted(by) if s and abs(by[s]["dram_read"] - full) < 1024]
-    src = open(os.path.join(HERE, "..", "..", "..", "crates", "kprof", "src", "sys", "kernels.rs")).read()
-    assert int(re.search(r"INSTRUCTION_FLUSH_STEPS: usize = (\d+);", src)[1]) == enough[0] == 4096
-    assert full - by[2048]["dram_read"] > 1024 and full - by[0]["dram_read"] > 60_000
-    assert by[4096]["gpu_ns"] < 0.6 * by[8192]["gpu_ns"] and by[4096]["jit_s"] < 0.6 * by[8192]["jit_s"]
-
-
-def test_session13_cold_flush_at_4096_steps_keeps_ncus_values():
-    """s13-call3, kprof's cold flush at 4096 steps: the sgemm 1024 reads the bytes ncu reads (as at
-    8192 steps), torch's matmul 1024 in three processes within 0.6 % of ncu, `x * 2` over 64M
-    floats and step 6 within their limits."""
-    rows = _truth_rows("s13-call3-instruction-flush-4096-steps.log")
-    size = {x["steps"]: x for x in _truth_rows("s13-call2-instruction-flush-size.log") if x.get("mode") == "icachesize"}
-    mm = {(x["case"], x["variant"]): x for x in rows if x.get("mode") == "mmicache" and "variant" in x}
-    assert abs(mm[("sgemm1024", "kprof-all")]["dram_read"] - size[8192]["dram_read"]) < 1024
-    assert mm[("sgemm1024", "kprof-all")]["dram_read"] - mm[("sgemm1024", "read")]["dram_read"] > 60_000
-    assert next(x for x in rows if x.get("case") == "_instruction_flush")["gpu_ns"] < 120_000
-    ncu = next(x["ns"] for x in rows if x.get("part") == "ncu" and x.get("case") == "mm1024")
-    kp = [x["ns"] for x in rows if x.get("part") == "kprof" and x.get("case") == "mm1024"]
-    assert len(kp) == 3 and all(abs(k / ncu - 1) < 0.006 for k in kp), (kp, ncu)
-    r, v = _judge(_s13("s13-call3-instruction-flush-4096-steps.log"))
-    assert "8 passed, 0 failed" in r.stdout, r.stdout
-    assert all(v[("python", f"step 6 {c} {m}")] == "PASS" for c in ("fp16_mm4096", "x2_64M") for m in ("SM %", "DRAM %"))
-
-
-def test_session13_kprof_run_eager_chain_in_both_definitions():
-    """s13-call4: the C++ program's eager chain through `kprof run`: by default (concurrent kernel
-    records, the in-stream definition) within 5 % of 60 x the in-stream time of the same kernel,
-    and one option away (`--durations counters`) within 0.5 % of ncu's ranges of the same program."""
-    r, v = _judge(_s13("s13-call4-kprof-run-eager-chain-both-definitions.log"))
-    assert "3 passed, 0 failed" in r.stdout, r.stdout
-    assert v[("kprof run", "eager chain (C++)")] == v[("kprof run", "eager chain, --durations counters (C++)")] == "PASS"
-    rows = _truth_rows("s13-call4-kprof-run-eager-chain-both-definitions.log")
-    ncu = next(x for x in rows if x.get("mode") == "ncu-none" and x.get("case") == "cpp_eager")
-    counters = next(x for x in rows if x.get("mode") == "kprof-run:app-counters" and x.get("case") == "cpp_eager")
-    assert ncu["kernels"] == 1200 and len(ncu["sums"]) == 20 and counters["n"] == 20
-    assert abs(counters["ns"] / ncu["ns"] - 1) < 0.005
-    graph = next(x for x in rows if x.get("mode") == "kprof-run:app-counters" and x.get("case") == "cpp_graph")
-    assert graph["ns"] is None and graph["n"] == 0

@@ -1,0 +1,64 @@
+"""Readers of issue 17's recordings (tests/fixtures/h200-short-kernel-and-graph-durations), shared
+by the recording tests: the verdict table of scripts/truth_verdicts.py, the TRUTH rows of a log,
+and benches/seed_sweep_vs_nsight.py as a module."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+TRUTH_DIR = os.path.join(ROOT, "tests", "fixtures", "h200-short-kernel-and-graph-durations")
+
+
+def truth_log(name):
+    """The path of recording `name`."""
+    return os.path.join(TRUTH_DIR, name)
+
+
+def judge(log):
+    """scripts/truth_verdicts.py judge on a recording: the process result and {(door, case): verdict}."""
+    script = os.path.join(ROOT, "scripts", "truth_verdicts.py")
+    r = subprocess.run([sys.executable, script, "judge", log], capture_output=True, text=True)
+    cells = [re.split(r"\s{2,}", line.strip()) for line in r.stdout.splitlines()[1:-1]]
+    return r, {(c[0], c[1]): c[-1] for c in cells}
+
+
+def judge_failed(log):
+    """judge, and the (door, case) keys that failed, sorted."""
+    r, rows = judge(log)
+    return r, rows, sorted(k for k, v in rows.items() if v == "FAIL")
+
+
+def truth_rows(name, section_prefix="== "):
+    """TRUTH rows of a recording, each with the `== ...` heading it came under as `_section`."""
+    rows, section = [], ""
+    for line in open(truth_log(name), errors="replace"):
+        if line.startswith(section_prefix):
+            section = line[len(section_prefix):].strip()
+        elif line.startswith("TRUTH "):
+            try:
+                r = json.loads(line[6:], strict=False)
+            except ValueError:
+                continue
+            r["_section"] = section
+            rows.append(r)
+    return rows
+
+
+def sweep_bench():
+    """benches/seed_sweep_vs_nsight.py as a module."""
+    path = os.path.join(ROOT, "benches", "seed_sweep_vs_nsight.py")
+    spec = importlib.util.spec_from_file_location("seed_sweep_vs_nsight", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
+
+
+def sweep_bench_report(bench, name):
+    """The bench's report (text, ratio) on recording `name`."""
+    return bench.report(bench.sweep_rows(open(truth_log(name)).read().splitlines()))
