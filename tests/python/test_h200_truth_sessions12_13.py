@@ -197,3 +197,35 @@ def test_session13_kprof_run_eager_chain_in_both_definitions():
     assert abs(counters["ns"] / ncu["ns"] - 1) < 0.005
     graph = next(x for x in rows if x.get("mode") == "kprof-run:app-counters" and x.get("case") == "cpp_graph")
     assert graph["ns"] is None and graph["n"] == 0
+
+
+def test_session13_the_launch_api_records_are_the_host_cost_per_launch():
+    """s13-call6, `truth_check launch` in one process per tracing choice: in default settings a
+    launch inside a benchmark costs 1.3-2.3 us more than before any CUPTI session (median over 3
+    rounds, two processes); with no launch API records at all (KPROF_CUPTI_LAUNCH_RECORDS=cbid,
+    which gives none for a context created before the session, as here) the difference is gone
+    (-12 / +53 ns): the driver and runtime API records of launches, with their external-correlation
+    records, are the cost; serial kernel records or node records for graphs do not lower it."""
+    import statistics
+
+    sections = {}  # "launch CHOICE HH:MM:SS" -> its 3 rounds
+    for x in truth_rows("s13-call6-launch-cost-by-tracing-choice.log"):
+        sections.setdefault(x["_section"], []).append(x)
+    by = {}
+    for heading, rows in sections.items():
+        choice = heading.split()[1]
+        by[choice if choice not in by else choice + "#2"] = rows
+
+    def added(rows, key):
+        plain = min(rows, key=lambda r: r["round"])["plain_ns"]
+        return statistics.median(r[key] - plain for r in rows)
+
+    assert all(len(v) == 3 and not any("error" in r for r in v) for v in by.values()), by.keys()
+    defaults = [v for k, v in by.items() if k.startswith("defaults")]
+    assert len(defaults) == 2
+    for rows in defaults:
+        assert added(rows, "records_inside_ns") > 1000 and added(rows, "auto_inside_ns") > 1000
+    no_api = by["KPROF_CUPTI_LAUNCH_RECORDS=cbid"]
+    assert abs(added(no_api, "records_inside_ns")) < 300 and abs(added(no_api, "auto_inside_ns")) < 300
+    for k in ("KPROF_KERNEL_TRACE=serial", "KPROF_GRAPH_TRACE=nodes", "KPROF_CUPTI_LAUNCH_RECORDS=kind"):
+        assert added(by[k], "auto_inside_ns") > 1000, k
