@@ -15,8 +15,9 @@
 # nsight-python 0.9.6 when carried). Not by default: graphprobe (CUDA events inside kprof's
 # benchmark of a graph, and graph replays before, during and after kprof's counters), mmclock (cycles and SM clock of matmul 1024/2048, kprof and ncu),
 # firstpass (the first Range Profiler collection's host time, with and without priming, one
-# process per variant), sweepdetail (the seed sweep with the counter cost at every call) and
-# icachesize (how many steps the instruction flush needs).
+# process per variant), sweepdetail (the seed sweep with the counter cost at every call),
+# icachesize (how many steps the instruction flush needs) and launchcb (host time per launch with
+# kprof's launch records, none, or launch callbacks).
 # Every result line is
 # `TRUTH {json}` in $OUT/truth.log; nothing here changes a GPU setting.
 set -uo pipefail
@@ -60,6 +61,13 @@ if has firstpass; then
     step "firstpass: the first Range Profiler collection, with and without priming (Rust)"
     for v in plain empty kernel thread-empty thread-kernel; do
         timeout 120 "$BIN/truth_check" firstpass "$v" 2>&1 | tee -a "$LOG"
+    done
+fi
+if has launchcb; then
+    step "launchcb: host time per launch with launch records, none, or launch callbacks (Rust)"
+    for v in records none callbacks callbacks-empty; do
+        case $v in records) env=();; *) env=(KPROF_CUPTI_LAUNCH_RECORDS=cbid);; esac
+        env "${env[@]}" timeout 60 "$BIN/truth_check" launchcb "$v" 2>&1 | tee -a "$LOG"
     done
 fi
 if has icachesize; then

@@ -20,6 +20,8 @@
 //!   1024 after it (how many steps empty the instruction caches).
 //! - `firstpass VARIANT`: the host time of a process's first Range Profiler collections by phase,
 //!   with and without a priming collection (on this thread or on a helper during a warm-up load).
+//! - `launchcb VARIANT`: host time per launch with a bare activity session: kprof's launch API
+//!   records, none, or launch callbacks that record what those records carry (one process each).
 //! - `rangeprof`: the Range Profiler alone (gpu__time_duration.sum, kernel and application
 //!   replay) over 3 eager kernels, a 60-node graph and 3 eager kernels: how many ranges a graph
 //!   launch gives.
@@ -666,6 +668,74 @@ fn rangeprof(b: &mut Bench) -> Result<(), BoxError> {
     Ok(())
 }
 
+/// What the launch callback of `launchcb callbacks` keeps per launch: correlation id, thread,
+/// CUPTI timestamp, the thread's external id (what kprof's launch API and external-correlation
+/// records carry today).
+static LAUNCH_LOG: std::sync::Mutex<Vec<(u32, u32, u64, u64)>> = std::sync::Mutex::new(Vec::new());
+/// The CUPTI whose clock the launch callback reads.
+static LAUNCH_CUPTI: std::sync::OnceLock<&'static kprof::cupti::Cupti> = std::sync::OnceLock::new();
+
+thread_local! {
+    /// This thread's external id, as kprof pushes it on CUPTI's stack (one level is enough here).
+    static EXTERNAL_ID: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// A launch callback that records what the launch API records give attribution.
+fn record_launch(cb: &kprof::sys::cupti::callback::Callback<'_>) {
+    let Some(api) = cb.api() else { return };
+    if api.callbackSite != kprof::sys::cupti::API_ENTER {
+        return;
+    }
+    let ts = LAUNCH_CUPTI.get().and_then(|c| c.timestamp_ns().ok()).unwrap_or(0);
+    let ext = EXTERNAL_ID.with(|e| e.get());
+    let tid = kprof::cupti::current_thread_id();
+    LAUNCH_LOG.lock().unwrap().push((api.correlationId, tid, ts, ext));
+}
+
+/// A launch callback that does nothing (CUPTI's dispatch alone).
+fn ignore_launch(_: &kprof::sys::cupti::callback::Callback<'_>) {}
+
+/// `launchcb VARIANT`: host time per `cuLaunchKernel` (queued, as `launch`) with a bare CUPTI
+/// activity session and an external id pushed, one process per variant: `records` (kprof's launch
+/// API and external-correlation records, the default), `none` (run with
+/// `KPROF_CUPTI_LAUNCH_RECORDS=cbid`: no API records for this context, created before the
+/// session), `callbacks` (`none` plus driver and runtime launch callbacks recording what those
+/// records carry) and `callbacks-empty` (the same callbacks doing nothing).
+fn launch_callbacks(b: &mut Bench, variant: &str) -> Result<(), BoxError> {
+    use kprof::sys::cupti::{cbid, CB_DOMAIN_DRIVER_API, CB_DOMAIN_RUNTIME_API};
+    ns_per_launch_queued(b, 2)?;
+    let plain = ns_per_launch_queued(b, 12)?;
+    let libs = kprof::loader::Libraries::load()?;
+    let session = kprof::cupti::ActivitySession::start(libs.cupti)?;
+    let _ = LAUNCH_CUPTI.set(libs.cupti);
+    if variant.starts_with("callbacks") {
+        let hook = if variant == "callbacks" {
+            record_launch
+        } else {
+            ignore_launch
+        };
+        kprof::cupti::collector::set_callback_hook(hook);
+        for id in cbid::LAUNCH_CBIDS {
+            session.enable_callback(CB_DOMAIN_DRIVER_API, id)?;
+        }
+        for id in cbid::RUNTIME_LAUNCH_CBIDS {
+            session.enable_callback(CB_DOMAIN_RUNTIME_API, id)?;
+        }
+    }
+    session.push_external_id(7)?;
+    EXTERNAL_ID.with(|e| e.set(7));
+    let inside: Vec<f64> = (0..3).map(|_| ns_per_launch_queued(b, 12)).collect::<Result<_, _>>()?;
+    session.pop_external_id()?;
+    EXTERNAL_ID.with(|e| e.set(0));
+    let logged = LAUNCH_LOG.lock().unwrap().len();
+    emit(
+        serde_json::json!({"mode": "launchcb", "variant": variant, "plain_ns": plain, "inside_ns": inside,
+        "added_ns": median(inside.clone()) - plain, "launch_mode": format!("{:?}", session.launch_records()),
+        "callbacks_logged": logged}),
+    );
+    Ok(())
+}
+
 /// `firstpass VARIANT`: where the first Range Profiler collection of a process spends its host
 /// time, and whether a priming collection (nothing, or one tiny kernel) made before it, or on
 /// another thread while this one runs a warm-up load, takes that cost. One process per variant
@@ -771,8 +841,9 @@ fn main() {
             Some("mmicache") => mm_icache(&mut b),
             Some("icachesize") => icache_size(&mut b),
             Some("firstpass") => first_pass(&mut b, args.get(1).map(String::as_str).unwrap_or("plain")),
+            Some("launchcb") => launch_callbacks(&mut b, args.get(1).map(String::as_str).unwrap_or("records")),
             _ => Err(
-                "usage: truth_check events | kprof [records|counters|auto] [kernel|application] | ncu-target | rangeprof | launch | mmicache | icachesize | firstpass [plain|empty|kernel|thread-empty|thread-kernel]"
+                "usage: truth_check events | kprof [records|counters|auto] [kernel|application] | ncu-target | rangeprof | launch | mmicache | icachesize | firstpass [plain|empty|kernel|thread-empty|thread-kernel] | launchcb [records|none|callbacks|callbacks-empty]"
                     .into(),
             ),
         }
