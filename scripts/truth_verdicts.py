@@ -87,12 +87,17 @@ def judge(path):
     rows = load(path)
     table = []
 
+    def has_value(r):
+        return r is not None and (r.get("ns") is not None or r.get("value") is not None)
+
     def row(door, what, got, ref, limit_pct, ref_name, unit="us"):
-        if got is None or ref is None or got.get("ns") is None and "value" not in got:
+        # A side without a value (a part that did not run, or ran and found nothing, as ncu with
+        # no kernel) leaves the row MISSING.
+        if not has_value(got) or not has_value(ref):
             table.append((door, what, "-", "-", "-", f"{limit_pct}%", "MISSING"))
             return
-        g = got["ns"] if "ns" in got else got["value"]
-        f = ref["ns"] if "ns" in ref else ref["value"]
+        g = got["ns"] if got.get("ns") is not None else got["value"]
+        f = ref["ns"] if ref.get("ns") is not None else ref["value"]
         d = 100.0 * (g / f - 1.0)
         ok = abs(d) <= limit_pct
         table.append((door, what, f"{g / 1e3:.2f}", f"{f / 1e3:.2f} ({ref_name})", f"{d:+.2f}%", f"{limit_pct}%",

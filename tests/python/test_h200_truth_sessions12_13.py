@@ -201,6 +201,20 @@ def test_session13_kprof_run_eager_chain_in_both_definitions():
     assert graph["ns"] is None and graph["n"] == 0
 
 
+
+def test_a_reference_that_found_nothing_leaves_its_row_missing(tmp_path):
+    """s13-call4 with ncu's eager ranges as call 4's first try recorded them (no kernel found, its
+    value null): the --durations counters row is MISSING, the judge does not fail on it."""
+    text = open(truth_log("s13-call4-kprof-run-eager-chain-both-definitions.log")).read()
+    broken = text.replace('"case": "cpp_eager", "ns": 253312.0', '"case": "cpp_eager", "ns": null')
+    assert broken != text
+    log = tmp_path / "null-reference.log"
+    log.write_text(broken)
+    r, v = judge(str(log))
+    assert r.returncode == 0, r.stderr
+    assert v[("kprof run", "eager chain, --durations counters (C++)")] == "MISSING"
+    assert "2 passed, 0 failed" in r.stdout, r.stdout
+
 def test_session13_the_launch_api_records_are_the_host_cost_per_launch():
     """s13-call6, `truth_check launch` in one process per tracing choice: in default settings a
     launch inside a benchmark costs 1.3-2.3 us more than before any CUPTI session (median over 3
