@@ -235,6 +235,7 @@ def test_measurement_options_in_the_backend_options(given, expected, fake_backen
     (dict(kernel_trace="parallel"), "kernel_trace must be one of 'concurrent', 'serial'; got 'parallel'"),
     (dict(graph_trace="all"), "graph_trace must be one of 'graph', 'nodes'; got 'all'"),
     (dict(kernel_trace=None), "kernel_trace must be one of 'concurrent', 'serial'; got 'None'"),
+    (dict(attribution="thread"), "attribution must be one of 'order', 'records'; got 'thread'"),
 ])
 def test_configure_checks_its_values(opts, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
@@ -245,6 +246,8 @@ def test_configure_before_the_engine_starts_accepts_every_value():
     try:
         kprof.configure(kernel_trace="serial", graph_trace="graph")
         kprof.configure(kernel_trace="concurrent", graph_trace="nodes")
+        kprof.configure(attribution="records")
+        kprof.configure(attribution="order")
     finally:
         kprof.configure()  # back to the defaults for the rest of the session
 

@@ -24,8 +24,27 @@ pub struct RangeOcc {
     pub name: String,
     pub start_ns: u64,
     pub end_ns: u64,
+    /// The launch-order numbers at opening and closing ([`Stamp::correlation_id`]; 0: none).
+    pub start_correlation_id: u32,
+    pub end_correlation_id: u32,
     /// Push/pop (thread range) or start/end (process range).
     pub push_pop: bool,
+}
+
+/// When a range opened or closed: CUPTI's clock and, with `attribution="order"`, CUPTI's
+/// correlation id of a call made then (launches numbered between a range's two ids were made
+/// while it was open; 0: none taken).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stamp {
+    pub ns: u64,
+    pub correlation_id: u32,
+}
+
+impl From<u64> for Stamp {
+    /// A stamp with a time only.
+    fn from(ns: u64) -> Stamp {
+        Stamp { ns, correlation_id: 0 }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -36,6 +55,7 @@ struct Open {
     domain: u64,
     name: String,
     start_ns: u64,
+    start_correlation_id: u32,
     push_pop: bool,
 }
 
@@ -110,7 +130,8 @@ impl Book {
     }
 
     /// nvtxRangePush / nvtxDomainRangePushEx: returns the 0-based level of the pushed range.
-    pub fn push(&mut self, thread: u32, domain: u64, name: &str, t: u64) -> i32 {
+    pub fn push(&mut self, thread: u32, domain: u64, name: &str, t: impl Into<Stamp>) -> i32 {
+        let t = t.into();
         self.calls += 1;
         let id = self.new_id();
         let stack = self.stacks.entry((thread, domain)).or_default();
@@ -121,7 +142,8 @@ impl Book {
             thread,
             domain,
             name: name.to_string(),
-            start_ns: t,
+            start_ns: t.ns,
+            start_correlation_id: t.correlation_id,
             push_pop: true,
         });
         stack.len() as i32 - 1
@@ -129,7 +151,8 @@ impl Book {
 
     /// nvtxRangePop / nvtxDomainRangePop: returns the level of the popped range, or -1 when the
     /// stack of (thread, domain) was empty.
-    pub fn pop(&mut self, thread: u32, domain: u64, t: u64) -> i32 {
+    pub fn pop(&mut self, thread: u32, domain: u64, t: impl Into<Stamp>) -> i32 {
+        let t = t.into();
         self.calls += 1;
         let Some(stack) = self.stacks.get_mut(&(thread, domain)) else {
             self.anomalies.unmatched_pops += 1;
@@ -145,7 +168,8 @@ impl Book {
     }
 
     /// nvtxRangeStart / nvtxDomainRangeStartEx: returns the range id (>= 1).
-    pub fn start(&mut self, thread: u32, domain: u64, name: &str, t: u64) -> u64 {
+    pub fn start(&mut self, thread: u32, domain: u64, name: &str, t: impl Into<Stamp>) -> u64 {
+        let t = t.into();
         self.calls += 1;
         let id = self.new_id();
         self.started.insert(
@@ -156,7 +180,8 @@ impl Book {
                 thread,
                 domain,
                 name: name.to_string(),
-                start_ns: t,
+                start_ns: t.ns,
+                start_correlation_id: t.correlation_id,
                 push_pop: false,
             },
         );
@@ -164,7 +189,8 @@ impl Book {
     }
 
     /// nvtxRangeEnd / nvtxDomainRangeEnd.
-    pub fn end(&mut self, id: u64, t: u64) {
+    pub fn end(&mut self, id: u64, t: impl Into<Stamp>) {
+        let t = t.into();
         self.calls += 1;
         match self.started.remove(&id) {
             Some(open) => self.close(open, t),
@@ -172,7 +198,7 @@ impl Book {
         }
     }
 
-    fn close(&mut self, open: Open, t: u64) {
+    fn close(&mut self, open: Open, t: Stamp) {
         let domain = self.domain_name(open.domain).to_string();
         self.done.push(RangeOcc {
             id: open.id,
@@ -181,7 +207,9 @@ impl Book {
             domain,
             name: open.name,
             start_ns: open.start_ns,
-            end_ns: t.max(open.start_ns),
+            end_ns: t.ns.max(open.start_ns),
+            start_correlation_id: open.start_correlation_id,
+            end_correlation_id: t.correlation_id,
             push_pop: open.push_pop,
         });
     }

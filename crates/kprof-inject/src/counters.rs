@@ -471,7 +471,7 @@ fn hook(callback: &Callback<'_>) {
                 on_capture_call(begin, callback.api_result());
             }
         }
-        DOMAIN_DRIVER | DOMAIN_RUNTIME => {
+        DOMAIN_DRIVER | DOMAIN_RUNTIME if is_launch(callback.domain(), id) => {
             // CUpti_CallbackData, valid during the callback.
             let Some(cb) = callback.api() else { return };
             let ctx = cb.context as usize;
@@ -549,6 +549,17 @@ pub fn next_image(in_image: usize, capacity: usize, full: usize, saw_graph: bool
 }
 
 /// Whether a launch callback is a CUDA graph launch (driver or runtime API).
+/// A kernel or graph launch: the session's other driver callbacks (`cuDeviceGetCount`, which
+/// numbers NVTX ranges with `attribution="order"`; graph-guard callbacks) are not launches (on the
+/// H200 the counter launch crashed, exit 139, when they were taken for launches).
+fn is_launch(domain: u32, id: u32) -> bool {
+    match domain {
+        DOMAIN_DRIVER => cbid::LAUNCH_CBIDS.contains(&id),
+        DOMAIN_RUNTIME => cbid::RUNTIME_LAUNCH_CBIDS.contains(&id),
+        _ => false,
+    }
+}
+
 fn is_graph_launch(domain: u32, id: u32) -> bool {
     match domain {
         DOMAIN_DRIVER => id == cbid::CU_GRAPH_LAUNCH || id == cbid::CU_GRAPH_LAUNCH_PTSZ,

@@ -181,6 +181,65 @@ pub fn now_ns() -> u64 {
     kprof::sys::os::realtime_ns()
 }
 
+/// The driver, for the numbered call of [`correlation_mark`] (loaded once; `None` if it cannot be).
+static DRIVER: OnceLock<Option<&'static kprof::driver::Driver>> = OnceLock::new();
+
+/// Set while [`InitializeInjection`] runs (inside the program's `cuInit`): no driver call may be
+/// made then (a `cuDeviceGetCount` from the self-test's NVTX range broke the program's CUDA on the
+/// H200: it exited with 1 before its first kernel).
+static IN_CUDA_INIT: AtomicBool = AtomicBool::new(false);
+
+/// CUPTI's correlation id of a `cuDeviceGetCount` made now ([`ActivitySession::correlation_mark`]),
+/// 0 without a session that attributes by launch order, or inside `cuInit`. A session whose
+/// numbered call gets no id (no callback) switches to launch records, with a warning.
+fn correlation_mark() -> u32 {
+    if IN_CUDA_INIT.load(Ordering::SeqCst) {
+        return 0;
+    }
+    let mut guard = SESSION.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(session) = guard.as_mut() else { return 0 };
+    if session.attribution() != kprof::choices::Attribution::Order {
+        return 0;
+    }
+    let Some(driver) = *DRIVER.get_or_init(|| kprof::driver::Driver::load(&SearchEnv::from_process()).ok()) else {
+        return 0;
+    };
+    let mut called = false;
+    let id = session.correlation_mark(|| called = driver.device_count().is_ok());
+    // A call that failed (made where CUDA forbids calls, as in a stream's host function) leaves
+    // this range unnumbered; one that worked without an id means CUPTI does not call back.
+    if id == 0 && called {
+        let switched = session.attribute_by_records();
+        drop(guard);
+        let how = match switched {
+            Ok(()) => "attributing kernels by launch records from now on".to_string(),
+            Err(e) => format!("and launch records could not be enabled: {e}"),
+        };
+        warning(format!(
+            "CUPTI gave no correlation id to the numbered call of an NVTX range; {how}"
+        ));
+    }
+    id
+}
+
+/// The stamp of a range that opens now: the time, then the launch-order number.
+pub fn stamp_open() -> book::Stamp {
+    let ns = now_ns();
+    book::Stamp {
+        ns,
+        correlation_id: correlation_mark(),
+    }
+}
+
+/// The stamp of a range that closes now: the launch-order number, then the time.
+pub fn stamp_close() -> book::Stamp {
+    let correlation_id = correlation_mark();
+    book::Stamp {
+        ns: now_ns(),
+        correlation_id,
+    }
+}
+
 extern "C" fn at_exit_handler() {
     log!("exit handler: writing results");
     let _ = catch_unwind(AssertUnwindSafe(write_results));
@@ -197,6 +256,7 @@ fn register_atexit() {
 #[no_mangle]
 pub extern "C" fn InitializeInjection() -> i32 {
     let _ = CUDA_INIT_UNIX_NS.compare_exchange(0, kprof::run_status::unix_ns(), Ordering::SeqCst, Ordering::SeqCst);
+    IN_CUDA_INIT.store(true, Ordering::SeqCst);
     let _ = catch_unwind(AssertUnwindSafe(|| {
         with_proc(|p| p.cuda_injected = true);
         register_atexit();
@@ -221,6 +281,7 @@ pub extern "C" fn InitializeInjection() -> i32 {
         }
         selftest();
     }));
+    IN_CUDA_INIT.store(false, Ordering::SeqCst);
     1
 }
 
@@ -462,6 +523,14 @@ fn write_results() {
             (raw, stats, Some(status))
         }
     };
+    if stats.kernels_ambiguous > 0 {
+        warning(format!(
+            "{} kernel(s) were launched while NVTX ranges of more than one thread were open; attributed by launch \
+             order, each went to the range opened last, whichever thread launched it: run with --attribution records \
+             to attribute each thread's launches to its own ranges",
+            stats.kernels_ambiguous
+        ));
+    }
     if cuda && NVTX_INITS.load(Ordering::SeqCst) <= 1 && ranges.is_empty() && stats.kernels > 0 {
         log!("no NVTX ranges from the program: kernels are grouped by name");
     }

@@ -22,7 +22,7 @@
 use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::{book, now_ns, thread_id};
+use crate::{book, stamp_close, stamp_open, thread_id};
 
 pub const ETID_CALLBACKS: u32 = 1;
 pub const ETID_VERSIONINFO: u32 = 3;
@@ -110,54 +110,54 @@ pub unsafe fn attr_message(attr: *const c_void) -> String {
 unsafe extern "C" fn range_push_a(msg: *const c_char) -> i32 {
     guard(-1, || {
         // SAFETY: NVTX passes null or a NUL-terminated string, valid during the call.
-        let (t, name) = (now_ns(), unsafe { ascii(msg) });
+        let (t, name) = (stamp_open(), unsafe { ascii(msg) });
         book::with(|b| b.push(thread_id(), 0, &name, t))
     })
 }
 unsafe extern "C" fn range_push_w(msg: *const i32) -> i32 {
     guard(-1, || {
         // SAFETY: NVTX passes null or a NUL-terminated `wchar_t` (4-byte) string, valid during the call.
-        let (t, name) = (now_ns(), unsafe { wide(msg) });
+        let (t, name) = (stamp_open(), unsafe { wide(msg) });
         book::with(|b| b.push(thread_id(), 0, &name, t))
     })
 }
 unsafe extern "C" fn range_push_ex(attr: *const c_void) -> i32 {
     guard(-1, || {
         // SAFETY: NVTX passes null or the call's `nvtxEventAttributes_t`, valid during the call.
-        let (t, name) = (now_ns(), unsafe { attr_message(attr) });
+        let (t, name) = (stamp_open(), unsafe { attr_message(attr) });
         book::with(|b| b.push(thread_id(), 0, &name, t))
     })
 }
 unsafe extern "C" fn range_pop() -> i32 {
     guard(-1, || {
-        let t = now_ns();
+        let t = stamp_close();
         book::with(|b| b.pop(thread_id(), 0, t))
     })
 }
 unsafe extern "C" fn range_start_a(msg: *const c_char) -> u64 {
     guard(0, || {
         // SAFETY: NVTX passes null or a NUL-terminated string, valid during the call.
-        let (t, name) = (now_ns(), unsafe { ascii(msg) });
+        let (t, name) = (stamp_open(), unsafe { ascii(msg) });
         book::with(|b| b.start(thread_id(), 0, &name, t))
     })
 }
 unsafe extern "C" fn range_start_w(msg: *const i32) -> u64 {
     guard(0, || {
         // SAFETY: NVTX passes null or a NUL-terminated `wchar_t` (4-byte) string, valid during the call.
-        let (t, name) = (now_ns(), unsafe { wide(msg) });
+        let (t, name) = (stamp_open(), unsafe { wide(msg) });
         book::with(|b| b.start(thread_id(), 0, &name, t))
     })
 }
 unsafe extern "C" fn range_start_ex(attr: *const c_void) -> u64 {
     guard(0, || {
         // SAFETY: NVTX passes null or the call's `nvtxEventAttributes_t`, valid during the call.
-        let (t, name) = (now_ns(), unsafe { attr_message(attr) });
+        let (t, name) = (stamp_open(), unsafe { attr_message(attr) });
         book::with(|b| b.start(thread_id(), 0, &name, t))
     })
 }
 unsafe extern "C" fn range_end(id: u64) {
     guard((), || {
-        let t = now_ns();
+        let t = stamp_close();
         book::with(|b| b.end(id, t))
     })
 }
@@ -167,26 +167,26 @@ unsafe extern "C" fn range_end(id: u64) {
 unsafe extern "C" fn domain_range_push_ex(domain: *const c_void, attr: *const c_void) -> i32 {
     guard(-1, || {
         // SAFETY: NVTX passes null or the call's `nvtxEventAttributes_t`, valid during the call.
-        let (t, name) = (now_ns(), unsafe { attr_message(attr) });
+        let (t, name) = (stamp_open(), unsafe { attr_message(attr) });
         book::with(|b| b.push(thread_id(), domain as u64, &name, t))
     })
 }
 unsafe extern "C" fn domain_range_pop(domain: *const c_void) -> i32 {
     guard(-1, || {
-        let t = now_ns();
+        let t = stamp_close();
         book::with(|b| b.pop(thread_id(), domain as u64, t))
     })
 }
 unsafe extern "C" fn domain_range_start_ex(domain: *const c_void, attr: *const c_void) -> u64 {
     guard(0, || {
         // SAFETY: NVTX passes null or the call's `nvtxEventAttributes_t`, valid during the call.
-        let (t, name) = (now_ns(), unsafe { attr_message(attr) });
+        let (t, name) = (stamp_open(), unsafe { attr_message(attr) });
         book::with(|b| b.start(thread_id(), domain as u64, &name, t))
     })
 }
 unsafe extern "C" fn domain_range_end(_domain: *const c_void, id: u64) {
     guard((), || {
-        let t = now_ns();
+        let t = stamp_close();
         book::with(|b| b.end(id, t))
     })
 }

@@ -102,6 +102,8 @@ pub struct BuildStats {
     pub kernels: usize,
     pub kernels_in_ranges: usize,
     pub kernels_outside_ranges: usize,
+    /// Kernels attributed by launch order while ranges of more than one thread were open.
+    pub kernels_ambiguous: usize,
     pub samples: usize,
 }
 
@@ -176,10 +178,13 @@ pub fn group_kernels(
                 thread_id: r.thread,
                 start_ns: r.start_ns,
                 end_ns: r.end_ns,
+                start_correlation_id: r.start_correlation_id,
+                end_correlation_id: r.end_correlation_id,
             })
             .collect();
         let att = attribute(batch, &spans);
         stats.kernels_outside_ranges = att.unattributed.len();
+        stats.kernels_ambiguous = att.ambiguous;
         stats.kernels_in_ranges = batch.kernels.len() - att.unattributed.len();
         for r in &kept {
             if let Some(ks) = att.by_region.get(&r.id).filter(|ks| !ks.is_empty()) {
@@ -267,7 +272,40 @@ pub fn build_raw(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{fixture, kernel};
+    use crate::test_support::{fixture, kernel, range};
+
+    #[test]
+    fn numbered_ranges_take_kernels_by_launch_order_and_count_overlaps_of_two_threads() {
+        // Thread 1's "a" is numbered (10, 40), thread 2's "b" (20, 50): kernel 30 was launched while
+        // both were open (it goes to "b", opened last, and counts as ambiguous); no launch records.
+        let numbered = |id, thread, name: &str, start, end| RangeOcc {
+            thread,
+            start_correlation_id: start,
+            end_correlation_id: end,
+            ..range(id, None, name, 0, 0)
+        };
+        let ranges = [numbered(1, 1, "a", 10, 40), numbered(2, 2, "b", 20, 50)];
+        let batch = ActivityBatch {
+            kernels: vec![
+                kernel(15, "k1", 100, 5),
+                kernel(30, "k2", 200, 5),
+                kernel(45, "k3", 300, 5),
+            ],
+            ..Default::default()
+        };
+        let (groups, stats) = group_kernels(&ranges, &batch, GroupBy::Nvtx, &Filter::default());
+        let names: Vec<(&str, Vec<&str>)> = groups
+            .iter()
+            .map(|g| {
+                (
+                    g.annotation.as_str(),
+                    g.kernels.iter().map(|k| k.name.as_str()).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(names, [("a", vec!["k1"]), ("b", vec!["k2", "k3"])]);
+        assert_eq!((stats.kernels_in_ranges, stats.kernels_ambiguous), (3, 1));
+    }
 
     fn values(raw: &RawResults, annotation: &str) -> Vec<f64> {
         raw.samples

@@ -39,6 +39,8 @@ pub(crate) fn range(id: u64, parent: Option<u64>, name: &str, s: u64, e: u64) ->
         name: name.into(),
         start_ns: s,
         end_ns: e,
+        start_correlation_id: 0,
+        end_correlation_id: 0,
         push_pop: true,
     }
 }

@@ -41,30 +41,31 @@ pub(crate) fn with_profiler<R>(f: impl FnOnce(Option<&Profiler>) -> R) -> R {
 /// profiler has started with them (after which they cannot change).
 static TRACE: Mutex<(Option<TraceOptions>, bool)> = Mutex::new((None, false));
 
-/// `configure_trace(kernel_trace: str, graph_trace: str | None) -> None`: the trace options the
-/// CUPTI profiler of this process starts with (`kprof.configure`). `RuntimeError` when the
-/// profiler already started with other values.
+/// `configure_trace(kernel_trace: str, graph_trace: str | None, attribution: str) -> None`: the
+/// trace options the CUPTI profiler of this process starts with (`kprof.configure`).
+/// `RuntimeError` when the profiler already started with other values.
 #[pyfunction]
-fn configure_trace(kernel_trace: &str, graph_trace: Option<&str>) -> PyResult<()> {
+#[pyo3(signature = (kernel_trace, graph_trace, attribution="order"))]
+fn configure_trace(kernel_trace: &str, graph_trace: Option<&str>, attribution: &str) -> PyResult<()> {
+    let bad = |e: kprof::choices::InvalidOptionValue| PyValueError::new_err(e.to_string());
     let mut t = TraceOptions::default();
-    t.kernel_trace = kernel_trace
-        .parse()
-        .map_err(|e: kprof::choices::InvalidOptionValue| PyValueError::new_err(e.to_string()))?;
-    t.graph_trace = graph_trace
-        .map(str::parse)
-        .transpose()
-        .map_err(|e: kprof::choices::InvalidOptionValue| PyValueError::new_err(e.to_string()))?;
+    t.kernel_trace = kernel_trace.parse().map_err(bad)?;
+    t.graph_trace = graph_trace.map(str::parse).transpose().map_err(bad)?;
+    t.attribution = attribution.parse().map_err(bad)?;
     let mut slot = TRACE.lock().unwrap_or_else(|p| p.into_inner());
     let current = slot.0.unwrap_or_default();
     if slot.1 && current != t {
         let graph = |g: Option<kprof::choices::GraphTrace>| g.map_or("None".to_string(), |g| format!("'{g}'"));
         return Err(PyRuntimeError::new_err(format!(
-            "the profiler of this process already started with kernel_trace='{}', graph_trace={}; these are per-process \
-             settings: call kprof.configure(kernel_trace='{}', graph_trace={}) before the first benchmark",
+            "the profiler of this process already started with kernel_trace='{}', graph_trace={}, attribution='{}'; \
+             these are per-process settings: call kprof.configure(kernel_trace='{}', graph_trace={}, \
+             attribution='{}') before the first benchmark",
             current.kernel_trace,
             graph(current.graph_trace),
+            current.attribution,
             t.kernel_trace,
             graph(t.graph_trace),
+            t.attribution,
         )));
     }
     slot.0 = Some(t);

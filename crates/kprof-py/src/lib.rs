@@ -188,12 +188,12 @@ pub(crate) fn write_file(path: &str, bytes: &[u8]) -> PyResult<()> {
 }
 
 /// `parse_choice(option, value) -> str`: the canonical value of `replay_mode`, `cache_control`,
-/// `clock_control`, `l2_flush`, `kernel_trace` or `graph_trace`, parsed by the engine's one parser of each (`kprof::choices`; aliases such as
+/// `clock_control`, `l2_flush`, `kernel_trace`, `graph_trace` or `attribution`, parsed by the engine's one parser of each (`kprof::choices`; aliases such as
 /// `"user"` for `"range"` become the canonical name); `ValueError` with the engine's message
 /// (`replay_mode must be one of 'kernel', 'range', 'application'; got 'app'`).
 #[pyfunction]
 fn parse_choice(option: &str, value: &str) -> PyResult<String> {
-    use kprof::choices::{CacheControl, ClockControl, GraphTrace, KernelTrace, L2Flush, ReplayMode};
+    use kprof::choices::{Attribution, CacheControl, ClockControl, GraphTrace, KernelTrace, L2Flush, ReplayMode};
     let parsed = match option {
         "replay_mode" => value.parse::<ReplayMode>().map(|v| v.as_str()),
         "cache_control" => value.parse::<CacheControl>().map(|v| v.as_str()),
@@ -201,6 +201,7 @@ fn parse_choice(option: &str, value: &str) -> PyResult<String> {
         "l2_flush" => value.parse::<L2Flush>().map(|v| v.as_str()),
         "kernel_trace" => value.parse::<KernelTrace>().map(|v| v.as_str()),
         "graph_trace" => value.parse::<GraphTrace>().map(|v| v.as_str()),
+        "attribution" => value.parse::<Attribution>().map(|v| v.as_str()),
         other => {
             return Err(PyValueError::new_err(format!(
                 "parse_choice: {other:?} is not an option with choices"

@@ -10,6 +10,14 @@
 //!   (`start_ns <= t <= end_ns`, any thread: PyTorch runs backward on worker threads), the kernel
 //!   belongs to the innermost one: the containing span that started last (ties: the one with the
 //!   larger id).
+//! - **(O) launch order.** A kernel with neither record (the default,
+//!   [`crate::choices::Attribution::Order`], traces no launch API records): CUPTI numbers every
+//!   launch with a correlation id from one counter of the process, and kprof takes a number when
+//!   a region opens and when it closes ([`RegionSpan::start_correlation_id`]); a kernel whose
+//!   launch's number lies between them was launched while the region was open, by whatever
+//!   thread, and belongs to the innermost such region (the one opened last). Regions without
+//!   numbers enclose nothing here. Regions of different threads open at once make it ambiguous:
+//!   such kernels are counted ([`Attribution::ambiguous`]) and the runner warns.
 //! - Otherwise the kernel is unattributed.
 //! - **(C) nesting is inclusive.** A kernel attributed to a region is also listed under each of
 //!   its ancestors (following `parent`), so an outer region's total includes its inner regions.
@@ -23,7 +31,8 @@
 //! follows the graph launch's region under (A) and (B).
 //!
 //! Kernels of a region are listed in launch order: by the launch's CPU start, then the kernel's
-//! GPU start (kernels without a launch record sort by their GPU start).
+//! GPU start (kernels without a launch record sort by their GPU start); without any launch
+//! record in the batch, by correlation id (the launch order), then GPU start.
 
 use std::collections::HashMap;
 
@@ -39,8 +48,23 @@ pub use crate::cupti::records::RegionSpan;
 /// How a kernel was attributed (for diagnostics and tests).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Via {
+    /// Rule (A): the external id of the launching thread.
     ExternalCorrelation,
+    /// Rule (B): the launch API record's CPU time inside a region's span.
     LaunchTimestamp,
+    /// Rule (O): the launch's correlation id between a region's numbers.
+    LaunchOrder,
+}
+
+/// How many of a region's direct kernels came through each rule.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ViaCounts {
+    /// Rule (A).
+    pub external: usize,
+    /// Rule (B).
+    pub launch_time: usize,
+    /// Rule (O).
+    pub launch_order: usize,
 }
 
 /// Kernels per region, plus the ones that belong to no region.
@@ -51,7 +75,10 @@ pub struct Attribution {
     /// Kernels that matched no region, in launch order.
     pub unattributed: Vec<KernelRecord>,
     /// Region id → how many of its *direct* kernels came through each rule.
-    pub direct_via: HashMap<u64, (usize, usize)>,
+    pub direct_via: HashMap<u64, ViaCounts>,
+    /// Kernels attributed by launch order while regions of more than one thread were open
+    /// (which thread launched them is unknown without launch API records).
+    pub ambiguous: usize,
 }
 
 impl Attribution {
@@ -129,12 +156,18 @@ pub fn attribute(batch: &ActivityBatch, regions: &[RegionSpan]) -> Attribution {
     }
     let parent_of: HashMap<u64, Option<u64>> = regions.iter().map(|r| (r.id, r.parent)).collect();
 
-    // Sort kernels into launch order once.
+    // Sort kernels into launch order once: by the launch's CPU time where the batch has launch
+    // records, else by correlation id (CUPTI numbers launches in the order they are made).
+    let by_order = batch.launches.is_empty();
     let mut order: Vec<(u64, u64, usize)> = items
         .iter()
         .enumerate()
         .map(|(i, k)| {
-            let t = launch_start.get(&k.correlation_id).copied().unwrap_or(k.start_ns);
+            let t = if by_order {
+                k.correlation_id as u64
+            } else {
+                launch_start.get(&k.correlation_id).copied().unwrap_or(k.start_ns)
+            };
             (t, k.start_ns, i)
         })
         .collect();
@@ -148,16 +181,19 @@ pub fn attribute(batch: &ActivityBatch, regions: &[RegionSpan]) -> Attribution {
         } else if launch_start.contains_key(&k.correlation_id) {
             (innermost_containing(regions, launch_t), Via::LaunchTimestamp)
         } else {
-            (None, Via::LaunchTimestamp)
+            let (region, ambiguous) = innermost_by_order(regions, k.correlation_id);
+            out.ambiguous += ambiguous as usize;
+            (region, Via::LaunchOrder)
         };
         let Some(region) = region else {
             out.unattributed.push(k.clone());
             continue;
         };
-        let counts = out.direct_via.entry(region).or_insert((0, 0));
+        let counts = out.direct_via.entry(region).or_default();
         match via {
-            Via::ExternalCorrelation => counts.0 += 1,
-            Via::LaunchTimestamp => counts.1 += 1,
+            Via::ExternalCorrelation => counts.external += 1,
+            Via::LaunchTimestamp => counts.launch_time += 1,
+            Via::LaunchOrder => counts.launch_order += 1,
         }
         // The region itself and every ancestor (guarding against a malformed parent cycle).
         let mut cur = Some(region);
@@ -172,6 +208,27 @@ pub fn attribute(batch: &ActivityBatch, regions: &[RegionSpan]) -> Attribution {
         }
     }
     out
+}
+
+/// Rule (O): the innermost region (opened last) whose correlation numbers enclose `corr`, and
+/// whether regions of more than one thread enclose it. Regions without an end number (0: not
+/// taken) enclose nothing; a start number of 0 encloses everything before the end.
+fn innermost_by_order(regions: &[RegionSpan], corr: u32) -> (Option<u64>, bool) {
+    let mut open = regions
+        .iter()
+        .filter(|r| r.end_correlation_id != 0 && r.start_correlation_id < corr && corr < r.end_correlation_id);
+    let Some(first) = open.next() else {
+        return (None, false);
+    };
+    let mut best = first;
+    let mut threads_differ = false;
+    for r in open {
+        threads_differ |= r.thread_id != first.thread_id;
+        if (r.start_correlation_id, r.id) > (best.start_correlation_id, best.id) {
+            best = r;
+        }
+    }
+    (Some(best.id), threads_differ)
 }
 
 fn innermost_containing(regions: &[RegionSpan], t: u64) -> Option<u64> {
@@ -270,10 +327,88 @@ mod tests {
             thread_id: 100,
             start_ns: s,
             end_ns: e,
+            start_correlation_id: 0,
+            end_correlation_id: 0,
+        }
+    }
+    /// A region numbered `(start, end)` in launch order, opened by thread `tid`.
+    fn numbered(id: u64, parent: Option<u64>, tid: u32, start: u32, end: u32) -> RegionSpan {
+        RegionSpan {
+            start_correlation_id: start,
+            end_correlation_id: end,
+            thread_id: tid,
+            ..span(id, parent, 0, 0)
+        }
+    }
+    fn via(external: usize, launch_time: usize) -> ViaCounts {
+        ViaCounts {
+            external,
+            launch_time,
+            launch_order: 0,
         }
     }
     fn names(v: &[KernelRecord]) -> Vec<&str> {
         v.iter().map(|k| k.name.as_str()).collect()
+    }
+
+    #[test]
+    fn without_launch_records_kernels_follow_the_launch_order_numbers_of_the_regions() {
+        // Regions numbered as kprof numbers them: outer (10, 40) with inner (20, 30) on one
+        // thread. Kernels 15 and 35 belong to the outer region, 25 to the inner (and so also to
+        // the outer), 45 to none; the GPU order (start times) is not the launch order.
+        let batch = ActivityBatch {
+            kernels: vec![
+                k(35, 1000, 10, "d"),
+                k(25, 2000, 10, "c"),
+                k(15, 3000, 10, "a"),
+                k(45, 500, 10, "late"),
+            ],
+            ..Default::default()
+        };
+        let regions = [numbered(1, None, 100, 10, 40), numbered(2, Some(1), 100, 20, 30)];
+        let a = attribute(&batch, &regions);
+        assert_eq!(names(&a.by_region[&1]), ["a", "c", "d"]);
+        assert_eq!(names(&a.by_region[&2]), ["c"]);
+        assert_eq!(names(&a.unattributed), ["late"]);
+        assert_eq!(a.direct_via[&1].launch_order, 2);
+        assert_eq!(a.direct_via[&2].launch_order, 1);
+        assert_eq!(a.ambiguous, 0);
+        // A region without an end number encloses nothing; a start number of 0 encloses all
+        // launches before its end.
+        let a = attribute(&batch, &[numbered(1, None, 100, 10, 0), numbered(2, None, 100, 0, 30)]);
+        assert_eq!(names(&a.by_region[&2]), ["a", "c"]);
+        assert!(!a.by_region.contains_key(&1));
+    }
+
+    #[test]
+    fn launch_order_counts_kernels_launched_while_regions_of_two_threads_were_open() {
+        // Thread 100's region (10, 40) and thread 200's (20, 50) overlap in 20..40: kernel 30 goes
+        // to the region opened last (thread 200's) and is counted as ambiguous; 15 and 45 are not.
+        let batch = ActivityBatch {
+            kernels: vec![k(15, 0, 1, "a"), k(30, 10, 1, "b"), k(45, 20, 1, "c")],
+            ..Default::default()
+        };
+        let a = attribute(
+            &batch,
+            &[numbered(1, None, 100, 10, 40), numbered(2, None, 200, 20, 50)],
+        );
+        assert_eq!(names(&a.by_region[&1]), ["a"]);
+        assert_eq!(names(&a.by_region[&2]), ["b", "c"]);
+        assert_eq!(a.ambiguous, 1);
+    }
+
+    #[test]
+    fn launch_records_keep_rules_a_and_b_even_when_regions_are_numbered() {
+        let batch = ActivityBatch {
+            kernels: vec![k(1, 1000, 10, "a"), k(2, 1020, 10, "b")],
+            launches: vec![launch(1, 10, 100, 307), launch(2, 500, 100, 307)],
+            external: vec![ext(1, 7)],
+            ..Default::default()
+        };
+        let a = attribute(&batch, &[numbered(7, None, 100, 5, 9)]);
+        // Kernel 1 by its external id; kernel 2 was launched at t=500, outside the span (0, 0).
+        assert_eq!(names(&a.by_region[&7]), ["a"]);
+        assert_eq!(a.direct_via[&7], via(1, 0));
     }
 
     #[test]
@@ -288,7 +423,7 @@ mod tests {
         };
         let a = attribute(&batch, &[span(7, None, 5, 20)]);
         assert_eq!(names(&a.by_region[&7]), ["a", "b"]);
-        assert_eq!(a.direct_via[&7], (2, 0));
+        assert_eq!(a.direct_via[&7], via(2, 0));
         assert!(a.unattributed.is_empty());
         assert_eq!(a.total_ns(7), 20);
     }
@@ -304,7 +439,7 @@ mod tests {
         };
         let a = attribute(&batch, &[span(7, None, 5, 20)]);
         assert_eq!(names(&a.by_region[&7]), ["fwd", "bwd"]);
-        assert_eq!(a.direct_via[&7], (1, 1));
+        assert_eq!(a.direct_via[&7], via(1, 1));
         assert_eq!(a.total_ns(7), 40);
     }
 
@@ -334,8 +469,8 @@ mod tests {
             names(&a.by_region[&1]),
             ["outer_only", "inner_ext", "inner_ts", "after_inner"]
         );
-        assert_eq!(a.direct_via[&1], (1, 1));
-        assert_eq!(a.direct_via[&2], (1, 1));
+        assert_eq!(a.direct_via[&1], via(1, 1));
+        assert_eq!(a.direct_via[&2], via(1, 1));
     }
 
     #[test]
@@ -365,7 +500,7 @@ mod tests {
         };
         let a = attribute(&batch, &[span(3, None, 25, 40)]);
         assert_eq!(a.by_region[&3].len(), 1);
-        assert_eq!(a.direct_via[&3], (1, 0));
+        assert_eq!(a.direct_via[&3], via(1, 0));
         assert!(cbid_is_graph(514) && cbid_is_graph(515) && !cbid_is_graph(307));
     }
 

@@ -1,7 +1,7 @@
 //! The choices of kprof's options, one enum and one parser each: [`ReplayMode`]
 //! (`replay_mode`), [`CacheControl`] (`cache_control`), [`ClockControl`] (`clock_control`),
-//! [`L2Flush`] (`l2_flush`), [`KernelTrace`] (`kernel_trace`), [`GraphTrace`] (`graph_trace`) and
-//! the on/off spelling of switches ([`parse_switch`]); the per-process [`TraceOptions`]; and
+//! [`L2Flush`] (`l2_flush`), [`KernelTrace`] (`kernel_trace`), [`GraphTrace`] (`graph_trace`),
+//! [`Attribution`] (`attribution`) and the on/off spelling of switches ([`parse_switch`]); the per-process [`TraceOptions`]; and
 //! the error of a value an option does not accept ([`InvalidOptionValue`]). The runner, the
 //! counters, the ncu backend, the Rust CLI, the Python glue and the injection library all use
 //! these (re-exported as `counters::ReplayMode` and `runner::{CacheControl, ClockControl}`). This
@@ -352,6 +352,53 @@ impl std::str::FromStr for GraphTrace {
     }
 }
 
+/// How kernels are attributed to the regions that were open when they were launched
+/// (`attribution`; [`crate::attribution`] has the rules).
+///
+/// Measured on the H200 (CUPTI 13.0, driver 580; issue 17, `truth_check launchparts`, the states
+/// interleaved in one process, three processes): a CUPTI session with the kernel, graph and launch
+/// API records added 0.74-0.99 us of host time per `cuLaunchKernel`, without the launch API
+/// records 0.40-0.54 us; the callback that numbers region boundaries cost nothing measurable.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Attribution {
+    /// By launch order (default): CUPTI numbers every launch (its correlation id) and kprof takes
+    /// a number when a region opens and closes, so a kernel belongs to the innermost region open
+    /// when it was launched, whatever thread launched it. No launch API records are traced.
+    /// Regions of different threads open at the same time make that ambiguous (kprof warns).
+    #[default]
+    Order,
+    /// By the launch API records: kernels launched by the thread that opened a region belong to
+    /// it exactly (CUPTI's external correlation), kernels of other threads by their launch time.
+    /// Costs the launch API records (0.2-0.5 us more per launch).
+    Records,
+}
+
+impl Attribution {
+    /// The canonical names, in the order error messages list them.
+    pub const NAMES: &'static [&'static str] = &["order", "records"];
+
+    /// The option's canonical name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Attribution::Order => "order",
+            Attribution::Records => "records",
+        }
+    }
+}
+
+impl std::str::FromStr for Attribution {
+    type Err = InvalidOptionValue;
+
+    /// Parses `"order"` or `"records"`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "order" => Ok(Attribution::Order),
+            "records" => Ok(Attribution::Records),
+            _ => Err(InvalidOptionValue::new("attribution", s, Self::NAMES)),
+        }
+    }
+}
+
 /// A switch (`counter_pass_records`) as its environment override spells it: `"on"` or `"off"`.
 pub fn parse_switch(option: &'static str, s: &str) -> Result<bool, InvalidOptionValue> {
     match s {
@@ -374,6 +421,8 @@ pub struct TraceOptions {
     /// How CUDA graph launches are timed; `None` (the default):
     /// [`GraphTrace::default_for`] the kernel trace (graph records with concurrent kernels).
     pub graph_trace: Option<GraphTrace>,
+    /// How kernels are attributed to regions (default [`Attribution::Order`]).
+    pub attribution: Attribution,
 }
 
 impl TraceOptions {
@@ -383,11 +432,11 @@ impl TraceOptions {
     }
 }
 
-display_as_str!(L2Flush, KernelTrace, GraphTrace);
+display_as_str!(L2Flush, KernelTrace, GraphTrace, Attribution);
 
 #[cfg(test)]
 mod tests {
-    use super::{CacheControl, ClockControl, GraphTrace, KernelTrace, L2Flush, ReplayMode, TraceOptions};
+    use super::{Attribution, CacheControl, ClockControl, GraphTrace, KernelTrace, L2Flush, ReplayMode, TraceOptions};
 
     #[test]
     fn every_option_round_trips_and_names_bad_values() {
@@ -427,6 +476,14 @@ mod tests {
         for c in [KernelTrace::Concurrent, KernelTrace::Serial] {
             assert_eq!(c.as_str().parse::<KernelTrace>(), Ok(c));
         }
+        for c in [Attribution::Order, Attribution::Records] {
+            assert_eq!(c.as_str().parse::<Attribution>(), Ok(c));
+        }
+        assert_eq!(TraceOptions::default().attribution, Attribution::Order);
+        assert_eq!(
+            "thread".parse::<Attribution>().unwrap_err().to_string(),
+            "attribution must be one of 'order', 'records'; got 'thread'"
+        );
         for c in [GraphTrace::Graph, GraphTrace::Nodes] {
             assert_eq!(c.as_str().parse::<GraphTrace>(), Ok(c));
         }
@@ -438,7 +495,7 @@ mod tests {
         );
         let serial = TraceOptions {
             kernel_trace: KernelTrace::Serial,
-            graph_trace: None,
+            ..TraceOptions::default()
         };
         assert_eq!(serial.graph_trace(), GraphTrace::Nodes);
         assert_eq!(super::parse_switch("counter_pass_records", "on"), Ok(true));

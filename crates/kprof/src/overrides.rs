@@ -13,6 +13,7 @@
 //! | `KPROF_COUNTER_PASS_RECORDS` | [`BenchOptions::counter_pass_records`](crate::runner::BenchOptions::counter_pass_records) | once per bench call |
 //! | `KPROF_KERNEL_TRACE` | [`TraceOptions::kernel_trace`] | when the activity session starts |
 //! | `KPROF_GRAPH_TRACE` | [`TraceOptions::graph_trace`] | when the activity session starts |
+//! | `KPROF_ATTRIBUTION` | [`TraceOptions::attribution`] | when the activity session starts |
 
 use std::fmt;
 use std::str::FromStr;
@@ -59,6 +60,9 @@ pub const KERNEL_TRACE_ENV: &str = "KPROF_KERNEL_TRACE";
 
 /// Overrides [`TraceOptions::graph_trace`]: `graph` or `nodes`.
 pub const GRAPH_TRACE_ENV: &str = "KPROF_GRAPH_TRACE";
+
+/// Overrides [`TraceOptions::attribution`]: `order` or `records`.
+pub const ATTRIBUTION_ENV: &str = "KPROF_ATTRIBUTION";
 
 /// Where override values come from: the process environment, or a table in tests.
 pub(crate) type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
@@ -117,7 +121,7 @@ pub(crate) fn bytes(env: Lookup<'_>, var: &'static str) -> Result<Option<u64>, I
         .transpose()
 }
 
-/// `opts` with `KPROF_KERNEL_TRACE` and `KPROF_GRAPH_TRACE` applied over them. A kernel trace
+/// `opts` with `KPROF_KERNEL_TRACE`, `KPROF_GRAPH_TRACE` and `KPROF_ATTRIBUTION` applied over them. A kernel trace
 /// from the environment without a graph trace leaves the graph trace to the option (or to the
 /// kernel trace's default when the option has none).
 pub fn trace_options(opts: TraceOptions) -> Result<TraceOptions, InvalidOverride> {
@@ -131,13 +135,16 @@ pub(crate) fn trace_options_from(mut opts: TraceOptions, env: Lookup<'_>) -> Res
     if let Some(g) = choice(env, GRAPH_TRACE_ENV)? {
         opts.graph_trace = Some(g);
     }
+    if let Some(a) = choice(env, ATTRIBUTION_ENV)? {
+        opts.attribution = a;
+    }
     Ok(opts)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::choices::{GraphTrace, KernelTrace};
+    use crate::choices::{Attribution, GraphTrace, KernelTrace};
 
     fn table(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
         move |k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
@@ -148,6 +155,7 @@ mod tests {
         let serial = TraceOptions {
             kernel_trace: KernelTrace::Serial,
             graph_trace: Some(GraphTrace::Graph),
+            attribution: Attribution::Records,
         };
         assert_eq!(trace_options_from(serial, &table(&[])).unwrap(), serial);
         assert_eq!(
@@ -163,6 +171,8 @@ mod tests {
             (got.kernel_trace, got.graph_trace()),
             (KernelTrace::Concurrent, GraphTrace::Nodes)
         );
+        let got = trace_options_from(serial, &table(&[(ATTRIBUTION_ENV, "order")])).unwrap();
+        assert_eq!(got.attribution, Attribution::Order);
         // The environment's serial trace without a graph trace: the serial default (node records).
         let got = trace_options_from(TraceOptions::default(), &table(&[(KERNEL_TRACE_ENV, "serial")])).unwrap();
         assert_eq!(got.graph_trace(), GraphTrace::Nodes);
@@ -175,6 +185,10 @@ mod tests {
             (
                 &[(GRAPH_TRACE_ENV, "all")],
                 ["KPROF_GRAPH_TRACE=\"all\"", "'graph', 'nodes'"],
+            ),
+            (
+                &[(ATTRIBUTION_ENV, "thread")],
+                ["KPROF_ATTRIBUTION=\"thread\"", "'order', 'records'"],
             ),
         ] {
             let msg = trace_options_from(serial, &table(vars)).unwrap_err().to_string();

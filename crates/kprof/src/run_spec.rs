@@ -11,7 +11,7 @@
 //! ```text
 //! KPROF_RUN_SPEC={"version":1,"output":"/tmp/out/procs/rep0","benchmark":"sgemm","group_by":"nvtx",
 //!                 "nvtx_include":[],"nvtx_exclude":[],"verbose":false,"counters":null,
-//!                 "kernel_trace":"concurrent","graph_trace":null}
+//!                 "kernel_trace":"concurrent","graph_trace":null,"attribution":"order"}
 //! ```
 //!
 //! The counter launch of `kprof run --metrics` has `"counters":{"metrics":[...],...}`
@@ -21,7 +21,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::choices::{GraphTrace, KernelTrace, ReplayMode, TraceOptions};
+use crate::choices::{Attribution, GraphTrace, KernelTrace, ReplayMode, TraceOptions};
 
 /// The environment variable holding the spec (JSON).
 pub const ENV_RUN_SPEC: &str = "KPROF_RUN_SPEC";
@@ -92,6 +92,10 @@ pub struct RunSpec {
     /// the process, overrides it.
     #[serde(with = "opt_choice_name")]
     pub graph_trace: Option<GraphTrace>,
+    /// How kernels are attributed to NVTX ranges (`kprof run --attribution`; default by launch
+    /// order). `KPROF_ATTRIBUTION`, when set in the process, overrides it.
+    #[serde(with = "choice_name", default)]
+    pub attribution: Attribution,
 }
 
 /// The counters the counter launch collects.
@@ -212,6 +216,7 @@ impl Default for RunSpec {
             counters: None,
             kernel_trace: KernelTrace::default(),
             graph_trace: None,
+            attribution: Attribution::default(),
         }
     }
 }
@@ -253,6 +258,7 @@ impl RunSpec {
         TraceOptions {
             kernel_trace: self.kernel_trace,
             graph_trace: self.graph_trace,
+            attribution: self.attribution,
         }
     }
 
@@ -286,6 +292,7 @@ mod tests {
             }),
             kernel_trace: KernelTrace::Serial,
             graph_trace: Some(GraphTrace::Graph),
+            attribution: Attribution::Records,
             ..RunSpec::default()
         }
     }
@@ -313,12 +320,12 @@ mod tests {
         assert!(RunSpec::default().to_json().unwrap().contains("\"counters\":null"));
         let text = counter_spec().to_json().unwrap();
         assert!(
-            text.contains("\"kernel_trace\":\"serial\",\"graph_trace\":\"graph\""),
+            text.contains("\"kernel_trace\":\"serial\",\"graph_trace\":\"graph\",\"attribution\":\"records\""),
             "{text}"
         );
         let text = RunSpec::default().to_json().unwrap();
         assert!(
-            text.contains("\"kernel_trace\":\"concurrent\",\"graph_trace\":null"),
+            text.contains("\"kernel_trace\":\"concurrent\",\"graph_trace\":null,\"attribution\":\"order\""),
             "{text}"
         );
     }

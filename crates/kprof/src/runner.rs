@@ -182,6 +182,9 @@ pub(crate) struct Span {
     pub thread_id: u64,
     pub start_ns: u64,
     pub end_ns: u64,
+    /// [`Backend::correlation_mark`] when the region opened and closed (0: none).
+    pub start_correlation_id: u32,
+    pub end_correlation_id: u32,
 }
 
 /// Kernels of one run, by region key.
@@ -194,6 +197,9 @@ pub(crate) struct Collected {
     /// Graph launches so far (this session) of executables instantiated before it: timed from
     /// their node records, not graph records (see [`crate::cupti::graph_guard`]).
     pub graph_launches_from_nodes: u64,
+    /// Kernels attributed by launch order while regions of several threads were open
+    /// ([`crate::attribution::Attribution::ambiguous`]).
+    pub ambiguous: usize,
 }
 
 /// The GPU side of the run loop. Implementations use interior mutability; region enter/exit are
@@ -201,6 +207,11 @@ pub(crate) struct Collected {
 pub(crate) trait Backend: Send + Sync {
     /// A timestamp on the clock of the activity records.
     fn timestamp_ns(&self) -> u64;
+    /// The launch-order number of this instant (CUPTI's correlation id of a call made now;
+    /// [`crate::attribution`] rule (O)), 0 for backends that attribute otherwise.
+    fn correlation_mark(&self) -> u32 {
+        0
+    }
     /// The calling thread's id as the activity records report it.
     fn thread_id(&self) -> u64;
     /// Packs (call, config, run, region) into the 64-bit external correlation id.

@@ -95,6 +95,18 @@ pub const ENV_VARS: &[EnvVar] = &[
                   kprof-inject",
     },
     EnvVar {
+        name: "KPROF_ATTRIBUTION",
+        default: "`order`",
+        meaning: "Overrides the `attribution` option (Python `kprof.configure(attribution=...)`, Rust \
+                  `TraceOptions::attribution`, `kprof run --attribution`), and wins over it when set: how kernels are \
+                  attributed to regions, `order` (by launch order: the innermost region open when the kernel was \
+                  launched, on any thread; no launch API records) or `records` (launch API records: exact for the \
+                  thread that opened the region, by launch time for other threads; 0.2-0.5 us more per launch). Any \
+                  other value is an error. Read when an activity session starts.",
+        read_by: "kprof (`overrides`, when `cupti::collector` starts a session), so the in-process API and \
+                  kprof-inject",
+    },
+    EnvVar {
         name: "KPROF_PAUSE_BETWEEN_BENCHMARKS",
         default: "unset: kernels and launches stay traced from the first benchmark to the end of the process",
         meaning: "`1` switches CUPTI's kernel and launch records off after every benchmark and on before the next, \
@@ -106,9 +118,10 @@ pub const ENV_VARS: &[EnvVar] = &[
         name: "KPROF_CUPTI_LAUNCH_RECORDS",
         default: "the driver and runtime activity kinds with every non-launch call switched off (the whole kinds \
                   before CUPTI 12.5)",
-        meaning: "Diagnostics: how the API records of kernel launches are enabled. `kind`: every driver and runtime \
-                  call is recorded; `cbid`: only the launch calls (misses contexts created before the session). Any \
-                  other value gives the default.",
+        meaning: "Diagnostics, with `attribution='records'` (with `order` no API records are traced): how the API \
+                  records of kernel launches are enabled. `kind`: every driver and runtime call is recorded; `cbid`: \
+                  only the launch calls (misses contexts created before the session); `off`: none (kernels of \
+                  other threads then stay unattributed). Any other value gives the default.",
         read_by: "kprof (`cupti::collector`)",
     },
     EnvVar {

@@ -260,14 +260,24 @@ fn the_run_spec_carries_the_options() {
     assert_eq!(timing.nvtx_exclude, ["warm"]);
     assert!(timing.verbose && timing.counters.is_none());
     assert_eq!(
-        (timing.kernel_trace, timing.graph_trace),
-        (KernelTrace::Concurrent, None)
+        (timing.kernel_trace, timing.graph_trace, timing.attribution),
+        (KernelTrace::Concurrent, None, Attribution::Order)
     );
-    let traced = parse(&["--kernel-trace", "serial", "--graph-trace", "graph", "--", "p"]).unwrap();
+    let traced = parse(&[
+        "--kernel-trace",
+        "serial",
+        "--graph-trace",
+        "graph",
+        "--attribution",
+        "records",
+        "--",
+        "p",
+    ])
+    .unwrap();
     let spec = run_spec(&traced, "p", dir, None);
     assert_eq!(
-        (spec.kernel_trace, spec.graph_trace),
-        (KernelTrace::Serial, Some(GraphTrace::Graph))
+        (spec.kernel_trace, spec.graph_trace, spec.attribution),
+        (KernelTrace::Serial, Some(GraphTrace::Graph), Attribution::Records)
     );
     assert_eq!(RunSpec::from_json(&spec.to_json().unwrap()).unwrap(), spec);
     let e = parse(&["--kernel-trace", "parallel", "--", "p"])

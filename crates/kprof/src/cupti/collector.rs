@@ -30,17 +30,18 @@ pub use crate::sys::cupti::callback::{Callback, CallbackHook};
 use crate::sys::cupti::{
     cbid, ApiSwitch, SubscriberHandle, ACTIVITY_FLAG_FLUSH_FORCED, ACTIVITY_KIND_CONCURRENT_KERNEL,
     ACTIVITY_KIND_DRIVER, ACTIVITY_KIND_EXTERNAL_CORRELATION, ACTIVITY_KIND_GRAPH_TRACE, ACTIVITY_KIND_KERNEL,
-    ACTIVITY_KIND_RUNTIME, CUPTI_ERROR_MAX_LIMIT_REACHED, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED,
-    CUPTI_SUCCESS, EXTERNAL_CORRELATION_KIND_CUSTOM0,
+    ACTIVITY_KIND_RUNTIME, API_ENTER, CB_DOMAIN_DRIVER_API, CUPTI_ERROR_MAX_LIMIT_REACHED,
+    CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, CUPTI_SUCCESS, EXTERNAL_CORRELATION_KIND_CUSTOM0,
 };
 
 /// Env var: when set to a path, every activity record is also appended there (JSON lines).
 pub const ENV_RECORD_ACTIVITY: &str = "KPROF_RECORD_ACTIVITY";
 
-/// Env var overriding how launch records are enabled: `kind`, `cbid` or `kind-minus` (default).
+/// Env var overriding how launch records are enabled: `kind`, `cbid`, `kind-minus` (default) or
+/// `off`.
 pub const ENV_LAUNCH_RECORDS: &str = "KPROF_CUPTI_LAUNCH_RECORDS";
 
-pub use crate::choices::{GraphTrace, KernelTrace, TraceOptions};
+pub use crate::choices::{Attribution, GraphTrace, KernelTrace, TraceOptions};
 
 impl GraphTrace {
     /// How results say graph launches were timed (part of the fingerprint's `kernel_timing`).
@@ -126,6 +127,8 @@ pub enum LaunchRecords {
     /// Every driver and runtime call (`KPROF_CUPTI_LAUNCH_RECORDS=kind`, and the fallback before
     /// CUPTI 12.5).
     WholeDriverKind,
+    /// No API records at all (`KPROF_CUPTI_LAUNCH_RECORDS=off`).
+    Off,
 }
 
 struct Global {
@@ -230,6 +233,28 @@ fn process_buffer(buf: &CompletedBuffer<'_>) {
     }
 }
 
+thread_local! {
+    /// A correlation mark in progress on this thread ([`ActivitySession::correlation_mark`]):
+    /// `Some(0)` while waiting for the numbered call's callback, then `Some(id)`.
+    static MARK: std::cell::Cell<Option<u32>> = const { std::cell::Cell::new(None) };
+}
+
+/// The engine's callback hook: the graph guard, then the correlation mark of a numbered call.
+fn on_callback(cb: &Callback<'_>) {
+    graph_guard::on_callback(cb);
+    if cb.domain() != CB_DOMAIN_DRIVER_API || cb.cbid() != cbid::CU_DEVICE_GET_COUNT {
+        return;
+    }
+    let Some(api) = cb.api() else { return };
+    if api.callbackSite == API_ENTER {
+        let _ = MARK.try_with(|m| {
+            if m.get() == Some(0) {
+                m.set(Some(api.correlationId));
+            }
+        });
+    }
+}
+
 /// The OS thread id (gettid) of the calling thread, as CUPTI and region spans use it.
 pub fn current_thread_id() -> u32 {
     crate::sys::os::thread_id()
@@ -241,6 +266,8 @@ pub struct ActivitySession {
     cupti: &'static Cupti,
     subscriber: usize,
     launch_mode: LaunchRecords,
+    /// How kernels are attributed to regions (after fallbacks: what this session does).
+    attribution: Attribution,
     kernel_trace: KernelTrace,
     /// How graph launches are timed (after fallbacks: what this session does).
     graph_trace: GraphTrace,
@@ -274,6 +301,7 @@ impl ActivitySession {
             cupti,
             subscriber: 0,
             launch_mode: LaunchRecords::WholeDriverKind,
+            attribution: Attribution::Records,
             kernel_trace: KernelTrace::Concurrent,
             graph_trace: GraphTrace::Nodes,
             stopped: false,
@@ -320,7 +348,7 @@ impl ActivitySession {
                 st.dump_path = Some(path);
             }
         }
-        crate::sys::cupti::callback::set_engine_hook(graph_guard::on_callback);
+        crate::sys::cupti::callback::set_engine_hook(on_callback);
         let mut sub: SubscriberHandle = std::ptr::null_mut();
         let r = c.fns.subscribe(&mut sub);
         if r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED || r == CUPTI_ERROR_MAX_LIMIT_REACHED {
@@ -357,14 +385,64 @@ impl ActivitySession {
             "cuptiActivityEnable(EXTERNAL_CORRELATION)",
             switch_kind(c, ACTIVITY_KIND_EXTERNAL_CORRELATION, true),
         )?;
-        let per_cbid = self.per_cbid();
-        let mode = match (std::env::var(ENV_LAUNCH_RECORDS).as_deref(), per_cbid) {
+        // Launch order needs the callback that numbers region boundaries; without it, records.
+        self.attribution = options.attribution;
+        if self.attribution == Attribution::Order
+            && self
+                .enable_callback(CB_DOMAIN_DRIVER_API, cbid::CU_DEVICE_GET_COUNT)
+                .is_err()
+        {
+            log::warn!("kprof: CUPTI cannot call back on cuDeviceGetCount; attributing kernels by launch records");
+            self.attribution = Attribution::Records;
+        }
+        self.launch_mode = match self.attribution {
+            Attribution::Order => LaunchRecords::Off,
+            Attribution::Records => self.launch_records_asked(),
+        };
+        self.enable_launch_records(self.per_cbid())
+    }
+
+    /// How launch records are enabled with `attribution="records"` ([`ENV_LAUNCH_RECORDS`], else
+    /// the default for this CUPTI).
+    fn launch_records_asked(&self) -> LaunchRecords {
+        match (std::env::var(ENV_LAUNCH_RECORDS).as_deref(), self.per_cbid()) {
+            (Ok("off"), _) => LaunchRecords::Off,
             (Ok("kind"), _) | (_, None) => LaunchRecords::WholeDriverKind,
             (Ok("cbid"), Some(_)) => LaunchRecords::PerCbid,
             (_, Some(_)) => LaunchRecords::KindMinusOthers,
-        };
-        self.launch_mode = mode;
-        self.enable_launch_records(per_cbid)
+        }
+    }
+
+    /// CUPTI's correlation id of a call made now: `numbered_call` must call `cuDeviceGetCount`
+    /// once on this thread (the runner passes the driver's). Launches made before it have lower
+    /// ids, launches after it higher ones, on every thread. 0 when this session does not number
+    /// regions (`attribution="records"`) or CUPTI gave no id.
+    pub fn correlation_mark(&self, numbered_call: impl FnOnce()) -> u32 {
+        if self.attribution != Attribution::Order || self.stopped {
+            return 0;
+        }
+        MARK.with(|m| m.set(Some(0)));
+        numbered_call();
+        MARK.with(|m| m.take()).unwrap_or(0)
+    }
+
+    /// Switches this session to `attribution="records"` (launch API records on): for when
+    /// [`ActivitySession::correlation_mark`] gives no id.
+    pub fn attribute_by_records(&mut self) -> Result<(), EngineError> {
+        if self.attribution == Attribution::Records {
+            return Ok(());
+        }
+        self.attribution = Attribution::Records;
+        self.launch_mode = self.launch_records_asked();
+        if self.paused {
+            return Ok(());
+        }
+        self.enable_launch_records(self.per_cbid())
+    }
+
+    /// How this session attributes kernels to regions.
+    pub fn attribution(&self) -> Attribution {
+        self.attribution
     }
 
     /// Turns the API records of launches on, as [`LaunchRecords`] says.
@@ -381,6 +459,7 @@ impl ActivitySession {
             )
         };
         match (self.launch_mode, per_cbid) {
+            (LaunchRecords::Off, _) => {}
             (LaunchRecords::PerCbid, Some((driver, runtime))) => {
                 for id in cbid::LAUNCH_CBIDS {
                     c.check("cuptiActivityEnableDriverApi", driver.set(id, 1))?;
@@ -431,6 +510,30 @@ impl ActivitySession {
         Ok(())
     }
 
+    /// Turns the API records of launches on or off alone (kernel and graph records stay as they
+    /// are): for measuring what they cost (`truth_check launchparts`).
+    pub fn set_launch_records(&self, on: bool) -> Result<(), EngineError> {
+        if on {
+            return self.enable_launch_records(self.per_cbid());
+        }
+        let c = self.cupti;
+        match (self.launch_mode, self.per_cbid()) {
+            (LaunchRecords::PerCbid, Some((d, r))) => {
+                for id in cbid::LAUNCH_CBIDS {
+                    let _ = d.set(id, 0);
+                }
+                for id in cbid::RUNTIME_LAUNCH_CBIDS {
+                    let _ = r.set(id, 0);
+                }
+            }
+            _ => {
+                switch_kind(c, ACTIVITY_KIND_DRIVER, false);
+                switch_kind(c, ACTIVITY_KIND_RUNTIME, false);
+            }
+        }
+        Ok(())
+    }
+
     /// Whether the session is paused ([`ActivitySession::set_paused`]).
     pub fn paused(&self) -> bool {
         self.paused
@@ -446,22 +549,8 @@ impl ActivitySession {
 
     /// Turns the kernel and launch record kinds off.
     fn disable_kernel_and_launch_records(&self) {
-        let c = self.cupti;
-        switch_kind(c, self.kernel_trace.activity_kind(), false);
-        match (self.launch_mode, self.per_cbid()) {
-            (LaunchRecords::PerCbid, Some((d, r))) => {
-                for id in cbid::LAUNCH_CBIDS {
-                    let _ = d.set(id, 0);
-                }
-                for id in cbid::RUNTIME_LAUNCH_CBIDS {
-                    let _ = r.set(id, 0);
-                }
-            }
-            _ => {
-                switch_kind(c, ACTIVITY_KIND_DRIVER, false);
-                switch_kind(c, ACTIVITY_KIND_RUNTIME, false);
-            }
-        }
+        switch_kind(self.cupti, self.kernel_trace.activity_kind(), false);
+        let _ = self.set_launch_records(false);
     }
 
     /// Guards graph launches ([`graph_guard`]): the resource callback of executable creation and
@@ -549,7 +638,15 @@ impl ActivitySession {
 
     /// How this session times kernels and graphs, for the results' fingerprint.
     pub fn describe(&self) -> String {
-        format!("{}; {}", self.kernel_trace.describe(), self.graph_trace.describe())
+        let attribution = match self.attribution {
+            Attribution::Order => "kernels to regions by launch order",
+            Attribution::Records => "kernels to regions by launch records",
+        };
+        format!(
+            "{}; {}; {attribution}",
+            self.kernel_trace.describe(),
+            self.graph_trace.describe()
+        )
     }
 
     /// How launch (driver API) records were enabled.

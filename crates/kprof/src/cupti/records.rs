@@ -46,6 +46,15 @@ pub struct RegionSpan {
     pub thread_id: u32,
     pub start_ns: u64,
     pub end_ns: u64,
+    /// CUPTI's correlation id taken when the region opened (`attribution="order"`): launches
+    /// numbered after it and before [`RegionSpan::end_correlation_id`] were made while the region
+    /// was open. 0: not taken (then every launch before the end counts).
+    #[serde(default)]
+    pub start_correlation_id: u32,
+    /// CUPTI's correlation id taken when the region closed; 0: not taken (the region then gets
+    /// no kernel by launch order).
+    #[serde(default)]
+    pub end_correlation_id: u32,
 }
 
 /// One kernel execution (CONCURRENT_KERNEL or KERNEL record).
@@ -562,6 +571,8 @@ mod tests {
             thread_id: 101,
             start_ns: 5,
             end_ns: 50,
+            start_correlation_id: 3,
+            end_correlation_id: 8,
         };
         let mut text = Vec::new();
         for line in [

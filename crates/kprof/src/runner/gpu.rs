@@ -10,7 +10,7 @@ use super::l2_flush::L2Flusher;
 use super::ENV_PAUSE_BETWEEN_BENCHMARKS;
 use super::{host_name, Backend, Collected, FlushSpec, KernelRun, Span};
 use crate::attribution::{attribute, encode_region_key, RegionSpan};
-use crate::choices::TraceOptions;
+use crate::choices::{Attribution, TraceOptions};
 use crate::conditions::fingerprint::format_cuda_version;
 use crate::conditions::FingerprintInputs;
 use crate::cupti::collector::{current_thread_id, ActivitySession};
@@ -42,7 +42,13 @@ impl GpuBackend {
         driver.ensure_context()?;
         let ordinal = driver.current_device()?;
         let props = driver.device_info(ordinal)?;
-        let session = ActivitySession::start_traced(libs.cupti, trace)?;
+        let mut session = ActivitySession::start_traced(libs.cupti, trace)?;
+        if session.attribution() == Attribution::Order && session.correlation_mark(|| drop(driver.device_count())) == 0
+        {
+            // No callback came for the numbered call: regions cannot be numbered.
+            log::warn!("kprof: CUPTI gave no correlation id to a numbered call; attributing kernels by launch records");
+            session.attribute_by_records()?;
+        }
         let device = DeviceInfo {
             gpu: props.name.clone(),
             host: host_name(),
@@ -95,6 +101,8 @@ pub(super) fn region_spans(spans: &[Span]) -> Vec<RegionSpan> {
             thread_id: s.thread_id as u32,
             start_ns: s.start_ns,
             end_ns: s.end_ns,
+            start_correlation_id: s.start_correlation_id,
+            end_correlation_id: s.end_correlation_id,
         })
         .collect()
 }
@@ -124,6 +132,7 @@ pub(super) fn collect_batch(batch: &ActivityBatch, regions: &[RegionSpan]) -> Co
         unattributed: att.unattributed.len(),
         outside,
         graph_launches_from_nodes: 0,
+        ambiguous: att.ambiguous,
     }
 }
 
@@ -133,6 +142,12 @@ impl Backend for GpuBackend {
     }
     fn thread_id(&self) -> u64 {
         current_thread_id() as u64
+    }
+    fn correlation_mark(&self) -> u32 {
+        let cuda = self.libs.cuda;
+        lock(&self.session).correlation_mark(|| {
+            let _ = cuda.device_count();
+        })
     }
     fn encode_key(&self, call: u64, config: u64, run: u64, region: u64) -> Result<u64, EngineError> {
         let c = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);

@@ -59,6 +59,7 @@ struct Sweep<'a> {
     warned_untimed: bool,
     /// Whether the warning about graphs instantiated before the session was given.
     warned_old_graphs: bool,
+    warned_ambiguous: bool,
     /// Runs waiting for the next flush, in run order, and their spans as handed to the backend.
     pending: Vec<PendingRun>,
     wire: Vec<Span>,
@@ -392,6 +393,7 @@ impl Profiler {
             samples_on_disk: None,
             warned_untimed: false,
             warned_old_graphs: false,
+            warned_ambiguous: false,
             pending: Vec::new(),
             wire: Vec::new(),
             pending_recorded: vec![0; n],
@@ -583,6 +585,17 @@ impl Profiler {
                  reads a few percent long (a 60-node graph +7 % on the H200); capture and instantiate graphs after \
                  the first benchmark started (or inside the benchmark) for their exact span",
                 sw.name
+            ));
+        }
+        if collected.ambiguous > 0 && !sw.warned_ambiguous {
+            sw.warned_ambiguous = true;
+            self.warnings.push(format!(
+                "{}: {} kernel(s) were launched while regions of more than one thread were open; attributed by launch \
+                 order, each went to the region opened last, whichever thread launched it: set \
+                 attribution='records' (Python kprof.configure, Rust TraceOptions, KPROF_ATTRIBUTION=records) to \
+                 attribute each thread's launches to its own regions (costs the launch API records, 0.2-0.5 us per \
+                 launch)",
+                sw.name, collected.ambiguous
             ));
         }
         // The flush's wall time counts towards the time budgets of the batch's configs.
@@ -782,6 +795,8 @@ impl Profiler {
             thread_id: s.thread_id,
             start_ns: s.start_ns,
             end_ns: s.end_ns.unwrap_or(s.start_ns),
+            start_correlation_id: s.start_correlation_id,
+            end_correlation_id: s.end_correlation_id,
         }));
         let failure = match result {
             Err(e) => Some(closure_error(at.name, at.config, at.step.run, e.as_ref())),

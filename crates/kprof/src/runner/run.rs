@@ -17,6 +17,9 @@ pub(super) struct SpanRec {
     pub(super) thread_id: u64,
     pub(super) start_ns: u64,
     pub(super) end_ns: Option<u64>,
+    /// The backend's launch-order numbers at opening and closing (0: none).
+    pub(super) start_correlation_id: u32,
+    pub(super) end_correlation_id: u32,
     /// The region's body failed and the failure was ignored: its value is NaN.
     pub(super) failed: bool,
 }
@@ -89,6 +92,7 @@ impl Run {
             inner.names.insert(name.to_string());
             inner.stack.push(index);
             let start_ns = st.backend.timestamp_ns();
+            let start_correlation_id = st.backend.correlation_mark();
             inner.spans.push(SpanRec {
                 name: name.to_string(),
                 key,
@@ -96,6 +100,8 @@ impl Run {
                 thread_id,
                 start_ns,
                 end_ns: None,
+                start_correlation_id,
+                end_correlation_id: 0,
                 failed: false,
             });
         }
@@ -144,6 +150,7 @@ impl RegionGuard {
 impl Drop for RegionGuard {
     fn drop(&mut self) {
         let st = &self.state;
+        let end_correlation_id = st.backend.correlation_mark();
         let end = st.backend.timestamp_ns();
         let mut inner = st.inner.borrow_mut();
         match inner.stack.last() {
@@ -160,6 +167,7 @@ impl Drop for RegionGuard {
             }
         }
         inner.spans[self.index].end_ns = Some(end);
+        inner.spans[self.index].end_correlation_id = end_correlation_id;
         if let Err(e) = st.backend.exit() {
             inner.misuse.push(format!("closing region failed: {e}"));
         }
@@ -170,10 +178,10 @@ impl RunState {
     /// Closes regions left open (a leaked guard) and returns the spans plus misuse messages.
     pub(super) fn finish(&self) -> (Vec<SpanRec>, Vec<String>) {
         let mut inner = self.inner.borrow_mut();
-        let end = if inner.stack.is_empty() {
-            0
+        let (end, end_correlation_id) = if inner.stack.is_empty() {
+            (0, 0)
         } else {
-            self.backend.timestamp_ns()
+            (self.backend.timestamp_ns(), self.backend.correlation_mark())
         };
         while let Some(i) = inner.stack.pop() {
             let name = inner.spans[i].name.clone();
@@ -181,6 +189,7 @@ impl RunState {
                 "region {name:?} was still open at the end of the run (was its guard leaked?)"
             ));
             inner.spans[i].end_ns = Some(end);
+            inner.spans[i].end_correlation_id = end_correlation_id;
             let _ = self.backend.exit();
         }
         (std::mem::take(&mut inner.spans), std::mem::take(&mut inner.misuse))

@@ -60,6 +60,11 @@ struct Mock {
     /// `set_idle` calls, with the number of kernels launched before each.
     idle_calls: Mutex<Vec<(bool, usize)>>,
     launched: AtomicU64,
+    /// The last launch-order number given (`correlation_mark`), and the spans every flush got.
+    marks: std::sync::atomic::AtomicU32,
+    spans_seen: Mutex<Vec<Span>>,
+    /// What each flush reports as attributed by launch order across threads.
+    ambiguous: AtomicU64,
 }
 
 impl Mock {
@@ -137,10 +142,17 @@ impl Backend for Mock {
         self.idle_calls.lock().unwrap().push((idle, n));
         Ok(())
     }
+    fn correlation_mark(&self) -> u32 {
+        self.marks.fetch_add(1, Ordering::SeqCst) + 1
+    }
     fn collect(&self, spans: &[Span]) -> Result<Collected, EngineError> {
         self.collects.fetch_add(1, Ordering::SeqCst);
         self.spans_per_collect.lock().unwrap().push(spans.len());
-        let mut out = Collected::default();
+        self.spans_seen.lock().unwrap().extend_from_slice(spans);
+        let mut out = Collected {
+            ambiguous: self.ambiguous.load(Ordering::SeqCst) as usize,
+            ..Collected::default()
+        };
         for (ext, k) in self.pending.lock().unwrap().drain(..) {
             let mut cur = ext.and_then(|e| spans.iter().find(|s| s.key == e));
             if cur.is_none() {
@@ -211,6 +223,55 @@ fn kernels_are_traced_only_while_a_benchmark_runs_even_when_it_fails() {
     });
     assert!(failing.is_err());
     assert_eq!(mock.idle_calls.lock().unwrap().last(), Some(&(true, 3)));
+}
+
+#[test]
+fn regions_carry_launch_order_numbers_taken_inside_their_open_and_close() {
+    let mock = Arc::new(Mock::default());
+    let mut prof = profiler(&mock);
+    let m = mock.clone();
+    prof.bench("nested", &[], &runs_and_warmup(1, 0), |_, run| {
+        run.annotate("outer", |run| run.annotate("inner", |_| m.launch("k", 5)).map(|_| ()))??;
+        Ok(())
+    })
+    .unwrap();
+    let spans = mock.spans_seen.lock().unwrap().clone();
+    let [outer, inner] = spans.as_slice() else {
+        panic!("{spans:?}")
+    };
+    assert_eq!(inner.parent, Some(outer.key));
+    // The outer region opens first and closes last: its numbers enclose the inner region's.
+    let order = [
+        outer.start_correlation_id,
+        inner.start_correlation_id,
+        inner.end_correlation_id,
+        outer.end_correlation_id,
+    ];
+    assert_eq!(order, [1, 2, 3, 4]);
+}
+
+#[test]
+fn kernels_of_regions_of_two_threads_open_at_once_give_one_warning_naming_the_records_attribution() {
+    let mock = Arc::new(Mock::default());
+    mock.ambiguous.store(2, Ordering::SeqCst);
+    let mut prof = profiler(&mock);
+    let m = mock.clone();
+    prof.bench("threads", &[], &runs_and_warmup(3, 0), |_, run| {
+        run.annotate("r", |_| m.launch("k", 5))?;
+        Ok(())
+    })
+    .unwrap();
+    let w: Vec<_> = prof
+        .warnings()
+        .iter()
+        .filter(|w| w.contains("more than one thread"))
+        .collect();
+    assert_eq!(w.len(), 1, "{:?}", prof.warnings());
+    assert!(
+        w[0].starts_with("threads: 2 kernel(s)") && w[0].contains("attribution='records'"),
+        "{}",
+        w[0]
+    );
 }
 
 #[test]

@@ -113,7 +113,7 @@ fn synthetic_fixture_exact_answers() {
     let names: Vec<&str> = a.by_region[&a_id].iter().map(|k| k.name.as_str()).collect();
     // 3 kernels by external correlation + one from a worker thread by launch timestamp.
     assert_eq!(names, ["_Z4gemmv", "_Z6reducev", "_Z8backwardv", "_Z5scalev"]);
-    assert_eq!(a.direct_via[&a_id], (3, 1));
+    assert_eq!((a.direct_via[&a_id].external, a.direct_via[&a_id].launch_time), (3, 1));
     assert_eq!(a.total_ns(a_id), 50_000 + 8_000 + 12_000 + 3_000);
     assert_eq!(a.unattributed.len(), 1);
     assert_eq!(a.unattributed[0].name, "_Z7outsidev");
@@ -145,7 +145,7 @@ fn h200_fixture_exact_answers() {
     let id = encode_region_key(0, 0, 0, 1).unwrap();
     let a = attribute(&fl.batch, &fl.regions);
     assert_eq!(a.by_region[&id].len(), 5);
-    assert_eq!(a.direct_via[&id], (3, 2));
+    assert_eq!((a.direct_via[&id].external, a.direct_via[&id].launch_time), (3, 2));
     assert_eq!(a.unattributed.len(), 1);
     for k in &a.by_region[&id] {
         assert_eq!(k.name, "fill");
@@ -274,7 +274,7 @@ fn check_gpu_check_recording(jsonl: &str, raw_dir: &str, kernel_kind: u32) {
             assert_eq!((value, &names), (*want, want_names), "{name} n={n} run {}", key.run);
         }
         counts.entry((key.call, n)).or_default().insert(ks.len());
-        let (ext, ts) = a.direct_via[&r.id];
+        let (ext, ts) = (a.direct_via[&r.id].external, a.direct_via[&r.id].launch_time);
         match key.call {
             // (a) one cuBLAS kernel of ~2.67 ms per run, by external correlation.
             1 => {
@@ -332,4 +332,58 @@ fn count_kind(jsonl: &str, kind: u32) -> usize {
         .lines()
         .filter(|l| l.contains(&format!("\"kind\":{kind},")))
         .count()
+}
+
+/// Session 14's GPU check on the H200 with `attribution="order"`, the default since then
+/// (`examples/gpu_check.rs c d e` with `KPROF_RECORD_ACTIVITY`; see the README): no launch API or
+/// external-correlation record was traced, every region carries the correlation ids taken when it
+/// opened and closed, and launch order alone gives each run its kernels: check c's three kernels
+/// in launch order, check d's kernel of the region's thread and the two of a second thread, check
+/// e's graph launch as one item.
+#[test]
+fn h200_launch_order_fixture_attributes_every_run_by_correlation_ids() {
+    let f = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/cupti-activity-records/h200-cuda13-launch-order.jsonl");
+    let rb = RecordedBuffer::read_jsonl(&f).unwrap_or_else(|e| panic!("{e}"));
+    let mut seen_calls = HashSet::new();
+    for fl in &rb.flushes {
+        assert!(
+            fl.batch.launches.is_empty() && fl.batch.external.is_empty(),
+            "flush {}",
+            fl.flush
+        );
+        let a = attribute(&fl.batch, &fl.regions);
+        assert_eq!(a.ambiguous, 0);
+        for r in &fl.regions {
+            assert!(
+                0 < r.start_correlation_id && r.start_correlation_id < r.end_correlation_id,
+                "{r:?}"
+            );
+            let key = decode_region_key(r.id);
+            seen_calls.insert(key.call);
+            let items = &a.by_region[&r.id];
+            let names: Vec<&str> = items.iter().map(|k| k.name.as_str()).collect();
+            assert_eq!(a.direct_via[&r.id].launch_order, items.len());
+            match key.call {
+                1 => assert_eq!(names, ["kprof_scale", "kprof_add", "kprof_scale"], "{key:?}"),
+                2 => assert_eq!(names, ["kprof_scale", "kprof_add", "kprof_add"], "{key:?}"),
+                3 => {
+                    assert_eq!(items.len(), 1, "{key:?}");
+                    assert!(names[0].starts_with("cuda-graph:"), "{names:?}");
+                    assert!((30_000..50_000).contains(&items[0].duration_ns()), "{:?}", items[0]);
+                }
+                other => panic!("unexpected bench call {other}"),
+            }
+        }
+        // Kernels launched between the regions (outside every pair of ids) stay unattributed.
+        for k in &a.unattributed {
+            assert!(
+                !fl.regions
+                    .iter()
+                    .any(|r| r.start_correlation_id < k.correlation_id && k.correlation_id < r.end_correlation_id),
+                "{k:?}"
+            );
+        }
+    }
+    assert_eq!(seen_calls, HashSet::from([1, 2, 3]));
 }

@@ -81,6 +81,11 @@ fn constants_match_cupti_13_0_headers() {
         ),
         (
             &cbids,
+            "CUPTI_DRIVER_TRACE_CBID_cuDeviceGetCount",
+            cbid::CU_DEVICE_GET_COUNT as i64,
+        ),
+        (
+            &cbids,
             "CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx",
             cbid::CU_LAUNCH_KERNEL_EX as i64,
         ),

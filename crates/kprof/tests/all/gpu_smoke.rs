@@ -101,6 +101,14 @@ impl Kernels {
     }
 }
 
+/// A session that attributes by launch API records (rules A and B, which this smoke test checks
+/// on the GPU; launch order is checked by `truth_check bracket` and the GPU check).
+fn records_session(cupti: &'static kprof::cupti::Cupti) -> ActivitySession {
+    let mut trace = kprof::choices::TraceOptions::default();
+    trace.attribution = kprof::choices::Attribution::Records;
+    ActivitySession::start_traced(cupti, trace).unwrap_or_else(|e| panic!("{e}"))
+}
+
 #[test]
 fn gpu_end_to_end() {
     if std::env::var("KPROF_GPU_TESTS").as_deref() != Ok("1") {
@@ -120,7 +128,7 @@ fn gpu_end_to_end() {
     );
     let drv = libs.cuda;
     let early = if std::env::var("KPROF_TEST_EARLY").as_deref() == Ok("1") {
-        Some(ActivitySession::start(libs.cupti).unwrap_or_else(|e| panic!("{e}")))
+        Some(records_session(libs.cupti))
     } else {
         None
     };
@@ -171,7 +179,7 @@ fn gpu_end_to_end() {
 
     let mut s = match early {
         Some(s) => s,
-        None => ActivitySession::start(libs.cupti).unwrap_or_else(|e| panic!("{e}")),
+        None => records_session(libs.cupti),
     };
     // Warm-up (module load / first launch), not attributed.
     k.fill(buf.ptr, n);
@@ -208,6 +216,8 @@ fn gpu_end_to_end() {
         thread_id: current_thread_id(),
         start_ns: t0,
         end_ns: t1,
+        start_correlation_id: 0,
+        end_correlation_id: 0,
     }];
     s.record_regions(&regions).unwrap();
     eprintln!(
@@ -228,7 +238,10 @@ fn gpu_end_to_end() {
     assert_eq!(batch.kernels.len(), 6);
     let att = attribute(&batch, &regions);
     assert_eq!(att.by_region[&a_id].len(), 5);
-    assert_eq!(att.direct_via[&a_id], (3, 2));
+    assert_eq!(
+        (att.direct_via[&a_id].external, att.direct_via[&a_id].launch_time),
+        (3, 2)
+    );
     assert_eq!(att.unattributed.len(), 1);
     let bytes = n as f64 * 4.0;
     for kr in &att.by_region[&a_id] {
@@ -265,7 +278,7 @@ fn gpu_end_to_end() {
     s.stop().unwrap();
 
     // A second session in the same process works (subscriber released).
-    let s2 = ActivitySession::start(libs.cupti).unwrap_or_else(|e| panic!("{e}"));
+    let s2 = records_session(libs.cupti);
     drop(s2);
     drv.free(buf).unwrap();
 }

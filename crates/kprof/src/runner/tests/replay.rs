@@ -58,6 +58,8 @@ fn adapter_attributes_the_recorded_h200_fixture() {
             thread_id: r.thread_id as u64,
             start_ns: r.start_ns,
             end_ns: r.end_ns,
+            start_correlation_id: r.start_correlation_id,
+            end_correlation_id: r.end_correlation_id,
         })
         .collect();
     let regions = gpu::region_spans(&spans);

@@ -116,6 +116,10 @@ pub mod cbid {
     pub const CU_LAUNCH_KERNEL_EX: u32 = 652;
     pub const CU_LAUNCH_KERNEL_EX_PTSZ: u32 = 653;
 
+    /// `cuDeviceGetCount`: the call whose callback gives kprof a correlation id when a region
+    /// opens or closes (`attribution="order"`); rare in programs, cheap, needs no context.
+    pub const CU_DEVICE_GET_COUNT: u32 = 4;
+
     /// Stream capture (`cuStreamBeginCapture*`, `cuStreamEndCapture*`): launches between them are
     /// recorded into a graph, not run.
     pub const CU_STREAM_BEGIN_CAPTURE: u32 = 495;
