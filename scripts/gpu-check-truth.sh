@@ -16,8 +16,10 @@
 # benchmark of a graph, and graph replays before, during and after kprof's counters), mmclock (cycles and SM clock of matmul 1024/2048, kprof and ncu),
 # firstpass (the first Range Profiler collection's host time, with and without priming, one
 # process per variant), sweepdetail (the seed sweep with the counter cost at every call),
-# icachesize (how many steps the instruction flush needs) and launchcb (host time per launch with
-# kprof's launch records, none, or launch callbacks).
+# icachesize (how many steps the instruction flush needs), launchcb (host time per launch with
+# kprof's launch records, none, or launch callbacks) and launchorder (attribution by launch order:
+# launch cost by session part interleaved in one process, correlation-id brackets, the engine
+# checks c d e with the activity recorded; needs gpu_check in .carry/bin).
 # Every result line is
 # `TRUTH {json}` in $OUT/truth.log; nothing here changes a GPU setting.
 set -uo pipefail
@@ -69,6 +71,20 @@ if has launchcb; then
         case $v in records) env=();; *) env=(KPROF_CUPTI_LAUNCH_RECORDS=cbid);; esac
         env "${env[@]}" timeout 60 "$BIN/truth_check" launchcb "$v" 2>&1 | tee -a "$LOG"
     done
+fi
+if has launchorder; then
+    # Session 14: attribution by launch order (the default) against launch API records.
+    step "launchorder: launch cost by session part, interleaved in one process (Rust, two processes)"
+    for p in 1 2; do
+        timeout 150 "$BIN/truth_check" launchparts 2>&1 | tee -a "$LOG"
+    done
+    step "launchorder: correlation-id brackets around eager, cuBLAS, graph and second-thread launches"
+    for v in order records; do
+        timeout 90 "$BIN/truth_check" bracket "$v" 2>&1 | tee -a "$LOG"
+    done
+    step "launchorder: engine checks c d e by launch order, activity recorded"
+    KPROF_RECORD_ACTIVITY="$OUT/launch-order-activity.jsonl" timeout 200 "$BIN/gpu_check" "$OUT/gpu-check" c d e \
+        2>&1 | tee -a "$LOG"
 fi
 if has icachesize; then
     step "icachesize: the instruction flush at 1024..8192 steps (Rust)"
