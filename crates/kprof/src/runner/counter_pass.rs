@@ -119,6 +119,20 @@ impl CounterPlan {
         })
     }
 
+    /// The plan of durations alone (`gpu__time_duration.sum`, in ns) on `chip`, with the pass
+    /// count of the Range Profiler session that was opened for it: what [`CounterPlan::new`]
+    /// gives for that metric (a test checks it on GH100) without the host catalog's validation,
+    /// which cost 0.11 s of the seed sweep's first benchmark on the H200 (session 14).
+    pub fn for_durations(chip: &str, passes: usize, mode: ReplayMode) -> Self {
+        CounterPlan {
+            chip: chip.to_string(),
+            metrics: vec![DEFAULT_METRIC.to_string()],
+            units: vec!["ns".to_string()],
+            passes,
+            mode,
+        }
+    }
+
     /// One line for warnings/debug output.
     pub fn describe(&self) -> String {
         format!(
@@ -167,6 +181,13 @@ pub(crate) trait CounterBackend: Send + Sync {
     /// at all, before any recorded run.
     fn open(&self, _plan: &CounterPlan) -> Result<(), EngineError> {
         Ok(())
+    }
+    /// The plan of durations alone, with its session open ([`CounterPlan::for_durations`]); by
+    /// default [`CounterBackend::plan`] then [`CounterBackend::open`].
+    fn open_for_durations(&self, mode: ReplayMode) -> Result<CounterPlan, EngineError> {
+        let plan = self.plan(&[DEFAULT_METRIC.to_string()], mode)?;
+        self.open(&plan)?;
+        Ok(plan)
     }
     /// Ends the Range Profiler session and gives the device's profiling resources back (called
     /// at the end of every benchmark that collected counters).
@@ -258,6 +279,19 @@ impl CounterBackend for GpuCounters {
 
     fn open(&self, plan: &CounterPlan) -> Result<(), EngineError> {
         self.open_inner(plan)
+    }
+
+    /// The session checks the metric and counts its passes itself (a few ms): the host catalog
+    /// is not needed for the duration alone.
+    fn open_for_durations(&self, mode: ReplayMode) -> Result<CounterPlan, EngineError> {
+        let t0 = std::time::Instant::now();
+        let (_, chip) = self.device()?;
+        counter_cost::add(|c| c.plan_s += counter_cost::since(t0));
+        let provisional = CounterPlan::for_durations(&chip, 1, mode);
+        self.open_inner(&provisional)?;
+        let slot = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        let passes = slot.as_ref().map_or(1, |Session(rp)| rp.passes());
+        Ok(CounterPlan::for_durations(&chip, passes, mode))
     }
 
     fn collect(
@@ -541,6 +575,7 @@ impl Profiler {
         })?;
         let plan = match checked.filter(|p| p.metrics == metrics) {
             Some(p) => p,
+            None if metrics == [DEFAULT_METRIC] => cb.open_for_durations(opts.replay_mode)?,
             None => cb.plan(&metrics, opts.replay_mode)?,
         };
         // The session opens before any GPU work of the sweep: a failure (no counter permission)
@@ -574,11 +609,7 @@ impl Profiler {
             .backend
             .counters()
             .ok_or_else(|| format!("this profiler ({}) has no hardware counters", self.metric))?;
-        let plan = cb
-            .plan(&[DEFAULT_METRIC.to_string()], opts.replay_mode)
-            .map_err(|e| e.to_string())?;
-        cb.open(&plan).map_err(|e| e.to_string())?;
-        Ok(plan)
+        cb.open_for_durations(opts.replay_mode).map_err(|e| e.to_string())
     }
 
     /// Runs `pass` (a counter pass) with the activity records of kernels off unless

@@ -416,6 +416,12 @@ fn bench_counter_plan_validates_on_the_host() {
         (plan.units.clone(), plan.passes),
         (s(&[kprof::runner::DEFAULT_UNIT, "byte", "byte"]), 1)
     );
+    // The plan of durations alone, which the run loop builds from the opened session without the
+    // catalog (CounterPlan::for_durations), is what the catalog gives: one pass, in ns.
+    for mode in [ReplayMode::Kernel, ReplayMode::Application, ReplayMode::User] {
+        let by_catalog = CounterPlan::new(&cat, &s(&["gpu__time_duration.sum"]), mode).unwrap();
+        assert_eq!(by_catalog, CounterPlan::for_durations("GH100", 1, mode));
+    }
     let e = CounterPlan::new(&cat, &s(&["dram__bytes_raed.sum"]), ReplayMode::Kernel).unwrap_err();
     let msg = kprof::EngineError::from(e).to_string();
     assert!(
