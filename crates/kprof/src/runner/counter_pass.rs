@@ -121,8 +121,9 @@ impl CounterPlan {
 
     /// The plan of durations alone (`gpu__time_duration.sum`, in ns) on `chip`, with the pass
     /// count of the Range Profiler session that was opened for it: what [`CounterPlan::new`]
-    /// gives for that metric (a test checks it on GH100) without the host catalog's validation,
-    /// which cost 0.11 s of the seed sweep's first benchmark on the H200 (session 14).
+    /// gives for that metric (a test checks it on GH100) without the host catalog (about 0.03 s
+    /// of the 0.11 s the seed sweep's first benchmark spent planning on the H200; the rest is
+    /// CUPTI's profiler initialisation, session 14).
     pub fn for_durations(chip: &str, passes: usize, mode: ReplayMode) -> Self {
         CounterPlan {
             chip: chip.to_string(),
