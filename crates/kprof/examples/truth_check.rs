@@ -701,7 +701,7 @@ fn ignore_launch(_: &kprof::sys::cupti::callback::Callback<'_>) {}
 
 /// `launchcb VARIANT`: host time per `cuLaunchKernel` (queued, as `launch`) with a bare CUPTI
 /// activity session and an external id pushed, one process per variant: `records` (kprof's launch
-/// API and external-correlation records, the default), `none` (run with
+/// API and external-correlation records, `attribution="records"`), `none` (run with
 /// `KPROF_CUPTI_LAUNCH_RECORDS=cbid`: no API records for this context, created before the
 /// session), `callbacks` (`none` plus driver and runtime launch callbacks recording what those
 /// records carry) and `callbacks-empty` (the same callbacks doing nothing).
@@ -710,7 +710,10 @@ fn launch_callbacks(b: &mut Bench, variant: &str) -> Result<(), BoxError> {
     ns_per_launch_queued(b, 2)?;
     let plain = ns_per_launch_queued(b, 12)?;
     let libs = kprof::loader::Libraries::load()?;
-    let session = kprof::cupti::ActivitySession::start(libs.cupti)?;
+    // Launch API records as in session 13, when they were the default (attribution "records").
+    let mut trace = kprof::choices::TraceOptions::default();
+    trace.attribution = kprof::choices::Attribution::Records;
+    let session = kprof::cupti::ActivitySession::start_traced(libs.cupti, trace)?;
     let _ = LAUNCH_CUPTI.set(libs.cupti);
     if variant.starts_with("callbacks") {
         let hook = if variant == "callbacks" {
