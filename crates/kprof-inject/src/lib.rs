@@ -189,25 +189,24 @@ static DRIVER: OnceLock<Option<&'static kprof::driver::Driver>> = OnceLock::new(
 /// H200: it exited with 1 before its first kernel).
 static IN_CUDA_INIT: AtomicBool = AtomicBool::new(false);
 
-/// CUPTI's correlation id of a `cuDeviceGetCount` made now ([`ActivitySession::correlation_mark`]),
-/// 0 without a session that attributes by launch order, or inside `cuInit`. A session whose
-/// numbered call gets no id (no callback) switches to launch records, with a warning.
-fn correlation_mark() -> u32 {
+/// CUPTI's correlation id of a `cuDeviceGetCount` made now ([`ActivitySession::correlation_mark`]):
+/// `None` without a session that attributes by launch order (none yet, inside `cuInit`, or
+/// `attribution="records"`), `Some(0)` when the call got no id. A call that worked without an id
+/// means CUPTI does not call back: the session then switches to launch records, with a warning.
+fn correlation_mark() -> Option<u32> {
     if IN_CUDA_INIT.load(Ordering::SeqCst) {
-        return 0;
+        return None;
     }
     let mut guard = SESSION.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(session) = guard.as_mut() else { return 0 };
+    let session = guard.as_mut()?;
     if session.attribution() != kprof::choices::Attribution::Order {
-        return 0;
+        return None;
     }
-    let Some(driver) = *DRIVER.get_or_init(|| kprof::driver::Driver::load(&SearchEnv::from_process()).ok()) else {
-        return 0;
-    };
+    let driver = (*DRIVER.get_or_init(|| kprof::driver::Driver::load(&SearchEnv::from_process()).ok()))?;
     let mut called = false;
     let id = session.correlation_mark(|| called = driver.device_count().is_ok());
     // A call that failed (made where CUDA forbids calls, as in a stream's host function) leaves
-    // this range unnumbered; one that worked without an id means CUPTI does not call back.
+    // this range unnumbered.
     if id == 0 && called {
         let switched = session.attribute_by_records();
         drop(guard);
@@ -219,21 +218,25 @@ fn correlation_mark() -> u32 {
             "CUPTI gave no correlation id to the numbered call of an NVTX range; {how}"
         ));
     }
-    id
+    Some(id)
 }
 
-/// The stamp of a range that opens now: the time, then the launch-order number.
+/// The stamp of a range that opens now: the time, then the launch-order number (0 before the
+/// session: every launch until the range closes counts; `u32::MAX` when the numbered call got no
+/// id: none does).
 pub fn stamp_open() -> book::Stamp {
     let ns = now_ns();
-    book::Stamp {
-        ns,
-        correlation_id: correlation_mark(),
-    }
+    let correlation_id = match correlation_mark() {
+        None => 0,
+        Some(0) => u32::MAX,
+        Some(id) => id,
+    };
+    book::Stamp { ns, correlation_id }
 }
 
-/// The stamp of a range that closes now: the launch-order number, then the time.
+/// The stamp of a range that closes now: the launch-order number (0: none), then the time.
 pub fn stamp_close() -> book::Stamp {
-    let correlation_id = correlation_mark();
+    let correlation_id = correlation_mark().unwrap_or(0);
     book::Stamp {
         ns: now_ns(),
         correlation_id,

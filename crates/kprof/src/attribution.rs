@@ -378,6 +378,9 @@ mod tests {
         let a = attribute(&batch, &[numbered(1, None, 100, 10, 0), numbered(2, None, 100, 0, 30)]);
         assert_eq!(names(&a.by_region[&2]), ["a", "c"]);
         assert!(!a.by_region.contains_key(&1));
+        // A start that got no id (u32::MAX) encloses nothing either.
+        let a = attribute(&batch, &[numbered(1, None, 100, u32::MAX, 40)]);
+        assert!(a.by_region.is_empty() && a.unattributed.len() == 4);
     }
 
     #[test]

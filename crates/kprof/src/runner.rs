@@ -182,7 +182,8 @@ pub(crate) struct Span {
     pub thread_id: u64,
     pub start_ns: u64,
     pub end_ns: u64,
-    /// [`Backend::correlation_mark`] when the region opened and closed (0: none).
+    /// [`Backend::correlation_mark`] when the region opened and closed
+    /// ([`crate::attribution::RegionSpan::start_correlation_id`] says what 0 means).
     pub start_correlation_id: u32,
     pub end_correlation_id: u32,
 }
@@ -208,9 +209,10 @@ pub(crate) trait Backend: Send + Sync {
     /// A timestamp on the clock of the activity records.
     fn timestamp_ns(&self) -> u64;
     /// The launch-order number of this instant (CUPTI's correlation id of a call made now;
-    /// [`crate::attribution`] rule (O)), 0 for backends that attribute otherwise.
-    fn correlation_mark(&self) -> u32 {
-        0
+    /// [`crate::attribution`] rule (O)): `None` for backends that attribute otherwise, `Some(0)`
+    /// when the numbered call got no id.
+    fn correlation_mark(&self) -> Option<u32> {
+        None
     }
     /// The calling thread's id as the activity records report it.
     fn thread_id(&self) -> u64;

@@ -48,7 +48,9 @@ pub struct RegionSpan {
     pub end_ns: u64,
     /// CUPTI's correlation id taken when the region opened (`attribution="order"`): launches
     /// numbered after it and before [`RegionSpan::end_correlation_id`] were made while the region
-    /// was open. 0: not taken (then every launch before the end counts).
+    /// was open. 0: every launch before the end counts (an NVTX range opened before CUPTI's
+    /// session started, under `kprof run`, or launch order not used); `u32::MAX`: the numbered
+    /// call got no id (no launch counts).
     #[serde(default)]
     pub start_correlation_id: u32,
     /// CUPTI's correlation id taken when the region closed; 0: not taken (the region then gets

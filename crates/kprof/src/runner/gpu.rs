@@ -143,10 +143,13 @@ impl Backend for GpuBackend {
     fn thread_id(&self) -> u64 {
         current_thread_id() as u64
     }
-    fn correlation_mark(&self) -> u32 {
+    fn correlation_mark(&self) -> Option<u32> {
         let cuda = self.libs.cuda;
-        lock(&self.session).correlation_mark(|| {
-            let _ = cuda.device_count();
+        let session = lock(&self.session);
+        (session.attribution() == Attribution::Order).then(|| {
+            session.correlation_mark(|| {
+                let _ = cuda.device_count();
+            })
         })
     }
     fn encode_key(&self, call: u64, config: u64, run: u64, region: u64) -> Result<u64, EngineError> {

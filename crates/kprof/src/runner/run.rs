@@ -92,7 +92,7 @@ impl Run {
             inner.names.insert(name.to_string());
             inner.stack.push(index);
             let start_ns = st.backend.timestamp_ns();
-            let start_correlation_id = st.backend.correlation_mark();
+            let start_correlation_id = opening_number(st.backend.correlation_mark());
             inner.spans.push(SpanRec {
                 name: name.to_string(),
                 key,
@@ -150,7 +150,7 @@ impl RegionGuard {
 impl Drop for RegionGuard {
     fn drop(&mut self) {
         let st = &self.state;
-        let end_correlation_id = st.backend.correlation_mark();
+        let end_correlation_id = st.backend.correlation_mark().unwrap_or(0);
         let end = st.backend.timestamp_ns();
         let mut inner = st.inner.borrow_mut();
         match inner.stack.last() {
@@ -174,6 +174,17 @@ impl Drop for RegionGuard {
     }
 }
 
+/// A region's opening number: 0 where the backend numbers nothing (its end is then 0 too, and
+/// launch order gives the region nothing); `u32::MAX` where the numbered call got no id (0 would
+/// take every earlier launch).
+fn opening_number(mark: Option<u32>) -> u32 {
+    match mark {
+        None => 0,
+        Some(0) => u32::MAX,
+        Some(id) => id,
+    }
+}
+
 impl RunState {
     /// Closes regions left open (a leaked guard) and returns the spans plus misuse messages.
     pub(super) fn finish(&self) -> (Vec<SpanRec>, Vec<String>) {
@@ -181,7 +192,10 @@ impl RunState {
         let (end, end_correlation_id) = if inner.stack.is_empty() {
             (0, 0)
         } else {
-            (self.backend.timestamp_ns(), self.backend.correlation_mark())
+            (
+                self.backend.timestamp_ns(),
+                self.backend.correlation_mark().unwrap_or(0),
+            )
         };
         while let Some(i) = inner.stack.pop() {
             let name = inner.spans[i].name.clone();

@@ -65,6 +65,8 @@ struct Mock {
     spans_seen: Mutex<Vec<Span>>,
     /// What each flush reports as attributed by launch order across threads.
     ambiguous: AtomicU64,
+    /// The numbered call gets no id (`correlation_mark` gives `Some(0)`).
+    marks_fail: std::sync::atomic::AtomicBool,
 }
 
 impl Mock {
@@ -142,8 +144,11 @@ impl Backend for Mock {
         self.idle_calls.lock().unwrap().push((idle, n));
         Ok(())
     }
-    fn correlation_mark(&self) -> u32 {
-        self.marks.fetch_add(1, Ordering::SeqCst) + 1
+    fn correlation_mark(&self) -> Option<u32> {
+        if self.marks_fail.load(Ordering::SeqCst) {
+            return Some(0);
+        }
+        Some(self.marks.fetch_add(1, Ordering::SeqCst) + 1)
     }
     fn collect(&self, spans: &[Span]) -> Result<Collected, EngineError> {
         self.collects.fetch_add(1, Ordering::SeqCst);
@@ -229,7 +234,7 @@ fn kernels_are_traced_only_while_a_benchmark_runs_even_when_it_fails() {
 fn regions_carry_launch_order_numbers_taken_inside_their_open_and_close() {
     let mock = Arc::new(Mock::default());
     let mut prof = profiler(&mock);
-    let m = mock.clone();
+    let (m, m2) = (mock.clone(), mock.clone());
     prof.bench("nested", &[], &runs_and_warmup(1, 0), |_, run| {
         run.annotate("outer", |run| run.annotate("inner", |_| m.launch("k", 5)).map(|_| ()))??;
         Ok(())
@@ -248,6 +253,23 @@ fn regions_carry_launch_order_numbers_taken_inside_their_open_and_close() {
         outer.end_correlation_id,
     ];
     assert_eq!(order, [1, 2, 3, 4]);
+    // A numbered call without an id: the region's numbers enclose nothing (not every launch before
+    // its end, as an opening number of 0 would).
+    mock.marks_fail.store(true, Ordering::SeqCst);
+    mock.spans_seen.lock().unwrap().clear();
+    prof.bench("unnumbered", &[], &runs_and_warmup(1, 0), |_, run| {
+        run.annotate("r", |_| m2.launch("k", 5))?;
+        Ok(())
+    })
+    .unwrap();
+    let spans = mock.spans_seen.lock().unwrap().clone();
+    assert_eq!(
+        spans
+            .iter()
+            .map(|s| (s.start_correlation_id, s.end_correlation_id))
+            .collect::<Vec<_>>(),
+        [(u32::MAX, 0)]
+    );
 }
 
 #[test]
