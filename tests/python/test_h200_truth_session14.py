@@ -121,3 +121,11 @@ def test_session14_the_sweep_without_the_host_catalog_and_nsight_pythons_spread(
         walls[name[:9]] = (rows["kprof"], rows["nsight-python 0.9.6"])
     assert walls["s14-call6"][0] < walls["s14-call4"][0] < walls["s14-call3"][0], walls
     assert walls["s14-call6"][1] < 10 < min(walls["s14-call3"][1], walls["s14-call4"][1]), walls
+
+
+def test_session14_the_final_build_on_the_rust_door_and_kprof_run():
+    """s14-call7: the session's last engine, the Rust door and `kprof run`: every row holds but the
+    graph from two streams (+8.4 %)."""
+    r, v = judge(truth_log("s14-call7-final-build-rust-and-kprof-run.log"))
+    assert "truth verdicts: 5 passed, 1 failed, 25 missing" in r.stdout, r.stdout
+    assert [k for k, x in v.items() if x == "FAIL"] == [("rust", "graph from 2 streams")]
