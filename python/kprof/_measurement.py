@@ -73,8 +73,9 @@ def configure(
       exactly and other threads' by launch time (0.2-0.5 us more host time per launch). With
       ``"order"``, regions of two threads open at once get a warning.
 
-    ``KPROF_KERNEL_TRACE``, ``KPROF_GRAPH_TRACE`` and ``KPROF_ATTRIBUTION``, when set, override these. Calling it again
-    with other values after the engine started raises :class:`kprof.ConfigError`.
+    ``KPROF_KERNEL_TRACE``, ``KPROF_GRAPH_TRACE`` and ``KPROF_ATTRIBUTION``, when set, override
+    these. Calling it again with other values after the engine started raises
+    :class:`kprof.ConfigError`.
     """
     kernel = _parse("kernel_trace", kernel_trace)
     graph = None if graph_trace is None else _parse("graph_trace", graph_trace)
