@@ -646,8 +646,8 @@ def kernel(
       lines, both after a kernel that empties the instruction caches; ``"write"`` only memsets
       it, as Triton and NVBench), and whether CUPTI's kernel records stay on in counter passes
       (CUPTI backend; ``KPROF_L2_FLUSH``, ``KPROF_L2_FLUSH_BYTES``, ``KPROF_COUNTER_PASS_RECORDS``
-      override them when set; ``kprof.configure`` sets the per-process kernel and graph tracing and how kernels are
-      attributed to regions);
+      override them when set; ``kprof.configure`` sets the per-process kernel and graph tracing
+      and how kernels are attributed to regions);
     * ``duration_source`` ("auto"): where ``gpu__time_duration.sum`` comes from with the CUPTI
       backend. ``"auto"``: the hardware counter of that name, as Nsight Compute measures it, in
       one more pass of the function per recorded run (kernel records off), when the counters can
