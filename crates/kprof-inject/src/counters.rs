@@ -548,24 +548,16 @@ pub fn next_image(in_image: usize, capacity: usize, full: usize, saw_graph: bool
     }
 }
 
-/// Whether a launch callback is a CUDA graph launch (driver or runtime API).
 /// A kernel or graph launch: the session's other driver callbacks (`cuDeviceGetCount`, which
 /// numbers NVTX ranges with `attribution="order"`; graph-guard callbacks) are not launches (on the
 /// H200 the counter launch crashed, exit 139, when they were taken for launches).
 fn is_launch(domain: u32, id: u32) -> bool {
-    match domain {
-        DOMAIN_DRIVER => cbid::LAUNCH_CBIDS.contains(&id),
-        DOMAIN_RUNTIME => cbid::RUNTIME_LAUNCH_CBIDS.contains(&id),
-        _ => false,
-    }
+    cbid::is_launch(cbid::api_kind_of_domain(domain), id)
 }
 
+/// Whether a launch callback is a CUDA graph launch (driver or runtime API).
 fn is_graph_launch(domain: u32, id: u32) -> bool {
-    match domain {
-        DOMAIN_DRIVER => id == cbid::CU_GRAPH_LAUNCH || id == cbid::CU_GRAPH_LAUNCH_PTSZ,
-        DOMAIN_RUNTIME => id == cbid::CUDA_GRAPH_LAUNCH || id == cbid::CUDA_GRAPH_LAUNCH_PTSZ,
-        _ => false,
-    }
+    cbid::is_graph_launch(cbid::api_kind_of_domain(domain), id)
 }
 
 /// A stream-capture call.

@@ -204,6 +204,17 @@ pub mod cbid {
         CUDA_LAUNCH_KERNEL_INTERNAL_PTSZ,
     ];
 
+    /// The API activity kind whose CBIDs a callback domain uses: driver-API callbacks (domain 1)
+    /// number calls as driver records (4), runtime-API callbacks (2) as runtime records (5); 0 for
+    /// other domains. With it the launch tests below serve callbacks too.
+    pub fn api_kind_of_domain(domain: u32) -> u32 {
+        match domain {
+            super::CB_DOMAIN_DRIVER_API => super::ACTIVITY_KIND_DRIVER,
+            super::CB_DOMAIN_RUNTIME_API => super::ACTIVITY_KIND_RUNTIME,
+            _ => 0,
+        }
+    }
+
     /// Whether an API record of activity kind `kind` (4 driver, 5 runtime) is a kernel launch.
     pub fn is_launch(kind: u32, cbid: u32) -> bool {
         match kind {
