@@ -199,12 +199,12 @@ fn correlation_mark() -> Option<u32> {
     }
     let mut guard = SESSION.lock().unwrap_or_else(|p| p.into_inner());
     let session = guard.as_mut()?;
-    if session.attribution() != kprof::choices::Attribution::Order {
-        return None;
-    }
-    let driver = (*DRIVER.get_or_init(|| kprof::driver::Driver::load(&SearchEnv::from_process()).ok()))?;
     let mut called = false;
-    let id = session.correlation_mark(|| called = driver.device_count().is_ok());
+    let id = session.correlation_mark(|| {
+        // Loaded on the first numbered call (never with attribution="records").
+        let driver = DRIVER.get_or_init(|| kprof::driver::Driver::load(&SearchEnv::from_process()).ok());
+        called = driver.is_some_and(|d| d.device_count().is_ok());
+    })?;
     // A call that failed (made where CUDA forbids calls, as in a stream's host function) leaves
     // this range unnumbered.
     if id == 0 && called {
@@ -226,11 +226,7 @@ fn correlation_mark() -> Option<u32> {
 /// id: none does).
 pub fn stamp_open() -> book::Stamp {
     let ns = now_ns();
-    let correlation_id = match correlation_mark() {
-        None => 0,
-        Some(0) => u32::MAX,
-        Some(id) => id,
-    };
+    let correlation_id = kprof::attribution::opening_number(correlation_mark());
     book::Stamp { ns, correlation_id }
 }
 

@@ -210,6 +210,18 @@ pub fn attribute(batch: &ActivityBatch, regions: &[RegionSpan]) -> Attribution {
     out
 }
 
+/// A region's opening number ([`RegionSpan::start_correlation_id`]) from the mark taken when it
+/// opened: 0 where nothing numbers launches (no session yet, or `attribution="records"`: the
+/// region's end is then 0 too unless a session started meanwhile, and every launch before its end
+/// counts); `u32::MAX` where the numbered call got no id (0 would take every earlier launch).
+pub fn opening_number(mark: Option<u32>) -> u32 {
+    match mark {
+        None => 0,
+        Some(0) => u32::MAX,
+        Some(id) => id,
+    }
+}
+
 /// Rule (O): the innermost region (opened last) whose correlation numbers enclose `corr`, and
 /// whether regions of more than one thread enclose it. Regions without an end number (0: not
 /// taken) enclose nothing; a start number of 0 encloses everything before the end.

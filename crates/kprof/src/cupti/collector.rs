@@ -415,15 +415,16 @@ impl ActivitySession {
 
     /// CUPTI's correlation id of a call made now: `numbered_call` must call `cuDeviceGetCount`
     /// once on this thread (the runner passes the driver's). Launches made before it have lower
-    /// ids, launches after it higher ones, on every thread. 0 when this session does not number
-    /// regions (`attribution="records"`) or CUPTI gave no id.
-    pub fn correlation_mark(&self, numbered_call: impl FnOnce()) -> u32 {
+    /// ids, launches after it higher ones, on every thread. `None` when this session does not
+    /// number regions (`attribution="records"`, or stopped, and `numbered_call` is not called);
+    /// `Some(0)` when CUPTI gave the call no id.
+    pub fn correlation_mark(&self, numbered_call: impl FnOnce()) -> Option<u32> {
         if self.attribution != Attribution::Order || self.stopped {
-            return 0;
+            return None;
         }
         MARK.with(|m| m.set(Some(0)));
         numbered_call();
-        MARK.with(|m| m.take()).unwrap_or(0)
+        Some(MARK.with(|m| m.take()).unwrap_or(0))
     }
 
     /// Switches this session to `attribution="records"` (launch API records on): for when

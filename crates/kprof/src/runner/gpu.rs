@@ -10,7 +10,7 @@ use super::l2_flush::L2Flusher;
 use super::ENV_PAUSE_BETWEEN_BENCHMARKS;
 use super::{host_name, Backend, Collected, FlushSpec, KernelRun, Span};
 use crate::attribution::{attribute, encode_region_key, RegionSpan};
-use crate::choices::{Attribution, TraceOptions};
+use crate::choices::TraceOptions;
 use crate::conditions::fingerprint::format_cuda_version;
 use crate::conditions::FingerprintInputs;
 use crate::cupti::collector::{current_thread_id, ActivitySession};
@@ -43,8 +43,7 @@ impl GpuBackend {
         let ordinal = driver.current_device()?;
         let props = driver.device_info(ordinal)?;
         let mut session = ActivitySession::start_traced(libs.cupti, trace)?;
-        if session.attribution() == Attribution::Order && session.correlation_mark(|| drop(driver.device_count())) == 0
-        {
+        if session.correlation_mark(|| drop(driver.device_count())) == Some(0) {
             // No callback came for the numbered call: regions cannot be numbered.
             log::warn!("kprof: CUPTI gave no correlation id to a numbered call; attributing kernels by launch records");
             session.attribute_by_records()?;
@@ -145,12 +144,7 @@ impl Backend for GpuBackend {
     }
     fn correlation_mark(&self) -> Option<u32> {
         let cuda = self.libs.cuda;
-        let session = lock(&self.session);
-        (session.attribution() == Attribution::Order).then(|| {
-            session.correlation_mark(|| {
-                let _ = cuda.device_count();
-            })
-        })
+        lock(&self.session).correlation_mark(|| drop(cuda.device_count()))
     }
     fn encode_key(&self, call: u64, config: u64, run: u64, region: u64) -> Result<u64, EngineError> {
         let c = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);

@@ -92,7 +92,7 @@ impl Run {
             inner.names.insert(name.to_string());
             inner.stack.push(index);
             let start_ns = st.backend.timestamp_ns();
-            let start_correlation_id = opening_number(st.backend.correlation_mark());
+            let start_correlation_id = crate::attribution::opening_number(st.backend.correlation_mark());
             inner.spans.push(SpanRec {
                 name: name.to_string(),
                 key,
@@ -171,17 +171,6 @@ impl Drop for RegionGuard {
         if let Err(e) = st.backend.exit() {
             inner.misuse.push(format!("closing region failed: {e}"));
         }
-    }
-}
-
-/// A region's opening number: 0 where the backend numbers nothing (its end is then 0 too, and
-/// launch order gives the region nothing); `u32::MAX` where the numbered call got no id (0 would
-/// take every earlier launch).
-fn opening_number(mark: Option<u32>) -> u32 {
-    match mark {
-        None => 0,
-        Some(0) => u32::MAX,
-        Some(id) => id,
     }
 }
 
