@@ -672,6 +672,16 @@ fn rangeprof(b: &mut Bench) -> Result<(), BoxError> {
     Ok(())
 }
 
+/// An activity session in the default trace options with `attribution`.
+fn session_attributing(
+    libs: &kprof::loader::Libraries,
+    attribution: kprof::choices::Attribution,
+) -> Result<kprof::cupti::ActivitySession, kprof::EngineError> {
+    let mut trace = kprof::choices::TraceOptions::default();
+    trace.attribution = attribution;
+    kprof::cupti::ActivitySession::start_traced(libs.cupti, trace)
+}
+
 /// What the launch callback of `launchcb callbacks` keeps per launch: correlation id, thread,
 /// CUPTI timestamp, the thread's external id (what kprof's launch API and external-correlation
 /// records carry today).
@@ -711,9 +721,7 @@ fn launch_callbacks(b: &mut Bench, variant: &str) -> Result<(), BoxError> {
     let plain = ns_per_launch_queued(b, 12)?;
     let libs = kprof::loader::Libraries::load()?;
     // Launch API records as in session 13, when they were the default (attribution "records").
-    let mut trace = kprof::choices::TraceOptions::default();
-    trace.attribution = kprof::choices::Attribution::Records;
-    let session = kprof::cupti::ActivitySession::start_traced(libs.cupti, trace)?;
+    let session = session_attributing(libs, kprof::choices::Attribution::Records)?;
     let _ = LAUNCH_CUPTI.set(libs.cupti);
     if variant.starts_with("callbacks") {
         let hook = if variant == "callbacks" {
@@ -872,18 +880,17 @@ fn mark(libs: &kprof::loader::Libraries) -> u32 {
 /// graph and a kernel from a second thread, and one kernel after: each kernel's and graph's
 /// correlation id against the marks.
 fn bracket(b: &mut Bench, variant: &str) -> Result<(), BoxError> {
-    use kprof::choices::{Attribution, TraceOptions};
+    use kprof::choices::Attribution;
     use kprof::sys::cupti::CB_DOMAIN_DRIVER_API;
     ns_per_launch_queued(b, 2)?;
     let plain = ns_per_launch_queued(b, 12)?;
     let libs = kprof::loader::Libraries::load()?;
-    let mut trace = TraceOptions::default();
-    trace.attribution = if variant == "order" {
+    let attribution = if variant == "order" {
         Attribution::Order
     } else {
         Attribution::Records
     };
-    let mut session = kprof::cupti::ActivitySession::start_traced(libs.cupti, trace)?;
+    let mut session = session_attributing(libs, attribution)?;
     if variant != "order" {
         kprof::cupti::collector::set_callback_hook(mark_hook);
         session.enable_callback(CB_DOMAIN_DRIVER_API, CBID_DEVICE_GET_COUNT)?;
@@ -975,19 +982,14 @@ fn bracket(b: &mut Bench, variant: &str) -> Result<(), BoxError> {
 /// queued launches; per state the median over rounds of its difference to that round's `plain`.
 /// Also the host time of one correlation mark (median of 200).
 fn launch_parts(b: &mut Bench) -> Result<(), BoxError> {
-    use kprof::choices::{Attribution, TraceOptions};
-    use kprof::cupti::ActivitySession;
+    use kprof::choices::Attribution;
     let libs = kprof::loader::Libraries::load()?;
     let lib = kprof::counters::CuptiLib::load(&libs.cupti_path)?;
     kprof::counters::range::profiler_initialize(lib)?;
     let ctx = libs.cuda.ensure_context()? as usize;
     let metrics = vec!["gpu__time_duration.sum".to_string()];
     ns_per_launch_queued(b, 2)?;
-    let traced = |attribution| {
-        let mut t = TraceOptions::default();
-        t.attribution = attribution;
-        ActivitySession::start_traced(libs.cupti, t)
-    };
+    let traced = |attribution| session_attributing(libs, attribution);
     let mut rows: Vec<serde_json::Value> = Vec::new();
     let mut added: std::collections::BTreeMap<&str, Vec<f64>> = Default::default();
     let mut mark_ns = Vec::new();
