@@ -55,7 +55,8 @@
 //!    same [`RawResults`].
 //!
 //! The counter-data image is sized from the run (kernels of the previous counter pass in kernel
-//! replay, starting at 64 and growing ×4 on overflow; the run's regions in user replay). Nothing
+//! replay, starting at 64, or at the largest image an earlier benchmark of the profiler needed,
+//! and growing ×4 on overflow; the run's regions in user replay). Nothing
 //! is silently dropped: an overflow is detected by a spare range slot and either re-collected with
 //! a larger image (kernel replay) or returned as [`CountersError::DroppedRanges`].
 //!
@@ -412,7 +413,13 @@ pub(super) struct CounterState {
     pub kernel_records: bool,
 }
 
-const FIRST_CAPACITY: usize = 64;
+/// Ranges of a profiler's first counter-data image in kernel and application replay. A Range
+/// Profiler session's first `cuptiRangeProfilerStart` costs about 0.7 ms of host time per range
+/// of its image on top of 135 ms (H200, `truth_check firstpass cap=N`, 1 to 1025 ranges), later
+/// ones microseconds; a workload with more kernels grows the image ×4 and runs its counter pass
+/// again, once per profiler (in application replay on a new session, whose first `Start` sizes
+/// what it can hold: `RangeProfiler::collect`).
+pub(super) const FIRST_CAPACITY: usize = 64;
 const MAX_CAPACITY: usize = 1 << 16;
 
 /// What a counter pass gave for one run.
@@ -594,7 +601,7 @@ impl Profiler {
         Ok((
             Some(CounterState {
                 plan,
-                capacity: FIRST_CAPACITY,
+                capacity: self.counter_capacity,
                 kernel_records,
             }),
             duration,
@@ -690,6 +697,7 @@ impl Profiler {
                 match got {
                     Err(EngineError::Counters(CountersError::DroppedRanges { .. })) if st.capacity < MAX_CAPACITY => {
                         st.capacity *= 4;
+                        self.counter_capacity = self.counter_capacity.max(st.capacity);
                     }
                     Err(e) => return Err(e),
                     Ok(ranges) => {

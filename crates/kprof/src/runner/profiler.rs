@@ -100,6 +100,10 @@ pub struct Profiler {
     /// The current bench call's `DurationSource` column: `counters`, `records` or `cuda-events`
     /// (the resolved [`DurationSource`]).
     pub(super) duration_source: &'static str,
+    /// Ranges the next kernel- or application-replay counter pass starts with: the largest
+    /// counter-data image a benchmark of this profiler needed so far, so that a later benchmark
+    /// does not grow it again (see `counter_pass`).
+    pub(super) counter_capacity: usize,
 }
 
 /// The metric of [`Profiler::with_cuda_events`]: GPU time between two CUDA events around a
@@ -206,6 +210,7 @@ impl Profiler {
             metric,
             conditions,
             duration_source: "records",
+            counter_capacity: counter_pass::FIRST_CAPACITY,
         }
     }
 

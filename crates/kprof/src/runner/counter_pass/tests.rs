@@ -554,6 +554,14 @@ fn kernel_replay_grows_the_counter_data_image_instead_of_dropping_kernels() {
         .unwrap();
     assert_eq!(*mock.capacities.lock().unwrap(), vec![64, 256]);
     assert_eq!(series(&raw, "r", "bytes.sum").1, vec![200.0]);
+    // The profiler's next benchmark starts with the image the first one needed.
+    mock.capacities.lock().unwrap().clear();
+    p.bench("b2", &[], &o, |_, run| {
+        run.annotate("r", |_| m.launch("k", 1))?;
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(*mock.capacities.lock().unwrap(), vec![256]);
 }
 
 #[test]
