@@ -72,6 +72,10 @@ def report(rows: dict[str, dict]) -> tuple[str, float | None]:
                 start=f" of which Start {c['collect_start_s']:.3f}" if "collect_start_s" in c else "", **c,
             )
         )
+    if costs and costs[0] and costs[0].get("device_query_s"):
+        c = costs[0]
+        out.append(f"(of which on a helper thread during the warm-up runs: the device query {c['device_query_s']:.3f} s; "
+                   f"the benchmark waited {c['device_query_wait_s']:.3f} s for it)")
     default = rows.get("kprof", {}).get("wall_s")
     ratio = ns / default if ns and default else None
     out.append(

@@ -15,7 +15,7 @@
 # nsight-python 0.9.6 when carried). Not by default: graphprobe (CUDA events inside kprof's
 # benchmark of a graph, and graph replays before, during and after kprof's counters), mmclock (cycles and SM clock of matmul 1024/2048, kprof and ncu),
 # firstpass (the first Range Profiler collection's host time, with and without priming, one
-# process per variant), sweepdetail (the seed sweep with the counter cost at every call),
+# process per variant; FIRSTPASS_VARIANTS="cap=N ...": by counter-data image size), sweepdetail (the seed sweep with the counter cost at every call),
 # icachesize (how many steps the instruction flush needs), launchcb (host time per launch with
 # kprof's launch records, none, or launch callbacks) and launchorder (attribution by launch order:
 # launch cost by session part interleaved in one process, correlation-id brackets, the engine
@@ -61,7 +61,7 @@ fi
 
 if has firstpass; then
     step "firstpass: the first Range Profiler collection, with and without priming (Rust)"
-    for v in plain empty kernel thread-empty thread-kernel; do
+    for v in ${FIRSTPASS_VARIANTS:-plain empty kernel thread-empty thread-kernel}; do  # or cap=N
         timeout 120 "$BIN/truth_check" firstpass "$v" 2>&1 | tee -a "$LOG"
     done
 fi
@@ -305,12 +305,14 @@ if has sweepdetail; then
 fi
 if has pysweep; then
     step "python sweep: kprof vs nsight-python 0.9.6 (3 configs x 10 runs)"
-    timeout 120 "$PY" "$GT" sweep-plain 2>&1 | tee -a "$LOG"
-    timeout 120 "$PY" "$GT" sweep-kprof 2>&1 | tee -a "$LOG"
-    timeout 120 "$PY" "$GT" sweep-kprof records 2>&1 | tee -a "$LOG"
     NS_SITE=/tmp/nsight-site
-    "$PY" -m pip install -q --no-index --no-deps --no-compile --target "$NS_SITE" .carry/wheels-extra/*.whl \
-        && PYTHONPATH="$NS_SITE:/opt/nvidia/nsight-compute/2025.3.1/extras/python:${PYTHONPATH:-}" \
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --target "$NS_SITE" .carry/wheels-extra/*.whl || NS_SITE=
+    for _ in $(seq "${SWEEP_REPEATS:-1}"); do  # each tool in turn, SWEEP_REPEATS times (fresh processes)
+        timeout 120 "$PY" "$GT" sweep-plain 2>&1 | tee -a "$LOG"
+        timeout 120 "$PY" "$GT" sweep-kprof 2>&1 | tee -a "$LOG"
+        timeout 120 "$PY" "$GT" sweep-kprof records 2>&1 | tee -a "$LOG"
+        [ -n "$NS_SITE" ] && PYTHONPATH="$NS_SITE:/opt/nvidia/nsight-compute/2025.3.1/extras/python:${PYTHONPATH:-}" \
             timeout 200 "$PY" "$GT" sweep-nsight 2>&1 | grep -v "^==PROF==" | tail -n 20 | tee -a "$LOG"
+    done
 fi
 step "done"

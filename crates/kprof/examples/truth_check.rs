@@ -26,6 +26,7 @@
 //!   and graph launches fall between the correlation ids of `cuDeviceGetCount` marks around them.
 //! - `launchparts`: what each part of kprof's CUPTI session adds to the host time of a launch,
 //!   the states interleaved in one process (launch API records, launch order, kernel records).
+//! - `growimage [kernel|app]`: whether a session's first counter-data image limits later ones.
 //! - `rangeprof`: the Range Profiler alone (gpu__time_duration.sum, kernel and application
 //!   replay) over 3 eager kernels, a 60-node graph and 3 eager kernels: how many ranges a graph
 //!   launch gives.
@@ -768,16 +769,43 @@ fn first_pass(b: &mut Bench, variant: &str) -> Result<(), BoxError> {
     let small = &b.gpu.stream.alloc_zeros::<f32>(256)?;
     let tiny = grid(256);
     let kernel_prime = variant.ends_with("kernel");
+    // `cap=N`: no priming, the first collections with an image of N ranges; `prime=N` /
+    // `thread-prime=N`: an empty priming collection with an image of N ranges (this thread, or a
+    // helper during the warm-up load); the older variants prime with 1024.
+    let number = |key: &str| variant.split(key).nth(1).and_then(|n| n.parse::<usize>().ok());
+    let prime_capacity = number("prime=").unwrap_or(1024);
+    let primes = !(variant == "plain" || variant.starts_with("cap="));
     let open_and_prime = || -> Result<(RangeProfiler, serde_json::Value), BoxError> {
         gpu_ctx.bind_to_thread()?;
         let t0 = std::time::Instant::now();
         kprof::counters::range::profiler_initialize(lib)?;
-        let mut rp = RangeProfiler::new(lib, ctx as _, 0, &metrics, ReplayMode::Kernel)?;
+        // The host-side phases, timed apart (RangeProfiler::new repeats them, cheaply after this).
+        let init_s = t0.elapsed().as_secs_f64();
+        let t = std::time::Instant::now();
+        let chip = kprof::counters::range::chip_name(lib, 0)?;
+        let chip_s = t.elapsed().as_secs_f64();
+        let t = std::time::Instant::now();
+        let cpu = thread_cpu_s();
+        let avail = kprof::counters::range::counter_availability(lib, ctx as _)?;
+        let avail_s = t.elapsed().as_secs_f64();
+        let avail_cpu_s = thread_cpu_s() - cpu;
+        let t = std::time::Instant::now();
+        let mut host = kprof::counters::HostObject::new(lib, &chip, Some(&avail))?;
+        host.add_metrics(&kprof::counters::host::c_names(&metrics)?)?;
+        let _ = host.config_image()?;
+        let host_s = t.elapsed().as_secs_f64();
+        let t = std::time::Instant::now();
+        let cpu = thread_cpu_s();
+        let mode = if variant.contains("app") { ReplayMode::Application } else { ReplayMode::Kernel };
+        let mut rp = RangeProfiler::new(lib, ctx as _, 0, &metrics, mode)?;
+        let new_s = t.elapsed().as_secs_f64();
+        let new_cpu_s = thread_cpu_s() - cpu;
         let open_s = t0.elapsed().as_secs_f64();
         let mut prime = serde_json::Value::Null;
-        if variant != "plain" {
+        if primes {
             let t1 = std::time::Instant::now();
-            let r = rp.collect(1024, |_| {
+            let cpu1 = thread_cpu_s();
+            let r = rp.collect(prime_capacity, |_| {
                 if kernel_prime {
                     let mut l = prime_stream.launch_builder(&axpb);
                     l.arg(small).arg(&256u32);
@@ -787,12 +815,14 @@ fn first_pass(b: &mut Bench, variant: &str) -> Result<(), BoxError> {
             });
             prime = match r {
                 Ok(rec) => serde_json::json!({"wall_s": t1.elapsed().as_secs_f64(), "ranges": rec.ranges.len(),
+                    "cpu_s": thread_cpu_s() - cpu1, "capacity": prime_capacity,
                     "start_s": rec.timings.start_s, "stop_s": rec.timings.stop_s, "passes_s": rec.timings.passes_s}),
                 Err(e) => serde_json::json!({"wall_s": t1.elapsed().as_secs_f64(), "error": e.to_string()}),
             };
         }
-        let setup =
-            serde_json::json!({"open_s": open_s, "config_s": rp.config_s(), "enable_s": rp.enable_s(), "prime": prime});
+        let setup = serde_json::json!({"open_s": open_s, "config_s": rp.config_s(), "enable_s": rp.enable_s(),
+            "prime": prime, "init_s": init_s, "chip_s": chip_s, "avail_s": avail_s, "host_s": host_s, "new_s": new_s,
+            "avail_cpu_s": avail_cpu_s, "new_cpu_s": new_cpu_s});
         Ok((rp, setup))
     };
     // The warm-up load: 100 sgemm 4096 and a wait, timed.
@@ -821,14 +851,19 @@ fn first_pass(b: &mut Bench, variant: &str) -> Result<(), BoxError> {
     let ready_s = t_all.elapsed().as_secs_f64();
     let s = b.gpu.stream.clone();
     let mut collects = Vec::new();
-    for _ in 0..4 {
+    // `cap=N`: the first collections with a counter-data image of N ranges (64 otherwise), then
+    // one of 64 and one of 4N: whether the first Start's cost follows the image's size.
+    let cap: usize = number("cap=").unwrap_or(64);
+    for capacity in [cap, cap, cap, 64, 256, 1024] {
         let t0 = std::time::Instant::now();
-        let rec = rp.collect(64, |_| {
+        let cpu0 = thread_cpu_s();
+        let rec = rp.collect(capacity, |_| {
             let _ = b.mm[0].run(&b.blas);
             let _ = s.synchronize();
         })?;
         let t = rec.timings;
-        collects.push(serde_json::json!({"wall_s": t0.elapsed().as_secs_f64(), "setup_s": t.setup_s,
+        collects.push(serde_json::json!({"capacity": capacity, "cpu_s": thread_cpu_s() - cpu0,
+            "wall_s": t0.elapsed().as_secs_f64(), "setup_s": t.setup_s, "image_s": t.image_s,
             "start_s": t.start_s, "passes_s": t.passes_s, "stop_s": t.stop_s, "decode_s": t.decode_s,
             "values": rec.ranges.iter().map(|r| r.get("gpu__time_duration.sum").unwrap_or(f64::NAN)).collect::<Vec<_>>()}));
     }
@@ -837,6 +872,53 @@ fn first_pass(b: &mut Bench, variant: &str) -> Result<(), BoxError> {
         "setup": setup, "collects": collects}),
     );
     Ok(())
+}
+
+/// `growimage [app]`: whether a Range Profiler session whose first collection had a small
+/// counter-data image (17 ranges) takes later collections of more kernels into larger images,
+/// and whether a new session does. One `growimage` row: per collection its image, the kernels
+/// launched, the ranges returned (or the error) and the host time of its `Start`.
+fn grow_image(b: &mut Bench, variant: &str) -> Result<(), BoxError> {
+    use kprof::counters::{CuptiLib, RangeProfiler};
+    let libs = kprof::loader::Libraries::load()?;
+    let lib = CuptiLib::load(&libs.cupti_path)?;
+    let ctx = libs.cuda.ensure_context()?;
+    let metrics = vec!["gpu__time_duration.sum".to_string()];
+    let mode = if variant == "app" { ReplayMode::Application } else { ReplayMode::Kernel };
+    let s = b.gpu.stream.clone();
+    let small = s.alloc_zeros::<f32>(256)?;
+    let mut rows = Vec::new();
+    let mut rp = RangeProfiler::new(lib, ctx as _, 0, &metrics, mode)?;
+    for (session, capacity, kernels) in [(1, 16, 1), (1, 64, 60), (1, 256, 200), (2, 64, 60), (2, 256, 200), (2, 16, 10)] {
+        if session == 2 && rows.len() == 3 {
+            drop(rp);
+            rp = RangeProfiler::new(lib, ctx as _, 0, &metrics, mode)?;
+        }
+        let r = rp.collect(capacity, |_| {
+            for _ in 0..kernels {
+                let mut l = s.launch_builder(&b.axpb);
+                l.arg(&small).arg(&256u32);
+                let _ = unsafe { l.launch(grid(256)) };
+            }
+            let _ = s.synchronize();
+        });
+        rows.push(match r {
+            Ok(rec) => serde_json::json!({"session": session, "capacity": capacity, "kernels": kernels,
+                "ranges": rec.ranges.len(), "start_s": rec.timings.start_s}),
+            Err(e) => serde_json::json!({"session": session, "capacity": capacity, "kernels": kernels, "error": e.to_string()}),
+        });
+    }
+    emit(serde_json::json!({"mode": "growimage", "variant": variant, "collects": rows}));
+    Ok(())
+}
+
+/// CPU time of the calling thread so far, seconds (`CLOCK_THREAD_CPUTIME_ID`): whether a slow
+/// CUPTI call computes or waits.
+fn thread_cpu_s() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec that we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 /// Correlation ids that `cuDeviceGetCount` callbacks saw on a thread that armed them (`bracket`).
@@ -1056,9 +1138,10 @@ fn main() {
             Some("firstpass") => first_pass(&mut b, args.get(1).map(String::as_str).unwrap_or("plain")),
             Some("launchcb") => launch_callbacks(&mut b, args.get(1).map(String::as_str).unwrap_or("records")),
             Some("launchparts") => launch_parts(&mut b),
+            Some("growimage") => grow_image(&mut b, args.get(1).map(String::as_str).unwrap_or("kernel")),
             Some("bracket") => bracket(&mut b, args.get(1).map(String::as_str).unwrap_or("records")),
             _ => Err(
-                "usage: truth_check events | kprof [records|counters|auto] [kernel|application] | ncu-target | rangeprof | launch | mmicache | icachesize | firstpass [plain|empty|kernel|thread-empty|thread-kernel] | launchcb [records|none|callbacks|callbacks-empty] | bracket [records|off] | launchparts"
+                "usage: truth_check events | kprof [records|counters|auto] [kernel|application] | ncu-target | rangeprof | launch | mmicache | icachesize | firstpass [plain|empty|kernel|thread-empty|thread-kernel|cap=N|prime=N|thread-prime=N] | launchcb [records|none|callbacks|callbacks-empty] | bracket [records|off] | launchparts | growimage [kernel|app]"
                     .into(),
             ),
         }
