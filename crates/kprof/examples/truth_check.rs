@@ -796,7 +796,11 @@ fn first_pass(b: &mut Bench, variant: &str) -> Result<(), BoxError> {
         let host_s = t.elapsed().as_secs_f64();
         let t = std::time::Instant::now();
         let cpu = thread_cpu_s();
-        let mode = if variant.contains("app") { ReplayMode::Application } else { ReplayMode::Kernel };
+        let mode = if variant.contains("app") {
+            ReplayMode::Application
+        } else {
+            ReplayMode::Kernel
+        };
         let mut rp = RangeProfiler::new(lib, ctx as _, 0, &metrics, mode)?;
         let new_s = t.elapsed().as_secs_f64();
         let new_cpu_s = thread_cpu_s() - cpu;
@@ -884,12 +888,23 @@ fn grow_image(b: &mut Bench, variant: &str) -> Result<(), BoxError> {
     let lib = CuptiLib::load(&libs.cupti_path)?;
     let ctx = libs.cuda.ensure_context()?;
     let metrics = vec!["gpu__time_duration.sum".to_string()];
-    let mode = if variant == "app" { ReplayMode::Application } else { ReplayMode::Kernel };
+    let mode = if variant == "app" {
+        ReplayMode::Application
+    } else {
+        ReplayMode::Kernel
+    };
     let s = b.gpu.stream.clone();
     let small = s.alloc_zeros::<f32>(256)?;
     let mut rows = Vec::new();
     let mut rp = RangeProfiler::new(lib, ctx as _, 0, &metrics, mode)?;
-    for (session, capacity, kernels) in [(1, 16, 1), (1, 64, 60), (1, 256, 200), (2, 64, 60), (2, 256, 200), (2, 16, 10)] {
+    for (session, capacity, kernels) in [
+        (1, 16, 1),
+        (1, 64, 60),
+        (1, 256, 200),
+        (2, 64, 60),
+        (2, 256, 200),
+        (2, 16, 10),
+    ] {
         if session == 2 && rows.len() == 3 {
             drop(rp);
             rp = RangeProfiler::new(lib, ctx as _, 0, &metrics, mode)?;
