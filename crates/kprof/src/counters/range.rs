@@ -299,7 +299,7 @@ impl RangeProfiler {
         // H200: 4 kernels into a 2-range image gave 2 ranges and no error), so a range in the
         // spare slot is how an overflow shows.
         let user_max = max_ranges;
-        if self.mode != ReplayMode::Kernel && self.first_start_ranges.is_some_and(|r| r < max_ranges + 1) {
+        if needs_new_session(self.mode, self.first_start_ranges, max_ranges + 1) {
             self.reenable()?;
         }
         let mut image = self.counter_data_image(max_ranges + 1)?;
@@ -624,6 +624,13 @@ impl RangeProfiler {
     }
 }
 
+/// Whether a collection into an image of `image_ranges` ranges needs a new session: in user
+/// replay (application and range modes) when the session's first `Start` had a smaller image
+/// (see `RangeProfiler::first_start_ranges`); never in kernel replay.
+fn needs_new_session(mode: ReplayMode, first_start_ranges: Option<usize>, image_ranges: usize) -> bool {
+    mode != ReplayMode::Kernel && first_start_ranges.is_some_and(|first| first < image_ranges)
+}
+
 /// `cuptiRangeProfilerEnable` on `ctx`: the new Range Profiler object.
 fn enable(lib: &CuptiLib, ctx: CUcontext) -> Result<*mut RangeProfilerObject, CountersError> {
     let mut en = CUpti_RangeProfiler_Enable_Params {
@@ -820,4 +827,23 @@ pub fn counter_availability(lib: &CuptiLib, ctx: CUcontext) -> Result<Vec<u8>, C
     )?;
     buf.truncate(p.counterAvailabilityImageSize);
     Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{needs_new_session, ReplayMode};
+
+    #[test]
+    fn a_user_replay_session_is_enabled_anew_for_an_image_larger_than_its_first() {
+        for mode in [ReplayMode::Application, ReplayMode::User] {
+            assert!(!needs_new_session(mode, None, 1000), "no Start yet: the first sizes it");
+            assert!(!needs_new_session(mode, Some(65), 65));
+            assert!(!needs_new_session(mode, Some(257), 65), "a smaller image fits");
+            assert!(needs_new_session(mode, Some(65), 257));
+        }
+        assert!(
+            !needs_new_session(ReplayMode::Kernel, Some(17), 65536),
+            "kernel replay took 200 after 17"
+        );
+    }
 }
