@@ -73,3 +73,34 @@ def test_session15_an_application_replay_session_holds_twice_its_first_image():
     assert got("app") == [(1, 16, 1, 1), (1, 64, 60, 34), (1, 256, 200, 34), (2, 64, 60, 60), (2, 256, 200, 130),
                           (2, 16, 10, 10)]
     assert all(k == n for _, _, k, n in got("kernel"))
+
+
+def test_session15_long_chains_keep_the_counters_once_the_session_is_enabled_anew():
+    """s15-call5: torch regions of 40, 200 and 300 kernels take every duration from the counters
+    (2.67 us per kernel in each), and `growimage app` returns every kernel now that a larger image
+    starts a new session."""
+    rows = truth_rows("s15-call5-long-chains-image-growth-rust-python-sweep.log")
+    chains = {r["kernels"]: r for r in rows if r.get("part") == "chain"}
+    assert sorted(chains) == [40, 200, 300]
+    for n, r in chains.items():
+        assert r["source"] == ["counters"] and not any("profiled" in w for w in r["warnings"]), r
+        per_kernel = sorted(r["values"])[len(r["values"]) // 2] / n
+        assert 2500 < per_kernel < 2850, (n, per_kernel)
+    grow = [r for r in rows if r.get("mode") == "growimage"]
+    assert [c["ranges"] for c in grow[0]["collects"]] == [c["kernels"] for c in grow[0]["collects"]]
+    text, _ = sweep_bench_report(sweep_bench(), "s15-call5-long-chains-image-growth-rust-python-sweep.log")
+    assert "7.5x (target 10x: not met)" in text, text
+
+
+def test_session15_verdicts_with_the_final_engine():
+    """s15-call6: 31 of 35 rows hold; graphs from two streams, step 6 `x * 2` DRAM % against this
+    call's ncu (83.78, +0.97 point) and the seed sweep (6.4x against nsight-python's 7.06 s) fail."""
+    r, v = judge(truth_log("s15-call6-truth-check-final-engine.log"))
+    assert "truth verdicts: 31 passed, 4 failed, 0 missing" in r.stdout, r.stdout
+    assert {k for k, x in v.items() if x == "FAIL"} == {
+        ("python", "graph from 2 streams"), ("rust", "graph from 2 streams"),
+        ("python", "step 6 x2_64M DRAM %"), ("python", "seed sweep speed"),
+    }
+    for key in [("python", "60-kernel eager chain"), ("rust", "60-kernel eager chain"),
+                ("kprof run", "eager chain, --durations counters (C++)"), ("rust", "host cost per launch")]:
+        assert v[key] == "PASS", (key, r.stdout)
