@@ -6,6 +6,7 @@
     python3 gpu_check_truth.py sweep-kprof   # the seed's matmul sweep (3 configs x 10 runs), wall time
     python3 gpu_check_truth.py sweep-nsight  # the same sweep with nsight-python 0.9.6 (relaunches under ncu)
     python3 gpu_check_truth.py sweep-plain   # the same work without a profiler
+    python3 gpu_check_truth.py chains        # regions of 40, 200 and 300 kernels, durations from the counters
     python3 gpu_check_truth.py graph-probe [CASE] [late]  # events inside kprof's benchmark of a graph
     python3 gpu_check_truth.py mm-clock      # matmul 1024/2048: cycles and SM clock beside the duration
     python3 gpu_check_truth.py graph-state   # graph replays by events before, during and after kprof's counters
@@ -652,6 +653,29 @@ def sweep_detail():
          cost=kprof._core.counter_cost(), t0=t0, calls=calls)
 
 
+def long_chains():
+    """Regions of 40, 200 and 300 `x.mul_` kernels in default settings (application replay,
+    durations from the counters): whether a counter pass holds more kernels than twice the
+    session's first counter-data image (65 ranges). One `chain` row per length: the values, the
+    duration sources, the first warnings and the counter cost so far."""
+    import kprof
+
+    x = torch.ones(1 << 20, device="cuda")
+    for n in (40, 200, 300):
+        @kprof.analyze.kernel(runs=5, cache_control="none", thermal_mode="off", verbosity=0)
+        def bench():
+            with kprof.annotate("chain"):
+                for _ in range(n):
+                    x.mul_(1.0001)
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            df = bench().raw()
+        emit(part="chain", kernels=n, values=[float(v) for v in df["Value"]],
+             source=sorted(set(str(s) for s in df.get("DurationSource", []))),
+             warnings=[str(m.message)[:300] for m in caught][:3], cost=kprof._core.counter_cost())
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "case":
         kprof_case(*sys.argv[2:])
@@ -678,4 +702,5 @@ if __name__ == "__main__":
         "launch-states": launch_states,
         "launch-control": launch_control,
         "sweep-detail": sweep_detail,
+        "chains": long_chains,
     }[sys.argv[1]]()
