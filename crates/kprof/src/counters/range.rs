@@ -82,7 +82,8 @@ pub struct Recording {
 /// [`RangeProfiler::stop_streaming`] says), by phase (seconds).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct CollectTimings {
-    /// Counter-data image and `cuptiRangeProfilerSetConfig`.
+    /// Counter-data image and `cuptiRangeProfilerSetConfig` (and, in user replay, enabling a
+    /// new session when the image outgrows the one of the session's first `Start`).
     pub setup_s: f64,
     /// Of `setup_s`: the counter-data image (a copy of a blank one once one was initialised).
     pub image_s: f64,
