@@ -550,7 +550,6 @@ impl RangeProfiler {
         let mut start = self.obj_params();
         self.lib
             .check("cuptiRangeProfilerStart", self.lib.fns.rp_start(&mut start))?;
-        self.first_start_ranges.get_or_insert(max_ranges + 1);
         self.stream = Some(Stream {
             image,
             capacity: max_ranges,
