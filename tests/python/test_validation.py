@@ -252,6 +252,23 @@ def test_configure_before_the_engine_starts_accepts_every_value():
         kprof.configure()  # back to the defaults for the rest of the session
 
 
+def test_release_counters_warns_when_cupti_must_stay_attached(monkeypatch):
+    """CUPTI left attached because graphs instantiated under it may be alive: one warning that says
+    why and what it costs; detached (or no profiler ended): silent."""
+    import warnings
+
+    from kprof import _measurement
+
+    monkeypatch.setattr(_measurement._core, "release_counters", lambda: "graphs")
+    with pytest.warns(UserWarning, match="CUPTI stays attached.*CUDA graphs instantiated"):
+        kprof.release_counters()
+    for state in ("detached", None, "in-use"):
+        monkeypatch.setattr(_measurement._core, "release_counters", lambda s=state: s)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert kprof.release_counters() is None
+
+
 def test_release_counters_is_public_and_harmless_without_a_session():
     # Nothing is open on a machine without a GPU: the call returns and can be repeated.
     assert "release_counters" in kprof.__all__

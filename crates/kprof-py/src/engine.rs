@@ -72,6 +72,17 @@ fn configure_trace(kernel_trace: &str, graph_trace: Option<&str>, attribution: &
     Ok(())
 }
 
+/// Ends this thread's profiler, if it has one and no benchmark of it is running (`true` then): its
+/// activity session stops, its counters are given back and CUPTI leaves the process when it can
+/// (`kprof::runner::last_cupti_detach`); the next benchmark starts a new one with the same trace
+/// options.
+pub(crate) fn end_profiler() -> bool {
+    PROFILER.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut slot) => slot.take().is_some(),
+        Err(_) => false,
+    })
+}
+
 /// A CUPTI profiler with the trace options of `kprof.configure` (which then cannot change).
 fn traced_profiler() -> Result<Profiler, kprof::EngineError> {
     let mut slot = TRACE.lock().unwrap_or_else(|p| p.into_inner());

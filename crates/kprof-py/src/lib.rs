@@ -213,12 +213,23 @@ fn parse_choice(option: &str, value: &str) -> PyResult<String> {
         .map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
-/// `release_counters() -> None`: ends this process's Range Profiler session, if one is open (it
-/// stays open between benchmarks), so that other processes can read the GPU's counters
-/// (scale-out workers, Nsight Compute).
+/// `release_counters() -> str | None`: ends this process's Range Profiler session, if one is open
+/// (it stays open between benchmarks), so that other processes can read the GPU's counters
+/// (scale-out workers, Nsight Compute); called on the thread that ran the benchmarks, it also
+/// ends that thread's profiler, which detaches CUPTI from the process when it can. Returns what
+/// ending the profiler did with CUPTI (`"detached"`, or why it stayed attached: `"graphs"`,
+/// `"in-use"`, `"older-cupti"`; see the Rust `last_cupti_detach`), `None` when no profiler ended.
 #[pyfunction]
-fn release_counters(py: Python<'_>) {
-    py.detach(kprof::runner::release_counters);
+fn release_counters(py: Python<'_>) -> Option<&'static str> {
+    py.detach(|| {
+        let ended = engine::end_profiler();
+        kprof::runner::release_counters();
+        if ended {
+            kprof::runner::last_cupti_detach()
+        } else {
+            None
+        }
+    })
 }
 
 /// `write_file(path: str, data: bytes) -> None`: writes `data` at `path` with the writer every

@@ -68,6 +68,7 @@ pub use crate::counters::ReplayMode;
 pub use crate::overrides::{L2_FLUSH_BYTES_ENV, L2_FLUSH_ENV};
 pub use counter_cost::{counter_cost, CounterCost};
 pub use counter_pass::{is_counter_metric, release_counters, CounterPlan};
+pub use gpu::last_cupti_detach;
 pub use kprof_core::policy::{Decision, StopReason, StoppingPolicy};
 pub use kprof_core::transforms::Reducer;
 pub(crate) use l2_flush::FlushSpec;

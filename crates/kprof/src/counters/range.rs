@@ -794,6 +794,12 @@ pub fn profiler_deinitialize(lib: &CuptiLib) {
     }
 }
 
+/// Whether CUPTI's profiler is initialized in this process ([`profiler_initialize`], not yet
+/// [`profiler_deinitialize`]d).
+pub fn profiler_initialized() -> bool {
+    PROFILER_INITIALIZED.load(Ordering::Acquire)
+}
+
 /// `cuptiDeviceGetChipName` (e.g. `"GH100"`); call [`profiler_initialize`] first.
 pub fn chip_name(lib: &CuptiLib, device_index: usize) -> Result<String, CountersError> {
     let mut p = CUpti_Device_GetChipName_Params {

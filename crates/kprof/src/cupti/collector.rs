@@ -311,7 +311,7 @@ impl ActivitySession {
         match s.start_inner(trace) {
             Ok(()) => Ok(s),
             Err(e) => {
-                s.stop_inner();
+                s.stop_leaving_cupti_attached();
                 Err(e)
             }
         }
@@ -380,6 +380,10 @@ impl ActivitySession {
                     switch_kind(c, ACTIVITY_KIND_GRAPH_TRACE, false);
                 }
             }
+        }
+        if self.graph_trace != GraphTrace::Graph {
+            // No guard: graph executables instantiated from now on go unseen.
+            graph_guard::note_unseen_graph_execs();
         }
         c.check(
             "cuptiActivityEnable(EXTERNAL_CORRELATION)",
@@ -569,6 +573,14 @@ impl ActivitySession {
             graph_guard::CB_DOMAIN_RESOURCE,
             graph_guard::CBID_RESOURCE_GRAPHEXEC_CREATED,
         );
+        if r == CUPTI_SUCCESS {
+            r = enable.call(
+                1,
+                sub,
+                graph_guard::CB_DOMAIN_RESOURCE,
+                graph_guard::CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING,
+            );
+        }
         for id in graph_guard::GRAPH_LAUNCH_CBIDS {
             if r == CUPTI_SUCCESS {
                 r = enable.call(1, sub, graph_guard::CB_DOMAIN_DRIVER_API, id);
@@ -749,10 +761,25 @@ impl ActivitySession {
         lock(&STATE).dump_path.clone()
     }
 
-    /// Disables the record kinds and unsubscribes. Records not yet flushed are discarded.
-    pub fn stop(mut self) -> Result<(), EngineError> {
+    /// As [`ActivitySession::stop`], for a session its owner keeps and is about to detach CUPTI
+    /// from (a no-op when it already stopped): nothing is recorded after it.
+    pub fn end(&mut self) {
         self.stop_inner();
+    }
+
+    /// Disables the record kinds and unsubscribes. Records not yet flushed are discarded. CUPTI
+    /// stays attached to the process (graph executables instantiated from now on go unseen:
+    /// kprof will not detach it later, see [`graph_guard`]).
+    pub fn stop(mut self) -> Result<(), EngineError> {
+        self.stop_leaving_cupti_attached();
         Ok(())
+    }
+
+    fn stop_leaving_cupti_attached(&mut self) {
+        if !self.stopped {
+            self.stop_inner();
+            graph_guard::note_unseen_graph_execs();
+        }
     }
 
     fn stop_inner(&mut self) {
@@ -782,8 +809,13 @@ impl ActivitySession {
 
 impl Drop for ActivitySession {
     fn drop(&mut self) {
-        self.stop_inner();
+        self.stop_leaving_cupti_attached();
     }
+}
+
+/// Whether an activity session of kprof's is running in this process.
+pub fn session_running() -> bool {
+    ACTIVE.load(Ordering::SeqCst)
 }
 
 /// Whether a dump path is configured in the environment (for the runner's messages).

@@ -48,6 +48,12 @@ impl Cupti {
         Ok(c)
     }
 
+    /// `cuptiFinalize`: detaches CUPTI from the process. Call it only when no activity session
+    /// and no profiler session is open ([`crate::runner`] does, when a profiler ends).
+    pub fn finalize(&self) -> Result<(), EngineError> {
+        self.check("cuptiFinalize", self.fns.finalize())
+    }
+
     /// The text for a CUPTI result code.
     pub fn result_string(&self, code: CuptiResult) -> String {
         self.fns

@@ -175,6 +175,11 @@ fn constants_match_cupti_13_0_headers() {
             "CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED",
             ffi::CBID_RESOURCE_GRAPHEXEC_CREATED as i64,
         ),
+        (
+            &cb,
+            "CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING",
+            ffi::CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING as i64,
+        ),
         (&ver, "CUPTI_API_VERSION", 130001),
     ];
     let mut bad = Vec::new();

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use super::{
     cbid, CUpti_CallbackData, CUpti_GraphData, CUpti_ResourceData, API_EXIT, CBID_RESOURCE_GRAPHEXEC_CREATED,
-    CB_DOMAIN_DRIVER_API, CB_DOMAIN_RESOURCE, CB_DOMAIN_RUNTIME_API,
+    CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING, CB_DOMAIN_DRIVER_API, CB_DOMAIN_RESOURCE, CB_DOMAIN_RUNTIME_API,
 };
 
 /// A function that receives the subscriber's callbacks.
@@ -110,6 +110,19 @@ impl<'a> Callback<'a> {
         if self.cbid != CBID_RESOURCE_GRAPHEXEC_CREATED {
             return None;
         }
+        self.graph_exec_of_resource()
+    }
+
+    /// The executable (`CUgraphExec`, as an address) of
+    /// `CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING`.
+    pub fn destroyed_graph_exec(&self) -> Option<usize> {
+        if self.cbid != CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING {
+            return None;
+        }
+        self.graph_exec_of_resource()
+    }
+
+    fn graph_exec_of_resource(&self) -> Option<usize> {
         let rd = self.resource()?;
         if rd.resourceDescriptor.is_null() {
             return None;

@@ -66,8 +66,7 @@ pub struct CuptiFns {
     pub(super) cuptiActivityGetNextRecord: FnGetNextRecord,
     pub(super) cuptiActivityGetNumDroppedRecords: FnGetNumDropped,
     cuptiGetTimestamp: FnGetTimestamp,
-    /// Resolved (a libcupti without it is refused, as always) but never called.
-    #[allow(dead_code)]
+    /// `cuptiFinalize`: detaches CUPTI from the process when kprof is done with it.
     cuptiFinalize: FnFinalize,
     /// `cuptiEnableCallback` (optional: only callbacks need it).
     cuptiEnableCallback: Option<FnEnableCallback>,
@@ -321,6 +320,14 @@ impl CuptiFns {
     pub(crate) fn subscribe_without_callback(&self, subscriber: &mut SubscriberHandle) -> CuptiResult {
         // SAFETY: writes one handle into `subscriber`; no callback, no user data.
         unsafe { (self.cuptiSubscribe)(subscriber, None, std::ptr::null_mut()) }
+    }
+
+    /// `cuptiFinalize`: CUPTI leaves the process (the driver's tool hooks off) until the next
+    /// CUPTI call attaches it again.
+    pub(crate) fn finalize(&self) -> CuptiResult {
+        // SAFETY: takes no arguments; called only with no subscriber, activity kind or profiler
+        // session of kprof's left on (see `runner::detach_cupti`).
+        unsafe { (self.cuptiFinalize)() }
     }
 
     /// `cuptiUnsubscribe`.
