@@ -19,7 +19,13 @@
 # icachesize (how many steps the instruction flush needs), launchcb (host time per launch with
 # kprof's launch records, none, or launch callbacks) and launchorder (attribution by launch order:
 # launch cost by session part interleaved in one process, correlation-id brackets, the engine
-# checks c d e with the activity recorded; needs gpu_check in .carry/bin).
+# checks c d e with the activity recorded; needs gpu_check in .carry/bin), pystep6 (seed step 6
+# alone in STEP6_REPEATS fresh processes; pyncu runs ncu's step 6 that many times too: the
+# verdicts take the medians; pyncu6: ncu's step 6 alone) and graphstates (graph replays by CUDA events in each state of
+# kprof's CUPTI session, Rust) and cuptistates (the same before and after one raw CUPTI call,
+# one process per call: CUPTI_VARIANTS), releasestate (Python: graphs by CUDA events before
+# kprof, with CUPTI attached, after kprof.release_counters(), with and without a graph kept from
+# the session).
 # Every result line is
 # `TRUTH {json}` in $OUT/truth.log; nothing here changes a GPU setting.
 set -uo pipefail
@@ -218,7 +224,7 @@ print("TRUTH " + json.dumps({"mode": "energy", "polls": polls, "changes": len(ch
 EOF
 fi
 # ---- The Python door (the wheel in .carry/wheels), torch workloads ----
-if has pyrefs || has pykprof || has pylaunch || has pyncu || has pysweep || has graphprobe || has mmclock || has sweepdetail; then
+if has pyrefs || has pykprof || has pystep6 || has pyncu6 || has releasestate || has pylaunch || has pyncu || has pysweep || has graphprobe || has mmclock || has sweepdetail; then
     source scripts/gpu-wheel.sh
     GT=scripts/gpu_check_truth.py
 fi
@@ -239,6 +245,12 @@ if has pykprof; then
     step "python kprof: step 6 and energy"
     timeout 200 "$PY" -X faulthandler "$GT" kprof 2>&1 | tail -n 25 | tee -a "$LOG"
 fi
+if has pystep6; then
+    step "python kprof: step 6 alone, STEP6_REPEATS fresh processes"
+    for _ in $(seq "${STEP6_REPEATS:-1}"); do
+        timeout 120 "$PY" -X faulthandler "$GT" step6 2>&1 | grep '^TRUTH' | tee -a "$LOG"
+    done
+fi
 if has pylaunch; then
     step "python launch cost"
     # Default settings, then one change each: what each part of the tracing costs per launch.
@@ -251,26 +263,52 @@ if has pylaunch; then
         timeout 120 "$PY" "$GT" launch-states 2>&1 | tail -n 3 | tee -a "$LOG"
     done
 fi
+if has releasestate; then
+    step "python releasestate: graphs by events before kprof, attached, after release_counters (and with a graph kept from the session)"
+    for v in "" keep; do
+        timeout 120 "$PY" -X faulthandler "$GT" release-state $v 2>&1 | grep '^TRUTH\|Error\|error' | tee -a "$LOG"
+    done
+fi
+if has graphstates; then
+    step "graphstates: graph replays by events in each state of kprof's CUPTI session (Rust)"
+    timeout 200 "$BIN/truth_check" graphstates 2>&1 | tee -a "$LOG"
+fi
+if has cuptistates; then
+    step "cuptistates: graph replays by events before and after one raw CUPTI call, one process per call (Rust)"
+    for v in ${CUPTI_VARIANTS:-none timestamp subscribe callback graph concurrent driver}; do
+        timeout 120 "$BIN/truth_check" cuptistates "$v" 2>&1 | tee -a "$LOG"
+    done
+fi
 if has launch; then
     step "launch: host time per cuLaunchKernel queued behind a spin kernel, with and without kprof (Rust)"
     timeout 120 "$BIN/truth_check" launch 2>&1 | tee -a "$LOG"
 fi
 ncu_py() { # out.csv cache replay metrics target ranges...
-    local out="$1" cache="$2" replay="$3" metrics="$4" target="$5"; shift 5
+    local out="$1" cache="$2" replay="$3" metrics="$4" target="$5" f; shift 5
     local incl=()
     for f in "$@"; do incl+=(--nvtx-include "$f/"); done
     timeout 300 "$NCU" --nvtx "${incl[@]}" --cache-control "$cache" --clock-control none --replay-mode "$replay" \
         --metrics "$metrics" --csv --print-units base --page raw "$PY" "$GT" "$target" > "$out" 2> "$out.err"
     echo "ncu exit $? -> $out ($(wc -l < "$out") lines)" | tee -a "$LOG"
 }
-if has pyncu; then
+if has pyncu || has pyncu6; then
     step "python ncu references"
-    ncu_py "$OUT/pyncu-none.csv" none kernel gpu__time_duration.sum ncu-target eager60 k2us k20us
-    ncu_py "$OUT/pyncu-all.csv" all kernel gpu__time_duration.sum ncu-target k2ms mm1024 mm2048 mm4096 mm8192 x2_64M
-    ncu_py "$OUT/pyncu-step6.csv" all application \
-        sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,gpu__time_duration.sum \
-        ncu-target-step6 fp16_mm4096 s6_x2_64M
-    "$PY" scripts/truth_verdicts.py ncu-csv "$OUT/pyncu-none.csv" "$OUT/pyncu-all.csv" "$OUT/pyncu-step6.csv" 2>&1 | tee -a "$LOG"
+    csvs=()
+    if has pyncu; then
+        ncu_py "$OUT/pyncu-none.csv" none kernel gpu__time_duration.sum ncu-target eager60 k2us k20us
+        ncu_py "$OUT/pyncu-all.csv" all kernel gpu__time_duration.sum ncu-target k2ms mm1024 mm2048 mm4096 mm8192 x2_64M
+        csvs+=("$OUT/pyncu-none.csv" "$OUT/pyncu-all.csv")
+    fi
+    # Step 6 in STEP6_REPEATS ncu processes (its DRAM % moves about a point between processes);
+    # pyncu6: these alone.
+    for i in $(seq "${STEP6_REPEATS:-1}"); do
+        csv="$OUT/pyncu-step6.csv"; [ "$i" = 1 ] || csv="$OUT/pyncu-step6-$i.csv"
+        ncu_py "$csv" all application \
+            sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,gpu__time_duration.sum \
+            ncu-target-step6 fp16_mm4096 s6_x2_64M
+        csvs+=("$csv")
+    done
+    "$PY" scripts/truth_verdicts.py ncu-csv "${csvs[@]}" 2>&1 | tee -a "$LOG"
 fi
 if has graphprobe; then
     step "python graph probe: CUDA events inside kprof's benchmark of a graph"

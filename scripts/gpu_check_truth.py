@@ -2,6 +2,7 @@
 
     python3 gpu_check_truth.py refs          # CUDA events, no profiler loaded in this process
     python3 gpu_check_truth.py kprof         # kprof in default settings, every case
+    python3 gpu_check_truth.py step6         # seed step 6 alone (SM and DRAM %, default replay)
     python3 gpu_check_truth.py ncu-target    # the eager cases in NVTX ranges, for ncu
     python3 gpu_check_truth.py sweep-kprof   # the seed's matmul sweep (3 configs x 10 runs), wall time
     python3 gpu_check_truth.py sweep-nsight  # the same sweep with nsight-python 0.9.6 (relaunches under ncu)
@@ -10,6 +11,7 @@
     python3 gpu_check_truth.py graph-probe [CASE] [late]  # events inside kprof's benchmark of a graph
     python3 gpu_check_truth.py mm-clock      # matmul 1024/2048: cycles and SM clock beside the duration
     python3 gpu_check_truth.py graph-state   # graph replays by events before, during and after kprof's counters
+    python3 gpu_check_truth.py release-state [keep]  # graphs by events before kprof, attached, after release_counters
     python3 gpu_check_truth.py launch-states # host cost per launch in each state kprof leaves a process in
     python3 gpu_check_truth.py launch-control # the same measurements in a process without a profiler (drift)
     python3 gpu_check_truth.py sweep-detail  # the default sweep with the counter cost at every closure call
@@ -240,11 +242,12 @@ def kprof_case(name, source=None):
          warnings=[str(w.message)[:300] for w in caught][:4])
 
 
-def kprof_part():
+def step6_part(c=None):
+    """Seed step 6: SM and DRAM throughput in the default replay (application), 3 runs each of
+    the fp16 matmul 4096 and `x * 2` over 64M floats; one `step6` row per case and metric."""
     import kprof
 
-    c = Cases()
-    # Seed step 6: SM and DRAM throughput in the default replay (application).
+    c = c or Cases()
     mets = ["sm__throughput.avg.pct_of_peak_sustained_elapsed", "dram__throughput.avg.pct_of_peak_sustained_elapsed"]
     for name, fn in (("fp16_mm4096", lambda: c.h16 @ c.h16), ("x2_64M", lambda: c.big * 2.0)):
         @kprof.analyze.kernel(runs=3, metrics=mets, thermal_mode="off", verbosity=0)
@@ -258,6 +261,13 @@ def kprof_part():
         for m in mets:
             v = [float(x) for x in df[df.Metric == m]["Value"]]
             emit(part="step6", case=name, metric=m, value=statistics.median(v), values=v, wall_s=wall)
+
+
+def kprof_part():
+    import kprof
+
+    c = Cases()
+    step6_part(c)
     # Energy per run of the fp32 matmul 8192 (conditions on by default).
     a, b = c.mats[8192]
 
@@ -500,7 +510,9 @@ def graph_probe(name="graph2stream", late=""):
 def graph_state():
     """CUDA events around graph replays (graph60, graph2stream) in one process: before kprof, with
     kprof's Range Profiler session open (graphs instantiated before and after it opened), and
-    after ``kprof.release_counters()``. One line ``RPPROBE {json}``, microseconds."""
+    after ``kprof.release_counters()`` (which detaches CUPTI since session 16); the y * 2
+    benchmark's duration before the release and after (CUPTI attached again). One line
+    ``RPPROBE {json}``, microseconds."""
     import kprof
 
     c = Cases()
@@ -509,9 +521,16 @@ def graph_state():
         out[name + "_none"] = events(c.capture(name).replay)
     a = y_times_2_bench(c, runs=2)
 
+    def bench_us(tag):
+        """The y * 2 benchmark's median duration and its source, before and after a release."""
+        df = a().raw()
+        df = df[df["Metric"] == "gpu__time_duration.sum"]
+        out[f"ytimes2_{tag}"] = statistics.median(float(v) for v in df["Value"])
+        out[f"ytimes2_{tag}_source"] = sorted(set(df["DurationSource"]))
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        a()
+        bench_us("first")
         for name in ("graph60", "graph2stream"):
             out[name + "_old_rp_open"] = events(c.graphs[name].replay)
             out[name + "_new_rp_open"] = events(c.capture(name).replay)
@@ -521,9 +540,57 @@ def graph_state():
             out[name + "_new_rp_released"] = events(c.capture(name).replay)
         y = c.y
         out["eager60_rp_released"] = events(lambda: c.chain(y, 30))
-        a()
+        bench_us("after_release")
         out["eager60_rp_open"] = events(lambda: c.chain(y, 30))
-    print("RPPROBE " + json.dumps({k: round(v / 1e3, 2) for k, v in out.items()}), flush=True)
+    print("RPPROBE " + json.dumps({k: round(v / 1e3, 2) if isinstance(v, float) else v for k, v in out.items()}),
+          flush=True)
+
+
+def release_state(keep=""):
+    """Whether ``kprof.release_counters()`` gives the process back as without a profiler (CUPTI
+    detached): CUDA events around two graphs captured before kprof, before any benchmark, after a
+    default benchmark of ``y * 2`` (CUPTI attached), after the release, and the benchmark again
+    afterwards (CUPTI attached anew: its duration and source). ``keep``: a graph captured during
+    the benchmark's session stays alive, so kprof must leave CUPTI attached (a graph instantiated
+    under CUPTI fails after ``cuptiFinalize``); it is replayed after the release. One
+    ``releasestate`` row, microseconds."""
+    import kprof
+
+    c = Cases()
+    graphs = {name: c.capture(name) for name in ("graph60", "graph2stream")}
+    out = {}
+    kept = []
+
+    def graph_us(tag):
+        for name, g in graphs.items():
+            out[f"{name}_{tag}"] = events(g.replay) / 1e3
+
+    @kprof.analyze.kernel(runs=3, thermal_mode="off", verbosity=0)
+    def ytimes2():
+        with kprof.annotate("r"):
+            c.y * 2.0
+        if keep and not kept:
+            kept.append(Cases.capture(c, "graph2stream"))
+
+    def bench_us(tag):
+        df = ytimes2().raw()
+        df = df[df["Metric"] == "gpu__time_duration.sum"]
+        out[f"ytimes2_{tag}_us"] = statistics.median(float(v) for v in df["Value"]) / 1e3
+        out[f"ytimes2_{tag}_source"] = sorted(set(df["DurationSource"]))
+
+    graph_us("before")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bench_us("first")
+        graph_us("attached")
+        # kprof.release_counters() without its warning: what ending the profiler did with CUPTI.
+        out["cupti_detach"] = kprof._core.release_counters()
+        graph_us("released")
+        if kept:
+            out["kept_released"] = events(kept[0].replay) / 1e3
+        bench_us("again")
+        graph_us("again")
+    emit(part="releasestate", keep=bool(keep), **{k: round(v, 2) if isinstance(v, float) else v for k, v in out.items()})
 
 
 CLOCK_METRICS = ["gpu__time_duration.sum", "sm__cycles_elapsed.max", "sm__cycles_elapsed.avg.per_second",
@@ -680,6 +747,9 @@ if __name__ == "__main__":
     if sys.argv[1] == "case":
         kprof_case(*sys.argv[2:])
         sys.exit(0)
+    if sys.argv[1] == "release-state":
+        release_state(*sys.argv[2:])
+        sys.exit(0)
     if sys.argv[1] == "graph-probe":
         graph_probe(*sys.argv[2:])
         sys.exit(0)
@@ -689,6 +759,7 @@ if __name__ == "__main__":
     {
         "refs": refs,
         "kprof": kprof_part,
+        "step6": step6_part,
         "launch": launch_cost,
         "pause": pause_check,
         "mmcond": mm_conditions,
@@ -699,6 +770,7 @@ if __name__ == "__main__":
         "sweep-plain": sweep_plain,
         "mm-clock": mm_clock,
         "graph-state": graph_state,
+        "release-state": release_state,
         "launch-states": launch_states,
         "launch-control": launch_control,
         "sweep-detail": sweep_detail,
