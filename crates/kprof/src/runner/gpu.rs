@@ -120,8 +120,8 @@ pub(crate) fn detach_cupti(cupti: &crate::cupti::Cupti) -> Result<bool, EngineEr
     *lock(&LAST_DETACH) = Some(match decision {
         Detach::Now => "detached",
         Detach::InUse => "in-use",
-        Detach::Never if cupti.api_version < DETACH_FROM_CUPTI_API => "older-cupti",
-        Detach::Never => "graphs",
+        Detach::Kept if cupti.api_version < DETACH_FROM_CUPTI_API => "older-cupti",
+        Detach::Kept => "graphs",
     });
     match decision {
         Detach::Now => {
@@ -133,7 +133,7 @@ pub(crate) fn detach_cupti(cupti: &crate::cupti::Cupti) -> Result<bool, EngineEr
             graph_guard::note_unseen_graph_execs();
             Ok(false)
         }
-        Detach::Never => Ok(false),
+        Detach::Kept => Ok(false),
     }
 }
 
@@ -156,13 +156,14 @@ enum Detach {
     Now,
     /// Not now: a session or CUPTI's profiler is still in use.
     InUse,
-    /// Not in this process: an older CUPTI, or graph executables instantiated under it.
-    Never,
+    /// Kept attached: an older CUPTI (for the whole process), or graph executables instantiated
+    /// under CUPTI that may be alive (until the guard of a later session sees them destroyed).
+    Kept,
 }
 
 fn detach_decision(cupti_api_version: u32, graph_execs_under_cupti: bool, in_use: bool) -> Detach {
     if cupti_api_version < DETACH_FROM_CUPTI_API || graph_execs_under_cupti {
-        Detach::Never
+        Detach::Kept
     } else if in_use {
         Detach::InUse
     } else {
@@ -295,9 +296,9 @@ mod detach_tests {
     fn cupti_is_detached_only_when_free_and_no_graph_was_instantiated_under_it() {
         assert_eq!(detach_decision(130_001, false, false), Detach::Now);
         assert_eq!(detach_decision(130_001, false, true), Detach::InUse);
-        assert_eq!(detach_decision(130_001, true, false), Detach::Never);
-        assert_eq!(detach_decision(130_001, true, true), Detach::Never);
+        assert_eq!(detach_decision(130_001, true, false), Detach::Kept);
+        assert_eq!(detach_decision(130_001, true, true), Detach::Kept);
         // CUPTI 12.x reports small API versions (e.g. 24): never detached.
-        assert_eq!(detach_decision(24, false, false), Detach::Never);
+        assert_eq!(detach_decision(24, false, false), Detach::Kept);
     }
 }
