@@ -25,7 +25,7 @@
 # kprof's CUPTI session, Rust) and cuptistates (the same before and after one raw CUPTI call,
 # one process per call: CUPTI_VARIANTS), releasestate (Python: graphs by CUDA events before
 # kprof, with CUPTI attached, after kprof.release_counters(), with and without a graph kept from
-# the session).
+# the session), reattach (the cost of attaching CUPTI again after a profiler detached it, Rust).
 # Every result line is
 # `TRUTH {json}` in $OUT/truth.log; nothing here changes a GPU setting.
 set -uo pipefail
@@ -272,6 +272,10 @@ fi
 if has graphstates; then
     step "graphstates: graph replays by events in each state of kprof's CUPTI session (Rust)"
     timeout 200 "$BIN/truth_check" graphstates 2>&1 | tee -a "$LOG"
+fi
+if has reattach; then
+    step "reattach: Profiler::new, a default benchmark and the drop (CUPTI detached), three cycles (Rust)"
+    timeout 120 "$BIN/truth_check" reattach 2>&1 | tee -a "$LOG"
 fi
 if has cuptistates; then
     step "cuptistates: graph replays by events before and after one raw CUPTI call, one process per call (Rust)"

@@ -132,3 +132,22 @@ def test_session16_the_table_with_this_sessions_engine():
     }
     text, _ = sweep_bench_report(sweep_bench(), CALL5_TABLE)
     assert "kprof (default) vs nsight-python: 6.8x" in text, text
+
+
+def test_session16_attaching_again_costs_the_counters_one_time_work_not_the_sessions():
+    """s16-call6 (`reattach`): every dropped profiler detached CUPTI and left the two-stream graph
+    within 1 % of its time before kprof; a profiler created after a detach took 9 ms (28 ms the
+    first time) and its benchmark 0.34-0.36 s, the Range Profiler's first `Start` (0.23 s) paid
+    again each time. Raw CONCURRENT_KERNEL records, no guard: graphs fail after `cuptiFinalize`."""
+    name = "s16-call6-reattach-cost-and-raw-concurrent-records-then-finalize.log"
+    (row,) = [r for r in truth_rows(name) if r.get("mode") == "reattach"]
+    before = row["graph2stream_before_ns"]
+    cycles = row["cycles"]
+    assert [c["cupti"] for c in cycles] == ["detached"] * 3
+    for c in cycles:
+        assert abs(c["graph2stream_detached_ns"] / before - 1) < 0.01
+    assert all(c["new_s"] < 0.015 for c in cycles[1:]) and all(0.3 < c["bench_s"] < 0.4 for c in cycles[1:])
+    starts = [c["counter_cost"]["collect_start_s"] for c in cycles]  # cumulative over the process
+    assert all(0.2 < b - a < 0.26 for a, b in zip(starts, starts[1:])), starts
+    text = open(truth_log(name)).read()
+    assert "cuptistates concurrent: measuring finalized\nerror: DriverError(CUDA_ERROR_LAUNCH_FAILED" in text

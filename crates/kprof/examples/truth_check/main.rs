@@ -34,6 +34,7 @@
 //!   (which part slows a graph captured from two streams; `graph_states.rs`).
 //! - `cuptistates VARIANT`: the same graphs before and after one raw CUPTI call per process
 //!   (which call leaves graphs slower; `cupti_states.rs`).
+//! - `reattach`: what attaching CUPTI again costs after a profiler detached it (`reattach.rs`).
 //!
 //! Run on a GPU machine: `cargo run --release -p kprof --example truth_check -- events`.
 
@@ -43,6 +44,7 @@ mod common;
 mod bench;
 mod cupti_states;
 mod graph_states;
+mod reattach;
 
 use std::sync::Arc;
 
@@ -1008,10 +1010,11 @@ fn main() {
             Some("launchparts") => launch_parts(&mut b),
             Some("growimage") => grow_image(&mut b, args.get(1).map(String::as_str).unwrap_or("kernel")),
             Some("cuptistates") => cupti_states::cupti_states(&mut b, args.get(1).map(String::as_str).unwrap_or("none")),
+            Some("reattach") => reattach::reattach(&mut b),
             Some("graphstates") => graph_states::graph_states(&mut b),
             Some("bracket") => bracket(&mut b, args.get(1).map(String::as_str).unwrap_or("records")),
             _ => Err(
-                "usage: truth_check events | kprof [records|counters|auto] [kernel|application] | ncu-target | rangeprof | launch | mmicache | icachesize | firstpass [plain|empty|kernel|thread-empty|thread-kernel|cap=N|prime=N|thread-prime=N] | launchcb [records|none|callbacks|callbacks-empty] | bracket [records|off] | launchparts | growimage [kernel|app] | graphstates | cuptistates [none|timestamp|subscribe|callback|graph|concurrent|driver|profiler]"
+                "usage: truth_check events | kprof [records|counters|auto] [kernel|application] | ncu-target | rangeprof | launch | mmicache | icachesize | firstpass [plain|empty|kernel|thread-empty|thread-kernel|cap=N|prime=N|thread-prime=N] | launchcb [records|none|callbacks|callbacks-empty] | bracket [records|off] | launchparts | growimage [kernel|app] | graphstates | cuptistates [none|timestamp|subscribe|callback|graph|concurrent|driver|profiler|profiler-keep] | reattach"
                     .into(),
             ),
         }
