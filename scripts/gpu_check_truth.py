@@ -510,9 +510,9 @@ def graph_probe(name="graph2stream", late=""):
 def graph_state():
     """CUDA events around graph replays (graph60, graph2stream) in one process: before kprof, with
     kprof's Range Profiler session open (graphs instantiated before and after it opened), and
-    after ``kprof.release_counters()`` (which detaches CUPTI since session 16); the y * 2
-    benchmark's duration before the release and after (CUPTI attached again). One line
-    ``RPPROBE {json}``, microseconds."""
+    after ``kprof.release_counters()`` (since session 16 it detaches CUPTI, but not here: graphs
+    captured during the session are alive); the y * 2 benchmark's duration before the release
+    and after. One line ``RPPROBE {json}``, microseconds."""
     import kprof
 
     c = Cases()

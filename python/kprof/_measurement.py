@@ -111,7 +111,8 @@ def release_counters() -> None:
         warnings.warn(
             "kprof.release_counters(): CUPTI stays attached to this process because CUDA graphs "
             "instantiated during kprof's benchmarks may still be alive (one would fail once CUPTI "
-            "detaches); CUDA graphs in this process run slower under it (6-16 % on the H200) until "
-            "those graphs are freed before this call, or the process ends",
+            "detaches); CUDA graphs in this process run slower under it (6-16 % on the H200). Free "
+            "those graphs (e.g. torch's CUDAGraph.reset()) before calling release_counters() to let "
+            "kprof detach CUPTI",
             stacklevel=2,
         )

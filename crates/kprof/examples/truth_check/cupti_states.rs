@@ -3,7 +3,8 @@
 //! any CUPTI session and 193-199 µs afterwards in every state, the sessions stopped included
 //! (one-stream graph of 60: 201.9 -> 213-224 µs).
 //!
-//! One process per variant, CUPTI called directly (dlopen, no kprof session): the graphs are
+//! One process per variant, CUPTI called directly (dlopen, no kprof session: the probe makes the
+//! calls one at a time, which the engine's crate-private FFI table does not offer): the graphs are
 //! timed (`measure`, as in `graphstates`: instantiated at the start, `pre`, and anew, `in`)
 //! before anything (`before`), twice more without any CUPTI call (`control`: the drift of a
 //! process without a profiler), after the variant's call (`during`), after its undo (`undone`)
