@@ -39,12 +39,14 @@ pub fn reattach(b: &mut Bench) -> Result<(), BoxError> {
         drop(p);
         let drop_s = t.elapsed().as_secs_f64();
         let detached_ns = replay_ns(b, &g2)?;
-        cycles.push(serde_json::json!({"cycle": cycle, "new_s": new_s, "bench_s": bench_s, "drop_s": drop_s,
+        cycles.push(
+            serde_json::json!({"cycle": cycle, "new_s": new_s, "bench_s": bench_s, "drop_s": drop_s,
             "values_ns": crate::samples(&raw, kprof::core::model::DEFAULT_METRIC),
             "counter_cost": {"plan_s": cost.plan_s, "sessions": cost.sessions,
                 "session_enable_s": cost.session_enable_s, "collections": cost.collections,
                 "collect_start_s": cost.collect_start_s, "collect_passes_s": cost.collect_passes_s},
-            "cupti": kprof::runner::last_cupti_detach(), "graph2stream_detached_ns": detached_ns}));
+            "cupti": kprof::runner::last_cupti_detach(), "graph2stream_detached_ns": detached_ns}),
+        );
     }
     emit(serde_json::json!({"mode": "reattach", "graph2stream_before_ns": before_ns, "cycles": cycles}));
     Ok(())
