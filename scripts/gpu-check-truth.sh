@@ -41,13 +41,15 @@ LOG="$OUT/truth.log"
 : > "$LOG"
 has() { case " $PARTS " in *" $1 "*) return 0;; esac; return 1; }
 step() { echo "== $* ($(date +%T))" | tee -a "$LOG"; }
+# truth_check LIMIT_S ARGS...: the Rust probe, its output into the log.
+truth_check() { local limit="$1"; shift; timeout "$limit" "$BIN/truth_check" "$@" 2>&1 | tee -a "$LOG"; }
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib:${LD_LIBRARY_PATH:-}"
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee -a "$LOG"
 
 if has events; then
     step "events: CUDA events, no profiler"
-    timeout 120 "$BIN/truth_check" events 2>&1 | tee -a "$LOG"
+    truth_check 120 events
 fi
 
 if has kprof; then
@@ -68,7 +70,7 @@ fi
 if has firstpass; then
     step "firstpass: the first Range Profiler collection, with and without priming (Rust)"
     for v in ${FIRSTPASS_VARIANTS:-plain empty kernel thread-empty thread-kernel}; do  # or cap=N
-        timeout 120 "$BIN/truth_check" firstpass "$v" 2>&1 | tee -a "$LOG"
+        truth_check 120 firstpass "$v"
     done
 fi
 if has launchcb; then
@@ -82,11 +84,11 @@ if has launchorder; then
     # Session 14: attribution by launch order (the default) against launch API records.
     step "launchorder: launch cost by session part, interleaved in one process (Rust, two processes)"
     for p in 1 2; do
-        timeout 150 "$BIN/truth_check" launchparts 2>&1 | tee -a "$LOG"
+        truth_check 150 launchparts
     done
     step "launchorder: correlation-id brackets around eager, cuBLAS, graph and second-thread launches"
     for v in order records; do
-        timeout 90 "$BIN/truth_check" bracket "$v" 2>&1 | tee -a "$LOG"
+        truth_check 90 bracket "$v"
     done
     step "launchorder: engine checks c d e by launch order, activity recorded"
     KPROF_RECORD_ACTIVITY="$OUT/launch-order-activity.jsonl" timeout 200 "$BIN/gpu_check" "$OUT/gpu-check" c d e \
@@ -94,12 +96,12 @@ if has launchorder; then
 fi
 if has icachesize; then
     step "icachesize: the instruction flush at 1024..8192 steps (Rust)"
-    timeout 200 "$BIN/truth_check" icachesize 2>&1 | tee -a "$LOG"
+    truth_check 200 icachesize
 fi
 
 if has rangeprof; then
     step "rangeprof: Range Profiler over eager kernels and a graph"
-    timeout 120 "$BIN/truth_check" rangeprof 2>&1 | tee -a "$LOG"
+    truth_check 120 rangeprof
 fi
 
 ncu_csv() { # out.csv cache filter...
@@ -271,21 +273,21 @@ if has releasestate; then
 fi
 if has graphstates; then
     step "graphstates: graph replays by events in each state of kprof's CUPTI session (Rust)"
-    timeout 200 "$BIN/truth_check" graphstates 2>&1 | tee -a "$LOG"
+    truth_check 200 graphstates
 fi
 if has reattach; then
     step "reattach: Profiler::new, a default benchmark and the drop (CUPTI detached), three cycles (Rust)"
-    timeout 120 "$BIN/truth_check" reattach 2>&1 | tee -a "$LOG"
+    truth_check 120 reattach
 fi
 if has cuptistates; then
     step "cuptistates: graph replays by events before and after one raw CUPTI call, one process per call (Rust)"
     for v in ${CUPTI_VARIANTS:-none timestamp subscribe callback graph concurrent driver}; do
-        timeout 120 "$BIN/truth_check" cuptistates "$v" 2>&1 | tee -a "$LOG"
+        truth_check 120 cuptistates "$v"
     done
 fi
 if has launch; then
     step "launch: host time per cuLaunchKernel queued behind a spin kernel, with and without kprof (Rust)"
-    timeout 120 "$BIN/truth_check" launch 2>&1 | tee -a "$LOG"
+    truth_check 120 launch
 fi
 ncu_py() { # out.csv cache replay metrics target ranges...
     local out="$1" cache="$2" replay="$3" metrics="$4" target="$5" f; shift 5

@@ -5,7 +5,7 @@
 //!
 //! One process per variant, CUPTI called directly (dlopen, no kprof session: the probe makes the
 //! calls one at a time, which the engine's crate-private FFI table does not offer): the graphs are
-//! timed (`measure`, as in `graphstates`: instantiated at the start, `pre`, and anew, `in`)
+//! timed (as in `graphstates`, `measure_state`: instantiated at the start, `pre`, and anew, `in`)
 //! before anything (`before`), twice more without any CUPTI call (`control`: the drift of a
 //! process without a profiler), after the variant's call (`during`), after its undo (`undone`)
 //! and after `cuptiFinalize` (`finalized`). Variants: `none` (no call), `timestamp`
@@ -19,15 +19,13 @@
 
 use std::ffi::c_void;
 
-use cudarc::driver::CudaGraph;
-
 use kprof::core::model::Config;
 use kprof::runner::{BenchOptions, Profiler};
 
 use crate::bench::Bench;
 use crate::common::BoxError;
 use crate::emit;
-use crate::graph_states::replay_ns;
+use crate::graph_states::{capture_graphs, measure_state, replay_ns};
 
 type Subscriber = *mut c_void;
 type BufferRequested = extern "C" fn(*mut *mut u8, *mut usize, *mut usize);
@@ -103,19 +101,6 @@ fn check(call: &str, code: u32) -> Result<(), BoxError> {
     }
 }
 
-/// Both graphs, pre-instantiated and anew: events' medians (ns) by key.
-fn measure(b: &mut Bench, pre: &[(&str, CudaGraph)]) -> Result<serde_json::Value, BoxError> {
-    let mut row = serde_json::Map::new();
-    for (name, g) in pre {
-        row.insert(format!("{name}_pre"), replay_ns(b, g)?.into());
-    }
-    for (name, _) in pre {
-        let g = b.capture(name)?;
-        row.insert(format!("{name}_in"), replay_ns(b, &g)?.into());
-    }
-    Ok(row.into())
-}
-
 /// See the module's doc.
 pub fn cupti_states(b: &mut Bench, variant: &str) -> Result<(), BoxError> {
     use kprof::sys::cupti::{
@@ -130,14 +115,12 @@ pub fn cupti_states(b: &mut Bench, variant: &str) -> Result<(), BoxError> {
     };
     let libs = kprof::loader::Libraries::load()?;
     let raw = Raw::load(&libs.cupti_path)?;
-    let pre: Vec<(&str, CudaGraph)> = ["graph2stream", "graph60"]
-        .iter()
-        .map(|n| Ok((*n, b.capture(n)?)))
-        .collect::<Result<_, BoxError>>()?;
+    let pre = capture_graphs(b)?;
+    let measure = |b: &mut Bench| measure_state(b, &pre, None);
     let mut out = serde_json::Map::new();
-    out.insert("before".into(), measure(b, &pre)?);
-    out.insert("control1".into(), measure(b, &pre)?);
-    out.insert("control2".into(), measure(b, &pre)?);
+    out.insert("before".into(), measure(b)?);
+    out.insert("control1".into(), measure(b)?);
+    out.insert("control2".into(), measure(b)?);
     let mut subscriber: Subscriber = std::ptr::null_mut();
     let mut profiler = None;
     let mut kept = None;
@@ -189,7 +172,7 @@ pub fn cupti_states(b: &mut Bench, variant: &str) -> Result<(), BoxError> {
         }
     }
     eprintln!("cuptistates {variant}: measuring during");
-    out.insert("during".into(), measure(b, &pre)?);
+    out.insert("during".into(), measure(b)?);
     // SAFETY: as above.
     unsafe {
         if let Some(k) = kind {
@@ -210,7 +193,7 @@ pub fn cupti_states(b: &mut Bench, variant: &str) -> Result<(), BoxError> {
         drop(p);
     }
     eprintln!("cuptistates {variant}: measuring undone");
-    out.insert("undone".into(), measure(b, &pre)?);
+    out.insert("undone".into(), measure(b)?);
     out.insert(
         "graph_execs_under_cupti".into(),
         kprof::cupti::graph_guard::graph_execs_under_cupti().into(),
@@ -222,7 +205,7 @@ pub fn cupti_states(b: &mut Bench, variant: &str) -> Result<(), BoxError> {
         unsafe { (raw.finalize)() }
     };
     eprintln!("cuptistates {variant}: measuring finalized");
-    out.insert("finalized".into(), measure(b, &pre)?);
+    out.insert("finalized".into(), measure(b)?);
     out.insert("finalize_code".into(), finalize.into());
     out.insert("variant".into(), variant.into());
     out.insert("mode".into(), "cuptistates".into());

@@ -51,8 +51,15 @@ pub(crate) fn replay_ns(b: &Bench, g: &CudaGraph) -> Result<f64, BoxError> {
     Ok(median(v))
 }
 
-/// The graphs of every state: instantiated before any CUPTI call, then inside the state.
-fn measure_state(
+/// Both graphs, instantiated now (before any CUPTI call, where the callers use them).
+pub(crate) fn capture_graphs(b: &mut Bench) -> Result<Vec<(&'static str, CudaGraph)>, BoxError> {
+    GRAPHS.iter().map(|n| Ok((*n, b.capture(n)?))).collect()
+}
+
+/// The graphs of every state: instantiated before any CUPTI call, then inside the state
+/// (`{name}_pre`, `{name}_in`: the events' medians, ns); with a session, the spans of its
+/// graph records of the same launches.
+pub(crate) fn measure_state(
     b: &mut Bench,
     pre: &[(&str, CudaGraph)],
     session: Option<&mut ActivitySession>,
@@ -95,10 +102,7 @@ fn graph_span_ns(s: &mut ActivitySession) -> Result<f64, BoxError> {
 /// See the module's doc.
 pub fn graph_states(b: &mut Bench) -> Result<(), BoxError> {
     let libs = kprof::loader::Libraries::load()?;
-    let pre: Vec<(&str, CudaGraph)> = GRAPHS
-        .iter()
-        .map(|n| Ok((*n, b.capture(n)?)))
-        .collect::<Result<_, BoxError>>()?;
+    let pre = capture_graphs(b)?;
     let mut rounds = Vec::new();
     let mut by_state: std::collections::BTreeMap<String, std::collections::BTreeMap<String, Vec<f64>>> =
         Default::default();
