@@ -27,28 +27,13 @@ use crate::bench::Bench;
 use crate::common::BoxError;
 use crate::{emit, median};
 
-use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::CudaGraph;
 
 const GRAPHS: [&str; 2] = ["graph2stream", "graph60"];
 
 /// Median GPU time (ns) of one replay of `g` by CUDA events on the capture stream (20 after 3).
 pub(crate) fn replay_ns(b: &Bench, g: &CudaGraph) -> Result<f64, BoxError> {
-    let s = b.cap.clone();
-    for _ in 0..3 {
-        g.launch()?;
-    }
-    s.synchronize()?;
-    let mut v = Vec::new();
-    for _ in 0..20 {
-        let a = b.gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
-        let z = b.gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
-        a.record(&s)?;
-        g.launch()?;
-        z.record(&s)?;
-        v.push(a.elapsed_ms(&z)? as f64 * 1e6);
-    }
-    Ok(median(v))
+    crate::events_ns(&b.gpu.ctx, &b.cap, &mut || Ok(g.launch()?))
 }
 
 /// Both graphs, instantiated now (before any CUPTI call, where the callers use them).

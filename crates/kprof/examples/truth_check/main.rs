@@ -52,7 +52,7 @@ use bench::{grid, Bench, N_SMALL};
 use common::{BoxError, Gpu, Matmul};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::sys::CUevent_flags;
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use kprof::core::model::Config;
 use kprof::runner::{BenchOptions, CacheControl, DurationSource, Profiler, ReplayMode};
 
@@ -78,24 +78,32 @@ fn median(mut v: Vec<f64>) -> f64 {
     common::median_sorted(&v)
 }
 
+/// Median GPU time (ns) between CUDA events around `f`'s work on `s`: 3 calls to warm up, then 20
+/// timed, queued back to back.
+fn events_ns(
+    ctx: &Arc<CudaContext>,
+    s: &Arc<CudaStream>,
+    f: &mut dyn FnMut() -> Result<(), BoxError>,
+) -> Result<f64, BoxError> {
+    for _ in 0..3 {
+        f()?;
+    }
+    s.synchronize()?;
+    let mut v = Vec::new();
+    for _ in 0..20 {
+        let a = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+        let z = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+        a.record(s)?;
+        f()?;
+        z.record(s)?;
+        v.push(a.elapsed_ms(&z)? as f64 * 1e6);
+    }
+    Ok(median(v))
+}
+
 fn events(b: &mut Bench) -> Result<(), BoxError> {
     let ctx = b.gpu.ctx.clone();
-    let time = |s: &Arc<CudaStream>, f: &mut dyn FnMut() -> Result<(), BoxError>| -> Result<f64, BoxError> {
-        for _ in 0..3 {
-            f()?;
-        }
-        s.synchronize()?;
-        let mut v = Vec::new();
-        for _ in 0..20 {
-            let a = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
-            let z = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
-            a.record(s)?;
-            f()?;
-            z.record(s)?;
-            v.push(a.elapsed_ms(&z)? as f64 * 1e6);
-        }
-        Ok(median(v))
-    };
+    let time = |s: &Arc<CudaStream>, f: &mut dyn FnMut() -> Result<(), BoxError>| events_ns(&ctx, s, f);
     for g in GRAPHS {
         let graph = b.capture(g)?;
         // Graphs replay on the capture stream (non-blocking): the events go there too.
