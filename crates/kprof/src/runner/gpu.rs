@@ -117,12 +117,7 @@ pub(crate) fn detach_cupti(cupti: &crate::cupti::Cupti) -> Result<bool, EngineEr
         graph_guard::graph_execs_under_cupti(),
         crate::cupti::collector::session_running() || crate::counters::range::profiler_initialized(),
     );
-    *lock(&LAST_DETACH) = Some(match decision {
-        Detach::Now => "detached",
-        Detach::InUse => "in-use",
-        Detach::Kept if cupti.api_version < DETACH_FROM_CUPTI_API => "older-cupti",
-        Detach::Kept => "graphs",
-    });
+    *lock(&LAST_DETACH) = Some(decision.as_str());
     match decision {
         Detach::Now => {
             cupti.finalize()?;
@@ -133,7 +128,7 @@ pub(crate) fn detach_cupti(cupti: &crate::cupti::Cupti) -> Result<bool, EngineEr
             graph_guard::note_unseen_graph_execs();
             Ok(false)
         }
-        Detach::Kept => Ok(false),
+        Detach::OlderCupti | Detach::Graphs => Ok(false),
     }
 }
 
@@ -156,14 +151,30 @@ enum Detach {
     Now,
     /// Not now: a session or CUPTI's profiler is still in use.
     InUse,
-    /// Kept attached: an older CUPTI (for the whole process), or graph executables instantiated
-    /// under CUPTI that may be alive (until the guard of a later session sees them destroyed).
-    Kept,
+    /// Kept attached for the whole process: a CUPTI older than [`DETACH_FROM_CUPTI_API`].
+    OlderCupti,
+    /// Kept attached: graph executables instantiated under CUPTI may be alive (until the guard of
+    /// a later session sees them destroyed).
+    Graphs,
+}
+
+impl Detach {
+    /// The name [`last_cupti_detach`] gives it.
+    fn as_str(&self) -> &'static str {
+        match self {
+            Detach::Now => "detached",
+            Detach::InUse => "in-use",
+            Detach::OlderCupti => "older-cupti",
+            Detach::Graphs => "graphs",
+        }
+    }
 }
 
 fn detach_decision(cupti_api_version: u32, graph_execs_under_cupti: bool, in_use: bool) -> Detach {
-    if cupti_api_version < DETACH_FROM_CUPTI_API || graph_execs_under_cupti {
-        Detach::Kept
+    if cupti_api_version < DETACH_FROM_CUPTI_API {
+        Detach::OlderCupti
+    } else if graph_execs_under_cupti {
+        Detach::Graphs
     } else if in_use {
         Detach::InUse
     } else {
@@ -296,9 +307,10 @@ mod detach_tests {
     fn cupti_is_detached_only_when_free_and_no_graph_was_instantiated_under_it() {
         assert_eq!(detach_decision(130_001, false, false), Detach::Now);
         assert_eq!(detach_decision(130_001, false, true), Detach::InUse);
-        assert_eq!(detach_decision(130_001, true, false), Detach::Kept);
-        assert_eq!(detach_decision(130_001, true, true), Detach::Kept);
+        assert_eq!(detach_decision(130_001, true, false), Detach::Graphs);
+        assert_eq!(detach_decision(130_001, true, true), Detach::Graphs);
         // CUPTI 12.x reports small API versions (e.g. 24): never detached.
-        assert_eq!(detach_decision(24, false, false), Detach::Kept);
+        assert_eq!(detach_decision(24, false, false), Detach::OlderCupti);
+        assert_eq!(detach_decision(24, true, false), Detach::OlderCupti);
     }
 }
