@@ -507,6 +507,14 @@ def graph_probe(name="graph2stream", late=""):
          events_after_ns=events(graph.replay))
 
 
+def median_duration(bench):
+    """Runs a kprof benchmark: the median of its `gpu__time_duration.sum` samples (ns) and the
+    sorted `DurationSource` values they came from."""
+    df = bench().raw()
+    df = df[df["Metric"] == "gpu__time_duration.sum"]
+    return statistics.median(float(v) for v in df["Value"]), sorted(set(df["DurationSource"]))
+
+
 def graph_state():
     """CUDA events around graph replays (graph60, graph2stream) in one process: before kprof, with
     kprof's Range Profiler session open (graphs instantiated before and after it opened), and
@@ -523,10 +531,7 @@ def graph_state():
 
     def bench_us(tag):
         """The y * 2 benchmark's median duration and its source, before and after a release."""
-        df = a().raw()
-        df = df[df["Metric"] == "gpu__time_duration.sum"]
-        out[f"ytimes2_{tag}"] = statistics.median(float(v) for v in df["Value"])
-        out[f"ytimes2_{tag}_source"] = sorted(set(df["DurationSource"]))
+        out[f"ytimes2_{tag}"], out[f"ytimes2_{tag}_source"] = median_duration(a)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -573,10 +578,8 @@ def release_state(keep=""):
             kept.append(Cases.capture(c, "graph2stream"))
 
     def bench_us(tag):
-        df = ytimes2().raw()
-        df = df[df["Metric"] == "gpu__time_duration.sum"]
-        out[f"ytimes2_{tag}_us"] = statistics.median(float(v) for v in df["Value"]) / 1e3
-        out[f"ytimes2_{tag}_source"] = sorted(set(df["DurationSource"]))
+        ns, out[f"ytimes2_{tag}_source"] = median_duration(ytimes2)
+        out[f"ytimes2_{tag}_us"] = ns / 1e3
 
     graph_us("before")
     with warnings.catch_warnings():
