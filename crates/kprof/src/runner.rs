@@ -32,6 +32,7 @@ use std::path::{Path, PathBuf};
 use kprof_core::model::{Config, RawResults};
 
 use crate::conditions::FingerprintInputs;
+use crate::cupti::kernel_flush::PassLaunches;
 use crate::error::EngineError;
 
 /// The parts of the mock backends of the unit tests (`tests.rs`, `counter_pass/tests.rs`) that
@@ -232,6 +233,17 @@ pub(crate) trait Backend: Send + Sync {
     /// them off (see [`counter_pass`]). Backends without such records do nothing.
     fn kernel_records(&self, _on: bool) -> Result<(), EngineError> {
         Ok(())
+    }
+    /// Starts (`Some`) flushing the L2 as `spec` says before every kernel launched, or stops
+    /// (`None`) and returns the launches since the start (counter passes with a cold cache, as
+    /// Nsight Compute flushes before every kernel: [`crate::cupti::kernel_flush`]). `Ok(None)`
+    /// from a start: this backend cannot (its counter passes flush before every region instead).
+    fn flush_before_kernels(&self, _spec: Option<FlushSpec>) -> Result<Option<PassLaunches>, EngineError> {
+        Ok(None)
+    }
+    /// Whether [`Backend::flush_before_kernels`] works here.
+    fn can_flush_before_kernels(&self) -> bool {
+        false
     }
     /// Stops (`true`) or restarts tracing kernels between benchmarks; backends that trace
     /// nothing outside a benchmark do nothing. The CUPTI backend does it when

@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use crate::cupti::graph_guard;
+use crate::cupti::kernel_flush::{self, FlushHook, PassLaunches};
 use crate::cupti::library::Cupti;
 pub use crate::cupti::records::ActivityBatch;
 use crate::cupti::records::RegionSpan;
@@ -30,7 +31,7 @@ pub use crate::sys::cupti::callback::{Callback, CallbackHook};
 use crate::sys::cupti::{
     cbid, ApiSwitch, SubscriberHandle, ACTIVITY_FLAG_FLUSH_FORCED, ACTIVITY_KIND_CONCURRENT_KERNEL,
     ACTIVITY_KIND_DRIVER, ACTIVITY_KIND_EXTERNAL_CORRELATION, ACTIVITY_KIND_GRAPH_TRACE, ACTIVITY_KIND_KERNEL,
-    ACTIVITY_KIND_RUNTIME, API_ENTER, CB_DOMAIN_DRIVER_API, CUPTI_ERROR_MAX_LIMIT_REACHED,
+    ACTIVITY_KIND_RUNTIME, API_ENTER, CB_DOMAIN_DRIVER_API, CB_DOMAIN_RUNTIME_API, CUPTI_ERROR_MAX_LIMIT_REACHED,
     CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, CUPTI_SUCCESS, EXTERNAL_CORRELATION_KIND_CUSTOM0,
 };
 
@@ -242,6 +243,7 @@ thread_local! {
 /// The engine's callback hook: the graph guard, then the correlation mark of a numbered call.
 fn on_callback(cb: &Callback<'_>) {
     graph_guard::on_callback(cb);
+    kernel_flush::on_callback(cb);
     if cb.domain() != CB_DOMAIN_DRIVER_API || cb.cbid() != cbid::CU_DEVICE_GET_COUNT {
         return;
     }
@@ -591,6 +593,69 @@ impl ActivitySession {
             return c.check("cuptiEnableCallback(graph launches)", r);
         }
         Ok(())
+    }
+
+    /// Flushes the L2 with `flush` before every kernel launched from now on, until
+    /// [`ActivitySession::stop_flushing_before_kernels`] ([`kernel_flush`]): enables the launch and
+    /// stream-capture callbacks of the driver and runtime APIs. Fails when this CUPTI has no
+    /// `cuptiEnableCallback` or takes none of the kernel launch callbacks.
+    pub fn flush_before_kernels(&mut self, flush: FlushHook) -> Result<(), EngineError> {
+        let c = self.cupti;
+        let Some(enable) = c.fns.enable_callback() else {
+            return Err(EngineError::Unsupported(format!(
+                "{} has no cuptiEnableCallback",
+                c.path.display()
+            )));
+        };
+        kernel_flush::arm(flush);
+        let sub = self.subscriber as SubscriberHandle;
+        let mut first_error = None;
+        for (domain, id) in self.flush_callbacks() {
+            let r = enable.call(1, sub, domain, id);
+            if r != CUPTI_SUCCESS && kernel_flush::DRIVER_KERNEL_LAUNCHES.contains(&id) {
+                first_error.get_or_insert(r);
+            }
+        }
+        if let Some(r) = first_error {
+            let _ = self.stop_flushing_before_kernels();
+            return c.check("cuptiEnableCallback(kernel launches)", r);
+        }
+        Ok(())
+    }
+
+    /// Stops [`ActivitySession::flush_before_kernels`]: the launches of the pass in order, and
+    /// the first flush that failed.
+    pub fn stop_flushing_before_kernels(&mut self) -> PassLaunches {
+        if let Some(enable) = self.cupti.fns.enable_callback() {
+            let sub = self.subscriber as SubscriberHandle;
+            for (domain, id) in self.flush_callbacks() {
+                let _ = enable.call(0, sub, domain, id);
+            }
+        }
+        kernel_flush::disarm()
+    }
+
+    /// The callbacks [`ActivitySession::flush_before_kernels`] enables (the graph launches only
+    /// when the graph guard has not enabled them already: it keeps them).
+    fn flush_callbacks(&self) -> Vec<(u32, u32)> {
+        let driver = kernel_flush::DRIVER_KERNEL_LAUNCHES
+            .iter()
+            .chain(&cbid::BEGIN_CAPTURE_CBIDS)
+            .chain(&cbid::END_CAPTURE_CBIDS)
+            .chain(if graph_guard::is_armed() {
+                &[][..]
+            } else {
+                &graph_guard::GRAPH_LAUNCH_CBIDS[..]
+            });
+        let runtime = kernel_flush::RUNTIME_KERNEL_LAUNCHES
+            .iter()
+            .chain(&kernel_flush::RUNTIME_GRAPH_LAUNCHES)
+            .chain(&cbid::RUNTIME_BEGIN_CAPTURE_CBIDS)
+            .chain(&cbid::RUNTIME_END_CAPTURE_CBIDS);
+        driver
+            .map(|&id| (CB_DOMAIN_DRIVER_API, id))
+            .chain(runtime.map(|&id| (CB_DOMAIN_RUNTIME_API, id)))
+            .collect()
     }
 
     /// `cuptiEnableCallback(1, subscriber, domain, cbid)`: delivers that callback to the hook of

@@ -77,6 +77,11 @@ pub(crate) fn disarm() {
     lock(&GUARD).take();
 }
 
+/// Whether a session guards graph launches now (it has the graph-launch callbacks enabled).
+pub(crate) fn is_armed() -> bool {
+    ARMED.load(Ordering::SeqCst)
+}
+
 /// How many graph launches of executables instantiated before the session ran with graph trace
 /// off (their spans merged from node records) since the session started.
 pub(crate) fn old_launches() -> u64 {

@@ -1,9 +1,11 @@
 //! The CUPTI activity backend: the loaded libcupti ([`library`], over the FFI layer's
 //! [`crate::sys::cupti`]), pure record parsing and fixtures ([`records`]), the process-global
-//! collector ([`collector`]) and the graph guard ([`graph_guard`]).
+//! collector ([`collector`]), the graph guard ([`graph_guard`]) and the cold cache before every
+//! kernel of a counter pass ([`kernel_flush`]).
 
 pub mod collector;
 pub mod graph_guard;
+pub mod kernel_flush;
 pub mod library;
 pub mod records;
 

@@ -35,11 +35,13 @@
 //!    * [`ReplayMode::Application`] (`replay_mode="application"`): AutoRange + UserReplay, one
 //!      value per kernel mapped and combined as in kernel replay, but the engine re-runs the
 //!      closure once per pass (as ncu's application replay re-runs the program) and, with a cold
-//!      cache, flushes the L2 before every pass and every top-level region exactly as in the
-//!      timing pass. Every pass of every kernel then starts from the cache state a plain run gives
-//!      it: the mode to use when counters depend on the L2 (DRAM bytes written, DRAM throughput,
-//!      inputs that fit in the L2). The flush kernels are profiled too (their ranges are matched to
-//!      the timing pass's flush kernels and dropped).
+//!      cache, flushes the L2 before **every kernel** the closure launches, as ncu's cache control
+//!      does ([`crate::cupti::kernel_flush`]: from CUPTI's launch callbacks; the flush kernels'
+//!      ranges are told from the user's by the pass's launch log and dropped). Every pass of every
+//!      kernel then starts from a cold L2: the mode to use when counters depend on the L2 (DRAM
+//!      bytes written, DRAM throughput, inputs that fit in the L2). A backend without launch
+//!      callbacks flushes before every pass and top-level region instead, as the timing pass does
+//!      (its flush kernels' ranges matched to the timing pass's and dropped).
 //!    * [`ReplayMode::User`] (`replay_mode="range"` in Python): UserRange + UserReplay, every
 //!      region is a named range, and the engine re-runs the closure once per pass until CUPTI has
 //!      all passes (8 for a typical 3-metric set on the H200). One value per region. Counts
@@ -82,6 +84,7 @@ use super::run::{RunInner, RunState, SpanRec};
 use super::*;
 use crate::counters::range::{chip_name, profiler_deinitialize, profiler_initialize};
 use crate::counters::{CountersError, CuptiLib, MetricsCatalog, RangeProfiler, RangeResult, ReplayMode};
+use crate::cupti::kernel_flush::{kernel_ranges, PassLaunch, PassLaunches};
 use crate::loader::Libraries;
 use crate::sys::scoped::Lent;
 
@@ -496,6 +499,34 @@ where
     }
 }
 
+/// One application-replay counter pass with the L2 flushed before every kernel: the launches it
+/// made in order, or why it failed.
+fn flush_pass<F>(
+    backend: &Arc<dyn Backend>,
+    at: RunAt,
+    key_run: u64,
+    f: &mut F,
+    flush: FlushSpec,
+) -> Result<Vec<PassLaunch>, String>
+where
+    F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
+{
+    backend
+        .flush_before_kernels(Some(flush))
+        .map_err(|e| format!("could not flush the L2 before every kernel of the counter pass: {e}"))?;
+    let closure_failure = pass_closure(backend, at, key_run, f, None);
+    let stopped = backend.flush_before_kernels(None);
+    if let Some(msg) = closure_failure {
+        return Err(msg);
+    }
+    match stopped {
+        Ok(Some(PassLaunches { failure: Some(msg), .. })) => Err(msg),
+        Ok(Some(l)) => Ok(l.launches),
+        Ok(None) => Ok(Vec::new()),
+        Err(e) => Err(format!("could not stop flushing before every kernel: {e}")),
+    }
+}
+
 /// The distinct kernels of a run's regions in launch (start-time) order, and for every region the
 /// positions of its kernels in that order (nested regions share their inner kernels).
 pub(crate) fn kernel_order(regions: &[&[KernelRun]]) -> (usize, Vec<Vec<usize>>) {
@@ -674,11 +705,27 @@ impl Profiler {
         match st.plan.mode {
             ReplayMode::Kernel | ReplayMode::Application => loop {
                 let app = st.plan.mode == ReplayMode::Application;
+                // Application replay with a cold cache: the L2 flushed before every kernel, as
+                // Nsight Compute does (`kernel_flush`), where the backend can; else before the
+                // pass and every top-level region, as the timing pass.
+                let each_kernel = app && cold && backend.can_flush_before_kernels();
                 if cold && !app {
                     backend.flush_l2(flush)?;
                 }
                 let mut failure = None;
+                let mut launches: Option<Vec<PassLaunch>> = None;
                 let got = cb.collect(&st.plan, st.capacity, &mut |_sink| {
+                    if each_kernel {
+                        match flush_pass(&backend, at, key_run, f, flush) {
+                            Ok(l) => {
+                                launches.get_or_insert(l);
+                            }
+                            Err(msg) => {
+                                failure.get_or_insert(msg);
+                            }
+                        }
+                        return;
+                    }
                     // Kernel replay: no flush inside the pass (CUPTI replays each kernel back to
                     // back). Application replay: every pass flushes as the timing pass did (before
                     // the run and every top-level region); those flush kernels are ranges too.
@@ -701,14 +748,30 @@ impl Profiler {
                     }
                     Err(e) => return Err(e),
                     Ok(ranges) => {
+                        let mut values: Vec<Vec<f64>> = ranges
+                            .into_iter()
+                            .map(|r| r.values.into_iter().map(|(_, v)| v).collect())
+                            .collect();
+                        if let Some(launches) = &launches {
+                            match kernel_ranges(launches, values.len()) {
+                                Some(keep) => {
+                                    values = keep.into_iter().map(|i| std::mem::take(&mut values[i])).collect()
+                                }
+                                None => self.warnings.push(format!(
+                                    "{}: the counter pass of run {} gave {} range(s) that its {} kernel launch(es) \
+                                     seen by CUPTI's callbacks (each after an L2 flush) do not account for",
+                                    at.name,
+                                    at.step.run,
+                                    values.len(),
+                                    launches.iter().filter(|l| **l == PassLaunch::Kernel).count()
+                                )),
+                            }
+                        }
                         return Ok(CounterRun::PerKernel {
-                            values: ranges
-                                .into_iter()
-                                .map(|r| r.values.into_iter().map(|(_, v)| v).collect())
-                                .collect(),
+                            values,
                             window,
-                            flushes_profiled: app && cold,
-                        })
+                            flushes_profiled: app && cold && !each_kernel,
+                        });
                     }
                 }
             },

@@ -121,7 +121,7 @@ impl Backend for EventsBackend {
         self.driver.synchronize()
     }
     fn flush_l2(&self, spec: FlushSpec) -> Result<(), EngineError> {
-        self.l2.flush(self.driver, spec)
+        self.l2.flush(self.driver, spec).map(drop)
     }
     fn collect(&self, _spans: &[Span]) -> Result<Collected, EngineError> {
         let mut collected = Collected::default();

@@ -2,7 +2,7 @@
 //! [`Backend`], for [`Profiler::new`](super::Profiler::new).
 
 use std::cell::RefCell;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use kprof_core::model::{DeviceInfo, ExtraValue};
 
@@ -14,6 +14,7 @@ use crate::choices::TraceOptions;
 use crate::conditions::fingerprint::format_cuda_version;
 use crate::conditions::FingerprintInputs;
 use crate::cupti::collector::{current_thread_id, ActivitySession};
+use crate::cupti::kernel_flush::PassLaunches;
 use crate::cupti::records::{ActivityBatch, KernelRecord};
 use crate::error::EngineError;
 use crate::loader::Libraries;
@@ -28,7 +29,8 @@ thread_local! {
 pub(super) struct GpuBackend {
     libs: &'static Libraries,
     session: Mutex<ActivitySession>,
-    l2: L2Flusher,
+    /// The cold-cache flusher (shared with the flush hook of counter passes).
+    l2: Arc<L2Flusher>,
     inputs: FingerprintInputs,
 }
 
@@ -77,7 +79,7 @@ impl GpuBackend {
         let backend = GpuBackend {
             libs,
             session: Mutex::new(session),
-            l2: L2Flusher::new(props.l2_bytes),
+            l2: Arc::new(L2Flusher::new(props.l2_bytes)),
             inputs,
         };
         Ok((backend, device, extras))
@@ -257,7 +259,21 @@ impl Backend for GpuBackend {
         self.libs.cuda.synchronize()
     }
     fn flush_l2(&self, spec: FlushSpec) -> Result<(), EngineError> {
-        self.l2.flush(self.libs.cuda, spec)
+        self.l2.flush(self.libs.cuda, spec).map(drop)
+    }
+    fn flush_before_kernels(&self, spec: Option<FlushSpec>) -> Result<Option<PassLaunches>, EngineError> {
+        let mut session = lock(&self.session);
+        match spec {
+            Some(spec) => {
+                let (l2, driver) = (Arc::clone(&self.l2), self.libs.cuda);
+                session.flush_before_kernels(Box::new(move || l2.flush(driver, spec)))?;
+                Ok(Some(PassLaunches::default()))
+            }
+            None => Ok(Some(session.stop_flushing_before_kernels())),
+        }
+    }
+    fn can_flush_before_kernels(&self) -> bool {
+        self.libs.cupti.fns.enable_callback().is_some()
     }
     fn set_idle(&self, idle: bool) -> Result<(), EngineError> {
         // Opt-in until checked on a GPU: switching the records off and on between benchmarks

@@ -1,7 +1,8 @@
 //! Cold-cache control shared by the backends: before a cold run (and before every top-level
-//! region of it) the L2 is emptied of the user's data by going through a device buffer of at
-//! least twice the L2 (256 MiB when the device does not report its L2 size), allocated at the
-//! first flush.
+//! region of it; in a counter pass of application replay, before every kernel:
+//! [`crate::cupti::kernel_flush`]) the L2 is emptied of the user's data by going through a device
+//! buffer of at least twice the L2 (256 MiB when the device does not report its L2 size),
+//! allocated at the first flush.
 //!
 //! Three methods, picked by [`BenchOptions::l2_flush`](super::BenchOptions::l2_flush) (Python's
 //! `l2_flush`; `KPROF_L2_FLUSH` overrides it, see [`crate::overrides`]):
@@ -108,8 +109,9 @@ impl L2Flusher {
         }
     }
 
-    /// Empties the L2 of the user's data as `spec` says, and waits.
-    pub(super) fn flush(&self, driver: &Driver, spec: FlushSpec) -> Result<(), EngineError> {
+    /// Empties the L2 of the user's data as `spec` says, and waits: the number of kernels it
+    /// launched (0 for a memset).
+    pub(super) fn flush(&self, driver: &Driver, spec: FlushSpec) -> Result<u32, EngineError> {
         let method = spec.method;
         let bytes = flush_buffer_bytes(self.l2_bytes, spec.bytes)?;
         driver.ensure_context()?;
@@ -164,20 +166,25 @@ impl L2Flusher {
             st.discard_kernel = Some(f);
         }
         let st = *st;
+        let mut kernels = 0;
         match (method, st.read_kernel) {
             (L2Flush::Write, _) | (_, None) => driver.memset(st.buf, self.value.fetch_add(1, Ordering::Relaxed))?,
             (_, Some(read)) => {
                 if let Some(code) = st.instruction_kernel {
                     // First: its code passes through the L2, which the read flush then empties.
                     driver.launch_kernel(code, INSTRUCTION_FLUSH_BLOCKS, 128, (st.buf.ptr, 0))?;
+                    kernels += 1;
                 }
                 launch_over(driver, read, st.buf, 32)?;
+                kernels += 1;
                 if let (L2Flush::Discard, Some(discard)) = (method, st.discard_kernel) {
                     launch_over(driver, discard, st.buf, 128)?;
+                    kernels += 1;
                 }
             }
         }
-        driver.synchronize()
+        driver.synchronize()?;
+        Ok(kernels)
     }
 
     /// Frees the buffer (backends call it when dropped).
