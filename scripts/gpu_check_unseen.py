@@ -1,0 +1,324 @@
+"""Issue 17's defaults on workloads its acceptance does not name (torch ops, cuDNN, cuBLAS
+shapes, Triton, regions of several kernels, CUDA graphs with copies and many tiny nodes), through
+the Python door on the H200: kprof in default settings against ncu's ``gpu__time_duration.sum``
+(eager regions, the sum over the region's kernels) and against CUDA events around the replay in a
+process without a profiler (graphs). One part per call:
+
+    python3 gpu_check_unseen.py refs        # graphs by CUDA events, no profiler in this process
+    python3 gpu_check_unseen.py kprof       # every case through kprof, default settings
+    python3 gpu_check_unseen.py ncu-target  # the eager cases in NVTX ranges, for ncu (cold and warm)
+    python3 gpu_check_unseen.py judge LOG NCU_ALL.csv NCU_NONE.csv   # verdict table
+
+Cold cases (``cache_control`` left at its default, "all") are judged against ncu with
+``--cache-control all``; warm ones (``cache_control="none"``, names ending in ``_warm``) against
+``--cache-control none``. ncu flushes the caches before every kernel; kprof's counter passes do
+too since session 17 (before it they flushed once per region, and the later kernels of a region
+found their inputs in the L2: the ten-kernel chain read 19 % low).
+"""
+
+import csv
+import json
+import re
+import statistics
+import sys
+import warnings
+
+
+def emit(**kw):
+    print("UNSEEN " + json.dumps(kw), flush=True)
+
+
+class Work:
+    """The workloads, made once per process."""
+
+    def __init__(self):
+        import torch
+        import torch.nn.functional as F
+
+        self.torch, self.F = torch, F
+        dev = "cuda"
+        torch.manual_seed(0)
+        self.sm = torch.randn(4096, 4096, device=dev)
+        self.ln = torch.randn(8192, 4096, device=dev, dtype=torch.float16)
+        self.ln_w = torch.randn(4096, device=dev, dtype=torch.float16)
+        self.ln_b = torch.randn(4096, device=dev, dtype=torch.float16)
+        self.q, self.k, self.v = (torch.randn(8, 16, 1024, 64, device=dev, dtype=torch.float16) for _ in range(3))
+        self.cx = torch.randn(32, 64, 56, 56, device=dev, dtype=torch.float16).to(memory_format=torch.channels_last)
+        self.cw = torch.randn(64, 64, 3, 3, device=dev, dtype=torch.float16).to(memory_format=torch.channels_last)
+        self.bf = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
+        self.sk_a = torch.randn(16, 8192, device=dev)
+        self.sk_b = torch.randn(8192, 8192, device=dev)
+        self.sort_in = torch.randn(4 << 20, device=dev)
+        self.cs_in = torch.randn(16 << 20, device=dev)
+        self.idx = torch.randint(0, 65536, (4 << 20,), device=dev)
+        self.src = torch.randn(4 << 20, device=dev)
+        self.acc = torch.zeros(65536, device=dev)
+        self.one = torch.zeros(1, device=dev)
+        self.logits = torch.randn(4096, 32000, device=dev)
+        self.target = torch.randint(0, 32000, (4096,), device=dev)
+        self.w1 = torch.randn(4096, 16384, device=dev, dtype=torch.float16) * 0.01
+        self.w2 = torch.randn(16384, 4096, device=dev, dtype=torch.float16) * 0.01
+        self.xm = torch.randn(2048, 4096, device=dev, dtype=torch.float16)
+        self.c4 = torch.randn(4 << 20, device=dev)
+        self.copy_src = torch.randn(16 << 20, device=dev)
+        self.copy_dst = torch.empty_like(self.copy_src)
+        self.triton_add = triton_add()
+        self.tr_x = torch.randn(16 << 20, device=dev)
+        self.tr_y = torch.randn(16 << 20, device=dev)
+        self.tr_out = torch.empty_like(self.tr_x)
+        torch.cuda.synchronize()
+
+    def mlp(self):
+        h = self.F.gelu(self.xm @ self.w1)
+        return h @ self.w2
+
+    def chain10(self):
+        z = self.c4
+        for _ in range(5):
+            z = z * 1.0001 + 0.5
+        return z
+
+    def tiny200(self):
+        for _ in range(200):
+            self.one.add_(1.0)
+
+    def copy_chain(self):
+        self.copy_dst.copy_(self.copy_src)
+        self.copy_dst.mul_(1.0001)
+        self.copy_dst.add_(0.5)
+
+    def eager(self, name):
+        t, F = self.torch, self.F
+        base = name[:-5] if name.endswith("_warm") else name
+        if base == "softmax":
+            return t.softmax(self.sm, -1)
+        if base == "layernorm":
+            return F.layer_norm(self.ln, (4096,), self.ln_w, self.ln_b)
+        if base == "sdpa":
+            return F.scaled_dot_product_attention(self.q, self.k, self.v, is_causal=True)
+        if base == "conv":
+            return F.conv2d(self.cx, self.cw, padding=1)
+        if base == "bf16mm8192":
+            return self.bf @ self.bf
+        if base == "skinny":
+            return self.sk_a @ self.sk_b
+        if base == "sort":
+            return t.sort(self.sort_in)
+        if base == "cumsum":
+            return t.cumsum(self.cs_in, 0)
+        if base == "scatter":
+            return self.acc.index_add_(0, self.idx, self.src)
+        if base == "tiny":
+            return self.one.add_(1.0)
+        if base == "xent":
+            return F.cross_entropy(self.logits, self.target)
+        if base == "mlp":
+            return self.mlp()
+        if base == "chain10":
+            return self.chain10()
+        if base == "triton":
+            return self.triton_add(self.tr_x, self.tr_y, self.tr_out)
+        raise ValueError(name)
+
+    def graph_body(self, name):
+        if name.startswith("gmlp"):
+            self.g_out = self.mlp()
+        elif name.startswith("gcopy"):
+            self.copy_chain()
+        elif name.startswith("gtiny"):
+            self.tiny200()
+        else:
+            raise ValueError(name)
+
+    def capture(self, name):
+        t = self.torch
+        g = t.cuda.CUDAGraph()
+        s = t.cuda.Stream()
+        s.wait_stream(t.cuda.current_stream())
+        with t.cuda.stream(s):
+            self.graph_body(name)
+        t.cuda.current_stream().wait_stream(s)
+        t.cuda.synchronize()
+        with t.cuda.graph(g):
+            self.graph_body(name)
+        t.cuda.synchronize()
+        for _ in range(3):
+            g.replay()
+        t.cuda.synchronize()
+        return g
+
+
+def triton_add():
+    """A Triton kernel (x + y over 16M floats), or None without Triton."""
+    try:
+        import triton
+        import triton.language as tl
+    except Exception:  # noqa: BLE001  (no Triton in this image)
+        return None
+
+    @triton.jit
+    def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+    def run(x, y, out):
+        n = x.numel()
+        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+        return out
+
+    return run
+
+
+COLD = ["softmax", "layernorm", "sdpa", "conv", "bf16mm8192", "skinny", "sort", "cumsum", "scatter", "tiny",
+        "xent", "mlp", "chain10", "triton"]
+WARM = ["tiny_warm", "sort_warm", "mlp_warm", "chain10_warm", "conv_warm"]
+# Graphs: "_old" captured before kprof's first benchmark in the process, "_new" after it.
+GRAPHS = ["gmlp_old", "gcopy_old", "gtiny_old", "gmlp_new", "gcopy_new", "gtiny_new"]
+
+
+def events(torch, fn, reps=20):
+    """Median GPU time between CUDA events around `fn`, repetitions queued back to back."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    pairs = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        pairs.append((a, b))
+    torch.cuda.synchronize()
+    return statistics.median(a.elapsed_time(b) * 1e6 for a, b in pairs)
+
+
+def refs():
+    w = Work()
+    for name in dict.fromkeys(g.rsplit("_", 1)[0] for g in GRAPHS):
+        g = w.capture(name)
+        emit(part="refs", case=name, ns=events(w.torch, g.replay), what="CUDA events around one replay, no profiler")
+
+
+def kprof_part():
+    import kprof
+
+    w = Work()
+    old = {name: w.capture(name) for name in GRAPHS if name.endswith("_old")}
+
+    def run(name, fn, **opts):
+        @kprof.analyze.kernel(runs=10, thermal_mode="off", verbosity=0, **opts)
+        def bench():
+            with kprof.annotate("r"):
+                fn()
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                df = bench().raw()
+            except Exception as e:  # noqa: BLE001  (a case that fails is a row, not the end)
+                emit(part="kprof", case=name, error=str(e)[:400])
+                return
+        df = df[df["Metric"] == "gpu__time_duration.sum"]
+        vals = [float(v) for v in df["Value"]]
+        emit(part="kprof", case=name, ns=statistics.median(vals), values=vals,
+             source=sorted(set(df["DurationSource"])), kernel=str(df["Kernel"].iloc[0])[:80],
+             warnings=[str(m.message)[:240] for m in caught][:3])
+
+    for name in COLD:
+        if name == "triton" and w.triton_add is None:
+            emit(part="kprof", case=name, error="no triton")
+            continue
+        run(name, lambda name=name: w.eager(name))
+    for name in WARM:
+        run(name, lambda name=name: w.eager(name), cache_control="none")
+    for name in GRAPHS:
+        g = old.get(name) or w.capture(name.rsplit("_", 1)[0])
+        run(name, g.replay, cache_control="none")
+
+
+def ncu_target():
+    w = Work()
+    torch = w.torch
+    for name in COLD + WARM:
+        if name == "triton" and w.triton_add is None:
+            continue
+        w.eager(name)
+        torch.cuda.synchronize()
+        for i in range(3):
+            torch.cuda.nvtx.range_push(f"{name}.{i}")
+            w.eager(name)
+            torch.cuda.nvtx.range_pop()
+            torch.cuda.synchronize()
+
+
+def ncu_sums(path):
+    """Per NVTX range occurrence `case.i`: the sum of its kernels' gpu__time_duration.sum (ns)."""
+    lines = [line for line in open(path, encoding="utf-8", errors="replace") if not line.startswith("==")]
+    sums, kernels = {}, {}
+    names = sorted(COLD + WARM, key=len, reverse=True)
+    pattern = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, names)) + r")\.(\d+)(?![A-Za-z0-9_])")
+    for r in csv.DictReader(lines):
+        if not r.get("ID", "").isdigit():
+            continue
+        m = pattern.search(" ".join(str(v) for v in r.values()))
+        if m is None:
+            continue
+        occ = m.group(0)
+        v = float(str(r["gpu__time_duration.sum"]).replace(",", ""))
+        sums[occ] = sums.get(occ, 0.0) + v
+        kernels[occ] = kernels.get(occ, 0) + 1
+    out = {}
+    for occ, s in sums.items():
+        out.setdefault(occ.rsplit(".", 1)[0], []).append((s, kernels[occ]))
+    return {c: (statistics.median(s for s, _ in v), max(k for _, k in v)) for c, v in out.items()}
+
+
+def judge(log, ncu_all, ncu_none):
+    rows = {}
+    for line in open(log, encoding="utf-8", errors="replace"):
+        if line.startswith("UNSEEN "):
+            r = json.loads(line[7:])
+            rows[(r["part"], r["case"])] = r
+    cold, warm = ncu_sums(ncu_all), ncu_sums(ncu_none)
+    print(f"{'case':<14} {'kprof us':>10} {'ref us':>10} {'diff':>8} {'limit':>6}  source / ref")
+    fails = 0
+    for name in COLD + WARM + GRAPHS:
+        got = rows.get(("kprof", name))
+        if name in GRAPHS:
+            ref = rows.get(("refs", name.rsplit("_", 1)[0]))
+            ref_ns, what, limit = (ref or {}).get("ns"), "events, no profiler", 3.0
+        else:
+            c = (warm if name in WARM else cold).get(name)
+            ref_ns = c[0] if c else None
+            what = f"ncu --cache-control {'none' if name in WARM else 'all'} ({c[1] if c else '?'} kernels)"
+            long_kernel = ref_ns is not None and ref_ns >= 200_000 and c[1] == 1
+            limit = 1.0 if long_kernel else 3.0
+        if not got or got.get("ns") is None or ref_ns is None:
+            print(f"{name:<14} {'-':>10} {'-':>10} {'MISSING':>8}   {(got or {}).get('error', '')}")
+            continue
+        d = 100.0 * (got["ns"] / ref_ns - 1.0)
+        ok = abs(d) <= limit
+        fails += not ok
+        print(f"{name:<14} {got['ns'] / 1e3:>10.2f} {ref_ns / 1e3:>10.2f} {d:>+7.2f}% {limit:>5.1f}%  "
+              f"{'PASS' if ok else 'FAIL'} {got.get('source')} / {what}")
+    return fails
+
+
+def main():
+    part = sys.argv[1] if len(sys.argv) > 1 else ""
+    if part == "refs":
+        refs()
+    elif part == "kprof":
+        kprof_part()
+    elif part == "ncu-target":
+        ncu_target()
+    elif part == "judge":
+        sys.exit(1 if judge(*sys.argv[2:5]) else 0)
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()

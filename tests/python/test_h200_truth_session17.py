@@ -1,0 +1,104 @@
+"""Issue 17's recordings of session 17 (tests/fixtures/h200-short-kernel-and-graph-durations,
+`s17-*`): kprof's defaults on workloads the issue does not name (scripts/gpu_check_unseen.py),
+judged again here from the recorded logs and ncu CSVs; a region of several kernels with a cold
+cache read 19 % below ncu while kprof flushed the L2 once per region (call 1), and matches ncu
+within its process-to-process spread since counter passes flush before every kernel (calls 2-3);
+step 6 and the seed sweep with that engine."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+from truth_recordings import ROOT, judge, sweep_bench, sweep_bench_report, truth_log
+
+CALL1 = "s17-call1-unseen-workloads-flush-per-region"
+CALL2 = "s17-call2-unseen-workloads-flush-per-kernel"
+CALL3 = "s17-call3-unseen-workloads-flush-per-kernel-step6-sweep"
+
+
+def unseen():
+    spec = importlib.util.spec_from_file_location("gpu_check_unseen", os.path.join(ROOT, "scripts", "gpu_check_unseen.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def table(tag, log=None):
+    """The verdict rows of one call: {case: (kprof ns, reference ns)}, from its log and its two ncu CSVs."""
+    mod = unseen()
+    log = truth_log(log or tag + ".log")
+    rows = {}
+    for line in open(log, encoding="utf-8", errors="replace"):
+        if line.startswith("UNSEEN "):
+            r = mod.json.loads(line[7:])
+            rows[(r["part"], r["case"])] = r
+    cold = mod.ncu_sums(truth_log(tag + "-ncu-cache-all.csv"))
+    warm = mod.ncu_sums(truth_log(tag + "-ncu-cache-none.csv"))
+    out = {}
+    for name in mod.COLD + mod.WARM:
+        ref = (warm if name in mod.WARM else cold).get(name)
+        got = rows.get(("kprof", name), {}).get("ns")
+        out[name] = (got, ref[0] if ref else None, ref[1] if ref else None)
+    for name in mod.GRAPHS:
+        ref = rows.get(("refs", name.rsplit("_", 1)[0]), {}).get("ns")
+        out[name] = (rows.get(("kprof", name), {}).get("ns"), ref, None)
+    return out
+
+
+def diff(row):
+    got, ref = row[0], row[1]
+    return 100.0 * (got / ref - 1.0)
+
+
+def test_session17_a_cold_region_of_ten_kernels_read_19_percent_low_with_one_flush_per_region():
+    """Call 1 (the L2 flushed once per region in counter passes): ten elementwise kernels on 4M
+    floats in one cold region 77.5 µs against ncu's 96.2 µs (each kernel cold under ncu), and
+    the same region warm within 0.2 % of ncu's --cache-control none."""
+    t = table(CALL1, CALL1 + ".log")
+    assert t["chain10"][2] == 10
+    assert -21 < diff(t["chain10"]) < -17, t["chain10"]
+    assert abs(diff(t["chain10_warm"])) < 1
+    # The reference counted the region's kernels: multi-kernel regions are multi-kernel.
+    assert t["sort"][2] == 7 and t["mlp"][2] == 3 and t["xent"][2] == 2
+
+
+def test_session17_flushing_before_every_kernel_gives_ncus_cold_sums():
+    """Calls 2 and 3 (counter passes flush before every kernel): the cold ten-kernel region
+    within 1.5-3.2 % of ncu (ncu's own warm value of it moved 2.8 % between the two calls), every
+    other eager workload (softmax, layer norm, SDPA, cuDNN conv, bf16 matmul 8192, a skinny
+    matmul, sort, cumsum, scatter, cross entropy, an MLP, a Triton kernel) within 3 % (long
+    single kernels within 1 %)."""
+    for tag in (CALL2, CALL3):
+        t = table(tag, tag + ("-and-table.log" if tag == CALL2 else ".log"))
+        assert -3.5 < diff(t["chain10"]) < 0, (tag, t["chain10"])
+        for name in ("softmax", "layernorm", "sdpa", "conv", "skinny", "sort", "cumsum", "scatter", "xent", "mlp",
+                     "triton", "sort_warm", "mlp_warm", "chain10_warm", "conv_warm"):
+            assert abs(diff(t[name])) < 3, (tag, name, t[name])
+        assert abs(diff(t["bf16mm8192"])) < 1
+
+
+def test_session17_what_still_differs_tiny_kernels_and_graphs_with_copies_or_old_node_records():
+    """What the calls found and did not fix: a one-thread kernel (`x.add_(1)` on one float) reads
+    6-11 % below ncu (1.54 vs 1.63-1.70 µs warm); a graph holding a 64 MB device copy 3.2-3.9 %
+    below CUDA events; a graph of 200 one-block kernels instantiated before the session (node
+    records) 1-4 % above; both MLP graphs within 1.2 %."""
+    for tag, log in ((CALL1, CALL1 + ".log"), (CALL2, CALL2 + "-and-table.log"), (CALL3, CALL3 + ".log")):
+        t = table(tag, log)
+        assert -12 < diff(t["tiny_warm"]) < -5, (tag, t["tiny_warm"])
+        assert -4 < diff(t["gcopy_new"]) < -3 and -4 < diff(t["gcopy_old"]) < -3, tag
+        assert 0.5 < diff(t["gtiny_old"]) < 4.5, (tag, t["gtiny_old"])
+        assert abs(diff(t["gmlp_old"])) < 1.5 and abs(diff(t["gmlp_new"])) < 1.5
+
+
+def test_session17_step6_holds_and_the_sweep_is_8x_with_the_flush_before_every_kernel():
+    """Call 3: step 6 on the medians of three processes each within 0.33 point of ncu; the seed
+    sweep 8.3x faster than nsight-python 0.9.6 (kprof 1.13 s, records 0.60 s, nsight-python
+    9.37 s, medians of two processes): the target of 10x is still not met."""
+    r, rows = judge(truth_log(CALL3 + ".log"))
+    for what in ("SM %", "DRAM %"):
+        for case in ("fp16_mm4096", "x2_64M"):
+            assert rows[("python", f"step 6 {case} {what}")] == "PASS"
+    assert rows[("python", "seed sweep speed")] == "FAIL"
+    report, ratio = sweep_bench_report(sweep_bench(), CALL3 + ".log")
+    assert 8.0 < ratio < 8.6, report
