@@ -18,7 +18,7 @@
 //! recorded into a graph, not run: they are neither flushed nor logged.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use crate::error::EngineError;
@@ -56,10 +56,14 @@ static LOG: Mutex<Vec<PassLaunch>> = Mutex::new(Vec::new());
 static FAILURE: Mutex<Option<String>> = Mutex::new(None);
 /// Stream captures begun and not ended since the hook was armed.
 static CAPTURES: AtomicI64 = AtomicI64::new(0);
+/// How many times the hook was armed: a thread's launch depth counts only within one arming (a
+/// launch in flight on another thread when the hook was disarmed never saw its exit counted).
+static ARMING: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
-    /// Traced launch calls open on this thread (a runtime launch and the driver call inside it).
-    static DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// Traced launch calls open on this thread (a runtime launch and the driver call inside it),
+    /// with the arming they were counted in.
+    static DEPTH: Cell<(u64, u32)> = const { Cell::new((0, 0)) };
     /// Whether this thread is running the flush hook (its own launches are not the user's).
     static FLUSHING: Cell<bool> = const { Cell::new(false) };
 }
@@ -98,6 +102,7 @@ pub(crate) fn arm(flush: FlushHook) {
     lock(&LOG).clear();
     lock(&FAILURE).take();
     CAPTURES.store(0, Ordering::SeqCst);
+    ARMING.fetch_add(1, Ordering::SeqCst);
     ARMED.store(true, Ordering::SeqCst);
 }
 
@@ -141,12 +146,16 @@ pub(crate) fn on_callback(callback: &Callback<'_>) {
     if !graph && !kernel {
         return;
     }
-    let depth = DEPTH.with(Cell::get);
+    let arming = ARMING.load(Ordering::SeqCst);
+    let depth = match DEPTH.with(Cell::get) {
+        (a, d) if a == arming => d,
+        _ => 0,
+    };
     if !enter {
-        DEPTH.with(|d| d.set(depth.saturating_sub(1)));
+        DEPTH.with(|d| d.set((arming, depth.saturating_sub(1))));
         return;
     }
-    DEPTH.with(|d| d.set(depth + 1));
+    DEPTH.with(|d| d.set((arming, depth + 1)));
     if depth > 0 || CAPTURES.load(Ordering::SeqCst) > 0 {
         return;
     }

@@ -757,14 +757,25 @@ impl Profiler {
                                 Some(keep) => {
                                     values = keep.into_iter().map(|i| std::mem::take(&mut values[i])).collect()
                                 }
-                                None => self.warnings.push(format!(
-                                    "{}: the counter pass of run {} gave {} range(s) that its {} kernel launch(es) \
-                                     seen by CUPTI's callbacks (each after an L2 flush) do not account for",
-                                    at.name,
-                                    at.step.run,
-                                    values.len(),
-                                    launches.iter().filter(|l| **l == PassLaunch::Kernel).count()
-                                )),
+                                None => {
+                                    // Once per benchmark; the runs' values then fail to match
+                                    // the timing pass and say so.
+                                    let msg = format!(
+                                        "{}: a counter pass gave ranges that its kernel launches seen by CUPTI's \
+                                         callbacks (each after an L2 flush) do not account for ({} ranges, {} \
+                                         launches): a launch API kprof does not follow, or kernels of the driver's own",
+                                        at.name,
+                                        values.len(),
+                                        launches.iter().filter(|l| **l == PassLaunch::Kernel).count()
+                                    );
+                                    if !self
+                                        .warnings
+                                        .iter()
+                                        .any(|w| w.starts_with(&msg[..msg.find(" (").unwrap_or(0)]))
+                                    {
+                                        self.warnings.push(msg);
+                                    }
+                                }
                             }
                         }
                         return Ok(CounterRun::PerKernel {
