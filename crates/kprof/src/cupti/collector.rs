@@ -240,7 +240,8 @@ thread_local! {
     static MARK: std::cell::Cell<Option<u32>> = const { std::cell::Cell::new(None) };
 }
 
-/// The engine's callback hook: the graph guard, then the correlation mark of a numbered call.
+/// The engine's callback hook: the graph guard, the flush before every kernel of a counter pass,
+/// then the correlation mark of a numbered call.
 fn on_callback(cb: &Callback<'_>) {
     graph_guard::on_callback(cb);
     kernel_flush::on_callback(cb);
