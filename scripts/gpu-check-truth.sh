@@ -303,8 +303,14 @@ if has pyncu || has pyncu6; then
     csvs=()
     if has pyncu; then
         ncu_py "$OUT/pyncu-none.csv" none kernel gpu__time_duration.sum ncu-target eager60 k2us k20us
-        ncu_py "$OUT/pyncu-all.csv" all kernel gpu__time_duration.sum ncu-target k2ms mm1024 mm2048 mm4096 mm8192 x2_64M
-        csvs+=("$OUT/pyncu-none.csv" "$OUT/pyncu-all.csv")
+        csvs+=("$OUT/pyncu-none.csv")
+        # The long kernels in LONG_REPEATS ncu processes (the verdicts take the medians, as of a
+        # case repeated in PY_CASES).
+        for i in $(seq "${LONG_REPEATS:-1}"); do
+            csv="$OUT/pyncu-all.csv"; [ "$i" = 1 ] || csv="$OUT/pyncu-all-$i.csv"
+            ncu_py "$csv" all kernel gpu__time_duration.sum ncu-target k2ms mm1024 mm2048 mm4096 mm8192 x2_64M
+            csvs+=("$csv")
+        done
     fi
     # Step 6 in STEP6_REPEATS ncu processes (its DRAM % moves about a point between processes);
     # pyncu6: these alone.

@@ -124,3 +124,25 @@ def test_session17_final_engine_and_the_one_thread_kernel_under_ncus_application
             ns = float(r["gpu__time_duration.sum"].replace(",", ""))
             ghz = float(r["gpc__cycles_elapsed.avg.per_second"].replace(",", "")) / 1e9
             assert lo <= ns <= hi and 1.85 < ghz < 2.0, (cache, ns, ghz)
+
+
+def test_long_kernel_rows_take_the_medians_of_several_processes(tmp_path):
+    """scripts/truth_verdicts.py: a long-kernel case run in several kprof processes (repeated in
+    PY_CASES) and ncu processes (LONG_REPEATS) is judged on the medians of each side, as step 6;
+    one process each keeps the single values."""
+    import json
+
+    def log(kprof_ns, ncu_ns):
+        lines = [{"part": "kprof", "case": "mm2048", "ns": v, "late": False} for v in kprof_ns]
+        lines += [{"part": "ncu", "case": "mm2048", "ns": v} for v in ncu_ns]
+        path = tmp_path / f"log{len(kprof_ns)}{len(ncu_ns)}.log"
+        path.write_text("".join("TRUTH " + json.dumps(r) + "\n" for r in lines))
+        return str(path)
+
+    # One process each: the first values, 1.2 % apart.
+    _, rows = judge(log([340_000.0], [344_100.0]))
+    assert rows[("python", "mm2048")] == "FAIL"
+    # Three each: medians 341,000 and 343,000 (-0.58 %), whatever the outliers.
+    r, rows = judge(log([341_000.0, 330_000.0, 342_000.0], [344_600.0, 343_000.0, 342_900.0]))
+    assert rows[("python", "mm2048")] == "PASS", r.stdout
+    assert "median of 3" in r.stdout
