@@ -21,7 +21,8 @@
 # launch cost by session part interleaved in one process, correlation-id brackets, the engine
 # checks c d e with the activity recorded; needs gpu_check in .carry/bin), pystep6 (seed step 6
 # alone in STEP6_REPEATS fresh processes; pyncu runs ncu's step 6 that many times too: the
-# verdicts take the medians; pyncu6: ncu's step 6 alone) and graphstates (graph replays by CUDA events in each state of
+# verdicts take the medians; LONG_REPEATS runs pyncu's long kernels that many times, and a case
+# repeated in PY_CASES runs in that many processes: their medians too; pyncu6: ncu's step 6 alone) and graphstates (graph replays by CUDA events in each state of
 # kprof's CUPTI session, Rust) and cuptistates (the same before and after one raw CUPTI call,
 # one process per call: CUPTI_VARIANTS), releasestate (Python: graphs by CUDA events before
 # kprof, with CUPTI attached, after kprof.release_counters(), with and without a graph kept from
