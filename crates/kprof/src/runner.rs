@@ -234,16 +234,21 @@ pub(crate) trait Backend: Send + Sync {
     fn kernel_records(&self, _on: bool) -> Result<(), EngineError> {
         Ok(())
     }
-    /// Starts (`Some`) flushing the L2 as `spec` says before every kernel launched, or stops
-    /// (`None`) and returns the launches since the start (counter passes with a cold cache, as
-    /// Nsight Compute flushes before every kernel: [`crate::cupti::kernel_flush`]). `Ok(None)`
-    /// from a start: this backend cannot (its counter passes flush before every region instead).
-    fn flush_before_kernels(&self, _spec: Option<FlushSpec>) -> Result<Option<PassLaunches>, EngineError> {
-        Ok(None)
-    }
-    /// Whether [`Backend::flush_before_kernels`] works here.
+    /// Whether [`Backend::flush_before_kernels`] works here (else counter passes flush before
+    /// every region instead).
     fn can_flush_before_kernels(&self) -> bool {
         false
+    }
+    /// Starts flushing the L2 as `spec` says before every kernel launched (counter passes with a
+    /// cold cache, as Nsight Compute flushes before every kernel: [`crate::cupti::kernel_flush`]).
+    fn flush_before_kernels(&self, _spec: FlushSpec) -> Result<(), EngineError> {
+        Err(EngineError::Unsupported(
+            "this backend cannot flush the L2 before every kernel".to_string(),
+        ))
+    }
+    /// Stops [`Backend::flush_before_kernels`]: the launches since the start, in order.
+    fn stop_flushing_before_kernels(&self) -> PassLaunches {
+        PassLaunches::default()
     }
     /// Stops (`true`) or restarts tracing kernels between benchmarks; backends that trace
     /// nothing outside a benchmark do nothing. The CUPTI backend does it when

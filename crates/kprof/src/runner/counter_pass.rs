@@ -512,18 +512,13 @@ where
     F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
 {
     backend
-        .flush_before_kernels(Some(flush))
+        .flush_before_kernels(flush)
         .map_err(|e| format!("could not flush the L2 before every kernel of the counter pass: {e}"))?;
     let closure_failure = pass_closure(backend, at, key_run, f, None);
-    let stopped = backend.flush_before_kernels(None);
-    if let Some(msg) = closure_failure {
-        return Err(msg);
-    }
-    match stopped {
-        Ok(Some(PassLaunches { failure: Some(msg), .. })) => Err(msg),
-        Ok(Some(l)) => Ok(l.launches),
-        Ok(None) => Ok(Vec::new()),
-        Err(e) => Err(format!("could not stop flushing before every kernel: {e}")),
+    let PassLaunches { launches, failure } = backend.stop_flushing_before_kernels();
+    match closure_failure.or(failure) {
+        Some(msg) => Err(msg),
+        None => Ok(launches),
     }
 }
 
@@ -760,20 +755,18 @@ impl Profiler {
                                 None => {
                                     // Once per benchmark; the runs' values then fail to match
                                     // the timing pass and say so.
-                                    let msg = format!(
+                                    let head = format!(
                                         "{}: a counter pass gave ranges that its kernel launches seen by CUPTI's \
-                                         callbacks (each after an L2 flush) do not account for ({} ranges, {} \
-                                         launches): a launch API kprof does not follow, or kernels of the driver's own",
-                                        at.name,
-                                        values.len(),
-                                        launches.iter().filter(|l| **l == PassLaunch::Kernel).count()
+                                         callbacks (each after an L2 flush) do not account for",
+                                        at.name
                                     );
-                                    if !self
-                                        .warnings
-                                        .iter()
-                                        .any(|w| w.starts_with(&msg[..msg.find(" (").unwrap_or(0)]))
-                                    {
-                                        self.warnings.push(msg);
+                                    if !self.warnings.iter().any(|w| w.starts_with(&head)) {
+                                        self.warnings.push(format!(
+                                            "{head} ({} ranges, {} launches): a launch API kprof does not follow, or \
+                                             kernels of the driver's own",
+                                            values.len(),
+                                            launches.iter().filter(|l| **l == PassLaunch::Kernel).count()
+                                        ));
                                     }
                                 }
                             }

@@ -261,19 +261,15 @@ impl Backend for GpuBackend {
     fn flush_l2(&self, spec: FlushSpec) -> Result<(), EngineError> {
         self.l2.flush(self.libs.cuda, spec).map(drop)
     }
-    fn flush_before_kernels(&self, spec: Option<FlushSpec>) -> Result<Option<PassLaunches>, EngineError> {
-        let mut session = lock(&self.session);
-        match spec {
-            Some(spec) => {
-                let (l2, driver) = (Arc::clone(&self.l2), self.libs.cuda);
-                session.flush_before_kernels(Box::new(move || l2.flush(driver, spec)))?;
-                Ok(Some(PassLaunches::default()))
-            }
-            None => Ok(Some(session.stop_flushing_before_kernels())),
-        }
-    }
     fn can_flush_before_kernels(&self) -> bool {
         self.libs.cupti.fns.enable_callback().is_some()
+    }
+    fn flush_before_kernels(&self, spec: FlushSpec) -> Result<(), EngineError> {
+        let (l2, driver) = (Arc::clone(&self.l2), self.libs.cuda);
+        lock(&self.session).flush_before_kernels(Box::new(move || l2.flush(driver, spec)))
+    }
+    fn stop_flushing_before_kernels(&self) -> PassLaunches {
+        lock(&self.session).stop_flushing_before_kernels()
     }
     fn set_idle(&self, idle: bool) -> Result<(), EngineError> {
         // Opt-in until checked on a GPU: switching the records off and on between benchmarks
