@@ -50,6 +50,25 @@ def emit(**kw):
     print("TRUTH " + json.dumps(kw), flush=True)
 
 
+def capture_graph(body):
+    """A `torch.cuda.CUDAGraph` of `body()`: warmed up on a side stream outside the capture (as
+    PyTorch asks), captured, then replayed three times."""
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        body()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    with torch.cuda.graph(g):
+        body()
+    torch.cuda.synchronize()
+    for _ in range(3):
+        g.replay()
+    torch.cuda.synchronize()
+    return g
+
+
 class Cases:
     def __init__(self):
         self.y = torch.randn(N_SMALL, device="cuda")
@@ -67,19 +86,7 @@ class Cases:
         return z
 
     def capture(self, name):
-        g = torch.cuda.CUDAGraph()
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):  # warm-up outside the capture, as PyTorch asks
-            self.body(name)
-        torch.cuda.current_stream().wait_stream(s)
-        torch.cuda.synchronize()
-        with torch.cuda.graph(g):
-            self.body(name)
-        torch.cuda.synchronize()
-        for _ in range(3):
-            g.replay()
-        torch.cuda.synchronize()
+        g = capture_graph(lambda: self.body(name))
         self.graphs[name] = g
         return g
 

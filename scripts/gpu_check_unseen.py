@@ -131,21 +131,9 @@ class Work:
             raise ValueError(name)
 
     def capture(self, name):
-        t = self.torch
-        g = t.cuda.CUDAGraph()
-        s = t.cuda.Stream()
-        s.wait_stream(t.cuda.current_stream())
-        with t.cuda.stream(s):
-            self.graph_body(name)
-        t.cuda.current_stream().wait_stream(s)
-        t.cuda.synchronize()
-        with t.cuda.graph(g):
-            self.graph_body(name)
-        t.cuda.synchronize()
-        for _ in range(3):
-            g.replay()
-        t.cuda.synchronize()
-        return g
+        from gpu_check_truth import capture_graph  # imports torch: the GPU parts only
+
+        return capture_graph(lambda: self.graph_body(name))
 
 
 def triton_add():
@@ -178,27 +166,13 @@ WARM = ["tiny_warm", "sort_warm", "mlp_warm", "chain10_warm", "conv_warm"]
 GRAPHS = ["gmlp_old", "gcopy_old", "gtiny_old", "gmlp_new", "gcopy_new", "gtiny_new"]
 
 
-def events(torch, fn, reps=20):
-    """Median GPU time between CUDA events around `fn`, repetitions queued back to back."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    pairs = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        pairs.append((a, b))
-    torch.cuda.synchronize()
-    return statistics.median(a.elapsed_time(b) * 1e6 for a, b in pairs)
-
-
 def refs():
+    from gpu_check_truth import events  # CUDA events around repetitions queued back to back
+
     w = Work()
     for name in dict.fromkeys(g.rsplit("_", 1)[0] for g in GRAPHS):
         g = w.capture(name)
-        emit(part="refs", case=name, ns=events(w.torch, g.replay), what="CUDA events around one replay, no profiler")
+        emit(part="refs", case=name, ns=events(g.replay), what="CUDA events around one replay, no profiler")
 
 
 def kprof_part():
