@@ -13,7 +13,7 @@
 # cuLaunchKernel with and without kprof, Rust), and the Python door's
 # pyrefs, pykprof, pylaunch, pyncu, pysweep (kprof, the same work without a profiler, and
 # nsight-python 0.9.6 when carried). Not by default: graphprobe (CUDA events inside kprof's
-# benchmark of a graph, and graph replays before, during and after kprof's counters), mmclock (cycles and SM clock of matmul 1024/2048, kprof and ncu),
+# benchmark of a graph, and graph replays before, during and after kprof's counters), mmclock (cycles, SM clock and DRAM bytes of matmul 1024/2048 and a one-thread kernel, kprof and ncu; MMCLOCK_VARIANTS, MMCLOCK_REPEATS),
 # firstpass (the first Range Profiler collection's host time, with and without priming, one
 # process per variant; FIRSTPASS_VARIANTS="cap=N ...": by counter-data image size), sweepdetail (the seed sweep with the counter cost at every call),
 # icachesize (how many steps the instruction flush needs), launchcb (host time per launch with
@@ -356,24 +356,31 @@ if has graphprobe; then
     timeout 120 "$PY" "$GT" graph-state 2>&1 | tail -n 2 | tee -a "$LOG"
 fi
 if has mmclock; then
+    # MMCLOCK_VARIANTS: JSON objects of kprof.analyze.kernel keywords separated by ';' (default
+    # settings: {}), each in MMCLOCK_REPEATS fresh processes; ncu in as many processes.
     step "python mm clock: cycles and SM clock of matmul 1024/2048, kprof and ncu"
-    timeout 120 "$PY" "$GT" mm-clock 2>&1 | tail -n 12 | tee -a "$LOG"
-    ncu_py "$OUT/pyncu-mmclock.csv" all kernel \
-        gpu__time_duration.sum,sm__cycles_elapsed.max,sm__cycles_elapsed.avg.per_second,gpc__cycles_elapsed.max,dram__bytes_read.sum \
-        ncu-target mm1024 mm2048
-    "$PY" - "$OUT/pyncu-mmclock.csv" <<'EOF2' 2>&1 | tee -a "$LOG"
+    IFS=';' read -r -a mm_variants <<< "${MMCLOCK_VARIANTS:-{\}}"
+    for i in $(seq "${MMCLOCK_REPEATS:-1}"); do
+        for v in "${mm_variants[@]}"; do
+            MMCLOCK_OPTS="$v" timeout 120 "$PY" "$GT" mm-clock 2>&1 | grep '^TRUTH' | tee -a "$LOG"
+        done
+        mm_metrics=gpu__time_duration.sum,sm__cycles_elapsed.max,sm__cycles_elapsed.avg.per_second,gpc__cycles_elapsed.max,dram__bytes_read.sum,dram__bytes_write.sum
+        ncu_py "$OUT/pyncu-mmclock-$i.csv" all kernel "$mm_metrics" ncu-target mm1024 mm2048 tiny1
+        "$PY" - "$OUT/pyncu-mmclock-$i.csv" "$i" "$mm_metrics" <<'EOF2' 2>&1 | tee -a "$LOG"
 import csv, json, re, statistics, sys
 rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("==")) if r.get("ID", "").isdigit()]
 by = {}
 for r in rows:
     cells = " ".join(str(v) for v in r.values())
-    case = next((c for c in ("mm1024", "mm2048") if re.search(r"(^|[^A-Za-z0-9])" + c + r"($|[^A-Za-z0-9])", cells)), "?")
-    for m in ("gpu__time_duration.sum", "sm__cycles_elapsed.max", "sm__cycles_elapsed.avg.per_second", "gpc__cycles_elapsed.max", "dram__bytes_read.sum"):
-        if m in r:
+    case = next((c for c in ("mm1024", "mm2048", "tiny1") if re.search(r"(^|[^A-Za-z0-9])" + c + r"($|[^A-Za-z0-9])", cells)), "?")
+    for m in sys.argv[3].split(","):
+        if r.get(m):
             by.setdefault((case, m), []).append(float(r[m].replace(",", "")))
 for (case, m), v in sorted(by.items()):
-    print("TRUTH " + json.dumps({"part": "mmclock-ncu", "case": case, "metric": m, "median": statistics.median(v), "values": v}))
+    print("TRUTH " + json.dumps({"part": "mmclock-ncu", "case": case, "metric": m, "median": statistics.median(v),
+                                 "values": v, "process": int(sys.argv[2])}))
 EOF2
+    done
 fi
 if has sweepdetail; then
     step "python sweep detail: the seed sweep with the counter cost at every call of the closure"

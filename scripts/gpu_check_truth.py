@@ -9,7 +9,7 @@
     python3 gpu_check_truth.py sweep-plain   # the same work without a profiler
     python3 gpu_check_truth.py chains        # regions of 40, 200 and 300 kernels, durations from the counters
     python3 gpu_check_truth.py graph-probe [CASE] [late]  # events inside kprof's benchmark of a graph
-    python3 gpu_check_truth.py mm-clock      # matmul 1024/2048: cycles and SM clock beside the duration
+    python3 gpu_check_truth.py mm-clock      # matmul 1024/2048, a one-thread kernel: cycles, SM clock, DRAM bytes (MMCLOCK_OPTS)
     python3 gpu_check_truth.py graph-state   # graph replays by events before, during and after kprof's counters
     python3 gpu_check_truth.py release-state [keep]  # graphs by events before kprof, attached, after release_counters
     python3 gpu_check_truth.py launch-states # host cost per launch in each state kprof leaves a process in
@@ -122,6 +122,10 @@ class Cases:
             return a @ b
         if name == "x2_64M":
             return self.big * 2.0
+        if name == "tiny1":  # one thread: torch's elementwise add on one float
+            if not hasattr(self, "one"):
+                self.one = torch.zeros(1, device="cuda")
+            return self.one.add_(1.0)
         if name == "mixed":
             z = self.chain(self.y, 5)
             self.graphs["graph60"].replay()
@@ -405,7 +409,7 @@ def pause_check():
 
 def ncu_target():
     c = Cases()
-    for name in SHORT[:-1] + LONG:
+    for name in SHORT[:-1] + LONG + ["tiny1"]:
         for _ in range(3 if name == "eager60" else 5):
             torch.cuda.nvtx.range_push(name)
             c.eager(name)
@@ -604,29 +608,34 @@ def release_state(keep=""):
 
 
 CLOCK_METRICS = ["gpu__time_duration.sum", "sm__cycles_elapsed.max", "sm__cycles_elapsed.avg.per_second",
-                 "gpc__cycles_elapsed.max", "dram__bytes_read.sum"]
+                 "gpc__cycles_elapsed.max", "dram__bytes_read.sum", "dram__bytes_write.sum"]
 
 
 def mm_clock():
-    """fp32 matmul 1024/2048 in kprof (cold L2, default replay) with the elapsed cycles and the SM
-    clock beside gpu__time_duration: is ncu's longer duration more cycles or a lower clock?"""
+    """fp32 matmul 1024/2048 and a one-thread kernel in kprof (cold L2, default replay) with the
+    elapsed cycles, SM clock and DRAM bytes beside gpu__time_duration: is ncu's longer duration
+    more cycles or a lower clock?
+    ``MMCLOCK_OPTS`` (a JSON object of `kprof.analyze.kernel` keywords, e.g.
+    ``{"l2_flush": "discard"}``) runs a variant of the cold run conditions; rows carry it."""
     import kprof
 
     c = Cases()
-    for n in (1024, 2048):
-        a, b = c.mats[n]
+    opts = json.loads(os.environ.get("MMCLOCK_OPTS") or "{}")
+    for name in ("mm1024", "mm2048", "tiny1"):
+        c.eager(name)
 
-        @kprof.analyze.kernel(runs=10, metrics=CLOCK_METRICS, thermal_mode="off", verbosity=0)
+        @kprof.analyze.kernel(runs=10, metrics=CLOCK_METRICS, thermal_mode="off", verbosity=0, **opts)
         def mm():
             with kprof.annotate("r"):
-                a @ b
+                c.eager(name)
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             df = mm().raw()
         for m in CLOCK_METRICS:
             v = [float(x) for x in df[df["Metric"] == m]["Value"]]
-            emit(part="mmclock", case=f"mm{n}", metric=m, median=statistics.median(v) if v else None, values=v)
+            emit(part="mmclock", case=name, metric=m, median=statistics.median(v) if v else None, values=v,
+                 opts=opts)
 
 
 def sweep_plain():

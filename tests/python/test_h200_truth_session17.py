@@ -7,10 +7,7 @@ step 6 and the seed sweep with that engine."""
 
 from __future__ import annotations
 
-import importlib.util
-import os
-
-from truth_recordings import ROOT, judge, sweep_bench, sweep_bench_report, truth_log
+from truth_recordings import diff, judge, sweep_bench, sweep_bench_report, truth_log, unseen, unseen_table
 
 CALL1 = "s17-call1-unseen-workloads-flush-per-region"
 CALL2 = "s17-call2-unseen-workloads-flush-per-kernel"
@@ -18,45 +15,11 @@ CALL3 = "s17-call3-unseen-workloads-flush-per-kernel-step6-sweep"
 CALL4 = "s17-call4-unseen-workloads-final-engine"
 
 
-def unseen():
-    spec = importlib.util.spec_from_file_location("gpu_check_unseen", os.path.join(ROOT, "scripts", "gpu_check_unseen.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def table(tag, log=None):
-    """The verdict rows of one call: {case: (kprof ns, reference ns)}, from its log and its two ncu CSVs."""
-    mod = unseen()
-    log = truth_log(log or tag + ".log")
-    rows = {}
-    for line in open(log, encoding="utf-8", errors="replace"):
-        if line.startswith("UNSEEN "):
-            r = mod.json.loads(line[7:])
-            rows[(r["part"], r["case"])] = r
-    cold = mod.ncu_sums(truth_log(tag + "-ncu-cache-all.csv"))
-    warm = mod.ncu_sums(truth_log(tag + "-ncu-cache-none.csv"))
-    out = {}
-    for name in mod.COLD + mod.WARM:
-        ref = (warm if name in mod.WARM else cold).get(name)
-        got = rows.get(("kprof", name), {}).get("ns")
-        out[name] = (got, ref[0] if ref else None, ref[1] if ref else None)
-    for name in mod.GRAPHS:
-        ref = rows.get(("refs", name.rsplit("_", 1)[0]), {}).get("ns")
-        out[name] = (rows.get(("kprof", name), {}).get("ns"), ref, None)
-    return out
-
-
-def diff(row):
-    got, ref = row[0], row[1]
-    return 100.0 * (got / ref - 1.0)
-
-
 def test_session17_a_cold_region_of_ten_kernels_read_19_percent_low_with_one_flush_per_region():
     """Call 1 (the L2 flushed once per region in counter passes): ten elementwise kernels on 4M
     floats in one cold region 77.5 µs against ncu's 96.2 µs (each kernel cold under ncu), and
     the same region warm within 0.2 % of ncu's --cache-control none."""
-    t = table(CALL1, CALL1 + ".log")
+    t = unseen_table(CALL1, CALL1 + ".log")
     assert t["chain10"][2] == 10
     assert -21 < diff(t["chain10"]) < -17, t["chain10"]
     assert abs(diff(t["chain10_warm"])) < 1
@@ -71,7 +34,7 @@ def test_session17_flushing_before_every_kernel_gives_ncus_cold_sums():
     matmul, sort, cumsum, scatter, cross entropy, an MLP, a Triton kernel) within 3 % (long
     single kernels within 1 %)."""
     for tag in (CALL2, CALL3):
-        t = table(tag, tag + ("-and-table.log" if tag == CALL2 else ".log"))
+        t = unseen_table(tag, tag + ("-and-table.log" if tag == CALL2 else ".log"))
         assert -3.5 < diff(t["chain10"]) < 0, (tag, t["chain10"])
         for name in ("softmax", "layernorm", "sdpa", "conv", "skinny", "sort", "cumsum", "scatter", "xent", "mlp",
                      "triton", "sort_warm", "mlp_warm", "chain10_warm", "conv_warm"):
@@ -85,7 +48,7 @@ def test_session17_what_still_differs_tiny_kernels_and_graphs_with_copies_or_old
     below CUDA events; a graph of 200 one-block kernels instantiated before the session (node
     records) 1-4 % above; both MLP graphs within 1.2 %."""
     for tag, log in ((CALL1, CALL1 + ".log"), (CALL2, CALL2 + "-and-table.log"), (CALL3, CALL3 + ".log")):
-        t = table(tag, log)
+        t = unseen_table(tag, log)
         assert -12 < diff(t["tiny_warm"]) < -5, (tag, t["tiny_warm"])
         assert -4 < diff(t["gcopy_new"]) < -3 and -4 < diff(t["gcopy_old"]) < -3, tag
         assert 0.5 < diff(t["gtiny_old"]) < 4.5, (tag, t["gtiny_old"])
@@ -111,7 +74,7 @@ def test_session17_final_engine_and_the_one_thread_kernel_under_ncus_application
     53.07-54.77). The one-thread kernel under ncu's *application* replay reads as under its kernel
     replay (warm 1.60-1.70 µs, 3,142-3,308 SM cycles at 1.90-1.97 GHz), so kprof's 1.52-1.54 µs
     is not a replay-mode or clock difference: not explained."""
-    t = table(CALL4, CALL4 + ".log")
+    t = unseen_table(CALL4, CALL4 + ".log")
     assert abs(diff(t["chain10"])) < 1.5 and abs(diff(t["mlp"])) < 0.5
     assert -4 < diff(t["cumsum"]) < -3
     assert t["tiny_warm"][0] < 1560

@@ -62,3 +62,40 @@ def sweep_bench():
 def sweep_bench_report(bench, name):
     """The bench's report (text, ratio) on recording `name`."""
     return bench.report(bench.sweep_rows(open(truth_log(name)).read().splitlines()))
+
+
+def unseen():
+    """scripts/gpu_check_unseen.py as a module."""
+    spec = importlib.util.spec_from_file_location("gpu_check_unseen", os.path.join(ROOT, "scripts", "gpu_check_unseen.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def unseen_table(tag, log=None):
+    """The unseen workloads' rows of one call: {case: (kprof ns, reference ns, kernels)}, from its
+    log (default `tag.log`) and its two ncu CSVs (`tag-ncu-cache-all.csv`, `-none.csv`); graphs
+    take the CUDA events of the log's `refs` rows."""
+    mod = unseen()
+    rows = {}
+    for line in open(truth_log(log or tag + ".log"), encoding="utf-8", errors="replace"):
+        if line.startswith("UNSEEN "):
+            r = json.loads(line[7:])
+            rows[(r["part"], r["case"])] = r
+    cold = mod.ncu_sums(truth_log(tag + "-ncu-cache-all.csv"))
+    warm = mod.ncu_sums(truth_log(tag + "-ncu-cache-none.csv"))
+    out = {}
+    for name in mod.COLD + mod.WARM:
+        ref = (warm if name in mod.WARM else cold).get(name)
+        got = rows.get(("kprof", name), {}).get("ns")
+        out[name] = (got, ref[0] if ref else None, ref[1] if ref else None)
+    for name in mod.GRAPHS:
+        ref = rows.get(("refs", name.rsplit("_", 1)[0]), {}).get("ns")
+        out[name] = (rows.get(("kprof", name), {}).get("ns"), ref, None)
+    return out
+
+
+def diff(row):
+    """kprof against the reference of a table row, in percent."""
+    got, ref = row[0], row[1]
+    return 100.0 * (got / ref - 1.0)
