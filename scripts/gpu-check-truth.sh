@@ -13,7 +13,7 @@
 # cuLaunchKernel with and without kprof, Rust), and the Python door's
 # pyrefs, pykprof, pylaunch, pyncu, pysweep (kprof, the same work without a profiler, and
 # nsight-python 0.9.6 when carried). Not by default: graphprobe (CUDA events inside kprof's
-# benchmark of a graph, and graph replays before, during and after kprof's counters), mmclock (cycles, SM clock and DRAM bytes of matmul 1024/2048 and a one-thread kernel, kprof and ncu; MMCLOCK_VARIANTS, MMCLOCK_REPEATS),
+# benchmark of a graph, and graph replays before, during and after kprof's counters), mmclock (cycles, SM clock and DRAM bytes of matmul 1024/2048 and a one-block kernel, kprof and ncu; MMCLOCK_VARIANTS, MMCLOCK_REPEATS, MMCLOCK_CASES, MMCLOCK_NCU_METRICS, MMCLOCK_NCU_CACHE),
 # firstpass (the first Range Profiler collection's host time, with and without priming, one
 # process per variant; FIRSTPASS_VARIANTS="cap=N ...": by counter-data image size), sweepdetail (the seed sweep with the counter cost at every call),
 # icachesize (how many steps the instruction flush needs), launchcb (host time per launch with
@@ -356,23 +356,27 @@ if has graphprobe; then
     timeout 120 "$PY" "$GT" graph-state 2>&1 | tail -n 2 | tee -a "$LOG"
 fi
 if has mmclock; then
-    # MMCLOCK_VARIANTS: JSON objects of kprof.analyze.kernel keywords separated by ';' (default
-    # settings: {}), each in MMCLOCK_REPEATS fresh processes; ncu in as many processes.
+    # MMCLOCK_VARIANTS: JSON objects of kprof.analyze.kernel keywords separated by ';' (default:
+    # {}, the six metrics below), each in MMCLOCK_REPEATS fresh processes; ncu in as many
+    # processes, with MMCLOCK_NCU_METRICS and --cache-control MMCLOCK_NCU_CACHE (all); MMCLOCK_CASES:
+    # the cases (gpu_check_truth.py).
     step "python mm clock: cycles and SM clock of matmul 1024/2048, kprof and ncu"
     IFS=';' read -r -a mm_variants <<< "${MMCLOCK_VARIANTS:-{\}}"
     for i in $(seq "${MMCLOCK_REPEATS:-1}"); do
         for v in "${mm_variants[@]}"; do
             MMCLOCK_OPTS="$v" timeout 120 "$PY" "$GT" mm-clock 2>&1 | grep '^TRUTH' | tee -a "$LOG"
         done
-        mm_metrics=gpu__time_duration.sum,sm__cycles_elapsed.max,sm__cycles_elapsed.avg.per_second,gpc__cycles_elapsed.max,dram__bytes_read.sum,dram__bytes_write.sum
-        ncu_py "$OUT/pyncu-mmclock-$i.csv" all kernel "$mm_metrics" ncu-target mm1024 mm2048 tiny1
+        mm_metrics=${MMCLOCK_NCU_METRICS:-gpu__time_duration.sum,sm__cycles_elapsed.max,sm__cycles_elapsed.avg.per_second,gpc__cycles_elapsed.max,dram__bytes_read.sum,dram__bytes_write.sum}
+        # shellcheck disable=SC2086  # the cases are words
+        ncu_py "$OUT/pyncu-mmclock-$i.csv" "${MMCLOCK_NCU_CACHE:-all}" kernel "$mm_metrics" ncu-target ${MMCLOCK_CASES:-mm1024 mm2048 tiny1}
         "$PY" - "$OUT/pyncu-mmclock-$i.csv" "$i" "$mm_metrics" <<'EOF2' 2>&1 | tee -a "$LOG"
-import csv, json, re, statistics, sys
+import csv, json, statistics, sys
 rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("==")) if r.get("ID", "").isdigit()]
 by = {}
+nvtx = next((k for k in (rows[0] if rows else {}) if "Push/Pop_Range" in k), None)
 for r in rows:
-    cells = " ".join(str(v) for v in r.values())
-    case = next((c for c in ("mm1024", "mm2048", "tiny1") if re.search(r"(^|[^A-Za-z0-9])" + c + r"($|[^A-Za-z0-9])", cells)), "?")
+    # The NVTX column reads '<pid>  "<default domain>:CASE:none:...'
+    case = r[nvtx].split(":")[1] if nvtx else "?"
     for m in sys.argv[3].split(","):
         if r.get(m):
             by.setdefault((case, m), []).append(float(r[m].replace(",", "")))

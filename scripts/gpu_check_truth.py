@@ -122,10 +122,12 @@ class Cases:
             return a @ b
         if name == "x2_64M":
             return self.big * 2.0
-        if name == "tiny1":  # one thread: torch's elementwise add on one float
-            if not hasattr(self, "one"):
-                self.one = torch.zeros(1, device="cuda")
-            return self.one.add_(1.0)
+        if name.startswith("tiny"):  # torch's elementwise add on N floats (tiny1: one block)
+            small = self.__dict__.setdefault("small", {})
+            n = int(name[4:])
+            if n not in small:
+                small[n] = torch.zeros(n, device="cuda")
+            return small[n].add_(1.0)
         if name == "mixed":
             z = self.chain(self.y, 5)
             self.graphs["graph60"].replay()
@@ -407,9 +409,16 @@ def pause_check():
          warnings=[str(w.message)[:200] for w in caught][:4])
 
 
+#: Elementwise adds on 1, 4K, 64K, 256K and 1M floats: 1 to 2048 blocks.
+SMALL = ["tiny1", "tiny4096", "tiny65536", "tiny262144", "tiny1048576"]
+
+
 def ncu_target():
     c = Cases()
-    for name in SHORT[:-1] + LONG + ["tiny1"]:
+    for name in SMALL:  # their tensors, outside the ranges
+        c.eager(name)
+    torch.cuda.synchronize()
+    for name in SHORT[:-1] + LONG + SMALL:
         for _ in range(3 if name == "eager60" else 5):
             torch.cuda.nvtx.range_push(name)
             c.eager(name)
@@ -612,19 +621,21 @@ CLOCK_METRICS = ["gpu__time_duration.sum", "sm__cycles_elapsed.max", "sm__cycles
 
 
 def mm_clock():
-    """fp32 matmul 1024/2048 and a one-thread kernel in kprof (cold L2, default replay) with the
+    """fp32 matmul 1024/2048 and a one-block kernel in kprof (cold L2, default replay) with the
     elapsed cycles, SM clock and DRAM bytes beside gpu__time_duration: is ncu's longer duration
     more cycles or a lower clock?
     ``MMCLOCK_OPTS`` (a JSON object of `kprof.analyze.kernel` keywords, e.g.
-    ``{"l2_flush": "discard"}``) runs a variant of the cold run conditions; rows carry it."""
+    ``{"l2_flush": "discard"}``, or ``{"metrics": ["gpu__time_duration.sum"]}`` for durations
+    alone) runs a variant; rows carry it. ``MMCLOCK_CASES``: the cases (names of `Cases.eager`)."""
     import kprof
 
     c = Cases()
     opts = json.loads(os.environ.get("MMCLOCK_OPTS") or "{}")
-    for name in ("mm1024", "mm2048", "tiny1"):
+    kw = {"metrics": CLOCK_METRICS, **opts}
+    for name in (os.environ.get("MMCLOCK_CASES") or "mm1024 mm2048 tiny1").split():
         c.eager(name)
 
-        @kprof.analyze.kernel(runs=10, metrics=CLOCK_METRICS, thermal_mode="off", verbosity=0, **opts)
+        @kprof.analyze.kernel(runs=10, thermal_mode="off", verbosity=0, **kw)
         def mm():
             with kprof.annotate("r"):
                 c.eager(name)
@@ -632,7 +643,7 @@ def mm_clock():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             df = mm().raw()
-        for m in CLOCK_METRICS:
+        for m in kw["metrics"]:
             v = [float(x) for x in df[df["Metric"] == m]["Value"]]
             emit(part="mmclock", case=name, metric=m, median=statistics.median(v) if v else None, values=v,
                  opts=opts)
