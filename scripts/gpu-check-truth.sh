@@ -15,7 +15,7 @@
 # nsight-python 0.9.6 when carried). Not by default: graphprobe (CUDA events inside kprof's
 # benchmark of a graph, and graph replays before, during and after kprof's counters), mmclock (cycles, SM clock and DRAM bytes of matmul 1024/2048 and a one-block kernel, kprof and ncu; MMCLOCK_VARIANTS, MMCLOCK_REPEATS, MMCLOCK_CASES, MMCLOCK_NCU_METRICS, MMCLOCK_NCU_CACHE),
 # firstpass (the first Range Profiler collection's host time, with and without priming, one
-# process per variant; FIRSTPASS_VARIANTS="cap=N ...": by counter-data image size), sweepdetail (the seed sweep with the counter cost at every call),
+# process per variant; FIRSTPASS_VARIANTS="cap=N ...": by counter-data image size), sweepdetail (the seed sweep with the counter cost at every call), coldidle (short kernels after a flush and 0-10 ms of idle GPU, kprof and ncu),
 # icachesize (how many steps the instruction flush needs), launchcb (host time per launch with
 # kprof's launch records, none, or launch callbacks) and launchorder (attribution by launch order:
 # launch cost by session part interleaved in one process, correlation-id brackets, the engine
@@ -369,22 +369,18 @@ if has mmclock; then
         mm_metrics=${MMCLOCK_NCU_METRICS:-gpu__time_duration.sum,sm__cycles_elapsed.max,sm__cycles_elapsed.avg.per_second,gpc__cycles_elapsed.max,dram__bytes_read.sum,dram__bytes_write.sum}
         # shellcheck disable=SC2086  # the cases are words
         ncu_py "$OUT/pyncu-mmclock-$i.csv" "${MMCLOCK_NCU_CACHE:-all}" kernel "$mm_metrics" ncu-target ${MMCLOCK_CASES:-mm1024 mm2048 tiny1}
-        "$PY" - "$OUT/pyncu-mmclock-$i.csv" "$i" "$mm_metrics" <<'EOF2' 2>&1 | tee -a "$LOG"
-import csv, json, statistics, sys
-rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("==")) if r.get("ID", "").isdigit()]
-by = {}
-nvtx = next((k for k in (rows[0] if rows else {}) if "Push/Pop_Range" in k), None)
-for r in rows:
-    # The NVTX column reads '<pid>  "<default domain>:CASE:none:...'
-    case = r[nvtx].split(":")[1] if nvtx else "?"
-    for m in sys.argv[3].split(","):
-        if r.get(m):
-            by.setdefault((case, m), []).append(float(r[m].replace(",", "")))
-for (case, m), v in sorted(by.items()):
-    print("TRUTH " + json.dumps({"part": "mmclock-ncu", "case": case, "metric": m, "median": statistics.median(v),
-                                 "values": v, "process": int(sys.argv[2])}))
-EOF2
+        "$PY" "$GT" ncu-medians "$OUT/pyncu-mmclock-$i.csv" mmclock-ncu "$i" "$mm_metrics" 2>&1 | tee -a "$LOG"
     done
+fi
+if has coldidle; then
+    # Short kernels after a flush in the benchmark and 0-10 ms of idle GPU (gpu_check_truth.py
+    # cold-idle), and ncu's duration alone (--cache-control all) on the same cases.
+    step "python cold idle: short kernels after a flush and an idle GPU, kprof and ncu"
+    idle_cases=${MMCLOCK_CASES:-tiny1 tiny262144 k2us mm1024}
+    MMCLOCK_CASES="$idle_cases" timeout 300 "$PY" "$GT" cold-idle 2>&1 | grep '^TRUTH\|rror' | tee -a "$LOG"
+    # shellcheck disable=SC2086  # the cases are words
+    ncu_py "$OUT/pyncu-coldidle.csv" all kernel gpu__time_duration.sum ncu-target $idle_cases
+    "$PY" "$GT" ncu-medians "$OUT/pyncu-coldidle.csv" coldidle-ncu 1 gpu__time_duration.sum 2>&1 | tee -a "$LOG"
 fi
 if has sweepdetail; then
     step "python sweep detail: the seed sweep with the counter cost at every call of the closure"

@@ -10,6 +10,7 @@
     python3 gpu_check_truth.py chains        # regions of 40, 200 and 300 kernels, durations from the counters
     python3 gpu_check_truth.py graph-probe [CASE] [late]  # events inside kprof's benchmark of a graph
     python3 gpu_check_truth.py mm-clock      # matmul 1024/2048, a one-thread kernel: cycles, SM clock, DRAM bytes (MMCLOCK_OPTS)
+    python3 gpu_check_truth.py cold-idle     # short kernels after a flush and an idle GPU (MMCLOCK_CASES)
     python3 gpu_check_truth.py graph-state   # graph replays by events before, during and after kprof's counters
     python3 gpu_check_truth.py release-state [keep]  # graphs by events before kprof, attached, after release_counters
     python3 gpu_check_truth.py launch-states # host cost per launch in each state kprof leaves a process in
@@ -649,6 +650,62 @@ def mm_clock():
                  opts=opts)
 
 
+def cold_idle():
+    """Does the GPU's idle time between the cold flush and a short kernel change its
+    gpu__time_duration? kprof flushes right before each kernel of its counter pass (a context
+    synchronization, then the launch); ncu idles for its own host work between its flush and the
+    kernel. Here kprof runs warm (`cache_control="none"`) and the benchmark itself empties the L2
+    (a read of 256 MB) outside the region, synchronizes and sleeps IDLE ms before the region's
+    kernel; one ``coldidle`` row per case and idle time, and kprof's own cold run beside them.
+    Cases: ``MMCLOCK_CASES`` (default: adds on 1 and 256K floats, ``y * 1.0001``, the matmul 1024)."""
+    import kprof
+
+    c = Cases()
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    cases = (os.environ.get("MMCLOCK_CASES") or "tiny1 tiny262144 k2us mm1024").split()
+    for name in cases:
+        c.eager(name)
+        for idle_ms in (None, 0.0, 0.5, 2.0, 10.0):
+
+            @kprof.analyze.kernel(runs=10, thermal_mode="off", verbosity=0,
+                                  cache_control="all" if idle_ms is None else "none")
+            def bench():
+                if idle_ms is not None:
+                    flush.sum(dtype=torch.int32)
+                    torch.cuda.synchronize()
+                    if idle_ms:
+                        time.sleep(idle_ms / 1e3)
+                with kprof.annotate("r"):
+                    c.eager(name)
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                df = bench().raw()
+            v = [float(x) for x in df["Value"]]
+            emit(part="coldidle", case=name, idle_ms=idle_ms, median=statistics.median(v), values=v,
+                 how="kprof cold" if idle_ms is None else "flush in the benchmark, then idle")
+
+
+def ncu_medians():
+    """``ncu-medians CSV PART PROCESS METRICS``: one TRUTH row per (NVTX range, metric) of an ncu
+    export (`--csv --page raw --nvtx`) with the median of its kernels' values; METRICS are
+    comma-separated; kernels that made a small case's tensor (torch's fill) are left out."""
+    import csv
+
+    path, part, process, metrics = sys.argv[2:6]
+    rows = [r for r in csv.DictReader(line for line in open(path) if not line.startswith("=="))
+            if r.get("ID", "").isdigit() and "FillFunctor" not in r.get("Kernel Name", "")]
+    nvtx = next((k for k in (rows[0] if rows else {}) if "Push/Pop_Range" in k), None)
+    by = {}
+    for r in rows:
+        case = r[nvtx].split(":")[1] if nvtx else "?"  # '<pid>  "<default domain>:CASE:none:...'
+        for m in metrics.split(","):
+            if r.get(m):
+                by.setdefault((case, m), []).append(float(r[m].replace(",", "")))
+    for (case, m), v in sorted(by.items()):
+        emit(part=part, case=case, metric=m, median=statistics.median(v), values=v, process=int(process))
+
+
 def sweep_plain():
     """The seed sweep's work without any profiler (3 configs x (warm-ups + 10 runs)), twice: what
     the user's closure itself costs in a fresh process (context, cuBLAS) and afterwards."""
@@ -799,6 +856,8 @@ if __name__ == "__main__":
         "sweep-nsight": sweep_nsight,
         "sweep-plain": sweep_plain,
         "mm-clock": mm_clock,
+        "cold-idle": cold_idle,
+        "ncu-medians": ncu_medians,
         "graph-state": graph_state,
         "release-state": release_state,
         "launch-states": launch_states,
