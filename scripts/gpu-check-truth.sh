@@ -241,7 +241,7 @@ if has pykprof; then
     for c in ${PY_CASES:-graph60 graph3big graph2stream mixed eager60 k2us k20us k2ms mm1024 mm2048 mm4096 mm8192 x2_64M}; do
         timeout 120 "$PY" -X faulthandler "$GT" case "$c" 2>&1 | tail -n 25 | tee -a "$LOG"
     done
-    for v in ${PY_VARIANTS:-}; do  # CASE:SOURCE[:late]
+    for v in ${PY_VARIANTS:-}; do  # CASE:SOURCE[:late]; SOURCE a duration_source or cuda-events (the CUDA-events backend)
         IFS=: read -r c src late <<< "$v"
         step "python kprof variant $v"
         LATE_CAPTURE=$late timeout 120 "$PY" -X faulthandler "$GT" case "$c" "$src" 2>&1 | tail -n 25 | tee -a "$LOG"

@@ -219,7 +219,8 @@ def y_times_2_bench(c, runs=1, **extra):
 
 
 def kprof_case(name, source=None):
-    """One case through kprof in default settings (or with duration_source=SOURCE), in its own process."""
+    """One case through kprof in default settings (or with duration_source=SOURCE, or the
+    CUDA-events backend for SOURCE "cuda-events"), in its own process."""
     import kprof
 
     c = Cases()
@@ -231,7 +232,8 @@ def kprof_case(name, source=None):
     cold = name in LONG
     graph = c.graphs.get(name)
 
-    extra = {"duration_source": source} if source else {}
+    # SOURCE "cuda-events": the CUDA-events backend (no CUPTI in the process), else a duration_source.
+    extra = {"backend": source} if source == "cuda-events" else {"duration_source": source} if source else {}
 
     @kprof.analyze.kernel(runs=10, cache_control="all" if cold else "none", thermal_mode="off", verbosity=0, **extra)
     def bench():
@@ -457,10 +459,12 @@ def seed_matmul(n, annotate=None):
 
 
 def sweep_kprof(source=None):
-    """The seed sweep in kprof's default settings, or with duration_source=SOURCE."""
+    """The seed sweep in kprof's default settings, or with duration_source=SOURCE (or the
+    CUDA-events backend for SOURCE "cuda-events")."""
     import kprof
 
-    extra = {"duration_source": source} if source else {}
+    # SOURCE "cuda-events": the CUDA-events backend (no CUPTI in the process), else a duration_source.
+    extra = {"backend": source} if source == "cuda-events" else {"duration_source": source} if source else {}
 
     @kprof.analyze.kernel(configs=[(n,) for n in SWEEP], runs=10, thermal_mode="off", verbosity=0, **extra)
     def matmul(n):
