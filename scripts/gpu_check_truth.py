@@ -9,7 +9,7 @@
     python3 gpu_check_truth.py sweep-plain   # the same work without a profiler
     python3 gpu_check_truth.py chains        # regions of 40, 200 and 300 kernels, durations from the counters
     python3 gpu_check_truth.py graph-probe [CASE] [late]  # events inside kprof's benchmark of a graph
-    python3 gpu_check_truth.py mm-clock      # matmul 1024/2048, a one-thread kernel: cycles, SM clock, DRAM bytes (MMCLOCK_OPTS)
+    python3 gpu_check_truth.py mm-clock      # matmul 1024/2048, a one-block kernel: cycles, SM clock, DRAM bytes (MMCLOCK_OPTS)
     python3 gpu_check_truth.py cold-idle     # short kernels after a flush and an idle GPU (MMCLOCK_CASES)
     python3 gpu_check_truth.py graph-state   # graph replays by events before, during and after kprof's counters
     python3 gpu_check_truth.py release-state [keep]  # graphs by events before kprof, attached, after release_counters
@@ -412,7 +412,7 @@ def pause_check():
          warnings=[str(w.message)[:200] for w in caught][:4])
 
 
-#: Elementwise adds on 1, 4K, 64K, 256K and 1M floats: 1 to 2048 blocks.
+#: In-place adds on 1, 4K, 64K, 256K and 1M floats: 1, 8, 128, 256 and 1024 blocks of 128 threads.
 SMALL = ["tiny1", "tiny4096", "tiny65536", "tiny262144", "tiny1048576"]
 
 
