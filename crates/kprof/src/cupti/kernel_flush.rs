@@ -21,6 +21,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Mutex;
 
+use crate::cupti::graph_guard;
 use crate::error::EngineError;
 use crate::lock;
 use crate::sys::cupti::callback::Callback;
@@ -140,8 +141,8 @@ pub(crate) fn on_callback(callback: &Callback<'_>) {
         }
         return;
     }
-    let graph = driver && (id == cbid::CU_GRAPH_LAUNCH || id == cbid::CU_GRAPH_LAUNCH_PTSZ)
-        || runtime && RUNTIME_GRAPH_LAUNCHES.contains(&id);
+    let graph =
+        driver && graph_guard::GRAPH_LAUNCH_CBIDS.contains(&id) || runtime && RUNTIME_GRAPH_LAUNCHES.contains(&id);
     let kernel = driver && DRIVER_KERNEL_LAUNCHES.contains(&id) || runtime && RUNTIME_KERNEL_LAUNCHES.contains(&id);
     if !graph && !kernel {
         return;
