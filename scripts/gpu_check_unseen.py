@@ -249,25 +249,39 @@ def ncu_sums(path):
     return {c: (statistics.median(s for s, _ in v), max(k for _, k in v)) for c, v in out.items()}
 
 
-def judge(log, ncu_all, ncu_none):
+def read_log(log):
+    """The UNSEEN rows of a log by (part, case); a later row replaces an earlier one."""
     rows = {}
     for line in open(log, encoding="utf-8", errors="replace"):
         if line.startswith("UNSEEN "):
             r = json.loads(line[7:])
             rows[(r["part"], r["case"])] = r
+    return rows
+
+
+def reference(name, rows, cold, warm):
+    """A case's reference: (ns, kernels) from ncu's sums (`cold`, `warm`: `ncu_sums`) for an eager
+    case, (ns, None) from the log's CUDA events without a profiler for a graph; ns None when
+    missing."""
+    if name in GRAPHS:
+        return (rows.get(("refs", name.rsplit("_", 1)[0])) or {}).get("ns"), None
+    c = (warm if name in WARM else cold).get(name)
+    return (c[0], c[1]) if c else (None, None)
+
+
+def judge(log, ncu_all, ncu_none):
+    rows = read_log(log)
     cold, warm = ncu_sums(ncu_all), ncu_sums(ncu_none)
     print(f"{'case':<14} {'kprof us':>10} {'ref us':>10} {'diff':>8} {'limit':>6}  source / ref")
     fails = 0
     for name in COLD + WARM + GRAPHS:
         got = rows.get(("kprof", name))
+        ref_ns, kernels = reference(name, rows, cold, warm)
         if name in GRAPHS:
-            ref = rows.get(("refs", name.rsplit("_", 1)[0]))
-            ref_ns, what, limit = (ref or {}).get("ns"), "events, no profiler", 3.0
+            what, limit = "events, no profiler", 3.0
         else:
-            c = (warm if name in WARM else cold).get(name)
-            ref_ns = c[0] if c else None
-            what = f"ncu --cache-control {'none' if name in WARM else 'all'} ({c[1] if c else '?'} kernels)"
-            long_kernel = ref_ns is not None and ref_ns >= 200_000 and c[1] == 1
+            what = f"ncu --cache-control {'none' if name in WARM else 'all'} ({kernels or '?'} kernels)"
+            long_kernel = ref_ns is not None and ref_ns >= 200_000 and kernels == 1
             limit = 1.0 if long_kernel else 3.0
         if not got or got.get("ns") is None or ref_ns is None:
             print(f"{name:<14} {'-':>10} {'-':>10} {'MISSING':>8}   {(got or {}).get('error', '')}")

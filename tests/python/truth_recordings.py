@@ -77,22 +77,13 @@ def unseen_table(tag, log=None):
     log (default `tag.log`) and its two ncu CSVs (`tag-ncu-cache-all.csv`, `-none.csv`); graphs
     take the CUDA events of the log's `refs` rows."""
     mod = unseen()
-    rows = {}
-    for line in open(truth_log(log or tag + ".log"), encoding="utf-8", errors="replace"):
-        if line.startswith("UNSEEN "):
-            r = json.loads(line[7:])
-            rows[(r["part"], r["case"])] = r
+    rows = mod.read_log(truth_log(log or tag + ".log"))
     cold = mod.ncu_sums(truth_log(tag + "-ncu-cache-all.csv"))
     warm = mod.ncu_sums(truth_log(tag + "-ncu-cache-none.csv"))
-    out = {}
-    for name in mod.COLD + mod.WARM:
-        ref = (warm if name in mod.WARM else cold).get(name)
-        got = rows.get(("kprof", name), {}).get("ns")
-        out[name] = (got, ref[0] if ref else None, ref[1] if ref else None)
-    for name in mod.GRAPHS:
-        ref = rows.get(("refs", name.rsplit("_", 1)[0]), {}).get("ns")
-        out[name] = (rows.get(("kprof", name), {}).get("ns"), ref, None)
-    return out
+    return {
+        name: ((rows.get(("kprof", name)) or {}).get("ns"), *mod.reference(name, rows, cold, warm))
+        for name in mod.COLD + mod.WARM + mod.GRAPHS
+    }
 
 
 def diff(row):
