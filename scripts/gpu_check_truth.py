@@ -11,6 +11,9 @@
     python3 gpu_check_truth.py graph-probe [CASE] [late]  # events inside kprof's benchmark of a graph
     python3 gpu_check_truth.py mm-clock      # matmul 1024/2048, a one-block kernel: cycles, SM clock, DRAM bytes (MMCLOCK_OPTS)
     python3 gpu_check_truth.py cold-idle     # short kernels after a flush and an idle GPU (MMCLOCK_CASES)
+    python3 gpu_check_truth.py graph-warmth [kprof]  # the same graphs at start, after 1 s of matmuls, idle (then attached, released)
+    python3 gpu_check_truth.py torch-cupti   # a plain torch process: libcupti mapped? graphs before/after a raw cuptiFinalize
+    python3 gpu_check_truth.py graph-blocked # graphs captured before kprof: back-to-back, idle, behind a spin kernel or a stream wait
     python3 gpu_check_truth.py graph-state   # graph replays by events before, during and after kprof's counters
     python3 gpu_check_truth.py release-state [keep]  # graphs by events before kprof, attached, after release_counters
     python3 gpu_check_truth.py launch-states # host cost per launch in each state kprof leaves a process in
@@ -113,6 +116,10 @@ class Cases:
             return self.chain(self.y, 30)
         if name == "k2us":
             return self.y * 1.0001
+        if name == "k2us_sync":  # a region that waits for the GPU inside
+            r = self.y * 1.0001
+            torch.cuda.synchronize()
+            return r
         if name == "k20us":
             return self.mid * 1.0001
         if name == "k2ms":
@@ -690,6 +697,171 @@ def cold_idle():
                  how="kprof cold" if idle_ms is None else "flush in the benchmark, then idle")
 
 
+def single_replays(fn, blocked, reps=20):
+    """Median GPU time between CUDA events around ONE call of `fn` at a time, synchronized after
+    each: on an idle GPU (`blocked` False: the start event runs before the host has launched the
+    work, so the host's launch time is inside) or behind a 200 us spin kernel
+    (`torch.cuda._sleep`) launched first, so that the events and the work are queued before the
+    GPU reaches them (as NVBench's blocking kernel does)."""
+    import ctypes
+
+    wait = None
+    if blocked == "wait-value":
+        # The stream waits (cuStreamWaitValue32) for a pinned host word that the host sets once
+        # the events and the work are queued: what an engine would do, no kernel of its own.
+        wait = ctypes.CDLL("libcuda.so.1").cuStreamWaitValue32_v2
+        wait.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint32]
+        word = torch.zeros(1, dtype=torch.int32, pin_memory=True)
+        flag = ctypes.c_int32.from_address(word.data_ptr())
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    v = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        if wait is not None:
+            flag.value = 0
+            rc = wait(torch.cuda.current_stream().cuda_stream, word.data_ptr(), 1, 0)  # CU_STREAM_WAIT_VALUE_GEQ
+            if rc:
+                return -float(rc)
+        elif blocked:
+            torch.cuda._sleep(400_000)
+        a.record()
+        fn()
+        b.record()
+        if wait is not None:
+            flag.value = 1
+        b.synchronize()
+        v.append(a.elapsed_time(b) * 1e6)
+    return statistics.median(v)
+
+
+def torch_cupti_state(kprof_too=""):
+    """What in a plain torch process (no kprof) slows graphs that ``cuptiFinalize`` speeds up:
+    whether libcupti is mapped at start, what ``cuptiSubscribe`` answers (another subscriber?),
+    and back-to-back events of graph60 / graph2stream before and after a raw ``cuptiFinalize``
+    (and after subscribing and unsubscribing first). One ``torchcupti`` row per step."""
+    import ctypes
+
+    def mapped():
+        return sorted({ln.split()[-1] for ln in open("/proc/self/maps") if "cupti" in ln})
+
+    c = Cases()
+    graphs = {name: c.capture(name) for name in ("graph60", "graph2stream")}
+
+    def measure(state):
+        emit(part="torchcupti", state=state, mapped=mapped(),
+             **{name: round(events(g.replay) / 1e3, 2) for name, g in graphs.items()})
+
+    measure("start")
+    path = next(iter(mapped()), None)
+    lib = ctypes.CDLL(path or "libcupti.so.13")
+    measure("libcupti loaded")
+    cb_type = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p)
+    cb = cb_type(lambda *a: None)
+    sub = ctypes.c_void_p()
+    rc = lib.cuptiSubscribe(ctypes.byref(sub), cb, None)
+    measure(f"subscribed rc={rc}")
+    rc2 = lib.cuptiUnsubscribe(sub) if rc == 0 else None
+    measure(f"unsubscribed rc={rc2}")
+    rc3 = lib.cuptiFinalize()
+    measure(f"finalized rc={rc3}")
+    if kprof_too:
+        import kprof
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            y_times_2_bench(c, runs=3)()
+            measure("kprof attached")
+            measure(f"kprof released: {kprof._core.release_counters()}")
+            y_times_2_bench(c, runs=3, duration_source="records")()
+            measure("kprof records-only attached")
+            measure(f"kprof records-only released: {kprof._core.release_counters()}")
+
+
+def graph_warmth(kprof_too=""):
+    """Do graphs captured before kprof run faster after CUPTI detaches, or after any GPU work?
+    Back-to-back events (`events`, 20 and 200 replays) and stream-wait single replays of graph60
+    and graph2stream at process start, right after 1 s of matmuls, after 1 s idle; with
+    ``kprof_too``: then a default kprof benchmark (CUPTI attached), its release, the same again.
+    One ``graphwarmth`` row per graph, state and way (ns), with the SM clock NVML reported."""
+    c = Cases()
+    graphs = {name: c.capture(name) for name in ("graph60", "graph2stream")}
+    a, b = c.mats[4096]
+
+    def clock():
+        try:
+            return torch.cuda.clock_rate()
+        except Exception as e:  # noqa: BLE001 - the probe records why
+            return str(e)[:80]
+
+    def measure(state):
+        for name, g in graphs.items():
+            for way, ns in (("back-to-back", events(g.replay)), ("back-to-back-200", events(g.replay, reps=200)),
+                            ("wait-value", single_replays(g.replay, "wait-value"))):
+                emit(part="graphwarmth", case=name, state=state, way=way, ns=ns, sm_mhz=clock())
+
+    def busy(seconds):
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            for _ in range(20):
+                a @ b
+            torch.cuda.synchronize()
+
+    measure("start")
+    busy(1.0)
+    measure("after 1 s of matmuls")
+    time.sleep(1.0)
+    measure("after 1 s idle")
+    if kprof_too:
+        import kprof
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            y_times_2_bench(c, runs=3)()
+            measure("CUPTI attached")
+            emit(part="graphwarmth", case="detach", state=str(kprof._core.release_counters()), way="", ns=0)
+            measure("released")
+            busy(1.0)
+            measure("released, after 1 s of matmuls")
+
+
+def graph_blocked():
+    """Graphs captured before kprof (graph60, graph2stream), timed three ways (back-to-back
+    replays, one replay on an idle GPU, one replay behind a spin kernel) before any profiler, with
+    CUPTI attached by a default benchmark, and after ``kprof.release_counters()`` detached it; then
+    kprof's default duration of each graph region (CUPTI attached again). One ``graphblocked`` row
+    per graph, state and way, nanoseconds."""
+    import kprof
+
+    c = Cases()
+    graphs = {name: c.capture(name) for name in ("graph60", "graph2stream")}
+
+    def measure(state):
+        for name, g in graphs.items():
+            for way, ns in (("back-to-back", events(g.replay)), ("idle", single_replays(g.replay, False)),
+                            ("blocked", single_replays(g.replay, True)),
+                            ("wait-value", single_replays(g.replay, "wait-value"))):
+                emit(part="graphblocked", case=name, state=state, way=way, ns=ns)
+
+    measure("no profiler")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        y_times_2_bench(c, runs=3)()
+        measure("CUPTI attached")
+        emit(part="graphblocked", case="detach", state=str(kprof._core.release_counters()), way="", ns=0)
+        measure("released")
+        for name, g in graphs.items():
+
+            @kprof.analyze.kernel(runs=10, cache_control="none", thermal_mode="off", verbosity=0)
+            def bench():
+                with kprof.annotate("r"):
+                    g.replay()
+
+            ns, src = median_duration(bench)
+            emit(part="graphblocked", case=name, state="kprof default", way=str(src), ns=ns)
+
+
 def ncu_medians():
     """``ncu-medians CSV PART PROCESS METRICS``: one TRUTH row per (NVTX range, metric) of an ncu
     export (`--csv --page raw --nvtx`) with the median of its kernels' values; METRICS are
@@ -861,6 +1033,9 @@ if __name__ == "__main__":
         "sweep-plain": sweep_plain,
         "mm-clock": mm_clock,
         "cold-idle": cold_idle,
+        "graph-blocked": graph_blocked,
+        "torch-cupti": lambda: torch_cupti_state(*sys.argv[2:]),
+        "graph-warmth": lambda: graph_warmth(*sys.argv[2:]),
         "ncu-medians": ncu_medians,
         "graph-state": graph_state,
         "release-state": release_state,
