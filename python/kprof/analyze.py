@@ -661,8 +661,11 @@ def kernel(
       column of every row says which source gave it (docs/timing.md). With ``backend="ncu"``
       durations are always ncu's counter;
     * ``backend`` ("cupti"): the measurement backend; ``"cuda-events"`` times each annotation with
-      two CUDA events instead (no CUPTI needed, e.g. while torch.profiler holds CUPTI; metric
-      ``cuda_event_elapsed.sum``, idle gaps included, no kernel names); ``"ncu"`` re-runs the script
+      two CUDA events instead (no CUPTI needed, e.g. while torch.profiler holds CUPTI, and no
+      CUPTI to slow CUDA graphs: the way to time graphs captured from several streams; the
+      default stream is held until the annotation's work is queued, so the host's launch gaps do
+      not count; metric ``cuda_event_elapsed.sum``, no kernel names; one backend per process:
+      choose it in a process where kprof's CUPTI session has not started); ``"ncu"`` re-runs the script
       under Nsight Compute (relaunch mode, see :mod:`kprof._ncu`): any ncu metric,
       ``clock_control="base"`` and ``ncu_options``
       (``set``, ``sections``, ``target_processes``, ``launch_skip``, ``launch_count``,

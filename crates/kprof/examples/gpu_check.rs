@@ -231,21 +231,25 @@ fn check_h(cx: &mut Ctx) -> Result<Row, BoxError> {
     let mut prof = Profiler::with_cuda_events()?;
     let (e0, e1) = (cx.timing_event()?, cx.timing_event()?);
     let mut ev = Vec::new();
+    let mut host = Vec::new();
     let raw = prof.bench(
         "h_cuda_events",
         &one_size(n),
         &cx.opts(10, 2, CacheControl::None),
         |_, run| {
             e0.record(&s)?;
+            let t0 = std::time::Instant::now();
             {
                 let _r = run.region("three")?;
                 k.scale(&s, &mut y, &x, 2.0, n)?;
                 k.add(&s, &mut y, &x, n)?;
                 k.scale(&s, &mut z, &y, 0.5, n)?;
             }
+            let host_ns = t0.elapsed().as_nanos() as f64;
             e1.record(&s)?;
             if !run.is_warmup() {
                 ev.push(event_ns(&e0, &e1)?);
+                host.push(host_ns);
             }
             Ok(())
         },
@@ -258,8 +262,11 @@ fn check_h(cx: &mut Ctx) -> Result<Row, BoxError> {
         && raw.kernel_names.iter().all(|k| k == "(cuda events)");
     let (mk, me) = (median(&vals), median(&ev));
     let d = pct(mk, me);
-    // The fallback's pair sits inside the outer pair, so it can only be shorter, by little.
-    let close = vals.len() == 10 && mk > 0.0 && mk <= me * 1.001 && d > -5.0;
+    // The fallback's pair sits inside the outer pair, so it can only be shorter: by the time the
+    // legacy stream was held while the host queued the region (the outer pair's start event ran
+    // before the hold), at most the host's time in the region, 5 us for the GPU to see the release, and 1 % more.
+    let host_median = median(&host);
+    let close = vals.len() == 10 && mk > 0.0 && mk <= me * 1.001 && mk >= (me - host_median - 5_000.0) * 0.99;
     drop(slot);
     Ok(Row::check(
         "h",
@@ -271,7 +278,7 @@ fn check_h(cx: &mut Ctx) -> Result<Row, BoxError> {
             us(me),
             kprof::runner::CUDA_EVENTS_METRIC
         ),
-        json!({"refusal": refused, "fallback_ns": vals, "outer_events_ns": ev}),
+        json!({"refusal": refused, "fallback_ns": vals, "outer_events_ns": ev, "host_in_region_ns": host}),
     ))
 }
 

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use crate::error::EngineError;
 use crate::sys::driver::{attr, c_chars_to_string, DriverFns};
 pub use crate::sys::driver::{
-    CuContext, CuDevice, CuDevicePtr, CuEvent, CuResult, CUDA_ERROR_INVALID_CONTEXT, CUDA_SUCCESS,
+    CuContext, CuDevice, CuDevicePtr, CuEvent, CuResult, HostWord, CUDA_ERROR_INVALID_CONTEXT, CUDA_SUCCESS,
 };
 use crate::sys::kernels::{LoadedKernel, PtxKernel};
 use crate::sys::loader::{load_library, LibKind, SearchEnv};
@@ -185,6 +185,17 @@ impl Driver {
     /// Destroys an event.
     pub fn event_destroy(&self, event: CuEvent) -> Result<(), EngineError> {
         self.check("cuEventDestroy_v2", self.fns.event_destroy(event))
+    }
+
+    /// A word of pinned host memory the GPU can wait on ([`Driver::hold_stream`]), holding 0.
+    pub fn host_word(&self) -> Result<HostWord, EngineError> {
+        self.fns.host_word().map_err(|(call, code)| self.error(call, code))
+    }
+
+    /// Makes the legacy default stream's later work wait until `word` holds `value` or more
+    /// (in wrapping order): the host releases it with [`HostWord::store`].
+    pub fn hold_stream(&self, word: &HostWord, value: u32) -> Result<(), EngineError> {
+        self.check("cuStreamWaitValue32_v2", self.fns.stream_wait_geq(word, value))
     }
 
     /// Sets every byte of the buffer (asynchronously w.r.t. the host on the legacy stream).

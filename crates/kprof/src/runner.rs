@@ -64,6 +64,7 @@ mod profiler;
 mod progress;
 mod run;
 mod schedule;
+mod stream_hold;
 
 pub use crate::counters::ReplayMode;
 pub use crate::overrides::{L2_FLUSH_BYTES_ENV, L2_FLUSH_ENV};
@@ -203,6 +204,10 @@ pub(crate) struct Collected {
     /// Kernels attributed by launch order while regions of several threads were open
     /// ([`crate::attribution::Attribution::ambiguous`]).
     pub ambiguous: usize,
+    /// Benchmark calls in which the CUDA-events backend stopped holding the stream
+    /// ([`stream_hold`]): the watchdog released two of their regions' holds in a row (the regions
+    /// wait for the GPU inside, or queue work for longer than [`stream_hold::HOLD_TIMEOUT`]).
+    pub hold_dropped: usize,
 }
 
 /// The GPU side of the run loop. Implementations use interior mutability; region enter/exit are

@@ -6,11 +6,12 @@ use std::time::Instant;
 use kprof_core::model::{DeviceInfo, ExtraValue};
 
 use super::l2_flush::L2Flusher;
+use super::stream_hold::{StreamHold, HOLD_TIMEOUT};
 use super::{host_name, Backend, Collected, FlushSpec, KernelRun, Span};
-use crate::attribution::encode_region_key;
+use crate::attribution::{decode_region_key, encode_region_key};
 use crate::conditions::fingerprint::format_cuda_version;
 use crate::conditions::FingerprintInputs;
-use crate::driver::{CuEvent, Driver};
+use crate::driver::{CuEvent, Driver, HostWord};
 use crate::error::EngineError;
 use crate::loader::SearchEnv;
 use crate::lock;
@@ -33,6 +34,25 @@ pub(super) struct EventsBackend {
     done: Mutex<Vec<(u64, Event, Event)>>,
     l2: L2Flusher,
     inputs: FingerprintInputs,
+    /// The stream hold (`None` where this driver cannot wait on host memory): see
+    /// [`super::stream_hold`].
+    hold: Option<StreamHold<HostWord>>,
+    holding: Mutex<HoldState>,
+}
+
+/// The hold of the outermost open region, and the benchmark calls that stopped holding.
+#[derive(Default)]
+struct HoldState {
+    /// Whether the open outermost region holds the stream.
+    held: bool,
+    /// The benchmark call of the last hold the watchdog released, and how many in a row it
+    /// released there (a first launch that loads a kernel module waits for the GPU once, so one
+    /// is forgiven).
+    timed_out_in_a_row: (u32, u32),
+    /// The benchmark call that stopped holding: the watchdog released two of its holds in a row.
+    skip_call: Option<u32>,
+    /// Benchmark calls that stopped holding since the last collect.
+    dropped: usize,
 }
 
 impl EventsBackend {
@@ -55,7 +75,16 @@ impl EventsBackend {
             ),
         ];
         let mut inputs = crate::conditions::runtime::fingerprint_inputs(ordinal, &props, driver.version, None);
-        inputs.kernel_timing = Some("CUDA events around each region (no CUPTI)".to_string());
+        // The stream hold needs pinned host memory the GPU can wait on.
+        let hold = driver.host_word().ok().and_then(|w| StreamHold::start(w, HOLD_TIMEOUT));
+        inputs.kernel_timing = Some(
+            if hold.is_some() {
+                "CUDA events around each region (no CUPTI), the legacy stream held until the region's work is queued"
+            } else {
+                "CUDA events around each region (no CUPTI); this driver cannot hold the stream, so host launch gaps count"
+            }
+            .to_string(),
+        );
         let backend = EventsBackend {
             driver,
             epoch: Instant::now(),
@@ -63,6 +92,8 @@ impl EventsBackend {
             done: Mutex::new(Vec::new()),
             l2: L2Flusher::new(props.l2_bytes),
             inputs,
+            hold,
+            holding: Mutex::new(HoldState::default()),
         };
         Ok((backend, device, extras))
     }
@@ -75,10 +106,61 @@ impl EventsBackend {
         }
         Ok(Event(e))
     }
+
+    /// Holds the legacy stream before the outermost region of `key` starts, unless the
+    /// watchdog had to release a region of the same benchmark call. A hold that cannot be
+    /// queued is released at once (the region is then timed without it).
+    fn hold_for(&self, key: u64) {
+        let Some(hold) = &self.hold else { return };
+        let mut st = lock(&self.holding);
+        if st.held || st.skip_call == Some(decode_region_key(key).call) {
+            return;
+        }
+        let value = hold.arm();
+        if self.driver.hold_stream(hold.word(), value).is_ok() {
+            st.held = true;
+        } else {
+            hold.release();
+        }
+    }
+
+    /// Releases the hold once the outermost region has exited; after two holds in a row that
+    /// the watchdog released, the rest of that benchmark call is timed without holding.
+    fn release_after(&self, key: u64) {
+        let Some(hold) = &self.hold else { return };
+        let mut st = lock(&self.holding);
+        if !std::mem::take(&mut st.held) {
+            return;
+        }
+        let call = decode_region_key(key).call;
+        if !hold.release() {
+            st.timed_out_in_a_row = (call, 0);
+            return;
+        }
+        let (last, n) = st.timed_out_in_a_row;
+        let n = if last == call { n + 1 } else { 1 };
+        st.timed_out_in_a_row = (call, n);
+        if n >= 2 {
+            st.skip_call = Some(call);
+            st.dropped += 1;
+        }
+    }
+
+    /// Releases a hold still pending (before a synchronization, which would wait for it).
+    fn release_pending(&self) {
+        if let Some(hold) = &self.hold {
+            if std::mem::take(&mut lock(&self.holding).held) {
+                hold.release();
+            }
+        }
+    }
 }
 
 impl Drop for EventsBackend {
     fn drop(&mut self) {
+        // The GPU must be past any wait on the hold's word before the word is freed.
+        self.release_pending();
+        let _ = self.driver.synchronize();
         for (_, e) in lock(&self.open).drain(..) {
             let _ = self.driver.event_destroy(e.0);
         }
@@ -102,13 +184,28 @@ impl Backend for EventsBackend {
         encode_region_key(c(call), c(config), c(run), c(region))
     }
     fn enter(&self, key: u64, _name: &str) -> Result<(), EngineError> {
+        if lock(&self.open).is_empty() {
+            self.hold_for(key);
+        }
         let e = self.recorded_event()?;
         lock(&self.open).push((key, e));
         Ok(())
     }
     fn exit(&self) -> Result<(), EngineError> {
-        let end = self.recorded_event()?;
-        match lock(&self.open).pop() {
+        let end = self.recorded_event();
+        let mut open = lock(&self.open);
+        let popped = open.pop();
+        let outermost_done = open.is_empty();
+        drop(open);
+        if outermost_done {
+            if let Some((key, _)) = &popped {
+                self.release_after(*key);
+            } else {
+                self.release_pending();
+            }
+        }
+        let end = end?;
+        match popped {
             Some((key, start)) => lock(&self.done).push((key, start, end)),
             None => {
                 let _ = self.driver.event_destroy(end.0);
@@ -117,6 +214,7 @@ impl Backend for EventsBackend {
         Ok(())
     }
     fn synchronize(&self) -> Result<(), EngineError> {
+        self.release_pending();
         self.driver.ensure_context()?;
         self.driver.synchronize()
     }
@@ -124,7 +222,10 @@ impl Backend for EventsBackend {
         self.l2.flush(self.driver, spec).map(drop)
     }
     fn collect(&self, _spans: &[Span]) -> Result<Collected, EngineError> {
-        let mut collected = Collected::default();
+        let mut collected = Collected {
+            hold_dropped: std::mem::take(&mut lock(&self.holding).dropped),
+            ..Collected::default()
+        };
         for (key, start, end) in lock(&self.done).drain(..) {
             let elapsed = self.driver.event_elapsed_ms(start.0, end.0);
             let _ = self.driver.event_destroy(start.0);

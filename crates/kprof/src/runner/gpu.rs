@@ -226,6 +226,7 @@ pub(super) fn collect_batch(batch: &ActivityBatch, regions: &[RegionSpan]) -> Co
         outside,
         graph_launches_from_nodes: 0,
         ambiguous: att.ambiguous,
+        hold_dropped: 0,
     }
 }
 

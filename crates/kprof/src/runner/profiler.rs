@@ -60,6 +60,8 @@ struct Sweep<'a> {
     /// Whether the warning about graphs instantiated before the session was given.
     warned_old_graphs: bool,
     warned_ambiguous: bool,
+    /// Whether the warning about the CUDA-events backend's stream hold dropped was given.
+    warned_hold: bool,
     /// Runs waiting for the next flush, in run order, and their spans as handed to the backend.
     pending: Vec<PendingRun>,
     wire: Vec<Span>,
@@ -214,14 +216,20 @@ impl Profiler {
         }
     }
 
-    /// The CUDA-events fallback, for when CUPTI cannot be used (its single subscriber slot is
-    /// taken by torch.profiler, Nsight Systems or another tool, or libcupti is missing): each
-    /// region is timed by two CUDA events recorded on the legacy default stream around it. Needs
-    /// only the CUDA driver. The samples' metric is [`CUDA_EVENTS_METRIC`], not
-    /// `gpu__time_duration.sum`: the events measure GPU time from region entry to exit, idle gaps
-    /// included, and there is no per-kernel breakdown or kernel name (`Kernel` is
-    /// `(cuda events)`). Kernels on non-blocking streams are not ordered by the legacy stream and
-    /// may be missed.
+    /// The CUDA-events backend, for when CUPTI cannot be used (its single subscriber slot is
+    /// taken by torch.profiler, Nsight Systems or another tool, or libcupti is missing) or must
+    /// not be (CUPTI slows CUDA graphs while attached, those captured from several streams by
+    /// 8-20 % on the H200): each region is timed by two CUDA events recorded on the legacy
+    /// default stream around it. Needs only the CUDA driver. Before the outermost region's start
+    /// event the stream waits on a word of host memory that kprof sets once the region has
+    /// exited, so the events and the region's work run back to back as the GPU reaches them and
+    /// the host's launch gaps do not count (as NVBench's blocking kernel; a region that waits for
+    /// the GPU inside is released by a watchdog after 20 ms, and after two such regions in a row
+    /// the rest of the benchmark runs without the hold, with a warning). The samples' metric is
+    /// [`CUDA_EVENTS_METRIC`], not `gpu__time_duration.sum`: the GPU time from the region's first
+    /// work to its last, idle gaps between kernels on the GPU included, and there is no
+    /// per-kernel breakdown or kernel name (`Kernel` is `(cuda events)`). Work on non-blocking
+    /// streams is not ordered by the legacy stream, not held, and may be missed.
     pub fn with_cuda_events() -> Result<Profiler, EngineError> {
         Self::claim_slot(|| {
             let (backend, device, extras) = events::EventsBackend::start()?;
@@ -399,6 +407,7 @@ impl Profiler {
             warned_untimed: false,
             warned_old_graphs: false,
             warned_ambiguous: false,
+            warned_hold: false,
             pending: Vec::new(),
             wire: Vec::new(),
             pending_recorded: vec![0; n],
@@ -587,8 +596,11 @@ impl Profiler {
             self.warnings.push(format!(
                 "{}: CUDA graph(s) instantiated before kprof's CUPTI session started were timed from their node \
                  records (CUPTI 13.0 crashes on graph records of such graphs): their nodes run instrumented, which \
-                 reads a few percent long (a 60-node graph +7 % on the H200); capture and instantiate graphs after \
-                 the first benchmark started (or inside the benchmark) for their exact span",
+                 reads a few percent long (on the H200 a 60-node graph +2 to +7 %, one captured from two streams up \
+                 to +20 %); graphs captured after the first benchmark started get their graph records instead \
+                 (within 3 % from one stream). CUPTI slows graphs while it is attached: for a graph's span without \
+                 it, use the CUDA-events backend (Python backend='cuda-events', Rust Profiler::with_cuda_events()) \
+                 in a process where kprof's CUPTI session has not started",
                 sw.name
             ));
         }
@@ -601,6 +613,17 @@ impl Profiler {
                  attribute each thread's launches to its own regions (costs the launch API records, 0.2-0.5 us per \
                  launch)",
                 sw.name, collected.ambiguous
+            ));
+        }
+        if collected.hold_dropped > 0 && !sw.warned_hold {
+            sw.warned_hold = true;
+            self.warnings.push(format!(
+                "{}: two regions in a row were still open {} ms after the CUDA-events backend held the stream for \
+                 them (they wait for the GPU inside, e.g. a synchronization or a blocking copy, or queue work for \
+                 that long): the rest of this benchmark is timed without the hold, so the host's launch gaps inside \
+                 a region count in its time",
+                sw.name,
+                super::stream_hold::HOLD_TIMEOUT.as_millis()
             ));
         }
         // The flush's wall time counts towards the time budgets of the batch's configs.

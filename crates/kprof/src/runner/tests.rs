@@ -65,6 +65,9 @@ struct Mock {
     spans_seen: Mutex<Vec<Span>>,
     /// What each flush reports as attributed by launch order across threads.
     ambiguous: AtomicU64,
+    /// What each flush reports as benchmark calls that stopped holding the stream (CUDA-events
+    /// backend).
+    hold_dropped: AtomicU64,
     /// The numbered call gets no id (`correlation_mark` gives `Some(0)`).
     marks_fail: std::sync::atomic::AtomicBool,
 }
@@ -156,6 +159,7 @@ impl Backend for Mock {
         self.spans_seen.lock().unwrap().extend_from_slice(spans);
         let mut out = Collected {
             ambiguous: self.ambiguous.load(Ordering::SeqCst) as usize,
+            hold_dropped: self.hold_dropped.load(Ordering::SeqCst) as usize,
             ..Collected::default()
         };
         for (ext, k) in self.pending.lock().unwrap().drain(..) {
@@ -291,6 +295,32 @@ fn kernels_of_regions_of_two_threads_open_at_once_give_one_warning_naming_the_re
     assert_eq!(w.len(), 1, "{:?}", prof.warnings());
     assert!(
         w[0].starts_with("threads: 2 kernel(s)") && w[0].contains("attribution='records'"),
+        "{}",
+        w[0]
+    );
+}
+
+#[test]
+fn a_dropped_stream_hold_gives_one_warning_per_benchmark() {
+    let mock = Arc::new(Mock::default());
+    mock.hold_dropped.store(1, Ordering::SeqCst);
+    let mut prof = profiler(&mock);
+    let m = mock.clone();
+    for name in ["syncs", "syncs-again"] {
+        prof.bench(name, &[], &runs_and_warmup(3, 1), |_, run| {
+            run.annotate("r", |_| m.launch("k", 5))?;
+            Ok(())
+        })
+        .unwrap();
+    }
+    let w: Vec<_> = prof
+        .warnings()
+        .iter()
+        .filter(|w| w.contains("held the stream"))
+        .collect();
+    assert_eq!(w.len(), 2, "one per benchmark: {:?}", prof.warnings());
+    assert!(
+        w[0].starts_with("syncs: ") && w[0].contains("20 ms") && w[0].contains("launch gaps"),
         "{}",
         w[0]
     );

@@ -3,6 +3,7 @@
 //! wrapper above it (error names, hints, contexts).
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::kernels::{LoadedKernel, PtxKernel};
 use super::loader::{LoadError, LoadedLib};
@@ -63,6 +64,10 @@ type FnEventRecord = unsafe extern "C" fn(*mut c_void, *mut c_void) -> CuResult;
 type FnEventElapsedTime = unsafe extern "C" fn(*mut f32, *mut c_void, *mut c_void) -> CuResult;
 type FnEventDestroy = unsafe extern "C" fn(*mut c_void) -> CuResult;
 type FnModuleLoadData = unsafe extern "C" fn(*mut CuModule, *const c_void) -> CuResult;
+type FnMemHostAlloc = unsafe extern "C" fn(*mut *mut c_void, usize, c_uint) -> CuResult;
+type FnMemFreeHost = unsafe extern "C" fn(*mut c_void) -> CuResult;
+type FnMemHostGetDevicePointer = unsafe extern "C" fn(*mut CuDevicePtr, *mut c_void, c_uint) -> CuResult;
+type FnStreamWaitValue32 = unsafe extern "C" fn(*mut c_void, CuDevicePtr, u32, c_uint) -> CuResult;
 type FnModuleGetFunction = unsafe extern "C" fn(*mut CuFunction, CuModule, *const c_char) -> CuResult;
 #[allow(clippy::type_complexity)]
 type FnLaunchKernel = unsafe extern "C" fn(
@@ -107,6 +112,60 @@ pub struct DriverFns {
     cuModuleLoadData: FnModuleLoadData,
     cuModuleGetFunction: FnModuleGetFunction,
     cuLaunchKernel: FnLaunchKernel,
+    /// The entry points of [`HostWord`] and [`DriverFns::stream_wait_geq`]; `None` when this
+    /// libcuda lacks one (the CUDA-events backend then times regions without holding the stream).
+    host_word_fns: Option<HostWordFns>,
+}
+
+/// `cuMemHostAlloc`, `cuMemFreeHost`, `cuMemHostGetDevicePointer_v2` and `cuStreamWaitValue32_v2`.
+#[derive(Debug, Clone, Copy)]
+#[allow(non_snake_case)]
+struct HostWordFns {
+    cuMemHostAlloc: FnMemHostAlloc,
+    cuMemFreeHost: FnMemFreeHost,
+    cuMemHostGetDevicePointer: FnMemHostGetDevicePointer,
+    cuStreamWaitValue32: FnStreamWaitValue32,
+}
+
+/// `CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP`.
+const MEMHOSTALLOC_PORTABLE_DEVICEMAP: c_uint = 0x01 | 0x02;
+/// `CU_STREAM_WAIT_VALUE_GEQ`: the wait ends once `(int32_t)(*addr - value) >= 0`.
+const STREAM_WAIT_VALUE_GEQ: c_uint = 0x0;
+
+/// One 32-bit word of pinned host memory that the GPU reads (`cuMemHostAlloc`, mapped), for a
+/// stream to wait on ([`DriverFns::stream_wait_geq`]) until the host stores a value. Freed when
+/// dropped (`cuMemFreeHost`).
+#[derive(Debug)]
+pub struct HostWord {
+    host: *mut c_void,
+    /// The word's address on the device.
+    pub device: CuDevicePtr,
+    free: FnMemFreeHost,
+}
+
+// SAFETY: the word is pinned host memory of the driver's, valid until `drop`; it is only written
+// through an atomic operation (`store`), which any thread may do.
+unsafe impl Send for HostWord {}
+// SAFETY: as for Send.
+unsafe impl Sync for HostWord {}
+
+impl HostWord {
+    fn atomic(&self) -> &AtomicU32 {
+        // SAFETY: `host` is a live, page-aligned allocation of at least 4 bytes (cuMemHostAlloc)
+        // until `drop`, and is accessed only as this atomic (AtomicU32 has u32's layout).
+        unsafe { AtomicU32::from_ptr(self.host.cast()) }
+    }
+    /// Stores `value` (the GPU sees it once the store leaves the CPU's write buffers).
+    pub fn store(&self, value: u32) {
+        self.atomic().store(value, Ordering::Release)
+    }
+}
+
+impl Drop for HostWord {
+    fn drop(&mut self) {
+        // SAFETY: `host` came from cuMemHostAlloc and is freed once, here.
+        let _ = unsafe { (self.free)(self.host) };
+    }
 }
 
 // The calls below pass the driver only values, handles it gave out (contexts, events, modules,
@@ -146,6 +205,16 @@ impl DriverFns {
                 cuModuleLoadData: lib.sym("cuModuleLoadData")?,
                 cuModuleGetFunction: lib.sym("cuModuleGetFunction")?,
                 cuLaunchKernel: lib.sym("cuLaunchKernel")?,
+                host_word_fns: (|| {
+                    Some(HostWordFns {
+                        cuMemHostAlloc: lib.opt_sym("cuMemHostAlloc")?,
+                        cuMemFreeHost: lib.opt_sym("cuMemFreeHost")?,
+                        cuMemHostGetDevicePointer: lib.opt_sym("cuMemHostGetDevicePointer_v2")?,
+                        cuStreamWaitValue32: lib
+                            .opt_sym("cuStreamWaitValue32_v2")
+                            .or_else(|| lib.opt_sym("cuStreamWaitValue32"))?,
+                    })
+                })(),
             })
         }
     }
@@ -283,6 +352,42 @@ impl DriverFns {
     pub(crate) fn event_destroy(&self, event: CuEvent) -> CuResult {
         // SAFETY: an event handle of the driver's.
         unsafe { (self.cuEventDestroy)(event.0) }
+    }
+
+    /// A new [`HostWord`] holding 0; on failure the call that failed and its code
+    /// (`CUDA_ERROR_NOT_SUPPORTED`, 801, where this libcuda lacks the entry points).
+    pub(crate) fn host_word(&self) -> Result<HostWord, (&'static str, CuResult)> {
+        let fns = self.host_word_fns.ok_or(("cuStreamWaitValue32_v2", 801))?;
+        let mut host: *mut c_void = std::ptr::null_mut();
+        // SAFETY: writes one pointer into `host`; asks for 4 bytes of pinned, mapped memory.
+        let r = unsafe { (fns.cuMemHostAlloc)(&mut host, 4, MEMHOSTALLOC_PORTABLE_DEVICEMAP) };
+        if r != CUDA_SUCCESS || host.is_null() {
+            return Err(("cuMemHostAlloc", r));
+        }
+        let mut word = HostWord {
+            host,
+            device: 0,
+            free: fns.cuMemFreeHost,
+        };
+        word.store(0);
+        let mut device: CuDevicePtr = 0;
+        // SAFETY: writes one device pointer into `device`; `host` is the driver's allocation.
+        let r = unsafe { (fns.cuMemHostGetDevicePointer)(&mut device, word.host, 0) };
+        if r != CUDA_SUCCESS {
+            return Err(("cuMemHostGetDevicePointer_v2", r));
+        }
+        word.device = device;
+        Ok(word)
+    }
+
+    /// `cuStreamWaitValue32_v2` on the legacy default stream with `CU_STREAM_WAIT_VALUE_GEQ`: the
+    /// stream's later work waits until `word` holds `value` or more (in wrapping order).
+    pub(crate) fn stream_wait_geq(&self, word: &HostWord, value: u32) -> CuResult {
+        let Some(fns) = self.host_word_fns else { return 801 };
+        // SAFETY: the null (legacy default) stream and the device address of a live mapped
+        // allocation of the driver's (`word` outlives the call; the wait reads it later, and the
+        // backend that owns `word` synchronizes before dropping it).
+        unsafe { (fns.cuStreamWaitValue32)(std::ptr::null_mut(), word.device, value, STREAM_WAIT_VALUE_GEQ) }
     }
 
     /// Loads one of kprof's PTX kernels into the current context (`cuModuleLoadData`, the driver
