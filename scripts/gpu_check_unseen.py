@@ -7,6 +7,7 @@ process without a profiler (graphs). One part per call:
     python3 gpu_check_unseen.py refs        # graphs by CUDA events, no profiler in this process
     python3 gpu_check_unseen.py kprof       # every case through kprof, default settings
     python3 gpu_check_unseen.py ncu-target  # the eager cases in NVTX ranges, for ncu (cold and warm)
+    python3 gpu_check_unseen.py events-graphs  # graphs on the CUDA-events backend and by events, one process
     python3 gpu_check_unseen.py judge LOG NCU_ALL.csv NCU_NONE.csv   # verdict table
 
 Cold cases (``cache_control`` left at its default, "all") are judged against ncu with
@@ -212,6 +213,36 @@ def kprof_part():
         run(name, g.replay, cache_control="none")
 
 
+def events_graphs():
+    """Graphs through ``backend="cuda-events"`` (no CUPTI in the process) against CUDA events
+    around back-to-back replays in the same process, which has no profiler: this workload's graphs
+    and issue 17's (``gpu_check_truth.Cases``: 60 nodes, two streams, 3 large kernels), warm, each
+    first replayed by the reference, then benchmarked, then the reference again. One
+    ``eventsgraph`` row per graph (ns)."""
+    import kprof
+    from gpu_check_truth import Cases, events
+
+    w = Work()
+    c = Cases()
+    graphs = {name: w.capture(name) for name in ("gmlp", "gcopy", "gtiny")}
+    graphs.update({name: c.capture(name) for name in ("graph60", "graph2stream", "graph3big")})
+    for name, g in graphs.items():
+        before = events(g.replay)
+
+        @kprof.analyze.kernel(runs=10, cache_control="none", thermal_mode="off", verbosity=0, backend="cuda-events")
+        def bench():
+            with kprof.annotate("r"):
+                g.replay()
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            df = bench().raw()
+        vals = [float(v) for v in df[df["Metric"] == "cuda_event_elapsed.sum"]["Value"]]
+        after = events(g.replay)
+        emit(part="eventsgraph", case=name, ns=statistics.median(vals), values=vals, ref_before=before,
+             ref_after=after, warnings=[str(m.message)[:200] for m in caught if "energy" not in str(m.message)][:3])
+
+
 def ncu_target():
     w = Work()
     torch = w.torch
@@ -302,6 +333,8 @@ def main():
         kprof_part()
     elif part == "ncu-target":
         ncu_target()
+    elif part == "events-graphs":
+        events_graphs()
     elif part == "judge":
         sys.exit(1 if judge(*sys.argv[2:5]) else 0)
     else:

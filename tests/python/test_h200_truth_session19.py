@@ -206,3 +206,20 @@ def test_the_cold_idle_ncu_export_holds_the_cases_the_log_judges():
                 got.setdefault(r[NVTX].split(":")[1], []).append(float(r["gpu__time_duration.sum"].replace(",", "")))
     for r in rows(CALL1, "coldidle-ncu"):
         assert statistics.median(got[r["case"]]) == r["median"], (r, got.get(r["case"]))
+
+
+def test_the_events_backend_times_every_graph_as_back_to_back_events_in_the_same_process():
+    """Call 9: six graphs (three of the unseen workloads, three of issue 17's) on the CUDA-events
+    backend against CUDA events around back-to-back replays in the same process (no CUPTI in
+    it), before and after the benchmark: within 1.2 % of the faster of the two in each of three
+    processes, without a warning."""
+    seen = {}
+    for line in open(truth_log("s19-call9-events-backend-graphs-against-same-process-events.log"), encoding="utf-8"):
+        assert line.startswith("UNSEEN "), line
+        r = json.loads(line[7:])
+        assert r["part"] == "eventsgraph" and len(r["values"]) == 10, r
+        ref = min(r["ref_before"], r["ref_after"])
+        assert abs(r["ns"] / ref - 1) < 0.012, r
+        assert not r["warnings"], r
+        seen.setdefault(r["case"], set()).add(r["process"])
+    assert seen == {c: {1, 2, 3} for c in ("gmlp", "gcopy", "gtiny", "graph60", "graph2stream", "graph3big")}, seen
