@@ -75,8 +75,13 @@ impl EventsBackend {
             ),
         ];
         let mut inputs = crate::conditions::runtime::fingerprint_inputs(ordinal, &props, driver.version, None);
-        // The stream hold needs pinned host memory the GPU can wait on.
-        let hold = driver.host_word().ok().and_then(|w| StreamHold::start(w, HOLD_TIMEOUT));
+        // The stream hold needs pinned host memory the GPU can wait on, and a stream wait on it
+        // (tried once with a value the word already holds, which waits for nothing).
+        let hold = driver
+            .host_word()
+            .ok()
+            .filter(|w| driver.hold_stream(w, 0).is_ok())
+            .and_then(|w| StreamHold::start(w, HOLD_TIMEOUT));
         inputs.kernel_timing = Some(
             if hold.is_some() {
                 "CUDA events around each region (no CUPTI), the legacy stream held until the region's work is queued"
@@ -160,7 +165,9 @@ impl Drop for EventsBackend {
     fn drop(&mut self) {
         // The GPU must be past any wait on the hold's word before the word is freed.
         self.release_pending();
-        let _ = self.driver.synchronize();
+        if self.driver.ensure_context().is_ok() {
+            let _ = self.driver.synchronize();
+        }
         for (_, e) in lock(&self.open).drain(..) {
             let _ = self.driver.event_destroy(e.0);
         }

@@ -139,7 +139,7 @@ const STREAM_WAIT_VALUE_GEQ: c_uint = 0x0;
 pub struct HostWord {
     host: *mut c_void,
     /// The word's address on the device.
-    pub device: CuDevicePtr,
+    device: CuDevicePtr,
     free: FnMemFreeHost,
 }
 
