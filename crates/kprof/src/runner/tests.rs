@@ -85,6 +85,18 @@ impl Mock {
         });
     }
 
+    /// A CUDA graph launch traced as a whole (a graph record), `dur` ns long.
+    fn launch_graph(&self, name: &str, dur: u64) {
+        let t = self.clock.fetch_add(dur + 10, Ordering::SeqCst);
+        self.run_kernel(KernelRun {
+            graph: true,
+            name: name.to_string(),
+            demangled: None,
+            start_ns: t,
+            end_ns: t + dur,
+        });
+    }
+
     /// A kernel record without timestamps, as serial tracing gives a CUDA-graph node.
     fn launch_untimed(&self, name: &str) {
         self.run_kernel(KernelRun {
@@ -321,6 +333,47 @@ fn a_dropped_stream_hold_gives_one_warning_per_benchmark() {
     assert_eq!(w.len(), 2, "one per benchmark: {:?}", prof.warnings());
     assert!(
         w[0].starts_with("syncs: ") && w[0].contains("20 ms") && w[0].contains("launch gaps"),
+        "{}",
+        w[0]
+    );
+}
+
+#[test]
+fn graph_regions_under_cupti_give_one_note_per_profiler_naming_the_cuda_events_backend() {
+    let mock = Arc::new(Mock::default());
+    let mut prof = profiler(&mock);
+    let m = mock.clone();
+    let opts = BenchOptions {
+        runs: 3,
+        conditions: false,
+        ..Default::default()
+    };
+    prof.bench("eager", &[], &opts, |_, run| {
+        run.annotate("r", |_| m.launch("k", 5))?;
+        Ok(())
+    })
+    .unwrap();
+    let note = |p: &Profiler| {
+        p.warnings()
+            .iter()
+            .filter(|w| w.contains("CUPTI slows") || w.contains("which slows graphs"))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert!(note(&prof).is_empty(), "no graph, no note: {:?}", prof.warnings());
+    for name in ["graph", "graph-again"] {
+        let raw = prof
+            .bench(name, &[], &opts, |_, run| {
+                run.annotate("g", |_| m.launch_graph("cuda-graph:1", 200))?;
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(values(&raw, "g", 0), vec![200.0; 3]);
+    }
+    let w = note(&prof);
+    assert_eq!(w.len(), 1, "once per profiler: {:?}", prof.warnings());
+    assert!(
+        w[0].starts_with("graph: ") && w[0].contains("backend='cuda-events'"),
         "{}",
         w[0]
     );

@@ -243,7 +243,12 @@ fn replaying_the_h200_gpu_check_rewrites_its_raw_csvs() {
         results.push(raw);
     }
     assert!(replay.flushes.lock().unwrap().is_empty(), "recorded flushes left over");
-    assert!(prof.warnings().is_empty(), "{:?}", prof.warnings());
+    // One note: check e's graph is timed from its graph record with CUPTI attached.
+    assert!(
+        prof.warnings().len() == 1 && prof.warnings()[0].starts_with("e_graph: CUDA graph replays are timed from"),
+        "{:?}",
+        prof.warnings()
+    );
     // The H200 run reported 184 unattributed kernels (cushions, L2 flushes, epilogue setup).
     assert_eq!(prof.unattributed_kernels(), 184);
     // The breakdown (not in the raw CSV): check c's run 0 is the 3 kernels the H200 reported.
