@@ -544,8 +544,12 @@ impl Profiler {
             self.warnings.push(format!(
                 "{}: durations are CUPTI kernel records, not Nsight Compute's gpu__time_duration: the benchmark \
                  replays CUDA graphs instantiated before kprof's CUPTI session, whose spans a counter pass would \
-                 corrupt (instantiate them after the first kprof benchmark, or pass duration_source=\"records\" to \
-                 silence this); see the DurationSource column",
+                 corrupt; they are timed from their node records, which run instrumented under CUPTI and read a few \
+                 percent long (on the H200 a 60-node graph +2 to +7 %, one captured from two streams up to +20 %). \
+                 Instantiate them after the first kprof benchmark for their graph records, or time them without \
+                 CUPTI with the CUDA-events backend (Python backend='cuda-events', Rust \
+                 Profiler::with_cuda_events()) in a process where kprof's CUPTI session has not started; \
+                 duration_source=\"records\" silences this; see the DurationSource column",
                 sw.name
             ));
             return Ok(());
