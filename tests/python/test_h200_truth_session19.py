@@ -237,3 +237,17 @@ def test_the_committed_build_passes_gpu_check_h_and_drops_the_hold_only_for_the_
     assert any("two regions in a row" in w for w in cases["k2us_sync"]["warnings"]), cases["k2us_sync"]
     assert not any("held the stream" in w for w in cases["eager60"]["warnings"]), cases["eager60"]
     assert cases["eager60"]["ns"] < 185_000, cases["eager60"]
+
+
+def test_graphs_timed_under_cupti_carry_the_note_and_eager_kernels_do_not():
+    """Call 11 (build 8acea7b): a torch graph captured after the first benchmark (graph records)
+    carries the note naming the CUDA-events backend; one captured before gets the records
+    warning; an eager kernel neither."""
+    got = {(r["case"], r["late"]): r for r in rows("s19-call11-graph-note-under-cupti.log")}
+    for case in GRAPHS:
+        w = got[(case, True)]["warnings"]
+        assert any("CUPTI's graph records" in m and "CUDA-events backend" in m for m in w), (case, w)
+    assert any("instantiated before kprof's CUPTI session" in m for m in got[("graph60", False)]["warnings"])
+    assert got[("graph60", False)]["source"] == ["records"]
+    assert not any("graph" in m for m in got[("k2us", False)]["warnings"]), got[("k2us", False)]
+    assert got[("k2us", False)]["source"] == ["counters"]
