@@ -639,8 +639,8 @@ impl Profiler {
             sw.warned_hold = true;
             self.warnings.push(format!(
                 "{}: two regions in a row were still open {} ms after the CUDA-events backend held the stream for \
-                 them (they wait for the GPU inside, e.g. a synchronization or a blocking copy, or queue work for \
-                 that long): the rest of this benchmark is timed without the hold, so the host's launch gaps inside \
+                 them (they wait for the GPU inside, e.g. a synchronization or a blocking copy, queue more launches \
+                 than the stream's queue holds, or take that long to queue): the rest of this benchmark is timed without the hold, so the host's launch gaps inside \
                  a region count in its time",
                 sw.name,
                 super::stream_hold::HOLD_TIMEOUT.as_millis()
