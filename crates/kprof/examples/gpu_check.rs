@@ -264,7 +264,8 @@ fn check_h(cx: &mut Ctx) -> Result<Row, BoxError> {
     let d = pct(mk, me);
     // The fallback's pair sits inside the outer pair, so it can only be shorter: by the time the
     // legacy stream was held while the host queued the region (the outer pair's start event ran
-    // before the hold), at most the host's time in the region, 5 us for the GPU to see the release, and 1 % more.
+    // before the hold), at most the host's time in the region, 5 us for the GPU to see the
+    // release, and 1 % more.
     let host_median = median(&host);
     let close = vals.len() == 10 && mk > 0.0 && mk <= me * 1.001 && mk >= (me - host_median - 5_000.0) * 0.99;
     drop(slot);

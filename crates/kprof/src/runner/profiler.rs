@@ -603,8 +603,8 @@ impl Profiler {
             // Said once per profiler: every graph this backend times runs with CUPTI attached.
             self.warned_graphs_under_cupti = true;
             self.warnings.push(format!(
-                "{}: CUDA graph replays are timed from CUPTI's graph records, as the graph runs with CUPTI attached, \
-                 which slows graphs (on the H200 by up to 3 % for graphs of one stream, 8-20 % for graphs captured \
+                "{}: CUDA graph replays are timed from CUPTI's records of them, as the graph runs with CUPTI \
+                 attached, which slows graphs (on the H200 by up to 3 % for graphs of one stream, 8-20 % for graphs captured \
                  from several streams): for a graph's span without CUPTI use the CUDA-events backend (Python \
                  backend='cuda-events', Rust Profiler::with_cuda_events()) in a process where kprof's CUPTI session \
                  has not started",
@@ -640,8 +640,8 @@ impl Profiler {
             self.warnings.push(format!(
                 "{}: two regions in a row were still open {} ms after the CUDA-events backend held the stream for \
                  them (they wait for the GPU inside, e.g. a synchronization or a blocking copy, queue more launches \
-                 than the stream's queue holds, or take that long to queue): the rest of this benchmark is timed without the hold, so the host's launch gaps inside \
-                 a region count in its time",
+                 than the stream's queue holds, or take that long to queue): the rest of this benchmark is timed \
+                 without the hold, so the host's launch gaps inside a region count in its time",
                 sw.name,
                 super::stream_hold::HOLD_TIMEOUT.as_millis()
             ));

@@ -7,9 +7,8 @@
 //! stores the word once the outermost region has exited, so that the events and the work run back
 //! to back as the GPU reaches them, as NVBench's blocking kernel does. A region that waits for the
 //! GPU inside (a synchronization, a blocking copy, more launches than the stream's queue holds)
-//! would wait forever: a watchdog thread stores
-//! the word after [`HOLD_TIMEOUT`], and the region's time then includes its launch gaps after
-//! that. One such release in a benchmark call is forgiven (a kernel's first launch loads its
+//! would wait forever: a watchdog thread stores the word after [`HOLD_TIMEOUT`], and the region's
+//! time then includes its launch gaps after that. One such release in a benchmark call is forgiven (a kernel's first launch loads its
 //! module lazily, which waits for the GPU); after two in a row the backend stops holding for the
 //! rest of that call and the results say so.
 
