@@ -225,6 +225,19 @@ def y_times_2_bench(c, runs=1, **extra):
     return y_times_2
 
 
+def graph_replay_bench(g, **extra):
+    """A kprof benchmark named ``graph`` of one region replaying `g`, warm (10 runs), with
+    `extra` keywords (e.g. ``backend="cuda-events"``)."""
+    import kprof
+
+    @kprof.analyze.kernel(runs=10, cache_control="none", thermal_mode="off", verbosity=0, **extra)
+    def graph():
+        with kprof.annotate("r"):
+            g.replay()
+
+    return graph
+
+
 def kprof_case(name, source=None):
     """One case through kprof in default settings (or with duration_source=SOURCE, or the
     CUDA-events backend for SOURCE "cuda-events"), in its own process."""
@@ -396,12 +409,7 @@ def pause_check():
     before = ns_per_launch(x)
     y_times_2_bench(c, runs=3)()
     between = ns_per_launch(x)
-    g = c.capture("graph60")
-
-    @kprof.analyze.kernel(runs=10, cache_control="none", thermal_mode="off", verbosity=0)
-    def graph():
-        with kprof.annotate("r"):
-            g.replay()
+    graph = graph_replay_bench(c.capture("graph60"))
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -697,16 +705,16 @@ def cold_idle():
                  how="kprof cold" if idle_ms is None else "flush in the benchmark, then idle")
 
 
-def single_replays(fn, blocked, reps=20):
+def single_replays(fn, way, reps=20):
     """Median GPU time between CUDA events around ONE call of `fn` at a time, synchronized after
-    each: on an idle GPU (`blocked` False: the start event runs before the host has launched the
-    work, so the host's launch time is inside) or behind a 200 us spin kernel
-    (`torch.cuda._sleep`) launched first, so that the events and the work are queued before the
-    GPU reaches them (as NVBench's blocking kernel does)."""
+    each, `way` "idle", "spin" or "wait-value": on an idle GPU (the start event runs before the
+    host has launched the work, so the host's launch time is inside), behind a 200 us spin kernel
+    (`torch.cuda._sleep`) launched first, or behind a stream wait the host releases once the
+    events and the work are queued (the last two as NVBench's blocking kernel does)."""
     import ctypes
 
     wait = None
-    if blocked == "wait-value":
+    if way == "wait-value":
         # The stream waits (cuStreamWaitValue32) for a pinned host word that the host sets once
         # the events and the work are queued: what an engine would do, no kernel of its own.
         wait = ctypes.CDLL("libcuda.so.1").cuStreamWaitValue32_v2
@@ -724,7 +732,7 @@ def single_replays(fn, blocked, reps=20):
             rc = wait(torch.cuda.current_stream().cuda_stream, word.data_ptr(), 1, 0)  # CU_STREAM_WAIT_VALUE_GEQ
             if rc:
                 return -float(rc)
-        elif blocked:
+        elif way == "spin":
             torch.cuda._sleep(400_000)
         a.record()
         fn()
@@ -839,8 +847,8 @@ def graph_blocked():
 
     def measure(state):
         for name, g in graphs.items():
-            for way, ns in (("back-to-back", events(g.replay)), ("idle", single_replays(g.replay, False)),
-                            ("blocked", single_replays(g.replay, True)),
+            for way, ns in (("back-to-back", events(g.replay)), ("idle", single_replays(g.replay, "idle")),
+                            ("blocked", single_replays(g.replay, "spin")),
                             ("wait-value", single_replays(g.replay, "wait-value"))):
                 emit(part="graphblocked", case=name, state=state, way=way, ns=ns)
 
@@ -852,13 +860,7 @@ def graph_blocked():
         emit(part="graphblocked", case="detach", state=str(kprof._core.release_counters()), way="", ns=0)
         measure("released")
         for name, g in graphs.items():
-
-            @kprof.analyze.kernel(runs=10, cache_control="none", thermal_mode="off", verbosity=0)
-            def bench():
-                with kprof.annotate("r"):
-                    g.replay()
-
-            ns, src = median_duration(bench)
+            ns, src = median_duration(graph_replay_bench(g))
             emit(part="graphblocked", case=name, state="kprof default", way=str(src), ns=ns)
 
 

@@ -219,8 +219,7 @@ def events_graphs():
     and issue 17's (``gpu_check_truth.Cases``: 60 nodes, two streams, 3 large kernels), warm, each
     first replayed by the reference, then benchmarked, then the reference again. One
     ``eventsgraph`` row per graph (ns)."""
-    import kprof
-    from gpu_check_truth import Cases, events
+    from gpu_check_truth import Cases, events, graph_replay_bench
 
     w = Work()
     c = Cases()
@@ -228,15 +227,9 @@ def events_graphs():
     graphs.update({name: c.capture(name) for name in ("graph60", "graph2stream", "graph3big")})
     for name, g in graphs.items():
         before = events(g.replay)
-
-        @kprof.analyze.kernel(runs=10, cache_control="none", thermal_mode="off", verbosity=0, backend="cuda-events")
-        def bench():
-            with kprof.annotate("r"):
-                g.replay()
-
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            df = bench().raw()
+            df = graph_replay_bench(g, backend="cuda-events")().raw()
         vals = [float(v) for v in df[df["Metric"] == "cuda_event_elapsed.sum"]["Value"]]
         after = events(g.replay)
         emit(part="eventsgraph", case=name, ns=statistics.median(vals), values=vals, ref_before=before,
