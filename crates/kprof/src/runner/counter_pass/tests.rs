@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use kprof_core::model::{DeviceInfo, ExtraValue};
 
 use super::*;
+use crate::runner::tests::warnings_with;
 
 /// Timing kernels get `dur` ns; counter metric `bytes.sum` of a kernel is `dur * 2`, `pct` is 50,
 /// `gpu__time_duration.sum` is `dur + 3` (the counters' duration differs from the records').
@@ -987,11 +988,7 @@ fn auto_takes_the_records_when_warm_up_replays_a_graph_instantiated_before_the_s
         "{:?}",
         col.values
     );
-    let w: Vec<&String> = p
-        .warnings()
-        .iter()
-        .filter(|w| w.contains("instantiated before"))
-        .collect();
+    let w = warnings_with(&p, "instantiated before");
     assert_eq!(w.len(), 1, "{:?}", p.warnings());
     assert!(w[0].starts_with("old: "), "{}", w[0]);
     assert_eq!(
@@ -1034,11 +1031,7 @@ fn auto_falls_back_to_the_records_with_one_warning_when_the_counters_cannot_open
         "record durations"
     );
     assert_eq!(mock.collects.load(Ordering::SeqCst), 0, "no counter pass");
-    let w: Vec<&String> = p
-        .warnings()
-        .iter()
-        .filter(|w| w.contains("INSUFFICIENT_PRIVILEGES"))
-        .collect();
+    let w = warnings_with(&p, "INSUFFICIENT_PRIVILEGES");
     assert_eq!(w.len(), 1, "{:?}", p.warnings());
     assert!(w[0].contains("not Nsight Compute's gpu__time_duration"), "{}", w[0]);
     let col = raw.extras.iter().find(|c| c.name == "DurationSource").unwrap();
@@ -1120,10 +1113,8 @@ fn a_graph_span_stretched_past_the_timing_pass_is_nan_with_one_warning() {
                 Ok(())
             })
             .unwrap();
-        let stretched: Vec<String> = p
-            .warnings()
-            .iter()
-            .filter(|w| w.contains("ran past the timing pass"))
+        let stretched: Vec<String> = warnings_with(&p, "ran past the timing pass")
+            .into_iter()
             .cloned()
             .collect();
         (series(&raw, "g", DEFAULT_METRIC).1, stretched, p.warnings().to_vec())
