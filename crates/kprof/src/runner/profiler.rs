@@ -75,6 +75,9 @@ struct Sweep<'a> {
     /// count of graph launches timed from node records when the call started (see
     /// [`Profiler::resolve_auto`]).
     auto_pending: Option<u64>,
+    /// The backend's count of graph launches timed from node records (process-wide) when the
+    /// call started: this call replayed such graphs when the count grew.
+    old_graph_launches_at_start: u64,
 }
 
 /// The profiler: owns the CUPTI activity session. One per process.
@@ -368,7 +371,8 @@ impl Profiler {
         } else {
             self.counters_prepare(name, opts)?
         };
-        let auto_pending = lazy_auto.then(|| self.backend.graph_launches_from_nodes());
+        let old_graph_launches_at_start = self.backend.graph_launches_from_nodes();
+        let auto_pending = lazy_auto.then_some(old_graph_launches_at_start);
         self.duration_source = match (self.metric, duration) {
             (CUDA_EVENTS_METRIC, _) => "cuda-events",
             (_, DurationSource::Counters) => "counters",
@@ -417,6 +421,7 @@ impl Profiler {
             batch_start: None,
             counters,
             auto_pending,
+            old_graph_launches_at_start,
         };
         // Kernels are traced during benchmarks only: launches between them cost what they cost
         // without kprof.
@@ -541,6 +546,8 @@ impl Profiler {
             return Ok(());
         };
         if self.backend.graph_launches_from_nodes() != before {
+            // This warning says what the collections' would.
+            sw.warned_old_graphs = true;
             self.warnings.push(format!(
                 "{}: durations are CUPTI kernel records, not Nsight Compute's gpu__time_duration: the benchmark \
                  replays CUDA graphs instantiated before kprof's CUPTI session, whose spans a counter pass would \
@@ -598,7 +605,9 @@ impl Profiler {
             ));
         }
         let graphs_in_regions = collected.by_region.values().flatten().any(|k| k.graph);
-        let old_graphs = collected.graph_launches_from_nodes > 0 && graphs_in_regions;
+        // Graphs instantiated before the session, launched in this call (the count is the
+        // process's: an earlier benchmark's old graphs say nothing of this one's).
+        let old_graphs = collected.graph_launches_from_nodes > sw.old_graph_launches_at_start && graphs_in_regions;
         if graphs_in_regions && !old_graphs && !self.warned_graphs_under_cupti {
             // Said once per profiler: every graph this backend times runs with CUPTI attached.
             self.warned_graphs_under_cupti = true;

@@ -136,7 +136,11 @@ impl Backend for Mock {
         Ok(())
     }
     fn collect(&self, spans: &[Span]) -> Result<Collected, EngineError> {
-        let mut out = Collected::default();
+        // As the CUPTI backend: the process's count so far, not this collection's.
+        let mut out = Collected {
+            graph_launches_from_nodes: self.old_graph_launches.load(Ordering::SeqCst),
+            ..Collected::default()
+        };
         for (ext, k) in self.done.lock().unwrap().drain(..) {
             let mut cur = ext.and_then(|e| spans.iter().find(|s| s.key == e));
             if cur.is_none() {
@@ -1009,6 +1013,27 @@ fn auto_takes_the_records_when_warm_up_replays_a_graph_instantiated_before_the_s
         .unwrap();
     let col = raw.extras.iter().find(|c| c.name == "DurationSource").unwrap();
     assert!(col.values.iter().all(|v| *v == ExtraValue::Text("counters".into())));
+    // A later benchmark of graphs instantiated in the session: the counters, and no word of the
+    // old graphs that earlier benchmarks replayed.
+    let o = BenchOptions {
+        duration: DurationSource::Auto,
+        ..o
+    };
+    let raw = p
+        .bench("new", &[], &o, |_, run| {
+            run.annotate("a", |_| m.launch_graph(500))?;
+            Ok(())
+        })
+        .unwrap();
+    let col = raw.extras.iter().find(|c| c.name == "DurationSource").unwrap();
+    assert!(col.values.iter().all(|v| *v == ExtraValue::Text("counters".into())));
+    let w = warnings_with(&p, "instantiated before");
+    let by: Vec<&str> = w.iter().map(|w| w.split(':').next().unwrap()).collect();
+    assert_eq!(
+        by,
+        ["old", "asked"],
+        "one per benchmark that replayed old graphs: {w:?}"
+    );
     drop(p);
     assert_eq!(
         mock.releases.load(Ordering::SeqCst),
