@@ -27,7 +27,7 @@
 # one process per call: CUPTI_VARIANTS), releasestate (Python: graphs by CUDA events before
 # kprof, with CUPTI attached, after kprof.release_counters(), with and without a graph kept from
 # the session), reattach (the cost of attaching CUPTI again after a profiler detached it, Rust),
-# unseen (workloads the issue does not name against ncu and events: scripts/gpu_check_unseen.py).
+# unseen, unseen2 (workloads the issue does not name against ncu and events, two sets: scripts/gpu_check_unseen.py).
 # Every result line is
 # `TRUTH {json}` in $OUT/truth.log; nothing here changes a GPU setting.
 set -uo pipefail
@@ -228,7 +228,7 @@ print("TRUTH " + json.dumps({"mode": "energy", "polls": polls, "changes": len(ch
 EOF
 fi
 # ---- The Python door (the wheel in .carry/wheels), torch workloads ----
-if has unseen || has pyrefs || has pykprof || has pystep6 || has pyncu6 || has releasestate || has pylaunch || has pyncu || has pysweep || has graphprobe || has mmclock || has sweepdetail; then
+if has unseen || has unseen2 || has pyrefs || has pykprof || has pystep6 || has pyncu6 || has releasestate || has pylaunch || has pyncu || has pysweep || has graphprobe || has mmclock || has sweepdetail; then
     source scripts/gpu-wheel.sh
     GT=scripts/gpu_check_truth.py
 fi
@@ -324,29 +324,40 @@ if has pyncu || has pyncu6; then
     done
     "$PY" scripts/truth_verdicts.py ncu-csv "${csvs[@]}" 2>&1 | tee -a "$LOG"
 fi
+unseen_ncu() { # set out.csv cache cases...: ncu on the eager cases of scripts/gpu_check_unseen.py
+    local set="$1" out="$2" cache="$3" c i; shift 3
+    local incl=()
+    for c in "$@"; do for i in 0 1 2; do incl+=(--nvtx-include "$c.$i/"); done; done
+    timeout 300 "$NCU" --nvtx "${incl[@]}" --cache-control "$cache" --clock-control none --replay-mode kernel \
+        --metrics gpu__time_duration.sum --csv --print-units base --page raw "$PY" scripts/gpu_check_unseen.py \
+        ncu-target "$set" > "$out" 2> "$out.err"
+    echo "ncu exit $? -> $out ($(wc -l < "$out") lines)" | tee -a "$LOG"
+}
+unseen_set() { # set "cold cases" "warm cases": graphs by CUDA events without a profiler, every case
+    # through kprof in default settings, ncu on the eager cases (cold ones with its cache control,
+    # warm ones without), and the verdict table.
+    local set="$1" cold="$2" warm="$3" GU=scripts/gpu_check_unseen.py
+    step "unseen set $set: refs (graphs by events, no profiler)"
+    timeout 150 "$PY" "$GU" refs "$set" 2>&1 | tail -n 8 | tee -a "$LOG"
+    step "unseen set $set: kprof, default settings"
+    timeout 240 "$PY" -X faulthandler "$GU" kprof "$set" 2>&1 | grep '^UNSEEN\|Error\|error' | tee -a "$LOG"
+    step "unseen set $set: ncu"
+    # shellcheck disable=SC2086  (the case lists split into words)
+    unseen_ncu "$set" "$OUT/unseen$set-ncu-all.csv" all $cold
+    # shellcheck disable=SC2086
+    unseen_ncu "$set" "$OUT/unseen$set-ncu-none.csv" none $warm
+    step "unseen set $set: verdicts"
+    "$PY" "$GU" judge "$LOG" "$OUT/unseen$set-ncu-all.csv" "$OUT/unseen$set-ncu-none.csv" "$set" 2>&1 | tee -a "$LOG"
+}
 if has unseen; then
-    # Workloads issue 17 does not name (scripts/gpu_check_unseen.py): graphs by CUDA events without
-    # a profiler, every case through kprof in default settings, ncu on the eager cases (cold ones
-    # with its cache control, warm ones without), and the verdict table.
-    GU=scripts/gpu_check_unseen.py
-    step "unseen: refs (graphs by events, no profiler)"
-    timeout 120 "$PY" "$GU" refs 2>&1 | tail -n 8 | tee -a "$LOG"
-    step "unseen: kprof, default settings"
-    timeout 240 "$PY" -X faulthandler "$GU" kprof 2>&1 | grep '^UNSEEN\|Error\|error' | tee -a "$LOG"
-    unseen_ncu() { # out.csv cache cases...
-        local out="$1" cache="$2" c i; shift 2
-        local incl=()
-        for c in "$@"; do for i in 0 1 2; do incl+=(--nvtx-include "$c.$i/"); done; done
-        timeout 300 "$NCU" --nvtx "${incl[@]}" --cache-control "$cache" --clock-control none --replay-mode kernel \
-            --metrics gpu__time_duration.sum --csv --print-units base --page raw "$PY" "$GU" ncu-target \
-            > "$out" 2> "$out.err"
-        echo "ncu exit $? -> $out ($(wc -l < "$out") lines)" | tee -a "$LOG"
-    }
-    step "unseen: ncu"
-    unseen_ncu "$OUT/unseen-ncu-all.csv" all softmax layernorm sdpa conv bf16mm8192 skinny sort cumsum scatter tiny xent mlp chain10 triton
-    unseen_ncu "$OUT/unseen-ncu-none.csv" none tiny_warm sort_warm mlp_warm chain10_warm conv_warm
-    step "unseen: verdicts"
-    "$PY" "$GU" judge "$LOG" "$OUT/unseen-ncu-all.csv" "$OUT/unseen-ncu-none.csv" 2>&1 | tee -a "$LOG"
+    # Workloads issue 17 does not name (scripts/gpu_check_unseen.py), session 17's set.
+    unseen_set 1 "softmax layernorm sdpa conv bf16mm8192 skinny sort cumsum scatter tiny xent mlp chain10 triton" \
+        "tiny_warm sort_warm mlp_warm chain10_warm conv_warm"
+fi
+if has unseen2; then
+    # The second set (session 20): other libraries, streams, syncs in a region, torch.compile.
+    unseen_set 2 "fft2 solve fp8mm embed sum64m streams2 item many500 compiled" \
+        "fft2_warm streams2_warm many500_warm compiled_warm"
 fi
 if has graphprobe; then
     step "python graph probe: CUDA events inside kprof's benchmark of a graph"

@@ -11,6 +11,9 @@
     python3 gpu_check_truth.py graph-probe [CASE] [late]  # events inside kprof's benchmark of a graph
     python3 gpu_check_truth.py mm-clock      # matmul 1024/2048, a one-block kernel: cycles, SM clock, DRAM bytes (MMCLOCK_OPTS)
     python3 gpu_check_truth.py cold-idle     # short kernels after a flush and an idle GPU (MMCLOCK_CASES)
+    python3 gpu_check_truth.py clock-state   # a 64-block add in kprof: back to back, paced as ncu paces it; clocks
+    python3 gpu_check_truth.py clock-state-target  # the same add after busy and idle seconds, for ncu
+    python3 gpu_check_truth.py clock-state-work    # the same add as the process's state changes (allocations, heat, idle)
     python3 gpu_check_truth.py graph-warmth [kprof]  # the same graphs at start, after 1 s of matmuls, idle (then attached, released)
     python3 gpu_check_truth.py torch-cupti   # a plain torch process: libcupti mapped? graphs before/after a raw cuptiFinalize
     python3 gpu_check_truth.py graph-blocked # graphs captured before kprof: back-to-back, idle, behind a spin kernel or a stream wait
@@ -1008,6 +1011,113 @@ def long_chains():
              warnings=[str(m.message)[:300] for m in caught][:3], cost=kprof._core.counter_cost())
 
 
+CLOCK_STATE_METRICS = ["gpu__time_duration.sum", "gpc__cycles_elapsed.max", "gpc__cycles_elapsed.avg.per_second",
+                       "sys__cycles_elapsed.avg.per_second", "lts__cycles_elapsed.avg.per_second",
+                       "dram__cycles_elapsed.avg.per_second"]
+
+
+def clock_state():
+    """Why does a kernel of fewer blocks than SMs read shorter in kprof than in ncu? Session 20's
+    ncu run of 500 adds on 64K floats (64 blocks) read the first ~50 at kprof's value and the rest
+    7 % longer. Here kprof times that add warm (means per kernel): 100 launches back to back
+    (kprof's counter pass), and 50 launches each after a synchronization and 5 ms of idle GPU
+    (ncu's pace: its host work between profiled kernels), with durations alone and with the
+    clocks of the GPC, SYS, L2 and DRAM domains. One ``clockstate`` row per variant and metric."""
+    import kprof
+
+    small = torch.zeros(65536, device="cuda")
+    small.add_(1.0)
+    torch.cuda.synchronize()
+    for paced in (False, True):
+        for metrics in (["gpu__time_duration.sum"], CLOCK_STATE_METRICS):
+
+            @kprof.analyze.kernel(runs=10, thermal_mode="off", verbosity=0, cache_control="none",
+                                  metrics=metrics, combine_kernel_metrics="mean")
+            def bench():
+                with kprof.annotate("r"):
+                    for _ in range(50 if paced else 100):
+                        if paced:
+                            torch.cuda.synchronize()
+                            time.sleep(0.005)
+                        small.add_(1.0)
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    df = bench().raw()
+                except Exception as e:  # noqa: BLE001  (an unknown metric is a row, not the end)
+                    emit(part="clockstate", paced=paced, metrics=len(metrics), error=str(e)[:400])
+                    continue
+            for m in metrics:
+                v = [float(x) for x in df[df["Metric"] == m]["Value"]]
+                emit(part="clockstate", paced=paced, metrics=len(metrics), metric=m,
+                     median=statistics.median(v) if v else None, values=v)
+
+
+def clock_state_work():
+    """The 64-block add (100 launches back to back, warm, durations and clocks, means per kernel)
+    in one process: on its own tensor at the start; on the tensor of gpu_check_unseen's set 2 once
+    that set's inputs are allocated; right after 2 s of bf16 matmuls 8192; after 3 s idle. Does
+    the add's duration move with the process's state (set 2's ``many500`` read 1.90 and 1.97 us
+    per kernel in two processes, ncu 1.86-2.08 within one), and with which clock?"""
+    import kprof
+    from gpu_check_unseen import Work
+
+    def measure(state, small):
+        @kprof.analyze.kernel(runs=10, thermal_mode="off", verbosity=0, cache_control="none",
+                              metrics=CLOCK_STATE_METRICS, combine_kernel_metrics="mean")
+        def bench():
+            with kprof.annotate("r"):
+                for _ in range(100):
+                    small.add_(1.0)
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            df = bench().raw()
+        emit(part="clockwork", state=state, **{m: statistics.median(float(x) for x in df[df["Metric"] == m]["Value"])
+                                                for m in CLOCK_STATE_METRICS})
+
+    own = torch.zeros(65536, device="cuda")
+    measure("start", own)
+    import gpu_check_unseen
+
+    gpu_check_unseen.SET = "2"
+    w = Work()
+    measure("set2-allocated, own tensor", own)
+    measure("set2-allocated, set2 tensor", w.small)
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < 2.0:
+        w.bf @ w.bf
+        torch.cuda.synchronize()
+    measure("after 2 s of bf16 matmuls", w.small)
+    time.sleep(3.0)
+    measure("after 3 s idle", w.small)
+    measure("after 3 s idle, own tensor", own)
+
+
+def clock_state_target():
+    """For ncu (``--nvtx-include busy.*/ --nvtx-include idle.*/``): 100 launches of the 64-block
+    add right after 0.3 s of matmuls (``busy.i``), then after 2 s of idle GPU (``idle.i``), twice."""
+    small = torch.zeros(65536, device="cuda")
+    a = torch.randn(4096, 4096, device="cuda")
+    small.add_(1.0)
+    torch.cuda.synchronize()
+    for i in range(2):
+        for what in ("busy", "idle"):
+            if what == "busy":
+                t0 = time.perf_counter()
+                while time.perf_counter() - t0 < 0.3:
+                    a @ a
+                    torch.cuda.synchronize()
+            else:
+                time.sleep(2.0)
+            torch.cuda.nvtx.range_push(f"{what}.{i}")
+            for _ in range(100):
+                small.add_(1.0)
+            torch.cuda.nvtx.range_pop()
+            torch.cuda.synchronize()
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "case":
         kprof_case(*sys.argv[2:])
@@ -1035,6 +1145,9 @@ if __name__ == "__main__":
         "sweep-plain": sweep_plain,
         "mm-clock": mm_clock,
         "cold-idle": cold_idle,
+        "clock-state": clock_state,
+        "clock-state-work": clock_state_work,
+        "clock-state-target": clock_state_target,
         "graph-blocked": graph_blocked,
         "torch-cupti": lambda: torch_cupti_state(*sys.argv[2:]),
         "graph-warmth": lambda: graph_warmth(*sys.argv[2:]),

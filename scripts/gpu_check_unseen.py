@@ -10,6 +10,12 @@ process without a profiler (graphs). One part per call:
     python3 gpu_check_unseen.py events-graphs  # graphs on the CUDA-events backend and by events, one process
     python3 gpu_check_unseen.py judge LOG NCU_ALL.csv NCU_NONE.csv   # verdict table
 
+A last argument ``2`` (``refs 2``, ``kprof 2``, ``ncu-target 2``, ``judge LOG A B 2``) takes the
+second set of workloads (session 20): cuFFT, cuSOLVER, an fp8 cuBLASLt matmul, an embedding
+gather, a 64M-float sum, kernels on two side streams at once, a region that copies a value to the
+host, 500 launches in one region, Triton kernels from ``torch.compile``, and graphs of cuFFT
+and of ``torch.compile(mode="reduce-overhead")`` (CUDA graph trees captured inside the benchmark).
+
 Cold cases (``cache_control`` left at its default, "all") are judged against ncu with
 ``--cache-control all``; warm ones (``cache_control="none"``, names ending in ``_warm``) against
 ``--cache-control none``. ncu flushes the caches before every kernel; kprof's counter passes do
@@ -67,7 +73,40 @@ class Work:
         self.tr_x = torch.randn(16 << 20, device=dev)
         self.tr_y = torch.randn(16 << 20, device=dev)
         self.tr_out = torch.empty_like(self.tr_x)
+        if SET == "2":
+            self.make_set2()
         torch.cuda.synchronize()
+
+    def make_set2(self):
+        """The second set's inputs (session 20)."""
+        torch, dev = self.torch, "cuda"
+        self.fft_in = torch.randn(4096, 4096, device=dev, dtype=torch.complex64)
+        self.solve_a = torch.randn(2048, 2048, device=dev) + 2048 * torch.eye(2048, device=dev)
+        self.solve_b = torch.randn(2048, 64, device=dev)
+        self.emb_w = torch.randn(65536, 512, device=dev)
+        self.emb_idx = torch.randint(0, 65536, (262144,), device=dev)
+        self.sum_in = torch.randn(64 << 20, device=dev)
+        self.st_a = torch.randn(4 << 20, device=dev)
+        self.st_b = torch.randn(4 << 20, device=dev)
+        self.side = (torch.cuda.Stream(), torch.cuda.Stream())
+        self.small = torch.zeros(65536, device=dev)
+        try:
+            a = torch.randn(4096, 4096, device=dev).to(torch.float8_e4m3fn)
+            b = torch.randn(4096, 4096, device=dev).to(torch.float8_e4m3fn).t()  # column-major, as cuBLASLt asks
+            one = torch.ones((), device=dev)
+            self.fp8 = lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+            self.fp8()
+        except Exception as e:  # noqa: BLE001  (no fp8 matmul in this torch: the case is a row with the error)
+            self.fp8 = None
+            self.fp8_error = str(e)[:200]
+        self.cx1 = torch.randn(8192, 4096, device=dev)
+        self.cw1 = torch.randn(4096, device=dev)
+
+        def fused(x, w):
+            return torch.nn.functional.gelu(x * w + 1.0).sum(dim=1)
+
+        self.compiled = torch.compile(fused)
+        self.compiled_graph = torch.compile(fused, mode="reduce-overhead")
 
     def mlp(self):
         h = self.F.gelu(self.xm @ self.w1)
@@ -119,7 +158,46 @@ class Work:
             return self.chain10()
         if base == "triton":
             return self.triton_add(self.tr_x, self.tr_y, self.tr_out)
-        raise ValueError(name)
+        return self.eager2(base)
+
+    def eager2(self, base):
+        """The second set's eager cases."""
+        t = self.torch
+        if base == "fft2":
+            return t.fft.fft2(self.fft_in)
+        if base == "solve":
+            return t.linalg.solve(self.solve_a, self.solve_b)
+        if base == "fp8mm":
+            if self.fp8 is None:
+                raise RuntimeError(self.fp8_error)
+            return self.fp8()
+        if base == "embed":
+            return self.F.embedding(self.emb_idx, self.emb_w)
+        if base == "sum64m":
+            return self.sum_in.sum()
+        if base == "streams2":
+            # Two side streams at once, each a chain of five kernels, joined back to the current one.
+            cur = t.cuda.current_stream()
+            outs = []
+            for s, x in zip(self.side, (self.st_a, self.st_b)):
+                s.wait_stream(cur)
+                with t.cuda.stream(s):
+                    z = x
+                    for _ in range(5):
+                        z = z * 1.0001
+                    outs.append(z)
+            for s in self.side:
+                cur.wait_stream(s)
+            return outs
+        if base == "item":
+            return (self.st_a * 2.0).sum().item()
+        if base == "many500":
+            for _ in range(500):
+                self.small.add_(1.0)
+            return self.small
+        if base == "compiled":
+            return self.compiled(self.cx1, self.cw1)
+        raise ValueError(base)
 
     def graph_body(self, name):
         if name.startswith("gmlp"):
@@ -128,6 +206,8 @@ class Work:
             self.copy_chain()
         elif name.startswith("gtiny"):
             self.tiny200()
+        elif name.startswith("gfft"):
+            self.g_out = self.torch.fft.fft2(self.fft_in)
         else:
             raise ValueError(name)
 
@@ -165,22 +245,37 @@ COLD = ["softmax", "layernorm", "sdpa", "conv", "bf16mm8192", "skinny", "sort", 
 WARM = ["tiny_warm", "sort_warm", "mlp_warm", "chain10_warm", "conv_warm"]
 # Graphs: "_old" captured before kprof's first benchmark in the process, "_new" after it.
 GRAPHS = ["gmlp_old", "gcopy_old", "gtiny_old", "gmlp_new", "gcopy_new", "gtiny_new"]
+# The second set (session 20). "gcompiled" calls the reduce-overhead function, whose CUDA graph
+# trees record and replay their graph (and copy the input into it) inside the call.
+COLD2 = ["fft2", "solve", "fp8mm", "embed", "sum64m", "streams2", "item", "many500", "compiled"]
+WARM2 = ["fft2_warm", "streams2_warm", "many500_warm", "compiled_warm"]
+GRAPHS2 = ["gfft_old", "gfft_new", "gcompiled_new"]
+SETS = {"1": (COLD, WARM, GRAPHS), "2": (COLD2, WARM2, GRAPHS2)}
+SET = "1"
+
+
+def graph_call(w, name):
+    """What a graph case's benchmark calls: the reduce-overhead function, or a graph's replay."""
+    if name.startswith("gcompiled"):
+        return lambda: w.compiled_graph(w.cx1, w.cw1)
+    return w.capture(name.rsplit("_", 1)[0]).replay
 
 
 def refs():
     from gpu_check_truth import events  # CUDA events around repetitions queued back to back
 
     w = Work()
-    for name in dict.fromkeys(g.rsplit("_", 1)[0] for g in GRAPHS):
-        g = w.capture(name)
-        emit(part="refs", case=name, ns=events(g.replay), what="CUDA events around one replay, no profiler")
+    _, _, graphs = SETS[SET]
+    for name in dict.fromkeys(g.rsplit("_", 1)[0] for g in graphs):
+        emit(part="refs", case=name, ns=events(graph_call(w, name)), what="CUDA events around one replay, no profiler")
 
 
 def kprof_part():
     import kprof
 
     w = Work()
-    old = {name: w.capture(name) for name in GRAPHS if name.endswith("_old")}
+    cold, warm, graphs = SETS[SET]
+    old = {name: w.capture(name) for name in graphs if name.endswith("_old")}
 
     def run(name, fn, **opts):
         @kprof.analyze.kernel(runs=10, thermal_mode="off", verbosity=0, **opts)
@@ -201,16 +296,15 @@ def kprof_part():
              source=sorted(set(df["DurationSource"])), kernel=str(df["Kernel"].iloc[0])[:80],
              warnings=[str(m.message)[:240] for m in caught][:3])
 
-    for name in COLD:
+    for name in cold:
         if name == "triton" and w.triton_add is None:
             emit(part="kprof", case=name, error="no triton")
             continue
         run(name, lambda name=name: w.eager(name))
-    for name in WARM:
+    for name in warm:
         run(name, lambda name=name: w.eager(name), cache_control="none")
-    for name in GRAPHS:
-        g = old.get(name) or w.capture(name.rsplit("_", 1)[0])
-        run(name, g.replay, cache_control="none")
+    for name in graphs:
+        run(name, old[name].replay if name in old else graph_call(w, name), cache_control="none")
 
 
 def events_graphs():
@@ -219,12 +313,19 @@ def events_graphs():
     and issue 17's (``gpu_check_truth.Cases``: 60 nodes, two streams, 3 large kernels), warm, each
     first replayed by the reference, then benchmarked, then the reference again. One
     ``eventsgraph`` row per graph (ns)."""
+    from types import SimpleNamespace
+
     from gpu_check_truth import Cases, events, graph_replay_bench
 
     w = Work()
-    c = Cases()
-    graphs = {name: w.capture(name) for name in ("gmlp", "gcopy", "gtiny")}
-    graphs.update({name: c.capture(name) for name in ("graph60", "graph2stream", "graph3big")})
+    if SET == "2":
+        # What each graph case's benchmark calls (the reduce-overhead function: its input copy
+        # and its graph), as something with a replay.
+        graphs = {name: SimpleNamespace(replay=graph_call(w, name)) for name in ("gfft", "gcompiled")}
+    else:
+        c = Cases()
+        graphs = {name: w.capture(name) for name in ("gmlp", "gcopy", "gtiny")}
+        graphs.update({name: c.capture(name) for name in ("graph60", "graph2stream", "graph3big")})
     for name, g in graphs.items():
         before = events(g.replay)
         with warnings.catch_warnings(record=True) as caught:
@@ -239,8 +340,9 @@ def events_graphs():
 def ncu_target():
     w = Work()
     torch = w.torch
-    for name in COLD + WARM:
-        if name == "triton" and w.triton_add is None:
+    cold, warm, _ = SETS[SET]
+    for name in cold + warm:
+        if (name == "triton" and w.triton_add is None) or (name == "fp8mm" and w.fp8 is None):
             continue
         w.eager(name)
         torch.cuda.synchronize()
@@ -255,7 +357,8 @@ def ncu_sums(path):
     """Per NVTX range occurrence `case.i`: the sum of its kernels' gpu__time_duration.sum (ns)."""
     lines = [line for line in open(path, encoding="utf-8", errors="replace") if not line.startswith("==")]
     sums, kernels = {}, {}
-    names = sorted(COLD + WARM, key=len, reverse=True)
+    cold, warm, _ = SETS[SET]
+    names = sorted(cold + warm, key=len, reverse=True)
     pattern = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, names)) + r")\.(\d+)(?![A-Za-z0-9_])")
     for r in csv.DictReader(lines):
         if not r.get("ID", "").isdigit():
@@ -287,9 +390,10 @@ def reference(name, rows, cold, warm):
     """A case's reference: (ns, kernels) from ncu's sums (`cold`, `warm`: `ncu_sums`) for an eager
     case, (ns, None) from the log's CUDA events without a profiler for a graph; ns None when
     missing."""
-    if name in GRAPHS:
+    _, warm_names, graphs = SETS[SET]
+    if name in graphs:
         return (rows.get(("refs", name.rsplit("_", 1)[0])) or {}).get("ns"), None
-    c = (warm if name in WARM else cold).get(name)
+    c = (warm if name in warm_names else cold).get(name)
     return (c[0], c[1]) if c else (None, None)
 
 
@@ -298,13 +402,14 @@ def judge(log, ncu_all, ncu_none):
     cold, warm = ncu_sums(ncu_all), ncu_sums(ncu_none)
     print(f"{'case':<14} {'kprof us':>10} {'ref us':>10} {'diff':>8} {'limit':>6}  source / ref")
     fails = 0
-    for name in COLD + WARM + GRAPHS:
+    cold_names, warm_names, graphs = SETS[SET]
+    for name in cold_names + warm_names + graphs:
         got = rows.get(("kprof", name))
         ref_ns, kernels = reference(name, rows, cold, warm)
-        if name in GRAPHS:
+        if name in graphs:
             what, limit = "events, no profiler", 3.0
         else:
-            what = f"ncu --cache-control {'none' if name in WARM else 'all'} ({kernels or '?'} kernels)"
+            what = f"ncu --cache-control {'none' if name in warm_names else 'all'} ({kernels or '?'} kernels)"
             long_kernel = ref_ns is not None and ref_ns >= 200_000 and kernels == 1
             limit = 1.0 if long_kernel else 3.0
         if not got or got.get("ns") is None or ref_ns is None:
@@ -319,7 +424,13 @@ def judge(log, ncu_all, ncu_none):
 
 
 def main():
+    global SET
     part = sys.argv[1] if len(sys.argv) > 1 else ""
+    last = 5 if part == "judge" else 2
+    if len(sys.argv) > last:
+        SET = sys.argv[last]
+        if SET not in SETS:
+            sys.exit(f"no workload set {SET!r}: the sets are {', '.join(SETS)}")
     if part == "refs":
         refs()
     elif part == "kprof":

@@ -72,17 +72,20 @@ def unseen():
     return mod
 
 
-def unseen_table(tag, log=None):
+def unseen_table(tag, log=None, workload_set="1"):
     """The unseen workloads' rows of one call: {case: (kprof ns, reference ns, kernels)}, from its
     log (default `tag.log`) and its two ncu CSVs (`tag-ncu-cache-all.csv`, `-none.csv`); graphs
-    take the CUDA events of the log's `refs` rows."""
+    take the CUDA events of the log's `refs` rows. `workload_set`: the probe's set of workloads
+    ("1": session 17's, "2": session 20's)."""
     mod = unseen()
+    mod.SET = workload_set
+    cold_names, warm_names, graphs = mod.SETS[workload_set]
     rows = mod.read_log(truth_log(log or tag + ".log"))
     cold = mod.ncu_sums(truth_log(tag + "-ncu-cache-all.csv"))
     warm = mod.ncu_sums(truth_log(tag + "-ncu-cache-none.csv"))
     return {
         name: ((rows.get(("kprof", name)) or {}).get("ns"), *mod.reference(name, rows, cold, warm))
-        for name in mod.COLD + mod.WARM + mod.GRAPHS
+        for name in cold_names + warm_names + graphs
     }
 
 
