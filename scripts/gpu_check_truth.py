@@ -12,7 +12,8 @@
     python3 gpu_check_truth.py mm-clock      # matmul 1024/2048, a one-block kernel: cycles, SM clock, DRAM bytes (MMCLOCK_OPTS)
     python3 gpu_check_truth.py cold-idle     # short kernels after a flush and an idle GPU (MMCLOCK_CASES)
     python3 gpu_check_truth.py clock-state   # a 64-block add in kprof: back to back, paced as ncu paces it; clocks
-    python3 gpu_check_truth.py clock-state-target  # the same add after busy and idle seconds, for ncu
+    python3 gpu_check_truth.py clock-state-target [N]  # the same add (N launches a range) after busy and idle seconds, for ncu
+    python3 gpu_check_truth.py clock-state-counts [N...]  # the same add in regions of N launches (50 100 500)
     python3 gpu_check_truth.py clock-state-work    # the same add as the process's state changes (allocations, heat, idle)
     python3 gpu_check_truth.py graph-warmth [kprof]  # the same graphs at start, after 1 s of matmuls, idle (then attached, released)
     python3 gpu_check_truth.py torch-cupti   # a plain torch process: libcupti mapped? graphs before/after a raw cuptiFinalize
@@ -1095,9 +1096,33 @@ def clock_state_work():
     measure("after 3 s idle, own tensor", own)
 
 
-def clock_state_target():
-    """For ncu (``--nvtx-include busy.*/ --nvtx-include idle.*/``): 100 launches of the 64-block
-    add right after 0.3 s of matmuls (``busy.i``), then after 2 s of idle GPU (``idle.i``), twice."""
+def clock_state_counts(*counts):
+    """The 64-block add warm, durations alone, in regions of COUNTS launches (default 50 100 500)
+    back to back, one process: does the per-kernel value depend on the region's size (the counter
+    pass's number of ranges)? One ``clockcount`` row per count (mean per kernel)."""
+    import kprof
+
+    small = torch.zeros(65536, device="cuda")
+    for n in [int(c) for c in counts] or [50, 100, 500]:
+
+        @kprof.analyze.kernel(runs=10, thermal_mode="off", verbosity=0, cache_control="none",
+                              combine_kernel_metrics="mean")
+        def bench():
+            with kprof.annotate("r"):
+                for _ in range(n):
+                    small.add_(1.0)
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            df = bench().raw()
+        v = [float(x) for x in df["Value"]]
+        emit(part="clockcount", launches=n, median=statistics.median(v), values=v)
+
+
+def clock_state_target(launches="100"):
+    """For ncu (``--nvtx-include busy.*/ --nvtx-include idle.*/``): LAUNCHES (100) launches of the
+    64-block add right after 0.3 s of matmuls (``busy.i``), then after 2 s of idle GPU
+    (``idle.i``), twice."""
     small = torch.zeros(65536, device="cuda")
     a = torch.randn(4096, 4096, device="cuda")
     small.add_(1.0)
@@ -1112,7 +1137,7 @@ def clock_state_target():
             else:
                 time.sleep(2.0)
             torch.cuda.nvtx.range_push(f"{what}.{i}")
-            for _ in range(100):
+            for _ in range(int(launches)):
                 small.add_(1.0)
             torch.cuda.nvtx.range_pop()
             torch.cuda.synchronize()
@@ -1147,7 +1172,8 @@ if __name__ == "__main__":
         "cold-idle": cold_idle,
         "clock-state": clock_state,
         "clock-state-work": clock_state_work,
-        "clock-state-target": clock_state_target,
+        "clock-state-target": lambda: clock_state_target(*sys.argv[2:]),
+        "clock-state-counts": lambda: clock_state_counts(*sys.argv[2:]),
         "graph-blocked": graph_blocked,
         "torch-cupti": lambda: torch_cupti_state(*sys.argv[2:]),
         "graph-warmth": lambda: graph_warmth(*sys.argv[2:]),
