@@ -5,7 +5,9 @@
 graphs of cuFFT and of torch.compile's reduce-overhead mode) in default settings against ncu and
 CUDA events (call 1); the reduce-overhead call on the CUDA-events backend, and the warning about
 graphs instantiated before the session after its fix (call 2); a 64-block add in kprof and in
-ncu, back to back, paced, after busy and idle seconds, with the clocks of four domains (call 2)."""
+ncu, back to back, paced, after busy and idle seconds, with the clocks of four domains (call 2),
+as the process's state changes (call 3) and by the region's size on another start of the
+machine (call 4)."""
 
 from __future__ import annotations
 

@@ -994,7 +994,9 @@ impl Profiler {
                     let msg = format!(
                         "{name}: {} replay profiled {} kernel(s) in the counter pass of run {} of config [{config}] but \
                          the timing pass ran {n}; the closure must launch the same kernels every time it runs (it runs \
-                         once for timing and again for counters), and no CUDA call in it may launch kernels of the \
+                         once for timing and again for counters; code that launches other kernels in its first calls \
+                         only, such as torch.compile's mode=\"reduce-overhead\", which records its CUDA graph in the \
+                         second call, needs more warm-up runs: the warmup option), and no CUDA call in it may launch kernels of the \
                          driver's own (the counters see them, the kernel records do not: e.g. \
                          cuCtxResetPersistingL2Cache, or more kernels than a counter-data image holds). Counters \
                          recorded as NaN",
