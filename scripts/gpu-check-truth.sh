@@ -333,32 +333,26 @@ unseen_ncu() { # set out.csv cache cases...: ncu on the eager cases of scripts/g
         ncu-target "$set" > "$out" 2> "$out.err"
     echo "ncu exit $? -> $out ($(wc -l < "$out") lines)" | tee -a "$LOG"
 }
-unseen_set() { # set "cold cases" "warm cases": graphs by CUDA events without a profiler, every case
-    # through kprof in default settings, ncu on the eager cases (cold ones with its cache control,
-    # warm ones without), and the verdict table.
-    local set="$1" cold="$2" warm="$3" GU=scripts/gpu_check_unseen.py
+unseen_set() { # set: graphs by CUDA events without a profiler, every case through kprof in default
+    # settings, ncu on the eager cases (cold ones with its cache control, warm ones without), and
+    # the verdict table.
+    local set="$1" GU=scripts/gpu_check_unseen.py
     step "unseen set $set: refs (graphs by events, no profiler)"
     timeout 150 "$PY" "$GU" refs "$set" 2>&1 | tail -n 8 | tee -a "$LOG"
     step "unseen set $set: kprof, default settings"
     timeout 240 "$PY" -X faulthandler "$GU" kprof "$set" 2>&1 | grep '^UNSEEN\|Error\|error' | tee -a "$LOG"
     step "unseen set $set: ncu"
-    # shellcheck disable=SC2086  (the case lists split into words)
-    unseen_ncu "$set" "$OUT/unseen$set-ncu-all.csv" all $cold
-    # shellcheck disable=SC2086
-    unseen_ncu "$set" "$OUT/unseen$set-ncu-none.csv" none $warm
+    # shellcheck disable=SC2046  (the case lists split into words)
+    unseen_ncu "$set" "$OUT/unseen$set-ncu-all.csv" all $("$PY" "$GU" cases cold "$set")
+    # shellcheck disable=SC2046
+    unseen_ncu "$set" "$OUT/unseen$set-ncu-none.csv" none $("$PY" "$GU" cases warm "$set")
     step "unseen set $set: verdicts"
     "$PY" "$GU" judge "$LOG" "$OUT/unseen$set-ncu-all.csv" "$OUT/unseen$set-ncu-none.csv" "$set" 2>&1 | tee -a "$LOG"
 }
-if has unseen; then
-    # Workloads issue 17 does not name (scripts/gpu_check_unseen.py), session 17's set.
-    unseen_set 1 "softmax layernorm sdpa conv bf16mm8192 skinny sort cumsum scatter tiny xent mlp chain10 triton" \
-        "tiny_warm sort_warm mlp_warm chain10_warm conv_warm"
-fi
-if has unseen2; then
-    # The second set (session 20): other libraries, streams, syncs in a region, torch.compile.
-    unseen_set 2 "fft2 solve fp8mm embed sum64m streams2 item many500 compiled" \
-        "fft2_warm streams2_warm many500_warm compiled_warm"
-fi
+# Workloads issue 17 does not name (scripts/gpu_check_unseen.py): session 17's set, and session
+# 20's (other libraries, side streams, a synchronization in a region, torch.compile).
+if has unseen; then unseen_set 1; fi
+if has unseen2; then unseen_set 2; fi
 if has graphprobe; then
     step "python graph probe: CUDA events inside kprof's benchmark of a graph"
     for v in graph2stream graph60 "graph2stream late" "graph60 late-auto" "graph2stream late-auto"; do

@@ -9,8 +9,9 @@ process without a profiler (graphs). One part per call:
     python3 gpu_check_unseen.py ncu-target  # the eager cases in NVTX ranges, for ncu (cold and warm)
     python3 gpu_check_unseen.py events-graphs  # graphs on the CUDA-events backend and by events, one process
     python3 gpu_check_unseen.py judge LOG NCU_ALL.csv NCU_NONE.csv   # verdict table
+    python3 gpu_check_unseen.py cases cold|warm  # the eager cases' names, for ncu's NVTX filters
 
-A last argument ``2`` (``refs 2``, ``kprof 2``, ``ncu-target 2``, ``judge LOG A B 2``) takes the
+A last argument ``2`` (``refs 2``, ``kprof 2``, ``ncu-target 2``, ``judge LOG A B 2``, ``cases cold 2``) takes the
 second set of workloads (session 20): cuFFT, cuSOLVER, an fp8 cuBLASLt matmul, an embedding
 gather, a 64M-float sum, kernels on two side streams at once, a region that copies a value to the
 host, 500 launches in one region, Triton kernels from ``torch.compile``, and graphs of cuFFT
@@ -426,7 +427,7 @@ def judge(log, ncu_all, ncu_none):
 def main():
     global SET
     part = sys.argv[1] if len(sys.argv) > 1 else ""
-    last = 5 if part == "judge" else 2
+    last = {"judge": 5, "cases": 3}.get(part, 2)
     if len(sys.argv) > last:
         SET = sys.argv[last]
         if SET not in SETS:
@@ -439,6 +440,9 @@ def main():
         ncu_target()
     elif part == "events-graphs":
         events_graphs()
+    elif part == "cases" and len(sys.argv) > 2 and sys.argv[2] in ("cold", "warm"):
+        cold, warm, _ = SETS[SET]
+        print(" ".join(cold if sys.argv[2] == "cold" else warm))
     elif part == "judge":
         sys.exit(1 if judge(*sys.argv[2:5]) else 0)
     else:
