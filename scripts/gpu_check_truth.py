@@ -1017,40 +1017,46 @@ CLOCK_STATE_METRICS = ["gpu__time_duration.sum", "gpc__cycles_elapsed.max", "gpc
                        "dram__cycles_elapsed.avg.per_second"]
 
 
+def small_add_means(small, launches, metrics=("gpu__time_duration.sum",), paced=False):
+    """kprof's means per kernel of `launches` warm launches of the 64-block add on `small` in one
+    region, 10 runs: {metric: [value of each run]}. `paced`: a synchronization and 5 ms of idle
+    GPU before each launch (ncu's pace: its host work between profiled kernels)."""
+    import kprof
+
+    @kprof.analyze.kernel(runs=10, thermal_mode="off", verbosity=0, cache_control="none",
+                          metrics=list(metrics), combine_kernel_metrics="mean")
+    def bench():
+        with kprof.annotate("r"):
+            for _ in range(launches):
+                if paced:
+                    torch.cuda.synchronize()
+                    time.sleep(0.005)
+                small.add_(1.0)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        df = bench().raw()
+    return {m: [float(x) for x in df[df["Metric"] == m]["Value"]] for m in metrics}
+
+
 def clock_state():
     """Why does a kernel of fewer blocks than SMs read shorter in kprof than in ncu? Session 20's
     ncu run of 500 adds on 64K floats (64 blocks) read the first ~50 at kprof's value and the rest
     7 % longer. Here kprof times that add warm (means per kernel): 100 launches back to back
-    (kprof's counter pass), and 50 launches each after a synchronization and 5 ms of idle GPU
-    (ncu's pace: its host work between profiled kernels), with durations alone and with the
-    clocks of the GPC, SYS, L2 and DRAM domains. One ``clockstate`` row per variant and metric."""
-    import kprof
-
+    (kprof's counter pass), and 50 launches paced as ncu paces them, with durations alone and
+    with the clocks of the GPC, SYS, L2 and DRAM domains. One ``clockstate`` row per variant and
+    metric."""
     small = torch.zeros(65536, device="cuda")
     small.add_(1.0)
     torch.cuda.synchronize()
     for paced in (False, True):
         for metrics in (["gpu__time_duration.sum"], CLOCK_STATE_METRICS):
-
-            @kprof.analyze.kernel(runs=10, thermal_mode="off", verbosity=0, cache_control="none",
-                                  metrics=metrics, combine_kernel_metrics="mean")
-            def bench():
-                with kprof.annotate("r"):
-                    for _ in range(50 if paced else 100):
-                        if paced:
-                            torch.cuda.synchronize()
-                            time.sleep(0.005)
-                        small.add_(1.0)
-
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                try:
-                    df = bench().raw()
-                except Exception as e:  # noqa: BLE001  (an unknown metric is a row, not the end)
-                    emit(part="clockstate", paced=paced, metrics=len(metrics), error=str(e)[:400])
-                    continue
-            for m in metrics:
-                v = [float(x) for x in df[df["Metric"] == m]["Value"]]
+            try:
+                values = small_add_means(small, 50 if paced else 100, metrics, paced)
+            except Exception as e:  # noqa: BLE001  (an unknown metric is a row, not the end)
+                emit(part="clockstate", paced=paced, metrics=len(metrics), error=str(e)[:400])
+                continue
+            for m, v in values.items():
                 emit(part="clockstate", paced=paced, metrics=len(metrics), metric=m,
                      median=statistics.median(v) if v else None, values=v)
 
@@ -1061,29 +1067,16 @@ def clock_state_work():
     that set's inputs are allocated; right after 2 s of bf16 matmuls 8192; after 3 s idle. Does
     the add's duration move with the process's state (set 2's ``many500`` read 1.90 and 1.97 us
     per kernel in two processes, ncu 1.86-2.08 within one), and with which clock?"""
-    import kprof
-    from gpu_check_unseen import Work
+    import gpu_check_unseen
 
     def measure(state, small):
-        @kprof.analyze.kernel(runs=10, thermal_mode="off", verbosity=0, cache_control="none",
-                              metrics=CLOCK_STATE_METRICS, combine_kernel_metrics="mean")
-        def bench():
-            with kprof.annotate("r"):
-                for _ in range(100):
-                    small.add_(1.0)
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            df = bench().raw()
-        emit(part="clockwork", state=state, **{m: statistics.median(float(x) for x in df[df["Metric"] == m]["Value"])
-                                                for m in CLOCK_STATE_METRICS})
+        values = small_add_means(small, 100, CLOCK_STATE_METRICS)
+        emit(part="clockwork", state=state, **{m: statistics.median(v) for m, v in values.items()})
 
     own = torch.zeros(65536, device="cuda")
     measure("start", own)
-    import gpu_check_unseen
-
     gpu_check_unseen.SET = "2"
-    w = Work()
+    w = gpu_check_unseen.Work()
     measure("set2-allocated, own tensor", own)
     measure("set2-allocated, set2 tensor", w.small)
     t0 = time.perf_counter()
@@ -1100,22 +1093,9 @@ def clock_state_counts(*counts):
     """The 64-block add warm, durations alone, in regions of COUNTS launches (default 50 100 500)
     back to back, one process: does the per-kernel value depend on the region's size (the counter
     pass's number of ranges)? One ``clockcount`` row per count (mean per kernel)."""
-    import kprof
-
     small = torch.zeros(65536, device="cuda")
     for n in [int(c) for c in counts] or [50, 100, 500]:
-
-        @kprof.analyze.kernel(runs=10, thermal_mode="off", verbosity=0, cache_control="none",
-                              combine_kernel_metrics="mean")
-        def bench():
-            with kprof.annotate("r"):
-                for _ in range(n):
-                    small.add_(1.0)
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            df = bench().raw()
-        v = [float(x) for x in df["Value"]]
+        v = small_add_means(small, n)["gpu__time_duration.sum"]
         emit(part="clockcount", launches=n, median=statistics.median(v), values=v)
 
 
