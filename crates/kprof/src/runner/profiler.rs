@@ -71,10 +71,9 @@ struct Sweep<'a> {
     batch_start: Option<Instant>,
     /// Counter metrics of this call (validated plan), if any.
     counters: Option<counter_pass::CounterState>,
-    /// [`DurationSource::Auto`] still to be decided after the warm-up runs, with the backend's
-    /// count of graph launches timed from node records when the call started (see
+    /// [`DurationSource::Auto`] still to be decided after the warm-up runs (see
     /// [`Profiler::resolve_auto`]).
-    auto_pending: Option<u64>,
+    auto_pending: bool,
     /// The backend's count of graph launches timed from node records (process-wide) when the
     /// call started: this call replayed such graphs when the count grew.
     old_graph_launches_at_start: u64,
@@ -372,7 +371,6 @@ impl Profiler {
             self.counters_prepare(name, opts)?
         };
         let old_graph_launches_at_start = self.backend.graph_launches_from_nodes();
-        let auto_pending = lazy_auto.then_some(old_graph_launches_at_start);
         self.duration_source = match (self.metric, duration) {
             (CUDA_EVENTS_METRIC, _) => "cuda-events",
             (_, DurationSource::Counters) => "counters",
@@ -420,7 +418,7 @@ impl Profiler {
             pending_recorded: vec![0; n],
             batch_start: None,
             counters,
-            auto_pending,
+            auto_pending: lazy_auto,
             old_graph_launches_at_start,
         };
         // Kernels are traced during benchmarks only: launches between them cost what they cost
@@ -542,10 +540,10 @@ impl Profiler {
     /// enabled it, 128.0-128.1 us once it had been, CUDA events 135.7 us: calls 19 and 22);
     /// otherwise the counters when they can be used ([`Profiler::counters_prepare`]).
     fn resolve_auto(&mut self, sw: &mut Sweep<'_>) -> Result<(), EngineError> {
-        let Some(before) = sw.auto_pending.take() else {
+        if !std::mem::take(&mut sw.auto_pending) {
             return Ok(());
-        };
-        if self.backend.graph_launches_from_nodes() != before {
+        }
+        if self.backend.graph_launches_from_nodes() != sw.old_graph_launches_at_start {
             // This warning says what the collections' would.
             sw.warned_old_graphs = true;
             self.warnings.push(format!(
