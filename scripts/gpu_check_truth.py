@@ -1017,6 +1017,10 @@ CLOCK_STATE_METRICS = ["gpu__time_duration.sum", "gpc__cycles_elapsed.max", "gpc
                        "dram__cycles_elapsed.avg.per_second"]
 
 
+# The clock-state parts' add: 64K floats (64 blocks) unless SMALL_ADD_FLOATS says otherwise (1: one block).
+SMALL_ADD_FLOATS = int(os.environ.get("SMALL_ADD_FLOATS", "65536"))
+
+
 def small_add_means(small, launches, metrics=("gpu__time_duration.sum",), paced=False):
     """kprof's means per kernel of `launches` warm launches of the 64-block add on `small` in one
     region, 10 runs: {metric: [value of each run]}. `paced`: a synchronization and 5 ms of idle
@@ -1046,7 +1050,7 @@ def clock_state():
     (kprof's counter pass), and 50 launches paced as ncu paces them, with durations alone and
     with the clocks of the GPC, SYS, L2 and DRAM domains. One ``clockstate`` row per variant and
     metric."""
-    small = torch.zeros(65536, device="cuda")
+    small = torch.zeros(SMALL_ADD_FLOATS, device="cuda")
     small.add_(1.0)
     torch.cuda.synchronize()
     for paced in (False, True):
@@ -1073,7 +1077,7 @@ def clock_state_work():
         values = small_add_means(small, 100, CLOCK_STATE_METRICS)
         emit(part="clockwork", state=state, **{m: statistics.median(v) for m, v in values.items()})
 
-    own = torch.zeros(65536, device="cuda")
+    own = torch.zeros(SMALL_ADD_FLOATS, device="cuda")
     measure("start", own)
     gpu_check_unseen.SET = "2"
     w = gpu_check_unseen.Work()
@@ -1093,7 +1097,7 @@ def clock_state_counts(*counts):
     """The 64-block add warm, durations alone, in regions of COUNTS launches (default 50 100 500)
     back to back, one process: does the per-kernel value depend on the region's size (the counter
     pass's number of ranges)? One ``clockcount`` row per count (mean per kernel)."""
-    small = torch.zeros(65536, device="cuda")
+    small = torch.zeros(SMALL_ADD_FLOATS, device="cuda")
     for n in [int(c) for c in counts] or [50, 100, 500]:
         v = small_add_means(small, n)["gpu__time_duration.sum"]
         emit(part="clockcount", launches=n, median=statistics.median(v), values=v)
@@ -1103,7 +1107,7 @@ def clock_state_target(launches="100"):
     """For ncu (``--nvtx-include busy.*/ --nvtx-include idle.*/``): LAUNCHES (100) launches of the
     64-block add right after 0.3 s of matmuls (``busy.i``), then after 2 s of idle GPU
     (``idle.i``), twice."""
-    small = torch.zeros(65536, device="cuda")
+    small = torch.zeros(SMALL_ADD_FLOATS, device="cuda")
     a = torch.randn(4096, 4096, device="cuda")
     small.add_(1.0)
     torch.cuda.synchronize()

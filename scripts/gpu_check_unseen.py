@@ -11,11 +11,16 @@ process without a profiler (graphs). One part per call:
     python3 gpu_check_unseen.py judge LOG NCU_ALL.csv NCU_NONE.csv   # verdict table
     python3 gpu_check_unseen.py cases cold|warm  # the eager cases' names, for ncu's NVTX filters
 
-A last argument ``2`` (``refs 2``, ``kprof 2``, ``ncu-target 2``, ``judge LOG A B 2``, ``cases cold 2``) takes the
-second set of workloads (session 20): cuFFT, cuSOLVER, an fp8 cuBLASLt matmul, an embedding
+A last argument ``2`` or ``3`` (``refs 2``, ``kprof 2``, ``ncu-target 2``, ``judge LOG A B 2``, ``cases cold 2``)
+takes the second set of workloads (session 20): cuFFT, cuSOLVER, an fp8 cuBLASLt matmul, an embedding
 gather, a 64M-float sum, kernels on two side streams at once, a region that copies a value to the
 host, 500 launches in one region, Triton kernels from ``torch.compile``, and graphs of cuFFT
-and of ``torch.compile(mode="reduce-overhead")`` (CUDA graph trees captured inside the benchmark).
+and of ``torch.compile(mode="reduce-overhead")`` (CUDA graph trees captured inside the benchmark);
+``3`` the third (session 21): batched and tiny GEMMs, a 12 ms bf16 matmul, topk, unique (a host
+synchronization), random numbers, 1100 launches in one region (more than the 1025 ranges CUPTI
+primes), 2 ms of host idle between two kernels, a host-to-device copy then a kernel, cuDNN batch
+norm, fused AdamW, cat, interpolate, and graphs replayed five times in one region, replayed on a
+side stream, of a fused AdamW step and of 1000 nodes.
 
 Cold cases (``cache_control`` left at its default, "all") are judged against ncu with
 ``--cache-control all``; warm ones (``cache_control="none"``, names ending in ``_warm``) against
@@ -29,6 +34,7 @@ import json
 import re
 import statistics
 import sys
+import time
 import warnings
 
 
@@ -76,6 +82,8 @@ class Work:
         self.tr_out = torch.empty_like(self.tr_x)
         if SET == "2":
             self.make_set2()
+        if SET == "3":
+            self.make_set3()
         torch.cuda.synchronize()
 
     def make_set2(self):
@@ -108,6 +116,32 @@ class Work:
 
         self.compiled = torch.compile(fused)
         self.compiled_graph = torch.compile(fused, mode="reduce-overhead")
+
+    def make_set3(self):
+        """The third set's inputs (session 21)."""
+        torch, dev = self.torch, "cuda"
+        self.bmm_a = torch.randn(64, 512, 512, device=dev, dtype=torch.float16)
+        self.bmm_b = torch.randn(64, 512, 512, device=dev, dtype=torch.float16)
+        self.topk_in = torch.randn(16 << 20, device=dev)
+        self.uniq_in = torch.randint(0, 4096, (1 << 20,), device=dev)
+        self.rand_out = torch.empty(16 << 20, device=dev)
+        self.m64 = torch.randn(64, 64, device=dev)
+        self.bf16k = torch.randn(16384, 16384, device=dev, dtype=torch.bfloat16)
+        self.mid = torch.randn(256 << 10, device=dev)
+        self.gap_x = torch.randn(4 << 20, device=dev)
+        self.h2d_src = torch.randn(16 << 20).pin_memory()
+        self.h2d_dst = torch.empty(16 << 20, device=dev)
+        self.bn_x = torch.randn(64, 128, 56, 56, device=dev, dtype=torch.float16)
+        self.bn = torch.nn.BatchNorm2d(128, device=dev, dtype=torch.float16).train()
+        self.params = [torch.nn.Parameter(torch.randn(n, device=dev)) for n in (4 << 20, 1 << 20, 4096, 3 << 20)]
+        for q in self.params:
+            q.grad = torch.randn_like(q) * 1e-3
+        self.adamw = torch.optim.AdamW(self.params, lr=1e-4, fused=True, capturable=True)
+        self.adamw.step()  # the optimizer's state, made outside every region
+        self.cat_in = [torch.randn(1 << 20, device=dev) for _ in range(8)]
+        self.interp_in = torch.randn(16, 64, 128, 128, device=dev, dtype=torch.float16)
+        self.side3 = torch.cuda.Stream()
+        self.add1k = torch.zeros(4096, device=dev)
 
     def mlp(self):
         h = self.F.gelu(self.xm @ self.w1)
@@ -198,6 +232,45 @@ class Work:
             return self.small
         if base == "compiled":
             return self.compiled(self.cx1, self.cw1)
+        return self.eager3(base)
+
+    def eager3(self, base):
+        """The third set's eager cases."""
+        t, F = self.torch, self.F
+        if base == "bmm":
+            return t.bmm(self.bmm_a, self.bmm_b)
+        if base == "topk":
+            return t.topk(self.topk_in, 100)
+        if base == "unique":
+            return t.unique(self.uniq_in)  # a host synchronization for the output's size
+        if base == "randn":
+            return self.rand_out.normal_()
+        if base == "mm64":
+            return self.m64 @ self.m64
+        if base == "bf16mm16384":
+            return self.bf16k @ self.bf16k
+        if base == "many1100":
+            for _ in range(1100):
+                self.mid.mul_(1.0001)
+            return self.mid
+        if base == "sleepgap":
+            # Two kernels 2 ms apart on the host: the region's GPU time is the two kernels.
+            self.gap_x.mul_(1.0001)
+            t.cuda.synchronize()
+            time.sleep(0.002)
+            return self.gap_x.add_(0.5)
+        if base == "h2d":
+            # A 64 MB copy from pinned host memory, then a kernel on it: ncu times the kernel.
+            self.h2d_dst.copy_(self.h2d_src, non_blocking=True)
+            return self.h2d_dst.mul_(2.0)
+        if base == "batchnorm":
+            return self.bn(self.bn_x)
+        if base == "adamw":
+            return self.adamw.step()
+        if base == "cat":
+            return t.cat(self.cat_in)
+        if base == "interp":
+            return F.interpolate(self.interp_in, scale_factor=4, mode="bilinear", align_corners=False)
         raise ValueError(base)
 
     def graph_body(self, name):
@@ -209,6 +282,13 @@ class Work:
             self.tiny200()
         elif name.startswith("gfft"):
             self.g_out = self.torch.fft.fft2(self.fft_in)
+        elif name.startswith("gadamw"):
+            self.adamw.step()
+        elif name.startswith("g1000"):
+            for _ in range(1000):
+                self.add1k.add_(1.0)
+        elif name.startswith(("g5x", "gside")):
+            self.g_out = self.mlp()
         else:
             raise ValueError(name)
 
@@ -248,10 +328,18 @@ WARM = ["tiny_warm", "sort_warm", "mlp_warm", "chain10_warm", "conv_warm"]
 GRAPHS = ["gmlp_old", "gcopy_old", "gtiny_old", "gmlp_new", "gcopy_new", "gtiny_new"]
 # The second set (session 20). "gcompiled" calls the reduce-overhead function, whose CUDA graph
 # trees record and replay their graph (and copy the input into it) inside the call.
+# The third set (session 21): batched and tiny GEMMs, a 12 ms bf16 matmul, multi-kernel ops with
+# host synchronizations, 1100 launches in one region, host idle inside a region, a host-to-device
+# copy, cuDNN batch norm, fused AdamW, and graphs replayed five times in a region, replayed on a
+# side stream, of a fused AdamW step and of 1000 nodes.
+COLD3 = ["bmm", "topk", "unique", "randn", "mm64", "bf16mm16384", "many1100", "sleepgap", "h2d", "batchnorm",
+         "adamw", "cat", "interp"]
+WARM3 = ["mm64_warm", "topk_warm", "bmm_warm", "adamw_warm", "cat_warm"]
+GRAPHS3 = ["g5x_old", "gside_old", "gadamw_old", "g1000_old", "g5x_new", "gside_new", "gadamw_new", "g1000_new"]
 COLD2 = ["fft2", "solve", "fp8mm", "embed", "sum64m", "streams2", "item", "many500", "compiled"]
 WARM2 = ["fft2_warm", "streams2_warm", "many500_warm", "compiled_warm"]
 GRAPHS2 = ["gfft_old", "gfft_new", "gcompiled_new"]
-SETS = {"1": (COLD, WARM, GRAPHS), "2": (COLD2, WARM2, GRAPHS2)}
+SETS = {"1": (COLD, WARM, GRAPHS), "2": (COLD2, WARM2, GRAPHS2), "3": (COLD3, WARM3, GRAPHS3)}
 SET = "1"
 
 
@@ -259,7 +347,55 @@ def graph_call(w, name):
     """What a graph case's benchmark calls: the reduce-overhead function, or a graph's replay."""
     if name.startswith("gcompiled"):
         return lambda: w.compiled_graph(w.cx1, w.cw1)
-    return w.capture(name.rsplit("_", 1)[0]).replay
+    g = w.capture(name.rsplit("_", 1)[0])
+    return replay_call(w, name, g)
+
+
+def replay_call(w, name, g):
+    """What a graph case's region does with its graph `g`: one replay; five (``g5x``); one on a
+    side stream that the current stream waits for (``gside``)."""
+    if name.startswith("g5x"):
+        def five():
+            for _ in range(5):
+                g.replay()
+        return five
+    if name.startswith("gside"):
+        torch = w.torch
+
+        def side():
+            cur = torch.cuda.current_stream()
+            w.side3.wait_stream(cur)
+            with torch.cuda.stream(w.side3):
+                g.replay()
+            cur.wait_stream(w.side3)
+        return side
+    return g.replay
+
+
+# A graph of milliseconds of tensor-core work: back to back, the power cap slows it after about
+# 55 ms (session 21, scripts/gpu_check_power.py), so its reference idles as long as each replay took
+# (on an idle GPU the side-stream graph read 887 µs paced, 758 back to back: no power cap in 15 ms).
+HEAVY_GRAPHS = ("g5x",)
+
+
+def events_paced(fn, reps=20):
+    """Median GPU time between CUDA events around `fn`'s work, each repetition synchronized and
+    followed by as much idle time as it took (ncu's pace, and kprof's `gpu_rest`)."""
+    import torch
+
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    out = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        out.append(a.elapsed_time(b) * 1e6)
+        time.sleep(out[-1] * 1e-9)
+    return statistics.median(out)
 
 
 def refs():
@@ -268,7 +404,13 @@ def refs():
     w = Work()
     _, _, graphs = SETS[SET]
     for name in dict.fromkeys(g.rsplit("_", 1)[0] for g in graphs):
-        emit(part="refs", case=name, ns=events(graph_call(w, name)), what="CUDA events around one replay, no profiler")
+        if name in HEAVY_GRAPHS:
+            call = graph_call(w, name)
+            emit(part="refs", case=name, ns=events_paced(call), back_to_back_ns=events(call),
+                 what="CUDA events around one replay, paced, no profiler")
+        else:
+            emit(part="refs", case=name, ns=events(graph_call(w, name)),
+                 what="CUDA events around one replay, no profiler")
 
 
 def kprof_part():
@@ -305,7 +447,7 @@ def kprof_part():
     for name in warm:
         run(name, lambda name=name: w.eager(name), cache_control="none")
     for name in graphs:
-        run(name, old[name].replay if name in old else graph_call(w, name), cache_control="none")
+        run(name, replay_call(w, name, old[name]) if name in old else graph_call(w, name), cache_control="none")
 
 
 def events_graphs():
@@ -319,10 +461,11 @@ def events_graphs():
     from gpu_check_truth import Cases, events, graph_replay_bench
 
     w = Work()
-    if SET == "2":
+    if SET != "1":
         # What each graph case's benchmark calls (the reduce-overhead function: its input copy
-        # and its graph), as something with a replay.
-        graphs = {name: SimpleNamespace(replay=graph_call(w, name)) for name in ("gfft", "gcompiled")}
+        # and its graph; five replays; a replay on a side stream), as something with a replay.
+        names = dict.fromkeys(g.rsplit("_", 1)[0] for g in SETS[SET][2])
+        graphs = {name: SimpleNamespace(replay=graph_call(w, name)) for name in names}
     else:
         c = Cases()
         graphs = {name: w.capture(name) for name in ("gmlp", "gcopy", "gtiny")}

@@ -57,6 +57,7 @@ mod counter_cost;
 mod counter_pass;
 mod events;
 mod gpu;
+pub(crate) mod gpu_rest;
 mod l2_flush;
 pub(crate) mod ncu_child;
 mod options;

@@ -46,6 +46,9 @@ pub struct CounterCost {
     pub records_switch_s: f64,
     /// Re-runs of the closure after a counter pass with a warm cache.
     pub rewarm_s: f64,
+    /// Idle GPU time the run loop waited after long GPU work, every pass included, not only
+    /// the counters' (`runner/gpu_rest.rs`: the power cap).
+    pub gpu_rest_s: f64,
 }
 
 impl CounterCost {
@@ -69,6 +72,7 @@ impl CounterCost {
             ("counter_run_s", self.counter_run_s),
             ("records_switch_s", self.records_switch_s),
             ("rewarm_s", self.rewarm_s),
+            ("gpu_rest_s", self.gpu_rest_s),
         ]
     }
 }
@@ -90,11 +94,15 @@ static COST: Mutex<CounterCost> = Mutex::new(CounterCost {
     counter_run_s: 0.0,
     records_switch_s: 0.0,
     rewarm_s: 0.0,
+    gpu_rest_s: 0.0,
 });
 
 /// The counter work of this process so far (a copy).
 pub fn counter_cost() -> CounterCost {
-    *COST.lock().unwrap_or_else(|p| p.into_inner())
+    CounterCost {
+        gpu_rest_s: super::gpu_rest::rested_s(),
+        ..*COST.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// Adds to the process's counter cost.
@@ -125,8 +133,8 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), f.len());
-        // Every field of the struct is listed: 16 today (a new field must be added to fields()).
-        assert_eq!(f.len(), 16);
+        // Every field of the struct is listed: 17 today (a new field must be added to fields()).
+        assert_eq!(f.len(), 17);
         let get = |k: &str| f.iter().find(|(n, _)| *n == k).unwrap().1;
         assert_eq!(
             (

@@ -446,6 +446,14 @@ pub(super) enum CounterRun {
 
 /// Runs the benchmark closure once on a [`PassBackend`] for the run `at` (its regions keyed with
 /// run number `key_run`); returns the failure, if any.
+/// The end of a counter pass's GPU work: a synchronization, so that the work `gpu_rest` counts
+/// is the pass's kernels, not CUPTI's decoding and evaluation of the pass on the host after it.
+fn pass_work_done(backend: &Arc<dyn Backend>) {
+    if backend.synchronize().is_ok() {
+        gpu_rest::after_synchronize();
+    }
+}
+
 fn pass_closure<F>(
     inner: &Arc<dyn Backend>,
     at: RunAt,
@@ -710,6 +718,9 @@ impl Profiler {
                 let mut failure = None;
                 let mut launches: Option<Vec<PassLaunch>> = None;
                 let got = cb.collect(&st.plan, st.capacity, &mut |_sink| {
+                    // The rest owed by the timing pass (or the previous counter pass) comes after
+                    // CUPTI's set-up of the pass, right before its GPU work (`gpu_rest`).
+                    gpu_rest::before_gpu_work();
                     if each_kernel {
                         match flush_pass(&backend, at, key_run, f, flush) {
                             Ok(l) => {
@@ -719,6 +730,7 @@ impl Profiler {
                                 failure.get_or_insert(msg);
                             }
                         }
+                        pass_work_done(&backend);
                         return;
                     }
                     // Kernel replay: no flush inside the pass (CUPTI replays each kernel back to
@@ -732,6 +744,7 @@ impl Profiler {
                     if let Some(msg) = pass_closure(&backend, at, key_run, f, (app && cold).then_some(flush)) {
                         failure.get_or_insert(msg);
                     }
+                    pass_work_done(&backend);
                 });
                 if let Some(msg) = failure {
                     return Ok(CounterRun::Failed(msg));
@@ -782,6 +795,7 @@ impl Profiler {
             ReplayMode::User => {
                 let mut failure = None;
                 let got = cb.collect(&st.plan, n_regions.max(1), &mut |sink| {
+                    gpu_rest::before_gpu_work();
                     if cold {
                         if let Err(e) = backend.flush_l2(flush) {
                             failure.get_or_insert(format!("L2 flush before a counter pass failed: {e}"));
@@ -792,6 +806,7 @@ impl Profiler {
                     if let Some(msg) = r {
                         failure.get_or_insert(msg);
                     }
+                    pass_work_done(&backend);
                 });
                 if let Some(msg) = failure {
                     return Ok(CounterRun::Failed(msg));
@@ -815,11 +830,13 @@ impl Profiler {
     {
         let t0 = std::time::Instant::now();
         let key_run = 2 * (at.opts.max_runs() as u64 + at.opts.warmup as u64) + at.step.run as u64;
+        gpu_rest::before_gpu_work();
         if let Some(msg) = pass_closure(&self.backend, at, key_run, f, None) {
             self.warnings
                 .push(format!("re-warming run after a counter pass: {msg}"));
         }
         let synced = self.backend.synchronize();
+        gpu_rest::after_synchronize();
         counter_cost::add(|c| c.rewarm_s += counter_cost::since(t0));
         synced
     }

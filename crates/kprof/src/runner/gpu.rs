@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use kprof_core::model::{DeviceInfo, ExtraValue};
 
+use super::gpu_rest;
 use super::l2_flush::L2Flusher;
 use super::ENV_PAUSE_BETWEEN_BENCHMARKS;
 use super::{host_name, Backend, Collected, FlushSpec, KernelRun, Span};
@@ -267,7 +268,14 @@ impl Backend for GpuBackend {
     }
     fn flush_before_kernels(&self, spec: FlushSpec) -> Result<(), EngineError> {
         let (l2, driver) = (Arc::clone(&self.l2), self.libs.cuda);
-        lock(&self.session).flush_before_kernels(Box::new(move || l2.flush(driver, spec)))
+        lock(&self.session).flush_before_kernels(Box::new(move || {
+            // The flush ends with a synchronization: the previous kernel has finished, and after
+            // a long one the GPU rests before the next (`gpu_rest`).
+            let kernels = l2.flush(driver, spec)?;
+            gpu_rest::after_synchronize();
+            gpu_rest::before_gpu_work();
+            Ok(kernels)
+        }))
     }
     fn stop_flushing_before_kernels(&self) -> PassLaunches {
         lock(&self.session).stop_flushing_before_kernels()

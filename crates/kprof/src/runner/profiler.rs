@@ -19,7 +19,7 @@ use super::{
     closure_error, invalid_option, model_error, raw_csv_path, record_durations, write_raw, Backend, BenchOptions,
     CacheControl, Collected, DurationSource, FlushPolicy, Progress, Run, Scheduler, Span, Step, DEFAULT_UNIT,
 };
-use super::{counter_pass, events, gpu, progress};
+use super::{counter_pass, events, gpu, gpu_rest, progress};
 use crate::choices::TraceOptions;
 use crate::conditions::runtime::ProfilerConditions;
 use crate::error::EngineError;
@@ -811,6 +811,8 @@ impl Profiler {
         F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
     {
         self.conditions.thermal_guard()?;
+        // After long GPU work the GPU idles as long again, or the power cap slows what follows.
+        gpu_rest::before_gpu_work();
         if at.opts.cache == CacheControl::All {
             self.backend.flush_l2(at.opts.flush_spec())?;
         }
@@ -843,6 +845,11 @@ impl Profiler {
         drop(run);
         let (spans, misuse) = state.finish();
         self.backend.synchronize()?;
+        if at.step.warmup {
+            gpu_rest::after_warmup();
+        } else {
+            gpu_rest::after_synchronize();
+        }
         self.conditions.after_run(at.step.config, at.step.run, at.step.warmup);
         wire.extend(spans.iter().map(|s| Span {
             key: s.key,

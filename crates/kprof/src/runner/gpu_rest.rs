@@ -1,0 +1,205 @@
+//! Idle GPU time after long GPU work, as the pace of Nsight Compute gives the kernels it profiles.
+//!
+//! Why (measured on the H200, session 21, `scripts/gpu_check_power.py`, recordings in
+//! `tests/fixtures/h200-power-cap-and-long-kernels/`): a bf16 matmul 16384 takes 10.8 ms while
+//! the GPU has been working for less than about 55 ms; under longer back-to-back load the power
+//! cap slows it to 12.5-12.6 ms (NVML's `SwPowerCap` reason), and kprof's runs (a timing pass and
+//! a counter pass back to back, run after run) read 12.1-12.6 ms from the third run on, 11-16 %
+//! above ncu's 10.78-10.82 ms for each of ten such kernels in a row (ncu idles between the kernels
+//! it profiles). Runs of two such matmuls followed by 0, 5, 11, 22, 44 or 88 ms of idle GPU read
+//! 12.49, 11.40, 10.82, 10.77, 10.75 and 10.74 ms (medians, CUDA events, no profiler): idling
+//! as long as the work took keeps every run at ncu's value. NVML's clocks and reasons cannot
+//! decide it per run: they update about every 100 ms and `SwPowerCap` stays set for more than
+//! 0.4 s after the load ends.
+//!
+//! The rule: the run loop adds up the GPU work since the GPU last rested (each piece from its
+//! start to the synchronization that ends it); once that reaches [`REST_AFTER`] (10 ms), the
+//! next work waits until as long again has passed (at most [`MAX_REST`], 100 ms), so long work
+//! keeps the GPU busy about half the time, and an idle gap at least as long as the work so far
+//! counts as the rest. Every pass of a run is such work (the timing pass, the counter pass, the
+//! re-warming run of a warm cache), and in a counter pass with a cold cache so is every kernel
+//! (the L2 flush before the next kernel synchronizes, so the rest comes after the flush, which
+//! idle time does not undo: session 19). Warm-up runs wait for a rest earned but count for
+//! nothing (their host time is mostly first-call set-up: counted as work, it made the seed sweep
+//! rest 0.17-0.22 s). Benchmarks of short runs rest about once every 10 ms of work, long pieces
+//! after each one. A single piece of work longer than about 55 ms at full power is still slowed
+//! within itself, as it would be without a profiler; ncu times each of its kernels separately.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::lock;
+
+/// Work accumulated since the last rest that earns one: the GPU then rests as long as the work
+/// took.
+pub const REST_AFTER: Duration = Duration::from_millis(10);
+/// The longest rest.
+pub const MAX_REST: Duration = Duration::from_millis(100);
+
+/// The pace of one GPU: the work done since its last rest, when the current work started, when
+/// the last work ended, and until when the GPU rests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pace {
+    busy: Duration,
+    busy_since: Option<Instant>,
+    idle_since: Option<Instant>,
+    rest_until: Option<Instant>,
+}
+
+impl Pace {
+    /// A pace with no work and no rest.
+    pub const fn new() -> Pace {
+        Pace {
+            busy: Duration::ZERO,
+            busy_since: None,
+            idle_since: None,
+            rest_until: None,
+        }
+    }
+
+    /// New work is about to start at `now`: how long to wait first (the rest earned by the work
+    /// before). The work is taken to start once that wait is over. An idle gap since the last
+    /// work at least as long as the work accumulated since the last rest counts as a rest.
+    pub fn rest_before(&mut self, now: Instant) -> Duration {
+        let wait = self
+            .rest_until
+            .take()
+            .map(|t| t.saturating_duration_since(now))
+            .unwrap_or_default();
+        if let Some(idle) = self.idle_since.take() {
+            if now.saturating_duration_since(idle) >= self.busy {
+                self.busy = Duration::ZERO;
+            }
+        }
+        self.busy_since = Some(now + wait);
+        wait
+    }
+
+    /// The work started by the last [`Pace::rest_before`] ended and counts for nothing (a warm-up
+    /// run, whose host time is mostly first-call set-up: module loading, library handles, JIT).
+    pub fn forget_work(&mut self) {
+        self.busy_since = None;
+    }
+
+    /// The work started by the last [`Pace::rest_before`] ended with a synchronization at `now`:
+    /// it adds to the work since the last rest, and once that reaches [`REST_AFTER`] the next
+    /// work rests as long (at most [`MAX_REST`]) from `now`. Without a start (a synchronization
+    /// outside the run loop's work) nothing changes.
+    pub fn synchronized(&mut self, now: Instant) {
+        if let Some(start) = self.busy_since.take() {
+            self.busy += now.saturating_duration_since(start);
+            self.idle_since = Some(now);
+            if self.busy >= REST_AFTER {
+                self.rest_until = Some(now + self.busy.min(MAX_REST));
+                self.busy = Duration::ZERO;
+            }
+        }
+    }
+}
+
+/// The process's pace (the power cap belongs to the GPU, not to one profiler).
+static PACE: Mutex<Pace> = Mutex::new(Pace::new());
+/// Nanoseconds rested so far in this process.
+static RESTED_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Before GPU work of the run loop: sleeps the rest owed by the last long work, if any.
+pub(crate) fn before_gpu_work() {
+    let wait = lock(&PACE).rest_before(Instant::now());
+    if !wait.is_zero() {
+        std::thread::sleep(wait);
+        RESTED_NS.fetch_add(wait.as_nanos() as u64, Ordering::Relaxed);
+    }
+}
+
+/// After the synchronization that ends GPU work of the run loop.
+pub(crate) fn after_synchronize() {
+    lock(&PACE).synchronized(Instant::now());
+}
+
+/// After a warm-up run: it owes no rest (see [`Pace::forget_work`]).
+pub(crate) fn after_warmup() {
+    lock(&PACE).forget_work();
+}
+
+/// Seconds this process rested the GPU so far (the `gpu_rest_s` of the counter cost).
+pub(crate) fn rested_s() -> f64 {
+    RESTED_NS.load(Ordering::Relaxed) as f64 * 1e-9
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn long_work_is_followed_by_as_long_a_rest() {
+        let t0 = Instant::now();
+        let mut p = Pace::new();
+        assert_eq!(p.rest_before(t0), Duration::ZERO);
+        p.synchronized(t0 + ms(22));
+        // 3 ms of host work after the synchronization count toward the 22 ms rest.
+        assert_eq!(p.rest_before(t0 + ms(25)), ms(19));
+        // The next work starts after the rest: 11 ms of it earn 11 ms.
+        p.synchronized(t0 + ms(44 + 11));
+        assert_eq!(p.rest_before(t0 + ms(55)), ms(11));
+    }
+
+    #[test]
+    fn short_work_adds_up_to_a_rest_and_rests_are_capped() {
+        let t0 = Instant::now();
+        let mut p = Pace::new();
+        // Four passes of 3 ms, 0.2 ms apart: the fourth brings the work to 12 ms.
+        let mut t = t0;
+        for i in 0..4 {
+            let wait = p.rest_before(t);
+            assert_eq!(wait, Duration::ZERO, "pass {i}");
+            t += ms(3);
+            p.synchronized(t);
+            t += Duration::from_micros(200);
+        }
+        assert_eq!(p.rest_before(t), ms(12) - Duration::from_micros(200));
+        p.synchronized(t + ms(12) + ms(400));
+        assert_eq!(p.rest_before(t + ms(412)), MAX_REST);
+    }
+
+    #[test]
+    fn an_idle_gap_as_long_as_the_work_counts_as_a_rest() {
+        let t0 = Instant::now();
+        let mut p = Pace::new();
+        p.rest_before(t0);
+        p.synchronized(t0 + ms(6));
+        // 6 ms of work, then 7 ms of host time: rested already; 6 more ms earn nothing yet.
+        p.rest_before(t0 + ms(13));
+        p.synchronized(t0 + ms(19));
+        assert_eq!(p.rest_before(t0 + ms(19)), Duration::ZERO);
+        // Without the gap the two would have earned a rest: 6 + 6 ms.
+        p.synchronized(t0 + ms(25));
+        assert_eq!(p.rest_before(t0 + ms(25)), ms(12));
+    }
+
+    #[test]
+    fn warm_up_work_counts_for_nothing() {
+        let t0 = Instant::now();
+        let mut p = Pace::new();
+        p.rest_before(t0);
+        p.forget_work();
+        p.synchronized(t0 + ms(200));
+        assert_eq!(p.rest_before(t0 + ms(200)), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_synchronization_without_work_started_owes_nothing() {
+        let t0 = Instant::now();
+        let mut p = Pace::new();
+        p.synchronized(t0 + ms(50));
+        assert_eq!(p.rest_before(t0 + ms(50)), Duration::ZERO);
+        // Each start is ended once: a second synchronization does not extend the rest.
+        p.synchronized(t0 + ms(60));
+        p.synchronized(t0 + ms(90));
+        assert_eq!(p.rest_before(t0 + ms(65)), ms(5));
+    }
+}
