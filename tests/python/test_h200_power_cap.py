@@ -69,7 +69,8 @@ def test_kprof_read_the_capped_value_before_it_rested_the_gpu():
 
 def test_kprof_reads_ncus_value_once_it_rests_the_gpu_after_long_work():
     """Calls 5 to 8 (four starts of the machine: ncu's ten read 11.16-11.22, 10.96-10.99,
-    11.01-11.09 and 10.83-10.88 ms; call 8 the committed engine):
+    11.01-11.09 and 10.83-10.88 ms; call 8 the engine as committed for these pieces of work, all
+    under 100 ms):
     one matmul per region cold and warm, and eight per region cold, within 0.5 % of ncu's median
     of the same call; eight per region warm still 4-8 % long (a warm counter pass runs them back to
     back: no flush, so no rest, between them)."""

@@ -16,14 +16,17 @@
 //! start to the synchronization that ends it); once that reaches [`REST_AFTER`] (10 ms), the
 //! next work waits until as long again has passed (at most [`MAX_REST`], 100 ms), so long work
 //! keeps the GPU busy about half the time, and an idle gap at least as long as the work so far
-//! counts as the rest. Every pass of a run is such work (the timing pass, the counter pass, the
-//! re-warming run of a warm cache), and in a counter pass with a cold cache so is every kernel
+//! counts as the rest. Every pass of a run is such work (the timing pass, the counter pass up to a
+//! synchronization after its kernels, not CUPTI's decoding of it on the host, the re-warming run
+//! of a warm cache), and in a counter pass with a cold cache so is every kernel
 //! (the L2 flush before the next kernel synchronizes, so the rest comes after the flush, which
 //! idle time does not undo: session 19). Warm-up runs wait for a rest earned but count for
 //! nothing (their host time is mostly first-call set-up: counted as work, it made the seed sweep
 //! rest 0.17-0.22 s). Benchmarks of short runs rest about once every 10 ms of work, long pieces
-//! after each one. A single piece of work longer than about 55 ms at full power is still slowed
-//! within itself, as it would be without a profiler; ncu times each of its kernels separately.
+//! after each one; the seed sweep (its fp32 matmul 4096 runs 2.7 ms) rests 0.16 s in all. A
+//! single piece of work longer than about 55 ms at full power is still slowed within itself, as it
+//! would be without a profiler (ncu times each of its kernels separately), and one of
+//! [`LONG_WORK`] (100 ms) or more earns no rest: it would buy little and blur the run's energy.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -36,6 +39,13 @@ use crate::lock;
 pub const REST_AFTER: Duration = Duration::from_millis(10);
 /// The longest rest.
 pub const MAX_REST: Duration = Duration::from_millis(100);
+/// A single piece of work at least this long earns no rest: it is slowed within itself anyway
+/// (runs of eight 11 ms matmuls, 88 ms, were whatever the idle after them), and a run this long
+/// is one whose energy NVML's counter resolves (it moves about every 100 ms on the H200), which
+/// idle next to the run would blur: in a simulation of the conditions sampler, runs of 100-260
+/// ms with as much idle on both sides read their energy 8-28 % low and 1.14-1.41 times NVML's
+/// one-second power average x duration (1.00-1.02 without the idle).
+pub const LONG_WORK: Duration = Duration::from_millis(100);
 
 /// The pace of one GPU: the work done since its last rest, when the current work started, when
 /// the last work ended, and until when the GPU rests.
@@ -88,8 +98,13 @@ impl Pace {
     /// outside the run loop's work) nothing changes.
     pub fn synchronized(&mut self, now: Instant) {
         if let Some(start) = self.busy_since.take() {
-            self.busy += now.saturating_duration_since(start);
+            let piece = now.saturating_duration_since(start);
             self.idle_since = Some(now);
+            if piece >= LONG_WORK {
+                self.busy = Duration::ZERO;
+                return;
+            }
+            self.busy += piece;
             if self.busy >= REST_AFTER {
                 self.rest_until = Some(now + self.busy.min(MAX_REST));
                 self.busy = Duration::ZERO;
@@ -162,8 +177,27 @@ mod tests {
             t += Duration::from_micros(200);
         }
         assert_eq!(p.rest_before(t), ms(12) - Duration::from_micros(200));
-        p.synchronized(t + ms(12) + ms(400));
-        assert_eq!(p.rest_before(t + ms(412)), MAX_REST);
+        // After the rest, 9 ms of work then a piece of 99 ms: 108 ms, the rest capped at 100 ms.
+        let t = t + ms(12);
+        p.synchronized(t + ms(9));
+        p.rest_before(t + ms(9));
+        p.synchronized(t + ms(108));
+        assert_eq!(p.rest_before(t + ms(108)), MAX_REST);
+    }
+
+    #[test]
+    fn a_piece_of_work_too_long_to_help_earns_no_rest() {
+        let t0 = Instant::now();
+        let mut p = Pace::new();
+        p.rest_before(t0);
+        p.synchronized(t0 + ms(8));
+        // 258 ms runs (energy per run): no rest after them, nor for the 8 ms before.
+        p.rest_before(t0 + ms(8));
+        p.synchronized(t0 + ms(8 + 258));
+        assert_eq!(p.rest_before(t0 + ms(266)), Duration::ZERO);
+        // Just below the limit the rest is as long as the piece.
+        p.synchronized(t0 + ms(266 + 99));
+        assert_eq!(p.rest_before(t0 + ms(365)), ms(99));
     }
 
     #[test]
