@@ -444,8 +444,6 @@ pub(super) enum CounterRun {
     Failed(String),
 }
 
-/// Runs the benchmark closure once on a [`PassBackend`] for the run `at` (its regions keyed with
-/// run number `key_run`); returns the failure, if any.
 /// The end of a counter pass's GPU work: a synchronization, so that the work `gpu_rest` counts
 /// is the pass's kernels, not CUPTI's decoding and evaluation of the pass on the host after it.
 fn pass_work_done(backend: &Arc<dyn Backend>) {
@@ -454,6 +452,8 @@ fn pass_work_done(backend: &Arc<dyn Backend>) {
     }
 }
 
+/// Runs the benchmark closure once on a [`PassBackend`] for the run `at` (its regions keyed with
+/// run number `key_run`); returns the failure, if any.
 fn pass_closure<F>(
     inner: &Arc<dyn Backend>,
     at: RunAt,
