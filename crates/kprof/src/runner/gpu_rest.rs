@@ -42,9 +42,9 @@ pub const MAX_REST: Duration = Duration::from_millis(100);
 /// A single piece of work at least this long earns no rest: it is slowed within itself anyway
 /// (runs of eight 11 ms matmuls, 88 ms, were whatever the idle after them), and a run this long
 /// is one whose energy NVML's counter resolves (it moves about every 100 ms on the H200), which
-/// idle next to the run would blur: in a simulation of the conditions sampler, runs of 100-260
-/// ms with as much idle on both sides read their energy 8-28 % low and 1.14-1.41 times NVML's
-/// one-second power average x duration (1.00-1.02 without the idle).
+/// idle beside the run would blur: the sampler's interpolation reads a 258 ms pass with 100 ms of
+/// idle beside it 12 % low, a 120 ms one with as much idle 30 % low, for the worst phase of the
+/// counter (within 3 % back to back; `tests/all/conditions_background.rs`).
 pub const LONG_WORK: Duration = Duration::from_millis(100);
 
 /// The pace of one GPU: the work done since its last rest, when the current work started, when
