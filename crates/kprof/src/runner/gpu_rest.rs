@@ -26,7 +26,9 @@
 //! after each one; the seed sweep (its fp32 matmul 4096 runs 2.7 ms) rests 0.16 s in all. A
 //! single piece of work longer than about 55 ms at full power is still slowed within itself, as it
 //! would be without a profiler (ncu times each of its kernels separately), and one of
-//! [`LONG_WORK`] (100 ms) or more earns no rest: it would buy little and blur the run's energy.
+//! [`LONG_WORK`] (100 ms) or more earns no rest, nor do the rest of its run (its counter pass,
+//! kernel by kernel) and the run after it: it would buy little and blur the run's energy and
+//! power (the runs whose energy NVML's counter resolves then run back to back, as before).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -55,6 +57,10 @@ pub struct Pace {
     busy_since: Option<Instant>,
     idle_since: Option<Instant>,
     rest_until: Option<Instant>,
+    /// The last timing pass was [`LONG_WORK`] or longer: the rest of its run (its counter pass,
+    /// kernel by kernel) earns no rest either, so that a run whose energy NVML resolves runs
+    /// back to back, as before the rests.
+    long_run: bool,
 }
 
 impl Pace {
@@ -65,6 +71,7 @@ impl Pace {
             busy_since: None,
             idle_since: None,
             rest_until: None,
+            long_run: false,
         }
     }
 
@@ -90,6 +97,17 @@ impl Pace {
     /// run, whose host time is mostly first-call set-up: module loading, library handles, JIT).
     pub fn forget_work(&mut self) {
         self.busy_since = None;
+        self.long_run = false;
+    }
+
+    /// A run's timing pass, started by the last [`Pace::rest_before`], ended with a
+    /// synchronization at `now`: as [`Pace::synchronized`], and when it lasted [`LONG_WORK`] or
+    /// more, the rest of the run earns no rest.
+    pub fn timing_pass_done(&mut self, now: Instant) {
+        self.long_run = self
+            .busy_since
+            .is_some_and(|start| now.saturating_duration_since(start) >= LONG_WORK);
+        self.synchronized(now);
     }
 
     /// The work started by the last [`Pace::rest_before`] ended with a synchronization at `now`:
@@ -100,7 +118,7 @@ impl Pace {
         if let Some(start) = self.busy_since.take() {
             let piece = now.saturating_duration_since(start);
             self.idle_since = Some(now);
-            if piece >= LONG_WORK {
+            if piece >= LONG_WORK || self.long_run {
                 self.busy = Duration::ZERO;
                 return;
             }
@@ -130,6 +148,12 @@ pub(crate) fn before_gpu_work() {
 /// After the synchronization that ends GPU work of the run loop.
 pub(crate) fn after_synchronize() {
     lock(&PACE).synchronized(Instant::now());
+}
+
+/// After the synchronization that ends a recorded run's timing pass (see
+/// [`Pace::timing_pass_done`]).
+pub(crate) fn after_timing_pass() {
+    lock(&PACE).timing_pass_done(Instant::now());
 }
 
 /// After a warm-up run: it owes no rest (see [`Pace::forget_work`]).
@@ -198,6 +222,25 @@ mod tests {
         // Just below the limit the rest is as long as the piece.
         p.synchronized(t0 + ms(266 + 99));
         assert_eq!(p.rest_before(t0 + ms(365)), ms(99));
+    }
+
+    #[test]
+    fn the_counter_pass_of_a_long_run_earns_no_rest_kernel_by_kernel() {
+        let t0 = Instant::now();
+        let mut p = Pace::new();
+        // A 258 ms timing pass (twelve 22 ms matmuls), then its counter pass kernel by kernel.
+        p.rest_before(t0);
+        p.timing_pass_done(t0 + ms(258));
+        let mut t = t0 + ms(260);
+        for _ in 0..12 {
+            assert_eq!(p.rest_before(t), Duration::ZERO);
+            t += ms(22);
+            p.synchronized(t);
+        }
+        // The next run's timing pass starts at once; a short run then earns rests again.
+        assert_eq!(p.rest_before(t), Duration::ZERO);
+        p.timing_pass_done(t + ms(22));
+        assert_eq!(p.rest_before(t + ms(22)), ms(22));
     }
 
     #[test]

@@ -848,7 +848,7 @@ impl Profiler {
         if at.step.warmup {
             gpu_rest::after_warmup();
         } else {
-            gpu_rest::after_synchronize();
+            gpu_rest::after_timing_pass();
         }
         self.conditions.after_run(at.step.config, at.step.run, at.step.warmup);
         wire.extend(spans.iter().map(|s| Span {
