@@ -3,11 +3,14 @@ the kernels it profiles) does not? Session 21 saw a bf16 matmul 16384 read 10.93
 first two runs and 12.1-12.3 ms in the rest, against ncu's 10.93. One part per call, reading NVML
 only (nothing is set):
 
-    python3 gpu_check_power.py kprof     # bf16 matmul 16384 through kprof: per run value, SM clock, reasons
-    python3 gpu_check_power.py burst     # 300 ms of matmuls back to back by events, then NVML every 1 ms
-    python3 gpu_check_power.py paced     # one matmul after waiting for the power reasons to clear
+    python3 gpu_check_power.py kprof     # the matmul through kprof, one and eight per region, cold and warm
+    python3 gpu_check_power.py burst     # 40 matmuls back to back by events; NVML every 2 ms, then 1 ms after
+    python3 gpu_check_power.py paced     # pairs of matmuls, with and without waiting for NVML's reasons to clear
     python3 gpu_check_power.py rest      # runs of 2 (or 8) matmuls with 0-88 ms of idle between them
     python3 gpu_check_power.py ncu-target  # ten matmuls back to back in the NVTX range "ten", for ncu
+
+Call 3 of session 21 recorded an earlier form of the ``kprof`` part: one matmul per region, with
+the thermal guard on and off, and the SM clock, reasons, power and guard wait of every run.
 """
 
 import ctypes

@@ -17,10 +17,10 @@ gather, a 64M-float sum, kernels on two side streams at once, a region that copi
 host, 500 launches in one region, Triton kernels from ``torch.compile``, and graphs of cuFFT
 and of ``torch.compile(mode="reduce-overhead")`` (CUDA graph trees captured inside the benchmark);
 ``3`` the third (session 21): batched and tiny GEMMs, a 12 ms bf16 matmul, topk, unique (a host
-synchronization), random numbers, 1100 launches in one region (more than the 1025 ranges CUPTI
-primes), 2 ms of host idle between two kernels, a host-to-device copy then a kernel, cuDNN batch
-norm, fused AdamW, cat, interpolate, and graphs replayed five times in one region, replayed on a
-side stream, of a fused AdamW step and of 1000 nodes.
+synchronization), random numbers, 1100 launches in one region, 2 ms of host idle between two
+kernels, a host-to-device copy then a kernel, cuDNN batch norm, fused AdamW, cat, interpolate,
+and graphs replayed five times in one region, replayed on a side stream, of a fused AdamW step
+and of 1000 nodes.
 
 Cold cases (``cache_control`` left at its default, "all") are judged against ncu with
 ``--cache-control all``; warm ones (``cache_control="none"``, names ending in ``_warm``) against
@@ -328,6 +328,9 @@ WARM = ["tiny_warm", "sort_warm", "mlp_warm", "chain10_warm", "conv_warm"]
 GRAPHS = ["gmlp_old", "gcopy_old", "gtiny_old", "gmlp_new", "gcopy_new", "gtiny_new"]
 # The second set (session 20). "gcompiled" calls the reduce-overhead function, whose CUDA graph
 # trees record and replay their graph (and copy the input into it) inside the call.
+COLD2 = ["fft2", "solve", "fp8mm", "embed", "sum64m", "streams2", "item", "many500", "compiled"]
+WARM2 = ["fft2_warm", "streams2_warm", "many500_warm", "compiled_warm"]
+GRAPHS2 = ["gfft_old", "gfft_new", "gcompiled_new"]
 # The third set (session 21): batched and tiny GEMMs, a 12 ms bf16 matmul, multi-kernel ops with
 # host synchronizations, 1100 launches in one region, host idle inside a region, a host-to-device
 # copy, cuDNN batch norm, fused AdamW, and graphs replayed five times in a region, replayed on a
@@ -336,9 +339,6 @@ COLD3 = ["bmm", "topk", "unique", "randn", "mm64", "bf16mm16384", "many1100", "s
          "adamw", "cat", "interp"]
 WARM3 = ["mm64_warm", "topk_warm", "bmm_warm", "adamw_warm", "cat_warm"]
 GRAPHS3 = ["g5x_old", "gside_old", "gadamw_old", "g1000_old", "g5x_new", "gside_new", "gadamw_new", "g1000_new"]
-COLD2 = ["fft2", "solve", "fp8mm", "embed", "sum64m", "streams2", "item", "many500", "compiled"]
-WARM2 = ["fft2_warm", "streams2_warm", "many500_warm", "compiled_warm"]
-GRAPHS2 = ["gfft_old", "gfft_new", "gcompiled_new"]
 SETS = {"1": (COLD, WARM, GRAPHS), "2": (COLD2, WARM2, GRAPHS2), "3": (COLD3, WARM3, GRAPHS3)}
 SET = "1"
 
@@ -374,7 +374,7 @@ def replay_call(w, name, g):
 
 # A graph of milliseconds of tensor-core work: back to back, the power cap slows it after about
 # 55 ms (session 21, scripts/gpu_check_power.py), so its reference idles as long as each replay took
-# (on an idle GPU the side-stream graph read 887 µs paced, 758 back to back: no power cap in 15 ms).
+# (not the others: the side-stream graph read 887 µs paced on an idle GPU, 758-894 back to back).
 HEAVY_GRAPHS = ("g5x",)
 
 
