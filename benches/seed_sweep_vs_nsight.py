@@ -10,7 +10,8 @@ kprof in default settings (durations from the counters), kprof with ``duration_s
 and nsight-python (which relaunches the script under ncu; ``--nsight-path`` puts its package and
 ncu's Python extras on ``PYTHONPATH`` when it is not installed). Prints each tool's wall time
 for its first sweep in the process (and kprof's second), the ratios nsight-python / tool, and
-where kprof's counter work went in its first sweep (``kprof._core.counter_cost()``).
+where kprof's counter work went in its first sweep and how long it rested the GPU after long work
+(``kprof._core.counter_cost()``).
 ``--from-log LOG`` reports on a recorded ``TRUTH`` log instead of running anything.
 """
 
@@ -83,6 +84,9 @@ def report(rows: dict[str, dict]) -> tuple[str, float | None]:
                 start=f" of which Start {c['collect_start_s']:.3f}" if "collect_start_s" in c else "", **c,
             )
         )
+    # Since session 21: the idle time after long GPU work (runner/gpu_rest.rs, the power cap).
+    if costs and costs[0] and "gpu_rest_s" in costs[0]:
+        out.append(f"kprof's rests after long GPU work in its first sweep: {costs[0]['gpu_rest_s']:.3f} s")
     # Only in session 15's recording s15-call3 (an engine that ran the device query on a helper
     # thread; it was removed after that call).
     if costs and costs[0] and costs[0].get("device_query_s"):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from truth_recordings import diff, truth_log, unseen_table
+from truth_recordings import diff, sweep_bench, sweep_bench_report, truth_log, unseen_table
 
 BEFORE = ("s21-call1-unseen-set3", "s21-call2-unseen-set3.log")
 AFTER = ("s21-call6-unseen-set3-with-gpu-rest", "s21-call7-unseen-set3-rests-after-10-ms")
@@ -99,3 +99,7 @@ def test_session21_the_seed_sweep_pays_for_the_rests_and_stays_short_of_10x():
             assert 5.5 < n["wall_s"] / k["wall_s"] < 10
             for a, b in zip(k["avg_ns"], n["avg_ns"]):
                 assert abs(a / b - 1) < 0.011
+    # The bench's report on call 8 (medians of the two processes): the ratio and the rests.
+    text, ratio = sweep_bench_report(sweep_bench(), "s21-call8-seed-sweep-vs-nsight-python.log")
+    assert 6 < ratio < 7 and "target 10x: not met" in text
+    assert "rests after long GPU work in its first sweep: 0.157 s" in text
