@@ -133,7 +133,7 @@ impl Pace {
 
 /// The process's pace (the power cap belongs to the GPU, not to one profiler). One per process:
 /// profilers of several GPUs running at once in one process share it, so the rests of one count
-/// the work of all (kprof's scale-out and multi-GPU runs use a process per GPU).
+/// the work of all (kprof's scale-out runs a worker process per GPU).
 static PACE: Mutex<Pace> = Mutex::new(Pace::new());
 /// Nanoseconds rested so far in this process.
 static RESTED_NS: AtomicU64 = AtomicU64::new(0);
