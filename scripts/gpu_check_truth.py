@@ -709,12 +709,13 @@ def cold_idle():
                  how="kprof cold" if idle_ms is None else "flush in the benchmark, then idle")
 
 
-def single_replays(fn, way, reps=20):
+def single_replays(fn, way, reps=20, rest=False):
     """Median GPU time between CUDA events around ONE call of `fn` at a time, synchronized after
     each, `way` "idle", "spin" or "wait-value": on an idle GPU (the start event runs before the
     host has launched the work, so the host's launch time is inside), behind a 200 us spin kernel
     (`torch.cuda._sleep`) launched first, or behind a stream wait the host releases once the
-    events and the work are queued (the last two as NVBench's blocking kernel does)."""
+    events and the work are queued (the last two as NVBench's blocking kernel does). `rest`: the
+    GPU then idles as long as the call took (ncu's pace, and kprof's `gpu_rest`: no power cap)."""
     import ctypes
 
     wait = None
@@ -745,6 +746,8 @@ def single_replays(fn, way, reps=20):
             flag.value = 1
         b.synchronize()
         v.append(a.elapsed_time(b) * 1e6)
+        if rest:
+            time.sleep(v[-1] * 1e-9)
     return statistics.median(v)
 
 

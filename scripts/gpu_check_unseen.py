@@ -378,35 +378,17 @@ def replay_call(w, name, g):
 HEAVY_GRAPHS = ("g5x",)
 
 
-def events_paced(fn, reps=20):
-    """Median GPU time between CUDA events around `fn`'s work, each repetition synchronized and
-    followed by as much idle time as it took (ncu's pace, and kprof's `gpu_rest`)."""
-    import torch
-
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        out.append(a.elapsed_time(b) * 1e6)
-        time.sleep(out[-1] * 1e-9)
-    return statistics.median(out)
-
-
 def refs():
-    from gpu_check_truth import events  # CUDA events around repetitions queued back to back
+    # CUDA events around repetitions queued back to back; one at a time, each followed by as much
+    # idle as it took (`rest`: ncu's pace, and kprof's gpu_rest).
+    from gpu_check_truth import events, single_replays
 
     w = Work()
     _, _, graphs = SETS[SET]
     for name in dict.fromkeys(g.rsplit("_", 1)[0] for g in graphs):
         if name in HEAVY_GRAPHS:
             call = graph_call(w, name)
-            emit(part="refs", case=name, ns=events_paced(call), back_to_back_ns=events(call),
+            emit(part="refs", case=name, ns=single_replays(call, "idle", rest=True), back_to_back_ns=events(call),
                  what="CUDA events around one replay, paced, no profiler")
         else:
             emit(part="refs", case=name, ns=events(graph_call(w, name)),
