@@ -3,11 +3,14 @@ the kernels it profiles) does not? Session 21 saw a bf16 matmul 16384 read 10.93
 first two runs and 12.1-12.3 ms in the rest, against ncu's 10.93. One part per call, reading NVML
 only (nothing is set):
 
-    python3 gpu_check_power.py kprof     # the matmul through kprof, one and eight per region, cold and warm
+    python3 gpu_check_power.py kprof     # the matmul through kprof, one and eight per region, cold and warm; 16 cold
     python3 gpu_check_power.py burst     # 40 matmuls back to back by events; NVML every 2 ms, then 1 ms after
     python3 gpu_check_power.py paced     # pairs of matmuls, with and without waiting for NVML's reasons to clear
     python3 gpu_check_power.py rest      # runs of 2 (or 8) matmuls with 0-88 ms of idle between them
     python3 gpu_check_power.py ncu-target  # ten matmuls back to back in the NVTX range "ten", for ncu
+    python3 gpu_check_power.py kprof-mlp   # ten bf16 MLP layers (two 8192x8192x16384 GEMMs and a GELU each,
+                                           # ~70 ms) in one region through kprof, warm and cold
+    python3 gpu_check_power.py ncu-mlp     # the same region once in the NVTX range "mlp", for ncu
 
 Call 3 of session 21 recorded an earlier form of the ``kprof`` part: one matmul per region, with
 the thermal guard on and off, and the SM clock, reasons, power and guard wait of every run.
@@ -61,7 +64,11 @@ def kprof_part(runs="10"):
     f = matmul()
     f()
     torch.cuda.synchronize()
-    for case, n, cache in (("one", 1, "all"), ("eight", 8, "all"), ("one_warm", 1, "none"), ("eight_warm", 8, "none")):
+    cases = (("one", 1, "all"), ("eight", 8, "all"), ("one_warm", 1, "none"), ("eight_warm", 8, "none"),
+             # Since session 22: 16 per region (~180 ms: rested, runs under 200 ms rest), 24 (~265 ms:
+             # a run that long by itself goes back to back once judged long).
+             ("sixteen", 16, "all"), ("twentyfour", 24, "all"))
+    for case, n, cache in cases:
         @kprof.analyze.kernel(runs=int(runs), verbosity=0, cache_control=cache)
         def bench():
             with kprof.annotate("r"):
@@ -174,6 +181,59 @@ def ncu_target():
     torch.cuda.synchronize()
 
 
+def mlp():
+    """Ten layers of a bf16 MLP (8192 tokens, 8192 -> 16384 -> 8192, GELU between): 30 kernels, about
+    70 ms of tensor-core work back to back, a region long enough to reach the power cap."""
+    x = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    w1 = torch.randn(8192, 16384, device="cuda", dtype=torch.bfloat16) / 90.0
+    w2 = torch.randn(16384, 8192, device="cuda", dtype=torch.bfloat16) / 128.0
+
+    def region():
+        h = x
+        for _ in range(10):
+            h = torch.nn.functional.gelu(h @ w1) @ w2
+        return h
+    return region
+
+
+def kprof_mlp_part(runs="6"):
+    """The MLP region through kprof in default settings, warm then cold: the region's value per run
+    (the sum of its kernels), the SM clock and reasons per run, the process's rests."""
+    import kprof
+
+    f = mlp()
+    f()
+    torch.cuda.synchronize()
+    for case, cache in (("mlp_warm", "none"), ("mlp_cold", "all")):
+        @kprof.analyze.kernel(runs=int(runs), verbosity=0, cache_control=cache)
+        def bench():
+            with kprof.annotate("mlp"):
+                f()
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            df = bench().raw()
+        d = df[df["Metric"] == "gpu__time_duration.sum"]
+        cols = [c for c in ("SMClockMHz", "Throttled") if c in d]
+        vals = [float(v) for v in d["Value"]]
+        emit(part="kprof", case=case, ns=vals, median=statistics.median(vals),
+             gpu_rest_s=kprof._core.counter_cost().get("gpu_rest_s"), source=sorted(set(d["DurationSource"])),
+             **{c: [float(x) for x in d[c]] for c in cols},
+             warnings=[str(m.message)[:200] for m in caught if "energy" not in str(m.message)][:3])
+        time.sleep(1.0)
+
+
+def ncu_mlp():
+    f = mlp()
+    f()
+    torch.cuda.synchronize()
+    time.sleep(1.0)
+    torch.cuda.nvtx.range_push("mlp")
+    f()
+    torch.cuda.nvtx.range_pop()
+    torch.cuda.synchronize()
+
+
 if __name__ == "__main__":
     {"kprof": lambda: kprof_part(*sys.argv[2:]), "burst": burst_part, "paced": paced_part, "rest": rest_part,
-     "ncu-target": ncu_target}[sys.argv[1]]()
+     "ncu-target": ncu_target, "kprof-mlp": lambda: kprof_mlp_part(*sys.argv[2:]), "ncu-mlp": ncu_mlp}[sys.argv[1]]()

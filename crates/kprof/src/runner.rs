@@ -75,6 +75,20 @@ pub use gpu::last_cupti_detach;
 pub use kprof_core::policy::{Decision, StopReason, StoppingPolicy};
 pub use kprof_core::transforms::Reducer;
 pub(crate) use l2_flush::FlushSpec;
+
+/// What a counter pass in application replay does before each kernel it launches
+/// ([`Backend::before_each_kernel`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum BeforeEachKernel {
+    /// Empty the caches as the spec says (a cold cache: Nsight Compute's `--cache-control all`
+    /// flushes before every kernel it profiles). The flush ends with a synchronization, after
+    /// which the GPU rests if it earned it.
+    Flush(FlushSpec),
+    /// Wait for the previous kernel, then rest the GPU if it earned it; nothing is flushed (a
+    /// warm cache in a run long enough to reach the power cap back to back: Nsight Compute idles
+    /// between the kernels it profiles).
+    Rest,
+}
 pub use options::{BenchOptions, CacheControl, ClockControl, DurationSource, FlushPolicy, RunOrder};
 pub use profiler::{Profiler, CUDA_EVENTS_METRIC};
 pub use progress::{Progress, ProgressHook};
@@ -240,20 +254,22 @@ pub(crate) trait Backend: Send + Sync {
     fn kernel_records(&self, _on: bool) -> Result<(), EngineError> {
         Ok(())
     }
-    /// Whether [`Backend::flush_before_kernels`] works here (else counter passes flush before
-    /// every region instead).
-    fn can_flush_before_kernels(&self) -> bool {
+    /// Whether [`Backend::before_each_kernel`] works here (else counter passes flush before
+    /// every region instead, and rest only between passes).
+    fn can_act_before_each_kernel(&self) -> bool {
         false
     }
-    /// Starts flushing the L2 as `spec` says before every kernel launched (counter passes with a
-    /// cold cache, as Nsight Compute flushes before every kernel: [`crate::cupti::kernel_flush`]).
-    fn flush_before_kernels(&self, _spec: FlushSpec) -> Result<(), EngineError> {
+    /// Starts doing `what` before every kernel launched: an L2 flush (counter passes with a cold
+    /// cache, as Nsight Compute flushes before every kernel: [`crate::cupti::kernel_flush`]) or
+    /// a wait for the previous kernel; either way the GPU then rests if its work earned it
+    /// ([`gpu_rest`]).
+    fn before_each_kernel(&self, _what: BeforeEachKernel) -> Result<(), EngineError> {
         Err(EngineError::Unsupported(
-            "this backend cannot flush the L2 before every kernel".to_string(),
+            "this backend cannot act before every kernel".to_string(),
         ))
     }
-    /// Stops [`Backend::flush_before_kernels`]: the launches since the start, in order.
-    fn stop_flushing_before_kernels(&self) -> PassLaunches {
+    /// Stops [`Backend::before_each_kernel`]: the launches since the start, in order.
+    fn stop_before_each_kernel(&self) -> PassLaunches {
         PassLaunches::default()
     }
     /// Stops (`true`) or restarts tracing kernels between benchmarks; backends that trace

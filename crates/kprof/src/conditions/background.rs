@@ -34,7 +34,9 @@
 //! than the counter's update period ([`energy_update_period`], the median interval seen) gets
 //! NaN energy instead of a number the counter cannot resolve (the run loop warns once per
 //! sweep with the period), as does a run before the period is known (fewer than three updates
-//! seen); the interpolation uses the counter's updates only, not the first sample. Runs are recorded at the next flush of the run loop (at most ~50 ms
+//! seen); the run loop also gives NaN to a run with one of its rests of the GPU within an
+//! update period of it ([`gpu_rest_near`], `runner::gpu_rest`): idle beside a run blurs what
+//! the counter gives it; the interpolation uses the counter's updates only, not the first sample. Runs are recorded at the next flush of the run loop (at most ~50 ms
 //! later), without waiting for the sampler: when no update after a run's end exists yet, the
 //! counter is extrapolated from the last two updates. A time outside the ring (a run longer
 //! than [`RING_CAPACITY`] polls) gives NaN energy.
@@ -135,6 +137,31 @@ fn mean(xs: impl Iterator<Item = f64>) -> f64 {
 /// How far back before a run the samples are kept and read for the energy counter: enough for
 /// its updates around the run and their period (about 100 ms on the H200) to be known.
 pub const ENERGY_HISTORY: Duration = Duration::from_secs(1);
+
+/// Idle time the run loop gave the GPU (`runner::gpu_rest`'s rests against the power cap), the
+/// last [`RESTS_KEPT`], oldest first.
+static GPU_RESTS: Mutex<VecDeque<(Instant, Instant)>> = Mutex::new(VecDeque::new());
+/// How many rests [`GPU_RESTS`] keeps (runs are settled within ~50 ms of their end).
+const RESTS_KEPT: usize = 256;
+
+/// Notes a rest of the GPU from `start` to `end` (called by the run loop when it sleeps).
+pub fn note_gpu_rest(start: Instant, end: Instant) {
+    let mut rests = GPU_RESTS.lock().unwrap_or_else(|p| p.into_inner());
+    if rests.len() == RESTS_KEPT {
+        rests.pop_front();
+    }
+    rests.push_back((start, end));
+}
+
+/// Whether a rest noted by [`note_gpu_rest`] overlaps `[start - margin, end + margin]`: the
+/// energy counter's interpolation around such a run reaches into the idle time, whose power it
+/// cannot tell from the run's (a 258 ms run with 100 ms of idle beside it reads 12 % low, a 120
+/// ms one with as much idle 30 % low; `tests/all/conditions_background.rs`).
+pub fn gpu_rest_near(start: Instant, end: Instant, margin: Duration) -> bool {
+    let (from, to) = (start.checked_sub(margin).unwrap_or(start), end + margin);
+    let rests = GPU_RESTS.lock().unwrap_or_else(|p| p.into_inner());
+    rests.iter().any(|&(a, b)| a < to && b > from)
+}
 
 /// The energy counter's update instants in `samples` (time order): for every change of value,
 /// the middle between the last sample with the old value and the first with the new one, with the

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use kprof_core::{Config, ExtraValue};
 
-use super::background::{poll_interval_from_env, BackgroundSampler, DEFAULT_POLL_INTERVAL, POLL_ENV};
+use super::background::{gpu_rest_near, poll_interval_from_env, BackgroundSampler, DEFAULT_POLL_INTERVAL, POLL_ENV};
 use super::collectors::{CollectorSession, CollectorSet, InfoCollector};
 use super::fingerprint::{Fingerprint, FingerprintInputs};
 use super::nvml::{GpuDevice, Nvml};
@@ -366,6 +366,7 @@ impl ProfilerConditions {
             collectors: collectors.clone(),
             wait: Duration::ZERO,
             energy_unresolved: (0, f64::NAN),
+            energy_rested: (0, f64::NAN),
             energy_too_early: 0,
         });
         Ok(())
@@ -433,8 +434,17 @@ impl ProfilerConditions {
         let spans: Vec<(Instant, Instant, Duration)> = windows.iter().map(|w| (w.start, w.end, w.wait)).collect();
         let keep_from = windows.iter().map(|w| w.end).max();
         let conds = bg.conditions(&spans, keep_from);
-        for (w, cond) in windows.iter().zip(&conds) {
-            if cond.energy_mj.is_nan()
+        for (w, mut cond) in windows.iter().zip(conds) {
+            // The GPU's rests against the power cap (`runner::gpu_rest`) within an update of the
+            // energy counter of the run blur its energy.
+            if cond.energy_mj.is_finite()
+                && cond.energy_update_period_s.is_finite()
+                && gpu_rest_near(w.start, w.end, Duration::from_secs_f64(cond.energy_update_period_s))
+            {
+                cond.energy_mj = f64::NAN;
+                sw.energy_rested.0 += 1;
+                sw.energy_rested.1 = cond.energy_update_period_s;
+            } else if cond.energy_mj.is_nan()
                 && cond.energy_update_period_s.is_finite()
                 && cond.wall_s < cond.energy_update_period_s
             {
@@ -443,7 +453,7 @@ impl ProfilerConditions {
             } else if cond.energy_mj.is_nan() && cond.energy_counter_read && cond.energy_update_period_s.is_nan() {
                 sw.energy_too_early += 1;
             }
-            store(&sw.session, w.config_idx, w.run, cond);
+            store(&sw.session, w.config_idx, w.run, &cond);
         }
     }
 
@@ -490,6 +500,16 @@ impl ProfilerConditions {
                 "energy: {unresolved} run(s) shorter than the update period of NVML's energy counter ({:.0} ms) have \
                  EnergyMilliJ NaN: the counter cannot resolve them (use more work per run, or PowerW x the duration \
                  as an estimate)",
+                period_s * 1e3
+            ));
+        }
+        let (rested, period_s) = sw.energy_rested;
+        if rested > 0 {
+            out.push(format!(
+                "energy: {rested} run(s) have EnergyMilliJ NaN: kprof let the GPU idle within one update of NVML's \
+                 energy counter ({:.0} ms) of them, against the power cap (after 10 ms of GPU work it idles as long; \
+                 runs of 200 ms or more only until one shows it is that long by itself), and the counter cannot tell \
+                 that idle time from the run (use runs of 200 ms or more, or PowerW x the duration as an estimate)",
                 period_s * 1e3
             ));
         }
@@ -586,6 +606,8 @@ struct SweepConditions {
     wait: Duration,
     /// Runs whose energy the counter could not resolve, and the counter's update period (s).
     energy_unresolved: (usize, f64),
+    /// Runs given NaN energy for a rest of the GPU beside them, and the counter's update period.
+    energy_rested: (usize, f64),
     /// Runs with NaN energy because the counter had not updated often enough yet for its period
     /// to be known (the first few hundred ms of sampling).
     energy_too_early: usize,

@@ -30,7 +30,8 @@ use crate::sys::cupti::{cbid, API_ENTER, CB_DOMAIN_DRIVER_API, CB_DOMAIN_RUNTIME
 /// One launch of a counter pass, in launch order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PassLaunch {
-    /// A flush before the next kernel: this many kernels of kprof's (0 for a memset flush).
+    /// A flush before the next kernel: this many kernels of kprof's (0 for a memset flush, or for
+    /// a wait without a flush: a warm counter pass that rests between kernels, `runner::gpu_rest`).
     Flush(u32),
     /// A kernel of the user's.
     Kernel,

@@ -507,26 +507,46 @@ where
     }
 }
 
-/// One application-replay counter pass with the L2 flushed before every kernel: the launches it
-/// made in order, or why it failed.
-fn flush_pass<F>(
+/// One application-replay counter pass with `what` done before every kernel (an L2 flush, or a
+/// wait and the rest the GPU earned): the launches it made in order, or why it failed.
+fn each_kernel_pass<F>(
     backend: &Arc<dyn Backend>,
     at: RunAt,
     key_run: u64,
     f: &mut F,
-    flush: FlushSpec,
+    what: BeforeEachKernel,
 ) -> Result<Vec<PassLaunch>, String>
 where
     F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
 {
-    backend
-        .flush_before_kernels(flush)
-        .map_err(|e| format!("could not flush the L2 before every kernel of the counter pass: {e}"))?;
+    backend.before_each_kernel(what).map_err(|e| match what {
+        BeforeEachKernel::Flush(_) => format!("could not flush the L2 before every kernel of the counter pass: {e}"),
+        BeforeEachKernel::Rest => format!("could not wait for every kernel of the counter pass: {e}"),
+    })?;
     let closure_failure = pass_closure(backend, at, key_run, f, None);
-    let PassLaunches { launches, failure } = backend.stop_flushing_before_kernels();
+    let PassLaunches { launches, failure } = backend.stop_before_each_kernel();
     match closure_failure.or(failure) {
         Some(msg) => Err(msg),
         None => Ok(launches),
+    }
+}
+
+/// What an application-replay counter pass does before each kernel: with a cold cache an L2
+/// flush (as Nsight Compute), with a warm one a wait and a rest when `rests_between_kernels`
+/// (its run's timing pass was long enough to reach the power cap back to back:
+/// [`gpu_rest::counter_pass_rests_between_kernels`]); nothing where the backend cannot act
+/// before each kernel (the pass then flushes before its regions, and rests only after it).
+pub(crate) fn before_each_kernel(
+    app: bool,
+    cold: bool,
+    backend_can: bool,
+    rests_between_kernels: bool,
+    flush: FlushSpec,
+) -> Option<BeforeEachKernel> {
+    match (app && backend_can, cold) {
+        (false, _) => None,
+        (true, true) => Some(BeforeEachKernel::Flush(flush)),
+        (true, false) => rests_between_kernels.then_some(BeforeEachKernel::Rest),
     }
 }
 
@@ -710,8 +730,15 @@ impl Profiler {
                 let app = st.plan.mode == ReplayMode::Application;
                 // Application replay with a cold cache: the L2 flushed before every kernel, as
                 // Nsight Compute does (`kernel_flush`), where the backend can; else before the
-                // pass and every top-level region, as the timing pass.
-                let each_kernel = app && cold && backend.can_flush_before_kernels();
+                // pass and every top-level region, as the timing pass. With a warm cache after a
+                // long timing pass: a wait and a rest before every kernel (`gpu_rest`).
+                let each_kernel = before_each_kernel(
+                    app,
+                    cold,
+                    backend.can_act_before_each_kernel(),
+                    gpu_rest::counter_pass_rests_between_kernels(),
+                    flush,
+                );
                 if cold && !app {
                     backend.flush_l2(flush)?;
                 }
@@ -721,8 +748,8 @@ impl Profiler {
                     // The rest owed by the timing pass (or the previous counter pass) comes after
                     // CUPTI's set-up of the pass, right before its GPU work (`gpu_rest`).
                     gpu_rest::before_gpu_work();
-                    if each_kernel {
-                        match flush_pass(&backend, at, key_run, f, flush) {
+                    if let Some(what) = each_kernel {
+                        match each_kernel_pass(&backend, at, key_run, f, what) {
                             Ok(l) => {
                                 launches.get_or_insert(l);
                             }
@@ -770,7 +797,7 @@ impl Profiler {
                                     // the timing pass and say so.
                                     let head = format!(
                                         "{}: a counter pass gave ranges that its kernel launches seen by CUPTI's \
-                                         callbacks (each after an L2 flush) do not account for",
+                                         callbacks (each after an L2 flush or a wait) do not account for",
                                         at.name
                                     );
                                     if !self.warnings.iter().any(|w| w.starts_with(&head)) {
@@ -787,7 +814,7 @@ impl Profiler {
                         return Ok(CounterRun::PerKernel {
                             values,
                             window,
-                            flushes_profiled: app && cold && !each_kernel,
+                            flushes_profiled: app && cold && each_kernel.is_none(),
                         });
                     }
                 }

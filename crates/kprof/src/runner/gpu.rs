@@ -9,7 +9,7 @@ use kprof_core::model::{DeviceInfo, ExtraValue};
 use super::gpu_rest;
 use super::l2_flush::L2Flusher;
 use super::ENV_PAUSE_BETWEEN_BENCHMARKS;
-use super::{host_name, Backend, Collected, FlushSpec, KernelRun, Span};
+use super::{host_name, Backend, BeforeEachKernel, Collected, FlushSpec, KernelRun, Span};
 use crate::attribution::{attribute, encode_region_key, RegionSpan};
 use crate::choices::TraceOptions;
 use crate::conditions::fingerprint::format_cuda_version;
@@ -263,21 +263,27 @@ impl Backend for GpuBackend {
     fn flush_l2(&self, spec: FlushSpec) -> Result<(), EngineError> {
         self.l2.flush(self.libs.cuda, spec).map(drop)
     }
-    fn can_flush_before_kernels(&self) -> bool {
+    fn can_act_before_each_kernel(&self) -> bool {
         self.libs.cupti.fns.enable_callback().is_some()
     }
-    fn flush_before_kernels(&self, spec: FlushSpec) -> Result<(), EngineError> {
+    fn before_each_kernel(&self, what: BeforeEachKernel) -> Result<(), EngineError> {
         let (l2, driver) = (Arc::clone(&self.l2), self.libs.cuda);
         lock(&self.session).flush_before_kernels(Box::new(move || {
-            // The flush ends with a synchronization: the previous kernel has finished, and after
-            // a long one the GPU rests before the next (`gpu_rest`).
-            let kernels = l2.flush(driver, spec)?;
+            // The flush ends with a synchronization, as does the wait: the previous kernel has
+            // finished, and after long work the GPU rests before the next (`gpu_rest`).
+            let kernels = match what {
+                BeforeEachKernel::Flush(spec) => l2.flush(driver, spec)?,
+                BeforeEachKernel::Rest => {
+                    driver.synchronize()?;
+                    0
+                }
+            };
             gpu_rest::after_synchronize();
             gpu_rest::before_gpu_work();
             Ok(kernels)
         }))
     }
-    fn stop_flushing_before_kernels(&self) -> PassLaunches {
+    fn stop_before_each_kernel(&self) -> PassLaunches {
         lock(&self.session).stop_flushing_before_kernels()
     }
     fn set_idle(&self, idle: bool) -> Result<(), EngineError> {

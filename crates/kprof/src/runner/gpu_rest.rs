@@ -20,15 +20,21 @@
 //! synchronization after its kernels, not CUPTI's decoding of it on the host, the re-warming run
 //! of a warm cache), and in a counter pass with a cold cache so is every kernel
 //! (the L2 flush before the next kernel synchronizes, so the rest comes after the flush, which
-//! idle time does not undo: session 19). Warm-up runs wait for a rest earned but count for
-//! nothing (their host time is mostly first-call set-up: counted as work, it made the seed sweep
-//! rest 0.17-0.22 s). Benchmarks of short runs rest about once every 10 ms of work, long pieces
-//! after each one; the seed sweep (its fp32 matmul 4096 runs 2.7 ms) rests 0.16 s in all. A
-//! single piece of work longer than about 55 ms at full power is still slowed within itself, as it
-//! would be without a profiler (ncu times each of its kernels separately), and one of
-//! [`LONG_WORK`] (100 ms) or more earns no rest, nor do the rest of its run (its counter pass,
-//! kernel by kernel) and the run after it: it would buy little and blur the run's energy and
-//! power (the runs whose energy NVML's counter resolves then run back to back, as before).
+//! idle time does not undo: session 19); with a warm cache, every kernel of a counter pass whose
+//! timing pass took 10 ms or more (a synchronization before each kernel, then the rest, nothing
+//! flushed: [`Pace::counter_pass_rests_between_kernels`]). Warm-up runs wait for a rest earned
+//! but count for nothing (their host time is mostly first-call set-up: counted as work, it made
+//! the seed sweep rest 0.17-0.22 s). Benchmarks of short runs rest about once every 10 ms of
+//! work, long pieces after each one; the seed sweep (its fp32 matmul 4096 runs 2.7 ms) rests
+//! 0.16 s in all. A single piece of work longer than about 55 ms at full power is still slowed
+//! within itself, as it would be without a profiler (ncu times each of its kernels separately).
+//! A run whose timing pass takes [`LONG_WORK`] (200 ms) or more after a rest earns no rest, nor
+//! do the rest of its run (its counter pass, kernel by kernel) and the runs after it that stay
+//! that long: it would buy little and blur the run's energy and power (the runs whose energy
+//! NVML's counter resolves then run back to back). Every rest is noted for the conditions
+//! (`conditions::background::note_gpu_rest`): a run with one within an update of NVML's energy
+//! counter (about 100 ms) gets NaN energy with the reason, since the counter cannot tell the
+//! rest from the run.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -41,13 +47,18 @@ use crate::lock;
 pub const REST_AFTER: Duration = Duration::from_millis(10);
 /// The longest rest.
 pub const MAX_REST: Duration = Duration::from_millis(100);
-/// A single piece of work at least this long earns no rest: it is slowed within itself anyway
-/// (runs of eight 11 ms matmuls, 88 ms, were whatever the idle after them), and a run this long
-/// is one whose energy NVML's counter resolves (it moves about every 100 ms on the H200), which
-/// idle beside the run would blur: the sampler's interpolation reads a 258 ms pass with 100 ms of
-/// idle beside it 12 % low, a 120 ms one with as much idle 30 % low, for the worst phase of the
-/// counter (within 3 % back to back; `tests/all/conditions_background.rs`).
-pub const LONG_WORK: Duration = Duration::from_millis(100);
+/// A run whose timing pass took at least this long after a rest earns no rest, nor does the rest
+/// of its run (its counter pass, kernel by kernel), nor do the runs after it as long as they stay
+/// that long: such work is slowed within itself anyway, and its energy is one NVML's counter
+/// resolves (it moves about every 100 ms on the H200), which idle beside the run would blur: the
+/// sampler's interpolation reads a 258 ms pass with 100 ms of idle beside it 12 % low, a 120 ms
+/// one with as much idle 30 % low, for the worst phase of the counter (within 3 % back to back;
+/// `tests/all/conditions_background.rs`). Twice the counter's period, and judged after a rest,
+/// because a run's own slowing counts toward it: at 100 ms (session 21), judged on any pass,
+/// eight 11 ms matmuls in a region (88 ms rested) that the power cap had slowed to 103 ms earned
+/// no rest and stayed slowed (+17 %, session 22), as did sixteen (176 ms rested, 206 slowed) at
+/// 200 ms judged on any pass.
+pub const LONG_WORK: Duration = Duration::from_millis(200);
 
 /// The pace of one GPU: the work done since its last rest, when the current work started, when
 /// the last work ended, and until when the GPU rests.
@@ -57,10 +68,17 @@ pub struct Pace {
     busy_since: Option<Instant>,
     idle_since: Option<Instant>,
     rest_until: Option<Instant>,
-    /// The last timing pass was [`LONG_WORK`] or longer: the rest of its run (its counter pass,
-    /// kernel by kernel) earns no rest either, so that a run whose energy NVML resolves runs
-    /// back to back, as before the rests.
+    /// The last timing pass was [`LONG_WORK`] or longer, and so was every one since the first
+    /// such pass that started rested: the rest of its run (its counter pass, kernel by kernel)
+    /// earns no rest either, so that a run whose energy NVML resolves runs back to back.
     long_run: bool,
+    /// The current piece of work started on a rested GPU: after a rest owed, an idle gap as long
+    /// as the work since the last rest (at least [`MAX_REST`] after work that counted for
+    /// nothing), or no work before it in this process.
+    fresh: bool,
+    /// How long the last timing pass took (zero after a warm-up run): whether its counter pass
+    /// rests between kernels with a warm cache ([`Pace::counter_pass_rests_between_kernels`]).
+    last_timing_pass: Duration,
 }
 
 impl Pace {
@@ -72,6 +90,8 @@ impl Pace {
             idle_since: None,
             rest_until: None,
             long_run: false,
+            fresh: true,
+            last_timing_pass: Duration::ZERO,
         }
     }
 
@@ -79,35 +99,53 @@ impl Pace {
     /// before). The work is taken to start once that wait is over. An idle gap since the last
     /// work at least as long as the work accumulated since the last rest counts as a rest.
     pub fn rest_before(&mut self, now: Instant) -> Duration {
-        let wait = self
-            .rest_until
-            .take()
-            .map(|t| t.saturating_duration_since(now))
-            .unwrap_or_default();
-        if let Some(idle) = self.idle_since.take() {
-            if now.saturating_duration_since(idle) >= self.busy {
-                self.busy = Duration::ZERO;
-            }
+        let owed = self.rest_until.take();
+        let wait = owed.map(|t| t.saturating_duration_since(now)).unwrap_or_default();
+        let gap = self.idle_since.take().map(|idle| now.saturating_duration_since(idle));
+        self.fresh = owed.is_some()
+            || match gap {
+                None => true,
+                Some(g) => g >= MAX_REST || (!self.busy.is_zero() && g >= self.busy),
+            };
+        if gap.is_some_and(|g| g >= self.busy) {
+            self.busy = Duration::ZERO;
         }
         self.busy_since = Some(now + wait);
         wait
     }
 
-    /// The work started by the last [`Pace::rest_before`] ended and counts for nothing (a warm-up
-    /// run, whose host time is mostly first-call set-up: module loading, library handles, JIT).
-    pub fn forget_work(&mut self) {
+    /// The work started by the last [`Pace::rest_before`] ended at `now` and counts for nothing (a
+    /// warm-up run, whose host time is mostly first-call set-up: module loading, library handles,
+    /// JIT); the GPU is not rested after it, though.
+    pub fn forget_work(&mut self, now: Instant) {
         self.busy_since = None;
+        self.idle_since = Some(now);
         self.long_run = false;
+        self.last_timing_pass = Duration::ZERO;
     }
 
     /// A run's timing pass, started by the last [`Pace::rest_before`], ended with a
-    /// synchronization at `now`: as [`Pace::synchronized`], and when it lasted [`LONG_WORK`] or
-    /// more, the rest of the run earns no rest.
+    /// synchronization at `now`: as [`Pace::synchronized`]; when it lasted [`LONG_WORK`] or
+    /// more and started rested (or the run before was long too), the rest of the run earns no
+    /// rest. One that long that started unrested earns a rest, so that the next shows whether
+    /// the run is long by itself or only slowed by the power cap.
     pub fn timing_pass_done(&mut self, now: Instant) {
-        self.long_run = self
+        self.last_timing_pass = self
             .busy_since
-            .is_some_and(|start| now.saturating_duration_since(start) >= LONG_WORK);
+            .map(|start| now.saturating_duration_since(start))
+            .unwrap_or_default();
+        self.long_run = self.last_timing_pass >= LONG_WORK && (self.long_run || self.fresh);
         self.synchronized(now);
+    }
+
+    /// Whether the counter pass of the run whose timing pass ended last should wait for each
+    /// kernel and rest between kernels even with a warm cache (where no flush synchronizes
+    /// before each kernel): its timing pass took [`REST_AFTER`] or more, so the pass's kernels
+    /// back to back would reach the power cap where ncu's pace does not (eight 11 ms bf16 matmuls
+    /// in one warm region read 5-7 % above ncu without it, session 21), and less than
+    /// [`LONG_WORK`] (a longer run earns no rest once judged long).
+    pub fn counter_pass_rests_between_kernels(&self) -> bool {
+        !self.long_run && self.last_timing_pass >= REST_AFTER
     }
 
     /// The work started by the last [`Pace::rest_before`] ended with a synchronization at `now`:
@@ -118,7 +156,7 @@ impl Pace {
         if let Some(start) = self.busy_since.take() {
             let piece = now.saturating_duration_since(start);
             self.idle_since = Some(now);
-            if piece >= LONG_WORK || self.long_run {
+            if self.long_run {
                 self.busy = Duration::ZERO;
                 return;
             }
@@ -138,12 +176,15 @@ static PACE: Mutex<Pace> = Mutex::new(Pace::new());
 /// Nanoseconds rested so far in this process.
 static RESTED_NS: AtomicU64 = AtomicU64::new(0);
 
-/// Before GPU work of the run loop: sleeps the rest owed by the last long work, if any.
+/// Before GPU work of the run loop: sleeps the rest owed by the last long work, if any, and
+/// notes it for the energy of the runs beside it (`conditions::background::note_gpu_rest`).
 pub(crate) fn before_gpu_work() {
-    let wait = lock(&PACE).rest_before(Instant::now());
+    let now = Instant::now();
+    let wait = lock(&PACE).rest_before(now);
     if !wait.is_zero() {
         std::thread::sleep(wait);
         RESTED_NS.fetch_add(wait.as_nanos() as u64, Ordering::Relaxed);
+        crate::conditions::background::note_gpu_rest(now, now + wait);
     }
 }
 
@@ -158,9 +199,15 @@ pub(crate) fn after_timing_pass() {
     lock(&PACE).timing_pass_done(Instant::now());
 }
 
+/// Whether the counter pass of the current run rests between its kernels with a warm cache (see
+/// [`Pace::counter_pass_rests_between_kernels`]).
+pub(crate) fn counter_pass_rests_between_kernels() -> bool {
+    lock(&PACE).counter_pass_rests_between_kernels()
+}
+
 /// After a warm-up run: it owes no rest (see [`Pace::forget_work`]).
 pub(crate) fn after_warmup() {
-    lock(&PACE).forget_work();
+    lock(&PACE).forget_work(Instant::now());
 }
 
 /// Seconds this process rested the GPU so far (the `gpu_rest_s` of the counter cost).
@@ -212,18 +259,55 @@ mod tests {
     }
 
     #[test]
-    fn a_piece_of_work_too_long_to_help_earns_no_rest() {
+    fn a_run_is_long_only_if_its_timing_pass_takes_200_ms_after_a_rest() {
         let t0 = Instant::now();
         let mut p = Pace::new();
+        // Warm-up, then sixteen 11 ms matmuls slowed by the power cap to 206 ms: the pass started
+        // unrested, so it earns a rest (capped at 100 ms) and its counter pass rests too.
         p.rest_before(t0);
-        p.synchronized(t0 + ms(8));
-        // 258 ms runs (energy per run): no rest after them, nor for the 8 ms before.
-        p.rest_before(t0 + ms(8));
-        p.synchronized(t0 + ms(8 + 258));
-        assert_eq!(p.rest_before(t0 + ms(266)), Duration::ZERO);
-        // Just below the limit the rest is as long as the piece.
-        p.synchronized(t0 + ms(266 + 99));
-        assert_eq!(p.rest_before(t0 + ms(365)), ms(99));
+        p.forget_work(t0 + ms(206));
+        assert_eq!(p.rest_before(t0 + ms(206)), Duration::ZERO);
+        p.timing_pass_done(t0 + ms(412));
+        assert!(p.counter_pass_rests_between_kernels());
+        assert_eq!(p.rest_before(t0 + ms(412)), MAX_REST);
+        let mut t = t0 + ms(512);
+        for _ in 0..16 {
+            t += p.rest_before(t) + ms(11);
+            p.synchronized(t);
+        }
+        // Rested, the next timing pass takes 176 ms: not long, rests again.
+        t += p.rest_before(t);
+        p.timing_pass_done(t + ms(176));
+        assert_eq!(p.rest_before(t + ms(176)), MAX_REST);
+
+        // Twelve 22 ms matmuls (258 ms, the energy row): the first pass after the warm-up is not
+        // judged long, the next, after a rest, is; then runs go back to back while they stay long.
+        let mut p = Pace::new();
+        p.rest_before(t0);
+        p.forget_work(t0 + ms(258));
+        p.rest_before(t0 + ms(258));
+        p.timing_pass_done(t0 + ms(516));
+        assert_eq!(p.rest_before(t0 + ms(516)), MAX_REST);
+        let mut t = t0 + ms(616);
+        for _ in 0..12 {
+            t += p.rest_before(t) + ms(22);
+            p.synchronized(t);
+        }
+        t += p.rest_before(t);
+        p.timing_pass_done(t + ms(258));
+        assert!(!p.counter_pass_rests_between_kernels());
+        let mut t = t + ms(258);
+        for _ in 0..12 {
+            assert_eq!(p.rest_before(t), Duration::ZERO);
+            t += ms(22);
+            p.synchronized(t);
+        }
+        assert_eq!(p.rest_before(t), Duration::ZERO);
+        p.timing_pass_done(t + ms(258));
+        assert_eq!(p.rest_before(t + ms(258)), Duration::ZERO);
+        // A shorter run ends it.
+        p.timing_pass_done(t + ms(258 + 150));
+        assert_eq!(p.rest_before(t + ms(408)), MAX_REST);
     }
 
     #[test]
@@ -246,6 +330,39 @@ mod tests {
     }
 
     #[test]
+    fn a_warm_counter_pass_rests_between_kernels_only_after_a_timing_pass_of_10_to_200_ms() {
+        let t0 = Instant::now();
+        let mut p = Pace::new();
+        assert!(!p.counter_pass_rests_between_kernels());
+        let mut t = t0;
+        // 9 ms, 10 ms, 88 ms (eight 11 ms matmuls), 103 ms (the same slowed by the power cap),
+        // 199 ms, 200 ms and 258 ms timing passes.
+        let passes = [
+            (9, false),
+            (10, true),
+            (88, true),
+            (103, true),
+            (199, true),
+            (200, false),
+            (258, false),
+        ];
+        for (pass_ms, rests) in passes {
+            t += p.rest_before(t);
+            t += ms(pass_ms);
+            p.timing_pass_done(t);
+            assert_eq!(p.counter_pass_rests_between_kernels(), rests, "{pass_ms} ms");
+        }
+        // A warm-up run after it forgets the timing pass.
+        t += p.rest_before(t);
+        p.forget_work(t);
+        p.rest_before(t);
+        p.timing_pass_done(t + ms(50));
+        assert!(p.counter_pass_rests_between_kernels());
+        p.forget_work(t + ms(50));
+        assert!(!p.counter_pass_rests_between_kernels());
+    }
+
+    #[test]
     fn an_idle_gap_as_long_as_the_work_counts_as_a_rest() {
         let t0 = Instant::now();
         let mut p = Pace::new();
@@ -265,7 +382,7 @@ mod tests {
         let t0 = Instant::now();
         let mut p = Pace::new();
         p.rest_before(t0);
-        p.forget_work();
+        p.forget_work(t0 + ms(200));
         p.synchronized(t0 + ms(200));
         assert_eq!(p.rest_before(t0 + ms(200)), Duration::ZERO);
     }

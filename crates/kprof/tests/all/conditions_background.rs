@@ -357,9 +357,10 @@ fn run_energy_ratio(pass_ms: u64, idle_ms: u64, phase_ms: u64) -> f64 {
 
 #[test]
 fn idle_time_beside_a_run_blurs_its_energy_which_is_why_long_work_earns_no_rest() {
-    // runner/gpu_rest.rs gives no rest after a piece of work of 100 ms or more, nor in the counter
-    // pass of a run whose timing pass took that long: runs that long are the ones whose energy
-    // NVML's counter resolves. Back to back, a 258 ms pass reads its energy
+    // runner/gpu_rest.rs gives no rest to a run whose timing pass took 200 ms or more after a
+    // rest, nor to its counter pass, and the run loop gives NaN energy to a run with a rest
+    // beside it (gpu_rest_near): runs that long are the ones whose energy NVML's counter
+    // resolves. Back to back, a 258 ms pass reads its energy
     // within 3 % whatever the counter's phase; with 100 ms of idle beside every pass 12 % low for
     // the worst of four phases, 120 ms passes with as much idle 30 % low.
     for phase in [7, 31, 58, 83] {
@@ -374,4 +375,19 @@ fn idle_time_beside_a_run_blurs_its_energy_which_is_why_long_work_earns_no_rest(
     };
     assert!((0.85..0.9).contains(&low(258, 100)), "{}", low(258, 100));
     assert!(low(120, 120) < 0.75, "{}", low(120, 120));
+}
+
+#[test]
+fn a_rest_of_the_gpu_counts_beside_a_run_within_the_margin_only() {
+    // Times an hour ahead: no other test's rest (the log is the process's) reaches them.
+    let t0 = Instant::now() + Duration::from_secs(3600);
+    note_gpu_rest(t0 + ms(500), t0 + ms(520));
+    // A run ending 50 ms before the rest, with a 100 ms margin (the counter's update period).
+    assert!(gpu_rest_near(t0 + ms(200), t0 + ms(450), ms(100)));
+    // ... and one starting 60 ms after it; one overlapping it.
+    assert!(gpu_rest_near(t0 + ms(580), t0 + ms(900), ms(100)));
+    assert!(gpu_rest_near(t0 + ms(510), t0 + ms(515), ms(0)));
+    // Further than the margin on either side: not beside.
+    assert!(!gpu_rest_near(t0 + ms(100), t0 + ms(390), ms(100)));
+    assert!(!gpu_rest_near(t0 + ms(630), t0 + ms(900), ms(100)));
 }

@@ -1153,3 +1153,20 @@ fn a_graph_span_stretched_past_the_timing_pass_is_nan_with_one_warning() {
     assert!(values.iter().all(|v| v.is_finite()));
     assert!(stretched.is_empty());
 }
+
+#[test]
+fn application_replay_flushes_before_each_kernel_when_cold_and_rests_between_them_when_warm_only_after_long_runs() {
+    let flush = FlushSpec::default();
+    let choose = |app, cold, can, rests| before_each_kernel(app, cold, can, rests, flush);
+    // Cold: a flush before every kernel, rests or not (the flush hook rests after it).
+    assert_eq!(choose(true, true, true, false), Some(BeforeEachKernel::Flush(flush)));
+    assert_eq!(choose(true, true, true, true), Some(BeforeEachKernel::Flush(flush)));
+    // Warm: a wait and a rest only when the timing pass earned them.
+    assert_eq!(choose(true, false, true, true), Some(BeforeEachKernel::Rest));
+    assert_eq!(choose(true, false, true, false), None);
+    // Kernel replay, or a backend without launch callbacks: nothing before each kernel.
+    for (cold, rests) in [(true, true), (false, true), (true, false)] {
+        assert_eq!(choose(false, cold, true, rests), None);
+        assert_eq!(choose(true, cold, false, rests), None);
+    }
+}

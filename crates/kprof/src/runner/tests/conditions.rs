@@ -261,6 +261,59 @@ fn the_thermal_guard_runs_before_every_run_and_its_wait_is_reported() {
 }
 
 #[test]
+fn runs_with_a_rest_of_the_gpu_beside_them_get_nan_energy_with_the_reason() {
+    // The fake's energy counter moves at every 1 ms poll, so it resolves runs of a few ms. A run
+    // with kprof's rest of the GPU (runner/gpu_rest.rs) within an update of the counter of it gets
+    // NaN energy, and the sweep says why once. (The pace is the process's: other tests' work can
+    // make it rest beside other runs too, so only the run given a rest here is checked.)
+    use crate::conditions::background::note_gpu_rest;
+    let mock = Arc::new(Mock::default());
+    let mut p = profiler(&mock);
+    p.set_conditions(ProfilerConditions::with_probe(Box::new(Fake {
+        margins: Arc::new(Mutex::new(vec![30.0])),
+        margin_reads: Arc::default(),
+        energy: Arc::new(AtomicU64::new(1000)),
+        now: Duration::ZERO,
+        source_margin: Some(30.0),
+        source_threads: Arc::default(),
+    })));
+    p.conditions.set_poll_interval(Duration::from_millis(1));
+    let mut inner = slow_body(mock.clone());
+    let mut calls = 0;
+    let opts = super::runs_and_warmup(4, 1);
+    let raw = p
+        .bench("rests", &configs(1), &opts, move |c, run| {
+            // The warm-up, then recorded runs 0, 1, 2: run 2 gets a rest noted inside it.
+            calls += 1;
+            if calls == 4 {
+                let t = std::time::Instant::now();
+                note_gpu_rest(t, t + Duration::from_micros(100));
+            }
+            inner(c, run)
+        })
+        .unwrap();
+    let energy: Vec<f64> = column(&raw, "EnergyMilliJ").iter().map(num).collect();
+    let runs: Vec<u32> = raw.samples.iter().map(|s| s.run).collect();
+    let run2: Vec<f64> = energy
+        .iter()
+        .zip(&runs)
+        .filter(|(_, r)| **r == 2)
+        .map(|(e, _)| *e)
+        .collect();
+    assert!(
+        !run2.is_empty() && run2.iter().all(|e| e.is_nan()),
+        "{energy:?} {runs:?}"
+    );
+    assert!(
+        p.warnings()
+            .iter()
+            .any(|w| w.starts_with("energy: ") && w.contains("run(s) have EnergyMilliJ NaN: kprof let the GPU idle")),
+        "{:?}",
+        p.warnings()
+    );
+}
+
+#[test]
 fn collectors_are_called_at_each_scope_and_become_columns() {
     let mock = Arc::new(Mock::default());
     let mut p = profiler(&mock);
