@@ -11,6 +11,9 @@ only (nothing is set):
     python3 gpu_check_power.py kprof-mlp   # ten bf16 MLP layers (two 8192x8192x16384 GEMMs and a GELU each,
                                            # ~70 ms) in one region through kprof, warm and cold
     python3 gpu_check_power.py ncu-mlp     # the same region once in the NVTX range "mlp", for ncu
+    python3 gpu_check_power.py kprof-fp32  # twelve fp32 matmuls 8192 (~258 ms, at the 700 W cap) per region
+                                           # through kprof: per-kernel values, energy, reasons
+    python3 gpu_check_power.py ncu-fp32    # ten of them in the NVTX range "fp32", for ncu
 
 Call 3 of session 21 recorded an earlier form of the ``kprof`` part: one matmul per region, with
 the thermal guard on and off, and the SM clock, reasons, power and guard wait of every run.
@@ -223,6 +226,50 @@ def kprof_mlp_part(runs="6"):
         time.sleep(1.0)
 
 
+def fp32_matmul():
+    a = torch.randn(8192, 8192, device="cuda")
+    return lambda: a @ a
+
+
+def kprof_fp32_part(runs="10"):
+    """Twelve fp32 matmuls 8192 per region through kprof in default settings (the energy row's
+    work): each run's value per kernel, EnergyMilliJ, PowerW, the reasons, the process's rests."""
+    import kprof
+
+    f = fp32_matmul()
+    f()
+    torch.cuda.synchronize()
+
+    @kprof.analyze.kernel(runs=int(runs), verbosity=0)
+    def bench():
+        with kprof.annotate("r"):
+            for _ in range(12):
+                f()
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        df = bench().raw()
+    d = df[df["Metric"] == "gpu__time_duration.sum"]
+    vals = [float(v) / 12 for v in d["Value"]]
+    cols = [c for c in ("EnergyMilliJ", "PowerW", "Throttled", "ThrottleReasons") if c in d]
+    emit(part="kprof", case="fp32_twelve", per_kernel_ns=vals, median=statistics.median(vals),
+         gpu_rest_s=kprof._core.counter_cost().get("gpu_rest_s"), source=sorted(set(d["DurationSource"])),
+         **{c: [x if isinstance(x, str) else float(x) for x in d[c]] for c in cols},
+         warnings=[str(m.message)[:300] for m in caught][:3])
+
+
+def ncu_fp32():
+    f = fp32_matmul()
+    f()
+    torch.cuda.synchronize()
+    time.sleep(1.0)
+    torch.cuda.nvtx.range_push("fp32")
+    for _ in range(10):
+        f()
+    torch.cuda.nvtx.range_pop()
+    torch.cuda.synchronize()
+
+
 def ncu_mlp():
     f = mlp()
     f()
@@ -236,4 +283,5 @@ def ncu_mlp():
 
 if __name__ == "__main__":
     {"kprof": lambda: kprof_part(*sys.argv[2:]), "burst": burst_part, "paced": paced_part, "rest": rest_part,
-     "ncu-target": ncu_target, "kprof-mlp": lambda: kprof_mlp_part(*sys.argv[2:]), "ncu-mlp": ncu_mlp}[sys.argv[1]]()
+     "ncu-target": ncu_target, "kprof-mlp": lambda: kprof_mlp_part(*sys.argv[2:]), "ncu-mlp": ncu_mlp,
+     "kprof-fp32": lambda: kprof_fp32_part(*sys.argv[2:]), "ncu-fp32": ncu_fp32}[sys.argv[1]]()

@@ -190,9 +190,16 @@ def judge(path):
     en = find(rows, part="energy-long")
     if en:
         ratios, e = energy_ratios(en)
-        med = statistics.median(ratios) if ratios else float("nan")
-        table.append(("python", "energy per run (12 x mm8192)", f"x{med:.3f}", "power x duration",
-                      f"{len(e) - len(ratios)} NaN", "10%", "PASS" if abs(med - 1) <= 0.10 else "FAIL"))
+        if ratios:
+            med = statistics.median(ratios)
+            table.append(("python", "energy per run (12 x mm8192)", f"x{med:.3f}", "power x duration",
+                          f"{len(e) - len(ratios)} NaN", "10%", "PASS" if abs(med - 1) <= 0.10 else "FAIL"))
+        else:
+            # Every run NaN: the issue accepts NaN with the reason (since session 22 runs the
+            # power cap slowed rest beside them, which the energy counter cannot resolve).
+            warned = any("energy" in w for w in en.get("warnings", []))
+            table.append(("python", "energy per run (12 x mm8192)", "NaN", "power x duration", f"{len(e)} NaN",
+                          "NaN + reason", "PASS" if e and warned else "FAIL"))
     # Rust door (truth_check, default settings).
     # Default settings (recordings before the default became records have only "auto" rows).
     rk = lambda c: find(rows, mode="kprof-default-application", case=c) or find(rows, mode="kprof-auto-application", case=c)

@@ -34,9 +34,11 @@
 //! than the counter's update period ([`energy_update_period`], the median interval seen) gets
 //! NaN energy instead of a number the counter cannot resolve (the run loop warns once per
 //! sweep with the period), as does a run before the period is known (fewer than three updates
-//! seen); the run loop also gives NaN to a run with one of its rests of the GPU within an
-//! update period of it ([`gpu_rest_near`], `runner::gpu_rest`): idle beside a run blurs what
-//! the counter gives it; the interpolation uses the counter's updates only, not the first sample. Runs are recorded at the next flush of the run loop (at most ~50 ms
+//! seen); the run loop also gives NaN to a run with more than [`IDLE_SHARE_MAX`] of its length
+//! of idle GPU time (its rests against the power cap, `runner::gpu_rest`, or its own host work)
+//! within an update period of it, or of it and [`POWER_AVERAGE`] before it ([`idle_blurs_energy`]):
+//! idle beside a run blurs what the counter gives it, and the power average it is compared
+//! with; the interpolation uses the counter's updates only, not the first sample. Runs are recorded at the next flush of the run loop (at most ~50 ms
 //! later), without waiting for the sampler: when no update after a run's end exists yet, the
 //! counter is extrapolated from the last two updates. A time outside the ring (a run longer
 //! than [`RING_CAPACITY`] polls) gives NaN energy.
@@ -138,29 +140,53 @@ fn mean(xs: impl Iterator<Item = f64>) -> f64 {
 /// its updates around the run and their period (about 100 ms on the H200) to be known.
 pub const ENERGY_HISTORY: Duration = Duration::from_secs(1);
 
-/// Idle time the run loop gave the GPU (`runner::gpu_rest`'s rests against the power cap), the
-/// last [`RESTS_KEPT`], oldest first.
-static GPU_RESTS: Mutex<VecDeque<(Instant, Instant)>> = Mutex::new(VecDeque::new());
-/// How many rests [`GPU_RESTS`] keeps (runs are settled within ~50 ms of their end).
-const RESTS_KEPT: usize = 256;
+/// Idle time the run loop left the GPU between its pieces of work (`runner::gpu_rest`'s rests
+/// against the power cap, and its own host work between passes), the last [`IDLE_KEPT`]
+/// intervals, oldest first.
+static GPU_IDLE: Mutex<VecDeque<(Instant, Instant)>> = Mutex::new(VecDeque::new());
+/// How many intervals [`GPU_IDLE`] keeps (runs are settled within ~50 ms of their counter pass,
+/// which notes at most one interval per kernel).
+const IDLE_KEPT: usize = 4096;
+/// The most idle GPU time within an update of NVML's energy counter of a run, as a share of the
+/// run, that leaves its energy: the interpolation mixes the idle power into the run's (the
+/// synthetic timeline of `tests/all/conditions_background.rs` reads a 258 ms run with 100 ms of
+/// idle beside it 12 % low, about 0.3 x the idle share), so 5 % keeps it within about 2 %.
+pub const IDLE_SHARE_MAX: f64 = 0.05;
 
-/// Notes a rest of the GPU from `start` to `end` (called by the run loop when it sleeps).
-pub fn note_gpu_rest(start: Instant, end: Instant) {
-    let mut rests = GPU_RESTS.lock().unwrap_or_else(|p| p.into_inner());
-    if rests.len() == RESTS_KEPT {
-        rests.pop_front();
+/// Notes that the GPU was idle from `start` to `end` (the run loop, between its pieces of work).
+pub fn note_gpu_idle(start: Instant, end: Instant) {
+    let mut idle = GPU_IDLE.lock().unwrap_or_else(|p| p.into_inner());
+    if idle.len() == IDLE_KEPT {
+        idle.pop_front();
     }
-    rests.push_back((start, end));
+    idle.push_back((start, end));
 }
 
-/// Whether a rest noted by [`note_gpu_rest`] overlaps `[start - margin, end + margin]`: the
-/// energy counter's interpolation around such a run reaches into the idle time, whose power it
-/// cannot tell from the run's (a 258 ms run with 100 ms of idle beside it reads 12 % low, a 120
-/// ms one with as much idle 30 % low; `tests/all/conditions_background.rs`).
-pub fn gpu_rest_near(start: Instant, end: Instant, margin: Duration) -> bool {
-    let (from, to) = (start.checked_sub(margin).unwrap_or(start), end + margin);
-    let rests = GPU_RESTS.lock().unwrap_or_else(|p| p.into_inner());
-    rests.iter().any(|&(a, b)| a < to && b > from)
+/// How far back NVML's power reading (`PowerW`) averages on the H200 (one second): idle time that
+/// recent blurs it (`PowerW` is the mean of such averages read during the run), so a run's energy
+/// is given only where the run and the second before it were busy (258 ms runs after rests read
+/// 697-700 W by their energy, 574-602 W by `PowerW`; session 22).
+pub const POWER_AVERAGE: Duration = Duration::from_secs(1);
+
+/// The idle time noted by [`note_gpu_idle`] within `[start - before, end + after]`.
+pub fn gpu_idle_near(start: Instant, end: Instant, before: Duration, after: Duration) -> Duration {
+    let (from, to) = (start.checked_sub(before).unwrap_or(start), end + after);
+    let idle = GPU_IDLE.lock().unwrap_or_else(|p| p.into_inner());
+    idle.iter()
+        .map(|&(a, b)| b.min(to).saturating_duration_since(a.max(from)))
+        .sum()
+}
+
+/// Whether the idle GPU time noted beside the run `[start, end]` ([`note_gpu_idle`]) blurs its
+/// energy: more than [`IDLE_SHARE_MAX`] of the run within `period` (the energy counter's update
+/// period) of it, where the counter's interpolation reaches, or of the run and the
+/// [`POWER_AVERAGE`] before it, which NVML's power average (`PowerW`, and any check of the energy
+/// against power x duration) reads. Neither can tell the idle power from the run's.
+pub fn idle_blurs_energy(start: Instant, end: Instant, period: Duration) -> bool {
+    let run_s = end.saturating_duration_since(start).as_secs_f64();
+    let beside_s = gpu_idle_near(start, end, period, period).as_secs_f64();
+    let averaged_s = gpu_idle_near(start, end, POWER_AVERAGE, Duration::ZERO).as_secs_f64();
+    beside_s > IDLE_SHARE_MAX * run_s || averaged_s > IDLE_SHARE_MAX * (POWER_AVERAGE.as_secs_f64() + run_s)
 }
 
 /// The energy counter's update instants in `samples` (time order): for every change of value,
@@ -398,6 +424,19 @@ impl BackgroundSampler {
     /// Whether the thread is running.
     pub fn is_running(&self) -> bool {
         self.thread.is_some()
+    }
+
+    /// The clock-event reasons (OR) of the samples polled from `start` to `end`; `None` when no
+    /// sample of that time read them.
+    pub fn reasons_between(&self, start: Instant, end: Instant) -> Option<u64> {
+        let g = lock(&self.shared.state);
+        g.ring
+            .iter()
+            .filter(|s| s.at >= start && s.at <= end)
+            .fold(None, |acc, s| match (acc, s.reasons) {
+                (a, None) => a,
+                (a, Some(r)) => Some(a.unwrap_or(0) | r),
+            })
     }
 
     /// The poll interval.

@@ -8,11 +8,13 @@ use std::time::{Duration, Instant};
 
 use kprof_core::{Config, ExtraValue};
 
-use super::background::{gpu_rest_near, poll_interval_from_env, BackgroundSampler, DEFAULT_POLL_INTERVAL, POLL_ENV};
+use super::background::{
+    idle_blurs_energy, poll_interval_from_env, BackgroundSampler, DEFAULT_POLL_INTERVAL, IDLE_SHARE_MAX, POLL_ENV,
+};
 use super::collectors::{CollectorSession, CollectorSet, InfoCollector};
 use super::fingerprint::{Fingerprint, FingerprintInputs};
 use super::nvml::{GpuDevice, Nvml};
-use super::sampler::{ConditionsSource, RunConditions};
+use super::sampler::{ConditionsSource, RunConditions, THERMAL_OR_POWER};
 use super::thermal::{Clock, SystemClock, TemperatureSensor, ThermalGuard, ThermalMode, ThermalSettings};
 use super::ConditionsError;
 
@@ -419,6 +421,14 @@ impl ProfilerConditions {
         }
     }
 
+    /// Whether NVML's clock-event reasons polled by the background sampler from `start` to `end`
+    /// say the GPU was slowed by its power or thermal limits ([`THERMAL_OR_POWER`]); `None`
+    /// without the sampler or a sample of that time (the run loop's rests treat it as slowed).
+    pub fn gpu_slowed_between(&self, start: Instant, end: Instant) -> Option<bool> {
+        let bg = self.background.as_ref()?;
+        bg.reasons_between(start, end).map(|r| r & THERMAL_OR_POWER != 0)
+    }
+
     /// Before the runs that ended since the last call are recorded: their conditions from the
     /// background sampler's samples (no NVML read, no waiting; see [`super::background`]).
     pub fn settle(&mut self) {
@@ -435,11 +445,11 @@ impl ProfilerConditions {
         let keep_from = windows.iter().map(|w| w.end).max();
         let conds = bg.conditions(&spans, keep_from);
         for (w, mut cond) in windows.iter().zip(conds) {
-            // The GPU's rests against the power cap (`runner::gpu_rest`) within an update of the
-            // energy counter of the run blur its energy.
+            // Idle GPU time within an update of the energy counter of the run (the run loop's
+            // rests against the power cap, `runner::gpu_rest`, or its host work) blurs its energy.
             if cond.energy_mj.is_finite()
                 && cond.energy_update_period_s.is_finite()
-                && gpu_rest_near(w.start, w.end, Duration::from_secs_f64(cond.energy_update_period_s))
+                && idle_blurs_energy(w.start, w.end, Duration::from_secs_f64(cond.energy_update_period_s))
             {
                 cond.energy_mj = f64::NAN;
                 sw.energy_rested.0 += 1;
@@ -506,10 +516,13 @@ impl ProfilerConditions {
         let (rested, period_s) = sw.energy_rested;
         if rested > 0 {
             out.push(format!(
-                "energy: {rested} run(s) have EnergyMilliJ NaN: kprof let the GPU idle within one update of NVML's \
-                 energy counter ({:.0} ms) of them, against the power cap (after 10 ms of GPU work it idles as long; \
-                 runs of 200 ms or more only until one shows it is that long by itself), and the counter cannot tell \
-                 that idle time from the run (use runs of 200 ms or more, or PowerW x the duration as an estimate)",
+                "energy: {rested} run(s) have EnergyMilliJ NaN: the GPU was idle for more than {:.0} % of the run \
+                 within one update of NVML's energy counter ({:.0} ms) of it, or of it and the second before it (kprof's \
+                 rests against the power cap: after 10 ms of GPU work it idles as long, runs of 200 ms or more only \
+                 when slowed by the cap or until one shows it is that long by itself; or its own host work between \
+                 passes), and neither the counter nor NVML's one-second power average can tell that idle time from \
+                 the run (use PowerW x the duration of steady runs as an estimate)",
+                IDLE_SHARE_MAX * 100.0,
                 period_s * 1e3
             ));
         }

@@ -30,11 +30,13 @@
 //! within itself, as it would be without a profiler (ncu times each of its kernels separately).
 //! A run whose timing pass takes [`LONG_WORK`] (200 ms) or more after a rest earns no rest, nor
 //! do the rest of its run (its counter pass, kernel by kernel) and the runs after it that stay
-//! that long: it would buy little and blur the run's energy and power (the runs whose energy
-//! NVML's counter resolves then run back to back). Every rest is noted for the conditions
-//! (`conditions::background::note_gpu_rest`): a run with one within an update of NVML's energy
-//! counter (about 100 ms) gets NaN energy with the reason, since the counter cannot tell the
-//! rest from the run.
+//! that long, unless NVML saw the power cap (or another power or thermal limit) slow a timing
+//! pass since the last warm-up run: such runs rest, or their counter passes would read the
+//! capped speed. The GPU's idle time
+//! between the run loop's pieces of work, rests included, is noted for the conditions
+//! (`conditions::background::note_gpu_idle`): a run with more than 5 % of its length of it
+//! within an update of NVML's energy counter (about 100 ms) gets NaN energy with the reason,
+//! since the counter cannot tell the idle time from the run.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -72,6 +74,11 @@ pub struct Pace {
     /// such pass that started rested: the rest of its run (its counter pass, kernel by kernel)
     /// earns no rest either, so that a run whose energy NVML resolves runs back to back.
     long_run: bool,
+    /// A timing pass since the last warm-up run was slowed by the GPU's power or thermal limits
+    /// (NVML's reasons), or NVML could not say: no run is long until the next warm-up (a benchmark
+    /// at the cap would otherwise alternate, a slowed run resting and the next going back to
+    /// back, which leaves neither their durations nor NVML's one-second power average right).
+    capped: bool,
     /// The current piece of work started on a rested GPU: after a rest owed, an idle gap as long
     /// as the work since the last rest (at least [`MAX_REST`] after work that counted for
     /// nothing), or no work before it in this process.
@@ -90,6 +97,7 @@ impl Pace {
             idle_since: None,
             rest_until: None,
             long_run: false,
+            capped: false,
             fresh: true,
             last_timing_pass: Duration::ZERO,
         }
@@ -121,6 +129,7 @@ impl Pace {
         self.busy_since = None;
         self.idle_since = Some(now);
         self.long_run = false;
+        self.capped = false;
         self.last_timing_pass = Duration::ZERO;
     }
 
@@ -129,12 +138,19 @@ impl Pace {
     /// more and started rested (or the run before was long too), the rest of the run earns no
     /// rest. One that long that started unrested earns a rest, so that the next shows whether
     /// the run is long by itself or only slowed by the power cap.
-    pub fn timing_pass_done(&mut self, now: Instant) {
+    ///
+    /// `slowed`: NVML said the GPU was slowed by its power or thermal limits during the pass (or
+    /// could not say). No run is long from then until the next warm-up run: it rests, or its
+    /// counter pass, run back to back, would read the capped speed where ncu's pace does not
+    /// (twelve fp32 matmuls 8192 per region at the 700 W cap read +0.7 to +5.8 % back to back,
+    /// session 22).
+    pub fn timing_pass_done(&mut self, now: Instant, slowed: bool) {
         self.last_timing_pass = self
             .busy_since
             .map(|start| now.saturating_duration_since(start))
             .unwrap_or_default();
-        self.long_run = self.last_timing_pass >= LONG_WORK && (self.long_run || self.fresh);
+        self.capped |= slowed;
+        self.long_run = self.last_timing_pass >= LONG_WORK && (self.long_run || self.fresh) && !self.capped;
         self.synchronized(now);
     }
 
@@ -176,15 +192,29 @@ static PACE: Mutex<Pace> = Mutex::new(Pace::new());
 /// Nanoseconds rested so far in this process.
 static RESTED_NS: AtomicU64 = AtomicU64::new(0);
 
-/// Before GPU work of the run loop: sleeps the rest owed by the last long work, if any, and
-/// notes it for the energy of the runs beside it (`conditions::background::note_gpu_rest`).
+/// Idle time between pieces of work shorter than this is not noted for the energy of the runs
+/// beside it (a share of a run too small to matter: see `conditions::background::IDLE_SHARE_MAX`).
+const IDLE_NOTED_FROM: Duration = Duration::from_millis(1);
+
+/// Before GPU work of the run loop: sleeps the rest owed by the last long work, if any, and notes
+/// the GPU's idle time since the last work, rest included, for the energy of the runs beside it
+/// (`conditions::background::note_gpu_idle`).
 pub(crate) fn before_gpu_work() {
     let now = Instant::now();
-    let wait = lock(&PACE).rest_before(now);
+    let (wait, idle_since) = {
+        let mut pace = lock(&PACE);
+        let idle_since = pace.idle_since;
+        (pace.rest_before(now), idle_since)
+    };
     if !wait.is_zero() {
         std::thread::sleep(wait);
         RESTED_NS.fetch_add(wait.as_nanos() as u64, Ordering::Relaxed);
-        crate::conditions::background::note_gpu_rest(now, now + wait);
+    }
+    if let Some(from) = idle_since {
+        let to = now + wait;
+        if to.saturating_duration_since(from) >= IDLE_NOTED_FROM {
+            crate::conditions::background::note_gpu_idle(from, to);
+        }
     }
 }
 
@@ -195,8 +225,8 @@ pub(crate) fn after_synchronize() {
 
 /// After the synchronization that ends a recorded run's timing pass (see
 /// [`Pace::timing_pass_done`]).
-pub(crate) fn after_timing_pass() {
-    lock(&PACE).timing_pass_done(Instant::now());
+pub(crate) fn after_timing_pass(slowed: bool) {
+    lock(&PACE).timing_pass_done(Instant::now(), slowed);
 }
 
 /// Whether the counter pass of the current run rests between its kernels with a warm cache (see
@@ -267,7 +297,7 @@ mod tests {
         p.rest_before(t0);
         p.forget_work(t0 + ms(206));
         assert_eq!(p.rest_before(t0 + ms(206)), Duration::ZERO);
-        p.timing_pass_done(t0 + ms(412));
+        p.timing_pass_done(t0 + ms(412), false);
         assert!(p.counter_pass_rests_between_kernels());
         assert_eq!(p.rest_before(t0 + ms(412)), MAX_REST);
         let mut t = t0 + ms(512);
@@ -277,7 +307,7 @@ mod tests {
         }
         // Rested, the next timing pass takes 176 ms: not long, rests again.
         t += p.rest_before(t);
-        p.timing_pass_done(t + ms(176));
+        p.timing_pass_done(t + ms(176), false);
         assert_eq!(p.rest_before(t + ms(176)), MAX_REST);
 
         // Twelve 22 ms matmuls (258 ms, the energy row): the first pass after the warm-up is not
@@ -286,7 +316,7 @@ mod tests {
         p.rest_before(t0);
         p.forget_work(t0 + ms(258));
         p.rest_before(t0 + ms(258));
-        p.timing_pass_done(t0 + ms(516));
+        p.timing_pass_done(t0 + ms(516), false);
         assert_eq!(p.rest_before(t0 + ms(516)), MAX_REST);
         let mut t = t0 + ms(616);
         for _ in 0..12 {
@@ -294,7 +324,7 @@ mod tests {
             p.synchronized(t);
         }
         t += p.rest_before(t);
-        p.timing_pass_done(t + ms(258));
+        p.timing_pass_done(t + ms(258), false);
         assert!(!p.counter_pass_rests_between_kernels());
         let mut t = t + ms(258);
         for _ in 0..12 {
@@ -303,11 +333,37 @@ mod tests {
             p.synchronized(t);
         }
         assert_eq!(p.rest_before(t), Duration::ZERO);
-        p.timing_pass_done(t + ms(258));
+        p.timing_pass_done(t + ms(258), false);
         assert_eq!(p.rest_before(t + ms(258)), Duration::ZERO);
         // A shorter run ends it.
-        p.timing_pass_done(t + ms(258 + 150));
+        p.timing_pass_done(t + ms(258 + 150), false);
         assert_eq!(p.rest_before(t + ms(408)), MAX_REST);
+    }
+
+    #[test]
+    fn a_long_run_that_nvml_saw_slowed_by_the_power_cap_rests() {
+        let t0 = Instant::now();
+        let mut p = Pace::new();
+        // Rested, 258 ms, but the cap's reason was set during it (or NVML could not say): it
+        // rests, and its counter pass rests between kernels.
+        p.rest_before(t0);
+        p.timing_pass_done(t0 + ms(258), true);
+        assert!(p.counter_pass_rests_between_kernels());
+        assert_eq!(p.rest_before(t0 + ms(258)), MAX_REST);
+        // ... and so does every run after it until the next warm-up, slowed or not.
+        let t = t0 + ms(358);
+        p.timing_pass_done(t + ms(258), false);
+        assert!(p.counter_pass_rests_between_kernels());
+        assert_eq!(p.rest_before(t + ms(258)), MAX_REST);
+        let t = t + ms(358);
+        p.forget_work(t);
+        p.rest_before(t + ms(200));
+        p.timing_pass_done(t + ms(458), false);
+        assert!(!p.counter_pass_rests_between_kernels());
+        assert_eq!(p.rest_before(t + ms(458)), Duration::ZERO);
+        // A long run stops being long once a pass is slowed.
+        p.timing_pass_done(t + ms(716), true);
+        assert_eq!(p.rest_before(t + ms(716)), MAX_REST);
     }
 
     #[test]
@@ -316,7 +372,7 @@ mod tests {
         let mut p = Pace::new();
         // A 258 ms timing pass (twelve 22 ms matmuls), then its counter pass kernel by kernel.
         p.rest_before(t0);
-        p.timing_pass_done(t0 + ms(258));
+        p.timing_pass_done(t0 + ms(258), false);
         let mut t = t0 + ms(260);
         for _ in 0..12 {
             assert_eq!(p.rest_before(t), Duration::ZERO);
@@ -325,7 +381,7 @@ mod tests {
         }
         // The next run's timing pass starts at once; a short run then earns rests again.
         assert_eq!(p.rest_before(t), Duration::ZERO);
-        p.timing_pass_done(t + ms(22));
+        p.timing_pass_done(t + ms(22), false);
         assert_eq!(p.rest_before(t + ms(22)), ms(22));
     }
 
@@ -349,14 +405,14 @@ mod tests {
         for (pass_ms, rests) in passes {
             t += p.rest_before(t);
             t += ms(pass_ms);
-            p.timing_pass_done(t);
+            p.timing_pass_done(t, false);
             assert_eq!(p.counter_pass_rests_between_kernels(), rests, "{pass_ms} ms");
         }
         // A warm-up run after it forgets the timing pass.
         t += p.rest_before(t);
         p.forget_work(t);
         p.rest_before(t);
-        p.timing_pass_done(t + ms(50));
+        p.timing_pass_done(t + ms(50), false);
         assert!(p.counter_pass_rests_between_kernels());
         p.forget_work(t + ms(50));
         assert!(!p.counter_pass_rests_between_kernels());

@@ -813,6 +813,7 @@ impl Profiler {
         self.conditions.thermal_guard()?;
         // After long GPU work the GPU idles as long again, or the power cap slows what follows.
         gpu_rest::before_gpu_work();
+        let pass_start = std::time::Instant::now();
         if at.opts.cache == CacheControl::All {
             self.backend.flush_l2(at.opts.flush_spec())?;
         }
@@ -848,7 +849,13 @@ impl Profiler {
         if at.step.warmup {
             gpu_rest::after_warmup();
         } else {
-            gpu_rest::after_timing_pass();
+            // Whether NVML saw the power or thermal limits slow the GPU during the pass (unknown
+            // counts as slowed): a long run that was slowed still rests (`gpu_rest`).
+            let slowed = self
+                .conditions
+                .gpu_slowed_between(pass_start, std::time::Instant::now())
+                .unwrap_or(true);
+            gpu_rest::after_timing_pass(slowed);
         }
         self.conditions.after_run(at.step.config, at.step.run, at.step.warmup);
         wire.extend(spans.iter().map(|s| Span {

@@ -178,7 +178,8 @@ impl ConditionsSource for Counting {
         Some(1980.0)
     }
     fn throttle_reasons(&mut self) -> Option<u64> {
-        Some(0)
+        // GPU_IDLE (0x1) on every poll, SW_POWER_CAP (0x4) from the 40th on.
+        Some(if self.0.load(Ordering::SeqCst) >= 40 { 0x5 } else { 0x1 })
     }
     fn temperature_c(&mut self) -> Option<f64> {
         Some(50.0)
@@ -378,16 +379,78 @@ fn idle_time_beside_a_run_blurs_its_energy_which_is_why_long_work_earns_no_rest(
 }
 
 #[test]
-fn a_rest_of_the_gpu_counts_beside_a_run_within_the_margin_only() {
-    // Times an hour ahead: no other test's rest (the log is the process's) reaches them.
+fn idle_gpu_time_counts_beside_a_run_within_the_margin_only() {
+    // Times an hour ahead: no other test's idle time (the log is the process's) reaches them.
     let t0 = Instant::now() + Duration::from_secs(3600);
-    note_gpu_rest(t0 + ms(500), t0 + ms(520));
-    // A run ending 50 ms before the rest, with a 100 ms margin (the counter's update period).
-    assert!(gpu_rest_near(t0 + ms(200), t0 + ms(450), ms(100)));
-    // ... and one starting 60 ms after it; one overlapping it.
-    assert!(gpu_rest_near(t0 + ms(580), t0 + ms(900), ms(100)));
-    assert!(gpu_rest_near(t0 + ms(510), t0 + ms(515), ms(0)));
-    // Further than the margin on either side: not beside.
-    assert!(!gpu_rest_near(t0 + ms(100), t0 + ms(390), ms(100)));
-    assert!(!gpu_rest_near(t0 + ms(630), t0 + ms(900), ms(100)));
+    note_gpu_idle(t0 + ms(500), t0 + ms(520));
+    note_gpu_idle(t0 + ms(530), t0 + ms(535));
+    // A run ending 70 ms before the idle time, with a 100 ms margin (the counter's update period):
+    // 20 ms of it; one ending 20 ms before: 25; one overlapping it: the 3 ms inside its margin of 0.
+    assert_eq!(gpu_idle_near(t0 + ms(200), t0 + ms(430), ms(100), ms(100)), ms(20));
+    assert_eq!(gpu_idle_near(t0 + ms(200), t0 + ms(480), ms(100), ms(100)), ms(25));
+    assert_eq!(gpu_idle_near(t0 + ms(510), t0 + ms(513), ms(0), ms(0)), ms(3));
+    // ... and one starting 60 ms after the last; further than the margin on either side: none.
+    assert_eq!(gpu_idle_near(t0 + ms(595), t0 + ms(900), ms(100), ms(100)), ms(25));
+    assert_eq!(
+        gpu_idle_near(t0 + ms(100), t0 + ms(390), ms(100), ms(100)),
+        Duration::ZERO
+    );
+    assert_eq!(
+        gpu_idle_near(t0 + ms(640), t0 + ms(900), ms(100), ms(100)),
+        Duration::ZERO
+    );
+    // The second before a run (NVML's power average) counts, after it only the margin.
+    assert_eq!(gpu_idle_near(t0 + ms(1400), t0 + ms(1500), ms(1000), ms(100)), ms(25));
+    assert_eq!(gpu_idle_near(t0 + ms(1600), t0 + ms(1700), ms(1000), ms(100)), ms(0));
+    assert_eq!(
+        gpu_idle_near(t0 - ms(800), t0 + ms(300), ms(1000), ms(100)),
+        Duration::ZERO
+    );
+    assert_eq!(gpu_idle_near(t0 - ms(800), t0 + ms(420), ms(1000), ms(100)), ms(20));
+}
+
+#[test]
+fn the_reasons_between_two_instants_are_those_the_sampler_polled_then() {
+    // The run loop's rests (runner/gpu_rest.rs) ask whether NVML saw the power cap during a long
+    // timing pass.
+    let polls = Arc::new(AtomicU64::new(0));
+    let bg = BackgroundSampler::start(Counting(polls.clone()), ms(1));
+    let before = Instant::now();
+    assert_eq!(bg.reasons_between(before - ms(10), before), None, "nothing polled yet");
+    bg.set_active(true);
+    let t0 = Instant::now();
+    while polls.load(Ordering::SeqCst) < 20 {
+        std::thread::sleep(ms(1));
+    }
+    let t1 = Instant::now();
+    assert_eq!(bg.reasons_between(t0, t1), Some(0x1));
+    while polls.load(Ordering::SeqCst) < 60 {
+        std::thread::sleep(ms(1));
+    }
+    let t2 = Instant::now();
+    assert_eq!(bg.reasons_between(t1, t2).map(|r| r & 0x4), Some(0x4));
+    assert_eq!(bg.reasons_between(t2 + ms(3600), t2 + ms(3601)), None);
+}
+
+#[test]
+fn idle_time_blurs_a_runs_energy_beyond_5_percent_beside_it_or_of_the_second_before() {
+    // Times two hours ahead: no other test's idle time reaches them. A 258 ms run at 1000-1258 ms.
+    let t0 = Instant::now() + Duration::from_secs(7200);
+    let run = |p| idle_blurs_energy(t0 + ms(1000), t0 + ms(1258), ms(p));
+    assert!(!run(100), "no idle noted");
+    // 12 ms of host work 50 ms after it (4.7 % of the run): kept.
+    note_gpu_idle(t0 + ms(1308), t0 + ms(1320));
+    assert!(!run(100));
+    // 30 ms of rests 0.6 s before it: beyond the counter's reach, 2.4 % of the run and the
+    // second before it: kept; 40 ms more there (5.6 %): NaN, as is 2 ms more right after it.
+    note_gpu_idle(t0 + ms(400), t0 + ms(430));
+    assert!(!run(100));
+    note_gpu_idle(t0 + ms(300), t0 + ms(340));
+    assert!(run(100));
+    let t1 = t0 + Duration::from_secs(60);
+    note_gpu_idle(t1 + ms(1258), t1 + ms(1272));
+    assert!(
+        idle_blurs_energy(t1 + ms(1000), t1 + ms(1258), ms(100)),
+        "14 ms beside: 5.4 %"
+    );
 }

@@ -261,12 +261,13 @@ fn the_thermal_guard_runs_before_every_run_and_its_wait_is_reported() {
 }
 
 #[test]
-fn runs_with_a_rest_of_the_gpu_beside_them_get_nan_energy_with_the_reason() {
+fn runs_with_idle_gpu_time_beside_them_get_nan_energy_with_the_reason() {
     // The fake's energy counter moves at every 1 ms poll, so it resolves runs of a few ms. A run
-    // with kprof's rest of the GPU (runner/gpu_rest.rs) within an update of the counter of it gets
-    // NaN energy, and the sweep says why once. (The pace is the process's: other tests' work can
-    // make it rest beside other runs too, so only the run given a rest here is checked.)
-    use crate::conditions::background::note_gpu_rest;
+    // with more than 5 % of its length of idle GPU time noted within an update of the counter of
+    // it (the run loop's rests, runner/gpu_rest.rs, and host work) gets NaN energy, and the sweep
+    // says why once. (The pace is the process's: other tests' work can make it rest beside other
+    // runs too, so only the run given idle time here is checked.)
+    use crate::conditions::background::note_gpu_idle;
     let mock = Arc::new(Mock::default());
     let mut p = profiler(&mock);
     p.set_conditions(ProfilerConditions::with_probe(Box::new(Fake {
@@ -283,11 +284,11 @@ fn runs_with_a_rest_of_the_gpu_beside_them_get_nan_energy_with_the_reason() {
     let opts = super::runs_and_warmup(4, 1);
     let raw = p
         .bench("rests", &configs(1), &opts, move |c, run| {
-            // The warm-up, then recorded runs 0, 1, 2: run 2 gets a rest noted inside it.
+            // The warm-up, then recorded runs 0, 1, 2: run 2 (2 ms) gets 1 ms of idle noted inside.
             calls += 1;
             if calls == 4 {
                 let t = std::time::Instant::now();
-                note_gpu_rest(t, t + Duration::from_micros(100));
+                note_gpu_idle(t, t + Duration::from_millis(1));
             }
             inner(c, run)
         })
@@ -307,7 +308,7 @@ fn runs_with_a_rest_of_the_gpu_beside_them_get_nan_energy_with_the_reason() {
     assert!(
         p.warnings()
             .iter()
-            .any(|w| w.starts_with("energy: ") && w.contains("run(s) have EnergyMilliJ NaN: kprof let the GPU idle")),
+            .any(|w| w.starts_with("energy: ") && w.contains("run(s) have EnergyMilliJ NaN: the GPU was idle for more")),
         "{:?}",
         p.warnings()
     );
