@@ -359,9 +359,9 @@ fn run_energy_ratio(pass_ms: u64, idle_ms: u64, phase_ms: u64) -> f64 {
 #[test]
 fn idle_time_beside_a_run_blurs_its_energy_which_is_why_long_work_earns_no_rest() {
     // runner/gpu_rest.rs gives no rest to a run whose timing pass took 200 ms or more after a
-    // rest, nor to its counter pass, and the run loop gives NaN energy to a run with a rest
-    // beside it (gpu_rest_near): runs that long are the ones whose energy NVML's counter
-    // resolves. Back to back, a 258 ms pass reads its energy
+    // rest (unless NVML saw the power cap), nor to its counter pass, and the run loop gives NaN
+    // energy to a run with idle time beside it (idle_blurs_energy): runs that long are the ones
+    // whose energy NVML's counter resolves. Back to back, a 258 ms pass reads its energy
     // within 3 % whatever the counter's phase; with 100 ms of idle beside every pass 12 % low for
     // the worst of four phases, 120 ms passes with as much idle 30 % low.
     for phase in [7, 31, 58, 83] {
