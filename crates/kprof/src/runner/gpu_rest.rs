@@ -32,11 +32,11 @@
 //! do the rest of its run (its counter pass, kernel by kernel) and the runs after it that stay
 //! that long, unless NVML saw the power cap (or another power or thermal limit) slow a timing
 //! pass since the last warm-up run: such runs rest, or their counter passes would read the
-//! capped speed. The GPU's idle time
-//! between the run loop's pieces of work, rests included, is noted for the conditions
-//! (`conditions::background::note_gpu_idle`): a run with more than 5 % of its length of it
-//! within an update of NVML's energy counter (about 100 ms) gets NaN energy with the reason,
-//! since the counter cannot tell the idle time from the run.
+//! capped speed. The GPU's idle time between the run loop's pieces of work, rests included, is
+//! noted for the conditions (`conditions::background::note_gpu_idle`): a run with more than 5 %
+//! of idle within an update of NVML's energy counter (about 100 ms) of it, or of it and the
+//! second before it (NVML's power average), gets NaN energy with the reason
+//! (`conditions::background::idle_blurs_energy`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
