@@ -147,10 +147,10 @@ static GPU_IDLE: Mutex<VecDeque<(Instant, Instant)>> = Mutex::new(VecDeque::new(
 /// How many intervals [`GPU_IDLE`] keeps (runs are settled within ~50 ms of their counter pass,
 /// which notes at most one interval per kernel).
 const IDLE_KEPT: usize = 4096;
-/// The most idle GPU time within an update of NVML's energy counter of a run, as a share of the
-/// run, that leaves its energy: the interpolation mixes the idle power into the run's (the
-/// synthetic timeline of `tests/all/conditions_background.rs` reads a 258 ms run with 100 ms of
-/// idle beside it 12 % low, about 0.3 x the idle share), so 5 % keeps it within about 2 %.
+/// The most idle GPU time beside a run, as a share, that leaves its energy
+/// ([`idle_blurs_energy`]): the interpolation mixes the idle power into the run's (the synthetic
+/// timeline of `tests/all/conditions_background.rs` reads a 258 ms run with 100 ms of idle beside
+/// it 12 % low, about 0.3 x the idle share), so 5 % keeps it within about 2 %.
 pub const IDLE_SHARE_MAX: f64 = 0.05;
 
 /// Notes that the GPU was idle from `start` to `end` (the run loop, between its pieces of work).

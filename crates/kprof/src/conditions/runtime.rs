@@ -445,8 +445,8 @@ impl ProfilerConditions {
         let keep_from = windows.iter().map(|w| w.end).max();
         let conds = bg.conditions(&spans, keep_from);
         for (w, mut cond) in windows.iter().zip(conds) {
-            // Idle GPU time within an update of the energy counter of the run (the run loop's
-            // rests against the power cap, `runner::gpu_rest`, or its host work) blurs its energy.
+            // Idle GPU time beside the run (the run loop's rests against the power cap,
+            // `runner::gpu_rest`, or its host work) blurs its energy (`idle_blurs_energy`).
             if cond.energy_mj.is_finite()
                 && cond.energy_update_period_s.is_finite()
                 && idle_blurs_energy(w.start, w.end, Duration::from_secs_f64(cond.energy_update_period_s))
@@ -619,7 +619,7 @@ struct SweepConditions {
     wait: Duration,
     /// Runs whose energy the counter could not resolve, and the counter's update period (s).
     energy_unresolved: (usize, f64),
-    /// Runs given NaN energy for a rest of the GPU beside them, and the counter's update period.
+    /// Runs given NaN energy for idle GPU time beside them, and the counter's update period.
     energy_rested: (usize, f64),
     /// Runs with NaN energy because the counter had not updated often enough yet for its period
     /// to be known (the first few hundred ms of sampling).
