@@ -596,7 +596,8 @@ impl ActivitySession {
         Ok(())
     }
 
-    /// Flushes the L2 with `flush` before every kernel launched from now on, until
+    /// Runs `flush` before every kernel launched from now on (an L2 flush, or since session 22 a
+    /// wait for the previous kernel and the GPU's rest: `runner::BeforeEachKernel`), until
     /// [`ActivitySession::stop_flushing_before_kernels`] ([`kernel_flush`]): enables the launch and
     /// stream-capture callbacks of the driver and runtime APIs. Fails when this CUPTI has no
     /// `cuptiEnableCallback` or takes none of the kernel launch callbacks.

@@ -48,7 +48,8 @@ pub struct PassLaunches {
     pub failure: Option<String>,
 }
 
-/// The flush the hook runs before every kernel: the number of kernels it launched.
+/// The flush the hook runs before every kernel (or a wait without a flush): the number of kernels
+/// it launched.
 pub type FlushHook = Box<dyn Fn() -> Result<u32, EngineError> + Send + Sync>;
 
 static HOOK: Mutex<Option<FlushHook>> = Mutex::new(None);
