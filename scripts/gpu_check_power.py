@@ -59,6 +59,32 @@ def matmul():
     return lambda: a @ a
 
 
+def durations(bench):
+    """`bench().raw()` with every warning recorded: its `gpu__time_duration.sum` rows and the
+    warnings' texts."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        df = bench().raw()
+    return df[df["Metric"] == "gpu__time_duration.sum"], [str(m.message) for m in caught]
+
+
+def columns(d, names):
+    """The condition columns `names` that the rows `d` have, as lists (numbers as floats)."""
+    return {c: [x if isinstance(x, str) else float(x) for x in d[c]] for c in names if c in d}
+
+
+def nvtx_target(name, f, n):
+    """For ncu: `f` once, a second of idle, then `n` calls of `f` in the NVTX range `name`."""
+    f()
+    torch.cuda.synchronize()
+    time.sleep(1.0)
+    torch.cuda.nvtx.range_push(name)
+    for _ in range(n):
+        f()
+    torch.cuda.nvtx.range_pop()
+    torch.cuda.synchronize()
+
+
 def kprof_part(runs="10"):
     """The matmul through kprof in default settings (cold), then warm, one matmul per region and
     eight in a row per region: per run value, SM clock, reasons; and the process's total rest."""
@@ -79,18 +105,14 @@ def kprof_part(runs="10"):
                     f()
 
         t0 = time.perf_counter()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            df = bench().raw()
+        d, caught = durations(bench)
         wall = time.perf_counter() - t0
-        d = df[df["Metric"] == "gpu__time_duration.sum"]
-        cols = [c for c in ("SMClockMHz", "ThrottleReasons", "Throttled") if c in d]
         vals = [float(v) / n for v in d["Value"]]
         cost = kprof._core.counter_cost()
         emit(part="kprof", case=case, per_kernel_ns=vals, median=statistics.median(vals), wall_s=round(wall, 3),
              gpu_rest_s=cost.get("gpu_rest_s"), source=sorted(set(d["DurationSource"])),
-             **{c: [x if isinstance(x, str) else float(x) for x in d[c]] for c in cols},
-             warnings=[str(m.message)[:200] for m in caught if "energy" not in str(m.message)][:3])
+             **columns(d, ("SMClockMHz", "ThrottleReasons", "Throttled")),
+             warnings=[m[:200] for m in caught if "energy" not in m][:3])
         time.sleep(1.0)
 
 
@@ -173,15 +195,7 @@ def rest_part():
 
 
 def ncu_target():
-    f = matmul()
-    f()
-    torch.cuda.synchronize()
-    time.sleep(1.0)
-    torch.cuda.nvtx.range_push("ten")
-    for _ in range(10):
-        f()
-    torch.cuda.nvtx.range_pop()
-    torch.cuda.synchronize()
+    nvtx_target("ten", matmul(), 10)
 
 
 def mlp():
@@ -213,16 +227,12 @@ def kprof_mlp_part(runs="6"):
             with kprof.annotate("mlp"):
                 f()
 
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            df = bench().raw()
-        d = df[df["Metric"] == "gpu__time_duration.sum"]
-        cols = [c for c in ("SMClockMHz", "Throttled") if c in d]
+        d, caught = durations(bench)
         vals = [float(v) for v in d["Value"]]
         emit(part="kprof", case=case, ns=vals, median=statistics.median(vals),
              gpu_rest_s=kprof._core.counter_cost().get("gpu_rest_s"), source=sorted(set(d["DurationSource"])),
-             **{c: [float(x) for x in d[c]] for c in cols},
-             warnings=[str(m.message)[:200] for m in caught if "energy" not in str(m.message)][:3])
+             **columns(d, ("SMClockMHz", "Throttled")),
+             warnings=[m[:200] for m in caught if "energy" not in m][:3])
         time.sleep(1.0)
 
 
@@ -246,39 +256,20 @@ def kprof_fp32_part(runs="10"):
             for _ in range(12):
                 f()
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        df = bench().raw()
-    d = df[df["Metric"] == "gpu__time_duration.sum"]
+    d, caught = durations(bench)
     vals = [float(v) / 12 for v in d["Value"]]
-    cols = [c for c in ("EnergyMilliJ", "PowerW", "Throttled", "ThrottleReasons") if c in d]
     emit(part="kprof", case="fp32_twelve", per_kernel_ns=vals, median=statistics.median(vals),
          gpu_rest_s=kprof._core.counter_cost().get("gpu_rest_s"), source=sorted(set(d["DurationSource"])),
-         **{c: [x if isinstance(x, str) else float(x) for x in d[c]] for c in cols},
-         warnings=[str(m.message)[:300] for m in caught][:3])
+         **columns(d, ("EnergyMilliJ", "PowerW", "Throttled", "ThrottleReasons")),
+         warnings=[m[:300] for m in caught][:3])
 
 
 def ncu_fp32():
-    f = fp32_matmul()
-    f()
-    torch.cuda.synchronize()
-    time.sleep(1.0)
-    torch.cuda.nvtx.range_push("fp32")
-    for _ in range(10):
-        f()
-    torch.cuda.nvtx.range_pop()
-    torch.cuda.synchronize()
+    nvtx_target("fp32", fp32_matmul(), 10)
 
 
 def ncu_mlp():
-    f = mlp()
-    f()
-    torch.cuda.synchronize()
-    time.sleep(1.0)
-    torch.cuda.nvtx.range_push("mlp")
-    f()
-    torch.cuda.nvtx.range_pop()
-    torch.cuda.synchronize()
+    nvtx_target("mlp", mlp(), 1)
 
 
 if __name__ == "__main__":
