@@ -658,7 +658,9 @@ def kernel(
       ``"records"``: CUPTI's kernel records of the timed
       run only (one pass; concurrent records: short kernels read between their in-stream time and
       ncu's). CUDA graph replays always count as their GPU span, from the timed run. The ``DurationSource``
-      column of every row says which source gave it (docs/timing.md). With ``backend="ncu"``
+      column of every row says which source gave it (docs/timing.md): ``counters``, ``records``
+      (also a region of graph replays only), ``counters+records`` (eager kernels by the counters
+      and graph replays by their span) or ``cuda-events``. With ``backend="ncu"``
       durations are always ncu's counter;
     * ``backend`` ("cupti"): the measurement backend; ``"cuda-events"`` times each annotation with
       two CUDA events instead (no CUPTI needed, e.g. while torch.profiler holds CUPTI, and no

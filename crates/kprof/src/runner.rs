@@ -89,7 +89,9 @@ pub(crate) enum BeforeEachKernel {
     /// between the kernels it profiles).
     Rest,
 }
-pub use options::{BenchOptions, CacheControl, ClockControl, DurationSource, FlushPolicy, RunOrder};
+pub use options::{
+    BenchOptions, CacheControl, ClockControl, DurationSource, FlushPolicy, RunOrder, COUNTERS_AND_RECORDS,
+};
 pub use profiler::{Profiler, CUDA_EVENTS_METRIC};
 pub use progress::{Progress, ProgressHook};
 pub use run::{RegionGuard, Run};

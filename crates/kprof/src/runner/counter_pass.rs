@@ -1095,24 +1095,26 @@ impl Profiler {
                             }
                         }
                         let pairs: Vec<(&str, f64)> = items.iter().map(|(_, n, v)| (*n, *v)).collect();
-                        match (s.failed, combine_kernels(&pairs, &opts.combine)) {
+                        // The row's DurationSource: a region of graph replays only has its
+                        // duration from the records, one of eager kernels and graph replays from
+                        // both.
+                        let from_graphs = m == DEFAULT_METRIC && graph_items.iter().any(|k| keep(k));
+                        let source = match (from_graphs, kernels.iter().any(keep)) {
+                            (true, false) => DurationSource::Records.as_str(),
+                            (true, true) => COUNTERS_AND_RECORDS,
+                            (false, _) => self.duration_source,
+                        };
+                        let counters = std::mem::replace(&mut self.duration_source, source);
+                        let pushed = match (s.failed, combine_kernels(&pairs, &opts.combine)) {
                             (false, Some((kname, value))) => self.push_sample_as(
                                 raw, name, &s.name, m, u, step, device_idx, value, &kname, &pairs, None,
-                            )?,
-                            _ => self.push_sample_as(
-                                raw,
-                                name,
-                                &s.name,
-                                m,
-                                u,
-                                step,
-                                device_idx,
-                                f64::NAN,
-                                "",
-                                &[],
-                                None,
-                            )?,
-                        }
+                            ),
+                            _ => {
+                                self.push_sample_as(raw, name, &s.name, m, u, step, device_idx, f64::NAN, "", &[], None)
+                            }
+                        };
+                        self.duration_source = counters;
+                        pushed?;
                     }
                 }
                 Ok(())

@@ -68,6 +68,11 @@ pub enum DurationSource {
     Counters,
 }
 
+/// The `DurationSource` column's value for a region whose duration adds the counters' durations
+/// of its eager kernels and the records' spans of its CUDA graph launches (the Range Profiler
+/// does not profile graph launches). A region of graph launches only says `records`.
+pub const COUNTERS_AND_RECORDS: &str = "counters+records";
+
 impl DurationSource {
     /// The source a name gives (`auto`, `records`, `counters`); the error names all three.
     pub fn parse(name: &str) -> Result<DurationSource, EngineError> {
