@@ -3,8 +3,9 @@ does not name (tests/fixtures/h200-short-kernel-and-graph-durations/`s23-call1-u
 backward passes whose kernels PyTorch's autograd thread launches, a cuDNN LSTM, flash attention,
 small and odd GEMMs, bf16 elementwise kernels, graphs of a training step, flash attention and the
 LSTM), the energy rows with the committed rule (tests/fixtures/h200-power-cap-and-long-kernels/
-`s23-call1-*`), and the experiment of call 2: graphs instantiated before kprof's session crash
-CUPTI 13.0 with a graph record whichever kernel-record kind is on."""
+`s23-call1-*`), the experiment of call 2: graphs instantiated before kprof's session crash
+CUPTI 13.0 with a graph record whichever kernel-record kind is on, and the whole acceptance table
+of call 3, with the long kernels and step 6 on medians of three processes."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import json
 import math
 import os
 
-from truth_recordings import diff, truth_log, unseen, unseen_table
+from truth_recordings import diff, judge_failed, sweep_bench, sweep_bench_report, truth_log, unseen, unseen_table
 
 TAG = "s23-call1-unseen-set4"
 POWER_DIR = os.path.join(os.path.dirname(__file__), "..", "fixtures", "h200-power-cap-and-long-kernels")
@@ -91,3 +92,29 @@ def test_session23_the_committed_energy_rule_gives_nan_with_the_reason_beside_re
         r = energy[part]
         assert all(math.isnan(v) for v in r["columns"]["EnergyMilliJ"]), part
         assert reason in r["warnings"][0], part
+
+
+def test_session23_the_acceptance_table_on_medians_of_three_processes():
+    """Call 3 (2097c3a), the whole table with ncu's long kernels and step 6 in three processes
+    and kprof's matmul 1024 and step 6 in three too (the verdicts take the medians: ncu's matmul
+    1024 moved 61.8-62.8 µs between single processes of session 22): 31 of 34 rows hold; failing:
+    graphs from two streams in both doors (torch +21.6 %, Rust +8.1 %: CUPTI slows them) and the
+    seed sweep 8.6x (kprof 1.28 s, nsight-python 0.9.6 11.01 s). Every row of a graph-only region
+    says `records` in DurationSource (its span is the records'), eager ones `counters`."""
+    log = truth_log("s23-call3-acceptance-table-medians-of-three.log")
+    r, rows, failed = judge_failed(log)
+    assert r.returncode == 1
+    assert "31 passed, 3 failed, 0 missing" in r.stdout
+    assert failed == sorted([
+        ("python", "graph from 2 streams"), ("rust", "graph from 2 streams"), ("python", "seed sweep speed"),
+    ])
+    assert "(ncu, median of 3)" in r.stdout and "median of 4" in r.stdout
+    sources = {}
+    for line in open(log):
+        if line.startswith("TRUTH ") and '"part": "kprof"' in line and '"source"' in line:
+            row = json.loads(line[6:])
+            sources.setdefault(row["case"], set()).update(row["source"])
+    assert sources["graph60"] == sources["graph2stream"] == sources["graph3big"] == {"records"}
+    assert sources["mm1024"] == sources["eager60"] == {"counters"}
+    text, ratio = sweep_bench_report(sweep_bench(), "s23-call3-acceptance-table-medians-of-three.log")
+    assert 8.5 < ratio < 8.7, text
