@@ -253,6 +253,18 @@ mod tests {
         Duration::from_millis(n)
     }
 
+    /// `n` pieces of work of `each` from `t`, each after the rest owed before it (none when
+    /// `back_to_back`, which asserts that none is owed): when the last ends.
+    fn pieces(p: &mut Pace, mut t: Instant, n: usize, each: Duration, back_to_back: bool) -> Instant {
+        for i in 0..n {
+            let wait = p.rest_before(t);
+            assert!(!back_to_back || wait.is_zero(), "piece {i} waited {wait:?}");
+            t += wait + each;
+            p.synchronized(t);
+        }
+        t
+    }
+
     #[test]
     fn long_work_is_followed_by_as_long_a_rest() {
         let t0 = Instant::now();
@@ -272,12 +284,8 @@ mod tests {
         let mut p = Pace::new();
         // Four passes of 3 ms, 0.2 ms apart: the fourth brings the work to 12 ms.
         let mut t = t0;
-        for i in 0..4 {
-            let wait = p.rest_before(t);
-            assert_eq!(wait, Duration::ZERO, "pass {i}");
-            t += ms(3);
-            p.synchronized(t);
-            t += Duration::from_micros(200);
+        for _ in 0..4 {
+            t = pieces(&mut p, t, 1, ms(3), true) + Duration::from_micros(200);
         }
         assert_eq!(p.rest_before(t), ms(12) - Duration::from_micros(200));
         // After the rest, 9 ms of work then a piece of 99 ms: 108 ms, the rest capped at 100 ms.
@@ -300,11 +308,7 @@ mod tests {
         p.timing_pass_done(t0 + ms(412), false);
         assert!(p.counter_pass_rests_between_kernels());
         assert_eq!(p.rest_before(t0 + ms(412)), MAX_REST);
-        let mut t = t0 + ms(512);
-        for _ in 0..16 {
-            t += p.rest_before(t) + ms(11);
-            p.synchronized(t);
-        }
+        let mut t = pieces(&mut p, t0 + ms(512), 16, ms(11), false);
         // Rested, the next timing pass takes 176 ms: not long, rests again.
         t += p.rest_before(t);
         p.timing_pass_done(t + ms(176), false);
@@ -318,20 +322,11 @@ mod tests {
         p.rest_before(t0 + ms(258));
         p.timing_pass_done(t0 + ms(516), false);
         assert_eq!(p.rest_before(t0 + ms(516)), MAX_REST);
-        let mut t = t0 + ms(616);
-        for _ in 0..12 {
-            t += p.rest_before(t) + ms(22);
-            p.synchronized(t);
-        }
+        let mut t = pieces(&mut p, t0 + ms(616), 12, ms(22), false);
         t += p.rest_before(t);
         p.timing_pass_done(t + ms(258), false);
         assert!(!p.counter_pass_rests_between_kernels());
-        let mut t = t + ms(258);
-        for _ in 0..12 {
-            assert_eq!(p.rest_before(t), Duration::ZERO);
-            t += ms(22);
-            p.synchronized(t);
-        }
+        let t = pieces(&mut p, t + ms(258), 12, ms(22), true);
         assert_eq!(p.rest_before(t), Duration::ZERO);
         p.timing_pass_done(t + ms(258), false);
         assert_eq!(p.rest_before(t + ms(258)), Duration::ZERO);
@@ -373,12 +368,7 @@ mod tests {
         // A 258 ms timing pass (twelve 22 ms matmuls), then its counter pass kernel by kernel.
         p.rest_before(t0);
         p.timing_pass_done(t0 + ms(258), false);
-        let mut t = t0 + ms(260);
-        for _ in 0..12 {
-            assert_eq!(p.rest_before(t), Duration::ZERO);
-            t += ms(22);
-            p.synchronized(t);
-        }
+        let t = pieces(&mut p, t0 + ms(260), 12, ms(22), true);
         // The next run's timing pass starts at once; a short run then earns rests again.
         assert_eq!(p.rest_before(t), Duration::ZERO);
         p.timing_pass_done(t + ms(22), false);

@@ -79,9 +79,28 @@ struct Fake {
     margins: Arc<Mutex<Vec<f64>>>,
     margin_reads: Arc<AtomicU64>,
     energy: Arc<AtomicU64>,
-    now: Duration,
     source_margin: Option<f64>,
     source_threads: Arc<Mutex<Vec<std::thread::ThreadId>>>,
+}
+
+impl Fake {
+    /// Headroom `margins` (the last one repeats), counted in `margin_reads`; the source's margin
+    /// `source_margin` (None: the guard reads the sensor before every run); an energy counter
+    /// from 1000 mJ; the threads the source is read on into `source_threads`.
+    fn new(
+        margins: Vec<f64>,
+        margin_reads: Arc<AtomicU64>,
+        source_margin: Option<f64>,
+        source_threads: Arc<Mutex<Vec<std::thread::ThreadId>>>,
+    ) -> Fake {
+        Fake {
+            margins: Arc::new(Mutex::new(margins)),
+            margin_reads,
+            energy: Arc::new(AtomicU64::new(1000)),
+            source_margin,
+            source_threads,
+        }
+    }
 }
 
 struct Sensor(Arc<Mutex<Vec<f64>>>, Arc<AtomicU64>);
@@ -149,7 +168,7 @@ impl ConditionsProbe for Fake {
         )))
     }
     fn clock(&mut self) -> BoxClock {
-        Box::new(FakeClock(self.now))
+        Box::new(FakeClock(Duration::ZERO))
     }
 }
 
@@ -168,14 +187,12 @@ fn the_run_loop_reads_no_nvml_per_run_only_the_sampler_thread_polls() {
     let mut p = profiler(&mock);
     let reads = Arc::new(AtomicU64::new(0));
     let threads: Arc<Mutex<Vec<std::thread::ThreadId>>> = Arc::default();
-    p.set_conditions(ProfilerConditions::with_probe(Box::new(Fake {
-        margins: Arc::new(Mutex::new(vec![30.0])),
-        margin_reads: reads.clone(),
-        energy: Arc::new(AtomicU64::new(1000)),
-        now: Duration::ZERO,
-        source_margin: Some(30.0),
-        source_threads: threads.clone(),
-    })));
+    p.set_conditions(ProfilerConditions::with_probe(Box::new(Fake::new(
+        vec![30.0],
+        reads.clone(),
+        Some(30.0),
+        threads.clone(),
+    ))));
     p.conditions.set_poll_interval(Duration::from_millis(5));
     let opts = super::runs_and_warmup(20, 2);
     let raw = p.bench("g", &configs(3), &opts, body(mock.clone())).unwrap();
@@ -204,15 +221,13 @@ fn the_thermal_guard_runs_before_every_run_and_its_wait_is_reported() {
     let mut p = profiler(&mock);
     let reads = Arc::new(AtomicU64::new(0));
     // Runs: warm-up (30), run 0 (30), run 1 (5: pause; polls 15, 15, 25: resume), run 2 (30).
-    let margins = Arc::new(Mutex::new(vec![30.0, 30.0, 5.0, 15.0, 15.0, 25.0, 30.0]));
-    p.set_conditions(ProfilerConditions::with_probe(Box::new(Fake {
+    let margins = vec![30.0, 30.0, 5.0, 15.0, 15.0, 25.0, 30.0];
+    p.set_conditions(ProfilerConditions::with_probe(Box::new(Fake::new(
         margins,
-        margin_reads: reads.clone(),
-        energy: Arc::new(AtomicU64::new(1000)),
-        now: Duration::ZERO,
-        source_margin: None,
-        source_threads: Arc::default(),
-    })));
+        reads.clone(),
+        None,
+        Arc::default(),
+    ))));
     p.conditions.set_poll_interval(Duration::from_millis(1));
     let opts = super::runs_and_warmup(3, 1);
     let raw = p.bench("g", &configs(1), &opts, slow_body(mock.clone())).unwrap();
@@ -270,14 +285,12 @@ fn runs_with_idle_gpu_time_beside_them_get_nan_energy_with_the_reason() {
     use crate::conditions::background::note_gpu_idle;
     let mock = Arc::new(Mock::default());
     let mut p = profiler(&mock);
-    p.set_conditions(ProfilerConditions::with_probe(Box::new(Fake {
-        margins: Arc::new(Mutex::new(vec![30.0])),
-        margin_reads: Arc::default(),
-        energy: Arc::new(AtomicU64::new(1000)),
-        now: Duration::ZERO,
-        source_margin: Some(30.0),
-        source_threads: Arc::default(),
-    })));
+    p.set_conditions(ProfilerConditions::with_probe(Box::new(Fake::new(
+        vec![30.0],
+        Arc::default(),
+        Some(30.0),
+        Arc::default(),
+    ))));
     p.conditions.set_poll_interval(Duration::from_millis(1));
     let mut inner = slow_body(mock.clone());
     let mut calls = 0;
