@@ -143,7 +143,7 @@ pub const CONDITION_COLUMNS: [&str; 8] = [
 /// The extra columns kprof's engine writes besides [`CONDITION_COLUMNS`]: constant run
 /// information, the warning of a failed run, the mangled kernel name when the `Kernel` column
 /// shows it demangled ([`crate::kernels::MANGLED_KERNEL_COLUMN`]), and where a duration came from
-/// (`DurationSource`: `counters`, `records` or `cuda-events`, see `docs/timing.md`).
+/// (`DurationSource`: `counters`, `records`, `counters+records` or `cuda-events`, see `docs/timing.md`).
 pub const ENGINE_INFO_COLUMNS: [&str; 7] = [
     "DeviceOrdinal",
     "DriverVersion",
