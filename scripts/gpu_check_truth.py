@@ -251,21 +251,30 @@ def kprof_case(name, source=None):
     if os.environ.get("LATE_CAPTURE"):
         # Start kprof's CUPTI session before the graph is captured and instantiated.
         y_times_2_bench(c, duration_source="records")()
-    if name in GRAPHS or name == "mixed":
-        c.capture("graph60" if name == "mixed" else name)
     cold = name in LONG
-    graph = c.graphs.get(name)
-
     # SOURCE "cuda-events": the CUDA-events backend (no CUPTI in the process), else a duration_source.
     extra = {"backend": source} if source == "cuda-events" else {"duration_source": source} if source else {}
+
+    def capture():
+        if name in GRAPHS or name == "mixed":
+            c.capture("graph60" if name == "mixed" else name)
+
+    # CAPTURE_AFTER_DECORATION: the graph is captured after the benchmark is decorated (as in a
+    # script that decorates at module level), else before.
+    if not os.environ.get("CAPTURE_AFTER_DECORATION"):
+        capture()
 
     @kprof.analyze.kernel(runs=10, cache_control="all" if cold else "none", thermal_mode="off", verbosity=0, **extra)
     def bench():
         with kprof.annotate("r"):
+            graph = c.graphs.get(name)
             if graph is not None:
                 graph.replay()
             else:
                 c.eager(name)
+
+    if os.environ.get("CAPTURE_AFTER_DECORATION"):
+        capture()
 
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -279,6 +288,7 @@ def kprof_case(name, source=None):
     emit(part=f"kprof-{source}" if source else "kprof", case=name, ns=statistics.median(vals), values=vals,
          graph_trace=os.environ.get("KPROF_GRAPH_TRACE", ""),
          wall_s=wall, source=src, kernel=kern, late=bool(os.environ.get("LATE_CAPTURE")),
+         after_decoration=bool(os.environ.get("CAPTURE_AFTER_DECORATION")),
          warnings=[str(w.message)[:300] for w in caught][:4])
 
 
