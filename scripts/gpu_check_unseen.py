@@ -166,7 +166,7 @@ class Work:
         self.rms_w = torch.randn(4096, device=dev, dtype=bf)
         self.am = torch.randn(8192, 8192, device=dev)
         self.fill_out = torch.empty(256 << 20, device=dev)
-        self.conv_src = torch.randn(64 << 20, device=dev)
+        self.half_src = torch.randn(64 << 20, device=dev)
         self.gs_x = torch.randn(16, 64, 128, 128, device=dev)
         self.gs_grid = torch.rand(16, 128, 128, 2, device=dev) * 2 - 1
         self.nz_in = torch.rand(16 << 20, device=dev) > 0.5
@@ -347,7 +347,7 @@ class Work:
         if base == "fill1g":
             return self.fill_out.fill_(1.0)
         if base == "tohalf":
-            return self.conv_src.half()
+            return self.half_src.half()
         if base == "gridsample":
             return F.grid_sample(self.gs_x, self.gs_grid, align_corners=False)
         if base == "nonzero":
