@@ -2,6 +2,8 @@
 
     python3 gpu_check_truth.py refs          # CUDA events, no profiler loaded in this process
     python3 gpu_check_truth.py kprof         # kprof in default settings, every case
+    python3 gpu_check_truth.py case CASE [SOURCE]  # one case in this process (LATE_CAPTURE: after a first
+                                             # benchmark; CAPTURE_AFTER_DECORATION: graphs captured after decorating)
     python3 gpu_check_truth.py step6         # seed step 6 alone (SM and DRAM %, default replay)
     python3 gpu_check_truth.py ncu-target    # the eager cases in NVTX ranges, for ncu
     python3 gpu_check_truth.py sweep-kprof   # the seed's matmul sweep (3 configs x 10 runs), wall time
