@@ -179,3 +179,19 @@ def test_session23_graphs_instantiated_with_graph_trace_on_read_short_of_events(
     for r in got:
         d = r["ns"] / ref[r["case"]] - 1
         assert -0.11 < d < -0.03, (r["case"], d)
+
+
+def test_session23_the_first_unseen_set_again_with_the_current_engine():
+    """Call 7 (the committed engine): session 17's set, 21 of 25 rows within their limits; the
+    failures are the one-element add (cold -7.25 %, warm -3.57 %: one-block kernels), cumsum
+    (+3.44 %, where session 17 read -3.41 %: ncu's own value moved 3.7 %) and the 64 MB copy graph
+    captured before the session (-3.30 %); graph-only regions say `records`."""
+    tag = "s23-call7-unseen-set1-current-engine"
+    t = unseen_table(tag, workload_set="1")
+    failing = sorted(n for n, (got, ref, kernels) in t.items()
+                     if abs(diff(t[n])) > (1.0 if ref >= 200_000 and kernels == 1 else 3.0))
+    assert failing == ["cumsum", "gcopy_old", "tiny", "tiny_warm"], failing
+    assert -8 < diff(t["tiny"]) < -6 and 3 < diff(t["cumsum"]) < 4
+    mod = unseen()
+    rows = mod.read_log(truth_log(tag + ".log"))
+    assert all(rows[("kprof", g)]["source"] == ["records"] for g in mod.SETS["1"][2])
