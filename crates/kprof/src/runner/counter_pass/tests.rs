@@ -342,6 +342,24 @@ fn series(raw: &RawResults, region: &str, metric: &str) -> (String, Vec<f64>) {
     (unit, v)
 }
 
+/// The `DurationSource` values of a region's duration samples.
+fn duration_sources(raw: &RawResults, region: &str) -> Vec<ExtraValue> {
+    let col = raw
+        .extras
+        .iter()
+        .find(|c| c.name == "DurationSource")
+        .expect("DurationSource column");
+    raw.samples
+        .iter()
+        .enumerate()
+        .filter(|(_, x)| {
+            let key = &raw.series[x.series as usize].key;
+            key.annotation == region && key.metric == DEFAULT_METRIC
+        })
+        .map(|(i, _)| col.values[i].clone())
+        .collect()
+}
+
 /// Options with durations from the kernel records (the counter metrics alone in the pass).
 fn opts(metrics: &[&str], mode: ReplayMode) -> BenchOptions {
     BenchOptions {
@@ -516,19 +534,7 @@ fn auto_durations_fall_back_to_the_records_when_a_counter_pass_does_not_match() 
         vec![10.0, 10.0],
         "the records' 10 ns, not NaN"
     );
-    let source = raw
-        .extras
-        .iter()
-        .find(|c| c.name == "DurationSource")
-        .expect("DurationSource column");
-    assert!(
-        source
-            .values
-            .iter()
-            .all(|v| *v == kprof_core::ExtraValue::Text("records".into())),
-        "{:?}",
-        source.values
-    );
+    assert_eq!(duration_sources(&raw, "a"), vec![ExtraValue::Text("records".into()); 2]);
     assert!(
         p.warnings()
             .iter()
@@ -872,11 +878,9 @@ fn auto_takes_durations_from_the_counters_when_they_open_and_says_so_per_sample(
         vec![13.0, 13.0],
         "counter durations (dur + 3)"
     );
-    let col = raw.extras.iter().find(|c| c.name == "DurationSource").unwrap();
-    assert!(
-        col.values.iter().all(|v| *v == ExtraValue::Text("counters".into())),
-        "{:?}",
-        col.values
+    assert_eq!(
+        duration_sources(&raw, "a"),
+        vec![ExtraValue::Text("counters".into()); 2]
     );
     assert!(BenchOptions::default().duration == DurationSource::Auto);
     assert_eq!(BenchOptions::default().replay_mode, ReplayMode::Application);
@@ -915,19 +919,7 @@ fn auto_takes_the_records_in_range_replay_and_counters_there_are_refused() {
         vec![10.0, 10.0],
         "the records' 10 ns"
     );
-    let col = raw.extras.iter().find(|c| c.name == "DurationSource").unwrap();
-    let durations: Vec<&ExtraValue> = raw
-        .samples
-        .iter()
-        .zip(&col.values)
-        .filter(|(s, _)| raw.series[s.series as usize].key.metric == DEFAULT_METRIC)
-        .map(|(_, v)| v)
-        .collect();
-    assert!(!durations.is_empty());
-    assert!(
-        durations.iter().all(|v| **v == ExtraValue::Text("records".into())),
-        "{durations:?}"
-    );
+    assert_eq!(duration_sources(&raw, "a"), vec![ExtraValue::Text("records".into()); 2]);
     let e = BenchOptions {
         duration: DurationSource::Counters,
         ..opts(&[], ReplayMode::User)
@@ -955,8 +947,7 @@ fn auto_falls_back_to_the_records_with_one_warning_when_the_counters_cannot_open
     let w = warnings_with(&p, "INSUFFICIENT_PRIVILEGES");
     assert_eq!(w.len(), 1, "{:?}", p.warnings());
     assert!(w[0].contains("not Nsight Compute's gpu__time_duration"), "{}", w[0]);
-    let col = raw.extras.iter().find(|c| c.name == "DurationSource").unwrap();
-    assert!(col.values.iter().all(|v| *v == ExtraValue::Text("records".into())));
+    assert_eq!(duration_sources(&raw, "a"), vec![ExtraValue::Text("records".into()); 2]);
     // Asked for explicitly, the counters' failure is an error, not a fallback.
     let e = bench_one_kernel(&mock, &mut p, DurationSource::Counters).unwrap_err();
     assert!(e.to_string().contains("INSUFFICIENT_PRIVILEGES"), "{e}");

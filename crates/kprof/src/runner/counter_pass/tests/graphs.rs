@@ -52,12 +52,7 @@ fn auto_takes_the_records_when_warm_up_replays_a_graph_instantiated_before_the_s
         vec![510.0, 510.0],
         "k1 from the records + the span"
     );
-    let col = raw.extras.iter().find(|c| c.name == "DurationSource").unwrap();
-    assert!(
-        col.values.iter().all(|v| *v == ExtraValue::Text("records".into())),
-        "{:?}",
-        col.values
-    );
+    assert_eq!(duration_sources(&raw, "a"), vec![ExtraValue::Text("records".into()); 2]);
     let w = warnings_with(&p, "instantiated before");
     assert_eq!(w.len(), 1, "{:?}", p.warnings());
     assert!(w[0].starts_with("old: "), "{}", w[0]);
@@ -159,24 +154,6 @@ fn a_graph_launch_keeps_its_span_among_counter_durations_of_eager_kernels() {
             p.warnings()
         );
     }
-}
-
-/// The `DurationSource` values of a region's duration samples.
-fn duration_sources(raw: &RawResults, region: &str) -> Vec<ExtraValue> {
-    let col = raw
-        .extras
-        .iter()
-        .find(|c| c.name == "DurationSource")
-        .expect("DurationSource column");
-    raw.samples
-        .iter()
-        .enumerate()
-        .filter(|(_, x)| {
-            let key = &raw.series[x.series as usize].key;
-            key.annotation == region && key.metric == DEFAULT_METRIC
-        })
-        .map(|(i, _)| col.values[i].clone())
-        .collect()
 }
 
 #[test]
