@@ -7,17 +7,13 @@ until runner/gpu_rest.rs made the GPU idle after long work as long as the work t
 from __future__ import annotations
 
 import csv
-import json
 import os
 import statistics
 
-DIR = os.path.join(os.path.dirname(__file__), "..", "fixtures", "h200-power-cap-and-long-kernels")
+from truth_recordings import POWER_DIR as DIR
+from truth_recordings import power_rows as rows
+
 SW_POWER_CAP = 0x4
-
-
-def rows(name):
-    """The `POWER {json}` rows of a recording."""
-    return [json.loads(line[6:]) for line in open(os.path.join(DIR, name), encoding="utf-8") if line.startswith("POWER ")]
 
 
 def kprof_cases(name):

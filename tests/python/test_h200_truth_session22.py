@@ -16,25 +16,16 @@ after it (a5c58f4) counts the run and the second before it, a rule not run on th
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import statistics
 
-from truth_recordings import judge_failed, truth_log
+from truth_recordings import energy_rows, judge_failed, power_rows, truth_log
 
-POWER_DIR = os.path.join(os.path.dirname(__file__), "..", "fixtures", "h200-power-cap-and-long-kernels")
 CALL1 = "s22-call1-warm-rests-100-ms-limit-mlp-and-ncu.log"
 CALL2 = "s22-call2-rests-below-200-ms-and-ncu.log"
 CALL3 = "s22-call3-long-runs-judged-after-a-rest-and-ncu.log"
 CALL4 = "s22-call4-long-runs-slowed-by-the-cap-rest-and-ncu.log"
 CALL5 = "s22-call5-long-runs-at-the-cap-rest-fp32-and-ncu.log"
-
-
-def power_rows(name):
-    """The `POWER {json}` rows of a recording."""
-    with open(os.path.join(POWER_DIR, name), encoding="utf-8") as f:
-        return [json.loads(line[6:]) for line in f if line.startswith("POWER ")]
 
 
 def matmul_vs_ncu(name):
@@ -45,18 +36,6 @@ def matmul_vs_ncu(name):
     kp = {r["case"]: r for r in rows if r["part"] == "kprof"}
     ref = lambda c: ncu["fp32"] if c == "fp32_twelve" else ncu["ten"]  # noqa: E731
     return {c: (r["median"] / ref(c) - 1) * 100 for c, r in kp.items() if "per_kernel_ns" in r}, kp, ncu["ten"]
-
-
-def energy_rows(name):
-    """The `energy` and `energy-long` rows of a recording, by part."""
-    out = {}
-    with open(os.path.join(POWER_DIR, name), encoding="utf-8") as f:
-        for line in f:
-            if line.startswith("TRUTH "):
-                r = json.loads(line[6:])
-                if r.get("part", "").startswith("energy"):
-                    out[r["part"]] = r
-    return out
 
 
 def test_session22_the_acceptance_table_with_the_rests():

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 
-from truth_recordings import diff, judge_failed, sweep_bench, sweep_bench_report, truth_log, unseen, unseen_table
+from truth_recordings import (
+    diff, energy_rows, judge_failed, power_rows, sweep_bench, sweep_bench_report, truth_log, truth_rows, unseen,
+    unseen_table,
+)
 
 TAG = "s23-call1-unseen-set4"
-POWER_DIR = os.path.join(os.path.dirname(__file__), "..", "fixtures", "h200-power-cap-and-long-kernels")
 
 
 def test_session23_every_eager_workload_of_the_fourth_set_holds_against_ncu():
@@ -62,11 +63,8 @@ def test_session23_a_graph_record_of_a_graph_from_before_the_session_crashes_cup
     assert not any(line.startswith("TRUTH") for line in exp1)
     survived = [json.loads(line.split(" ", 1)[1])["case"] for line in exp1 if line.startswith("UNSEEN1 ")]
     assert "gridsample" in survived and not any(c.endswith(("_old", "_new")) for c in survived)
-    rows = {}
-    for line in lines:
-        if line.startswith(("UNSEEN ", "UNSEEN0 ")):
-            r = json.loads(line.split(" ", 1)[1])
-            rows[(r["part"], r["case"])] = r["ns"]
+    rows = {(r["part"], r["case"]): r["ns"]
+            for r in truth_rows("s23-call2-old-graphs-with-kernel-records-off-crash.log", tags=("UNSEEN ", "UNSEEN0 "))}
     assert 1.06 < rows[("kprof", "glstm_old")] / rows[("refs", "glstm")] < 1.075
     assert abs(rows[("kprof", "glstm_new")] / rows[("refs", "glstm")] - 1) < 0.01
 
@@ -75,16 +73,9 @@ def test_session23_the_committed_energy_rule_gives_nan_with_the_reason_beside_re
     """Call 1, the first run of the committed rule (the run and the second before it): twelve fp32
     matmuls 8192 per region (21.44 ms per kernel) rest every run once NVML showed the cap, and
     every run's energy is NaN with the reason; single 21 ms runs NaN (shorter than an update)."""
-    path = os.path.join(POWER_DIR, "s23-call1-energy-rows-committed-rule.log")
-    power = energy = None
-    rows = {}
-    for line in open(path, encoding="utf-8"):
-        if line.startswith("POWER "):
-            power = json.loads(line[6:])
-        elif line.startswith("TRUTH "):
-            r = json.loads(line[6:])
-            rows[r["part"]] = r
-    energy = rows
+    name = "s23-call1-energy-rows-committed-rule.log"
+    (power,) = power_rows(name)
+    energy = energy_rows(name)
     assert power["case"] == "fp32_twelve" and 21.3e6 < power["median"] < 21.6e6
     assert all(math.isnan(v) for v in power["EnergyMilliJ"]) and "0x4" in power["ThrottleReasons"]
     assert "idle for more than 5 %" in power["warnings"][0]
@@ -110,9 +101,8 @@ def test_session23_the_acceptance_table_on_medians_of_three_processes():
     ])
     assert "(ncu, median of 3)" in r.stdout and "median of 4" in r.stdout
     sources = {}
-    for line in open(log):
-        if line.startswith("TRUTH ") and '"part": "kprof"' in line and '"source"' in line:
-            row = json.loads(line[6:])
+    for row in truth_rows("s23-call3-acceptance-table-medians-of-three.log"):
+        if row.get("part") == "kprof" and "source" in row:
             sources.setdefault(row["case"], set()).update(row["source"])
     assert sources["graph60"] == sources["graph2stream"] == sources["graph3big"] == {"records"}
     assert sources["mm1024"] == sources["eager60"] == {"counters"}
@@ -126,10 +116,7 @@ def test_session23_kprof_run_does_not_pace_a_program_of_long_kernels():
     first four 11.1-11.3 ms, the last ones capped at 12.1-12.7 ms), the counter launch (kernel
     replay, ncu's definition) the first five in the range within 0.3 % of ncu's median and the last
     five +9.5 to +13 % (not paced: docs/timing.md); ten fp32 matmuls 8192 met no cap: both within 0.3 %."""
-    rows = []
-    for line in open(os.path.join(POWER_DIR, "s23-call4-kprof-run-long-kernels-back-to-back-and-ncu.log")):
-        if line.startswith("POWER "):
-            rows.append(json.loads(line[6:]))
+    rows = power_rows("s23-call4-kprof-run-long-kernels-back-to-back-and-ncu.log")
     run = {(r["case"], r["mode"]): r["ns"] for r in rows if r["part"] == "kprof-run"}
     ncu = {r["case"]: sorted(r["ns"])[len(r["ns"]) // 2] for r in rows if r["part"] == "ncu"}
     # Eleven occurrences: the warm-up kernel before the range, then the ten in it.
@@ -142,15 +129,6 @@ def test_session23_kprof_run_does_not_pace_a_program_of_long_kernels():
         assert all(abs(v / ncu["fp32"] - 1) < 0.003 for v in run[("fp32", mode)]), mode
 
 
-def _rows(name):
-    rows = []
-    for line in open(truth_log(name)):
-        for tag in ("TRUTH ", "UNSEEN "):
-            if line.startswith(tag):
-                rows.append(json.loads(line[len(tag):]))
-    return rows
-
-
 def test_session23_graphs_instantiated_under_a_bare_cupti_subscriber_still_crash():
     """Call 5 (an experiment, not committed): a watcher subscribed at the decoration with only the
     resource callbacks; graphs instantiated then crashed CUPTI 13.0 on replay with graph records
@@ -161,7 +139,7 @@ def test_session23_graphs_instantiated_under_a_bare_cupti_subscriber_still_crash
     after = text[text.index("captured after the decoration"):text.index("captured before the decoration")]
     assert after.count("Segmentation fault") == 4 and "TRUTH" not in after
     assert text[text.index("set 4 graphs captured after"):].count("Segmentation fault") == 1
-    rows = _rows(log)
+    rows = truth_rows(log, tags=("TRUTH ", "UNSEEN "))
     ref = {r["case"]: r["ns"] for r in rows if r.get("part") == "refs"}
     got = {r["case"]: r["ns"] for r in rows if r.get("part") == "kprof"}
     assert set(got) == {"graph60", "graph2stream", "graph3big", "mixed"}
@@ -172,7 +150,7 @@ def test_session23_graphs_instantiated_with_graph_trace_on_read_short_of_events(
     """Call 6 (the experiment with GRAPH_TRACE, or it and kernel records, enabled at the
     decoration): no crash, but the graph records read 3.7-9.7 % short of CUDA events without a
     profiler (60-node graph -9.7 %, two streams -3.7 %, LSTM -6.8 %): not adopted."""
-    rows = _rows("s23-call6-graphs-instantiated-with-graph-trace-on-read-short.log")
+    rows = truth_rows("s23-call6-graphs-instantiated-with-graph-trace-on-read-short.log", tags=("TRUTH ", "UNSEEN "))
     ref = {r["case"]: r["ns"] for r in rows if r.get("part") == "refs"}
     got = [r for r in rows if r.get("part") in ("kprof", "kprof-after-decoration")]
     assert len(got) == 6 and all(r["source"] == ["records"] for r in got)

@@ -13,6 +13,7 @@ import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TRUTH_DIR = os.path.join(ROOT, "tests", "fixtures", "h200-short-kernel-and-graph-durations")
+POWER_DIR = os.path.join(ROOT, "tests", "fixtures", "h200-power-cap-and-long-kernels")
 
 
 def truth_log(name):
@@ -34,20 +35,41 @@ def judge_failed(log):
     return r, rows, sorted(k for k, v in rows.items() if v == "FAIL")
 
 
-def truth_rows(name, section_prefix="== "):
-    """TRUTH rows of a recording, each with the `== ...` heading it came under as `_section`."""
+def truth_rows(name, section_prefix="== ", tags=("TRUTH ",)):
+    """Rows of a recording (lines starting with one of `tags`: `TRUTH {json}` by default), each with
+    the `== ...` heading it came under as `_section`."""
     rows, section = [], ""
     for line in open(truth_log(name), errors="replace"):
         if line.startswith(section_prefix):
             section = line[len(section_prefix):].strip()
-        elif line.startswith("TRUTH "):
+            continue
+        tag = next((t for t in tags if line.startswith(t)), None)
+        if tag is not None:
             try:
-                r = json.loads(line[6:], strict=False)
+                r = json.loads(line[len(tag):], strict=False)
             except ValueError:
                 continue
             r["_section"] = section
             rows.append(r)
     return rows
+
+
+def power_rows(name):
+    """The `POWER {json}` rows of a recording of tests/fixtures/h200-power-cap-and-long-kernels."""
+    with open(os.path.join(POWER_DIR, name), encoding="utf-8") as f:
+        return [json.loads(line[6:]) for line in f if line.startswith("POWER ")]
+
+
+def energy_rows(name):
+    """The `energy` and `energy-long` rows of a recording of the power-cap fixtures, by part."""
+    out = {}
+    with open(os.path.join(POWER_DIR, name), encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("TRUTH "):
+                r = json.loads(line[6:])
+                if r.get("part", "").startswith("energy"):
+                    out[r["part"]] = r
+    return out
 
 
 def sweep_bench():
