@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use crate::error::EngineError;
-use crate::sys::driver::{attr, c_chars_to_string, DriverFns};
+use crate::sys::driver::{attr, c_chars_to_string, DriverFns, KernelGraph};
 pub use crate::sys::driver::{
     CuContext, CuDevice, CuDevicePtr, CuEvent, CuResult, HostWord, CUDA_ERROR_INVALID_CONTEXT, CUDA_SUCCESS,
 };
@@ -221,6 +221,25 @@ impl Driver {
         args: (u64, u64),
     ) -> Result<(), EngineError> {
         self.check("cuLaunchKernel", self.fns.launch_kernel(kernel, blocks, threads, args))
+    }
+
+    /// kprof's own CUDA graph of one node running `kernel` (from [`Driver::load_kernel`]) with a
+    /// 1-D grid and its two parameters, instantiated in the current context.
+    pub(crate) fn kernel_graph(
+        &self,
+        kernel: LoadedKernel,
+        blocks: u32,
+        threads: u32,
+        args: (u64, u64),
+    ) -> Result<KernelGraph, EngineError> {
+        self.fns
+            .kernel_graph(kernel, blocks, threads, args)
+            .map_err(|(call, code)| self.error(call, code))
+    }
+
+    /// Launches a [`KernelGraph`] on the legacy default stream.
+    pub(crate) fn graph_launch(&self, graph: &KernelGraph) -> Result<(), EngineError> {
+        self.check("cuGraphLaunch", self.fns.graph_launch(graph))
     }
 
     /// Frees a buffer from [`Driver::alloc`].

@@ -54,6 +54,10 @@ pub struct Timeline {
     /// launch these are the kernel records taken under kernel replay, which `kprof run` compares
     /// with the timing launch's durations.
     pub region_means: Vec<RegionMean>,
+    /// The GPU's start of a CUDA graph launch added to the span of every graph record (ns,
+    /// `runner/graph_start.rs`, measured on kprof's own graph at exit); `None` without graph
+    /// records or when it could not be measured.
+    pub graph_start_ns: Option<u64>,
 }
 
 /// The host times of a counter launch's collection (fields of the status file's `counters`).

@@ -58,6 +58,7 @@ mod counter_pass;
 mod events;
 mod gpu;
 pub(crate) mod gpu_rest;
+pub mod graph_start;
 mod l2_flush;
 pub(crate) mod ncu_child;
 mod options;
@@ -290,6 +291,12 @@ pub(crate) trait Backend: Send + Sync {
     /// [`counter_pass`]).
     fn graph_spans_from_nodes(&self) -> bool {
         false
+    }
+    /// The GPU's start overhead of a graph launch added to every span from a graph record, ns
+    /// (`runner/graph_start.rs`): `None` before a graph record was seen, `Some(None)` when it
+    /// could not be measured.
+    fn graph_start_ns(&self) -> Option<Option<u64>> {
+        None
     }
     /// Flushes the activity buffers (after [`Backend::synchronize`]) and attributes the kernels
     /// to the given spans: those of every run since the last flush (keys tell runs apart).

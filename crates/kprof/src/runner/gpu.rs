@@ -2,11 +2,12 @@
 //! [`Backend`], for [`Profiler::new`](super::Profiler::new).
 
 use std::cell::RefCell;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use kprof_core::model::{DeviceInfo, ExtraValue};
 
 use super::gpu_rest;
+use super::graph_start;
 use super::l2_flush::L2Flusher;
 use super::ENV_PAUSE_BETWEEN_BENCHMARKS;
 use super::{host_name, Backend, BeforeEachKernel, Collected, FlushSpec, KernelRun, Span};
@@ -33,6 +34,9 @@ pub(super) struct GpuBackend {
     /// The cold-cache flusher (shared with the flush hook of counter passes).
     l2: Arc<L2Flusher>,
     inputs: FingerprintInputs,
+    /// The GPU's start overhead of a graph launch (`runner/graph_start.rs`), ns: measured at the
+    /// first flush that holds a graph record; `None` inside when it could not be measured.
+    graph_start_ns: OnceLock<Option<u64>>,
 }
 
 /// What starting the backend yields: the backend, the device, the constant extra columns.
@@ -82,6 +86,7 @@ impl GpuBackend {
             session: Mutex::new(session),
             l2: Arc::new(L2Flusher::new(props.l2_bytes)),
             inputs,
+            graph_start_ns: OnceLock::new(),
         };
         Ok((backend, device, extras))
     }
@@ -306,9 +311,23 @@ impl Backend for GpuBackend {
         let session = lock(&self.session);
         session.graph_trace() == crate::cupti::GraphTrace::Nodes || session.graph_launches_from_nodes() > 0
     }
+    fn graph_start_ns(&self) -> Option<Option<u64>> {
+        self.graph_start_ns.get().copied()
+    }
     fn collect(&self, spans: &[Span]) -> Result<Collected, EngineError> {
         let mut session = lock(&self.session);
-        let batch = session.flush()?;
+        let mut batch = session.flush()?;
+        if !batch.graphs.is_empty() {
+            let start = *self.graph_start_ns.get_or_init(|| {
+                graph_start::measure(self.libs.cuda, &mut session, &mut batch).unwrap_or_else(|e| {
+                    log::warn!("kprof: the GPU's start of a CUDA graph launch could not be measured: {e}");
+                    None
+                })
+            });
+            if let Some(ns) = start {
+                graph_start::include_start(&mut batch, ns);
+            }
+        }
         let regions = region_spans(spans);
         session.record_regions(&regions)?;
         let from_nodes = session.graph_launches_from_nodes();

@@ -69,6 +69,12 @@ type FnMemFreeHost = unsafe extern "C" fn(*mut c_void) -> CuResult;
 type FnMemHostGetDevicePointer = unsafe extern "C" fn(*mut CuDevicePtr, *mut c_void, c_uint) -> CuResult;
 type FnStreamWaitValue32 = unsafe extern "C" fn(*mut c_void, CuDevicePtr, u32, c_uint) -> CuResult;
 type FnModuleGetFunction = unsafe extern "C" fn(*mut CuFunction, CuModule, *const c_char) -> CuResult;
+type FnGraphCreate = unsafe extern "C" fn(*mut *mut c_void, c_uint) -> CuResult;
+type FnGraphAddKernelNode =
+    unsafe extern "C" fn(*mut *mut c_void, *mut c_void, *const *mut c_void, usize, *const KernelNodeParams) -> CuResult;
+type FnGraphInstantiateWithFlags = unsafe extern "C" fn(*mut *mut c_void, *mut c_void, u64) -> CuResult;
+type FnGraphLaunch = unsafe extern "C" fn(*mut c_void, *mut c_void) -> CuResult;
+type FnGraphDestroy = unsafe extern "C" fn(*mut c_void) -> CuResult;
 #[allow(clippy::type_complexity)]
 type FnLaunchKernel = unsafe extern "C" fn(
     CuFunction,
@@ -115,6 +121,66 @@ pub struct DriverFns {
     /// The entry points of [`HostWord`] and [`DriverFns::stream_wait_geq`]; `None` when this
     /// libcuda lacks one (the CUDA-events backend then times regions without holding the stream).
     host_word_fns: Option<HostWordFns>,
+    /// The entry points of [`KernelGraph`]; `None` when this libcuda lacks one.
+    graph_fns: Option<GraphFns>,
+}
+
+/// `cuGraphCreate`, `cuGraphAddKernelNode_v2` (or the first form), `cuGraphInstantiateWithFlags`,
+/// `cuGraphLaunch`, `cuGraphExecDestroy` and `cuGraphDestroy`.
+#[derive(Debug, Clone, Copy)]
+#[allow(non_snake_case)]
+struct GraphFns {
+    cuGraphCreate: FnGraphCreate,
+    cuGraphAddKernelNode: FnGraphAddKernelNode,
+    cuGraphInstantiateWithFlags: FnGraphInstantiateWithFlags,
+    cuGraphLaunch: FnGraphLaunch,
+    cuGraphExecDestroy: FnGraphDestroy,
+    cuGraphDestroy: FnGraphDestroy,
+}
+
+/// `CUDA_KERNEL_NODE_PARAMS_v2` of `cuda.h` (CUDA 12 and later). Its fields up to `extra` are
+/// the first form's, which `cuGraphAddKernelNode` of CUDA 11 reads; `kern` and `ctx` stay null
+/// (the node runs `func` in the current context).
+#[repr(C)]
+struct KernelNodeParams {
+    func: CuFunction,
+    grid_dim: [c_uint; 3],
+    block_dim: [c_uint; 3],
+    shared_mem_bytes: c_uint,
+    kernel_params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+    kern: *mut c_void,
+    ctx: CuContext,
+}
+
+/// kprof's own CUDA graph of one kernel node ([`DriverFns::kernel_graph`]), instantiated:
+/// launched by [`DriverFns::graph_launch`]; the graph and its executable are destroyed when
+/// dropped (after the caller has synchronized).
+#[derive(Debug)]
+pub struct KernelGraph {
+    graph: *mut c_void,
+    exec: *mut c_void,
+    fns: GraphFns,
+}
+
+// SAFETY: the graph and its executable are driver objects usable from any thread; kprof only
+// hands them back to the driver.
+unsafe impl Send for KernelGraph {}
+// SAFETY: as for Send.
+unsafe impl Sync for KernelGraph {}
+
+impl Drop for KernelGraph {
+    fn drop(&mut self) {
+        // SAFETY: handles the driver gave out, each destroyed once, here (null ones skipped).
+        unsafe {
+            if !self.exec.is_null() {
+                let _ = (self.fns.cuGraphExecDestroy)(self.exec);
+            }
+            if !self.graph.is_null() {
+                let _ = (self.fns.cuGraphDestroy)(self.graph);
+            }
+        }
+    }
 }
 
 /// `cuMemHostAlloc`, `cuMemFreeHost`, `cuMemHostGetDevicePointer_v2` and `cuStreamWaitValue32_v2`.
@@ -213,6 +279,18 @@ impl DriverFns {
                         cuStreamWaitValue32: lib
                             .opt_sym("cuStreamWaitValue32_v2")
                             .or_else(|| lib.opt_sym("cuStreamWaitValue32"))?,
+                    })
+                })(),
+                graph_fns: (|| {
+                    Some(GraphFns {
+                        cuGraphCreate: lib.opt_sym("cuGraphCreate")?,
+                        cuGraphAddKernelNode: lib
+                            .opt_sym("cuGraphAddKernelNode_v2")
+                            .or_else(|| lib.opt_sym("cuGraphAddKernelNode"))?,
+                        cuGraphInstantiateWithFlags: lib.opt_sym("cuGraphInstantiateWithFlags")?,
+                        cuGraphLaunch: lib.opt_sym("cuGraphLaunch")?,
+                        cuGraphExecDestroy: lib.opt_sym("cuGraphExecDestroy")?,
+                        cuGraphDestroy: lib.opt_sym("cuGraphDestroy")?,
                     })
                 })(),
             })
@@ -436,6 +514,67 @@ impl DriverFns {
                 std::ptr::null_mut(),
             )
         }
+    }
+}
+
+impl DriverFns {
+    /// A [`KernelGraph`] of one node that runs `kernel` (from [`DriverFns::load_kernel`]) with a
+    /// 1-D grid and its two parameters, instantiated; on failure the call that failed and its
+    /// code (801, `CUDA_ERROR_NOT_SUPPORTED`, where this libcuda lacks the graph entry points).
+    pub(crate) fn kernel_graph(
+        &self,
+        kernel: LoadedKernel,
+        blocks: u32,
+        threads: u32,
+        args: (u64, u64),
+    ) -> Result<KernelGraph, (&'static str, CuResult)> {
+        let fns = self.graph_fns.ok_or(("cuGraphCreate", 801))?;
+        let mut g = KernelGraph {
+            graph: std::ptr::null_mut(),
+            exec: std::ptr::null_mut(),
+            fns,
+        };
+        // SAFETY: writes one handle into `g.graph`.
+        let r = unsafe { (fns.cuGraphCreate)(&mut g.graph, 0) };
+        if r != CUDA_SUCCESS {
+            return Err(("cuGraphCreate", r));
+        }
+        let (mut a, mut b) = args;
+        let mut params = [
+            (&mut a as *mut u64).cast::<c_void>(),
+            (&mut b as *mut u64).cast::<c_void>(),
+        ];
+        let node = KernelNodeParams {
+            func: kernel.func,
+            grid_dim: [blocks, 1, 1],
+            block_dim: [threads, 1, 1],
+            shared_mem_bytes: 0,
+            kernel_params: params.as_mut_ptr(),
+            extra: std::ptr::null_mut(),
+            kern: std::ptr::null_mut(),
+            ctx: std::ptr::null_mut(),
+        };
+        let mut handle: *mut c_void = std::ptr::null_mut();
+        // SAFETY: writes one node handle; `node` is a `CUDA_KERNEL_NODE_PARAMS_v2` whose
+        // parameter array points at two live u64 values (every `PtxKernel` takes two), which the
+        // driver copies before returning; no dependencies.
+        let r = unsafe { (fns.cuGraphAddKernelNode)(&mut handle, g.graph, std::ptr::null(), 0, &node) };
+        if r != CUDA_SUCCESS {
+            return Err(("cuGraphAddKernelNode_v2", r));
+        }
+        // SAFETY: writes one handle into `g.exec`; `g.graph` is the driver's.
+        let r = unsafe { (fns.cuGraphInstantiateWithFlags)(&mut g.exec, g.graph, 0) };
+        if r != CUDA_SUCCESS {
+            return Err(("cuGraphInstantiateWithFlags", r));
+        }
+        Ok(g)
+    }
+
+    /// `cuGraphLaunch` of a [`KernelGraph`] on the legacy default stream.
+    pub(crate) fn graph_launch(&self, graph: &KernelGraph) -> CuResult {
+        // SAFETY: an executable graph of the driver's, alive while `graph` is, and the null
+        // (legacy default) stream.
+        unsafe { (graph.fns.cuGraphLaunch)(graph.exec, std::ptr::null_mut()) }
     }
 }
 
