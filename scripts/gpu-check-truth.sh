@@ -27,7 +27,7 @@
 # one process per call: CUPTI_VARIANTS), releasestate (Python: graphs by CUDA events before
 # kprof, with CUPTI attached, after kprof.release_counters(), with and without a graph kept from
 # the session), reattach (the cost of attaching CUPTI again after a profiler detached it, Rust),
-# unseen, unseen2, unseen3, unseen4 (workloads the issue does not name against ncu and events, four sets: scripts/gpu_check_unseen.py).
+# unseen, unseen2 .. unseen5 (workloads the issue does not name against ncu and events, five sets: scripts/gpu_check_unseen.py).
 # Every result line is
 # `TRUTH {json}` in $OUT/truth.log; nothing here changes a GPU setting.
 set -uo pipefail
@@ -228,7 +228,7 @@ print("TRUTH " + json.dumps({"mode": "energy", "polls": polls, "changes": len(ch
 EOF
 fi
 # ---- The Python door (the wheel in .carry/wheels), torch workloads ----
-if has unseen || has unseen2 || has unseen3 || has unseen4 || has pyrefs || has pykprof || has pystep6 || has pyncu6 || has releasestate || has pylaunch || has pyncu || has pysweep || has graphprobe || has mmclock || has sweepdetail; then
+if has unseen || has unseen2 || has unseen3 || has unseen4 || has unseen5 || has pyrefs || has pykprof || has pystep6 || has pyncu6 || has releasestate || has pylaunch || has pyncu || has pysweep || has graphprobe || has mmclock || has sweepdetail; then
     source scripts/gpu-wheel.sh
     GT=scripts/gpu_check_truth.py
 fi
@@ -327,9 +327,10 @@ fi
 unseen_ncu() { # set out.csv cache cases...: ncu on the eager cases of scripts/gpu_check_unseen.py
     local set="$1" out="$2" cache="$3" c i; shift 3
     local incl=()
-    # The fourth set's backward passes launch their kernels from PyTorch's autograd thread: its
-    # ranges, pushed on the main thread, hold them only with a process-wide push/pop scope.
-    [ "$set" = 4 ] && incl+=(--nvtx-push-pop-scope process)
+    # The fourth set's backward passes launch their kernels from PyTorch's autograd thread, the
+    # fifth's threads2 from two Python threads: its ranges, pushed on the main thread, hold them
+    # only with a process-wide push/pop scope.
+    case "$set" in 4 | 5) incl+=(--nvtx-push-pop-scope process) ;; esac
     # Regions of a thousand launches and more: ncu profiles their first occurrence only.
     for c in "$@"; do for i in 0 1 2; do [[ $c == many1100* && $i != 0 ]] || incl+=(--nvtx-include "$c.$i/"); done; done
     timeout 300 "$NCU" --nvtx "${incl[@]}" --cache-control "$cache" --clock-control none --replay-mode kernel \
@@ -360,6 +361,7 @@ if has unseen; then unseen_set 1; fi
 if has unseen2; then unseen_set 2; fi
 if has unseen3; then unseen_set 3; fi
 if has unseen4; then unseen_set 4; fi
+if has unseen5; then unseen_set 5; fi
 if has graphprobe; then
     step "python graph probe: CUDA events inside kprof's benchmark of a graph"
     for v in graph2stream graph60 "graph2stream late" "graph60 late-auto" "graph2stream late-auto"; do

@@ -14,6 +14,10 @@ only (nothing is set):
     python3 gpu_check_power.py kprof-fp32  # twelve fp32 matmuls 8192 (~258 ms, at the 700 W cap) per region
                                            # through kprof: per-kernel values, energy, reasons
     python3 gpu_check_power.py ncu-fp32    # ten of them in the NVTX range "fp32", for ncu
+    python3 gpu_check_power.py instant     # NVML's instantaneous power (field 186) polled every 0.5 ms
+                                           # under back-to-back work of six kinds, a lone 11 ms
+                                           # matmul and the seed sweep's pace: how often it moves,
+                                           # how fast it follows the work, which work nears the cap
 
 Call 3 of session 21 recorded an earlier form of the ``kprof`` part: one matmul per region, with
 the thermal guard on and off, and the SM clock, reasons, power and guard wait of every run.
@@ -264,6 +268,138 @@ def kprof_fp32_part(runs="10"):
          warnings=[m[:300] for m in caught][:3])
 
 
+class _FieldValue(ctypes.Structure):
+    _fields_ = [("fieldId", ctypes.c_uint), ("scopeId", ctypes.c_uint), ("timestamp", ctypes.c_longlong),
+                ("latencyUsec", ctypes.c_longlong), ("valueType", ctypes.c_int), ("nvmlReturn", ctypes.c_int),
+                ("value", ctypes.c_ulonglong)]
+
+
+class InstantPower(Nvml):
+    """`Nvml` plus the instantaneous power field (NVML_FI_DEV_POWER_INSTANT = 186) with NVML's
+    timestamp of its sample, and the enforced power limit."""
+
+    def instant(self):
+        fv = _FieldValue(fieldId=186)
+        rc = self.lib.nvmlDeviceGetFieldValues(self.dev, 1, ctypes.byref(fv))
+        if rc != 0 or fv.nvmlReturn != 0:
+            return None, None
+        raw = fv.value
+        if fv.valueType == 0:  # double
+            v = ctypes.cast(ctypes.pointer(ctypes.c_ulonglong(raw)), ctypes.POINTER(ctypes.c_double)).contents.value
+        else:
+            v = float(raw & 0xFFFFFFFF) if fv.valueType in (1, 5) else float(raw)
+        return v / 1000.0, fv.timestamp
+
+    def limit_w(self):
+        mw = ctypes.c_uint()
+        self.lib.nvmlDeviceGetEnforcedPowerLimit(self.dev, ctypes.byref(mw))
+        return mw.value / 1000.0
+
+
+def _poll(nv, stop, out):
+    t0 = time.perf_counter()
+    while not stop.is_set():
+        w, ts = nv.instant()
+        clk, avg_w, reasons = nv.read()
+        out.append((time.perf_counter() - t0, w, ts, avg_w, reasons, clk))
+        time.sleep(0.0005)
+
+
+def instant_part():
+    import threading
+
+    nv = InstantPower()
+    emit(part="instant", limit_w=nv.limit_w(), first=nv.instant())
+    bf = matmul()
+    m8 = torch.randn(8192, 8192, device="cuda")
+    m4 = torch.randn(4096, 4096, device="cuda")
+    m1 = torch.randn(1024, 1024, device="cuda")
+    big = torch.randn(64 * 1024 * 1024, device="cuda")
+    small = torch.randn(1 << 20, device="cuda")
+    works = {"bf16_mm16384": bf, "fp32_mm8192": lambda: m8 @ m8, "fp32_mm4096": lambda: m4 @ m4,
+             "fp32_mm1024": lambda: m1 @ m1, "x2_64M": lambda: big * 2, "mul_1M": lambda: small * 1.0001}
+    for f in works.values():
+        f()
+    torch.cuda.synchronize()
+    samples, stop = [], threading.Event()
+    th = threading.Thread(target=_poll, args=(nv, stop, samples), daemon=True)
+    th.start()
+    t0 = time.perf_counter()
+    marks = []
+
+    def mark(name):
+        torch.cuda.synchronize()
+        marks.append((name, time.perf_counter() - t0))
+
+    time.sleep(1.0)
+    for name, f in works.items():
+        mark("idle")
+        time.sleep(1.0)
+        mark(name)
+        evs, t_start = [], time.perf_counter()
+        while time.perf_counter() - t_start < 1.5:
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            f()
+            b.record()
+            evs.append((a, b))
+            if len(evs) % 8 == 0:
+                b.synchronize()  # keep the queue short: the host's time follows the GPU's
+        torch.cuda.synchronize()
+        ms = [a.elapsed_time(b) for a, b in evs]
+        k = max(1, len(ms) // 10)
+        emit(part="instant", work=name, kernels=len(ms), ms_by_tenth=[round(statistics.median(ms[i:i + k]), 4)
+                                                                      for i in range(0, len(ms), k)][:10])
+    mark("idle")
+    time.sleep(1.0)
+    # One 11 ms matmul on an idle GPU, then five, then the seed sweep's pace: 4 fp32 matmuls 4096
+    # (about 10 ms), a rest as long, 30 times.
+    for n in (1, 5):
+        mark(f"lone_bf16_x{n}")
+        for _ in range(n):
+            bf()
+        mark("idle")
+        time.sleep(0.5)
+    mark("seed_pace")
+    after_sync = []
+    for _ in range(30):
+        for _ in range(4):
+            m4 @ m4
+        torch.cuda.synchronize()
+        after_sync.append(nv.instant()[0])
+        time.sleep(0.01)
+    mark("idle")
+    time.sleep(0.5)
+    mark("end")
+    stop.set()
+    th.join()
+    emit(part="instant", seed_pace_read_after_sync_w=[round(w, 1) for w in after_sync if w is not None])
+    # Per phase: samples, distinct NVML timestamps and their spacing, instant power's median / max.
+    for (name, t_a), (_, t_b) in zip(marks, marks[1:]):
+        ph = [s for s in samples if t_a <= s[0] < t_b and s[1] is not None]
+        if not ph:
+            continue
+        stamps = sorted({s[2] for s in ph})
+        gaps = [(b - a) / 1000.0 for a, b in zip(stamps, stamps[1:])]
+        ws = [s[1] for s in ph]
+        emit(part="instant", phase=name, t0_s=round(t_a, 4), len_s=round(t_b - t_a, 4), samples=len(ph),
+             stamps=len(stamps), stamp_gap_ms_median=round(statistics.median(gaps), 3) if gaps else None,
+             w_median=round(statistics.median(ws), 1), w_max=round(max(ws), 1),
+             avg_w_last=ph[-1][3], reasons=sorted({s[4] for s in ph}), sm_mhz=sorted({s[5] for s in ph})[:6])
+    # The trace itself where the value changed (time s, W, NVML's stamp relative, 1 s average W,
+    # reasons), for the lone matmuls and the first 0.3 s of each back-to-back phase.
+    keep = []
+    for name, t_a in marks:
+        if name in ("idle", "end"):
+            continue
+        last = None
+        for s in samples:
+            if t_a - 0.02 <= s[0] < t_a + (0.3 if name != "seed_pace" else 0.15) and s[1] != last:
+                keep.append((name, round(s[0] - t_a, 4), round(s[1] or 0, 1), s[3], s[4]))
+                last = s[1]
+    emit(part="instant", trace=keep)
+
+
 def ncu_fp32():
     nvtx_target("fp32", fp32_matmul(), 10)
 
@@ -275,4 +411,5 @@ def ncu_mlp():
 if __name__ == "__main__":
     {"kprof": lambda: kprof_part(*sys.argv[2:]), "burst": burst_part, "paced": paced_part, "rest": rest_part,
      "ncu-target": ncu_target, "kprof-mlp": lambda: kprof_mlp_part(*sys.argv[2:]), "ncu-mlp": ncu_mlp,
-     "kprof-fp32": lambda: kprof_fp32_part(*sys.argv[2:]), "ncu-fp32": ncu_fp32}[sys.argv[1]]()
+     "kprof-fp32": lambda: kprof_fp32_part(*sys.argv[2:]), "ncu-fp32": ncu_fp32,
+     "instant": instant_part}[sys.argv[1]]()

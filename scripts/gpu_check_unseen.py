@@ -25,7 +25,12 @@ convolution, an embedding: their kernels come from PyTorch's backward thread, so
 ``--nvtx-push-pop-scope process``), a cuDNN LSTM, flash attention in bf16, a 512 fp32 matmul,
 odd-shaped bf16 and int8 matmuls, bf16 GELU and SwiGLU, RMSNorm, argmax, a 1 GB fill, a dtype
 conversion, grid_sample, nonzero (a host synchronization), and graphs of a training step
-(forward, backward and update), of flash attention and of the LSTM.
+(forward, backward and update), of flash attention and of the LSTM; ``5`` the fifth (session 24):
+cuDNN and memory-efficient attention, a TF32 matmul, a cuBLASLt matmul with a ReLU epilogue,
+group norm, a cuDNN 3-D convolution, max pooling, a transposing copy, gather, a histogram
+(atomics), einsum, an autotuned Triton kernel, multi-head attention, kernels launched by two
+Python threads at once (ncu with ``--nvtx-push-pop-scope process``), and graphs of attention, of
+multi-head attention, of a Triton kernel and of a ten-kernel chain replayed 20 times in a region.
 
 Cold cases (``cache_control`` left at its default, "all") are judged against ncu with
 ``--cache-control all``; warm ones (``cache_control="none"``, names ending in ``_warm``) against
@@ -91,6 +96,8 @@ class Work:
             self.make_set3()
         if SET == "4":
             self.make_set4()
+        if SET == "5":
+            self.make_set5()
         torch.cuda.synchronize()
 
     def make_set2(self):
@@ -184,6 +191,103 @@ class Work:
         self.fa_q, self.fa_k, self.fa_v = (torch.randn(4, 32, 4096, 128, device=dev, dtype=bf) for _ in range(3))
         self.tr_layers = [torch.nn.Linear(2048, 2048, device=dev, dtype=bf) for _ in range(4)]
         self.tr_in = torch.randn(1024, 2048, device=dev, dtype=bf)
+
+    def make_set5(self):
+        """The fifth set's inputs (session 24)."""
+        torch, dev = self.torch, "cuda"
+        bf, f16 = torch.bfloat16, torch.float16
+        self.ca_q, self.ca_k, self.ca_v = (torch.randn(4, 32, 2048, 128, device=dev, dtype=bf) for _ in range(3))
+        self.ea_q, self.ea_k, self.ea_v = (torch.randn(8, 16, 1024, 64, device=dev) for _ in range(3))
+        self.tf_a = torch.randn(4096, 4096, device=dev)
+        self.am_x = torch.randn(4096, 4096, device=dev, dtype=f16)
+        self.am_w = torch.randn(4096, 4096, device=dev, dtype=f16) * 0.01
+        self.am_b = torch.randn(4096, device=dev, dtype=f16)
+        self.gn_x = torch.randn(32, 256, 56, 56, device=dev)
+        self.c3_x = torch.randn(8, 32, 16, 56, 56, device=dev, dtype=f16)
+        self.c3_w = torch.randn(32, 32, 3, 3, 3, device=dev, dtype=f16)
+        self.mp_x = torch.randn(64, 128, 112, 112, device=dev, dtype=f16)
+        self.tp_x = torch.randn(8192, 8192, device=dev)
+        self.ga_x = torch.randn(8192, 4096, device=dev)
+        self.ga_i = torch.randint(0, 4096, (8192, 4096), device=dev)
+        self.hi_x = torch.randn(16 << 20, device=dev)
+        self.es_a = torch.randn(32, 16, 512, 64, device=dev, dtype=f16)
+        self.es_b = torch.randn(32, 16, 512, 64, device=dev, dtype=f16)
+        self.mha = torch.nn.MultiheadAttention(1024, 16, batch_first=True, device=dev, dtype=f16)
+        self.mha_x = torch.randn(8, 512, 1024, device=dev, dtype=f16)
+        self.th_x = [torch.randn(4 << 20, device=dev) for _ in range(2)]
+        self.th_streams = [torch.cuda.Stream() for _ in range(2)]
+        self.triton_auto = triton_autotuned()
+        self.g20_x = torch.randn(1 << 20, device=dev)
+
+    def two_threads(self):
+        """Two Python threads, each launching ten kernels on its own stream, joined in the region;
+        the current stream then waits for both."""
+        import threading
+
+        torch = self.torch
+        cur = torch.cuda.current_stream()
+
+        def work(i):
+            s = self.th_streams[i]
+            s.wait_stream(cur)
+            with torch.cuda.stream(s):
+                for _ in range(10):
+                    self.th_x[i].mul_(1.0001)
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        for s in self.th_streams:
+            cur.wait_stream(s)
+
+    def eager5(self, base):
+        """The fifth set's eager cases."""
+        t, F = self.torch, self.F
+        if base == "cudnnattn":
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                return F.scaled_dot_product_attention(self.ca_q, self.ca_k, self.ca_v, is_causal=True)
+        if base == "effattn":
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+
+            with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):
+                return F.scaled_dot_product_attention(self.ea_q, self.ea_k, self.ea_v)
+        if base == "tf32mm":
+            before = t.backends.cuda.matmul.allow_tf32
+            t.backends.cuda.matmul.allow_tf32 = True
+            try:
+                return self.tf_a @ self.tf_a
+            finally:
+                t.backends.cuda.matmul.allow_tf32 = before
+        if base == "addmmrelu":
+            return t._addmm_activation(self.am_b, self.am_x, self.am_w)
+        if base == "groupnorm":
+            return F.group_norm(self.gn_x, 32)
+        if base == "conv3d":
+            return F.conv3d(self.c3_x, self.c3_w, padding=1)
+        if base == "maxpool":
+            return F.max_pool2d(self.mp_x, 3, 2)
+        if base == "transpose":
+            return self.tp_x.t().contiguous()
+        if base == "gather":
+            return t.gather(self.ga_x, 1, self.ga_i)
+        if base == "histc":
+            return t.histc(self.hi_x, bins=1000, min=-4.0, max=4.0)
+        if base == "einsum":
+            return t.einsum("bhqd,bhkd->bhqk", self.es_a, self.es_b)
+        if base == "tritonauto":
+            if self.triton_auto is None:
+                raise RuntimeError("no triton")
+            return self.triton_auto(self.tr_x, self.tr_y, self.tr_out)
+        if base == "mha":
+            with t.no_grad():
+                return self.mha(self.mha_x, self.mha_x, self.mha_x, need_weights=False)
+        if base == "threads2":
+            return self.two_threads()
+        raise ValueError(base)
 
     def train_step(self):
         """Forward, backward and a plain SGD update of four bf16 linear layers (a graph's body)."""
@@ -365,7 +469,7 @@ class Work:
             return self.lstm(self.lstm_x)
         if base == "flashbf16":
             return F.scaled_dot_product_attention(self.fa_q, self.fa_k, self.fa_v, is_causal=True)
-        raise ValueError(base)
+        return self.eager5(base)
 
     def graph_body(self, name):
         if name.startswith("gmlp"):
@@ -389,6 +493,18 @@ class Work:
             self.g_out = self.F.scaled_dot_product_attention(self.fa_q, self.fa_k, self.fa_v, is_causal=True)
         elif name.startswith("glstm"):
             self.g_out = self.lstm(self.lstm_x)
+        elif name.startswith("gattn"):
+            self.g_out = self.F.scaled_dot_product_attention(self.ca_q, self.ca_k, self.ca_v, is_causal=True)
+        elif name.startswith("gmha"):
+            with self.torch.no_grad():
+                self.g_out = self.mha(self.mha_x, self.mha_x, self.mha_x, need_weights=False)
+        elif name.startswith("gtriton"):
+            self.g_out = self.triton_auto(self.tr_x, self.tr_y, self.tr_out)
+        elif name.startswith("g20x"):
+            z = self.g20_x
+            for _ in range(5):
+                z = z * 1.0001 + 0.5
+            self.g_out = z
         else:
             raise ValueError(name)
 
@@ -421,6 +537,34 @@ def triton_add():
     return run
 
 
+def triton_autotuned():
+    """A Triton kernel (x + y over 16M floats) autotuned over four block sizes on its first call,
+    or None without Triton."""
+    try:
+        import triton
+        import triton.language as tl
+    except Exception:  # noqa: BLE001  (no Triton in this image)
+        return None
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": b}, num_warps=w) for b, w in
+                              ((256, 2), (1024, 4), (2048, 8), (4096, 8))], key=["n"])
+    @triton.jit
+    def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2.0 + tl.load(y_ptr + offs, mask=mask),
+                 mask=mask)
+
+    def run(x, y, out):
+        n = x.numel()
+        add_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, y, out, n)
+        return out
+
+    run.best_config = lambda: str(getattr(add_kernel, "best_config", None))
+    return run
+
+
 COLD = ["softmax", "layernorm", "sdpa", "conv", "bf16mm8192", "skinny", "sort", "cumsum", "scatter", "tiny",
         "xent", "mlp", "chain10", "triton"]
 WARM = ["tiny_warm", "sort_warm", "mlp_warm", "chain10_warm", "conv_warm"]
@@ -447,8 +591,16 @@ COLD4 = ["mm512", "bf16odd", "intmm", "gelubf16", "swiglu", "rmsnorm", "argmax",
          "nonzero", "mmbwd", "convbwd", "embbwd", "lstm", "flashbf16"]
 WARM4 = ["mm512_warm", "swiglu_warm", "argmax_warm", "mmbwd_warm", "lstm_warm"]
 GRAPHS4 = ["gtrain_old", "gflash_old", "glstm_old", "gtrain_new", "gflash_new", "glstm_new"]
+# The fifth set (session 24): other attention kernels and libraries' epilogues, pooling, copies
+# and irregular memory access, atomics, an autotuned Triton kernel, kernels from two Python threads,
+# and graphs of attention, of multi-head attention, of a Triton kernel and of a ten-kernel chain
+# replayed 20 times in one region.
+COLD5 = ["cudnnattn", "effattn", "tf32mm", "addmmrelu", "groupnorm", "conv3d", "maxpool", "transpose", "gather",
+         "histc", "einsum", "tritonauto", "mha", "threads2"]
+WARM5 = ["cudnnattn_warm", "groupnorm_warm", "gather_warm", "histc_warm", "threads2_warm", "mha_warm"]
+GRAPHS5 = ["gattn_old", "gmha_old", "g20x_old", "gattn_new", "gmha_new", "g20x_new", "gtriton_new"]
 SETS = {"1": (COLD, WARM, GRAPHS), "2": (COLD2, WARM2, GRAPHS2), "3": (COLD3, WARM3, GRAPHS3),
-        "4": (COLD4, WARM4, GRAPHS4)}
+        "4": (COLD4, WARM4, GRAPHS4), "5": (COLD5, WARM5, GRAPHS5)}
 SET = "1"
 
 
@@ -463,6 +615,11 @@ def graph_call(w, name):
 def replay_call(w, name, g):
     """What a graph case's region does with its graph `g`: one replay; five (``g5x``); one on a
     side stream that the current stream waits for (``gside``)."""
+    if name.startswith("g20x"):
+        def twenty():
+            for _ in range(20):
+                g.replay()
+        return twenty
     if name.startswith("g5x"):
         def five():
             for _ in range(5):
@@ -535,9 +692,11 @@ def kprof_part():
                 return
         df = df[df["Metric"] == "gpu__time_duration.sum"]
         vals = [float(v) for v in df["Value"]]
+        # The autotuned Triton kernel: which block size this process's autotuning picked.
+        extra = {"best_config": w.triton_auto.best_config()} if name.startswith("tritonauto") else {}
         emit(part="kprof", case=name, ns=statistics.median(vals), values=vals,
              source=sorted(set(df["DurationSource"])), kernel=str(df["Kernel"].iloc[0])[:80],
-             warnings=[str(m.message)[:240] for m in caught][:3])
+             warnings=[str(m.message)[:240] for m in caught][:3], **extra)
 
     for name in cold:
         if name == "triton" and w.triton_add is None:
@@ -599,7 +758,7 @@ def ncu_target():
     torch = w.torch
     cold, warm, _ = SETS[SET]
     for name in cold + warm:
-        if (name == "triton" and w.triton_add is None) or (name == "fp8mm" and w.fp8 is None):
+        if (name in ("triton", "tritonauto") and w.triton_add is None) or (name == "fp8mm" and w.fp8 is None):
             continue
         try:
             w.eager(name)
@@ -607,6 +766,8 @@ def ncu_target():
             print(f"ncu-target: {name}: {e}"[:300], file=sys.stderr)
             continue
         torch.cuda.synchronize()
+        if name.startswith("tritonauto"):
+            print(f"ncu-target: {name}: best_config {w.triton_auto.best_config()}", file=sys.stderr)
         for i in range(3):
             torch.cuda.nvtx.range_push(f"{name}.{i}")
             w.eager(name)

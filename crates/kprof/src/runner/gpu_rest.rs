@@ -10,7 +10,11 @@
 //! 12.49, 11.40, 10.82, 10.77, 10.75 and 10.74 ms (medians, CUDA events, no profiler): idling
 //! as long as the work took keeps every run at ncu's value. NVML's clocks and reasons cannot
 //! decide it per run: they update about every 100 ms and `SwPowerCap` stays set for more than
-//! 0.4 s after the load ends.
+//! 0.4 s after the load ends. Nor can its instantaneous power field (`NVML_FI_DEV_POWER_INSTANT`),
+//! which also takes a new value every 100 ms, and work that never slowed drew up to 93 % of the
+//! 700 W limit (fp32 matmuls 4096 and 8192 back to back, 638-649 W): no share of the limit
+//! separates work that needs the rests from work that does not (session 24,
+//! `gpu_check_power.py instant`).
 //!
 //! The rule: the run loop adds up the GPU work since the GPU last rested (each piece from its
 //! start to the synchronization that ends it); once that reaches [`REST_AFTER`] (10 ms), the
