@@ -98,13 +98,18 @@ def unseen_table(tag, log=None, workload_set="1"):
     """The unseen workloads' rows of one call: {case: (kprof ns, reference ns, kernels)}, from its
     log (default `tag.log`) and its two ncu CSVs (`tag-ncu-cache-all.csv`, `-none.csv`); graphs
     take the CUDA events of the log's `refs` rows. `workload_set`: the probe's set of workloads
-    ("1": session 17's, "2": session 20's)."""
+    ("1": session 17's, "2": session 20's, up to "5"). A CSV that was not kept (the device tool
+    returns at most 8 files a call) leaves its eager rows without a reference (None)."""
     mod = unseen()
     mod.SET = workload_set
     cold_names, warm_names, graphs = mod.SETS[workload_set]
     rows = mod.read_log(truth_log(log or tag + ".log"))
-    cold = mod.ncu_sums(truth_log(tag + "-ncu-cache-all.csv"))
-    warm = mod.ncu_sums(truth_log(tag + "-ncu-cache-none.csv"))
+
+    def sums(suffix):
+        path = truth_log(tag + suffix)
+        return mod.ncu_sums(path) if os.path.exists(path) else {}
+
+    cold, warm = sums("-ncu-cache-all.csv"), sums("-ncu-cache-none.csv")
     return {
         name: ((rows.get(("kprof", name)) or {}).get("ns"), *mod.reference(name, rows, cold, warm))
         for name in cold_names + warm_names + graphs
