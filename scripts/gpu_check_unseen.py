@@ -8,6 +8,7 @@ process without a profiler (graphs). One part per call:
     python3 gpu_check_unseen.py kprof       # every case through kprof, default settings
     python3 gpu_check_unseen.py ncu-target  # the eager cases in NVTX ranges, for ncu (cold and warm)
     python3 gpu_check_unseen.py events-graphs  # graphs on the CUDA-events backend and by events, one process
+    python3 gpu_check_unseen.py graph-start    # the start of a graph launch by graph size and kernel parameters
     python3 gpu_check_unseen.py judge LOG NCU_ALL.csv NCU_NONE.csv   # verdict table
     python3 gpu_check_unseen.py cases cold|warm  # the eager cases' names, for ncu's NVTX filters
 
@@ -753,6 +754,47 @@ def events_graphs():
              ref_after=after, warnings=[str(m.message)[:200] for m in caught if "energy" not in str(m.message)][:3])
 
 
+def graph_start_probe():
+    """Session 24: does the GPU's start of a graph launch depend on the graph? Graphs of 1, 10, 100
+    and 1000 adds on 4096 floats, and of one multi-tensor-apply kernel (`torch._foreach_add_` over
+    200 tensors: its tensor list travels as a kernel parameter of about 4 KB), captured after
+    kprof's first benchmark: CUDA events around back-to-back replays in this same process (CUPTI
+    attached, as for kprof) against kprof's value (the graph record's span plus the start kprof
+    measured on its own graph, which its note gives). One ``graphstart`` row per graph (ns)."""
+    import kprof
+    import torch
+
+    from gpu_check_truth import capture_graph, events
+
+    x = torch.zeros(4096, device="cuda")
+    tensors = [torch.zeros(1024, device="cuda") for _ in range(200)]
+
+    @kprof.analyze.kernel(runs=3, verbosity=0, thermal_mode="off")
+    def first():
+        with kprof.annotate("r"):
+            x.add_(1.0)
+
+    first()
+    bodies = {f"chain{n}": (lambda n=n: [x.add_(1.0) for _ in range(n)]) for n in (1, 10, 100, 1000)}
+    bodies["foreach200"] = lambda: torch._foreach_add_(tensors, 1.0)
+    for name, body in bodies.items():
+        g = capture_graph(body)
+
+        @kprof.analyze.kernel(runs=10, verbosity=0, thermal_mode="off", cache_control="none")
+        def bench():
+            with kprof.annotate("r"):
+                g.replay()
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            df = bench().raw()
+        vals = [float(v) for v in df[df["Metric"] == "gpu__time_duration.sum"]["Value"]]
+        notes = [m for m in (str(c.message) for c in caught) if "measured on kprof's own graph" in m]
+        start = re.search(r"graph, ([0-9.]+) us measured", notes[0]) if notes else None
+        emit(part="graphstart", case=name, kprof_ns=statistics.median(vals), events_ns=events(g.replay),
+             start_us=float(start.group(1)) if start else None, source=sorted(set(df["DurationSource"])))
+
+
 def ncu_target():
     w = Work()
     torch = w.torch
@@ -861,6 +903,8 @@ def main():
         ncu_target()
     elif part == "events-graphs":
         events_graphs()
+    elif part == "graph-start":
+        graph_start_probe()
     elif part == "cases" and len(sys.argv) > 2 and sys.argv[2] in ("cold", "warm"):
         cold, warm, _ = SETS[SET]
         print(" ".join(cold if sys.argv[2] == "cold" else warm))

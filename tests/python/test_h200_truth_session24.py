@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import statistics
 
-from truth_recordings import diff, judge_failed, power_rows, truth_log, unseen, unseen_table
+from truth_recordings import diff, judge_failed, power_rows, truth_log, truth_rows, unseen, unseen_table
 
 POWER = "s24-call1-nvml-instant-power-every-100-ms.log"
 
@@ -174,3 +174,21 @@ def test_session24_the_acceptance_table_with_the_graph_start():
                       ("python", "seed sweep speed"), ("python", "single ~2 us kernel"),
                       ("rust", "graph from 2 streams"), ("rust", "sgemm1024")]
     assert "+3.49%" in r.stdout and "8.1x" in r.stdout and "-0.95%" in r.stdout and "-0.38%" in r.stdout
+
+
+def test_session24_the_start_of_a_graph_launch_does_not_grow_with_its_nodes():
+    """Call 6 (`gpu_check_unseen.py graph-start`, one process, CUPTI attached for both): CUDA
+    events around back-to-back replays exceed kprof's value (span plus the 1.76 µs start it
+    measured) by 1.7 µs for a chain of 100 adds and 2.6 µs for 1000: the start is about one start
+    whatever the node count (the 1000-node graph's -3.7 % against a process without a profiler is
+    that process's pace, 1129-1188 µs between calls). Graphs of 1 and 10 adds and of one
+    multi-tensor-apply kernel read 22-23 µs by events whatever their work (2.8-13 µs by kprof):
+    replayed back to back with CUPTI attached they are paced by the host's launches, so events
+    there say nothing about them."""
+    rows = {r["case"]: r for r in truth_rows("s24-call6-graph-start-by-graph-size.log", tags=("UNSEEN ",))}
+    assert rows["chain1"]["start_us"] == 1.76
+    for case in ("chain100", "chain1000"):
+        extra_us = (rows[case]["events_ns"] - rows[case]["kprof_ns"]) / 1e3
+        assert 1.0 < extra_us < 3.0, (case, extra_us)
+    for case in ("chain1", "chain10", "foreach200"):
+        assert 21_000 < rows[case]["events_ns"] < 24_000 and rows[case]["kprof_ns"] < 14_000, case
