@@ -9,6 +9,7 @@ process without a profiler (graphs). One part per call:
     python3 gpu_check_unseen.py ncu-target  # the eager cases in NVTX ranges, for ncu (cold and warm)
     python3 gpu_check_unseen.py events-graphs  # graphs on the CUDA-events backend and by events, one process
     python3 gpu_check_unseen.py graph-start    # the start of a graph launch by graph size and kernel parameters
+    python3 gpu_check_unseen.py graph-launch-cost  # host time per graph replay and per launch, before and with kprof
     python3 gpu_check_unseen.py judge LOG NCU_ALL.csv NCU_NONE.csv   # verdict table
     python3 gpu_check_unseen.py cases cold|warm  # the eager cases' names, for ncu's NVTX filters
 
@@ -795,6 +796,44 @@ def graph_start_probe():
              start_us=float(start.group(1)) if start else None, source=sorted(set(df["DurationSource"])))
 
 
+def graph_launch_cost():
+    """Session 24: the host's time per `g.replay()` of a one-node graph, and per eager `add_`,
+    with the launches queued behind a 40 ms sleep kernel (the host's cost alone, whatever the
+    GPU's pace): before kprof, then with kprof's CUPTI session attached, for the graph captured
+    before the session and one captured after it. One ``launchcost`` row per state (µs)."""
+    import kprof
+    import torch
+
+    from gpu_check_truth import capture_graph
+
+    x = torch.zeros(4096, device="cuda")
+
+    def host_us(fn, n=200):
+        rounds = []
+        for _ in range(3):
+            torch.cuda.synchronize()
+            torch.cuda._sleep(80_000_000)
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            rounds.append((time.perf_counter() - t0) / n * 1e6)
+            torch.cuda.synchronize()
+        return round(statistics.median(rounds), 3)
+
+    old = capture_graph(lambda: x.add_(1.0))
+    emit(part="launchcost", case="before", graph_us=host_us(old.replay), eager_us=host_us(lambda: x.add_(1.0)))
+
+    @kprof.analyze.kernel(runs=3, verbosity=0, thermal_mode="off")
+    def first():
+        with kprof.annotate("r"):
+            x.add_(1.0)
+
+    first()
+    new = capture_graph(lambda: x.add_(1.0))
+    emit(part="launchcost", case="attached", graph_old_us=host_us(old.replay), graph_new_us=host_us(new.replay),
+         eager_us=host_us(lambda: x.add_(1.0)))
+
+
 def ncu_target():
     w = Work()
     torch = w.torch
@@ -905,6 +944,8 @@ def main():
         events_graphs()
     elif part == "graph-start":
         graph_start_probe()
+    elif part == "graph-launch-cost":
+        graph_launch_cost()
     elif part == "cases" and len(sys.argv) > 2 and sys.argv[2] in ("cold", "warm"):
         cold, warm, _ = SETS[SET]
         print(" ".join(cold if sys.argv[2] == "cold" else warm))

@@ -183,8 +183,8 @@ def test_session24_the_start_of_a_graph_launch_does_not_grow_with_its_nodes():
     whatever the node count (the 1000-node graph's -3.7 % against a process without a profiler is
     that process's pace, 1129-1188 µs between calls). Graphs of 1 and 10 adds and of one
     multi-tensor-apply kernel read 22-23 µs by events whatever their work (2.8-13 µs by kprof):
-    replayed back to back with CUPTI attached they are paced by the host's launches, so events
-    there say nothing about them."""
+    the probe's loop (an event, the replay, an event) is paced by the host there, so those events
+    say nothing about them."""
     rows = {r["case"]: r for r in truth_rows("s24-call6-graph-start-by-graph-size.log", tags=("UNSEEN ",))}
     assert rows["chain1"]["start_us"] == 1.76
     for case in ("chain100", "chain1000"):
@@ -192,3 +192,18 @@ def test_session24_the_start_of_a_graph_launch_does_not_grow_with_its_nodes():
         assert 1.0 < extra_us < 3.0, (case, extra_us)
     for case in ("chain1", "chain10", "foreach200"):
         assert 21_000 < rows[case]["events_ns"] < 24_000 and rows[case]["kprof_ns"] < 14_000, case
+
+
+def test_session24_the_graph_guard_costs_host_time_per_launch_of_a_pre_session_graph():
+    """Call 7: torch's `g.replay()` of a one-node graph takes 5.1-5.6 µs of host time before kprof;
+    with kprof's session attached 7.75 µs for a graph captured in the session but 14.38 µs for one
+    captured before it, whose launches the graph guard wraps in switching graph trace off and on;
+    with `KPROF_GRAPH_TRACE=nodes` (no switching) both 8.4 µs."""
+    rows = truth_rows("s24-call7-host-time-per-graph-replay.log", section_prefix="== ", tags=("UNSEEN ",))
+    by = {(r["_section"], r["case"]): r for r in rows}
+    before, attached = by[("KPROF_GRAPH_TRACE=default", "before")], by[("KPROF_GRAPH_TRACE=default", "attached")]
+    nodes = by[("KPROF_GRAPH_TRACE=nodes", "attached")]
+    assert 5 < before["graph_us"] < 6
+    assert attached["graph_old_us"] - attached["graph_new_us"] > 5
+    assert abs(nodes["graph_old_us"] - nodes["graph_new_us"]) < 0.5
+    assert attached["graph_old_us"] - nodes["graph_old_us"] > 5
