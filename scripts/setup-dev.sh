@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fetches what the offline tests read on a fresh machine (idempotent), from PyPI: the CUPTI wheel
-# (headers and libnvperf_host) and the NVTX wheel (NVTX v3 headers, against which the
-# hand-written NVTX bindings are checked). Never committed: NVIDIA's licence. Nothing is
+# (headers and libnvperf_host), the NVTX wheel (NVTX v3 headers, against which the
+# hand-written NVTX bindings are checked) and the CUDA runtime wheel (its `cuda.h`, against which
+# the hand-written driver bindings are checked). Never committed: NVIDIA's licence. Nothing is
 # installed system-wide: building kprof needs only Rust (and a C linker), no libclang.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,3 +21,4 @@ fetch() {
 }
 fetch nvidia-cuda-cupti 13.0.85 target/cupti-wheel
 fetch nvidia-nvtx 13.0.85 target/nvtx-wheel
+fetch nvidia-cuda-runtime 13.0.96 target/cudart-wheel

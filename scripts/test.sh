@@ -8,6 +8,7 @@ stage() { echo "test.sh: $1 after $((SECONDS - start)) s"; }
 scripts/setup-dev.sh
 export KPROF_CUPTI_WHEEL_DIR="$PWD/target/cupti-wheel/unpacked"
 export KPROF_NVTX_INCLUDE="$PWD/target/nvtx-wheel/unpacked/nvidia/cu13/include"
+export KPROF_CUDA_INCLUDE="$PWD/target/cudart-wheel/unpacked/nvidia/cu13/include"
 # While the Rust tests compile (the critical path on 2 cores), what later steps fetch from the
 # network is installed in the background: the wheel's build tools, the Python test venv's
 # packages (dask and submitit for the scale-out tests), Chromium, then Debian's slurm-wlm and munge

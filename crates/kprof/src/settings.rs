@@ -297,6 +297,13 @@ pub const ENV_VARS: &[EnvVar] = &[
         read_by: "the tests of kprof (`tests/common`); set by `scripts/test.sh`",
     },
     EnvVar {
+        name: "KPROF_CUDA_INCLUDE",
+        default: "unset: the tests unpack or download the `nvidia-cuda-runtime` wheel themselves",
+        meaning: "Testing: the `include` folder of an unpacked `nvidia-cuda-runtime` wheel, holding `cuda.h`, which \
+                  the tests check kprof's hand-written driver bindings against.",
+        read_by: "the tests of kprof (`tests/common`); set by `scripts/test.sh`",
+    },
+    EnvVar {
         name: "KPROF_BIN",
         default: "`.carry/bin`",
         meaning: "GPU check: the folder of the executables built by `scripts/build-carry.sh`.",

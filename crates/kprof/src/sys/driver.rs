@@ -141,16 +141,26 @@ struct GraphFns {
 /// `CUDA_KERNEL_NODE_PARAMS_v2` of `cuda.h` (CUDA 12 and later). Its fields up to `extra` are
 /// the first form's, which `cuGraphAddKernelNode` of CUDA 11 reads; `kern` and `ctx` stay null
 /// (the node runs `func` in the current context).
+/// Public for the check of its layout against `cuda.h` (`tests/all/driver_headers.rs`).
 #[repr(C)]
-struct KernelNodeParams {
-    func: CuFunction,
-    grid_dim: [c_uint; 3],
-    block_dim: [c_uint; 3],
-    shared_mem_bytes: c_uint,
-    kernel_params: *mut *mut c_void,
-    extra: *mut *mut c_void,
-    kern: *mut c_void,
-    ctx: CuContext,
+#[derive(Debug)]
+pub struct KernelNodeParams {
+    /// `func`.
+    pub func: CuFunction,
+    /// `gridDimX`, `gridDimY`, `gridDimZ`.
+    pub grid_dim: [c_uint; 3],
+    /// `blockDimX`, `blockDimY`, `blockDimZ`.
+    pub block_dim: [c_uint; 3],
+    /// `sharedMemBytes`.
+    pub shared_mem_bytes: c_uint,
+    /// `kernelParams`.
+    pub kernel_params: *mut *mut c_void,
+    /// `extra`.
+    pub extra: *mut *mut c_void,
+    /// `kern` (`CUkernel`).
+    pub kern: *mut c_void,
+    /// `ctx`.
+    pub ctx: CuContext,
 }
 
 /// kprof's own CUDA graph of one kernel node ([`DriverFns::kernel_graph`]), instantiated:

@@ -13,6 +13,7 @@ mod conditions_sampler;
 mod conditions_thermal;
 mod counters_host;
 mod cupti_headers;
+mod driver_headers;
 mod gpu_smoke;
 mod house;
 mod ncu_argv;

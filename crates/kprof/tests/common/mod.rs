@@ -151,30 +151,48 @@ pub fn skip(test: &str, why: &str) {
 /// The NVTX v3 headers' wheel (the CUPTI wheel has none): `nvidia-nvtx`, the CUDA 13.0 release.
 pub const NVTX_WHEEL_SPEC: &str = "nvidia-nvtx==13.0.85";
 
+/// The CUDA runtime's wheel, for its `cuda.h` (the driver API's header): the CUDA 13.0 release.
+pub const CUDA_RUNTIME_WHEEL_SPEC: &str = "nvidia-cuda-runtime==13.0.96";
+
 /// Returns the `include` directory holding `nvtx3/nvToolsExt.h` from the `nvidia-nvtx` wheel, or
-/// why not: `$KPROF_NVTX_INCLUDE` (set by scripts/test.sh after scripts/setup-dev.sh unpacked the
-/// wheel), else an extraction under the system temp directory, else `pip download`.
+/// why not ([`wheel_include`], `$KPROF_NVTX_INCLUDE`).
 pub fn nvtx_include() -> Result<PathBuf, String> {
+    wheel_include("KPROF_NVTX_INCLUDE", NVTX_WHEEL_SPEC, "nvtx3/nvToolsExt.h")
+}
+
+/// Returns the `include` directory holding `cuda.h` from the `nvidia-cuda-runtime` wheel, or why
+/// not ([`wheel_include`], `$KPROF_CUDA_INCLUDE`).
+pub fn cuda_include() -> Result<PathBuf, String> {
+    wheel_include("KPROF_CUDA_INCLUDE", CUDA_RUNTIME_WHEEL_SPEC, "cuda.h")
+}
+
+/// The `nvidia/cu13/include` folder of the wheel `spec` (`name==version`), which must hold
+/// `marker`, or why not: `$env` (set by scripts/test.sh after scripts/setup-dev.sh unpacked the
+/// wheel), else an extraction under the system temp directory, else `pip download`.
+fn wheel_include(env: &str, spec: &str, marker: &str) -> Result<PathBuf, String> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
-    let has = |d: &Path| d.join("nvtx3/nvToolsExt.h").is_file();
-    if let Some(d) = std::env::var_os("KPROF_NVTX_INCLUDE").map(PathBuf::from) {
+    let has = |d: &Path| d.join(marker).is_file();
+    if let Some(d) = std::env::var_os(env).map(PathBuf::from) {
         if has(&d) {
             return Ok(d);
         }
     }
-    let root = std::env::temp_dir().join("kprof-nvtx-wheel-13.0.85");
+    // `nvidia-nvtx==13.0.85` is the file `nvidia_nvtx-13.0.85-...whl`.
+    let (name, version) = spec.split_once("==").unwrap_or((spec, ""));
+    let stem = format!("{}-{version}", name.replace('-', "_"));
+    let root = std::env::temp_dir().join(format!("kprof-{stem}-wheel"));
     let inc = root.join("nvidia/cu13/include");
     if has(&inc) {
         return Ok(inc);
     }
-    let dl = std::env::temp_dir().join("kprof-nvtx-wheel-download");
+    let dl = std::env::temp_dir().join(format!("kprof-{stem}-download"));
     let _ = std::fs::create_dir_all(&dl);
-    let find = || find_wheel(&dl, "nvidia_nvtx-13.0.85");
+    let find = || find_wheel(&dl, &stem);
     if find().is_none() {
         for py in ["python3", "python"] {
             let ok = Command::new(py)
-                .args(["-m", "pip", "download", "--no-deps", "--quiet", NVTX_WHEEL_SPEC, "-d"])
+                .args(["-m", "pip", "download", "--no-deps", "--quiet", spec, "-d"])
                 .arg(&dl)
                 .status()
                 .is_ok_and(|s| s.success());
@@ -183,11 +201,8 @@ pub fn nvtx_include() -> Result<PathBuf, String> {
             }
         }
     }
-    let wheel = find().ok_or_else(|| {
-        format!(
-            "the {NVTX_WHEEL_SPEC} wheel is not unpacked at $KPROF_NVTX_INCLUDE and `pip download` failed (offline?)"
-        )
-    })?;
+    let wheel = find()
+        .ok_or_else(|| format!("the {spec} wheel is not unpacked at ${env} and `pip download` failed (offline?)"))?;
     let status = unzip(&wheel, &root)?;
     if !status.success() || !has(&inc) {
         return Err(format!("could not extract {}", wheel.display()));
