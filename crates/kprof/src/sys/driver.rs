@@ -525,9 +525,7 @@ impl DriverFns {
             )
         }
     }
-}
 
-impl DriverFns {
     /// A [`KernelGraph`] of one node that runs `kernel` (from [`DriverFns::load_kernel`]) with a
     /// 1-D grid and its two parameters, instantiated; on failure the call that failed and its
     /// code (801, `CUDA_ERROR_NOT_SUPPORTED`, where this libcuda lacks the graph entry points).
