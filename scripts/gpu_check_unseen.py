@@ -755,6 +755,17 @@ def events_graphs():
              ref_after=after, warnings=[str(m.message)[:200] for m in caught if "energy" not in str(m.message)][:3])
 
 
+def first_benchmark(kprof, x):
+    """A first kprof benchmark (an add on `x`): it starts kprof's CUPTI session, so that graphs
+    captured after it are the session's (graph records)."""
+    @kprof.analyze.kernel(runs=3, verbosity=0, thermal_mode="off")
+    def first():
+        with kprof.annotate("r"):
+            x.add_(1.0)
+
+    first()
+
+
 def graph_start_probe():
     """Session 24: does the GPU's start of a graph launch depend on the graph? Graphs of 1, 10, 100
     and 1000 adds on 4096 floats, and of one multi-tensor-apply kernel (`torch._foreach_add_` over
@@ -770,12 +781,7 @@ def graph_start_probe():
     x = torch.zeros(4096, device="cuda")
     tensors = [torch.zeros(1024, device="cuda") for _ in range(200)]
 
-    @kprof.analyze.kernel(runs=3, verbosity=0, thermal_mode="off")
-    def first():
-        with kprof.annotate("r"):
-            x.add_(1.0)
-
-    first()
+    first_benchmark(kprof, x)
     bodies = {f"chain{n}": (lambda n=n: [x.add_(1.0) for _ in range(n)]) for n in (1, 10, 100, 1000)}
     bodies["foreach200"] = lambda: torch._foreach_add_(tensors, 1.0)
     for name, body in bodies.items():
@@ -823,12 +829,7 @@ def graph_launch_cost():
     old = capture_graph(lambda: x.add_(1.0))
     emit(part="launchcost", case="before", graph_us=host_us(old.replay), eager_us=host_us(lambda: x.add_(1.0)))
 
-    @kprof.analyze.kernel(runs=3, verbosity=0, thermal_mode="off")
-    def first():
-        with kprof.annotate("r"):
-            x.add_(1.0)
-
-    first()
+    first_benchmark(kprof, x)
     new = capture_graph(lambda: x.add_(1.0))
     emit(part="launchcost", case="attached", graph_old_us=host_us(old.replay), graph_new_us=host_us(new.replay),
          eager_us=host_us(lambda: x.add_(1.0)))
