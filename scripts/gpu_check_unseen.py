@@ -10,6 +10,7 @@ process without a profiler (graphs). One part per call:
     python3 gpu_check_unseen.py events-graphs  # graphs on the CUDA-events backend and by events, one process
     python3 gpu_check_unseen.py graph-start    # the start of a graph launch by graph size and kernel parameters
     python3 gpu_check_unseen.py graph-launch-cost  # host time per graph replay and per launch, before and with kprof
+    python3 gpu_check_unseen.py graph-mix      # graphs from before and after the session in one benchmark (session 25)
     python3 gpu_check_unseen.py judge LOG NCU_ALL.csv NCU_NONE.csv   # verdict table
     python3 gpu_check_unseen.py cases cold|warm  # the eager cases' names, for ncu's NVTX filters
 
@@ -834,6 +835,86 @@ def graph_launch_cost():
     emit(part="launchcost", case="attached", graph_old_us=host_us(old.replay), graph_new_us=host_us(new.replay),
          eager_us=host_us(lambda: x.add_(1.0)))
 
+    # Session 25: inside a benchmark (its timing passes), where graph trace stays off between
+    # launches of the graph from before the session instead of switching at each.
+    def inside(fn):
+        rounds = []
+
+        @kprof.analyze.kernel(runs=3, verbosity=0, thermal_mode="off", cache_control="none")
+        def bench():
+            with kprof.annotate("r"):
+                r = host_us(fn)
+            if not kprof.in_counter_pass():
+                rounds.append(r)
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            bench()
+        return statistics.median(rounds)
+
+    emit(part="launchcost", case="inside", graph_old_us=inside(old.replay), graph_new_us=inside(new.replay),
+         eager_us=inside(lambda: x.add_(1.0)))
+
+
+def graph_mix():
+    """Session 25: graph trace stays off between launches of a graph from before the session
+    during a benchmark. Does every arrangement still run and time right? In one process, a graph
+    of ten adds on 4M floats captured before kprof's first benchmark (``old``) and one captured
+    after it (``new``): regions replaying old then new, a region that captures a graph after
+    replaying old (instantiated with graph trace off: kprof times it from its node records) and
+    replays it, and after those benchmarks a graph replayed from before and a new one captured
+    between benchmarks. Each against CUDA events around the same work in this process (CUPTI
+    attached; a sanity check, not issue 17's reference). One ``graphmix`` row per case (ns)."""
+    import kprof
+    import torch
+
+    from gpu_check_truth import capture_graph, events
+
+    x = torch.zeros(4 << 20, device="cuda")
+    body = lambda: [x.add_(1.0) for _ in range(10)]  # noqa: E731
+    old = capture_graph(body)
+    first_benchmark(kprof, x)
+    new = capture_graph(body)
+    inner = {}
+
+    def capture_inside():
+        old.replay()
+        if "g" not in inner:
+            inner["g"] = capture_graph(body)  # its warm-up and replays land in the warm-up run
+        inner["g"].replay()
+
+    def bench_row(case, fn, ref_fn):
+        @kprof.analyze.kernel(runs=10, verbosity=0, thermal_mode="off", cache_control="none")
+        def bench():
+            with kprof.annotate("r"):
+                fn()
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                df = bench().raw()
+            except Exception as e:  # noqa: BLE001  (a case that fails is a row)
+                emit(part="graphmix", case=case, error=str(e)[:400])
+                return
+        vals = [float(v) for v in df[df["Metric"] == "gpu__time_duration.sum"]["Value"]]
+        msgs = [str(c.message) for c in caught]
+        emit(part="graphmix", case=case, kprof_ns=statistics.median(vals), events_ns=events(ref_fn),
+             source=sorted(set(df["DurationSource"])), kernel=str(df["Kernel"].iloc[0])[:60],
+             node_records=any("node" in m and "instantiated before" in m for m in msgs),
+             warnings=[m[:200] for m in msgs if "energy" not in m][:3])
+
+    bench_row("old", old.replay, old.replay)
+    bench_row("new", new.replay, new.replay)
+    bench_row("old_then_new", lambda: (old.replay(), new.replay()), lambda: (old.replay(), new.replay()))
+    bench_row("new_then_old", lambda: (new.replay(), old.replay()), lambda: (new.replay(), old.replay()))
+    bench_row("old_x20", lambda: [old.replay() for _ in range(20)], lambda: [old.replay() for _ in range(20)])
+    bench_row("capture_inside", capture_inside, capture_inside)
+    # Between benchmarks: a replay of the old graph, then a graph captured (graph trace on again).
+    old.replay()
+    between = capture_graph(body)
+    bench_row("captured_between", between.replay, between.replay)
+    bench_row("old_again", old.replay, old.replay)
+
 
 def ncu_target():
     w = Work()
@@ -947,6 +1028,8 @@ def main():
         graph_start_probe()
     elif part == "graph-launch-cost":
         graph_launch_cost()
+    elif part == "graph-mix":
+        graph_mix()
     elif part == "cases" and len(sys.argv) > 2 and sys.argv[2] in ("cold", "warm"):
         cold, warm, _ = SETS[SET]
         print(" ".join(cold if sys.argv[2] == "cold" else warm))

@@ -767,6 +767,8 @@ impl ActivitySession {
     /// [`EngineError::DroppedRecords`].
     pub fn flush(&mut self) -> Result<ActivityBatch, EngineError> {
         let c = self.cupti;
+        // Graph trace back on where launches of older executables left it off (graph_guard).
+        graph_guard::restore_graph_trace();
         // No lock held here: CUPTI may call buffer_completed on this very thread.
         c.check(
             "cuptiActivityFlushAll",

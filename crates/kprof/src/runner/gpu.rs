@@ -292,6 +292,7 @@ impl Backend for GpuBackend {
         lock(&self.session).stop_flushing_before_kernels()
     }
     fn set_idle(&self, idle: bool) -> Result<(), EngineError> {
+        crate::cupti::graph_guard::set_between_benchmarks(idle);
         // Opt-in until checked on a GPU: switching the records off and on between benchmarks
         // is what the counter pass does to kernel records (checked), but not yet to launch
         // records nor around graphs instantiated before the session.
