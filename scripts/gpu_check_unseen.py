@@ -35,6 +35,8 @@ group norm, a cuDNN 3-D convolution, max pooling, a transposing copy, gather, a 
 Python threads at once (ncu with ``--nvtx-push-pop-scope process``), and graphs of attention, of
 multi-head attention, of a Triton kernel and of a ten-kernel chain replayed 20 times in a region.
 
+``UNSEEN_GRAPHS_ONLY=1`` makes the ``kprof`` part run the set's graph cases alone.
+
 Cold cases (``cache_control`` left at its default, "all") are judged against ncu with
 ``--cache-control all``; warm ones (``cache_control="none"``, names ending in ``_warm``) against
 ``--cache-control none``. ncu flushes the caches before every kernel; kprof's counter passes do
@@ -44,6 +46,7 @@ found their inputs in the L2: the ten-kernel chain read 19 % low).
 
 import csv
 import json
+import os
 import re
 import statistics
 import sys
@@ -701,6 +704,8 @@ def kprof_part():
              source=sorted(set(df["DurationSource"])), kernel=str(df["Kernel"].iloc[0])[:80],
              warnings=[str(m.message)[:240] for m in caught][:3], **extra)
 
+    if os.environ.get("UNSEEN_GRAPHS_ONLY") == "1":  # the graph cases alone (session 25)
+        cold, warm = [], []
     for name in cold:
         if name == "triton" and w.triton_add is None:
             emit(part="kprof", case=name, error="no triton")
@@ -852,8 +857,10 @@ def graph_launch_cost():
             bench()
         return statistics.median(rounds)
 
-    emit(part="launchcost", case="inside", graph_old_us=inside(old.replay), graph_new_us=inside(new.replay),
-         eager_us=inside(lambda: x.add_(1.0)))
+    # LAUNCHCOST_INSIDE=old,new,eager: which of the three, in that order (one row each).
+    fns = {"old": old.replay, "new": new.replay, "eager": lambda: x.add_(1.0)}
+    for what in os.environ.get("LAUNCHCOST_INSIDE", "old,new,eager").split(","):
+        emit(part="launchcost", case="inside", what=what, host_us=inside(fns[what]))
 
 
 def graph_mix():
@@ -914,6 +921,49 @@ def graph_mix():
     between = capture_graph(body)
     bench_row("captured_between", between.replay, between.replay)
     bench_row("old_again", old.replay, old.replay)
+
+
+def graph_crash():
+    """Session 25: a benchmark whose region queued a 40 ms sleep kernel and 200 replays of a
+    one-node graph three times, synchronizing after each, crashed the process (segmentation fault
+    in the bench call) with the graph from after the session's start, and with
+    ``KPROF_GRAPH_TRACE=nodes`` already with a graph from before. One variant per process
+    (``GC_VARIANT``: replays per round x rounds, sleep, synchronize, the graph's age, options).
+    One ``graphcrash`` row when it survives."""
+    import kprof
+    import torch
+
+    from gpu_check_truth import capture_graph
+
+    v = dict(kv.split("=") for kv in os.environ.get("GC_VARIANT", "").split() if "=" in kv)
+    n, rounds = int(v.get("n", 200)), int(v.get("rounds", 3))
+    sleep, sync = v.get("sleep", "1") == "1", v.get("sync", "1") == "1"
+    x = torch.zeros(4096, device="cuda")
+    old = capture_graph(lambda: x.add_(1.0))
+    first_benchmark(kprof, x)
+    g = old if v.get("graph") == "old" else capture_graph(lambda: x.add_(1.0))
+    opts = {"cache_control": v.get("cache", "none")}
+    if "source" in v:
+        opts["duration_source"] = v["source"]
+
+    @kprof.analyze.kernel(runs=int(v.get("runs", 3)), verbosity=0, thermal_mode="off", **opts)
+    def bench():
+        with kprof.annotate("r"):
+            for _ in range(rounds):
+                if sleep:
+                    torch.cuda._sleep(80_000_000)
+                for _ in range(n):
+                    g.replay()
+                if sync:
+                    torch.cuda.synchronize()
+
+    print(f"graph-crash {v}: bench starts", file=sys.stderr, flush=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        df = bench().raw()
+    vals = [float(x) for x in df[df["Metric"] == "gpu__time_duration.sum"]["Value"]]
+    emit(part="graphcrash", variant=v, ns=statistics.median(vals), source=sorted(set(df["DurationSource"])),
+         warnings=[str(m.message)[:200] for m in caught if "energy" not in str(m.message)][:3])
 
 
 def ncu_target():
@@ -1030,6 +1080,8 @@ def main():
         graph_launch_cost()
     elif part == "graph-mix":
         graph_mix()
+    elif part == "graph-crash":
+        graph_crash()
     elif part == "cases" and len(sys.argv) > 2 and sys.argv[2] in ("cold", "warm"):
         cold, warm, _ = SETS[SET]
         print(" ".join(cold if sys.argv[2] == "cold" else warm))

@@ -292,6 +292,12 @@ pub(crate) trait Backend: Send + Sync {
     fn graph_spans_from_nodes(&self) -> bool {
         false
     }
+    /// CUDA graph launches this backend has seen in the process so far (0 for backends that do
+    /// not see them): the run loop sizes a counter pass by the graph launches of its timing pass
+    /// ([`counter_pass`]).
+    fn graph_launches_seen(&self) -> u64 {
+        0
+    }
     /// The GPU's start overhead of a graph launch added to every span from a graph record, ns
     /// (`runner/graph_start.rs`): `None` before a graph record was seen, `Some(None)` when it
     /// could not be measured.

@@ -274,6 +274,9 @@ pub struct ActivitySession {
     kernel_trace: KernelTrace,
     /// How graph launches are timed (after fallbacks: what this session does).
     graph_trace: GraphTrace,
+    /// Whether the driver callbacks of graph launches stay on for the whole session (the graph
+    /// guard's, or only to count the launches: [`graph_guard::graph_launches_seen`]).
+    graph_launch_callbacks: bool,
     stopped: bool,
     /// Record kinds off between benchmarks ([`ActivitySession::set_paused`]).
     paused: bool,
@@ -307,6 +310,7 @@ impl ActivitySession {
             attribution: Attribution::Records,
             kernel_trace: KernelTrace::Concurrent,
             graph_trace: GraphTrace::Nodes,
+            graph_launch_callbacks: false,
             stopped: false,
             paused: false,
             last_flush: None,
@@ -387,6 +391,15 @@ impl ActivitySession {
         if self.graph_trace != GraphTrace::Graph {
             // No guard: graph executables instantiated from now on go unseen.
             graph_guard::note_unseen_graph_execs();
+            // Graph launches are still counted, to size counter passes (graph_guard).
+            if let Some(enable) = c.fns.enable_callback() {
+                let sub = self.subscriber as SubscriberHandle;
+                self.graph_launch_callbacks = graph_guard::GRAPH_LAUNCH_CBIDS
+                    .iter()
+                    .all(|&id| enable.call(1, sub, graph_guard::CB_DOMAIN_DRIVER_API, id) == CUPTI_SUCCESS);
+            }
+        } else {
+            self.graph_launch_callbacks = true;
         }
         c.check(
             "cuptiActivityEnable(EXTERNAL_CORRELATION)",
@@ -644,7 +657,7 @@ impl ActivitySession {
             .iter()
             .chain(&cbid::BEGIN_CAPTURE_CBIDS)
             .chain(&cbid::END_CAPTURE_CBIDS)
-            .chain(if graph_guard::is_armed() {
+            .chain(if self.graph_launch_callbacks {
                 &[][..]
             } else {
                 &graph_guard::GRAPH_LAUNCH_CBIDS[..]

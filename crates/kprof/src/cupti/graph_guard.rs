@@ -26,7 +26,7 @@
 //! the session (launching it with graph trace on could crash as they do).
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use crate::cupti::collector::switch_kind;
@@ -144,6 +144,11 @@ static LIVE_UNDER_CUPTI: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
 static UNSEEN_UNDER_CUPTI: AtomicBool = AtomicBool::new(false);
 /// Whether the fast path may skip the lock (no session traces graphs as a whole).
 static ARMED: AtomicBool = AtomicBool::new(false);
+/// Graph launches seen by the callbacks of any session, to size counter passes: a Range Profiler
+/// pass in application replay whose graph launches overflow its counter-data image crashes the
+/// process inside CUPTI 13.0 (H200, session 25: 130 replays of a one-node graph in a region with
+/// an image of 64 ranges), where eager kernels are dropped and counted.
+static GRAPH_LAUNCHES_SEEN: AtomicU64 = AtomicU64::new(0);
 
 /// Starts guarding graph launches for a session with graph trace on. The caller enables the
 /// callbacks ([`CB_DOMAIN_RESOURCE`] / [`CBID_RESOURCE_GRAPHEXEC_CREATED`] and the driver's
@@ -190,11 +195,6 @@ pub(crate) fn disarm() {
     lock(&GUARD).take();
 }
 
-/// Whether a session guards graph launches now (it has the graph-launch callbacks enabled).
-pub(crate) fn is_armed() -> bool {
-    ARMED.load(Ordering::SeqCst)
-}
-
 /// How many graph launches of executables instantiated before the session ran with graph trace
 /// off (their spans merged from node records) since the session started.
 pub(crate) fn old_launches() -> u64 {
@@ -226,12 +226,26 @@ fn track_live(exec: usize, created: bool) {
     }
 }
 
+/// Graph launches the sessions' callbacks have seen in this process (at their entry).
+pub(crate) fn graph_launches_seen() -> u64 {
+    GRAPH_LAUNCHES_SEEN.load(Ordering::SeqCst)
+}
+
 /// Handles a CUPTI callback if it is a graph-executable creation or a graph launch.
 pub(crate) fn on_callback(callback: &Callback<'_>) {
-    if !callback.has_data() || !ARMED.load(Ordering::SeqCst) {
+    if !callback.has_data() {
         return;
     }
     let (domain, id) = (callback.domain(), callback.cbid());
+    if domain == CB_DOMAIN_DRIVER_API
+        && GRAPH_LAUNCH_CBIDS.contains(&id)
+        && callback.api().is_some_and(|cb| cb.callbackSite == SITE_ENTER)
+    {
+        GRAPH_LAUNCHES_SEEN.fetch_add(1, Ordering::SeqCst);
+    }
+    if !ARMED.load(Ordering::SeqCst) {
+        return;
+    }
     if domain == CB_DOMAIN_RESOURCE && id == CBID_RESOURCE_GRAPHEXEC_CREATED {
         // The executable, from the graph data of the resource callback (none: it cannot be
         // followed, so kprof will not detach CUPTI).

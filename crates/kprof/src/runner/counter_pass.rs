@@ -425,6 +425,18 @@ pub(super) struct CounterState {
 pub(super) const FIRST_CAPACITY: usize = 64;
 const MAX_CAPACITY: usize = 1 << 16;
 
+/// The ranges of a kernel- or application-replay counter pass's image: room for `kernels` (the
+/// benchmark's kernel capacity, grown ×4 when a pass overflows it) plus one range per CUDA graph
+/// launch of the run's timing pass. Graph launches take ranges too, and a pass whose graph
+/// launches overflow the image crashes the process inside CUPTI 13.0 (H200, session 25: 130
+/// replays of a one-node graph in one region against an image of 64 ranges; 64 held), where
+/// overflowing eager kernels are dropped and seen in the spare range. `None` past
+/// [`MAX_CAPACITY`].
+pub(super) fn pass_capacity(kernels: usize, graph_launches: u64) -> Option<usize> {
+    let capacity = kernels.checked_add(usize::try_from(graph_launches).ok()?)?;
+    (capacity <= MAX_CAPACITY).then_some(capacity)
+}
+
 /// What a counter pass gave for one run.
 #[derive(Debug)]
 pub(super) enum CounterRun {
@@ -703,14 +715,15 @@ impl Profiler {
         got
     }
 
-    /// The counter pass of one recorded run (see the module docs). `n_regions`: regions the
-    /// timing pass opened.
+    /// The counter pass of one recorded run (see the module docs). `n_regions`, `graph_launches`:
+    /// regions the timing pass opened and CUDA graph launches it made (each takes a range of the
+    /// counter-data image in kernel and application replay: see [`pass_capacity`]).
     pub(super) fn counter_run<F>(
         &mut self,
         st: &mut CounterState,
         at: RunAt,
         f: &mut F,
-        n_regions: usize,
+        (n_regions, graph_launches): (usize, u64),
         window: (u64, u64),
     ) -> Result<CounterRun, EngineError>
     where
@@ -742,9 +755,15 @@ impl Profiler {
                 if cold && !app {
                     backend.flush_l2(flush)?;
                 }
+                let Some(capacity) = pass_capacity(st.capacity, graph_launches) else {
+                    return Ok(CounterRun::Failed(format!(
+                        "the timing pass made {graph_launches} CUDA graph launches, more than a counter-data image \
+                         holds ({MAX_CAPACITY} ranges): time this benchmark with duration_source=\"records\""
+                    )));
+                };
                 let mut failure = None;
                 let mut launches: Option<Vec<PassLaunch>> = None;
-                let got = cb.collect(&st.plan, st.capacity, &mut |_sink| {
+                let got = cb.collect(&st.plan, capacity, &mut |_sink| {
                     // The rest owed by the timing pass (or the previous counter pass) comes after
                     // CUPTI's set-up of the pass, right before its GPU work (`gpu_rest`).
                     gpu_rest::before_gpu_work();

@@ -312,6 +312,9 @@ impl Backend for GpuBackend {
         let session = lock(&self.session);
         session.graph_trace() == crate::cupti::GraphTrace::Nodes || session.graph_launches_from_nodes() > 0
     }
+    fn graph_launches_seen(&self) -> u64 {
+        crate::cupti::graph_guard::graph_launches_seen()
+    }
     fn graph_start_ns(&self) -> Option<Option<u64>> {
         self.graph_start_ns.get().copied()
     }

@@ -492,6 +492,7 @@ impl Profiler {
             }
             let t0 = Instant::now();
             let run_start_ns = self.backend.timestamp_ns();
+            let graph_launches_before = self.backend.graph_launches_seen();
             let at = RunAt {
                 name: sw.name,
                 call,
@@ -504,8 +505,9 @@ impl Profiler {
             let counters = match (&mut sw.counters, step.warmup, &failure) {
                 (Some(st), false, None) => {
                     let window = (run_start_ns, self.backend.timestamp_ns());
+                    let graph_launches = self.backend.graph_launches_seen() - graph_launches_before;
                     Some(self.without_kernel_records(st.kernel_records, |me| {
-                        me.counter_run(st, at, f, spans.len(), window)
+                        me.counter_run(st, at, f, (spans.len(), graph_launches), window)
                     })?)
                 }
                 _ => None,

@@ -47,6 +47,8 @@ struct Mock {
     graph_stretch_ns: u64,
     /// Launches of graphs instantiated before the session (spans merged from node records).
     old_graph_launches: AtomicU64,
+    /// Every graph launch ([`Backend::graph_launches_seen`]).
+    graph_launches: AtomicU64,
     /// [`CounterBackend::release`] calls.
     releases: AtomicUsize,
 }
@@ -55,6 +57,7 @@ impl Mock {
     /// A CUDA graph launch of `dur` ns: one span in the timing records; the Range Profiler does not
     /// profile graph launches, so a counter pass sees nothing of it.
     fn launch_graph(&self, dur: u64) {
+        self.graph_launches.fetch_add(1, Ordering::SeqCst);
         if self.in_counter_pass.load(Ordering::SeqCst) {
             if self.graph_ranges {
                 let r = self.open_range.lock().unwrap().clone();
@@ -128,6 +131,9 @@ impl Backend for Mock {
     }
     fn graph_launches_from_nodes(&self) -> u64 {
         self.old_graph_launches.load(Ordering::SeqCst)
+    }
+    fn graph_launches_seen(&self) -> u64 {
+        self.graph_launches.load(Ordering::SeqCst)
     }
     fn flush_l2(&self, _spec: crate::runner::FlushSpec) -> Result<(), EngineError> {
         // As on the GPU: the flush is a kernel the activity records see, outside every region.

@@ -232,3 +232,44 @@ fn a_graph_span_stretched_past_the_timing_pass_is_nan_with_one_warning() {
     assert!(values.iter().all(|v| v.is_finite()));
     assert!(stretched.is_empty());
 }
+
+#[test]
+fn a_counter_pass_has_room_for_every_graph_launch_of_its_timing_pass() {
+    // CUPTI 13.0 crashed when a pass's graph launches overflowed its image (130 replays against
+    // 64 ranges on the H200): each pass's image holds the kernel capacity plus the graph
+    // launches of its run's timing pass.
+    let (mock, mut p) = setup_mock(Mock {
+        passes: 1,
+        graph_records: true,
+        graph_ranges: true,
+        ..Default::default()
+    });
+    let m = mock.clone();
+    let o = BenchOptions {
+        duration: DurationSource::Counters,
+        ..opts(&[], ReplayMode::Application)
+    };
+    let (mut timing_passes, mut n) = (0, 0);
+    let raw = p
+        .bench("many", &[], &o, |_, run| {
+            // 200 graph launches in the warm-up and the first recorded run, 10 in the second; a
+            // counter pass launches what its timing pass did.
+            if !m.in_counter_pass.load(Ordering::SeqCst) {
+                timing_passes += 1;
+                n = if timing_passes <= 2 { 200 } else { 10 };
+            }
+            run.annotate("a", |_| {
+                m.launch("k1", 10);
+                for _ in 0..n {
+                    m.launch_graph(5);
+                }
+            })?;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(*mock.capacities.lock().unwrap(), vec![64 + 200, 64 + 10]);
+    assert_eq!(duration_sources(&raw, "a").len(), 2);
+    // Past the largest image: the run fails with a message that names the way out.
+    assert_eq!(super::super::pass_capacity(64, 1 << 20), None);
+    assert_eq!(super::super::pass_capacity(64, 0), Some(64));
+}
