@@ -928,7 +928,8 @@ def graph_crash():
     one-node graph three times, synchronizing after each, crashed the process (segmentation fault
     in the bench call) with the graph from after the session's start, and with
     ``KPROF_GRAPH_TRACE=nodes`` already with a graph from before. One variant per process
-    (``GC_VARIANT``: replays per round x rounds, sleep, synchronize, the graph's age, options).
+    (``GC_VARIANT``: replays per round x rounds, sleep, synchronize, eager adds per round, the
+    graph's age, options).
     One ``graphcrash`` row when it survives."""
     import kprof
     import torch
@@ -937,7 +938,7 @@ def graph_crash():
 
     v = dict(kv.split("=") for kv in os.environ.get("GC_VARIANT", "").split() if "=" in kv)
     n, rounds = int(v.get("n", 200)), int(v.get("rounds", 3))
-    sleep, sync = v.get("sleep", "1") == "1", v.get("sync", "1") == "1"
+    sleep, sync, eager = v.get("sleep", "1") == "1", v.get("sync", "1") == "1", int(v.get("eager", 0))
     x = torch.zeros(4096, device="cuda")
     old = capture_graph(lambda: x.add_(1.0))
     first_benchmark(kprof, x)
@@ -945,6 +946,8 @@ def graph_crash():
     opts = {"cache_control": v.get("cache", "none")}
     if "source" in v:
         opts["duration_source"] = v["source"]
+    if "replay" in v:
+        opts["replay_mode"] = v["replay"]
 
     @kprof.analyze.kernel(runs=int(v.get("runs", 3)), verbosity=0, thermal_mode="off", **opts)
     def bench():
@@ -954,6 +957,8 @@ def graph_crash():
                     torch.cuda._sleep(80_000_000)
                 for _ in range(n):
                     g.replay()
+                for _ in range(eager):
+                    x.add_(1.0)
                 if sync:
                     torch.cuda.synchronize()
 

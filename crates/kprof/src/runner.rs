@@ -298,6 +298,11 @@ pub(crate) trait Backend: Send + Sync {
     fn graph_launches_seen(&self) -> u64 {
         0
     }
+    /// How many kernels started inside `window` (the backend's clock, ns) of the runs not yet
+    /// collected; `None` where the backend cannot tell before [`Backend::collect`].
+    fn kernels_started_in(&self, _window: (u64, u64)) -> Option<usize> {
+        None
+    }
     /// The GPU's start overhead of a graph launch added to every span from a graph record, ns
     /// (`runner/graph_start.rs`): `None` before a graph record was seen, `Some(None)` when it
     /// could not be measured.

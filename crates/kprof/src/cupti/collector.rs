@@ -701,7 +701,13 @@ impl ActivitySession {
         } else {
             "cuptiActivityDisable(kernels)"
         };
-        c.check(call, switch_kind(c, self.kernel_trace.activity_kind(), on))
+        c.check(call, switch_kind(c, self.kernel_trace.activity_kind(), on))?;
+        if on && self.graph_trace == GraphTrace::Graph {
+            // After a counter pass: a Range Profiler enabled anew for a larger image left graph
+            // launches without graph records (H200, session 25).
+            graph_guard::reassert_graph_trace();
+        }
+        Ok(())
     }
 
     /// How many graph launches of executables instantiated before this session came as node
@@ -772,6 +778,25 @@ impl ActivitySession {
                 .activity_pop_external_correlation_id(EXTERNAL_CORRELATION_KIND_CUSTOM0, &mut id),
         )?;
         Ok(id)
+    }
+
+    /// Kernel records whose kernels started inside `window` (activity clock, ns) among those
+    /// gathered since the last [`ActivitySession::flush`], after forcing CUPTI to hand back every
+    /// buffer (the records stay for that flush). The run loop sizes a counter pass with it when
+    /// its timing pass launched CUDA graphs (`runner::counter_pass::pass_capacity`).
+    pub fn kernels_started_in(&self, window: (u64, u64)) -> Result<usize, EngineError> {
+        let c = self.cupti;
+        c.check(
+            "cuptiActivityFlushAll",
+            c.fns.activity_flush_all(ACTIVITY_FLAG_FLUSH_FORCED),
+        )?;
+        let st = lock(&STATE);
+        Ok(st
+            .batch
+            .kernels
+            .iter()
+            .filter(|k| (window.0..=window.1).contains(&k.start_ns))
+            .count())
     }
 
     /// Forces CUPTI to hand back every buffer and returns the records gathered since the last

@@ -176,6 +176,19 @@ pub(crate) fn restore_graph_trace() {
     }
 }
 
+/// Enables graph trace again where it should be on (`cuptiActivityEnable` of a kind that is on
+/// does nothing): after a counter pass, whose Range Profiler may have been enabled anew.
+pub(crate) fn reassert_graph_trace() {
+    if !ARMED.load(Ordering::SeqCst) {
+        return;
+    }
+    if let Some(g) = lock(&GUARD).as_ref() {
+        if g.switch.on {
+            switch_kind(g.cupti, ACTIVITY_KIND_GRAPH_TRACE, true);
+        }
+    }
+}
+
 /// A benchmark starts (`false`) or ends (`true`): between benchmarks graph trace comes back on
 /// at the exit of each launch of an older executable, so that executables the program
 /// instantiates between benchmarks are traced as a whole.

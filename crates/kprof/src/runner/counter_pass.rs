@@ -426,8 +426,9 @@ pub(super) const FIRST_CAPACITY: usize = 64;
 const MAX_CAPACITY: usize = 1 << 16;
 
 /// The ranges of a kernel- or application-replay counter pass's image: room for `kernels` (the
-/// benchmark's kernel capacity, grown ×4 when a pass overflows it) plus one range per CUDA graph
-/// launch of the run's timing pass. Graph launches take ranges too, and a pass whose graph
+/// benchmark's kernel capacity, grown ×4 when a pass overflows it, or with graph launches the
+/// ranges the timing pass's kernels will take if more) plus one range per CUDA graph launch of
+/// the run's timing pass. Graph launches take ranges too, and a pass whose graph
 /// launches overflow the image crashes the process inside CUPTI 13.0 (H200, session 25: 130
 /// replays of a one-node graph in one region against an image of 64 ranges; 64 held), where
 /// overflowing eager kernels are dropped and seen in the spare range. `None` past
@@ -755,7 +756,18 @@ impl Profiler {
                 if cold && !app {
                     backend.flush_l2(flush)?;
                 }
-                let Some(capacity) = pass_capacity(st.capacity, graph_launches) else {
+                // With graph launches the image must hold the whole pass (an overflow crashes
+                // CUPTI): the timing pass's kernels, with the flush kernels before each of them
+                // in a cold application-replay pass (two: instruction cache and L2).
+                let kernel_room = if graph_launches > 0 {
+                    backend.synchronize()?;
+                    let per_kernel = if app && cold { 3 } else { 1 };
+                    let kernels = backend.kernels_started_in(window).unwrap_or(0);
+                    st.capacity.max(kernels.saturating_mul(per_kernel))
+                } else {
+                    st.capacity
+                };
+                let Some(capacity) = pass_capacity(kernel_room, graph_launches) else {
                     return Ok(CounterRun::Failed(format!(
                         "the timing pass made {graph_launches} CUDA graph launches, more than a counter-data image \
                          holds ({MAX_CAPACITY} ranges): time this benchmark with duration_source=\"records\""

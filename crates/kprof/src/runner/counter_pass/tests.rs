@@ -135,6 +135,16 @@ impl Backend for Mock {
     fn graph_launches_seen(&self) -> u64 {
         self.graph_launches.load(Ordering::SeqCst)
     }
+    fn kernels_started_in(&self, window: (u64, u64)) -> Option<usize> {
+        let done = self.done.lock().unwrap();
+        let running = self.running.lock().unwrap();
+        Some(
+            done.iter()
+                .chain(running.iter())
+                .filter(|(_, k)| !k.graph && (window.0..=window.1).contains(&k.start_ns))
+                .count(),
+        )
+    }
     fn flush_l2(&self, _spec: crate::runner::FlushSpec) -> Result<(), EngineError> {
         // As on the GPU: the flush is a kernel the activity records see, outside every region.
         self.l2_flushes.fetch_add(1, Ordering::SeqCst);

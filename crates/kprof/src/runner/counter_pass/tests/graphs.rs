@@ -269,6 +269,21 @@ fn a_counter_pass_has_room_for_every_graph_launch_of_its_timing_pass() {
         .unwrap();
     assert_eq!(*mock.capacities.lock().unwrap(), vec![64 + 200, 64 + 10]);
     assert_eq!(duration_sources(&raw, "a").len(), 2);
+    // With more eager kernels than the kernel capacity: room for the timing pass's kernels, each
+    // with the two flush kernels of a cold application-replay pass before it.
+    mock.capacities.lock().unwrap().clear();
+    p.bench("eager", &[], &o, |_, run| {
+        run.annotate("a", |_| {
+            for _ in 0..100 {
+                m.launch("k", 1);
+            }
+            m.launch_graph(5);
+        })?;
+        Ok(())
+    })
+    .unwrap();
+    // 100 kernels and the timing pass's two L2 flushes (before the run and the region).
+    assert_eq!(*mock.capacities.lock().unwrap(), vec![102 * 3 + 1, 102 * 3 + 1]);
     // Past the largest image: the run fails with a message that names the way out.
     assert_eq!(super::super::pass_capacity(64, 1 << 20), None);
     assert_eq!(super::super::pass_capacity(64, 0), Some(64));
