@@ -767,6 +767,15 @@ impl Profiler {
                 } else {
                     st.capacity
                 };
+                if !app && graph_launches > 0 {
+                    // Checked, not seen: any graph launch in a kernel-replay pass crashed the
+                    // process inside CUPTI 13.0 (H200, session 25; one replay of a one-node graph).
+                    return Ok(CounterRun::Failed(format!(
+                        "the run launched {graph_launches} CUDA graph(s), which CUPTI's kernel replay cannot profile \
+                         (it crashed the process on the H200 with CUPTI 13.0): use replay_mode=\"application\" (the \
+                         default) for counters of runs that launch graphs"
+                    )));
+                }
                 let Some(capacity) = pass_capacity(kernel_room, graph_launches) else {
                     return Ok(CounterRun::Failed(format!(
                         "the timing pass made {graph_launches} CUDA graph launches, more than a counter-data image \

@@ -77,6 +77,8 @@ struct Sweep<'a> {
     /// The backend's count of graph launches timed from node records (process-wide) when the
     /// call started: this call replayed such graphs when the count grew.
     old_graph_launches_at_start: u64,
+    /// The backend's count of all graph launches when the call started.
+    graph_launches_at_start: u64,
 }
 
 /// The profiler: owns the CUPTI activity session. One per process.
@@ -371,6 +373,7 @@ impl Profiler {
             self.counters_prepare(name, opts)?
         };
         let old_graph_launches_at_start = self.backend.graph_launches_from_nodes();
+        let graph_launches_at_start = self.backend.graph_launches_seen();
         self.duration_source = match (self.metric, duration) {
             (CUDA_EVENTS_METRIC, _) => "cuda-events",
             (_, DurationSource::Counters) => "counters",
@@ -420,6 +423,7 @@ impl Profiler {
             counters,
             auto_pending: lazy_auto,
             old_graph_launches_at_start,
+            graph_launches_at_start,
         };
         // Kernels are traced during benchmarks only: launches between them cost what they cost
         // without kprof.
@@ -557,6 +561,17 @@ impl Profiler {
                  CUPTI with the CUDA-events backend (Python backend='cuda-events', Rust \
                  Profiler::with_cuda_events()) in a process where kprof's CUPTI session has not started; \
                  duration_source=\"records\" silences this; see the DurationSource column",
+                sw.name
+            ));
+            return Ok(());
+        }
+        if sw.opts.replay_mode == crate::choices::ReplayMode::Kernel
+            && self.backend.graph_launches_seen() > sw.graph_launches_at_start
+        {
+            self.warnings.push(format!(
+                "{}: durations are CUPTI kernel records, not Nsight Compute's gpu__time_duration: the benchmark \
+                 launches CUDA graphs, which CUPTI 13.0's kernel replay cannot profile (the process crashed on the \
+                 H200); replay_mode=\"application\" (the default) takes them from the counters",
                 sw.name
             ));
             return Ok(());

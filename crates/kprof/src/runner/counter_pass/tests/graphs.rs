@@ -288,3 +288,51 @@ fn a_counter_pass_has_room_for_every_graph_launch_of_its_timing_pass() {
     assert_eq!(super::super::pass_capacity(64, 1 << 20), None);
     assert_eq!(super::super::pass_capacity(64, 0), Some(64));
 }
+
+#[test]
+fn kernel_replay_leaves_runs_with_graph_launches_to_the_records() {
+    // Any graph launch in a kernel-replay pass crashed CUPTI 13.0 (H200, session 25): auto takes
+    // the records with one warning and runs no counter pass; counters asked for fail the run with
+    // a message that names application replay.
+    let (mock, mut p) = setup_mock(Mock {
+        passes: 1,
+        graph_records: true,
+        ..Default::default()
+    });
+    let m = mock.clone();
+    let o = BenchOptions {
+        duration: DurationSource::Auto,
+        ..opts(&[], ReplayMode::Kernel)
+    };
+    let raw = p
+        .bench("kr", &[], &o, |_, run| {
+            run.annotate("a", |_| {
+                m.launch("k1", 10);
+                m.launch_graph(500);
+            })?;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(duration_sources(&raw, "a"), vec![ExtraValue::Text("records".into()); 2]);
+    assert_eq!(mock.collects.load(Ordering::SeqCst), 0, "no counter pass");
+    assert_eq!(warnings_with(&p, "kernel replay cannot profile").len(), 1);
+    // Eager kernels alone: the counters, as before.
+    p.bench("eager", &[], &o, |_, run| {
+        run.annotate("a", |_| m.launch("k1", 10))?;
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(mock.collects.load(Ordering::SeqCst), 2);
+    let o = BenchOptions {
+        duration: DurationSource::Counters,
+        ..o
+    };
+    let e = p
+        .bench("asked", &[], &o, |_, run| {
+            run.annotate("a", |_| m.launch_graph(500))?;
+            Ok(())
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("replay_mode=\"application\""), "{e}");
+}
