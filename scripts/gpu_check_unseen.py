@@ -971,6 +971,42 @@ def graph_crash():
          warnings=[str(m.message)[:200] for m in caught if "energy" not in str(m.message)][:3])
 
 
+def g20x_probe():
+    """Session 25: after a counter pass that enabled the Range Profiler anew for a larger image
+    (20 graph launches per run), the runs of 20 replays of a ten-kernel graph per region read
+    1.76 µs per launch less than the first. In one process: CUDA events around 20 back-to-back
+    replays (CUPTI attached) before and after each step, benchmark A (default: its first counter
+    pass re-enables), B (the same again), C (``duration_source="records"``). One ``g20x`` row per
+    step (ns)."""
+    import kprof
+    import torch
+
+    from gpu_check_truth import events
+
+    w = Work()
+    x = torch.zeros(4096, device="cuda")
+    first_benchmark(kprof, x)
+    g = w.capture("g20x")
+    twenty = replay_call(w, "g20x", g)
+
+    def bench_row(step, **opts):
+        @kprof.analyze.kernel(runs=10, verbosity=0, thermal_mode="off", cache_control="none", **opts)
+        def bench():
+            with kprof.annotate("r"):
+                twenty()
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            df = bench().raw()
+        vals = [float(v) for v in df[df["Metric"] == "gpu__time_duration.sum"]["Value"]]
+        emit(part="g20x", case=step, values=vals, events_after_ns=events(twenty))
+
+    emit(part="g20x", case="events_before", events_after_ns=events(twenty))
+    bench_row("A")
+    bench_row("B")
+    bench_row("C_records", duration_source="records")
+
+
 def ncu_target():
     w = Work()
     torch = w.torch
@@ -1087,6 +1123,8 @@ def main():
         graph_mix()
     elif part == "graph-crash":
         graph_crash()
+    elif part == "g20x-probe":
+        g20x_probe()
     elif part == "cases" and len(sys.argv) > 2 and sys.argv[2] in ("cold", "warm"):
         cold, warm, _ = SETS[SET]
         print(" ".join(cold if sys.argv[2] == "cold" else warm))

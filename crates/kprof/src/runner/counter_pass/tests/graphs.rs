@@ -112,11 +112,8 @@ fn auto_takes_the_records_when_warm_up_replays_a_graph_instantiated_before_the_s
 fn a_graph_launch_keeps_its_span_among_counter_durations_of_eager_kernels() {
     // Region: k1 (10 ns), a graph (500 ns span), k2 (20 ns). The counter pass profiles k1 and k2
     // only (dur + 3 each); the graph's span comes from the records; bytes cover the kernels.
-    // (Kernel replay leaves runs with graph launches to the records: the test after the next.)
-    for (mode, graph_ranges) in [
-        (ReplayMode::Application, false),
-        (ReplayMode::Application, true),
-    ] {
+    // (Kernel replay leaves runs with graph launches to the records: kernel_replay_leaves_runs_...)
+    for (mode, graph_ranges) in [(ReplayMode::Application, false), (ReplayMode::Application, true)] {
         let (mock, mut p) = setup_mock(Mock {
             passes: 1,
             graph_ranges,
