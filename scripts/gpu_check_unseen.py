@@ -1007,6 +1007,44 @@ def g20x_probe():
     bench_row("C_records", duration_source="records")
 
 
+def gtiny_probe():
+    """Session 25: set 1's graph of 200 one-block kernels read -18.5 % (captured in the session) and
+    +21.9 % (before it) in a process whose benchmarks were graphs alone, -1.0 % / +3.8 % after
+    the eager cases (session 24's wheel alike). CUDA events around back-to-back replays of both
+    graphs in this process (CUPTI attached after the first benchmark) at each step, against
+    kprof's values. One ``gtiny`` row per step (ns)."""
+    import kprof
+
+    from gpu_check_truth import events
+
+    w = Work()
+    old = w.capture("gtiny")
+    emit(part="gtiny", case="before_kprof", events_old_ns=events(old.replay))
+
+    def bench_row(step, fn, **opts):
+        @kprof.analyze.kernel(runs=10, verbosity=0, thermal_mode="off", cache_control="none", **opts)
+        def bench():
+            with kprof.annotate("r"):
+                fn()
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            df = bench().raw()
+        vals = [float(v) for v in df[df["Metric"] == "gpu__time_duration.sum"]["Value"]]
+        emit(part="gtiny", case=step, kprof_ns=statistics.median(vals), events_old_ns=events(old.replay))
+        return vals
+
+    bench_row("old", old.replay)
+    new = w.capture("gtiny")
+    emit(part="gtiny", case="new_captured", events_new_ns=events(new.replay))
+    bench_row("new", new.replay)
+    emit(part="gtiny", case="after_new", events_new_ns=events(new.replay), events_old_ns=events(old.replay))
+    bench_row("eager_cold", lambda: w.eager(COLD[0]), cache_control="all")
+    emit(part="gtiny", case="after_eager", events_new_ns=events(new.replay), events_old_ns=events(old.replay))
+    bench_row("new_again", new.replay)
+    bench_row("old_again", old.replay)
+
+
 def ncu_target():
     w = Work()
     torch = w.torch
@@ -1125,6 +1163,8 @@ def main():
         graph_crash()
     elif part == "g20x-probe":
         g20x_probe()
+    elif part == "gtiny-probe":
+        gtiny_probe()
     elif part == "cases" and len(sys.argv) > 2 and sys.argv[2] in ("cold", "warm"):
         cold, warm, _ = SETS[SET]
         print(" ".join(cold if sys.argv[2] == "cold" else warm))

@@ -298,6 +298,12 @@ pub(crate) trait Backend: Send + Sync {
     fn graph_launches_seen(&self) -> u64 {
         0
     }
+    /// Launches so far of CUDA graphs instantiated during the session but before the latest
+    /// Range Profiler session was enabled (0 for backends without one): such graphs run faster
+    /// than without a profiler, and a benchmark that replayed them says so.
+    fn graph_launches_instantiated_before_counters(&self) -> u64 {
+        0
+    }
     /// How many kernels started inside `window` (the backend's clock, ns) of the runs not yet
     /// collected; `None` where the backend cannot tell before [`Backend::collect`].
     fn kernels_started_in(&self, _window: (u64, u64)) -> Option<usize> {

@@ -25,7 +25,7 @@
 //! session). An executable instantiated while graph trace is off is treated as one from before
 //! the session (launching it with graph trace on could crash as they do).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -117,8 +117,8 @@ impl TraceSwitch {
 struct Guard {
     cupti: &'static Cupti,
     /// Executables (`CUgraphExec` addresses) instantiated since the session started, with graph
-    /// trace on.
-    created: HashSet<usize>,
+    /// trace on, and how many Range Profiler sessions had been enabled when each was.
+    created: HashMap<usize, u64>,
     /// Whether graph trace is on, and the launches of older executables in flight.
     switch: TraceSwitch,
     /// How many launches ran with graph trace switched off (reported in the fingerprint).
@@ -149,6 +149,9 @@ static ARMED: AtomicBool = AtomicBool::new(false);
 /// process inside CUPTI 13.0 (H200, session 25: 130 replays of a one-node graph in a region with
 /// an image of 64 ranges), where eager kernels are dropped and counted.
 static GRAPH_LAUNCHES_SEEN: AtomicU64 = AtomicU64::new(0);
+/// Launches of the session's graph executables instantiated before the latest Range Profiler
+/// enable ([`crate::counters::range::range_profiler_enables`]).
+static LAUNCHES_BEFORE_COUNTERS: AtomicU64 = AtomicU64::new(0);
 
 /// Starts guarding graph launches for a session with graph trace on. The caller enables the
 /// callbacks ([`CB_DOMAIN_RESOURCE`] / [`CBID_RESOURCE_GRAPHEXEC_CREATED`] and the driver's
@@ -156,7 +159,7 @@ static GRAPH_LAUNCHES_SEEN: AtomicU64 = AtomicU64::new(0);
 pub(crate) fn arm(cupti: &'static Cupti) {
     *lock(&GUARD) = Some(Guard {
         cupti,
-        created: HashSet::new(),
+        created: HashMap::new(),
         switch: TraceSwitch::new(),
         old_launches: 0,
     });
@@ -242,6 +245,13 @@ fn track_live(exec: usize, created: bool) {
     }
 }
 
+/// Launches of graph executables of the session that were instantiated before the latest Range
+/// Profiler session was enabled (they run faster than without a profiler: see
+/// [`crate::counters::range::range_profiler_enables`]).
+pub(crate) fn launches_instantiated_before_counters() -> u64 {
+    LAUNCHES_BEFORE_COUNTERS.load(Ordering::SeqCst)
+}
+
 /// Graph launches the sessions' callbacks have seen in this process (at their entry).
 pub(crate) fn graph_launches_seen() -> u64 {
     GRAPH_LAUNCHES_SEEN.load(Ordering::SeqCst)
@@ -272,7 +282,7 @@ pub(crate) fn on_callback(callback: &Callback<'_>) {
         track_live(exec, true);
         if let Some(g) = lock(&GUARD).as_mut() {
             if g.switch.created_with_trace() {
-                g.created.insert(exec);
+                g.created.insert(exec, crate::counters::range::range_profiler_enables());
             }
         }
         return;
@@ -298,8 +308,11 @@ pub(crate) fn on_callback(callback: &Callback<'_>) {
     let mut guard = lock(&GUARD);
     let Some(g) = guard.as_mut() else { return };
     let entry = cb.callbackSite == SITE_ENTER;
-    if g.created.contains(&exec) {
+    if let Some(&enables) = g.created.get(&exec) {
         if entry {
+            if enables < crate::counters::range::range_profiler_enables() {
+                LAUNCHES_BEFORE_COUNTERS.fetch_add(1, Ordering::SeqCst);
+            }
             let action = g.switch.trace_wanted();
             g.apply(action);
         }

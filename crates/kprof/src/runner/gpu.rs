@@ -312,6 +312,9 @@ impl Backend for GpuBackend {
         let session = lock(&self.session);
         session.graph_trace() == crate::cupti::GraphTrace::Nodes || session.graph_launches_from_nodes() > 0
     }
+    fn graph_launches_instantiated_before_counters(&self) -> u64 {
+        crate::cupti::graph_guard::launches_instantiated_before_counters()
+    }
     fn kernels_started_in(&self, window: (u64, u64)) -> Option<usize> {
         lock(&self.session).kernels_started_in(window).ok()
     }

@@ -49,6 +49,8 @@ struct Mock {
     old_graph_launches: AtomicU64,
     /// Every graph launch ([`Backend::graph_launches_seen`]).
     graph_launches: AtomicU64,
+    /// Launches of graphs instantiated before the counter session was enabled.
+    stale_graph_launches: AtomicU64,
     /// [`CounterBackend::release`] calls.
     releases: AtomicUsize,
 }
@@ -134,6 +136,9 @@ impl Backend for Mock {
     }
     fn graph_launches_seen(&self) -> u64 {
         self.graph_launches.load(Ordering::SeqCst)
+    }
+    fn graph_launches_instantiated_before_counters(&self) -> u64 {
+        self.stale_graph_launches.load(Ordering::SeqCst)
     }
     fn kernels_started_in(&self, window: (u64, u64)) -> Option<usize> {
         let done = self.done.lock().unwrap();

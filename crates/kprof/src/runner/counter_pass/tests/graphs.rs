@@ -333,3 +333,35 @@ fn kernel_replay_leaves_runs_with_graph_launches_to_the_records() {
         .to_string();
     assert!(e.contains("replay_mode=\"application\""), "{e}");
 }
+
+#[test]
+fn a_benchmark_replaying_graphs_instantiated_before_the_counter_session_says_so() {
+    // Such graphs ran faster than without a profiler once the Range Profiler was on (H200,
+    // session 25): one warning for the benchmark that replayed them, none for the next.
+    let (mock, mut p) = setup_mock(Mock {
+        passes: 1,
+        graph_records: true,
+        ..Default::default()
+    });
+    let m = mock.clone();
+    let o = BenchOptions {
+        duration: DurationSource::Auto,
+        ..opts(&[], ReplayMode::Application)
+    };
+    p.bench("stale", &[], &o, |_, run| {
+        run.annotate("a", |_| {
+            m.stale_graph_launches.fetch_add(1, Ordering::SeqCst);
+            m.launch_graph(500);
+        })?;
+        Ok(())
+    })
+    .unwrap();
+    p.bench("fresh", &[], &o, |_, run| {
+        run.annotate("a", |_| m.launch_graph(500))?;
+        Ok(())
+    })
+    .unwrap();
+    let w = warnings_with(&p, "instantiated before kprof's counter session");
+    assert_eq!(w.len(), 1, "{:?}", p.warnings());
+    assert!(w[0].starts_with("stale: 5 launch(es)"), "{}", w[0]);
+}
