@@ -25,7 +25,7 @@
 
 use std::ffi::CString;
 use std::ptr::{null, null_mut};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::host::{c_names, CuptiLib, HostObject};
 use super::metrics::{is_bad_name_code, MetricsCatalog};
@@ -102,17 +102,6 @@ pub struct CollectTimings {
 }
 
 static PROFILER_INITIALIZED: AtomicBool = AtomicBool::new(false);
-/// Successful `cuptiRangeProfilerEnable` calls in this process.
-static ENABLES: AtomicU64 = AtomicU64::new(0);
-
-/// How many times a Range Profiler session was enabled in this process: CUDA graphs instantiated
-/// before the latest enable run faster than in a process without a profiler once it is on (H200,
-/// session 25: a graph of 200 one-block kernels 168.8 µs by CUDA events against 205.0 before the
-/// enable and 203-210 without a profiler), which the graph guard counts
-/// ([`crate::cupti::graph_guard`]).
-pub(crate) fn range_profiler_enables() -> u64 {
-    ENABLES.load(Ordering::SeqCst)
-}
 
 /// Evaluates every range of a decoded counter-data image with a host object that has `metrics`
 /// added. Used after collection and for offline re-evaluation.
@@ -661,7 +650,8 @@ fn enable(lib: &CuptiLib, ctx: CUcontext) -> Result<*mut RangeProfilerObject, Co
         cacheControlMode: 0,
     };
     lib.check("cuptiRangeProfilerEnable", lib.fns.rp_enable(&mut en))?;
-    ENABLES.fetch_add(1, Ordering::SeqCst);
+    // CUDA graphs instantiated before this run faster from now on (the graph guard counts them).
+    crate::cupti::graph_guard::note_range_profiler_enabled();
     Ok(en.pRangeProfilerObject)
 }
 
