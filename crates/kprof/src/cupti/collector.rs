@@ -701,13 +701,7 @@ impl ActivitySession {
         } else {
             "cuptiActivityDisable(kernels)"
         };
-        c.check(call, switch_kind(c, self.kernel_trace.activity_kind(), on))?;
-        if on && self.graph_trace == GraphTrace::Graph {
-            // After a counter pass: a Range Profiler enabled anew for a larger image left graph
-            // launches without graph records (H200, session 25).
-            graph_guard::reassert_graph_trace();
-        }
-        Ok(())
+        c.check(call, switch_kind(c, self.kernel_trace.activity_kind(), on))
     }
 
     /// How many graph launches of executables instantiated before this session came as node

@@ -191,22 +191,6 @@ pub(crate) fn restore_graph_trace() {
     }
 }
 
-/// Switches graph trace off and on again where it should be on: after a counter pass, whose
-/// Range Profiler may have been enabled anew (a graph of ten kernels replayed 20 times per region
-/// then read 1.76 µs per launch shorter, the graph start missing as from node records; H200,
-/// session 25).
-pub(crate) fn reassert_graph_trace() {
-    if !ARMED.load(Ordering::SeqCst) {
-        return;
-    }
-    if let Some(g) = lock(&GUARD).as_ref() {
-        if g.switch.on {
-            switch_kind(g.cupti, ACTIVITY_KIND_GRAPH_TRACE, false);
-            switch_kind(g.cupti, ACTIVITY_KIND_GRAPH_TRACE, true);
-        }
-    }
-}
-
 /// A benchmark starts (`false`) or ends (`true`): between benchmarks graph trace comes back on
 /// at the exit of each launch of an older executable, so that executables the program
 /// instantiates between benchmarks are traced as a whole.
