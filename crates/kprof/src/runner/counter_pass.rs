@@ -756,26 +756,26 @@ impl Profiler {
                 if cold && !app {
                     backend.flush_l2(flush)?;
                 }
-                // With graph launches the image must hold the whole pass (an overflow crashes
-                // CUPTI): the timing pass's kernels, with the flush kernels before each of them
-                // in a cold application-replay pass (two: instruction cache and L2).
-                let kernel_room = if graph_launches > 0 {
-                    backend.synchronize()?;
-                    let per_kernel = if app && cold { 3 } else { 1 };
-                    let kernels = backend.kernels_started_in(window).unwrap_or(0);
-                    st.capacity.max(kernels.saturating_mul(per_kernel))
-                } else {
-                    st.capacity
-                };
                 if !app && graph_launches > 0 {
-                    // Checked, not seen: any graph launch in a kernel-replay pass crashed the
-                    // process inside CUPTI 13.0 (H200, session 25; one replay of a one-node graph).
+                    // Any graph launch in a kernel-replay pass crashed the process inside CUPTI
+                    // 13.0 (H200, session 25; one replay of a one-node graph among five adds).
                     return Ok(CounterRun::Failed(format!(
                         "the run launched {graph_launches} CUDA graph(s), which CUPTI's kernel replay cannot profile \
                          (it crashed the process on the H200 with CUPTI 13.0): use replay_mode=\"application\" (the \
                          default) for counters of runs that launch graphs"
                     )));
                 }
+                // With graph launches the image must hold the whole pass (an overflow crashes
+                // CUPTI): the timing pass's kernels, with the flush kernels before each of them
+                // in a cold application-replay pass (two: instruction cache and L2).
+                let kernel_room = if graph_launches > 0 {
+                    backend.synchronize()?;
+                    let per_kernel = if cold { 3 } else { 1 };
+                    let kernels = backend.kernels_started_in(window).unwrap_or(0);
+                    st.capacity.max(kernels.saturating_mul(per_kernel))
+                } else {
+                    st.capacity
+                };
                 let Some(capacity) = pass_capacity(kernel_room, graph_launches) else {
                     return Ok(CounterRun::Failed(format!(
                         "the timing pass made {graph_launches} CUDA graph launches, more than a counter-data image \

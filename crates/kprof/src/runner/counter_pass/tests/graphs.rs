@@ -281,7 +281,7 @@ fn a_counter_pass_has_room_for_every_graph_launch_of_its_timing_pass() {
     .unwrap();
     // 100 kernels and the timing pass's two L2 flushes (before the run and the region).
     assert_eq!(*mock.capacities.lock().unwrap(), vec![102 * 3 + 1, 102 * 3 + 1]);
-    // Past the largest image: the run fails with a message that names the way out.
+    // Past the largest image no capacity (the run then fails with a message naming the records).
     assert_eq!(super::super::pass_capacity(64, 1 << 20), None);
     assert_eq!(super::super::pass_capacity(64, 0), Some(64));
 }
