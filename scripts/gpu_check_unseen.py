@@ -670,6 +670,25 @@ def refs():
             emit(part="refs", case=name, ns=events(call), what="CUDA events around one replay, no profiler")
 
 
+def region_bench(kprof, fn, runs=10, **opts):
+    """One kprof benchmark of `runs` runs whose one region ("r") calls `fn` (verbosity 0, thermal
+    mode off, `opts` passed on): its raw table and the messages of the warnings it gave."""
+    @kprof.analyze.kernel(runs=runs, verbosity=0, thermal_mode="off", **opts)
+    def bench():
+        with kprof.annotate("r"):
+            fn()
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        df = bench().raw()
+    return df, [str(c.message) for c in caught]
+
+
+def durations(df):
+    """The `gpu__time_duration.sum` values of a raw table, ns."""
+    return [float(v) for v in df[df["Metric"] == "gpu__time_duration.sum"]["Value"]]
+
+
 def kprof_part():
     import kprof
 
@@ -684,25 +703,18 @@ def kprof_part():
                 old[name] = e
 
     def run(name, fn, **opts):
-        @kprof.analyze.kernel(runs=10, thermal_mode="off", verbosity=0, **opts)
-        def bench():
-            with kprof.annotate("r"):
-                fn()
-
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                df = bench().raw()
-            except Exception as e:  # noqa: BLE001  (a case that fails is a row, not the end)
-                emit(part="kprof", case=name, error=str(e)[:400])
-                return
+        try:
+            df, msgs = region_bench(kprof, fn, **opts)
+        except Exception as e:  # noqa: BLE001  (a case that fails is a row, not the end)
+            emit(part="kprof", case=name, error=str(e)[:400])
+            return
+        vals = durations(df)
         df = df[df["Metric"] == "gpu__time_duration.sum"]
-        vals = [float(v) for v in df["Value"]]
         # The autotuned Triton kernel: which block size this process's autotuning picked.
         extra = {"best_config": w.triton_auto.best_config()} if name.startswith("tritonauto") else {}
         emit(part="kprof", case=name, ns=statistics.median(vals), values=vals,
              source=sorted(set(df["DurationSource"])), kernel=str(df["Kernel"].iloc[0])[:80],
-             warnings=[str(m.message)[:240] for m in caught][:3], **extra)
+             warnings=[m[:240] for m in msgs][:3], **extra)
 
     if os.environ.get("UNSEEN_GRAPHS_ONLY") == "1":  # the graph cases alone (session 25)
         cold, warm = [], []
@@ -792,17 +804,9 @@ def graph_start_probe():
     bodies["foreach200"] = lambda: torch._foreach_add_(tensors, 1.0)
     for name, body in bodies.items():
         g = capture_graph(body)
-
-        @kprof.analyze.kernel(runs=10, verbosity=0, thermal_mode="off", cache_control="none")
-        def bench():
-            with kprof.annotate("r"):
-                g.replay()
-
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            df = bench().raw()
-        vals = [float(v) for v in df[df["Metric"] == "gpu__time_duration.sum"]["Value"]]
-        notes = [m for m in (str(c.message) for c in caught) if "measured on kprof's own graph" in m]
+        df, msgs = region_bench(kprof, g.replay, cache_control="none")
+        vals = durations(df)
+        notes = [m for m in msgs if "measured on kprof's own graph" in m]
         start = re.search(r"graph, ([0-9.]+) us measured", notes[0]) if notes else None
         emit(part="graphstart", case=name, kprof_ns=statistics.median(vals), events_ns=events(g.replay),
              start_us=float(start.group(1)) if start else None, source=sorted(set(df["DurationSource"])))
@@ -845,16 +849,12 @@ def graph_launch_cost():
     def inside(fn):
         rounds = []
 
-        @kprof.analyze.kernel(runs=3, verbosity=0, thermal_mode="off", cache_control="none")
-        def bench():
-            with kprof.annotate("r"):
-                r = host_us(fn)
+        def timed():
+            r = host_us(fn)
             if not kprof.in_counter_pass():
                 rounds.append(r)
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            bench()
+        region_bench(kprof, timed, runs=3, cache_control="none")
         return statistics.median(rounds)
 
     # LAUNCHCOST_INSIDE=old,new,eager: which of the three, in that order (one row each).
@@ -891,20 +891,12 @@ def graph_mix():
         inner["g"].replay()
 
     def bench_row(case, fn, ref_fn):
-        @kprof.analyze.kernel(runs=10, verbosity=0, thermal_mode="off", cache_control="none")
-        def bench():
-            with kprof.annotate("r"):
-                fn()
-
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                df = bench().raw()
-            except Exception as e:  # noqa: BLE001  (a case that fails is a row)
-                emit(part="graphmix", case=case, error=str(e)[:400])
-                return
-        vals = [float(v) for v in df[df["Metric"] == "gpu__time_duration.sum"]["Value"]]
-        msgs = [str(c.message) for c in caught]
+        try:
+            df, msgs = region_bench(kprof, fn, cache_control="none")
+        except Exception as e:  # noqa: BLE001  (a case that fails is a row)
+            emit(part="graphmix", case=case, error=str(e)[:400])
+            return
+        vals = durations(df)
         emit(part="graphmix", case=case, kprof_ns=statistics.median(vals), events_ns=events(ref_fn),
              source=sorted(set(df["DurationSource"])), kernel=str(df["Kernel"].iloc[0])[:60],
              node_records=any("node" in m and "instantiated before" in m for m in msgs),
@@ -949,26 +941,21 @@ def graph_crash():
     if "replay" in v:
         opts["replay_mode"] = v["replay"]
 
-    @kprof.analyze.kernel(runs=int(v.get("runs", 3)), verbosity=0, thermal_mode="off", **opts)
-    def bench():
-        with kprof.annotate("r"):
-            for _ in range(rounds):
-                if sleep:
-                    torch.cuda._sleep(80_000_000)
-                for _ in range(n):
-                    g.replay()
-                for _ in range(eager):
-                    x.add_(1.0)
-                if sync:
-                    torch.cuda.synchronize()
+    def region():
+        for _ in range(rounds):
+            if sleep:
+                torch.cuda._sleep(80_000_000)
+            for _ in range(n):
+                g.replay()
+            for _ in range(eager):
+                x.add_(1.0)
+            if sync:
+                torch.cuda.synchronize()
 
     print(f"graph-crash {v}: bench starts", file=sys.stderr, flush=True)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        df = bench().raw()
-    vals = [float(x) for x in df[df["Metric"] == "gpu__time_duration.sum"]["Value"]]
-    emit(part="graphcrash", variant=v, ns=statistics.median(vals), source=sorted(set(df["DurationSource"])),
-         warnings=[str(m.message)[:200] for m in caught if "energy" not in str(m.message)][:3])
+    df, msgs = region_bench(kprof, region, runs=int(v.get("runs", 3)), **opts)
+    emit(part="graphcrash", variant=v, ns=statistics.median(durations(df)), source=sorted(set(df["DurationSource"])),
+         warnings=[m[:200] for m in msgs if "energy" not in m][:3])
 
 
 def g20x_probe():
@@ -990,16 +977,8 @@ def g20x_probe():
     twenty = replay_call(w, "g20x", g)
 
     def bench_row(step, **opts):
-        @kprof.analyze.kernel(runs=10, verbosity=0, thermal_mode="off", cache_control="none", **opts)
-        def bench():
-            with kprof.annotate("r"):
-                twenty()
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            df = bench().raw()
-        vals = [float(v) for v in df[df["Metric"] == "gpu__time_duration.sum"]["Value"]]
-        emit(part="g20x", case=step, values=vals, events_after_ns=events(twenty))
+        df, _ = region_bench(kprof, twenty, cache_control="none", **opts)
+        emit(part="g20x", case=step, values=durations(df), events_after_ns=events(twenty))
 
     emit(part="g20x", case="events_before", events_after_ns=events(twenty))
     bench_row("A")
@@ -1022,19 +1001,10 @@ def gtiny_probe():
     emit(part="gtiny", case="before_kprof", events_old_ns=events(old.replay))
 
     def bench_row(step, fn, **opts):
-        @kprof.analyze.kernel(runs=10, verbosity=0, thermal_mode="off", **{"cache_control": "none", **opts})
-        def bench():
-            with kprof.annotate("r"):
-                fn()
-
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            df = bench().raw()
-        vals = [float(v) for v in df[df["Metric"] == "gpu__time_duration.sum"]["Value"]]
-        stale = any("instantiated before kprof's counter session" in str(m.message) for m in caught)
-        emit(part="gtiny", case=step, kprof_ns=statistics.median(vals), events_old_ns=events(old.replay),
+        df, msgs = region_bench(kprof, fn, **{"cache_control": "none", **opts})
+        stale = any("instantiated before kprof's counter session" in m for m in msgs)
+        emit(part="gtiny", case=step, kprof_ns=statistics.median(durations(df)), events_old_ns=events(old.replay),
              warned_before_counters=stale)
-        return vals
 
     bench_row("old", old.replay)
     new = w.capture("gtiny")

@@ -4,14 +4,20 @@
 
 use super::*;
 
-#[test]
-fn auto_takes_the_records_when_warm_up_replays_a_graph_instantiated_before_the_session() {
-    // Graph records time graphs instantiated in the session even with a counter pass: counters.
-    let (mock, mut p) = setup_mock(Mock {
+/// A mock with one counter pass per run whose graph spans come from graph records (graph trace
+/// of graphs instantiated in the session), and its profiler.
+fn graph_records_mock() -> (Arc<Mock>, Profiler) {
+    setup_mock(Mock {
         passes: 1,
         graph_records: true,
         ..Default::default()
-    });
+    })
+}
+
+#[test]
+fn auto_takes_the_records_when_warm_up_replays_a_graph_instantiated_before_the_session() {
+    // Graph records time graphs instantiated in the session even with a counter pass: counters.
+    let (mock, mut p) = graph_records_mock();
     let m = mock.clone();
     let o = BenchOptions {
         duration: DurationSource::Auto,
@@ -157,11 +163,7 @@ fn a_graph_launch_keeps_its_span_among_counter_durations_of_eager_kernels() {
 fn each_duration_row_names_its_source_graph_spans_coming_from_the_records() {
     // Durations from the counters: a region of eager kernels says counters, one of a graph launch
     // only records (its span is the graph's record), one of both counters+records.
-    let (mock, mut p) = setup_mock(Mock {
-        passes: 1,
-        graph_records: true,
-        ..Default::default()
-    });
+    let (mock, mut p) = graph_records_mock();
     let m = mock.clone();
     let o = BenchOptions {
         duration: DurationSource::Counters,
@@ -291,11 +293,7 @@ fn kernel_replay_leaves_runs_with_graph_launches_to_the_records() {
     // Any graph launch in a kernel-replay pass crashed CUPTI 13.0 (H200, session 25): auto takes
     // the records with one warning and runs no counter pass; counters asked for fail the run with
     // a message that names application replay.
-    let (mock, mut p) = setup_mock(Mock {
-        passes: 1,
-        graph_records: true,
-        ..Default::default()
-    });
+    let (mock, mut p) = graph_records_mock();
     let m = mock.clone();
     let o = BenchOptions {
         duration: DurationSource::Auto,
@@ -338,11 +336,7 @@ fn kernel_replay_leaves_runs_with_graph_launches_to_the_records() {
 fn a_benchmark_replaying_graphs_instantiated_before_the_counter_session_says_so() {
     // Such graphs ran faster than without a profiler once the Range Profiler was on (H200,
     // session 25): one warning for the benchmark that replayed them, none for the next.
-    let (mock, mut p) = setup_mock(Mock {
-        passes: 1,
-        graph_records: true,
-        ..Default::default()
-    });
+    let (mock, mut p) = graph_records_mock();
     let m = mock.clone();
     let o = BenchOptions {
         duration: DurationSource::Auto,
