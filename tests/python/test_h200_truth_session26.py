@@ -1,0 +1,99 @@
+"""Issue 17's recordings of session 26, judged again here
+(tests/fixtures/h200-short-kernel-and-graph-durations/`s26-*`): the whole acceptance table with
+session 25's engine (the Python half in call 3, the Rust and `kprof run` half and the seed sweep
+in call 2, one machine start), why the seed sweep cannot be 10x faster than nsight-python 0.9.6
+while its durations are ncu's, and the five sets of workloads the issue does not name (call 4)."""
+
+from __future__ import annotations
+
+from truth_recordings import diff, judge_failed, sweep_bench, sweep_bench_report, truth_log, truth_rows, unseen_table
+
+PYTHON_TABLE = "s26-call3-python-table-medians-of-three.log"
+RUST_TABLE = "s26-call2-rust-table-kprof-run-and-seed-sweep.log"
+
+
+def test_session26_the_table_holds_but_for_two_stream_graphs_and_the_sweep_speed(tmp_path):
+    """Calls 3 and 2 together: 31 of 34 rows hold. Failing: graphs captured from two streams
+    (Python +19.31 %, Rust +9.88 % against CUDA events without a profiler: a CUPTI client in the
+    process slows them, session 16) and the seed sweep (5.7x). Python's 60-node graph +1.99 %, the
+    ~2 µs kernel +0.00 %, the matmul 2048 -0.55 % on medians of three processes of kprof and ncu
+    (call 1, whose log did not come back, read it -1.17 % on one kprof process); the Rust sgemm
+    1024 -0.03 %; step 6 within 0.3 point."""
+    both = tmp_path / "table.log"
+    both.write_text(open(truth_log(PYTHON_TABLE)).read() + open(truth_log(RUST_TABLE)).read())
+    r, rows, failed = judge_failed(str(both))
+    assert "31 passed, 3 failed, 0 missing" in r.stdout
+    assert failed == [("python", "graph from 2 streams"), ("python", "seed sweep speed"),
+                      ("rust", "graph from 2 streams")]
+    for text in ("+19.31%", "+9.88%", "5.7x", "+1.99%", "-0.55%", "-0.03%"):
+        assert text in r.stdout, text
+
+
+def _sweeps():
+    rows = [r for r in truth_rows(RUST_TABLE) if r.get("part") == "sweep"]
+    by = {}
+    for r in rows:
+        by.setdefault(r["tool"], []).append(r)
+    return by
+
+
+def test_session26_cuptis_once_per_process_cost_alone_puts_10x_out_of_reach():
+    """Call 2, two fresh processes of each tool: nsight-python 0.9.6 took 7.40 and 7.00 s, so 10x
+    asks for 0.74 / 0.70 s. The same work without a profiler took 0.47 s, and CUPTI's
+    once-per-process counter set-up (planning, enabling the Range Profiler, the first Start) 0.44
+    / 0.45 s in kprof's sweep: their sum alone is 0.92 s, 7.9x / 7.6x at best, before any counter
+    pass runs. Records only (no counters) make 11.9x, but read the matmul 1024 -1.89 % / -0.70 %
+    against nsight-python's value in the same call, where the default (counters) reads -0.28 % /
+    -0.13 %: on this toolkit the two goals of the issue (ncu's values by default, 10x) cannot both
+    hold for this sweep."""
+    by = _sweeps()
+    plain, kprof, records, nsight = (by[t] for t in ("plain torch", "kprof", "kprof-records", "nsight-python 0.9.6"))
+    assert len(plain) == len(kprof) == len(records) == len(nsight) == 2
+    for p, k, rec, n in zip(plain, kprof, records, nsight):
+        cost = k["counter_cost"][0]
+        once = cost["plan_s"] + cost["session_enable_s"] + cost["collect_start_s"]
+        assert 0.4 < once < 0.5, once
+        assert (p["wall_s"] + once) * 10 > n["wall_s"], (p["wall_s"], once, n["wall_s"])
+        assert rec["wall_s"] * 10 < n["wall_s"]  # the records alone would meet 10x
+        assert k["wall_s"] * 5 < n["wall_s"] < k["wall_s"] * 10
+        assert abs(k["avg_ns"][0] / n["avg_ns"][0] - 1) < 0.005
+    assert min(rec["avg_ns"][0] / n["avg_ns"][0] - 1 for rec, n in zip(records, nsight)) < -0.01
+    text, ratio = sweep_bench_report(sweep_bench(), RUST_TABLE)
+    assert 5.6 < ratio < 5.8, text
+
+
+# What each of the five sets left outside 3 % (graphs: CUDA events without a profiler; eager
+# work: ncu's sum, cold with its cache control, `_warm` without).
+OUTSIDE = {
+    "1": {"tiny", "tiny_warm", "gcopy_old", "gtiny_old"},
+    "2": {"many500", "many500_warm"},
+    "3": {"many1100", "h2d", "gside_old", "gside_new", "gadamw_old", "gadamw_new", "g1000_old"},
+    "4": {"glstm_old"},
+    "5": set(),
+}
+
+
+def test_session26_unseen_workloads_with_session_25s_engine():
+    """Call 4, the five sets in one machine start: 121 workloads, 107 within 3 % (and the 1 %
+    rows of long single kernels within 1 %). Outside, the families of sessions 20-25: the
+    one-block add (-13.9 % cold, -5.9 % warm) and 500 / 1100 launches of a 64-block add (-4.1 %,
+    -9.4 % warm, -4.8 %), a copy from host memory before a kernel (-3.5 %), graphs captured before
+    the session (node records: gcopy -3.5 %, gtiny +3.1 %, fused AdamW -7.8 %, 1000 nodes -7.9 %,
+    LSTM +7.4 %; the LSTM and 1000-node graphs captured after the first benchmark -0.03 % and
+    -2.5 %), fused AdamW's graph after it -5.7 %, and a replay on a side stream against events on
+    the current stream (-12 %, not a reference). The fifth set holds whole this time (its Triton
+    graph -2.84 %, -3.66 % in session 25)."""
+    total, outside = 0, 0
+    for s, expected in OUTSIDE.items():
+        t = unseen_table(f"s26-call4-unseen-set{s}", workload_set=s)
+        assert all(v[0] and v[1] for v in t.values()), s
+        total += len(t)
+        bad = {k for k, v in t.items() if abs(diff(v)) >= 3.0}
+        assert bad == expected, (s, bad)
+        outside += len(bad)
+        for k, v in t.items():
+            if k.startswith("bf16mm") or k in ("embed", "interp", "fill1g", "flashbf16", "cudnnattn", "tf32mm"):
+                assert abs(diff(v)) < 1.0, (k, diff(v))
+    assert (total, outside) == (121, 14)
+    g = unseen_table("s26-call4-unseen-set4", workload_set="4")
+    assert abs(diff(g["glstm_new"])) < 0.1 and diff(g["glstm_old"]) > 7
