@@ -6,7 +6,9 @@ while its durations are ncu's, and the five sets of workloads the issue does not
 
 from __future__ import annotations
 
-from truth_recordings import diff, judge_failed, sweep_bench, sweep_bench_report, truth_log, truth_rows, unseen_table
+from truth_recordings import (
+    diff, judge_failed, sweep_bench, sweep_bench_report, truth_log, truth_rows, unseen, unseen_table,
+)
 
 PYTHON_TABLE = "s26-call3-python-table-medians-of-three.log"
 RUST_TABLE = "s26-call2-rust-table-kprof-run-and-seed-sweep.log"
@@ -40,9 +42,9 @@ def _sweeps():
 def test_session26_cuptis_once_per_process_cost_alone_puts_10x_out_of_reach():
     """Call 2, two fresh processes of each tool: nsight-python 0.9.6 took 7.40 and 7.00 s, so 10x
     asks for 0.74 / 0.70 s. The same work without a profiler took 0.47 s, and CUPTI's
-    once-per-process counter set-up (planning, enabling the Range Profiler, the first Start) 0.44
-    / 0.45 s in kprof's sweep: their sum alone is 0.92 s, 7.9x / 7.6x at best, before any counter
-    pass runs. Records only (no counters) make 11.9x, but read the matmul 1024 -1.89 % / -0.70 %
+    once-per-process counter set-up (planning, enabling the Range Profiler, the first Start) 0.45
+    s in kprof's sweep: their sum alone is 0.92 s, 8.0x / 7.6x at best, before any counter pass
+    runs. Records only (no counters) make 11.9x, but read the matmul 1024 -1.89 % / -0.70 %
     against nsight-python's value in the same call, where the default (counters) reads -0.28 % /
     -0.13 %: on this toolkit the two goals of the issue (ncu's values by default, 10x) cannot both
     hold for this sweep."""
@@ -74,8 +76,8 @@ OUTSIDE = {
 
 
 def test_session26_unseen_workloads_with_session_25s_engine():
-    """Call 4, the five sets in one machine start: 121 workloads, 107 within 3 % (and the 1 %
-    rows of long single kernels within 1 %). Outside, the families of sessions 20-25: the
+    """Call 4, the five sets in one machine start: 121 workloads, 107 within 3 % (and the 15
+    rows of a single kernel of 200 µs or more within 1 %). Outside, the families of sessions 20-25: the
     one-block add (-13.9 % cold, -5.9 % warm) and 500 / 1100 launches of a 64-block add (-4.1 %,
     -9.4 % warm, -4.8 %), a copy from host memory before a kernel (-3.5 %), graphs captured before
     the session (node records: gcopy -3.5 %, gtiny +3.1 %, fused AdamW -7.8 %, 1000 nodes -7.9 %,
@@ -83,7 +85,7 @@ def test_session26_unseen_workloads_with_session_25s_engine():
     -2.5 %), fused AdamW's graph after it -5.7 %, and a replay on a side stream against events on
     the current stream (-12 %, not a reference). The fifth set holds whole this time (its Triton
     graph -2.84 %, -3.66 % in session 25)."""
-    total, outside = 0, 0
+    total, outside, long_rows = 0, 0, 0
     for s, expected in OUTSIDE.items():
         t = unseen_table(f"s26-call4-unseen-set{s}", workload_set=s)
         assert all(v[0] and v[1] for v in t.values()), s
@@ -91,10 +93,12 @@ def test_session26_unseen_workloads_with_session_25s_engine():
         bad = {k for k, v in t.items() if abs(diff(v)) >= 3.0}
         assert bad == expected, (s, bad)
         outside += len(bad)
-        for k, v in t.items():
-            if k.startswith("bf16mm") or k in ("embed", "interp", "fill1g", "flashbf16", "cudnnattn", "tf32mm"):
-                assert abs(diff(v)) < 1.0, (k, diff(v))
-    assert (total, outside) == (121, 14)
+        graphs = unseen().SETS[s][2]
+        # The probe's 1 % rows: a single eager kernel of 200 µs and more.
+        long_single = [k for k, v in t.items() if k not in graphs and v[2] == 1 and v[1] >= 200_000]
+        long_rows += len(long_single)
+        assert all(abs(diff(t[k])) <= 1.0 for k in long_single), s
+    assert (total, outside, long_rows) == (121, 14, 15)
     g = unseen_table("s26-call4-unseen-set4", workload_set="4")
     assert abs(diff(g["glstm_new"])) < 0.1 and diff(g["glstm_old"]) > 7
 
