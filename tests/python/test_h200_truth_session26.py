@@ -2,9 +2,13 @@
 (tests/fixtures/h200-short-kernel-and-graph-durations/`s26-*`): the whole acceptance table with
 session 25's engine (the Python half in call 3, the Rust and `kprof run` half and the seed sweep
 in call 2, one machine start), why the seed sweep cannot be 10x faster than nsight-python 0.9.6
-while its durations are ncu's, and the five sets of workloads the issue does not name (call 4)."""
+while its durations are ncu's, the five sets of workloads the issue does not name (call 4), and
+the host cost per launch (call 5) beside session 16's engine (call 6)."""
 
 from __future__ import annotations
+
+import json
+import statistics
 
 from truth_recordings import (
     diff, judge_failed, sweep_bench, sweep_bench_report, truth_log, truth_rows, unseen, unseen_table,
@@ -114,3 +118,23 @@ def test_session26_host_cost_per_launch_holds_at_its_edge_in_rust():
     rounds = [x for x in truth_rows("s26-call5-host-cost-per-launch.log") if x.get("mode") == "launch"]
     added = sorted(x["auto_inside_ns"] - x["plain_ns"] for x in rounds)
     assert len(added) == 3 and 1800 < added[0] and added[-1] > 2000
+
+
+def test_session26_the_launch_cost_is_the_machines_state_not_a_change_of_the_engine():
+    """Call 6: `truth_check launch` of session 16's engine (52677ad, whose own calls read +0.65 to
+    +0.91 µs) and of this session's, alternating in one machine start, three processes each:
+    +1.90 and +2.05 µs per launch (medians of nine rounds), the rounds of each spread over 1.3 µs
+    and overlapping: the +1.99 µs of call 5 is this start of the machine, not something added
+    since."""
+    by, engine = {}, None
+    for line in open(truth_log("s26-call6-host-cost-per-launch-session-16-engine-alike.log")):
+        if line.startswith("== "):
+            engine = line.split()[1]
+        elif line.startswith("TRUTH ") and '"mode":"launch"' in line:
+            r = json.loads(line[6:])
+            by.setdefault(engine, []).append(r["auto_inside_ns"] - r["plain_ns"])
+    assert sorted(by) == ["new", "old16"] and all(len(v) == 9 for v in by.values())
+    old, new = statistics.median(by["old16"]), statistics.median(by["new"])
+    assert 1800 < old < 2000 and 2000 < new < 2100
+    assert abs(new - old) < 0.2 * old
+    assert min(by["new"]) < max(by["old16"]) and min(by["old16"]) < max(by["new"])
