@@ -393,6 +393,14 @@ fn opts(metrics: &[&str], mode: ReplayMode) -> BenchOptions {
     }
 }
 
+/// [`opts`] without counter metrics and with `duration_source="auto"` (the default).
+fn auto_opts(mode: ReplayMode) -> BenchOptions {
+    BenchOptions {
+        duration: DurationSource::Auto,
+        ..opts(&[], mode)
+    }
+}
+
 #[test]
 fn unknown_counter_metric_fails_before_any_gpu_work() {
     let (mock, mut p) = setup(8);
@@ -528,10 +536,7 @@ fn auto_durations_fall_back_to_the_records_when_a_counter_pass_does_not_match() 
     // records' of that run, marked so, never NaN; the closure can tell its counter pass.
     let (mock, mut p) = setup(1);
     let m = mock.clone();
-    let o = BenchOptions {
-        duration: DurationSource::Auto,
-        ..opts(&[], ReplayMode::Application)
-    };
+    let o = auto_opts(ReplayMode::Application);
     let seen = std::cell::RefCell::new(Vec::new());
     let raw = p
         .bench("b", &[], &o, |_, run| {

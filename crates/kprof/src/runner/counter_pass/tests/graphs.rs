@@ -14,24 +14,26 @@ fn graph_records_mock() -> (Arc<Mock>, Profiler) {
     })
 }
 
+/// Benchmark `name` with one region "a" that launches kernel k1 (10 ns) and then a graph whose
+/// records span 500 ns.
+fn bench_kernel_then_graph(p: &mut Profiler, m: &Mock, name: &str, o: &BenchOptions) -> RawResults {
+    p.bench(name, &[], o, |_, run| {
+        run.annotate("a", |_| {
+            m.launch("k1", 10);
+            m.launch_graph(500);
+        })?;
+        Ok(())
+    })
+    .unwrap()
+}
+
 #[test]
 fn auto_takes_the_records_when_warm_up_replays_a_graph_instantiated_before_the_session() {
     // Graph records time graphs instantiated in the session even with a counter pass: counters.
     let (mock, mut p) = graph_records_mock();
     let m = mock.clone();
-    let o = BenchOptions {
-        duration: DurationSource::Auto,
-        ..opts(&[], ReplayMode::Application)
-    };
-    let raw = p
-        .bench("fresh", &[], &o, |_, run| {
-            run.annotate("a", |_| {
-                m.launch("k1", 10);
-                m.launch_graph(500);
-            })?;
-            Ok(())
-        })
-        .unwrap();
+    let o = auto_opts(ReplayMode::Application);
+    let raw = bench_kernel_then_graph(&mut p, &m, "fresh", &o);
     assert_eq!(
         series(&raw, "a", DEFAULT_METRIC).1,
         vec![513.0, 513.0],
@@ -295,19 +297,8 @@ fn kernel_replay_leaves_runs_with_graph_launches_to_the_records() {
     // a message that names application replay.
     let (mock, mut p) = graph_records_mock();
     let m = mock.clone();
-    let o = BenchOptions {
-        duration: DurationSource::Auto,
-        ..opts(&[], ReplayMode::Kernel)
-    };
-    let raw = p
-        .bench("kr", &[], &o, |_, run| {
-            run.annotate("a", |_| {
-                m.launch("k1", 10);
-                m.launch_graph(500);
-            })?;
-            Ok(())
-        })
-        .unwrap();
+    let o = auto_opts(ReplayMode::Kernel);
+    let raw = bench_kernel_then_graph(&mut p, &m, "kr", &o);
     assert_eq!(duration_sources(&raw, "a"), vec![ExtraValue::Text("records".into()); 2]);
     assert_eq!(mock.collects.load(Ordering::SeqCst), 0, "no counter pass");
     assert_eq!(warnings_with(&p, "kernel replay cannot profile").len(), 1);
@@ -338,10 +329,7 @@ fn a_benchmark_replaying_graphs_instantiated_before_the_counter_session_says_so(
     // session 25): one warning for the benchmark that replayed them, none for the next.
     let (mock, mut p) = graph_records_mock();
     let m = mock.clone();
-    let o = BenchOptions {
-        duration: DurationSource::Auto,
-        ..opts(&[], ReplayMode::Application)
-    };
+    let o = auto_opts(ReplayMode::Application);
     p.bench("stale", &[], &o, |_, run| {
         run.annotate("a", |_| {
             m.stale_graph_launches.fetch_add(1, Ordering::SeqCst);
