@@ -1117,26 +1117,21 @@ def main():
         SET = sys.argv[last]
         if SET not in SETS:
             sys.exit(f"no workload set {SET!r}: the sets are {', '.join(SETS)}")
-    if part == "refs":
-        refs()
-    elif part == "kprof":
-        kprof_part()
-    elif part == "ncu-target":
-        ncu_target()
-    elif part == "events-graphs":
-        events_graphs()
-    elif part == "graph-start":
-        graph_start_probe()
-    elif part == "graph-launch-cost":
-        graph_launch_cost()
-    elif part == "graph-mix":
-        graph_mix()
-    elif part == "graph-crash":
-        graph_crash()
-    elif part == "g20x-probe":
-        g20x_probe()
-    elif part == "gtiny-probe":
-        gtiny_probe()
+    # The parts that take no argument besides the workload set.
+    parts = {
+        "refs": refs,
+        "kprof": kprof_part,
+        "ncu-target": ncu_target,
+        "events-graphs": events_graphs,
+        "graph-start": graph_start_probe,
+        "graph-launch-cost": graph_launch_cost,
+        "graph-mix": graph_mix,
+        "graph-crash": graph_crash,
+        "g20x-probe": g20x_probe,
+        "gtiny-probe": gtiny_probe,
+    }
+    if part in parts:
+        parts[part]()
     elif part == "cases" and len(sys.argv) > 2 and sys.argv[2] in ("cold", "warm"):
         cold, warm, _ = SETS[SET]
         print(" ".join(cold if sys.argv[2] == "cold" else warm))
