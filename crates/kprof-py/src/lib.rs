@@ -232,6 +232,13 @@ fn release_counters(py: Python<'_>) -> Option<&'static str> {
     })
 }
 
+/// `pause_counters() -> None`: disables this process's Range Profiler session between
+/// benchmarks, keeping its configuration (the next benchmark with counters enables it again).
+#[pyfunction]
+fn pause_counters(py: Python<'_>) {
+    py.detach(kprof::runner::pause_counters)
+}
+
 /// `write_file(path: str, data: bytes) -> None`: writes `data` at `path` with the writer every
 /// kprof command uses (see the Rust `write_file`); `OSError` naming the path on failure.
 #[pyfunction(name = "write_file")]
@@ -483,6 +490,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(py_write_file, m)?)?;
     m.add_function(wrap_pyfunction!(release_counters, m)?)?;
+    m.add_function(wrap_pyfunction!(pause_counters, m)?)?;
     m.add_function(wrap_pyfunction!(parse_choice, m)?)?;
     m.add_function(wrap_pyfunction!(process_raw, m)?)?;
     m.add_function(wrap_pyfunction!(store::store_raw, m)?)?;

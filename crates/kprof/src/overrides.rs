@@ -11,6 +11,7 @@
 //! | `KPROF_L2_FLUSH` | [`BenchOptions::l2_flush`](crate::runner::BenchOptions::l2_flush) | once per bench call |
 //! | `KPROF_L2_FLUSH_BYTES` | [`BenchOptions::l2_flush_bytes`](crate::runner::BenchOptions::l2_flush_bytes) | once per bench call |
 //! | `KPROF_COUNTER_PASS_RECORDS` | [`BenchOptions::counter_pass_records`](crate::runner::BenchOptions::counter_pass_records) | once per bench call |
+//! | `KPROF_ONE_PASS` | [`BenchOptions::one_pass`](crate::runner::BenchOptions::one_pass) | once per bench call |
 //! | `KPROF_KERNEL_TRACE` | [`TraceOptions::kernel_trace`] | when the activity session starts |
 //! | `KPROF_GRAPH_TRACE` | [`TraceOptions::graph_trace`] | when the activity session starts |
 //! | `KPROF_ATTRIBUTION` | [`TraceOptions::attribution`] | when the activity session starts |
@@ -54,6 +55,9 @@ pub const L2_FLUSH_BYTES_ENV: &str = "KPROF_L2_FLUSH_BYTES";
 
 /// Overrides [`BenchOptions::counter_pass_records`](crate::runner::BenchOptions::counter_pass_records): `on` or `off`.
 pub const COUNTER_PASS_RECORDS_ENV: &str = "KPROF_COUNTER_PASS_RECORDS";
+
+/// Overrides [`BenchOptions::one_pass`](crate::runner::BenchOptions::one_pass): `on` or `off`.
+pub const ONE_PASS_ENV: &str = "KPROF_ONE_PASS";
 
 /// Overrides [`TraceOptions::kernel_trace`]: `concurrent` or `serial`.
 pub const KERNEL_TRACE_ENV: &str = "KPROF_KERNEL_TRACE";

@@ -162,6 +162,15 @@ pub const ENV_VARS: &[EnvVar] = &[
         read_by: "kprof (`overrides`, through `BenchOptions::with_env_overrides` in `runner::profiler`)",
     },
     EnvVar {
+        name: "KPROF_ONE_PASS",
+        default: "`on`",
+        meaning: "Overrides the `one_pass` option (Rust `BenchOptions::one_pass`), and wins over it when set: `on` \
+                  lets recorded runs of eager kernels take their durations from the counter pass alone (mapped to \
+                  regions through the warm-up's records); `off` gives every recorded run its timing pass too. Any \
+                  other value is an error. Read once per bench call.",
+        read_by: "kprof (`overrides`, through `BenchOptions::with_env_overrides` in `runner::profiler`)",
+    },
+    EnvVar {
         name: "KPROF_CONDITIONS_POLL_MS",
         default: "20",
         meaning: "The poll interval, in milliseconds (1 to 1000; other values are ignored), of the background NVML \

@@ -300,7 +300,7 @@ impl RangeProfiler {
         // H200: 4 kernels into a 2-range image gave 2 ranges and no error), so a range in the
         // spare slot is how an overflow shows.
         let user_max = max_ranges;
-        if needs_new_session(self.mode, self.first_start_ranges, max_ranges + 1) {
+        if self.is_paused() || needs_new_session(self.mode, self.first_start_ranges, max_ranges + 1) {
             self.reenable()?;
         }
         let mut image = self.counter_data_image(max_ranges + 1)?;
@@ -601,6 +601,18 @@ impl RangeProfiler {
 }
 
 impl RangeProfiler {
+    /// Disables the Range Profiler until the next collection, which enables it again with the
+    /// same configuration: between benchmarks the process runs as without it (an enabled Range
+    /// Profiler slows the CUDA graphs and kernel launches of the user's own code).
+    pub fn pause(&mut self) {
+        self.disable();
+    }
+
+    /// Whether [`RangeProfiler::pause`] left it disabled.
+    pub fn is_paused(&self) -> bool {
+        self.obj.get().is_null()
+    }
+
     /// `cuptiRangeProfilerDisable` of this session's object (once).
     fn disable(&mut self) {
         if !self.obj.get().is_null() {

@@ -197,6 +197,9 @@ pub(crate) trait CounterBackend: Send + Sync {
     /// Ends the Range Profiler session and gives the device's profiling resources back (called
     /// at the end of every benchmark that collected counters).
     fn release(&self) {}
+    /// Disables the Range Profiler between benchmarks, keeping its configuration: the next
+    /// collection enables it again.
+    fn pause(&self) {}
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -328,6 +331,12 @@ impl CounterBackend for GpuCounters {
     /// not after every benchmark: opening a session costs about 0.4 s on the H200 (host object,
     /// configuration image, profiler initialization; `truth_check`, call 17 of issue 17), which a
     /// sweep of several benchmarks paid each time.
+    fn pause(&self) {
+        if let Some(Session(rp)) = self.session.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+            rp.pause();
+        }
+    }
+
     fn release(&self) {
         // Disabling the Range Profiler alone is not enough: while CUPTI's profiler stays
         // initialized, ncu in a child process fails with "a driver resource was unavailable"
@@ -336,6 +345,14 @@ impl CounterBackend for GpuCounters {
         if let Ok(lib) = self.lib() {
             profiler_deinitialize(lib);
         }
+    }
+}
+
+/// Disables this process's Range Profiler session, if one is open, keeping its configuration
+/// for the next benchmark (which enables it again): the process runs as without it meanwhile.
+pub fn pause_counters() {
+    if let Some(g) = GPU_COUNTERS.get() {
+        g.pause();
     }
 }
 
@@ -450,6 +467,8 @@ pub(super) enum CounterRun {
         window: (u64, u64),
         /// Whether the L2 flush kernels were profiled too (application replay with a cold cache).
         flushes_profiled: bool,
+        /// The regions the closure opened in the (last) pass, as a timing pass records them.
+        spans: Vec<SpanRec>,
     },
     /// User replay: the values of every region, by name.
     PerRegion(Vec<(String, Vec<f64>)>),
@@ -466,14 +485,14 @@ fn pass_work_done(backend: &Arc<dyn Backend>) {
 }
 
 /// Runs the benchmark closure once on a [`PassBackend`] for the run `at` (its regions keyed with
-/// run number `key_run`); returns the failure, if any.
+/// run number `key_run`); returns the failure, if any, and the regions it opened.
 fn pass_closure<F>(
     inner: &Arc<dyn Backend>,
     at: RunAt,
     key_run: u64,
     f: &mut F,
     flush_before_regions: Option<FlushSpec>,
-) -> Option<String>
+) -> (Option<String>, Vec<SpanRec>)
 where
     F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
 {
@@ -505,8 +524,8 @@ where
     };
     let result = f(config, &mut run);
     drop(run);
-    let (_spans, misuse) = state.finish();
-    match result {
+    let (spans, misuse) = state.finish();
+    let failure = match result {
         Err(e) => Some(format!(
             "{name}: counter pass of run {} of config [{config}] failed: {e}",
             step.run
@@ -517,7 +536,8 @@ where
             misuse.join("; ")
         )),
         Ok(()) => None,
-    }
+    };
+    (failure, spans)
 }
 
 /// One application-replay counter pass with `what` done before every kernel (an L2 flush, or a
@@ -528,7 +548,7 @@ fn each_kernel_pass<F>(
     key_run: u64,
     f: &mut F,
     what: BeforeEachKernel,
-) -> Result<Vec<PassLaunch>, String>
+) -> Result<(Vec<PassLaunch>, Vec<SpanRec>), String>
 where
     F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
 {
@@ -536,11 +556,11 @@ where
         BeforeEachKernel::Flush(_) => format!("could not flush the L2 before every kernel of the counter pass: {e}"),
         BeforeEachKernel::Rest => format!("could not wait for every kernel of the counter pass: {e}"),
     })?;
-    let closure_failure = pass_closure(backend, at, key_run, f, None);
+    let (closure_failure, spans) = pass_closure(backend, at, key_run, f, None);
     let PassLaunches { launches, failure } = backend.stop_before_each_kernel();
     match closure_failure.or(failure) {
         Some(msg) => Err(msg),
-        None => Ok(launches),
+        None => Ok((launches, spans)),
     }
 }
 
@@ -784,14 +804,16 @@ impl Profiler {
                 };
                 let mut failure = None;
                 let mut launches: Option<Vec<PassLaunch>> = None;
+                let mut spans = Vec::new();
                 let got = cb.collect(&st.plan, capacity, &mut |_sink| {
                     // The rest owed by the timing pass (or the previous counter pass) comes after
                     // CUPTI's set-up of the pass, right before its GPU work (`gpu_rest`).
                     gpu_rest::before_gpu_work();
                     if let Some(what) = each_kernel {
                         match each_kernel_pass(&backend, at, key_run, f, what) {
-                            Ok(l) => {
+                            Ok((l, s)) => {
                                 launches.get_or_insert(l);
+                                spans = s;
                             }
                             Err(msg) => {
                                 failure.get_or_insert(msg);
@@ -808,9 +830,11 @@ impl Profiler {
                             failure.get_or_insert(format!("L2 flush before a counter pass failed: {e}"));
                         }
                     }
-                    if let Some(msg) = pass_closure(&backend, at, key_run, f, (app && cold).then_some(flush)) {
+                    let (closure_failure, s) = pass_closure(&backend, at, key_run, f, (app && cold).then_some(flush));
+                    if let Some(msg) = closure_failure {
                         failure.get_or_insert(msg);
                     }
+                    spans = s;
                     pass_work_done(&backend);
                 });
                 if let Some(msg) = failure {
@@ -855,6 +879,7 @@ impl Profiler {
                             values,
                             window,
                             flushes_profiled: app && cold && each_kernel.is_none(),
+                            spans,
                         });
                     }
                 }
@@ -869,7 +894,7 @@ impl Profiler {
                         }
                     }
                     // A flush before every region, outside the user ranges, as in the timing pass.
-                    let r = with_sink(sink, || pass_closure(&backend, at, key_run, f, cold.then_some(flush)));
+                    let (r, _) = with_sink(sink, || pass_closure(&backend, at, key_run, f, cold.then_some(flush)));
                     if let Some(msg) = r {
                         failure.get_or_insert(msg);
                     }
@@ -898,7 +923,7 @@ impl Profiler {
         let t0 = std::time::Instant::now();
         let key_run = 2 * (at.opts.max_runs() as u64 + at.opts.warmup as u64) + at.step.run as u64;
         gpu_rest::before_gpu_work();
-        if let Some(msg) = pass_closure(&self.backend, at, key_run, f, None) {
+        if let (Some(msg), _) = pass_closure(&self.backend, at, key_run, f, None) {
             self.warnings
                 .push(format!("re-warming run after a counter pass: {msg}"));
         }
@@ -1001,6 +1026,7 @@ impl Profiler {
                 values: per_kernel,
                 window: (t0, t1),
                 flushes_profiled,
+                ..
             } => {
                 // CUDA graph launches are not profiled by the Range Profiler (measured on the H200:
                 // only the eager kernels around a 60-node graph gave ranges): the counter pass's

@@ -14,7 +14,7 @@ use super::progress::ProgressHook;
 use crate::choices::{L2Flush, ReplayMode};
 use crate::conditions::runtime::{Collectors, ThermalOptions};
 use crate::error::EngineError;
-use crate::overrides::{self, Lookup, COUNTER_PASS_RECORDS_ENV, L2_FLUSH_BYTES_ENV, L2_FLUSH_ENV};
+use crate::overrides::{self, Lookup, COUNTER_PASS_RECORDS_ENV, L2_FLUSH_BYTES_ENV, L2_FLUSH_ENV, ONE_PASS_ENV};
 
 pub use crate::choices::{CacheControl, ClockControl};
 
@@ -120,6 +120,13 @@ pub struct BenchOptions {
     /// each kernel about 0.9 us as the counters see it; see `runner/counter_pass.rs`).
     /// `KPROF_COUNTER_PASS_RECORDS` (`on`/`off`), when set, overrides it.
     pub counter_pass_records: bool,
+    /// Recorded runs of eager kernels take one pass where one is enough (default true): with
+    /// durations from the counters, a cold cache and application replay, a configuration whose
+    /// warm-up launched no CUDA graph runs its closure once per recorded run, under the counters,
+    /// its kernels mapped to regions through the warm-up's records (`runner/one_pass.rs`). False
+    /// gives every recorded run its timing pass too. `KPROF_ONE_PASS` (`on`/`off`), when set,
+    /// overrides it.
+    pub one_pass: bool,
     /// Clock control (only [`ClockControl::None`] in this backend).
     pub clock: ClockControl,
     /// Order of (configuration, run) pairs (default [`RunOrder::Interleaved`]).
@@ -177,6 +184,7 @@ impl Default for BenchOptions {
             l2_flush: L2Flush::Read,
             l2_flush_bytes: None,
             counter_pass_records: false,
+            one_pass: true,
             clock: ClockControl::None,
             order: RunOrder::Interleaved,
             policy: None,
@@ -264,6 +272,9 @@ impl BenchOptions {
         }
         if let Some(on) = overrides::switch(env, COUNTER_PASS_RECORDS_ENV, "counter_pass_records")? {
             o.counter_pass_records = on;
+        }
+        if let Some(on) = overrides::switch(env, ONE_PASS_ENV, "one_pass")? {
+            o.one_pass = on;
         }
         Ok(o)
     }

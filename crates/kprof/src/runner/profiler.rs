@@ -19,7 +19,7 @@ use super::{
     closure_error, invalid_option, model_error, raw_csv_path, record_durations, write_raw, Backend, BenchOptions,
     CacheControl, Collected, DurationSource, FlushPolicy, Progress, Run, Scheduler, Span, Step, DEFAULT_UNIT,
 };
-use super::{counter_pass, events, gpu, gpu_rest, progress};
+use super::{counter_pass, events, gpu, gpu_rest, one_pass, progress};
 use crate::choices::TraceOptions;
 use crate::conditions::runtime::ProfilerConditions;
 use crate::error::EngineError;
@@ -35,6 +35,10 @@ struct PendingRun {
     wall: Duration,
     /// The run's counter pass, when counter metrics are asked for.
     counters: Option<counter_pass::CounterRun>,
+    /// The run's window on the activity clock (a warm-up's becomes its configuration's map).
+    window: (u64, u64),
+    /// The run's kernels by region when it had no timing pass (one pass: `one_pass`).
+    own_kernels: Option<Collected>,
 }
 
 /// The state of one [`Profiler::bench`] call.
@@ -79,6 +83,11 @@ struct Sweep<'a> {
     old_graph_launches_at_start: u64,
     /// The backend's count of all graph launches when the call started.
     graph_launches_at_start: u64,
+    /// Per config: the last warm-up run's kernels by region, through which its recorded runs
+    /// take one pass (`one_pass`); `None` keeps two passes.
+    kernel_maps: Vec<Option<one_pass::KernelMap>>,
+    /// Per config: a counter pass did not match its map, so its runs keep two passes.
+    two_passes: Vec<bool>,
 }
 
 /// The profiler: owns the CUPTI activity session. One per process.
@@ -425,6 +434,8 @@ impl Profiler {
             auto_pending: lazy_auto,
             old_graph_launches_at_start,
             graph_launches_at_start,
+            kernel_maps: vec![None; n],
+            two_passes: vec![false; n],
         };
         // Kernels are traced during benchmarks only: launches between them cost what they cost
         // without kprof.
@@ -507,8 +518,6 @@ impl Profiler {
                 }
             }
             let t0 = Instant::now();
-            let run_start_ns = self.backend.timestamp_ns();
-            let graph_launches_before = self.backend.graph_launches_seen();
             let at = RunAt {
                 name: sw.name,
                 call,
@@ -516,12 +525,34 @@ impl Profiler {
                 config: &configs[step.config],
                 opts,
             };
+            if let Some(run) = self.one_pass_step(sw, at, f)? {
+                sw.pending_recorded[step.config] += 1;
+                let started = *sw.batch_start.get_or_insert(t0);
+                sw.pending.push(PendingRun {
+                    step,
+                    spans: run.spans,
+                    failure: None,
+                    wall: t0.elapsed(),
+                    counters: Some(run.counters),
+                    window: (0, 0),
+                    own_kernels: Some(run.kernels),
+                });
+                if sw.pending.len() >= max_runs || started.elapsed() >= self.flush_policy.max_time {
+                    self.flush_batch(sw, None)?;
+                }
+                continue;
+            }
+            let run_start_ns = self.backend.timestamp_ns();
+            let graph_launches_before = self.backend.graph_launches_seen();
             let (spans, failure) = self.one_run(at, f, &mut sw.wire)?;
             let abort = failure.is_some() && !opts.ignore_failures;
+            let window = (run_start_ns, self.backend.timestamp_ns());
+            let graph_launches = self.backend.graph_launches_seen() - graph_launches_before;
+            if step.warmup && graph_launches > 0 {
+                sw.two_passes[step.config] = true;
+            }
             let counters = match (&mut sw.counters, step.warmup, &failure) {
                 (Some(st), false, None) => {
-                    let window = (run_start_ns, self.backend.timestamp_ns());
-                    let graph_launches = self.backend.graph_launches_seen() - graph_launches_before;
                     Some(self.without_kernel_records(st.kernel_records, |me| {
                         me.counter_run(st, at, f, (spans.len(), graph_launches), window)
                     })?)
@@ -541,6 +572,8 @@ impl Profiler {
                 failure,
                 wall: t0.elapsed(),
                 counters,
+                window,
+                own_kernels: None,
             });
             if abort || sw.pending.len() >= max_runs || started.elapsed() >= self.flush_policy.max_time {
                 self.flush_batch(sw, None)?;
@@ -594,6 +627,51 @@ impl Profiler {
             self.duration_source = "counters";
         }
         Ok(())
+    }
+
+    /// A recorded run in one pass (`one_pass`), where its configuration allows it: durations
+    /// from the counters in application replay with a cold cache, a map from its last warm-up
+    /// run, no annotation-scope collectors. `None`: the run takes its timing pass.
+    fn one_pass_step<F>(
+        &mut self,
+        sw: &mut Sweep<'_>,
+        at: RunAt,
+        f: &mut F,
+    ) -> Result<Option<one_pass::OnePassRun>, EngineError>
+    where
+        F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let c = at.step.config;
+        let allowed = !at.step.warmup
+            && at.opts.one_pass
+            && !sw.two_passes[c]
+            && self.duration_source == "counters"
+            && at.opts.cache == CacheControl::All
+            && self.backend.can_act_before_each_kernel()
+            && sw
+                .counters
+                .as_ref()
+                .is_some_and(|st| st.plan.mode == crate::choices::ReplayMode::Application)
+            && self
+                .conditions
+                .annotation_hook(c, at.config, at.step.run, false)
+                .is_none();
+        if !allowed {
+            return Ok(None);
+        }
+        if sw.pending.iter().any(|r| r.step.warmup && r.step.config == c) {
+            // The map comes from the configuration's last warm-up, still waiting for a flush.
+            self.flush_batch(sw, None)?;
+        }
+        let (Some(map), Some(st)) = (sw.kernel_maps[c].clone(), sw.counters.as_mut()) else {
+            return Ok(None);
+        };
+        let run = self.one_pass_run(st, at, f, &map)?;
+        if run.is_none() {
+            // The closure launched other kernels than its warm-up: two passes from now on.
+            sw.two_passes[c] = true;
+        }
+        Ok(run)
     }
 
     /// Flushes the activity buffers once for every waiting run, records their samples in run
@@ -697,8 +775,12 @@ impl Profiler {
         let share = t0.elapsed() / pending.len() as u32;
         // The runs' conditions from the background sampler's samples (no NVML read here).
         self.conditions.settle();
-        for run in pending {
-            self.record_run(sw, run, &collected, share)?;
+        for mut run in pending {
+            // A run in one pass has its kernels from its configuration's map (`one_pass`).
+            match run.own_kernels.take() {
+                Some(own) => self.record_run(sw, run, &own, share, true)?,
+                None => self.record_run(sw, run, &collected, share, false)?,
+            }
         }
         if let Some(p) = &sw.out_path {
             let newly: Vec<usize> = (0..sw.configs.len())
@@ -723,6 +805,7 @@ impl Profiler {
         run: PendingRun,
         collected: &Collected,
         flush_share: Duration,
+        one_pass: bool,
     ) -> Result<(), EngineError> {
         let PendingRun {
             step,
@@ -730,12 +813,19 @@ impl Profiler {
             failure,
             wall,
             counters,
+            window,
+            own_kernels: _,
         } = run;
         let (name, opts) = (sw.name, sw.opts);
         let config = &sw.configs[step.config];
         let device_idx = sw.device_idx;
         sw.spent[step.config] += wall + flush_share;
         if step.warmup {
+            // The last warm-up's kernels are what its configuration's runs in one pass map to.
+            sw.kernel_maps[step.config] = match &failure {
+                None => one_pass::KernelMap::of_warmup(&spans, collected, window),
+                Some(_) => None,
+            };
             if let Some(e) = failure {
                 if !opts.ignore_failures {
                     return Err(e);
@@ -811,12 +901,17 @@ impl Profiler {
                     self.warnings.push(msg);
                 }
             }
-            sw.policy_values[step.config].push(if any { total } else { f64::NAN });
+            let samples_before = raw.samples.len();
             if let (Some(c), Some(st)) = (&counters, &sw.counters) {
                 self.record_counters(
                     raw, &st.plan, name, config, step, device_idx, &spans, collected, c, opts,
                 )?;
             }
+            if one_pass {
+                // The map's kernels are the warm-up's: the policy sees this run's counters.
+                (total, any) = one_pass::durations_total(raw, samples_before);
+            }
+            sw.policy_values[step.config].push(if any { total } else { f64::NAN });
         }
         if let Some(p) = &opts.policy {
             if matches!(

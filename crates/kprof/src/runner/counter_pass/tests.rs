@@ -53,6 +53,10 @@ struct Mock {
     stale_graph_launches: AtomicU64,
     /// [`CounterBackend::release`] calls.
     releases: AtomicUsize,
+    /// Launch callbacks as the CUPTI backend has ([`Backend::before_each_kernel`]): the log of
+    /// the counter pass's launches while armed.
+    each_kernel: bool,
+    pass_log: Mutex<Option<Vec<PassLaunch>>>,
 }
 
 impl Mock {
@@ -90,6 +94,9 @@ impl Mock {
     }
 
     fn launch(&self, name: &str, dur: u64) {
+        if let Some(log) = self.pass_log.lock().unwrap().as_mut() {
+            log.push(PassLaunch::Kernel);
+        }
         if self.in_counter_pass.load(Ordering::SeqCst) {
             let r = self.open_range.lock().unwrap().clone();
             self.counted.lock().unwrap().push((r, dur));
@@ -181,6 +188,17 @@ impl Backend for Mock {
     }
     fn counters(&self) -> Option<&dyn CounterBackend> {
         (!self.without_counters).then_some(self as &dyn CounterBackend)
+    }
+    fn can_act_before_each_kernel(&self) -> bool {
+        self.each_kernel
+    }
+    fn before_each_kernel(&self, _what: BeforeEachKernel) -> Result<(), EngineError> {
+        *self.pass_log.lock().unwrap() = Some(Vec::new());
+        Ok(())
+    }
+    fn stop_before_each_kernel(&self) -> PassLaunches {
+        let launches = self.pass_log.lock().unwrap().take().unwrap_or_default();
+        PassLaunches { launches, failure: None }
     }
 }
 
@@ -997,3 +1015,4 @@ fn application_replay_flushes_before_each_kernel_when_cold_and_rests_between_the
 }
 
 mod graphs;
+mod one_pass;

@@ -1,0 +1,134 @@
+//! One pass where one is enough: recorded runs of eager kernels take their durations from the
+//! counter pass alone, mapped through the last warm-up's kernels; graphs and closures that launch
+//! otherwise keep the timing pass.
+
+use super::*;
+
+/// A mock with launch callbacks (a flush before each kernel of a counter pass) and its profiler.
+fn callbacks_mock() -> (Arc<Mock>, Profiler) {
+    setup_mock(Mock {
+        passes: 1,
+        each_kernel: true,
+        ..Default::default()
+    })
+}
+
+fn one_pass_opts(runs: u32) -> BenchOptions {
+    BenchOptions {
+        runs,
+        ..auto_opts(ReplayMode::Application)
+    }
+}
+
+#[test]
+fn eager_kernels_run_once_per_recorded_run_with_the_counters_durations() {
+    let (mock, mut p) = callbacks_mock();
+    let m = mock.clone();
+    let mut calls = 0;
+    let raw = p
+        .bench("b", &[], &one_pass_opts(3), |_, run| {
+            calls += 1;
+            m.launch("setup", 5);
+            run.annotate("a", |_| {
+                m.launch("k1", 10);
+                m.launch("k2", 20);
+            })?;
+            run.annotate("b", |_| m.launch("k3", 30))?;
+            Ok(())
+        })
+        .unwrap();
+    // One warm-up, then one counter pass per recorded run (two passes would make 1 + 2 x 3).
+    assert_eq!(calls, 4);
+    assert_eq!(mock.collects.load(Ordering::SeqCst), 3);
+    // The counters' durations (each kernel's + 3 ns), mapped to their regions.
+    assert_eq!(series(&raw, "a", DEFAULT_METRIC).1, vec![36.0; 3]);
+    assert_eq!(series(&raw, "b", DEFAULT_METRIC).1, vec![33.0; 3]);
+    assert!(duration_sources(&raw, "a")
+        .iter()
+        .all(|s| *s == ExtraValue::Text("counters".into())));
+}
+
+#[test]
+fn graph_launches_in_the_warmup_keep_the_timing_pass() {
+    let (mock, mut p) = callbacks_mock();
+    let m = mock.clone();
+    let mut calls = 0;
+    p.bench("g", &[], &one_pass_opts(2), |_, run| {
+        calls += 1;
+        run.annotate("a", |_| {
+            m.launch("k1", 10);
+            m.launch_graph(500);
+        })?;
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(calls, 1 + 2 * 2);
+}
+
+#[test]
+fn a_closure_that_launches_otherwise_than_its_warmup_goes_back_to_two_passes() {
+    let (mock, mut p) = callbacks_mock();
+    let m = mock.clone();
+    let mut calls = 0;
+    let raw = p
+        .bench("c", &[], &one_pass_opts(3), |_, run| {
+            calls += 1;
+            run.annotate("a", |_| {
+                m.launch("k1", 10);
+                if calls > 1 {
+                    // From the first recorded run on, one more kernel than the warm-up.
+                    m.launch("k2", 20);
+                }
+            })?;
+            Ok(())
+        })
+        .unwrap();
+    // Warm-up 1; the first recorded run's single pass does not match (1), then it and the two
+    // others take a timing pass and a counter pass each (6).
+    assert_eq!(calls, 1 + 1 + 3 * 2);
+    assert_eq!(series(&raw, "a", DEFAULT_METRIC).1, vec![36.0; 3]);
+}
+
+#[test]
+fn a_warm_cache_records_or_one_pass_off_keep_the_timing_pass() {
+    // Warm: a timing pass, a counter pass and the re-warming run per recorded run. One pass off:
+    // a timing pass and a counter pass. Records: the timing pass alone, no counter pass.
+    for (o, expected_calls, expected_collects) in [
+        (
+            BenchOptions {
+                cache: CacheControl::None,
+                ..one_pass_opts(2)
+            },
+            1 + 2 * 3,
+            2,
+        ),
+        (
+            BenchOptions {
+                one_pass: false,
+                ..one_pass_opts(2)
+            },
+            1 + 2 * 2,
+            2,
+        ),
+        (
+            BenchOptions {
+                duration: DurationSource::Records,
+                ..one_pass_opts(2)
+            },
+            1 + 2,
+            0,
+        ),
+    ] {
+        let (mock, mut p) = callbacks_mock();
+        let m = mock.clone();
+        let mut calls = 0;
+        p.bench("w", &[], &o, |_, run| {
+            calls += 1;
+            run.annotate("a", |_| m.launch("k1", 10))?;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(calls, expected_calls);
+        assert_eq!(mock.collects.load(Ordering::SeqCst), expected_collects);
+    }
+}

@@ -1,0 +1,280 @@
+//! One pass where one is enough: the recorded runs of a configuration whose kernels all run
+//! eagerly get their durations from the counter pass alone, with no timing pass.
+//!
+//! Durations from the counters (`gpu__time_duration.sum`, application replay, cold cache) come
+//! from a counter pass that profiles every kernel the closure launches, in launch order. Which
+//! region each kernel belongs to is what the timing pass's activity records told; the closure
+//! launches the same kernels every time it runs (the counter pass already relies on that), so the
+//! last warm-up run's records tell it once per configuration ([`KernelMap`]). A recorded run then
+//! runs the closure once, under the counters, and its values are mapped through the warm-up's
+//! kernels. A configuration keeps two passes when its warm-up launched CUDA graphs (their spans
+//! come from the records) or annotation-scope collectors run, and goes back to two passes for
+//! good when a counter pass profiles another number of kernels than its map holds.
+
+use std::collections::HashMap;
+
+use super::counter_pass::CounterRun;
+use super::profiler::RunAt;
+use super::run::SpanRec;
+use super::*;
+
+/// The kernels of one warm-up run, by region, as the activity records attributed them: what a
+/// counter pass of the same configuration is mapped through.
+#[derive(Clone, Debug)]
+pub(super) struct KernelMap {
+    /// Each region of the run in opening order: its name and its kernels.
+    regions: Vec<(String, Vec<KernelRun>)>,
+    /// The run's kernels outside every region (input set-up, flush kernels: the counter pass's
+    /// mapping drops the latter).
+    outside: Vec<KernelRun>,
+    /// The warm-up run's window on the activity clock.
+    window: (u64, u64),
+}
+
+impl KernelMap {
+    /// The map of a warm-up run: `None` when it launched CUDA graphs (timed from their records,
+    /// so its configuration keeps its timing pass) or no region.
+    pub(super) fn of_warmup(spans: &[SpanRec], collected: &Collected, window: (u64, u64)) -> Option<KernelMap> {
+        if spans.is_empty() || spans.iter().any(|s| s.failed) {
+            return None;
+        }
+        let regions: Vec<(String, Vec<KernelRun>)> = spans
+            .iter()
+            .map(|s| (s.name.clone(), collected.by_region.get(&s.key).cloned().unwrap_or_default()))
+            .collect();
+        let outside: Vec<KernelRun> = collected
+            .outside
+            .iter()
+            .filter(|k| k.start_ns >= window.0 && k.start_ns <= window.1)
+            .cloned()
+            .collect();
+        let graphs = regions.iter().flat_map(|(_, ks)| ks).chain(&outside).any(|k| k.graph || k.is_untimed());
+        (!graphs).then_some(KernelMap {
+            regions,
+            outside,
+            window,
+        })
+    }
+
+    /// The kernels of a counter pass's regions, keyed as the pass keyed them: the map's regions
+    /// matched by name and occurrence. `None` when the pass opened other regions.
+    pub(super) fn collected_for(&self, spans: &[SpanRec]) -> Option<Collected> {
+        if spans.len() != self.regions.len() {
+            return None;
+        }
+        let mut by_region = HashMap::new();
+        for (s, (name, kernels)) in spans.iter().zip(&self.regions) {
+            if s.name != *name {
+                return None;
+            }
+            by_region.insert(s.key, kernels.clone());
+        }
+        Some(Collected {
+            by_region,
+            outside: self.outside.clone(),
+            ..Collected::default()
+        })
+    }
+
+    /// The map's window, which the counter values are mapped in.
+    pub(super) fn window(&self) -> (u64, u64) {
+        self.window
+    }
+
+    /// Regions of the run.
+    pub(super) fn regions(&self) -> usize {
+        self.regions.len()
+    }
+}
+
+/// What one recorded run measured in one pass: the counter pass, with the regions it opened.
+pub(super) struct OnePassRun {
+    /// The counter pass, its window set to the map's.
+    pub(super) counters: CounterRun,
+    /// The regions of the pass (the map's when the pass failed before opening them).
+    pub(super) spans: Vec<SpanRec>,
+    /// Their kernels, from the map.
+    pub(super) kernels: Collected,
+}
+
+impl Profiler {
+    /// The recorded run `at` in one pass, mapped through `map`: `Ok(None)` when the pass does
+    /// not match the map (another number of kernels or other regions), so the run is taken again
+    /// with a timing pass.
+    pub(super) fn one_pass_run<F>(
+        &mut self,
+        st: &mut counter_pass::CounterState,
+        at: RunAt,
+        f: &mut F,
+        map: &KernelMap,
+    ) -> Result<Option<OnePassRun>, EngineError>
+    where
+        F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
+    {
+        self.conditions.thermal_guard()?;
+        self.conditions
+            .before_run(at.step.config, at.config, at.step.run, false)?;
+        let counters = self.without_kernel_records(st.kernel_records, |me| {
+            me.counter_run(st, at, f, (map.regions(), 0), map.window())
+        });
+        self.conditions.after_run(at.step.config, at.step.run, false);
+        match counters? {
+            CounterRun::PerKernel {
+                values,
+                flushes_profiled,
+                spans,
+                ..
+            } => {
+                let Some(collected) = map.collected_for(&spans) else {
+                    return Ok(None);
+                };
+                let expected = mapped_kernels(&collected, map.window(), flushes_profiled);
+                if expected != values.len() {
+                    return Ok(None);
+                }
+                Ok(Some(OnePassRun {
+                    counters: CounterRun::PerKernel {
+                        values,
+                        window: map.window(),
+                        flushes_profiled,
+                        spans: Vec::new(),
+                    },
+                    spans,
+                    kernels: collected,
+                }))
+            }
+            failed @ CounterRun::Failed(_) => Ok(Some(OnePassRun {
+                counters: failed,
+                spans: map.spans(),
+                kernels: Collected::default(),
+            })),
+            CounterRun::PerRegion(_) => Ok(None),
+        }
+    }
+}
+
+impl KernelMap {
+    /// The map's regions as spans keyed by their position (for a failed pass's NaN rows).
+    fn spans(&self) -> Vec<SpanRec> {
+        self.regions
+            .iter()
+            .enumerate()
+            .map(|(i, (name, _))| SpanRec {
+                name: name.clone(),
+                key: i as u64,
+                parent: None,
+                thread_id: 0,
+                start_ns: 0,
+                end_ns: None,
+                start_correlation_id: 0,
+                end_correlation_id: 0,
+                failed: false,
+            })
+            .collect()
+    }
+}
+
+/// The sum of the durations among `raw`'s samples from `from` on (one run's, as the counters
+/// recorded them), and whether any was a number: what a stopping policy sees of a run in one
+/// pass.
+pub(super) fn durations_total(raw: &RawResults, from: usize) -> (f64, bool) {
+    let values: Vec<f64> = raw.samples[from..]
+        .iter()
+        .filter(|s| raw.series[s.series as usize].key.metric == kprof_core::model::DEFAULT_METRIC)
+        .map(|s| s.value)
+        .filter(|v| !v.is_nan())
+        .collect();
+    (values.iter().sum(), !values.is_empty())
+}
+
+/// How many values a counter pass mapped through `collected` must have: the distinct eager
+/// kernels of its regions and of the run outside them (flush kernels only when the pass
+/// profiled them), as the counter pass's recording counts them.
+fn mapped_kernels(collected: &Collected, window: (u64, u64), flushes_profiled: bool) -> usize {
+    let mut all: Vec<(u64, u64, &str)> = collected
+        .by_region
+        .values()
+        .flatten()
+        .chain(collected.outside.iter().filter(|k| {
+            k.start_ns >= window.0
+                && k.start_ns <= window.1
+                && (flushes_profiled || !super::l2_flush::is_flush_kernel(&k.name))
+        }))
+        .filter(|k| !k.graph)
+        .map(|k| (k.start_ns, k.end_ns, k.name.as_str()))
+        .collect();
+    all.sort();
+    all.dedup();
+    all.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel(name: &str, start_ns: u64) -> KernelRun {
+        KernelRun {
+            name: name.to_string(),
+            graph: false,
+            demangled: None,
+            start_ns,
+            end_ns: start_ns + 10,
+        }
+    }
+
+    fn span(name: &str, key: u64) -> SpanRec {
+        SpanRec {
+            name: name.to_string(),
+            key,
+            parent: None,
+            thread_id: 1,
+            start_ns: 0,
+            end_ns: Some(1),
+            start_correlation_id: 0,
+            end_correlation_id: 0,
+            failed: false,
+        }
+    }
+
+    fn warmup() -> (Vec<SpanRec>, Collected) {
+        let spans = vec![span("mul", 7), span("add", 8)];
+        let mut collected = Collected::default();
+        collected.by_region.insert(7, vec![kernel("mul_k", 100)]);
+        collected.by_region.insert(8, vec![kernel("add_k", 200), kernel("add_k2", 300)]);
+        collected.outside = vec![kernel("randn", 50), kernel("randn", 5_000)];
+        (spans, collected)
+    }
+
+    #[test]
+    fn a_pass_is_mapped_through_the_warmup_by_region_name() {
+        let (spans, collected) = warmup();
+        let map = KernelMap::of_warmup(&spans, &collected, (0, 1_000)).expect("eager kernels only");
+        let got = map.collected_for(&[span("mul", 70), span("add", 80)]).expect("same regions");
+        assert_eq!(got.by_region[&70][0].name, "mul_k");
+        assert_eq!(got.by_region[&80].len(), 2);
+        // The kernel outside the warm-up's window is not the run's.
+        assert_eq!(got.outside.len(), 1);
+        assert_eq!(mapped_kernels(&got, map.window(), false), 4);
+    }
+
+    #[test]
+    fn other_regions_or_graphs_keep_two_passes() {
+        let (spans, mut collected) = warmup();
+        let map = KernelMap::of_warmup(&spans, &collected, (0, 1_000)).unwrap();
+        assert!(map.collected_for(&[span("add", 1), span("mul", 2)]).is_none());
+        assert!(map.collected_for(&[span("mul", 1)]).is_none());
+        collected.by_region.get_mut(&8).unwrap()[0].graph = true;
+        assert!(KernelMap::of_warmup(&spans, &collected, (0, 1_000)).is_none());
+        assert!(KernelMap::of_warmup(&[], &Collected::default(), (0, 1)).is_none());
+    }
+
+    #[test]
+    fn flush_kernels_count_only_when_the_pass_profiled_them() {
+        let (spans, mut collected) = warmup();
+        collected.outside.push(kernel(super::super::l2_flush::L2_FLUSH_KERNEL, 60));
+        let map = KernelMap::of_warmup(&spans, &collected, (0, 1_000)).unwrap();
+        let got = map.collected_for(&[span("mul", 1), span("add", 2)]).unwrap();
+        assert_eq!(mapped_kernels(&got, map.window(), false), 4);
+        assert_eq!(mapped_kernels(&got, map.window(), true), 5);
+    }
+}

@@ -1,0 +1,209 @@
+"""What kprof's default durations cost, by phase, and what a benchmark leaves behind in the process.
+
+    python3 gpu-checks/default_cost.py split    # the seed sweep three times in one process
+    python3 gpu-checks/default_cost.py trace    # a graph replay and an eager chain before/after benchmarks
+    python3 gpu-checks/default_cost.py plain    # the seed sweep's work without a profiler
+
+Prints one ``COST {json}`` line per measurement (the fixture format of benches/ recordings).
+``split``: the first sweep (pays the counter set-up), a second one (the session kept), and a third
+after ``kprof.release_counters()`` (what re-enabling costs), each with the counter cost's delta.
+``trace``: CUDA events around 20 replays of a 60-kernel graph (one stream) and around a 60-kernel
+eager chain, before any benchmark, after one with ``duration_source="records"``, after one in
+default settings, and after ``kprof.release_counters()``.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+import warnings
+
+import torch
+
+SWEEP = [1024, 2048, 4096]
+
+
+def emit(**kw: object) -> None:
+    print("COST " + json.dumps(kw), flush=True)
+
+
+def seed_matmul(n: int, annotate=None) -> None:
+    a = torch.randn(n, n, device="cuda")
+    b = torch.randn(n, n, device="cuda")
+    _ = a @ b
+    if annotate is None:
+        _ = a @ b
+        return
+    with annotate("matmul"):
+        _ = a @ b
+
+
+def cost() -> dict[str, float]:
+    import kprof
+
+    return dict(kprof._core.counter_cost()) if hasattr(kprof._core, "counter_cost") else {}
+
+
+def delta(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:
+    return {k: round(v - before.get(k, 0.0), 4) for k, v in after.items()}
+
+
+def split(source: str | None = None) -> None:
+    import kprof
+
+    extra = {"duration_source": source} if source else {}
+
+    @kprof.analyze.kernel(configs=[(n,) for n in SWEEP], runs=10, thermal_mode="off", verbosity=0, **extra)
+    def matmul(n: int) -> None:
+        seed_matmul(n, kprof.annotate)
+
+    rows = []
+    for label in ("first", "second", "after_pause", "after_release"):
+        if label == "after_pause":
+            kprof._core.pause_counters()
+        if label == "after_release":
+            kprof.release_counters()
+        c0 = cost()
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            df = matmul().to_dataframe()
+        wall = time.perf_counter() - t0
+        rows.append({"sweep": label, "wall_s": round(wall, 4), "avg_ns": [float(v) for v in df["AvgValue"]],
+                     "sources": sorted(set(map(str, df.get("DurationSource", [])))), "cost": delta(cost(), c0)})
+    emit(part="split", source=source or "auto", rows=rows)
+
+
+def plain() -> None:
+    walls = []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        for n in SWEEP:
+            for _ in range(13):
+                seed_matmul(n)
+                torch.cuda.synchronize()
+        walls.append(time.perf_counter() - t0)
+    emit(part="plain", walls=walls)
+
+
+def graph_and_chain() -> tuple[torch.cuda.CUDAGraph, torch.Tensor]:
+    x = torch.ones(1 << 20, device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            for _ in range(60):
+                x.mul_(1.0001)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(60):
+            x.mul_(1.0001)
+    return g, x
+
+
+def events_us(fn, reps: int = 20, rounds: int = 7) -> float:
+    """Median over rounds of the per-rep GPU time of ``fn`` by CUDA events."""
+    vals = []
+    for _ in range(rounds):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        e0.record()
+        for _ in range(reps):
+            fn()
+        e1.record()
+        e1.synchronize()
+        vals.append(e0.elapsed_time(e1) * 1e3 / reps)
+    return statistics.median(vals)
+
+
+def trace() -> None:
+    g, x = graph_and_chain()
+
+    def chain() -> None:
+        for _ in range(60):
+            x.mul_(1.0001)
+
+    def now() -> dict[str, float]:
+        return {"graph_us": round(events_us(g.replay), 2), "chain_us": round(events_us(chain, reps=5), 2)}
+
+    out = {"before": now()}
+    import kprof
+
+    def bench(**kw: object) -> float:
+        @kprof.analyze.kernel(configs=[(1,)], runs=5, thermal_mode="off", verbosity=0, **kw)
+        def b(n: int) -> None:
+            with kprof.annotate("r"):
+                x.mul_(1.0001)
+
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            b()
+        return round(time.perf_counter() - t0, 4)
+
+    out["records_bench_s"] = bench(duration_source="records")
+    out["after_records"] = now()
+    out["auto_bench_s"] = bench()
+    out["after_auto"] = now()
+    kprof._core.pause_counters()
+    out["after_pause"] = now()
+    out["auto_bench2_s"] = bench()
+    out["after_auto2"] = now()
+    kprof._core.pause_counters()
+    out["after_pause2"] = now()
+    kprof.release_counters()
+    out["after_release"] = now()
+    emit(part="trace", **out)
+
+
+def small(n_configs: int = 200, source: str | None = None) -> None:
+    """A sweep of small kernels (``n_configs`` configurations x 5 runs x 2 regions), default or
+    with ``duration_source=source``, and the same loop without a profiler first: samples per
+    second and the counter cost's delta."""
+    x = torch.ones(1 << 16, device="cuda")
+    y = torch.ones(1 << 16, device="cuda")
+    t0 = time.perf_counter()
+    for _ in range(n_configs):
+        for _ in range(6):
+            x.mul_(1.0001)
+            y.add_(1.0)
+            torch.cuda.synchronize()
+    plain_s = time.perf_counter() - t0
+    import kprof
+
+    extra = {"duration_source": source} if source else {}
+
+    @kprof.analyze.kernel(configs=[(i,) for i in range(n_configs)], runs=5, thermal_mode="off", verbosity=0, **extra)
+    def many(i: int) -> None:
+        with kprof.annotate("mul"):
+            x.mul_(1.0001)
+        with kprof.annotate("add"):
+            y.add_(1.0)
+
+    c0 = cost()
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = many()
+    wall = time.perf_counter() - t0
+    df = res.to_dataframe()
+    emit(part="small", source=source or "auto", configs=n_configs, plain_s=round(plain_s, 4), wall_s=round(wall, 4),
+         samples=n_configs * 5 * 2, samples_per_s=round(n_configs * 5 * 2 / wall, 1),
+         median_avg_ns=float(df["AvgValue"].median()), cost=delta(cost(), c0))
+
+
+if __name__ == "__main__":
+    what = sys.argv[1] if len(sys.argv) > 1 else "split"
+    if what == "split":
+        split(sys.argv[2] if len(sys.argv) > 2 else None)
+    elif what == "plain":
+        plain()
+    elif what == "trace":
+        trace()
+    elif what == "small":
+        small(int(sys.argv[2]) if len(sys.argv) > 2 else 200, sys.argv[3] if len(sys.argv) > 3 else None)
+    else:
+        sys.exit(f"unknown part {what!r}: split, plain or trace")
