@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs nsight-python's examples, unchanged, on kprof, and records what each one did.
 
-    python gpu-checks/nsight_examples.py EXAMPLES_DIR OUT_DIR [--mode each|together|both]
+    python gpu-checks/nsight_examples.py EXAMPLES_DIR OUT_DIR [--mode each|together|pytest|all]
                                          [--only 00,07] [--timeout S] [--backend MODULE:FACTORY]
 
 EXAMPLES_DIR holds nsight-python's ``NN_*.py`` examples (its ``examples/`` folder, read only: the
@@ -11,7 +11,9 @@ processes only). Modes:
 
 * ``each``: one process per example, as ``python NN_x.py`` in the examples' folder;
 * ``together``: all examples in one process, imported as ``examples.NN_x`` and ``main()`` called
-  in turn, as nsight-python's ``test_examples.py`` does.
+  in turn, as nsight-python's ``test_examples.py`` does;
+* ``pytest``: nsight-python's ``test_examples.py`` itself, run by pytest in one process (its tests
+  of skipped examples deselected; skipped when pytest is not installed).
 
 An example whose imports are missing (``triton``, ``cuda.tile``, ``cuda.core``, ``torch``, ...) is
 skipped with that reason. OUT_DIR gets, per mode and example, ``stdout.txt``/``stderr.txt``, the
@@ -45,7 +47,7 @@ from typing import Any
 HERE = Path(__file__).resolve()
 EXAMPLE = re.compile(r"^\d\d_\w+\.py$")
 IGNORED = ("__pycache__",)
-MODES = ("each", "together")
+MODES = ("each", "together", "pytest")
 
 
 # -- the examples and what they import ----------------------------------------------------
@@ -294,6 +296,67 @@ def run_together(examples: list[Path], out: Path, args: argparse.Namespace) -> l
     return rows
 
 
+def run_pytest(examples: list[Path], out: Path, args: argparse.Namespace) -> list[dict]:
+    """nsight-python's ``test_examples.py`` in one pytest process; one row per example from its JUnit report."""
+    names = [p.stem for p in examples]
+    if not names:
+        return []
+    if missing_module(["pytest"]):
+        return [
+            {"example": n, "mode": "pytest", "outcome": "skipped", "reason": "needs pytest (not installed)"}
+            for n in names
+        ]
+    dest = out / "pytest"
+    dest.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="nsight-examples-") as tmp:
+        work = scratch_copy(examples[0].parent, Path(tmp))
+        cmd = child_command("--child-pytest", tmp, str(dest), *names, backend=args.backend)
+        start = time.perf_counter()
+        with open(dest / "stdout.txt", "w") as so, open(dest / "stderr.txt", "w") as se:
+            try:
+                subprocess.run(cmd, check=False, cwd=work, stdout=so, stderr=se, timeout=args.timeout * len(names))
+            except subprocess.TimeoutExpired:
+                pass
+        wall = round(time.perf_counter() - start, 3)
+    cases = junit_cases(dest / "junit.xml")
+    rows = []
+    for name in names:
+        row = {"example": name, "mode": "pytest", "process_wall_s": wall, "files": [], "tables": []}
+        row.update(cases.get(name) or {"outcome": "failed", "reason": "not in pytest's report"})
+        rows.append(row)
+        print(f"pytest    {name:32} {row['outcome']:8} {row.get('wall_s') or 0:8.2f} s  {row.get('reason', '')}")
+    return rows
+
+
+def junit_cases(path: Path) -> dict[str, dict]:
+    """Outcome and time per example (``test_NN_x`` -> ``NN_x``) from pytest's JUnit XML report."""
+    import xml.etree.ElementTree as ET
+
+    if not path.exists():
+        return {}
+    cases = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        name = case.get("name", "").removeprefix("test_")
+        problem = next((c for c in case if c.tag in ("failure", "error", "skipped")), None)
+        entry: dict[str, Any] = {"wall_s": round(float(case.get("time", 0)), 3), "outcome": "ok"}
+        if problem is not None:
+            outcome = "skipped" if problem.tag == "skipped" else "failed"
+            entry.update(outcome=outcome, reason=(problem.get("message") or problem.tag).strip()[:500])
+        cases[name] = entry
+    return cases
+
+
+def child_pytest(work: Path, out: Path, names: list[str], backend: str | None) -> int:
+    """pytest on ``work/examples/test_examples.py``, selecting the tests of the examples in ``names``."""
+    import pytest
+
+    prepare(backend, out / "tables")
+    test_file = work / "examples" / "test_examples.py"
+    selected = " or ".join(f"test_{n}" for n in names)
+    argv = ["-q", "-p", "no:cacheprovider", f"--junitxml={out / 'junit.xml'}", "-k", selected, str(test_file)]
+    return int(pytest.main(argv))
+
+
 def versions() -> dict[str, str | None]:
     out: dict[str, str | None] = {"python": platform.python_version()}
     for name in ("kprof", "torch", "triton", "pandas", "matplotlib", "cuda.tile", "cuda.core"):
@@ -319,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("examples", type=Path)
     p.add_argument("out", type=Path)
-    p.add_argument("--mode", choices=(*MODES, "both"), default="both")
+    p.add_argument("--mode", choices=(*MODES, "all"), default="all")
     p.add_argument("--only", type=lambda s: s.split(","), default=None)
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per example")
     p.add_argument("--backend", default=None, help="MODULE:FACTORY (offline tests only)")
@@ -334,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
         if absent is None:
             runnable.append(script)
             continue
-        for mode in MODES if args.mode == "both" else (args.mode,):
+        for mode in MODES if args.mode == "all" else (args.mode,):
             rows.append(
                 {
                     "example": script.stem,
@@ -344,10 +407,12 @@ def main(argv: list[str] | None = None) -> int:
                 }
             )
         print(f"skipped   {script.stem:32} needs {absent} (not installed)")
-    if args.mode in ("each", "both"):
+    if args.mode in ("each", "all"):
         rows += run_each(runnable, out, args)
-    if args.mode in ("together", "both"):
+    if args.mode in ("together", "all"):
         rows += run_together(runnable, out, args)
+    if args.mode in ("pytest", "all"):
+        rows += run_pytest(runnable, out, args)
     write_summary(out, rows, args)
     return 1 if any(r["outcome"] == "failed" for r in rows) else 0
 
@@ -359,10 +424,12 @@ def child_main(argv: list[str]) -> int:
         backend, argv = argv[i + 1], argv[:i] + argv[i + 2 :]
     if argv[0] == "--child-one":
         return child_one(Path(argv[1]), Path(argv[2]), backend)
+    if argv[0] == "--child-pytest":
+        return child_pytest(Path(argv[1]), Path(argv[2]), argv[3:], backend)
     return child_together(Path(argv[1]), Path(argv[2]), argv[3:], backend)
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] in (["--child-one"], ["--child-together"]):
+    if sys.argv[1:2] in (["--child-one"], ["--child-together"], ["--child-pytest"]):
         sys.exit(child_main(sys.argv[1:]))
     sys.exit(main())
