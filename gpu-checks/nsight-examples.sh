@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # nsight-python's examples, unchanged, on kprof, on the GPU machine (gpu-checks/nsight_examples.py):
 # one process per example, all in one process, and their test_examples.py under pytest; each
-# example's outcome, wall time, output,
-# tables, CSV files and plots recorded in OUT_DIR (summary.md, summary.json).
+# example's outcome, wall time, output, tables, CSV files and plots recorded in OUT_DIR
+# (summary.md, summary.json).
 #
 # Usage, from the repo root: gpu-checks/nsight-examples.sh EXAMPLES_DIR OUT_DIR [runner options]
 #   EXAMPLES_DIR: nsight-python's examples/ folder (the shared folder is not on the GPU machine:
