@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs nsight-python's examples, unchanged, on kprof, and records what each one did.
 
-    python gpu-checks/nsight_examples.py EXAMPLES_DIR OUT_DIR [--mode each|together|pytest|all]
+    python gpu-checks/nsight_examples.py EXAMPLES_DIR OUT_DIR [--mode each,together,pytest|all]
                                          [--only 00,07] [--timeout S] [--backend MODULE:FACTORY]
 
 EXAMPLES_DIR holds nsight-python's ``NN_*.py`` examples (its ``examples/`` folder, read only: the
@@ -368,6 +368,12 @@ def versions() -> dict[str, str | None]:
 
 
 def write_summary(out: Path, rows: list[dict], args: argparse.Namespace) -> None:
+    """``summary.json`` and ``summary.md``; rows of modes not run this time are kept from an earlier
+    summary in ``out`` (the modes may run in separate calls)."""
+    previous = out / "summary.json"
+    if previous.exists():
+        kept = [r for r in json.loads(previous.read_text()).get("rows", []) if r["mode"] not in args.mode]
+        rows = sorted(kept + rows, key=lambda r: (MODES.index(r["mode"]), r["example"]))
     summary = {"examples_dir": str(args.examples), "backend": args.backend, "versions": versions(), "rows": rows}
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     lines = ["| example | mode | outcome | wall s | reason / files |", "|---|---|---|---|---|"]
@@ -378,11 +384,20 @@ def write_summary(out: Path, rows: list[dict], args: argparse.Namespace) -> None
     (out / "summary.md").write_text("\n".join(lines) + "\n")
 
 
+def modes(text: str) -> list[str]:
+    """``--mode``: a comma-separated list of :data:`MODES`, or ``all``."""
+    chosen = list(MODES) if text == "all" else [m for m in text.split(",") if m]
+    unknown = [m for m in chosen if m not in MODES]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(f"modes are {', '.join(MODES)} or all, got {text!r}")
+    return [m for m in MODES if m in chosen]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("examples", type=Path)
     p.add_argument("out", type=Path)
-    p.add_argument("--mode", choices=(*MODES, "all"), default="all")
+    p.add_argument("--mode", type=modes, default=list(MODES), help="each, together, pytest, or all (comma-separated)")
     p.add_argument("--only", type=lambda s: s.split(","), default=None)
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per example")
     p.add_argument("--backend", default=None, help="MODULE:FACTORY (offline tests only)")
@@ -397,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
         if absent is None:
             runnable.append(script)
             continue
-        for mode in MODES if args.mode == "all" else (args.mode,):
+        for mode in args.mode:
             rows.append(
                 {
                     "example": script.stem,
@@ -407,12 +422,9 @@ def main(argv: list[str] | None = None) -> int:
                 }
             )
         print(f"skipped   {script.stem:32} needs {absent} (not installed)")
-    if args.mode in ("each", "all"):
-        rows += run_each(runnable, out, args)
-    if args.mode in ("together", "all"):
-        rows += run_together(runnable, out, args)
-    if args.mode in ("pytest", "all"):
-        rows += run_pytest(runnable, out, args)
+    runners = {"each": run_each, "together": run_together, "pytest": run_pytest}
+    for mode in args.mode:
+        rows += runners[mode](runnable, out, args)
     write_summary(out, rows, args)
     return 1 if any(r["outcome"] == "failed" for r in rows) else 0
 
