@@ -104,7 +104,7 @@ def prepare(backend: str | None, tables: Path) -> dict[str, Any]:
 
     note = {"kprof": kprof.__version__, "replaced_nsight": None}
     if not kprof.nsight_alias.installed():
-        real = kprof.nsight_alias._real_nsight()
+        real = kprof.nsight_alias.real_nsight()
         note["replaced_nsight"] = real
         kprof.nsight_alias.install(replace=real is not None)
     if backend:
@@ -142,7 +142,7 @@ def child_one(script: Path, out: Path, backend: str | None) -> int:
     try:
         runpy.run_path(str(script), run_name="__main__")
         result.update(outcome="ok")
-    except BaseException as e:  # noqa: BLE001  (recorded, then the status says it)
+    except (Exception, SystemExit) as e:  # noqa: BLE001  (recorded; the status says it)
         traceback.print_exc()
         result.update(outcome="failed", reason=error_text(e))
     result["main_s"] = round(time.perf_counter() - start, 3)
@@ -172,7 +172,7 @@ def child_together(work: Path, out: Path, names: list[str], backend: str | None)
             try:
                 importlib.import_module(f"examples.{name}").main()
                 entry = {"example": name, "outcome": "ok"}
-            except BaseException as e:  # noqa: BLE001
+            except (Exception, SystemExit) as e:  # noqa: BLE001  (recorded; the status says it)
                 traceback.print_exc()
                 entry = {"example": name, "outcome": "failed", "reason": error_text(e)}
                 status = 1

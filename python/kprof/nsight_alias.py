@@ -21,15 +21,17 @@ the process and never touches what is installed.
 
 from __future__ import annotations
 
+import importlib.abc
 import importlib.util
 import os
 import runpy
 import sys
+from importlib.machinery import ModuleSpec
 from types import ModuleType
 
 from .exceptions import ConfigError
 
-__all__ = ["install", "installed", "main"]
+__all__ = ["install", "installed", "main", "real_nsight"]
 
 NAME = "nsight"
 
@@ -45,9 +47,11 @@ def installed() -> bool:
     return sys.modules.get(NAME) is _kprof()
 
 
-def _real_nsight() -> str | None:
+def real_nsight() -> str | None:
     """Where a real nsight package is (already imported, or importable), else None."""
     module = sys.modules.get(NAME)
+    if module is _kprof():
+        return None
     if module is not None:
         return getattr(module, "__file__", None) or repr(module)
     try:
@@ -66,14 +70,32 @@ def install(*, replace: bool = False) -> ModuleType:
     kprof = _kprof()
     if installed():
         return kprof
-    real = _real_nsight()
+    real = real_nsight()
     if real is not None and not replace:
         raise ConfigError(
             f"an nsight package is installed ({real}); kprof.nsight_alias.install(replace=True) "
             "(python -m kprof.nsight_alias --replace) makes 'import nsight' give kprof in this process anyway"
         )
     sys.modules[NAME] = kprof
+    if not any(isinstance(f, _Submodules) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Submodules())
     return kprof
+
+
+class _Submodules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """``import nsight.X`` gives the module ``kprof.X`` itself (one copy of each module) while the
+    alias is installed."""
+
+    def find_spec(self, fullname: str, path: object = None, target: object = None) -> ModuleSpec | None:
+        if fullname.startswith(NAME + ".") and installed():
+            return importlib.util.spec_from_loader(fullname, self)
+        return None
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType:
+        return importlib.import_module("kprof" + spec.name[len(NAME) :])
+
+    def exec_module(self, module: ModuleType) -> None:
+        pass  # kprof's module, already executed
 
 
 _USAGE = "usage: python -m kprof.nsight_alias [--replace] (SCRIPT | -m MODULE) [ARGS...]"

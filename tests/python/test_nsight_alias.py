@@ -17,7 +17,8 @@ def no_nsight(monkeypatch):
     """No module named nsight imported; the alias, once installed, is undone afterwards."""
     monkeypatch.delitem(sys.modules, "nsight", raising=False)
     yield
-    sys.modules.pop("nsight", None)
+    for name in [n for n in sys.modules if n == "nsight" or n.startswith("nsight.")]:
+        del sys.modules[name]
 
 
 def _env(*paths: Path) -> dict[str, str]:
@@ -38,6 +39,11 @@ def test_install_makes_import_nsight_give_kprof(no_nsight):
 
     assert nsight is kprof and alias.installed()
     assert alias.install() is kprof  # twice is fine
+    from nsight.analyze import kernel
+    from nsight.experimental import collect
+
+    assert kernel is kprof.analyze.kernel and collect is kprof.experimental.collect
+    assert sys.modules["nsight.analyze"] is kprof.analyze  # the same module, not a second copy
 
 
 def test_a_real_nsight_is_kept_unless_replace(no_nsight, tmp_path, monkeypatch):
