@@ -25,6 +25,7 @@ from . import _backend, _core, _measurement, _ncu, annotation, plotting
 from . import scaleout as _scaleout
 from . import collectors as _collectors
 from ._backend import RAW_COLUMNS
+from ._launch_metrics import LaunchMetrics
 from .exceptions import BackendError, ConfigError, ProfilerError, not_available
 from .progress import ProgressReporter
 from .results import ProfileResults
@@ -864,12 +865,17 @@ def measure(
                 stacklevel=2,
             )
 
+    launch = LaunchMetrics.of(list(settings.metrics), settings.combine_kernel_metrics, settings.backend)
+    if launch is not None:  # ncu's launch__sm_count: from the device, not the engine's counters
+        options = {**options, "metrics": launch.engine}
     _collectors._active = session
     try:
         table = backend.run_benchmark(sig.func_name, call, pairs, options, progress)
     finally:
         _collectors._active = None
     raw, config_index = _finish_raw(table, sig, pairs)
+    if launch is not None:
+        launch.add_rows(raw, config_index, _fingerprint(backend))
     if session is not None:
         session.add_columns(raw, config_index)
     if settings.derive_metric is not None:

@@ -242,6 +242,7 @@ fn run() -> Result<bool, String> {
         kernel_timing: Some("none (this program times no kernels)".into()),
         rated_sm_clock_khz: Some(props.clock_khz),
         rated_mem_clock_khz: Some(props.mem_clock_khz),
+        sm_count: Some(props.sm_count),
     };
     let fp = Fingerprint::collect(&inputs, Some(&nvml), Some(&device));
     println!("{}", fp.to_json());

@@ -22,6 +22,8 @@ pub struct DeviceProps {
     pub l2_bytes: u64,
     pub clock_khz: u32,
     pub mem_clock_khz: u32,
+    /// Streaming multiprocessors (ncu's `launch__sm_count` for a launch on the whole device).
+    pub sm_count: u32,
     /// Compute capability (major, minor).
     pub cc: (i32, i32),
     /// 16 raw bytes, formatted like nvidia-smi: "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx".
@@ -247,7 +249,7 @@ impl Driver {
         self.check("cuMemFree_v2", self.fns.mem_free(buf.ptr))
     }
 
-    /// Name, L2 size, clocks, compute capability and UUID of device `ordinal`.
+    /// Name, L2 size, clocks, SM count, compute capability and UUID of device `ordinal`.
     pub fn device_info(&self, ordinal: i32) -> Result<DeviceProps, EngineError> {
         let f = &self.fns;
         let mut dev: CuDevice = 0;
@@ -268,6 +270,7 @@ impl Driver {
             l2_bytes: get(attr::L2_CACHE_SIZE)?.max(0) as u64,
             clock_khz: get(attr::CLOCK_RATE)?.max(0) as u32,
             mem_clock_khz: get(attr::MEMORY_CLOCK_RATE)?.max(0) as u32,
+            sm_count: get(attr::MULTIPROCESSOR_COUNT)?.max(0) as u32,
             cc: (
                 get(attr::COMPUTE_CAPABILITY_MAJOR)?,
                 get(attr::COMPUTE_CAPABILITY_MINOR)?,

@@ -49,6 +49,8 @@ pub struct FingerprintInputs {
     pub rated_sm_clock_khz: Option<u32>,
     /// Rated memory clock from the driver, kHz (nsight's `MemoryClock`).
     pub rated_mem_clock_khz: Option<u32>,
+    /// Streaming multiprocessors of the device, from the driver.
+    pub sm_count: Option<u32>,
 }
 
 /// The environment of one result. `null` in JSON means "could not be read".
@@ -91,6 +93,9 @@ pub struct Fingerprint {
     pub rated_sm_clock_khz: Option<u32>,
     /// Rated memory clock from the driver, kHz (nsight's `MemoryClock`).
     pub rated_mem_clock_khz: Option<u32>,
+    /// Streaming multiprocessors of the device (what ncu's `launch__sm_count` reports for a
+    /// launch on the whole device).
+    pub sm_count: Option<u32>,
     /// The clock policy used.
     pub clock_policy: Option<String>,
     /// The thermal mode used.
@@ -207,6 +212,7 @@ impl Fingerprint {
             max_mem_clock_mhz: dev.and_then(GpuDevice::max_mem_clock_mhz),
             rated_sm_clock_khz: inputs.rated_sm_clock_khz,
             rated_mem_clock_khz: inputs.rated_mem_clock_khz,
+            sm_count: inputs.sm_count,
             clock_policy: inputs.clock_policy.clone(),
             thermal_mode: inputs.thermal_mode.clone(),
             kernel_timing: inputs.kernel_timing.clone(),
@@ -292,6 +298,7 @@ impl Fingerprint {
                 "Rated memory clock",
                 self.rated_mem_clock_khz.map(|v| format!("{v} kHz")),
             ),
+            ("SMs", self.sm_count.map(|v| v.to_string())),
             ("Clock policy", s(&self.clock_policy)),
             ("Thermal mode", s(&self.thermal_mode)),
             ("Kernel timing", s(&self.kernel_timing)),

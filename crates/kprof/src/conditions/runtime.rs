@@ -598,6 +598,7 @@ pub fn fingerprint_inputs(
         kernel_timing: None,
         rated_sm_clock_khz: (props.clock_khz > 0).then_some(props.clock_khz),
         rated_mem_clock_khz: (props.mem_clock_khz > 0).then_some(props.mem_clock_khz),
+        sm_count: (props.sm_count > 0).then_some(props.sm_count),
     }
 }
 

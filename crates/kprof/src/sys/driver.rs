@@ -37,6 +37,7 @@ pub const CUDA_ERROR_INVALID_CONTEXT: CuResult = 201;
 /// `CUdevice_attribute` values used here.
 pub mod attr {
     pub const CLOCK_RATE: i32 = 13;
+    pub const MULTIPROCESSOR_COUNT: i32 = 16;
     pub const MEMORY_CLOCK_RATE: i32 = 36;
     pub const L2_CACHE_SIZE: i32 = 38;
     pub const COMPUTE_CAPABILITY_MAJOR: i32 = 75;

@@ -24,6 +24,7 @@ fn full() -> Fingerprint {
         max_mem_clock_mhz: Some(3201),
         rated_sm_clock_khz: Some(1_980_000),
         rated_mem_clock_khz: Some(3_201_000),
+        sm_count: Some(132),
         clock_policy: Some("none (clocks not locked)".into()),
         thermal_mode: Some("auto".into()),
         kernel_timing: Some("CUPTI kernel records, serial (kernels not instrumented)".into()),

@@ -1,0 +1,5 @@
+"""A stand-in for ``cuda.core``: ``system`` only."""
+
+from . import system
+
+__all__ = ["system"]
