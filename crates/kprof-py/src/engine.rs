@@ -354,8 +354,9 @@ fn run_benchmark<'py>(
             let before = profiler.warnings().len();
             let result = profiler.bench(&name, &configs, &opts, |config, run| {
                 let index = configs.iter().position(|c| c == config).unwrap_or(0);
-                // Progress counts recorded runs once: not warm-ups, not their counter passes.
-                let measured = !run.is_warmup() && !run.is_counter_pass();
+                // Progress counts recorded runs once: not warm-ups, not the counter passes of runs
+                // that had a timing pass.
+                let measured = run.ends_recorded_run();
                 let called = CURRENT_RUN.with(|slot| {
                     slot.lend(run, || {
                         Python::attach(|py| -> PyResult<()> {

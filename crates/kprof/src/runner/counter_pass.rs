@@ -515,12 +515,14 @@ where
         // Annotation collectors ran in the timing pass of this run.
         on_enter: None,
         flush_before_regions,
+        asked_counter_pass: Default::default(),
     });
     let mut run = Run {
         state: Rc::clone(&state),
         warmup: false,
         run_index: step.run,
         counter_pass: true,
+        one_pass: at.one_pass,
     };
     let result = f(config, &mut run);
     drop(run);

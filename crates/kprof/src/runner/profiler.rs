@@ -121,6 +121,9 @@ pub struct Profiler {
     pub(super) counter_capacity: usize,
     /// Whether the note that CUPTI slows the CUDA graphs it times was given (once per profiler).
     pub(super) warned_graphs_under_cupti: bool,
+    /// The current bench call's closure asked whether it runs in a counter pass: it times
+    /// itself, so its recorded runs keep their timing pass (`one_pass`).
+    pub(super) closure_asked_counter_pass: bool,
 }
 
 /// The metric of [`Profiler::with_cuda_events`]: GPU time between two CUDA events around a
@@ -138,6 +141,8 @@ pub(super) struct RunAt<'a> {
     pub(super) step: Step,
     pub(super) config: &'a Config,
     pub(super) opts: &'a BenchOptions,
+    /// The run takes one pass, the counter pass (`one_pass`).
+    pub(super) one_pass: bool,
 }
 
 impl std::fmt::Debug for Profiler {
@@ -229,6 +234,7 @@ impl Profiler {
             duration_source: "records",
             counter_capacity: counter_pass::FIRST_CAPACITY,
             warned_graphs_under_cupti: false,
+            closure_asked_counter_pass: false,
         }
     }
 
@@ -381,6 +387,7 @@ impl Profiler {
         } else {
             self.counters_prepare(name, opts)?
         };
+        self.closure_asked_counter_pass = false;
         let old_graph_launches_at_start = self.backend.graph_launches_from_nodes();
         let graph_launches_at_start = self.backend.graph_launches_seen();
         let stale_graph_launches_at_start = self.backend.graph_launches_instantiated_before_counters();
@@ -524,6 +531,7 @@ impl Profiler {
                 step,
                 config: &configs[step.config],
                 opts,
+                one_pass: false,
             };
             if let Some(run) = self.one_pass_step(sw, at, f)? {
                 sw.pending_recorded[step.config] += 1;
@@ -644,6 +652,7 @@ impl Profiler {
         let c = at.step.config;
         let allowed = !at.step.warmup
             && at.opts.one_pass
+            && !self.closure_asked_counter_pass
             && !sw.two_passes[c]
             && self.duration_source == "counters"
             && at.opts.cache == CacheControl::All
@@ -666,7 +675,7 @@ impl Profiler {
         let (Some(map), Some(st)) = (sw.kernel_maps[c].clone(), sw.counters.as_mut()) else {
             return Ok(None);
         };
-        let run = self.one_pass_run(st, at, f, &map)?;
+        let run = self.one_pass_run(st, RunAt { one_pass: true, ..at }, f, &map)?;
         if run.is_none() {
             // The closure launched other kernels than its warm-up: two passes from now on.
             sw.two_passes[c] = true;
@@ -970,15 +979,19 @@ impl Profiler {
                 .conditions
                 .annotation_hook(at.step.config, at.config, at.step.run, at.step.warmup),
             flush_before_regions: (at.opts.cache == CacheControl::All).then(|| at.opts.flush_spec()),
+            asked_counter_pass: Default::default(),
         });
         let mut run = Run {
             state: Rc::clone(&state),
             warmup: at.step.warmup,
             run_index: at.step.run,
             counter_pass: false,
+            one_pass: false,
         };
         let result = f(at.config, &mut run);
         drop(run);
+        // A closure that times itself keeps its timing passes (`Run::is_counter_pass`).
+        self.closure_asked_counter_pass |= state.asked_counter_pass.get();
         let (spans, misuse) = state.finish();
         self.backend.synchronize()?;
         if at.step.warmup {

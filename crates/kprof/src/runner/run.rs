@@ -42,6 +42,9 @@ pub(super) struct RunState {
     pub(super) on_enter: Option<crate::conditions::runtime::AnnotationHook>,
     /// Cold cache: flush the L2 (as this says) before every top-level region.
     pub(super) flush_before_regions: Option<FlushSpec>,
+    /// The closure asked whether it runs in a counter pass ([`Run::is_counter_pass`]): it times
+    /// itself, so its benchmark keeps a timing pass in every recorded run.
+    pub(super) asked_counter_pass: std::cell::Cell<bool>,
 }
 
 /// One run of a benchmark closure: open regions with [`Run::region`] or [`Run::annotate`].
@@ -51,6 +54,8 @@ pub struct Run {
     pub(super) run_index: u32,
     /// This call of the closure is a counter pass (its samples are counters, not timings).
     pub(super) counter_pass: bool,
+    /// This counter pass is the run's only pass (`runner/one_pass.rs`).
+    pub(super) one_pass: bool,
 }
 
 /// An open region; the region closes when the guard is dropped. Guards must be dropped in the
@@ -127,9 +132,17 @@ impl Run {
     /// Whether this call of the closure is a counter pass: with counter metrics, or durations from
     /// the counters (`DurationSource::Auto`, the default, where the counters can be used), every
     /// recorded run calls the closure again for the counters after its timing pass. A closure
-    /// that times itself (CUDA events around its work) keeps only the timing pass's numbers.
+    /// that times itself (CUDA events around its work) keeps only the timing pass's numbers: a
+    /// benchmark whose closure asks this keeps a timing pass in every recorded run (no one pass).
     pub fn is_counter_pass(&self) -> bool {
+        self.state.asked_counter_pass.set(true);
         self.counter_pass
+    }
+
+    /// Whether this call of the closure ends a recorded run: its timing pass, or the counter
+    /// pass of a run taken in one pass. Progress counts these; nothing is noted.
+    pub fn ends_recorded_run(&self) -> bool {
+        !self.warmup && (!self.counter_pass || self.one_pass)
     }
 
     /// The run index (recorded runs and warm-up runs count separately from 0).

@@ -132,3 +132,36 @@ fn a_warm_cache_records_or_one_pass_off_keep_the_timing_pass() {
         assert_eq!(mock.collects.load(Ordering::SeqCst), expected_collects);
     }
 }
+
+#[test]
+fn a_closure_that_asks_for_its_counter_passes_keeps_its_timing_passes() {
+    let (mock, mut p) = callbacks_mock();
+    let m = mock.clone();
+    let (mut calls, mut timed) = (0, 0);
+    let mut ends = 0;
+    p.bench("t", &[], &one_pass_opts(2), |_, run| {
+        calls += 1;
+        if !run.is_counter_pass() && !run.is_warmup() {
+            timed += 1;
+        }
+        ends += usize::from(run.ends_recorded_run());
+        run.annotate("a", |_| m.launch("k1", 10))?;
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!((calls, timed, ends), (1 + 2 * 2, 2, 2));
+}
+
+#[test]
+fn a_run_in_one_pass_ends_in_its_counter_pass() {
+    let (mock, mut p) = callbacks_mock();
+    let m = mock.clone();
+    let mut ends = 0;
+    p.bench("e", &[], &one_pass_opts(3), |_, run| {
+        ends += usize::from(run.ends_recorded_run());
+        run.annotate("a", |_| m.launch("k1", 10))?;
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(ends, 3);
+}
