@@ -15,6 +15,7 @@ default settings, and after ``kprof.release_counters()``.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
 import time
@@ -73,7 +74,7 @@ def split(source: str | None = None) -> None:
         wall = time.perf_counter() - t0
         rows.append({"sweep": label, "wall_s": round(wall, 4), "avg_ns": [float(v) for v in df["AvgValue"]],
                      "sources": sorted(set(map(str, df.get("DurationSource", [])))), "cost": delta(cost(), c0)})
-    emit(part="split", source=source or "auto", rows=rows)
+    emit(part="split", source=source or "auto", one_pass=os.environ.get("KPROF_ONE_PASS", "on"), rows=rows)
 
 
 def plain() -> None:
@@ -190,7 +191,7 @@ def small(n_configs: int = 200, source: str | None = None) -> None:
         res = many()
     wall = time.perf_counter() - t0
     df = res.to_dataframe()
-    emit(part="small", source=source or "auto", configs=n_configs, plain_s=round(plain_s, 4), wall_s=round(wall, 4),
+    emit(part="small", source=source or "auto", one_pass=os.environ.get("KPROF_ONE_PASS", "on"), configs=n_configs, plain_s=round(plain_s, 4), wall_s=round(wall, 4),
          samples=n_configs * 5 * 2, samples_per_s=round(n_configs * 5 * 2 / wall, 1),
          median_avg_ns=float(df["AvgValue"].median()), cost=delta(cost(), c0))
 
