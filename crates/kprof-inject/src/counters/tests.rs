@@ -1,7 +1,7 @@
 //! Tests of the counter launch's pure parts: the matching of ranges to kernels and the counter samples.
 
 use super::*;
-use crate::report::{group_kernels, Filter, GroupBy};
+use crate::report::{group_kernels, Grouping};
 use crate::test_support::{fixture, kernel};
 
 #[test]
@@ -185,7 +185,7 @@ fn values(raw: &RawResults, annotation: &str, metric: &str) -> Vec<(u32, f64)> {
 #[test]
 fn counter_samples_follow_the_timing_groups() {
     let (ranges, batch) = fixture();
-    let (groups, _) = group_kernels(&ranges, &batch, GroupBy::Nvtx, &Filter::default());
+    let (groups, _) = group_kernels(&ranges, &batch, &Grouping::default());
     // Per kernel: bytes read (additive) and an average.
     let per_range = vec![
         vec![100.0, 10.0],
@@ -211,12 +211,12 @@ fn counter_samples_follow_the_timing_groups() {
     };
     let (raw, warnings) = build_counter_raw(&groups, &map, &metrics, &ctx);
     assert_eq!(values(&raw, "step", "dram__bytes_read.sum"), [(0, 120.0), (1, 131.0)]);
-    assert_eq!(values(&raw, "mm", "dram__bytes_read.sum"), [(0, 100.0), (1, 110.0)]);
+    assert_eq!(values(&raw, "step/mm", "dram__bytes_read.sum"), [(0, 100.0), (1, 110.0)]);
     // The kernel outside every range is its own annotation, as in the timing samples.
     assert_eq!(values(&raw, "copy", "dram__bytes_read.sum"), [(0, 5.0)]);
     let pct = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
     assert_eq!(values(&raw, "step", pct), [(0, 20.0), (1, 26.0)]);
-    assert_eq!(values(&raw, "mm", pct), [(0, 10.0), (1, 12.0)]);
+    assert_eq!(values(&raw, "step/mm", pct), [(0, 10.0), (1, 12.0)]);
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     let unit = raw
         .series
@@ -228,7 +228,7 @@ fn counter_samples_follow_the_timing_groups() {
     assert_eq!(raw.kernel_breakdown.len(), 8);
     raw.check_unique_runs().unwrap();
     // Same keys as the timing samples.
-    let (timing, _) = crate::report::build_raw(&ranges, &batch, GroupBy::Nvtx, &Filter::default(), &ctx);
+    let (timing, _) = crate::report::build_raw(&ranges, &batch, &Grouping::default(), &ctx);
     let keys = |r: &RawResults, metric: &str| {
         let mut k: Vec<(String, u32)> = r
             .samples
@@ -245,7 +245,7 @@ fn counter_samples_follow_the_timing_groups() {
 #[test]
 fn a_kernel_without_a_range_value_gives_nan() {
     let (ranges, batch) = fixture();
-    let (groups, _) = group_kernels(&ranges, &batch, GroupBy::Nvtx, &Filter::default());
+    let (groups, _) = group_kernels(&ranges, &batch, &Grouping::default());
     let map: HashMap<KernelKey, Vec<f64>> = [((1, 0), vec![1.0])].into_iter().collect();
     let metrics = vec![MetricUnit {
         name: "dram__bytes_read.sum".into(),
@@ -259,7 +259,7 @@ fn a_kernel_without_a_range_value_gives_nan() {
 #[test]
 fn only_the_durations_of_a_counter_launch_say_where_they_come_from() {
     let (ranges, batch) = fixture();
-    let (groups, _) = group_kernels(&ranges, &batch, GroupBy::Nvtx, &Filter::default());
+    let (groups, _) = group_kernels(&ranges, &batch, &Grouping::default());
     let per_range: Vec<Vec<f64>> = (0..5).map(|i| vec![i as f64, 10.0 * i as f64]).collect();
     let map = map_ranges(&batch.kernels, &per_range).unwrap();
     let metrics = vec![
