@@ -57,6 +57,7 @@ use kprof::counters::{CuptiLib, HostObject, MetricsCatalog, ReplayMode};
 use kprof::run_spec::{CounterSpec, GroupBy, NvtxNesting, RunSpec, DEFAULT_COUNTER_RANGES, ENV_RUN_SPEC};
 use kprof::runner::DurationSource;
 use kprof_core::display::render_processed;
+use kprof_core::durations;
 use kprof_core::io::{self, ReadOptions};
 use kprof_core::pipeline::{process, ProcessOptions};
 use kprof_core::{Config, ParamValue, RawResults, DEFAULT_METRIC};
@@ -916,10 +917,17 @@ fn finish(
     let processed = process(&merged, &ProcessOptions::default()).context("cannot summarize the samples")?;
     let processed_path = args.out.join("processed.csv");
     io::write_processed_csv(&processed_path, &processed)?;
+    // Which definition the durations used, and how to choose the other (docs/kprof-run.md).
+    let durations = durations::line(&durations::sources(&merged), durations::Door::Run);
     if args.json {
-        crate::output::print(&(serde_json::to_string_pretty(&processed)? + "\n"))?;
+        let mut doc = serde_json::to_value(&processed)?;
+        if let (Some(map), Some(line)) = (doc.as_object_mut(), &durations) {
+            map.insert("durations".into(), serde_json::Value::String(line.clone()));
+        }
+        crate::output::print(&(serde_json::to_string_pretty(&doc)? + "\n"))?;
     } else if !args.quiet {
-        crate::output::print(&render_processed(&processed))?;
+        let head = durations.map(|l| l + "\n").unwrap_or_default();
+        crate::output::print(&(head + &render_processed(&processed)))?;
     }
     eprintln!(
         "kprof: wrote {} and {} ({} samples from {} process file(s))",
