@@ -248,10 +248,13 @@ pub fn render_processed(p: &ProcessedResults) -> String {
     // A range's own time beside its inclusive one (`kprof run`'s nested NVTX ranges).
     let self_avg = |r: &ProcessedRow| {
         let own = [format!("{SELF_TIME_COLUMN}_Avg"), SELF_TIME_COLUMN.to_string()];
-        r.extras.iter().find(|(n, _)| own.contains(n)).and_then(|(_, v)| match v {
-            ExtraValue::Number(x) => Some(*x),
-            _ => None,
-        })
+        r.extras
+            .iter()
+            .find(|(n, _)| own.contains(n))
+            .and_then(|(_, v)| match v {
+                ExtraValue::Number(x) => Some(*x),
+                _ => None,
+            })
     };
     let with_self = p.rows.iter().any(|r| self_avg(r).is_some());
     cols.push(("AvgValue".to_string(), true));

@@ -76,10 +76,7 @@ pub fn line(sources: &[String], door: Door) -> Option<String> {
     if sources.is_empty() {
         return None;
     }
-    let what: Vec<String> = sources
-        .iter()
-        .map(|s| format!("{} [{s}]", definition(s)))
-        .collect();
+    let what: Vec<String> = sources.iter().map(|s| format!("{} [{s}]", definition(s))).collect();
     Some(format!(
         "durations: {}, summed per region (overlapping kernels each count in full); {}",
         what.join("; "),
@@ -118,21 +115,37 @@ mod tests {
 
     #[test]
     fn the_line_names_the_definition_and_the_other_choice_of_each_door() {
-        let records = sources(&raw(&[(DEFAULT_METRIC, "ns", Some("records")), ("dram__bytes_read.sum", "byte", None)]));
+        let records = sources(&raw(&[
+            (DEFAULT_METRIC, "ns", Some("records")),
+            ("dram__bytes_read.sum", "byte", None),
+        ]));
         assert_eq!(records, ["records"]);
         let l = line(&records, Door::Run).unwrap();
         assert!(l.starts_with("durations: CUPTI kernel records (start to end"), "{l}");
-        assert!(l.contains("summed per region") && l.ends_with("use --durations counters"), "{l}");
+        assert!(
+            l.contains("summed per region") && l.ends_with("use --durations counters"),
+            "{l}"
+        );
         let l = line(&records, Door::Api).unwrap();
         assert!(l.ends_with("use duration_source=\"auto\""), "{l}");
         let counters = sources(&raw(&[(DEFAULT_METRIC, "ns", Some("counters"))]));
         let l = line(&counters, Door::Run).unwrap();
-        assert!(l.contains("Nsight Compute's gpu__time_duration") && l.ends_with("--durations records"), "{l}");
-        assert!(line(&counters, Door::Api).unwrap().ends_with("duration_source=\"records\""));
+        assert!(
+            l.contains("Nsight Compute's gpu__time_duration") && l.ends_with("--durations records"),
+            "{l}"
+        );
+        assert!(line(&counters, Door::Api)
+            .unwrap()
+            .ends_with("duration_source=\"records\""));
         // Both sources in one table, a sample without one, and no duration rows at all.
-        let mixed = sources(&raw(&[(DEFAULT_METRIC, "ns", Some("counters")), (DEFAULT_METRIC, "ns", Some("records"))]));
+        let mixed = sources(&raw(&[
+            (DEFAULT_METRIC, "ns", Some("counters")),
+            (DEFAULT_METRIC, "ns", Some("records")),
+        ]));
         assert_eq!(mixed, ["counters", "records"]);
-        assert!(line(&mixed, Door::Run).unwrap().contains("[counters]; CUPTI kernel records"));
+        assert!(line(&mixed, Door::Run)
+            .unwrap()
+            .contains("[counters]; CUPTI kernel records"));
         assert_eq!(sources(&raw(&[(DEFAULT_METRIC, "ns", None)])), ["unknown"]);
         assert_eq!(line(&sources(&raw(&[("m.sum", "byte", None)])), Door::Run), None);
     }

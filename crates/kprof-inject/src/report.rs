@@ -39,6 +39,9 @@ pub use kprof::run_spec::NvtxNesting;
 /// The column of a range's own GPU time (ns): its kernels that no range opened inside it took.
 pub const SELF_COLUMN: &str = kprof_core::columns::SELF_TIME_COLUMN;
 
+/// The column of a range's GPU busy time (ns): the union of its kernels' intervals.
+pub const BUSY_COLUMN: &str = kprof_core::columns::BUSY_TIME_COLUMN;
+
 /// How one process's kernels become runs of annotations: the run spec's `group_by`,
 /// `nvtx_nesting` and range filters.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -156,6 +159,27 @@ pub struct Group {
     /// `None` for a kernel grouped by name and with [`NvtxNesting::Innermost`] (every group
     /// holds its own kernels only).
     pub self_ns: Option<u64>,
+    /// For a range: how long at least one of its kernels ran on the GPU, the union of their
+    /// intervals ([`BUSY_COLUMN`]; kernels that overlap, on two streams, count once).
+    pub busy_ns: Option<u64>,
+}
+
+/// The GPU time (ns) during which at least one of `kernels` ran: the union of their intervals.
+pub fn busy_ns(kernels: &[KernelRecord]) -> u64 {
+    let mut spans: Vec<(u64, u64)> = kernels.iter().map(|k| (k.start_ns, k.end_ns.max(k.start_ns))).collect();
+    spans.sort_unstable();
+    let (mut total, mut open): (u64, Option<(u64, u64)>) = (0, None);
+    for (s, e) in spans {
+        open = match open {
+            Some((os, oe)) if s <= oe => Some((os, oe.max(e))),
+            Some((os, oe)) => {
+                total += oe - os;
+                Some((s, e))
+            }
+            None => Some((s, e)),
+        };
+    }
+    total + open.map_or(0, |(s, e)| e - s)
 }
 
 /// The summed GPU time of some kernels (ns).
@@ -203,12 +227,18 @@ fn range_groups(
                 annotation: r.name.clone(),
                 kernels: own.to_vec(),
                 self_ns: None,
+                busy_ns: None,
             },
             Some((within, tree)) => Group {
                 annotation: tree.get(&r.id).map_or_else(|| r.name.clone(), |p| p.path.clone()),
                 kernels: within.get(&r.id).cloned().unwrap_or_default(),
                 self_ns: Some(total_ns(own)),
+                busy_ns: None,
             },
+        };
+        let group = Group {
+            busy_ns: Some(busy_ns(&group.kernels)),
+            ..group
         };
         if !group.kernels.is_empty() {
             stats.ranges_with_kernels += 1;
@@ -252,6 +282,7 @@ pub fn group_kernels(ranges: &[RangeOcc], batch: &ActivityBatch, grouping: &Grou
             annotation: k.name.clone(),
             kernels: vec![k.clone()],
             self_ns: None,
+            busy_ns: None,
         });
     }
     (groups, stats)
@@ -271,7 +302,8 @@ pub fn run_indices(groups: &[Group]) -> Vec<u32> {
 }
 
 /// Builds the raw samples of one process (timing: `gpu__time_duration.sum`, the summed GPU time
-/// of each group's kernels, ns, with the group's own time in [`SELF_COLUMN`] when inclusive).
+/// of each group's kernels, ns, with a range's own time in [`SELF_COLUMN`] when inclusive and
+/// its GPU busy time in [`BUSY_COLUMN`]).
 pub fn build_raw(
     ranges: &[RangeOcc],
     batch: &ActivityBatch,
@@ -288,6 +320,9 @@ pub fn build_raw(
         let mut extras = ctx.sample_extras(&g.kernels);
         if let Some(own) = g.self_ns {
             extras.push((SELF_COLUMN, ExtraValue::Number(own as f64)));
+        }
+        if let Some(busy) = g.busy_ns {
+            extras.push((BUSY_COLUMN, ExtraValue::Number(busy as f64)));
         }
         if label != mangled {
             extras.push((
@@ -333,7 +368,12 @@ mod tests {
     fn named(groups: &[Group]) -> Vec<(&str, Vec<&str>)> {
         groups
             .iter()
-            .map(|g| (g.annotation.as_str(), g.kernels.iter().map(|k| k.name.as_str()).collect()))
+            .map(|g| {
+                (
+                    g.annotation.as_str(),
+                    g.kernels.iter().map(|k| k.name.as_str()).collect(),
+                )
+            })
             .collect()
     }
 
@@ -356,7 +396,10 @@ mod tests {
         // Thread 1's "a" is numbered (10, 40), thread 2's "b" (20, 50), and they overlap in time
         // without nesting: kernel 30 was launched while both were open (innermost, it goes to "b",
         // opened last, and counts as ambiguous; inclusive, to both); no launch records.
-        let ranges = [numbered(1, 1, "a", (10, 40), (1, 4)), numbered(2, 2, "b", (20, 50), (2, 5))];
+        let ranges = [
+            numbered(1, 1, "a", (10, 40), (1, 4)),
+            numbered(2, 2, "b", (20, 50), (2, 5)),
+        ];
         let batch = ActivityBatch {
             kernels: vec![
                 kernel(15, "k1", 100, 5),
@@ -409,14 +452,18 @@ mod tests {
         (ranges, batch)
     }
 
-    fn sample_of<'a>(raw: &'a RawResults, annotation: &str) -> (f64, ExtraValue) {
+    fn sample_of(raw: &RawResults, annotation: &str) -> (f64, ExtraValue) {
         let (i, s) = raw
             .samples
             .iter()
             .enumerate()
             .find(|(_, s)| raw.series_of(s).key.annotation == annotation)
             .unwrap_or_else(|| panic!("no sample of {annotation:?}"));
-        let own = raw.extras.iter().find(|c| c.name == SELF_COLUMN).map(|c| c.values[i].clone());
+        let own = raw
+            .extras
+            .iter()
+            .find(|c| c.name == SELF_COLUMN)
+            .map(|c| c.values[i].clone());
         (s.value, own.unwrap_or_default())
     }
 
@@ -436,6 +483,34 @@ mod tests {
         assert_eq!(sample_of(&raw, "outside"), (1.0, ExtraValue::Missing));
         assert_eq!((stats.kernels_in_ranges, stats.kernels_outside_ranges), (7, 1));
         raw.check_unique_runs().unwrap();
+    }
+
+    #[test]
+    fn a_range_of_kernels_on_two_streams_sums_them_and_gives_their_union_as_busy_time() {
+        // Two GEMMs overlapping on two streams (1000..4000 and 2000..5000), then a copy after a
+        // gap (6000..6500): summed 6500 ns, busy 4500 ns.
+        let ranges = [numbered(1, 1, "two_streams", (10, 20), (0, 100))];
+        let mut second = kernel(12, "gemm", 2000, 3000);
+        second.stream_id = 8;
+        let batch = ActivityBatch {
+            kernels: vec![kernel(11, "gemm", 1000, 3000), second, kernel(13, "copy", 6000, 500)],
+            ..Default::default()
+        };
+        for grouping in [Grouping::default(), innermost()] {
+            let (raw, _) = build_raw(&ranges, &batch, &grouping, &SampleContext::default());
+            assert_eq!(sample_of(&raw, "two_streams").0, 6500.0);
+            let busy = raw.extras.iter().find(|c| c.name == BUSY_COLUMN).unwrap();
+            assert_eq!(busy.values, [ExtraValue::Number(4500.0)]);
+        }
+        // Contained and touching intervals merge; nothing is 0.
+        let ks = [
+            kernel(1, "a", 0, 100),
+            kernel(2, "b", 10, 20),
+            kernel(3, "c", 100, 50),
+            kernel(4, "d", 300, 0),
+        ];
+        assert_eq!(busy_ns(&ks), 150);
+        assert_eq!(busy_ns(&[]), 0);
     }
 
     #[test]
@@ -459,7 +534,10 @@ mod tests {
         let (raw, _) = build_raw(&ranges, &batch, &grouping, &SampleContext::default());
         assert_eq!(sample_of(&raw, "sort16m"), (845.0, ExtraValue::Number(845.0)));
         assert_eq!(sample_of(&raw, "step/cudnnConvolutionForward").0, 900.0);
-        assert!(raw.samples.iter().all(|s| !raw.series_of(s).key.annotation.contains("conv/")));
+        assert!(raw
+            .samples
+            .iter()
+            .all(|s| !raw.series_of(s).key.annotation.contains("conv/")));
     }
 
     fn values(raw: &RawResults, annotation: &str) -> Vec<f64> {
@@ -607,12 +685,28 @@ mod tests {
         assert_eq!(values(&raw, "mm"), [50.0, 60.0]);
         assert!(values(&raw, "step").is_empty());
 
-        let (raw, st) = build_raw(&ranges, &batch, &Grouping { by: GroupBy::Kernel, ..Default::default() }, &ctx);
+        let (raw, st) = build_raw(
+            &ranges,
+            &batch,
+            &Grouping {
+                by: GroupBy::Kernel,
+                ..Default::default()
+            },
+            &ctx,
+        );
         assert_eq!(values(&raw, "gemm"), [50.0, 60.0]);
         assert!(values(&raw, "step").is_empty());
         assert_eq!(st.kernels_outside_ranges, 5);
 
-        let (raw, _) = build_raw(&ranges, &batch, &Grouping { by: GroupBy::Both, ..Default::default() }, &ctx);
+        let (raw, _) = build_raw(
+            &ranges,
+            &batch,
+            &Grouping {
+                by: GroupBy::Both,
+                ..Default::default()
+            },
+            &ctx,
+        );
         assert_eq!(values(&raw, "step"), [60.0, 71.0]);
         assert_eq!(values(&raw, "gemm"), [50.0, 60.0]);
         assert_eq!(values(&raw, "copy"), [7.0]);

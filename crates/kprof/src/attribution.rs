@@ -479,7 +479,12 @@ mod tests {
         // it (2, 20..30, no parent: another push/pop stack). `attribute` gives kernel 25 to the
         // library's range only; `launched_within` gives it to both.
         let batch = ActivityBatch {
-            kernels: vec![k(15, 0, 10, "a"), k(25, 10, 100, "sort"), k(35, 200, 10, "b"), k(45, 300, 1, "x")],
+            kernels: vec![
+                k(15, 0, 10, "a"),
+                k(25, 10, 100, "sort"),
+                k(35, 200, 10, "b"),
+                k(45, 300, 1, "x"),
+            ],
             ..Default::default()
         };
         let regions = [numbered(1, None, 100, 10, 40), numbered(2, None, 100, 20, 30)];
@@ -494,7 +499,10 @@ mod tests {
         assert_eq!(names(&all[&1]), ["a", "sort"]);
         assert_eq!(names(&all[&2]), ["sort", "b"]);
         // No end number, or a start that got no id: nothing.
-        let all = launched_within(&batch, &[numbered(1, None, 1, 10, 0), numbered(2, None, 1, u32::MAX, 40)]);
+        let all = launched_within(
+            &batch,
+            &[numbered(1, None, 1, 10, 0), numbered(2, None, 1, u32::MAX, 40)],
+        );
         assert!(all.is_empty());
     }
 

@@ -296,7 +296,10 @@ fn the_run_spec_carries_the_options() {
         (metrics, ReplayMode::Kernel, 16)
     );
     let plain = run_spec(&parse(&["--", "p"]).unwrap(), "p", dir, None);
-    assert_eq!((plain.group_by, plain.nvtx_nesting), (GroupBy::Nvtx, NvtxNesting::Inclusive));
+    assert_eq!(
+        (plain.group_by, plain.nvtx_nesting),
+        (GroupBy::Nvtx, NvtxNesting::Inclusive)
+    );
     let flat = parse(&["--nvtx-nesting", "innermost", "--", "p"]).unwrap();
     assert_eq!(run_spec(&flat, "p", dir, None).nvtx_nesting, NvtxNesting::Innermost);
     assert!(parse(&["--nvtx-nesting", "outer", "--", "p"]).is_err());

@@ -61,13 +61,20 @@ fn the_table_says_which_durations_it_holds_and_shows_the_self_time() {
     assert!(header.contains("AvgValue  SelfAvg"), "{so}");
     let row = |name: &str| {
         let line = so.lines().find(|l| l.split_whitespace().next() == Some(name)).unwrap();
-        line.split_whitespace().skip(2).take(2).map(String::from).collect::<Vec<_>>()
+        line.split_whitespace()
+            .skip(2)
+            .take(2)
+            .map(String::from)
+            .collect::<Vec<_>>()
     };
     assert_eq!(row("sort16m"), ["850.0", "6.000"], "{so}");
     assert_eq!(row("sort16m/cub::DeviceRadixSort"), ["844.0", "844.0"], "{so}");
     let processed = std::fs::read_to_string(tmp.path().join("out/processed.csv")).unwrap();
     let head = processed.lines().next().unwrap();
-    assert!(head.contains("DurationSource") && head.contains("SelfNs_Avg"), "{processed}");
+    assert!(
+        head.contains("DurationSource") && head.contains("SelfNs_Avg"),
+        "{processed}"
+    );
 }
 
 #[test]

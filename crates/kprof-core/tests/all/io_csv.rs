@@ -433,7 +433,11 @@ fn self_time_is_an_extra_column_shown_beside_the_inclusive_value() {
     assert!(header.contains("AvgValue  SelfAvg"), "{out}");
     let cells = |name: &str| {
         let line = out.lines().find(|l| l.split_whitespace().next() == Some(name)).unwrap();
-        line.split_whitespace().skip(2).take(2).map(String::from).collect::<Vec<_>>()
+        line.split_whitespace()
+            .skip(2)
+            .take(2)
+            .map(String::from)
+            .collect::<Vec<_>>()
     };
     assert_eq!(cells("sort16m"), ["850.0", "6.000"], "{out}");
     assert_eq!(cells("sort16m/cub::DeviceRadixSort"), ["840.0", "840.0"], "{out}");

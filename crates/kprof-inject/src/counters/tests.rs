@@ -211,7 +211,10 @@ fn counter_samples_follow_the_timing_groups() {
     };
     let (raw, warnings) = build_counter_raw(&groups, &map, &metrics, &ctx);
     assert_eq!(values(&raw, "step", "dram__bytes_read.sum"), [(0, 120.0), (1, 131.0)]);
-    assert_eq!(values(&raw, "step/mm", "dram__bytes_read.sum"), [(0, 100.0), (1, 110.0)]);
+    assert_eq!(
+        values(&raw, "step/mm", "dram__bytes_read.sum"),
+        [(0, 100.0), (1, 110.0)]
+    );
     // The kernel outside every range is its own annotation, as in the timing samples.
     assert_eq!(values(&raw, "copy", "dram__bytes_read.sum"), [(0, 5.0)]);
     let pct = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
