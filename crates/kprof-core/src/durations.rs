@@ -8,7 +8,7 @@
 //! launch. Both sum their kernels per region: kernels that overlap (two streams) each count in
 //! full, so a region's value can exceed its span on the GPU.
 
-use crate::model::{ExtraValue, RawResults, DEFAULT_METRIC};
+use crate::model::{ExtraValue, ProcessedResults, RawResults, DEFAULT_METRIC};
 
 /// The column saying where each duration sample came from.
 pub const DURATION_SOURCE_COLUMN: &str = "DurationSource";
@@ -20,24 +20,43 @@ pub enum Door {
     Run,
     /// The Python decorator and the Rust API (`duration_source=`).
     Api,
+    /// A results file read back (`kprof summarize`, `kprof show`): either door.
+    Any,
 }
 
-/// The distinct `DurationSource` values of the duration samples of `raw`, in first-seen order
-/// (`"unknown"` for duration samples without one).
+/// Adds `value` to `out` when it is a source not there yet.
+fn add(out: &mut Vec<String>, value: Option<&ExtraValue>) {
+    if let Some(ExtraValue::Text(t)) = value {
+        if !t.is_empty() && !out.contains(t) {
+            out.push(t.clone());
+        }
+    }
+}
+
+/// The distinct `DurationSource` values of the duration samples of `raw`, in first-seen order;
+/// samples without one (files of older versions, of nsight-python) add nothing.
 pub fn sources(raw: &RawResults) -> Vec<String> {
     let column = raw.extras.iter().find(|c| c.name == DURATION_SOURCE_COLUMN);
     let mut out: Vec<String> = Vec::new();
     for (i, s) in raw.samples.iter().enumerate() {
-        if raw.series_of(s).key.metric != DEFAULT_METRIC {
-            continue;
+        if raw.series_of(s).key.metric == DEFAULT_METRIC {
+            add(&mut out, column.and_then(|c| c.values.get(i)));
         }
-        let v = match column.and_then(|c| c.values.get(i)) {
-            Some(ExtraValue::Text(t)) if !t.is_empty() => t.clone(),
-            _ => "unknown".to_string(),
-        };
-        if !out.contains(&v) {
-            out.push(v);
-        }
+    }
+    out
+}
+
+/// [`sources`] of a processed table (each row's `DurationSource`).
+pub fn processed_sources(p: &ProcessedResults) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for r in p.rows.iter().filter(|r| r.metric == DEFAULT_METRIC) {
+        add(
+            &mut out,
+            r.extras
+                .iter()
+                .find(|(n, _)| n == DURATION_SOURCE_COLUMN)
+                .map(|(_, v)| v),
+        );
     }
     out
 }
@@ -51,7 +70,7 @@ fn definition(source: &str) -> &'static str {
             "Nsight Compute's gpu__time_duration of each eager kernel, the CUPTI records' span of each CUDA graph launch"
         }
         "cuda-events" => "CUDA events around each region (its in-stream GPU time)",
-        _ => "not recorded",
+        _ => "a source this version does not know",
     }
 }
 
@@ -66,6 +85,9 @@ fn other_choice(sources: &[String], door: Door) -> &'static str {
         }
         (Door::Api, false) => {
             "for the CUPTI kernel records (`kprof run`'s default) use duration_source=\"records\""
+        }
+        (Door::Any, _) => {
+            "`kprof run --durations records|counters` or the decorator's duration_source=\"records\"|\"auto\" chooses"
         }
     }
 }
@@ -146,7 +168,14 @@ mod tests {
         assert!(line(&mixed, Door::Run)
             .unwrap()
             .contains("[counters]; CUPTI kernel records"));
-        assert_eq!(sources(&raw(&[(DEFAULT_METRIC, "ns", None)])), ["unknown"]);
+        assert!(sources(&raw(&[(DEFAULT_METRIC, "ns", None)])).is_empty());
+        assert_eq!(line(&[], Door::Run), None);
+        // A file read back: either door's choice, and the processed table's rows say it too.
+        let l = line(&mixed, Door::Any).unwrap();
+        assert!(l.ends_with("`kprof run --durations records|counters` or the decorator's duration_source=\"records\"|\"auto\" chooses"), "{l}");
+        let p =
+            crate::pipeline::process(&raw(&[(DEFAULT_METRIC, "ns", Some("records"))]), &Default::default()).unwrap();
+        assert_eq!(processed_sources(&p), ["records"]);
         assert_eq!(line(&sources(&raw(&[("m.sum", "byte", None)])), Door::Run), None);
     }
 }
