@@ -342,11 +342,8 @@ class ProfileResults:
         given = self._raw.get("DurationSource") or [None] * len(metrics)
         sources: list[str] = []
         for m, src in zip(metrics, given):
-            if m != "gpu__time_duration.sum":
-                continue
-            name = src if isinstance(src, str) and src else "unknown"
-            if name not in sources:
-                sources.append(name)
+            if m == "gpu__time_duration.sum" and isinstance(src, str) and src and src not in sources:
+                sources.append(src)
         return _core.durations_line(sources)
 
     def _durations_head(self) -> str:
