@@ -222,28 +222,24 @@ fn range_groups(
     let mut groups = Vec::new();
     for r in kept {
         let own = innermost.by_region.get(&r.id).map(Vec::as_slice).unwrap_or_default();
-        let group = match &inclusive {
-            None => Group {
-                annotation: r.name.clone(),
-                kernels: own.to_vec(),
-                self_ns: None,
-                busy_ns: None,
-            },
-            Some((within, tree)) => Group {
-                annotation: tree.get(&r.id).map_or_else(|| r.name.clone(), |p| p.path.clone()),
-                kernels: within.get(&r.id).cloned().unwrap_or_default(),
-                self_ns: Some(total_ns(own)),
-                busy_ns: None,
-            },
+        let (annotation, kernels, self_ns) = match &inclusive {
+            None => (r.name.clone(), own.to_vec(), None),
+            Some((within, tree)) => (
+                tree.get(&r.id).map_or_else(|| r.name.clone(), |p| p.path.clone()),
+                within.get(&r.id).cloned().unwrap_or_default(),
+                Some(total_ns(own)),
+            ),
         };
-        let group = Group {
-            busy_ns: Some(busy_ns(&group.kernels)),
-            ..group
-        };
-        if !group.kernels.is_empty() {
-            stats.ranges_with_kernels += 1;
-            groups.push(group);
+        if kernels.is_empty() {
+            continue;
         }
+        stats.ranges_with_kernels += 1;
+        groups.push(Group {
+            annotation,
+            busy_ns: Some(busy_ns(&kernels)),
+            kernels,
+            self_ns,
+        });
     }
     (groups, innermost.unattributed)
 }
