@@ -14,8 +14,8 @@
 #               --cache-control none --clock-control none --csv --page raw (the reference: every
 #               kernel launched inside the range)
 # then gpu-checks/nested_ranges_verdict.py OUT prints the verdict table: each outer range of the
-# counters run within 1 % of ncu's sum of its kernels, and in the records run every occurrence
-# equal to its SelfNs plus its children's values. Each command's stdout/stderr is kept in OUT.
+# counters run within 1 % of ncu's sum of its kernels, and in the records run every range's total
+# equal to its SelfNs plus its children's totals. Each command's stdout/stderr is kept in OUT.
 # About 3 minutes. KPROF, PY and NCU override the paths below.
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -1,8 +1,8 @@
 """Verdicts of gpu-checks/nested_ranges.sh from the files it wrote into OUT (argument 1):
 
-- `records/raw.csv` (`kprof run`, the defaults: records, inclusive nesting): every range
-  occurrence's value must be its own time (`SelfNs`) plus its direct children's values in the
-  same run (the tree holds every kernel once per level), within 0.01 %;
+- `records/raw.csv` (`kprof run`, the defaults: records, inclusive nesting): every range's
+  total over its occurrences must be its own time (`SelfNs`) plus its direct children's totals
+  (the tree holds every kernel once per level), within 0.01 %;
 - `innermost/raw.csv` (`--nvtx-nesting innermost`): information: the user's range alone, as
   earlier versions read it (the symptom: `sort16m` a fraction of the sort);
 - `counters/raw.csv` (`--durations counters`) against ncu (`ncu-<range>.csv`: `--nvtx
@@ -61,16 +61,19 @@ def ncu_total(path: str) -> tuple[float, int]:
 
 
 def tree_check(vals: dict[str, dict[int, float]], selfs: dict[tuple[str, int], float]) -> list[str]:
-    """Problems of the inclusive tree: value != self + direct children (same run)."""
+    """Problems of the inclusive tree: over all occurrences, a range's total must be its own
+    time (SelfNs) plus its direct children's totals (every child occurrence lies inside one
+    occurrence of its parent; a parent may hold several)."""
     bad = []
     for name, runs in vals.items():
         if not any(name == o or name.startswith(o + "/") for o in OUTER):
             continue
-        for run, v in runs.items():
-            kids = [c for c in vals if c.startswith(name + "/") and "/" not in c[len(name) + 1:]]
-            parts = selfs.get((name, run), float("nan")) + sum(vals[c].get(run, 0.0) for c in kids)
-            if not abs(parts - v) <= 1e-4 * max(v, 1.0):
-                bad.append(f"{name} run {run}: value {v:.0f} ns, self + children {parts:.0f} ns")
+        kids = [c for c in vals if c.startswith(name + "/") and "/" not in c[len(name) + 1:]]
+        own = sum(selfs.get((name, run), float("nan")) for run in runs)
+        parts = own + sum(sum(vals[c].values()) for c in kids)
+        total = sum(runs.values())
+        if not abs(parts - total) <= 1e-4 * max(total, 1.0):
+            bad.append(f"{name}: total {total:.0f} ns over {len(runs)} occurrence(s), self + children {parts:.0f} ns")
     return bad
 
 
@@ -85,7 +88,7 @@ def main(out: str) -> int:
     bad = tree_check(rec, selfs)
     for b in bad:
         print("  tree:", b)
-    print(f"CHECK tree (value = SelfNs + children, every occurrence): {'ok' if not bad else 'FAIL'}")
+    print(f"CHECK tree (total = SelfNs + children's totals, every range): {'ok' if not bad else 'FAIL'}")
     status |= bool(bad) or not selfs or not rec
     head = f"{'range':<10} {'records':>12} {'self':>10} {'innermost':>11} {'counters':>12} {'ncu':>12} {'ncu k':>6} {'diff %':>8}  verdict"
     print(head)
