@@ -206,6 +206,15 @@ pub struct MetricUnit {
     pub unit: String,
 }
 
+/// The `i`-th counter value of kernel `k` (NaN when the kernel has none).
+fn counter_value(values: &HashMap<KernelKey, Vec<f64>>, k: &KernelRecord, i: usize) -> f64 {
+    values
+        .get(&kernel_key(k))
+        .and_then(|v| v.get(i))
+        .copied()
+        .unwrap_or(f64::NAN)
+}
+
 /// The counter samples of one process: per group (a run of an annotation, as in the timing
 /// samples) and metric, the kernels' values combined, with the per-kernel values in
 /// [`RawResults::kernel_breakdown`] when there are several. `.sum` metrics are summed; other
@@ -226,10 +235,7 @@ pub fn build_counter_raw(
             let pairs: Vec<(&str, f64)> = g
                 .kernels
                 .iter()
-                .map(|k| {
-                    let v = values.get(&kernel_key(k)).and_then(|v| v.get(i)).copied();
-                    (k.name.as_str(), v.unwrap_or(f64::NAN))
-                })
+                .map(|k| (k.name.as_str(), counter_value(values, k, i)))
                 .collect();
             let reducer = if additive || pairs.len() < 2 {
                 Reducer::Sum
@@ -241,6 +247,11 @@ pub fn build_counter_raw(
             if m.name == DEFAULT_METRIC {
                 // The durations of a counter launch that collects them (docs/timing.md).
                 extras.push(("DurationSource", kprof_core::ExtraValue::Text("counters".into())));
+                // A range's own time (nested ranges' kernels left out), as the timing samples give it.
+                if let Some(own) = &g.own {
+                    let own_ns = own.iter().map(|k| counter_value(values, k, i)).sum();
+                    extras.push((crate::report::SELF_COLUMN, kprof_core::ExtraValue::Number(own_ns)));
+                }
             }
             let rec = SampleRecord {
                 benchmark: &ctx.benchmark,

@@ -155,10 +155,10 @@ pub struct Group {
     pub annotation: String,
     /// Its kernels, in the order the attribution gives (launch order within a range).
     pub kernels: Vec<KernelRecord>,
-    /// The GPU time (ns) of a range's own kernels, not a nested range's ([`SELF_COLUMN`]);
+    /// A range's own kernels, not a nested range's: their GPU time is its [`SELF_COLUMN`];
     /// `None` for a kernel grouped by name and with [`NvtxNesting::Innermost`] (every group
     /// holds its own kernels only).
-    pub self_ns: Option<u64>,
+    pub own: Option<Vec<KernelRecord>>,
     /// For a range: how long at least one of its kernels ran on the GPU, the union of their
     /// intervals ([`BUSY_COLUMN`]; kernels that overlap, on two streams, count once).
     pub busy_ns: Option<u64>,
@@ -222,12 +222,12 @@ fn range_groups(
     let mut groups = Vec::new();
     for r in kept {
         let own = innermost.by_region.get(&r.id).map(Vec::as_slice).unwrap_or_default();
-        let (annotation, kernels, self_ns) = match &inclusive {
+        let (annotation, kernels, own) = match &inclusive {
             None => (r.name.clone(), own.to_vec(), None),
             Some((within, tree)) => (
                 tree.get(&r.id).map_or_else(|| r.name.clone(), |p| p.path.clone()),
                 within.get(&r.id).cloned().unwrap_or_default(),
-                Some(total_ns(own)),
+                Some(own.to_vec()),
             ),
         };
         if kernels.is_empty() {
@@ -238,7 +238,7 @@ fn range_groups(
             annotation,
             busy_ns: Some(busy_ns(&kernels)),
             kernels,
-            self_ns,
+            own,
         });
     }
     (groups, innermost.unattributed)
@@ -277,7 +277,7 @@ pub fn group_kernels(ranges: &[RangeOcc], batch: &ActivityBatch, grouping: &Grou
         groups.push(Group {
             annotation: k.name.clone(),
             kernels: vec![k.clone()],
-            self_ns: None,
+            own: None,
             busy_ns: None,
         });
     }
@@ -314,8 +314,8 @@ pub fn build_raw(
         // The Kernel column shows demangled names (as ncu does); the mangled label is kept.
         let label = kprof_core::kernels::demangle_label(&mangled).into_owned();
         let mut extras = ctx.sample_extras(&g.kernels);
-        if let Some(own) = g.self_ns {
-            extras.push((SELF_COLUMN, ExtraValue::Number(own as f64)));
+        if let Some(own) = &g.own {
+            extras.push((SELF_COLUMN, ExtraValue::Number(total_ns(own) as f64)));
         }
         if let Some(busy) = g.busy_ns {
             extras.push((BUSY_COLUMN, ExtraValue::Number(busy as f64)));

@@ -290,4 +290,26 @@ fn only_the_durations_of_a_counter_launch_say_where_they_come_from() {
         };
         assert_eq!(*v, want, "{}", raw.series_of(s).key.metric);
     }
+    // The counter durations of a range carry its own time, as the records' do: kernel i has
+    // 10 * i ns; "step" holds gemm (kernel 0 or 2, in "step/mm") and relu (1 or 3, its own).
+    let own = raw
+        .extras
+        .iter()
+        .find(|c| c.name == crate::report::SELF_COLUMN)
+        .unwrap();
+    let own_of = |annotation: &str, metric: &str| -> Vec<kprof_core::ExtraValue> {
+        raw.samples
+            .iter()
+            .zip(&own.values)
+            .filter(|(s, _)| raw.series_of(s).key.annotation == annotation && raw.series_of(s).key.metric == metric)
+            .map(|(_, v)| v.clone())
+            .collect()
+    };
+    let n = kprof_core::ExtraValue::Number;
+    assert_eq!(own_of("step", DEFAULT_METRIC), [n(10.0), n(30.0)]);
+    assert_eq!(own_of("step/mm", DEFAULT_METRIC), [n(0.0), n(20.0)]);
+    assert_eq!(
+        own_of("step", "dram__bytes_read.sum"),
+        vec![kprof_core::ExtraValue::Missing; 2]
+    );
 }
