@@ -331,7 +331,24 @@ class ProfileResults:
         header, rows = self._summary_rows(cols)
         if metric is not None:
             rows = [r for r, m in zip(rows, cols["Metric"]) if m == metric]
-        print(_text_table(header, rows))
+        print(self._durations_head() + _text_table(header, rows))
+
+    def durations_line(self) -> str | None:
+        """The line printed before the tables: which definition of a kernel's duration the
+        ``gpu__time_duration.sum`` rows used (their ``DurationSource``: Nsight Compute's
+        ``gpu__time_duration`` from the counters by default, ``kprof run``'s CUPTI kernel records
+        with ``duration_source="records"``) and how to choose the other; None without such rows."""
+        metrics = self._raw.get("Metric", [])
+        given = self._raw.get("DurationSource") or [None] * len(metrics)
+        sources: list[str] = []
+        for m, src in zip(metrics, given):
+            if m == "gpu__time_duration.sum" and isinstance(src, str) and src and src not in sources:
+                sources.append(src)
+        return _core.durations_line(sources)
+
+    def _durations_head(self) -> str:
+        line = self.durations_line()
+        return "" if line is None else line + "\n"
 
     def _write_raw_csv(self, path: str) -> str:
         """Writes the raw table through kprof-core's raw CSV writer (``_core.write_csv``, the
@@ -357,7 +374,12 @@ class ProfileResults:
                 f"{type(e).__name__}: {e}>"
             )
         header, rows = self._summary_rows(cols)
-        return f"ProfileResults {self.benchmark!r} ({len(rows)} rows)\n" + _text_table(header, rows)
+        head = f"ProfileResults {self.benchmark!r} ({len(rows)} rows)\n"
+        try:
+            head += self._durations_head()
+        except Exception:  # a repr never raises
+            pass
+        return head + _text_table(header, rows)
 
     def _repr_html_(self) -> str:
         try:

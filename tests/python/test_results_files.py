@@ -179,3 +179,39 @@ def test_adaptive_progress_starts_at_the_policys_cap(fake_backend):
     totals.clear()
     make_bench()()
     assert totals[0] == 2 * 4
+
+
+def _durations_raw(sources: list) -> dict:
+    n = len(sources)
+    return {
+        "Annotation": ["a"] * n,
+        "Value": [100.0 + i for i in range(n)],
+        "Metric": ["gpu__time_duration.sum"] * n,
+        "Kernel": ["k"] * n,
+        "GPU": ["H200"] * n,
+        "Host": ["vm"] * n,
+        "ComputeClock": [None] * n,
+        "MemoryClock": [None] * n,
+        "Unit": ["ns"] * n,
+        "n": [1] * n,
+        "Benchmark": ["b"] * n,
+        "Run": list(range(n)),
+        "DurationSource": sources,
+    }
+
+
+def test_printed_tables_say_which_durations_they_hold(capsys):
+    counters = kprof.ProfileResults(_durations_raw(["counters", "counters"]), ["n"])
+    line = counters.durations_line()
+    assert line.startswith("durations: Nsight Compute's gpu__time_duration"), line
+    assert line.endswith('use duration_source="records"'), line
+    assert repr(counters).splitlines()[1] == line
+    records = kprof.ProfileResults(_durations_raw(["records"]), ["n"])
+    assert records.durations_line().startswith("durations: CUPTI kernel records")
+    assert records.durations_line().endswith('use duration_source="auto"')
+    records._print_data(None)
+    assert capsys.readouterr().out.splitlines()[0] == records.durations_line()
+    # No duration rows: no line.
+    other = _durations_raw(["counters"])
+    other["Metric"] = ["dram__bytes_read.sum"]
+    assert kprof.ProfileResults(other, ["n"]).durations_line() is None

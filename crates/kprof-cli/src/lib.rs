@@ -16,6 +16,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 
 use kprof_core::display::{render_processed, render_raw};
+use kprof_core::durations;
 use kprof_core::io::{self, Loaded, ReadOptions};
 use kprof_core::pipeline::{process, ProcessOptions};
 use kprof_core::stats::{BootstrapOptions, StatsOptions};
@@ -129,7 +130,7 @@ fn summarize(args: &SummarizeArgs) -> Result<()> {
     };
     let processed = process(&raw, &opts).with_context(|| format!("cannot summarize {}", args.raw.display()))?;
     match &args.output {
-        None => output::print(&render_processed(&processed))?,
+        None => output::print(&(durations_head(&durations::sources(&raw)) + &render_processed(&processed)))?,
         Some(out) if has_extension(out, "json") => {
             io::write_results_json(out, &io::ResultFile::new(Some(raw), Some(processed), None))?;
             output::wrote(out, "");
@@ -140,6 +141,14 @@ fn summarize(args: &SummarizeArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The line that says which definition a table's durations used (`kprof_core::durations`),
+/// with its newline; empty when the file does not say.
+fn durations_head(sources: &[String]) -> String {
+    durations::line(sources, durations::Door::Any)
+        .map(|l| l + "\n")
+        .unwrap_or_default()
 }
 
 fn has_extension(path: &Path, ext: &str) -> bool {
@@ -155,12 +164,15 @@ fn show(file: &Path, max_rows: usize) -> Result<()> {
     let mut text = env_show::environment_text(file, json_env)
         .map(|t| t + "\n")
         .unwrap_or_default();
+    let raw_text = |r: &kprof_core::RawResults| durations_head(&durations::sources(r)) + &render_raw(r, max_rows);
+    let processed_text =
+        |p: &kprof_core::ProcessedResults| durations_head(&durations::processed_sources(p)) + &render_processed(p);
     match loaded {
-        Loaded::Raw(raw) => text += &render_raw(&raw, max_rows),
-        Loaded::Processed(processed) => text += &render_processed(&processed),
+        Loaded::Raw(raw) => text += &raw_text(&raw),
+        Loaded::Processed(processed) => text += &processed_text(&processed),
         Loaded::Json(result) => match (&result.processed, &result.raw) {
-            (Some(p), _) => text += &render_processed(p),
-            (None, Some(r)) => text += &render_raw(r, max_rows),
+            (Some(p), _) => text += &processed_text(p),
+            (None, Some(r)) => text += &raw_text(r),
             (None, None) => text += &format!("{} holds no results\n", file.display()),
         },
     }

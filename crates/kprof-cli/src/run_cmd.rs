@@ -7,8 +7,11 @@
 //! every process and every repetition, writes `raw.csv` and `processed.csv` into `--out`, and
 //! prints the processed table.
 //!
-//! - Each NVTX range occurrence is one run of the region named by the range; kernels outside
-//!   ranges are grouped by kernel name (`--group-by kernel|both` changes this).
+//! - Each NVTX range occurrence is one run of a region; kernels outside ranges are grouped by
+//!   kernel name (`--group-by kernel|both` changes this). A range holds every kernel launched
+//!   while it was open, those of ranges opened inside it (a library's own) included, and is named
+//!   by its path (`outer/inner`); `--nvtx-nesting innermost` counts each kernel once, in the
+//!   innermost range, under the range's name.
 //! - `--repeat N` runs the command N times; the runs of repetition k follow those of k-1.
 //! - `--env-sweep VAR=v1,v2` runs the command once per value (times `--repeat`) with `VAR` set;
 //!   `VAR` becomes a configuration parameter.
@@ -51,9 +54,10 @@ use anyhow::{bail, Context, Result};
 use kprof::choices::{Attribution, GraphTrace, KernelTrace};
 use kprof::counters::host::c_names;
 use kprof::counters::{CuptiLib, HostObject, MetricsCatalog, ReplayMode};
-use kprof::run_spec::{CounterSpec, GroupBy, RunSpec, DEFAULT_COUNTER_RANGES, ENV_RUN_SPEC};
+use kprof::run_spec::{CounterSpec, GroupBy, NvtxNesting, RunSpec, DEFAULT_COUNTER_RANGES, ENV_RUN_SPEC};
 use kprof::runner::DurationSource;
 use kprof_core::display::render_processed;
+use kprof_core::durations;
 use kprof_core::io::{self, ReadOptions};
 use kprof_core::pipeline::{process, ProcessOptions};
 use kprof_core::{Config, ParamValue, RawResults, DEFAULT_METRIC};
@@ -69,6 +73,24 @@ pub enum GroupByArg {
     Kernel,
     /// NVTX ranges and every kernel by its name.
     Both,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NestingArg {
+    /// A range's row holds every kernel launched while it was open, nested ranges (a library's
+    /// own included) too; rows named `outer/inner`, their own time in `SelfNs`.
+    Inclusive,
+    /// Every kernel counts once, in the innermost range open at its launch.
+    Innermost,
+}
+
+impl From<NestingArg> for NvtxNesting {
+    fn from(n: NestingArg) -> NvtxNesting {
+        match n {
+            NestingArg::Inclusive => NvtxNesting::Inclusive,
+            NestingArg::Innermost => NvtxNesting::Innermost,
+        }
+    }
 }
 
 impl From<GroupByArg> for GroupBy {
@@ -109,6 +131,7 @@ pub fn run_spec(args: &RunArgs, benchmark: &str, dir: &Path, counters: Option<(&
         output: Some(dir.to_path_buf()),
         benchmark: Some(benchmark.to_string()),
         group_by: args.group_by.into(),
+        nvtx_nesting: args.nvtx_nesting.into(),
         nvtx_include: args.nvtx_include.clone(),
         nvtx_exclude: args.nvtx_exclude.clone(),
         verbose: args.verbose,
@@ -257,6 +280,10 @@ pub struct RunArgs {
     /// How kernels become annotations.
     #[arg(long, value_enum, default_value = "nvtx")]
     pub group_by: GroupByArg,
+    /// How the kernels of nested NVTX ranges count: inclusive (every kernel launched while a
+    /// range was open, rows named by their path `outer/inner`) or innermost (each kernel once).
+    #[arg(long, value_enum, default_value = "inclusive")]
+    pub nvtx_nesting: NestingArg,
     /// Benchmark name (default: the command's name, or the script's for `python script.py`).
     #[arg(long)]
     pub benchmark: Option<String>,
@@ -890,10 +917,17 @@ fn finish(
     let processed = process(&merged, &ProcessOptions::default()).context("cannot summarize the samples")?;
     let processed_path = args.out.join("processed.csv");
     io::write_processed_csv(&processed_path, &processed)?;
+    // Which definition the durations used, and how to choose the other (docs/kprof-run.md).
+    let durations = durations::line(&durations::sources(&merged), durations::Door::Run);
     if args.json {
-        crate::output::print(&(serde_json::to_string_pretty(&processed)? + "\n"))?;
+        let mut doc = serde_json::to_value(&processed)?;
+        if let (Some(map), Some(line)) = (doc.as_object_mut(), &durations) {
+            map.insert("durations".into(), serde_json::Value::String(line.clone()));
+        }
+        crate::output::print(&(serde_json::to_string_pretty(&doc)? + "\n"))?;
     } else if !args.quiet {
-        crate::output::print(&render_processed(&processed))?;
+        let head = durations.map(|l| l + "\n").unwrap_or_default();
+        crate::output::print(&(head + &render_processed(&processed)))?;
     }
     eprintln!(
         "kprof: wrote {} and {} ({} samples from {} process file(s))",

@@ -143,8 +143,10 @@ pub const CONDITION_COLUMNS: [&str; 8] = [
 /// The extra columns kprof's engine writes besides [`CONDITION_COLUMNS`]: constant run
 /// information, the warning of a failed run, the mangled kernel name when the `Kernel` column
 /// shows it demangled ([`crate::kernels::MANGLED_KERNEL_COLUMN`]), and where a duration came from
-/// (`DurationSource`: `counters`, `records`, `counters+records` or `cuda-events`, see `docs/timing.md`).
-pub const ENGINE_INFO_COLUMNS: [&str; 7] = [
+/// (`DurationSource`: `counters`, `records`, `counters+records` or `cuda-events`, see `docs/timing.md`),
+/// and, under `kprof run`, the GPU time of an NVTX range's own kernels ([`SELF_TIME_COLUMN`]) and
+/// the union of its kernels' intervals ([`BUSY_TIME_COLUMN`]).
+pub const ENGINE_INFO_COLUMNS: [&str; 9] = [
     "DeviceOrdinal",
     "DriverVersion",
     "CudaVersion",
@@ -152,7 +154,18 @@ pub const ENGINE_INFO_COLUMNS: [&str; 7] = [
     "Warning",
     crate::kernels::MANGLED_KERNEL_COLUMN,
     "DurationSource",
+    SELF_TIME_COLUMN,
+    BUSY_TIME_COLUMN,
 ];
+
+/// `kprof run`'s column of a range's self time (ns): the GPU time of the kernels whose innermost
+/// range it is, where the range's value holds those of the ranges opened inside it as well.
+pub const SELF_TIME_COLUMN: &str = "SelfNs";
+
+/// `kprof run`'s column of a range's GPU busy time (ns): how long at least one of its kernels ran,
+/// the union of their intervals, where the range's value sums them (kernels that overlap on two
+/// streams count once here, in full each there).
+pub const BUSY_TIME_COLUMN: &str = "BusyNs";
 
 /// Every extra column kprof's engine writes: [`ENGINE_INFO_COLUMNS`], then [`CONDITION_COLUMNS`].
 ///
@@ -162,7 +175,7 @@ pub const ENGINE_INFO_COLUMNS: [&str; 7] = [
 /// `DeviceOrdinal`, `DriverVersion`, `CudaVersion` and `CuptiVersion` as parameters, and per-run
 /// columns (a `Warning` on one run, `SMClockMHz`, `PowerW`, ...) would split a series into one
 /// configuration per run.
-pub const KPROF_EXTRA_COLUMNS: [&str; 15] = concat(&[&ENGINE_INFO_COLUMNS, &CONDITION_COLUMNS]);
+pub const KPROF_EXTRA_COLUMNS: [&str; 17] = concat(&[&ENGINE_INFO_COLUMNS, &CONDITION_COLUMNS]);
 
 /// nsight-python's `RESERVED_COLUMN_NAMES`: its raw and processed columns
 /// ([`NSIGHT_RAW_COLUMNS`], then the rest of [`NSIGHT_PROCESSED_COLUMNS`]).
@@ -263,7 +276,7 @@ mod tests {
         assert_eq!(&PROCESSED_COLUMNS[..20], &NSIGHT_PROCESSED_COLUMNS);
         assert_eq!(PROCESSED_COLUMNS[19], "Geomean");
         assert_eq!(&PROCESSED_COLUMNS[20..], &KPROF_PROCESSED_COLUMNS);
-        assert_eq!(KPROF_EXTRA_COLUMNS[7..], CONDITION_COLUMNS);
+        assert_eq!(KPROF_EXTRA_COLUMNS[ENGINE_INFO_COLUMNS.len()..], CONDITION_COLUMNS);
         assert_eq!(
             KPROF_RESERVED_COLUMN_NAMES[..8],
             [

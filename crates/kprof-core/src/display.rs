@@ -1,6 +1,7 @@
 //! Aligned plain-ASCII terminal tables of processed and raw results.
 
-use crate::model::{ProcessedResults, RawResults};
+use crate::columns::SELF_TIME_COLUMN;
+use crate::model::{ExtraValue, ProcessedResults, ProcessedRow, RawResults};
 
 /// Formats a number to about 4 significant digits: `1,234,567`, `1,234`, `12.35`, `0.001235`,
 /// `1.235e-7`; NaN as `-`, infinities as `inf`/`-inf`.
@@ -221,7 +222,8 @@ impl Table {
 }
 
 /// Renders the processed table: Benchmark (when there is more than one), Annotation, Metric, each
-/// parameter (right-aligned when numeric), AvgValue, ±CI95 (half-width of the 95% interval), StdDev, RSD%, Stable, NumRuns
+/// parameter (right-aligned when numeric), AvgValue, SelfAvg (when rows carry `kprof run`'s self
+/// time of nested NVTX ranges, [`SELF_TIME_COLUMN`]), ±CI95 (half-width of the 95% interval), StdDev, RSD%, Stable, NumRuns
 /// (`valid/total` when runs failed), Unit, and Baseline/BaselineAvg when rows are normalised.
 /// A footer lists configurations whose baseline is missing.
 pub fn render_processed(p: &ProcessedResults) -> String {
@@ -243,8 +245,23 @@ pub fn render_processed(p: &ProcessedResults) -> String {
             .all(|r| r.config.get(n).is_none_or(|v| v.as_f64().is_some()));
         (n.clone(), numeric)
     }));
+    // A range's own time beside its inclusive one (`kprof run`'s nested NVTX ranges).
+    let self_avg = |r: &ProcessedRow| {
+        let own = [format!("{SELF_TIME_COLUMN}_Avg"), SELF_TIME_COLUMN.to_string()];
+        r.extras
+            .iter()
+            .find(|(n, _)| own.contains(n))
+            .and_then(|(_, v)| match v {
+                ExtraValue::Number(x) => Some(*x),
+                _ => None,
+            })
+    };
+    let with_self = p.rows.iter().any(|r| self_avg(r).is_some());
+    cols.push(("AvgValue".to_string(), true));
+    if with_self {
+        cols.push(("SelfAvg".to_string(), true));
+    }
     for (n, right) in [
-        ("AvgValue", true),
         ("+/-CI95", true),
         ("StdDev", true),
         ("RSD%", true),
@@ -271,6 +288,9 @@ pub fn render_processed(p: &ProcessedResults) -> String {
             row.push(r.config.get(n).map(|v| clip(&v.to_string(), 24)).unwrap_or_default());
         }
         row.push(fmt_sig(s.mean));
+        if with_self {
+            row.push(self_avg(r).map(fmt_sig).unwrap_or_else(|| "-".into()));
+        }
         row.push(fmt_sig((s.ci95_upper - s.ci95_lower) / 2.0));
         row.push(fmt_sig(s.std_dev));
         row.push(if s.rsd_pct.is_nan() {

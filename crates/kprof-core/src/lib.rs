@@ -6,11 +6,13 @@
 //! - [`policy`]: the adaptive stopping rule the run loop consults after each run.
 //! - [`io`]: raw/processed CSV and JSON result files, readers and writers.
 //! - [`display`]: aligned terminal tables.
+//! - [`durations`]: the line before a table saying which definition of a duration it used.
 //! - [`columns`]: the column names of the result tables (nsight-python's and kprof's).
 //! - [`kernels`]: kernel names: demangling for the `Kernel` column, matching ignore lists.
 
 pub mod columns;
 pub mod display;
+pub mod durations;
 pub mod io;
 pub mod kernels;
 pub mod model;

@@ -74,7 +74,7 @@ pub fn region_means(raw: &RawResults) -> Vec<RegionMean> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{build_raw, Filter, GroupBy, SampleContext};
+    use crate::report::{build_raw, Grouping, SampleContext};
     use crate::test_support::{fixture, kernel};
 
     #[test]
@@ -99,18 +99,12 @@ mod tests {
     #[test]
     fn region_means_per_annotation_in_first_seen_order() {
         let (ranges, batch) = fixture();
-        let (raw, _) = build_raw(
-            &ranges,
-            &batch,
-            GroupBy::Nvtx,
-            &Filter::default(),
-            &SampleContext::default(),
-        );
+        let (raw, _) = build_raw(&ranges, &batch, &Grouping::default(), &SampleContext::default());
         let means = region_means(&raw);
         let get = |a: &str| means.iter().find(|m| m.annotation == a).cloned().unwrap();
-        // step: (50 + 10) and (60 + 11); mm: 50 and 60; the copy kernel outside: 7.
+        // step: (50 + 10) and (60 + 11); step/mm: 50 and 60; the copy kernel outside: 7.
         assert_eq!((get("step").runs, get("step").mean_ns), (2, 65.5));
-        assert_eq!((get("mm").runs, get("mm").mean_ns), (2, 55.0));
+        assert_eq!((get("step/mm").runs, get("step/mm").mean_ns), (2, 55.0));
         assert_eq!((get("copy").runs, get("copy").mean_ns), (1, 7.0));
         assert_eq!(means.len(), 3);
         assert!(region_means(&RawResults::new()).is_empty());

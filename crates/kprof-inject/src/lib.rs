@@ -68,6 +68,7 @@ macro_rules! log {
 pub mod book;
 pub mod cost;
 pub mod counters;
+pub mod nesting;
 pub mod nvtx_abi;
 pub mod placement;
 pub mod report;
@@ -482,8 +483,11 @@ fn write_results() {
         spec,
         error: spec_error,
     } = spec();
-    let group_by = spec.group_by;
-    let filter = report::Filter::new(&spec.nvtx_include, &spec.nvtx_exclude);
+    let grouping = report::Grouping {
+        by: spec.group_by,
+        nesting: spec.nvtx_nesting,
+        filter: report::Filter::new(&spec.nvtx_include, &spec.nvtx_exclude),
+    };
     let benchmark = spec
         .benchmark
         .clone()
@@ -513,14 +517,14 @@ fn write_results() {
     cost::set_kernels(&mut timeline, &batch.kernels);
     let (raw, stats, counter_status) = match outcome {
         None => {
-            let (raw, stats) = report::build_raw(&ranges, &batch, group_by, &filter, &ctx);
+            let (raw, stats) = report::build_raw(&ranges, &batch, &grouping, &ctx);
             timeline.region_means = cost::region_means(&raw);
             (raw, stats, None)
         }
         Some(o) => {
-            let (raw, stats, status) = counter_samples(o, &ranges, &mut batch, group_by, &filter, &ctx);
+            let (raw, stats, status) = counter_samples(o, &ranges, &mut batch, &grouping, &ctx);
             // What the kernel records of this counter launch say the regions took.
-            let (durations, _) = report::build_raw(&ranges, &batch, group_by, &filter, &ctx);
+            let (durations, _) = report::build_raw(&ranges, &batch, &grouping, &ctx);
             timeline.region_means = cost::region_means(&durations);
             (raw, stats, Some(status))
         }
@@ -656,8 +660,7 @@ fn counter_samples(
     o: counters::Outcome,
     ranges: &[book::RangeOcc],
     batch: &mut kprof::cupti::records::ActivityBatch,
-    group_by: report::GroupBy,
-    filter: &report::Filter,
+    grouping: &report::Grouping,
     ctx: &report::SampleContext,
 ) -> (kprof_core::RawResults, report::BuildStats, counters::CounterStatus) {
     let mut status = o.status;
@@ -672,7 +675,7 @@ fn counter_samples(
     batch.kernels.retain(|k| seen.insert(counters::kernel_key(k)));
     status.graph_kernels = batch.kernels.iter().filter(|k| k.graph_id != 0).count();
     status.graph_launches = batch.graphs.len();
-    let (groups, mut stats) = report::group_kernels(ranges, batch, group_by, filter);
+    let (groups, mut stats) = report::group_kernels(ranges, batch, grouping);
     if o.error.is_some() {
         return (Default::default(), stats, status);
     }

@@ -178,6 +178,15 @@ fn convert_config<'py>(py: Python<'py>, pairs: &Bound<'py, PyAny>) -> PyResult<B
     config_to_py(py, &config)
 }
 
+/// `durations_line(sources) -> str | None`: the line before a table whose duration rows came
+/// from `sources` (their `DurationSource` values): which definition of a kernel's duration they
+/// used and how to choose the other (`kprof_core::durations`, the Python door's wording);
+/// `None` without sources.
+#[pyfunction]
+fn durations_line(sources: Vec<String>) -> Option<String> {
+    kprof_core::durations::line(&sources, kprof_core::durations::Door::Api)
+}
+
 /// Writes `bytes` at `path` through kprof-core's one writer ([`kprof_core::io::atomic`]): atomic
 /// replacement of regular files, symbolic links followed, devices and pipes written in place,
 /// `-` for standard output, missing parent folders created. Failures raise `OSError` naming the
@@ -487,6 +496,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", VERSION)?;
     m.add_function(wrap_pyfunction!(param_value, m)?)?;
     m.add_function(wrap_pyfunction!(convert_config, m)?)?;
+    m.add_function(wrap_pyfunction!(durations_line, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(py_write_file, m)?)?;
     m.add_function(wrap_pyfunction!(release_counters, m)?)?;

@@ -210,6 +210,84 @@ pub fn attribute(batch: &ActivityBatch, regions: &[RegionSpan]) -> Attribution {
     out
 }
 
+/// Every work item of `batch` ([`work_items`]) launched while each region of `regions` was
+/// open, nested regions or not: the **inclusive** kernels of each region, by the predicates of
+/// [`attribute`] without its "innermost" choice. An item with a launch record belongs to every
+/// region whose span holds the launch's CPU time (rule B); one without, to every region whose
+/// numbers enclose its correlation id (rule O); one with an external id, to that region and its
+/// ancestors by `parent` (rule A). Whatever `parent` says, a region whose span holds a launch
+/// gets it, so ranges that overlap without nesting (start/end ranges, ranges of other domains or
+/// threads) each get their own. Region id → items in launch order; regions without one are left
+/// out. Sorting and binary search: O((items + regions) log items + output).
+pub fn launched_within(batch: &ActivityBatch, regions: &[RegionSpan]) -> HashMap<u64, Vec<KernelRecord>> {
+    let items = work_items(batch);
+    let external: HashMap<u32, u64> = batch
+        .external
+        .iter()
+        .filter(|e| e.external_kind == EXTERNAL_CORRELATION_KIND_CUSTOM0)
+        .map(|e| (e.correlation_id, e.external_id))
+        .collect();
+    let mut launch_start: HashMap<u32, u64> = HashMap::new();
+    for a in &batch.launches {
+        let t = launch_start.entry(a.correlation_id).or_insert(a.start_ns);
+        *t = (*t).min(a.start_ns);
+    }
+    let parent_of: HashMap<u64, Option<u64>> = regions.iter().map(|r| (r.id, r.parent)).collect();
+    // (position, GPU start, item) of the items placed by launch time and by launch order.
+    let (mut by_time, mut by_order) = (Vec::new(), Vec::new());
+    let mut out: HashMap<u64, Vec<usize>> = HashMap::new();
+    for (i, k) in items.iter().enumerate() {
+        if let Some(&id) = external.get(&k.correlation_id) {
+            let mut cur = Some(id);
+            for _ in 0..=regions.len() {
+                let Some(r) = cur else { break };
+                out.entry(r).or_default().push(i);
+                cur = parent_of.get(&r).copied().flatten();
+            }
+        } else if let Some(&t) = launch_start.get(&k.correlation_id) {
+            by_time.push((t, k.start_ns, i));
+        } else {
+            by_order.push((k.correlation_id as u64, k.start_ns, i));
+        }
+    }
+    by_time.sort_unstable();
+    by_order.sort_unstable();
+    let between = |list: &[(u64, u64, usize)], lo: u64, hi: u64| {
+        let a = list.partition_point(|e| e.0 < lo);
+        let b = list.partition_point(|e| e.0 <= hi);
+        list[a..b.max(a)].iter().map(|e| e.2).collect::<Vec<_>>()
+    };
+    for r in regions {
+        let mut mine = between(&by_time, r.start_ns, r.end_ns);
+        // Rule (O): strictly between the two numbers; no end number encloses nothing.
+        if r.end_correlation_id != 0 && r.start_correlation_id < r.end_correlation_id {
+            let (lo, hi) = (r.start_correlation_id as u64 + 1, r.end_correlation_id as u64 - 1);
+            mine.extend(between(&by_order, lo, hi));
+        }
+        if !mine.is_empty() {
+            out.entry(r.id).or_default().extend(mine);
+        }
+    }
+    // Launch order: by the launch's CPU time where the batch has launch records, else by
+    // correlation id, then GPU start (as `attribute` lists them).
+    let key = |i: usize| {
+        let k = &items[i];
+        let t = if batch.launches.is_empty() {
+            k.correlation_id as u64
+        } else {
+            launch_start.get(&k.correlation_id).copied().unwrap_or(k.start_ns)
+        };
+        (t, k.start_ns, i)
+    };
+    out.into_iter()
+        .map(|(id, mut v)| {
+            v.sort_unstable_by_key(|&i| key(i));
+            v.dedup();
+            (id, v.into_iter().map(|i| items[i].clone()).collect())
+        })
+        .collect()
+}
+
 /// A region's opening number ([`RegionSpan::start_correlation_id`]) from the mark taken when it
 /// opened: 0 where nothing numbers launches (no session yet, or `attribution="records"`: the
 /// region's end is then 0 too unless a session started meanwhile, and every launch before its end
@@ -393,6 +471,59 @@ mod tests {
         // A start that got no id (u32::MAX) encloses nothing either.
         let a = attribute(&batch, &[numbered(1, None, 100, u32::MAX, 40)]);
         assert!(a.by_region.is_empty() && a.unattributed.len() == 4);
+    }
+
+    #[test]
+    fn launched_within_counts_every_open_region_whatever_the_nesting_records_say() {
+        // A user range (1, numbered 10..40) and a library's range of another domain opened inside
+        // it (2, 20..30, no parent: another push/pop stack). `attribute` gives kernel 25 to the
+        // library's range only; `launched_within` gives it to both.
+        let batch = ActivityBatch {
+            kernels: vec![
+                k(15, 0, 10, "a"),
+                k(25, 10, 100, "sort"),
+                k(35, 200, 10, "b"),
+                k(45, 300, 1, "x"),
+            ],
+            ..Default::default()
+        };
+        let regions = [numbered(1, None, 100, 10, 40), numbered(2, None, 100, 20, 30)];
+        let inner = attribute(&batch, &regions);
+        assert_eq!(names(&inner.by_region[&1]), ["a", "b"]);
+        let all = launched_within(&batch, &regions);
+        assert_eq!(names(&all[&1]), ["a", "sort", "b"]);
+        assert_eq!(names(&all[&2]), ["sort"]);
+        assert!(!all.values().flatten().any(|k| k.name == "x"));
+        // Two ranges that overlap without nesting (start/end ranges): each gets its launches.
+        let all = launched_within(&batch, &[numbered(1, None, 1, 10, 30), numbered(2, None, 2, 20, 40)]);
+        assert_eq!(names(&all[&1]), ["a", "sort"]);
+        assert_eq!(names(&all[&2]), ["sort", "b"]);
+        // No end number, or a start that got no id: nothing.
+        let all = launched_within(
+            &batch,
+            &[numbered(1, None, 1, 10, 0), numbered(2, None, 1, u32::MAX, 40)],
+        );
+        assert!(all.is_empty());
+    }
+
+    #[test]
+    fn launched_within_by_launch_time_and_external_id() {
+        // Launch records: CPU times 5 (ext id of region 2), 12 and 60; region 1 spans 0..100,
+        // region 2 (child of 1) 10..50.
+        let batch = ActivityBatch {
+            kernels: vec![k(1, 1000, 10, "ext"), k(2, 1010, 10, "t12"), k(3, 1020, 10, "t60")],
+            launches: vec![launch(1, 5, 100, 307), launch(2, 12, 200, 307), launch(3, 60, 200, 307)],
+            external: vec![ext(1, 2)],
+            ..Default::default()
+        };
+        let all = launched_within(&batch, &[span(1, None, 0, 100), span(2, Some(1), 10, 50)]);
+        assert_eq!(names(&all[&1]), ["ext", "t12", "t60"]);
+        assert_eq!(names(&all[&2]), ["ext", "t12"]);
+        // The innermost attribution's kernels of a region are always among its inclusive ones.
+        let inner = attribute(&batch, &[span(1, None, 0, 100), span(2, None, 10, 50)]);
+        for (id, ks) in &inner.by_region {
+            assert!(ks.iter().all(|k| all[id].contains(k)), "region {id}");
+        }
     }
 
     #[test]

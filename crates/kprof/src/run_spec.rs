@@ -11,7 +11,8 @@
 //! ```text
 //! KPROF_RUN_SPEC={"version":1,"output":"/tmp/out/procs/rep0","benchmark":"sgemm","group_by":"nvtx",
 //!                 "nvtx_include":[],"nvtx_exclude":[],"verbose":false,"counters":null,
-//!                 "kernel_trace":"concurrent","graph_trace":null,"attribution":"order"}
+//!                 "kernel_trace":"concurrent","graph_trace":null,"attribution":"order",
+//!                 "nvtx_nesting":"inclusive"}
 //! ```
 //!
 //! The counter launch of `kprof run --metrics` has `"counters":{"metrics":[...],...}`
@@ -60,6 +61,21 @@ pub enum GroupBy {
     Both,
 }
 
+/// How the kernels of nested NVTX ranges count (`kprof run --nvtx-nesting`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NvtxNesting {
+    /// A range's row holds every kernel launched while it was open, those of ranges opened
+    /// inside it (any domain, any thread: a library's own) included; rows are named by their
+    /// path of enclosing ranges (`outer/inner`) and carry the kernels attributed to the range
+    /// itself, not to a nested one, in the `SelfNs` column.
+    #[default]
+    Inclusive,
+    /// Every kernel counts once, in the innermost range open at its launch; rows are named by
+    /// the range alone (rows add up to the time of all the kernels in ranges).
+    Innermost,
+}
+
 /// What one execution of the command under `kprof run` asks of the injection library.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -96,6 +112,8 @@ pub struct RunSpec {
     /// order). `KPROF_ATTRIBUTION`, when set in the process, overrides it.
     #[serde(with = "choice_name", default)]
     pub attribution: Attribution,
+    /// How the kernels of nested ranges count (`kprof run --nvtx-nesting`; default inclusive).
+    pub nvtx_nesting: NvtxNesting,
 }
 
 /// The counters the counter launch collects.
@@ -217,6 +235,7 @@ impl Default for RunSpec {
             kernel_trace: KernelTrace::default(),
             graph_trace: None,
             attribution: Attribution::default(),
+            nvtx_nesting: NvtxNesting::default(),
         }
     }
 }
@@ -334,6 +353,10 @@ mod tests {
     fn missing_fields_take_the_defaults() {
         let spec = RunSpec::from_json(r#"{"version":1,"counters":{"metrics":["a.sum"]}}"#).unwrap();
         assert_eq!(spec.group_by, GroupBy::Nvtx);
+        assert_eq!(spec.nvtx_nesting, NvtxNesting::Inclusive);
+        let innermost = RunSpec::from_json(r#"{"version":1,"nvtx_nesting":"innermost"}"#).unwrap();
+        assert_eq!(innermost.nvtx_nesting, NvtxNesting::Innermost);
+        assert!(RunSpec::from_json(r#"{"version":1,"nvtx_nesting":"outer"}"#).is_err());
         assert_eq!((spec.kernel_trace, spec.graph_trace), (KernelTrace::Concurrent, None));
         assert_eq!(spec.trace_options(), TraceOptions::default());
         assert_eq!(spec.output, None);

@@ -295,10 +295,14 @@ fn the_run_spec_carries_the_options() {
         (c.metrics, c.replay_mode, c.ranges_per_image),
         (metrics, ReplayMode::Kernel, 16)
     );
+    let plain = run_spec(&parse(&["--", "p"]).unwrap(), "p", dir, None);
     assert_eq!(
-        run_spec(&parse(&["--", "p"]).unwrap(), "p", dir, None).group_by,
-        GroupBy::Nvtx
+        (plain.group_by, plain.nvtx_nesting),
+        (GroupBy::Nvtx, NvtxNesting::Inclusive)
     );
+    let flat = parse(&["--nvtx-nesting", "innermost", "--", "p"]).unwrap();
+    assert_eq!(run_spec(&flat, "p", dir, None).nvtx_nesting, NvtxNesting::Innermost);
+    assert!(parse(&["--nvtx-nesting", "outer", "--", "p"]).is_err());
 }
 
 #[test]

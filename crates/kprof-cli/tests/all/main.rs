@@ -8,6 +8,7 @@ mod plot_report_cmd;
 mod run_compare_doctor;
 mod run_metrics;
 mod run_metrics_h200;
+mod run_nesting;
 mod run_ranks;
 mod store_history;
 mod summarize_cmd;

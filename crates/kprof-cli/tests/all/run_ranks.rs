@@ -101,7 +101,8 @@ fn a_launcher_of_two_ranks_gives_rows_per_rank() {
         ranks[1].contains("device 0 (NVIDIA H200, GPU-0000), 4 kernel(s)"),
         "{se}"
     );
-    // The table has Rank and Device columns.
+    // The table has Rank and Device columns (first: the workers' files do not say where their
+    // durations came from, so no `durations:` line).
     let header = so.lines().next().unwrap();
     assert!(header.contains("Rank") && header.contains("Device"), "{so}");
 

@@ -97,3 +97,29 @@ fn bad_inputs_exit_1() {
     assert_eq!(run(&["show", "/nonexistent/file.csv"]), 1);
     assert_eq!(run(&["summarize"]), 2); // usage error from clap
 }
+
+/// A results file that says where its durations came from (`DurationSource`) is shown and
+/// summarized under a line naming the definition; one that does not say (nsight-python's) is not.
+#[test]
+fn tables_of_a_file_with_duration_sources_say_which_definition() {
+    let file = common::fixture("h200-kprof-run-metrics-vs-ncu/s11-call7-graph-app-raw.csv");
+    for cmd in ["summarize", "show"] {
+        let o = common::kprof().args([cmd, &file]).output().unwrap();
+        let (out, err) = common::text(&o);
+        assert!(o.status.success(), "{err}");
+        let first = out
+            .lines()
+            .find(|l| l.starts_with("durations: "))
+            .unwrap_or_else(|| panic!("{out}"));
+        assert!(first.starts_with("durations: CUPTI kernel records"), "{cmd}: {out}");
+        assert!(
+            first.contains("`kprof run --durations records|counters`"),
+            "{cmd}: {out}"
+        );
+    }
+    let nsight = fixture("profiled_data-matmul-0.csv");
+    let o = common::kprof().args(["summarize", &nsight]).output().unwrap();
+    let (out, err) = common::text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(!out.contains("durations:"), "{out}");
+}

@@ -415,3 +415,33 @@ fn engine_extra_columns_are_not_parameters() {
     let extras: Vec<&str> = raw.extras.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(extras, vec!["DeviceOrdinal", "DriverVersion"]);
 }
+
+/// `kprof run`'s self time of nested NVTX ranges: read back as an extra column (not a parameter,
+/// which would split a range's runs), and shown as `SelfAvg` beside the inclusive `AvgValue`.
+#[test]
+fn self_time_is_an_extra_column_shown_beside_the_inclusive_value() {
+    let text = "Annotation,Value,Metric,Kernel,GPU,Host,ComputeClock,MemoryClock,Unit,SelfNs,Benchmark,Run\n\
+                sort16m,845.0,gpu__time_duration.sum,k,H200,vm,,,ns,5.0,prog,0\n\
+                sort16m,855.0,gpu__time_duration.sum,k,H200,vm,,,ns,7.0,prog,1\n\
+                sort16m/cub::DeviceRadixSort,840.0,gpu__time_duration.sum,k,H200,vm,,,ns,840.0,prog,0\n\
+                copy,3.0,gpu__time_duration.sum,k,H200,vm,,,ns,,prog,0\n";
+    let raw = read_raw_csv_from(text.as_bytes(), Path::new("raw.csv"), &Default::default()).unwrap();
+    assert!(raw.param_names().is_empty());
+    let p = kprof_core::pipeline::process(&raw, &Default::default()).unwrap();
+    let out = render_processed(&p);
+    let header = out.lines().next().unwrap();
+    assert!(header.contains("AvgValue  SelfAvg"), "{out}");
+    let cells = |name: &str| {
+        let line = out.lines().find(|l| l.split_whitespace().next() == Some(name)).unwrap();
+        line.split_whitespace()
+            .skip(2)
+            .take(2)
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(cells("sort16m"), ["850.0", "6.000"], "{out}");
+    assert_eq!(cells("sort16m/cub::DeviceRadixSort"), ["840.0", "840.0"], "{out}");
+    assert_eq!(cells("copy"), ["3.000", "-"], "{out}");
+    // Without the column, no SelfAvg.
+    assert!(!render_processed(&sample_processed()).contains("SelfAvg"));
+}
