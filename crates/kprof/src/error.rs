@@ -126,6 +126,11 @@ pub enum EngineError {
     #[error(transparent)]
     Conditions(#[from] ConditionsError),
 
+    /// The caller cancelled the bench call (a [`Cancel`](crate::cancel::Cancel) token; Ctrl-C in
+    /// Python): the runs finished before it are in the raw CSV, when one was asked for.
+    #[error("the benchmark was cancelled; the runs finished before it are kept in its raw CSV (output_prefix)")]
+    Cancelled,
+
     /// A recorded activity fixture could not be parsed.
     #[error("bad activity fixture {path}, line {line}: {message}")]
     Fixture {

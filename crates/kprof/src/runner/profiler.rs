@@ -428,10 +428,13 @@ impl Profiler {
         };
         // Kernels are traced during benchmarks only: launches between them cost what they cost
         // without kprof.
+        // The caller's cancellation token, polled by the loop and by the waits inside it.
+        let cancel_scope = crate::cancel::scope(opts.cancel.as_ref());
         let result = self
             .backend
             .set_idle(false)
             .and_then(|()| self.sweep(call, &mut sw, &mut f));
+        drop(cancel_scope);
         if result.is_err() {
             // Keep what was measured before the error: attribute the runs still waiting for a
             // flush (best effort) while their conditions are still known.
@@ -496,6 +499,7 @@ impl Profiler {
         let configs = sw.configs;
         let max_runs = self.flush_policy.max_runs.max(1) as usize;
         while let Some(step) = sw.sched.next_step() {
+            crate::cancel::check()?;
             if !step.warmup {
                 self.resolve_auto(sw)?;
             }
@@ -517,6 +521,7 @@ impl Profiler {
                 opts,
             };
             let (spans, failure) = self.one_run(at, f, &mut sw.wire)?;
+            crate::cancel::check()?;
             let abort = failure.is_some() && !opts.ignore_failures;
             let counters = match (&mut sw.counters, step.warmup, &failure) {
                 (Some(st), false, None) => {
@@ -531,6 +536,7 @@ impl Profiler {
             if counters.is_some() && opts.cache == CacheControl::None {
                 self.rewarm_after_counters(at, f)?;
             }
+            crate::cancel::check()?;
             if !step.warmup {
                 sw.pending_recorded[step.config] += 1;
             }
@@ -853,6 +859,7 @@ impl Profiler {
         self.conditions.thermal_guard()?;
         // After long GPU work the GPU idles as long again, or the power cap slows what follows.
         gpu_rest::before_gpu_work();
+        crate::cancel::check()?;
         let pass_start = std::time::Instant::now();
         if at.opts.cache == CacheControl::All {
             self.backend.flush_l2(at.opts.flush_spec())?;
