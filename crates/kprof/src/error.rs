@@ -452,7 +452,7 @@ pub enum NcuError {
     /// ncu rejected a metric name.
     #[error(
         "ncu does not know metric(s) {}; check the spelling, or list the valid names with \
-         `ncu --query-metrics --chip <chip>` (gh100 on H100/H200). Log {}:\n{tail}",
+         `ncu --query-metrics --chip <chip>` (`kprof doctor` names the GPU's chip). Log {}:\n{tail}",
         metrics.join(", "), log.display()
     )]
     InvalidMetric {

@@ -528,8 +528,8 @@ impl ProfilerConditions {
         }
         if sw.energy_too_early > 0 {
             out.push(format!(
-                "energy: {} run(s) came before NVML's energy counter had updated three times (about every 100 ms on \
-                 the H200), so its update rate was unknown: EnergyMilliJ NaN",
+                "energy: {} run(s) came before NVML's energy counter had updated three times (the updates give its \
+                 period), so its update rate was unknown: EnergyMilliJ NaN",
                 sw.energy_too_early
             ));
         }
