@@ -13,6 +13,7 @@ import numbers
 import warnings
 from typing import Any, Literal
 
+from . import _warn
 from . import _core
 from .exceptions import ConfigError
 
@@ -114,5 +115,5 @@ def release_counters() -> None:
             "detaches); CUDA graphs in this process run slower under it (by several percent: docs/timing.md). Free "
             "those graphs (e.g. torch's CUDAGraph.reset()) before calling release_counters() to let "
             "kprof detach CUPTI",
-            stacklevel=2,
+            stacklevel=_warn.stacklevel(),
         )

@@ -469,16 +469,8 @@ fn run_benchmark<'py>(
         }
     };
     if !warnings.is_empty() && !ncu {
-        let mut text = warnings.iter().take(5).cloned().collect::<Vec<_>>().join("\n");
-        if warnings.len() > 5 {
-            text.push_str(&format!("\n... and {} more", warnings.len() - 5));
-        }
-        let warn = py.import("warnings")?.getattr("warn")?;
-        warn.call1((
-            format!("kprof: {text}"),
-            py.get_type::<pyo3::exceptions::PyRuntimeWarning>(),
-            2,
-        ))?;
+        // One RuntimeWarning, attributed to the user's call of the benchmark (kprof/_warn.py).
+        py.import("kprof._warn")?.call_method1("engine_warnings", (warnings,))?;
     }
     raw_table(py, &raw, &configs)
 }
