@@ -536,7 +536,10 @@ impl Profiler {
             if counters.is_some() && opts.cache == CacheControl::None {
                 self.rewarm_after_counters(at, f)?;
             }
-            crate::cancel::check()?;
+            // Cancelled: a run whose counter pass was cut short is dropped, a finished one kept.
+            if matches!(counters, Some(counter_pass::CounterRun::Failed(_))) {
+                crate::cancel::check()?;
+            }
             if !step.warmup {
                 sw.pending_recorded[step.config] += 1;
             }
@@ -548,6 +551,7 @@ impl Profiler {
                 wall: t0.elapsed(),
                 counters,
             });
+            crate::cancel::check()?;
             if abort || sw.pending.len() >= max_runs || started.elapsed() >= self.flush_policy.max_time {
                 self.flush_batch(sw, None)?;
             }
