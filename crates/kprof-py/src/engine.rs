@@ -364,7 +364,9 @@ fn run_benchmark<'py>(
     }));
     // Python runs signal handlers on its main thread only: elsewhere the token has no poll.
     let threading = py.import("threading")?;
-    let on_main = threading.call_method0("current_thread")?.is(&threading.call_method0("main_thread")?);
+    let on_main = threading
+        .call_method0("current_thread")?
+        .is(&threading.call_method0("main_thread")?);
     let token = if on_main { signal_token() } else { Cancel::new() };
     opts.cancel = Some(token.clone());
     CANCEL.with(|c| *c.borrow_mut() = Some(token));

@@ -211,7 +211,11 @@ pub(crate) fn before_gpu_work() {
         (pace.rest_before(now), idle_since)
     };
     // A cancelled benchmark (`crate::cancel`) cuts the rest short.
-    let wait = if wait.is_zero() { wait } else { crate::cancel::sleep(wait) };
+    let wait = if wait.is_zero() {
+        wait
+    } else {
+        crate::cancel::sleep(wait)
+    };
     RESTED_NS.fetch_add(wait.as_nanos() as u64, Ordering::Relaxed);
     if let Some(from) = idle_since {
         let to = now + wait;

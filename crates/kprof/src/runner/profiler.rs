@@ -653,11 +653,9 @@ impl Profiler {
                     "each launch's span includes the GPU's start of a graph, {:.2} us measured on kprof's own graph",
                     ns as f64 / 1e3
                 ),
-                _ => {
-                    "the GPU's start of a graph (a few microseconds per launch) could not be measured and is left \
+                _ => "the GPU's start of a graph (a few microseconds per launch) could not be measured and is left \
                       out of the spans"
-                        .to_string()
-                }
+                    .to_string(),
             };
             self.warnings.push(format!(
                 "{}: CUDA graph replays are timed from CUPTI's records of them, as the graph runs with CUPTI \

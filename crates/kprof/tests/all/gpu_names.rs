@@ -9,12 +9,15 @@ use std::path::{Path, PathBuf};
 
 /// GPU models (not chips: `GH100` names the counters' chip catalog, not a claim about a GPU).
 const MODELS: &[&str] = &[
-    "H100", "H200", "H800", "H20", "GH200", "A100", "A800", "A10", "A30", "A40", "V100", "B100", "B200", "GB200",
-    "L4", "L40", "L40S", "T4", "P100",
+    "H100", "H200", "H800", "H20", "GH200", "A100", "A800", "A10", "A30", "A40", "V100", "B100", "B200", "GB200", "L4",
+    "L40", "L40S", "T4", "P100",
 ];
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repository root")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repository root")
 }
 
 fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -87,7 +90,9 @@ fn lex(src: &str) -> (Vec<char>, Vec<(usize, String)>) {
             let start = j + hashes + 1;
             let end = if raw {
                 let close: Vec<char> = std::iter::once('"').chain(std::iter::repeat_n('#', hashes)).collect();
-                (start..s.len()).find(|&k| s[k..].starts_with(&close)).unwrap_or(s.len())
+                (start..s.len())
+                    .find(|&k| s[k..].starts_with(&close))
+                    .unwrap_or(s.len())
             } else {
                 plain_string_end(&s, start)
             };
@@ -101,7 +106,11 @@ fn lex(src: &str) -> (Vec<char>, Vec<(usize, String)>) {
             i = end + 1;
         } else if c == '\'' && (s.get(i + 2) == Some(&'\'') || next == Some('\\')) {
             // A char literal ('x', '\n', '\''); otherwise a lifetime.
-            let end = if next == Some('\\') { i + 3 + s[i + 3..].iter().position(|&c| c == '\'').unwrap_or(0) } else { i + 2 };
+            let end = if next == Some('\\') {
+                i + 3 + s[i + 3..].iter().position(|&c| c == '\'').unwrap_or(0)
+            } else {
+                i + 2
+            };
             blank(&mut code, i, end + 1);
             i = end + 1;
         } else {
@@ -132,7 +141,9 @@ fn test_modules(code: &[char]) -> Vec<(usize, usize)> {
         if !rest.starts_with("mod ") {
             continue;
         }
-        let Some(open) = text[at..].find('{').map(|o| at + o) else { break };
+        let Some(open) = text[at..].find('{').map(|o| at + o) else {
+            break;
+        };
         let mut depth = 0;
         let chars: Vec<char> = text.chars().collect();
         let open_c = text[..open].chars().count();
@@ -171,7 +182,10 @@ fn offenders(file: &str, src: &str) -> Vec<String> {
         .filter_map(|(at, text)| {
             let model = model_in(&text)?;
             let line = chars[..at].iter().filter(|&&c| c == '\n').count() + 1;
-            Some(format!("{file}:{line}: {model}: {}", text.chars().take(120).collect::<String>()))
+            Some(format!(
+                "{file}:{line}: {model}: {}",
+                text.chars().take(120).collect::<String>()
+            ))
         })
         .collect()
 }
@@ -180,7 +194,10 @@ fn offenders(file: &str, src: &str) -> Vec<String> {
 fn no_string_literal_of_the_rust_sources_names_a_gpu_model() {
     let root = repo_root();
     let mut files = Vec::new();
-    for c in fs::read_dir(root.join("crates")).expect("crates/").filter_map(|e| e.ok()) {
+    for c in fs::read_dir(root.join("crates"))
+        .expect("crates/")
+        .filter_map(|e| e.ok())
+    {
         rs_files(&c.path().join("src"), &mut files);
     }
     assert!(files.len() > 50, "found only {} source files", files.len());

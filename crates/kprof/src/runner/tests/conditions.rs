@@ -338,7 +338,12 @@ fn runs_with_idle_gpu_time_beside_them_get_nan_energy_with_the_reason() {
         inner(c, run)
     })
     .unwrap();
-    assert_eq!(warnings_with(&p, "the GPU was idle for more").len(), 1, "{:?}", p.warnings());
+    assert_eq!(
+        warnings_with(&p, "the GPU was idle for more").len(),
+        1,
+        "{:?}",
+        p.warnings()
+    );
 }
 
 #[test]
