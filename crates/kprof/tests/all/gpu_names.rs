@@ -42,7 +42,7 @@ fn lex(src: &str) -> (Vec<char>, Vec<(usize, String)>) {
     let s: Vec<char> = src.chars().collect();
     let mut code = s.clone();
     let mut strings = Vec::new();
-    let mut blank = |code: &mut Vec<char>, from: usize, to: usize| {
+    let blank = |code: &mut Vec<char>, from: usize, to: usize| {
         for c in &mut code[from..to.min(s.len())] {
             if *c != '\n' {
                 *c = ' ';
