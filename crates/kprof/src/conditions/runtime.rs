@@ -272,7 +272,9 @@ impl ProfilerConditions {
             log::debug!("kprof: {message}");
         } else {
             self.energy_noted.push(note);
-            out.push(format!("{message} (said once; later benchmarks log it at debug level)"));
+            out.push(format!(
+                "{message} (said once per process; later benchmarks log it at debug level)"
+            ));
         }
     }
 
