@@ -18,8 +18,8 @@ the moment asked for:
 Each case passes when the child exits within 1 s of the signal with KeyboardInterrupt, and the raw
 CSV it keeps (the engine's partial file, or the scale-out caller's merged one) holds every run that
 finished before the signal: a configuration finished before it has all its runs, and the one
-interrupted at least the runs whose counter pass had ended (one less at most, a run whose counter
-pass ended as the signal came).
+interrupted the runs before the one in flight (whose counter pass may have ended as the signal came:
+kept or not).
 
     python gpu-checks/ctrl_c.py OUT [--runs N] [--cases warmup,first,...]   # OUT/ctrl_c.json; exit 1 on a failure
 """
@@ -151,8 +151,9 @@ def run_case(case: str, out: str, runs: int) -> dict:
     ev = events(log_path)
     # The child logs time.monotonic() too (one clock for the machine).
     before = [e for e in ev if sent is not None and e[1] <= sent]
-    finished = {n: sum(1 for e in before if e[0] == "end" and e[2] == n and e[4] == 1) for n in SIZES}
-    timing_ends = {n: sum(1 for e in before if e[0] == "end" and e[2] == n and e[4] == 0) for n in SIZES}
+    # Recorded runs whose timing pass started before the signal (the first call of a size is its
+    # warm-up); all but the last finished, and the last too when its counter pass had ended.
+    started = {n: max(0, sum(1 for e in before if e[0] == "start" and e[2] == n and e[4] == 0) - 1) for n in SIZES}
     path, rows = raw_rows(prefix)
     after_s = None if sent is None else exited - sent
     last = before[-1] if before else None
@@ -165,12 +166,13 @@ def run_case(case: str, out: str, runs: int) -> dict:
         checks["raw CSV kept"] = path is not None
         # Configurations finished before the signal: all their runs. The interrupted one: its
         # finished runs (the run whose counter pass ended as the signal came may be missing).
-        done = [n for n in SIZES if finished[n] >= runs]
-        current = next((n for n in SIZES if 0 < finished[n] < runs or (timing_ends[n] and finished[n] < runs)), None)
+        done = [n for n in SIZES if started[n] >= runs and any(e[2] > n for e in before)]
+        current = next((n for n in reversed(SIZES) if started[n]), None)
         checks["finished configurations complete"] = all(rows.get(n, 0) == runs for n in done)
-        if current is not None and case != "devices":
+        if current is not None and current not in done and case != "devices":
+            # The run in flight is dropped; one whose counter pass ended as the signal came may be kept.
             checks["interrupted configuration's finished runs kept"] = (
-                finished[current] - 1 <= rows.get(current, 0) <= timing_ends[current])
+                started[current] - 2 <= rows.get(current, 0) <= started[current])
     return {
         "case": case,
         "ok": all(checks.values()),
@@ -178,7 +180,7 @@ def run_case(case: str, out: str, runs: int) -> dict:
         "after_signal_s": after_s,
         "returncode": child.returncode,
         "last_call_before_signal": last,
-        "finished_runs_before_signal": finished,
+        "runs_started_before_signal": started,
         "raw_csv": path,
         "raw_rows": rows,
         "stderr_tail": stderr.strip().splitlines()[-6:],
