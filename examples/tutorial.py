@@ -2,8 +2,11 @@
 
 Each step is a function returning the processed DataFrame, so `scripts/gpu_check_python.py` can
 check the numbers; run this file to print every step. Steps 6 and 7 read hardware counters in-process
-(CUPTI Range Profiler, no Nsight Compute); step 8 records run conditions and info collectors.
-Steps that need the ncu backend (4: clock control; 9, 10) are listed at the end.
+(CUPTI Range Profiler, no Nsight Compute); step 8 records run conditions and info collectors; step 9
+times the same matmul sweep under Nsight Compute (`backend="ncu"`) and under kprof's CUPTI backend,
+and step 10 lists what the ncu run kept (its `.ncu-rep`, ncu's log and CSV export, the result CSVs)
+and reads the report's export. Steps 9 and 10 need `ncu` on the PATH (or `KPROF_NCU`); without it
+they say so. Clock control (step 4 of the seed with `backend="ncu"`) is listed at the end.
 
     python examples/tutorial.py
 
@@ -15,14 +18,19 @@ that carry the ratio's own statistics.
 
 from __future__ import annotations
 
+import csv
 import ctypes
+import inspect
+import os
+import shutil
 import sys
 import textwrap
+import time
 
 try:
     import torch  # before kprof on purpose: kprof has no import-order rule
-except ModuleNotFoundError:
-    sys.exit("tutorial: this example profiles PyTorch kernels; install PyTorch with CUDA (pip install torch)")
+except ModuleNotFoundError:  # main() says what to install; steps 9 and 10 also run with other bodies
+    torch = None
 
 import kprof
 
@@ -333,14 +341,110 @@ def step8_conditions(output_prefix: str = "kprof_step8/"):
     return out
 
 
+# -- Step 9: the CUPTI backend against Nsight Compute ---------------------------------------------
+# The seed runs nsight-python's CUPTI backend in a child process, because Nsight Compute and CUPTI
+# exclude each other in one process. kprof's ncu backend runs the *script* again under ncu (that
+# child runs only the ncu benchmark, see main()), so both sides run from this one process: the same
+# matmul sweep under Nsight Compute (each launch profiled with the caches flushed; kprof passes
+# clock_control="none" to it, its own default) and under kprof's default backend (CUPTI in-process,
+# durations from the counters, cold caches).
+
+STEP9 = dict(configs=[512, 1024, 2048, 4096], runs=10, thermal_mode="off", verbosity=SILENT)
+
+
+def make_matmul():
+    """The seed's fp32 matmul (cuBLAS may launch more than one kernel: kprof sums them)."""
+
+    def matmul(n: int) -> None:
+        a = torch.randn(n, n, device="cuda")
+        b = torch.randn(n, n, device="cuda")
+        with kprof.annotate("matmul"):
+            _ = a @ b
+
+    return matmul
+
+
+def step9_ncu_vs_cupti(body=None, output_prefix: str = "kprof_step9/", **options):
+    """The sweep under ``backend="ncu"`` and under the default CUPTI backend, with each one's wall time.
+    Returns ``(rows, ncu_results)``: per size the two mean durations (ms), their ratio and RSDs, and the
+    ncu run's results (step 10 reads what it kept). ``body`` defaults to the matmul; ``options`` go to
+    both decorators (over ``STEP9``)."""
+    body = body or make_matmul()
+    opts = {**STEP9, **options}
+    under_ncu = kprof.kernel(backend="ncu", output_prefix=output_prefix, output_csv=True, **opts)(body)
+    in_process = kprof.kernel(**opts)(body)
+    t0 = time.perf_counter()
+    ncu_res = under_ncu()
+    ncu_wall = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    cupti_res = in_process()
+    cupti_wall = time.perf_counter() - t0
+    param = next(iter(inspect.signature(body).parameters))
+    ncu_df, cu_df = (r.to_dataframe().set_index(param) for r in (ncu_res, cupti_res))
+    rows = []
+    print(f"  {param:>5s} {'ncu ms':>9s} {'cupti ms':>9s} {'ratio':>6s} {'ncu RSD%':>9s} {'cupti RSD%':>11s}")
+    for n in ncu_df.index:
+        a, b = ncu_df.loc[n, "AvgValue"] / 1e6, cu_df.loc[n, "AvgValue"] / 1e6
+        row = {param: n, "ncu_ms": a, "cupti_ms": b, "ratio": b / a,
+               "ncu_rsd": ncu_df.loc[n, "RelativeStdDevPct"], "cupti_rsd": cu_df.loc[n, "RelativeStdDevPct"]}
+        rows.append(row)
+        print(f"  {n:5d} {a:9.3f} {b:9.3f} {b / a:6.2f} {row['ncu_rsd']:9.1f} {row['cupti_rsd']:11.1f}")
+    runs = len(ncu_df.index) * opts["runs"]
+    print(f"\n  wall time for {runs} runs: Nsight Compute {ncu_wall:.1f} s, kprof's CUPTI backend {cupti_wall:.1f} s "
+          f"({ncu_wall / max(cupti_wall, 1e-9):.1f}x)")
+    print("  ncu runs the script again and replays every kernel; kprof measures in this process, with the same")
+    print("  duration metric (gpu__time_duration.sum) from its counter pass and the L2 flushed before each run.")
+    return rows, ncu_res
+
+
+# -- Step 10: keep the evidence: the CSVs and the full Nsight Compute report -------------------------
+
+
+def step10_keep_report(ncu_res):
+    """What the ncu run of step 9 left on disk: the ``.ncu-rep`` (opens in the Nsight Compute GUI;
+    ``kprof import REPORT`` turns it into kprof's tables), ncu's log, its CSV export and the result
+    CSVs of ``output_csv=True``. Reads the export: one row per profiled kernel launch. Returns
+    ``{"files": [...], "launches": int, "first": (kernel, ns)}``."""
+    ncu = (ncu_res.fingerprint or {})["ncu"]
+    files = [ncu["report"], ncu["log"], ncu["csv"], *ncu_res.files]
+    for f in files:
+        print(f"  {os.path.basename(f):64s} {os.path.getsize(f) / 1024:9.1f} KB")
+    with open(ncu["csv"], newline="") as fh:
+        # ncu's raw page: a header row (after ncu's own "==PROF==" lines), a row of units, a row per launch.
+        lines = [line for line in fh if not line.startswith("==")]
+    rows = list(csv.DictReader(lines))[1:]
+    first = (rows[0]["Kernel Name"], float(rows[0]["gpu__time_duration.sum"])) if rows else None
+    print(f"\n  the report holds {len(rows)} profiled kernel launches (ncu {ncu['version']}, {ncu['mode']} mode)")
+    if first:
+        print(f"  the first: {first[0][:70]}, gpu__time_duration.sum = {first[1]:,.0f} ns")
+    print("  output_csv=True wrote profiled_data (one row per run) and processed_data (the aggregated table);")
+    print("  kprof.load(profiled_data) reads the runs back, and the .ncu-rep opens in the Nsight Compute GUI.")
+    return {"files": files, "launches": len(rows), "first": first}
+
+
+def steps9_and_10():
+    if shutil.which(os.environ.get("KPROF_NCU") or "ncu") is None:
+        print("  ncu is not on the PATH (nor KPROF_NCU): steps 9 and 10 need Nsight Compute")
+        return None
+    print("\n" + "=" * 78 + "\n9. The CUPTI backend against Nsight Compute\n" + "=" * 78)
+    rows, ncu_res = step9_ncu_vs_cupti()
+    print("\n" + "=" * 78 + "\n10. Keep the evidence: CSVs and the full Nsight Compute report\n" + "=" * 78)
+    return rows, step10_keep_report(ncu_res)
+
+
 LATER = {
     "4. clock control": "backend='ncu' (clock_control='base'); checked as argv only (never lock clocks on a shared machine)",
-    "9. CUPTI vs Nsight Compute": "backend='ncu' against backend='cupti' in scripts/gpu-check-ncu.py, not a tutorial step yet",
-    "10. keep the raw report": "backend='ncu' keeps the .ncu-rep; not a tutorial step yet",
 }
 
 
 def main():
+    if torch is None:
+        sys.exit("tutorial: this example profiles PyTorch kernels; install PyTorch with CUDA (pip install torch)")
+    if os.environ.get("KPROF_NCU_CHILD"):
+        # Step 9's ncu run: this script again under ncu, where only that benchmark runs (the others
+        # would return empty results: docs/backends.md).
+        step9_ncu_vs_cupti()
+        return
     for title, step in [("2. Profile one kernel", step2_first_profile),
                         ("3. How many runs?", step3_stability),
                         ("4. Cache control", step4_cache),
@@ -350,6 +454,7 @@ def main():
                         ("8. Info collectors and thermal control", step8_conditions)]:
         print("\n" + "=" * 78 + f"\n{title}\n" + "=" * 78)
         step()
+    steps9_and_10()
     print("\nNot in this version yet:")
     for step, why in LATER.items():
         print(f"  {step}: {why}")

@@ -13,6 +13,7 @@ import numbers
 import warnings
 from typing import Any, Literal
 
+from . import _warn
 from . import _core
 from .exceptions import ConfigError
 
@@ -111,8 +112,8 @@ def release_counters() -> None:
         warnings.warn(
             "kprof.release_counters(): CUPTI stays attached to this process because CUDA graphs "
             "instantiated during kprof's benchmarks may still be alive (one would fail once CUPTI "
-            "detaches); CUDA graphs in this process run slower under it (6-16 % on the H200). Free "
+            "detaches); CUDA graphs in this process run slower under it (by several percent: docs/timing.md). Free "
             "those graphs (e.g. torch's CUDAGraph.reset()) before calling release_counters() to let "
             "kprof detach CUPTI",
-            stacklevel=2,
+            stacklevel=_warn.stacklevel(),
         )

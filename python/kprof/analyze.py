@@ -21,6 +21,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Literal
 
+from . import _warn
 from . import _backend, _core, _measurement, _ncu, annotation, plotting
 from . import scaleout as _scaleout
 from . import collectors as _collectors
@@ -862,7 +863,7 @@ def measure(
                 f"{sig.func_name}() returned {type(ret).__name__}; kprof discards the return value of a "
                 "profiled function",
                 RuntimeWarning,
-                stacklevel=2,
+                stacklevel=_warn.stacklevel(),
             )
 
     launch = LaunchMetrics.of(list(settings.metrics), settings.combine_kernel_metrics, settings.backend)
@@ -1005,7 +1006,7 @@ def _append_derived(raw: dict[str, list], config_index: list[int], configs: list
                         f"derive_metric {_callable_name(derive)} returned no unit for {name!r}; return "
                         "(value, 'unit') to set the Unit column",
                         RuntimeWarning,
-                        stacklevel=6,  # inner function, _append_derived, measure, _profile, wrapper, caller
+                        stacklevel=_warn.stacklevel(),
                     )
             try:
                 fvalue = float(value)

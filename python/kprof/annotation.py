@@ -18,6 +18,7 @@ import contextlib
 import threading
 import warnings
 
+from . import _warn
 from . import _backend
 from . import collectors as _collectors
 from .exceptions import AnnotationError
@@ -125,7 +126,7 @@ class annotate(contextlib.ContextDecorator):
                 f"annotate({self.name!r}, ignore_failures=True) swallowed "
                 f"{exc_type.__name__}: {exc}; this run's value is NaN",
                 RuntimeWarning,
-                stacklevel=2,
+                stacklevel=_warn.stacklevel(),
             )
             return True
         return False

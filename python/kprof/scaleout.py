@@ -74,6 +74,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from . import _warn
 from .exceptions import ConfigError, WorkerError
 
 __all__ = ["ScaleOut", "check_options", "profile", "run_task", "WORKER_BACKEND_ENV"]
@@ -774,7 +775,7 @@ class _ExecutorRunner:
             f"kprof runs the remaining tasks on a new ProcessPoolExecutor(max_workers={old._max_workers}) and shuts it "
             "down at the end",
             RuntimeWarning,
-            stacklevel=2,
+            stacklevel=_warn.stacklevel(),
         )
         return self.executor.submit(run_task, task)
 
@@ -989,7 +990,7 @@ def profile(func: Any, sig: Any, settings: Any, state: dict, configs: list[tuple
 
     for (module, qualname, message) in queue.warnings:
         category = getattr(builtins, qualname, None) if module == "builtins" else None
-        warnings.warn(message, category if isinstance(category, type) and issubclass(category, Warning) else UserWarning, stacklevel=4)
+        warnings.warn(message, category if isinstance(category, type) and issubclass(category, Warning) else UserWarning, stacklevel=_warn.stacklevel())
     if not queue.done:
         shutil.rmtree(folder, ignore_errors=True)
         reasons = "; ".join(f"config {p.config}: {' / '.join(r)}" for p, r in sorted(queue.failed.items())[:5])
@@ -1001,7 +1002,7 @@ def profile(func: Any, sig: Any, settings: Any, state: dict, configs: list[tuple
             f"failed {_ATTEMPTS} times and are rows with Value NaN and the reason in the Failure column; the first, config "
             f"{first[0].config} {configs[first[0].config]!r}: {first[1][-1]}",
             RuntimeWarning,
-            stacklevel=4,
+            stacklevel=_warn.stacklevel(),
         )
     raw = _merge(queue.done, queue.failed, configs, sig, settings.runs)
     results = ProfileResults(

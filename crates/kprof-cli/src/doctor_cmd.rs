@@ -240,7 +240,7 @@ pub fn diagnose(env: &SearchEnv, verbose: bool) -> Vec<Finding> {
                 out.push(f(Level::Info, "CUPTI subscribers", format!("CUPTI API {v} allows one subscriber per process (multi-subscriber needs CUDA 13.3+ and driver r610+)"), None));
             }
             if c.path.to_string_lossy().contains("site-packages") {
-                out.push(f(Level::Info, "CUPTI copy", "a pip copy: on the H200 its NVTX-to-CUPTI path delivered no markers; kprof run receives NVTX itself through NVTX_INJECTION64_PATH, so this does not matter there", None));
+                out.push(f(Level::Info, "CUPTI copy", "a pip copy: its NVTX-to-CUPTI path has been seen to deliver no markers; kprof run receives NVTX itself through NVTX_INJECTION64_PATH, so this does not matter there", None));
             }
         }
         Err(e) => {

@@ -40,6 +40,10 @@
 //!   execution: before CUDA, with CUDA, exit handler, teardown; in a counter launch the Range
 //!   Profiler's start, the replay inside the profiled launch calls, decoding); `--verbose` also
 //!   prints it as a table on stderr ([`crate::run_split`]).
+//! - Ctrl-C: the command gets it (the terminal sends it to the whole process group); kprof waits
+//!   for it to end, starts no further execution, and merges and writes what the executions that
+//!   ran left (a process ended by the signal itself writes nothing: see `kprof-inject`); exit
+//!   code 130 unless the command gave another.
 //! - Exit code: the command's (the last non-zero one over the repetitions; 128 + signal when it
 //!   was killed); if it succeeded but kprof could not write its results, 1; 2 when kprof could
 //!   not start it (no injection library, already running under ncu/nsys, bad options).
@@ -742,8 +746,18 @@ pub fn run(args: &RunArgs) -> i32 {
     let mut parts: Vec<(Option<(String, String)>, RawResults)> = Vec::new();
     let mut counter_parts: Vec<(Option<(String, String)>, RawResults)> = Vec::new();
     let mut statuses = Vec::new();
+    // Ctrl-C reaches the program (its whole process group gets it) and ends this loop after it,
+    // so that the results of what ran are still merged and written.
+    let sigint = kprof::sys::os::SigintCaught::install();
     let mut i = 0;
     while i < invocations.len() {
+        if sigint.seen() {
+            eprintln!(
+                "kprof run: interrupted (Ctrl-C) after {i} of {} execution(s): writing the results of those that ran",
+                invocations.len()
+            );
+            break;
+        }
         let inv = invocations[i].clone();
         let inv = &inv;
         if invocations.len() > 1 && !args.quiet {
@@ -833,6 +847,12 @@ pub fn run(args: &RunArgs) -> i32 {
         }
         times.push(execution);
         i += 1;
+    }
+    // A second Ctrl-C while the results are written ends kprof as usual.
+    let interrupted = sigint.seen();
+    drop(sigint);
+    if interrupted && program_code == 0 {
+        program_code = 128 + 2; // as a shell reports a command ended by SIGINT
     }
     let t_results = std::time::Instant::now();
     let results = finish(args, !counters.is_empty(), &parts, &counter_parts, &statuses);

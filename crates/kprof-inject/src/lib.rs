@@ -622,7 +622,7 @@ fn write_results() {
 /// `batch`, as the in-process doors do; `None`, with a warning, when it cannot be measured.
 fn include_graph_start(batch: &mut kprof::cupti::records::ActivityBatch) -> Option<u64> {
     use kprof::runner::graph_start;
-    let left_out = "the GPU's start of a CUDA graph launch (about 2 us per launch on the H200) is left out of the \
+    let left_out = "the GPU's start of a CUDA graph launch (a few microseconds per launch) is left out of the \
                     graph spans";
     let driver = match kprof::Driver::load(&SearchEnv::from_process()) {
         Ok(d) => d,

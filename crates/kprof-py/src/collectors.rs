@@ -73,6 +73,8 @@ impl InfoCollector<PyValue> for PyCollector {
             match called {
                 Ok(v) => Ok(PyValue(Some(v.unbind()))),
                 Err(e) => {
+                    // Ctrl-C (or SystemExit) inside a collector stops the benchmark.
+                    crate::engine::interrupt(py, &e);
                     let kind = e
                         .get_type(py)
                         .name()

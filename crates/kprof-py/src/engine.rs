@@ -10,12 +10,13 @@ use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use kprof::cancel::Cancel;
 use kprof::choices::TraceOptions;
 use kprof::runner::{BenchOptions, Profiler, Reducer, RegionGuard, Run, RunOrder, StoppingPolicy};
 use kprof::sys::scoped::Lent;
 use kprof_core::columns::{CONFIG_INDEX_COLUMN, RAW_COLUMNS};
 use kprof_core::{Config, ExtraValue, RawResults};
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyException, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
@@ -30,6 +31,60 @@ thread_local! {
     static GUARDS: RefCell<Vec<(String, RegionGuard)>> = const { RefCell::new(Vec::new()) };
     /// The Python exception that stopped the benchmark, re-raised unchanged.
     static PENDING: RefCell<Option<PyErr>> = const { RefCell::new(None) };
+    /// The running benchmark's cancellation token (Ctrl-C, or an interrupt raised by Python code
+    /// the engine called).
+    static CANCEL: RefCell<Option<Cancel>> = const { RefCell::new(None) };
+}
+
+/// Whether `e` must end the benchmark rather than be one failed run: an exception that is not
+/// an `Exception` (KeyboardInterrupt, SystemExit, GeneratorExit).
+fn is_interrupt(py: Python<'_>, e: &PyErr) -> bool {
+    !e.is_instance_of::<PyException>(py)
+}
+
+/// Keeps `e` to re-raise after the benchmark (the first such exception wins) and cancels it.
+fn stop_with(py: Python<'_>, e: &PyErr) {
+    PENDING.with(|p| {
+        let mut p = p.borrow_mut();
+        if p.as_ref().is_none_or(|old| !is_interrupt(py, old)) {
+            *p = Some(e.clone_ref(py));
+        }
+    });
+    CANCEL.with(|c| {
+        if let Some(c) = c.borrow().as_ref() {
+            c.cancel();
+        }
+    });
+}
+
+/// When `e`, raised by Python code the engine called during a benchmark, is an interrupt
+/// ([`is_interrupt`]): stops the benchmark with it and returns true.
+pub(crate) fn interrupt(py: Python<'_>, e: &PyErr) -> bool {
+    let stop = is_interrupt(py, e);
+    if stop {
+        stop_with(py, e);
+    }
+    stop
+}
+
+/// Whether the running benchmark was cancelled.
+fn cancelled() -> bool {
+    CANCEL.with(|c| c.borrow().as_ref().is_some_and(Cancel::is_set))
+}
+
+/// The token of one `run_benchmark`: the engine polls it between runs and in its waits, and the
+/// poll runs Python's signal handlers (Ctrl-C arrives while the engine runs without the GIL, when
+/// no Python code would run them); an exception they raise stops the benchmark and is re-raised.
+fn signal_token() -> Cancel {
+    Cancel::with_poll(|| {
+        Python::attach(|py| match py.check_signals() {
+            Ok(()) => false,
+            Err(e) => {
+                stop_with(py, &e);
+                true
+            }
+        })
+    })
 }
 
 /// Runs `f` with this thread's profiler (None before the first `run_benchmark`).
@@ -301,9 +356,20 @@ fn run_benchmark<'py>(
     let reporter = progress.clone_ref(py);
     opts.progress = Some(kprof::runner::ProgressHook::new(move |p| {
         Python::attach(|py| {
-            let _ = reporter.call_method1(py, "set_total", (p.total_runs,));
+            // A failing progress bar does not stop the benchmark; Ctrl-C handled in it does.
+            if let Err(e) = reporter.call_method1(py, "set_total", (p.total_runs,)) {
+                interrupt(py, &e);
+            }
         });
     }));
+    // Python runs signal handlers on its main thread only: elsewhere the token has no poll.
+    let threading = py.import("threading")?;
+    let on_main = threading
+        .call_method0("current_thread")?
+        .is(&threading.call_method0("main_thread")?);
+    let token = if on_main { signal_token() } else { Cancel::new() };
+    opts.cancel = Some(token.clone());
+    CANCEL.with(|c| *c.borrow_mut() = Some(token));
     let events = match backend.as_deref() {
         None | Some("cupti") | Some("ncu") => false,
         Some("cuda-events") => true,
@@ -353,6 +419,10 @@ fn run_benchmark<'py>(
             crate::conditions::check_thermal_device(thermal_device, profiler).map_err(|m| ("engine", m))?;
             let before = profiler.warnings().len();
             let result = profiler.bench(&name, &configs, &opts, |config, run| {
+                if cancelled() {
+                    // The rest of a cancelled run (a counter pass's remaining passes) is skipped.
+                    return Err("the benchmark was cancelled".into());
+                }
                 let index = configs.iter().position(|c| c == config).unwrap_or(0);
                 // Progress counts recorded runs once: not warm-ups, not the counter passes of runs
                 // that had a timing pass.
@@ -372,7 +442,11 @@ fn run_benchmark<'py>(
                 called.map_err(|e| {
                     let msg = Python::attach(|py| {
                         let text = e.to_string();
-                        PENDING.with(|p| *p.borrow_mut() = Some(e.clone_ref(py)));
+                        // An interrupt stops the sweep (kept, re-raised); another exception is
+                        // this run's failure, re-raised unless the engine goes on.
+                        if !interrupt(py, &e) && !cancelled() {
+                            PENDING.with(|p| *p.borrow_mut() = Some(e.clone_ref(py)));
+                        }
                         text
                     });
                     msg.into()
@@ -382,6 +456,7 @@ fn run_benchmark<'py>(
             result.map(|raw| (raw, warnings)).map_err(|e| ("run", e.to_string()))
         })
     });
+    CANCEL.with(|c| c.borrow_mut().take());
     if let Some(e) = PENDING.with(|p| p.borrow_mut().take()) {
         return Err(e);
     }
@@ -400,16 +475,8 @@ fn run_benchmark<'py>(
         }
     };
     if !warnings.is_empty() && !ncu {
-        let mut text = warnings.iter().take(5).cloned().collect::<Vec<_>>().join("\n");
-        if warnings.len() > 5 {
-            text.push_str(&format!("\n... and {} more", warnings.len() - 5));
-        }
-        let warn = py.import("warnings")?.getattr("warn")?;
-        warn.call1((
-            format!("kprof: {text}"),
-            py.get_type::<pyo3::exceptions::PyRuntimeWarning>(),
-            2,
-        ))?;
+        // One RuntimeWarning, attributed to the user's call of the benchmark (kprof/_warn.py).
+        py.import("kprof._warn")?.call_method1("engine_warnings", (warnings,))?;
     }
     raw_table(py, &raw, &configs)
 }

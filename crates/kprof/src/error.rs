@@ -126,6 +126,11 @@ pub enum EngineError {
     #[error(transparent)]
     Conditions(#[from] ConditionsError),
 
+    /// The caller cancelled the bench call (a [`Cancel`](crate::cancel::Cancel) token; Ctrl-C in
+    /// Python): the runs finished before it are in the raw CSV, when one was asked for.
+    #[error("the benchmark was cancelled; the runs finished before it are kept in its raw CSV (output_prefix)")]
+    Cancelled,
+
     /// A recorded activity fixture could not be parsed.
     #[error("bad activity fixture {path}, line {line}: {message}")]
     Fixture {
@@ -447,7 +452,7 @@ pub enum NcuError {
     /// ncu rejected a metric name.
     #[error(
         "ncu does not know metric(s) {}; check the spelling, or list the valid names with \
-         `ncu --query-metrics --chip <chip>` (gh100 on H100/H200). Log {}:\n{tail}",
+         `ncu --query-metrics --chip <chip>` (`kprof doctor` names the GPU's chip). Log {}:\n{tail}",
         metrics.join(", "), log.display()
     )]
     InvalidMetric {

@@ -41,6 +41,7 @@ pub use kprof_core as core;
 pub const VERSION: &str = env!("KPROF_VERSION_FULL");
 
 pub mod attribution;
+pub mod cancel;
 
 /// Locks a mutex, taking over its data if a thread panicked while holding it (kprof's shared
 /// state stays valid across such panics: callbacks never leave it half-written).

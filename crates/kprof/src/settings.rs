@@ -110,7 +110,7 @@ pub const ENV_VARS: &[EnvVar] = &[
         name: "KPROF_PAUSE_BETWEEN_BENCHMARKS",
         default: "unset: kernels and launches stay traced from the first benchmark to the end of the process",
         meaning: "`1` switches CUPTI's kernel and launch records off after every benchmark and on before the next, \
-                  so that launches outside benchmarks cost what they cost without kprof (measured on the H200: a \
+                  so that launches outside benchmarks cost what they cost without kprof (measured: a \
                   tiny launch took 10-15 us after a benchmark vs 7.5-8.5 us before). Opt-in until checked on a GPU.",
         read_by: "kprof (`runner::gpu`)",
     },
@@ -278,7 +278,7 @@ pub const ENV_VARS: &[EnvVar] = &[
         default: "unset: the workers measure with the installed backend (the CUPTI engine)",
         meaning: "Testing: `module:factory`. Every scale-out worker (`devices=`, `executor=`) installs `factory()` as \
                   its measurement backend (`kprof._backend.set_backend`) before its first task, so that the tests \
-                  replay H200 recordings in real worker processes without a GPU. Read by each worker from its own \
+                  replay GPU recordings in real worker processes without a GPU. Read by each worker from its own \
                   environment.",
         read_by: "`python/kprof/scaleout.py` (the workers); set by `tests/python/scaleout_support.py`",
     },

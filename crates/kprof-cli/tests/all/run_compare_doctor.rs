@@ -317,3 +317,27 @@ fn compare_nsight_files_with_different_names() {
     assert!(!err.contains("no series in common"), "{err}");
     assert!(out.lines().skip(1).all(|l| l.ends_with("same")), "{out}");
 }
+
+#[test]
+fn run_after_ctrl_c_starts_no_further_execution_and_exits_130() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake_lib = common::fake_inject_lib(dir.path());
+    let out = dir.path().join("out");
+    let log = dir.path().join("log");
+    // The program sends SIGINT to kprof (its parent) and goes on: kprof waits for it to end, then
+    // writes what ran instead of starting the second and third repetitions.
+    let o = kprof()
+        .env("KPROF_INJECT_PATH", &fake_lib)
+        .args(["run", "--repeat", "3", "--out"])
+        .arg(&out)
+        .arg("--")
+        .args(["sh", "-c"])
+        .arg(format!("kill -INT $PPID; sleep 0.2; echo ran >> {}", log.display()))
+        .output()
+        .unwrap();
+    let (so, se) = text(&o);
+    assert_eq!(o.status.code(), Some(130), "{so}{se}");
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "ran\n", "{se}");
+    assert!(se.contains("interrupted (Ctrl-C) after 1 of 3 execution(s)"), "{se}");
+    assert!(out.join("time-split.json").exists(), "{se}");
+}

@@ -221,6 +221,20 @@ pub struct ProfilerConditions {
     background: Option<BackgroundSampler>,
     /// Its poll interval.
     poll_interval: Duration,
+    /// The energy notes given so far (see [`EnergyNote`]).
+    energy_noted: Vec<EnergyNote>,
+}
+
+/// Why runs have NaN energy where that is expected of NVML's energy counter, not something to act
+/// on: each is a warning of the first bench call that has it, and a debug log line after that.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EnergyNote {
+    /// Runs shorter than the counter's update period.
+    Unresolved,
+    /// Runs with idle GPU time beside them within an update of the counter.
+    Rested,
+    /// Runs before the counter had updated three times (its period unknown).
+    TooEarly,
 }
 
 impl fmt::Debug for ProfilerConditions {
@@ -248,6 +262,19 @@ impl ProfilerConditions {
             background: None,
             poll_interval: poll_interval_from_env(std::env::var(POLL_ENV).ok().as_deref())
                 .unwrap_or(DEFAULT_POLL_INTERVAL),
+            energy_noted: Vec::new(),
+        }
+    }
+
+    /// `message` as a warning into `out` the first time `note` comes, as a debug log line later.
+    fn energy_note(&mut self, out: &mut Vec<String>, note: EnergyNote, message: String) {
+        if self.energy_noted.contains(&note) {
+            log::debug!("kprof: {message}");
+        } else {
+            self.energy_noted.push(note);
+            out.push(format!(
+                "{message} (said once per process; later benchmarks log it at debug level)"
+            ));
         }
     }
 
@@ -506,16 +533,17 @@ impl ProfilerConditions {
         let mut out = sw.guard.take_warnings();
         let (unresolved, period_s) = sw.energy_unresolved;
         if unresolved > 0 {
-            out.push(format!(
+            let message = format!(
                 "energy: {unresolved} run(s) shorter than the update period of NVML's energy counter ({:.0} ms) have \
                  EnergyMilliJ NaN: the counter cannot resolve them (use more work per run, or PowerW x the duration \
                  as an estimate)",
                 period_s * 1e3
-            ));
+            );
+            self.energy_note(&mut out, EnergyNote::Unresolved, message);
         }
         let (rested, period_s) = sw.energy_rested;
         if rested > 0 {
-            out.push(format!(
+            let message = format!(
                 "energy: {rested} run(s) have EnergyMilliJ NaN: the GPU was idle for more than {:.0} % of the run \
                  within one update of NVML's energy counter ({:.0} ms) of it, or of it and the second before it (kprof's \
                  rests against the power cap: after 10 ms of GPU work it idles as long, runs of 200 ms or more only \
@@ -524,14 +552,16 @@ impl ProfilerConditions {
                  the run (use PowerW x the duration of steady runs as an estimate)",
                 IDLE_SHARE_MAX * 100.0,
                 period_s * 1e3
-            ));
+            );
+            self.energy_note(&mut out, EnergyNote::Rested, message);
         }
         if sw.energy_too_early > 0 {
-            out.push(format!(
-                "energy: {} run(s) came before NVML's energy counter had updated three times (about every 100 ms on \
-                 the H200), so its update rate was unknown: EnergyMilliJ NaN",
+            let message = format!(
+                "energy: {} run(s) came before NVML's energy counter had updated three times (the updates give its \
+                 period), so its update rate was unknown: EnergyMilliJ NaN",
                 sw.energy_too_early
-            ));
+            );
+            self.energy_note(&mut out, EnergyNote::TooEarly, message);
         }
         let total = sw.guard.total_wait();
         if total > Duration::ZERO {

@@ -189,7 +189,8 @@ impl Clock for SystemClock {
         self.origin.elapsed()
     }
     fn sleep(&mut self, d: Duration) {
-        std::thread::sleep(d)
+        // In slices: a cancelled benchmark (`crate::cancel`) stops waiting at once.
+        crate::cancel::sleep(d);
     }
 }
 
@@ -376,6 +377,10 @@ impl<S: TemperatureSensor, C: Clock> ThermalGuard<S, C> {
                 });
             }
             self.clock.sleep(self.settings.poll);
+            if crate::cancel::requested() {
+                // The run loop returns the cancellation right after the guard.
+                return Ok(finish(self, margin));
+            }
             match self.read_margin_with(true) {
                 Some(m) => margin = m,
                 None => return Ok(finish(self, f64::NAN)),

@@ -783,7 +783,7 @@ impl Profiler {
                     // 13.0 (H200, session 25; one replay of a one-node graph among five adds).
                     return Ok(CounterRun::Failed(format!(
                         "the run launched {graph_launches} CUDA graph(s), which CUPTI's kernel replay cannot profile \
-                         (it crashed the process on the H200 with CUPTI 13.0): use replay_mode=\"application\" (the \
+                         (it crashed the process with CUPTI 13.0): use replay_mode=\"application\" (the \
                          default) for counters of runs that launch graphs"
                     )));
                 }

@@ -210,10 +210,13 @@ pub(crate) fn before_gpu_work() {
         let idle_since = pace.idle_since;
         (pace.rest_before(now), idle_since)
     };
-    if !wait.is_zero() {
-        std::thread::sleep(wait);
-        RESTED_NS.fetch_add(wait.as_nanos() as u64, Ordering::Relaxed);
-    }
+    // A cancelled benchmark (`crate::cancel`) cuts the rest short.
+    let wait = if wait.is_zero() {
+        wait
+    } else {
+        crate::cancel::sleep(wait)
+    };
+    RESTED_NS.fetch_add(wait.as_nanos() as u64, Ordering::Relaxed);
     if let Some(from) = idle_since {
         let to = now + wait;
         if to.saturating_duration_since(from) >= IDLE_NOTED_FROM {

@@ -173,6 +173,11 @@ pub struct BenchOptions {
     /// Called after every recorded run with the runs done and the total the stopping policy now
     /// expects (see [`Progress`](super::Progress)); `None`: no progress reports.
     pub progress: Option<ProgressHook>,
+    /// Stops the bench call when set or when its poll says so (checked between runs, between a
+    /// run's passes and in slices of the GPU's rests and the thermal guard's waits): it returns
+    /// [`EngineError::Cancelled`] with the finished runs kept (see [`crate::cancel`]). `None`:
+    /// runs to the end.
+    pub cancel: Option<crate::cancel::Cancel>,
 }
 
 impl Default for BenchOptions {
@@ -199,6 +204,7 @@ impl Default for BenchOptions {
             conditions: true,
             collectors: Collectors::default(),
             progress: None,
+            cancel: None,
         }
     }
 }

@@ -446,10 +446,13 @@ impl Profiler {
         };
         // Kernels are traced during benchmarks only: launches between them cost what they cost
         // without kprof.
+        // The caller's cancellation token, polled by the loop and by the waits inside it.
+        let cancel_scope = crate::cancel::scope(opts.cancel.as_ref());
         let result = self
             .backend
             .set_idle(false)
             .and_then(|()| self.sweep(call, &mut sw, &mut f));
+        drop(cancel_scope);
         if result.is_err() {
             // Keep what was measured before the error: attribute the runs still waiting for a
             // flush (best effort) while their conditions are still known.
@@ -465,8 +468,8 @@ impl Profiler {
             self.warnings.push(format!(
                 "{name}: {stale} launch(es) of CUDA graphs instantiated before kprof's counter session was enabled \
                  (the first benchmark with counters, or one that needed a larger counter image): such graphs run \
-                 faster than in a process without a profiler once it is on (on the H200 a graph of 200 one-block \
-                 kernels by 18 %, 20 replays of a ten-kernel graph by 5-7 %), and their spans say what they did here. \
+                 faster than in a process without a profiler once it is on (by up to about a fifth for graphs of many \
+                 short kernels: docs/timing.md), and their spans say what they did here. \
                  Capture graphs after a first kprof benchmark that took its durations from the counters, or time them \
                  with the CUDA-events backend in a process without kprof's CUPTI session"
             ));
@@ -514,6 +517,7 @@ impl Profiler {
         let configs = sw.configs;
         let max_runs = self.flush_policy.max_runs.max(1) as usize;
         while let Some(step) = sw.sched.next_step() {
+            crate::cancel::check()?;
             if !step.warmup {
                 self.resolve_auto(sw)?;
             }
@@ -553,6 +557,7 @@ impl Profiler {
             let run_start_ns = self.backend.timestamp_ns();
             let graph_launches_before = self.backend.graph_launches_seen();
             let (spans, failure) = self.one_run(at, f, &mut sw.wire)?;
+            crate::cancel::check()?;
             let abort = failure.is_some() && !opts.ignore_failures;
             let window = (run_start_ns, self.backend.timestamp_ns());
             let graph_launches = self.backend.graph_launches_seen() - graph_launches_before;
@@ -570,6 +575,10 @@ impl Profiler {
             if counters.is_some() && opts.cache == CacheControl::None {
                 self.rewarm_after_counters(at, f)?;
             }
+            // Cancelled: a run whose counter pass was cut short is dropped, a finished one kept.
+            if matches!(counters, Some(counter_pass::CounterRun::Failed(_))) {
+                crate::cancel::check()?;
+            }
             if !step.warmup {
                 sw.pending_recorded[step.config] += 1;
             }
@@ -583,6 +592,7 @@ impl Profiler {
                 window,
                 own_kernels: None,
             });
+            crate::cancel::check()?;
             if abort || sw.pending.len() >= max_runs || started.elapsed() >= self.flush_policy.max_time {
                 self.flush_batch(sw, None)?;
             }
@@ -609,7 +619,7 @@ impl Profiler {
                 "{}: durations are CUPTI kernel records, not Nsight Compute's gpu__time_duration: the benchmark \
                  replays CUDA graphs instantiated before kprof's CUPTI session, whose spans a counter pass would \
                  corrupt; they are timed from their node records, which run instrumented under CUPTI and read a few \
-                 percent long (on the H200 a 60-node graph +2 to +7 %, one captured from two streams up to +20 %). \
+                 percent long (up to about a fifth for one captured from several streams: docs/timing.md). \
                  Instantiate them after the first kprof benchmark for their graph records, or time them without \
                  CUPTI with the CUDA-events backend (Python backend='cuda-events', Rust \
                  Profiler::with_cuda_events()) in a process where kprof's CUPTI session has not started; \
@@ -623,8 +633,8 @@ impl Profiler {
         {
             self.warnings.push(format!(
                 "{}: durations are CUPTI kernel records, not Nsight Compute's gpu__time_duration: the benchmark \
-                 launches CUDA graphs, which CUPTI 13.0's kernel replay cannot profile (the process crashed on the \
-                 H200); replay_mode=\"application\" (the default) takes them from the counters",
+                 launches CUDA graphs, which CUPTI 13.0's kernel replay cannot profile (it crashed the \
+                 process); replay_mode=\"application\" (the default) takes them from the counters",
                 sw.name
             ));
             return Ok(());
@@ -730,16 +740,14 @@ impl Profiler {
                     "each launch's span includes the GPU's start of a graph, {:.2} us measured on kprof's own graph",
                     ns as f64 / 1e3
                 ),
-                _ => {
-                    "the GPU's start of a graph (about 2 us per launch on the H200) could not be measured and is left \
+                _ => "the GPU's start of a graph (a few microseconds per launch) could not be measured and is left \
                       out of the spans"
-                        .to_string()
-                }
+                    .to_string(),
             };
             self.warnings.push(format!(
                 "{}: CUDA graph replays are timed from CUPTI's records of them, as the graph runs with CUPTI \
-                 attached, which slows graphs (on the H200 by up to 3 % for graphs of one stream, 8-20 % for graphs captured \
-                 from several streams); {start}: for a graph's span without CUPTI use the CUDA-events backend (Python \
+                 attached, which slows graphs (a few percent for graphs of one stream, up to about a fifth for \
+                 graphs captured from several streams: docs/timing.md); {start}: for a graph's span without CUPTI use the CUDA-events backend (Python \
                  backend='cuda-events', Rust Profiler::with_cuda_events()) in a process where kprof's CUPTI session \
                  has not started",
                 sw.name
@@ -750,8 +758,8 @@ impl Profiler {
             self.warnings.push(format!(
                 "{}: CUDA graph(s) instantiated before kprof's CUPTI session started were timed from their node \
                  records (CUPTI 13.0 crashes on graph records of such graphs): their nodes run instrumented, which \
-                 reads a few percent long (on the H200 a 60-node graph +2 to +7 %, one captured from two streams up \
-                 to +20 %); graphs captured after the first benchmark started get their graph records instead \
+                 reads a few percent long (up to about a fifth for one captured from several streams: \
+                 docs/timing.md); graphs captured after the first benchmark started get their graph records instead \
                  (within 3 % from one stream). CUPTI slows graphs while it is attached: for a graph's span without \
                  it, use the CUDA-events backend (Python backend='cuda-events', Rust Profiler::with_cuda_events()) \
                  in a process where kprof's CUPTI session has not started",
@@ -957,6 +965,7 @@ impl Profiler {
         self.conditions.thermal_guard()?;
         // After long GPU work the GPU idles as long again, or the power cap slows what follows.
         gpu_rest::before_gpu_work();
+        crate::cancel::check()?;
         let pass_start = std::time::Instant::now();
         if at.opts.cache == CacheControl::All {
             self.backend.flush_l2(at.opts.flush_spec())?;

@@ -16,6 +16,7 @@ use crate::conditions::runtime::{Collectors, ThermalOptions};
 use crate::sys::loader::LoadError;
 
 mod batching;
+mod cancel;
 mod conditions;
 mod replay;
 

@@ -14,6 +14,7 @@ mod conditions_thermal;
 mod counters_host;
 mod cupti_headers;
 mod driver_headers;
+mod gpu_names;
 mod gpu_smoke;
 mod house;
 mod ncu_argv;

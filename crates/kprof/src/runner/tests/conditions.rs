@@ -325,6 +325,25 @@ fn runs_with_idle_gpu_time_beside_them_get_nan_energy_with_the_reason() {
         "{:?}",
         p.warnings()
     );
+    // An expected NaN energy is said once per profiler: a second benchmark with the same idle time
+    // adds no warning (its note goes to the debug log).
+    let mut inner = slow_body(mock.clone());
+    let mut calls = 0;
+    p.bench("rests again", &configs(1), &opts, move |c, run| {
+        calls += 1;
+        if calls == 4 {
+            let t = std::time::Instant::now();
+            note_gpu_idle(t, t + Duration::from_millis(1));
+        }
+        inner(c, run)
+    })
+    .unwrap();
+    assert_eq!(
+        warnings_with(&p, "the GPU was idle for more").len(),
+        1,
+        "{:?}",
+        p.warnings()
+    );
 }
 
 #[test]
