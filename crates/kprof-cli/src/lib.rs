@@ -27,6 +27,7 @@ pub mod history_cmd;
 pub mod history_plot;
 pub mod import_cmd;
 pub mod inject_lib;
+pub mod markdown;
 pub mod metrics_cmd;
 pub mod output;
 pub mod plot_cmd;
