@@ -369,11 +369,34 @@ class ProfileResults:
         body = "".join(
             "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
         )
+        plots = "".join(self._inline_plots(cols))
         return (
             f"<div><b>ProfileResults</b> {html.escape(self.benchmark)} ({len(rows)} rows; "
             f"<code>.to_dataframe()</code> has every column)"
-            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{plots}</div>"
         )
+
+    #: At most this many metrics are plotted under the table in a notebook.
+    INLINE_PLOTS = 3
+
+    def _inline_plots(self, cols: dict[str, list]) -> list[str]:
+        """The SVG plot of each metric (at most :attr:`INLINE_PLOTS`) against the configurations,
+        for :meth:`_repr_html_`; none without parameters, and a plot that cannot be drawn is left
+        out (a repr never raises)."""
+        if not self._params:
+            return []
+        metrics = list(dict.fromkeys(cols.get("Metric", [])))[: self.INLINE_PLOTS]
+        out = []
+        for metric in metrics:
+            try:
+                spec = plotting.plot_spec(self, metric)
+                drawn, _ = plotting.render(self, spec, None, want_figure=False)
+            except Exception:
+                continue
+            svg = drawn.svg[drawn.svg.find("<svg") :] if "<svg" in drawn.svg else ""
+            if svg:
+                out.append(f'<div class="kprof-plot" style="max-width:760px">{svg}</div>')
+        return out
 
     # -- processing --
 
