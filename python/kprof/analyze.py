@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable, Literal
 from . import _backend, _core, _measurement, _ncu, annotation, plotting
 from . import scaleout as _scaleout
 from . import collectors as _collectors
+from . import timeline as _timeline
 from ._backend import RAW_COLUMNS
 from .exceptions import BackendError, ConfigError, ProfilerError, not_available
 from .progress import ProgressReporter
@@ -869,11 +870,14 @@ def measure(
         table = backend.run_benchmark(sig.func_name, call, pairs, options, progress)
     finally:
         _collectors._active = None
+    timeline = table.pop(_timeline.TIMELINE_KEY, None) if isinstance(table, dict) else None
     raw, config_index = _finish_raw(table, sig, pairs)
     if session is not None:
         session.add_columns(raw, config_index)
     if settings.derive_metric is not None:
         _append_derived(raw, config_index, configs, settings)
+    if timeline is not None:  # ProfileResults takes it out of the table (to_trace)
+        raw[_timeline.TIMELINE_KEY] = _timeline.complete(timeline, raw, config_index, pairs)
     return raw, config_index
 
 

@@ -75,6 +75,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from .exceptions import ConfigError, WorkerError
+from .timeline import TIMELINE_KEY
 
 __all__ = ["ScaleOut", "check_options", "profile", "run_task", "WORKER_BACKEND_ENV"]
 
@@ -429,6 +430,7 @@ def _run_piece(func, sig, settings, configs, piece: Piece, backend, progress, de
 
     local = settings if piece.runs is None else dataclasses.replace(settings, runs=piece.runs)
     raw, _ = analyze.measure(func, sig, local, [configs[piece.config]], backend, local.backend_options(), progress)
+    raw.pop(TIMELINE_KEY, None)  # timelines are of one process (ProfileResults.to_trace)
     fingerprint = analyze._fingerprint(backend)
     n = len(raw["Annotation"])
     raw["Run"] = [r + piece.first_run for r in raw["Run"]]

@@ -1,4 +1,4 @@
-//! `kprof._core.load_results`, `save_results_json` and `write_csv`: the
+//! `kprof._core.load_results`, `save_results_json`, `write_csv` and `write_trace`: the
 //! Python package reads and writes kprof's result files through kprof-core's one reader and one
 //! writer per format, the code the `kprof` command and the engine use.
 
@@ -131,8 +131,20 @@ fn write_csv(
 }
 
 /// Registers the functions.
+/// `write_trace(timeline_json: str, path: str) -> None`: a timeline (`{"kernels": [...],
+/// "regions": [...], "counters": [...]}`, the fields of kprof-core's `io::trace` structs) written
+/// as Chrome trace-event JSON by kprof-core's one writer of the format (atomically).
+#[pyfunction]
+fn write_trace(py: Python<'_>, timeline_json: &str, path: std::path::PathBuf) -> PyResult<()> {
+    let timeline: io::trace::Timeline =
+        serde_json::from_str(timeline_json).map_err(|e| PyValueError::new_err(format!("not a kprof timeline: {e}")))?;
+    py.detach(|| io::trace::write_chrome_trace(&path, &timeline))
+        .map_err(io_err)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(load_results, m)?)?;
+    m.add_function(wrap_pyfunction!(write_trace, m)?)?;
     m.add_function(wrap_pyfunction!(save_results_json, m)?)?;
     m.add_function(wrap_pyfunction!(write_csv, m)?)?;
     Ok(())
