@@ -2,12 +2,13 @@
 counter values; written as Chrome trace-event JSON (Perfetto, chrome://tracing) by kprof-core's
 one writer of the format (:meth:`kprof.ProfileResults.to_trace`).
 
-A backend that records one returns it with its raw table, under :data:`TIMELINE_KEY`::
+A backend that records one returns it with its raw table, under :data:`TIMELINE_KEY` (the CUPTI
+engine: the JSON text of kprof-core's ``Timeline``, configurations as text)::
 
     {"kernels": [{"device", "stream", "name", "start_ns", "end_ns", "region", "config", "run"}],
      "regions": [{"thread", "name", "start_ns", "end_ns", "config", "run"}]}
 
-``config`` there is the index of the configuration; :func:`complete` turns it into its text
+``config`` there is the index of the configuration or its text; :func:`complete` turns an index into its text
 (``n=1024``) and adds the counter values of the raw table (metrics other than durations) as
 points of counter tracks, each at the start of its region.
 """
@@ -28,7 +29,10 @@ def _label(pairs: list) -> str:
 
 
 def complete(timeline: dict, raw: dict[str, list], config_index: list[int], pairs: list) -> dict:
-    """The backend's timeline with configuration texts and the raw table's counter values."""
+    """The backend's timeline (a dict, or its JSON text as the engine gives it) with
+    configuration texts and the raw table's counter values."""
+    if isinstance(timeline, str):
+        timeline = json.loads(timeline)
     labels = [_label(p) for p in pairs]
 
     def text(i: Any) -> str:

@@ -23,7 +23,12 @@ COUNTER = "dram__bytes_read.sum"
 
 class TracingReplay(ReplayBackend):
     """The replay backend, plus a timeline (one kernel per region on stream 7 of GPU 0) and a
-    counter value per region."""
+    counter value per region; ``engine_form``: the timeline as the CUPTI engine gives it (JSON
+    text, configurations as text)."""
+
+    def __init__(self, engine_form: bool):
+        super().__init__()
+        self.engine_form = engine_form
 
     def run_benchmark(self, name, func, configs, options, progress):
         cols = super().run_benchmark(name, func, configs, options, progress)
@@ -31,7 +36,10 @@ class TracingReplay(ReplayBackend):
         kernels, regions = [], []
         for i in range(len(cols["Annotation"])):
             ns = int(cols["Value"][i])
-            common = {"config": cols["_config"][i], "run": cols["Run"][i]}
+            config = cols["_config"][i]
+            if self.engine_form:
+                config = ", ".join(f"{k}={v}" for k, v in configs[config])
+            common = {"config": config, "run": cols["Run"][i]}
             regions.append({"thread": threading.get_ident(), "name": cols["Annotation"][i],
                             "start_ns": t, "end_ns": t + ns + 300, **common})
             kernels.append({"device": 0, "stream": 7, "name": cols["Kernel"][i], "start_ns": t + 100,
@@ -44,13 +52,14 @@ class TracingReplay(ReplayBackend):
                 else ["byte"] * len(cols[c]) if c == "Unit"
                 else list(cols[c])
             )
-        cols["_timeline"] = {"kernels": kernels, "regions": regions}
+        timeline = {"kernels": kernels, "regions": regions}
+        cols["_timeline"] = json.dumps(timeline) if self.engine_form else timeline
         return cols
 
 
-@pytest.fixture
-def tracing():
-    previous = _backend.set_backend(TracingReplay())
+@pytest.fixture(params=[False, True], ids=["dict", "engine-json"])
+def tracing(request):
+    previous = _backend.set_backend(TracingReplay(request.param))
     yield
     _backend.set_backend(previous)
 

@@ -378,7 +378,8 @@ fn run_benchmark<'py>(
                 })
             });
             let warnings = profiler.warnings()[before..].to_vec();
-            result.map(|raw| (raw, warnings)).map_err(|e| ("run", e.to_string()))
+            let timeline = profiler.take_timeline();
+            result.map(|raw| (raw, warnings, timeline)).map_err(|e| ("run", e.to_string()))
         })
     });
     if let Some(e) = PENDING.with(|p| p.borrow_mut().take()) {
@@ -387,7 +388,7 @@ fn run_benchmark<'py>(
     if let Some(e) = REDUCER_ERROR.lock().ok().and_then(|mut s| s.take()) {
         return Err(e);
     }
-    let (raw, warnings) = match outcome {
+    let (raw, warnings, timeline) = match outcome {
         Ok(v) => v,
         Err((stage, msg)) => {
             let class = if stage == "engine" {
@@ -410,7 +411,13 @@ fn run_benchmark<'py>(
             2,
         ))?;
     }
-    raw_table(py, &raw, &configs)
+    let table = raw_table(py, &raw, &configs)?;
+    // The recorded runs' kernels and regions, for ProfileResults.to_trace (kprof/timeline.py).
+    if !ncu && !(timeline.kernels.is_empty() && timeline.regions.is_empty()) {
+        let text = serde_json::to_string(&timeline).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        table.set_item("_timeline", text)?;
+    }
+    Ok(table)
 }
 
 /// `enter_region(name)`: opens a region on the run being measured; does nothing outside a

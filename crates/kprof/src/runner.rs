@@ -67,6 +67,7 @@ mod progress;
 mod run;
 mod schedule;
 mod stream_hold;
+mod timeline;
 
 pub use crate::counters::ReplayMode;
 pub use crate::overrides::{L2_FLUSH_BYTES_ENV, L2_FLUSH_ENV};
@@ -186,6 +187,9 @@ pub(crate) struct KernelRun {
     pub demangled: Option<String>,
     pub start_ns: u64,
     pub end_ns: u64,
+    /// The CUDA device and stream it ran on (0 where the backend does not say).
+    pub device: u32,
+    pub stream: u32,
 }
 
 impl KernelRun {

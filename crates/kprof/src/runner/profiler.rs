@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use kprof_core::io::trace::Timeline;
 use kprof_core::kernels::MANGLED_KERNEL_COLUMN;
 use kprof_core::model::{Config, DeviceInfo, ExtraValue, KernelSample, RawResults, Sample, SeriesKey, DEFAULT_METRIC};
 use kprof_core::policy::Decision;
@@ -19,7 +20,7 @@ use super::{
     closure_error, invalid_option, model_error, raw_csv_path, record_durations, write_raw, Backend, BenchOptions,
     CacheControl, Collected, DurationSource, FlushPolicy, Progress, Run, Scheduler, Span, Step, DEFAULT_UNIT,
 };
-use super::{counter_pass, events, gpu, gpu_rest, progress};
+use super::{counter_pass, events, gpu, gpu_rest, progress, timeline};
 use crate::choices::TraceOptions;
 use crate::conditions::runtime::ProfilerConditions;
 use crate::error::EngineError;
@@ -112,6 +113,8 @@ pub struct Profiler {
     pub(super) counter_capacity: usize,
     /// Whether the note that CUPTI slows the CUDA graphs it times was given (once per profiler).
     pub(super) warned_graphs_under_cupti: bool,
+    /// The last bench call's timeline (kernel records and regions; not with CUDA events).
+    pub(super) timeline: Timeline,
 }
 
 /// The metric of [`Profiler::with_cuda_events`]: GPU time between two CUDA events around a
@@ -220,6 +223,7 @@ impl Profiler {
             duration_source: "records",
             counter_capacity: counter_pass::FIRST_CAPACITY,
             warned_graphs_under_cupti: false,
+            timeline: Timeline::default(),
         }
     }
 
@@ -300,6 +304,13 @@ impl Profiler {
         &self.extras
     }
 
+    /// The timeline of the last bench call's recorded runs, taken out of the profiler: every
+    /// kernel record on its device and stream, every region on its thread, on CUPTI's clock
+    /// (`kprof_core::io::trace::write_chrome_trace` writes it). Empty with CUDA events.
+    pub fn take_timeline(&mut self) -> Timeline {
+        std::mem::take(&mut self.timeline)
+    }
+
     /// Warnings of all bench calls so far (e.g. a region that launched no kernel in a run).
     pub fn warnings(&self) -> &[String] {
         &self.warnings
@@ -356,6 +367,7 @@ impl Profiler {
             // An ncu child runs only its selected benchmark (runner/ncu_child.rs).
             return Ok(RawResults::new());
         }
+        self.timeline = Timeline::default();
         // The environment's overrides of the options, read once per bench call.
         let resolved = opts.with_env_overrides()?;
         let opts = &resolved;
@@ -751,6 +763,9 @@ impl Profiler {
             if !sw.known_regions.contains(&s.name) {
                 sw.known_regions.push(s.name.clone());
             }
+        }
+        if self.metric != CUDA_EVENTS_METRIC {
+            timeline::append(&mut self.timeline, &config.to_string(), step.run, &spans, collected);
         }
         let raw = &mut sw.raw;
         if let Some(e) = failure {

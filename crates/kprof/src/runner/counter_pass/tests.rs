@@ -72,6 +72,8 @@ impl Mock {
         self.running.lock().unwrap().push((
             ext,
             KernelRun {
+                device: 0,
+                stream: 0,
                 graph: true,
                 name: "cuda-graph:1".into(),
                 demangled: None,
@@ -103,6 +105,8 @@ impl Mock {
         self.running.lock().unwrap().push((
             ext,
             KernelRun {
+                device: 0,
+                stream: 0,
                 graph: false,
                 name: name.into(),
                 demangled: None,
@@ -749,6 +753,8 @@ fn user_replay_refuses_nested_regions() {
 #[test]
 fn kernel_order_dedups_nested_kernels_and_orders_by_start() {
     let k = |n: &str, s: u64| KernelRun {
+        device: 0,
+        stream: 0,
         graph: false,
         name: n.into(),
         demangled: None,
