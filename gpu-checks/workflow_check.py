@@ -5,7 +5,9 @@
 2. pytest: the plugin on real matmuls: a stored run, the same again compared with ``last`` (expects
    no regression), then the matmul done twice in the region (expects exit 1 and REGRESSION in the
    Markdown).
-3. notebook: examples/notebook.ipynb measured live (when nbclient and ipykernel are installed).
+3. run-trace: ``kprof run --trace`` on a PyTorch script with NVTX ranges: the ranges and the
+   kernels on their stream tracks.
+4. notebook: examples/notebook.ipynb measured live (when nbclient and ipykernel are installed).
 """
 
 from __future__ import annotations
@@ -97,6 +99,40 @@ def pytest_plugin():
     return f"same code again: exit {same.returncode}; twice the work: exit {slow.returncode}"
 
 
+SCRIPT = """
+import torch
+a = torch.randn(2048, 2048, device="cuda")
+for _ in range(5):
+    torch.cuda.nvtx.range_push("step")
+    _ = a @ a
+    torch.cuda.nvtx.range_pop()
+torch.cuda.synchronize()
+"""
+
+
+def run_trace():
+    folder = os.path.join(OUT, "run-trace")
+    os.makedirs(folder, exist_ok=True)
+    script = os.path.join(folder, "steps.py")
+    with open(script, "w") as f:
+        f.write(SCRIPT)
+    trace_file = os.path.join(folder, "trace.json")
+    cli = [sys.executable, "-c", "import sys; from kprof.cli import main; sys.exit(main(['kprof'] + sys.argv[1:]))"]
+    p = subprocess.run([*cli, "run", "--out", os.path.join(folder, "out"), "--trace", trace_file, "--",
+                        sys.executable, script], capture_output=True, text=True)
+    with open(os.path.join(folder, "kprof-run.log"), "w") as f:
+        f.write(p.stdout + p.stderr)
+    assert p.returncode == 0, p.stderr[-2000:]
+    ev = json.load(open(trace_file))["traceEvents"]
+    names = {(m["pid"], m["tid"] if m["name"] == "thread_name" else None): m["args"]["name"] for m in ev if m["ph"] == "M"}
+    kernels = [e for e in ev if e.get("cat") == "kernel"]
+    steps = [e for e in ev if e.get("cat") == "region" and e["name"] == "step"]
+    assert len(steps) == 5 and len(kernels) >= 5, (len(steps), len(kernels))
+    assert all(names[(k["pid"], k["tid"])].startswith("stream ") for k in kernels)
+    inside = sum(any(s["ts"] <= k["ts"] <= s["ts"] + s["dur"] + 50 for s in steps) for k in kernels)
+    return f"{len(kernels)} kernels ({inside} starting inside a step range), {len(steps)} step ranges"
+
+
 def notebook():
     import nbclient
     import nbformat
@@ -112,6 +148,7 @@ def notebook():
 
 check("trace", trace)
 check("pytest", pytest_plugin)
+check("run-trace", run_trace)
 try:
     import ipykernel  # noqa: F401
     import nbclient  # noqa: F401

@@ -36,6 +36,7 @@ pub mod results_input;
 pub mod run_cmd;
 pub mod run_ranks;
 pub mod run_split;
+pub mod run_trace;
 pub mod store_cmd;
 
 #[derive(Parser, Debug)]

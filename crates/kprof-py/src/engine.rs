@@ -379,7 +379,9 @@ fn run_benchmark<'py>(
             });
             let warnings = profiler.warnings()[before..].to_vec();
             let timeline = profiler.take_timeline();
-            result.map(|raw| (raw, warnings, timeline)).map_err(|e| ("run", e.to_string()))
+            result
+                .map(|raw| (raw, warnings, timeline))
+                .map_err(|e| ("run", e.to_string()))
         })
     });
     if let Some(e) = PENDING.with(|p| p.borrow_mut().take()) {
@@ -413,7 +415,8 @@ fn run_benchmark<'py>(
     }
     let table = raw_table(py, &raw, &configs)?;
     // The recorded runs' kernels and regions, for ProfileResults.to_trace (kprof/timeline.py).
-    if !ncu && !(timeline.kernels.is_empty() && timeline.regions.is_empty()) {
+    let empty = timeline.kernels.is_empty() && timeline.regions.is_empty();
+    if !ncu && !empty {
         let text = serde_json::to_string(&timeline).map_err(|e| PyValueError::new_err(e.to_string()))?;
         table.set_item("_timeline", text)?;
     }

@@ -96,6 +96,10 @@ pub struct RunSpec {
     /// order). `KPROF_ATTRIBUTION`, when set in the process, overrides it.
     #[serde(with = "choice_name", default)]
     pub attribution: Attribution,
+    /// Each process of a timing launch also writes its timeline (`kprof run --trace`): its kernel
+    /// records and NVTX ranges, kprof-core's `io::trace::Timeline` as JSON, next to its results
+    /// (`kprof-run-<pid>.timeline.json`).
+    pub trace: bool,
 }
 
 /// The counters the counter launch collects.
@@ -217,6 +221,7 @@ impl Default for RunSpec {
             kernel_trace: KernelTrace::default(),
             graph_trace: None,
             attribution: Attribution::default(),
+            trace: false,
         }
     }
 }
