@@ -226,8 +226,9 @@ def _compare(results, which: str, db: str | None, extra: list[str], markdown: bo
     message (and its Markdown when asked)."""
     path = os.path.join(tmp, _file_name(results.benchmark, i))
     results.save(path)
-    db_args = ["--db", os.path.abspath(db)] if db else []
-    base = ["compare", "--against", which, *db_args, *extra, os.path.basename(path)]
+    # The store as `kprof compare` would find it from here (the command runs in `tmp`).
+    store = os.path.abspath(db or os.environ.get("KPROF_STORE") or "kprof.db")
+    base = ["compare", "--against", which, "--db", store, *extra, os.path.basename(path)]
     done = _kprof_cli([*base, "--format", "json"], tmp)
     out: dict[str, Any] = {"against": which, "exit_code": done.returncode, "message": done.stderr.strip()}
     try:

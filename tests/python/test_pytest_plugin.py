@@ -110,6 +110,14 @@ def test_store_then_compare_fails_the_run_on_a_regression(pytester):
     assert len({line.split(",")[0] for line in stored}) == 6
 
 
+def test_the_default_store_is_kprof_db_of_the_run_folder(pytester, monkeypatch):
+    monkeypatch.delenv("KPROF_STORE", raising=False)
+    assert run(pytester, 1.0, "--kprof-store", "kprof.db").ret == 0
+    result = run(pytester, 1.1, "--kprof-compare", "last")  # no --kprof-store: ./kprof.db
+    assert result.ret == 1, result.stdout.str()
+    assert "not compared" not in result.stdout.str()
+
+
 def test_compare_threshold_is_compares_own_option(pytester):
     db = str(pytester.path / "kprof.db")
     assert run(pytester, 1.0, "--kprof-store", db).ret == 0
