@@ -824,7 +824,7 @@ fn the_timeline_holds_each_recorded_runs_regions_and_kernels() {
         run.annotate("outer", |run| {
             m.launch("k1", 5);
             run.annotate("inner", |_| m.launch("k2", 7))
-        })?;
+        })??;
         Ok(())
     })
     .unwrap();
