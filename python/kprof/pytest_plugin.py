@@ -118,7 +118,14 @@ def _unusable_reason() -> str | None:
         available, why = _core.engine_available()
     except Exception as e:  # the extension itself cannot tell: say why
         return f"{SKIP_PREFIX}: {type(e).__name__}: {e}"
-    return None if available else f"{SKIP_PREFIX}: {why}"
+    return None if available else f"{SKIP_PREFIX}: {one_line(why)}"
+
+
+def one_line(why: str) -> str:
+    """The engine's multi-line reason on one line: its sentences, without the indented list of
+    the places searched."""
+    lines = [line.strip() for line in why.splitlines() if line.strip() and not line.startswith((" ", "\t"))]
+    return "; ".join(lines)
 
 
 def _config_value(v: Any) -> Any:

@@ -137,4 +137,13 @@ def test_without_a_gpu_benchmarks_are_skipped_with_one_reason(pytester):
     reasons = [line for line in result.stdout.lines if line.startswith("SKIPPED")]
     assert len(reasons) == 1 and "[4]" in reasons[0], result.stdout.str()
     assert "kprof: no usable GPU:" in reasons[0]
+    after = result.stdout.lines[result.stdout.lines.index(reasons[0]) + 1]
+    assert not after.startswith("  "), "the reason continues on another line"
     result.stdout.fnmatch_lines(["*benchmarks skipped: kprof: no usable GPU:*"])
+
+
+def test_the_engines_reason_is_put_on_one_line():
+    from kprof.pytest_plugin import one_line
+
+    why = "libcuda could not be loaded; tried 2 location(s):\n  - libcuda.so.1 -- not found\nfix: install the driver"
+    assert one_line(why) == "libcuda could not be loaded; tried 2 location(s); fix: install the driver"
