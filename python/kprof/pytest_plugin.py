@@ -124,7 +124,7 @@ def _unusable_reason() -> str | None:
 def one_line(why: str) -> str:
     """The engine's multi-line reason on one line: its sentences, without the indented list of
     the places searched."""
-    lines = [line.strip() for line in why.splitlines() if line.strip() and not line.startswith((" ", "\t"))]
+    lines = [line.strip().rstrip(":") for line in why.splitlines() if line.strip() and not line.startswith((" ", "\t"))]
     return "; ".join(lines)
 
 
