@@ -1,7 +1,8 @@
 """GPU checks of the pytest plugin, the timeline and the notebook (gpu-checks/workflow-check.sh).
 
 1. trace: a cuBLAS sgemm sweep with a counter metric; ``results.to_trace``: every kernel on a named
-   GPU and stream track, inside its region, every region's counter value on a counter track.
+   GPU and stream track, started after its region opened, every region's counter value on a
+   counter track.
 2. pytest: the plugin on real matmuls: a stored run, the same again compared with ``last`` (expects
    no regression), then the matmul done twice in the region (expects exit 1 and REGRESSION in the
    Markdown).
@@ -57,7 +58,9 @@ def trace():
     assert ts == sorted(ts)
     for k in kernels:
         r_ = [x for x in regions if x["args"]["config"] == k["args"]["config"] and x["args"]["run"] == k["args"]["run"]]
-        assert r_ and r_[0]["ts"] <= k["ts"] + 1e-3 and k["ts"] + k["dur"] <= r_[0]["ts"] + r_[0]["dur"] + 1e-3, (k, r_)
+        # A region's slice is host time (opened, closed); its kernels start on the GPU after it
+        # opened and may end after it closed (launches are asynchronous).
+        assert r_ and r_[0]["ts"] <= k["ts"] + 1e-3, (k, r_)
     assert {c["name"] for c in counters} == {"dram__bytes_read.sum"} and len(counters) == 10, counters[:2]
     return f"{len(kernels)} kernels, {len(regions)} regions, {len(counters)} counter points, streams {sorted({names[(k['pid'], k['tid'])] for k in kernels})}"
 
