@@ -273,7 +273,7 @@ class ProfileResults:
                 "process by a backend that records kernel timestamps (not read from a file or merged from workers)"
             )
         try:
-            return _timeline.write(self._timeline, path)
+            return self._timeline.write(path)
         except ValueError as e:
             raise ProfilerError(f"cannot write the trace of {self.benchmark!r} to {path}: {e}") from e
 

@@ -13,7 +13,7 @@ import threading
 import pytest
 
 import kprof
-from kprof import _backend
+from kprof import _backend, _core
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from replay_backend import ReplayBackend  # noqa: E402
@@ -23,8 +23,8 @@ COUNTER = "dram__bytes_read.sum"
 
 class TracingReplay(ReplayBackend):
     """The replay backend, plus a timeline (one kernel per region on stream 7 of GPU 0) and a
-    counter value per region; ``engine_form``: the timeline as the CUPTI engine gives it (JSON
-    text, configurations as text)."""
+    counter value per region; ``engine_form``: the timeline as the CUPTI engine gives it (a
+    ``kprof._core.Timeline``, configurations as text)."""
 
     def __init__(self, engine_form: bool):
         super().__init__()
@@ -53,7 +53,7 @@ class TracingReplay(ReplayBackend):
                 else list(cols[c])
             )
         timeline = {"kernels": kernels, "regions": regions}
-        cols["_timeline"] = json.dumps(timeline) if self.engine_form else timeline
+        cols["_timeline"] = _core.Timeline(json.dumps(timeline)) if self.engine_form else timeline
         return cols
 
 
@@ -115,3 +115,15 @@ def test_results_without_a_timeline_say_so(tmp_path):
     with pytest.raises(kprof.ConfigError, match="hold no timeline"):
         results.to_trace(tmp_path / "trace.json")
     assert not (tmp_path / "trace.json").exists()
+
+
+def test_counter_values_that_are_not_numbers_are_left_out(tmp_path):
+    from kprof import timeline
+
+    regions = [{"thread": 1, "name": "r", "start_ns": 100 * (i + 1), "end_ns": 100 * (i + 1) + 50, "config": 0, "run": i}
+               for i in range(2)]
+    raw = {"Annotation": ["r", "r"], "Metric": [COUNTER, COUNTER], "Value": [1.0, float("nan")], "Run": [0, 1]}
+    trace = timeline.complete({"kernels": [], "regions": regions}, raw, [0, 0], [[("n", 8)]])
+    assert [(c["ts_ns"], c["value"]) for c in trace.counters] == [(100, 1.0)]
+    doc = json.loads(open(trace.write(tmp_path / "t.json")).read())
+    assert [e["args"]["value"] for e in doc["traceEvents"] if e["ph"] == "C"] == [1.0]

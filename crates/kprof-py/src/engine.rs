@@ -417,8 +417,7 @@ fn run_benchmark<'py>(
     // The recorded runs' kernels and regions, for ProfileResults.to_trace (kprof/timeline.py).
     let empty = timeline.kernels.is_empty() && timeline.regions.is_empty();
     if !ncu && !empty {
-        let text = serde_json::to_string(&timeline).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        table.set_item("_timeline", text)?;
+        table.set_item("_timeline", Py::new(py, crate::results_io::PyTimeline::new(timeline))?)?;
     }
     Ok(table)
 }
