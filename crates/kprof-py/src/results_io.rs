@@ -174,17 +174,19 @@ impl PyTimeline {
     /// Every region as `(name, config, run, start_ns, device)`, `device` that of its first kernel
     /// (0 without one): where `kprof/timeline.py` puts the counter values.
     fn regions(&self) -> Vec<(String, String, u32, u64, u32)> {
+        let mut device: std::collections::HashMap<(&str, &str, u32), u32> = std::collections::HashMap::new();
+        for k in &self.inner.kernels {
+            device.entry((&k.region, &k.config, k.run)).or_insert(k.device);
+        }
         self.inner
             .regions
             .iter()
             .map(|r| {
-                let device = self
-                    .inner
-                    .kernels
-                    .iter()
-                    .find(|k| k.region == r.name && k.config == r.config && k.run == r.run)
-                    .map_or(0, |k| k.device);
-                (r.name.clone(), r.config.clone(), r.run, r.start_ns, device)
+                let d = device
+                    .get(&(r.name.as_str(), r.config.as_str(), r.run))
+                    .copied()
+                    .unwrap_or(0);
+                (r.name.clone(), r.config.clone(), r.run, r.start_ns, d)
             })
             .collect()
     }
