@@ -6,17 +6,18 @@
 # The wheel goes in with its scale-out extras (kprof[dask,slurm]: dask.distributed, submitit,
 # cloudpickle), which tests/python/test_scaleout_dask.py and test_scaleout_slurm.py use, and its
 # plot extra (matplotlib: nsight-python's example 06 styles its plot through plot_callback).
+# nbclient, ipykernel and nbformat run examples/notebook.ipynb (tests/python/test_notebook.py).
 # `scripts/test-python.sh --venv-only` only creates the venv and installs pytest, pandas and those.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=target/test-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 if [ "${1:-}" = --venv-only ]; then
-    "$venv/bin/python" -m pip install -q pytest pandas "dask[distributed]" submitit cloudpickle matplotlib
+    "$venv/bin/python" -m pip install -q pytest pandas "dask[distributed]" submitit cloudpickle matplotlib nbclient ipykernel nbformat
     exit 0
 fi
 wheel=$(scripts/build-wheel.sh | tail -1)
-"$venv/bin/python" -m pip install -q pytest "$wheel[dask,slurm,plot]"
+"$venv/bin/python" -m pip install -q pytest nbclient ipykernel nbformat "$wheel[dask,slurm,plot]"
 "$venv/bin/python" -m pip install -q --force-reinstall --no-deps "$wheel"
 repo="$PWD"
 pytest() { (cd "$(mktemp -d)" && "$repo/$venv/bin/python" -m pytest -q -p no:cacheprovider --rootdir "$repo" "$@"); }

@@ -25,6 +25,7 @@ from . import _warn
 from . import _backend, _core, _measurement, _ncu, annotation, plotting
 from . import scaleout as _scaleout
 from . import collectors as _collectors
+from . import timeline as _timeline
 from ._backend import RAW_COLUMNS
 from ._launch_metrics import LaunchMetrics
 from .exceptions import BackendError, ConfigError, ProfilerError, not_available
@@ -874,6 +875,7 @@ def measure(
         table = backend.run_benchmark(sig.func_name, call, pairs, options, progress)
     finally:
         _collectors._active = None
+    timeline = table.pop(_timeline.TIMELINE_KEY, None) if isinstance(table, dict) else None
     raw, config_index = _finish_raw(table, sig, pairs)
     if launch is not None:
         launch.add_rows(raw, config_index, _fingerprint(backend))
@@ -881,6 +883,8 @@ def measure(
         session.add_columns(raw, config_index)
     if settings.derive_metric is not None:
         _append_derived(raw, config_index, configs, settings)
+    if timeline is not None:  # ProfileResults takes it out of the table (to_trace)
+        raw[_timeline.TIMELINE_KEY] = _timeline.complete(timeline, raw, config_index, pairs)
     return raw, config_index
 
 

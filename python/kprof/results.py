@@ -32,6 +32,7 @@ import os
 from typing import Any, Callable, Iterable
 
 from . import _core, plotting
+from . import timeline as _timeline
 from ._backend import RAW_COLUMNS
 from .exceptions import BackendError, ConfigError, NotAvailableYetError, ProfilerError
 
@@ -83,7 +84,8 @@ class ProfileResults:
       :func:`kprof.load` reads a raw CSV or a JSON file back;
     * :meth:`save_to_store`: keep the run in a results store (``kprof history``, ``kprof compare --against``);
     * :meth:`plot`: plot a metric (PNG/SVG, matplotlib Figure when available);
-    * :meth:`report`: write the self-contained HTML report.
+    * :meth:`report`: write the self-contained HTML report;
+    * :meth:`to_trace`: write the timeline as Chrome trace-event JSON (Perfetto).
 
     After :meth:`plot` (or ``@kprof.analyze.plot``), :attr:`figure` holds the matplotlib Figure
     when matplotlib is installed, else the :class:`kprof.plotting.Plot` (SVG).
@@ -106,6 +108,8 @@ class ProfileResults:
         key_columns: Iterable[str] = (),
         pool_devices: bool = False,
     ):
+        #: The measurement's timeline when the backend recorded one (:meth:`to_trace`).
+        self._timeline = raw.pop(_timeline.TIMELINE_KEY, None)
         self._raw = raw
         # Raw columns that join the statistics key (WORKER_COLUMNS): runs of different GPUs make
         # different rows; with pool_devices, runs of one GPU model pool (Device lists the GPUs).
@@ -253,6 +257,26 @@ class ProfileResults:
         except RuntimeError as e:
             raise BackendError(str(e)) from e
 
+    def to_trace(self, path: str | os.PathLike) -> str:
+        """Writes the measurement's timeline as Chrome trace-event JSON (open it in Perfetto,
+        ui.perfetto.dev, or chrome://tracing); returns the path. Every kernel of every run is a
+        slice on its GPU and stream, every region a slice on the thread that opened it, every
+        counter value (metrics other than durations) a point of a counter track of its GPU.
+
+        Only results measured in this process with a backend that records a timeline have one;
+        others (results read from a file, merged from scale-out workers) raise
+        :class:`kprof.ConfigError`.
+        """
+        if self._timeline is None:
+            raise ConfigError(
+                f"the results of {self.benchmark!r} hold no timeline: to_trace() needs results measured in this "
+                "process by a backend that records kernel timestamps (not read from a file or merged from workers)"
+            )
+        try:
+            return self._timeline.write(path)
+        except ValueError as e:
+            raise ProfilerError(f"cannot write the trace of {self.benchmark!r} to {path}: {e}") from e
+
     def plot(
         self,
         filename: str | os.PathLike | None = None,
@@ -391,11 +415,34 @@ class ProfileResults:
         body = "".join(
             "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
         )
+        plots = "".join(self._inline_plots(cols))
         return (
             f"<div><b>ProfileResults</b> {html.escape(self.benchmark)} ({len(rows)} rows; "
             f"<code>.to_dataframe()</code> has every column)"
-            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{plots}</div>"
         )
+
+    #: At most this many metrics are plotted under the table in a notebook.
+    INLINE_PLOTS = 3
+
+    def _inline_plots(self, cols: dict[str, list]) -> list[str]:
+        """The SVG plot of each metric (at most :attr:`INLINE_PLOTS`) against the configurations,
+        for :meth:`_repr_html_`; none without parameters, and a plot that cannot be drawn is left
+        out (a repr never raises)."""
+        if not self._params:
+            return []
+        metrics = list(dict.fromkeys(cols.get("Metric", [])))[: self.INLINE_PLOTS]
+        out = []
+        for metric in metrics:
+            try:
+                spec = plotting.plot_spec(self, metric)
+                drawn, _ = plotting.render(self, spec, None, want_figure=False)
+            except Exception:
+                continue
+            svg = drawn.svg[drawn.svg.find("<svg") :] if "<svg" in drawn.svg else ""
+            if svg:
+                out.append(f'<div class="kprof-plot" style="max-width:760px">{svg}</div>')
+        return out
 
     # -- processing --
 

@@ -76,6 +76,7 @@ from typing import Any, Iterable
 
 from . import _warn
 from .exceptions import ConfigError, WorkerError
+from .timeline import TIMELINE_KEY
 
 __all__ = ["ScaleOut", "check_options", "profile", "run_task", "WORKER_BACKEND_ENV"]
 
@@ -430,6 +431,7 @@ def _run_piece(func, sig, settings, configs, piece: Piece, backend, progress, de
 
     local = settings if piece.runs is None else dataclasses.replace(settings, runs=piece.runs)
     raw, _ = analyze.measure(func, sig, local, [configs[piece.config]], backend, local.backend_options(), progress)
+    raw.pop(TIMELINE_KEY, None)  # timelines are of one process (ProfileResults.to_trace)
     fingerprint = analyze._fingerprint(backend)
     n = len(raw["Annotation"])
     raw["Run"] = [r + piece.first_run for r in raw["Run"]]

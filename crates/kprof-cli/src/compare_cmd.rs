@@ -47,9 +47,9 @@ pub struct ChangeTestArgs {
     /// Which way is better for every metric (`auto`: from the metric's name and unit).
     #[arg(long, value_enum, default_value = "auto")]
     pub direction: DirectionArg,
-    /// Print JSON instead of tables.
-    #[arg(long)]
-    pub json: bool,
+    /// `--format table|json|markdown`, `--json`.
+    #[command(flatten)]
+    pub output: output::FormatArgs,
 }
 
 impl ChangeTestArgs {
@@ -593,11 +593,20 @@ fn run_inner(args: &CompareArgs) -> Result<i32> {
     if let Some(p) = &args.csv {
         write_csv(p, &rows)?;
     }
-    if args.test.json {
-        output::print(&(serde_json::to_string_pretty(&rows)? + "\n"))?;
-    } else {
-        output::print(&render(&rows))?;
-    }
+    let text = match args.test.output.format() {
+        output::Format::Json => serde_json::to_string_pretty(&rows)? + "\n",
+        output::Format::Markdown => crate::markdown::compare(
+            &rows,
+            &crate::markdown::CompareContext {
+                base: &base_label,
+                new: &new_label,
+                threshold_pct,
+                alpha: args.test.alpha,
+            },
+        ),
+        output::Format::Table => render(&rows),
+    };
+    output::print(&text)?;
     let regressions = rows.iter().filter(|r| r.verdict == Verdict::Regression).count();
     if regressions > 0 {
         eprintln!(

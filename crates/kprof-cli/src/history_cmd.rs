@@ -12,6 +12,7 @@ use kprof_store::history::{history, HistoryOptions, SeriesHistory};
 use kprof_store::timefmt::format_utc;
 
 use crate::compare_cmd::{lower_is_better, ChangeTestArgs, DirectionArg};
+use crate::output::Format;
 use crate::store_cmd::{short, Selected, StoreSelection};
 
 /// Arguments of `kprof history`.
@@ -215,12 +216,16 @@ pub fn run(args: &HistoryArgs) -> Result<()> {
             threshold_pct,
         },
     );
-    if args.test.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&to_json(&histories, args.test.direction))?
-        );
-        return Ok(());
+    match args.test.output.format() {
+        Format::Json => {
+            let text = serde_json::to_string_pretty(&to_json(&histories, args.test.direction))?;
+            return crate::output::print(&(text + "\n"));
+        }
+        Format::Markdown => {
+            let text = crate::markdown::history(&histories, args.test.direction, threshold_pct, args.test.alpha);
+            return crate::output::print(&text);
+        }
+        Format::Table => {}
     }
     let (text, marked) = render(&histories, args.test.direction);
     print!("{text}");

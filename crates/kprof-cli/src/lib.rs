@@ -28,6 +28,7 @@ pub mod history_cmd;
 pub mod history_plot;
 pub mod import_cmd;
 pub mod inject_lib;
+pub mod markdown;
 pub mod metrics_cmd;
 pub mod output;
 pub mod plot_cmd;
@@ -36,6 +37,7 @@ pub mod results_input;
 pub mod run_cmd;
 pub mod run_ranks;
 pub mod run_split;
+pub mod run_trace;
 pub mod store_cmd;
 
 #[derive(Parser, Debug)]

@@ -8,6 +8,40 @@ use std::path::Path;
 use anyhow::Result;
 use kprof_core::io::{atomic, IoError};
 
+/// How a command prints its result.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Aligned text tables.
+    Table,
+    /// JSON.
+    Json,
+    /// A Markdown summary (a pull-request comment, `$GITHUB_STEP_SUMMARY`): worst first.
+    Markdown,
+}
+
+/// `--format` and its shorthand `--json`, for the commands that print a judgement of changes
+/// (`kprof compare`, `kprof history`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct FormatArgs {
+    /// How to print: `table`, `json`, or `markdown` (a CI summary, worst first).
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    /// Print JSON (the same as `--format json`).
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
+}
+
+impl FormatArgs {
+    /// The format asked for, `--json` included.
+    pub fn format(&self) -> Format {
+        if self.json {
+            Format::Json
+        } else {
+            self.format
+        }
+    }
+}
+
 /// Prints `text` to standard output. A failed write is an error naming standard output (a closed
 /// pipe included: [`fail`] ends such a command quietly).
 pub fn print(text: &str) -> Result<()> {

@@ -147,6 +147,7 @@ pub fn run_spec(args: &RunArgs, benchmark: &str, dir: &Path, counters: Option<(&
         kernel_trace: args.kernel_trace,
         graph_trace: args.graph_trace,
         attribution: args.attribution,
+        trace: args.trace.is_some() && counters.is_none(),
         ..RunSpec::default()
     }
 }
@@ -300,6 +301,10 @@ pub struct RunArgs {
     /// Let the injection library report on stderr (the run spec's `verbose`).
     #[arg(long)]
     pub verbose: bool,
+    /// Also write the timing launches' timeline here as Chrome trace-event JSON (Perfetto,
+    /// chrome://tracing): kernels on their GPU and stream, NVTX ranges on their thread.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
     /// Hardware counter metrics (ncu names) to collect in a counter launch of every repetition.
     #[arg(long, value_delimiter = ',', value_name = "M1,M2")]
     pub metrics: Vec<String>,
@@ -956,6 +961,10 @@ fn finish(
         merged.samples.len(),
         parts.len() + counter_parts.len()
     );
+    if let Some(file) = &args.trace {
+        let n = crate::run_trace::write(&args.out.join("procs"), file)?;
+        eprintln!("kprof: wrote {} ({n} kernels)", file.display());
+    }
     if with_counters && no_counter_value {
         bail!(
             "--metrics: the counter launch(es) recorded no counter value (see the errors above and \

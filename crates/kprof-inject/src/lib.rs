@@ -74,6 +74,7 @@ pub mod placement;
 pub mod report;
 #[cfg(test)]
 mod test_support;
+pub mod trace;
 
 /// The NVTX range the self-test pushes (removed from the results).
 pub const SELFTEST_RANGE: &str = "kprof_inject_selftest";
@@ -447,6 +448,7 @@ fn write_results() {
     let cuda = with_proc(|p| p.cuda_injected);
     // The counter collection first: its last decode synchronizes the profiled context.
     let outcome = counters::take_outcome();
+    let timing_launch = outcome.is_none();
     log!("exit handler: reading the device");
     let (device, extras) = if cuda {
         device_context()
@@ -575,6 +577,12 @@ fn write_results() {
         match kprof_core::io::write_raw_csv(&csv, &raw) {
             Ok(()) => raw_csv = Some(csv.display().to_string()),
             Err(e) => error(format!("cannot write {}: {e}", csv.display())),
+        }
+    }
+    if spec.trace && timing_launch && cuda {
+        let path = trace::timeline_path(&json);
+        if let Err(e) = trace::write_timeline(&path, &ranges, &batch.kernels) {
+            error(format!("cannot write {}: {e}", path.display()));
         }
     }
     let (selftest, warnings, errors) = with_proc(|p| (p.selftest.clone(), p.warnings.clone(), p.errors.clone()));

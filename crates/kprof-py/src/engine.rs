@@ -453,7 +453,10 @@ fn run_benchmark<'py>(
                 })
             });
             let warnings = profiler.warnings()[before..].to_vec();
-            result.map(|raw| (raw, warnings)).map_err(|e| ("run", e.to_string()))
+            let timeline = profiler.take_timeline();
+            result
+                .map(|raw| (raw, warnings, timeline))
+                .map_err(|e| ("run", e.to_string()))
         })
     });
     CANCEL.with(|c| c.borrow_mut().take());
@@ -463,7 +466,7 @@ fn run_benchmark<'py>(
     if let Some(e) = REDUCER_ERROR.lock().ok().and_then(|mut s| s.take()) {
         return Err(e);
     }
-    let (raw, warnings) = match outcome {
+    let (raw, warnings, timeline) = match outcome {
         Ok(v) => v,
         Err((stage, msg)) => {
             let class = if stage == "engine" {
@@ -478,7 +481,13 @@ fn run_benchmark<'py>(
         // One RuntimeWarning, attributed to the user's call of the benchmark (kprof/_warn.py).
         py.import("kprof._warn")?.call_method1("engine_warnings", (warnings,))?;
     }
-    raw_table(py, &raw, &configs)
+    let table = raw_table(py, &raw, &configs)?;
+    // The recorded runs' kernels and regions, for ProfileResults.to_trace (kprof/timeline.py).
+    let empty = timeline.kernels.is_empty() && timeline.regions.is_empty();
+    if !ncu && !empty {
+        table.set_item("_timeline", Py::new(py, crate::results_io::PyTimeline::new(timeline))?)?;
+    }
+    Ok(table)
 }
 
 /// `enter_region(name)`: opens a region on the run being measured; does nothing outside a

@@ -1,4 +1,4 @@
-//! `kprof._core.load_results`, `save_results_json` and `write_csv`: the
+//! `kprof._core.load_results`, `save_results_json`, `write_csv` and `write_trace`: the
 //! Python package reads and writes kprof's result files through kprof-core's one reader and one
 //! writer per format, the code the `kprof` command and the engine use.
 
@@ -131,8 +131,84 @@ fn write_csv(
 }
 
 /// Registers the functions.
+/// `write_trace(timeline_json: str, path: str) -> None`: a timeline (`{"kernels": [...],
+/// "regions": [...], "counters": [...]}`, the fields of kprof-core's `io::trace` structs) written
+/// as Chrome trace-event JSON by kprof-core's one writer of the format (atomically).
+#[pyfunction]
+fn write_trace(py: Python<'_>, timeline_json: &str, path: std::path::PathBuf) -> PyResult<()> {
+    let timeline: io::trace::Timeline =
+        serde_json::from_str(timeline_json).map_err(|e| PyValueError::new_err(format!("not a kprof timeline: {e}")))?;
+    py.detach(|| io::trace::write_chrome_trace(&path, &timeline))
+        .map_err(io_err)
+}
+
+/// `kprof._core.Timeline`: the engine's timeline of one benchmark call, kept in Rust (no copy of
+/// every kernel into Python objects) until `ProfileResults.to_trace` writes it.
+#[pyclass(name = "Timeline", module = "kprof._core", frozen)]
+pub struct PyTimeline {
+    inner: io::trace::Timeline,
+}
+
+impl PyTimeline {
+    pub fn new(inner: io::trace::Timeline) -> Self {
+        PyTimeline { inner }
+    }
+}
+
+#[pymethods]
+impl PyTimeline {
+    /// `Timeline(timeline_json)`: from the JSON of kprof-core's `Timeline` (what the engine
+    /// builds; for tests and replays).
+    #[new]
+    fn from_json(timeline_json: &str) -> PyResult<Self> {
+        serde_json::from_str(timeline_json)
+            .map(PyTimeline::new)
+            .map_err(|e| PyValueError::new_err(format!("not a kprof timeline: {e}")))
+    }
+
+    /// The number of kernels.
+    fn __len__(&self) -> usize {
+        self.inner.kernels.len()
+    }
+
+    /// Every region as `(name, config, run, start_ns, device)`, `device` that of its first kernel
+    /// (0 without one): where `kprof/timeline.py` puts the counter values.
+    fn regions(&self) -> Vec<(String, String, u32, u64, u32)> {
+        let mut device: std::collections::HashMap<(&str, &str, u32), u32> = std::collections::HashMap::new();
+        for k in &self.inner.kernels {
+            device.entry((&k.region, &k.config, k.run)).or_insert(k.device);
+        }
+        self.inner
+            .regions
+            .iter()
+            .map(|r| {
+                let d = device
+                    .get(&(r.name.as_str(), r.config.as_str(), r.run))
+                    .copied()
+                    .unwrap_or(0);
+                (r.name.clone(), r.config.clone(), r.run, r.start_ns, d)
+            })
+            .collect()
+    }
+
+    /// `write(path, counters_json)`: the timeline plus the counter points (a JSON list of
+    /// `{"device", "name", "ts_ns", "value"}`) as Chrome trace-event JSON, atomically.
+    fn write(&self, py: Python<'_>, path: std::path::PathBuf, counters_json: &str) -> PyResult<()> {
+        let counters: Vec<io::trace::CounterPoint> = serde_json::from_str(counters_json)
+            .map_err(|e| PyValueError::new_err(format!("not a list of counter points: {e}")))?;
+        py.detach(|| {
+            let mut t = self.inner.clone();
+            t.counters.extend(counters);
+            io::trace::write_chrome_trace(&path, &t)
+        })
+        .map_err(io_err)
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyTimeline>()?;
     m.add_function(wrap_pyfunction!(load_results, m)?)?;
+    m.add_function(wrap_pyfunction!(write_trace, m)?)?;
     m.add_function(wrap_pyfunction!(save_results_json, m)?)?;
     m.add_function(wrap_pyfunction!(write_csv, m)?)?;
     Ok(())

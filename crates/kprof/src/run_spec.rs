@@ -114,6 +114,10 @@ pub struct RunSpec {
     pub attribution: Attribution,
     /// How the kernels of nested ranges count (`kprof run --nvtx-nesting`; default inclusive).
     pub nvtx_nesting: NvtxNesting,
+    /// Each process of a timing launch also writes its timeline (`kprof run --trace`): its kernel
+    /// records and NVTX ranges, kprof-core's `io::trace::Timeline` as JSON, next to its results
+    /// (`kprof-run-<pid>.timeline.json`).
+    pub trace: bool,
 }
 
 /// The counters the counter launch collects.
@@ -236,6 +240,7 @@ impl Default for RunSpec {
             graph_trace: None,
             attribution: Attribution::default(),
             nvtx_nesting: NvtxNesting::default(),
+            trace: false,
         }
     }
 }

@@ -60,14 +60,15 @@ mod gpu;
 pub(crate) mod gpu_rest;
 pub mod graph_start;
 mod l2_flush;
-mod one_pass;
 pub(crate) mod ncu_child;
+mod one_pass;
 mod options;
 mod profiler;
 mod progress;
 mod run;
 mod schedule;
 mod stream_hold;
+mod timeline;
 
 pub use crate::counters::ReplayMode;
 pub use crate::overrides::{L2_FLUSH_BYTES_ENV, L2_FLUSH_ENV};
@@ -187,6 +188,9 @@ pub(crate) struct KernelRun {
     pub demangled: Option<String>,
     pub start_ns: u64,
     pub end_ns: u64,
+    /// The CUDA device and stream it ran on (0 where the backend does not say).
+    pub device: u32,
+    pub stream: u32,
 }
 
 impl KernelRun {

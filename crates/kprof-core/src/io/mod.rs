@@ -7,6 +7,8 @@
 //! - [`write_results_json`] / [`read_results_json`]: a versioned [`ResultFile`] that keeps
 //!   everything (kernel breakdowns, missing baselines, environment) and NaN/±inf exactly.
 //! - [`read_any`]: detects which of the three a file is, for `kprof show`.
+//! - [`trace::write_chrome_trace`]: a [`trace::Timeline`] as Chrome trace-event JSON (Perfetto,
+//!   chrome://tracing).
 //!
 //! Every writer that takes a path writes atomically: the data goes to a temporary file in the
 //! same directory, which is flushed, synced and renamed over the target. The engine can therefore
@@ -23,6 +25,7 @@ mod csvutil;
 mod json;
 mod processed_csv;
 mod raw_csv;
+pub mod trace;
 
 use std::fs::File;
 use std::io::{Read, Write};

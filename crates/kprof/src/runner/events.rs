@@ -239,6 +239,8 @@ impl Backend for EventsBackend {
             let _ = self.driver.event_destroy(end.0);
             let ns = (f64::from(elapsed?) * 1e6).round() as u64;
             collected.by_region.entry(key).or_default().push(KernelRun {
+                device: 0,
+                stream: 0,
                 graph: false,
                 name: EVENTS_KERNEL.to_string(),
                 demangled: None,

@@ -209,6 +209,8 @@ pub(super) fn region_spans(spans: &[Span]) -> Vec<RegionSpan> {
 /// The run loop's view of a kernel record (not demangled yet).
 fn kernel_run(k: KernelRecord) -> KernelRun {
     KernelRun {
+        device: k.device_id,
+        stream: k.stream_id,
         graph: k.graph_id != 0,
         start_ns: k.start_ns,
         end_ns: k.end_ns,

@@ -40,7 +40,12 @@ impl KernelMap {
         }
         let regions: Vec<(String, Vec<KernelRun>)> = spans
             .iter()
-            .map(|s| (s.name.clone(), collected.by_region.get(&s.key).cloned().unwrap_or_default()))
+            .map(|s| {
+                (
+                    s.name.clone(),
+                    collected.by_region.get(&s.key).cloned().unwrap_or_default(),
+                )
+            })
             .collect();
         let outside: Vec<KernelRun> = collected
             .outside
@@ -48,7 +53,11 @@ impl KernelMap {
             .filter(|k| k.start_ns >= window.0 && k.start_ns <= window.1)
             .cloned()
             .collect();
-        let graphs = regions.iter().flat_map(|(_, ks)| ks).chain(&outside).any(|k| k.graph || k.is_untimed());
+        let graphs = regions
+            .iter()
+            .flat_map(|(_, ks)| ks)
+            .chain(&outside)
+            .any(|k| k.graph || k.is_untimed());
         (!graphs).then_some(KernelMap {
             regions,
             outside,
@@ -219,6 +228,8 @@ mod tests {
             demangled: None,
             start_ns,
             end_ns: start_ns + 10,
+            device: 0,
+            stream: 0,
         }
     }
 
@@ -240,7 +251,9 @@ mod tests {
         let spans = vec![span("mul", 7), span("add", 8)];
         let mut collected = Collected::default();
         collected.by_region.insert(7, vec![kernel("mul_k", 100)]);
-        collected.by_region.insert(8, vec![kernel("add_k", 200), kernel("add_k2", 300)]);
+        collected
+            .by_region
+            .insert(8, vec![kernel("add_k", 200), kernel("add_k2", 300)]);
         collected.outside = vec![kernel("randn", 50), kernel("randn", 5_000)];
         (spans, collected)
     }
@@ -249,7 +262,9 @@ mod tests {
     fn a_pass_is_mapped_through_the_warmup_by_region_name() {
         let (spans, collected) = warmup();
         let map = KernelMap::of_warmup(&spans, &collected, (0, 1_000)).expect("eager kernels only");
-        let got = map.collected_for(&[span("mul", 70), span("add", 80)]).expect("same regions");
+        let got = map
+            .collected_for(&[span("mul", 70), span("add", 80)])
+            .expect("same regions");
         assert_eq!(got.by_region[&70][0].name, "mul_k");
         assert_eq!(got.by_region[&80].len(), 2);
         // The kernel outside the warm-up's window is not the run's.
@@ -271,7 +286,9 @@ mod tests {
     #[test]
     fn flush_kernels_count_only_when_the_pass_profiled_them() {
         let (spans, mut collected) = warmup();
-        collected.outside.push(kernel(super::super::l2_flush::L2_FLUSH_KERNEL, 60));
+        collected
+            .outside
+            .push(kernel(super::super::l2_flush::L2_FLUSH_KERNEL, 60));
         let map = KernelMap::of_warmup(&spans, &collected, (0, 1_000)).unwrap();
         let got = map.collected_for(&[span("mul", 1), span("add", 2)]).unwrap();
         assert_eq!(mapped_kernels(&got, map.window(), false), 4);

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use kprof_core::io::trace::Timeline;
 use kprof_core::kernels::MANGLED_KERNEL_COLUMN;
 use kprof_core::model::{Config, DeviceInfo, ExtraValue, KernelSample, RawResults, Sample, SeriesKey, DEFAULT_METRIC};
 use kprof_core::policy::Decision;
@@ -19,7 +20,7 @@ use super::{
     closure_error, invalid_option, model_error, raw_csv_path, record_durations, write_raw, Backend, BenchOptions,
     CacheControl, Collected, DurationSource, FlushPolicy, Progress, Run, Scheduler, Span, Step, DEFAULT_UNIT,
 };
-use super::{counter_pass, events, gpu, gpu_rest, one_pass, progress};
+use super::{counter_pass, events, gpu, gpu_rest, one_pass, progress, timeline};
 use crate::choices::TraceOptions;
 use crate::conditions::runtime::ProfilerConditions;
 use crate::error::EngineError;
@@ -124,6 +125,8 @@ pub struct Profiler {
     /// The current bench call's closure asked whether it runs in a counter pass: it times
     /// itself, so its recorded runs keep their timing pass (`one_pass`).
     pub(super) closure_asked_counter_pass: bool,
+    /// The last bench call's timeline (kernel records and regions; not with CUDA events).
+    pub(super) timeline: Timeline,
 }
 
 /// The metric of [`Profiler::with_cuda_events`]: GPU time between two CUDA events around a
@@ -235,6 +238,7 @@ impl Profiler {
             counter_capacity: counter_pass::FIRST_CAPACITY,
             warned_graphs_under_cupti: false,
             closure_asked_counter_pass: false,
+            timeline: Timeline::default(),
         }
     }
 
@@ -315,6 +319,13 @@ impl Profiler {
         &self.extras
     }
 
+    /// The timeline of the last bench call's recorded runs, taken out of the profiler: every
+    /// kernel record on its device and stream, every region on its thread, on CUPTI's clock
+    /// (`kprof_core::io::trace::write_chrome_trace` writes it). Empty with CUDA events.
+    pub fn take_timeline(&mut self) -> Timeline {
+        std::mem::take(&mut self.timeline)
+    }
+
     /// Warnings of all bench calls so far (e.g. a region that launched no kernel in a run).
     pub fn warnings(&self) -> &[String] {
         &self.warnings
@@ -371,6 +382,7 @@ impl Profiler {
             // An ncu child runs only its selected benchmark (runner/ncu_child.rs).
             return Ok(RawResults::new());
         }
+        self.timeline = Timeline::default();
         // The environment's overrides of the options, read once per bench call.
         let resolved = opts.with_env_overrides()?;
         let opts = &resolved;
@@ -565,11 +577,9 @@ impl Profiler {
                 sw.two_passes[step.config] = true;
             }
             let counters = match (&mut sw.counters, step.warmup, &failure) {
-                (Some(st), false, None) => {
-                    Some(self.without_kernel_records(st.kernel_records, |me| {
-                        me.counter_run(st, at, f, (spans.len(), graph_launches), window)
-                    })?)
-                }
+                (Some(st), false, None) => Some(self.without_kernel_records(st.kernel_records, |me| {
+                    me.counter_run(st, at, f, (spans.len(), graph_launches), window)
+                })?),
                 _ => None,
             };
             if counters.is_some() && opts.cache == CacheControl::None {
@@ -843,6 +853,12 @@ impl Profiler {
                 None => one_pass::KernelMap::of_warmup(&spans, collected, window),
                 Some(_) => None,
             };
+            let may_take_one_pass =
+                self.duration_source == "counters" && opts.one_pass && opts.cache == CacheControl::All;
+            if self.metric != CUDA_EVENTS_METRIC && may_take_one_pass && sw.kernel_maps[step.config].is_some() {
+                let label = format!("{config} (warm-up)");
+                timeline::append(&mut self.timeline, &label, step.run, &spans, collected);
+            }
             if let Some(e) = failure {
                 if !opts.ignore_failures {
                     return Err(e);
@@ -858,6 +874,12 @@ impl Profiler {
             if !sw.known_regions.contains(&s.name) {
                 sw.known_regions.push(s.name.clone());
             }
+        }
+        if self.metric != CUDA_EVENTS_METRIC {
+            // A run in one pass has no kernel records: its regions only (its configuration's
+            // warm-up run, whose records the map holds, is in the timeline with its kernels).
+            let records = if one_pass { &Collected::default() } else { collected };
+            timeline::append(&mut self.timeline, &config.to_string(), step.run, &spans, records);
         }
         let raw = &mut sw.raw;
         if let Some(e) = failure {

@@ -78,6 +78,8 @@ impl Mock {
         self.launched.fetch_add(1, Ordering::SeqCst);
         let t = self.clock.fetch_add(dur + 10, Ordering::SeqCst);
         self.run_kernel(KernelRun {
+            device: 0,
+            stream: 0,
             graph: false,
             name: name.to_string(),
             demangled: Some(format!("{name}()")),
@@ -90,6 +92,8 @@ impl Mock {
     fn launch_graph(&self, name: &str, dur: u64) {
         let t = self.clock.fetch_add(dur + 10, Ordering::SeqCst);
         self.run_kernel(KernelRun {
+            device: 0,
+            stream: 0,
             graph: true,
             name: name.to_string(),
             demangled: None,
@@ -101,6 +105,8 @@ impl Mock {
     /// A kernel record without timestamps, as serial tracing gives a CUDA-graph node.
     fn launch_untimed(&self, name: &str) {
         self.run_kernel(KernelRun {
+            device: 0,
+            stream: 0,
             graph: false,
             name: name.to_string(),
             demangled: None,
@@ -762,6 +768,8 @@ fn adaptive_stopping_ends_stable_configs_early() {
 #[test]
 fn ignore_list_matches_mangled_and_demangled_names() {
     let k = KernelRun {
+        device: 0,
+        stream: 0,
         graph: false,
         name: "_Z5scalePfPKffi".into(),
         demangled: None,
@@ -773,6 +781,8 @@ fn ignore_list_matches_mangled_and_demangled_names() {
     assert!(kernel_matches(&k, "scale"));
     assert!(!kernel_matches(&k, "scal"));
     let plain = KernelRun {
+        device: 0,
+        stream: 0,
         graph: false,
         name: "copyk".into(),
         demangled: None,
@@ -801,4 +811,45 @@ fn raw_csv_paths() {
         raw_csv_path(Path::new("/nonexistent/run1_"), "mm"),
         PathBuf::from("/nonexistent/run1_mm-raw.csv")
     );
+}
+
+/// The last bench call's timeline: every recorded run's regions and their kernels (warm-ups
+/// left out), on the backend's clock, each kernel inside its region; a new bench call starts a
+/// new timeline.
+#[test]
+fn the_timeline_holds_each_recorded_runs_regions_and_kernels() {
+    let mock = Arc::new(Mock::default());
+    let mut prof = profiler(&mock);
+    let m = mock.clone();
+    prof.bench("t", &configs(2), &runs_and_warmup(3, 1), |_, run| {
+        run.annotate("outer", |run| {
+            m.launch("k1", 5);
+            run.annotate("inner", |_| m.launch("k2", 7))
+        })??;
+        Ok(())
+    })
+    .unwrap();
+    let t = prof.take_timeline();
+    assert_eq!(t.regions.len(), 2 * 3 * 2, "{t:?}");
+    // Inclusive nesting: outer has k1 and k2, inner k2.
+    assert_eq!(t.kernels.len(), 2 * 3 * 3, "{t:?}");
+    for k in &t.kernels {
+        let r = t
+            .regions
+            .iter()
+            .find(|r| r.name == k.region && r.config == k.config && r.run == k.run)
+            .unwrap();
+        assert!(r.start_ns <= k.start_ns && k.end_ns <= r.end_ns, "{k:?} outside {r:?}");
+    }
+    let configs_seen: std::collections::BTreeSet<&str> = t.regions.iter().map(|r| r.config.as_str()).collect();
+    assert_eq!(configs_seen.len(), 2);
+    assert!(t.regions.iter().all(|r| r.run < 3));
+    assert!(prof.take_timeline().regions.is_empty(), "taken");
+    let m = mock.clone();
+    prof.bench("u", &[], &runs_and_warmup(1, 0), |_, run| {
+        run.annotate("r", |_| m.launch("k", 5))?;
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(prof.take_timeline().kernels.len(), 1);
 }

@@ -76,6 +76,8 @@ impl Mock {
         self.running.lock().unwrap().push((
             ext,
             KernelRun {
+                device: 0,
+                stream: 0,
                 graph: true,
                 name: "cuda-graph:1".into(),
                 demangled: None,
@@ -110,6 +112,8 @@ impl Mock {
         self.running.lock().unwrap().push((
             ext,
             KernelRun {
+                device: 0,
+                stream: 0,
                 graph: false,
                 name: name.into(),
                 demangled: None,
@@ -198,7 +202,10 @@ impl Backend for Mock {
     }
     fn stop_before_each_kernel(&self) -> PassLaunches {
         let launches = self.pass_log.lock().unwrap().take().unwrap_or_default();
-        PassLaunches { launches, failure: None }
+        PassLaunches {
+            launches,
+            failure: None,
+        }
     }
 }
 
@@ -767,6 +774,8 @@ fn user_replay_refuses_nested_regions() {
 #[test]
 fn kernel_order_dedups_nested_kernels_and_orders_by_start() {
     let k = |n: &str, s: u64| KernelRun {
+        device: 0,
+        stream: 0,
         graph: false,
         name: n.into(),
         demangled: None,
