@@ -550,6 +550,9 @@ impl Profiler {
                 one_pass: false,
             };
             if let Some(run) = self.one_pass_step(sw, at, f)? {
+                if matches!(run.counters, counter_pass::CounterRun::Failed(_)) {
+                    crate::cancel::check()?;
+                }
                 sw.pending_recorded[step.config] += 1;
                 let started = *sw.batch_start.get_or_insert(t0);
                 sw.pending.push(PendingRun {
@@ -561,6 +564,7 @@ impl Profiler {
                     window: (0, 0),
                     own_kernels: Some(run.kernels),
                 });
+                crate::cancel::check()?;
                 if sw.pending.len() >= max_runs || started.elapsed() >= self.flush_policy.max_time {
                     self.flush_batch(sw, None)?;
                 }
