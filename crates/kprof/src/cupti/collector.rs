@@ -67,7 +67,7 @@ pub(crate) fn switch_kind(c: &Cupti, kind: u32, on: bool) -> u32 {
 
 /// Which CUPTI activity kind records kernels.
 ///
-/// Measured on the H200 (CUPTI 13.0, driver 580; issue 17, `scripts/gpu-check-truth.sh`):
+/// Measured on the H200 (CUPTI 13.0, driver 580; the GPU checks' truth table):
 /// - `KERNEL` (serial) cannot time CUDA graphs: node records come without timestamps and the
 ///   GRAPH_TRACE record of a launch spans about one node (1.25 us for a 60-node graph that runs
 ///   200 us); it also stretched the graph's own run by 9 % (CUDA events in the program: 218.7 vs
@@ -609,7 +609,7 @@ impl ActivitySession {
         Ok(())
     }
 
-    /// Runs `flush` before every kernel launched from now on (an L2 flush, or since session 22 a
+    /// Runs `flush` before every kernel launched from now on (an L2 flush, or a
     /// wait for the previous kernel and the GPU's rest: `runner::BeforeEachKernel`), until
     /// [`ActivitySession::stop_flushing_before_kernels`] ([`kernel_flush`]): enables the launch and
     /// stream-capture callbacks of the driver and runtime APIs. Fails when this CUPTI has no

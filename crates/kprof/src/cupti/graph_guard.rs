@@ -3,7 +3,7 @@
 //! session runs with graph trace switched off, so its nodes come as kernel records and its span
 //! is merged from them ([`crate::attribution::work_items`]).
 //!
-//! Why (measured on the H200, CUPTI 13.0, issue 17; `docs/timing.md`): graph records time a graph
+//! Why (measured on the H200, CUPTI 13.0; `docs/timing.md`): graph records time a graph
 //! as CUDA events around its replay do without a profiler (60 kernels: 198.6 vs 202.2 us; the C++
 //! program under `kprof run`: 198.4 vs 200.6 us), where node records make every node run
 //! instrumented (214.8 us); but with concurrent kernel records on, **replaying a graph that was
@@ -20,7 +20,7 @@
 //! benchmarks it is switched back on at the exit of that launch; during a benchmark it stays off
 //! ([`TraceSwitch`]) until a launch of an executable of the session (with no older one in flight),
 //! the next flush of the records or the benchmark's end switches it back on: a loop of such
-//! launches switches once, not twice per launch (session 24 measured 14.4 us of host time per
+//! launches switches once, not twice per launch (14.4 us were measured of host time per
 //! torch `g.replay()` of a pre-session graph switched at every launch, 7.75 us for a graph of the
 //! session). An executable instantiated while graph trace is off is treated as one from before
 //! the session (launching it with graph trace on could crash as they do).
@@ -136,7 +136,7 @@ impl Guard {
 static GUARD: Mutex<Option<Guard>> = Mutex::new(None);
 /// Graph executables the guard saw instantiated and not yet destroyed. One instantiated while
 /// CUPTI is attached fails (`CUDA_ERROR_LAUNCH_FAILED`) when launched after `cuptiFinalize` (torch
-/// graphs captured during a benchmark, on the H200, CUPTI 13.0, session 16), so kprof does not
+/// graphs captured during a benchmark, on the H200, CUPTI 13.0), so kprof does not
 /// detach CUPTI while any is alive.
 static LIVE_UNDER_CUPTI: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
 /// Whether graph executables may have been instantiated while kprof had CUPTI attached without
@@ -146,7 +146,7 @@ static UNSEEN_UNDER_CUPTI: AtomicBool = AtomicBool::new(false);
 static ARMED: AtomicBool = AtomicBool::new(false);
 /// Graph launches seen by the callbacks of any session, to size counter passes: a Range Profiler
 /// pass in application replay whose graph launches overflow its counter-data image crashes the
-/// process inside CUPTI 13.0 (H200, session 25: 130 replays of a one-node graph in a region with
+/// process inside CUPTI 13.0 (H200: 130 replays of a one-node graph in a region with
 /// an image of 64 ranges), where eager kernels are dropped and counted.
 static GRAPH_LAUNCHES_SEEN: AtomicU64 = AtomicU64::new(0);
 /// Successful `cuptiRangeProfilerEnable` calls in this process ([`note_range_profiler_enabled`]).
@@ -157,7 +157,7 @@ static LAUNCHES_BEFORE_COUNTERS: AtomicU64 = AtomicU64::new(0);
 
 /// Counts a Range Profiler session enabled (`counters::range` calls it): CUDA graphs instantiated
 /// before the latest enable run faster than in a process without a profiler once it is on (H200,
-/// session 25: a graph of 200 one-block kernels 168.8 µs by CUDA events against 205.0 before the
+/// a graph of 200 one-block kernels 168.8 µs by CUDA events against 205.0 before the
 /// enable and 203-210 without a profiler; 20 replays of a ten-kernel graph after an enable anew
 /// 456 against 494 µs), so launches of such graphs are counted
 /// ([`launches_instantiated_before_counters`]).

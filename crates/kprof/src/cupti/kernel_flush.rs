@@ -1,7 +1,7 @@
 //! A cold cache before every kernel of a counter pass, as Nsight Compute's `--cache-control all`
 //! gives every kernel it profiles.
 //!
-//! Why (measured on the H200, session 17, `scripts/gpu_check_unseen.py`): with the L2 emptied
+//! Why (measured on the H200 with the GPU checks' unseen workloads): with the L2 emptied
 //! once per region, the kernels after a region's first find their inputs in the L2 (the previous
 //! kernel's output), where ncu flushes before each one: ten elementwise kernels on 4M floats in
 //! one region read 77.5 µs against ncu's 96.2 µs (-19 %) in default settings. Nsight-python,

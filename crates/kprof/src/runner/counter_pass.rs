@@ -1,4 +1,4 @@
-//! Hardware counter metrics in the run loop (CUPTI Range Profiler; issue 5).
+//! Hardware counter metrics in the run loop (CUPTI Range Profiler).
 //!
 //! When [`BenchOptions::metrics`] names counter metrics (any ncu/Perfworks name other than
 //! `gpu__time_duration.sum` from the activity records), [`Profiler::bench`]:
@@ -127,7 +127,7 @@ impl CounterPlan {
     /// count of the Range Profiler session that was opened for it: what [`CounterPlan::new`]
     /// gives for that metric (a test checks it on GH100) without the host catalog (about 0.03 s
     /// of the 0.11 s the seed sweep's first benchmark spent planning on the H200; the rest is
-    /// CUPTI's profiler initialisation, session 14).
+    /// CUPTI's profiler initialisation).
     pub fn for_durations(chip: &str, passes: usize, mode: ReplayMode) -> Self {
         CounterPlan {
             chip: chip.to_string(),
@@ -329,7 +329,7 @@ impl CounterBackend for GpuCounters {
 
     /// Called when a profiler ends and before kprof starts Nsight Compute ([`release_counters`]),
     /// not after every benchmark: opening a session costs about 0.4 s on the H200 (host object,
-    /// configuration image, profiler initialization; `truth_check`, call 17 of issue 17), which a
+    /// configuration image, profiler initialization; `truth_check`), which a
     /// sweep of several benchmarks paid each time.
     fn pause(&self) {
         if let Some(Session(rp)) = self.session.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
@@ -446,7 +446,7 @@ const MAX_CAPACITY: usize = 1 << 16;
 /// benchmark's kernel capacity, grown ×4 when a pass overflows it, or with graph launches the
 /// ranges the timing pass's kernels will take if more) plus one range per CUDA graph launch of
 /// the run's timing pass. Graph launches take ranges too, and a pass whose graph
-/// launches overflow the image crashes the process inside CUPTI 13.0 (H200, session 25: 130
+/// launches overflow the image crashes the process inside CUPTI 13.0 (H200: 130
 /// replays of a one-node graph in one region against an image of 64 ranges; 64 held), where
 /// overflowing eager kernels are dropped and seen in the spare range. `None` past
 /// [`MAX_CAPACITY`].
@@ -780,7 +780,7 @@ impl Profiler {
                 }
                 if !app && graph_launches > 0 {
                     // Any graph launch in a kernel-replay pass crashed the process inside CUPTI
-                    // 13.0 (H200, session 25; one replay of a one-node graph among five adds).
+                    // 13.0 (H200; one replay of a one-node graph among five adds).
                     return Ok(CounterRun::Failed(format!(
                         "the run launched {graph_launches} CUDA graph(s), which CUPTI's kernel replay cannot profile \
                          (it crashed the process with CUPTI 13.0): use replay_mode=\"application\" (the \

@@ -113,7 +113,7 @@ const DETACH_FROM_CUPTI_API: u32 = 130_000;
 /// subscriber is attached (even one with nothing enabled, and after it unsubscribed) the driver
 /// runs CUDA graphs slower: on the H200 a graph captured from two streams took 172 µs by CUDA
 /// events before and 191-200 µs after, a one-stream graph of 60 kernels 201 vs 213-226 µs, until
-/// `cuptiFinalize` (session 16, `truth_check cuptistates`). So when a profiler ends, the user's
+/// `cuptiFinalize` (`truth_check cuptistates`). So when a profiler ends, the user's
 /// later GPU work runs as without a profiler. `Ok(false)`: left attached (in use, graphs
 /// instantiated under it, or an older CUPTI).
 ///

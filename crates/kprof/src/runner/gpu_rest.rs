@@ -1,6 +1,6 @@
 //! Idle GPU time after long GPU work, as the pace of Nsight Compute gives the kernels it profiles.
 //!
-//! Why (measured on the H200, session 21, `scripts/gpu_check_power.py`, recordings in
+//! Why (measured on the H200, `gpu_check_power.py`, recordings in
 //! `tests/fixtures/h200-power-cap-and-long-kernels/`): a bf16 matmul 16384 takes 10.8 ms while
 //! the GPU has been working for less than about 55 ms; under longer back-to-back load the power
 //! cap slows it to 12.5-12.6 ms (NVML's `SwPowerCap` reason), and kprof's runs (a timing pass and
@@ -13,7 +13,7 @@
 //! 0.4 s after the load ends. Nor can its instantaneous power field (`NVML_FI_DEV_POWER_INSTANT`),
 //! which also takes a new value every 100 ms, and work that never slowed drew up to 93 % of the
 //! 700 W limit (fp32 matmuls 4096 and 8192 back to back, 638-649 W): no share of the limit
-//! separates work that needs the rests from work that does not (session 24,
+//! separates work that needs the rests from work that does not (
 //! `gpu_check_power.py instant`).
 //!
 //! The rule: the run loop adds up the GPU work since the GPU last rested (each piece from its
@@ -24,7 +24,7 @@
 //! synchronization after its kernels, not CUPTI's decoding of it on the host, the re-warming run
 //! of a warm cache), and in a counter pass with a cold cache so is every kernel
 //! (the L2 flush before the next kernel synchronizes, so the rest comes after the flush, which
-//! idle time does not undo: session 19); with a warm cache, every kernel of a counter pass whose
+//! idle time does not undo); with a warm cache, every kernel of a counter pass whose
 //! timing pass took 10 ms or more (a synchronization before each kernel, then the rest, nothing
 //! flushed: [`Pace::counter_pass_rests_between_kernels`]). Warm-up runs wait for a rest earned
 //! but count for nothing (their host time is mostly first-call set-up: counted as work, it made
@@ -60,9 +60,9 @@ pub const MAX_REST: Duration = Duration::from_millis(100);
 /// sampler's interpolation reads a 258 ms pass with 100 ms of idle beside it 12 % low, a 120 ms
 /// one with as much idle 30 % low, for the worst phase of the counter (within 3 % back to back;
 /// `tests/all/conditions_background.rs`). Twice the counter's period, and judged after a rest,
-/// because a run's own slowing counts toward it: at 100 ms (session 21), judged on any pass,
+/// because a run's own slowing counts toward it: at 100 ms, judged on any pass,
 /// eight 11 ms matmuls in a region (88 ms rested) that the power cap had slowed to 103 ms earned
-/// no rest and stayed slowed (+17 %, session 22), as did sixteen (176 ms rested, 206 slowed) at
+/// no rest and stayed slowed (+17 %), as did sixteen (176 ms rested, 206 slowed) at
 /// 200 ms judged on any pass.
 pub const LONG_WORK: Duration = Duration::from_millis(200);
 
@@ -147,7 +147,7 @@ impl Pace {
     /// could not say). No run is long from then until the next warm-up run: it rests, or its
     /// counter pass, run back to back, would read the capped speed where ncu's pace does not
     /// (twelve fp32 matmuls 8192 per region at the 700 W cap read +0.7 to +5.8 % back to back,
-    /// session 22).
+    /// the H200).
     pub fn timing_pass_done(&mut self, now: Instant, slowed: bool) {
         self.last_timing_pass = self
             .busy_since
@@ -162,7 +162,7 @@ impl Pace {
     /// kernel and rest between kernels even with a warm cache (where no flush synchronizes
     /// before each kernel): its timing pass took [`REST_AFTER`] or more, so the pass's kernels
     /// back to back would reach the power cap where ncu's pace does not (eight 11 ms bf16 matmuls
-    /// in one warm region read 5-7 % above ncu without it, session 21), and less than
+    /// in one warm region read 5-7 % above ncu without it), and less than
     /// [`LONG_WORK`] (a longer run earns no rest once judged long).
     pub fn counter_pass_rests_between_kernels(&self) -> bool {
         !self.long_run && self.last_timing_pass >= REST_AFTER

@@ -1,7 +1,7 @@
 //! The GPU's start overhead of a CUDA graph launch, measured once per process on kprof's own
 //! graph, and added to the span of every graph launch timed from its graph record.
 //!
-//! Why (measured on the H200, session 24, `scripts/gpu_check_unseen.py` set 5): a graph record
+//! Why (measured on the H200 with the GPU checks' fifth set of unseen workloads): a graph record
 //! spans a launch from its first node's start to its last node's end, while CUDA events around
 //! the replay also count the few µs the GPU takes to start the graph (and to finish it before the
 //! next work of the stream). A Triton kernel's graph read 49.22 µs against 51.06 µs by events

@@ -19,13 +19,13 @@
 //! With `read` and `discard` the flush first runs a kernel whose code is larger than an SM's
 //! instruction caches (`kprof_l2_flush_instructions`, on every SM), so that the measured kernel
 //! fetches its code from memory again, as after ncu's `--cache-control all`. Measured on the H200
-//! (session 12, `truth_check mmicache`): after the L2 read flush alone a cuBLAS sgemm 1024 read
+//! (`truth_check mmicache`): after the L2 read flush alone a cuBLAS sgemm 1024 read
 //! 61.1 µs and 8,388,736 bytes from DRAM; with the instruction flush before it 62.1 µs and
-//! 8,458,880 bytes, as ncu reads it (61.95 µs; 8.460 MB for torch's matmul 1024 in session 11):
+//! 8,458,880 bytes, as ncu reads it (61.95 µs; 8.460 MB for torch's matmul 1024 on the H200):
 //! the 70 KB are the kernel's code. `write` (Triton's and NVBench's flush) leaves the instruction
-//! caches as they are. Its cost on the H200 (4096 steps, session 13): 98 µs of GPU time per cold
+//! caches as they are. Its cost on the H200 (4096 steps): 98 µs of GPU time per cold
 //! flush, and 0.70 s to JIT its PTX the first time on a machine (the driver caches the result,
-//! `~/.nv/ComputeCache`); 8192 steps (session 12) cost twice that and emptied no more.
+//! `~/.nv/ComputeCache`); 8192 steps cost twice that and emptied no more.
 //!
 //! When the driver cannot load the read kernel, the buffer is written (memset) and a note is
 //! printed once; `discard` on a GPU that cannot load its kernel is an error.
@@ -196,7 +196,7 @@ impl L2Flusher {
 }
 
 /// Blocks of 128 threads of the instruction flush: several per SM on any GPU (each block runs
-/// the whole code once; 98 µs on the H200's 132 SMs, session 13).
+/// the whole code once; 98 µs on the H200's 132 SMs).
 const INSTRUCTION_FLUSH_BLOCKS: u32 = 1024;
 
 /// Launches `kernel(buffer, buffer bytes / step)` on 1024 blocks of 256 threads.

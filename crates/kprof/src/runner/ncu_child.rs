@@ -154,7 +154,7 @@ impl super::Backend for ChildBackend {
         0
     }
     fn encode_key(&self, _call: u64, config: u64, run: u64, region: u64) -> Result<u64, EngineError> {
-        // One benchmark call per child: every range carries call 0, which the parent maps back.
+        // One benchmark call per child: every range carries benchmark call number 0, which the parent maps back.
         let c = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
         encode_region_key(0, c(config), c(run), c(region))
     }

@@ -31,7 +31,7 @@ pub enum RunOrder {
 
 /// Where the durations of [`DEFAULT_METRIC`](kprof_core::model::DEFAULT_METRIC) (`gpu__time_duration.sum`) come from.
 ///
-/// What a duration means in kprof (issue 17): **an eager kernel's duration is Nsight Compute's
+/// What a duration means in kprof: **an eager kernel's duration is Nsight Compute's
 /// `gpu__time_duration`** (what nsight-python reports), and **a CUDA graph launch counts as the
 /// graph's GPU span** (first node's start to last node's end, as CUDA events around the replay
 /// see it), never one node's time. A region's value combines its kernels and graph launches

@@ -617,10 +617,10 @@ impl Profiler {
     /// [`DurationSource::Auto`], decided before the first recorded run: when the warm-up runs
     /// launched CUDA graphs instantiated before the CUPTI session (their spans merged from node
     /// records, which a counter pass corrupts on CUPTI 13.0:
-    /// `tests/fixtures/h200-short-kernel-and-graph-durations/call7..8`),
+    /// the short-kernel and graph recordings),
     /// the call takes its durations from the records, with a warning, without touching the Range
     /// Profiler (node records of a torch graph of 60 kernels read 139.2 us in a process that never
-    /// enabled it, 128.0-128.1 us once it had been, CUDA events 135.7 us: calls 19 and 22);
+    /// enabled it, 128.0-128.1 us once it had been, CUDA events 135.7 us);
     /// otherwise the counters when they can be used ([`Profiler::counters_prepare`]).
     fn resolve_auto(&mut self, sw: &mut Sweep<'_>) -> Result<(), EngineError> {
         if !std::mem::take(&mut sw.auto_pending) {

@@ -752,7 +752,7 @@ fn adaptive_stopping_ends_stable_configs_early() {
         .unwrap();
     assert_eq!(values(&raw, "k", 0).len(), 3);
     assert_eq!(values(&raw, "k", 1).len(), 20);
-    // Issue 18 item 17: the progress total follows the policy: 2 x 20 at first, then 3 + 20
+    // The progress total follows the policy: 2 x 20 at first, then 3 + 20
     // once config 0 stopped; one report per recorded run, never done > total.
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len(), 23);

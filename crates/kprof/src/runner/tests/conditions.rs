@@ -1,4 +1,4 @@
-//! Run conditions in the run loop (issue 7): thermal guard, background sampler, info collectors,
+//! Run conditions in the run loop: thermal guard, background sampler, info collectors,
 //! environment fingerprint.
 
 use super::*;

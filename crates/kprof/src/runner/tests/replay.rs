@@ -221,7 +221,7 @@ fn replaying_the_h200_gpu_check_rewrites_its_raw_csvs() {
                 Ok(())
             })
             .unwrap();
-        // The recordings predate the DurationSource column (added for issue 17): compare
+        // The recordings predate the DurationSource column (added later): compare
         // without it.
         let now = without_column(
             &std::fs::read_to_string(raw_csv_path(out.path(), name)).unwrap(),

@@ -292,7 +292,7 @@ fn a_counter_pass_has_room_for_every_graph_launch_of_its_timing_pass() {
 
 #[test]
 fn kernel_replay_leaves_runs_with_graph_launches_to_the_records() {
-    // Any graph launch in a kernel-replay pass crashed CUPTI 13.0 (H200, session 25): auto takes
+    // Any graph launch in a kernel-replay pass crashed CUPTI 13.0 (H200): auto takes
     // the records with one warning and runs no counter pass; counters asked for fail the run with
     // a message that names application replay.
     let (mock, mut p) = graph_records_mock();
@@ -326,7 +326,7 @@ fn kernel_replay_leaves_runs_with_graph_launches_to_the_records() {
 #[test]
 fn a_benchmark_replaying_graphs_instantiated_before_the_counter_session_says_so() {
     // Such graphs ran faster than without a profiler once the Range Profiler was on (H200,
-    // session 25): one warning for the benchmark that replayed them, none for the next.
+    // the H200): one warning for the benchmark that replayed them, none for the next.
     let (mock, mut p) = graph_records_mock();
     let m = mock.clone();
     let o = auto_opts(ReplayMode::Application);
