@@ -160,42 +160,6 @@ def trace() -> None:
     emit(part="trace", **out)
 
 
-def small(n_configs: int = 200, source: str | None = None) -> None:
-    """A sweep of small kernels (``n_configs`` configurations x 5 runs x 2 regions), default or
-    with ``duration_source=source``, and the same loop without a profiler first: samples per
-    second and the counter cost's delta."""
-    x = torch.ones(1 << 16, device="cuda")
-    y = torch.ones(1 << 16, device="cuda")
-    t0 = time.perf_counter()
-    for _ in range(n_configs):
-        for _ in range(6):
-            x.mul_(1.0001)
-            y.add_(1.0)
-            torch.cuda.synchronize()
-    plain_s = time.perf_counter() - t0
-    import kprof
-
-    extra = {"duration_source": source} if source else {}
-
-    @kprof.analyze.kernel(configs=[(i,) for i in range(n_configs)], runs=5, thermal_mode="off", verbosity=0, **extra)
-    def many(i: int) -> None:
-        with kprof.annotate("mul"):
-            x.mul_(1.0001)
-        with kprof.annotate("add"):
-            y.add_(1.0)
-
-    c0 = cost()
-    t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = many()
-    wall = time.perf_counter() - t0
-    df = res.to_dataframe()
-    emit(part="small", source=source or "auto", one_pass=os.environ.get("KPROF_ONE_PASS", "on"), configs=n_configs, plain_s=round(plain_s, 4), wall_s=round(wall, 4),
-         samples=n_configs * 5 * 2, samples_per_s=round(n_configs * 5 * 2 / wall, 1),
-         median_avg_ns=float(df["AvgValue"].median()), cost=delta(cost(), c0))
-
-
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "split"
     if what == "split":
@@ -204,7 +168,5 @@ if __name__ == "__main__":
         plain()
     elif what == "trace":
         trace()
-    elif what == "small":
-        small(int(sys.argv[2]) if len(sys.argv) > 2 else 200, sys.argv[3] if len(sys.argv) > 3 else None)
     else:
         sys.exit(f"unknown part {what!r}: split, plain or trace")
