@@ -1,74 +1,14 @@
-//! Hardware counter metrics in the run loop (CUPTI Range Profiler).
+//! The counter pass of a recorded run: counter metrics, and durations from the counters
+//! (`duration_source` "auto" or "counters"), collected with CUPTI's Range Profiler.
 //!
-//! When [`BenchOptions::metrics`] names counter metrics (any ncu/Perfworks name other than
-//! `gpu__time_duration.sum` from the activity records), [`Profiler::bench`]:
-//!
-//! 1. **validates them on the host before any GPU work**: the chip comes from the device
-//!    (`cuptiDeviceGetChipName`), the names are checked with the Profiler Host API
-//!    ([`MetricsCatalog::validate`]: unknown names give the closest valid ones; device-level metrics
-//!    mixed with context-level ones are explained) and the replay pass count is computed
-//!    ([`Profiler::counter_plan`], and one line in [`Profiler::warnings`]).
-//! 2. **collects them in a separate counter pass of every recorded run**, right after the run's
-//!    timing pass (the Range Profiler API does not take the CUPTI subscriber slot, but kernel
-//!    replay saves, restores and re-launches kernels, which would disturb the timing, so timing
-//!    and counters never share a pass). The closure runs again for the counter pass: **it must be
-//!    repeatable** (same launches in the same order, inputs it does not destroy). Warm-up runs get
-//!    no counter pass. The activity records of kernels are **off during counter passes**
-//!    (`counter_pass_records`, or `KPROF_COUNTER_PASS_RECORDS=on`, keeps them): measured on the H200 in application replay,
-//!    CUPTI's kernel records lengthen every kernel by about 0.9 us of elapsed time as the counters
-//!    see it (softmax 8192x1024: 19.0 vs 18.2 us, 37.2k vs 35.5k GPC cycles; x * 2 and an fp16
-//!    matmul the same 0.9 us), which lowered the rates of an 18 us kernel by 1.5-3.7 points
-//!    against ncu; without them the counter pass agrees with ncu's application replay.
-//!    * [`ReplayMode::Kernel`] (default): AutoRange + KernelReplay, the closure runs once and CUPTI
-//!      replays each kernel once per pass (saving and restoring memory itself). One value per
-//!      kernel. The i-th profiled kernel of the counter pass is the i-th kernel (by GPU start
-//!      time) of the run's timing pass: the kernels the activity records attributed to its regions
-//!      plus its kernels outside every region (those that started inside the run's time window,
-//!      e.g. input set-up). Each region's kernels are then combined with
-//!      [`BenchOptions::combine`], with the per-kernel breakdown kept. When the counts differ (a
-//!      closure that does not repeat its launches) the run's counter values are NaN with a
-//!      warning. With a cold cache the L2 is flushed once before the counter pass; **CUPTI 13.0 cannot flush between its own
-//!      kernel-replay passes**, so a kernel's later passes see the L2 its previous pass left (and
-//!      DRAM writes can include dirty lines of the kernel before it). With a warm cache the closure
-//!      runs once more, unrecorded, after the counter pass, so the next timing run sees the L2 a
-//!      plain run of the closure leaves, not the one replay leaves.
-//!    * [`ReplayMode::Application`] (`replay_mode="application"`): AutoRange + UserReplay, one
-//!      value per kernel mapped and combined as in kernel replay, but the engine re-runs the
-//!      closure once per pass (as ncu's application replay re-runs the program) and, with a cold
-//!      cache, flushes the L2 before **every kernel** the closure launches, as ncu's cache control
-//!      does ([`crate::cupti::kernel_flush`]: from CUPTI's launch callbacks; the flush kernels'
-//!      ranges are told from the user's by the pass's launch log and dropped). Every pass of every
-//!      kernel then starts from a cold L2: the mode to use when counters depend on the L2 (DRAM
-//!      bytes written, DRAM throughput, inputs that fit in the L2). A backend without launch
-//!      callbacks flushes before every pass and top-level region instead, as the timing pass does
-//!      (its flush kernels' ranges matched to the timing pass's and dropped).
-//!    * [`ReplayMode::User`] (`replay_mode="range"` in Python): UserRange + UserReplay, every
-//!      region is a named range, and the engine re-runs the closure once per pass until CUPTI has
-//!      all passes (8 for a typical 3-metric set on the H200). One value per region. Counts
-//!      (bytes, instructions) are the region's; rates (`*.pct_of_peak_sustained_elapsed`,
-//!      `*.per_second`) are over the range's elapsed time, from the push to the pop, idle time
-//!      included (on the H200: torch `x * 2` on 256 MB gives DRAM 53% of peak in a range vs 85%
-//!      per kernel; a spin kernel launched just *before* the push lowered the rates further, so the
-//!      range does not wait for earlier work in stream order and its idle time cannot be hidden):
-//!      use kernel or application replay for rates. With a cold cache the L2 is flushed before
-//!      every pass. Regions cannot nest in this mode.
-//! 3. records every counter metric as its own series (unit from the host API in ncu's base
-//!    spelling, e.g. `byte`, `%`, `ns`: [`crate::counters::ncu_unit`]), with the same keys (benchmark, region, config, run) as the timing samples, in the
-//!    same [`RawResults`].
-//!
-//! The counter-data image is sized from the run (kernels of the previous counter pass in kernel
-//! replay, starting at 64, or at the largest image an earlier benchmark of the profiler needed,
-//! and growing ×4 on overflow; the run's regions in user replay). Nothing
-//! is silently dropped: an overflow is detected by a spare range slot and either re-collected with
-//! a larger image (kernel replay) or returned as [`CountersError::DroppedRanges`].
-//!
-//! One Range Profiler session (config image, `cuptiRangeProfilerEnable`) is kept for a benchmark
-//! and reused while the metric set and replay mode stay the same; at the end of the benchmark it
-//! is disabled and the CUPTI profiler deinitialized, so other profiling tools (an ncu child
-//! process of the ncu backend, for one) can use the device between benchmarks.
-//!
-//! Counter-pass kernels have no activity records (with `counter_pass_records` on they do,
-//! carry no region key and count in [`Profiler::unattributed_kernels`]).
+//! Metric names are validated on the host before any GPU work ([`CounterPlan`]). Each recorded
+//! run calls the closure again under the counters (which must launch the same kernels each
+//! time), with the kernel activity records off: kernel replay (CUPTI replays each kernel),
+//! application replay (the closure re-run once per pass, an L2 flush before every kernel with a
+//! cold cache, as Nsight Compute does: `cupti/kernel_flush.rs`), or range replay (one value per
+//! region). Per-kernel values are mapped to regions through the run's timing pass, or, for a run
+//! taken in one pass, its configuration's warm-up (`one_pass.rs`). The replay modes, their cost
+//! and their agreement with ncu: `docs/counters.md`.
 
 use std::cell::RefCell;
 use std::rc::Rc;
