@@ -14,11 +14,12 @@ and their ratios to the plain loop. The target: kprof's default at most 1.3x the
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 import warnings
+
+import bench_log
 
 TARGET = 1.3
 
@@ -104,7 +105,7 @@ def run(runs: int, sources: list[str]) -> list[dict]:
     gpu = torch.cuda.get_device_name()
     for r in rows:
         r.update(gpu=gpu, configs=len(configs), runs=runs, one_pass=os.environ.get("KPROF_ONE_PASS", "on"))
-        print("BENCH " + json.dumps(r), flush=True)
+        bench_log.emit(r)
     return rows
 
 
@@ -124,19 +125,10 @@ def report(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--source", action="append", default=[], help="also time duration_source=SOURCE")
-    ap.add_argument("--from-log", help="report on a recorded log of BENCH lines instead of running")
-    a = ap.parse_args()
-    if a.from_log:
-        rows = [json.loads(line[6:]) for line in open(a.from_log) if line.startswith("BENCH ")]
-    else:
-        rows = run(a.runs, a.source)
-    print(report(rows))
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(bench_log.main(__doc__, lambda a: run(a.runs, a.source), report, add_args))

@@ -12,11 +12,12 @@ Prints one ``BENCH {json}`` line per measurement (the plain loop; kprof's defaul
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 import warnings
+
+import bench_log
 
 TARGET = 10_000.0  # samples per second
 
@@ -60,7 +61,7 @@ def run(n_configs: int, sources: list[str]) -> list[dict]:
     for r in rows:
         r.update(samples=samples, samples_per_s=samples / r["wall_s"], gpu=torch.cuda.get_device_name(),
                  one_pass=os.environ.get("KPROF_ONE_PASS", "on"))
-        print("BENCH " + json.dumps(r), flush=True)
+        bench_log.emit(r)
     return rows
 
 
@@ -75,19 +76,10 @@ def report(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--configs", type=int, default=2000)
     ap.add_argument("--source", action="append", default=[], help="also time duration_source=SOURCE")
-    ap.add_argument("--from-log", help="report on a recorded log of BENCH lines instead of running")
-    a = ap.parse_args()
-    if a.from_log:
-        rows = [json.loads(line[6:]) for line in open(a.from_log) if line.startswith("BENCH ")]
-    else:
-        rows = run(a.configs, a.source)
-    print(report(rows))
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(bench_log.main(__doc__, lambda a: run(a.configs, a.source), report, add_args))

@@ -20,6 +20,8 @@ import subprocess
 import sys
 import time
 
+import bench_log
+
 TARGET = 10.0
 METRICS = [
     "gpu__time_duration.sum",
@@ -53,8 +55,7 @@ def child(tool: str) -> None:
     if os.environ.get("NSPY_NCU_PROFILE_CHILD") is not None:
         return  # nsight-python's profiled child: its parent reports
     values = {f"{r.Annotation}|{r.Metric}": float(r.AvgValue) for r in df.itertuples()}
-    print("BENCH " + json.dumps({"tool": tool, "wall_s": wall, "gpu": torch.cuda.get_device_name(),
-                                 "values": values}), flush=True)
+    bench_log.emit({"tool": tool, "wall_s": wall, "gpu": torch.cuda.get_device_name(), "values": values})
 
 
 def run(nsight_paths: list[str], repeats: int) -> list[dict]:
@@ -64,13 +65,13 @@ def run(nsight_paths: list[str], repeats: int) -> list[dict]:
             env = dict(os.environ)
             if extra:
                 env["PYTHONPATH"] = os.pathsep.join(extra + [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-            p = subprocess.run([sys.executable, __file__, "--child", tool], capture_output=True, text=True,
+            p = subprocess.run([sys.executable, __file__, "--child", tool], capture_output=True, text=True, check=False,
                                env=env, timeout=600)
             got = [json.loads(line[6:]) for line in p.stdout.splitlines() if line.startswith("BENCH ")]
             if p.returncode != 0 or not got:
                 print(f"{tool}: exit {p.returncode}\n{p.stderr[-2000:]}", file=sys.stderr)
             for r in got:
-                print("BENCH " + json.dumps(r), flush=True)
+                bench_log.emit(r)
             rows += got
     return rows
 
@@ -91,23 +92,13 @@ def report(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--nsight-path", action="append", default=[], help="a folder to put on PYTHONPATH for nsight-python")
     ap.add_argument("--repeats", type=int, default=1, help="fresh processes per tool")
-    ap.add_argument("--from-log", help="report on a recorded log of BENCH lines instead of running")
-    ap.add_argument("--child", help=argparse.SUPPRESS)
-    a = ap.parse_args()
-    if a.child:
-        child(a.child)
-        return 0
-    if a.from_log:
-        rows = [json.loads(line[6:]) for line in open(a.from_log) if line.startswith("BENCH ")]
-    else:
-        rows = run(a.nsight_path, a.repeats)
-    print(report(rows))
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    if sys.argv[1:2] == ["--child"]:
+        child(sys.argv[2])
+        sys.exit(0)
+    sys.exit(bench_log.main(__doc__, lambda a: run(a.nsight_path, a.repeats), report, add_args))
