@@ -16,6 +16,7 @@ mod cupti_headers;
 mod driver_headers;
 mod gpu_smoke;
 mod house;
+mod house_labels;
 mod ncu_argv;
 mod ncu_bench;
 mod ncu_csv;
