@@ -26,7 +26,7 @@ cp -f target/release/libkprof_inject.so .carry/bin/libkprof_inject.so   # kprof 
 rm -rf .carry/wheels && mkdir -p .carry/wheels
 scripts/build-wheel.sh .carry/wheels
 strip .carry/bin/* 2>/dev/null || true
-# The reference cases of issue 17 (graph_app.cu, small_ref.py, small_ncu_target.py) from the
+# The reference cases of the short-kernel and graph durations (graph_app.cu, small_ref.py, small_ncu_target.py) from the
 # shared folder beside the repo, and nsight-python 0.9.6 for the speed comparison of
 # scripts/gpu-check-truth.sh (the GPU machine has no network): both only when available.
 if [ -d ../shared/cases ]; then

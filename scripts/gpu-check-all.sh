@@ -5,23 +5,23 @@
 #     scripts/gpu-check-all.sh [OUT]       # OUT defaults to $OUT
 #
 # Parts (each may be skipped with SKIP="engine ncu counters conditions python run ncubackend seed scaleout"):
-#   engine      scripts/gpu-check.sh           issue 3 checks a-g + benchmark (CUPTI activity)
-#   counters    scripts/counters-vs-ncu.sh     issue 5: in-process counters vs ncu
-#   conditions  conditions_check               issue 7: NVML readings, energy, fingerprint
-#   ncu         scripts/ncu-capture.sh         issue 6: real ncu exports for the fixtures
-#   python      scripts/gpu-check-python.sh    issue 4: the seed's steps through the wheel
-#   run         scripts/gpu-check-run.sh       issue 9: kprof run (injection) vs CUDA events, compare
-#   ncubackend  scripts/gpu-check-ncu.sh       issue 6: backend="ncu" through the wheel
-#   seed        scripts/gpu-check-seed.sh      issue 5: seed steps 6 and 7 from Rust, CUPTI vs ncu
-#   scaleout    scripts/gpu-check-scaleout.sh  issue 22: two workers sharing GPU 0 vs one process
+#   engine      scripts/gpu-check.sh           the engine checks checks a-g + benchmark (CUPTI activity)
+#   counters    scripts/counters-vs-ncu.sh     the in-process counters: in-process counters vs ncu
+#   conditions  conditions_check               the run conditions: NVML readings, energy, fingerprint
+#   ncu         scripts/ncu-capture.sh         the ncu backend: real ncu exports for the fixtures
+#   python      scripts/gpu-check-python.sh    the Python package checks: the seed's steps through the wheel
+#   run         scripts/gpu-check-run.sh       `kprof run`: kprof run (injection) vs CUDA events, compare
+#   ncubackend  scripts/gpu-check-ncu.sh       the ncu backend: backend="ncu" through the wheel
+#   seed        scripts/gpu-check-seed.sh      the in-process counters: seed steps 6 and 7 from Rust, CUPTI vs ncu
+#   scaleout    scripts/gpu-check-scaleout.sh  the scale-out: two workers sharing GPU 0 vs one process
 # More parts, not in the default list (PARTS="truth runcost" or PARTS="$DEFAULT_PARTS torchrun"):
-#   truth       scripts/gpu-check-truth.sh     issue 17: durations of short kernels and CUDA graphs
-#   runcost     scripts/gpu-check-run-cost.sh  issue 21: what kprof run --metrics costs against ncu
-#   torchrun    scripts/gpu-check-torchrun.sh  issue 22: kprof run on torchrun, per-rank tables
-#   graphmodes  scripts/gpu-check-graph-modes.sh  issue 17: every way of timing CUDA graphs
-#   extra       scripts/gpu-check-extra.sh     issues 5 and 6 follow-ups (L2 and DRAM probes)
+#   truth       scripts/gpu-check-truth.sh     the short-kernel and graph durations: durations of short kernels and CUDA graphs
+#   runcost     scripts/gpu-check-run-cost.sh  the cost of `kprof run --metrics`: what kprof run --metrics costs against ncu
+#   torchrun    scripts/gpu-check-torchrun.sh  the scale-out: kprof run on torchrun, per-rank tables
+#   graphmodes  scripts/gpu-check-graph-modes.sh  the short-kernel and graph durations: every way of timing CUDA graphs
+#   extra       scripts/gpu-check-extra.sh     the in-process counters and 6 follow-ups (L2 and DRAM probes)
 #   step8       scripts/gpu-check-step8.sh     the seed's step 8 (conditions, collectors) alone
-#   multigpu    scripts/gpu-check-multigpu.sh  issue 24: the sharded sweep on every GPU, NCCL under kprof run
+#   multigpu    scripts/gpu-check-multigpu.sh  the multi-GPU sweep: the sharded sweep on every GPU, NCCL under kprof run
 # This script is the one entry point of the GPU checks; the scripts above are its parts.
 # Results: one tarball per part plus all-checks.log in OUT. Never changes any GPU setting.
 set -uo pipefail
@@ -60,7 +60,7 @@ part ncu        env OUT="$OUT/ncu" bash scripts/ncu-capture.sh
 part seed       env OUT="$OUT/seed" scripts/gpu-check-seed.sh
 [ -x scripts/gpu-check-scaleout.sh ] && part scaleout env OUT="$OUT/scaleout" scripts/gpu-check-scaleout.sh
 part truth      scripts/gpu-check-truth.sh "$OUT/truth"
-part runcost    scripts/gpu-check-run-cost.sh "$OUT/runcost" tests/fixtures/h200-kprof-run-metrics-vs-ncu/call22-kprof-metrics2-raw.csv
+part runcost    scripts/gpu-check-run-cost.sh "$OUT/runcost" tests/fixtures/h200-kprof-run-metrics-vs-ncu/2026-12-02-af1d13e-kprof-metrics2-raw.csv
 part torchrun   scripts/gpu-check-torchrun.sh "$OUT/torchrun"
 part graphmodes scripts/gpu-check-graph-modes.sh "$OUT/graphmodes"
 part extra      env OUT="$OUT/extra" scripts/gpu-check-extra.sh

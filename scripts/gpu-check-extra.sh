@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 5 and 6 follow-ups through the installed wheel (scripts/gpu_check_extra.py), 10 runs each:
+# The in-process counters and 6 follow-ups through the installed wheel (scripts/gpu_check_extra.py), 10 runs each:
 # the fp16 matmul's DRAM bytes against ncu's application replay (parts matmul, flushes), the
 # clocks, cycles and L2 writes behind the remaining gaps to ncu (gaps, warm, probe), the
 # durations of kernel records against the counters' (trace) and what the L2 flush leaves (evict;

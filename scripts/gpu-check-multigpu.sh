@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 24 on a machine with two or more GPUs (nvidia-h200-x2 / -x4), from the repo root after
+# The multi-GPU sweep on a machine with two or more GPUs (nvidia-h200-x2 / -x4), from the repo root after
 # scripts/build-carry.sh filled .carry/ (the wheel, kprof, libkprof_inject.so):
 #
 #     scripts/gpu-check-multigpu.sh OUT      # OUT defaults to $OUT

@@ -1,4 +1,4 @@
-"""Issue 6's checks on the H200: backend="ncu" (relaunch mode) through the installed kprof package.
+"""The ncu backend's checks on the H200: backend="ncu" (relaunch mode) through the installed kprof package.
 Run by scripts/gpu-check-ncu.sh (part `ncubackend` of scripts/gpu-check-all.sh):
 
     OUT=dir PYTHONPATH=/tmp/kprof-site /opt/torch/.venv/bin/python3 scripts/gpu-check-ncu.py OUT

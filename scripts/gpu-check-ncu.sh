@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 6 on the GPU machine: backend="ncu" through the kprof wheel carried in .carry/wheels
+# The ncu backend on the GPU machine: backend="ncu" through the kprof wheel carried in .carry/wheels
 # (scripts/build-carry.sh), installed into a private folder as scripts/gpu-check-python.sh does.
 # Run from the repo root: OUT=dir scripts/gpu-check-ncu.sh   (target: under 3 minutes)
 set -uo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 4 on the GPU machine: installs the kprof wheel carried in .carry/wheels (built here by
+# The Python package checks on the GPU machine: installs the kprof wheel carried in .carry/wheels (built here by
 # scripts/build-carry.sh) into a private folder and runs the seed's steps through it
 # (scripts/gpu_check_python.py). Run from the repo root: OUT=dir scripts/gpu-check-python.sh
 set -uo pipefail

@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
-# What `kprof run --metrics` costs against Nsight Compute (issue 21), ON the H200 from the repo
+# What `kprof run --metrics` costs against Nsight Compute (the cost of `kprof run --metrics`), ON the H200 from the repo
 # root after scripts/build-carry.sh filled .carry/bin/ (kprof + libkprof_inject.so):
 #
 #     scripts/gpu-check-run-cost.sh OUT [BASELINE_RAW_CSV]     # OUT defaults to $OUT
 #
-# The program is issue 21's (scripts/gpu-run/run_cost_app.py: 3 randn, 3 warm-up fp32 matmuls
+# The program is the cost of `kprof run --metrics`'s (scripts/gpu-run/run_cost_app.py: 3 randn, 3 warm-up fp32 matmuls
 # 4096, then 30 x an NVTX range `gemm` around a 4096 matmul and `scale` around `x * 2.0` over 64M
 # floats: 66 kernels). Measured, each once, wall clock around the whole command:
 #   plain                         python app.py (after one untimed warm-up run)
 #   kprof-timing                  kprof run --out D -- python app.py
 #   kprof-metrics2                kprof run --verbose --metrics dram__bytes_read.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed
-#                                 (issue 21's call plus --verbose: the time split is printed and kept;
+#                                 (the cost of `kprof run --metrics`'s call plus --verbose: the time split is printed and kept;
 #                                 one counter launch that also gives the durations)
 #   kprof-metrics2-records        the same with --durations records (a timing launch, then the counter launch)
-#   ncu-metrics2-all              ncu --nvtx --metrics <the same>,gpu__time_duration.sum -o R python app.py   (issue 21's)
+#   ncu-metrics2-all              ncu --nvtx --metrics <the same>,gpu__time_duration.sum -o R python app.py   (the cost of `kprof run --metrics`'s)
 #   ncu-metrics2-none             the same with --cache-control none (kprof's counter launch does not
 #                                 flush either: the acceptance ratio is against this one)
-#   ncu-dram-none                 ncu --nvtx --cache-control none --metrics dram__bytes_read.sum -o R   (issue 21's)
+#   ncu-dram-none                 ncu --nvtx --cache-control none --metrics dram__bytes_read.sum -o R   (the cost of `kprof run --metrics`'s)
 #   kprof-dram                    kprof run --verbose --metrics dram__bytes_read.sum (one pass: no replay)
 #   kprof-metrics2-iters10[-extra]  kprof run --verbose --metrics <the two> on APP_ITERS=10, without and
 #                                 with APP_EXTRA_MB=4096 held on the device: how kernel replay's cost per
@@ -25,7 +25,7 @@
 # kprof's time split, per region and occurrence the values of each metric, ncu's passes per
 # kernel); then per region kprof against ncu (same metrics, each cache policy), the timing launch
 # against `kprof run` without --metrics, with BASELINE_RAW_CSV (a kprof-metrics2-raw.csv of an
-# earlier run) issue 21's value criterion (every occurrence within 0.5 % for bytes, 0.5 point for
+# earlier run) the cost of `kprof run --metrics`'s value criterion (every occurrence within 0.5 % for bytes, 0.5 point for
 # percentages), and a summary line with the acceptance ratios (target <= 0.7).
 #
 # Files in OUT: runcost.log (everything printed), runcost.jsonl (the RUNCOST lines),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU check of `kprof run` (issue 9), ON the H200 from the repo root after scripts/build-carry.sh
+# GPU check of `kprof run` (`kprof run`), ON the H200 from the repo root after scripts/build-carry.sh
 # filled .carry/bin/ (kprof + libkprof_inject.so):
 #
 #     scripts/gpu-check-run.sh [OUT]        # OUT defaults to $OUT

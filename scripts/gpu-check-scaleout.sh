@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 22 on the GPU machine (one GPU): installs the kprof wheel carried in .carry/wheels (built
+# The scale-out on the GPU machine (one GPU): installs the kprof wheel carried in .carry/wheels (built
 # here by scripts/build-carry.sh) into a private folder and runs scripts/gpu_check_scaleout.py: the
 # seed's 5-size matmul sweep in one process, on one worker (devices=[0]), on two workers sharing
 # GPU 0 (devices=[0, 0], also with runs_per_task=5) and with a worker that SIGKILLs itself once;

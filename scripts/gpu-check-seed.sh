@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 5 from Rust on the GPU machine: the seed's steps 6 and 7 (hardware counters) through the
+# The in-process counters from Rust on the GPU machine: the seed's steps 6 and 7 (hardware counters) through the
 # Rust API with CUPTI's kernel, application and range replay (each with the read and the discard L2
 # flush) and under the ncu backend, compared in one process (crates/kprof/examples/seed_counters/;
 # built here by scripts/build-carry.sh). Run from the repo root: OUT=dir scripts/gpu-check-seed.sh

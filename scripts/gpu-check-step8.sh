@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 7 on the GPU machine: installs the kprof wheel carried in .carry/wheels into a private
+# The run conditions on the GPU machine: installs the kprof wheel carried in .carry/wheels into a private
 # folder and runs the seed's step 8 checks (scripts/gpu_check_step8.py): info collectors, thermal
 # off/auto, per-run conditions, energy vs power x time on >= 1 s runs, the time/clock correlation,
 # the fingerprint. Also part of scripts/gpu-check-python.sh. Run from the repo root:

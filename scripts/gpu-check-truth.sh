@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU check of issue 17 (durations of short kernels and CUDA graphs in default settings), ON the
+# GPU check of the short-kernel and graph durations (durations of short kernels and CUDA graphs in default settings), ON the
 # H200 from the repo root after scripts/build-carry.sh filled .carry/ (truth_check, kprof,
 # libkprof_inject.so; the reference cases in .carry/cases):
 #
@@ -83,7 +83,7 @@ if has launchcb; then
     done
 fi
 if has launchorder; then
-    # Session 14: attribution by launch order (the default) against launch API records.
+    # 2026-12-02: attribution by launch order (the default) against launch API records.
     step "launchorder: launch cost by session part, interleaved in one process (Rust, two processes)"
     for p in 1 2; do
         truth_check 150 launchparts
@@ -354,7 +354,7 @@ unseen_set() { # set: graphs by CUDA events without a profiler, every case throu
     step "unseen set $set: verdicts"
     "$PY" "$GU" judge "$LOG" "$OUT/unseen$set-ncu-all.csv" "$OUT/unseen$set-ncu-none.csv" "$set" 2>&1 | tee -a "$LOG"
 }
-# Workloads issue 17 does not name (scripts/gpu_check_unseen.py): session 17's set, and session
+# Workloads the short-kernel and graph durations does not name (scripts/gpu_check_unseen.py): the 2026-12-03 set, and session
 # 20's (other libraries, side streams, a synchronization in a region, torch.compile) and session
 # 21's (more GEMM shapes, host idle and copies in regions, fused AdamW, graphs replayed 5x or on a side stream).
 if has unseen; then unseen_set 1; fi

@@ -1,4 +1,4 @@
-"""Issue 5 and 6 follow-ups on the GPU machine (run by scripts/gpu-check-extra.sh through the
+"""The in-process counters and 6 follow-ups on the GPU machine (run by scripts/gpu-check-extra.sh through the
 installed wheel), each over 10 runs so that a difference can be told from run-to-run variation:
 
   matmul  the fp16 matmul 4096's DRAM bytes in kprof's application replay against ncu's

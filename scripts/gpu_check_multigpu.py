@@ -1,4 +1,4 @@
-"""Issue 24 on a machine with two or more GPUs: the sharded sweep's throughput and values.
+"""The multi-GPU sweep on a machine with two or more GPUs: the sharded sweep's throughput and values.
 
     python scripts/gpu_check_multigpu.py OUT
 

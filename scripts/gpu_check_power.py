@@ -1,5 +1,5 @@
 """Does a power cap slow long kernels in kprof's back-to-back runs, where ncu (which idles between
-the kernels it profiles) does not? Session 21 saw a bf16 matmul 16384 read 10.93 ms in kprof's
+the kernels it profiles) does not? 2026-12-03 saw a bf16 matmul 16384 read 10.93 ms in kprof's
 first two runs and 12.1-12.3 ms in the rest, against ncu's 10.93. One part per call, reading NVML
 only (nothing is set):
 
@@ -19,7 +19,7 @@ only (nothing is set):
                                            # matmul and the seed sweep's pace: how often it moves,
                                            # how fast it follows the work, which work nears the cap
 
-Call 3 of session 21 recorded an earlier form of the ``kprof`` part: one matmul per region, with
+The 2026-12-03 recording `2026-12-03-burst-waits-and-kprof-before-rests.log` holds an earlier form of the ``kprof`` part: one matmul per region, with
 the thermal guard on and off, and the SM clock, reasons, power and guard wait of every run.
 """
 
@@ -98,7 +98,7 @@ def kprof_part(runs="10"):
     f()
     torch.cuda.synchronize()
     cases = (("one", 1, "all"), ("eight", 8, "all"), ("one_warm", 1, "none"), ("eight_warm", 8, "none"),
-             # Since session 22: 16 per region (~180 ms: rested, runs under 200 ms rest), 24 (~265 ms:
+             # Since 2026-12-03: 16 per region (~180 ms: rested, runs under 200 ms rest), 24 (~265 ms:
              # a run that long by itself goes back to back once judged long).
              ("sixteen", 16, "all"), ("twentyfour", 24, "all"))
     for case, n, cache in cases:

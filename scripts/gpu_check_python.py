@@ -1,5 +1,5 @@
-"""Issue 4's checks on the GPU machine: the seed's steps 2, 3 and 5 through the installed kprof
-package, against CUDA events and the Rust API; issue 7's step 8 (run conditions, collectors); issue 5's: steps 6 and 7 (hardware counters
+"""The Python package checks' checks on the GPU machine: the seed's steps 2, 3 and 5 through the installed kprof
+package, against CUDA events and the Rust API; the run conditions' step 8 (run conditions, collectors); the in-process counters': steps 6 and 7 (hardware counters
 in-process) against Nsight Compute (`ncu --clock-control none --cache-control all`) on the same
 kernels, and the per-kernel cost of a 3-metric set in kprof vs ncu (scripts/gpu_ncu.py). Run by
 scripts/gpu-check-python.sh; prints a pass/fail table and writes the processed tables (CSV) and a
@@ -236,7 +236,7 @@ if RUST_RAW and os.path.exists(RUST_RAW):
           f"fp32 4096 cold: Rust {statistics.median(rk.Value):,.0f} ns vs Python {statistics.median(py.Value):,.0f} ns: "
           f"{dr:+.2f}%; same kernel: {same_kernel}")
 
-# -- Issue 5: steps 6 and 7 with hardware counters in-process, against ncu ------------------------
+# -- The in-process counters: steps 6 and 7 with hardware counters in-process, against ncu ------------------------
 import gpu_ncu  # noqa: E402  (scripts/ is sys.path[0])
 from gpu_ncu import NCU, ncu_rows  # noqa: E402
 
@@ -462,7 +462,7 @@ if os.path.exists(NCU):
 else:
     check("vs-ncu", None, f"no ncu at {NCU}: comparison skipped")
 
-# Step 8 (issue 7): info collectors, thermal off/auto, run conditions, energy, fingerprint.
+# Step 8: info collectors, thermal off/auto, run conditions, energy, fingerprint.
 import gpu_check_step8  # noqa: E402  (scripts/ is sys.path[0])
 
 try:

@@ -1,4 +1,4 @@
-"""Issue 22's check on the GPU machine (one GPU): scale-out workers against one process.
+"""The scale-out's check on the GPU machine (one GPU): scale-out workers against one process.
 
 The seed's 5-size matmul sweep (fp32 ``a @ b``, n = 512..8192, inputs made in the function, 10
 runs, cold L2) measured four ways through the installed kprof:

@@ -1,4 +1,4 @@
-"""Issue 7's checks on the GPU machine: the seed's step 8 (info collectors, thermal off/auto) through
+"""The run conditions' checks on the GPU machine: the seed's step 8 (info collectors, thermal off/auto) through
 the installed kprof, kprof's per-run condition columns, energy vs power x time on >= 1 s runs, the
 kernel-time/SM-clock correlation, and the environment fingerprint.
 

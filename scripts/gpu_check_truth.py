@@ -1,4 +1,4 @@
-"""GPU check of issue 17 through the Python door (the wheel), on the H200. One part per call:
+"""GPU check of the short-kernel and graph durations through the Python door (the wheel), on the H200. One part per call:
 
     python3 gpu_check_truth.py refs          # CUDA events, no profiler loaded in this process
     python3 gpu_check_truth.py kprof         # kprof in default settings, every case
@@ -574,7 +574,7 @@ def median_duration(bench):
 def graph_state():
     """CUDA events around graph replays (graph60, graph2stream) in one process: before kprof, with
     kprof's Range Profiler session open (graphs instantiated before and after it opened), and
-    after ``kprof.release_counters()`` (since session 16 it detaches CUPTI, but not here: graphs
+    after ``kprof.release_counters()`` (since 2026-12-02 it detaches CUPTI, but not here: graphs
     captured during the session are alive); the y * 2 benchmark's duration before the release
     and after. One line ``RPPROBE {json}``, microseconds."""
     import kprof
@@ -1059,7 +1059,7 @@ def small_add_means(small, launches, metrics=("gpu__time_duration.sum",), paced=
 
 
 def clock_state():
-    """Why does a kernel of fewer blocks than SMs read shorter in kprof than in ncu? Session 20's
+    """Why does a kernel of fewer blocks than SMs read shorter in kprof than in ncu? The 2026-12-03
     ncu run of 500 adds on 64K floats (64 blocks) read the first ~50 at kprof's value and the rest
     7 % longer. Here kprof times that add warm (means per kernel): 100 launches back to back
     (kprof's counter pass), and 50 launches paced as ncu paces them, with durations alone and

@@ -1,4 +1,4 @@
-"""Issue 17's defaults on workloads its acceptance does not name (torch ops, cuDNN, cuBLAS
+"""The short-kernel and graph durations' defaults on workloads its acceptance does not name (torch ops, cuDNN, cuBLAS
 shapes, Triton, regions of several kernels, CUDA graphs with copies and many tiny nodes), through
 the Python door on the H200: kprof in default settings against ncu's ``gpu__time_duration.sum``
 (eager regions, the sum over the region's kernels) and against CUDA events around the replay in a
@@ -10,25 +10,25 @@ process without a profiler (graphs). One part per call:
     python3 gpu_check_unseen.py events-graphs  # graphs on the CUDA-events backend and by events, one process
     python3 gpu_check_unseen.py graph-start    # the start of a graph launch by graph size and kernel parameters
     python3 gpu_check_unseen.py graph-launch-cost  # host time per graph replay and per launch, before and with kprof
-    python3 gpu_check_unseen.py graph-mix      # graphs from before and after the session in one benchmark (session 25)
+    python3 gpu_check_unseen.py graph-mix      # graphs from before and after the session in one benchmark (2026-12-04)
     python3 gpu_check_unseen.py judge LOG NCU_ALL.csv NCU_NONE.csv   # verdict table
     python3 gpu_check_unseen.py cases cold|warm  # the eager cases' names, for ncu's NVTX filters
 
 A last argument ``2`` or ``3`` (``refs 2``, ``kprof 2``, ``ncu-target 2``, ``judge LOG A B 2``, ``cases cold 2``)
-takes the second set of workloads (session 20): cuFFT, cuSOLVER, an fp8 cuBLASLt matmul, an embedding
+takes the second set of workloads (2026-12-03): cuFFT, cuSOLVER, an fp8 cuBLASLt matmul, an embedding
 gather, a 64M-float sum, kernels on two side streams at once, a region that copies a value to the
 host, 500 launches in one region, Triton kernels from ``torch.compile``, and graphs of cuFFT
 and of ``torch.compile(mode="reduce-overhead")`` (CUDA graph trees captured inside the benchmark);
-``3`` the third (session 21): batched and tiny GEMMs, a 12 ms bf16 matmul, topk, unique (a host
+``3`` the third (2026-12-03): batched and tiny GEMMs, a 12 ms bf16 matmul, topk, unique (a host
 synchronization), random numbers, 1100 launches in one region, 2 ms of host idle between two
 kernels, a host-to-device copy then a kernel, cuDNN batch norm, fused AdamW, cat, interpolate,
 and graphs replayed five times in one region, replayed on a side stream, of a fused AdamW step
-and of 1000 nodes; ``4`` the fourth (session 23): autograd backward passes (a matmul, a cuDNN
+and of 1000 nodes; ``4`` the fourth (2026-12-03): autograd backward passes (a matmul, a cuDNN
 convolution, an embedding: their kernels come from PyTorch's backward thread, so ncu runs with
 ``--nvtx-push-pop-scope process``), a cuDNN LSTM, flash attention in bf16, a 512 fp32 matmul,
 odd-shaped bf16 and int8 matmuls, bf16 GELU and SwiGLU, RMSNorm, argmax, a 1 GB fill, a dtype
 conversion, grid_sample, nonzero (a host synchronization), and graphs of a training step
-(forward, backward and update), of flash attention and of the LSTM; ``5`` the fifth (session 24):
+(forward, backward and update), of flash attention and of the LSTM; ``5`` the fifth (2026-12-04):
 cuDNN and memory-efficient attention, a TF32 matmul, a cuBLASLt matmul with a ReLU epilogue,
 group norm, a cuDNN 3-D convolution, max pooling, a transposing copy, gather, a histogram
 (atomics), einsum, an autotuned Triton kernel, multi-head attention, kernels launched by two
@@ -40,7 +40,7 @@ multi-head attention, of a Triton kernel and of a ten-kernel chain replayed 20 t
 Cold cases (``cache_control`` left at its default, "all") are judged against ncu with
 ``--cache-control all``; warm ones (``cache_control="none"``, names ending in ``_warm``) against
 ``--cache-control none``. ncu flushes the caches before every kernel; kprof's counter passes do
-too since session 17 (before it they flushed once per region, and the later kernels of a region
+too since 2026-12-03 (before it they flushed once per region, and the later kernels of a region
 found their inputs in the L2: the ten-kernel chain read 19 % low).
 """
 
@@ -107,7 +107,7 @@ class Work:
         torch.cuda.synchronize()
 
     def make_set2(self):
-        """The second set's inputs (session 20)."""
+        """The second set's inputs (2026-12-03)."""
         torch, dev = self.torch, "cuda"
         self.fft_in = torch.randn(4096, 4096, device=dev, dtype=torch.complex64)
         self.solve_a = torch.randn(2048, 2048, device=dev) + 2048 * torch.eye(2048, device=dev)
@@ -138,7 +138,7 @@ class Work:
         self.compiled_graph = torch.compile(fused, mode="reduce-overhead")
 
     def make_set3(self):
-        """The third set's inputs (session 21)."""
+        """The third set's inputs (2026-12-03)."""
         torch, dev = self.torch, "cuda"
         self.bmm_a = torch.randn(64, 512, 512, device=dev, dtype=torch.float16)
         self.bmm_b = torch.randn(64, 512, 512, device=dev, dtype=torch.float16)
@@ -164,7 +164,7 @@ class Work:
         self.add1k = torch.zeros(4096, device=dev)
 
     def make_set4(self):
-        """The fourth set's inputs (session 23)."""
+        """The fourth set's inputs (2026-12-03)."""
         torch, dev = self.torch, "cuda"
         bf, f16 = torch.bfloat16, torch.float16
         self.m512 = torch.randn(512, 512, device=dev)
@@ -199,7 +199,7 @@ class Work:
         self.tr_in = torch.randn(1024, 2048, device=dev, dtype=bf)
 
     def make_set5(self):
-        """The fifth set's inputs (session 24)."""
+        """The fifth set's inputs (2026-12-04)."""
         torch, dev = self.torch, "cuda"
         bf, f16 = torch.bfloat16, torch.float16
         self.ca_q, self.ca_k, self.ca_v = (torch.randn(4, 32, 2048, 128, device=dev, dtype=bf) for _ in range(3))
@@ -576,12 +576,12 @@ COLD = ["softmax", "layernorm", "sdpa", "conv", "bf16mm8192", "skinny", "sort", 
 WARM = ["tiny_warm", "sort_warm", "mlp_warm", "chain10_warm", "conv_warm"]
 # Graphs: "_old" captured before kprof's first benchmark in the process, "_new" after it.
 GRAPHS = ["gmlp_old", "gcopy_old", "gtiny_old", "gmlp_new", "gcopy_new", "gtiny_new"]
-# The second set (session 20). "gcompiled" calls the reduce-overhead function, whose CUDA graph
+# The second set (2026-12-03). "gcompiled" calls the reduce-overhead function, whose CUDA graph
 # trees record and replay their graph (and copy the input into it) inside the call.
 COLD2 = ["fft2", "solve", "fp8mm", "embed", "sum64m", "streams2", "item", "many500", "compiled"]
 WARM2 = ["fft2_warm", "streams2_warm", "many500_warm", "compiled_warm"]
 GRAPHS2 = ["gfft_old", "gfft_new", "gcompiled_new"]
-# The third set (session 21): batched and tiny GEMMs, a 12 ms bf16 matmul, multi-kernel ops with
+# The third set (2026-12-03): batched and tiny GEMMs, a 12 ms bf16 matmul, multi-kernel ops with
 # host synchronizations, 1100 launches in one region, host idle inside a region, a host-to-device
 # copy, cuDNN batch norm, fused AdamW, and graphs replayed five times in a region, replayed on a
 # side stream, of a fused AdamW step and of 1000 nodes.
@@ -589,7 +589,7 @@ COLD3 = ["bmm", "topk", "unique", "randn", "mm64", "bf16mm16384", "many1100", "s
          "adamw", "cat", "interp"]
 WARM3 = ["mm64_warm", "topk_warm", "bmm_warm", "adamw_warm", "cat_warm"]
 GRAPHS3 = ["g5x_old", "gside_old", "gadamw_old", "g1000_old", "g5x_new", "gside_new", "gadamw_new", "g1000_new"]
-# The fourth set (session 23): backward passes (kernels launched by PyTorch's autograd thread), a
+# The fourth set (2026-12-03): backward passes (kernels launched by PyTorch's autograd thread), a
 # cuDNN LSTM, flash attention, small and odd-shaped GEMMs, an int8 GEMM, bf16 elementwise and
 # normalisation kernels, argmax, a 1 GB fill, grid_sample, nonzero, and graphs of a training
 # step, of flash attention and of the LSTM.
@@ -597,7 +597,7 @@ COLD4 = ["mm512", "bf16odd", "intmm", "gelubf16", "swiglu", "rmsnorm", "argmax",
          "nonzero", "mmbwd", "convbwd", "embbwd", "lstm", "flashbf16"]
 WARM4 = ["mm512_warm", "swiglu_warm", "argmax_warm", "mmbwd_warm", "lstm_warm"]
 GRAPHS4 = ["gtrain_old", "gflash_old", "glstm_old", "gtrain_new", "gflash_new", "glstm_new"]
-# The fifth set (session 24): other attention kernels and libraries' epilogues, pooling, copies
+# The fifth set (2026-12-04): other attention kernels and libraries' epilogues, pooling, copies
 # and irregular memory access, atomics, an autotuned Triton kernel, kernels from two Python threads,
 # and graphs of attention, of multi-head attention, of a Triton kernel and of a ten-kernel chain
 # replayed 20 times in one region.
@@ -645,7 +645,7 @@ def replay_call(w, name, g):
 
 
 # A graph of milliseconds of tensor-core work: back to back, the power cap slows it after about
-# 55 ms (session 21, scripts/gpu_check_power.py), so its reference idles as long as each replay took
+# 55 ms (2026-12-03, scripts/gpu_check_power.py), so its reference idles as long as each replay took
 # (not the others: the side-stream graph read 887 µs paced on an idle GPU, 758-894 back to back).
 HEAVY_GRAPHS = ("g5x",)
 
@@ -716,7 +716,7 @@ def kprof_part():
              source=sorted(set(df["DurationSource"])), kernel=str(df["Kernel"].iloc[0])[:80],
              warnings=[m[:240] for m in msgs][:3], **extra)
 
-    if os.environ.get("UNSEEN_GRAPHS_ONLY") == "1":  # the graph cases alone (session 25)
+    if os.environ.get("UNSEEN_GRAPHS_ONLY") == "1":  # the graph cases alone (2026-12-04)
         cold, warm = [], []
     for name in cold:
         if name == "triton" and w.triton_add is None:
@@ -740,7 +740,7 @@ def kprof_part():
 def events_graphs():
     """Graphs through ``backend="cuda-events"`` (no CUPTI in the process) against CUDA events
     around back-to-back replays in the same process, which has no profiler: this workload's graphs
-    and issue 17's (``gpu_check_truth.Cases``: 60 nodes, two streams, 3 large kernels), warm, each
+    and the short-kernel and graph durations' (``gpu_check_truth.Cases``: 60 nodes, two streams, 3 large kernels), warm, each
     first replayed by the reference, then benchmarked, then the reference again. One
     ``eventsgraph`` row per graph (ns)."""
     from types import SimpleNamespace
@@ -785,7 +785,7 @@ def first_benchmark(kprof, x):
 
 
 def graph_start_probe():
-    """Session 24: does the GPU's start of a graph launch depend on the graph? Graphs of 1, 10, 100
+    """2026-12-04: does the GPU's start of a graph launch depend on the graph? Graphs of 1, 10, 100
     and 1000 adds on 4096 floats, and of one multi-tensor-apply kernel (`torch._foreach_add_` over
     200 tensors: its tensor list travels as a kernel parameter of about 4 KB), captured after
     kprof's first benchmark: CUDA events around back-to-back replays in this same process (CUPTI
@@ -813,7 +813,7 @@ def graph_start_probe():
 
 
 def graph_launch_cost():
-    """Session 24: the host's time per `g.replay()` of a one-node graph, and per eager `add_`,
+    """2026-12-04: the host's time per `g.replay()` of a one-node graph, and per eager `add_`,
     with the launches queued behind a 40 ms sleep kernel (the host's cost alone, whatever the
     GPU's pace): before kprof, then with kprof's CUPTI session attached, for the graph captured
     before the session and one captured after it. One ``launchcost`` row per state (µs)."""
@@ -844,7 +844,7 @@ def graph_launch_cost():
     emit(part="launchcost", case="attached", graph_old_us=host_us(old.replay), graph_new_us=host_us(new.replay),
          eager_us=host_us(lambda: x.add_(1.0)))
 
-    # Session 25: inside a benchmark (its timing passes), where graph trace stays off between
+    # 2026-12-04: inside a benchmark (its timing passes), where graph trace stays off between
     # launches of the graph from before the session instead of switching at each.
     def inside(fn):
         rounds = []
@@ -864,14 +864,14 @@ def graph_launch_cost():
 
 
 def graph_mix():
-    """Session 25: graph trace stays off between launches of a graph from before the session
+    """2026-12-04: graph trace stays off between launches of a graph from before the session
     during a benchmark. Does every arrangement still run and time right? In one process, a graph
     of ten adds on 4M floats captured before kprof's first benchmark (``old``) and one captured
     after it (``new``): regions replaying old then new, a region that captures a graph after
     replaying old (instantiated with graph trace off: kprof times it from its node records) and
     replays it, and after those benchmarks a graph replayed from before and a new one captured
     between benchmarks. Each against CUDA events around the same work in this process (CUPTI
-    attached; a sanity check, not issue 17's reference). One ``graphmix`` row per case (ns)."""
+    attached; a sanity check, not the short-kernel and graph durations' reference). One ``graphmix`` row per case (ns)."""
     import kprof
     import torch
 
@@ -916,7 +916,7 @@ def graph_mix():
 
 
 def graph_crash():
-    """Session 25: a benchmark whose region queued a 40 ms sleep kernel and 200 replays of a
+    """2026-12-04: a benchmark whose region queued a 40 ms sleep kernel and 200 replays of a
     one-node graph three times, synchronizing after each, crashed the process (segmentation fault
     in the bench call) with the graph from after the session's start, and with
     ``KPROF_GRAPH_TRACE=nodes`` already with a graph from before. One variant per process
@@ -959,7 +959,7 @@ def graph_crash():
 
 
 def g20x_probe():
-    """Session 25: after a counter pass that enabled the Range Profiler anew for a larger image
+    """2026-12-04: after a counter pass that enabled the Range Profiler anew for a larger image
     (20 graph launches per run), the runs of 20 replays of a ten-kernel graph per region read
     1.76 µs per launch less than the first. In one process: CUDA events around 20 back-to-back
     replays (CUPTI attached) before and after each step, benchmark A (default: its first counter
@@ -987,9 +987,9 @@ def g20x_probe():
 
 
 def gtiny_probe():
-    """Session 25: set 1's graph of 200 one-block kernels read -18.5 % (captured in the session) and
+    """2026-12-04: set 1's graph of 200 one-block kernels read -18.5 % (captured in the session) and
     +21.9 % (before it) in a process whose benchmarks were graphs alone, -1.0 % / +3.8 % after
-    the eager cases (session 24's wheel alike). CUDA events around back-to-back replays of both
+    the eager cases (the 2026-12-04 wheel alike). CUDA events around back-to-back replays of both
     graphs in this process (CUPTI attached after the first benchmark) at each step, against
     kprof's values. One ``gtiny`` row per step (ns)."""
     import kprof

@@ -1,4 +1,4 @@
-"""Verdicts of issue 17's GPU check from its log (`TRUTH {json}` lines of scripts/gpu-check-truth.sh).
+"""Verdicts of the short-kernel and graph durations' GPU check from its log (`TRUTH {json}` lines of scripts/gpu-check-truth.sh).
 
     python3 truth_verdicts.py judge truth.log        # prints one row per acceptance line; exit 1 on a FAIL
     python3 truth_verdicts.py ncu-csv A.csv B.csv..  # ncu raw-page CSVs -> TRUTH lines (part "ncu")
@@ -114,7 +114,7 @@ def judge(path):
     # The mixed region against the definition its DurationSource column declares: the counters'
     # (ncu's per-kernel duration) for its 20 eager kernels, or, when kprof fell back to the records
     # (its graph was instantiated before kprof's CUPTI session), the in-stream time per kernel of a
-    # graph of 600 such kernels (the records' definition, issue 17's in-stream reference).
+    # graph of 600 such kernels (the records' definition, the short-kernel and graph durations' in-stream reference).
     mixed = py("mixed")
     instream = find(rows, part="refs", case="instream_1M")
     if mixed and mixed.get("source") == ["records"] and instream and g60:
@@ -128,7 +128,7 @@ def judge(path):
         row("python", what, py(c), ncu(c), 3, "ncu")
     # Long kernels: with several processes of kprof (a case repeated in PY_CASES) and of ncu
     # (LONG_REPEATS), the medians of their values (ncu's own value moves up to 1 % between
-    # processes: the fp32 matmul 2048 343.4-344.6 us in sessions 15-17).
+    # processes: the fp32 matmul 2048 343.4-344.6 us in 2026-12-02).
     for c in ("mm1024", "mm2048", "mm4096", "mm8192", "x2_64M"):
         got = [r["ns"] for r in rows if r.get("part") == "kprof" and r.get("case") == c and r.get("ns") is not None
                and not r.get("late")]
@@ -195,7 +195,7 @@ def judge(path):
             table.append(("python", "energy per run (12 x mm8192)", f"x{med:.3f}", "power x duration",
                           f"{len(e) - len(ratios)} NaN", "10%", "PASS" if abs(med - 1) <= 0.10 else "FAIL"))
         else:
-            # Every run NaN: the issue accepts NaN with the reason (since session 22 runs the
+            # Every run NaN: the issue accepts NaN with the reason (since 2026-12-03 runs the
             # power cap slowed rest beside them, which the energy counter cannot resolve).
             warned = any("energy" in w for w in en.get("warnings", []))
             table.append(("python", "energy per run (12 x mm8192)", "NaN", "power x duration", f"{len(e)} NaN",
@@ -214,7 +214,7 @@ def judge(path):
     for c in ("sgemm1024", "sgemm2048", "sgemm4096", "sgemm8192", "scale64M"):
         row("rust", c, rk(c), rn(c), 1, "ncu")
     # Host cost per cuLaunchKernel queued behind a spin kernel (truth_check launch; recordings from
-    # session 12 on): default settings inside a benchmark against the first round's plain value
+    # 2026-12-02 on): default settings inside a benchmark against the first round's plain value
     # (measured before any CUPTI session in the process), the median over the rounds.
     launches = [r for r in rows if r.get("mode") == "launch" and "auto_inside_ns" in r]
     if launches:
@@ -228,7 +228,7 @@ def judge(path):
     row("kprof run", "graph range (C++)", run_graph, plain, 3, "events, no profiler")
     # Its eager chain (the same 1M-float kernel as the Rust rows): by default concurrent kernel
     # records, judged against the in-stream reference (60 x the Rust events part's graph of 600 /
-    # 600); with --durations counters against ncu's ranges of the same program (session 13 on).
+    # 600); with --durations counters against ncu's ranges of the same program (2026-12-02 on).
     instream = find(rows, mode="events", case="instream_k2us")
     row("kprof run", "eager chain (C++)", find(rows, mode="kprof-run:app-default", case="cpp_eager"),
         {"ns": 60 * instream["ns"]} if instream else None, 5, "in-stream x60")

@@ -1,4 +1,4 @@
-"""RUNCOST lines for scripts/gpu-check-run-cost.sh (issue 21): one JSON line per measurement.
+"""RUNCOST lines for scripts/gpu-check-run-cost.sh (the cost of `kprof run --metrics`): one JSON line per measurement.
 
 usage:
   run_cost.py line WHAT WALL_S RC [--cmd TEXT] [--stdout FILE] [--split FILE] [--kprof-raw FILE]
@@ -13,7 +13,7 @@ usage:
       means, mean and largest difference per occurrence (percent for byte/count metrics, points
       for percentages).
   run_cost.py baseline RAW_CSV BASELINE_RAW_CSV [--metrics M1,M2]
-      issue 21's value criterion: every occurrence within 0.5 % of the baseline (bytes, counts),
+      the cost of `kprof run --metrics`'s value criterion: every occurrence within 0.5 % of the baseline (bytes, counts),
       0.5 point (percentages). Prints a RUNCOST line with "ok"; exit 1 when it does not hold.
   run_cost.py summary JSONL
       the acceptance ratios (kprof wall / ncu wall with the same metrics and cache policy) and
@@ -199,7 +199,7 @@ def cmd_baseline(args):
             d = diff(got[key], v, pct)
             if not pct and abs(v) < L2_BYTES:
                 # Bytes of data that fit in the L2 (the randn kernels' few KB) move from process to
-                # process (issue 17's retired rows): information, not the 0.5 % criterion.
+                # process (the short-kernel and graph durations' retired rows): information, not the 0.5 % criterion.
                 info.setdefault(m, []).append({"at": list(key), "baseline": v, "got": got[key], "diff_pct": d})
                 continue
             checked += 1

@@ -1,4 +1,4 @@
-"""Issue 21's program: what `kprof run --metrics` was timed on (scripts/gpu-check-run-cost.sh).
+"""The cost of `kprof run --metrics`'s program: what `kprof run --metrics` was timed on (scripts/gpu-check-run-cost.sh).
 
 3 `randn` (two 4096x4096 fp32 matrices, 64M floats), 3 warm-up fp32 matmuls 4096, then
 APP_ITERS (default 30) times an NVTX range `gemm` around a 4096 matmul and a range `scale`

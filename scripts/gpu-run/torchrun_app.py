@@ -1,4 +1,4 @@
-"""Issue 22 part 4's program: one rank of `torchrun --nproc-per-node 2` (scripts/gpu-check-torchrun.sh).
+"""The scale-out part 4's program: one rank of `torchrun --nproc-per-node 2` (scripts/gpu-check-torchrun.sh).
 
 Every rank uses device 0 (APP_DEVICE; the check has one GPU), joins the process group of the
 launcher's environment (APP_BACKEND: gloo, default, or nccl), then APP_ITERS (default 20) times:

@@ -1,4 +1,4 @@
-"""Readers of issue 17's recordings (tests/fixtures/h200-short-kernel-and-graph-durations), shared
+"""Readers of the H200 recordings (tests/fixtures/h200-short-kernel-and-graph-durations), shared
 by the recording tests: the verdict table of scripts/truth_verdicts.py, the TRUTH rows of a log,
 and benches/seed_sweep_vs_nsight.py as a module."""
 
@@ -98,7 +98,7 @@ def unseen_table(tag, log=None, workload_set="1"):
     """The unseen workloads' rows of one call: {case: (kprof ns, reference ns, kernels)}, from its
     log (default `tag.log`) and its two ncu CSVs (`tag-ncu-cache-all.csv`, `-none.csv`); graphs
     take the CUDA events of the log's `refs` rows. `workload_set`: the probe's set of workloads
-    ("1": session 17's, "2": session 20's, up to "5"). A CSV that was not kept (the device tool
+    ("1": the 2026-12-03, "2": the 2026-12-03, up to "5"). A CSV that was not kept (the device tool
     returns at most 8 files a call) leaves its eager rows without a reference (None)."""
     mod = unseen()
     mod.SET = workload_set

@@ -1,4 +1,4 @@
-//! GPU check of the conditions module (issue 7). Reads only; never changes any GPU setting.
+//! GPU check of the conditions module. Reads only; never changes any GPU setting.
 //!
 //! ```text
 //! conditions_check OUT.json [RUNS=30] [SECONDS_PER_RUN=1.0]

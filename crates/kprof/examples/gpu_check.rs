@@ -1,4 +1,4 @@
-//! The GPU check of issue 3: checks a-g on a real GPU, plus the §Performance benchmark numbers,
+//! The GPU check of the engine checks: checks a-g on a real GPU, plus the §Performance benchmark numbers,
 //! printed as a pass/fail table and written as JSON + raw CSVs.
 //!
 //! ```text
@@ -576,7 +576,7 @@ fn check_g(prof: &mut Profiler, cx: &mut Ctx) -> Result<Row, BoxError> {
 }
 
 // ------------------------------------------------------------------------------------------------
-// Benchmark (issue 3 §Performance)
+// Benchmark (the engine checks §Performance)
 // ------------------------------------------------------------------------------------------------
 
 struct Baselines {

@@ -1,5 +1,5 @@
 //! `graphstates`: which part of kprof's CUPTI session slows a CUDA graph captured from two
-//! streams (issue 17's failing graph rows: +8 % in Rust, +19 % in torch against CUDA events in a
+//! streams (the failing graph rows of the verdict table: +8 % in Rust, +19 % in torch against CUDA events in a
 //! process without a profiler, while a one-stream graph of 60 nodes holds within 3 %).
 //!
 //! One process; the graph of two streams (30 + 30 one-element-per-thread kernels over 1M floats)

@@ -1,4 +1,4 @@
-//! GPU check of issue 17 (kernel and CUDA-graph durations in default settings). One binary, four
+//! GPU check of durations (kernel and CUDA-graph durations in default settings). One binary, four
 //! modes, each printing `TRUTH {json}` lines that `scripts/gpu-check-truth.sh` gathers:
 //!
 //! - `events`: no profiler in the process; every case timed with CUDA events (graph replays: the
@@ -584,7 +584,7 @@ fn launch_callbacks(b: &mut Bench, variant: &str) -> Result<(), BoxError> {
     ns_per_launch_queued(b, 2)?;
     let plain = ns_per_launch_queued(b, 12)?;
     let libs = kprof::loader::Libraries::load()?;
-    // Launch API records as in session 13, when they were the default (attribution "records").
+    // Launch API records as in 2026-12-02, when they were the default (attribution "records").
     let session = session_attributing(libs, kprof::choices::Attribution::Records)?;
     let _ = LAUNCH_CUPTI.set(libs.cupti);
     if variant.starts_with("callbacks") {
@@ -833,7 +833,7 @@ fn mark(libs: &kprof::loader::Libraries) -> u32 {
 /// launch API records? One process per variant: `records` (a session with
 /// `attribution="records"`: launch API records) and `off` (the same run with
 /// `KPROF_CUPTI_LAUNCH_RECORDS=off`: no API records), both with this program's own
-/// `cuDeviceGetCount` callback taking the marks (session 14's first device call, before kprof had
+/// `cuDeviceGetCount` callback taking the marks (the 2026-12-02 first device call, before kprof had
 /// launch order); `order` (a session with `attribution="order"`, the engine's own marks,
 /// [`ActivitySession::correlation_mark`](kprof::cupti::ActivitySession::correlation_mark)). Host
 /// time per launch, then marks around 5 eager kernels, a cuBLAS sgemm (runtime launch), a 60-node
@@ -934,7 +934,7 @@ fn bracket(b: &mut Bench, variant: &str) -> Result<(), BoxError> {
 /// one process, the states interleaved over 10 rounds (the host's own drift, up to 2 us in a few
 /// seconds, then falls on every state alike): `plain` (no session), `records` (a session with
 /// `attribution="records"`: kernel, graph and launch API records, the graph guard's callbacks),
-/// `order` (a session with `attribution="order"`, the default since session 14: no launch API
+/// `order` (a session with `attribution="order"`, the default since 2026-12-02: no launch API
 /// records, the numbering callback; one region number taken), `order_rangeprofiler` (that and a
 /// Range Profiler session enabled, not started, as a default benchmark keeps one for its counter
 /// passes), `subscribed` (the order session with the kernel records off: graph records and

@@ -1,4 +1,4 @@
-//! `reattach`: what attaching CUPTI again costs after kprof detached it (session 16): three
+//! `reattach`: what attaching CUPTI again costs after kprof detached it (2026-12-02): three
 //! cycles of a `Profiler` created, one default benchmark (durations from the counters) of a
 //! 1M-float kernel, the profiler dropped (CUPTI detached). Per cycle the host time of
 //! `Profiler::new`, of the benchmark (and its counter cost by phase), of the drop, and what the

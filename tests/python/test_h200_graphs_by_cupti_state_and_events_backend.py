@@ -1,7 +1,7 @@
-"""Issue 17's recordings of session 19 (tests/fixtures/h200-short-kernel-and-graph-durations,
-`s19-*`), judged again here: idle GPU time after a flush against ncu's cold short kernels (call
-1); torch graphs captured before kprof timed by CUDA events in each state of CUPTI (calls 2-5);
-the CUDA-events backend with the stream hold (calls 6-8) against events without a profiler."""
+"""The H200 recordings of 2026-12-03 (tests/fixtures/h200-short-kernel-and-graph-durations,
+`2026-12-03-*`), judged again here: idle GPU time after a flush against ncu's cold short kernels (call
+1); torch graphs captured before kprof timed by CUDA events in each state of CUPTI (`2026-12-03-graphs-back-to-back-idle-spin-wait-by-cupti-state.log`, `2026-12-03-graphs-by-warmth-and-cupti-state.log`, `2026-12-03-torch-graphs-raw-cupti-subscribe-finalize.log` and `2026-12-03-torch-graphs-raw-cupti-then-kprof-release.log`);
+the CUDA-events backend with the stream hold (`2026-12-03-events-backend-hold-dropped-on-first-timeout.log`, `2026-12-03-events-backend-hold.log` and `2026-12-03-events-backend-hold-graphs.log`, `2026-12-03-gpu-check-h-events-backend-process1.json`, `2026-12-03-gpu-check-h-events-backend-process2.json`) against events without a profiler."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ import statistics
 
 from truth_recordings import truth_log
 
-CALL1 = "s19-call1-cold-idle-graphs-on-events-backend-without-hold.log"
-CALL2 = "s19-call2-graphs-back-to-back-idle-spin-wait-by-cupti-state.log"
-CALL3 = "s19-call3-graphs-by-warmth-and-cupti-state.log"
-CALL4 = "s19-call4-torch-graphs-raw-cupti-subscribe-finalize.log"
-CALL5 = "s19-call5-torch-graphs-raw-cupti-then-kprof-release.log"
-CALL6 = "s19-call6-events-backend-hold-dropped-on-first-timeout.log"
-CALL7 = "s19-call7-events-backend-hold.log"
-CALL8 = "s19-call8-events-backend-hold-graphs.log"
+COLD_IDLE_GRAPHS = "2026-12-03-cold-idle-graphs-on-events-backend-without-hold.log"
+GRAPHS_BY_CUPTI_STATE = "2026-12-03-graphs-back-to-back-idle-spin-wait-by-cupti-state.log"
+GRAPHS_BY_WARMTH = "2026-12-03-graphs-by-warmth-and-cupti-state.log"
+RAW_SUBSCRIBE_FINALIZE = "2026-12-03-torch-graphs-raw-cupti-subscribe-finalize.log"
+RAW_THEN_RELEASE = "2026-12-03-torch-graphs-raw-cupti-then-kprof-release.log"
+HOLD_DROPPED = "2026-12-03-events-backend-hold-dropped-on-first-timeout.log"
+HOLD = "2026-12-03-events-backend-hold.log"
+HOLD_GRAPHS = "2026-12-03-events-backend-hold-graphs.log"
 NVTX = "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
 GRAPHS = ("graph60", "graph2stream")
 
@@ -58,11 +58,11 @@ def events_backend(name):
 
 
 def test_idle_gpu_time_after_the_flush_does_not_lengthen_short_kernels_toward_ncu():
-    """Call 1: the benchmark's own flush and 0-10 ms of idle before the region read the short
+    """`2026-12-03-cold-idle*`: the benchmark's own flush and 0-10 ms of idle before the region read the short
     adds as short as kprof's cold flush does, all well below ncu's cold value; so ncu's idle
     between its flush and the kernel is not why it reads them longer."""
-    kp = {(r["case"], r["idle_ms"]): r["median"] for r in rows(CALL1, "coldidle")}
-    ncu = {r["case"]: r["median"] for r in rows(CALL1, "coldidle-ncu")}
+    kp = {(r["case"], r["idle_ms"]): r["median"] for r in rows(COLD_IDLE_GRAPHS, "coldidle")}
+    ncu = {r["case"]: r["median"] for r in rows(COLD_IDLE_GRAPHS, "coldidle-ncu")}
     for case in ("tiny1", "tiny262144"):
         idle = [kp[(case, ms)] for ms in (0.0, 0.5, 2.0, 10.0)]
         assert max(idle) <= kp[(case, None)] * 1.01, (case, idle, kp[(case, None)])
@@ -75,22 +75,22 @@ def test_idle_gpu_time_after_the_flush_does_not_lengthen_short_kernels_toward_nc
 
 
 def test_without_the_hold_the_events_backend_read_graphs_long():
-    """Call 1 (engine of 9e8980b): events around a region on an idle GPU include the host's
+    """`2026-12-03-cold-idle*` (engine of 9e8980b): events around a region on an idle GPU include the host's
     launch of the replay."""
-    ref = refs(CALL1)
-    ns, _ = events_backend(CALL1)
+    ref = refs(COLD_IDLE_GRAPHS)
+    ns, _ = events_backend(COLD_IDLE_GRAPHS)
     assert ns["graph60"][0] / ref["graph60"] > 1.05, (ns, ref)
     assert ns["graph2stream"][0] / ref["graph2stream"] > 1.03, (ns, ref)
 
 
 def test_a_stream_wait_on_host_memory_reads_what_back_to_back_replays_read():
-    """Calls 2, 3, 6, 7: one replay behind a stream wait that the host releases once the replay
+    """`2026-12-03-graphs-back-to-back-idle-spin-wait-by-cupti-state.log`, `2026-12-03-graphs-by-warmth-and-cupti-state.log`, `2026-12-03-events-backend-hold-dropped-on-first-timeout.log`, `2026-12-03-events-backend-hold.log`: one replay behind a stream wait that the host releases once the replay
     is queued reads the back-to-back value (the fastest of the back-to-back ways) within 1.2 % in
     every process and CUPTI state (the largest gaps with CUPTI attached); one replay on an idle
     GPU reads longer."""
     n = 0
-    for name, part in ((CALL2, "graphblocked"), (CALL3, "graphwarmth"), (CALL6, "graphblocked"),
-                       (CALL7, "graphblocked")):
+    for name, part in ((GRAPHS_BY_CUPTI_STATE, "graphblocked"), (GRAPHS_BY_WARMTH, "graphwarmth"), (HOLD_DROPPED, "graphblocked"),
+                       (HOLD, "graphblocked")):
         for key, w in ways(name, part).items():
             if "wait-value" not in w:
                 continue
@@ -103,13 +103,13 @@ def test_a_stream_wait_on_host_memory_reads_what_back_to_back_replays_read():
 
 
 def test_cupti_attached_slows_the_two_stream_graph_and_kprofs_release_leaves_graphs_faster_than_at_start():
-    """Calls 2, 3, 5: in each process the two-stream graph runs 10 % or more slower while kprof's
+    """`2026-12-03-graphs-back-to-back-idle-spin-wait-by-cupti-state.log`, `2026-12-03-graphs-by-warmth-and-cupti-state.log`, `2026-12-03-torch-graphs-raw-cupti-then-kprof-release.log`: in each process the two-stream graph runs 10 % or more slower while kprof's
     CUPTI session is attached, and after `release_counters()` detached it both graphs run 5 % or
     more faster than at the process's start (so timing them detached would read short)."""
     checked = 0
     for name, part, start, attached, released in (
-        (CALL2, "graphblocked", "no profiler", "CUPTI attached", "released"),
-        (CALL3, "graphwarmth", "start", "CUPTI attached", "released"),
+        (GRAPHS_BY_CUPTI_STATE, "graphblocked", "no profiler", "CUPTI attached", "released"),
+        (GRAPHS_BY_WARMTH, "graphwarmth", "start", "CUPTI attached", "released"),
     ):
         w = ways(name, part)
         for proc, case, state in w:
@@ -122,7 +122,7 @@ def test_cupti_attached_slows_the_two_stream_graph_and_kprofs_release_leaves_gra
             assert b2b[released] / b2b[start] < 0.95, (name, proc, case, b2b)
             checked += 1
     for proc in (1, 2):
-        by = {r["state"].split(":")[0]: r for r in rows(CALL5, "torchcupti") if r["process"] == proc}
+        by = {r["state"].split(":")[0]: r for r in rows(RAW_THEN_RELEASE, "torchcupti") if r["process"] == proc}
         assert by["kprof attached"]["graph2stream"] / by["start"]["graph2stream"] > 1.15, by
         for case in GRAPHS:
             assert by["kprof released"][case] / by["start"][case] < 0.95, (proc, case, by)
@@ -131,9 +131,9 @@ def test_cupti_attached_slows_the_two_stream_graph_and_kprofs_release_leaves_gra
 
 
 def test_a_raw_cupti_subscriber_slows_the_two_stream_graph_and_a_raw_finalize_gives_it_back():
-    """Calls 4 and 5: torch maps libcupti at start; `cuptiSubscribe` with nothing enabled slows
+    """`2026-12-03-torch-graphs-raw-cupti-subscribe-finalize.log` and `2026-12-03-torch-graphs-raw-cupti-then-kprof-release.log`: torch maps libcupti at start; `cuptiSubscribe` with nothing enabled slows
     the two-stream graph 5 % or more, `cuptiFinalize` gives back the start value within 2 %."""
-    for name in (CALL4, CALL5):
+    for name in (RAW_SUBSCRIBE_FINALIZE, RAW_THEN_RELEASE):
         for proc in (1, 2):
             by = {r["state"].split(" rc=")[0]: r for r in rows(name, "torchcupti") if r["process"] == proc}
             assert all("libcupti" in m for r in by.values() for m in r["mapped"]), by
@@ -144,12 +144,12 @@ def test_a_raw_cupti_subscriber_slows_the_two_stream_graph_and_a_raw_finalize_gi
 
 
 def test_the_events_backend_with_the_hold_times_graphs_as_events_without_a_profiler_do():
-    """Calls 7 and 8: with the stream hold, the CUDA-events backend reads the graph of 3 large
+    """`2026-12-03-events-backend-hold.log` and `2026-12-03-events-backend-hold-graphs.log`, `2026-12-03-gpu-check-h-events-backend-process1.json`, `2026-12-03-gpu-check-h-events-backend-process2.json`: with the stream hold, the CUDA-events backend reads the graph of 3 large
     kernels within 0.5 % and the two-stream graph within 1 % of CUDA events without a profiler
     (each process against the call's reference process); graph60 within 3.5 % (it moves 131-137
-    µs between processes without any profiler: call 3)."""
+    µs between processes without any profiler: `2026-12-03-graphs-by-warmth-and-cupti-state.log`)."""
     tolerance = {"graph3big": 0.005, "graph2stream": 0.01, "graph60": 0.035}
-    for name in (CALL7, CALL8):
+    for name in (HOLD, HOLD_GRAPHS):
         ref = refs(name)
         ns, warned = events_backend(name)
         for case, tol in tolerance.items():
@@ -157,17 +157,17 @@ def test_the_events_backend_with_the_hold_times_graphs_as_events_without_a_profi
             for v in ns[case]:
                 assert abs(v / ref[case] - 1) < tol, (name, case, v, ref[case])
             assert not any("held the stream" in w for w in warned[case]), (name, case, warned[case])
-    # Without the hold (call 1) the same backend read graph60 6 % long.
-    assert events_backend(CALL1)[0]["graph60"][0] / refs(CALL1)["graph60"] > 1.05
+    # Without the hold (`2026-12-03-cold-idle*`) the same backend read graph60 6 % long.
+    assert events_backend(COLD_IDLE_GRAPHS)[0]["graph60"][0] / refs(COLD_IDLE_GRAPHS)["graph60"] > 1.05
 
 
 def test_one_watchdog_release_per_benchmark_is_forgiven_and_a_region_that_synchronizes_loses_the_hold():
-    """Call 6 (the first policy) lost the hold on every eager case, whose first region waits for
+    """`2026-12-03-events-backend-hold-dropped-on-first-timeout.log` (the first policy) lost the hold on every eager case, whose first region waits for
     the GPU once (a kernel's module loads lazily at its first launch), and read the host's launch
-    gaps; call 7 (the committed policy) keeps it, and only the region that synchronizes inside
+    gaps; `2026-12-03-events-backend-hold.log` (the committed policy) keeps it, and only the region that synchronizes inside
     gets the warning."""
-    ns6, warned6 = events_backend(CALL6)
-    ns7, warned7 = events_backend(CALL7)
+    ns6, warned6 = events_backend(HOLD_DROPPED)
+    ns7, warned7 = events_backend(HOLD)
     for case in ("eager60", "k2us", "k20us", "mm1024", "k2us_sync"):
         assert any("held the stream" in w for w in warned6[case]), (case, warned6[case])
     for case in ("eager60", "k2us", "k20us", "mm1024", "graph60", "mixed"):
@@ -177,16 +177,16 @@ def test_one_watchdog_release_per_benchmark_is_forgiven_and_a_region_that_synchr
     assert max(ns7["eager60"]) < 0.3 * min(ns6["eager60"]), (ns6["eager60"], ns7["eager60"])
     assert max(ns7["eager60"]) < 185_000, ns7["eager60"]
     # A single 35 us kernel: within 1.5 % of events around it without a profiler.
-    ref = refs(CALL7)
+    ref = refs(HOLD)
     assert all(abs(v / ref["k20us"] - 1) < 0.015 for v in ns7["k20us"]), (ns7["k20us"], ref["k20us"])
 
 
 def test_gpu_check_h_passes_with_the_hold_and_the_region_reads_shorter_than_before_it():
-    """Call 8: `gpu_check h` (Rust, the CUDA-events backend after CUPTI refused): the region of
+    """`2026-12-03-events-backend-hold-graphs.log`, `2026-12-03-gpu-check-h-events-backend-process1.json`, `2026-12-03-gpu-check-h-events-backend-process2.json`: `gpu_check h` (Rust, the CUDA-events backend after CUPTI refused): the region of
     three kernels sits inside the user's events around it, shorter by no more than the host's
-    time in the region, and shorter than the same check read before the hold (session 10)."""
+    time in the region, and shorter than the same check read before the hold (2026-12-02)."""
     for proc in (1, 2):
-        summary = json.load(open(truth_log(f"s19-call8-gpu-check-h-events-backend-process{proc}.json")))
+        summary = json.load(open(truth_log(f"2026-12-03-gpu-check-h-events-backend-process{proc}.json")))
         (row,) = summary["rows"]
         assert row["id"] == "h" and row["pass"] is True, row
         n = row["numbers"]
@@ -197,25 +197,25 @@ def test_gpu_check_h_passes_with_the_hold_and_the_region_reads_shorter_than_befo
 
 
 def test_the_cold_idle_ncu_export_holds_the_cases_the_log_judges():
-    """Call 1's trimmed ncu export: every case's kernels with their durations, as the log's
+    """`2026-12-03-cold-idle*`'s trimmed ncu export: every case's kernels with their durations, as the log's
     `coldidle-ncu` medians say."""
-    with open(truth_log("s19-call1-cold-idle-ncu-cache-all.csv"), encoding="utf-8") as f:
+    with open(truth_log("2026-12-03-cold-idle-ncu-cache-all.csv"), encoding="utf-8") as f:
         got = {}
         for r in csv.DictReader(f):
             if r["ID"].isdigit() and "FillFunctor" not in r["Kernel Name"]:
                 got.setdefault(r[NVTX].split(":")[1], []).append(float(r["gpu__time_duration.sum"].replace(",", "")))
-    for r in rows(CALL1, "coldidle-ncu"):
+    for r in rows(COLD_IDLE_GRAPHS, "coldidle-ncu"):
         assert statistics.median(got[r["case"]]) == r["median"], (r, got.get(r["case"]))
 
 
 def test_the_events_backend_times_every_graph_as_back_to_back_events_in_the_same_process():
-    """Calls 9 and 10: six graphs (three of the unseen workloads, three of issue 17's) on the
+    """`2026-12-03-events-backend-graphs-against-same-process-events.log` and `2026-12-03-committed-build*`: six graphs (three of the unseen workloads, three of the short-kernel and graph durations') on the
     CUDA-events backend against CUDA events around back-to-back replays in the same process (no
     CUPTI in it), before and after the benchmark: within 1.2 % of the faster of the two in each of
-    three processes (call 9) and with the committed build (call 10), without a warning."""
+    three processes (`2026-12-03-events-backend-graphs-against-same-process-events.log`) and with the committed build (`2026-12-03-committed-build*`), without a warning."""
     seen = {}
-    for name in ("s19-call9-events-backend-graphs-against-same-process-events.log",
-                 "s19-call10-committed-build-events-backend-graphs.log"):
+    for name in ("2026-12-03-events-backend-graphs-against-same-process-events.log",
+                 "2026-12-03-committed-build-events-backend-graphs.log"):
         for line in open(truth_log(name), encoding="utf-8"):
             assert line.startswith("UNSEEN "), line
             r = json.loads(line[7:])
@@ -224,26 +224,26 @@ def test_the_events_backend_times_every_graph_as_back_to_back_events_in_the_same
             assert abs(r["ns"] / ref - 1) < 0.012, r
             assert not r["warnings"], r
             seen.setdefault(r["case"], set()).add((name[:10], r.get("process", 1)))
-    expected = {("s19-call9-", 1), ("s19-call9-", 2), ("s19-call9-", 3), ("s19-call10", 1)}
+    expected = {("2026-12-03-", 1), ("2026-12-03-", 2), ("2026-12-03-", 3), ("`2026-12-03-committed-build*`", 1)}
     assert seen == {c: expected for c in ("gmlp", "gcopy", "gtiny", "graph60", "graph2stream", "graph3big")}, seen
 
 
 def test_the_committed_build_passes_gpu_check_h_and_drops_the_hold_only_for_the_synchronizing_region():
-    """Call 10 (the build that tries the stream wait once at start)."""
-    summary = json.load(open(truth_log("s19-call10-committed-build-gpu-check-h.json")))
+    """`2026-12-03-committed-build*` (the build that tries the stream wait once at start)."""
+    summary = json.load(open(truth_log("2026-12-03-committed-build-gpu-check-h.json")))
     (row,) = summary["rows"]
     assert row["id"] == "h" and row["pass"] is True, row
-    cases = {r["case"]: r for r in rows("s19-call10-committed-build-events-backend-sync-and-chain.log")}
+    cases = {r["case"]: r for r in rows("2026-12-03-committed-build-events-backend-sync-and-chain.log")}
     assert any("two regions in a row" in w for w in cases["k2us_sync"]["warnings"]), cases["k2us_sync"]
     assert not any("held the stream" in w for w in cases["eager60"]["warnings"]), cases["eager60"]
     assert cases["eager60"]["ns"] < 185_000, cases["eager60"]
 
 
 def test_graphs_timed_under_cupti_carry_the_note_and_eager_kernels_do_not():
-    """Call 11 (build 8acea7b): a torch graph captured after the first benchmark (graph records)
+    """`2026-12-03-graph-note-under-cupti.log` (build 8acea7b): a torch graph captured after the first benchmark (graph records)
     carries the note naming the CUDA-events backend; one captured before gets the records
     warning; an eager kernel neither."""
-    got = {(r["case"], r["late"]): r for r in rows("s19-call11-graph-note-under-cupti.log")}
+    got = {(r["case"], r["late"]): r for r in rows("2026-12-03-graph-note-under-cupti.log")}
     for case in GRAPHS:
         w = got[(case, True)]["warnings"]
         assert any("CUPTI's graph records" in m and "CUDA-events backend" in m for m in w), (case, w)

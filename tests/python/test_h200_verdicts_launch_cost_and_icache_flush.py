@@ -1,5 +1,5 @@
-"""Issue 17's recordings of sessions 12 and 13 (tests/fixtures/h200-short-kernel-and-graph-durations,
-`s12-*` and `s13-*`): the verdict tables re-derived by scripts/truth_verdicts.py, the host cost per
+"""The H200 recordings of 2026-12-02 (tests/fixtures/h200-short-kernel-and-graph-durations,
+`2026-12-02-*` and `2026-12-02-*`): the verdict tables re-derived by scripts/truth_verdicts.py, the host cost per
 launch at the driver, the counters' one-time cost, the instruction-cache flush and its size, and
 `kprof run`'s eager chain in both definitions. Earlier sessions' recordings: test_h200_recordings.py."""
 
@@ -10,12 +10,12 @@ import os
 from truth_recordings import ROOT, judge, sweep_bench, sweep_bench_report, truth_log, truth_rows
 
 
-def test_session12_truth_check_verdicts_and_launch_cost_at_the_driver():
-    """s12-call2: every default part of the truth check re-judged: 26 rows hold, 8 do not (the
+def test_truth_check_verdicts_and_launch_cost_at_the_driver():
+    """`2026-12-02-truth-check-all-parts.log`: every default part of the truth check re-judged: 26 rows hold, 8 do not (the
     fixture README names them); the new Rust row, host time per cuLaunchKernel queued behind a spin
     kernel, adds 1.93 us in default settings against a process before any CUPTI session."""
-    r, v = judge(truth_log("s12-call2-truth-check-all-parts.log"))
-    # 27 with the kprof run eager chain row added in session 13 (+4.8 % against the in-stream x60).
+    r, v = judge(truth_log("2026-12-02-truth-check-all-parts.log"))
+    # 27 with the kprof run eager chain row added in 2026-12-02 (+4.8 % against the in-stream x60).
     assert "truth verdicts: 27 passed, 8 failed, 0 missing" in r.stdout, r.stdout
     failing = {k for k, x in v.items() if x == "FAIL"}
     assert failing == {
@@ -24,7 +24,7 @@ def test_session12_truth_check_verdicts_and_launch_cost_at_the_driver():
         ("rust", "graph from 2 streams"), ("rust", "sgemm1024"),
     }, failing
     assert v[("rust", "host cost per launch")] == "PASS"
-    rounds = [x for x in truth_rows("s12-call2-truth-check-all-parts.log") if x.get("mode") == "launch"]
+    rounds = [x for x in truth_rows("2026-12-02-truth-check-all-parts.log") if x.get("mode") == "launch"]
     assert [x["round"] for x in rounds] == [0, 1, 2]
     for x in rounds:
         # Records alone add less than the default (its Range Profiler session is open), both < 2.5 us.
@@ -32,21 +32,21 @@ def test_session12_truth_check_verdicts_and_launch_cost_at_the_driver():
         assert 0 < x["auto_inside_ns"] - rounds[0]["plain_ns"] < 2500
 
 
-def test_session12_a_process_without_a_profiler_drifts_as_much_as_kprof_adds():
-    """s12-call2 pylaunch: the torch launch loop measured in a process without any profiler moved
+def test_a_process_without_a_profiler_drifts_as_much_as_kprof_adds():
+    """`2026-12-02-truth-check-all-parts.log` pylaunch: the torch launch loop measured in a process without any profiler moved
     by more than 2 us over 10 s in one of two processes, which is why the Python launch row cannot
     separate kprof's cost from the machine's (the Rust row above can)."""
-    controls = [x["values"] for x in truth_rows("s12-call2-truth-check-all-parts.log") if x.get("part") == "launchcontrol"]
+    controls = [x["values"] for x in truth_rows("2026-12-02-truth-check-all-parts.log") if x.get("part") == "launchcontrol"]
     assert len(controls) == 2 and all(len(c) == 8 for c in controls)
     spreads = [max(v[0] for v in c) - min(v[0] for v in c) for c in controls]
     assert max(spreads) > 2000 and min(spreads) < 500, spreads
 
 
-def test_session12_the_first_counter_pass_pays_the_one_time_cost():
-    """s12-call1 sweep-detail: in default settings the process's first collection spends ~0.21 s in
+def test_the_first_counter_pass_pays_the_one_time_cost():
+    """`2026-12-02-launch-states-sweep-detail-experiments.log` sweep-detail: in default settings the process's first collection spends ~0.21 s in
     its pass and every later one a few ms; giving the Range Profiler back after each collection
     (the experiment switch, not kept) pays a session and that first-pass cost every time."""
-    rows = {x["experiment"]: x for x in truth_rows("s12-call1-launch-states-sweep-detail-experiments.log")
+    rows = {x["experiment"]: x for x in truth_rows("2026-12-02-launch-states-sweep-detail-experiments.log")
             if x.get("part") == "sweepdetail"}
     default, per_collection = rows[""], rows["1"]
     # Cumulative collect_passes_s (index 6) at each closure call of the first sweep.
@@ -58,18 +58,18 @@ def test_session12_the_first_counter_pass_pays_the_one_time_cost():
     assert min(per_collection["walls"]) > 5 * max(default["walls"])
 
 
-def test_the_sweep_bench_on_session12_call2():
-    """benches/seed_sweep_vs_nsight.py on s12-call2: 6.6x in default settings, 14.4x with the
+def test_the_sweep_bench_on_the_full_truth_check():
+    """benches/seed_sweep_vs_nsight.py on `2026-12-02-truth-check-all-parts.log`: 6.6x in default settings, 14.4x with the
     records once pandas is imported when the benchmark is decorated (not inside the first sweep)."""
-    text, ratio = sweep_bench_report(sweep_bench(), "s12-call2-truth-check-all-parts.log")
+    text, ratio = sweep_bench_report(sweep_bench(), "2026-12-02-truth-check-all-parts.log")
     assert "6.6x (target 10x: not met)" in text and "14.4x" in text, text
 
 
-def test_session12_ncus_cold_cache_also_empties_the_instruction_caches():
-    """s12-call3: after an L2 read flush alone a cuBLAS sgemm 1024 reads 1.1 % below ncu's cold
+def test_ncus_cold_cache_also_empties_the_instruction_caches():
+    """`2026-12-02-instruction-cache-experiment.log`: after an L2 read flush alone a cuBLAS sgemm 1024 reads 1.1 % below ncu's cold
     value; a kernel whose code outgrows the SMs' instruction caches, run before that flush, adds
     the 70 KB of DRAM reads ncu sees (the kernel's code) and ncu's time."""
-    rows = truth_rows("s12-call3-instruction-cache-experiment.log")
+    rows = truth_rows("2026-12-02-instruction-cache-experiment.log")
     mm = {(r["case"], r["variant"]): r for r in rows if r.get("mode") == "mmicache" and "variant" in r}
     ncu = {r["case"]: r["ns"] for r in rows if r.get("mode") == "ncu-all"}
     read, code = mm[("sgemm1024", "read")], mm[("sgemm1024", "icache+read")]
@@ -80,11 +80,11 @@ def test_session12_ncus_cold_cache_also_empties_the_instruction_caches():
         assert abs(mm[(f"sgemm{n}", "icache+read")]["ns"] / ncu[f"sgemm{n}"] - 1) < 0.01
 
 
-def test_session12_cold_flush_with_the_instruction_kernel_matches_ncu_on_every_matmul():
-    """s12-call4: kprof's cold-cache flush now runs the instruction-cache flush kernel: the fp32
+def test_cold_flush_with_the_instruction_kernel_matches_ncu_on_every_matmul():
+    """`2026-12-02-instruction-flush-in-the-cold-flush.log`: kprof's cold-cache flush now runs the instruction-cache flush kernel: the fp32
     matmul 1024 within 1 % of ncu through both doors (was -2.1 to -2.6 % / -1.5 %), every long
     kernel and step 6 within their limits; the sweep still 6.3x nsight-python."""
-    r, v = judge(truth_log("s12-call4-instruction-flush-in-the-cold-flush.log"))
+    r, v = judge(truth_log("2026-12-02-instruction-flush-in-the-cold-flush.log"))
     for key in [("python", f"mm{n}") for n in (1024, 2048, 4096, 8192)] + [("python", "x2_64M")] + \
                [("rust", f"sgemm{n}") for n in (1024, 2048, 4096, 8192)] + [("rust", "scale64M")]:
         assert v[key] == "PASS", (key, r.stdout)
@@ -92,50 +92,50 @@ def test_session12_cold_flush_with_the_instruction_kernel_matches_ncu_on_every_m
     assert v[("python", "seed sweep speed")] == "FAIL"
 
 
-def test_session12_what_the_instruction_flush_costs():
-    """s12-call5: the instruction flush's PTX JITs in about 1.2 s when the driver's cache lacks it
+def test_what_the_instruction_flush_costs():
+    """`2026-12-02-instruction-flush-cost-jit-cache-off.log`: the instruction flush's PTX JITs in about 1.2 s when the driver's cache lacks it
     and runs about 0.2 ms per cold flush; with the JIT cache off the first sweep pays the JIT (the
-    records sweep 1.59 s against 0.56 s with the cache in call 2); matmuls after kprof's cold flush
+    records sweep 1.59 s against 0.56 s with the cache in `2026-12-02-truth-check-all-parts.log`); matmuls after kprof's cold flush
     read the kernel's code from DRAM as under ncu."""
-    rows = truth_rows("s12-call5-instruction-flush-cost-jit-cache-off.log")
+    rows = truth_rows("2026-12-02-instruction-flush-cost-jit-cache-off.log")
     flush = next(r for r in rows if r.get("case") == "_instruction_flush")
     assert 0.5 < flush["jit_s"] < 3 and 50_000 < flush["gpu_ns"] < 400_000
     mm = {(r["case"], r["variant"]): r for r in rows if r.get("mode") == "mmicache" and "variant" in r}
     assert 60_000 < mm[("sgemm1024", "kprof-all")]["dram_read"] - mm[("sgemm1024", "read")]["dram_read"] < 80_000
     sweeps = {r["tool"]: r["wall_s"] for r in rows if r.get("part") == "sweep"}
     assert sweeps["kprof-records"] - sweeps["plain torch"] > 0.7, sweeps
-    r, v = judge(truth_log("s12-call5-instruction-flush-cost-jit-cache-off.log"))
+    r, v = judge(truth_log("2026-12-02-instruction-flush-cost-jit-cache-off.log"))
     assert v[("python", "graph of 60 kernels")] == "PASS" and v[("python", "graph from 2 streams")] == "FAIL"
 
 
-def test_session13_truth_check_verdicts_with_the_instruction_flush():
-    """s13-call2: every default part of the truth check (and the sweep detail) in one call after
+def test_truth_check_verdicts_with_the_instruction_flush():
+    """`2026-12-02-instruction-flush-size.log`, `2026-12-02-truth-check-all-parts-icache-flush.log`: every default part of the truth check (and the sweep detail) in one call after
     the instruction flush: 29 rows hold (the kprof run eager chain +4.3 % against the in-stream
     reference among them), 6 do not: graphs from two streams (both doors), the seed
     sweep speed (7.1x), the host cost per launch (both doors: +2.5 us at the driver this time), and
-    the Python matmul 1024 at -1.1 % against 5 ncu samples (-0.3 to -0.5 % in call 3's three
+    the Python matmul 1024 at -1.1 % against 5 ncu samples (-0.3 to -0.5 % in `2026-12-02-instruction-cache-experiment.log`'s three
     processes)."""
-    r, v = judge(truth_log("s13-call2-truth-check-all-parts.log"))
+    r, v = judge(truth_log("2026-12-02-truth-check-all-parts-icache-flush.log"))
     assert "truth verdicts: 29 passed, 6 failed, 0 missing" in r.stdout, r.stdout
     assert v[("kprof run", "eager chain (C++)")] == "PASS"
     assert {k for k, x in v.items() if x == "FAIL"} == {
         ("python", "graph from 2 streams"), ("rust", "graph from 2 streams"), ("python", "seed sweep speed"),
         ("python", "host cost per launch"), ("rust", "host cost per launch"), ("python", "mm1024"),
     }
-    text, _ = sweep_bench_report(sweep_bench(), "s13-call2-truth-check-all-parts.log")
+    text, _ = sweep_bench_report(sweep_bench(), "2026-12-02-truth-check-all-parts-icache-flush.log")
     assert "7.1x (target 10x: not met)" in text, text
     # The first sweep's collections spent most of their passes in cuptiRangeProfilerStart.
     assert "passes 0.333 of which Start 0.277" in text, text
 
 
-def test_session13_the_first_start_of_a_range_profiler_session_is_its_one_time_cost():
-    """s13-call1 firstpass: the first collection's 0.22 s is cuptiRangeProfilerStart (later ones take
+def test_the_first_start_of_a_range_profiler_session_is_its_one_time_cost():
+    """`2026-12-02-first-collection-priming-helper-thread-sweep.log` firstpass: the first collection's 0.22 s is cuptiRangeProfilerStart (later ones take
     microseconds); a priming collection made first, on this thread or on a helper thread during a
     warm-up load, pays that Start itself (1.0-1.2 s for a 1025-range image) and ends later than no
-    priming. s13-call1's sweep detail (a helper opening and priming the counters during the warm-up
-    runs, tried and removed) took 4.1 s against 1.4 s without it (s13-call2): CUPTI's set-up slows
+    priming. `2026-12-02-first-collection-priming-helper-thread-sweep.log`'s sweep detail (a helper opening and priming the counters during the warm-up
+    runs, tried and removed) took 4.1 s against 1.4 s without it (`2026-12-02-instruction-flush-size.log`, `2026-12-02-truth-check-all-parts-icache-flush.log`): CUPTI's set-up slows
     down, and slows the warm-ups, when it runs beside them."""
-    rows = truth_rows("s13-call1-first-collection-priming-helper-thread-sweep.log")
+    rows = truth_rows("2026-12-02-first-collection-priming-helper-thread-sweep.log")
     fp = {x["variant"]: x for x in rows if x.get("mode") == "firstpass"}
     plain = fp["plain"]["collects"]
     assert plain[0]["start_s"] > 0.15 and all(c["start_s"] < 0.001 for c in plain[1:])
@@ -146,19 +146,19 @@ def test_session13_the_first_start_of_a_range_profiler_session_is_its_one_time_c
         assert all(c["start_s"] < 0.001 for c in x["collects"]), name
         assert x["ready_s"] > fp["plain"]["ready_s"], name
     helper = next(x for x in rows if x.get("part") == "sweepdetail")
-    alone = next(x for x in truth_rows("s13-call2-truth-check-all-parts.log") if x.get("part") == "sweepdetail")
+    alone = next(x for x in truth_rows("2026-12-02-truth-check-all-parts-icache-flush.log") if x.get("part") == "sweepdetail")
     assert helper["cost"]["primes"] == 1 and "primes" not in alone["cost"]
     assert helper["walls"][0] > 2 * alone["walls"][0]
     assert alone["cost"]["collect_start_s"] > 0.5 * alone["cost"]["collect_passes_s"]
 
 
-def test_session13_the_instruction_flush_needs_4096_steps_on_the_h200():
-    """s13-call2 icachesize: the smallest measured instruction flush after which a cuBLAS sgemm 1024
+def test_the_instruction_flush_needs_4096_steps_on_the_h200():
+    """`2026-12-02-instruction-flush-size.log`, `2026-12-02-truth-check-all-parts-icache-flush.log` icachesize: the smallest measured instruction flush after which a cuBLAS sgemm 1024
     reads its code from DRAM as after 8192 steps (within 1 KB) is 4096 steps, the engine's
     INSTRUCTION_FLUSH_STEPS; it costs about half the GPU time and JIT of 8192."""
     import re
 
-    by = {x["steps"]: x for x in truth_rows("s13-call2-instruction-flush-size.log") if x.get("mode") == "icachesize"}
+    by = {x["steps"]: x for x in truth_rows("2026-12-02-instruction-flush-size.log") if x.get("mode") == "icachesize"}
     full = by[8192]["dram_read"]
     enough = [s for s in sorted(by) if s and abs(by[s]["dram_read"] - full) < 1024]
     src = open(os.path.join(ROOT, "crates", "kprof", "src", "sys", "kernels.rs")).read()
@@ -167,12 +167,12 @@ def test_session13_the_instruction_flush_needs_4096_steps_on_the_h200():
     assert by[4096]["gpu_ns"] < 0.6 * by[8192]["gpu_ns"] and by[4096]["jit_s"] < 0.6 * by[8192]["jit_s"]
 
 
-def test_session13_cold_flush_at_4096_steps_keeps_ncus_values():
-    """s13-call3, kprof's cold flush at 4096 steps: the sgemm 1024 reads the bytes ncu reads (as at
+def test_cold_flush_at_4096_steps_keeps_ncus_values():
+    """`2026-12-02-instruction-flush-4096-steps.log`, kprof's cold flush at 4096 steps: the sgemm 1024 reads the bytes ncu reads (as at
     8192 steps), torch's matmul 1024 in three processes within 0.6 % of ncu, `x * 2` over 64M
     floats and step 6 within their limits."""
-    rows = truth_rows("s13-call3-instruction-flush-4096-steps.log")
-    size = {x["steps"]: x for x in truth_rows("s13-call2-instruction-flush-size.log") if x.get("mode") == "icachesize"}
+    rows = truth_rows("2026-12-02-instruction-flush-4096-steps.log")
+    size = {x["steps"]: x for x in truth_rows("2026-12-02-instruction-flush-size.log") if x.get("mode") == "icachesize"}
     mm = {(x["case"], x["variant"]): x for x in rows if x.get("mode") == "mmicache" and "variant" in x}
     assert abs(mm[("sgemm1024", "kprof-all")]["dram_read"] - size[8192]["dram_read"]) < 1024
     assert mm[("sgemm1024", "kprof-all")]["dram_read"] - mm[("sgemm1024", "read")]["dram_read"] > 60_000
@@ -180,19 +180,19 @@ def test_session13_cold_flush_at_4096_steps_keeps_ncus_values():
     ncu = next(x["ns"] for x in rows if x.get("part") == "ncu" and x.get("case") == "mm1024")
     kp = [x["ns"] for x in rows if x.get("part") == "kprof" and x.get("case") == "mm1024"]
     assert len(kp) == 3 and all(abs(k / ncu - 1) < 0.006 for k in kp), (kp, ncu)
-    r, v = judge(truth_log("s13-call3-instruction-flush-4096-steps.log"))
+    r, v = judge(truth_log("2026-12-02-instruction-flush-4096-steps.log"))
     assert "8 passed, 0 failed" in r.stdout, r.stdout
     assert all(v[("python", f"step 6 {c} {m}")] == "PASS" for c in ("fp16_mm4096", "x2_64M") for m in ("SM %", "DRAM %"))
 
 
-def test_session13_kprof_run_eager_chain_in_both_definitions():
-    """s13-call4: the C++ program's eager chain through `kprof run`: by default (concurrent kernel
+def test_kprof_run_eager_chain_in_both_definitions():
+    """`2026-12-02-kprof-run-eager-chain-both-definitions.log`: the C++ program's eager chain through `kprof run`: by default (concurrent kernel
     records, the in-stream definition) within 5 % of 60 x the in-stream time of the same kernel,
     and one option away (`--durations counters`) within 0.5 % of ncu's ranges of the same program."""
-    r, v = judge(truth_log("s13-call4-kprof-run-eager-chain-both-definitions.log"))
+    r, v = judge(truth_log("2026-12-02-kprof-run-eager-chain-both-definitions.log"))
     assert "3 passed, 0 failed" in r.stdout, r.stdout
     assert v[("kprof run", "eager chain (C++)")] == v[("kprof run", "eager chain, --durations counters (C++)")] == "PASS"
-    rows = truth_rows("s13-call4-kprof-run-eager-chain-both-definitions.log")
+    rows = truth_rows("2026-12-02-kprof-run-eager-chain-both-definitions.log")
     ncu = next(x for x in rows if x.get("mode") == "ncu-none" and x.get("case") == "cpp_eager")
     counters = next(x for x in rows if x.get("mode") == "kprof-run:app-counters" and x.get("case") == "cpp_eager")
     assert ncu["kernels"] == 1200 and len(ncu["sums"]) == 20 and counters["n"] == 20
@@ -203,9 +203,9 @@ def test_session13_kprof_run_eager_chain_in_both_definitions():
 
 
 def test_a_reference_that_found_nothing_leaves_its_row_missing(tmp_path):
-    """s13-call4 with ncu's eager ranges as call 4's first try recorded them (no kernel found, its
+    """`2026-12-02-kprof-run-eager-chain-both-definitions.log` with ncu's eager ranges as the first try recorded them (no kernel found, its
     value null): the --durations counters row is MISSING, the judge does not fail on it."""
-    text = open(truth_log("s13-call4-kprof-run-eager-chain-both-definitions.log")).read()
+    text = open(truth_log("2026-12-02-kprof-run-eager-chain-both-definitions.log")).read()
     broken = text.replace('"case": "cpp_eager", "ns": 253312.0', '"case": "cpp_eager", "ns": null')
     assert broken != text
     log = tmp_path / "null-reference.log"
@@ -215,8 +215,8 @@ def test_a_reference_that_found_nothing_leaves_its_row_missing(tmp_path):
     assert v[("kprof run", "eager chain, --durations counters (C++)")] == "MISSING"
     assert "2 passed, 0 failed" in r.stdout, r.stdout
 
-def test_session13_the_launch_api_records_are_the_host_cost_per_launch():
-    """s13-call6, `truth_check launch` in one process per tracing choice: in default settings a
+def test_the_launch_api_records_are_the_host_cost_per_launch():
+    """`2026-12-02-launch-cost-by-tracing-choice.log`, `truth_check launch` in one process per tracing choice: in default settings a
     launch inside a benchmark costs 1.3-2.3 us more than before any CUPTI session (median over 3
     rounds, two processes); with no launch API records at all (KPROF_CUPTI_LAUNCH_RECORDS=cbid,
     which gives none for a context created before the session, as here) the difference is gone
@@ -225,7 +225,7 @@ def test_session13_the_launch_api_records_are_the_host_cost_per_launch():
     import statistics
 
     sections = {}  # "launch CHOICE HH:MM:SS" -> its 3 rounds
-    for x in truth_rows("s13-call6-launch-cost-by-tracing-choice.log"):
+    for x in truth_rows("2026-12-02-launch-cost-by-tracing-choice.log"):
         sections.setdefault(x["_section"], []).append(x)
     by = {}
     for heading, rows in sections.items():
@@ -247,8 +247,8 @@ def test_session13_the_launch_api_records_are_the_host_cost_per_launch():
         assert added(by[k], "auto_inside_ns") > 1000, k
 
 
-def test_session13_launch_callbacks_cost_less_than_the_launch_records_but_not_enough():
-    """s13-call7, `truth_check launchcb`, two processes per variant: a launch costs ~2.4 us more
+def test_launch_callbacks_cost_less_than_the_launch_records_but_not_enough():
+    """`2026-12-02-launch-cost-records-vs-callbacks.log`, `truth_check launchcb`, two processes per variant: a launch costs ~2.4 us more
     than before the session with kprof's launch API records, ~0.9 us more without them; launch
     callbacks that record what the records carry (every launch logged) +1.6 us on average and
     +2.1 us in one of the two processes, callbacks that do nothing +1.9 us: CUPTI's dispatch of
@@ -257,7 +257,7 @@ def test_session13_launch_callbacks_cost_less_than_the_launch_records_but_not_en
     from statistics import mean
 
     runs = {}
-    for x in truth_rows("s13-call7-launch-cost-records-vs-callbacks.log"):
+    for x in truth_rows("2026-12-02-launch-cost-records-vs-callbacks.log"):
         if x.get("mode") == "launchcb":
             runs.setdefault(x["variant"], []).append(x)
     assert sorted(runs) == ["callbacks", "callbacks-empty", "none", "records"]

@@ -1,9 +1,9 @@
-"""Issue 17's recordings of session 18 (tests/fixtures/h200-short-kernel-and-graph-durations,
-`s18-*`), judged again here: what the cold flush's method does to torch's matmuls and to a
+"""The H200 recordings of 2026-12-03 (tests/fixtures/h200-short-kernel-and-graph-durations,
+`2026-12-03-*`), judged again here: what the cold flush's method does to torch's matmuls and to a
 one-block kernel against ncu, with the cycles, SM clock and DRAM bytes beside the durations
-(call 1); the unseen workloads with kprof's `read` flush and with `discard` against the same ncu
-runs (call 2); the whole verdict table with the committed engine (call 3); short kernels warm
-and cold with the duration alone, with the SM cycles beside it and by flush method (calls 4-6)."""
+(`2026-12-03*`); the unseen workloads with kprof's `read` flush and with `discard` against the same ncu
+runs (`2026-12-03*`); the whole verdict table with the committed engine (`2026-12-03-truth-check-table-committed-engine.log`); short kernels warm
+and cold with the duration alone, with the SM cycles beside it and by flush method (`2026-12-03-short-kernels*`, `2026-12-03-short-kernels*` and `2026-12-03-cold-short-kernels-by-flush*`)."""
 
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ import statistics
 
 from truth_recordings import diff, judge_failed, sweep_bench, sweep_bench_report, truth_log, unseen_table
 
-CALL1 = "s18-call1-matmul-and-one-thread-kernel-cycles-by-flush-method.log"
-CALL2 = "s18-call2-unseen-workloads"
-CALL3 = "s18-call3-truth-check-table-committed-engine.log"
+FLUSH_METHODS = "2026-12-03-matmul-and-one-thread-kernel-cycles-by-flush-method.log"
+UNSEEN = "2026-12-03-unseen-workloads"
+COMMITTED_TABLE = "2026-12-03-truth-check-table-committed-engine.log"
 NVTX = "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
 
 
-def mmclock_kprof(log=CALL1):
+def mmclock_kprof(log=FLUSH_METHODS):
     """The kprof rows of a `mmclock` recording: {(variant, case, metric): [median of each
     process]}, the variant being the JSON of the keywords the process ran with other than
     `metrics` ("{}": default settings)."""
@@ -46,7 +46,7 @@ def mmclock_kprof_by_metrics(log):
     return out
 
 
-def mmclock_ncu(names=tuple(f"s18-call1-mmclock-ncu-process{i}.csv" for i in (1, 2, 3))):
+def mmclock_ncu(names=tuple(f"2026-12-03-mmclock-ncu-process{i}.csv" for i in (1, 2, 3))):
     """ncu processes of a `mmclock` recording: {(case, metric): [median of each process]}. The
     fill kernel that created a small case's tensor inside its first NVTX range (until
     `ncu_target` made them before the ranges) is left out."""
@@ -70,9 +70,9 @@ def med(values):
     return statistics.median(values)
 
 
-def test_session18_matmuls_match_ncu_in_cycles_clock_and_bytes_with_the_default_flush():
-    """Call 1, three processes each, six metrics (application replay, 4 passes): torch's fp32
-    matmul 1024 62.58 vs 62.59 µs, 2048 343.57 vs 344.38 µs (-0.24 %; session 17 read it -1.15 %)
+def test_matmuls_match_ncu_in_cycles_clock_and_bytes_with_the_default_flush():
+    """`2026-12-03*`, three processes each, six metrics (application replay, 4 passes): torch's fp32
+    matmul 1024 62.58 vs 62.59 µs, 2048 343.57 vs 344.38 µs (-0.24 %; 2026-12-03 read it -1.15 %)
     with the same elapsed cycles (675,510 vs 675,604: -0.01 %) and DRAM reads (8.46 MB: the
     matrices and the kernel's code; 33.63 MB): what is left of the 2048's gap is the SM clock,
     1.960 GHz in kprof's passes against 1.956 under ncu (clocks are never set by either)."""
@@ -92,8 +92,8 @@ def test_session18_matmuls_match_ncu_in_cycles_clock_and_bytes_with_the_default_
     assert len(k[("{}", "mm2048", "gpu__time_duration.sum")]) == 3 and len(n[("mm2048", "gpu__time_duration.sum")]) == 3
 
 
-def test_session18_a_one_block_kernel_reads_fewer_cycles_than_under_ncu_unless_the_l2_ends_emptier():
-    """Call 1: torch's add on one float (one block) in default settings 2.016 µs and 3,924 cycles
+def test_a_one_block_kernel_reads_fewer_cycles_than_under_ncu_unless_the_l2_ends_emptier():
+    """`2026-12-03*`: torch's add on one float (one block) in default settings 2.016 µs and 3,924 cycles
     against ncu's 2.112 µs and 4,100 cycles at the same clock (-4 %); with `l2_flush="discard"`
     (the L2 ends empty) or a flush buffer of 8 GiB its cycles come within 2 % of ncu's. The
     `write` flush leaves dirty lines that the matmul 2048 pays to write back (29.6 MB against
@@ -111,15 +111,15 @@ def test_session18_a_one_block_kernel_reads_fewer_cycles_than_under_ncu_unless_t
     assert med(k[("{}", "mm2048", "dram__bytes_write.sum")]) < 1e5
 
 
-def test_session18_the_discard_flush_changes_no_verdict_of_the_unseen_workloads():
-    """Call 2: the unseen workloads in default settings (`read` flush) and with
+def test_the_discard_flush_changes_no_verdict_of_the_unseen_workloads():
+    """`2026-12-03*`: the unseen workloads in default settings (`read` flush) and with
     `KPROF_L2_FLUSH=discard`, against the same ncu runs: every case within 1.5 % of each other
     and the same verdicts: both within 3 % of ncu everywhere but the one-block kernel (1.82 vs
-    2.11 µs cold, 1.54 vs 1.86 warm: ncu read it 1.63-1.70 warm in session 17, kprof the same
+    2.11 µs cold, 1.54 vs 1.86 warm: ncu read it 1.63-1.70 warm in 2026-12-03, kprof the same
     1.52-1.54) and, against CUDA events, the graph with a 64 MB copy (-3.2 %) and the graph of
     200 one-block kernels instantiated before the session (+4.2 %)."""
-    read = unseen_table(CALL2, CALL2 + "-read-flush.log")
-    discard = unseen_table(CALL2, CALL2 + "-discard-flush.log")
+    read = unseen_table(UNSEEN, UNSEEN + "-read-flush.log")
+    discard = unseen_table(UNSEEN, UNSEEN + "-discard-flush.log")
     assert read.keys() == discard.keys() and len(read) == 25
     failing = {"tiny", "tiny_warm", "gcopy_old", "gtiny_old"}
     for name in read:
@@ -131,24 +131,24 @@ def test_session18_the_discard_flush_changes_no_verdict_of_the_unseen_workloads(
     assert read["tiny_warm"][0] < 1560
 
 
-def test_session18_long_kernels_and_step6_hold_with_the_discard_flush():
-    """Call 2: the Python long kernels and step 6 with `KPROF_L2_FLUSH=discard`, one process each
+def test_long_kernels_and_step6_hold_with_the_discard_flush():
+    """`2026-12-03*`: the Python long kernels and step 6 with `KPROF_L2_FLUSH=discard`, one process each
     against ncu: all hold (matmul 2048 -0.34 %, step 6 within 0.36 point)."""
-    r, rows, failed = judge_failed(truth_log("s18-call2-long-kernels-step6-discard-flush.log"))
+    r, rows, failed = judge_failed(truth_log("2026-12-03-long-kernels-step6-discard-flush.log"))
     assert failed == [], r.stdout
     for case in ("mm1024", "mm2048", "mm4096", "mm8192", "x2_64M", "step 6 x2_64M DRAM %", "step 6 fp16_mm4096 DRAM %"):
         assert rows[("python", case)] == "PASS", r.stdout
 
 
-def test_session18_committed_engine_table():
-    """Call 3, the committed engine (e7c2f59) in every door: 29 of 34 rows hold, torch's matmul
+def test_committed_engine_table():
+    """`2026-12-03-truth-check-table-committed-engine.log`, the committed engine (e7c2f59) in every door: 29 of 34 rows hold, torch's matmul
     2048 among them (342.10 vs 344.93 µs, -0.82 %). Failing: graphs from two streams in both doors
     (known: a CUPTI client slows them), step 6 `x * 2` DRAM % +0.66 point in one process (ncu
-    83.81 here, 84.48 in call 2; kprof 84.38-84.47), the torch 60-node graph captured before the
-    session +6.95 % (kprof 140.9 µs as in sessions 14-16, 138.5-141.3; the events without a
+    83.81 here, 84.48 in `2026-12-03*`; kprof 84.38-84.47), the torch 60-node graph captured before the
+    session +6.95 % (kprof 140.9 µs as in 2026-12-02, 138.5-141.3; the events without a
     profiler read 131.7 here, 135.8-137.5 then), and the seed sweep 6.2x (nsight-python 7.20 s,
     kprof 1.17 s)."""
-    r, rows, failed = judge_failed(truth_log(CALL3))
+    r, rows, failed = judge_failed(truth_log(COMMITTED_TABLE))
     assert failed == [
         ("python", "graph from 2 streams"),
         ("python", "graph of 60 kernels"),
@@ -158,7 +158,7 @@ def test_session18_committed_engine_table():
     ], r.stdout
     assert "29 passed, 5 failed, 0 missing" in r.stdout
     assert rows[("python", "mm2048")] == "PASS"
-    report, ratio = sweep_bench_report(sweep_bench(), CALL3)
+    report, ratio = sweep_bench_report(sweep_bench(), COMMITTED_TABLE)
     assert 6.0 < ratio < 6.4, report
 
 
@@ -166,18 +166,18 @@ def pct(got, ref):
     return 100.0 * (med(got) / med(ref) - 1.0)
 
 
-def test_session18_warm_short_kernels_match_ncu_and_cold_ones_read_below_it():
-    """Call 5, durations alone (one kprof process per setting, one ncu process each): warm, torch's
+def test_warm_short_kernels_match_ncu_and_cold_ones_read_below_it():
+    """`2026-12-03-short-kernels*`, durations alone (one kprof process per setting, one ncu process each): warm, torch's
     elementwise adds of 256K and 1M floats (256 and 1024 blocks), `y * 1.0001` on 1M floats and
     the matmul 1024 read ncu's values to the nanosecond or within 0.2 %; the one-block add reads
     1.568 vs 1.696 µs (-7.5 %). Cold, the adds read 2-7 % below ncu (2.528 vs 2.720 µs at 256
     blocks), `y * 1.0001` +0.8 %, the matmul +0.9 %. With the SM cycles collected beside the
     duration every short kernel reads 0.08-0.26 µs longer, warm ones included: no fix, a cost of
     the counters."""
-    n_cold = mmclock_ncu(("s18-call5-short-kernels-cold-ncu.csv",))
-    n_warm = mmclock_ncu(("s18-call5-short-kernels-warm-ncu.csv",))
-    k_cold = mmclock_kprof_by_metrics("s18-call5-short-kernels-cold.log")
-    k_warm = mmclock_kprof_by_metrics("s18-call5-short-kernels-warm.log")
+    n_cold = mmclock_ncu(("2026-12-03-short-kernels-cold-ncu.csv",))
+    n_warm = mmclock_ncu(("2026-12-03-short-kernels-warm-ncu.csv",))
+    k_cold = mmclock_kprof_by_metrics("2026-12-03-short-kernels-cold.log")
+    k_warm = mmclock_kprof_by_metrics("2026-12-03-short-kernels-warm.log")
     dur = "gpu__time_duration.sum"
     for case in ("tiny262144", "tiny1048576", "k2us"):
         assert pct(k_warm[(1, case)], n_warm[(case, dur)]) == 0.0, case
@@ -192,20 +192,20 @@ def test_session18_warm_short_kernels_match_ncu_and_cold_ones_read_below_it():
             assert 80 <= extra <= 260, (case, extra)
 
 
-def test_session18_cold_short_kernels_below_ncu_whatever_the_flush():
-    """Calls 4 and 6, cold, durations alone: the adds of 1 to 256K floats read 5-8 % below ncu in
-    two processes of each (call 4); the flush method does not close it (call 6: the default, an
+def test_cold_short_kernels_below_ncu_whatever_the_flush():
+    """`2026-12-03-short-kernels*` and `2026-12-03-cold-short-kernels-by-flush*`, cold, durations alone: the adds of 1 to 256K floats read 5-8 % below ncu in
+    two processes of each (`2026-12-03-short-kernels*`); the flush method does not close it (`2026-12-03-cold-short-kernels-by-flush*`: the default, an
     8 GiB read buffer and `discard` within 0.2 µs of each other, 1.90-1.92 µs for the one-block add
-    where ncu read 2.21-2.62 µs in that process, 2.02 in call 4 and 2.02 in call 5): kprof's value
+    where ncu read 2.21-2.62 µs in that process, 2.02 in `2026-12-03-short-kernels*` and 2.02 in `2026-12-03-short-kernels*`): kprof's value
     is steady, ncu's wanders by as much as the gap."""
-    n4 = mmclock_ncu(tuple(f"s18-call4-short-kernels-duration-only-ncu-process{i}.csv" for i in (1, 2)))
-    k4 = mmclock_kprof_by_metrics("s18-call4-short-kernels-duration-only-and-with-cycles.log")
+    n4 = mmclock_ncu(tuple(f"2026-12-03-short-kernels-duration-only-ncu-process{i}.csv" for i in (1, 2)))
+    k4 = mmclock_kprof_by_metrics("2026-12-03-short-kernels-duration-only-and-with-cycles.log")
     dur = "gpu__time_duration.sum"
     for case in ("tiny1", "tiny4096", "tiny65536", "tiny262144"):
         assert -9 < pct(k4[(1, case)], n4[(case, dur)]) < -5, case
     assert 0 < pct(k4[(1, "mm1024")], n4[("mm1024", dur)]) < 1.5
-    n6 = mmclock_ncu(("s18-call6-cold-short-kernels-by-flush-ncu.csv",))
-    k6 = mmclock_kprof("s18-call6-cold-short-kernels-by-flush.log")
+    n6 = mmclock_ncu(("2026-12-03-cold-short-kernels-by-flush-ncu.csv",))
+    k6 = mmclock_kprof("2026-12-03-cold-short-kernels-by-flush.log")
     variants = ("{}", '{"l2_flush": "discard"}', '{"l2_flush_bytes": 8589934592}')
     for case in ("tiny1", "tiny262144", "tiny1048576"):
         values = [med(k6[(v, case, dur)]) for v in variants]

@@ -1,11 +1,11 @@
-"""Issue 17's recordings of session 23, judged again here: a fourth set of workloads the issue
-does not name (tests/fixtures/h200-short-kernel-and-graph-durations/`s23-call1-unseen-set4*`:
+"""The H200 recordings of 2026-12-03, judged again here: a fourth set of workloads the issue
+does not name (tests/fixtures/h200-short-kernel-and-graph-durations/`2026-12-03-unseen-set4*`:
 backward passes whose kernels PyTorch's autograd thread launches, a cuDNN LSTM, flash attention,
 small and odd GEMMs, bf16 elementwise kernels, graphs of a training step, flash attention and the
 LSTM), the energy rows with the committed rule (tests/fixtures/h200-power-cap-and-long-kernels/
-`s23-call1-*`), the experiment of call 2: graphs instantiated before kprof's session crash
+`2026-12-03-*`), the experiment of `2026-12-03-old-graphs-with-kernel-records-off-crash.log`: graphs instantiated before kprof's session crash
 CUPTI 13.0 with a graph record whichever kernel-record kind is on, and the whole acceptance table
-of call 3, with the long kernels and step 6 on medians of three processes."""
+of `2026-12-03-acceptance-table-medians-of-three.log`, with the long kernels and step 6 on medians of three processes."""
 
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ from truth_recordings import (
     unseen_table,
 )
 
-TAG = "s23-call1-unseen-set4"
+TAG = "2026-12-03-unseen-set4"
 
 
-def test_session23_every_eager_workload_of_the_fourth_set_holds_against_ncu():
-    """Call 1: sixteen cold and five warm eager workloads within 3 % of ncu's sum of the region's
+def test_every_eager_workload_of_the_fourth_set_holds_against_ncu():
+    """`2026-12-03*`: sixteen cold and five warm eager workloads within 3 % of ncu's sum of the region's
     kernels (-1.31 to +1.93 %), the single long kernels (≥ 200 µs) within 1 % (0.3 %); ncu saw the
     backward passes' kernels from the autograd thread (`--nvtx-push-pop-scope process`): three for
     the matmul, sixteen for the convolution, 22 for the embedding; the LSTM 266."""
@@ -38,8 +38,8 @@ def test_session23_every_eager_workload_of_the_fourth_set_holds_against_ncu():
     assert all(abs(diff(t[n])) < 0.3 for n in ("bf16odd", "intmm", "fill1g", "gridsample", "flashbf16"))
 
 
-def test_session23_graphs_of_the_session_hold_and_one_from_before_it_reads_long():
-    """Call 1: graphs instantiated after kprof's first benchmark (graph records) within 0.8 % of
+def test_graphs_of_the_session_hold_and_one_from_before_it_reads_long():
+    """`2026-12-03*`: graphs instantiated after kprof's first benchmark (graph records) within 0.8 % of
     CUDA events around the replay without a profiler; captured before it (node records, CUPTI
     instruments each node) flash attention (one node) +0.53 %, the training step +2.96 % and the
     LSTM graph +7.67 %, the row of docs/timing.md for graphs captured before the session."""
@@ -51,12 +51,12 @@ def test_session23_graphs_of_the_session_hold_and_one_from_before_it_reads_long(
     assert 7 < diff(t["glstm_old"]) < 8.5
 
 
-def test_session23_a_graph_record_of_a_graph_from_before_the_session_crashes_cupti():
-    """Call 2: with the kernel records switched off around such a launch and graph trace left on
+def test_a_graph_record_of_a_graph_from_before_the_session_crashes_cupti():
+    """`2026-12-03-old-graphs-with-kernel-records-off-crash.log`: with the kernel records switched off around such a launch and graph trace left on
     (an experiment wheel), every process died in a segmentation fault; with the committed guard
     (graph trace off, node records) the same cases gave values, the LSTM graph +6.7 % of the
     call's events."""
-    lines = open(truth_log("s23-call2-old-graphs-with-kernel-records-off-crash.log")).read().splitlines()
+    lines = open(truth_log("2026-12-03-old-graphs-with-kernel-records-off-crash.log")).read().splitlines()
     exp1 = lines[lines.index("== exp=1: table graph cases, captured before the session (one process each)"):
                  lines.index("== exp=0: table graph cases, captured before the session (one process each)")]
     assert sum("Segmentation fault" in line for line in exp1) == 5
@@ -64,16 +64,16 @@ def test_session23_a_graph_record_of_a_graph_from_before_the_session_crashes_cup
     survived = [json.loads(line.split(" ", 1)[1])["case"] for line in exp1 if line.startswith("UNSEEN1 ")]
     assert "gridsample" in survived and not any(c.endswith(("_old", "_new")) for c in survived)
     rows = {(r["part"], r["case"]): r["ns"]
-            for r in truth_rows("s23-call2-old-graphs-with-kernel-records-off-crash.log", tags=("UNSEEN ", "UNSEEN0 "))}
+            for r in truth_rows("2026-12-03-old-graphs-with-kernel-records-off-crash.log", tags=("UNSEEN ", "UNSEEN0 "))}
     assert 1.06 < rows[("kprof", "glstm_old")] / rows[("refs", "glstm")] < 1.075
     assert abs(rows[("kprof", "glstm_new")] / rows[("refs", "glstm")] - 1) < 0.01
 
 
-def test_session23_the_committed_energy_rule_gives_nan_with_the_reason_beside_rests():
-    """Call 1, the first run of the committed rule (the run and the second before it): twelve fp32
+def test_the_committed_energy_rule_gives_nan_with_the_reason_beside_rests():
+    """`2026-12-03*`, the first run of the committed rule (the run and the second before it): twelve fp32
     matmuls 8192 per region (21.44 ms per kernel) rest every run once NVML showed the cap, and
     every run's energy is NaN with the reason; single 21 ms runs NaN (shorter than an update)."""
-    name = "s23-call1-energy-rows-committed-rule.log"
+    name = "2026-12-03-energy-rows-committed-rule.log"
     (power,) = power_rows(name)
     energy = energy_rows(name)
     assert power["case"] == "fp32_twelve" and 21.3e6 < power["median"] < 21.6e6
@@ -85,14 +85,14 @@ def test_session23_the_committed_energy_rule_gives_nan_with_the_reason_beside_re
         assert reason in r["warnings"][0], part
 
 
-def test_session23_the_acceptance_table_on_medians_of_three_processes():
-    """Call 3 (2097c3a), the whole table with ncu's long kernels and step 6 in three processes
+def test_the_acceptance_table_on_medians_of_three_processes():
+    """`2026-12-03-acceptance-table-medians-of-three.log` (2097c3a), the whole table with ncu's long kernels and step 6 in three processes
     and kprof's matmul 1024 and step 6 in three too (the verdicts take the medians: ncu's matmul
-    1024 moved 61.8-62.8 µs between single processes of session 22): 31 of 34 rows hold; failing:
+    1024 moved 61.8-62.8 µs between single processes of 2026-12-03): 31 of 34 rows hold; failing:
     graphs from two streams in both doors (torch +21.6 %, Rust +8.1 %: CUPTI slows them) and the
     seed sweep 8.6x (kprof 1.28 s, nsight-python 0.9.6 11.01 s). Every row of a graph-only region
     says `records` in DurationSource (its span is the records'), eager ones `counters`."""
-    log = truth_log("s23-call3-acceptance-table-medians-of-three.log")
+    log = truth_log("2026-12-03-acceptance-table-medians-of-three.log")
     r, rows, failed = judge_failed(log)
     assert r.returncode == 1
     assert "31 passed, 3 failed, 0 missing" in r.stdout
@@ -101,22 +101,22 @@ def test_session23_the_acceptance_table_on_medians_of_three_processes():
     ])
     assert "(ncu, median of 3)" in r.stdout and "median of 4" in r.stdout
     sources = {}
-    for row in truth_rows("s23-call3-acceptance-table-medians-of-three.log"):
+    for row in truth_rows("2026-12-03-acceptance-table-medians-of-three.log"):
         if row.get("part") == "kprof" and "source" in row:
             sources.setdefault(row["case"], set()).update(row["source"])
     assert sources["graph60"] == sources["graph2stream"] == sources["graph3big"] == {"records"}
     assert sources["mm1024"] == sources["eager60"] == {"counters"}
-    text, ratio = sweep_bench_report(sweep_bench(), "s23-call3-acceptance-table-medians-of-three.log")
+    text, ratio = sweep_bench_report(sweep_bench(), "2026-12-03-acceptance-table-medians-of-three.log")
     assert 8.5 < ratio < 8.7, text
 
 
-def test_session23_kprof_run_does_not_pace_a_program_of_long_kernels():
-    """Call 4: `kprof run --group-by kernel` on a program that runs a bf16 matmul 16384, idles a
+def test_kprof_run_does_not_pace_a_program_of_long_kernels():
+    """`2026-12-03-kprof-run-long-kernels-back-to-back-and-ncu.log`: `kprof run --group-by kernel` on a program that runs a bf16 matmul 16384, idles a
     second, then ten back to back in an NVTX range: the records read the program's own pace (the
     first four 11.1-11.3 ms, the last ones capped at 12.1-12.7 ms), the counter launch (kernel
     replay, ncu's definition) the first five in the range within 0.3 % of ncu's median and the last
     five +9.5 to +13 % (not paced: docs/timing.md); ten fp32 matmuls 8192 met no cap: both within 0.3 %."""
-    rows = power_rows("s23-call4-kprof-run-long-kernels-back-to-back-and-ncu.log")
+    rows = power_rows("2026-12-03-kprof-run-long-kernels-back-to-back-and-ncu.log")
     run = {(r["case"], r["mode"]): r["ns"] for r in rows if r["part"] == "kprof-run"}
     ncu = {r["case"]: sorted(r["ns"])[len(r["ns"]) // 2] for r in rows if r["part"] == "ncu"}
     # Eleven occurrences: the warm-up kernel before the range, then the ten in it.
@@ -129,12 +129,12 @@ def test_session23_kprof_run_does_not_pace_a_program_of_long_kernels():
         assert all(abs(v / ncu["fp32"] - 1) < 0.003 for v in run[("fp32", mode)]), mode
 
 
-def test_session23_graphs_instantiated_under_a_bare_cupti_subscriber_still_crash():
-    """Call 5 (an experiment, not committed): a watcher subscribed at the decoration with only the
+def test_graphs_instantiated_under_a_bare_cupti_subscriber_still_crash():
+    """`2026-12-03-graphs-instantiated-under-a-bare-subscriber-crash.log` (an experiment, not committed): a watcher subscribed at the decoration with only the
     resource callbacks; graphs instantiated then crashed CUPTI 13.0 on replay with graph records
     (five processes, no value); the same graphs captured before the decoration gave node-record
     values."""
-    log = "s23-call5-graphs-instantiated-under-a-bare-subscriber-crash.log"
+    log = "2026-12-03-graphs-instantiated-under-a-bare-subscriber-crash.log"
     text = open(truth_log(log)).read()
     after = text[text.index("captured after the decoration"):text.index("captured before the decoration")]
     assert after.count("Segmentation fault") == 4 and "TRUTH" not in after
@@ -146,11 +146,11 @@ def test_session23_graphs_instantiated_under_a_bare_cupti_subscriber_still_crash
     assert 1.0 < got["graph60"] / ref["graph60"] < 1.05 and got["graph2stream"] / ref["graph2stream"] > 1.15
 
 
-def test_session23_graphs_instantiated_with_graph_trace_on_read_short_of_events():
-    """Call 6 (the experiment with GRAPH_TRACE, or it and kernel records, enabled at the
+def test_graphs_instantiated_with_graph_trace_on_read_short_of_events():
+    """`2026-12-03-graphs-instantiated-with-graph-trace-on-read-short.log` (the experiment with GRAPH_TRACE, or it and kernel records, enabled at the
     decoration): no crash, but the graph records read 3.7-9.7 % short of CUDA events without a
     profiler (60-node graph -9.7 %, two streams -3.7 %, LSTM -6.8 %): not adopted."""
-    rows = truth_rows("s23-call6-graphs-instantiated-with-graph-trace-on-read-short.log", tags=("TRUTH ", "UNSEEN "))
+    rows = truth_rows("2026-12-03-graphs-instantiated-with-graph-trace-on-read-short.log", tags=("TRUTH ", "UNSEEN "))
     ref = {r["case"]: r["ns"] for r in rows if r.get("part") == "refs"}
     got = [r for r in rows if r.get("part") in ("kprof", "kprof-after-decoration")]
     assert len(got) == 6 and all(r["source"] == ["records"] for r in got)
@@ -159,12 +159,12 @@ def test_session23_graphs_instantiated_with_graph_trace_on_read_short_of_events(
         assert -0.11 < d < -0.03, (r["case"], d)
 
 
-def test_session23_the_first_unseen_set_again_with_the_current_engine():
-    """Call 7 (the committed engine): session 17's set, 21 of 25 rows within their limits; the
+def test_the_first_unseen_set_again_with_the_current_engine():
+    """`2026-12-03-unseen-set1-current-engine*` (the committed engine): the 2026-12-03 set, 21 of 25 rows within their limits; the
     failures are the one-element add (cold -7.25 %, warm -3.57 %: one-block kernels), cumsum
-    (+3.44 %, where session 17 read -3.41 %: ncu's own value moved 3.7 %) and the 64 MB copy graph
+    (+3.44 %, where 2026-12-03 read -3.41 %: ncu's own value moved 3.7 %) and the 64 MB copy graph
     captured before the session (-3.30 %); graph-only regions say `records`."""
-    tag = "s23-call7-unseen-set1-current-engine"
+    tag = "2026-12-03-unseen-set1-current-engine"
     t = unseen_table(tag, workload_set="1")
     failing = sorted(n for n, (got, ref, kernels) in t.items()
                      if abs(diff(t[n])) > (1.0 if ref >= 200_000 and kernels == 1 else 3.0))

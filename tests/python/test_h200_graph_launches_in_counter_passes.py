@@ -1,5 +1,5 @@
-"""Issue 17's recordings of session 25, judged again here
-(tests/fixtures/h200-short-kernel-and-graph-durations/`s25-*`): graph trace left off between
+"""The H200 recordings of 2026-12-04, judged again here
+(tests/fixtures/h200-short-kernel-and-graph-durations/`2026-12-04-*`): graph trace left off between
 launches of a graph from before the session during a benchmark (host time per replay), the
 process crashes this session found in counter passes with CUDA graph launches and their fixes
 (a counter-data image with room for the timing pass's graph launches and kernels, kernel replay
@@ -13,7 +13,7 @@ import re
 
 from truth_recordings import judge_failed, truth_log
 
-CALL = {n: f"s25-call{n}-{tail}.log" for n, tail in [
+LOG = {n: f"2026-12-04-{tail}.log" for n, tail in [
     (1, "graph-trace-left-off-between-old-launches"),
     (2, "host-time-inside-a-benchmark-crash"),
     (3, "graph-launches-overflowing-the-counter-image"),
@@ -24,7 +24,7 @@ CALL = {n: f"s25-call{n}-{tail}.log" for n, tail in [
     (8, "range-profiler-reenabled-only-past-twice-its-image"),
     (9, "final-build-graph-rows"),
     (10, "tiny-kernel-graph-alone-or-after-eager-cases"),
-    (11, "tiny-kernel-graph-session-24-wheel-alike"),
+    (11, "tiny-kernel-graph-earlier-wheel-alike"),
     (12, "tiny-kernel-graph-faster-once-counters-enabled"),
     (13, "warning-for-graphs-before-the-counter-session"),
     (14, "final-engine-crash-free-graph-rows"),
@@ -35,7 +35,7 @@ def exits(n):
     """{variant heading: exit status} of a call's `graph-crash` processes (heading without its
     time stamp; the `X=0` placeholder of the environment column dropped)."""
     out, head = {}, None
-    for line in open(truth_log(CALL[n])):
+    for line in open(truth_log(LOG[n])):
         if line.startswith("== "):
             head = line[3:].rsplit(" (", 1)[0].replace("X=0 ", "").strip()
         elif line.startswith("exit ") and head is not None:
@@ -63,7 +63,7 @@ def rows(n, part, section=None):
     """The `part` rows of call `n` (UNSEEN and TRUTH lines), each with its `== ` heading as
     `_section`; only those under a heading that starts with `section` when given."""
     got, head = [], ""
-    for line in open(truth_log(CALL[n]), errors="replace"):
+    for line in open(truth_log(LOG[n]), errors="replace"):
         if line.startswith("== "):
             head = line[3:].strip()
             continue
@@ -76,8 +76,8 @@ def rows(n, part, section=None):
     return got
 
 
-def test_session25_graph_launches_that_overflow_the_counter_image_crashed_the_process():
-    """Call 3 (build cd952c1, before the fix): a default benchmark whose region replayed a
+def test_graph_launches_that_overflow_the_counter_image_crashed_the_process():
+    """`2026-12-04-graph-launches-overflowing-the-counter-image.log` (build cd952c1, before the fix): a default benchmark whose region replayed a
     one-node graph 130 or more times (with or without a sleep kernel, synchronizing or not, cold
     or warm, one run) died with a segmentation fault inside CUPTI 13.0; 63 and 64 replays, 20 x 3,
     a single one, the records (no counter pass) and a graph from before the session (records,
@@ -92,14 +92,14 @@ def test_session25_graph_launches_that_overflow_the_counter_image_crashed_the_pr
         assert e[v] == 0, v
 
 
-def test_session25_counter_images_sized_from_the_timing_pass_hold_every_graph_launch():
-    """Calls 4-8: with one range per graph launch of the timing pass (9eebc58) the graph-only
+def test_counter_images_sized_from_the_timing_pass_hold_every_graph_launch():
+    """`2026-12-04-counter-image-sized-for-graph-launches.log`, `2026-12-04-kernel-count-in-the-image-kernel-replay-crash.log`, `2026-12-04-kernel-replay-to-records-table-graph-rows.log`, `2026-12-04-rust-and-kprof-run-graph-rows-truth.log`, `2026-12-04-graphs-faster-after-range-profiler-reenabled.log` and `2026-12-04-range-profiler-reenabled-only-past-twice-its-image.log`: with one range per graph launch of the timing pass (9eebc58) the graph-only
     arrangements lived (130, 600 x 3, 1000 replays, cold, `graph_trace="nodes"`), but 300 replays
     among 200 adds still crashed, warm and cold; with the timing pass's kernels counted too
     (a3d4a86: three ranges each in a cold application-replay pass) they lived, and so did 300 adds
     among 10 replays. Kernel replay crashed with any graph launch, a single one among five adds
-    too (call 5); since 9dbdfd9 it leaves such runs to the records, and counters asked for fail
-    with a message naming application replay (call 6). Call 8 (a9fdb89, the final engine):
+    too (`2026-12-04-kernel-count-in-the-image-kernel-replay-crash.log`); since 9dbdfd9 it leaves such runs to the records, and counters asked for fail
+    with a message naming application replay (`2026-12-04-kernel-replay-to-records-table-graph-rows.log`, `2026-12-04-rust-and-kprof-run-graph-rows-truth.log`). `2026-12-04-range-profiler-reenabled-only-past-twice-its-image.log` (a9fdb89, the final engine):
     60, 100 and 600 replays and both eager mixes live."""
     e4, e5, e6, e8 = exits(4), exits(5), exits(6), exits(8)
     for v in ("base=1", "n=130 sleep=0 sync=0 rounds=1", "n=1000 sleep=0 sync=0 rounds=1", "cache=all", "graph=old",
@@ -116,7 +116,7 @@ def test_session25_counter_images_sized_from_the_timing_pass_hold_every_graph_la
     assert e6["replay=kernel n=1 sleep=0 sync=0 rounds=1"] == 0
     assert e6["replay=kernel n=130 sleep=0 sync=0 rounds=1 eager=5"] == 0
     assert e6["replay=kernel source=counters n=1 sleep=0 sync=0 rounds=1"] == 1
-    assert "use replay_mode=\"application\" (the default)" in open(truth_log(CALL[6])).read()
+    assert "use replay_mode=\"application\" (the default)" in open(truth_log(LOG[6])).read()
     for v in ("n=60 sleep=0 sync=0 rounds=1", "n=100 sleep=0 sync=0 rounds=1", "n=600 rounds=1",
               "eager=100 n=150 sleep=0 rounds=2 cache=all", "eager=30 n=30 sleep=0 rounds=1 cache=all"):
         assert e8[v] == 0, v
@@ -124,10 +124,10 @@ def test_session25_counter_images_sized_from_the_timing_pass_hold_every_graph_la
     assert mixes[str({"eager": "30", "n": "30", "sleep": "0", "rounds": "1", "cache": "all"})] == ["counters+records"]
 
 
-def test_session25_a_loop_of_pre_session_replays_switches_graph_trace_once():
+def test_a_loop_of_pre_session_replays_switches_graph_trace_once():
     """Host time per torch `g.replay()` of a one-node graph, 200 queued behind a sleep kernel,
     median of three rounds: inside a benchmark a graph from before the session costs 8.3 / 6.9 /
-    9.6 µs (calls 2, 4, 9), about a graph of the session's (9.4, 11.2), where between benchmarks,
+    9.6 µs (`2026-12-04-host-time-inside-a-benchmark-crash.log`, `2026-12-04-counter-image-sized-for-graph-launches.log`, `2026-12-04-final-build-graph-rows.log`, `2026-12-04-rust-and-kprof-run-graph-rows-truth-final-build.log`), about a graph of the session's (9.4, 11.2), where between benchmarks,
     switching graph trace at every launch, it costs 16.3-19.1 µs (17.1, 16.5, 19.1)."""
     inside2 = {r["what"]: r["host_us"] for r in rows(2, "launchcost") if r["case"] == "inside"}
     attached2 = [r for r in rows(2, "launchcost") if r["case"] == "attached" and "nodes" not in r["_section"]]
@@ -140,13 +140,13 @@ def test_session25_a_loop_of_pre_session_replays_switches_graph_trace_once():
         assert inside["old"] < inside["new"], n
 
 
-def test_session25_graphs_mixed_from_before_and_after_the_session_run_and_time():
-    """Call 8 (`graph-mix`): ten adds on 4M floats as a graph from before the session (node
+def test_graphs_mixed_from_before_and_after_the_session_run_and_time():
+    """`2026-12-04-range-profiler-reenabled-only-past-twice-its-image.log` (`graph-mix`): ten adds on 4M floats as a graph from before the session (node
     records) and one from after (graph record), replayed alone, in both orders, 20 times, captured
     inside the warm-up run after a replay of the older one (instantiated with graph trace off:
     node records), captured between benchmarks after such a replay (graph trace on again: its
     graph record): every region within 8 % of CUDA events around the same work in the process
-    (CUPTI attached): the graphs of the session 3.1-3.3 % below, regions with node records 4.4-7.5 %."""
+    (CUPTI attached): the graphs of the session's own 3.1-3.3 % below, regions with node records 4.4-7.5 %."""
     got = {r["case"]: r for r in rows(8, "graphmix")}
     assert set(got) == {"old", "new", "old_then_new", "new_then_old", "old_x20", "capture_inside",
                         "captured_between", "old_again"}
@@ -158,14 +158,14 @@ def test_session25_graphs_mixed_from_before_and_after_the_session_run_and_time()
         assert got[case]["kprof_ns"] / got[case]["events_ns"] > 0.965, case
 
 
-def test_session25_graphs_run_faster_after_the_range_profiler_is_enabled_anew():
-    """Call 7 (build 9dbdfd9, where any graph launch grew the image past the first Start's and
+def test_graphs_run_faster_after_the_range_profiler_is_enabled_anew():
+    """`2026-12-04-graphs-faster-after-range-profiler-reenabled.log` (build 9dbdfd9, where any graph launch grew the image past the first Start's and
     re-enabled the session): 20 replays of a ten-kernel graph per region read 482 µs in the run
     before the re-enable and 447 µs in every run after, and CUDA events around the same replays
     in the process fell from 494 to 456 µs (479 without a profiler): the graph itself ran faster.
-    Call 8 (a9fdb89, re-enabled only past twice the first image): every run 486 µs, the events
+    `2026-12-04-range-profiler-reenabled-only-past-twice-its-image.log` (a9fdb89, re-enabled only past twice the first image): every run 486 µs, the events
     498 µs before and after; set 5's 20-replay row -1.68 % of a process without a profiler (479.98
-    µs), -5.5 % in call 5."""
+    µs), -5.5 % in `2026-12-04-kernel-count-in-the-image-kernel-replay-crash.log`."""
     for r in rows(7, "g20x", "g20x-probe"):
         if r["case"] == "A":
             assert r["values"][0] > 480_000 and max(r["values"][1:]) < 450_000
@@ -181,8 +181,8 @@ def test_session25_graphs_run_faster_after_the_range_profiler_is_enabled_anew():
     assert abs(new / ref - 1.0) < 0.03
 
 
-def test_session25_set5_graphs_with_the_final_engine():
-    """Call 8: set 5's graphs (attention, multi-head attention and 20 replays, from before the
+def test_set5_graphs_with_the_final_engine():
+    """`2026-12-04-range-profiler-reenabled-only-past-twice-its-image.log`: set 5's graphs (attention, multi-head attention and 20 replays, from before the
     session and after it, and an autotuned Triton kernel's graph) within 3 % of CUDA events in a
     process without a profiler, but the Triton graph (-3.66 %: 49.2 against 51.1 µs)."""
     refs = {r["case"]: r["ns"] for r in rows(8, "refs")}
@@ -193,23 +193,23 @@ def test_session25_set5_graphs_with_the_final_engine():
     assert [c for c, d in out.items() if abs(d) > 3.0] == ["gtriton_new"], out
 
 
-def test_session25_the_table_graph_rows_rust_and_kprof_run():
-    """Call 9 (the final engine): Rust's 60-node graph -0.44 %, 3 large kernels -0.03 %,
+def test_the_table_graph_rows_rust_and_kprof_run():
+    """`2026-12-04-final-build-graph-rows.log`, `2026-12-04-rust-and-kprof-run-graph-rows-truth-final-build.log` (the final engine): Rust's 60-node graph -0.44 %, 3 large kernels -0.03 %,
     `kprof run`'s C++ graph range -0.14 %, eager chain +4.85 % in-stream and +0.05 % of ncu with
     `--durations counters`; two streams +9.40 % (CUPTI slows them, as before)."""
-    r, verdicts, failed = judge_failed(truth_log("s25-call9-rust-and-kprof-run-graph-rows-truth.log"))
+    r, verdicts, failed = judge_failed(truth_log("2026-12-04-rust-and-kprof-run-graph-rows-truth-final-build.log"))
     assert "5 passed, 1 failed" in r.stdout
     assert failed == [("rust", "graph from 2 streams")]
     assert "-0.44%" in r.stdout and "-0.14%" in r.stdout
 
 
-def test_session25_a_graph_of_one_block_kernels_instantiated_before_the_counter_session():
+def test_a_graph_of_one_block_kernels_instantiated_before_the_counter_session():
     """Set 1's graph of 200 one-block kernels (CUDA events without a profiler 203-210 µs): with the
     eager cases first in the process, kprof read it -1.0 % (captured in the session) and +3.8 %
-    (before it), as in session 24; with the graph cases alone, -18.5 % and +21.9 % (call 10), with
-    session 24's wheel too (call 11: 166.9-167.0 and 249.1-249.2 µs). CUDA events in such a
-    process (call 12): the graph from before the session 203.1 µs before kprof and 258 µs under its
-    node records (kprof 250.8); the graph of the session 205.0 µs when captured and 168.8 µs
+    (before it), as in 2026-12-04; with the graph cases alone, -18.5 % and +21.9 % (`2026-12-04-tiny-kernel-graph-alone-or-after-eager-cases.log`), with
+    the 2026-12-04 wheel too (`2026-12-04-tiny-kernel-graph-earlier-wheel-alike.log`: 166.9-167.0 and 249.1-249.2 µs). CUDA events in such a
+    process (`2026-12-04-tiny-kernel-graph-faster-once-counters-enabled.log`): the graph from before the 2026-12-033.1 µs before kprof and 258 µs under its
+    node records (kprof 250.8); the graph of the 2026-12-035.0 µs when captured and 168.8 µs
     after its benchmark enabled the Range Profiler (kprof 166.6): graphs instantiated before the
     counter session run faster once it is on, and kprof times what they do; a warning says so
     since this session's last commits."""
@@ -231,8 +231,8 @@ def test_session25_a_graph_of_one_block_kernels_instantiated_before_the_counter_
     assert probe["old"]["kprof_ns"] > 250_000
 
 
-def test_session25_the_final_build_warns_of_graphs_instantiated_before_the_counter_session():
-    """Call 13 (38ec2b7, the final engine): the benchmark of the graph of 200 one-block kernels
+def test_the_final_build_warns_of_graphs_instantiated_before_the_counter_session():
+    """`2026-12-04-warning-for-graphs-before-the-counter-session.log` (38ec2b7, the final engine): the benchmark of the graph of 200 one-block kernels
     captured before the first counter benchmark (166.7 µs; CUDA events in the process 168.4 µs,
     205.1 when captured) and its later benchmark say so in the warning; the pre-session graph's
     (node records) and an eager benchmark's do not. 20 replays of a ten-kernel graph per region:
@@ -245,11 +245,11 @@ def test_session25_the_final_build_warns_of_graphs_instantiated_before_the_count
     assert len(vals) == 30 and max(vals) / min(vals) < 1.004
 
 
-def test_session25_the_final_engine_on_the_h200():
-    """Call 14 (018c84c, the committed engine: graph trace no longer switched after counter
+def test_the_final_engine_on_the_h200():
+    """`2026-12-04-final-engine-crash-free-graph-rows.log` (018c84c, the committed engine: graph trace no longer switched after counter
     passes): 600 replays per region, 300 among 200 adds cold, 130 among 5 adds in kernel replay,
     all live; 20 replays of a ten-kernel graph per region 484.0-485.6 µs in every run of three
-    benchmarks (479-480 µs without a profiler in calls 5-8; events in the process 497 µs
+    benchmarks (479-480 µs without a profiler in `2026-12-04-kernel-count-in-the-image-kernel-replay-crash.log`, `2026-12-04-kernel-replay-to-records-table-graph-rows.log`, `2026-12-04-rust-and-kprof-run-graph-rows-truth.log`, `2026-12-04-graphs-faster-after-range-profiler-reenabled.log` and `2026-12-04-range-profiler-reenabled-only-past-twice-its-image.log`; events in the process 497 µs
     throughout); the warning for the graph captured before the counter session; `graph-mix` within
     8 % of events in the process (graphs of the session within 3 %); a pre-session graph's replay
     9.2 µs of host time inside a benchmark, 18.6 between benchmarks."""
