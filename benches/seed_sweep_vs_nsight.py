@@ -4,7 +4,7 @@ settings at least 10x faster than nsight-python).
 
     python3 benches/seed_sweep_vs_nsight.py [--nsight-path DIR]...
 
-Each tool runs in its own fresh process (``scripts/gpu_check_truth.py sweep-plain``,
+Each tool runs in its own fresh process (``gpu-checks/gpu_check_truth.py sweep-plain``,
 ``sweep-kprof``, ``sweep-kprof records``, ``sweep-nsight``): the same work without a profiler,
 kprof in default settings (durations from the counters), kprof with ``duration_source="records"``,
 and nsight-python (which relaunches the script under ncu; ``--nsight-path`` puts its package and
@@ -25,13 +25,13 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TRUTH = os.path.join(HERE, "..", "scripts", "gpu_check_truth.py")
+TRUTH = os.path.join(HERE, "..", "gpu-checks", "gpu_check_truth.py")
 TARGET = 10.0  # kprof in default settings at least 10x faster than nsight-python
 
 
 def sweep_rows(lines) -> dict[str, dict]:
     """The `part: sweep` TRUTH rows of an output, by tool. A tool run in several fresh processes
-    (`SWEEP_REPEATS`) gets the medians of their wall times, as `scripts/truth_verdicts.py` judges
+    (`SWEEP_REPEATS`) gets the medians of their wall times, as `gpu-checks/truth_verdicts.py` judges
     them, and the other fields of its last process (its counter cost)."""
     by_tool: dict[str, list[dict]] = {}
     for line in lines:

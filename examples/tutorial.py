@@ -1,6 +1,6 @@
 """The seed tutorial (nsight-python on a GPU, step by step), with kprof.
 
-Each step is a function returning the processed DataFrame, so `scripts/gpu_check_python.py` can
+Each step is a function returning the processed DataFrame, so `gpu-checks/gpu_check_python.py` can
 check the numbers; run this file to print every step. Steps 6 and 7 read hardware counters in-process
 (CUPTI Range Profiler, no Nsight Compute); step 8 records run conditions and info collectors.
 Steps that need the ncu backend (4: clock control; 9, 10) are listed at the end.
@@ -335,7 +335,7 @@ def step8_conditions(output_prefix: str = "kprof_step8/"):
 
 LATER = {
     "4. clock control": "backend='ncu' (clock_control='base'); checked as argv only (never lock clocks on a shared machine)",
-    "9. CUPTI vs Nsight Compute": "backend='ncu' against backend='cupti' in scripts/gpu-check-ncu.py, not a tutorial step yet",
+    "9. CUPTI vs Nsight Compute": "backend='ncu' against backend='cupti' in gpu-checks/gpu-check-ncu.py, not a tutorial step yet",
     "10. keep the raw report": "backend='ncu' keeps the .ncu-rep; not a tutorial step yet",
 }
 

@@ -2,7 +2,7 @@
 rests of runner/gpu_rest.rs (tests/fixtures/h200-short-kernel-and-graph-durations/`2026-12-03-*`),
 and the bf16 matmul 16384 per region (one, eight, sixteen, twenty-four), a ten-layer bf16 MLP and
 the energy rows, against ncu of the same call
-(tests/fixtures/h200-power-cap-and-long-kernels/`2026-12-03-*`, scripts/gpu_check_power.py).
+(tests/fixtures/h200-power-cap-and-long-kernels/`2026-12-03-*`, gpu-checks/gpu_check_power.py).
 
 `2026-12-03-acceptance-table-with-rests.log`, `2026-12-03-warm-rests-100-ms-limit-mlp-and-ncu.log`: a warm counter pass waits and rests between its kernels after a long timing pass (new),
 runs of 100 ms or more earned no rest (the rule of 2026-12-03). `2026-12-03-rests-below-200-ms*`: that limit at 200 ms.

@@ -1,5 +1,5 @@
 """The power cap and long tensor-core kernels on the H200 (the short-kernel and graph durations, 2026-12-03): the recordings
-of tests/fixtures/h200-power-cap-and-long-kernels (scripts/gpu_check_power.py), judged again.
+of tests/fixtures/h200-power-cap-and-long-kernels (gpu-checks/gpu_check_power.py), judged again.
 A bf16 matmul 16384 (about 11 ms) slows by 11-16 % after about 55 ms of back-to-back load, where
 ncu, which idles between the kernels it profiles, does not see it; kprof read the slow value
 until runner/gpu_rest.rs made the GPU idle after long work as long as the work took."""

@@ -101,7 +101,7 @@ GAP_REGIONS = ("softmax 8192x1024", "x * 2 (256 MB)", "fp16 matmul 4096")
 
 
 def test_recorded_counter_passes_without_kernel_records_agree_with_ncu_application_replay():
-    """scripts/gpu_check_extra.py part `gaps` on the H200 (10 runs each): with CUPTI's kernel
+    """gpu-checks/gpu_check_extra.py part `gaps` on the H200 (10 runs each): with CUPTI's kernel
     records on during the counter pass (the engine before commit fb80705) every kernel took more
     GPC cycles than without them, which lowered the 18 us softmax's rates by 2 points or more; without
     them, SM % and DRAM % of peak are within 1 point of ncu's application replay (softmax's SM %:
@@ -203,7 +203,7 @@ def test_recorded_cost_per_kernel_puts_range_replay_at_20x_under_ncu():
 
 
 def test_recorded_ncu_backend_check_f_verdicts_follow_from_its_medians():
-    """tests/fixtures/ncu-csv-exports/h200-python-backend-ncu: check f of scripts/gpu-check-ncu.py (seed step 6, medians of 10
+    """tests/fixtures/ncu-csv-exports/h200-python-backend-ncu: check f of gpu-checks/gpu-check-ncu.py (seed step 6, medians of 10
     runs, CUPTI application replay vs ncu application replay; durations 2 %, bytes 0.5 %, pct
     1 pt; CUPTI's durations from the counters, duration_source="counters") re-derived from the
     recorded medians gives the recorded verdicts: every row holds but the fp16 matmul's DRAM bytes
@@ -421,7 +421,7 @@ def test_retired_byte_rows_of_l2_resident_data_are_judged_against_ncus_own_sprea
 
 def test_recorded_truth_verdicts_follow_from_the_recorded_lines():
     """tests/fixtures/h200-short-kernel-and-graph-durations: the verdict table of the short-kernel and graph durations' GPU check (`2026-12-02-acceptance-graph-records-counters*.log`,
-    build b15d1aa's predecessor with graph records on) re-derived by scripts/truth_verdicts.py from
+    build b15d1aa's predecessor with graph records on) re-derived by gpu-checks/truth_verdicts.py from
     the recorded lines: the rows that held and the rows that did not (see the fixture README)."""
     import subprocess
     import sys
@@ -506,7 +506,7 @@ def test_energy_per_run_is_nan_with_its_reason_below_the_counters_period_and_pow
     import sys
 
     log = os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations", "2026-12-02-energy.log")
-    script = os.path.join(HERE, "..", "..", "..", "scripts", "truth_verdicts.py")
+    script = os.path.join(HERE, "..", "..", "..", "gpu-checks", "truth_verdicts.py")
     r = subprocess.run([sys.executable, script, "judge", log], capture_output=True, text=True)
     rows = {re.split(r"\s{2,}", l.strip())[1]: re.split(r"\s{2,}", l.strip())[-1]
             for l in r.stdout.splitlines() if "energy per run" in l}
@@ -673,7 +673,7 @@ def test_run_metrics_in_one_launch_is_under_0_7x_ncu_with_the_same_values():
     log = open(os.path.join(folder, "2026-12-02-run-check.log")).read()
     assert '"first_image_ranges": 64' in log and '"first_image_s": 0.18' in log
     # Values: this recording's raw.csv against the af1d13e baseline, by run_cost.py's criterion.
-    script = os.path.join(HERE, "..", "..", "..", "scripts", "gpu-run", "run_cost.py")
+    script = os.path.join(HERE, "..", "..", "..", "gpu-checks", "gpu-run", "run_cost.py")
     r = subprocess.run([sys.executable, script, "baseline", os.path.join(folder, "2026-12-02-kprof-metrics2-one-launch-raw.csv"),
                         os.path.join(folder, "2026-12-02-af1d13e-kprof-metrics2-raw.csv"),
                         "--metrics", "dram__bytes_read.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed"],

@@ -1,5 +1,5 @@
 """The H200 recordings of 2026-12-03 (tests/fixtures/h200-short-kernel-and-graph-durations,
-`2026-12-03-*`): kprof's defaults on workloads the issue does not name (scripts/gpu_check_unseen.py),
+`2026-12-03-*`): kprof's defaults on workloads the issue does not name (gpu-checks/gpu_check_unseen.py),
 judged again here from the recorded logs and ncu CSVs; a region of several kernels with a cold
 cache read 19 % below ncu while kprof flushed the L2 once per region (`2026-12-03-unseen-workloads-flush-per-region*`), and matches ncu
 within its process-to-process spread since counter passes flush before every kernel (`2026-12-03-unseen-workloads-flush-per-kernel*` and `2026-12-03-unseen-workloads-flush-per-kernel-step6-sweep*`);
@@ -90,7 +90,7 @@ def test_final_engine_and_the_one_thread_kernel_under_ncus_application_replay():
 
 
 def test_long_kernel_rows_take_the_medians_of_several_processes(tmp_path):
-    """scripts/truth_verdicts.py: a long-kernel case run in several kprof processes (repeated in
+    """gpu-checks/truth_verdicts.py: a long-kernel case run in several kprof processes (repeated in
     PY_CASES) and ncu processes (LONG_REPEATS) is judged on the medians of each side, as step 6;
     one process each keeps the single values."""
     import json

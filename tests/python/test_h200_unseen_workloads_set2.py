@@ -1,6 +1,6 @@
 """The H200 recordings of 2026-12-03 (tests/fixtures/h200-short-kernel-and-graph-durations,
 `2026-12-03-*`), judged again here: a second set of workloads the issue does not name
-(scripts/gpu_check_unseen.py set 2: cuFFT, cuSOLVER, an fp8 cuBLASLt matmul, an embedding, a
+(gpu-checks/gpu_check_unseen.py set 2: cuFFT, cuSOLVER, an fp8 cuBLASLt matmul, an embedding, a
 64M-float sum, two side streams, a region that reads a value back, 500 launches, torch.compile,
 graphs of cuFFT and of torch.compile's reduce-overhead mode) in default settings against ncu and
 CUDA events (`2026-12-03-unseen-set2*`); the reduce-overhead call on the CUDA-events backend, and the warning about

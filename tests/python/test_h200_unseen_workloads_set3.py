@@ -1,6 +1,6 @@
 """The H200 recordings of 2026-12-03 (tests/fixtures/h200-short-kernel-and-graph-durations,
 `2026-12-03-*`), judged again here: a third set of workloads the issue does not name
-(scripts/gpu_check_unseen.py set 3: batched and tiny GEMMs, a 12 ms bf16 matmul, topk, unique,
+(gpu-checks/gpu_check_unseen.py set 3: batched and tiny GEMMs, a 12 ms bf16 matmul, topk, unique,
 random numbers, 1100 launches, host idle inside a region, a host-to-device copy, cuDNN batch
 norm, fused AdamW, cat, interpolate; graphs replayed five times in a region, on a side stream, of
 a fused AdamW step and of 1000 nodes) in default settings against ncu and CUDA events. `2026-12-03-unseen-set3.log` is

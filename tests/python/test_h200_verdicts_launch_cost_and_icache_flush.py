@@ -1,5 +1,5 @@
 """The H200 recordings of 2026-12-02 (tests/fixtures/h200-short-kernel-and-graph-durations,
-`2026-12-02-*` and `2026-12-02-*`): the verdict tables re-derived by scripts/truth_verdicts.py, the host cost per
+`2026-12-02-*` and `2026-12-02-*`): the verdict tables re-derived by gpu-checks/truth_verdicts.py, the host cost per
 launch at the driver, the counters' one-time cost, the instruction-cache flush and its size, and
 `kprof run`'s eager chain in both definitions. Earlier sessions' recordings: test_h200_recordings.py."""
 

@@ -1,5 +1,5 @@
 """Readers of the H200 recordings (tests/fixtures/h200-short-kernel-and-graph-durations), shared
-by the recording tests: the verdict table of scripts/truth_verdicts.py, the TRUTH rows of a log,
+by the recording tests: the verdict table of gpu-checks/truth_verdicts.py, the TRUTH rows of a log,
 and benches/seed_sweep_vs_nsight.py as a module."""
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ def truth_log(name):
 
 
 def judge(log):
-    """scripts/truth_verdicts.py judge on a recording: the process result and {(door, case): verdict}."""
-    script = os.path.join(ROOT, "scripts", "truth_verdicts.py")
+    """gpu-checks/truth_verdicts.py judge on a recording: the process result and {(door, case): verdict}."""
+    script = os.path.join(ROOT, "gpu-checks", "truth_verdicts.py")
     r = subprocess.run([sys.executable, script, "judge", log], capture_output=True, text=True)
     cells = [re.split(r"\s{2,}", line.strip()) for line in r.stdout.splitlines()[1:-1]]
     return r, {(c[0], c[1]): c[-1] for c in cells}
@@ -87,8 +87,8 @@ def sweep_bench_report(bench, name):
 
 
 def unseen():
-    """scripts/gpu_check_unseen.py as a module."""
-    spec = importlib.util.spec_from_file_location("gpu_check_unseen", os.path.join(ROOT, "scripts", "gpu_check_unseen.py"))
+    """gpu-checks/gpu_check_unseen.py as a module."""
+    spec = importlib.util.spec_from_file_location("gpu_check_unseen", os.path.join(ROOT, "gpu-checks", "gpu_check_unseen.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

@@ -287,7 +287,7 @@ fn errors_name_the_problem() {
     assert!(e.to_string().contains("not numbers"), "{e}");
 }
 
-/// Exports captured on the H200 by scripts/ncu-capture.sh: every executed (call, config, run,
+/// Exports captured on the H200 by gpu-checks/ncu-capture.sh: every executed (call, config, run,
 /// region) of capture_program.py's manifest is found, nothing else. The committed captures must be
 /// there (a moved folder fails here instead of passing with nothing checked).
 #[test]
