@@ -423,8 +423,6 @@ def test_recorded_truth_verdicts_follow_from_the_recorded_lines():
     """tests/fixtures/h200-short-kernel-and-graph-durations: the verdict table of the short-kernel and graph durations' GPU check (`2026-12-02-acceptance-graph-records-counters*.log`,
     build b15d1aa's predecessor with graph records on) re-derived by gpu-checks/truth_verdicts.py from
     the recorded lines: the rows that held and the rows that did not (see the fixture README)."""
-    import subprocess
-    import sys
 
     root = os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations")
     import tempfile

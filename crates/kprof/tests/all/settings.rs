@@ -95,7 +95,11 @@ fn scanned_files(root: &Path) -> Vec<PathBuf> {
     walk(&root.join("python/kprof"), &ext("py"), &mut files);
     walk(&root.join("scripts"), &|_| true, &mut files);
     // The GPU-check scripts (the harness's Rust binaries, like the examples, are not scanned).
-    walk(&root.join("gpu-checks"), &|p: &Path| p.extension().is_none_or(|x| x != "rs"), &mut files);
+    walk(
+        &root.join("gpu-checks"),
+        &|p: &Path| p.extension().is_none_or(|x| x != "rs"),
+        &mut files,
+    );
     files
         .into_iter()
         .map(|p| p.strip_prefix(root).expect("under the root").to_path_buf())
