@@ -109,18 +109,21 @@ def test_rust_and_kprof_run_with_launch_order():
 
 def test_the_sweep_without_the_host_catalog_and_nsight_pythons_spread():
     """`2026-12-02-durations-plan-without-catalog-sweep.log`: with the plan of durations alone taken from the opened session, kprof's first
-    sweep took 1.159 s (1.257 and 1.368 s in `2026-12-02-launch-parts-range-profiler-step6.log`, `2026-12-02-truth-check-cases-python-sweep.log` and `2026-12-02-launch-order-probe.log`, `2026-12-02-truth-check-all-parts-launch-order.log`) while nsight-python took 9.59 s in this
-    call against 12.3-12.4 s in the two before: the ratio moves with nsight-python's own time."""
+    sweep took 1.159 s (1.257 s in `2026-12-02-truth-check-cases-python-sweep.log` and 1.368 s in
+    `2026-12-02-truth-check-all-parts-launch-order.log`) while nsight-python took 9.59 s in this
+    recording against 12.3-12.4 s in the two before: the ratio moves with nsight-python's own time."""
     text, ratio = sweep_bench_report(sweep_bench(), "2026-12-02-durations-plan-without-catalog-sweep.log")
     assert "8.3x (target 10x: not met)" in text, text
     assert "plan 0.080 s" in text, text
+    plan, cases, table = ("2026-12-02-durations-plan-without-catalog-sweep.log",
+                          "2026-12-02-truth-check-cases-python-sweep.log",
+                          "2026-12-02-truth-check-all-parts-launch-order.log")
     walls = {}
-    for name in ("2026-12-02-truth-check-all-parts-launch-order.log", "2026-12-02-truth-check-cases-python-sweep.log",
-                 "2026-12-02-durations-plan-without-catalog-sweep.log"):
+    for name in (table, cases, plan):
         rows = {r["tool"]: r["wall_s"] for r in truth_rows(name) if r.get("part") == "sweep"}
-        walls[name[:9]] = (rows["kprof"], rows["nsight-python 0.9.6"])
-    assert walls["`2026-12-02-durations-plan-without-catalog-sweep.log`"][0] < walls["`2026-12-02-launch-parts-range-profiler-step6.log`, `2026-12-02-truth-check-cases-python-sweep.log`"][0] < walls["`2026-12-02-launch-order-probe.log`, `2026-12-02-truth-check-all-parts-launch-order.log`"][0], walls
-    assert walls["`2026-12-02-durations-plan-without-catalog-sweep.log`"][1] < 10 < min(walls["`2026-12-02-launch-order-probe.log`, `2026-12-02-truth-check-all-parts-launch-order.log`"][1], walls["`2026-12-02-launch-parts-range-profiler-step6.log`, `2026-12-02-truth-check-cases-python-sweep.log`"][1]), walls
+        walls[name] = (rows["kprof"], rows["nsight-python 0.9.6"])
+    assert walls[plan][0] < walls[cases][0] < walls[table][0], walls
+    assert walls[plan][1] < 10 < min(walls[table][1], walls[cases][1]), walls
 
 
 def test_the_final_build_on_the_rust_door_and_kprof_run():
