@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU check of the short-kernel and graph durations: how each way of timing CUDA graph launches reads, through the Rust API
+# GPU check: how each way of timing CUDA graph launches reads, through the Rust API
 # (truth_check's graph cases), the Python door (torch graphs captured BEFORE kprof's session, the
 # case that crashes CUPTI 13.0 with graph records) and `kprof run` on graph_app.cu. ON the H200
 # after scripts/build-carry.sh; every result line is `TRUTH {json}` in OUT/truth.log.

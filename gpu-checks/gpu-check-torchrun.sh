@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `kprof run` on a multi-process PyTorch program (the scale-out part 4), ON the GPU machine from the
+# `kprof run` on a multi-process PyTorch program, ON the GPU machine from the
 # repo root after scripts/build-carry.sh filled .carry/bin/ (kprof + libkprof_inject.so):
 #
 #     gpu-checks/gpu-check-torchrun.sh OUT      # OUT defaults to $OUT

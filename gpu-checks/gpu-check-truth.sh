@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU check of the short-kernel and graph durations (durations of short kernels and CUDA graphs in default settings), ON the
+# GPU check of the durations of short kernels and CUDA graphs in default settings, ON the
 # H200 from the repo root after scripts/build-carry.sh filled .carry/ (truth_check, kprof,
 # libkprof_inject.so; the reference cases in .carry/cases):
 #
@@ -354,9 +354,9 @@ unseen_set() { # set: graphs by CUDA events without a profiler, every case throu
     step "unseen set $set: verdicts"
     "$PY" "$GU" judge "$LOG" "$OUT/unseen$set-ncu-all.csv" "$OUT/unseen$set-ncu-none.csv" "$set" 2>&1 | tee -a "$LOG"
 }
-# Workloads the short-kernel and graph durations does not name (gpu-checks/gpu_check_unseen.py): the 2026-12-03 set, and session
-# 20's (other libraries, side streams, a synchronization in a region, torch.compile) and session
-# 21's (more GEMM shapes, host idle and copies in regions, fused AdamW, graphs replayed 5x or on a side stream).
+# Workloads the verdict table does not name (gpu-checks/gpu_check_unseen.py): the first set, the
+# second (other libraries, side streams, a synchronization in a region, torch.compile) and the
+# third (more GEMM shapes, host idle and copies in regions, fused AdamW, graphs replayed 5x or on a side stream).
 if has unseen; then unseen_set 1; fi
 if has unseen2; then unseen_set 2; fi
 if has unseen3; then unseen_set 3; fi

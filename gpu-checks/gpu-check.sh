@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# kprof GPU check (the engine checks, checks a-g plus the performance benchmark). Run ON the GPU machine from
+# kprof GPU check of the engine (checks a-g plus the performance benchmark). Run ON the GPU machine from
 # the repo root, after scripts/build-carry.sh built .carry/bin/ on the dev machine:
 #
 #     OUT=/some/dir gpu-checks/gpu-check.sh        # or: gpu-checks/gpu-check.sh /some/dir

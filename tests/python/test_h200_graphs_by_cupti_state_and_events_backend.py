@@ -1,6 +1,6 @@
 """The H200 recordings of 2026-12-03 (tests/fixtures/h200-short-kernel-and-graph-durations,
-`2026-12-03-*`), judged again here: idle GPU time after a flush against ncu's cold short kernels (call
-1); torch graphs captured before kprof timed by CUDA events in each state of CUPTI (`2026-12-03-graphs-back-to-back-idle-spin-wait-by-cupti-state.log`, `2026-12-03-graphs-by-warmth-and-cupti-state.log`, `2026-12-03-torch-graphs-raw-cupti-subscribe-finalize.log` and `2026-12-03-torch-graphs-raw-cupti-then-kprof-release.log`);
+`2026-12-03-*`), judged again here: idle GPU time after a flush against ncu's cold short kernels
+(`2026-12-03-cold-idle-graphs-on-events-backend-without-hold.log`); torch graphs captured before kprof timed by CUDA events in each state of CUPTI (`2026-12-03-graphs-back-to-back-idle-spin-wait-by-cupti-state.log`, `2026-12-03-graphs-by-warmth-and-cupti-state.log`, `2026-12-03-torch-graphs-raw-cupti-subscribe-finalize.log` and `2026-12-03-torch-graphs-raw-cupti-then-kprof-release.log`);
 the CUDA-events backend with the stream hold (`2026-12-03-events-backend-hold-dropped-on-first-timeout.log`, `2026-12-03-events-backend-hold.log` and `2026-12-03-events-backend-hold-graphs.log`, `2026-12-03-gpu-check-h-events-backend-process1.json`, `2026-12-03-gpu-check-h-events-backend-process2.json`) against events without a profiler."""
 
 from __future__ import annotations

@@ -689,8 +689,8 @@ def test_run_metrics_in_one_launch_is_under_0_7x_ncu_with_the_same_values():
 
 
 def test_torchrun_two_ranks_on_one_gpu_gives_per_rank_rows():
-    """h200-kprof-run-torchrun-two-ranks/2026-12-02-torchrun.log (`2026-12-02*`, issue
-    22 part 4): `kprof run -- torchrun --nproc-per-node 2` with gloo on one GPU gives a row per
+    """h200-kprof-run-torchrun-two-ranks/2026-12-02-torchrun.log (the
+    scale-out): `kprof run -- torchrun --nproc-per-node 2` with gloo on one GPU gives a row per
     rank, each with its 20 matmul runs; the ranks' medians agree; NCCL refuses two ranks on one
     device (recorded as information)."""
     import json

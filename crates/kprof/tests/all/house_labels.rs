@@ -64,6 +64,25 @@ fn labels(text: &str) -> Vec<String> {
     found
 }
 
+/// A label split across two lines: `line` ends with a word of `WORDS` (with its optional `s`) and
+/// `next`, past its indentation and comment or list markers, starts with an optional `#` and a digit.
+fn label_across(line: &str, next: &str) -> Option<String> {
+    let end = line.trim_end();
+    let lower = end.to_ascii_lowercase();
+    let word = WORDS.iter().find_map(|w| {
+        [format!("{w}s"), (*w).to_string()].into_iter().find(|form| {
+            lower.ends_with(form.as_str())
+                && !lower[..lower.len() - form.len()]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| c.is_ascii_alphabetic())
+        })
+    })?;
+    let rest = next.trim_start_matches(|c: char| c.is_whitespace() || "#/!*->\"".contains(c));
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    (!digits.is_empty()).then(|| format!("{} {digits}", &end[end.len() - word.len()..]))
+}
+
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
@@ -128,8 +147,10 @@ fn no_history_labels_in_the_repository() {
         let Ok(text) = std::str::from_utf8(&bytes) else {
             continue;
         };
-        for (n, line) in text.lines().enumerate() {
-            let found = labels(line);
+        let lines: Vec<&str> = text.lines().collect();
+        for (n, line) in lines.iter().enumerate() {
+            let mut found = labels(line);
+            found.extend(lines.get(n + 1).and_then(|next| label_across(line, next)));
             if !found.is_empty() {
                 problems.push(format!("{file}:{}: {}", n + 1, found.join(", ")));
             }
@@ -158,4 +179,11 @@ fn the_label_pattern() {
     assert_eq!(hits("calls 3-5"), ["calls 3"]);
     assert!(hits("the first call of the day, recall 5, callbacks 2, session_id, one call").is_empty());
     assert!(hits("NVTX copy #1, color #222, f.call1((a,))").is_empty());
+    assert_eq!(
+        label_across("measured in session", "// 16's engine"),
+        Some("session 16".to_string())
+    );
+    assert_eq!(label_across("bench calls", "  1-6 = a"), Some("calls 1".to_string()));
+    assert_eq!(label_across("one call", "took 2 ms"), None);
+    assert_eq!(label_across("a recall", "5 times"), None);
 }

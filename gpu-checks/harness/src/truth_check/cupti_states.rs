@@ -1,5 +1,5 @@
-//! `cuptistates VARIANT`: which single CUPTI call leaves a process's CUDA graphs slower. Session
-//! 16's `graphstates` found a graph captured from two streams at 172.5 µs by CUDA events before
+//! `cuptistates VARIANT`: which single CUPTI call leaves a process's CUDA graphs slower. On
+//! 2026-12-02 `graphstates` found a graph captured from two streams at 172.5 µs by CUDA events before
 //! any CUPTI session and 193-199 µs afterwards in every state, the sessions stopped included
 //! (one-stream graph of 60: 201.9 -> 213-224 µs).
 //!
