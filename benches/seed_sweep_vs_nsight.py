@@ -1,10 +1,10 @@
 """The seed's matmul sweep (fp32 1024/2048/4096, 10 runs each) under kprof against nsight-python
-0.9.6, measured in the same run on a GPU machine: issue 17's speed target (kprof in default
+0.9.6, measured in the same run on a GPU machine: the speed target (kprof in default
 settings at least 10x faster than nsight-python).
 
     python3 benches/seed_sweep_vs_nsight.py [--nsight-path DIR]...
 
-Each tool runs in its own fresh process (``scripts/gpu_check_truth.py sweep-plain``,
+Each tool runs in its own fresh process (``gpu-checks/gpu_check_truth.py sweep-plain``,
 ``sweep-kprof``, ``sweep-kprof records``, ``sweep-nsight``): the same work without a profiler,
 kprof in default settings (durations from the counters), kprof with ``duration_source="records"``,
 and nsight-python (which relaunches the script under ncu; ``--nsight-path`` puts its package and
@@ -25,13 +25,13 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TRUTH = os.path.join(HERE, "..", "scripts", "gpu_check_truth.py")
-TARGET = 10.0  # issue 17: kprof in default settings at least 10x faster than nsight-python
+TRUTH = os.path.join(HERE, "..", "gpu-checks", "gpu_check_truth.py")
+TARGET = 10.0  # kprof in default settings at least 10x faster than nsight-python
 
 
 def sweep_rows(lines) -> dict[str, dict]:
     """The `part: sweep` TRUTH rows of an output, by tool. A tool run in several fresh processes
-    (`SWEEP_REPEATS`) gets the medians of their wall times, as `scripts/truth_verdicts.py` judges
+    (`SWEEP_REPEATS`) gets the medians of their wall times, as `gpu-checks/truth_verdicts.py` judges
     them, and the other fields of its last process (its counter cost)."""
     by_tool: dict[str, list[dict]] = {}
     for line in lines:
@@ -71,7 +71,7 @@ def report(rows: dict[str, dict]) -> tuple[str, float | None]:
     plain = rows.get("plain torch")
     if plain and "pandas_import_s" in plain:
         out.append(f"(pandas' import: {plain['pandas_import_s']:.3f} s; kprof imports it when a benchmark is decorated, "
-                   "before the sweep, as nsight-python does at its import; until session 11 its first to_dataframe paid it)")
+                   "before the sweep, as nsight-python does at its import; until 2026-12-02 its first to_dataframe paid it)")
     costs = (rows.get("kprof") or {}).get("counter_cost") or []
     if costs and costs[0]:
         c = costs[0]
@@ -80,14 +80,14 @@ def report(rows: dict[str, dict]) -> tuple[str, float | None]:
             "{run:.3f} s (image {setup:.3f}, passes {passes:.3f}{start}, decode {dec:.3f})".format(
                 s=c["session_config_s"] + c["session_enable_s"], n=c["collections"], run=c["counter_run_s"],
                 setup=c["collect_setup_s"], passes=c["collect_passes_s"], dec=c["collect_decode_s"],
-                # cuptiRangeProfilerStart, timed apart since session 13 (the session's first is ~0.2 s).
+                # cuptiRangeProfilerStart, timed apart since 2026-12-02 (the session's first is ~0.2 s).
                 start=f" of which Start {c['collect_start_s']:.3f}" if "collect_start_s" in c else "", **c,
             )
         )
-    # Since session 21: the idle time after long GPU work (runner/gpu_rest.rs, the power cap).
+    # Since 2026-12-03: the idle time after long GPU work (runner/gpu_rest.rs, the power cap).
     if costs and costs[0] and "gpu_rest_s" in costs[0]:
         out.append(f"kprof's rests after long GPU work in its first sweep: {costs[0]['gpu_rest_s']:.3f} s")
-    # Only in session 15's recording s15-call3 (an engine that ran the device query on a helper
+    # Only in the 2026-12-02 recording `2026-12-02-truth-check-all-parts-device-query-on-a-helper.log` (an engine that ran the device query on a helper
     # thread; it was removed after that call).
     if costs and costs[0] and costs[0].get("device_query_s"):
         c = costs[0]

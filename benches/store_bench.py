@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark of the results store (issue 23); not a test. Prints ratios, best of 3 each:
+"""Benchmark of the results store (the results store); not a test. Prints ratios, best of 3 each:
 
 1. `kprof store add` of a 2,000,000-sample raw CSV into a new store, against `kprof summarize`
    of the same file (target: the insert takes at most 2x the summarize);

@@ -1,6 +1,6 @@
 """The seed tutorial (nsight-python on a GPU, step by step), with kprof.
 
-Each step is a function returning the processed DataFrame, so `scripts/gpu_check_python.py` can
+Each step is a function returning the processed DataFrame, so `gpu-checks/gpu_check_python.py` can
 check the numbers; run this file to print every step. Steps 6 and 7 read hardware counters in-process
 (CUPTI Range Profiler, no Nsight Compute); step 8 records run conditions and info collectors; step 9
 times the same matmul sweep under Nsight Compute (`backend="ncu"`) and under kprof's CUPTI backend,

@@ -7,7 +7,7 @@
 # Usage, from the repo root: gpu-checks/nsight-examples.sh EXAMPLES_DIR OUT_DIR [runner options]
 #   EXAMPLES_DIR: nsight-python's examples/ folder (the shared folder is not on the GPU machine:
 #   carry a copy, e.g. in .carry/nsight-examples); runner options: --mode, --only, --timeout.
-# Installs the wheel carried in .carry/wheels into a private folder (scripts/gpu-wheel.sh), and
+# Installs the wheel carried in .carry/wheels into a private folder (gpu-checks/gpu-wheel.sh), and
 # matplotlib from .carry/wheels-extra when the Python lacks it (plot_callback needs it).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +15,7 @@ EXAMPLES="${1:?usage: gpu-checks/nsight-examples.sh EXAMPLES_DIR OUT_DIR [option
 OUT="${2:?usage: gpu-checks/nsight-examples.sh EXAMPLES_DIR OUT_DIR [options]}"
 shift 2
 mkdir -p "$OUT"
-. scripts/gpu-wheel.sh
+. gpu-checks/gpu-wheel.sh
 if ! "$PY" -c "import matplotlib" 2>/dev/null && ls .carry/wheels-extra/matplotlib-*.whl >/dev/null 2>&1; then
     # matplotlib and its dependencies (numpy comes from the machine's PyTorch Python); not nsight.
     "$PY" -m pip install -q --no-index --no-deps --no-compile --target "$KPROF_SITE" \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU checks of the CI summaries, the pytest plugin, notebooks and timelines, on a machine with
-# an NVIDIA GPU and PyTorch: installs the wheel carried in .carry/wheels (scripts/gpu-wheel.sh) and
+# an NVIDIA GPU and PyTorch: installs the wheel carried in .carry/wheels (gpu-checks/gpu-wheel.sh) and
 # runs gpu-checks/workflow_check.py. Run from the repo root:
 #     OUT=/tmp/workflow-check gpu-checks/workflow-check.sh
 # Prints one PASS/FAIL line per part and leaves the files (trace, store, summaries) in $OUT.
@@ -8,5 +8,5 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:?set OUT}"
 mkdir -p "$OUT"
-. scripts/gpu-wheel.sh
+. gpu-checks/gpu-wheel.sh
 "$PY" gpu-checks/workflow_check.py "$OUT"

@@ -22,3 +22,8 @@ fetch() {
 fetch nvidia-cuda-cupti 13.0.85 target/cupti-wheel
 fetch nvidia-nvtx 13.0.85 target/nvtx-wheel
 fetch nvidia-cuda-runtime 13.0.96 target/cudart-wheel
+# clippy and rustfmt for scripts/test.sh's lints (rustup's default profile has both; a minimal one
+# does not).
+if command -v rustup >/dev/null 2>&1 && ! { cargo clippy --version && cargo fmt --version; } >/dev/null 2>&1; then
+    rustup component add clippy rustfmt
+fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks a built wheel as a user gets it (issue 20's acceptance), without a GPU:
+# Checks a built wheel as a user gets it (the manylinux wheel's acceptance), without a GPU:
 #   1. `auditwheel show` reports manylinux_2_28 or older, and the wheel carries kprof/lib/libkprof_inject.so;
 #   2. it installs into a fresh venv (Python 3.10 when there is one: the wheel is abi3 for >= 3.10),
 #      and there, with a PATH that has no cargo and no KPROF_* variable:

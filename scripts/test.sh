@@ -17,11 +17,19 @@ export KPROF_CUDA_INCLUDE="$PWD/target/cudart-wheel/unpacked/nvidia/cu13/include
 mkdir -p target
 prep() { local name=$1; shift; "$@" >"target/prep-$name.log" 2>&1 & }
 prep wheel-tools scripts/build-wheel.sh --tools-only
+prep lint-tools scripts/lint-python.sh --install-only
 prep test-venv scripts/test-python.sh --venv-only
 prep chromium-slurm sh -c 'scripts/report-screenshot.sh --install-only; scripts/slurm-local.sh install'
+cargo fmt --all --check
 cargo test --workspace --locked
 stage "cargo test"
+# Lints: clippy on every target of the workspace, warnings as errors (the [workspace.lints] of
+# Cargo.toml and clippy's defaults); ruff and mypy on the Python code (pyproject.toml).
+cargo clippy --workspace --all-targets --locked -- -D warnings
+stage "cargo clippy"
 wait || true
+scripts/lint-python.sh
+stage "ruff and mypy"
 # The HTML report in headless Chromium (Debian's chromium, installed when missing: about 1.5 min
 # once; the check itself takes a few seconds). Prints "N passed, N failed"; fails on a failed check.
 scripts/test-report-browser.sh

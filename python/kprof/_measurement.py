@@ -1,4 +1,4 @@
-"""Options that change what is measured, beyond nsight-python's (issue 19): the per-benchmark
+"""Options that change what is measured, beyond nsight-python's: the per-benchmark
 ``l2_flush``, ``l2_flush_bytes`` and ``counter_pass_records`` of ``@kprof.analyze.kernel``, and the
 per-process trace settings of :func:`configure`.
 

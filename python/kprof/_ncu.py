@@ -134,7 +134,7 @@ class NcuBackend:
             opts = dict(options, backend="ncu")
             try:
                 self.installed.run_benchmark(name, func, configs, opts, progress)
-            except BaseException as e:  # the parent shows ncu's log tail, which holds this
+            except BaseException:  # the parent shows ncu's log tail, which holds this
                 import traceback
 
                 traceback.print_exc()

@@ -408,7 +408,7 @@ class ProfileResults:
     def _repr_html_(self) -> str:
         try:
             cols = self._process()
-        except Exception as e:
+        except Exception:
             return f"<pre>{html.escape(repr(self))}</pre>"
         header, rows = self._summary_rows(cols)
         head = "".join(f"<th>{html.escape(h)}</th>" for h in header)

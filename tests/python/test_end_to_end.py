@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 import inspect
 import operator
 import os
@@ -389,7 +388,7 @@ def test_save(fake_backend, fake_core, tmp_path):
     assert text.splitlines()[0].split(",") == NSIGHT_ORDER + KPROF_EXTRA
     back = pd.read_csv(path)
     assert list(back.AvgValue) == pytest.approx(list(res.to_dataframe().AvgValue))
-    # .json: kprof's JSON result file (issue 18 item 18), read back by kprof.load.
+    # .json: kprof's JSON result file, read back by kprof.load.
     json_path = res.save(tmp_path / "p.json")
     assert list(kprof.load(json_path).to_dataframe().AvgValue) == pytest.approx(list(res.to_dataframe().AvgValue))
     with pytest.raises(ConfigError, match="unknown file type '.txt'; use a .csv or .json path"):

@@ -101,7 +101,7 @@ GAP_REGIONS = ("softmax 8192x1024", "x * 2 (256 MB)", "fp16 matmul 4096")
 
 
 def test_recorded_counter_passes_without_kernel_records_agree_with_ncu_application_replay():
-    """scripts/gpu_check_extra.py part `gaps` on the H200 (10 runs each): with CUPTI's kernel
+    """gpu-checks/gpu_check_extra.py part `gaps` on the H200 (10 runs each): with CUPTI's kernel
     records on during the counter pass (the engine before commit fb80705) every kernel took more
     GPC cycles than without them, which lowered the 18 us softmax's rates by 2 points or more; without
     them, SM % and DRAM % of peak are within 1 point of ncu's application replay (softmax's SM %:
@@ -203,7 +203,7 @@ def test_recorded_cost_per_kernel_puts_range_replay_at_20x_under_ncu():
 
 
 def test_recorded_ncu_backend_check_f_verdicts_follow_from_its_medians():
-    """tests/fixtures/ncu-csv-exports/h200-python-backend-ncu: check f of scripts/gpu-check-ncu.py (seed step 6, medians of 10
+    """tests/fixtures/ncu-csv-exports/h200-python-backend-ncu: check f of gpu-checks/gpu-check-ncu.py (seed step 6, medians of 10
     runs, CUPTI application replay vs ncu application replay; durations 2 %, bytes 0.5 %, pct
     1 pt; CUPTI's durations from the counters, duration_source="counters") re-derived from the
     recorded medians gives the recorded verdicts: every row holds but the fp16 matmul's DRAM bytes
@@ -387,7 +387,7 @@ def test_recorded_ncus_invalidation_itself_adds_bytes_written():
 
 
 def test_retired_byte_rows_of_l2_resident_data_are_judged_against_ncus_own_spread():
-    """Issue 17, item 4: for data that fit in the H200's 60 MiB L2 the 0.5 % byte rows are retired;
+    """The short-kernel and graph durations, item 4: for data that fit in the H200's 60 MiB L2 the 0.5 % byte rows are retired;
     such a row holds when kprof's mean over 8 allocations (``placement``: kprof in a child process
     that allocates exactly as ncu's) differs from ncu's by at most ncu's own process-to-process
     spread (the largest change of a per-copy mean between two ncu processes with the same
@@ -420,18 +420,16 @@ def test_retired_byte_rows_of_l2_resident_data_are_judged_against_ncus_own_sprea
 
 
 def test_recorded_truth_verdicts_follow_from_the_recorded_lines():
-    """tests/fixtures/h200-short-kernel-and-graph-durations: the verdict table of issue 17's GPU check (device calls 3 and 4,
-    build b15d1aa's predecessor with graph records on) re-derived by scripts/truth_verdicts.py from
+    """tests/fixtures/h200-short-kernel-and-graph-durations: the verdict table of the short-kernel and graph durations' GPU check (`2026-12-02-acceptance-graph-records-counters*.log`,
+    build b15d1aa's predecessor with graph records on) re-derived by gpu-checks/truth_verdicts.py from
     the recorded lines: the rows that held and the rows that did not (see the fixture README)."""
-    import subprocess
-    import sys
 
     root = os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations")
     import tempfile
 
     log = os.path.join(tempfile.mkdtemp(), "combined.log")
     with open(log, "w") as out:
-        for name in ("verify-call4.log", "verify-call3.log"):
+        for name in ("2026-12-02-acceptance-graph-records-counters-repeat.log", "2026-12-02-acceptance-graph-records-counters.log"):
             with open(os.path.join(root, name)) as f:
                 out.write(f.read())
     r, rows, failed = _judge_failed(log)
@@ -447,18 +445,18 @@ def test_recorded_truth_verdicts_follow_from_the_recorded_lines():
     ], r.stdout
     assert r.returncode == 1
     held = [k for k, v in rows.items() if v == "PASS"]
-    # 22 with the kprof run eager chain against the in-stream reference (a row since session 13).
+    # 22 with the kprof run eager chain against the in-stream reference (a row since 2026-12-02).
     assert len(held) == 22 and ("python", "60-kernel eager chain") in held and ("rust", "k2us") in held, r.stdout
     assert ("kprof run", "eager chain (C++)") in held
 
 
 def test_graph_records_with_the_guard_time_graphs_and_survive_graphs_captured_before_the_session():
-    """tests/fixtures/h200-short-kernel-and-graph-durations/call12-graph-guard.log (device call 12): the default graph mode
+    """tests/fixtures/h200-short-kernel-and-graph-durations/2026-12-02-graph-guard.log: the default graph mode
     (graph records, launches of executables instantiated before kprof's session falling back to
     node records) against node records, through the Rust API, the Python door and kprof run."""
     import json
 
-    path = os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations", "call12-graph-guard.log")
+    path = os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations", "2026-12-02-graph-guard.log")
     rows = []
     mode = None
     for line in open(path):
@@ -499,14 +497,14 @@ def test_graph_records_with_the_guard_time_graphs_and_survive_graphs_captured_be
 
 
 def test_energy_per_run_is_nan_with_its_reason_below_the_counters_period_and_power_times_time_above():
-    """tests/fixtures/h200-short-kernel-and-graph-durations/call15-energy.log (device call 15): 21 ms runs NaN with the
+    """tests/fixtures/h200-short-kernel-and-graph-durations/2026-12-02-energy.log: 21 ms runs NaN with the
     reasons, 258 ms runs within 10 % of PowerW x duration, re-derived by truth_verdicts.py."""
     import re
     import subprocess
     import sys
 
-    log = os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations", "call15-energy.log")
-    script = os.path.join(HERE, "..", "..", "..", "scripts", "truth_verdicts.py")
+    log = os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations", "2026-12-02-energy.log")
+    script = os.path.join(HERE, "..", "..", "..", "gpu-checks", "truth_verdicts.py")
     r = subprocess.run([sys.executable, script, "judge", log], capture_output=True, text=True)
     rows = {re.split(r"\s{2,}", l.strip())[1]: re.split(r"\s{2,}", l.strip())[-1]
             for l in r.stdout.splitlines() if "energy per run" in l}
@@ -514,11 +512,11 @@ def test_energy_per_run_is_nan_with_its_reason_below_the_counters_period_and_pow
 
 
 def test_default_auto_durations_verdicts_follow_from_the_recorded_lines():
-    """tests/fixtures/h200-short-kernel-and-graph-durations/call18-acceptance-auto-default.log (device call 18): the acceptance
+    """tests/fixtures/h200-short-kernel-and-graph-durations/2026-12-02-acceptance-auto-default.log: the acceptance
     cases with duration_source="auto" as the default (the counters' gpu__time_duration for eager
     kernels, graph records for graphs). The eager rows that failed with the records by default
-    (call 13) hold; what is left is listed."""
-    log = os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations", "call18-acceptance-auto-default.log")
+    (`2026-12-02-acceptance-defaults-graph-guard.log`) hold; what is left is listed."""
+    log = os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations", "2026-12-02-acceptance-auto-default.log")
     r, rows, failed = _judge_failed(log)
     assert failed == [
         ("python", "10 eager + graph60 + 10 eager"),
@@ -537,14 +535,14 @@ def test_default_auto_durations_verdicts_follow_from_the_recorded_lines():
         assert row in held, (row, r.stdout)
 
 
-def test_session10_defaults_decide_auto_after_the_warm_ups():
-    """s10-call1-acceptance-defaults.log (session 10, device call 1): "auto" decided after the
+def test_defaults_decide_auto_after_the_warm_ups():
+    """2026-12-02-acceptance-defaults.log (`2026-12-02*`): "auto" decided after the
     warm-up runs. Torch graphs captured before the session now take the records without the Range
     Profiler ever being enabled: the graph of 60 kernels reads 138.5 us against 136.1 us by CUDA
-    events (128.1 us in call 18), and the mixed region holds against the definition its
+    events (128.1 us in `2026-12-02-acceptance-auto-default.log`), and the mixed region holds against the definition its
     DurationSource column declares (records: the in-stream time per kernel). The sweep and the
     kprof run rows are missing (this checkout's .carry had neither nsight-python nor the C++ case)."""
-    log = os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations", "s10-call1-acceptance-defaults.log")
+    log = os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations", "2026-12-02-acceptance-defaults.log")
     r, rows = _judge(log)
     failed = sorted(k for k, v in rows.items() if v == "FAIL")
     assert failed == [
@@ -560,41 +558,41 @@ def test_session10_defaults_decide_auto_after_the_warm_ups():
         ("kprof run", "eager chain (C++)"), ("kprof run", "graph range (C++)"), ("python", "seed sweep speed")], r.stdout
     for row in [("python", "graph of 60 kernels"), ("python", "10 eager + graph60 + 10 eager")]:
         assert rows[row] == "PASS", (row, r.stdout)
-    graph = [x for x in _truth_rows("s10-call1-acceptance-defaults.log") if x.get("part") == "kprof"
+    graph = [x for x in _truth_rows("2026-12-02-acceptance-defaults.log") if x.get("part") == "kprof"
              and x.get("case") == "graph60"][0]
     assert graph["source"] == ["records"] and 135_000 < graph["ns"] < 142_000, graph
 
 
 def test_serial_kernel_records_cannot_time_graphs_even_when_switched_per_benchmark():
-    """call16 (KPROF_KERNEL_TRACE=serial with graph records) and call17 (a tried mode that switched
+    """The serial records (KPROF_KERNEL_TRACE=serial with graph records) and the trace switch (a tried mode that switched
     to concurrent records for benchmarks that launch graphs, removed since): once serial kernel
     records are on in a process, a 60-node graph's record spans about one node (1.3 us for a
     graph that runs 200 us), in the Rust API and for torch graphs; serial records read eager
     kernels about 0.6 us above ncu. Why serial records are not the default."""
-    for name in ("call16-serial-records-rust.log", "call17-trace-switch-rust.log"):
+    for name in ("2026-12-02-serial-records-rust.log", "2026-12-02-trace-switch-rust.log"):
         rows = _truth_rows(name)
         graph = [r for r in rows if r.get("case") == "graph60" and r.get("trace") in ("serial", "auto")]
         assert graph and all(r["ns"] < 2000 for r in graph), (name, graph)
-        events = [r for r in _truth_rows("call16-serial-records-graph-modes.log") if r.get("mode") == "events"
+        events = [r for r in _truth_rows("2026-12-02-serial-records-graph-modes.log") if r.get("mode") == "events"
                   and r.get("case") == "graph60"]
         assert events[0]["ns"] > 190_000
-    rows = _truth_rows("call16-serial-records-rust.log")
+    rows = _truth_rows("2026-12-02-serial-records-rust.log")
     serial = [r["ns"] for r in rows if r.get("case") == "k2us" and r.get("trace") == "serial"]
     ncu = [r["ns"] for r in rows if r.get("case") == "k2us" and r.get("mode") == "ncu-none"]
     assert 400 < serial[0] - ncu[0] < 800, (serial, ncu)
-    torch = [r for r in _truth_rows("call17-trace-switch-graph-modes.log") if r.get("part") == "kprof"
+    torch = [r for r in _truth_rows("2026-12-02-trace-switch-graph-modes.log") if r.get("part") == "kprof"
              and r.get("case") == "graph60"]
     assert len(torch) == 2 and all(r["ns"] < 2000 for r in torch), torch
 
 
 def test_auto_durations_take_the_records_for_graphs_captured_before_the_session():
-    """call19-graph-refs-busy-gpu.log: torch graphs captured before kprof's first benchmark get
+    """2026-12-02-graph-refs-busy-gpu.log: torch graphs captured before kprof's first benchmark get
     record durations with a warning under the default duration_source="auto" (the counter pass
     would corrupt their node-record spans), graphs captured after get the counters for eager
     kernels and graph records (a graph from two streams within 3 % of CUDA events around its
     replay queued behind the previous one). The node-record span read 128.0 us while the Range
     Profiler stayed enabled vs 139.2 without it (the fallback now gives the session back)."""
-    rows = _truth_rows("call19-graph-refs-busy-gpu.log")
+    rows = _truth_rows("2026-12-02-graph-refs-busy-gpu.log")
     ref = {r["case"]: r["ns"] for r in rows if r.get("part") == "refs"}
     default = [r for r in rows if r.get("part") == "kprof" and not r.get("late")]
     assert {r["case"] for r in default} == {"graph60", "graph3big", "graph2stream", "mixed"}
@@ -610,13 +608,13 @@ def test_auto_durations_take_the_records_for_graphs_captured_before_the_session(
 
 
 def test_scaleout_on_one_gpu_recording_schema_and_why_small_sizes_differed():
-    """tests/fixtures/h200-scaleout-two-workers-one-gpu/call21-two-workers-one-gpu.log (device call 21): every schema,
+    """tests/fixtures/h200-scaleout-two-workers-one-gpu/2026-12-02-two-workers-one-gpu.log: every schema,
     run-count and device row held for one worker, two workers sharing GPU 0, split runs and a
     worker killed once; the small sizes differed because the workers could not open the counters
     (CUPTI_ERROR_HARDWARE_BUSY), which the caller's release and the shared-GPU rule fix."""
     import re
 
-    text = open(os.path.join(HERE, "..", "h200-scaleout-two-workers-one-gpu", "call21-two-workers-one-gpu.log")).read()
+    text = open(os.path.join(HERE, "..", "h200-scaleout-two-workers-one-gpu", "2026-12-02-two-workers-one-gpu.log")).read()
     verdicts = re.findall(r"^(PASS|FAIL)  (\S+): (.+?)\s{2,}", text, re.M)
     failed = {(who, what) for v, who, what in verdicts if v == "FAIL"}
     assert failed == {(w, "values within noise of single at every size") for w in ("1w", "2w", "2w-split", "2w-kill")}
@@ -630,17 +628,17 @@ def test_scaleout_on_one_gpu_recording_schema_and_why_small_sizes_differed():
 
 
 def test_run_metrics_cost_recording_gives_the_ratios_and_the_split_in_the_docs():
-    """tests/fixtures/h200-kprof-run-metrics-vs-ncu/call22-run-cost.jsonl (device call 22, issue 21): the walls,
+    """tests/fixtures/h200-kprof-run-metrics-vs-ncu/2026-12-02-af1d13e-run-cost.jsonl (the cost of `kprof run --metrics`): the walls,
     ratios against ncu and the time split quoted in docs/counters.md come from the recording."""
     import json
 
-    lines = [json.loads(l[8:]) for l in open(os.path.join(HERE, "..", "h200-kprof-run-metrics-vs-ncu", "call22-run-cost.jsonl"))
+    lines = [json.loads(l[8:]) for l in open(os.path.join(HERE, "..", "h200-kprof-run-metrics-vs-ncu", "2026-12-02-af1d13e-run-cost.jsonl"))
              if l.startswith("RUNCOST ")]
     summary = next(l for l in lines if l.get("what") == "summary")
     walls = summary["walls_s"]
     assert round(walls["kprof-metrics2"], 2) == 24.67 and round(walls["ncu-metrics2-none"], 2) == 19.74
     assert round(walls["kprof-dram"], 2) == 14.15 and round(walls["ncu-dram-none"], 2) == 10.05
-    assert summary["ratios"]["kprof-metrics2 / ncu-metrics2-none"] > 0.7, "issue 21 is not met by this build"
+    assert summary["ratios"]["kprof-metrics2 / ncu-metrics2-none"] > 0.7, "the cost of `kprof run --metrics` is not met by this build"
     cost = summary["cost"]
     assert cost["kprof-metrics2"]["passes"] == 8 and cost["kprof-dram"]["passes"] == 1
     assert round(cost["kprof-metrics2"]["profiler_start_s"], 2) == 8.10
@@ -649,17 +647,17 @@ def test_run_metrics_cost_recording_gives_the_ratios_and_the_split_in_the_docs()
 
 
 def test_run_metrics_in_one_launch_is_under_0_7x_ncu_with_the_same_values():
-    """s10-call2-run-cost.jsonl / .log (session 10, device call 2, issue 21): `kprof run --metrics`
+    """2026-12-02-run-cost.jsonl / .log (`2026-12-02*`, the cost of `kprof run --metrics`): `kprof run --metrics`
     in one launch (the counter launch gives the durations; the first counter-data image holds 64
     kernels). Its wall against ncu's with the same metrics and cache policy, its profiler start
-    and its values against session 9's two-launch baseline (call22-kprof-metrics2-raw.csv), as
+    and its values against the two-launch baseline of build af1d13e (2026-12-02-af1d13e-kprof-metrics2-raw.csv), as
     quoted in docs/counters.md; the values are re-derived here with run_cost.py's own check."""
     import json
     import subprocess
     import sys
 
     folder = os.path.join(HERE, "..", "h200-kprof-run-metrics-vs-ncu")
-    lines = [json.loads(l[8:]) for l in open(os.path.join(folder, "s10-call2-run-cost.jsonl")) if l.startswith("RUNCOST ")]
+    lines = [json.loads(l[8:]) for l in open(os.path.join(folder, "2026-12-02-run-cost.jsonl")) if l.startswith("RUNCOST ")]
     summary = next(l for l in lines if l.get("what") == "summary")
     walls, ratios, cost = summary["walls_s"], summary["ratios"], summary["cost"]
     assert ratios["kprof-metrics2 / ncu-metrics2-none"] <= 0.7 and ratios["kprof-dram / ncu-dram-none"] <= 0.7, ratios
@@ -670,12 +668,12 @@ def test_run_metrics_in_one_launch_is_under_0_7x_ncu_with_the_same_values():
     executions = one["split"]["executions"]
     assert [e["label"] for e in executions] == ["repetition 1, counter launch"], "one launch"
     # The single launch's status: the start's parts (the time-split sums of this build missed them).
-    log = open(os.path.join(folder, "s10-call2-run-check.log")).read()
+    log = open(os.path.join(folder, "2026-12-02-run-check.log")).read()
     assert '"first_image_ranges": 64' in log and '"first_image_s": 0.18' in log
-    # Values: the raw.csv of this call against session 9's baseline, by run_cost.py's criterion.
-    script = os.path.join(HERE, "..", "..", "..", "scripts", "gpu-run", "run_cost.py")
-    r = subprocess.run([sys.executable, script, "baseline", os.path.join(folder, "s10-call2-kprof-metrics2-one-launch-raw.csv"),
-                        os.path.join(folder, "call22-kprof-metrics2-raw.csv"),
+    # Values: this recording's raw.csv against the af1d13e baseline, by run_cost.py's criterion.
+    script = os.path.join(HERE, "..", "..", "..", "gpu-checks", "gpu-run", "run_cost.py")
+    r = subprocess.run([sys.executable, script, "baseline", os.path.join(folder, "2026-12-02-kprof-metrics2-one-launch-raw.csv"),
+                        os.path.join(folder, "2026-12-02-af1d13e-kprof-metrics2-raw.csv"),
                         "--metrics", "dram__bytes_read.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed"],
                        capture_output=True, text=True)
     out = json.loads(r.stdout.split("RUNCOST ", 1)[1])
@@ -686,18 +684,18 @@ def test_run_metrics_in_one_launch_is_under_0_7x_ncu_with_the_same_values():
     # The durations in the one launch are the counters', and so says the raw CSV.
     import csv
 
-    rows = list(csv.DictReader(open(os.path.join(folder, "s10-call2-kprof-metrics2-one-launch-raw.csv"))))
+    rows = list(csv.DictReader(open(os.path.join(folder, "2026-12-02-kprof-metrics2-one-launch-raw.csv"))))
     assert {r["DurationSource"] for r in rows} == {"counters"}
 
 
 def test_torchrun_two_ranks_on_one_gpu_gives_per_rank_rows():
-    """h200-kprof-run-torchrun-two-ranks/s10-call1-torchrun.log (session 10, device call 1, issue
-    22 part 4): `kprof run -- torchrun --nproc-per-node 2` with gloo on one GPU gives a row per
+    """h200-kprof-run-torchrun-two-ranks/2026-12-02-torchrun.log (the
+    scale-out): `kprof run -- torchrun --nproc-per-node 2` with gloo on one GPU gives a row per
     rank, each with its 20 matmul runs; the ranks' medians agree; NCCL refuses two ranks on one
     device (recorded as information)."""
     import json
 
-    text = open(os.path.join(HERE, "..", "h200-kprof-run-torchrun-two-ranks", "s10-call1-torchrun.log")).read()
+    text = open(os.path.join(HERE, "..", "h200-kprof-run-torchrun-two-ranks", "2026-12-02-torchrun.log")).read()
     assert "PASS: kprof run on torchrun (gloo) gives per-rank rows" in text
     medians = [json.loads(l[7:]) for l in text.splitlines() if l.startswith("MEDIAN ")]
     mm = {m["Rank"]: float(m["Median"]) for m in medians if m["Annotation"] == "matmul"}
@@ -707,16 +705,16 @@ def test_torchrun_two_ranks_on_one_gpu_gives_per_rank_rows():
 
 
 def test_two_workers_measuring_at_once_on_one_gpu_read_long():
-    """h200-scaleout-two-workers-one-gpu/s10-call1-concurrent-workers-summary.json (session 10,
-    device call 1): before workers sharing a GPU took turns, one worker matched the single process
+    """h200-scaleout-two-workers-one-gpu/2026-12-02-concurrent-workers-summary.json (2026-12-02):
+    before workers sharing a GPU took turns, one worker matched the single process
     at every size, while two workers measuring at once read the 4096 matmul 55 % long (with
     runs_per_task=5) and the 512 one 8-11 % short (records against the single process's counters)."""
     import json
 
-    s = json.load(open(os.path.join(HERE, "..", "h200-scaleout-two-workers-one-gpu", "s10-call1-concurrent-workers-summary.json")))
+    s = json.load(open(os.path.join(HERE, "..", "h200-scaleout-two-workers-one-gpu", "2026-12-02-concurrent-workers-summary.json")))
     text = json.dumps(s)
     assert "2w-split" in text and "1w" in text
-    text_log = open(os.path.join(HERE, "..", "h200-scaleout-two-workers-one-gpu", "s10-call1-concurrent-workers.log")).read()
+    text_log = open(os.path.join(HERE, "..", "h200-scaleout-two-workers-one-gpu", "2026-12-02-concurrent-workers.log")).read()
     assert "PASS  1w: values within noise of single at every size" in text_log
     for who in ("2w", "2w-split", "2w-kill"):
         assert f"FAIL  {who}: values within noise of single at every size" in text_log
@@ -725,7 +723,7 @@ def test_two_workers_measuring_at_once_on_one_gpu_read_long():
 
 
 def test_engine_check_after_the_ffi_layer_passes_every_check():
-    """h200-engine-checks-raw-concurrent-trace/s10-call5..6 (session 10): the engine check failed
+    """h200-engine-checks-raw-concurrent-trace/`2026-12-02-engine-console-auto-default-before-fixes.log`..6 (2026-12-02): the engine check failed
     a, e, f under the default "auto" durations (a check that timed every call of its closure, a
     graph region holding the graph's span, 100,000 kernels whose counter pass could not match),
     and passes every check once the closure can tell its counter pass, the graph's span counts and
@@ -739,54 +737,54 @@ def test_engine_check_after_the_ffi_layer_passes_every_check():
         table = text.split("kprof GPU check: all tables", 1)[1]
         return {m.group(1): m.group(2) for m in re.finditer(r"^([a-h])\s+(PASS|FAIL)\s", table, re.M)}, text
 
-    before, _ = verdicts("s10-call5-engine-console-auto-default-before-fixes.log")
+    before, _ = verdicts("2026-12-02-engine-console-auto-default-before-fixes.log")
     assert {k for k, v in before.items() if v == "FAIL"} == {"a", "e", "f"}, before
-    after, text = verdicts("s10-call6-engine-console.log")
+    after, text = verdicts("2026-12-02-engine-console.log")
     assert after == {k: "PASS" for k in "abcdefgh"}, after
     assert "overall: PASS" in text and "counted [100000, 100000] per run" in text
     assert "kernel records instead" in text
 
 
-def test_session10_call3_workers_take_turns_run_check_and_the_cpp_graph():
-    """Session 10, device call 3 (build 094747a): two workers sharing GPU 0 take turns and match
+def test_workers_take_turns_run_check_and_the_cpp_graph():
+    """`2026-12-02-094747a*` (build 094747a): two workers sharing GPU 0 take turns and match
     the single process at every size (21 checks pass); `kprof run --metrics` in one launch gives
     durations within 0.5 % of ncu's gpu__time_duration.sum per range occurrence; the C++ graph of
     60 kernels under `kprof run` within 3 % of CUDA events without a profiler."""
     import re
 
     base = os.path.join(HERE, "..")
-    so = open(os.path.join(base, "h200-scaleout-two-workers-one-gpu", "s10-call3-workers-take-turns.log")).read()
+    so = open(os.path.join(base, "h200-scaleout-two-workers-one-gpu", "2026-12-02-workers-take-turns.log")).read()
     assert "scaleout: 21 passed, 0 failed" in so
     for who in ("1w", "2w", "2w-split", "2w-kill"):
         assert f"PASS  {who}: values within noise of single at every size" in so
     diffs = [float(x) for x in re.findall(r"([+-]\d+\.\d+) (?:--|ov)", so)]
     assert len(diffs) == 20 and max(abs(d) for d in diffs) < 1.0, diffs
-    run = open(os.path.join(base, "h200-kprof-run-metrics-vs-ncu", "s10-call3-run-check.log")).read()
+    run = open(os.path.join(base, "h200-kprof-run-metrics-vs-ncu", "2026-12-02-094747a-run-check.log")).read()
     assert "== run check: PASS" in run
     part = run.split("kprof unit of gpu__time_duration.sum", 1)[1]
     assert "20 range occurrences compared, 0 bad (tolerance 0.5%)" in part
-    r, rows = _judge(os.path.join(base, "h200-short-kernel-and-graph-durations", "s10-call3-cases-and-sweep.log"))
+    r, rows = _judge(os.path.join(base, "h200-short-kernel-and-graph-durations", "2026-12-02-cases-and-sweep.log"))
     assert rows[("kprof run", "graph range (C++)")] == "PASS", r.stdout
 
 
-def test_session10_sweep_speed_against_nsight_python():
-    """s10-call7-sweep-and-launch-cost.log: the seed sweep 4.9x faster than nsight-python 0.9.6 in
-    the default settings (issue 17 asks 10x: not met), 9.9x with duration_source="records"."""
-    r, rows = _judge(os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations", "s10-call7-sweep-and-launch-cost.log"))
+def test_sweep_speed_against_nsight_python():
+    """2026-12-02-sweep-and-launch-cost.log: the seed sweep 4.9x faster than nsight-python 0.9.6 in
+    the default settings (the short-kernel and graph durations asks 10x: not met), 9.9x with duration_source="records"."""
+    r, rows = _judge(os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations", "2026-12-02-sweep-and-launch-cost.log"))
     assert rows[("python", "seed sweep speed")] == "FAIL", r.stdout
     assert "4.9x" in r.stdout
-    sweeps = {x["tool"]: x["wall_s"] for x in _truth_rows("s10-call7-sweep-and-launch-cost.log") if x.get("part") == "sweep"}
+    sweeps = {x["tool"]: x["wall_s"] for x in _truth_rows("2026-12-02-sweep-and-launch-cost.log") if x.get("part") == "sweep"}
     assert 9.5 < sweeps["nsight-python 0.9.6"] / sweeps["kprof-records"] < 10.5, sweeps
 
 
-def test_session11_house_recheck_verdicts_follow_from_the_summaries():
-    """h200-gpu-checks-after-the-house (issue 19): counters, conditions and ncu pass; the Python
-    check's step 4 read range-replay durations idle included under "auto" (call 1) and passes once
-    auto takes the records there (call 2); what still fails is what failed on 2026-11-30."""
+def test_house_recheck_verdicts_follow_from_the_summaries():
+    """h200-gpu-checks-after-the-house: counters, conditions and ncu pass; the Python
+    check's step 4 read range-replay durations idle included under "auto" (the `2026-12-02-*before-the-range-fix*` files) and passes once
+    auto takes the records there (`*after-the-range-fix*`); what still fails is what failed on 2026-11-30."""
     import json
 
     folder = os.path.join(HERE, "..", "h200-gpu-checks-after-the-house")
-    log1 = open(os.path.join(folder, "call1-counters-conditions-ncu-python-all-checks.log")).read()
+    log1 = open(os.path.join(folder, "2026-12-02-counters-conditions-ncu-python-all-checks.log")).read()
     for part in ("counters", "conditions", "ncu"):
         assert f"== {part}: exit 0 after" in log1, part
     assert "ALL CHECKS PASSED" in log1 and "wrote /root/out/all/conditions/conditions_fixture.json; overall PASS" in log1
@@ -795,23 +793,23 @@ def test_session11_house_recheck_verdicts_follow_from_the_summaries():
         t = pd.read_csv(os.path.join(folder, name)).set_index(["cache_control", "MB"]).time_us
         return t[("all", 1.0)], t[("none", 1.0)], t[("all", 1024.0)], t[("none", 1024.0)]
 
-    cold1, warm1, _, _ = step4("call1-python-step4-before-the-range-fix.csv")
+    cold1, warm1, _, _ = step4("2026-12-02-python-step4-before-the-range-fix.csv")
     assert cold1 > 50 and warm1 > 50, "the range's push-to-pop time, not a 1 MB kernel's"
-    cold1, warm1, cold1g, warm1g = step4("call2-python-step4-after-the-range-fix.csv")
+    cold1, warm1, cold1g, warm1g = step4("2026-12-02-python-step4-after-the-range-fix.csv")
     assert warm1 < cold1 < 5 and abs(warm1g / cold1g - 1) < 0.03
     assert "driver resource was unavailable" in open(
-        os.path.join(folder, "call1-python-ncu-compare-driver-resource-unavailable.txt")).read()
-    rows = json.load(open(os.path.join(folder, "call2-python-summary.json")))["rows"]
+        os.path.join(folder, "2026-12-02-python-ncu-compare-driver-resource-unavailable.txt")).read()
+    rows = json.load(open(os.path.join(folder, "2026-12-02-python-summary.json")))["rows"]
     failed = sorted(r[0] for r in rows if r[1] in (False, "False"))
     assert failed == ["vs-ncu fp16 matmul 4096 bytes_write", "vs-ncu softmax 8192x1024 bytes_write"], failed
     assert next(r for r in rows if r[0] == "step4")[1] in (True, "True")
-    checks = json.load(open(os.path.join(folder, "call2-ncu-backend-summary.json")))["checks"]
+    checks = json.load(open(os.path.join(folder, "2026-12-02-ncu-backend-summary.json")))["checks"]
     assert [c["name"] for c in checks if c["ok"] is False] == ["f app fp16 matmul 4096 dram__bytes_read.sum"]
 
 
-def test_session11_kprof_run_metrics_on_a_graph_program():
+def test_kprof_run_metrics_on_a_graph_program():
     """h200-kprof-run-metrics-vs-ncu/s11-call*: `kprof run --metrics` on the C++ graph program of
-    issue 17. Before: the Range Profiler started at a launch inside the program's stream capture
+    the short-kernel and graph durations. Before: the Range Profiler started at a launch inside the program's stream capture
     (its graph never ran: the program exited 1, the graph range was missing); then started inside
     a graph launch (a segmentation fault). After: captured launches and graph launches before the
     first kernel launch are not profiled, a timing launch gives the durations, and the graph range
@@ -820,16 +818,16 @@ def test_session11_kprof_run_metrics_on_a_graph_program():
     import math
 
     folder = os.path.join(HERE, "..", "h200-kprof-run-metrics-vs-ncu")
-    before = open(os.path.join(folder, "s11-call3-graph-app-before-the-fix-console.txt")).read()
+    before = open(os.path.join(folder, "2026-12-02-graph-app-before-the-fix-console.txt")).read()
     assert "exited with 1 in its counter launch" in before and "\ngraph " not in before
-    crash = open(os.path.join(folder, "s11-call5-graph-app-profiler-started-in-a-graph-launch-console.txt")).read()
+    crash = open(os.path.join(folder, "2026-12-02-graph-app-profiler-started-in-a-graph-launch-console.txt")).read()
     assert "exited with 139" in crash
-    status = json.load(open(os.path.join(folder, "s11-call7-graph-app-counter-launch-status.json")))["counters"]
+    status = json.load(open(os.path.join(folder, "2026-12-02-graph-app-counter-launch-status.json")))["counters"]
     assert (status["captured_launches"], status["graph_launches_before_start"]) == (60, 23)
     assert status["graph_launches"] == 23 and status["kernels_matched"] == status["launches"] == 1200
-    plain_us = float(open(os.path.join(folder, "s11-call7-graph-app-plain.txt")).read().split()[1])
+    plain_us = float(open(os.path.join(folder, "2026-12-02-graph-app-plain.txt")).read().split()[1])
     vals: dict = {}
-    for r in csv.DictReader(open(os.path.join(folder, "s11-call7-graph-app-raw.csv"))):
+    for r in csv.DictReader(open(os.path.join(folder, "2026-12-02-graph-app-raw.csv"))):
         vals.setdefault((r["Annotation"], r["Metric"], r["DurationSource"]), []).append(
             float(r["Value"]) if r["Value"] else math.nan)
     graph = vals[("graph", "gpu__time_duration.sum", "records")]
@@ -838,12 +836,12 @@ def test_session11_kprof_run_metrics_on_a_graph_program():
     assert len(vals[("eager", "dram__bytes_read.sum", "")]) == 20
 
 
-def test_session11_where_the_default_sweeps_time_goes():
-    """s11-call1/2: the seed sweep in default settings costs the counters about 0.5 s more than the
+def test_where_the_default_sweeps_time_goes():
+    """`2026-12-02-graph-probe-matmul-clock-sweep.log`/2: the seed sweep in default settings costs the counters about 0.5 s more than the
     records on a process's first sweep (the Range Profiler's plan and enabling, 0.25 s, and the
     first collections), and the records sweep is the plain torch work plus the pandas import: the
-    10x of issue 17 is not met (5.3x in call 2)."""
-    for name in ("s11-call1-graph-probe-matmul-clock-sweep.log", "s11-call2-sweep-after-the-range-fix.log"):
+    10x of the short-kernel and graph durations is not met (5.3x after the range fix)."""
+    for name in ("2026-12-02-graph-probe-matmul-clock-sweep.log", "2026-12-02-sweep-after-the-range-fix.log"):
         sweeps = {x["tool"]: x for x in _truth_rows(name) if x.get("part") == "sweep"}
         auto, records, plain = sweeps["kprof"], sweeps["kprof-records"], sweeps["plain torch"]
         first = auto["counter_cost"][0]
@@ -856,10 +854,10 @@ def test_session11_where_the_default_sweeps_time_goes():
         assert 4 < ratio < 10, ratio
 
 
-def test_session11_matmul_1024_under_ncu_takes_more_cycles_at_the_same_clock():
-    """s11-call1 mmclock: the fp32 matmul 1024's 2 % gap to ncu (issue 17) is not the clock (1.96
+def test_matmul_1024_under_ncu_takes_more_cycles_at_the_same_clock():
+    """`2026-12-02-graph-probe-matmul-clock-sweep.log` mmclock: the fp32 matmul 1024's 2 % gap to ncu (the short-kernel and graph durations) is not the clock (1.96
     GHz in both) but cycles (ncu +2.3 %), with 0.8 % more DRAM bytes read under ncu's cache control."""
-    rows = _truth_rows("s11-call1-graph-probe-matmul-clock-sweep.log")
+    rows = _truth_rows("2026-12-02-graph-probe-matmul-clock-sweep.log")
     med = {(r["part"], r["case"], r["metric"]): r["median"] for r in rows if r.get("part", "").startswith("mmclock")}
     clock = "sm__cycles_elapsed.avg.per_second"
     k, n = ("mmclock", "mm1024"), ("mmclock-ncu", "mm1024")
@@ -873,8 +871,8 @@ def test_session11_matmul_1024_under_ncu_takes_more_cycles_at_the_same_clock():
     assert abs(med[(*n2, "sm__cycles_elapsed.max")] / med[(*k2, "sm__cycles_elapsed.max")] - 1) < 0.002
 
 
-def test_session11_graph_times_depend_on_cupti_state_in_the_process():
-    """s11-call1/8/9: graphs replayed under CUPTI run differently from a process without it, and
+def test_graph_times_depend_on_cupti_state_in_the_process():
+    """`2026-12-02-graph-probe-matmul-clock-sweep.log`/8/9: graphs replayed under CUPTI run differently from a process without it, and
     kprof measures them as they run there: graph60 137 us by events before kprof, 129 us after
     its counters were released; the two-stream graph 114 us before, 161 us (instantiated before)
     or 124 us (after) with the Range Profiler session open. kprof's value follows the events
@@ -883,17 +881,17 @@ def test_session11_graph_times_depend_on_cupti_state_in_the_process():
     import json
 
     line = open(os.path.join(HERE, "..", "h200-short-kernel-and-graph-durations",
-                             "s11-call9-graph-events-by-cupti-state.log")).read()
+                             "2026-12-02-graph-events-by-cupti-state.log")).read()
     st = json.loads(line.split(" ", 1)[1])
     assert st["graph2stream_old_rp_open"] / st["graph2stream_none"] > 1.3
     assert st["graph60_old_rp_released"] / st["graph60_none"] < 0.95
-    for name in ("s11-call1-graph-probe-matmul-clock-sweep.log", "s11-call8-graphs-captured-with-the-range-profiler-open.log"):
+    for name in ("2026-12-02-graph-probe-matmul-clock-sweep.log", "2026-12-02-graphs-captured-with-the-range-profiler-open.log"):
         for r in (x for x in _truth_rows(name) if x.get("part") == "graphprobe"):
             assert abs(r["kprof_ns"] / r["events_after_ns"] - 1) < 0.06, r["case"]
 
 
-def test_session11_multigpu_dry_run_on_one_gpu():
-    """h200-multigpu-dry-run-one-gpu: issue 24's script on one H200: the 64-configuration sweep with
+def test_multigpu_dry_run_on_one_gpu():
+    """h200-multigpu-dry-run-one-gpu: the multi-GPU sweep's script on one H200: the 64-configuration sweep with
     devices="all" matches one worker within 1 % per configuration, every row names its GPU, and a
     SIGKILLed worker's configurations are retried with nothing lost."""
     import json
@@ -910,10 +908,10 @@ def test_session11_multigpu_dry_run_on_one_gpu():
 
 
 def test_the_sweep_bench_reports_the_recorded_ratio():
-    """benches/seed_sweep_vs_nsight.py on session 11's call 2: 5.3x in default settings, 8.7x with
+    """benches/seed_sweep_vs_nsight.py on `2026-12-02-sweep-after-the-range-fix.log`: 5.3x in default settings, 8.7x with
     the records, the counters' first-sweep split, the target not met."""
     bench = _sweep_bench()
-    text, ratio = _sweep_bench_report(bench, "s11-call2-sweep-after-the-range-fix.log")
+    text, ratio = _sweep_bench_report(bench, "2026-12-02-sweep-after-the-range-fix.log")
     assert abs(ratio - 7.065 / 1.343) < 0.01
     assert "5.3x (target 10x: not met)" in text and "8.7x" in text
     assert "30 collections" in text and "pandas' import" in text

@@ -4,7 +4,6 @@ come from kprof's Rust renderer through ``kprof._core.render_plot`` / ``render_r
 
 from __future__ import annotations
 
-import re
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Issue 18: the Python package's result files: kprof.load, save to JSON, the writer rule shared
+"""The file-safety and display review: the Python package's result files: kprof.load, save to JSON, the writer rule shared
 with the CLI (missing folders created, symbolic links followed, devices written in place, failures
 naming the path), the repr's RSD, the typing files, the tutorial without torch."""
 
@@ -159,7 +159,7 @@ def test_the_pip_cli_searches_this_environments_site_packages(monkeypatch, capsy
 
 
 def test_adaptive_progress_starts_at_the_policys_cap(fake_backend):
-    """Issue 18 item 17: with adaptive stopping the bar's total is the most runs the policy may
+    """With adaptive stopping the bar's total is the most runs the policy may
     take (the engine then lowers it through set_total as configs stop), not runs x configs."""
     totals = []
     real = fake_backend.run_benchmark

@@ -1,5 +1,5 @@
-"""Readers of issue 17's recordings (tests/fixtures/h200-short-kernel-and-graph-durations), shared
-by the recording tests: the verdict table of scripts/truth_verdicts.py, the TRUTH rows of a log,
+"""Readers of the H200 recordings (tests/fixtures/h200-short-kernel-and-graph-durations), shared
+by the recording tests: the verdict table of gpu-checks/truth_verdicts.py, the TRUTH rows of a log,
 and benches/seed_sweep_vs_nsight.py as a module."""
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ def truth_log(name):
 
 
 def judge(log):
-    """scripts/truth_verdicts.py judge on a recording: the process result and {(door, case): verdict}."""
-    script = os.path.join(ROOT, "scripts", "truth_verdicts.py")
+    """gpu-checks/truth_verdicts.py judge on a recording: the process result and {(door, case): verdict}."""
+    script = os.path.join(ROOT, "gpu-checks", "truth_verdicts.py")
     r = subprocess.run([sys.executable, script, "judge", log], capture_output=True, text=True)
     cells = [re.split(r"\s{2,}", line.strip()) for line in r.stdout.splitlines()[1:-1]]
     return r, {(c[0], c[1]): c[-1] for c in cells}
@@ -87,8 +87,8 @@ def sweep_bench_report(bench, name):
 
 
 def unseen():
-    """scripts/gpu_check_unseen.py as a module."""
-    spec = importlib.util.spec_from_file_location("gpu_check_unseen", os.path.join(ROOT, "scripts", "gpu_check_unseen.py"))
+    """gpu-checks/gpu_check_unseen.py as a module."""
+    spec = importlib.util.spec_from_file_location("gpu_check_unseen", os.path.join(ROOT, "gpu-checks", "gpu_check_unseen.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -98,7 +98,7 @@ def unseen_table(tag, log=None, workload_set="1"):
     """The unseen workloads' rows of one call: {case: (kprof ns, reference ns, kernels)}, from its
     log (default `tag.log`) and its two ncu CSVs (`tag-ncu-cache-all.csv`, `-none.csv`); graphs
     take the CUDA events of the log's `refs` rows. `workload_set`: the probe's set of workloads
-    ("1": session 17's, "2": session 20's, up to "5"). A CSV that was not kept (the device tool
+    ("1": the 2026-12-03, "2": the 2026-12-03, up to "5"). A CSV that was not kept (the device tool
     returns at most 8 files a call) leaves its eager rows without a reference (None)."""
     mod = unseen()
     mod.SET = workload_set

@@ -657,7 +657,7 @@ mod tests {
         assert!(welch(&Moments::of(&[1.0]), &n, 0.05).is_none());
     }
 
-    /// Issue 18 item 12: numbers are right-aligned (their last digits line up).
+    /// Numbers are right-aligned (their last digits line up).
     #[test]
     fn numbers_are_right_aligned() {
         let o = Options {
@@ -675,7 +675,7 @@ mod tests {
         assert_eq!(end(lines[0], "Base"), end(lines[2], "16,717"), "{out}");
     }
 
-    /// Issue 18 item 15: a very significant difference keeps a p-value > 0 (`1 - cdf(|t|)`
+    /// A very significant difference keeps a p-value > 0 (`1 - cdf(|t|)`
     /// rounded it to 0), and the interval uses kprof-core's t quantile.
     #[test]
     fn small_p_values_keep_their_precision() {

@@ -460,7 +460,7 @@ mod tests {
         assert_eq!(fmt_sig(0.0), "0");
         assert_eq!(fmt_sig(1.0), "1.000");
         assert_eq!(fmt_sig(12.3456), "12.35");
-        // Issue 18 item 12: 4-digit integer parts are grouped like longer ones.
+        // 4-digit integer parts are grouped like longer ones.
         assert_eq!(fmt_sig(1234.4), "1,234");
         assert_eq!(fmt_sig(-1234.4), "-1,234");
         assert_eq!(fmt_sig(5408.0), "5,408");

@@ -1,4 +1,4 @@
-//! Fuzz campaign, CSV family (issue 18, acceptance): kprof's raw and processed CSVs and
+//! Fuzz campaign, CSV family: kprof's raw and processed CSVs and
 //! nsight-python's `profiled_data`/`processed_data` CSVs, through `read_raw_csv`,
 //! `read_processed_csv` and `read_any`, and on what they accept the pipeline, the terminal tables
 //! and a write/read round trip. No input may panic or hang; errors are fine.

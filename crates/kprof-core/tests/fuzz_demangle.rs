@@ -1,4 +1,4 @@
-//! Fuzz of kernel-name demangling (issue 18 item 16): every kernel name CUPTI reports goes
+//! Fuzz of kernel-name demangling: every kernel name CUPTI reports goes
 //! through `kprof_core::kernels::demangle`, so no name may panic or hang it. Inputs: `_Z` plus
 //! arbitrary Itanium-ish text, and real names with bytes mutated.
 //!

@@ -1,4 +1,4 @@
-//! Fuzz campaign, kprof JSON family (issue 18, acceptance): `read_results_json` and `read_any` on
+//! Fuzz campaign, kprof JSON family: `read_results_json` and `read_any` on
 //! kprof result files with nodes replaced or removed, on arbitrary bytes, and on the pipeline's
 //! own output cut short; what they accept is rendered and written back. No panic, no hang.
 //!

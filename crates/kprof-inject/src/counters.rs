@@ -350,7 +350,7 @@ static LIVE: Mutex<Option<Live>> = Mutex::new(None);
 /// Stream captures in progress in the process (begun, not yet ended). CUPTI calls of the Range
 /// Profiler made during one invalidate it (with `cudaStreamCaptureModeGlobal` the program's
 /// `cudaStreamEndCapture` then fails and its graph never runs: seen on the H200 with the 60-node
-/// graph program of issue 17 under `kprof run --metrics`, whose first launch was a captured one).
+/// graph program under `kprof run --metrics`, whose first launch was a captured one).
 static CAPTURES: AtomicUsize = AtomicUsize::new(0);
 
 thread_local! {

@@ -571,7 +571,7 @@ mod tests {
         assert_eq!(k, "gemm|relu");
     }
 
-    /// Issue 18 item 16: the Kernel column is demangled, the mangled label kept beside it.
+    /// The Kernel column is demangled, the mangled label kept beside it.
     #[test]
     fn kernel_names_are_demangled_and_the_mangled_label_kept() {
         let (ranges, mut batch) = fixture();
@@ -596,7 +596,7 @@ mod tests {
         &raw.extras.iter().find(|c| c.name == name).unwrap().values
     }
 
-    /// Issue 22 part 4: every sample carries the process's rank and its kernels' device.
+    /// Every sample carries the process's rank and its kernels' device.
     #[test]
     fn samples_carry_rank_and_device() {
         let (ranges, mut batch) = fixture();

@@ -1,4 +1,4 @@
-//! Many writers at once and writers killed mid-insert (issue 23's acceptance).
+//! Many writers at once and writers killed mid-insert.
 //!
 //! The child processes are this test binary itself, run with `KPROF_STORE_TEST_CHILD` set so
 //! that only `child_process` does anything (it returns at once in a normal test run).

@@ -329,7 +329,7 @@ fn innermost_containing(regions: &[RegionSpan], t: u64) -> Option<u64> {
         .map(|r| r.id)
 }
 
-/// Bit widths of the packed region key: call 12, config 20, run 20, region 12 (= 64).
+/// Bit widths of the packed region key: benchmark call index 12, config 20, run 20, region 12 (= 64).
 pub const KEY_BITS: [(&str, u32); 4] = [("call", 12), ("config", 20), ("run", 20), ("region", 12)];
 
 /// The fields of a region key.

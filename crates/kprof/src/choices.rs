@@ -299,7 +299,7 @@ impl std::str::FromStr for KernelTrace {
 /// Whichever the mode, a region's value counts a graph launch as one work item spanning the
 /// whole graph (see [`crate::attribution::work_items`]), never one node's time.
 ///
-/// Measured on the H200 (CUPTI 13.0, issue 17; `docs/timing.md`): graph-level records time a
+/// Measured on the H200 (CUPTI 13.0; `docs/timing.md`): graph-level records time a
 /// graph as CUDA events around its replay do without a profiler (60 kernels: 198.6 vs 202.2 us;
 /// `kprof run` on a C++ program: 198.4 vs 200.6 us); node records make every node run
 /// instrumented (214.8 us). Graph records crash CUPTI 13.0 for executables instantiated before
@@ -355,7 +355,7 @@ impl std::str::FromStr for GraphTrace {
 /// How kernels are attributed to the regions that were open when they were launched
 /// (`attribution`; [`crate::attribution`] has the rules).
 ///
-/// Measured on the H200 (CUPTI 13.0, driver 580; issue 17, `truth_check launchparts`, the states
+/// Measured on the H200 (CUPTI 13.0, driver 580, `truth_check launchparts`, the states
 /// interleaved in one process, three processes): a CUPTI session with the kernel, graph and launch
 /// API records added 0.74-0.99 us of host time per `cuLaunchKernel`, without the launch API
 /// records 0.40-0.54 us; the callback that numbers region boundaries cost nothing measurable.

@@ -129,7 +129,7 @@ pub const ENV_VARS: &[EnvVar] = &[
         default: "unset: nothing recorded",
         meaning: "A file to which every raw CUPTI activity record (and each flush's region spans) is appended as JSON \
                   lines when an activity session starts, so that a GPU run can become a test fixture.",
-        read_by: "kprof (`cupti::collector`); set by `scripts/gpu-check.sh`",
+        read_by: "kprof (`cupti::collector`); set by `gpu-checks/gpu-check.sh`",
     },
     EnvVar {
         name: "KPROF_L2_FLUSH",
@@ -201,7 +201,7 @@ pub const ENV_VARS: &[EnvVar] = &[
         default: "unset: this process is not an ncu child",
         meaning: "Protocol, not for users: set by the Nsight Compute backend for the program it re-runs under ncu, to \
                   the id of the benchmark to profile there; the others return empty results in the child.",
-        read_by: "kprof (`runner::ncu_child`, `ncu::relaunch`, `ncu::bench`), `python/kprof/_ncu.py`, `scripts/gpu-check-ncu.py`; set by \
+        read_by: "kprof (`runner::ncu_child`, `ncu::relaunch`, `ncu::bench`), `python/kprof/_ncu.py`, `gpu-checks/gpu-check-ncu.py`; set by \
                   kprof (`ncu::bench`) and kprof-py (`ncu`)",
     },
     EnvVar {
@@ -237,7 +237,7 @@ pub const ENV_VARS: &[EnvVar] = &[
         meaning: "Set by `kprof run --metrics` in its counter launch, to the comma-separated counter metrics, for the \
                   profiled program: one that times itself can tell that kernel replay makes its timings meaningless. \
                   kprof does not read it (the injection library reads `KPROF_RUN_SPEC`).",
-        read_by: "the profiled program (`scripts/gpu-run/nvtx_ranges.cu`); set by kprof-cli (`run`)",
+        read_by: "the profiled program (`gpu-checks/gpu-run/nvtx_ranges.cu`); set by kprof-cli (`run`)",
     },
     EnvVar {
         name: "KPROF_RUN_COUNTER_RANGES",
@@ -316,14 +316,14 @@ pub const ENV_VARS: &[EnvVar] = &[
         name: "KPROF_BIN",
         default: "`.carry/bin`",
         meaning: "GPU check: the folder of the executables built by `scripts/build-carry.sh`.",
-        read_by: "`scripts/gpu-check.sh`",
+        read_by: "`gpu-checks/gpu-check.sh`",
     },
     EnvVar {
         name: "KPROF_MODES",
         default: "empty: no extra runs",
         meaning: "GPU check: space-separated `trace:graphs:source` triples; each runs `truth_check` once more with \
                   `KPROF_KERNEL_TRACE=trace`, `KPROF_GRAPH_TRACE=graphs` and that duration source.",
-        read_by: "`scripts/gpu-check-truth.sh`",
+        read_by: "`gpu-checks/gpu-check-truth.sh`",
     },
     EnvVar {
         name: "KPROF_REQUIRE_CHROMIUM",

@@ -1,4 +1,4 @@
-//! Fuzz campaign, ncu and environment families (issue 18, acceptance): Nsight Compute CSV exports
+//! Fuzz campaign, ncu and environment families: Nsight Compute CSV exports
 //! through `parse_ncu_csv` (every number style, every reducer) and the `.env.json` fingerprint
 //! sidecar through `Fingerprint::from_json`/`read_sidecar` and `render`. Seeds are the fixtures
 //! under `tests/fixtures/ncu-csv-exports` and a fingerprint made here; no input may panic or hang.

@@ -1,4 +1,4 @@
-//! Issue 18 item 21: library code warns through the `log` facade or the results' warnings,
+//! Library code warns through the `log` facade or the results' warnings,
 //! never straight to stderr/stdout. Scans the library sources of kprof, kprof-core and
 //! kprof-plot (test modules excluded); a print must be preceded by a `// stderr:` comment
 //! saying why it is the only channel (the ncu child's exit message).

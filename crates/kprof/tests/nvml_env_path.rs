@@ -1,4 +1,4 @@
-//! Issue 18 item 22: `Nvml::load()` (the sampler's NVML) honours `KPROF_NVML_PATH` as the loader
+//! The file-safety and display review item 22: `Nvml::load()` (the sampler's NVML) honours `KPROF_NVML_PATH` as the loader
 //! and `kprof doctor` do. Its own test binary: it sets the variable for the whole process.
 
 use kprof::conditions::nvml::Nvml;

@@ -1,4 +1,4 @@
-//! Issue 18, files and streams, through the binary: what the user owns is never damaged (symbolic
+//! Files and streams, through the binary: what the user owns is never damaged (symbolic
 //! links keep being links, devices stay devices), `-o -` is standard output, failed writes name
 //! the path and exit non-zero, a closed pipe ends a command quietly, a failed import leaves no
 //! partial files, and missing folders are created (the rule the Python package shares).

@@ -117,7 +117,7 @@ fn compare_bad_input_exits_2() {
 fn doctor_diagnoses_a_gpu_less_machine_and_exits_1_on_a_failed_check() {
     let o = kprof().arg("doctor").output().unwrap();
     let (out, err) = text(&o);
-    // Issue 18 item 11: a failed check is a non-zero exit; one finding per line.
+    // A failed check is a non-zero exit; one finding per line.
     let failed = out.lines().any(|l| l.starts_with("[FAIL]"));
     assert_eq!(o.status.code(), Some(i32::from(failed)), "{out}{err}");
     for line in out.lines() {
@@ -246,7 +246,7 @@ fn run_passes_the_exit_code_through_and_explains_missing_results() {
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "1\n1\n2\n2\n");
-    // Issue 18 item 17: one progress line per execution on stderr.
+    // One progress line per execution on stderr.
     let err = text(&o).1;
     for (i, what) in [
         "repetition 1, N=1",
@@ -298,7 +298,7 @@ fn run_refuses_without_library_or_under_another_profiler() {
     assert_eq!(o.status.code(), Some(2));
 }
 
-/// Issue 18 item 14: two nsight-python raw CSVs (no Benchmark column) under different file names
+/// Two nsight-python raw CSVs (no Benchmark column) under different file names
 /// match by annotation, configuration and metric.
 #[test]
 fn compare_nsight_files_with_different_names() {

@@ -1,4 +1,4 @@
-//! Issue 22 part 4 without a GPU: `kprof run` on a launcher whose workers write process files as
+//! Without a GPU: `kprof run` on a launcher whose workers write process files as
 //! `libkprof_inject.so` would (a `torchrun` stand-in in `sh`), and a run without ranks that
 //! keeps its keys for `kprof compare` and the results store.
 

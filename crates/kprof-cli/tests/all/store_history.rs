@@ -1,5 +1,5 @@
 //! `kprof store`, `kprof history` and `kprof compare --against` through the binary, on a
-//! history built from the recorded H200 sgemm sweep (issue 23's acceptance).
+//! history built from the recorded H200 sgemm sweep.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -392,7 +392,7 @@ fn render_processed_shows_baselines_and_missing_ones() {
     assert!(out.contains("Missing baselines (1)"), "{out}");
     assert!(out.contains("mm / impl / gpu__time_duration.sum [n=4096]"), "{out}");
     assert!(out.contains("5/6"), "NumRuns shows failures: {out}");
-    // Issue 18 item 10: the statistics of normalised rows are on the ratio scale, and the
+    // The statistics of normalised rows are on the ratio scale, and the
     // footnote says so.
     assert!(out.contains("on the ratio scale"), "{out}");
     assert!(!out.contains("keep the original unit"), "{out}");

@@ -32,7 +32,7 @@ fn missing_column() {
     assert!(e.to_string().contains("\"StdDev\""), "{e}");
 }
 
-/// Issue 18 item 9: infinite and negative durations are rejected as NaN-like text is not: they
+/// Infinite and negative durations are rejected as NaN-like text is not: they
 /// cannot be measurements. Other metrics keep their sign.
 #[test]
 fn infinite_or_negative_durations_are_rejected() {
@@ -58,7 +58,7 @@ fn infinite_or_negative_durations_are_rejected() {
     assert_eq!(read_raw_csv(&p, &ReadOptions::default()).unwrap().samples.len(), 2);
 }
 
-/// Issue 18 item 6: a Windows-saved (CRLF) file's bad value is reported on its own line, not
+/// A Windows-saved (CRLF) file's bad value is reported on its own line, not
 /// the one above; so is a processed CSV's.
 #[test]
 fn crlf_files_name_the_right_line() {

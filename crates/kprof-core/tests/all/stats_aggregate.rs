@@ -175,7 +175,7 @@ fn extras_numeric_and_text() {
     assert_eq!(extra(u, "note"), Some(&ExtraValue::Missing));
 }
 
-/// Issue 18 item 13: a column holding one number throughout (CudaVersion, DeviceOrdinal) stays
+/// A column holding one number throughout (CudaVersion, DeviceOrdinal) stays
 /// one column; a column whose numbers vary anywhere gets X_Avg/Std/Min/Max in every row.
 #[test]
 fn constant_info_columns_stay_single_columns() {

@@ -1,4 +1,4 @@
-//! Shared generators of the parser fuzz campaign (issue 18, acceptance): arbitrary bytes, and
+//! Shared generators of the parser fuzz campaign: arbitrary bytes, and
 //! structured mutations of the fixtures under `tests/fixtures` (cells replaced by tricky tokens,
 //! lines duplicated, swapped or dropped, bytes inserted, flipped or cut, JSON nodes replaced).
 //!

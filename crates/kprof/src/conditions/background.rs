@@ -1,56 +1,17 @@
 //! The background conditions sampler: NVML read off the run loop's path.
 //!
-//! Reading NVML around every run ([`super::RunSampler`]: energy counter, SM clock and clock-event
-//! reasons before the run; energy, SM and memory clock, reasons, temperature and power after it;
-//! plus the guard's margin temperature before it) cost a median of about 6 ms per run on the
-//! H200, far more than the GPU work of short runs. Instead, a [`BackgroundSampler`] thread polls
-//! the device every [`DEFAULT_POLL_INTERVAL`] (20 ms; set with
-//! [`super::ProfilerConditions::set_poll_interval`] or the `KPROF_CONDITIONS_POLL_MS` environment
-//! variable, 1..=1000 ms) into a ring of timestamped [`Sample`]s (at most [`RING_CAPACITY`]). The
-//! run loop only takes `Instant::now()` at the start and end of each run (a few tens of
-//! nanoseconds) and, when the runs are recorded, turns each window into a [`RunConditions`]
-//! with [`conditions_from_samples`] (microseconds, one lock of the ring).
-//!
-//! A sample's time is the middle of its poll (one poll is a handful of NVML calls, ~1-3 ms). Per
-//! run, with `inside` the samples within `[start, end]`, `before`/`after` the nearest samples
-//! outside it:
-//!
-//! | field (column) | value |
-//! |---|---|
-//! | `SMClockMHz` | mean SM clock of `inside`; when `inside` is empty (run shorter than the poll interval), the nearest sample's |
-//! | `sm_clock_mhz_min` | minimum of `inside` (nearest sample when empty): used for the `Throttled` 90%-of-max test |
-//! | `MemClockMHz`, `TemperatureC`, `PowerW` | mean of `inside`, else the nearest sample |
-//! | `ThrottleReasons` | OR of `inside`, `before` and `after` |
-//! | `EnergyMilliJ` | energy counter linearly interpolated at `end` minus at `start` |
-//! | `samples_in_run` | `inside.len()` |
-//!
-//! Energy resolution: NVML's total-energy counter does not move continuously. Measured on the
-//! H200 (driver 580, issue 17) under a 655 W matmul load it advanced about every 100 ms (32-124
-//! ms) in steps of about 65 J, so polls 20 ms apart mostly read the same value, and interpolating
-//! between two such polls gave `EnergyMilliJ` 0.0 for a 22 ms run. So the counter is
-//! interpolated through its **update instants** ([`energy_updates`]: the middle between the
-//! last poll with the old value and the first with the new one), which turns it into the mean
-//! power of the update intervals around the run times the run's duration; and a run shorter
-//! than the counter's update period ([`energy_update_period`], the median interval seen) gets
-//! NaN energy instead of a number the counter cannot resolve (the run loop warns once per
-//! sweep with the period), as does a run before the period is known (fewer than three updates
-//! seen); the run loop also gives NaN to a run with more than [`IDLE_SHARE_MAX`] of its length
-//! of idle GPU time (its rests against the power cap, `runner::gpu_rest`, or its own host work)
-//! within an update period of it, or of it and [`POWER_AVERAGE`] before it ([`idle_blurs_energy`]):
-//! idle beside a run blurs what the counter gives it, and the power average it is compared
-//! with; the interpolation uses the counter's updates only, not the first sample. Runs are recorded at the next flush of the run loop (at most ~50 ms
-//! later), without waiting for the sampler: when no update after a run's end exists yet, the
-//! counter is extrapolated from the last two updates. A time outside the ring (a run longer
-//! than [`RING_CAPACITY`] polls) gives NaN energy.
-//!
-//! The thermal guard checks the latest sample's margin temperature before each run
-//! ([`SampledSensor`]); when that sample is older than [`STALE_POLLS`] poll intervals and
-//! [`STALE_MIN`] (the sampler is starved), or the source cannot read the margin, it reads the
-//! device directly, and while it waits for the GPU to cool it always reads directly.
-//!
-//! The thread is started at a profiler's first bench call that needs it, polls only while a
-//! bench call is in progress, and is stopped and joined when the [`BackgroundSampler`] is
-//! dropped (with its [`super::ProfilerConditions`]).
+//! A [`BackgroundSampler`] thread polls the device every [`DEFAULT_POLL_INTERVAL`] (set with
+//! [`super::ProfilerConditions::set_poll_interval`] or `KPROF_CONDITIONS_POLL_MS`) into a ring of
+//! timestamped [`Sample`]s (at most [`RING_CAPACITY`]), so that the run loop only takes
+//! `Instant::now()` around each run and [`conditions_from_samples`] turns each window into a
+//! [`RunConditions`] later: means of the samples inside the run (the nearest one when none), the
+//! OR of the clock-event reasons around it, and the energy counter interpolated through its update
+//! instants ([`energy_updates`]). A run shorter than the counter's update period
+//! ([`energy_update_period`]), or with more than [`IDLE_SHARE_MAX`] of idle GPU time beside it
+//! ([`idle_blurs_energy`]), gets NaN energy: the counter cannot resolve it (docs/timing.md,
+//! Energy). The thermal guard reads the latest sample's margin temperature ([`SampledSensor`]),
+//! or the device when that sample is stale. The thread polls only while a bench call runs and is
+//! joined when the sampler is dropped.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
@@ -165,7 +126,7 @@ pub fn note_gpu_idle(start: Instant, end: Instant) {
 /// How far back NVML's power reading (`PowerW`) averages on the H200 (one second): idle time that
 /// recent blurs it (`PowerW` is the mean of such averages read during the run), so a run's energy
 /// is given only where the run and the second before it were busy (258 ms runs after rests read
-/// 697-700 W by their energy, 574-602 W by `PowerW`; session 22).
+/// 697-700 W by their energy, 574-602 W by `PowerW`; 2026-12-03).
 pub const POWER_AVERAGE: Duration = Duration::from_secs(1);
 
 /// The idle time noted by [`note_gpu_idle`] within `[start - before, end + after]`.

@@ -1,5 +1,5 @@
 //! The conditions of every run: thermal guard, measured clocks and throttling, energy, the
-//! environment fingerprint, and user info collectors (issue 7).
+//! environment fingerprint, and user info collectors.
 //!
 //! - [`nvml`]: NVML loaded at run time through `nvml-wrapper`; the benchmark's CUDA device is
 //!   mapped to its NVML device by UUID, so `CUDA_VISIBLE_DEVICES` is honoured.

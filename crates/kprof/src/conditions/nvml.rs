@@ -142,7 +142,7 @@ impl Nvml {
     ///
     /// nsight-python warns about the fallback only when a device was requested explicitly.
     /// kprof always warns when a UUID was given and not found, because a guard that watches the
-    /// wrong GPU can hang a sweep (nsight-python issue #35); with no UUID it warns only when the
+    /// wrong GPU can hang a sweep (a known nsight-python problem); with no UUID it warns only when the
     /// machine has more than one GPU. `device` is `None` only when NVML has no device at all.
     pub fn resolve_device(&self, uuid: Option<&str>) -> ResolvedDevice {
         let mut warning = None;

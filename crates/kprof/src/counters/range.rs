@@ -639,11 +639,11 @@ impl RangeProfiler {
 /// Whether a collection into an image of `image_ranges` ranges needs a new session (see
 /// `RangeProfiler::first_start_ranges`): in application replay when the image is more than twice
 /// the session's first `Start`'s (a session holds twice its first image there: started with 17
-/// ranges it returned 34 of 60 kernels, with 65 130 of 200; H200, session 15), in range replay
+/// ranges it returned 34 of 60 kernels, with 65 130 of 200; H200, 2026-12-02), in range replay
 /// when it is larger; never in kernel replay. Enabling anew has a cost beyond its time: CUDA
 /// graphs replayed after it ran faster than in a process without a profiler (20 replays of a
 /// ten-kernel graph: CUDA events 456 µs after it, 494 before, 479 without a profiler; H200,
-/// session 25), so it is left to images that need it.
+/// 2026-12-04), so it is left to images that need it.
 fn needs_new_session(mode: ReplayMode, first_start_ranges: Option<usize>, image_ranges: usize) -> bool {
     match mode {
         ReplayMode::Kernel => false,

@@ -7,7 +7,7 @@
 //! * `values.tsv` — `range_index`, `range_name`, `metric`, `value` (shortest round-trip decimal),
 //!   `bits` (the f64's bit pattern in hex): the values evaluated on the recording machine.
 //!
-//! The GPU check (`examples/counters_check.rs`) writes these under `tests/fixtures/h200-cupti-counter-images/`;
+//! The GPU check (`gpu-checks/harness/src/counters_check.rs`) writes these under `tests/fixtures/h200-cupti-counter-images/`;
 //! [`evaluate_recorded`] re-evaluates the counter-data image with the same chip, metrics and
 //! counter-availability image and CI checks the values are bit-for-bit the recorded ones.
 

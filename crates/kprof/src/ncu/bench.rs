@@ -163,7 +163,7 @@ pub fn report_path(prefix: Option<&Path>, module: &str, name: &str, k: u32) -> P
 }
 
 /// Profiles benchmark `name` under ncu (see the module docs). In the parent: returns the results
-/// parsed from ncu's report (metric names and units as ncu reports them; samples of call 0).
+/// parsed from ncu's report (metric names and units as ncu reports them; samples of the first benchmark call).
 /// In the child: returns empty results unless this is the selected benchmark, which runs and
 /// then exits the process.
 pub fn bench_ncu<F>(

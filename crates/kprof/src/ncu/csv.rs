@@ -64,10 +64,10 @@ pub enum NumberStyle {
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct ImportOptions {
-    /// Benchmark name of the samples (of call 0; see [`ImportOptions::call_names`]).
+    /// Benchmark name of the samples (of the first benchmark call; see [`ImportOptions::call_names`]).
     pub benchmark: String,
-    /// Benchmark names by call index; a call without a name here is `<benchmark>` for call 0
-    /// and `<benchmark>-call<k>` otherwise.
+    /// Benchmark names by call index; a call without a name here is `<benchmark>` for the first
+    /// call (index 0) and `<benchmark>#<k>` for call index k.
     pub call_names: Vec<String>,
     /// Configurations by index; a config index without an entry becomes `config=<index>`.
     pub configs: Vec<Config>,
@@ -734,7 +734,7 @@ pub fn table_to_raw(table: &NcuTable, opts: &ImportOptions) -> Result<RawResults
             match opts.call_names.get(key.call as usize) {
                 Some(n) => n.clone(),
                 None if key.call == 0 => opts.benchmark.clone(),
-                None => format!("{}-call{}", opts.benchmark, key.call),
+                None => format!("{}#{}", opts.benchmark, key.call),
             }
         } else {
             opts.benchmark.clone()

@@ -161,7 +161,7 @@ const DISCARD_PTX: &CStr = c_concat!(
 );
 
 /// Steps of the instruction-cache flush kernel: about 12,000 SASS instructions (about 190 KB of
-/// code), more than an SM's instruction caches hold. Measured on the H200 (session 13,
+/// code), more than an SM's instruction caches hold. Measured on the H200 (2026-12-02,
 /// `truth_check icachesize`, DRAM bytes a cuBLAS sgemm 1024 read after the flush): 4096 steps
 /// empty the caches as 8192 do (8,458,752 and 8,458,624 bytes, ncu 8.460 MB), 2048 steps not
 /// quite (8,455,424), 1024 hardly (8,399,872; no flush 8,396,288), at half the cost of 8192 (98

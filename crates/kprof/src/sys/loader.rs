@@ -855,7 +855,7 @@ mod tests {
         );
     }
 
-    /// Issue 18 item 20: the `kprof` command (no Python around it) finds the CUPTI wheel of the
+    /// The `kprof` command (no Python around it) finds the CUPTI wheel of the
     /// active virtual or conda environment.
     #[test]
     fn the_active_environments_site_packages_are_searched() {

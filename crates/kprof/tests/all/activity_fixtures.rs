@@ -154,7 +154,7 @@ fn h200_fixture_exact_answers() {
     }
 }
 
-/// The GPU check of 2026-11-30 on the H200 (`examples/gpu_check.rs a b c d e g` with
+/// The GPU check of 2026-11-30 on the H200 (`gpu-checks/harness/src/gpu_check.rs a b c d e g` with
 /// `KPROF_RECORD_ACTIVITY`; see the README), recorded with concurrent kernel tracing
 /// (`CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL` records): every recorded run, attributed here and
 /// combined like the runner does (sum, kernel names joined by `|`), gives exactly the value and
@@ -196,7 +196,7 @@ fn check_gpu_check_recording(jsonl: &str, raw_dir: &str, kernel_kind: u32) {
         kernel_records[wanted] > 0 && kernel_records[1 - wanted] == 0,
         "{jsonl}: kernel records {kernel_records:?}"
     );
-    // bench calls 1..=6 of the Profiler, in gpu_check's order: (benchmark, region, recorded runs).
+    // the Profiler's first six bench calls, in gpu_check's order: (benchmark, region, recorded runs).
     let calls = [
         ("a_sgemm4096", "matmul", 20u32),
         ("b_scale256mb", "scale", 10),
@@ -334,8 +334,8 @@ fn count_kind(jsonl: &str, kind: u32) -> usize {
         .count()
 }
 
-/// Session 14's GPU check on the H200 with `attribution="order"`, the default since then
-/// (`examples/gpu_check.rs c d e` with `KPROF_RECORD_ACTIVITY`; see the README): no launch API or
+/// The 2026-12-02 GPU check on the H200 with `attribution="order"`, the default since then
+/// (`gpu-checks/harness/src/gpu_check.rs c d e` with `KPROF_RECORD_ACTIVITY`; see the README): no launch API or
 /// external-correlation record was traced, every region carries the correlation ids taken when it
 /// opened and closed, and launch order alone gives each run its kernels: check c's three kernels
 /// in launch order, check d's kernel of the region's thread and the two of a second thread, check

@@ -115,7 +115,7 @@ fn a_run_shorter_than_the_counters_update_period_has_nan_energy_and_a_longer_one
     let samples = h200_like_counter(t0, 1000);
     let updates = energy_updates(&samples);
     assert_eq!(energy_update_period(&updates), Some(ms(100)));
-    // A 22 ms run (the fp32 matmul 8192 of issue 17) between two polls that read the same value:
+    // A 22 ms run (an fp32 matmul 8192) between two polls that read the same value:
     // not resolved, NaN (it read 0.0 before).
     let c = conditions_from_samples(&samples, t0 + ms(505), t0 + ms(527), 1980.0, Duration::ZERO);
     assert!(c.energy_mj.is_nan(), "{}", c.energy_mj);

@@ -1,4 +1,4 @@
-//! Re-checks the NVML readings recorded on the H200 by `examples/conditions_check.rs`
+//! Re-checks the NVML readings recorded on the H200 by `gpu-checks/harness/src/conditions_check.rs`
 //! (`tests/fixtures/h200-nvml-run-conditions/h200-conditions.json`, see the README there) without a GPU: the
 //! energy/power relation, the fingerprint, the throttle flags, and that kprof's own types read
 //! what kprof wrote on the GPU machine.

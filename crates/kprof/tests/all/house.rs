@@ -1,4 +1,4 @@
-//! House rules over the source tree (issue 19): file size, where `unsafe` may live, and no
+//! House rules over the source tree: file size, where `unsafe` may live, and no
 //! import cycles between the engine's top-level modules. Plain file reading, no GPU.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,8 +27,8 @@ fn in_ffi_module(file: &str) -> bool {
 
 /// Import cycles between engine modules that are tolerated: none. The last one, a knot of ten
 /// modules through `error` (its `#[from]` variants named the error types of `counters`, `ncu` and
-/// `conditions`, which reach `error` again through the loader, the driver and NVTX), went in
-/// issue 19: those error types (and `NcuVersion`, in the leaf `ncu_version`) are defined with the
+/// `conditions`, which reach `error` again through the loader, the driver and NVTX), went away:
+/// those error types (and `NcuVersion`, in the leaf `ncu_version`) are defined with the
 /// engine's, `RegionSpan` beside the CUPTI records, and the activity session takes a loaded CUPTI
 /// rather than the loader's `Libraries`.
 const CYCLE_ALLOWLIST: &[&[&str]] = &[];

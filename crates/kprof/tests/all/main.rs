@@ -17,6 +17,7 @@ mod driver_headers;
 mod gpu_names;
 mod gpu_smoke;
 mod house;
+mod house_labels;
 mod ncu_argv;
 mod ncu_bench;
 mod ncu_csv;

@@ -157,9 +157,9 @@ fn keyed_fixture_skipped_run_and_na_and_second_call() {
     let w = get(&t, "sweep", "matmul", "config=2", W);
     assert_eq!(w[&0].0, 67_108_864.0);
     assert!(w[&2].0.is_nan());
-    // Call 1 is its own benchmark.
-    assert_eq!(get(&t, "sweep-call1", "matmul", "config=0", T)[&0].0, 61_000.0);
-    // Counts: matmul c0: 2+2+2 runs, scale 2, call 1: 1 → 9 groups x 4 metrics.
+    // The second benchmark call (index 1) is its own benchmark.
+    assert_eq!(get(&t, "sweep#1", "matmul", "config=0", T)[&0].0, 61_000.0);
+    // Counts: matmul c0: 2+2+2 runs, scale 2, the second call: 1 → 9 groups x 4 metrics.
     assert_eq!(raw.samples.len(), 9 * 4);
 }
 
@@ -287,7 +287,7 @@ fn errors_name_the_problem() {
     assert!(e.to_string().contains("not numbers"), "{e}");
 }
 
-/// Exports captured on the H200 by scripts/ncu-capture.sh: every executed (call, config, run,
+/// Exports captured on the H200 by gpu-checks/ncu-capture.sh: every executed (call, config, run,
 /// region) of capture_program.py's manifest is found, nothing else. The committed captures must be
 /// there (a moved folder fails here instead of passing with nothing checked).
 #[test]
@@ -400,8 +400,8 @@ fn h200_kprof_export_values_kernels_and_device() {
     // outer > inner: each kernel goes to its innermost keyed range only.
     assert_eq!(runs_of(&t, "capture", "outer", &c(0)), [(0, 4_160.0, 1)]);
     assert_eq!(runs_of(&t, "capture", "inner", &c(0)), [(0, 4_064.0, 1)]);
-    // The second bench call (call 1).
-    assert_eq!(runs_of(&t, "capture-call1", "matmul", &c(0)), [(0, 10_912.0, 2)]);
+    // The second bench call (index 1).
+    assert_eq!(runs_of(&t, "capture#1", "matmul", &c(0)), [(0, 10_912.0, 2)]);
     // Every kernel of the export is in exactly one sample: 31 kernels, 19 samples.
     let samples: Vec<_> = raw
         .samples
@@ -503,7 +503,7 @@ fn ncu_backend_export_from_the_h200_reproduces_its_raw_table() {
     assert_eq!(got, want);
 }
 
-/// Issue 18 item 6: a message names the line of the file, counting the `==PROF==` lines that
+/// A message names the line of the file, counting the `==PROF==` lines that
 /// are not CSV records.
 #[test]
 fn error_lines_count_the_non_csv_lines() {
@@ -518,7 +518,7 @@ fn error_lines_count_the_non_csv_lines() {
     assert!(e.to_string().starts_with("<input>:4: ID"), "{e}");
 }
 
-/// Issue 18 item 7: a number style contradicted by the file is named, not "no profiled kernels".
+/// A number style contradicted by the file is named, not "no profiled kernels".
 #[test]
 fn a_contradicted_number_style_is_an_error() {
     let e = parse_ncu_csv_file(

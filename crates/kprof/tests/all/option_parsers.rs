@@ -1,4 +1,4 @@
-//! Issue 19: `replay_mode`, `cache_control`, `clock_control`, `l2_flush`, `kernel_trace` and
+//! `replay_mode`, `cache_control`, `clock_control`, `l2_flush`, `kernel_trace` and
 //! `graph_trace` are each parsed in exactly one place, `crates/kprof/src/choices.rs` (their
 //! `FromStr`); every other crate and the Python package go through it (`kprof._core.parse_choice` from Python). A Rust match arm on one of
 //! their values, or a Python tuple of accepted values, anywhere else in `crates/*/src` or

@@ -1,4 +1,4 @@
-//! The seed's steps 6 and 7 from Rust on the H200 (`examples/seed_counters/`, recorded in
+//! The seed's steps 6 and 7 from Rust on the H200 (`gpu-checks/harness/src/seed_counters/`, recorded in
 //! tests/fixtures/h200-rust-seed-steps6-7-counters-vs-ncu): ncu's CSV export parses to the raw CSV
 //! the ncu backend wrote, every label's raw CSV gives the means of the run's JSON summary, and the
 //! judged comparison (application replay against ncu's application replay) recomputed from the raw

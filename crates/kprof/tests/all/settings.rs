@@ -41,11 +41,11 @@ const NOT_SETTINGS: &[(&str, &str)] = &[
     ),
     (
         "KPROF_SITE",
-        "a shell variable of scripts/gpu-wheel.sh, assigned there (an inherited value is overwritten)",
+        "a shell variable of gpu-checks/gpu-wheel.sh, assigned there (an inherited value is overwritten)",
     ),
     (
         "KPROF_X",
-        "a placeholder assignment in scripts/gpu-check-truth.sh so that `env` has one; nothing reads it",
+        "a placeholder assignment in gpu-checks/gpu-check-truth.sh so that `env` has one; nothing reads it",
     ),
 ];
 
@@ -94,6 +94,12 @@ fn scanned_files(root: &Path) -> Vec<PathBuf> {
     }
     walk(&root.join("python/kprof"), &ext("py"), &mut files);
     walk(&root.join("scripts"), &|_| true, &mut files);
+    // The GPU-check scripts (the harness's Rust binaries, like the examples, are not scanned).
+    walk(
+        &root.join("gpu-checks"),
+        &|p: &Path| p.extension().is_none_or(|x| x != "rs"),
+        &mut files,
+    );
     files
         .into_iter()
         .map(|p| p.strip_prefix(root).expect("under the root").to_path_buf())
