@@ -8,6 +8,7 @@
 //! - [`display`]: aligned terminal tables.
 //! - [`columns`]: the column names of the result tables (nsight-python's and kprof's).
 //! - [`kernels`]: kernel names: demangling for the `Kernel` column, matching ignore lists.
+//! - [`sections`]: Nsight Compute section and set names expanded into their metrics.
 
 pub mod columns;
 pub mod display;
@@ -16,6 +17,7 @@ pub mod kernels;
 pub mod model;
 pub mod pipeline;
 pub mod policy;
+pub mod sections;
 pub mod stats;
 pub mod transforms;
 
