@@ -8,7 +8,7 @@
 //!
 //! [`expand`] keeps what the counters can give: names with a rollup (`base.sum`, `base.avg.…`).
 //! Launch attributes (`launch__*`, `device__*`: ncu reads them from the launch, not from the
-//! counters), bare base names (ncu lists their instances in a table) and `breakdown:` lists are
+//! counters), names without a rollup (ncu computes them itself or lists their instances in a table) and `breakdown:` lists are
 //! left out, each with its reason in [`Expansion::left_out`]. The engine then leaves out the
 //! names the chip's counters do not know (`kprof::counters::sections`).
 
@@ -241,7 +241,7 @@ pub fn not_a_counter(name: &str) -> Option<&'static str> {
     if name.starts_with("launch__") || name.starts_with("device__") {
         Some("a launch attribute: ncu reads it from the launch, not from the counters")
     } else if !name.contains('.') {
-        Some("a base name without rollup: ncu tabulates its instances")
+        Some("no rollup suffix: ncu computes it itself or tabulates its instances")
     } else {
         None
     }

@@ -1,0 +1,84 @@
+//! Nsight Compute's section and set names (`SpeedOfLight`, `basic`) in `metrics=`: expanded into
+//! their metric names (`kprof_core::sections`) for the chip, keeping the ones its counters know.
+//!
+//! The doors call [`resolve`] before the metric list reaches the engine: kprof-py for `metrics=`,
+//! `kprof run --metrics`, `kprof metrics --passes`/`--expand`; from Rust, put
+//! [`expand_metrics`]'s names in `BenchOptions::metrics`. Metric names given as such are kept
+//! as they are (a typo still fails validation with the closest names); a section's metric that
+//! the chip's counters do not know (ncu computes it from SASS or the launch) is left out and
+//! listed in [`Expansion::left_out`] with its reason.
+
+use kprof_core::sections::{self, Expansion, LeftOut};
+
+use super::host::{c_names, CuptiLib, HostObject};
+use super::metrics::is_bad_name_code;
+use super::CountersError;
+
+/// Whether any name is a section or set rather than a metric.
+pub fn has_sections<S: AsRef<str>>(names: &[S]) -> bool {
+    names.iter().any(|n| !sections::is_metric_name(n.as_ref().trim()))
+}
+
+/// Expands section and set names for `chip` and leaves out the section metrics the chip's
+/// counters do not know (asked one by one of the Profiler Host API: no GPU needed).
+pub fn resolve<S: AsRef<str>>(lib: &'static CuptiLib, chip: &str, names: &[S]) -> Result<Expansion, CountersError> {
+    let mut e = sections::expand_for_chip(names, chip)?;
+    if e.sections.is_empty() {
+        return Ok(e);
+    }
+    let given: Vec<&str> = names.iter().map(|n| n.as_ref().trim()).collect();
+    let mut kept = Vec::with_capacity(e.metrics.len());
+    for m in std::mem::take(&mut e.metrics) {
+        if given.contains(&m.as_str()) || known(lib, chip, &m)? {
+            kept.push(m);
+        } else {
+            let section = e
+                .sections
+                .iter()
+                .find(|id| {
+                    sections::table()
+                        .section(id)
+                        .is_some_and(|s| s.metrics.iter().any(|x| x.name == m))
+                })
+                .cloned()
+                .unwrap_or_default();
+            e.left_out.push(LeftOut {
+                metric: m,
+                section,
+                reason: format!("not a counter of {chip}: ncu derives it from the SASS or the launch"),
+            });
+        }
+    }
+    e.metrics = kept;
+    Ok(e)
+}
+
+fn known(lib: &'static CuptiLib, chip: &str, metric: &str) -> Result<bool, CountersError> {
+    let mut host = HostObject::new(lib, chip, None)?;
+    match host.add_metrics(&c_names(&[metric])?) {
+        Ok(()) => Ok(true),
+        Err(CountersError::Cupti { code, .. }) if is_bad_name_code(code) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The replay passes a metric set needs (names only; sections already expanded).
+pub fn passes<S: AsRef<str>>(lib: &'static CuptiLib, chip: &str, metrics: &[S]) -> Result<usize, CountersError> {
+    let mut host = HostObject::new(lib, chip, None)?;
+    host.add_metrics(&c_names(metrics)?)?;
+    lib.num_passes(&host.config_image()?)
+}
+
+/// [`resolve`] on this machine's GPU (its chip and the engine's libcupti), for the Rust API:
+/// `BenchOptions { metrics: expand_metrics(&["SpeedOfLight"])?.metrics, .. }`. Without
+/// section names, the names as given, with no GPU work.
+pub fn expand_metrics<S: AsRef<str>>(names: &[S]) -> Result<Expansion, crate::error::EngineError> {
+    if !has_sections(names) {
+        return Ok(sections::expand(names, 0).map_err(CountersError::from)?);
+    }
+    let lib = super::engine_cupti()?;
+    let chip = super::device_chip().ok_or_else(|| {
+        CountersError::Usage("section names need the GPU's chip, and no GPU was found".into())
+    })?;
+    Ok(resolve(lib, &chip, names)?)
+}
