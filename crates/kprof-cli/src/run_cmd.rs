@@ -378,23 +378,9 @@ pub fn check_metrics(lib: &'static CuptiLib, chip: &str, names: &[String]) -> Re
     Err(anyhow::Error::new(refused)).with_context(|| format!("--metrics: not valid for {chip}"))
 }
 
-/// The libcupti and chip to check `--metrics` with, when the chip is known: the device's (a GPU
-/// is present), else `KPROF_CHIP`'s with the offline libcupti search. `Ok(None)` when neither is
-/// known (a machine without a GPU cannot run the program anyway).
+/// The libcupti and chip to check `--metrics` with (`kprof::counters::sections::host_chip`).
 fn metrics_chip() -> Result<Option<(&'static CuptiLib, String)>> {
-    let gpu = std::env::var_os("KPROF_NO_DEVICE").is_none() && Path::new("/dev/nvidia0").exists();
-    if gpu {
-        if let Some(chip) = kprof::counters::device_chip() {
-            let lib = kprof::counters::engine_cupti().context("cannot load CUPTI to check --metrics")?;
-            return Ok(Some((lib, chip)));
-        }
-    }
-    let Some(chip) = std::env::var("KPROF_CHIP").ok().filter(|c| !c.is_empty()) else {
-        return Ok(None);
-    };
-    let path = kprof::counters::locate_cupti().context("cannot find libcupti to check --metrics")?;
-    let lib = CuptiLib::load(&path).with_context(|| format!("cannot load {}", path.display()))?;
-    Ok(Some((lib, chip)))
+    sections::host_chip().context("cannot load CUPTI to check --metrics")
 }
 
 /// Finds libkprof_inject.so: `KPROF_INJECT_PATH`, else next to the kprof executable (or in

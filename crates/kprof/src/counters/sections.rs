@@ -69,16 +69,34 @@ pub fn passes<S: AsRef<str>>(lib: &'static CuptiLib, chip: &str, metrics: &[S]) 
     lib.num_passes(&host.config_image()?)
 }
 
-/// [`resolve`] on this machine's GPU (its chip and the engine's libcupti), for the Rust API:
-/// `BenchOptions { metrics: expand_metrics(&["SpeedOfLight"])?.metrics, .. }`. Without
-/// section names, the names as given, with no GPU work.
+/// The libcupti and chip to expand and check metric names with: the device's when a GPU is
+/// present (the engine's libcupti), else `KPROF_CHIP`'s with the offline libcupti search
+/// ([`super::locate_cupti`]). `Ok(None)` when neither is known. `KPROF_NO_DEVICE=1` skips the
+/// device.
+pub fn host_chip() -> Result<Option<(&'static CuptiLib, String)>, crate::error::EngineError> {
+    let gpu = std::env::var_os("KPROF_NO_DEVICE").is_none() && std::path::Path::new("/dev/nvidia0").exists();
+    if gpu {
+        if let Some(chip) = super::device_chip() {
+            return Ok(Some((super::engine_cupti()?, chip)));
+        }
+    }
+    let Some(chip) = std::env::var("KPROF_CHIP").ok().filter(|c| !c.is_empty()) else {
+        return Ok(None);
+    };
+    Ok(Some((CuptiLib::load(&super::locate_cupti()?)?, chip)))
+}
+
+/// [`resolve`] with [`host_chip`], for the Rust API (`BenchOptions { metrics:
+/// expand_metrics(&["SpeedOfLight"])?.metrics, .. }`) and kprof-py's `metrics=`. Without
+/// section names, the names as given, with no library loaded.
 pub fn expand_metrics<S: AsRef<str>>(names: &[S]) -> Result<Expansion, crate::error::EngineError> {
     if !has_sections(names) {
         return Ok(sections::expand(names, 0).map_err(CountersError::from)?);
     }
-    let lib = super::engine_cupti()?;
-    let chip = super::device_chip().ok_or_else(|| {
-        CountersError::Usage("section names need the GPU's chip, and no GPU was found".into())
+    let (lib, chip) = host_chip()?.ok_or_else(|| {
+        CountersError::Usage(
+            "section and set names need the chip: run on the GPU machine or set KPROF_CHIP (e.g. GH100)".into(),
+        )
     })?;
     Ok(resolve(lib, &chip, names)?)
 }
