@@ -346,3 +346,107 @@ pub fn verdict(sm: Option<f64>, memory: Option<f64>, busiest: Option<(&str, f64)
         (Verdict::MemoryBound, why)
     }
 }
+
+/// One cell of the speed-of-light table.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    /// A number (NaN when not measured).
+    Num(f64),
+    /// Text.
+    Text(String),
+}
+
+/// The columns of the full speed-of-light table (what `results.speed_of_light()` and
+/// `kprof sol --json` give): the key, the throughputs, then per precision its FLOP/s, peak and
+/// intensity, then the totals and the verdict.
+pub fn columns() -> Vec<String> {
+    let mut c: Vec<String> = [
+        "Benchmark",
+        "Annotation",
+        "Config",
+        "GPU",
+        "Duration_ns",
+        "SM_Pct",
+        "Memory_Pct",
+        "DRAM_Pct",
+        "L1_Pct",
+        "L2_Pct",
+        "DRAM_BytesPerS",
+        "DRAM_PeakBytesPerS",
+    ]
+    .map(String::from)
+    .to_vec();
+    for p in &PRECISIONS {
+        let n = p.name.replace(' ', "_");
+        c.extend([format!("FLOPsPerS_{n}"), format!("PeakFLOPsPerS_{n}"), format!("Intensity_{n}")]);
+    }
+    c.extend(["FLOPsPerS", "Intensity", "Verdict", "Reason"].map(String::from));
+    c
+}
+
+/// One row's cells in [`columns`] order.
+pub fn cells(r: &SolRow) -> Vec<Cell> {
+    let n = |v: Option<f64>| Cell::Num(v.unwrap_or(f64::NAN));
+    let mut c = vec![
+        Cell::Text(r.benchmark.clone()),
+        Cell::Text(r.annotation.clone()),
+        Cell::Text(r.config.to_string()),
+        Cell::Text(r.gpu.clone()),
+        n(r.duration_ns),
+        n(r.sm_pct),
+        n(r.memory_pct),
+        n(r.dram_pct),
+        n(r.l1_pct),
+        n(r.l2_pct),
+        n(r.dram_bytes_per_s),
+        n(r.peak_dram_bytes_per_s),
+    ];
+    for p in &r.precisions {
+        c.extend([n(p.flops_per_s), n(p.peak_flops_per_s), n(p.intensity)]);
+    }
+    c.extend([
+        n(r.flops_per_s()),
+        n(r.intensity()),
+        Cell::Text(r.verdict.to_string()),
+        Cell::Text(r.reason.clone()),
+    ]);
+    c
+}
+
+/// The terminal table: one line per row with the throughputs, FLOP/s, bytes/s, intensity and
+/// verdict, then each row's reason.
+pub fn render(rows: &[SolRow]) -> String {
+    use crate::display::{fmt_sig, render_table};
+    let header: Vec<String> = [
+        "Annotation", "Config", "SM %", "Mem %", "DRAM %", "L1 %", "L2 %", "FLOP/s", "DRAM B/s", "FLOP/B", "Verdict",
+    ]
+    .map(String::from)
+    .to_vec();
+    let right: Vec<bool> = (0..header.len()).map(|i| (2..10).contains(&i)).collect();
+    let f = |v: Option<f64>| fmt_sig(v.unwrap_or(f64::NAN));
+    let lines: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.annotation.clone(),
+                r.config.to_string(),
+                f(r.sm_pct),
+                f(r.memory_pct),
+                f(r.dram_pct),
+                f(r.l1_pct),
+                f(r.l2_pct),
+                f(r.flops_per_s()),
+                f(r.dram_bytes_per_s),
+                f(r.intensity()),
+                r.verdict.to_string(),
+            ]
+        })
+        .collect();
+    let mut out = render_table(&header, &right, &lines);
+    out.push('\n');
+    for r in rows {
+        let cfg = if r.config.params.is_empty() { String::new() } else { format!(" [{}]", r.config) };
+        out.push_str(&format!("{}{cfg}: {} — {}\n", r.annotation, r.verdict, r.reason));
+    }
+    out
+}

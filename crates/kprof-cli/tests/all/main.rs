@@ -9,6 +9,7 @@ mod run_compare_doctor;
 mod run_metrics;
 mod run_metrics_h200;
 mod run_ranks;
+mod sol_cmd;
 mod store_history;
 mod summarize_cmd;
 mod version;
