@@ -21,6 +21,7 @@ use kprof_core::pipeline::{process, ProcessOptions};
 use kprof_core::stats::{BootstrapOptions, StatsOptions};
 
 pub mod compare_cmd;
+pub mod compare_explain;
 pub mod doctor_cmd;
 pub mod env_show;
 pub mod history_cmd;

@@ -1,6 +1,7 @@
 //! The crate's integration tests, linked as one test binary (one module per former test file).
 
 mod common;
+mod compare_explain;
 mod metadata;
 mod metrics_cmd;
 mod output_files;
