@@ -42,12 +42,20 @@ impl SideInfo {
         };
         let mut info = SideInfo::default();
         for r in &processed.rows {
-            let clock = r.extras.iter().find(|(n, _)| n == SM_CLOCK_COLUMN).and_then(|(_, v)| match v {
-                ExtraValue::Number(x) if x.is_finite() => Some(*x),
-                _ => None,
-            });
-            let kernels: Vec<String> =
-                r.kernel.split('|').filter(|k| !k.is_empty()).map(String::from).collect();
+            let clock = r
+                .extras
+                .iter()
+                .find(|(n, _)| n == SM_CLOCK_COLUMN)
+                .and_then(|(_, v)| match v {
+                    ExtraValue::Number(x) if x.is_finite() => Some(*x),
+                    _ => None,
+                });
+            let kernels: Vec<String> = r
+                .kernel
+                .split('|')
+                .filter(|k| !k.is_empty())
+                .map(String::from)
+                .collect();
             info.regions
                 .entry((r.benchmark.clone(), r.annotation.clone(), r.config.to_string()))
                 .or_insert((kernels, clock));
@@ -64,7 +72,8 @@ impl SideInfo {
                 .find(|((_, a, c), _)| *a == key.annotation && *c == key.config)
                 .map(|(_, v)| v);
         }
-        self.regions.get(&(key.benchmark.clone(), key.annotation.clone(), key.config.clone()))
+        self.regions
+            .get(&(key.benchmark.clone(), key.annotation.clone(), key.config.clone()))
     }
 }
 
@@ -123,15 +132,22 @@ fn kind(metric: &str) -> &'static str {
 /// configuration that moved (significantly, or beyond the threshold when untested), and the
 /// kernels and clocks of the sides' files when given.
 pub fn explain(rows: &[Row], base: Option<&SideInfo>, new: Option<&SideInfo>, threshold_pct: f64) -> Vec<Explanation> {
-    let same_region = |a: &Key, b: &Key| a.benchmark == b.benchmark && a.annotation == b.annotation && a.config == b.config;
+    let same_region =
+        |a: &Key, b: &Key| a.benchmark == b.benchmark && a.annotation == b.annotation && a.config == b.config;
     let mut out = Vec::new();
-    for r in rows.iter().filter(|r| matches!(r.verdict, Verdict::Regression | Verdict::Improvement)) {
+    for r in rows
+        .iter()
+        .filter(|r| matches!(r.verdict, Verdict::Regression | Verdict::Improvement))
+    {
         let mut causes = Vec::new();
         if let (Some(b), Some(n)) = (base.and_then(|s| s.of(&r.key)), new.and_then(|s| s.of(&r.key))) {
             causes.extend(kernel_changes(&b.0, &n.0));
             causes.extend(clock_change(b.1, n.1, threshold_pct));
         }
-        for o in rows.iter().filter(|o| o.key.metric != r.key.metric && same_region(&o.key, &r.key)) {
+        for o in rows
+            .iter()
+            .filter(|o| o.key.metric != r.key.metric && same_region(&o.key, &r.key))
+        {
             let moved = match o.verdict {
                 Verdict::Regression | Verdict::Improvement => true,
                 Verdict::Untested => o.change_pct.abs() >= threshold_pct,
@@ -143,7 +159,12 @@ pub fn explain(rows: &[Row], base: Option<&SideInfo>, new: Option<&SideInfo>, th
                     p if p.is_finite() => format!(", p = {p:.1e}"),
                     _ => String::new(),
                 };
-                causes.push(format!("{} {}: {}{p}", kind(&o.key.metric), o.key.metric, fmt_pct(o.change_pct)));
+                causes.push(format!(
+                    "{} {}: {}{p}",
+                    kind(&o.key.metric),
+                    o.key.metric,
+                    fmt_pct(o.change_pct)
+                ));
             }
         }
         out.push(Explanation {
@@ -162,7 +183,11 @@ pub fn render(expl: &[Explanation]) -> String {
     }
     let mut s = String::from("explain:\n");
     for e in expl {
-        let cfg = if e.key.config.is_empty() { String::new() } else { format!(" [{}]", e.key.config) };
+        let cfg = if e.key.config.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", e.key.config)
+        };
         s.push_str(&format!("  {}{cfg} {}: {}\n", e.key.annotation, e.key.metric, e.what));
         if e.causes.is_empty() {
             s.push_str("    no cause found among the counters\n");

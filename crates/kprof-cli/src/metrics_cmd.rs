@@ -100,7 +100,8 @@ pub fn run(args: &MetricsArgs) -> Result<()> {
             writeln!(out, "{passes}")
         }
     } else {
-        let catalog = MetricsCatalog::open(&lib, &chip).with_context(|| format!("cannot read the metrics of {chip}"))?;
+        let catalog =
+            MetricsCatalog::open(&lib, &chip).with_context(|| format!("cannot read the metrics of {chip}"))?;
         list(&catalog, args, &mut out)
     };
     match result {

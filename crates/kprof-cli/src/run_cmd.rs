@@ -335,7 +335,11 @@ pub fn counter_metrics(names: &[String]) -> Vec<String> {
 /// `--metrics` with Nsight Compute's section and set names expanded for the chip (the device's,
 /// else `KPROF_CHIP`'s), printing what is left out and the passes of the set on stderr.
 fn expand_sections(names: &[String]) -> Result<Vec<String>> {
-    let names: Vec<String> = names.iter().map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect();
+    let names: Vec<String> = names
+        .iter()
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty())
+        .collect();
     if !sections::has_sections(&names) {
         return Ok(names);
     }
@@ -347,7 +351,10 @@ fn expand_sections(names: &[String]) -> Result<Vec<String>> {
         eprintln!("kprof: {note}");
     }
     let passes = sections::passes(lib, &chip, &e.metrics).context("--metrics")?;
-    eprintln!("kprof: --metrics: {} metrics for {chip}, {passes} replay passes per kernel", e.metrics.len());
+    eprintln!(
+        "kprof: --metrics: {} metrics for {chip}, {passes} replay passes per kernel",
+        e.metrics.len()
+    );
     Ok(e.metrics)
 }
 

@@ -34,9 +34,15 @@ pub fn run(args: &SolArgs) -> Result<()> {
     let input = results_input::load(&args.result)?;
     let rows = sol::speed_of_light(&input.processed);
     if rows.is_empty() {
-        bail!("{} has no rows to judge (normalised tables hold ratios)", args.result.display());
+        bail!(
+            "{} has no rows to judge (normalised tables hold ratios)",
+            args.result.display()
+        );
     }
-    if rows.iter().all(|r| r.verdict == sol::Verdict::Unknown && r.flops_per_s().is_none()) {
+    if rows
+        .iter()
+        .all(|r| r.verdict == sol::Verdict::Unknown && r.flops_per_s().is_none())
+    {
         eprintln!(
             "kprof sol: {} holds no speed-of-light counters: profile with metrics=[\"SpeedOfLight\"] \
              (kprof run --metrics SpeedOfLight)",

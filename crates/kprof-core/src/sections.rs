@@ -178,7 +178,12 @@ pub fn parse_table(text: &str) -> Result<SectionTable, SectionError> {
             })?;
             t.sections.push(Section {
                 id: id.to_string(),
-                sets: sets.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect(),
+                sets: sets
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect(),
                 metrics: Vec::new(),
                 breakdowns: Vec::new(),
             });
@@ -225,7 +230,12 @@ impl SectionTable {
     fn unknown(&self, name: &str) -> SectionError {
         SectionError::Unknown {
             name: name.to_string(),
-            sections: self.sections.iter().map(|s| s.id.as_str()).collect::<Vec<_>>().join(", "),
+            sections: self
+                .sections
+                .iter()
+                .map(|s| s.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
             sets: self.sets.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", "),
         }
     }

@@ -75,9 +75,18 @@ pub const PRECISIONS: [PrecisionDef; 4] = [
     PrecisionDef {
         name: "fp64",
         work: &[
-            ("smsp__sass_thread_inst_executed_op_dadd_pred_on.sum.per_cycle_elapsed", 1.0),
-            ("smsp__sass_thread_inst_executed_op_dmul_pred_on.sum.per_cycle_elapsed", 1.0),
-            ("smsp__sass_thread_inst_executed_op_dfma_pred_on.sum.per_cycle_elapsed", 2.0),
+            (
+                "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum.per_cycle_elapsed",
+                1.0,
+            ),
+            (
+                "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum.per_cycle_elapsed",
+                1.0,
+            ),
+            (
+                "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum.per_cycle_elapsed",
+                2.0,
+            ),
         ],
         work_clock: SMSP_CLOCK,
         peak: ("sm__sass_thread_inst_executed_op_dfma_pred_on.sum.peak_sustained", 2.0),
@@ -86,9 +95,18 @@ pub const PRECISIONS: [PrecisionDef; 4] = [
     PrecisionDef {
         name: "fp32",
         work: &[
-            ("smsp__sass_thread_inst_executed_op_fadd_pred_on.sum.per_cycle_elapsed", 1.0),
-            ("smsp__sass_thread_inst_executed_op_fmul_pred_on.sum.per_cycle_elapsed", 1.0),
-            ("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum.per_cycle_elapsed", 2.0),
+            (
+                "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum.per_cycle_elapsed",
+                1.0,
+            ),
+            (
+                "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum.per_cycle_elapsed",
+                1.0,
+            ),
+            (
+                "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum.per_cycle_elapsed",
+                2.0,
+            ),
         ],
         work_clock: SMSP_CLOCK,
         peak: ("sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained", 2.0),
@@ -97,9 +115,18 @@ pub const PRECISIONS: [PrecisionDef; 4] = [
     PrecisionDef {
         name: "fp16",
         work: &[
-            ("smsp__sass_thread_inst_executed_op_hadd_pred_on.sum.per_cycle_elapsed", 2.0),
-            ("smsp__sass_thread_inst_executed_op_hmul_pred_on.sum.per_cycle_elapsed", 2.0),
-            ("smsp__sass_thread_inst_executed_op_hfma_pred_on.sum.per_cycle_elapsed", 4.0),
+            (
+                "smsp__sass_thread_inst_executed_op_hadd_pred_on.sum.per_cycle_elapsed",
+                2.0,
+            ),
+            (
+                "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum.per_cycle_elapsed",
+                2.0,
+            ),
+            (
+                "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum.per_cycle_elapsed",
+                4.0,
+            ),
         ],
         work_clock: SMSP_CLOCK,
         peak: ("sm__sass_thread_inst_executed_op_hfma_pred_on.sum.peak_sustained", 4.0),
@@ -107,9 +134,15 @@ pub const PRECISIONS: [PrecisionDef; 4] = [
     },
     PrecisionDef {
         name: "tensor fp16",
-        work: &[("sm__ops_path_tensor_op_hgmma_src_fp16_sparsity_off.sum.per_cycle_elapsed", 1.0)],
+        work: &[(
+            "sm__ops_path_tensor_op_hgmma_src_fp16_sparsity_off.sum.per_cycle_elapsed",
+            1.0,
+        )],
         work_clock: SM_CLOCK,
-        peak: ("sm__ops_path_tensor_op_hgmma_src_fp16_sparsity_off.sum.peak_sustained", 1.0),
+        peak: (
+            "sm__ops_path_tensor_op_hgmma_src_fp16_sparsity_off.sum.peak_sustained",
+            1.0,
+        ),
         peak_clock: SM_CLOCK,
     },
 ];
@@ -242,7 +275,12 @@ pub fn speed_of_light(p: &ProcessedResults) -> Vec<SolRow> {
     let mut keys: Vec<(String, String, Config, String)> = Vec::new();
     let mut means: Vec<Means> = Vec::new();
     for r in p.rows.iter().filter(|r| r.normalized.is_none()) {
-        let key = (r.benchmark.clone(), r.annotation.clone(), r.config.clone(), r.device.gpu.clone());
+        let key = (
+            r.benchmark.clone(),
+            r.annotation.clone(),
+            r.config.clone(),
+            r.device.gpu.clone(),
+        );
         let i = match keys.iter().position(|k| *k == key) {
             Some(i) => i,
             None => {
@@ -264,7 +302,9 @@ fn precision(def: &PrecisionDef, m: &Means, dram_bytes_per_s: Option<f64>) -> Pr
     let flops_per_s = (!terms.is_empty())
         .then(|| terms.iter().sum::<f64>())
         .and_then(|per_cycle| get(m, def.work_clock).map(|hz| per_cycle * hz));
-    let peak_flops_per_s = get(m, def.peak.0).zip(get(m, def.peak_clock)).map(|(v, hz)| v * def.peak.1 * hz);
+    let peak_flops_per_s = get(m, def.peak.0)
+        .zip(get(m, def.peak_clock))
+        .map(|(v, hz)| v * def.peak.1 * hz);
     PrecisionSol {
         name: def.name,
         flops_per_s,
@@ -316,7 +356,9 @@ pub fn verdict(sm: Option<f64>, memory: Option<f64>, busiest: Option<(&str, f64)
             format!("needs {SM_PCT} and a memory throughput (metrics=[\"SpeedOfLight\"])"),
         );
     };
-    let unit = busiest.map(|(u, v)| format!(", {u} {v:.1} % the busiest memory unit")).unwrap_or_default();
+    let unit = busiest
+        .map(|(u, v)| format!(", {u} {v:.1} % the busiest memory unit"))
+        .unwrap_or_default();
     if sm < LATENCY_BOUND_PCT && mem < LATENCY_BOUND_PCT {
         let lead = if mem > sm { "memory" } else { "SM" };
         let why = format!(
@@ -327,9 +369,8 @@ pub fn verdict(sm: Option<f64>, memory: Option<f64>, busiest: Option<(&str, f64)
         return (Verdict::LatencyBound, why);
     }
     if (sm - mem).abs() < BALANCED_PCT {
-        let why = format!(
-            "SM {sm:.1} % and memory {mem:.1} % of peak{unit}, within {BALANCED_PCT:.0} points: both busy"
-        );
+        let why =
+            format!("SM {sm:.1} % and memory {mem:.1} % of peak{unit}, within {BALANCED_PCT:.0} points: both busy");
         return (Verdict::Balanced, why);
     }
     if sm > mem {
@@ -378,7 +419,11 @@ pub fn columns() -> Vec<String> {
     .to_vec();
     for p in &PRECISIONS {
         let n = p.name.replace(' ', "_");
-        c.extend([format!("FLOPsPerS_{n}"), format!("PeakFLOPsPerS_{n}"), format!("Intensity_{n}")]);
+        c.extend([
+            format!("FLOPsPerS_{n}"),
+            format!("PeakFLOPsPerS_{n}"),
+            format!("Intensity_{n}"),
+        ]);
     }
     c.extend(["FLOPsPerS", "Intensity", "Verdict", "Reason"].map(String::from));
     c
@@ -418,7 +463,17 @@ pub fn cells(r: &SolRow) -> Vec<Cell> {
 pub fn render(rows: &[SolRow]) -> String {
     use crate::display::{fmt_sig, render_table};
     let header: Vec<String> = [
-        "Annotation", "Config", "SM %", "Mem %", "DRAM %", "L1 %", "L2 %", "FLOP/s", "DRAM B/s", "FLOP/B", "Verdict",
+        "Annotation",
+        "Config",
+        "SM %",
+        "Mem %",
+        "DRAM %",
+        "L1 %",
+        "L2 %",
+        "FLOP/s",
+        "DRAM B/s",
+        "FLOP/B",
+        "Verdict",
     ]
     .map(String::from)
     .to_vec();
@@ -445,7 +500,11 @@ pub fn render(rows: &[SolRow]) -> String {
     let mut out = render_table(&header, &right, &lines);
     out.push('\n');
     for r in rows {
-        let cfg = if r.config.params.is_empty() { String::new() } else { format!(" [{}]", r.config) };
+        let cfg = if r.config.params.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", r.config)
+        };
         out.push_str(&format!("{}{cfg}: {} — {}\n", r.annotation, r.verdict, r.reason));
     }
     out

@@ -49,11 +49,17 @@ struct Roof {
 }
 
 fn paths(rows: &[SolRow]) -> Vec<Path> {
-    let benchmarks = rows.iter().map(|r| r.benchmark.as_str()).collect::<std::collections::BTreeSet<_>>().len();
+    let benchmarks = rows
+        .iter()
+        .map(|r| r.benchmark.as_str())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
     let mut out: Vec<Path> = Vec::new();
     for r in rows {
         for p in &r.precisions {
-            let (Some(flops), Some(ai)) = (p.flops_per_s, p.intensity) else { continue };
+            let (Some(flops), Some(ai)) = (p.flops_per_s, p.intensity) else {
+                continue;
+            };
             if !(flops > 0.0 && ai > 0.0) {
                 continue;
             }
@@ -66,7 +72,10 @@ fn paths(rows: &[SolRow]) -> Vec<Path> {
             let point = (ai, flops, r.config.to_string());
             match out.iter_mut().find(|x| x.label == label) {
                 Some(path) => path.points.push(point),
-                None => out.push(Path { label, points: vec![point] }),
+                None => out.push(Path {
+                    label,
+                    points: vec![point],
+                }),
             }
         }
     }
@@ -74,7 +83,10 @@ fn paths(rows: &[SolRow]) -> Vec<Path> {
 }
 
 fn roofs(rows: &[SolRow], paths: &[Path]) -> Vec<Roof> {
-    let max = |v: &mut dyn Iterator<Item = f64>| v.filter(|x| x.is_finite() && *x > 0.0).fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))));
+    let max = |v: &mut dyn Iterator<Item = f64>| {
+        v.filter(|x| x.is_finite() && *x > 0.0)
+            .fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))))
+    };
     let Some(bandwidth) = max(&mut rows.iter().filter_map(|r| r.peak_dram_bytes_per_s)) else {
         return Vec::new();
     };
@@ -84,7 +96,11 @@ fn roofs(rows: &[SolRow], paths: &[Path]) -> Vec<Roof> {
         .filter(|(_, d)| paths.iter().any(|p| p.label.ends_with(&format!("({})", d.name))))
         .filter_map(|(i, d)| {
             let peak = max(&mut rows.iter().filter_map(|r| r.precisions[i].peak_flops_per_s))?;
-            Some(Roof { name: d.name, peak, bandwidth })
+            Some(Roof {
+                name: d.name,
+                peak,
+                bandwidth,
+            })
         })
         .collect()
 }
@@ -125,7 +141,10 @@ pub fn render_roofline_svg(rows: &[SolRow], spec: &RooflineSpec) -> Result<Strin
     root.fill(&WHITE).map_err(render_err)?;
     tag.set("kprof-title");
     let mut chart = ChartBuilder::on(&root)
-        .caption(spec.title.clone().unwrap_or_else(|| "Roofline".into()), (FONT_FAMILY, 14))
+        .caption(
+            spec.title.clone().unwrap_or_else(|| "Roofline".into()),
+            (FONT_FAMILY, 14),
+        )
         .margin(10)
         .x_label_area_size(40)
         .y_label_area_size(80)
@@ -150,7 +169,12 @@ pub fn render_roofline_svg(rows: &[SolRow], spec: &RooflineSpec) -> Result<Strin
         chart
             .draw_series(LineSeries::new(line, RGBColor(90, 90, 90).stroke_width(2)))
             .map_err(render_err)?
-            .label(format!("{} peak {} FLOP/s, DRAM {} B/s", r.name, fmt_num(r.peak), fmt_num(r.bandwidth)))
+            .label(format!(
+                "{} peak {} FLOP/s, DRAM {} B/s",
+                r.name,
+                fmt_num(r.peak),
+                fmt_num(r.bandwidth)
+            ))
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], RGBColor(90, 90, 90).stroke_width(2)));
     }
     for (i, p) in paths.iter().enumerate() {
@@ -201,10 +225,25 @@ pub(crate) fn report_section(p: &kprof_core::ProcessedResults, out: &mut String)
     if !judged && svg.is_err() {
         return;
     }
-    out.push_str("<h3>Speed of light</h3>\n<p class=\"meta\">% of each unit's peak; verdict by ncu's rule: \
-                  both SM and memory under 60 % latency-bound, within 10 points balanced, else the busier one.</p>\n");
+    out.push_str(
+        "<h3>Speed of light</h3>\n<p class=\"meta\">% of each unit's peak; verdict by ncu's rule: \
+                  both SM and memory under 60 % latency-bound, within 10 points balanced, else the busier one.</p>\n",
+    );
     out.push_str("<div class=\"table-wrap\"><table class=\"kprof-sol sortable\"><thead><tr>");
-    let head = ["Annotation", "Config", "SM %", "Memory %", "DRAM %", "L1 %", "L2 %", "FLOP/s", "DRAM B/s", "FLOP/B", "Verdict", "Reason"];
+    let head = [
+        "Annotation",
+        "Config",
+        "SM %",
+        "Memory %",
+        "DRAM %",
+        "L1 %",
+        "L2 %",
+        "FLOP/s",
+        "DRAM B/s",
+        "FLOP/B",
+        "Verdict",
+        "Reason",
+    ];
     for (i, h) in head.iter().enumerate() {
         let class = if i < 2 || i >= 10 { " class=\"t\"" } else { "" };
         let _ = write!(out, "<th{class}>{h}</th>");
@@ -236,7 +275,11 @@ pub(crate) fn report_section(p: &kprof_core::ProcessedResults, out: &mut String)
             let _ = write!(out, "<figure class=\"plot roofline\">\n{svg}</figure>\n");
         }
         Err(e) => {
-            let _ = writeln!(out, "<p class=\"meta roofline-none\">No roofline: {}</p>", html_escape(&e.to_string()));
+            let _ = writeln!(
+                out,
+                "<p class=\"meta roofline-none\">No roofline: {}</p>",
+                html_escape(&e.to_string())
+            );
         }
     }
 }

@@ -20,8 +20,14 @@ fn step6_table_and_json_give_each_region_its_verdict() {
             .unwrap_or_else(|| panic!("no reason line for {ann}: {out}"))
             .to_string()
     };
-    assert!(verdict_of("fp16 matmul 4096").contains(": compute-bound — SM 90.4 %"), "{out}");
-    assert!(verdict_of("x * 2 (256 MB)").contains(": memory-bound — memory 86.5 %"), "{out}");
+    assert!(
+        verdict_of("fp16 matmul 4096").contains(": compute-bound — SM 90.4 %"),
+        "{out}"
+    );
+    assert!(
+        verdict_of("x * 2 (256 MB)").contains(": memory-bound — memory 86.5 %"),
+        "{out}"
+    );
     assert!(verdict_of("softmax 8192x1024").contains(": latency-bound"), "{out}");
     let (code, json, _) = sol(&["--json", f]);
     assert_eq!(code, 0);

@@ -35,18 +35,38 @@ fn table_matches_the_record_of_ncu_section_files() {
         let id = r["identifier"].as_str().unwrap();
         let s = table.section(id).unwrap_or_else(|| panic!("table lacks section {id}"));
         let names: Vec<&str> = s.metrics.iter().map(|m| m.name.as_str()).collect();
-        let want: Vec<&str> = r["metrics"].as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap()).collect();
+        let want: Vec<&str> = r["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["name"].as_str().unwrap())
+            .collect();
         assert_eq!(names, want, "metrics of {id}");
         for (m, w) in s.metrics.iter().zip(r["metrics"].as_array().unwrap()) {
             assert_eq!(m.arch, arch_of(&w["arch"]), "filter of {} in {id}", m.name);
         }
-        let sets: Vec<&str> = r["sets"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        let sets: Vec<&str> = r["sets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
         assert_eq!(s.sets, sets, "sets of {id}");
-        let bd: Vec<&str> = r["breakdowns"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        let bd: Vec<&str> = r["breakdowns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
         assert_eq!(s.breakdowns, bd, "breakdowns of {id}");
     }
     for (set, members) in &table.sets {
-        let want: Vec<&str> = rec["sets"][set].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        let want: Vec<&str> = rec["sets"][set]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
         assert_eq!(members, &want, "members of set {set}");
     }
 }
@@ -54,7 +74,13 @@ fn table_matches_the_record_of_ncu_section_files() {
 /// The record's metrics of a section for one compute capability, counters only.
 fn recorded_counters(id: &str, cc: u32) -> Vec<String> {
     let rec = record();
-    let s = rec["sections"].as_array().unwrap().iter().find(|s| s["identifier"] == id).unwrap().clone();
+    let s = rec["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["identifier"] == id)
+        .unwrap()
+        .clone();
     s["metrics"]
         .as_array()
         .unwrap()
@@ -72,7 +98,9 @@ fn recorded_counters(id: &str, cc: u32) -> Vec<String> {
 fn speed_of_light_expands_to_the_recorded_metrics_on_gh100() {
     let e = expand_for_chip(&["SpeedOfLight"], "GH100").unwrap();
     assert_eq!(e.metrics, recorded_counters("SpeedOfLight", 90));
-    assert!(e.metrics.contains(&"gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed".to_string()));
+    assert!(e
+        .metrics
+        .contains(&"gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed".to_string()));
     assert_eq!(e.sections, ["SpeedOfLight"]);
     let left: Vec<&str> = e.left_out.iter().map(|l| l.metric.as_str()).collect();
     assert_eq!(left, ["launch__waves_per_multiprocessor"]);
@@ -80,9 +108,18 @@ fn speed_of_light_expands_to_the_recorded_metrics_on_gh100() {
 
 #[test]
 fn arch_filters_pick_the_chip_s_metrics() {
-    for id in ["ComputeWorkloadAnalysis", "MemoryWorkloadAnalysis", "Occupancy", "LaunchStats"] {
+    for id in [
+        "ComputeWorkloadAnalysis",
+        "MemoryWorkloadAnalysis",
+        "Occupancy",
+        "LaunchStats",
+    ] {
         for cc in [75, 80, 86, 89, 90, 100, 120] {
-            assert_eq!(expand(&[id], cc).unwrap().metrics, recorded_counters(id, cc), "{id} at {cc}");
+            assert_eq!(
+                expand(&[id], cc).unwrap().metrics,
+                recorded_counters(id, cc),
+                "{id} at {cc}"
+            );
         }
     }
     let hopper = expand(&["ComputeWorkloadAnalysis"], 90).unwrap().metrics;
@@ -94,10 +131,17 @@ fn arch_filters_pick_the_chip_s_metrics() {
 #[test]
 fn basic_set_is_its_four_sections_and_metrics_keep_their_place() {
     let e = expand(&["dram__bytes_read.sum", "basic", "sm__cycles_active.avg"], 90).unwrap();
-    assert_eq!(e.sections, ["LaunchStats", "Occupancy", "SpeedOfLight", "WorkloadDistribution"]);
+    assert_eq!(
+        e.sections,
+        ["LaunchStats", "Occupancy", "SpeedOfLight", "WorkloadDistribution"]
+    );
     assert_eq!(e.metrics[0], "dram__bytes_read.sum");
     let mut seen = std::collections::HashSet::new();
-    assert!(e.metrics.iter().all(|m| seen.insert(m)), "no name twice: {:?}", e.metrics);
+    assert!(
+        e.metrics.iter().all(|m| seen.insert(m)),
+        "no name twice: {:?}",
+        e.metrics
+    );
     let mut want = vec!["dram__bytes_read.sum".to_string()];
     for id in &e.sections {
         for m in recorded_counters(id, 90) {
@@ -108,7 +152,10 @@ fn basic_set_is_its_four_sections_and_metrics_keep_their_place() {
     }
     assert_eq!(e.metrics, want);
     let note = e.left_out_note().unwrap();
-    assert!(note.contains("launch__grid_size") && note.contains("launch attribute"), "{note}");
+    assert!(
+        note.contains("launch__grid_size") && note.contains("launch attribute"),
+        "{note}"
+    );
 }
 
 #[test]
@@ -120,7 +167,10 @@ fn unknown_names_and_chips_are_errors() {
         }
         other => panic!("{other:?}"),
     }
-    assert!(matches!(expand_for_chip(&["SpeedOfLight"], "XX900"), Err(SectionError::UnknownChip(_))));
+    assert!(matches!(
+        expand_for_chip(&["SpeedOfLight"], "XX900"),
+        Err(SectionError::UnknownChip(_))
+    ));
     // Metric names alone need no chip.
     assert_eq!(expand_for_chip(&["a__b.sum"], "XX900").unwrap().metrics, ["a__b.sum"]);
     assert_eq!(compute_capability("GH100"), Some(90));

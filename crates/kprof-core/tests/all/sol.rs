@@ -13,7 +13,9 @@ use kprof_core::*;
 use crate::common::device;
 
 fn fixture(rel: &str) -> ProcessedResults {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(rel);
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(rel);
     match read_any(&p).unwrap() {
         Loaded::Raw(raw) => process(&raw, &ProcessOptions::default()).unwrap(),
         Loaded::Processed(p) => p,
@@ -22,12 +24,16 @@ fn fixture(rel: &str) -> ProcessedResults {
 }
 
 fn by_annotation<'a>(rows: &'a [SolRow], ann: &str) -> &'a SolRow {
-    rows.iter().find(|r| r.annotation == ann).unwrap_or_else(|| panic!("no row {ann}"))
+    rows.iter()
+        .find(|r| r.annotation == ann)
+        .unwrap_or_else(|| panic!("no row {ann}"))
 }
 
 /// The mean of one metric of one annotation, straight from the raw CSV.
 fn raw_mean(rel: &str, ann: &str, metric: &str) -> f64 {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(rel);
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(rel);
     let mut rdr = csv::Reader::from_path(p).unwrap();
     let h = rdr.headers().unwrap().clone();
     let col = |n: &str| h.iter().position(|c| c == n).unwrap();
@@ -46,7 +52,10 @@ const NCU_STEP6: &str = "h200-rust-seed-steps6-7-counters-vs-ncu/ncu-application
 const PY_STEP6: &str = "h200-python-tutorial-steps/step6.csv";
 
 fn verdicts(rel: &str) -> Vec<(String, Verdict)> {
-    speed_of_light(&fixture(rel)).into_iter().map(|r| (r.annotation, r.verdict)).collect()
+    speed_of_light(&fixture(rel))
+        .into_iter()
+        .map(|r| (r.annotation, r.verdict))
+        .collect()
 }
 
 /// The seed's step 6 through Python (PyTorch's kernels): the fp16 matmul 4096 compute-bound
@@ -157,7 +166,13 @@ fn roofline_formulas_of_ncu_sections() {
     let p16 = r.precisions.iter().find(|p| p.name == "fp16").unwrap();
     assert!((p16.flops_per_s.unwrap() - 4.0 * 10.0 * 1.5e9).abs() < 1e-3);
     assert!(p16.peak_flops_per_s.is_none(), "no hfma peak metric given");
-    assert!(r.precisions.iter().find(|p| p.name == "fp64").unwrap().flops_per_s.is_none());
+    assert!(r
+        .precisions
+        .iter()
+        .find(|p| p.name == "fp64")
+        .unwrap()
+        .flops_per_s
+        .is_none());
     assert!((r.peak_dram_bytes_per_s.unwrap() - 1536.0 * 3.2e9).abs() < 1.0);
     assert!((r.flops_per_s().unwrap() - want - 6.0e10).abs() < 1e-3 * want);
     assert_eq!(r.verdict, Verdict::Unknown);
@@ -174,7 +189,10 @@ fn verdict_thresholds() {
     assert_eq!(verdict(Some(75.0), Some(64.0), None).0, Verdict::ComputeBound);
     let (v, why) = verdict(Some(20.0), Some(80.0), Some(("L1", 80.0)));
     assert_eq!(v, Verdict::MemoryBound);
-    assert!(why.contains("L1 80.0 %") && why.contains("60.0 points above SM"), "{why}");
+    assert!(
+        why.contains("L1 80.0 %") && why.contains("60.0 points above SM"),
+        "{why}"
+    );
     assert_eq!(verdict(None, Some(80.0), None).0, Verdict::Unknown);
     // Normalised rows are ratios: no speed of light.
     let mut v = HashMap::new();

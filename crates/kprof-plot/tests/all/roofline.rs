@@ -28,11 +28,20 @@ fn sweep() -> ProcessedResults {
             put(sol::DRAM_PCT[0], 50.0 - 10.0 * i as f64);
         }
     }
-    ProcessedResults { param_names: vec!["n".into()], rows, missing_baselines: vec![] }
+    ProcessedResults {
+        param_names: vec!["n".into()],
+        rows,
+        missing_baselines: vec![],
+    }
 }
 
 fn input<'a>(title: &'a str, p: &'a ProcessedResults) -> ReportInput<'a> {
-    ReportInput { title, raw: None, processed: p, environment: None }
+    ReportInput {
+        title,
+        raw: None,
+        processed: p,
+        environment: None,
+    }
 }
 
 fn count(svg: &str, class: &str) -> usize {
@@ -48,7 +57,11 @@ fn one_roof_per_precision_and_a_path_per_region() {
     assert_eq!(count(&svg, "kprof-roof"), 1, "fp32 only");
     assert_eq!(count(&svg, "kprof-series"), 2, "one path per region");
     for n in [256, 512, 1024, 2048] {
-        assert_eq!(svg.matches(&format!(">n={n}</text>")).count(), 2, "n={n} labelled on both paths");
+        assert_eq!(
+            svg.matches(&format!(">n={n}</text>")).count(),
+            2,
+            "n={n} labelled on both paths"
+        );
     }
     // The roof's legend names the peak: 2 FLOP x 16896 x 1.98 GHz = 66.9 TFLOP/s.
     let peak = 2.0 * 16896.0 * CLOCK;
