@@ -461,7 +461,7 @@ pub fn cells(r: &SolRow) -> Vec<Cell> {
 /// The terminal table: one line per row with the throughputs, FLOP/s, bytes/s, intensity and
 /// verdict, then each row's reason.
 pub fn render(rows: &[SolRow]) -> String {
-    use crate::display::{fmt_sig, render_table};
+    use crate::display::{fmt_si, fmt_sig, render_table};
     let header: Vec<String> = [
         "Annotation",
         "Config",
@@ -490,8 +490,8 @@ pub fn render(rows: &[SolRow]) -> String {
                 f(r.dram_pct),
                 f(r.l1_pct),
                 f(r.l2_pct),
-                f(r.flops_per_s()),
-                f(r.dram_bytes_per_s),
+                fmt_si(r.flops_per_s().unwrap_or(f64::NAN)),
+                fmt_si(r.dram_bytes_per_s.unwrap_or(f64::NAN)),
                 f(r.intensity()),
                 r.verdict.to_string(),
             ]

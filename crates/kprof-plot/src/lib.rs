@@ -29,7 +29,7 @@ pub use dist::{render_distribution_svg, DistributionSpec};
 pub use font::FONT_FAMILY;
 pub use plot::{render_png, render_png_bytes, render_svg};
 pub use report::{render_report, ReportInput, ReportOptions};
-pub use roofline::{render_roofline_svg, RooflineSpec};
+pub use roofline::{render_roofline_png_bytes, render_roofline_svg, RooflineSpec};
 
 pub use spec::{Aggregate, PlotSpec, PlotType, SeriesBy};
 

@@ -3,11 +3,13 @@
 //! roofs (peak FLOP/s of each precision, DRAM peak bandwidth), as ncu's roofline sections draw
 //! them. Values come from [`kprof_core::sol`].
 
+use kprof_core::display::fmt_si;
 use kprof_core::sol::{SolRow, PRECISIONS};
+use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::font::{ensure_font, FONT_FAMILY};
-use crate::svg::TaggedSvg;
+use crate::svg::{TaggedSvg, Tagger};
 use crate::util::*;
 use crate::PlotError;
 
@@ -105,10 +107,18 @@ fn roofs(rows: &[SolRow], paths: &[Path]) -> Vec<Roof> {
         .collect()
 }
 
-/// Renders the roofline of speed-of-light rows as SVG. Points need a precision's FLOP/s and the
-/// DRAM bytes/s (the roofline metrics, `kprof_core::sol::roofline_metrics`); roofs need the peak
-/// metrics. Classes: `kprof-roof` (roof lines), `kprof-series` (paths), `kprof-marker`.
-pub fn render_roofline_svg(rows: &[SolRow], spec: &RooflineSpec) -> Result<String, PlotError> {
+/// What the chart draws: paths, roofs and the axes' ranges.
+struct Model {
+    paths: Vec<Path>,
+    roofs: Vec<Roof>,
+    x: (f64, f64),
+    y: (f64, f64),
+    title: String,
+    label_points: bool,
+    size: (u32, u32),
+}
+
+fn model(rows: &[SolRow], spec: &RooflineSpec) -> Result<Model, PlotError> {
     let paths = paths(rows);
     if paths.is_empty() {
         return Err(PlotError::NoData(
@@ -124,27 +134,64 @@ pub fn render_roofline_svg(rows: &[SolRow], spec: &RooflineSpec) -> Result<Strin
         )));
     }
     let roofs = roofs(rows, &paths);
-    let pts = paths.iter().flat_map(|p| p.points.iter());
     let (mut x0, mut x1, mut y0, mut y1) = (f64::INFINITY, 0.0f64, f64::INFINITY, 0.0f64);
-    for &(x, y, _) in pts {
+    for &(x, y, _) in paths.iter().flat_map(|p| p.points.iter()) {
         (x0, x1, y0, y1) = (x0.min(x), x1.max(x), y0.min(y), y1.max(y));
     }
     for r in &roofs {
         x1 = x1.max(r.peak / r.bandwidth);
         y1 = y1.max(r.peak);
     }
-    let (x0, x1, y0, y1) = (x0 / 4.0, x1 * 4.0, y0 / 4.0, y1 * 2.0);
+    Ok(Model {
+        paths,
+        roofs,
+        x: (x0 / 4.0, x1 * 4.0),
+        y: (y0 / 4.0, y1 * 2.0),
+        title: spec.title.clone().unwrap_or_else(|| "Roofline".into()),
+        label_points: spec.label_points,
+        size: (w, h),
+    })
+}
 
+/// Renders the roofline of speed-of-light rows as SVG. Points need a precision's FLOP/s and the
+/// DRAM bytes/s (the roofline metrics, `kprof_core::sol::roofline_metrics`); roofs need the peak
+/// metrics. Classes: `kprof-roof` (roof lines), `kprof-series` (paths), `kprof-marker`.
+pub fn render_roofline_svg(rows: &[SolRow], spec: &RooflineSpec) -> Result<String, PlotError> {
+    let m = model(rows, spec)?;
     ensure_font()?;
-    let (backend, tag, out) = TaggedSvg::new((w, h));
-    let root = backend.into_drawing_area();
+    let (backend, tag, out) = TaggedSvg::new(m.size);
+    draw(backend.into_drawing_area(), &m, &tag)?;
+    Ok(out.finish())
+}
+
+/// The roofline as the bytes of a PNG file (see [`render_roofline_svg`]).
+pub fn render_roofline_png_bytes(rows: &[SolRow], spec: &RooflineSpec) -> Result<Vec<u8>, PlotError> {
+    use image::ImageEncoder;
+    let m = model(rows, spec)?;
+    ensure_font()?;
+    let (w, h) = m.size;
+    let mut rgb = vec![0u8; w as usize * h as usize * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
+        draw(root.clone(), &m, &Tagger::default())?;
+        root.present().map_err(render_err)?;
+    }
+    let mut png = Vec::new();
+    image::codecs::png::PngEncoder::new(&mut png)
+        .write_image(&rgb, w, h, image::ColorType::Rgb8)
+        .map_err(render_err)?;
+    Ok(png)
+}
+
+fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, m: &Model, tag: &Tagger) -> Result<(), PlotError>
+where
+    DB::ErrorType: 'static,
+{
     root.fill(&WHITE).map_err(render_err)?;
+    let ((x0, x1), (y0, y1)) = (m.x, m.y);
     tag.set("kprof-title");
     let mut chart = ChartBuilder::on(&root)
-        .caption(
-            spec.title.clone().unwrap_or_else(|| "Roofline".into()),
-            (FONT_FAMILY, 14),
-        )
+        .caption(m.title.clone(), (FONT_FAMILY, 14))
         .margin(10)
         .x_label_area_size(40)
         .y_label_area_size(80)
@@ -156,41 +203,45 @@ pub fn render_roofline_svg(rows: &[SolRow], spec: &RooflineSpec) -> Result<Strin
         .x_desc("Arithmetic intensity (FLOP/byte of DRAM)")
         .y_desc("Performance (FLOP/s)")
         .x_label_formatter(&|v| fmt_num(*v))
-        .y_label_formatter(&|v| fmt_num(*v))
+        .y_label_formatter(&|v| fmt_si(*v))
         .label_style((FONT_FAMILY, 11))
         .axis_desc_style((FONT_FAMILY, 12))
         .light_line_style(RGBColor(240, 240, 240))
         .draw()
         .map_err(render_err)?;
-    for r in &roofs {
+    let grey = RGBColor(90, 90, 90);
+    for r in &m.roofs {
         tag.set("kprof-roof");
         let ridge = r.peak / r.bandwidth;
         let line = vec![(x0, r.bandwidth * x0), (ridge, r.peak), (x1, r.peak)];
         chart
-            .draw_series(LineSeries::new(line, RGBColor(90, 90, 90).stroke_width(2)))
+            .draw_series(LineSeries::new(line, grey.stroke_width(2)))
             .map_err(render_err)?
             .label(format!(
-                "{} peak {} FLOP/s, DRAM {} B/s",
+                "{} peak {}FLOP/s, DRAM {}B/s",
                 r.name,
-                fmt_num(r.peak),
-                fmt_num(r.bandwidth)
+                fmt_si(r.peak),
+                fmt_si(r.bandwidth)
             ))
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], RGBColor(90, 90, 90).stroke_width(2)));
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], grey.stroke_width(2)));
     }
-    for (i, p) in paths.iter().enumerate() {
-        let (color, m) = series_style(i);
+    for (i, p) in m.paths.iter().enumerate() {
+        let (color, mk) = series_style(i);
         tag.set("kprof-series");
         let line: Vec<(f64, f64)> = p.points.iter().map(|&(x, y, _)| (x, y)).collect();
         chart
             .draw_series(LineSeries::new(line.clone(), color.stroke_width(1)))
             .map_err(render_err)?
             .label(p.label.clone())
-            .legend(move |(x, y)| marker(m, (x + 8, y), 4, color));
+            .legend(move |(x, y)| Circle::new((x + 8, y), 4, color.filled()));
         tag.set("kprof-marker");
-        chart
-            .draw_series(line.iter().map(|&at| marker(m, at, 4, color)))
-            .map_err(render_err)?;
-        if spec.label_points && p.points.len() <= 12 {
+        for &at in &line {
+            chart
+                .plotting_area()
+                .draw(&marker::<DB, (f64, f64)>(mk, at, 4, color))
+                .map_err(render_err)?;
+        }
+        if m.label_points && p.points.len() <= 12 {
             tag.set("kprof-point-label");
             let style = TextStyle::from((FONT_FAMILY, 10).into_font()).color(&color);
             for (x, y, cfg) in p.points.iter().filter(|pt| !pt.2.is_empty()) {
@@ -210,9 +261,7 @@ pub fn render_roofline_svg(rows: &[SolRow], spec: &RooflineSpec) -> Result<Strin
         .draw()
         .map_err(render_err)?;
     tag.clear();
-    drop(chart);
-    drop(root);
-    Ok(out.finish())
+    Ok(())
 }
 
 /// The report's speed-of-light section for one result: the table of throughputs and verdicts
@@ -262,8 +311,8 @@ pub(crate) fn report_section(p: &kprof_core::ProcessedResults, out: &mut String)
             n(r.dram_pct),
             n(r.l1_pct),
             n(r.l2_pct),
-            n(r.flops_per_s()),
-            n(r.dram_bytes_per_s),
+            fmt_si(r.flops_per_s().unwrap_or(f64::NAN)),
+            fmt_si(r.dram_bytes_per_s.unwrap_or(f64::NAN)),
             n(r.intensity()),
             html_escape(&r.reason),
             v = r.verdict,

@@ -94,3 +94,17 @@ fn report_has_a_speed_of_light_section_only_with_its_counters() {
     let html = render_report(&[input("sgemm", &plain)], &ReportOptions::default()).unwrap();
     assert!(!html.contains("Speed of light"));
 }
+
+#[test]
+fn png_of_the_roofline_has_the_asked_size() {
+    let rows = speed_of_light(&sweep());
+    let spec = RooflineSpec {
+        width_px: 640,
+        height_px: 400,
+        ..RooflineSpec::default()
+    };
+    let png = render_roofline_png_bytes(&rows, &spec).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let be = |i: usize| u32::from_be_bytes(png[i..i + 4].try_into().unwrap());
+    assert_eq!((be(16), be(20)), (640, 400), "IHDR width and height");
+}
