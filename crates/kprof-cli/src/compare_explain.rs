@@ -21,11 +21,15 @@ use crate::compare_cmd::{fmt_pct, Key, Row, Verdict};
 /// The run-condition column of the SM clock, averaged per series.
 const SM_CLOCK_COLUMN: &str = "SMClockMHz_Avg";
 
+/// (benchmark, annotation, config) of a region in one configuration.
+type RegionKey = (String, String, String);
+/// Kernel names of a region's first run and its mean SM clock in MHz.
+type RegionInfo = (Vec<String>, Option<f64>);
+
 /// What a side's file says about each (benchmark, annotation, configuration) besides metrics.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SideInfo {
-    /// (benchmark, annotation, config) → (kernel names of the first run, mean SM clock in MHz).
-    regions: HashMap<(String, String, String), (Vec<String>, Option<f64>)>,
+    regions: HashMap<RegionKey, RegionInfo>,
 }
 
 impl SideInfo {
@@ -63,7 +67,7 @@ impl SideInfo {
         Ok(info)
     }
 
-    fn of(&self, key: &Key) -> Option<&(Vec<String>, Option<f64>)> {
+    fn of(&self, key: &Key) -> Option<&RegionInfo> {
         if key.benchmark.is_empty() {
             // Benchmarks were left out of the keys (a file without a Benchmark column).
             return self
@@ -155,7 +159,7 @@ pub fn explain(rows: &[Row], base: Option<&SideInfo>, new: Option<&SideInfo>, th
             };
             if moved {
                 let p = match o.p_value {
-                    p if p == 0.0 => ", p < 1e-300".to_string(),
+                    0.0 => ", p < 1e-300".to_string(),
                     p if p.is_finite() => format!(", p = {p:.1e}"),
                     _ => String::new(),
                 };

@@ -294,7 +294,7 @@ pub(crate) fn report_section(p: &kprof_core::ProcessedResults, out: &mut String)
         "Reason",
     ];
     for (i, h) in head.iter().enumerate() {
-        let class = if i < 2 || i >= 10 { " class=\"t\"" } else { "" };
+        let class = if (2..10).contains(&i) { "" } else { " class=\"t\"" };
         let _ = write!(out, "<th{class}>{h}</th>");
     }
     out.push_str("</tr></thead><tbody>\n");
