@@ -18,7 +18,7 @@ import re
 import tempfile
 import threading
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Literal
 
 from . import _backend, _core, _measurement, _ncu, annotation, plotting
@@ -608,6 +608,8 @@ def kernel(
       pass them when calling the function;
     * ``runs`` (1): measured runs per config (the minimum with adaptive stopping);
     * ``metrics`` (``["gpu__time_duration.sum"]``): what to measure, Nsight Compute metric names;
+      Nsight Compute's section and set names (``"SpeedOfLight"``, ``"MemoryWorkloadAnalysis"``,
+      ``"basic"``, ...) stand for their metrics, expanded for the GPU's chip at the first call;
     * ``derive_metric`` (None): ``f(*metric values, *config values)`` giving one more metric (or
       a dict of them) per annotation and run;
     * ``normalize_against`` (None): an annotation; the others become ratios to it, each with its
@@ -771,10 +773,25 @@ def _make_wrapper(func: Callable, settings: Settings) -> Callable:
     return wrapper
 
 
+def _expand_sections(settings: Settings, state: dict) -> Settings:
+    """``settings`` with Nsight Compute's section and set names in ``metrics`` (``SpeedOfLight``,
+    ``basic``) replaced by their metric names for the GPU's chip (``_core.expand_metrics``), once
+    per decorated function, at its first call (the chip needs the GPU); what a section names that
+    the counters cannot give is said in a warning."""
+    if _ncu.in_child():  # ncu measures there, from the parent's (expanded) metric names
+        return settings
+    if "metrics" not in state:
+        metrics, note = _core.expand_metrics(list(settings.metrics))
+        if note:
+            warnings.warn(f"kprof: {note}", stacklevel=4)
+        state["metrics"] = tuple(metrics)
+    if state["metrics"] == settings.metrics:
+        return settings
+    return replace(settings, metrics=state["metrics"])
+
+
 def _profile(func, sig: Signature, tag: str, settings: Settings, state: dict, args, call_configs, kwargs):
     configs = resolve_configs(sig, settings.configs, call_configs, args, kwargs)
-    if settings.derive_metric is not None:
-        _check_derive_arity(settings.derive_metric, settings.metrics, sig)
     backend = _backend.get_backend()
     pairs = [list(zip(sig.names, values)) for values in configs]
     if settings.backend == "ncu" or _ncu.in_child():
@@ -783,6 +800,10 @@ def _profile(func, sig: Signature, tag: str, settings: Settings, state: dict, ar
         if backend is None or backend.skip:
             raw, _ = _finish_raw(_ncu.empty_table(), sig, pairs)
             return ProfileResults(raw, list(sig.names), normalize_against=settings.normalize_against, benchmark=sig.func_name)
+    # After the ncu child's skip: a process under ncu asks nothing of CUPTI for the others.
+    settings = _expand_sections(settings, state)
+    if settings.derive_metric is not None:
+        _check_derive_arity(settings.derive_metric, settings.metrics, sig)
     if settings.scaleout is not None:
         # devices= / executor=: worker processes measure the configs (kprof/scaleout.py).
         return _scaleout.profile(func, sig, settings, state, configs)
