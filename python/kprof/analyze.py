@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable, Literal
 from . import _backend, _core, _measurement, _ncu, annotation, plotting
 from . import scaleout as _scaleout
 from . import collectors as _collectors
+from . import throughput as _throughput
 from ._backend import RAW_COLUMNS
 from .exceptions import BackendError, ConfigError, ProfilerError, not_available
 from .progress import ProgressReporter
@@ -367,7 +368,7 @@ def _validate(opts: dict[str, Any]) -> Settings:
         max_runs=max_runs,
         time_budget=time_budget,
         backend=backend,
-        extra={"ncu_options": ncu_options},
+        extra={"ncu_options": ncu_options, "throughput": _throughput.check(opts["throughput"])},
         duration_source=duration_source,
         thermal_wait=None if wait is None else float(wait),
         thermal_cont=None if cont is None else float(cont),
@@ -583,6 +584,7 @@ def kernel(
     time_budget: float | None = None,
     backend: str = "cupti",
     ncu_options: dict | None = None,
+    throughput: Callable | None = None,
     duration_source: str = "auto",
     l2_flush: _measurement.L2FlushName = "read",
     l2_flush_bytes: int | None = None,
@@ -612,6 +614,9 @@ def kernel(
       ``"basic"``, ...) stand for their metrics, expanded for the GPU's chip at the first call;
     * ``derive_metric`` (None): ``f(*metric values, *config values)`` giving one more metric (or
       a dict of them) per annotation and run;
+    * ``throughput`` (None): ``f(*config values)`` giving the work of one run, e.g.
+      ``{"flops": 2 * n**3, "bytes": 3 * 4 * n * n}``, for ``results.throughput()`` (rates with
+      the duration's CI, % of the peaks the counters measured; :mod:`kprof.throughput`);
     * ``normalize_against`` (None): an annotation; the others become ratios to it, each with its
       own (Fieller) confidence interval;
     * ``ignore_kernel_list`` (None): kernels to leave out, by mangled or demangled name (with or
@@ -720,6 +725,7 @@ def kernel(
         time_budget=time_budget,
         backend=backend,
         ncu_options=ncu_options,
+        throughput=throughput,
         store=store,
         devices=devices,
         executor=executor,
@@ -806,7 +812,9 @@ def _profile(func, sig: Signature, tag: str, settings: Settings, state: dict, ar
         _check_derive_arity(settings.derive_metric, settings.metrics, sig)
     if settings.scaleout is not None:
         # devices= / executor=: worker processes measure the configs (kprof/scaleout.py).
-        return _scaleout.profile(func, sig, settings, state, configs)
+        results = _scaleout.profile(func, sig, settings, state, configs)
+        results.throughput_work = settings.extra.get("throughput")
+        return results
 
     # With adaptive stopping the bar starts at the most runs a config may get (the engine's
     # default cap: max(runs, 100)); the engine lowers the total as configs stop.
@@ -836,6 +844,7 @@ def _profile(func, sig: Signature, tag: str, settings: Settings, state: dict, ar
         progress.close()
 
     results = ProfileResults(raw, list(sig.names), normalize_against=settings.normalize_against, benchmark=sig.func_name)
+    results.throughput_work = settings.extra.get("throughput")
     results.fingerprint = _fingerprint(backend)  # type: ignore[attr-defined]
     deliver(results, settings, state, name_tag, run_id, progress)
     if partial is not None:

@@ -32,6 +32,7 @@ import os
 from typing import Any, Callable, Iterable
 
 from . import _core, plotting
+from . import throughput as _throughput
 from ._backend import RAW_COLUMNS
 from .exceptions import BackendError, ConfigError, NotAvailableYetError, ProfilerError
 
@@ -117,6 +118,8 @@ class ProfileResults:
         bench = raw.get("Benchmark") or []
         self.benchmark = benchmark if benchmark is not None else (bench[0] if bench else "")
         self._processed: dict[str, list] | None = None
+        #: The work of one run (the decorator's ``throughput=``), for :meth:`throughput`.
+        self.throughput_work: Callable | None = None
 
     # -- public API --
 
@@ -341,6 +344,20 @@ class ProfileResults:
             return pd.DataFrame(_core.speed_of_light(columns, options))
         except ValueError as e:
             raise ConfigError(str(e)) from e
+
+    def throughput(self, work: Callable | None = None):
+        """Rates per region and configuration as a pandas DataFrame: the work of one run over its
+        duration, e.g. ``results.throughput(lambda n: {"flops": 2 * n**3})``, with the interval
+        the duration's CI95 gives and the share of the device's peak (bytes against the DRAM's,
+        FLOPs against a precision's) when the counters measured it. ``work`` defaults to the
+        decorator's ``throughput=``. Columns: ``Annotation``, the parameters, ``Quantity``,
+        ``PerRun``, ``PerSecond``, ``CI95_Lower``, ``CI95_Upper``, ``Peak``, ``PctOfPeak`` and its
+        interval; see :mod:`kprof.throughput`."""
+        work = _throughput.check(work if work is not None else self.throughput_work)
+        if work is None:
+            raise ConfigError("throughput() needs the work of one run: pass work=f(*config values) or decorate with throughput=")
+        pd = _require_pandas("ProfileResults.throughput()")
+        return pd.DataFrame(_throughput.table(self._process(), self._params, work, self.speed_of_light()))
 
     def plot_roofline(self, filename: str | os.PathLike | None = None, *, title: str | None = None):
         """The roofline (kprof-plot's, as in the HTML report): each region and configuration a
