@@ -18,7 +18,8 @@ Parts (one line each, PASS/FAIL/INFO; OUT/summary.json holds every number):
             verdicts (speed_of_light()): the matmul compute-bound, x * 2 memory-bound
   sweep     fp32 matmul (TF32 off) 256..8192 with SpeedOfLight + SpeedOfLight_RooflineChart:
             OUT/sweep-fp32.json (raw and processed) for a roofline fixture, its speed of light
-            (OUT/sweep-fp32-sol.csv) and roofline (OUT/sweep-fp32-roofline.svg); INFO: achieved
+            (OUT/sweep-fp32-sol.csv), throughput from 2 n^3 FLOPs and 12 n^2 bytes per run
+            (OUT/sweep-fp32-throughput.csv) and roofline (OUT/sweep-fp32-roofline.svg); INFO: achieved
             fp32 FLOP/s against 2 n^3 / duration (within 5 % expected)
   tensor    the fp16 matmul 4096 with the roofline metrics of kprof_core::sol (Hopper's hgmma
             tensor path included): OUT/tensor-fp16.json, INFO its FLOP/s against 2 n^3 / duration
@@ -116,6 +117,7 @@ sweep = kprof.analyze.kernel(
     configs=[(n,) for n in SIZES],
     runs=RUNS,
     metrics=["SpeedOfLight", "SpeedOfLight_RooflineChart"],
+    throughput=lambda n: {"flops:fp32": 2.0 * n**3, "bytes": 3 * 4.0 * n * n},
 )(sgemm)
 
 
@@ -222,6 +224,7 @@ def part_sweep():
     r.save(os.path.join(OUT, "sweep-fp32.json"))
     sol = r.speed_of_light()
     sol.to_csv(os.path.join(OUT, "sweep-fp32-sol.csv"), index=False)
+    r.throughput().to_csv(os.path.join(OUT, "sweep-fp32-throughput.csv"), index=False)
     try:
         r.plot_roofline(os.path.join(OUT, "sweep-fp32-roofline.svg"), title="fp32 matmul 256..8192")
     except Exception as e:  # noqa: BLE001 - reported, the rest goes on
