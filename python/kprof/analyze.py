@@ -15,6 +15,7 @@ import math
 import numbers
 import os
 import re
+import sys
 import tempfile
 import threading
 import warnings
@@ -787,9 +788,11 @@ def _expand_sections(settings: Settings, state: dict) -> Settings:
     if _ncu.in_child():  # ncu measures there, from the parent's (expanded) metric names
         return settings
     if "metrics" not in state:
-        metrics, note = _core.expand_metrics(list(settings.metrics))
+        metrics, note, passes = _core.expand_metrics(list(settings.metrics))
         if note:
             warnings.warn(f"kprof: {note}", stacklevel=4)
+        if passes is not None and settings.verbosity >= VerbosityLevel.INFO:
+            print(f"kprof: metrics: {len(metrics)} metrics, {passes} replay passes per kernel", file=sys.stderr)
         state["metrics"] = tuple(metrics)
     if state["metrics"] == settings.metrics:
         return settings

@@ -144,9 +144,31 @@ def test_metrics_speed_of_light_reaches_the_engine_as_its_metric_names(fake_back
     assert any("launch__waves_per_multiprocessor" in str(w.message) for w in caught)
 
 
+@pytest.mark.skipif(not _cupti_wheel(), reason="no unpacked nvidia-cuda-cupti wheel (scripts/setup-dev.sh)")
+def test_the_passes_are_shown_before_the_run(fake_backend, monkeypatch, capfd):
+    monkeypatch.setenv("KPROF_CHIP", "GH100")
+    monkeypatch.setenv("KPROF_NO_DEVICE", "1")
+    if not os.environ.get("KPROF_CUPTI_WHEEL_DIR"):
+        monkeypatch.setenv("KPROF_CUPTI_WHEEL_DIR", os.path.join(REPO, "target", "cupti-wheel", "unpacked"))
+    metrics, _, passes = _core.expand_metrics(["SpeedOfLight"])
+    one = _core.expand_metrics(["dram__bytes_read.sum", "SpeedOfLight"])
+    assert isinstance(passes, int) and passes > 1 and one[2] >= passes
+
+    @kprof.analyze.kernel(configs=[(1,)], runs=1, warmup=0, metrics=["SpeedOfLight"])
+    def bench(n):
+        with kprof.annotate("a"):
+            pass
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bench()
+    err = capfd.readouterr().err
+    assert f"kprof: metrics: {len(metrics)} metrics, {passes} replay passes per kernel" in err, err
+
+
 def test_metric_names_alone_need_no_chip(monkeypatch):
     monkeypatch.delenv("KPROF_CHIP", raising=False)
     monkeypatch.setenv("KPROF_NO_DEVICE", "1")
-    assert _core.expand_metrics(["dram__bytes_read.sum"]) == (["dram__bytes_read.sum"], None)
+    assert _core.expand_metrics(["dram__bytes_read.sum"]) == (["dram__bytes_read.sum"], None, None)
     with pytest.raises(ConfigError, match="KPROF_CHIP"):
         _core.expand_metrics(["SpeedOfLight"])

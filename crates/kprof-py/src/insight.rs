@@ -12,18 +12,24 @@ use pyo3::types::{PyDict, PyFloat, PyList, PyString};
 use crate::engine::kprof_exception;
 use crate::plot::processed_from;
 
-/// `expand_metrics(names: list[str]) -> tuple[list[str], str | None]`: the metric names with
-/// ncu section and set names (`SpeedOfLight`, `basic`) replaced by theirs for the device's chip
-/// (else `KPROF_CHIP`'s), and a note of the section metrics left out (launch attributes, names
-/// the chip's counters lack), or None. Names without sections come back as given, with no GPU
-/// work. Unknown section names and a missing chip raise `kprof.ConfigError`.
+/// `expand_metrics(names: list[str]) -> tuple[list[str], str | None, int | None]`: the metric
+/// names with ncu section and set names (`SpeedOfLight`, `basic`) replaced by theirs for the
+/// device's chip (else `KPROF_CHIP`'s), a note of the section metrics left out (launch
+/// attributes, names the chip's counters lack) or None, and the replay passes of the expanded
+/// set (None without sections). Names without sections come back as given, with no GPU work.
+/// Unknown section names and a missing chip raise `kprof.ConfigError`.
 #[pyfunction]
-fn expand_metrics(py: Python<'_>, names: Vec<String>) -> PyResult<(Vec<String>, Option<String>)> {
-    let e = py
-        .detach(|| kprof::counters::sections::expand_metrics(&names))
-        .map_err(|e| kprof_exception(py, "ConfigError", format!("metrics: {e}")))?;
+fn expand_metrics(py: Python<'_>, names: Vec<String>) -> PyResult<(Vec<String>, Option<String>, Option<usize>)> {
+    use kprof::counters::sections;
+    let config_error = |e: kprof::EngineError| kprof_exception(py, "ConfigError", format!("metrics: {e}"));
+    let e = py.detach(|| sections::expand_metrics(&names)).map_err(config_error)?;
+    let passes = if e.sections.is_empty() {
+        None
+    } else {
+        py.detach(|| sections::passes_here(&e.metrics)).map_err(config_error)?
+    };
     let note = e.left_out_note();
-    Ok((e.metrics, note))
+    Ok((e.metrics, note, passes))
 }
 
 /// `speed_of_light(raw: dict[str, list], options: dict) -> dict[str, list]`: the columns of

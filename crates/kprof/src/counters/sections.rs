@@ -100,3 +100,12 @@ pub fn expand_metrics<S: AsRef<str>>(names: &[S]) -> Result<Expansion, crate::er
     })?;
     Ok(resolve(lib, &chip, names)?)
 }
+
+/// The replay passes of `metrics` on this machine's chip ([`host_chip`]); `None` when no chip is
+/// known. Shown before a run whose metrics came from sections.
+pub fn passes_here<S: AsRef<str>>(metrics: &[S]) -> Result<Option<usize>, crate::error::EngineError> {
+    match host_chip()? {
+        Some((lib, chip)) => Ok(Some(passes(lib, &chip, metrics)?)),
+        None => Ok(None),
+    }
+}
