@@ -15,16 +15,18 @@ import math
 import numbers
 import os
 import re
+import sys
 import tempfile
 import threading
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Literal
 
 from . import _warn
 from . import _backend, _core, _measurement, _ncu, annotation, plotting
 from . import scaleout as _scaleout
 from . import collectors as _collectors
+from . import throughput as _throughput
 from . import timeline as _timeline
 from ._backend import RAW_COLUMNS
 from ._launch_metrics import LaunchMetrics
@@ -370,7 +372,7 @@ def _validate(opts: dict[str, Any]) -> Settings:
         max_runs=max_runs,
         time_budget=time_budget,
         backend=backend,
-        extra={"ncu_options": ncu_options},
+        extra={"ncu_options": ncu_options, "throughput": _throughput.check(opts["throughput"])},
         duration_source=duration_source,
         thermal_wait=None if wait is None else float(wait),
         thermal_cont=None if cont is None else float(cont),
@@ -586,6 +588,7 @@ def kernel(
     time_budget: float | None = None,
     backend: str = "cupti",
     ncu_options: dict | None = None,
+    throughput: Callable | None = None,
     duration_source: str = "auto",
     l2_flush: _measurement.L2FlushName = "read",
     l2_flush_bytes: int | None = None,
@@ -611,8 +614,13 @@ def kernel(
       pass them when calling the function;
     * ``runs`` (1): measured runs per config (the minimum with adaptive stopping);
     * ``metrics`` (``["gpu__time_duration.sum"]``): what to measure, Nsight Compute metric names;
+      Nsight Compute's section and set names (``"SpeedOfLight"``, ``"MemoryWorkloadAnalysis"``,
+      ``"basic"``, ...) stand for their metrics, expanded for the GPU's chip at the first call;
     * ``derive_metric`` (None): ``f(*metric values, *config values)`` giving one more metric (or
       a dict of them) per annotation and run;
+    * ``throughput`` (None): ``f(*config values)`` giving the work of one run, e.g.
+      ``{"flops": 2 * n**3, "bytes": 3 * 4 * n * n}``, for ``results.throughput()`` (rates with
+      the duration's CI, % of the peaks the counters measured; :mod:`kprof.throughput`);
     * ``normalize_against`` (None): an annotation; the others become ratios to it, each with its
       own (Fieller) confidence interval;
     * ``ignore_kernel_list`` (None): kernels to leave out, by mangled or demangled name (with or
@@ -721,6 +729,7 @@ def kernel(
         time_budget=time_budget,
         backend=backend,
         ncu_options=ncu_options,
+        throughput=throughput,
         store=store,
         devices=devices,
         executor=executor,
@@ -774,10 +783,27 @@ def _make_wrapper(func: Callable, settings: Settings) -> Callable:
     return wrapper
 
 
+def _expand_sections(settings: Settings, state: dict) -> Settings:
+    """``settings`` with Nsight Compute's section and set names in ``metrics`` (``SpeedOfLight``,
+    ``basic``) replaced by their metric names for the GPU's chip (``_core.expand_metrics``), once
+    per decorated function, at its first call (the chip needs the GPU); what a section names that
+    the counters cannot give is said in a warning."""
+    if _ncu.in_child():  # ncu measures there, from the parent's (expanded) metric names
+        return settings
+    if "metrics" not in state:
+        metrics, note, passes = _core.expand_metrics(list(settings.metrics))
+        if note:
+            warnings.warn(f"kprof: {note}", stacklevel=4)
+        if passes is not None and settings.verbosity >= VerbosityLevel.INFO:
+            print(f"kprof: metrics: {len(metrics)} metrics, {passes} replay passes per kernel", file=sys.stderr)
+        state["metrics"] = tuple(metrics)
+    if state["metrics"] == settings.metrics:
+        return settings
+    return replace(settings, metrics=state["metrics"])
+
+
 def _profile(func, sig: Signature, tag: str, settings: Settings, state: dict, args, call_configs, kwargs):
     configs = resolve_configs(sig, settings.configs, call_configs, args, kwargs)
-    if settings.derive_metric is not None:
-        _check_derive_arity(settings.derive_metric, settings.metrics, sig)
     backend = _backend.get_backend()
     pairs = [list(zip(sig.names, values)) for values in configs]
     if settings.backend == "ncu" or _ncu.in_child():
@@ -786,9 +812,15 @@ def _profile(func, sig: Signature, tag: str, settings: Settings, state: dict, ar
         if backend is None or backend.skip:
             raw, _ = _finish_raw(_ncu.empty_table(), sig, pairs)
             return ProfileResults(raw, list(sig.names), normalize_against=settings.normalize_against, benchmark=sig.func_name)
+    # After the ncu child's skip: a process under ncu asks nothing of CUPTI for the others.
+    settings = _expand_sections(settings, state)
+    if settings.derive_metric is not None:
+        _check_derive_arity(settings.derive_metric, settings.metrics, sig)
     if settings.scaleout is not None:
         # devices= / executor=: worker processes measure the configs (kprof/scaleout.py).
-        return _scaleout.profile(func, sig, settings, state, configs)
+        results = _scaleout.profile(func, sig, settings, state, configs)
+        results.throughput_work = settings.extra.get("throughput")
+        return results
 
     # With adaptive stopping the bar starts at the most runs a config may get (the engine's
     # default cap: max(runs, 100)); the engine lowers the total as configs stop.
@@ -818,6 +850,7 @@ def _profile(func, sig: Signature, tag: str, settings: Settings, state: dict, ar
         progress.close()
 
     results = ProfileResults(raw, list(sig.names), normalize_against=settings.normalize_against, benchmark=sig.func_name)
+    results.throughput_work = settings.extra.get("throughput")
     results.fingerprint = _fingerprint(backend)  # type: ignore[attr-defined]
     deliver(results, settings, state, name_tag, run_id, progress)
     if partial is not None:

@@ -32,6 +32,7 @@ import os
 from typing import Any, Callable, Iterable
 
 from . import _core, plotting
+from . import throughput as _throughput
 from . import timeline as _timeline
 from ._backend import RAW_COLUMNS
 from .exceptions import BackendError, ConfigError, NotAvailableYetError, ProfilerError
@@ -121,6 +122,8 @@ class ProfileResults:
         bench = raw.get("Benchmark") or []
         self.benchmark = benchmark if benchmark is not None else (bench[0] if bench else "")
         self._processed: dict[str, list] | None = None
+        #: The work of one run (the decorator's ``throughput=``), for :meth:`throughput`.
+        self.throughput_work: Callable | None = None
 
     # -- public API --
 
@@ -349,6 +352,52 @@ class ProfileResults:
         except ValueError as e:
             raise ConfigError(str(e)) from e
         return path
+
+    def speed_of_light(self):
+        """Speed of light per region and configuration, as a pandas DataFrame (kprof-core's
+        ``sol``, the table of ``kprof sol``): SM, memory, DRAM, L1 and L2 throughput as % of
+        peak, achieved FLOP/s per precision with the device's peak, DRAM bytes/s and its peak,
+        arithmetic intensity, and ``Verdict`` (``compute-bound``, ``memory-bound``,
+        ``balanced``, ``latency-bound``, ``unknown``) with its ``Reason``. The verdict follows
+        ncu's rule: SM and memory both under 60 % of peak latency-bound, within 10 points
+        balanced, else the busier one. Profile with ``metrics=["SpeedOfLight"]`` (and
+        ``"SpeedOfLight_RooflineChart"`` for FLOP/s); what was not measured is NaN."""
+        pd = _require_pandas("ProfileResults.speed_of_light()")
+        columns, options, _ = self._core_inputs()
+        try:
+            return pd.DataFrame(_core.speed_of_light(columns, options))
+        except ValueError as e:
+            raise ConfigError(str(e)) from e
+
+    def throughput(self, work: Callable | None = None):
+        """Rates per region and configuration as a pandas DataFrame: the work of one run over its
+        duration, e.g. ``results.throughput(lambda n: {"flops": 2 * n**3})``, with the interval
+        the duration's CI95 gives and the share of the device's peak (bytes against the DRAM's,
+        FLOPs against a precision's) when the counters measured it. ``work`` defaults to the
+        decorator's ``throughput=``. Columns: ``Annotation``, the parameters, ``Quantity``,
+        ``PerRun``, ``PerSecond``, ``CI95_Lower``, ``CI95_Upper``, ``Peak``, ``PctOfPeak`` and its
+        interval; see :mod:`kprof.throughput`."""
+        work = _throughput.check(work if work is not None else self.throughput_work)
+        if work is None:
+            raise ConfigError("throughput() needs the work of one run: pass work=f(*config values) or decorate with throughput=")
+        pd = _require_pandas("ProfileResults.throughput()")
+        return pd.DataFrame(_throughput.table(self._process(), self._params, work, self.speed_of_light()))
+
+    def plot_roofline(self, filename: str | os.PathLike | None = None, *, title: str | None = None):
+        """The roofline (kprof-plot's, as in the HTML report): each region and configuration a
+        point per precision measured (arithmetic intensity, FLOP/s), a sweep's configurations
+        joined as a path, under the device's roofs from the counters' peak metrics. Needs
+        ``metrics=["SpeedOfLight", "SpeedOfLight_RooflineChart"]`` (fp32, fp64; add
+        ``"SpeedOfLight_HierarchicalHalfRooflineChart"`` for fp16). Writes ``filename`` (PNG
+        when it ends in ``.png``, else SVG) when given and returns its path; else returns a :class:`kprof.plotting.Plot`.
+        :class:`kprof.ConfigError` when no region has FLOP/s and DRAM bytes/s."""
+        columns, options, _ = self._core_inputs()
+        path = None if filename is None else os.fspath(filename)
+        try:
+            svg = _core.render_roofline(columns, options, title, path)
+        except ValueError as e:
+            raise ConfigError(str(e)) from e
+        return path if path is not None else plotting.Plot(svg)
 
     def _print_data(self, metric: str | None) -> None:
         cols = self._process()

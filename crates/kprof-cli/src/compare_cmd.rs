@@ -83,6 +83,10 @@ pub struct CompareArgs {
     /// Also write the comparison as CSV here.
     #[arg(long, value_name = "OUT")]
     pub csv: Option<PathBuf>,
+    /// For each significant row, what else changed between the sides (kernels, other counters,
+    /// SM clock); see `compare_explain`. Printed after the table (on stderr with --json).
+    #[arg(long)]
+    pub explain: bool,
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -607,6 +611,22 @@ fn run_inner(args: &CompareArgs) -> Result<i32> {
         output::Format::Table => render(&rows),
     };
     output::print(&text)?;
+    if args.explain {
+        let info = |p: &std::path::Path| crate::compare_explain::SideInfo::load(p).ok();
+        let base_info = if args.against.is_some() { None } else { info(&args.base) };
+        let new_info = info(args.new.as_deref().unwrap_or(&args.base));
+        let text = crate::compare_explain::render(&crate::compare_explain::explain(
+            &rows,
+            base_info.as_ref(),
+            new_info.as_ref(),
+            threshold_pct,
+        ));
+        if args.test.output.format() == output::Format::Json {
+            eprint!("{text}");
+        } else {
+            output::print(&text)?;
+        }
+    }
     let regressions = rows.iter().filter(|r| r.verdict == Verdict::Regression).count();
     if regressions > 0 {
         eprintln!(

@@ -22,6 +22,7 @@ use kprof_core::pipeline::{process, ProcessOptions};
 use kprof_core::stats::{BootstrapOptions, StatsOptions};
 
 pub mod compare_cmd;
+pub mod compare_explain;
 pub mod doctor_cmd;
 pub mod env_show;
 pub mod history_cmd;
@@ -38,6 +39,7 @@ pub mod run_cmd;
 pub mod run_ranks;
 pub mod run_split;
 pub mod run_trace;
+pub mod sol_cmd;
 pub mod store_cmd;
 
 #[derive(Parser, Debug)]
@@ -53,6 +55,8 @@ enum Command {
     Summarize(SummarizeArgs),
     /// Turn an Nsight Compute report (.ncu-rep, or its raw-page CSV export) into kprof's tables.
     Import(import_cmd::ImportArgs),
+    /// Speed of light and roofline per region and configuration of a result, with a verdict.
+    Sol(sol_cmd::SolArgs),
     /// List hardware metrics (ncu names) for a chip, validate names, count replay passes.
     Metrics(metrics_cmd::MetricsArgs),
     /// Plot one metric of a result file (processed CSV, raw CSV or kprof JSON) as SVG or PNG.
@@ -209,6 +213,7 @@ where
         Command::Show { file, max_rows } => show(file, *max_rows),
         Command::Import(args) => import_cmd::run(args.clone()),
         Command::Metrics(args) => metrics_cmd::run(args),
+        Command::Sol(args) => sol_cmd::run(args),
         Command::Plot(args) => plot_cmd::run(args),
         Command::Report(args) => report_cmd::run(args),
         Command::Store(args) => store_cmd::run(args),

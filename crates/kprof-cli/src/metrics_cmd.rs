@@ -3,7 +3,11 @@
 //! ```text
 //! kprof metrics [--chip GH100] [--filter dram] [--suffixes]     # list metrics, descriptions, units
 //! kprof metrics [--chip GH100] --passes m1,m2,...               # print the number of replay passes
+//! kprof metrics [--chip GH100] --expand SpeedOfLight,basic       # the metric names of ncu sections/sets
 //! ```
+//!
+//! `--passes` and `--expand` take Nsight Compute's section and set names as well as metric names
+//! (`kprof::counters::sections`): `--passes SpeedOfLight` is the passes of the section's metrics.
 //!
 //! Works on a GPU-less machine: the CUPTI Profiler Host API only needs the chip name. The
 //! library comes from `--cupti`, else `KPROF_CUPTI_PATH` (file or folder), else
@@ -16,7 +20,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 
-use kprof::counters::{locate_cupti, MetricsCatalog};
+use kprof::counters::{locate_cupti, sections, CuptiLib, MetricsCatalog};
 
 /// Arguments of `kprof metrics`.
 #[derive(clap::Args, Debug, Clone)]
@@ -29,9 +33,13 @@ pub struct MetricsArgs {
     #[arg(long, value_name = "TEXT")]
     pub filter: Option<String>,
     /// Print the number of replay passes this metric set needs (a number only), after checking
-    /// the names.
+    /// the names; ncu section and set names stand for their metrics.
     #[arg(long, value_delimiter = ',', value_name = "M1,M2")]
     pub passes: Option<Vec<String>>,
+    /// Print the metric names these metrics, ncu sections and sets stand for (one a line; what
+    /// is left out, and why, on stderr).
+    #[arg(long, value_delimiter = ',', value_name = "NAMES", conflicts_with = "passes")]
+    pub expand: Option<Vec<String>>,
     /// List every full name (base + suffix, as ncu names them) with its unit.
     #[arg(long)]
     pub suffixes: bool,
@@ -80,19 +88,40 @@ fn cupti_path(args: &MetricsArgs) -> Result<PathBuf> {
 pub fn run(args: &MetricsArgs) -> Result<()> {
     let lib = cupti_path(args)?;
     let chip = chip(args);
-    let catalog = MetricsCatalog::open(&lib, &chip).with_context(|| format!("cannot read the metrics of {chip}"))?;
     let mut out = std::io::stdout().lock();
-    let result = if let Some(names) = &args.passes {
-        let names: Vec<&str> = names.iter().map(|s| s.trim()).filter(|s| !s.is_empty()).collect();
-        let passes = catalog.num_passes(&names)?;
-        writeln!(out, "{passes}")
+    let result = if let Some(names) = args.passes.as_ref().or(args.expand.as_ref()) {
+        let metrics = expanded(&lib, &chip, names)?;
+        if args.expand.is_some() {
+            metrics.iter().try_for_each(|m| writeln!(out, "{m}"))
+        } else {
+            let catalog =
+                MetricsCatalog::open(&lib, &chip).with_context(|| format!("cannot read the metrics of {chip}"))?;
+            let passes = catalog.num_passes(&metrics)?;
+            writeln!(out, "{passes}")
+        }
     } else {
+        let catalog =
+            MetricsCatalog::open(&lib, &chip).with_context(|| format!("cannot read the metrics of {chip}"))?;
         list(&catalog, args, &mut out)
     };
     match result {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         r => Ok(r?),
     }
+}
+
+/// The names with ncu sections and sets expanded for `chip`; what is left out goes to stderr.
+fn expanded(lib: &std::path::Path, chip: &str, names: &[String]) -> Result<Vec<String>> {
+    let names: Vec<&str> = names.iter().map(|s| s.trim()).filter(|s| !s.is_empty()).collect();
+    if !sections::has_sections(&names) {
+        return Ok(names.iter().map(|s| s.to_string()).collect());
+    }
+    let lib = CuptiLib::load(lib)?;
+    let e = sections::resolve(lib, chip, &names)?;
+    if let Some(note) = e.left_out_note() {
+        eprintln!("kprof: {note}");
+    }
+    Ok(e.metrics)
 }
 
 fn list(catalog: &MetricsCatalog, args: &MetricsArgs, out: &mut impl Write) -> std::io::Result<()> {

@@ -57,7 +57,7 @@ use anyhow::{bail, Context, Result};
 
 use kprof::choices::{Attribution, GraphTrace, KernelTrace};
 use kprof::counters::host::c_names;
-use kprof::counters::{CuptiLib, HostObject, MetricsCatalog, ReplayMode};
+use kprof::counters::{sections, CuptiLib, HostObject, MetricsCatalog, ReplayMode};
 use kprof::run_spec::{CounterSpec, GroupBy, NvtxNesting, RunSpec, DEFAULT_COUNTER_RANGES, ENV_RUN_SPEC};
 use kprof::runner::DurationSource;
 use kprof_core::display::render_processed;
@@ -305,7 +305,8 @@ pub struct RunArgs {
     /// chrome://tracing): kernels on their GPU and stream, NVTX ranges on their thread.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
-    /// Hardware counter metrics (ncu names) to collect in a counter launch of every repetition.
+    /// Hardware counter metrics (ncu names) to collect in a counter launch of every repetition;
+    /// ncu section and set names (SpeedOfLight, basic, ...) stand for their metrics.
     #[arg(long, value_delimiter = ',', value_name = "M1,M2")]
     pub metrics: Vec<String>,
     /// Where durations come from: auto (the counter launch's gpu__time_duration.sum with
@@ -367,6 +368,32 @@ pub fn counter_metrics(names: &[String]) -> Vec<String> {
     out
 }
 
+/// `--metrics` with Nsight Compute's section and set names expanded for the chip (the device's,
+/// else `KPROF_CHIP`'s), printing what is left out and the passes of the set on stderr.
+fn expand_sections(names: &[String]) -> Result<Vec<String>> {
+    let names: Vec<String> = names
+        .iter()
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty())
+        .collect();
+    if !sections::has_sections(&names) {
+        return Ok(names);
+    }
+    let Some((lib, chip)) = metrics_chip()? else {
+        bail!("--metrics: section and set names need the chip: run on the GPU machine or set KPROF_CHIP")
+    };
+    let e = sections::resolve(lib, &chip, &names).context("--metrics")?;
+    if let Some(note) = e.left_out_note() {
+        eprintln!("kprof: {note}");
+    }
+    let passes = sections::passes(lib, &chip, &e.metrics).context("--metrics")?;
+    eprintln!(
+        "kprof: --metrics: {} metrics for {chip}, {passes} replay passes per kernel",
+        e.metrics.len()
+    );
+    Ok(e.metrics)
+}
+
 /// Checks counter metric names with a chip's catalog; returns their units (ncu spelling).
 /// Unknown names give one error naming the closest valid ones.
 pub fn validate_metrics(catalog: &MetricsCatalog, names: &[String]) -> Result<Vec<(String, String)>> {
@@ -394,23 +421,9 @@ pub fn check_metrics(lib: &'static CuptiLib, chip: &str, names: &[String]) -> Re
     Err(anyhow::Error::new(refused)).with_context(|| format!("--metrics: not valid for {chip}"))
 }
 
-/// The libcupti and chip to check `--metrics` with, when the chip is known: the device's (a GPU
-/// is present), else `KPROF_CHIP`'s with the offline libcupti search. `Ok(None)` when neither is
-/// known (a machine without a GPU cannot run the program anyway).
+/// The libcupti and chip to check `--metrics` with (`kprof::counters::sections::host_chip`).
 fn metrics_chip() -> Result<Option<(&'static CuptiLib, String)>> {
-    let gpu = std::env::var_os("KPROF_NO_DEVICE").is_none() && Path::new("/dev/nvidia0").exists();
-    if gpu {
-        if let Some(chip) = kprof::counters::device_chip() {
-            let lib = kprof::counters::engine_cupti().context("cannot load CUPTI to check --metrics")?;
-            return Ok(Some((lib, chip)));
-        }
-    }
-    let Some(chip) = std::env::var("KPROF_CHIP").ok().filter(|c| !c.is_empty()) else {
-        return Ok(None);
-    };
-    let path = kprof::counters::locate_cupti().context("cannot find libcupti to check --metrics")?;
-    let lib = CuptiLib::load(&path).with_context(|| format!("cannot load {}", path.display()))?;
-    Ok(Some((lib, chip)))
+    sections::host_chip().context("cannot load CUPTI to check --metrics")
 }
 
 /// Finds libkprof_inject.so: `KPROF_INJECT_PATH`, else next to the kprof executable (or in
@@ -704,9 +717,13 @@ fn execution_label(inv: &Invocation) -> String {
 pub fn run(args: &RunArgs) -> i32 {
     let t_run = std::time::Instant::now();
     let mut metric_check_s = 0.0;
-    let launches = Launches::of(&counter_metrics(&args.metrics), args.durations);
+    let metrics = match expand_sections(&args.metrics) {
+        Ok(m) => m,
+        Err(e) => return crate::output::fail(&e, 2),
+    };
+    let launches = Launches::of(&counter_metrics(&metrics), args.durations);
     // The metrics of the counter launch (empty without one).
-    let counters = launches.counter_launch_metrics(&counter_metrics(&args.metrics));
+    let counters = launches.counter_launch_metrics(&counter_metrics(&metrics));
     let mut setup = || -> Result<(PathBuf, Option<EnvSweep>, usize)> {
         if args.repeat == 0 {
             bail!("--repeat must be at least 1");

@@ -3,6 +3,19 @@
 use crate::columns::SELF_TIME_COLUMN;
 use crate::model::{ExtraValue, ProcessedResults, ProcessedRow, RawResults};
 
+/// Formats a rate or count with an SI prefix and 4 significant digits: `66.90 T`, `750.0 G`,
+/// `1.014` (below 1000 no prefix); NaN as `-`.
+pub fn fmt_si(x: f64) -> String {
+    if !x.is_finite() {
+        return fmt_sig(x);
+    }
+    const PREFIXES: [(f64, &str); 5] = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
+    match PREFIXES.iter().find(|(scale, _)| x.abs() >= *scale) {
+        Some((scale, p)) => format!("{} {p}", fmt_sig(x / scale)),
+        None => fmt_sig(x),
+    }
+}
+
 /// Formats a number to about 4 significant digits: `1,234,567`, `1,234`, `12.35`, `0.001235`,
 /// `1.235e-7`; NaN as `-`, infinities as `inf`/`-inf`.
 pub fn fmt_sig(x: f64) -> String {
@@ -436,7 +449,16 @@ pub fn render_raw(r: &RawResults, max_rows: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{display_width, fmt_sig, printable, render_table};
+
+    #[test]
+    fn si_prefixes() {
+        assert_eq!(fmt_si(6.69e13), format!("{} T", fmt_sig(66.9)));
+        assert_eq!(fmt_si(7.5e11), format!("{} G", fmt_sig(750.0)));
+        assert_eq!(fmt_si(1.014), fmt_sig(1.014));
+        assert_eq!(fmt_si(-2.0e6), format!("{} M", fmt_sig(-2.0)));
+        assert_eq!(fmt_si(f64::NAN), "-");
+    }
+    use super::{display_width, fmt_si, fmt_sig, printable, render_table};
 
     #[test]
     fn wide_names_align_and_control_characters_are_escaped() {

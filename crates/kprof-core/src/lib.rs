@@ -9,6 +9,8 @@
 //! - [`durations`]: the line before a table saying which definition of a duration it used.
 //! - [`columns`]: the column names of the result tables (nsight-python's and kprof's).
 //! - [`kernels`]: kernel names: demangling for the `Kernel` column, matching ignore lists.
+//! - [`sections`]: Nsight Compute section and set names expanded into their metrics.
+//! - [`sol`]: speed of light and roofline per region and configuration, with a verdict.
 
 pub mod columns;
 pub mod display;
@@ -18,6 +20,8 @@ pub mod kernels;
 pub mod model;
 pub mod pipeline;
 pub mod policy;
+pub mod sections;
+pub mod sol;
 pub mod stats;
 pub mod transforms;
 

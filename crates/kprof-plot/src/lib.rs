@@ -6,6 +6,8 @@
 //!   the palette cycles together with marker shapes.
 //! - [`render_distribution_svg`]: the runs of each configuration as jittered points over a box
 //!   plot, outliers (Tukey 1.5 IQR) marked.
+//! - [`render_roofline_svg`]: the roofline of a result's speed-of-light rows (`kprof_core::sol`):
+//!   a point per region, configuration and precision, sweeps as paths, the device's roofs.
 //! - [`render_report`]: one HTML file with inline CSS, JS and SVG and no network references.
 //!
 //! Rendering uses plotters with an embedded DejaVu Sans font ([`FONT_FAMILY`]), so PNG output
@@ -18,6 +20,7 @@ mod dist;
 mod font;
 mod plot;
 mod report;
+mod roofline;
 mod spec;
 mod svg;
 mod util;
@@ -26,6 +29,7 @@ pub use dist::{render_distribution_svg, DistributionSpec};
 pub use font::FONT_FAMILY;
 pub use plot::{render_png, render_png_bytes, render_svg};
 pub use report::{render_report, ReportInput, ReportOptions};
+pub use roofline::{render_roofline_png_bytes, render_roofline_svg, RooflineSpec};
 
 pub use spec::{Aggregate, PlotSpec, PlotType, SeriesBy};
 

@@ -444,6 +444,8 @@ pub fn render_report(inputs: &[ReportInput<'_>], opts: &ReportOptions) -> Result
             }
         }
 
+        crate::roofline::report_section(p, &mut h);
+
         if let (true, Some(raw)) = (opts.distributions, input.raw) {
             h.push_str("<h3>Distributions</h3>\n<p class=\"meta\">Every run as a point; box: quartiles and median; whiskers: furthest runs within 1.5 IQR; red diamonds: runs outside (outliers).</p>\n");
             let metrics = distinct(raw.series.iter().map(|s| s.key.metric.clone()));

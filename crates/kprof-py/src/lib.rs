@@ -17,6 +17,8 @@
 //!   (module `store`);
 //! - `run_benchmark`, `enter_region`, `exit_region`: the CUPTI engine (module `engine`);
 //! - `render_plot`, `render_report`: plots and the HTML report through kprof-plot (module `plot`);
+//! - `expand_metrics`, `speed_of_light`, `render_roofline`: ncu sections in `metrics=`, the speed of
+//!   light and the roofline (module `insight`);
 //! - the column names of the result tables, as tuples of str (module `columns`).
 //!
 //! The Rust helpers [`param_value_from_py`], [`param_value_to_py`], [`config_from_py`] and
@@ -39,6 +41,7 @@ mod columns;
 mod conditions;
 mod derived;
 mod engine;
+mod insight;
 mod ncu;
 mod plot;
 mod results_io;
@@ -511,6 +514,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     collectors::register(m)?;
     derived::register(m)?;
     plot::register(m)?;
+    insight::register(m)?;
     results_io::register(m)?;
     Ok(())
 }

@@ -112,7 +112,7 @@ fn spec_from_dict(d: &Bound<'_, PyDict>) -> PyResult<PlotSpec> {
 }
 
 /// Raw columns + process options → the raw samples and the processed table.
-fn processed_from(
+pub(crate) fn processed_from(
     py: Python<'_>,
     raw: &Bound<'_, PyDict>,
     options: &Bound<'_, PyDict>,

@@ -294,6 +294,9 @@ pub enum CountersError {
         /// `maxNumOfRanges` used.
         capacity: usize,
     },
+    /// A section or set name that cannot be expanded (see `kprof_core::sections`).
+    #[error(transparent)]
+    Sections(#[from] kprof_core::sections::SectionError),
     /// Misuse of the collection API.
     #[error("{0}")]
     Usage(String),

@@ -2,6 +2,7 @@
 
 mod common;
 mod markdown_summaries;
+mod compare_explain;
 mod metadata;
 mod metrics_cmd;
 mod output_files;
@@ -11,6 +12,7 @@ mod run_metrics;
 mod run_metrics_h200;
 mod run_nesting;
 mod run_ranks;
+mod sol_cmd;
 mod store_history;
 mod summarize_cmd;
 mod version;

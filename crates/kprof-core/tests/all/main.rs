@@ -6,6 +6,8 @@ mod io_csv;
 mod io_errors;
 mod io_json;
 mod policy_stopping;
+mod sections;
+mod sol;
 mod stats_aggregate;
 mod stats_edge;
 mod stats_props;

@@ -4,4 +4,5 @@
 mod common;
 
 mod png_and_report;
+mod roofline;
 mod svg_structure;

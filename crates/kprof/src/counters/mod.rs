@@ -7,6 +7,8 @@
 //! * [`range::RangeProfiler`] — collection on the GPU for the current context, in kernel replay
 //!   (one range per kernel) or user replay (one named range per region; the caller's closure is
 //!   re-run once per pass).
+//! * [`sections`] — Nsight Compute's section and set names expanded into the metric names the
+//!   chip's counters know.
 //! * [`recorded`] — config and counter-data images stored as files, re-evaluated offline with the
 //!   host API (CI checks the values recorded on the H200).
 //!
@@ -19,6 +21,7 @@ pub mod host;
 pub mod metrics;
 pub mod range;
 pub mod recorded;
+pub mod sections;
 pub mod units;
 
 /// The parameter structs of the Profiler Host and Range Profiler APIs (the FFI layer's).

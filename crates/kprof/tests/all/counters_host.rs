@@ -61,7 +61,7 @@ fn wheel_root() -> Option<PathBuf> {
     c.into_iter().find(|d| d.join("nvidia/cu13/lib").is_dir())
 }
 
-fn cupti() -> Option<PathBuf> {
+pub(crate) fn cupti() -> Option<PathBuf> {
     let found = wheel_root().and_then(|w| cupti_in(&w));
     if found.is_none() {
         eprintln!(

@@ -12,6 +12,7 @@ mod conditions_h200_fixture;
 mod conditions_sampler;
 mod conditions_thermal;
 mod counters_host;
+mod counters_sections;
 mod cupti_headers;
 mod driver_headers;
 mod gpu_names;
