@@ -1,8 +1,8 @@
 //! The crate's integration tests, linked as one test binary (one module per former test file).
 
 mod common;
-mod markdown_summaries;
 mod compare_explain;
+mod markdown_summaries;
 mod metadata;
 mod metrics_cmd;
 mod output_files;
