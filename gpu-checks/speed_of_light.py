@@ -30,7 +30,6 @@ and the checks run in the parent alone.
 
 from __future__ import annotations
 
-import csv
 import glob
 import json
 import os

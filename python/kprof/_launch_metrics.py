@@ -40,7 +40,7 @@ class LaunchMetrics:
         #: The engine measures the default duration when every metric is a launch metric (its
         #: rows give the regions and runs, then are dropped).
         self.placeholder = None if engine else "gpu__time_duration.sum"
-        self.engine = engine or [self.placeholder]
+        self.engine = engine or ["gpu__time_duration.sum"]
         self.combine = combine
 
     @classmethod

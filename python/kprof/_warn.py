@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+import types
 import warnings
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -21,7 +22,7 @@ def _in_kprof(frame) -> bool:
 def stacklevel() -> int:
     """The ``stacklevel`` with which a ``warnings.warn`` called by the caller of this function
     names the first frame outside kprof's package."""
-    frame = sys._getframe(2)  # stacklevel 2 of the function that calls warnings.warn
+    frame: types.FrameType | None = sys._getframe(2)  # stacklevel 2 of the function that calls warnings.warn
     level = 2
     while frame is not None and _in_kprof(frame):
         frame = frame.f_back

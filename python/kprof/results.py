@@ -110,7 +110,7 @@ class ProfileResults:
         pool_devices: bool = False,
     ):
         #: The measurement's timeline when the backend recorded one (:meth:`to_trace`).
-        self._timeline = raw.pop(_timeline.TIMELINE_KEY, None)
+        self._timeline: Any = raw.pop(_timeline.TIMELINE_KEY, None)
         self._raw = raw
         # Raw columns that join the statistics key (WORKER_COLUMNS): runs of different GPUs make
         # different rows; with pool_devices, runs of one GPU model pool (Device lists the GPUs).

@@ -102,7 +102,7 @@ fn bad_inputs_exit_1() {
 /// summarized under a line naming the definition; one that does not say (nsight-python's) is not.
 #[test]
 fn tables_of_a_file_with_duration_sources_say_which_definition() {
-    let file = common::fixture("h200-kprof-run-metrics-vs-ncu/s11-call7-graph-app-raw.csv");
+    let file = common::fixture("h200-kprof-run-metrics-vs-ncu/2026-12-02-graph-app-raw.csv");
     for cmd in ["summarize", "show"] {
         let o = common::kprof().args([cmd, &file]).output().unwrap();
         let (out, err) = common::text(&o);
