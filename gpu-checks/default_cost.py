@@ -23,22 +23,12 @@ import warnings
 
 import torch
 
-SWEEP = [1024, 2048, 4096]
+# The seed sweep's sizes and work, as the truth check runs them (gpu_check_truth.py, beside this file).
+from gpu_check_truth import SWEEP, seed_matmul  # noqa: E402
 
 
 def emit(**kw: object) -> None:
     print("COST " + json.dumps(kw), flush=True)
-
-
-def seed_matmul(n: int, annotate=None) -> None:
-    a = torch.randn(n, n, device="cuda")
-    b = torch.randn(n, n, device="cuda")
-    _ = a @ b
-    if annotate is None:
-        _ = a @ b
-        return
-    with annotate("matmul"):
-        _ = a @ b
 
 
 def cost() -> dict[str, float]:
