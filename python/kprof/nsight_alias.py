@@ -86,16 +86,27 @@ class _Submodules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """``import nsight.X`` gives the module ``kprof.X`` itself (one copy of each module) while the
     alias is installed."""
 
+    def __init__(self) -> None:
+        self._own_specs: dict[str, ModuleSpec | None] = {}
+
     def find_spec(self, fullname: str, path: object = None, target: object = None) -> ModuleSpec | None:
         if fullname.startswith(NAME + ".") and installed():
             return importlib.util.spec_from_loader(fullname, self)
         return None
 
     def create_module(self, spec: ModuleSpec) -> ModuleType:
-        return importlib.import_module("kprof" + spec.name[len(NAME) :])
+        module = importlib.import_module("kprof" + spec.name[len(NAME) :])
+        # The import system sets the alias's spec on the module it gets; kprof's module keeps its
+        # own (exec_module puts it back), or its relative imports would warn
+        # "__package__ != __spec__.parent" for the rest of the process.
+        self._own_specs[module.__name__] = module.__spec__
+        return module
 
     def exec_module(self, module: ModuleType) -> None:
-        pass  # kprof's module, already executed
+        # kprof's module, already executed: only its own spec back.
+        own = self._own_specs.pop(module.__name__, None)
+        if own is not None:
+            module.__spec__ = own
 
 
 _USAGE = "usage: python -m kprof.nsight_alias [--replace] (SCRIPT | -m MODULE) [ARGS...]"

@@ -44,6 +44,8 @@ def test_install_makes_import_nsight_give_kprof(no_nsight):
 
     assert kernel is kprof.analyze.kernel and collect is kprof.experimental.collect
     assert sys.modules["nsight.analyze"] is kprof.analyze  # the same module, not a second copy
+    # ... which keeps its own spec: its relative imports must not warn "__package__ != __spec__.parent".
+    assert kprof.analyze.__spec__ is not None and kprof.analyze.__spec__.name == "kprof.analyze"
 
 
 def test_a_real_nsight_is_kept_unless_replace(no_nsight, tmp_path, monkeypatch):
