@@ -978,4 +978,6 @@ fn finish(
 }
 
 #[cfg(test)]
+mod model_tests;
+#[cfg(test)]
 mod tests;
