@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Literal
 
 from . import _warn
-from . import _backend, _core, _measurement, _ncu, annotation, plotting
+from . import _backend, _core, _measurement, _ncu, _options, annotation, plotting
 from . import scaleout as _scaleout
 from . import collectors as _collectors
 from . import timeline as _timeline
@@ -40,24 +40,12 @@ DEFAULT_METRIC = "gpu__time_duration.sum"
 #: Reducer names accepted by ``combine_kernel_metrics``.
 REDUCERS = ("sum", "mean", "max", "min", "first", "last")
 
-#: The values of the options the Rust core parses (each with one ``FromStr`` in ``kprof::choices``:
-#: ``ReplayMode``, ``CacheControl``, ``ClockControl``, which the runner, the ncu backend, the CLI
-#: and the injection library use too): here for typing only; ``_choice`` asks the core
-#: (``_core.parse_choice``), so that a bad value raises ConfigError when the decorator is applied.
+#: The values of the options with choices, for typing only: the decorator checks them against the
+#: engine's option model (``_options.check_choice``: each parsed by its one parser in
+#: ``kprof::choices``), so that a bad value raises ConfigError when the decorator is applied.
 ReplayModeName = Literal["kernel", "range", "application"]
 CacheControlName = Literal["all", "none"]
 ClockControlName = Literal["none", "base"]
-
-#: Options parsed by the core (see above).
-_CORE_CHOICES = ("clock_control", "cache_control", "replay_mode")
-
-_CHOICES = {
-    "duration_source": ("auto", "records", "counters"),
-    "thermal_mode": ("auto", "manual", "off"),
-    "order": ("interleaved", "sequential"),
-    "backend": ("cupti", "cuda-events", "ncu"),
-}
-
 
 
 @dataclass(frozen=True)
@@ -94,7 +82,7 @@ class Settings:
     info_collectors: tuple = ()
     duration_source: str = "auto"
     scaleout: Any = None  # a kprof.scaleout.ScaleOut with devices= or executor=, else None
-    measurement: dict = field(default_factory=dict)  # l2_flush, l2_flush_bytes, counter_pass_records
+    measurement: dict = field(default_factory=dict)  # l2_flush, l2_flush_bytes, counter_pass_records, one_pass
 
     def backend_options(self) -> dict[str, Any]:
         """The ``options`` dict handed to ``Backend.run_benchmark`` (keys: ``_backend.OPTION_KEYS``)."""
@@ -137,18 +125,7 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(float(v))
 
 
-def _choice(name: str, value: Any) -> str:
-    if name in _CORE_CHOICES:
-        try:
-            return _core.parse_choice(name, value if isinstance(value, str) else repr(value))
-        except ValueError as e:
-            raise ConfigError(str(e)) from None
-    allowed = _CHOICES[name]
-    if not isinstance(value, str) or value not in allowed:
-        raise ConfigError(
-            f"{name} must be one of {', '.join(repr(a) for a in allowed)}; got {value!r}"
-        )
-    return value
+_choice = _options.check_choice
 
 
 def _positive_int(name: str, value: Any, minimum: int) -> int:
@@ -331,6 +308,7 @@ def _validate(opts: dict[str, Any]) -> Settings:
         )
     ncu_options = _ncu.check_ncu_options(opts["ncu_options"])
     measurement = _measurement.check(opts["l2_flush"], opts["l2_flush_bytes"], opts["counter_pass_records"], backend)
+    measurement["one_pass"] = _options.check_bool("one_pass", opts["one_pass"])
     if backend != "ncu":
         for what, given in (
             ("clock_control='base' (locking clocks)", clock == "base"),
@@ -590,6 +568,7 @@ def kernel(
     l2_flush: _measurement.L2FlushName = "read",
     l2_flush_bytes: int | None = None,
     counter_pass_records: bool = False,
+    one_pass: bool = True,
     store: str | os.PathLike | None = None,
     devices: str | Iterable[int] | None = None,
     executor: Any = None,
@@ -651,6 +630,10 @@ def kernel(
       (CUPTI backend; ``KPROF_L2_FLUSH``, ``KPROF_L2_FLUSH_BYTES``, ``KPROF_COUNTER_PASS_RECORDS``
       override them when set; ``kprof.configure`` sets the per-process kernel and graph tracing
       and how kernels are attributed to regions);
+    * ``one_pass`` (True): with durations from the counters, a cold cache and application replay,
+      a recorded run of eager kernels runs the function once, under the counters, its kernels
+      mapped to regions through the warm-up's records; False gives every recorded run its timing
+      pass too (``KPROF_ONE_PASS``, when set, overrides it);
     * ``duration_source`` ("auto"): where ``gpu__time_duration.sum`` comes from with the CUPTI
       backend. ``"auto"``: the hardware counter of that name, as Nsight Compute measures it, in
       one more pass of the function per recorded run (kernel records off), when the counters can
@@ -703,6 +686,7 @@ def kernel(
         l2_flush=l2_flush,
         l2_flush_bytes=l2_flush_bytes,
         counter_pass_records=counter_pass_records,
+        one_pass=one_pass,
         duration_source=duration_source,
         thermal_mode=thermal_mode,
         thermal_wait=thermal_wait,
