@@ -95,3 +95,14 @@ def test_one_pass_goes_through_to_the_engine(fake_backend, fake_core):
     assert fake_backend.options["one_pass"] is False
     with pytest.raises(ConfigError, match=re.escape("one_pass must be True or False, got 'yes'")):
         kernel(one_pass="yes")
+
+
+def test_the_backend_option_keys_are_options_of_the_model():
+    from kprof import _backend
+
+    python = {o["name"] for o in PYTHON}
+    assert sorted(set(_backend.OPTION_KEYS) - python) == []
+    # Every keyword a Rust field takes reaches the engine through the options dict, but the info
+    # collectors, which Python runs itself (kprof._core.CollectorSession).
+    rust = {o["name"] for o in PYTHON if o["rust"]}
+    assert sorted(rust - set(_backend.OPTION_KEYS)) == ["info_collectors"]
