@@ -14,6 +14,9 @@ OrderName = Literal["interleaved", "sequential"]
 BackendName = Literal["cupti", "cuda-events", "ncu"]
 DurationSourceName = Literal["auto", "records", "counters"]
 L2FlushName = Literal["read", "discard", "write"]
+KernelTraceName = Literal["concurrent", "serial"]
+GraphTraceName = Literal["graph", "nodes"]
+AttributionName = Literal["order", "records"]
 # end of the choices
 
 class OptionSpec(TypedDict):
@@ -27,6 +30,7 @@ class OptionSpec(TypedDict):
     doc: str
     python: bool
     python_only: bool
+    configure: bool
     rust: str | None
     cli: str | None
     cli_choices: list[str] | None

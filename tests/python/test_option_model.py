@@ -14,6 +14,7 @@ import typing
 
 import pytest
 
+import kprof
 from kprof import ConfigError, _core, _measurement, _options, analyze
 from kprof.analyze import kernel
 
@@ -47,6 +48,16 @@ def test_the_decorators_defaults_are_the_models():
             assert ast.literal_eval(want) == p.default, p.name
 
 
+def test_configures_keywords_and_defaults_are_the_models():
+    params = inspect.signature(kprof.configure).parameters.values()
+    model = [o for o in MODEL if o["configure"]]
+    assert [p.name for p in params] == [o["name"] for o in model]
+    for p, o in zip(params, model):
+        assert ast.literal_eval(o["default"]) == p.default, p.name
+    for o in model:
+        assert f"``{o['name']}``" in kprof.configure.__doc__
+
+
 def test_every_keyword_is_in_the_docstring():
     doc = kernel.__doc__
     assert [o["name"] for o in PYTHON if f"``{o['name']}``" not in doc] == []
@@ -56,7 +67,8 @@ def test_python_only_options_have_no_rust_field_and_rust_only_ones_no_keyword():
     assert {o["name"] for o in MODEL if o["python_only"]} >= {"derive_metric", "executor", "devices", "verbosity"}
     for o in MODEL:
         assert o["python_only"] == (o["python"] and o["rust"] is None), o["name"]
-    assert {o["name"] for o in MODEL if not o["python"]} == {"ignore_failures", "conditions", "progress", "cancel"}
+    rust_only = {o["name"] for o in MODEL if not o["python"] and not o["configure"]}
+    assert rust_only == {"ignore_failures", "conditions", "progress", "cancel"}
 
 
 @pytest.mark.parametrize("option", [o for o in PYTHON if o["choices"]], ids=lambda o: o["name"])
@@ -75,6 +87,9 @@ def test_the_typing_aliases_are_the_models():
         (analyze.CacheControlName, "cache_control"),
         (analyze.ClockControlName, "clock_control"),
         (_measurement.L2FlushName, "l2_flush"),
+        (_measurement.KernelTraceName, "kernel_trace"),
+        (_measurement.GraphTraceName, "graph_trace"),
+        (_measurement.AttributionName, "attribution"),
     ]:
         assert typing.get_args(alias) == _options.choices(name), name
 

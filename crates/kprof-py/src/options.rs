@@ -15,6 +15,7 @@ fn spec_to_py<'py>(py: Python<'py>, o: &OptionSpec) -> PyResult<Bound<'py, PyDic
     d.set_item("doc", o.doc)?;
     d.set_item("python", o.python)?;
     d.set_item("python_only", o.python_only())?;
+    d.set_item("configure", o.configure)?;
     d.set_item("rust", o.rust)?;
     d.set_item("cli", o.cli.map(|c| c.flag))?;
     d.set_item("cli_choices", o.cli.and_then(|c| c.choices).map(|c| c.to_vec()))?;

@@ -13,8 +13,14 @@
 //! so that those checks know them. This module describes the options; each door still converts
 //! its own values (through the enums' one parser each).
 
-use crate::choices::{Backend, CacheControl, ClockControl, DurationSource, L2Flush, ReplayMode, RunOrder, ThermalMode};
-use crate::overrides::{COUNTER_PASS_RECORDS_ENV, L2_FLUSH_BYTES_ENV, L2_FLUSH_ENV, ONE_PASS_ENV};
+use crate::choices::{
+    Attribution, Backend, CacheControl, ClockControl, DurationSource, GraphTrace, KernelTrace, L2Flush, ReplayMode,
+    RunOrder, ThermalMode,
+};
+use crate::overrides::{
+    ATTRIBUTION_ENV, COUNTER_PASS_RECORDS_ENV, GRAPH_TRACE_ENV, KERNEL_TRACE_ENV, L2_FLUSH_BYTES_ENV, L2_FLUSH_ENV,
+    ONE_PASS_ENV,
+};
 
 /// The type of an option's value, as the Python door takes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,7 +96,11 @@ pub struct OptionSpec {
     pub doc: &'static str,
     /// A keyword of `kprof.analyze.kernel`.
     pub python: bool,
-    /// The field of `BenchOptions` that takes it (`duration`, `policy.max_runs`), if any.
+    /// A per-process setting, not a bench call's: a keyword of Python's `kprof.configure` and a
+    /// field of [`TraceOptions`](crate::choices::TraceOptions).
+    pub configure: bool,
+    /// The field of `BenchOptions` that takes it (`duration`, `policy.max_runs`), or of
+    /// `TraceOptions` for a per-process setting, if any.
     pub rust: Option<&'static str>,
     /// The `kprof run` flag that takes it, if any.
     pub cli: Option<CliFlag>,
@@ -107,10 +117,19 @@ impl OptionSpec {
             default,
             doc,
             python: true,
+            configure: false,
             rust: None,
             cli: None,
             env: None,
         }
+    }
+
+    /// A per-process setting of the trace (`kprof.configure`, `TraceOptions`).
+    const fn process(name: &'static str, ty: OptionType, default: &'static str, doc: &'static str) -> Self {
+        let mut o = OptionSpec::new(name, ty, default, doc);
+        o.python = false;
+        o.configure = true;
+        o
     }
 
     const fn optional(mut self) -> Self {
@@ -144,10 +163,12 @@ impl OptionSpec {
         self.python && self.rust.is_none()
     }
 
-    /// The doors that take it, comma-separated (`python, rust, cli`).
+    /// The doors that take it, comma-separated (`python, rust, cli`; `configure` for
+    /// `kprof.configure`).
     pub fn doors(&self) -> String {
         let doors = [
             (self.python, "python"),
+            (self.configure, "configure"),
             (self.rust.is_some(), "rust"),
             (self.cli.is_some(), "cli"),
         ];
@@ -159,7 +180,7 @@ impl OptionSpec {
 use OptionType::{Bool, Callable, Choice, Float, Int, Other, Path, Str, StrList};
 
 /// Every option of a benchmark, in the order of the Python decorator's signature (then the
-/// Rust-only fields).
+/// per-process trace settings of `kprof.configure`, then the Rust-only fields).
 pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec::new(
         "configs",
@@ -414,6 +435,34 @@ pub const OPTIONS: &[OptionSpec] = &[
         "60.0",
         "Seconds without a heartbeat before an executor's task is lost.",
     ),
+    OptionSpec::process(
+        "kernel_trace",
+        Choice(KernelTrace::NAMES),
+        "'concurrent'",
+        "How CUPTI records kernels (per process).",
+    )
+    .rust("kernel_trace")
+    .cli("--kernel-trace", None)
+    .env(KERNEL_TRACE_ENV),
+    OptionSpec::process(
+        "graph_trace",
+        Choice(GraphTrace::NAMES),
+        "None",
+        "How CUDA graph launches are timed (None: the kernel trace's default).",
+    )
+    .optional()
+    .rust("graph_trace")
+    .cli("--graph-trace", None)
+    .env(GRAPH_TRACE_ENV),
+    OptionSpec::process(
+        "attribution",
+        Choice(Attribution::NAMES),
+        "'order'",
+        "How kernels are attributed to regions (per process).",
+    )
+    .rust("attribution")
+    .cli("--attribution", None)
+    .env(ATTRIBUTION_ENV),
     OptionSpec::new(
         "ignore_failures",
         Bool,
@@ -494,10 +543,10 @@ pub fn alias_name(option: &str) -> String {
     out + "Name"
 }
 
-/// The `Literal` aliases of the decorator's options with choices, as `_core.pyi` holds them.
+/// The `Literal` aliases of the Python options with choices (the decorator's, `configure`'s), as `_core.pyi` holds them.
 pub fn pyi_choice_aliases() -> String {
     let mut out = String::new();
-    for o in OPTIONS.iter().filter(|o| o.python) {
+    for o in OPTIONS.iter().filter(|o| o.python || o.configure) {
         if let Choice(names) = o.ty {
             let quoted: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
             out.push_str(&format!("{} = Literal[{}]\n", alias_name(o.name), quoted.join(", ")));

@@ -29,7 +29,12 @@ fn generated_section(rel: &str, begin: &str, end: &str, want: &str) -> String {
 fn every_option_is_listed_once_with_a_default_its_type_accepts() {
     for (i, o) in OPTIONS.iter().enumerate() {
         assert!(!OPTIONS[..i].iter().any(|p| p.name == o.name), "{} twice", o.name);
-        assert!(o.python || o.rust.is_some(), "{}: no door", o.name);
+        assert!(o.python || o.configure || o.rust.is_some(), "{}: no door", o.name);
+        assert!(
+            !(o.python && o.configure),
+            "{}: a bench call's option or a process's",
+            o.name
+        );
         assert!(
             !o.doc.is_empty() && !o.doc.contains('\n') && !o.doc.contains('|'),
             "{}: one line",
@@ -64,8 +69,19 @@ fn overrides_are_registered_variables_and_every_bench_override_has_its_option() 
             assert!(o.rust.is_some(), "{}: an override of no Rust field", o.name);
         }
     }
-    use crate::overrides::{COUNTER_PASS_RECORDS_ENV, L2_FLUSH_BYTES_ENV, L2_FLUSH_ENV, ONE_PASS_ENV};
-    for var in [L2_FLUSH_ENV, L2_FLUSH_BYTES_ENV, COUNTER_PASS_RECORDS_ENV, ONE_PASS_ENV] {
+    use crate::overrides::{
+        ATTRIBUTION_ENV, COUNTER_PASS_RECORDS_ENV, GRAPH_TRACE_ENV, KERNEL_TRACE_ENV, L2_FLUSH_BYTES_ENV, L2_FLUSH_ENV,
+        ONE_PASS_ENV,
+    };
+    for var in [
+        L2_FLUSH_ENV,
+        L2_FLUSH_BYTES_ENV,
+        COUNTER_PASS_RECORDS_ENV,
+        ONE_PASS_ENV,
+        KERNEL_TRACE_ENV,
+        GRAPH_TRACE_ENV,
+        ATTRIBUTION_ENV,
+    ] {
         assert!(
             OPTIONS.iter().any(|o| o.env == Some(var)),
             "{var} overrides no option of the model"
@@ -92,6 +108,16 @@ fn the_rust_defaults_are_the_models() {
         ("ignore_failures", d.ignore_failures.to_string()),
         ("conditions", d.conditions.to_string()),
     ];
+    let t = crate::choices::TraceOptions::default();
+    let trace = [
+        ("kernel_trace", format!("'{}'", t.kernel_trace.as_str())),
+        ("attribution", format!("'{}'", t.attribution.as_str())),
+        (
+            "graph_trace",
+            t.graph_trace.map_or("None".into(), |g| format!("'{}'", g.as_str())),
+        ),
+    ];
+    let rust = rust.iter().chain(trace.iter());
     for (name, value) in rust {
         assert_eq!(lookup(name).unwrap().default, value, "{name}");
     }
