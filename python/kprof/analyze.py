@@ -672,47 +672,10 @@ def kernel(
     ``worker_timeout`` (seconds without a heartbeat) declares an executor's task lost. The results
     gain the columns ``Device``, ``DeviceUUID`` and ``Failure``.
     """
-    opts = dict(
-        configs=configs,
-        runs=runs,
-        derive_metric=derive_metric,
-        normalize_against=normalize_against,
-        verbosity=verbosity,
-        metrics=metrics,
-        ignore_kernel_list=ignore_kernel_list,
-        clock_control=clock_control,
-        cache_control=cache_control,
-        replay_mode=replay_mode,
-        l2_flush=l2_flush,
-        l2_flush_bytes=l2_flush_bytes,
-        counter_pass_records=counter_pass_records,
-        one_pass=one_pass,
-        duration_source=duration_source,
-        thermal_mode=thermal_mode,
-        thermal_wait=thermal_wait,
-        thermal_cont=thermal_cont,
-        thermal_timeout=thermal_timeout,
-        thermal_device=thermal_device,
-        combine_kernel_metrics=combine_kernel_metrics,
-        output_prefix=output_prefix,
-        output_csv=output_csv,
-        info_collectors=info_collectors,
-        warmup=warmup,
-        order=order,
-        target_rsd=target_rsd,
-        target_ci=target_ci,
-        max_runs=max_runs,
-        time_budget=time_budget,
-        backend=backend,
-        ncu_options=ncu_options,
-        store=store,
-        devices=devices,
-        executor=executor,
-        pool_devices=pool_devices,
-        runs_per_task=runs_per_task,
-        configs_per_task=configs_per_task,
-        worker_timeout=worker_timeout,
-    )
+    # Every keyword, by name (the first statement: nothing else is local yet); the keywords are
+    # the option model's (tests/python/test_option_model.py).
+    opts = dict(locals())
+    del opts["_func"]
     if _func is not None and not callable(_func):
         raise ConfigError(
             f"@kernel takes keyword-only options (e.g. @kernel(configs=[...])); got the positional argument {_func!r}"
