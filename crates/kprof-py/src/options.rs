@@ -39,3 +39,47 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(option_model, m)?)?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use kprof::option_model::{lookup, OPTIONS};
+
+    /// The keys `bench_options` and the thermal options read from the options dict
+    /// (`get(opts, "runs")`, `get("thermal_mode")`, `get(options, "backend")`).
+    fn keys_read() -> Vec<String> {
+        let src = [include_str!("engine.rs"), include_str!("conditions.rs")].concat();
+        let mut keys = Vec::new();
+        for prefix in ["get(opts, \"", "get(options, \"", "get(\""] {
+            for (i, _) in src.match_indices(prefix) {
+                let rest = &src[i + prefix.len()..];
+                let key = &rest[..rest.find('"').unwrap_or(0)];
+                if !key.is_empty() && !keys.iter().any(|k| k == key) {
+                    keys.push(key.to_string());
+                }
+            }
+        }
+        keys
+    }
+
+    #[test]
+    fn the_engine_reads_the_options_a_rust_field_takes_and_no_other() {
+        let keys = keys_read();
+        assert!(keys.len() > 20, "{keys:?}");
+        for k in &keys {
+            let o = lookup(k).unwrap_or_else(|| panic!("the engine reads {k:?}, an option the model lacks"));
+            assert!(o.python, "{k}: not a keyword of the decorator");
+        }
+        // Python runs its info collectors itself; the trace settings come through `configure`.
+        for o in OPTIONS
+            .iter()
+            .filter(|o| o.python && o.rust.is_some() && o.name != "info_collectors")
+        {
+            assert!(
+                keys.iter().any(|k| k == o.name),
+                "the engine does not read {:?} (BenchOptions::{})",
+                o.name,
+                o.rust.unwrap()
+            );
+        }
+    }
+}
