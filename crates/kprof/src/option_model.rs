@@ -280,7 +280,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     .optional(),
     OptionSpec::new(
         "combine_kernel_metrics",
-        Other("reducer name | callable"),
+        Other("reducer name or callable"),
         "None",
         "How a region's kernels combine (sum by default).",
     )
@@ -403,7 +403,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         .cli("--store", None),
     OptionSpec::new(
         "devices",
-        Other("'all' | list[int]"),
+        Other("'all' or list[int]"),
         "None",
         "One worker process per GPU of this host.",
     )
@@ -515,13 +515,15 @@ pub fn markdown_table() -> String {
     );
     for o in OPTIONS {
         let code = |s: Option<&str>| s.map(|s| format!("`{s}`")).unwrap_or_default();
+        let owner = if o.configure { "TraceOptions" } else { "BenchOptions" };
+        let field = o.rust.map(|f| format!("{owner}::{f}"));
         out.push_str(&format!(
             "| `{}` | {} | `{}` | {} | {} | {} | {} | {} |\n",
             o.name,
             values_cell(o),
             o.default,
             o.doors(),
-            code(o.rust),
+            code(field.as_deref()),
             code(o.cli.map(|c| c.flag)),
             code(o.env),
             o.doc

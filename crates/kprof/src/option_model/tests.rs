@@ -126,6 +126,10 @@ fn the_rust_defaults_are_the_models() {
 #[test]
 fn the_quickstart_options_table_is_the_models() {
     let want = markdown_table();
+    for row in want.lines() {
+        // Eight cells in every row: no `|` inside one.
+        assert_eq!(row.matches('|').count(), 9, "{row}");
+    }
     let got = generated_section(
         "docs/quickstart.md",
         "<!-- options table: generated from crates/kprof/src/option_model.rs (UPDATE_OPTION_DOCS=1 cargo test -p kprof option_model) -->",
