@@ -11,10 +11,20 @@ the decorator's signature, its docstring, ``_core.pyi`` and ``docs/quickstart.md
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, Literal
 
 from . import _core
 from .exceptions import ConfigError
+
+#: The values of the decorator's options with choices, for typing only (type checkers need them
+#: written out); tests/python/test_option_model.py compares each with the model.
+ReplayModeName = Literal["kernel", "range", "application"]
+CacheControlName = Literal["all", "none"]
+ClockControlName = Literal["none", "base"]
+ThermalModeName = Literal["auto", "manual", "off"]
+OrderName = Literal["interleaved", "sequential"]
+BackendName = Literal["cupti", "cuda-events", "ncu"]
+DurationSourceName = Literal["auto", "records", "counters"]
 
 
 @functools.lru_cache(maxsize=1)

@@ -19,7 +19,7 @@ import tempfile
 import threading
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Literal
+from typing import Any, Callable, Iterable
 
 from . import _warn
 from . import _backend, _core, _measurement, _ncu, _options, annotation, plotting
@@ -28,6 +28,10 @@ from . import collectors as _collectors
 from . import timeline as _timeline
 from ._backend import RAW_COLUMNS
 from ._launch_metrics import LaunchMetrics
+# The typing of the options with choices; the decorator checks their values against the engine's
+# option model (``_options.check_choice``), when it is applied.
+from ._options import BackendName, CacheControlName, ClockControlName, DurationSourceName
+from ._options import OrderName, ReplayModeName, ThermalModeName
 from .exceptions import BackendError, ConfigError, ProfilerError, not_available
 from .progress import ProgressReporter
 from .results import ProfileResults
@@ -39,13 +43,6 @@ DEFAULT_METRIC = "gpu__time_duration.sum"
 
 #: Reducer names accepted by ``combine_kernel_metrics``.
 REDUCERS = ("sum", "mean", "max", "min", "first", "last")
-
-#: The values of the options with choices, for typing only: the decorator checks them against the
-#: engine's option model (``_options.check_choice``: each parsed by its one parser in
-#: ``kprof::choices``), so that a bad value raises ConfigError when the decorator is applied.
-ReplayModeName = Literal["kernel", "range", "application"]
-CacheControlName = Literal["all", "none"]
-ClockControlName = Literal["none", "base"]
 
 
 @dataclass(frozen=True)
@@ -547,7 +544,7 @@ def kernel(
     clock_control: ClockControlName = "none",
     cache_control: CacheControlName = "all",
     replay_mode: ReplayModeName | None = None,
-    thermal_mode: str = "auto",
+    thermal_mode: ThermalModeName = "auto",
     thermal_wait: float | None = None,
     thermal_cont: float | None = None,
     thermal_timeout: float | None = None,
@@ -557,14 +554,14 @@ def kernel(
     output_csv: bool = False,
     info_collectors: Iterable | None = None,
     warmup: int = 1,
-    order: str = "interleaved",
+    order: OrderName = "interleaved",
     target_rsd: float | None = None,
     target_ci: float | None = None,
     max_runs: int | None = None,
     time_budget: float | None = None,
-    backend: str = "cupti",
+    backend: BackendName = "cupti",
     ncu_options: dict | None = None,
-    duration_source: str = "auto",
+    duration_source: DurationSourceName = "auto",
     l2_flush: _measurement.L2FlushName = "read",
     l2_flush_bytes: int | None = None,
     counter_pass_records: bool = False,

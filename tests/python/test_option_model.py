@@ -82,10 +82,18 @@ def test_a_bad_choice_names_the_option_the_value_and_the_allowed_values(option):
 
 
 def test_the_typing_aliases_are_the_models():
+    # Every Python option with choices has one.
+    aliased = {"replay_mode", "cache_control", "clock_control", "thermal_mode", "order", "backend", "duration_source",
+               "l2_flush", "kernel_trace", "graph_trace", "attribution"}
+    assert {o["name"] for o in MODEL if o["choices"] and (o["python"] or o["configure"])} == aliased
     for alias, name in [
         (analyze.ReplayModeName, "replay_mode"),
         (analyze.CacheControlName, "cache_control"),
         (analyze.ClockControlName, "clock_control"),
+        (_options.ThermalModeName, "thermal_mode"),
+        (_options.OrderName, "order"),
+        (_options.BackendName, "backend"),
+        (_options.DurationSourceName, "duration_source"),
         (_measurement.L2FlushName, "l2_flush"),
         (_measurement.KernelTraceName, "kernel_trace"),
         (_measurement.GraphTraceName, "graph_trace"),
