@@ -53,6 +53,11 @@ fn every_option_is_listed_once_with_a_default_its_type_accepts() {
             assert!(o.optional, "{}: default None but not optional", o.name);
         }
     }
+    // Every option with choices is in the model.
+    for (option, names) in CHOICE_OPTIONS {
+        let o = lookup(option).unwrap_or_else(|| panic!("{option} has choices but is not in the model"));
+        assert_eq!(o.ty.choices(), *names, "{option}");
+    }
     assert_eq!(lookup("duration_source").unwrap().rust, Some("duration"));
     assert!(lookup("executor").unwrap().python_only());
     assert!(lookup("no_such_option").is_none());
