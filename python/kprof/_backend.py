@@ -103,6 +103,8 @@ RAW_COLUMNS: tuple[str, ...] = _core.RAW_COLUMNS
 #:   ``counter_pass_records`` (bool): how the cold-cache flush empties the L2, its buffer's size,
 #:   and whether CUPTI's kernel records stay on during counter passes (absent: the defaults;
 #:   ``KPROF_L2_FLUSH``, ``KPROF_L2_FLUSH_BYTES``, ``KPROF_COUNTER_PASS_RECORDS`` override them);
+#: * ``one_pass`` (bool): recorded runs of eager kernels in one counter pass where one is enough
+#:   (absent: True; ``KPROF_ONE_PASS`` overrides it);
 #: * ``target_rsd`` (float % | None), ``target_ci`` (float % | None): stop a config's runs once its
 #:   relative std dev / relative CI95 half-width is below this;
 #: * ``max_runs`` (int | None), ``time_budget`` (float seconds | None): caps of adaptive runs;
@@ -125,6 +127,7 @@ OPTION_KEYS = (
     "l2_flush",
     "l2_flush_bytes",
     "counter_pass_records",
+    "one_pass",
     "duration_source",
     "thermal_mode",
     "thermal_wait",

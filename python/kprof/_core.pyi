@@ -3,7 +3,38 @@ documented in the Rust source; the contracts of the dict-of-columns arguments ar
 ``kprof/results.py`` and ``kprof/_backend.py``."""
 
 import os
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Literal, Sequence, TypedDict
+
+# choices: generated from crates/kprof/src/option_model.rs (UPDATE_OPTION_DOCS=1 cargo test -p kprof option_model)
+ClockControlName = Literal["none", "base"]
+CacheControlName = Literal["all", "none"]
+ReplayModeName = Literal["kernel", "range", "application"]
+ThermalModeName = Literal["auto", "manual", "off"]
+OrderName = Literal["interleaved", "sequential"]
+BackendName = Literal["cupti", "cuda-events", "ncu"]
+DurationSourceName = Literal["auto", "records", "counters"]
+L2FlushName = Literal["read", "discard", "write"]
+KernelTraceName = Literal["concurrent", "serial"]
+GraphTraceName = Literal["graph", "nodes"]
+AttributionName = Literal["order", "records"]
+# end of the choices
+
+class OptionSpec(TypedDict):
+    """One option of a benchmark (``kprof::option_model::OptionSpec``)."""
+
+    name: str
+    type: str
+    choices: list[str]
+    optional: bool
+    default: str
+    doc: str
+    python: bool
+    python_only: bool
+    configure: bool
+    rust: str | None
+    cli: str | None
+    cli_choices: list[str] | None
+    env: str | None
 
 __version__: str
 
@@ -100,6 +131,7 @@ class Timeline:
     def write(self, path: str | os.PathLike[str], counters_json: str) -> None: ...
 def release_counters() -> str | None: ...
 def pause_counters() -> None: ...
+def option_model() -> list[OptionSpec]: ...
 def parse_choice(option: str, value: str) -> str: ...
 def configure_trace(kernel_trace: str, graph_trace: str | None, attribution: str = "order") -> None: ...
 def write_csv(

@@ -14,7 +14,7 @@ import warnings
 from typing import Any, Literal
 
 from . import _warn
-from . import _core
+from . import _core, _options
 from .exceptions import ConfigError
 
 #: The values of ``l2_flush`` (for typing; the core parses them).
@@ -26,11 +26,7 @@ GraphTraceName = Literal["graph", "nodes"]
 AttributionName = Literal["order", "records"]
 
 
-def _parse(option: str, value: Any) -> str:
-    try:
-        return _core.parse_choice(option, value if isinstance(value, str) else repr(value))
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
+_parse = _options.check_choice
 
 
 def check(l2_flush: Any, l2_flush_bytes: Any, counter_pass_records: Any, backend: str) -> dict[str, Any]:

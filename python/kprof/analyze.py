@@ -23,13 +23,17 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Literal
 
 from . import _warn
-from . import _backend, _core, _measurement, _ncu, annotation, plotting
+from . import _backend, _core, _measurement, _ncu, _options, annotation, plotting
 from . import scaleout as _scaleout
 from . import collectors as _collectors
 from . import throughput as _throughput
 from . import timeline as _timeline
 from ._backend import RAW_COLUMNS
 from ._launch_metrics import LaunchMetrics
+# The typing of the options with choices; the decorator checks their values against the engine's
+# option model (``_options.check_choice``), when it is applied.
+from ._options import BackendName, CacheControlName, ClockControlName, DurationSourceName
+from ._options import OrderName, ReplayModeName, ThermalModeName
 from .exceptions import BackendError, ConfigError, ProfilerError, not_available
 from .progress import ProgressReporter
 from .results import ProfileResults
@@ -41,25 +45,6 @@ DEFAULT_METRIC = "gpu__time_duration.sum"
 
 #: Reducer names accepted by ``combine_kernel_metrics``.
 REDUCERS = ("sum", "mean", "max", "min", "first", "last")
-
-#: The values of the options the Rust core parses (each with one ``FromStr`` in ``kprof::choices``:
-#: ``ReplayMode``, ``CacheControl``, ``ClockControl``, which the runner, the ncu backend, the CLI
-#: and the injection library use too): here for typing only; ``_choice`` asks the core
-#: (``_core.parse_choice``), so that a bad value raises ConfigError when the decorator is applied.
-ReplayModeName = Literal["kernel", "range", "application"]
-CacheControlName = Literal["all", "none"]
-ClockControlName = Literal["none", "base"]
-
-#: Options parsed by the core (see above).
-_CORE_CHOICES = ("clock_control", "cache_control", "replay_mode")
-
-_CHOICES = {
-    "duration_source": ("auto", "records", "counters"),
-    "thermal_mode": ("auto", "manual", "off"),
-    "order": ("interleaved", "sequential"),
-    "backend": ("cupti", "cuda-events", "ncu"),
-}
-
 
 
 @dataclass(frozen=True)
@@ -96,7 +81,7 @@ class Settings:
     info_collectors: tuple = ()
     duration_source: str = "auto"
     scaleout: Any = None  # a kprof.scaleout.ScaleOut with devices= or executor=, else None
-    measurement: dict = field(default_factory=dict)  # l2_flush, l2_flush_bytes, counter_pass_records
+    measurement: dict = field(default_factory=dict)  # l2_flush, l2_flush_bytes, counter_pass_records, one_pass
 
     def backend_options(self) -> dict[str, Any]:
         """The ``options`` dict handed to ``Backend.run_benchmark`` (keys: ``_backend.OPTION_KEYS``)."""
@@ -139,18 +124,7 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(float(v))
 
 
-def _choice(name: str, value: Any) -> str:
-    if name in _CORE_CHOICES:
-        try:
-            return _core.parse_choice(name, value if isinstance(value, str) else repr(value))
-        except ValueError as e:
-            raise ConfigError(str(e)) from None
-    allowed = _CHOICES[name]
-    if not isinstance(value, str) or value not in allowed:
-        raise ConfigError(
-            f"{name} must be one of {', '.join(repr(a) for a in allowed)}; got {value!r}"
-        )
-    return value
+_choice = _options.check_choice
 
 
 def _positive_int(name: str, value: Any, minimum: int) -> int:
@@ -333,6 +307,7 @@ def _validate(opts: dict[str, Any]) -> Settings:
         )
     ncu_options = _ncu.check_ncu_options(opts["ncu_options"])
     measurement = _measurement.check(opts["l2_flush"], opts["l2_flush_bytes"], opts["counter_pass_records"], backend)
+    measurement["one_pass"] = _options.check_bool("one_pass", opts["one_pass"])
     if backend != "ncu":
         for what, given in (
             ("clock_control='base' (locking clocks)", clock == "base"),
@@ -571,7 +546,7 @@ def kernel(
     clock_control: ClockControlName = "none",
     cache_control: CacheControlName = "all",
     replay_mode: ReplayModeName | None = None,
-    thermal_mode: str = "auto",
+    thermal_mode: ThermalModeName = "auto",
     thermal_wait: float | None = None,
     thermal_cont: float | None = None,
     thermal_timeout: float | None = None,
@@ -581,18 +556,19 @@ def kernel(
     output_csv: bool = False,
     info_collectors: Iterable | None = None,
     warmup: int = 1,
-    order: str = "interleaved",
+    order: OrderName = "interleaved",
     target_rsd: float | None = None,
     target_ci: float | None = None,
     max_runs: int | None = None,
     time_budget: float | None = None,
-    backend: str = "cupti",
+    backend: BackendName = "cupti",
     ncu_options: dict | None = None,
     throughput: Callable | None = None,
-    duration_source: str = "auto",
+    duration_source: DurationSourceName = "auto",
     l2_flush: _measurement.L2FlushName = "read",
     l2_flush_bytes: int | None = None,
     counter_pass_records: bool = False,
+    one_pass: bool = True,
     store: str | os.PathLike | None = None,
     devices: str | Iterable[int] | None = None,
     executor: Any = None,
@@ -659,6 +635,10 @@ def kernel(
       (CUPTI backend; ``KPROF_L2_FLUSH``, ``KPROF_L2_FLUSH_BYTES``, ``KPROF_COUNTER_PASS_RECORDS``
       override them when set; ``kprof.configure`` sets the per-process kernel and graph tracing
       and how kernels are attributed to regions);
+    * ``one_pass`` (True): with durations from the counters, a cold cache and application replay,
+      a recorded run of eager kernels runs the function once, under the counters, its kernels
+      mapped to regions through the warm-up's records; False gives every recorded run its timing
+      pass too (``KPROF_ONE_PASS``, when set, overrides it);
     * ``duration_source`` ("auto"): where ``gpu__time_duration.sum`` comes from with the CUPTI
       backend. ``"auto"``: the hardware counter of that name, as Nsight Compute measures it, in
       one more pass of the function per recorded run (kernel records off), when the counters can
@@ -697,47 +677,10 @@ def kernel(
     ``worker_timeout`` (seconds without a heartbeat) declares an executor's task lost. The results
     gain the columns ``Device``, ``DeviceUUID`` and ``Failure``.
     """
-    opts = dict(
-        configs=configs,
-        runs=runs,
-        derive_metric=derive_metric,
-        normalize_against=normalize_against,
-        verbosity=verbosity,
-        metrics=metrics,
-        ignore_kernel_list=ignore_kernel_list,
-        clock_control=clock_control,
-        cache_control=cache_control,
-        replay_mode=replay_mode,
-        l2_flush=l2_flush,
-        l2_flush_bytes=l2_flush_bytes,
-        counter_pass_records=counter_pass_records,
-        duration_source=duration_source,
-        thermal_mode=thermal_mode,
-        thermal_wait=thermal_wait,
-        thermal_cont=thermal_cont,
-        thermal_timeout=thermal_timeout,
-        thermal_device=thermal_device,
-        combine_kernel_metrics=combine_kernel_metrics,
-        output_prefix=output_prefix,
-        output_csv=output_csv,
-        info_collectors=info_collectors,
-        warmup=warmup,
-        order=order,
-        target_rsd=target_rsd,
-        target_ci=target_ci,
-        max_runs=max_runs,
-        time_budget=time_budget,
-        backend=backend,
-        ncu_options=ncu_options,
-        throughput=throughput,
-        store=store,
-        devices=devices,
-        executor=executor,
-        pool_devices=pool_devices,
-        runs_per_task=runs_per_task,
-        configs_per_task=configs_per_task,
-        worker_timeout=worker_timeout,
-    )
+    # Every keyword, by name (the first statement: nothing else is local yet); the keywords are
+    # the option model's (tests/python/test_option_model.py).
+    opts = dict(locals())
+    del opts["_func"]
     if _func is not None and not callable(_func):
         raise ConfigError(
             f"@kernel takes keyword-only options (e.g. @kernel(configs=[...])); got the positional argument {_func!r}"

@@ -170,16 +170,11 @@ pub fn parse_replay_mode(s: &str) -> Result<ReplayMode, String> {
     }
 }
 
-/// Parses a choice (`--kernel-trace`, `--graph-trace`) with its one `FromStr`.
+/// Parses a choice (`--kernel-trace`, `--graph-trace`, `--durations`) with its one `FromStr`.
 fn parse_choice<T: std::str::FromStr<Err = kprof::choices::InvalidOptionValue>>(s: &str) -> Result<T, String> {
     s.trim()
         .parse()
         .map_err(|e: kprof::choices::InvalidOptionValue| e.to_string())
-}
-
-/// Parses `--durations` with the engine's one parser of duration sources.
-fn parse_duration_source(s: &str) -> Result<DurationSource, String> {
-    DurationSource::parse(s.trim()).map_err(|e| e.to_string())
 }
 
 /// Which launches of the command one repetition starts, from `--metrics` and `--durations`.
@@ -313,7 +308,7 @@ pub struct RunArgs {
     /// --metrics, plus a timing launch when the program runs CUDA graphs; else the kernel records
     /// of one timing launch), counters (always the counters: a counter launch), records (always
     /// the kernel records of a timing launch, besides any counter launch).
-    #[arg(long, value_name = "SOURCE", default_value = "auto", value_parser = parse_duration_source)]
+    #[arg(long, value_name = "SOURCE", default_value = "auto", value_parser = parse_choice::<DurationSource>)]
     pub durations: DurationSource,
     /// How counter passes are replayed: kernel (the only mode `kprof run` offers).
     #[arg(long, value_name = "MODE", default_value = "kernel", value_parser = parse_replay_mode)]
@@ -999,5 +994,7 @@ fn finish(
     Ok(())
 }
 
+#[cfg(test)]
+mod model_tests;
 #[cfg(test)]
 mod tests;

@@ -121,7 +121,7 @@ pub fn apply_thermal_options(opts: &Bound<'_, PyDict>, o: &mut kprof::runner::Be
         o.thermal.mode = v
             .extract::<String>()?
             .parse()
-            .map_err(|e: kprof::conditions::ConditionsError| PyValueError::new_err(e.to_string()))?;
+            .map_err(|e: kprof::choices::InvalidOptionValue| PyValueError::new_err(e.to_string()))?;
     }
     if let Some(v) = get("thermal_wait")? {
         o.thermal.wait_c = v.extract()?;

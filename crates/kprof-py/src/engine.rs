@@ -11,8 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kprof::cancel::Cancel;
+use kprof::choices::Backend;
 use kprof::choices::TraceOptions;
-use kprof::runner::{BenchOptions, Profiler, Reducer, RegionGuard, Run, RunOrder, StoppingPolicy};
+use kprof::runner::{BenchOptions, Profiler, Reducer, RegionGuard, Run, StoppingPolicy};
 use kprof::sys::scoped::Lent;
 use kprof_core::columns::{CONFIG_INDEX_COLUMN, RAW_COLUMNS};
 use kprof_core::{Config, ExtraValue, RawResults};
@@ -212,15 +213,7 @@ pub(crate) fn bench_options(opts: &Bound<'_, PyDict>) -> PyResult<BenchOptions> 
         o.warmup = v.extract()?;
     }
     if let Some(v) = get(opts, "order")? {
-        o.order = match v.extract::<String>()?.as_str() {
-            "interleaved" => RunOrder::Interleaved,
-            "sequential" => RunOrder::Sequential,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "order must be 'interleaved' or 'sequential', got {other:?}"
-                )))
-            }
-        };
+        o.order = parse_option(&v)?;
     }
     if let Some(v) = get(opts, "metrics")? {
         o.metrics = v.extract()?;
@@ -229,8 +222,7 @@ pub(crate) fn bench_options(opts: &Bound<'_, PyDict>) -> PyResult<BenchOptions> 
         o.replay_mode = parse_option(&v)?;
     }
     if let Some(v) = get(opts, "duration_source")? {
-        o.duration = kprof::runner::DurationSource::parse(&v.extract::<String>()?)
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        o.duration = parse_option(&v)?;
     }
     if let Some(v) = get(opts, "ignore_kernel_list")? {
         o.ignore_kernels = v.extract()?;
@@ -251,6 +243,9 @@ pub(crate) fn bench_options(opts: &Bound<'_, PyDict>) -> PyResult<BenchOptions> 
     o.l2_flush_bytes = get(opts, "l2_flush_bytes")?.map(|v| v.extract()).transpose()?;
     if let Some(v) = get(opts, "counter_pass_records")? {
         o.counter_pass_records = v.extract()?;
+    }
+    if let Some(v) = get(opts, "one_pass")? {
+        o.one_pass = v.extract()?;
     }
     let target_rsd: Option<f64> = get(opts, "target_rsd")?.map(|v| v.extract()).transpose()?;
     let target_ci: Option<f64> = get(opts, "target_ci")?.map(|v| v.extract()).transpose()?;
@@ -343,9 +338,12 @@ fn run_benchmark<'py>(
     progress: Py<PyAny>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let configs: Vec<Config> = configs.iter().map(|c| config_from_py(&c)).collect::<PyResult<_>>()?;
-    let backend = get(options, "backend")?.map(|v| v.extract::<String>()).transpose()?;
+    let backend: Backend = get(options, "backend")?
+        .map(|v| parse_option(&v))
+        .transpose()?
+        .unwrap_or_default();
     // backend="ncu" here is the ncu child running its selected benchmark (crate::ncu).
-    let ncu = backend.as_deref() == Some("ncu");
+    let ncu = backend == Backend::Ncu;
     let mut opts = if ncu {
         crate::ncu::child_bench_options(options)?
     } else {
@@ -370,15 +368,7 @@ fn run_benchmark<'py>(
     let token = if on_main { signal_token() } else { Cancel::new() };
     opts.cancel = Some(token.clone());
     CANCEL.with(|c| *c.borrow_mut() = Some(token));
-    let events = match backend.as_deref() {
-        None | Some("cupti") | Some("ncu") => false,
-        Some("cuda-events") => true,
-        Some(other) => {
-            return Err(PyValueError::new_err(format!(
-                "backend {other:?} is not a backend of the engine"
-            )))
-        }
-    };
+    let events = backend == Backend::CudaEvents;
     let metric = if events {
         kprof::runner::CUDA_EVENTS_METRIC
     } else {

@@ -43,6 +43,7 @@ mod derived;
 mod engine;
 mod insight;
 mod ncu;
+mod options;
 mod plot;
 mod results_io;
 mod store;
@@ -199,30 +200,21 @@ pub(crate) fn write_file(path: &str, bytes: &[u8]) -> PyResult<()> {
         .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))
 }
 
-/// `parse_choice(option, value) -> str`: the canonical value of `replay_mode`, `cache_control`,
-/// `clock_control`, `l2_flush`, `kernel_trace`, `graph_trace` or `attribution`, parsed by the engine's one parser of each (`kprof::choices`; aliases such as
-/// `"user"` for `"range"` become the canonical name); `ValueError` with the engine's message
+/// `parse_choice(option, value) -> str`: the canonical value of an option with choices
+/// (`kprof::choices::CHOICE_OPTIONS`: `replay_mode`, `cache_control`, `order`, `backend`, ...),
+/// parsed by the engine's one parser of each (aliases such as `"user"` for `"range"` become the
+/// canonical name); `ValueError` with the engine's message
 /// (`replay_mode must be one of 'kernel', 'range', 'application'; got 'app'`).
 #[pyfunction]
 fn parse_choice(option: &str, value: &str) -> PyResult<String> {
-    use kprof::choices::{Attribution, CacheControl, ClockControl, GraphTrace, KernelTrace, L2Flush, ReplayMode};
-    let parsed = match option {
-        "replay_mode" => value.parse::<ReplayMode>().map(|v| v.as_str()),
-        "cache_control" => value.parse::<CacheControl>().map(|v| v.as_str()),
-        "clock_control" => value.parse::<ClockControl>().map(|v| v.as_str()),
-        "l2_flush" => value.parse::<L2Flush>().map(|v| v.as_str()),
-        "kernel_trace" => value.parse::<KernelTrace>().map(|v| v.as_str()),
-        "graph_trace" => value.parse::<GraphTrace>().map(|v| v.as_str()),
-        "attribution" => value.parse::<Attribution>().map(|v| v.as_str()),
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "parse_choice: {other:?} is not an option with choices"
-            )))
-        }
-    };
-    parsed
-        .map(str::to_string)
-        .map_err(|e| PyValueError::new_err(e.to_string()))
+    match kprof::choices::parse_choice(option, value) {
+        Some(parsed) => parsed
+            .map(str::to_string)
+            .map_err(|e| PyValueError::new_err(e.to_string())),
+        None => Err(PyValueError::new_err(format!(
+            "parse_choice: {option:?} is not an option with choices"
+        ))),
+    }
 }
 
 /// `release_counters() -> str | None`: ends this process's Range Profiler session, if one is open
@@ -510,6 +502,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     columns::register(m)?;
     engine::register(m)?;
     ncu::register(m)?;
+    options::register(m)?;
     conditions::register(m)?;
     collectors::register(m)?;
     derived::register(m)?;

@@ -42,28 +42,6 @@ pub(crate) fn child_bench_options(options: &Bound<'_, PyDict>) -> PyResult<Bench
     Ok(child_options(&bench_options(&d)?))
 }
 
-fn choice<T>(v: Option<Bound<'_, PyAny>>, name: &str, table: &[(&str, T)]) -> PyResult<Option<T>>
-where
-    T: Copy,
-{
-    let Some(v) = v else { return Ok(None) };
-    let s: String = v.extract()?;
-    table
-        .iter()
-        .find(|(k, _)| *k == s)
-        .map(|(_, t)| Some(*t))
-        .ok_or_else(|| {
-            PyValueError::new_err(format!(
-                "{name} must be one of {}, got {s:?}",
-                table
-                    .iter()
-                    .map(|(k, _)| format!("{k:?}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-        })
-}
-
 /// The contract's options (`cache_control`, `clock_control`, `replay_mode`, `metrics` and the
 /// `ncu_options` dict: `set`, `sections`, `target_processes`, `launch_skip`, `launch_count`,
 /// `extra_args`, `mode`) as [`NcuOptions`].
@@ -92,12 +70,8 @@ pub(crate) fn ncu_options(options: &Bound<'_, PyDict>) -> PyResult<NcuOptions> {
         if let Some(v) = get(d, "sections")? {
             n.sections = v.extract()?;
         }
-        let tp = [
-            ("all", TargetProcesses::All),
-            ("application-only", TargetProcesses::ApplicationOnly),
-        ];
-        if let Some(t) = choice(get(d, "target_processes")?, "ncu_options['target_processes']", &tp)? {
-            n.target_processes = t;
+        if let Some(v) = get(d, "target_processes")? {
+            n.target_processes = parse_option::<TargetProcesses>(&v)?;
         }
         n.launch_skip = get(d, "launch_skip")?.map(|v| v.extract()).transpose()?;
         n.launch_count = get(d, "launch_count")?.map(|v| v.extract()).transpose()?;

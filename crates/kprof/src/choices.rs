@@ -1,13 +1,18 @@
 //! The choices of kprof's options, one enum and one parser each: [`ReplayMode`]
 //! (`replay_mode`), [`CacheControl`] (`cache_control`), [`ClockControl`] (`clock_control`),
 //! [`L2Flush`] (`l2_flush`), [`KernelTrace`] (`kernel_trace`), [`GraphTrace`] (`graph_trace`),
-//! [`Attribution`] (`attribution`) and the on/off spelling of switches ([`parse_switch`]); the per-process [`TraceOptions`]; and
+//! [`Attribution`] (`attribution`), the run loop's [`RunOrder`] (`order`), [`DurationSource`]
+//! (`duration_source`), [`Backend`] (`backend`) and [`ThermalMode`] (`thermal_mode`) (in `run`),
+//! [`parse_choice`] (any of them by option name), and the on/off spelling of switches ([`parse_switch`]); the per-process [`TraceOptions`]; and
 //! the error of a value an option does not accept ([`InvalidOptionValue`]). The runner, the
 //! counters, the ncu backend, the Rust CLI, the Python glue and the injection library all use
 //! these (re-exported as `counters::ReplayMode` and `runner::{CacheControl, ClockControl}`). This
 //! module imports no other module of the engine.
 
 use std::fmt;
+
+mod run;
+pub use run::{Backend, DurationSource, RunOrder, ThermalMode};
 
 /// A value an option does not accept. Displays as
 /// `replay_mode must be one of 'kernel', 'range', 'application'; got 'app'` (the wording of the
@@ -399,6 +404,46 @@ impl std::str::FromStr for Attribution {
     }
 }
 
+/// The options with choices, each with its canonical names (the enum's `NAMES`).
+pub const CHOICE_OPTIONS: &[(&str, &[&str])] = &[
+    ("replay_mode", ReplayMode::NAMES),
+    ("cache_control", CacheControl::NAMES),
+    ("clock_control", ClockControl::NAMES),
+    ("l2_flush", L2Flush::NAMES),
+    ("kernel_trace", KernelTrace::NAMES),
+    ("graph_trace", GraphTrace::NAMES),
+    ("attribution", Attribution::NAMES),
+    ("order", RunOrder::NAMES),
+    ("duration_source", DurationSource::NAMES),
+    ("backend", Backend::NAMES),
+    ("thermal_mode", ThermalMode::NAMES),
+];
+
+/// The canonical value of `option` for `value`, parsed by the option's one parser (aliases such
+/// as `"user"` for `"range"` become the canonical name); `None` for an option without choices.
+pub fn parse_choice(option: &str, value: &str) -> Option<Result<&'static str, InvalidOptionValue>> {
+    fn canonical<T: std::str::FromStr<Err = InvalidOptionValue> + Copy>(
+        value: &str,
+        name: fn(T) -> &'static str,
+    ) -> Result<&'static str, InvalidOptionValue> {
+        value.parse::<T>().map(name)
+    }
+    Some(match option {
+        "replay_mode" => canonical(value, ReplayMode::as_str),
+        "cache_control" => canonical(value, CacheControl::as_str),
+        "clock_control" => canonical(value, ClockControl::as_str),
+        "l2_flush" => canonical(value, L2Flush::as_str),
+        "kernel_trace" => canonical(value, KernelTrace::as_str),
+        "graph_trace" => canonical(value, GraphTrace::as_str),
+        "attribution" => canonical(value, Attribution::as_str),
+        "order" => canonical(value, RunOrder::as_str),
+        "duration_source" => canonical(value, DurationSource::as_str),
+        "backend" => canonical(value, Backend::as_str),
+        "thermal_mode" => canonical(value, ThermalMode::as_str),
+        _ => return None,
+    })
+}
+
 /// A switch (`counter_pass_records`) as its environment override spells it: `"on"` or `"off"`.
 pub fn parse_switch(option: &'static str, s: &str) -> Result<bool, InvalidOptionValue> {
     match s {
@@ -498,6 +543,15 @@ mod tests {
             ..TraceOptions::default()
         };
         assert_eq!(serial.graph_trace(), GraphTrace::Nodes);
+        for (option, names) in super::CHOICE_OPTIONS {
+            for n in *names {
+                assert_eq!(super::parse_choice(option, n), Some(Ok(*n)), "{option}");
+            }
+            let bad = super::parse_choice(option, "no-such-value").unwrap().unwrap_err();
+            assert_eq!((bad.option, bad.accepted), (*option, *names));
+        }
+        assert_eq!(super::parse_choice("replay_mode", "user"), Some(Ok("range")));
+        assert_eq!(super::parse_choice("runs", "1"), None);
         assert_eq!(super::parse_switch("counter_pass_records", "on"), Ok(true));
         assert_eq!(super::parse_switch("counter_pass_records", "off"), Ok(false));
         let e = |r: Result<(), super::InvalidOptionValue>| r.unwrap_err().to_string();

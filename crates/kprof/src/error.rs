@@ -206,9 +206,6 @@ pub enum ConditionsError {
     /// Thermal settings that make no sense.
     #[error("invalid thermal settings: {0}")]
     InvalidThermalSettings(String),
-    /// A thermal mode string other than `auto`, `manual`, `off`.
-    #[error("unknown thermal mode {0:?}; expected \"auto\", \"manual\" or \"off\"")]
-    UnknownThermalMode(String),
     /// A collection scope string other than `once`, `config`, `run`, `annotation`.
     #[error("unknown collection scope {0:?}; expected \"once\", \"config\", \"run\" or \"annotation\"")]
     UnknownScope(String),

@@ -58,6 +58,7 @@ pub mod loader;
 pub mod ncu;
 pub mod ncu_version;
 pub mod nvtx;
+pub mod option_model;
 pub mod overrides;
 pub mod run_spec;
 pub mod run_status;

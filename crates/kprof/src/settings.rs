@@ -164,7 +164,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     EnvVar {
         name: "KPROF_ONE_PASS",
         default: "`on`",
-        meaning: "Overrides the `one_pass` option (Rust `BenchOptions::one_pass`), and wins over it when set: `on` \
+        meaning: "Overrides the `one_pass` option (Python's `one_pass=`, Rust `BenchOptions::one_pass`), and wins over it when set: `on` \
                   lets recorded runs of eager kernels take their durations from the counter pass alone (mapped to \
                   regions through the warm-up's records); `off` gives every recorded run its timing pass too. Any \
                   other value is an error. Read once per bench call.",

@@ -110,7 +110,9 @@ fn launches_and_their_metrics() {
     let graph_records = serde_json::json!({"counters": {"graph_kernels": 0, "graph_launches": 23}});
     assert!(saw_graphs(&[eager.clone(), graph_records]));
     assert!(!saw_graphs(&[eager, serde_json::json!({"pid": 1})]));
-    assert!(parse_duration_source("nope").unwrap_err().contains("records"));
+    assert!(parse_choice::<DurationSource>("nope")
+        .unwrap_err()
+        .contains("'records'"));
 }
 
 #[test]

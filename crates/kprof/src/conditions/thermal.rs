@@ -22,7 +22,6 @@
 //! sensor and a fake clock.
 
 use std::fmt;
-use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use super::ConditionsError;
@@ -46,41 +45,7 @@ pub const ADJUSTMENT_STEP_C: f64 = 3.0;
 /// Polling interval while cooling.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(500);
 
-/// `thermal_mode`: `auto` (adaptive resume threshold, the default), `manual` (fixed
-/// thresholds), `off`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ThermalMode {
-    /// nsight-python's default: adaptive resume threshold.
-    #[default]
-    Auto,
-    /// Fixed thresholds; the first cooling timeout is an error.
-    Manual,
-    /// No guard.
-    Off,
-}
-
-impl FromStr for ThermalMode {
-    type Err = ConditionsError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "auto" => Ok(ThermalMode::Auto),
-            "manual" => Ok(ThermalMode::Manual),
-            "off" | "none" | "false" => Ok(ThermalMode::Off),
-            _ => Err(ConditionsError::UnknownThermalMode(s.to_string())),
-        }
-    }
-}
-
-impl fmt::Display for ThermalMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            ThermalMode::Auto => "auto",
-            ThermalMode::Manual => "manual",
-            ThermalMode::Off => "off",
-        })
-    }
-}
+pub use crate::choices::ThermalMode;
 
 /// The guard's thresholds (nsight-python's `thermal_wait`, `thermal_cont`, `thermal_timeout`).
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]

@@ -38,11 +38,31 @@ pub enum TargetProcesses {
 }
 
 impl TargetProcesses {
+    /// The canonical names (ncu's), in the order error messages list them.
+    pub const NAMES: &'static [&'static str] = &["all", "application-only"];
+
     /// ncu's spelling.
     pub fn as_str(self) -> &'static str {
         match self {
             TargetProcesses::All => "all",
             TargetProcesses::ApplicationOnly => "application-only",
+        }
+    }
+}
+
+impl std::str::FromStr for TargetProcesses {
+    type Err = crate::choices::InvalidOptionValue;
+
+    /// Parses `"all"` or `"application-only"` (Python's `ncu_options['target_processes']`).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "all" => Ok(TargetProcesses::All),
+            "application-only" => Ok(TargetProcesses::ApplicationOnly),
+            _ => Err(crate::choices::InvalidOptionValue::new(
+                "ncu_options['target_processes']",
+                s,
+                Self::NAMES,
+            )),
         }
     }
 }

@@ -1,5 +1,5 @@
 //! The options of a bench call and of the run loop: [`CacheControl`], [`ClockControl`],
-//! [`RunOrder`], [`DurationSource`], [`BenchOptions`] (defaults and validation) and
+//! [`RunOrder`], [`DurationSource`] (their enums in `choices`), [`BenchOptions`] (defaults and validation) and
 //! [`FlushPolicy`].
 
 use std::path::PathBuf;
@@ -16,87 +16,12 @@ use crate::conditions::runtime::{Collectors, ThermalOptions};
 use crate::error::EngineError;
 use crate::overrides::{self, Lookup, COUNTER_PASS_RECORDS_ENV, L2_FLUSH_BYTES_ENV, L2_FLUSH_ENV, ONE_PASS_ENV};
 
-pub use crate::choices::{CacheControl, ClockControl};
-
-/// The order of (configuration, run) pairs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum RunOrder {
-    /// Run r of every configuration, then run r+1 (the default): slow drifts (thermal, clocks)
-    /// spread over all configurations instead of biasing the last ones.
-    #[default]
-    Interleaved,
-    /// All runs of a configuration, then the next configuration.
-    Sequential,
-}
-
-/// Where the durations of [`DEFAULT_METRIC`](kprof_core::model::DEFAULT_METRIC) (`gpu__time_duration.sum`) come from.
-///
-/// What a duration means in kprof: **an eager kernel's duration is Nsight Compute's
-/// `gpu__time_duration`** (what nsight-python reports), and **a CUDA graph launch counts as the
-/// graph's GPU span** (first node's start to last node's end, as CUDA events around the replay
-/// see it), never one node's time. A region's value combines its kernels and graph launches
-/// ([`Reducer`], the sum by default). Each sample's `DurationSource` column says which source gave
-/// it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum DurationSource {
-    /// Counters when this profiler can collect them, else records (the default). The choice is
-    /// made once per bench call, before any recorded run: the counter session is opened then, and
-    /// a failure (no counter permission, another profiler holding the counters, the CUDA events
-    /// backend) falls back to records with one warning. A call whose warm-up runs replay CUDA
-    /// graphs instantiated before the CUPTI session falls back to records too (with CUPTI 13.0 a
-    /// counter pass corrupts the spans merged from their node records). Costs one more run of the
-    /// closure per recorded run, and the Range Profiler session once per process (it stays open
-    /// between benchmarks). With [`ReplayMode::User`] (range replay) auto is the records: the
-    /// counter `gpu__time_duration` of a range runs from its push to its pop, idle time and
-    /// launch latency included (a 1 MB `x * 2` read 75-89 us that way on the H200 against its
-    /// 3 us kernel).
-    #[default]
-    Auto,
-    /// CUPTI's kernel activity records of the timing pass: one pass, no counter permission
-    /// needed, CUDA graphs timed as their span. With concurrent records (the default trace) short
-    /// kernels read below ncu (1M-float kernel: 3.46 vs 4.22 us on the H200) and kernels of many
-    /// tiny blocks above it (instrumentation); with serial records every kernel reads about 0.5 us
-    /// above ncu, and CUDA graphs cannot be timed for the rest of the process.
-    Records,
-    /// The counter `gpu__time_duration.sum` of every kernel, collected in the counter pass of every
-    /// recorded run (with the kernel records off), as Nsight Compute measures it: one more pass of
-    /// the closure per recorded run, needs counter permission and
-    /// [`Profiler::new`](super::Profiler::new). The timing pass still runs (its records map the
-    /// counter pass's kernels to regions, time CUDA graph launches, which the Range Profiler does
-    /// not profile, and feed the stopping policy). Needs kernel or application replay (an error
-    /// with [`ReplayMode::User`], whose ranges are not kernels).
-    Counters,
-}
+pub use crate::choices::{CacheControl, ClockControl, DurationSource, RunOrder};
 
 /// The `DurationSource` column's value for a region whose duration adds the counters' durations
 /// of its eager kernels and the records' spans of its CUDA graph launches (the Range Profiler
 /// does not profile graph launches). A region of graph launches only says `records`.
 pub const COUNTERS_AND_RECORDS: &str = "counters+records";
-
-impl DurationSource {
-    /// The source a name gives (`auto`, `records`, `counters`); the error names all three.
-    pub fn parse(name: &str) -> Result<DurationSource, EngineError> {
-        match name {
-            "auto" => Ok(DurationSource::Auto),
-            "records" => Ok(DurationSource::Records),
-            "counters" => Ok(DurationSource::Counters),
-            other => Err(invalid_option(&format!(
-                "duration source {other:?} is not one: use \"auto\" (the default: the counters when available, else \
-                 records), \"records\" (CUPTI kernel records of the timing pass) or \"counters\" (the counter \
-                 gpu__time_duration.sum, as Nsight Compute measures it)"
-            ))),
-        }
-    }
-
-    /// The name [`DurationSource::parse`] takes, and the `DurationSource` column's value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DurationSource::Auto => "auto",
-            DurationSource::Records => "records",
-            DurationSource::Counters => "counters",
-        }
-    }
-}
 
 /// Options of one [`Profiler::bench`](super::Profiler::bench) call.
 #[derive(Clone, Debug)]

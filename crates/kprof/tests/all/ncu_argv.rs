@@ -66,6 +66,13 @@ fn cache_clock_replay_and_target_combinations() {
     assert_eq!(ClockControl::Base.to_string(), "base");
     assert_eq!(ReplayMode::Application.to_string(), "application");
     assert_eq!(TargetProcesses::ApplicationOnly.to_string(), "application-only");
+    for t in [TargetProcesses::All, TargetProcesses::ApplicationOnly] {
+        assert_eq!(t.as_str().parse::<TargetProcesses>(), Ok(t));
+    }
+    assert_eq!(
+        "parent".parse::<TargetProcesses>().unwrap_err().to_string(),
+        "ncu_options['target_processes'] must be one of 'all', 'application-only'; got 'parent'"
+    );
 }
 
 #[test]

@@ -900,11 +900,11 @@ fn durations_from_the_counters_are_refused_without_the_cupti_backend_and_a_bad_n
         e.contains("duration source \"counters\"") && e.contains("need the CUPTI backend"),
         "{e}"
     );
-    assert_eq!(DurationSource::parse("counters").unwrap(), DurationSource::Counters);
-    assert_eq!(DurationSource::parse("records").unwrap(), DurationSource::Records);
-    let e = DurationSource::parse("ncu").unwrap_err().to_string();
+    assert_eq!("counters".parse::<DurationSource>(), Ok(DurationSource::Counters));
+    assert_eq!("records".parse::<DurationSource>(), Ok(DurationSource::Records));
+    let e = "ncu".parse::<DurationSource>().unwrap_err().to_string();
     assert!(
-        e.contains("\"ncu\"") && e.contains("\"records\"") && e.contains("\"counters\""),
+        e.contains("'ncu'") && e.contains("'records'") && e.contains("'counters'"),
         "{e}"
     );
 }
