@@ -30,7 +30,7 @@ DurationSourceName = Literal["auto", "records", "counters"]
 @functools.lru_cache(maxsize=1)
 def model() -> dict[str, dict[str, Any]]:
     """Every option of a benchmark by name, in the decorator's order."""
-    return {o["name"]: o for o in _core.option_model()}
+    return {o["name"]: dict(o) for o in _core.option_model()}
 
 
 def python_keywords() -> tuple[str, ...]:
