@@ -384,7 +384,17 @@ impl Profiler {
         }
         self.timeline = Timeline::default();
         // The environment's overrides of the options, read once per bench call.
-        let resolved = opts.with_env_overrides()?;
+        let mut resolved = opts.with_env_overrides()?;
+        let table = kprof_core::sections::table();
+        let names_a_section = |m: &String| table.section(m.trim()).is_some() || table.set(m.trim()).is_some();
+        if resolved.metrics.iter().any(names_a_section) {
+            // Nsight Compute's section and set names stand for their metrics on this chip.
+            let expansion = crate::counters::sections::expand_metrics(&resolved.metrics)?;
+            if let Some(note) = expansion.left_out_note() {
+                self.warnings.push(format!("{name}: {note}"));
+            }
+            resolved.metrics = expansion.metrics;
+        }
         let opts = &resolved;
         opts.validate()?;
         // Counter metrics are validated on the host before any GPU work. Durations from the

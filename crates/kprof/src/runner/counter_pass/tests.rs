@@ -1025,3 +1025,4 @@ fn application_replay_flushes_before_each_kernel_when_cold_and_rests_between_the
 
 mod graphs;
 mod one_pass;
+mod sections;
