@@ -2,7 +2,7 @@
 
     python3 gpu-checks/default_cost.py split    # the seed sweep three times in one process
     python3 gpu-checks/default_cost.py trace    # a graph replay and an eager chain before/after benchmarks
-    python3 gpu-checks/default_cost.py plain    # the seed sweep's work without a profiler
+    python3 gpu-checks/default_cost.py plain    # the seed sweep's work without a profiler (TRUTH row)
 
 Prints one ``COST {json}`` line per measurement (the fixture format of benches/ recordings).
 ``split``: the first sweep (pays the counter set-up), a second one (the session kept), and a third
@@ -24,7 +24,7 @@ import warnings
 import torch
 
 # The seed sweep's sizes and work, as the truth check runs them (gpu_check_truth.py, beside this file).
-from gpu_check_truth import SWEEP, seed_matmul  # noqa: E402
+from gpu_check_truth import SWEEP, seed_matmul, sweep_plain  # noqa: E402
 
 
 def emit(**kw: object) -> None:
@@ -65,18 +65,6 @@ def split(source: str | None = None) -> None:
         rows.append({"sweep": label, "wall_s": round(wall, 4), "avg_ns": [float(v) for v in df["AvgValue"]],
                      "sources": sorted(set(map(str, df.get("DurationSource", [])))), "cost": delta(cost(), c0)})
     emit(part="split", source=source or "auto", one_pass=os.environ.get("KPROF_ONE_PASS", "on"), rows=rows)
-
-
-def plain() -> None:
-    walls = []
-    for _ in range(2):
-        t0 = time.perf_counter()
-        for n in SWEEP:
-            for _ in range(13):
-                seed_matmul(n)
-                torch.cuda.synchronize()
-        walls.append(time.perf_counter() - t0)
-    emit(part="plain", walls=walls)
 
 
 def graph_and_chain() -> tuple[torch.cuda.CUDAGraph, torch.Tensor]:
@@ -155,7 +143,7 @@ if __name__ == "__main__":
     if what == "split":
         split(sys.argv[2] if len(sys.argv) > 2 else None)
     elif what == "plain":
-        plain()
+        sweep_plain()
     elif what == "trace":
         trace()
     else:
