@@ -560,9 +560,12 @@ impl Profiler {
                 one_pass: false,
             };
             if let Some(run) = self.one_pass_step(sw, at, f)? {
-                if matches!(run.counters, counter_pass::CounterRun::Failed(_)) {
+                let failed = matches!(run.counters, counter_pass::CounterRun::Failed(_));
+                if failed {
                     crate::cancel::check()?;
                 }
+                // A failed run ends the sweep at once, as a failed timing pass does.
+                let abort = failed && !opts.ignore_failures;
                 sw.pending_recorded[step.config] += 1;
                 let started = *sw.batch_start.get_or_insert(t0);
                 sw.pending.push(PendingRun {
@@ -575,7 +578,7 @@ impl Profiler {
                     own_kernels: Some(run.kernels),
                 });
                 crate::cancel::check()?;
-                if sw.pending.len() >= max_runs || started.elapsed() >= self.flush_policy.max_time {
+                if abort || sw.pending.len() >= max_runs || started.elapsed() >= self.flush_policy.max_time {
                     self.flush_batch(sw, None)?;
                 }
                 continue;

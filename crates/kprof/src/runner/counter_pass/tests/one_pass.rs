@@ -165,3 +165,24 @@ fn a_run_in_one_pass_ends_in_its_counter_pass() {
     .unwrap();
     assert_eq!(ends, 3);
 }
+
+#[test]
+fn a_run_in_one_pass_that_fails_ends_the_sweep_at_once() {
+    let (mock, mut p) = callbacks_mock();
+    let m = mock.clone();
+    let mut calls = 0;
+    let e = p
+        .bench("f", &[], &one_pass_opts(5), |_, run| {
+            calls += 1;
+            run.annotate("a", |_| m.launch("k1", 10))?;
+            if calls == 3 {
+                return Err("boom".into());
+            }
+            Ok(())
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("boom"), "{e}");
+    // The warm-up, two good runs and the failed one: no run after it.
+    assert_eq!(calls, 3);
+}
