@@ -93,7 +93,7 @@ pub(crate) enum BeforeEachKernel {
     Rest,
 }
 pub use options::{
-    BenchOptions, CacheControl, ClockControl, DurationSource, FlushPolicy, RunOrder, COUNTERS_AND_RECORDS,
+    BenchOptions, CacheControl, ClockControl, DurationSource, FlushPolicy, RunOrder, SampleSource, COUNTERS_AND_RECORDS,
 };
 pub use profiler::{Profiler, CUDA_EVENTS_METRIC};
 pub use progress::{Progress, ProgressHook};

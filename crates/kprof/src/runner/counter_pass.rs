@@ -894,7 +894,7 @@ impl Profiler {
         // when its counter pass gave nothing usable (the closure launched other kernels there,
         // or more than a counter-data image holds: 100,000 kernels in one region on the H200):
         // a duration is never NaN while the records have it. Other metrics are NaN.
-        let records_instead = opts.duration == DurationSource::Auto && self.duration_source == "counters";
+        let records_instead = opts.duration == DurationSource::Auto && self.duration_source == SampleSource::Counters;
         let nan_all = |me: &mut Profiler, raw: &mut RawResults, msg: &str| -> Result<(), EngineError> {
             let mut from_records = 0;
             for s in spans {
@@ -903,7 +903,7 @@ impl Profiler {
                         let kernels = collected.by_region.get(&s.key).map(Vec::as_slice).unwrap_or(&[]);
                         let pairs = record_durations(kernels, opts);
                         if let Some((kname, value)) = combine_kernels(&pairs, &opts.combine) {
-                            let counters = std::mem::replace(&mut me.duration_source, DurationSource::Records.as_str());
+                            let counters = std::mem::replace(&mut me.duration_source, SampleSource::Records);
                             let pushed = me.push_sample_as(
                                 raw, name, &s.name, m, u, step, device_idx, value, &kname, &pairs, None,
                             );
@@ -1108,8 +1108,8 @@ impl Profiler {
                         // both.
                         let from_graphs = m == DEFAULT_METRIC && graph_items.iter().any(|k| keep(k));
                         let source = match (from_graphs, kernels.iter().any(keep)) {
-                            (true, false) => DurationSource::Records.as_str(),
-                            (true, true) => COUNTERS_AND_RECORDS,
+                            (true, false) => SampleSource::Records,
+                            (true, true) => SampleSource::CountersAndRecords,
                             (false, _) => self.duration_source,
                         };
                         let counters = std::mem::replace(&mut self.duration_source, source);

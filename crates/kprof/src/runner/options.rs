@@ -21,7 +21,33 @@ pub use crate::choices::{CacheControl, ClockControl, DurationSource, RunOrder};
 /// The `DurationSource` column's value for a region whose duration adds the counters' durations
 /// of its eager kernels and the records' spans of its CUDA graph launches (the Range Profiler
 /// does not profile graph launches). A region of graph launches only says `records`.
-pub const COUNTERS_AND_RECORDS: &str = "counters+records";
+pub const COUNTERS_AND_RECORDS: &str = SampleSource::CountersAndRecords.as_str();
+
+/// Where a duration row's value came from: the `DurationSource` column of the raw results (the
+/// resolved [`DurationSource`] of a bench call, or its backend's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SampleSource {
+    /// CUPTI's kernel or graph records.
+    Records,
+    /// The Range Profiler's `gpu__time_duration`.
+    Counters,
+    /// The counters for eager kernels, the records' spans for graph launches.
+    CountersAndRecords,
+    /// Two CUDA events around the region.
+    CudaEvents,
+}
+
+impl SampleSource {
+    /// The column's text.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            SampleSource::Records => "records",
+            SampleSource::Counters => "counters",
+            SampleSource::CountersAndRecords => "counters+records",
+            SampleSource::CudaEvents => "cuda-events",
+        }
+    }
+}
 
 /// Options of one [`Profiler::bench`](super::Profiler::bench) call.
 #[derive(Clone, Debug)]

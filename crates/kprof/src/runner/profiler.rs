@@ -18,7 +18,8 @@ use kprof_core::transforms::combine_kernels;
 use super::run::{RunInner, RunState, SpanRec};
 use super::{
     closure_error, invalid_option, model_error, raw_csv_path, record_durations, write_raw, Backend, BenchOptions,
-    CacheControl, Collected, DurationSource, FlushPolicy, Progress, Run, Scheduler, Span, Step, DEFAULT_UNIT,
+    CacheControl, Collected, DurationSource, FlushPolicy, Progress, Run, SampleSource, Scheduler, Span, Step,
+    DEFAULT_UNIT,
 };
 use super::{counter_pass, events, gpu, gpu_rest, one_pass, progress, timeline};
 use crate::choices::TraceOptions;
@@ -115,7 +116,7 @@ pub struct Profiler {
     pub(super) conditions: ProfilerConditions,
     /// The current bench call's `DurationSource` column: `counters`, `records` or `cuda-events`
     /// (the resolved [`DurationSource`]).
-    pub(super) duration_source: &'static str,
+    pub(super) duration_source: SampleSource,
     /// Ranges the next kernel- or application-replay counter pass starts with: the largest
     /// counter-data image a benchmark of this profiler needed so far, so that a later benchmark
     /// does not grow it again (see `counter_pass`).
@@ -234,7 +235,7 @@ impl Profiler {
             counters_used: false,
             metric,
             conditions,
-            duration_source: "records",
+            duration_source: SampleSource::Records,
             counter_capacity: counter_pass::FIRST_CAPACITY,
             warned_graphs_under_cupti: false,
             closure_asked_counter_pass: false,
@@ -414,9 +415,9 @@ impl Profiler {
         let graph_launches_at_start = self.backend.graph_launches_seen();
         let stale_graph_launches_at_start = self.backend.graph_launches_instantiated_before_counters();
         self.duration_source = match (self.metric, duration) {
-            (CUDA_EVENTS_METRIC, _) => "cuda-events",
-            (_, DurationSource::Counters) => "counters",
-            _ => "records",
+            (CUDA_EVENTS_METRIC, _) => SampleSource::CudaEvents,
+            (_, DurationSource::Counters) => SampleSource::Counters,
+            _ => SampleSource::Records,
         };
         let default_configs = [Config::new()];
         let configs: &[Config] = if configs.is_empty() { &default_configs } else { configs };
@@ -669,7 +670,7 @@ impl Profiler {
         let (counters, duration) = self.counters_prepare(sw.name, sw.opts)?;
         sw.counters = counters;
         if duration == DurationSource::Counters {
-            self.duration_source = "counters";
+            self.duration_source = SampleSource::Counters;
         }
         Ok(())
     }
@@ -691,7 +692,7 @@ impl Profiler {
             && at.opts.one_pass
             && !self.closure_asked_counter_pass
             && !sw.two_passes[c]
-            && self.duration_source == "counters"
+            && self.duration_source == SampleSource::Counters
             && at.opts.cache == CacheControl::All
             && self.backend.can_act_before_each_kernel()
             && sw
@@ -871,7 +872,7 @@ impl Profiler {
                 Some(_) => None,
             };
             let may_take_one_pass =
-                self.duration_source == "counters" && opts.one_pass && opts.cache == CacheControl::All;
+                self.duration_source == SampleSource::Counters && opts.one_pass && opts.cache == CacheControl::All;
             if self.metric != CUDA_EVENTS_METRIC && may_take_one_pass && sw.kernel_maps[step.config].is_some() {
                 let label = format!("{config} (warm-up)");
                 timeline::append(&mut self.timeline, &label, step.run, &spans, collected);
@@ -917,7 +918,7 @@ impl Profiler {
             let mut any = false;
             // With durations from the counters, the counter pass records `gpu__time_duration.sum`
             // (NaN for the regions below too); the records still feed the stopping policy.
-            let from_records = self.duration_source != "counters";
+            let from_records = self.duration_source != SampleSource::Counters;
             for s in &spans {
                 // Why the region has no value in this run (it is then recorded as NaN).
                 let nan_reason = if s.failed {
@@ -1133,7 +1134,10 @@ impl Profiler {
         let run_extras = self.conditions.extras_for(step.config, step.run, region);
         extras.extend(run_extras.iter().map(|(n, v)| (n.as_str(), v.clone())));
         if metric == DEFAULT_METRIC || metric == CUDA_EVENTS_METRIC {
-            extras.push(("DurationSource", ExtraValue::Text(self.duration_source.to_string())));
+            extras.push((
+                "DurationSource",
+                ExtraValue::Text(self.duration_source.as_str().to_string()),
+            ));
         }
         if let Some(w) = warning {
             extras.push(("Warning", ExtraValue::Text(w.to_string())));
