@@ -51,11 +51,12 @@ def in_counter_pass() -> bool:
     """Whether the profiled function is being called for a counter pass rather than to be timed.
 
     With counter metrics, or with durations from the counters (``duration_source="auto"``, the
-    default, where the counters can be used), every recorded run calls the function once more
-    after its timing pass, for the counters. A function that times itself (CUDA events around its
-    work, as some benchmarks do) keeps only the calls where this is False. False outside a
-    profiled call, and with backends that run no counter pass. kprof's own (nsight-python has no
-    counter pass of this kind)."""
+    default, where the counters can be used), every recorded run calls the function under the
+    counters: after its timing pass, or alone for a run of eager kernels taken in one pass. A
+    function that times itself (CUDA events around its work, as some benchmarks do) keeps only the
+    calls where this is False: a benchmark whose function asks this keeps a timing pass in every
+    recorded run. False outside a profiled call, and with backends that run no counter pass.
+    kprof's own (nsight-python has no counter pass of this kind)."""
     probe = getattr(_backend.get_backend(), "_in_counter_pass", None)
     return bool(probe()) if probe is not None else False
 
