@@ -356,4 +356,18 @@ mod tests {
             "{msg}"
         );
     }
+
+    #[test]
+    fn one_pass_is_on_by_default_and_its_variable_wins() {
+        assert!(BenchOptions::default().one_pass);
+        let opts = BenchOptions::default();
+        let off = |k: &str| (k == "KPROF_ONE_PASS").then(|| "off".to_string());
+        assert!(!opts.with_overrides_from(&off).unwrap().one_pass);
+        let bad = |k: &str| (k == "KPROF_ONE_PASS").then(|| "twice".to_string());
+        let msg = opts.with_overrides_from(&bad).unwrap_err().to_string();
+        assert!(
+            msg.contains("KPROF_ONE_PASS=\"twice\"") && msg.contains("'on', 'off'"),
+            "{msg}"
+        );
+    }
 }
