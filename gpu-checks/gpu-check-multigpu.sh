@@ -16,11 +16,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${1:-${OUT:?give OUT}}"
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-KPROF="${KPROF:-$PWD/.carry/bin/kprof}"
-status=0
-fail() { echo "FAIL: $*"; status=1; }
+. gpu-checks/out-setup.sh
 . gpu-checks/gpu-wheel.sh
 nvidia-smi -L
 gpus=$(nvidia-smi -L | grep -c '^GPU ')

@@ -36,9 +36,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${1:-${OUT:?give OUT}}"
 BASELINE="${2:-}"
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-KPROF="${KPROF:-$PWD/.carry/bin/kprof}"
+. gpu-checks/out-setup.sh
 PY="${PY:-/opt/torch/.venv/bin/python3}"
 NCU="${NCU:-/usr/local/cuda/bin/ncu}"
 APP=$PWD/gpu-checks/gpu-run/run_cost_app.py
@@ -50,8 +48,6 @@ W=$(mktemp -d /tmp/runcost.XXXXXX)
 LOG=$OUT/runcost.log
 J=$OUT/runcost.jsonl
 : > "$J"
-status=0
-fail() { echo "FAIL: $*"; status=1; }
 
 [ -x "$KPROF" ] && [ -f "$(dirname "$KPROF")/libkprof_inject.so" ] || { echo "run scripts/build-carry.sh first"; exit 2; }
 

@@ -21,14 +21,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${1:-${OUT:?give OUT}}"
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-KPROF="${KPROF:-$PWD/.carry/bin/kprof}"
+. gpu-checks/out-setup.sh
 PY="${PY:-/opt/torch/.venv/bin/python3}"
 APP=$PWD/gpu-checks/gpu-run/torchrun_app.py
 CHECK=$PWD/gpu-checks/gpu-run/check_ranks.py
-status=0
-fail() { echo "FAIL: $*"; status=1; }
 
 # launch BACKEND: kprof run on torchrun with APP_BACKEND=BACKEND; sets RC.
 launch() {

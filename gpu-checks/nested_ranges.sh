@@ -20,14 +20,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${1:?give the output folder}"
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-KPROF="${KPROF:-$PWD/.carry/bin/kprof}"
+. gpu-checks/out-setup.sh
 PY="${PY:-/opt/torch/.venv/bin/python3}"
 NCU="${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}"
 APP=$PWD/gpu-checks/nested_ranges_app.py
-status=0
-fail() { echo "FAIL: $*"; status=1; }
 
 # krun NAME ARGS...: kprof run --out OUT/NAME ARGS -- PY APP, output in OUT/NAME.out/.err.
 krun() {

@@ -11,6 +11,8 @@ import pytest
 import kprof
 from kprof import _backend, _core
 
+from fake_schedule import run_schedule
+
 
 class FakeBackend:
     """Runs the benchmark loop like the engine and fabricates deterministic values.
@@ -49,20 +51,7 @@ class FakeBackend:
         self.name, self.configs, self.options = name, configs, options
         self._rows = []
         n = len(configs)
-        for i in range(n):
-            for _ in range(options["warmup"]):
-                func(i)
-        if options["order"] == "interleaved":
-            schedule = [(i, r) for r in range(options["runs"]) for i in range(n)]
-        else:
-            schedule = [(i, r) for i in range(n) for r in range(options["runs"])]
-        for i, r in schedule:
-            self._recording = (i, r)
-            try:
-                func(i)
-            finally:
-                self._recording = None
-            progress.advance(i)
+        run_schedule(self, func, n, options, progress)
         metric = options["metrics"][0]
         cols = {c: [] for c in (*_backend.RAW_COLUMNS, "_config")}
         for ann, value, i, run in self._rows:

@@ -15,6 +15,8 @@ import socket
 
 from kprof import _backend
 
+from fake_schedule import run_schedule
+
 GPU = "Offline GPU"
 #: The device's SM count the fingerprint reports (an H100 SXM's or H200's).
 SM_COUNT = 132
@@ -67,21 +69,7 @@ class ExamplesBackend:
         self.options = options
         self._rows = []
         n = len(configs)
-        for i in range(n):
-            for _ in range(options["warmup"]):
-                func(i)
-        runs = options["runs"]
-        if options["order"] == "interleaved":
-            schedule = [(i, r) for r in range(runs) for i in range(n)]
-        else:
-            schedule = [(i, r) for i in range(n) for r in range(runs)]
-        for i, r in schedule:
-            self._recording = (i, r)
-            try:
-                func(i)
-            finally:
-                self._recording = None
-            progress.advance(i)
+        run_schedule(self, func, n, options, progress)
         return self._table(name, list(options["metrics"]))
 
     def _table(self, name: str, metrics: list[str]) -> dict[str, list]:

@@ -120,17 +120,28 @@ def _recorded_speed_of_light_counters() -> list[str]:
     return keep
 
 
+_WHEEL_DIR = os.path.join(REPO, "target", "cupti-wheel", "unpacked")
+
+
 def _cupti_wheel() -> bool:
-    d = os.environ.get("KPROF_CUPTI_WHEEL_DIR") or os.path.join(REPO, "target", "cupti-wheel", "unpacked")
+    d = os.environ.get("KPROF_CUPTI_WHEEL_DIR") or _WHEEL_DIR
     return os.path.isdir(os.path.join(d, "nvidia", "cu13", "lib"))
 
 
-@pytest.mark.skipif(not _cupti_wheel(), reason="no unpacked nvidia-cuda-cupti wheel (scripts/setup-dev.sh)")
-def test_metrics_speed_of_light_reaches_the_engine_as_its_metric_names(fake_backend, monkeypatch, silent):
+needs_cupti_wheel = pytest.mark.skipif(not _cupti_wheel(), reason="no unpacked nvidia-cuda-cupti wheel (scripts/setup-dev.sh)")
+
+
+@pytest.fixture
+def gh100_without_device(monkeypatch):
+    """The metric names of a GH100 (KPROF_CHIP), no device, CUPTI's host tables from the wheel."""
     monkeypatch.setenv("KPROF_CHIP", "GH100")
     monkeypatch.setenv("KPROF_NO_DEVICE", "1")
     if not os.environ.get("KPROF_CUPTI_WHEEL_DIR"):
-        monkeypatch.setenv("KPROF_CUPTI_WHEEL_DIR", os.path.join(REPO, "target", "cupti-wheel", "unpacked"))
+        monkeypatch.setenv("KPROF_CUPTI_WHEEL_DIR", _WHEEL_DIR)
+
+
+@needs_cupti_wheel
+def test_metrics_speed_of_light_reaches_the_engine_as_its_metric_names(fake_backend, gh100_without_device, silent):
 
     @kprof.analyze.kernel(configs=[(1,)], runs=1, warmup=0, metrics=["SpeedOfLight"], verbosity=silent, output_prefix=None)
     def bench(n):
@@ -144,12 +155,8 @@ def test_metrics_speed_of_light_reaches_the_engine_as_its_metric_names(fake_back
     assert any("launch__waves_per_multiprocessor" in str(w.message) for w in caught)
 
 
-@pytest.mark.skipif(not _cupti_wheel(), reason="no unpacked nvidia-cuda-cupti wheel (scripts/setup-dev.sh)")
-def test_the_passes_are_shown_before_the_run(fake_backend, monkeypatch, capfd):
-    monkeypatch.setenv("KPROF_CHIP", "GH100")
-    monkeypatch.setenv("KPROF_NO_DEVICE", "1")
-    if not os.environ.get("KPROF_CUPTI_WHEEL_DIR"):
-        monkeypatch.setenv("KPROF_CUPTI_WHEEL_DIR", os.path.join(REPO, "target", "cupti-wheel", "unpacked"))
+@needs_cupti_wheel
+def test_the_passes_are_shown_before_the_run(fake_backend, gh100_without_device, capfd):
     metrics, _, passes = _core.expand_metrics(["SpeedOfLight"])
     one = _core.expand_metrics(["dram__bytes_read.sum", "SpeedOfLight"])
     assert isinstance(passes, int) and passes > 1 and one[2] >= passes

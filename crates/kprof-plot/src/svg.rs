@@ -153,6 +153,19 @@ impl TaggedSvg {
             }
         }
     }
+    /// One `tag` element with the attributes `attrs` gives for the colour `c`; nothing when `c` is
+    /// fully transparent.
+    fn shape(
+        &mut self,
+        tag: &str,
+        c: BackendColor,
+        attrs: impl FnOnce(BackendColor) -> Vec<(&'static str, String)>,
+    ) -> Result<(), DrawingErrorKind<SvgError>> {
+        if c.alpha != 0.0 {
+            self.element(tag, &attrs(c), None);
+        }
+        Ok(())
+    }
 }
 
 fn points(path: impl IntoIterator<Item = BackendCoord>) -> String {
@@ -180,22 +193,16 @@ impl DrawingBackend for TaggedSvg {
     }
 
     fn draw_pixel(&mut self, p: BackendCoord, c: BackendColor) -> Result<(), DrawingErrorKind<SvgError>> {
-        if c.alpha == 0.0 {
-            return Ok(());
-        }
-        self.element(
-            "rect",
-            &[
+        self.shape("rect", c, |c| {
+            vec![
                 ("x", p.0.to_string()),
                 ("y", p.1.to_string()),
                 ("width", "1".into()),
                 ("height", "1".into()),
                 ("fill", color(c)),
                 ("opacity", c.alpha.to_string()),
-            ],
-            None,
-        );
-        Ok(())
+            ]
+        })
     }
 
     fn draw_line<S: BackendStyle>(
@@ -204,13 +211,8 @@ impl DrawingBackend for TaggedSvg {
         to: BackendCoord,
         style: &S,
     ) -> Result<(), DrawingErrorKind<SvgError>> {
-        let c = style.color();
-        if c.alpha == 0.0 {
-            return Ok(());
-        }
-        self.element(
-            "line",
-            &[
+        self.shape("line", style.color(), |c| {
+            vec![
                 ("x1", from.0.to_string()),
                 ("y1", from.1.to_string()),
                 ("x2", to.0.to_string()),
@@ -218,10 +220,8 @@ impl DrawingBackend for TaggedSvg {
                 ("stroke", color(c)),
                 ("stroke-width", style.stroke_width().to_string()),
                 ("opacity", c.alpha.to_string()),
-            ],
-            None,
-        );
-        Ok(())
+            ]
+        })
     }
 
     fn draw_rect<S: BackendStyle>(
@@ -231,14 +231,9 @@ impl DrawingBackend for TaggedSvg {
         style: &S,
         fill: bool,
     ) -> Result<(), DrawingErrorKind<SvgError>> {
-        let c = style.color();
-        if c.alpha == 0.0 {
-            return Ok(());
-        }
-        let (f, s) = fill_and_stroke(c, fill);
-        self.element(
-            "rect",
-            &[
+        self.shape("rect", style.color(), |c| {
+            let (f, s) = fill_and_stroke(c, fill);
+            vec![
                 ("x", ul.0.to_string()),
                 ("y", ul.1.to_string()),
                 ("width", (br.0 - ul.0).to_string()),
@@ -246,10 +241,8 @@ impl DrawingBackend for TaggedSvg {
                 ("fill", f),
                 ("stroke", s),
                 ("opacity", c.alpha.to_string()),
-            ],
-            None,
-        );
-        Ok(())
+            ]
+        })
     }
 
     fn draw_path<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(
@@ -257,22 +250,15 @@ impl DrawingBackend for TaggedSvg {
         path: I,
         style: &S,
     ) -> Result<(), DrawingErrorKind<SvgError>> {
-        let c = style.color();
-        if c.alpha == 0.0 {
-            return Ok(());
-        }
-        self.element(
-            "polyline",
-            &[
+        self.shape("polyline", style.color(), |c| {
+            vec![
                 ("fill", "none".into()),
                 ("stroke", color(c)),
                 ("stroke-width", style.stroke_width().to_string()),
                 ("opacity", c.alpha.to_string()),
                 ("points", points(path)),
-            ],
-            None,
-        );
-        Ok(())
+            ]
+        })
     }
 
     fn fill_polygon<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(
@@ -280,20 +266,13 @@ impl DrawingBackend for TaggedSvg {
         path: I,
         style: &S,
     ) -> Result<(), DrawingErrorKind<SvgError>> {
-        let c = style.color();
-        if c.alpha == 0.0 {
-            return Ok(());
-        }
-        self.element(
-            "polygon",
-            &[
+        self.shape("polygon", style.color(), |c| {
+            vec![
                 ("fill", color(c)),
                 ("opacity", c.alpha.to_string()),
                 ("points", points(path)),
-            ],
-            None,
-        );
-        Ok(())
+            ]
+        })
     }
 
     fn draw_circle<S: BackendStyle>(
@@ -303,14 +282,9 @@ impl DrawingBackend for TaggedSvg {
         style: &S,
         fill: bool,
     ) -> Result<(), DrawingErrorKind<SvgError>> {
-        let c = style.color();
-        if c.alpha == 0.0 {
-            return Ok(());
-        }
-        let (f, s) = fill_and_stroke(c, fill);
-        self.element(
-            "circle",
-            &[
+        self.shape("circle", style.color(), |c| {
+            let (f, s) = fill_and_stroke(c, fill);
+            vec![
                 ("cx", center.0.to_string()),
                 ("cy", center.1.to_string()),
                 ("r", radius.to_string()),
@@ -318,10 +292,8 @@ impl DrawingBackend for TaggedSvg {
                 ("stroke", s),
                 ("stroke-width", style.stroke_width().to_string()),
                 ("opacity", c.alpha.to_string()),
-            ],
-            None,
-        );
-        Ok(())
+            ]
+        })
     }
 
     fn draw_text<S: BackendTextStyle>(

@@ -20,9 +20,7 @@ use crate::{conditions, process_options, raw_from_columns};
 /// cannot be opened or written (a newer kprof's store, a file that is not a store, ...).
 #[pyfunction]
 #[pyo3(signature = (raw, options, db, name, tags, commit=None, environment=None))]
-#[allow(clippy::too_many_arguments)]
 pub fn store_raw(
-    py: Python<'_>,
     raw: &Bound<'_, PyDict>,
     options: &Bound<'_, PyDict>,
     db: PathBuf,
@@ -31,6 +29,7 @@ pub fn store_raw(
     commit: Option<String>,
     environment: Option<String>,
 ) -> PyResult<i64> {
+    let py = raw.py();
     let (params, opts) = process_options(options)?;
     let mut raw_results = raw_from_columns(raw, &params)?;
     conditions::attach(raw, &conditions::extra_names(options)?, &mut raw_results)?;

@@ -17,25 +17,37 @@ fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
+/// `kprof plot <fixture> <args> -o <dir>/<name>`, which must exit 0; the figure's path.
+fn plot_to(dir: &tempfile::TempDir, fixture_name: &str, name: &str, args: &[&str]) -> PathBuf {
+    let path = out(dir, name);
+    let fixture = fixture(fixture_name);
+    let argv: Vec<&str> = ["plot", fixture.as_str()]
+        .into_iter()
+        .chain(args.iter().copied())
+        .chain(["-o", path.to_str().unwrap()])
+        .collect();
+    assert_eq!(run(&argv), 0, "kprof {}", argv.join(" "));
+    path
+}
+
 #[test]
 fn plot_processed_csv_to_svg_with_error_bars() {
     let dir = tempfile::tempdir().unwrap();
-    let svg = out(&dir, "fig.svg");
-    let code = run(&[
-        "plot",
-        &fixture("step5-tflops.csv"),
-        "--metric",
-        "gpu__time_duration.sum",
-        "--x",
-        "n",
-        "-o",
-        svg.to_str().unwrap(),
-        "--title",
-        "fp32 vs fp16",
-        "--ylabel",
-        "time",
-    ]);
-    assert_eq!(code, 0);
+    let svg = plot_to(
+        &dir,
+        "step5-tflops.csv",
+        "fig.svg",
+        &[
+            "--metric",
+            "gpu__time_duration.sum",
+            "--x",
+            "n",
+            "--title",
+            "fp32 vs fp16",
+            "--ylabel",
+            "time",
+        ],
+    );
     let text = read(&svg);
     assert!(text.starts_with("<svg") || text.contains("<svg"), "an SVG document");
     assert!(text.contains("fp32 vs fp16"), "title");
@@ -45,24 +57,23 @@ fn plot_processed_csv_to_svg_with_error_bars() {
         "one series per annotation in the legend"
     );
 
-    let svg2 = out(&dir, "bare.svg");
-    let code = run(&[
-        "plot",
-        &fixture("step5-tflops.csv"),
-        "--metric",
-        "gpu__time_duration.sum",
-        "--x",
-        "n",
-        "--no-error-bars",
-        "--type",
-        "bar",
-        "--aggregate",
-        "geomean",
-        "--annotate-points",
-        "-o",
-        svg2.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0);
+    let svg2 = plot_to(
+        &dir,
+        "step5-tflops.csv",
+        "bare.svg",
+        &[
+            "--metric",
+            "gpu__time_duration.sum",
+            "--x",
+            "n",
+            "--no-error-bars",
+            "--type",
+            "bar",
+            "--aggregate",
+            "geomean",
+            "--annotate-points",
+        ],
+    );
     let text = read(&svg2);
     assert!(!text.contains("kprof-errorbar"), "--no-error-bars");
     assert!(text.contains("Geomean"), "aggregate bar labelled");
@@ -71,16 +82,7 @@ fn plot_processed_csv_to_svg_with_error_bars() {
 #[test]
 fn plot_raw_csv_to_png() {
     let dir = tempfile::tempdir().unwrap();
-    let png = out(&dir, "sgemm.png");
-    let code = run(&[
-        "plot",
-        &fixture("sgemm-raw.csv"),
-        "--x",
-        "n",
-        "-o",
-        png.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0);
+    let png = plot_to(&dir, "sgemm-raw.csv", "sgemm.png", &["--x", "n"]);
     let bytes = std::fs::read(&png).unwrap();
     assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
     assert!(bytes.len() > 5_000, "a real image ({} bytes)", bytes.len());
@@ -89,19 +91,13 @@ fn plot_raw_csv_to_png() {
 #[test]
 fn plot_panels_and_variants() {
     let dir = tempfile::tempdir().unwrap();
-    let svg = out(&dir, "panels.svg");
     // step5: parameter n only; panels by n gives one panel per size.
-    let code = run(&[
-        "plot",
-        &fixture("step5-tflops.csv"),
-        "--metric",
-        "tflops",
-        "--col-panels",
-        "n",
-        "-o",
-        svg.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0);
+    let svg = plot_to(
+        &dir,
+        "step5-tflops.csv",
+        "panels.svg",
+        &["--metric", "tflops", "--col-panels", "n"],
+    );
     let text = read(&svg);
     assert_eq!(text.matches("kprof-panel\"").count(), 4, "one panel per n (512..4096)");
 }

@@ -5,16 +5,12 @@ use kprof_core::*;
 
 use crate::common::device;
 
-#[allow(clippy::too_many_arguments)]
+/// One sample of `kernel`: where it was taken (benchmark, annotation, config, run) and what
+/// (metric, value, unit).
 fn push(
     raw: &mut RawResults,
-    bench: &str,
-    ann: &str,
-    c: &Config,
-    run: u32,
-    metric: &str,
-    v: f64,
-    unit: &str,
+    (bench, ann, c, run): (&str, &str, &Config, u32),
+    (metric, v, unit): (&str, f64, &str),
     kernel: &str,
 ) {
     raw.push(&SampleRecord {
@@ -60,19 +56,24 @@ fn matmul_raw() -> RawResults {
     let c1 = Config::new().with("n", 1024);
     let c2 = Config::new().with("n", 2048);
     for run in 0..2 {
-        push(&mut raw, "mm", "cublas", &c1, run, DEFAULT_METRIC, 1e6, "ns", "gemm_a");
-        push(&mut raw, "mm", "cublas", &c2, run, DEFAULT_METRIC, 8e6, "ns", "gemm_b");
+        push(
+            &mut raw,
+            ("mm", "cublas", &c1, run),
+            (DEFAULT_METRIC, 1e6, "ns"),
+            "gemm_a",
+        );
+        push(
+            &mut raw,
+            ("mm", "cublas", &c2, run),
+            (DEFAULT_METRIC, 8e6, "ns"),
+            "gemm_b",
+        );
     }
     // A failed run.
     push(
         &mut raw,
-        "mm",
-        "cublas",
-        &c1,
-        2,
-        DEFAULT_METRIC,
-        f64::NAN,
-        "ns",
+        ("mm", "cublas", &c1, 2),
+        (DEFAULT_METRIC, f64::NAN, "ns"),
         "gemm_a",
     );
     raw
@@ -204,9 +205,9 @@ fn run_metrics_get_and_unit() {
 fn groups_see_all_metrics_of_their_run() {
     let mut raw = RawResults::new();
     let c = Config::new();
-    push(&mut raw, "b", "a", &c, 0, "bytes", 1000.0, "byte", "k");
-    push(&mut raw, "b", "a", &c, 0, "ns", 10.0, "ns", "k");
-    push(&mut raw, "b", "other", &c, 0, "ns", 20.0, "ns", "k2");
+    push(&mut raw, ("b", "a", &c, 0), ("bytes", 1000.0, "byte"), "k");
+    push(&mut raw, ("b", "a", &c, 0), ("ns", 10.0, "ns"), "k");
+    push(&mut raw, ("b", "other", &c, 0), ("ns", 20.0, "ns"), "k2");
     let added = apply_derived(&mut raw, |m| {
         let (Some(bytes), Some(ns)) = (m.get("bytes"), m.get("ns")) else {
             return Ok(vec![]);
@@ -271,13 +272,8 @@ fn error_from_f_names_the_group() {
     let mut raw2 = RawResults::new();
     push(
         &mut raw2,
-        "b",
-        "a",
-        &Config::new().with("m", 3),
-        0,
-        "ns",
-        1.0,
-        "ns",
+        ("b", "a", &Config::new().with("m", 3), 0),
+        ("ns", 1.0, "ns"),
         "k",
     );
     let err = apply_derived(&mut raw2, tflops).unwrap_err();
