@@ -36,8 +36,7 @@ fn body(m: Arc<Mock>) -> impl FnMut(&Config, &mut Run) -> Result<(), Box<dyn std
 
 #[test]
 fn without_nvml_the_condition_columns_are_nan_with_one_warning() {
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
+    let (mock, mut p) = mock_profiler();
     p.set_conditions(ProfilerConditions::unavailable("libnvidia-ml.so.1 not found"));
     let opts = BenchOptions {
         runs: 3,
@@ -183,8 +182,7 @@ fn slow_body(m: Arc<Mock>) -> impl FnMut(&Config, &mut Run) -> Result<(), Box<dy
 
 #[test]
 fn the_run_loop_reads_no_nvml_per_run_only_the_sampler_thread_polls() {
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
+    let (mock, mut p) = mock_profiler();
     let reads = Arc::new(AtomicU64::new(0));
     let threads: Arc<Mutex<Vec<std::thread::ThreadId>>> = Arc::default();
     p.set_conditions(ProfilerConditions::with_probe(Box::new(Fake::new(
@@ -217,8 +215,7 @@ fn the_run_loop_reads_no_nvml_per_run_only_the_sampler_thread_polls() {
 
 #[test]
 fn the_thermal_guard_runs_before_every_run_and_its_wait_is_reported() {
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
+    let (mock, mut p) = mock_profiler();
     let reads = Arc::new(AtomicU64::new(0));
     // Runs: warm-up (30), run 0 (30), run 1 (5: pause; polls 15, 15, 25: resume), run 2 (30).
     let margins = vec![30.0, 30.0, 5.0, 15.0, 15.0, 25.0, 30.0];
@@ -283,8 +280,7 @@ fn runs_with_idle_gpu_time_beside_them_get_nan_energy_with_the_reason() {
     // says why once. (The pace is the process's: other tests' work can make it rest beside other
     // runs too, so only the run given idle time here is checked.)
     use crate::conditions::background::note_gpu_idle;
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
+    let (mock, mut p) = mock_profiler();
     p.set_conditions(ProfilerConditions::with_probe(Box::new(Fake::new(
         vec![30.0],
         Arc::default(),
@@ -348,8 +344,7 @@ fn runs_with_idle_gpu_time_beside_them_get_nan_energy_with_the_reason() {
 
 #[test]
 fn collectors_are_called_at_each_scope_and_become_columns() {
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
+    let (mock, mut p) = mock_profiler();
     let calls = Arc::new(Mutex::new(Vec::<String>::new()));
     let log = |tag: &'static str, calls: &Arc<Mutex<Vec<String>>>| {
         let calls = calls.clone();
@@ -440,8 +435,7 @@ fn collectors_are_called_at_each_scope_and_become_columns() {
 #[test]
 fn the_fingerprint_is_collected_once_and_written_next_to_the_raw_csv() {
     let dir = tempfile::tempdir().unwrap();
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
+    let (mock, mut p) = mock_profiler();
     assert!(p.fingerprint().is_none());
     let opts = BenchOptions {
         runs: 2,
