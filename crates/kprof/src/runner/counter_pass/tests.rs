@@ -626,30 +626,41 @@ fn kernel_replay_grows_the_counter_data_image_instead_of_dropping_kernels() {
     assert_eq!(*mock.capacities.lock().unwrap(), vec![256]);
 }
 
-#[test]
-fn user_replay_reruns_the_closure_per_pass_flushes_l2_per_pass_and_gives_one_value_per_region() {
+/// Benchmark "b" with `bytes.sum` in `mode` (2 runs, no warm-up, 3 passes): the mock, the
+/// results, and how many times the closure ran.
+fn bench_counting_calls<F>(mode: ReplayMode, body: F) -> (Arc<Mock>, RawResults, usize)
+where
+    F: Fn(&Mock, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
+{
     let (mock, mut p) = setup(3);
-    let m = mock.clone();
-    let runs = AtomicUsize::new(0);
+    let calls = AtomicUsize::new(0);
     let o = BenchOptions {
         runs: 2,
         warmup: 0,
-        ..opts(&["bytes.sum"], ReplayMode::User)
+        ..opts(&["bytes.sum"], mode)
     };
     let raw = p
         .bench("b", &[], &o, |_, run| {
-            runs.fetch_add(1, Ordering::SeqCst);
-            run.annotate("a", |_| {
-                m.launch("k1", 10);
-                m.launch("k2", 20);
-            })?;
-            m.launch("outside", 1000);
-            run.annotate("b", |_| m.launch("k3", 5))?;
-            Ok(())
+            calls.fetch_add(1, Ordering::SeqCst);
+            body(&mock, run)
         })
         .unwrap();
+    (mock, raw, calls.load(Ordering::SeqCst))
+}
+
+#[test]
+fn user_replay_reruns_the_closure_per_pass_flushes_l2_per_pass_and_gives_one_value_per_region() {
+    let (mock, raw, calls) = bench_counting_calls(ReplayMode::User, |m, run| {
+        run.annotate("a", |_| {
+            m.launch("k1", 10);
+            m.launch("k2", 20);
+        })?;
+        m.launch("outside", 1000);
+        run.annotate("b", |_| m.launch("k3", 5))?;
+        Ok(())
+    });
     // 2 timing runs + 2 x 3 passes.
-    assert_eq!(runs.load(Ordering::SeqCst), 8);
+    assert_eq!(calls, 8);
     // Per timing run and per pass: one flush, and one before each of the 2 regions.
     assert_eq!(mock.l2_flushes.load(Ordering::SeqCst), (2 + 6) * 3);
     assert_eq!(*mock.capacities.lock().unwrap(), vec![2, 2]);
@@ -660,29 +671,18 @@ fn user_replay_reruns_the_closure_per_pass_flushes_l2_per_pass_and_gives_one_val
 
 #[test]
 fn application_replay_reruns_the_closure_per_pass_flushing_as_the_timing_pass_and_maps_kernels_past_the_flushes() {
-    let (mock, mut p) = setup(3);
-    let m = mock.clone();
-    let runs = AtomicUsize::new(0);
-    let o = BenchOptions {
-        runs: 2,
-        warmup: 0,
-        ..opts(&["bytes.sum"], ReplayMode::Application)
-    };
-    let raw = p
-        .bench("b", &[], &o, |_, run| {
-            runs.fetch_add(1, Ordering::SeqCst);
-            m.launch("setup", 1000);
-            run.annotate("a", |run| {
-                m.launch("k1", 10);
-                // Nesting is fine: regions are not ranges in this mode.
-                run.annotate("inner", |_| m.launch("k2", 20)).unwrap();
-            })?;
-            run.annotate("b", |_| m.launch("k3", 5))?;
-            Ok(())
-        })
-        .unwrap();
+    let (mock, raw, calls) = bench_counting_calls(ReplayMode::Application, |m, run| {
+        m.launch("setup", 1000);
+        run.annotate("a", |run| {
+            m.launch("k1", 10);
+            // Nesting is fine: regions are not ranges in this mode.
+            run.annotate("inner", |_| m.launch("k2", 20)).unwrap();
+        })?;
+        run.annotate("b", |_| m.launch("k3", 5))?;
+        Ok(())
+    });
     // 2 timing runs + 2 x 3 passes.
-    assert_eq!(runs.load(Ordering::SeqCst), 8);
+    assert_eq!(calls, 8);
     // Per timing run and per pass: one flush, and one before each of the 2 top-level regions.
     assert_eq!(mock.l2_flushes.load(Ordering::SeqCst), (2 + 6) * 3);
     // The flush kernels (7 ns, 14 bytes) are ranges of the pass; the regions get only their own.
