@@ -388,6 +388,14 @@ fn series(raw: &RawResults, region: &str, metric: &str) -> (String, Vec<f64>) {
     (unit, v)
 }
 
+/// Asserts that both durations of region "a" are `value` (`why`) and come from the kernel
+/// records.
+#[track_caller]
+fn assert_record_durations(raw: &RawResults, value: f64, why: &str) {
+    assert_eq!(series(raw, "a", DEFAULT_METRIC).1, vec![value, value], "{why}");
+    assert_eq!(duration_sources(raw, "a"), vec![ExtraValue::Text("records".into()); 2]);
+}
+
 /// The `DurationSource` values of a region's duration samples.
 fn duration_sources(raw: &RawResults, region: &str) -> Vec<ExtraValue> {
     let col = raw
@@ -580,12 +588,7 @@ fn auto_durations_fall_back_to_the_records_when_a_counter_pass_does_not_match() 
         seen.borrow()
     );
     assert!(seen.borrow().iter().any(|(c, _)| *c), "a counter pass ran");
-    assert_eq!(
-        series(&raw, "a", DEFAULT_METRIC).1,
-        vec![10.0, 10.0],
-        "the records' 10 ns, not NaN"
-    );
-    assert_eq!(duration_sources(&raw, "a"), vec![ExtraValue::Text("records".into()); 2]);
+    assert_record_durations(&raw, 10.0, "the records' 10 ns, not NaN");
     assert!(
         p.warnings()
             .iter()

@@ -156,12 +156,7 @@ fn auto_takes_the_records_in_range_replay_and_counters_there_are_refused() {
             Ok(())
         })
         .unwrap();
-    assert_eq!(
-        series(&raw, "a", DEFAULT_METRIC).1,
-        vec![10.0, 10.0],
-        "the records' 10 ns"
-    );
-    assert_eq!(duration_sources(&raw, "a"), vec![ExtraValue::Text("records".into()); 2]);
+    assert_record_durations(&raw, 10.0, "the records' 10 ns");
     let e = BenchOptions {
         duration: DurationSource::Counters,
         ..opts(&[], ReplayMode::User)

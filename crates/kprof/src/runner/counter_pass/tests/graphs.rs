@@ -55,12 +55,7 @@ fn auto_takes_the_records_when_warm_up_replays_a_graph_instantiated_before_the_s
             Ok(())
         })
         .unwrap();
-    assert_eq!(
-        series(&raw, "a", DEFAULT_METRIC).1,
-        vec![510.0, 510.0],
-        "k1 from the records + the span"
-    );
-    assert_eq!(duration_sources(&raw, "a"), vec![ExtraValue::Text("records".into()); 2]);
+    assert_record_durations(&raw, 510.0, "k1 from the records + the span");
     let w = warnings_with(&p, "instantiated before");
     assert_eq!(w.len(), 1, "{:?}", p.warnings());
     assert!(w[0].starts_with("old: "), "{}", w[0]);
