@@ -8,6 +8,7 @@ use kprof_core::model::{ExtraValue, KernelSample, RawResults, Sample, SeriesKey,
 use kprof_core::policy::Decision;
 use kprof_core::transforms::combine_kernels;
 
+use super::super::run::SpanRec;
 use super::super::{counter_pass, one_pass, progress, timeline};
 use super::super::{
     model_error, record_durations, CacheControl, Collected, Progress, SampleSource, Step, DEFAULT_UNIT,
@@ -64,41 +65,19 @@ impl Profiler {
         flush_share: Duration,
         one_pass: bool,
     ) -> Result<(), EngineError> {
+        sw.spent[run.step.config] += run.wall + flush_share;
+        if run.step.warmup {
+            return self.record_warmup(sw, run, collected);
+        }
         let PendingRun {
             step,
             spans,
             failure,
-            wall,
             counters,
-            window,
-            own_kernels: _,
+            ..
         } = run;
         let (name, opts) = (sw.name, sw.opts);
         let config = &sw.configs[step.config];
-        sw.spent[step.config] += wall + flush_share;
-        if step.warmup {
-            // The last warm-up's kernels are what its configuration's runs in one pass map to.
-            sw.kernel_maps[step.config] = match &failure {
-                None => one_pass::KernelMap::of_warmup(&spans, collected, window),
-                Some(_) => None,
-            };
-            let may_take_one_pass =
-                self.duration_source == SampleSource::Counters && opts.one_pass && opts.cache == CacheControl::All;
-            if self.metric != CUDA_EVENTS_METRIC && may_take_one_pass && sw.kernel_maps[step.config].is_some() {
-                let label = format!("{config} (warm-up)");
-                timeline::append(&mut self.timeline, &label, step.run, &spans, collected);
-            }
-            if let Some(e) = failure {
-                if !opts.ignore_failures {
-                    return Err(e);
-                }
-                self.warnings.push(format!(
-                    "{name}: warm-up run {} of config [{config}] failed: {e}",
-                    step.run
-                ));
-            }
-            return Ok(());
-        }
         for s in &spans {
             if !sw.known_regions.contains(&s.name) {
                 sw.known_regions.push(s.name.clone());
@@ -110,7 +89,6 @@ impl Profiler {
             let records = if one_pass { &Collected::default() } else { collected };
             timeline::append(&mut self.timeline, &config.to_string(), step.run, &spans, records);
         }
-        let raw = &mut sw.raw;
         if let Some(e) = failure {
             if !opts.ignore_failures {
                 return Err(e);
@@ -121,62 +99,13 @@ impl Profiler {
             );
             for region in &sw.known_regions {
                 let at = SampleAt::new(name, region, step, sw.device_idx);
-                self.push_sample(raw, at, KernelValues::NAN, Some(&msg))?;
+                self.push_sample(&mut sw.raw, at, KernelValues::NAN, Some(&msg))?;
             }
             self.warnings.push(msg);
             sw.policy_values[step.config].push(f64::NAN);
         } else {
-            let mut total = 0.0;
-            let mut any = false;
-            // With durations from the counters, the counter pass records `gpu__time_duration.sum`
-            // (NaN for the regions below too); the records still feed the stopping policy.
-            let from_records = self.duration_source != SampleSource::Counters;
-            for s in &spans {
-                // Why the region has no value in this run (it is then recorded as NaN).
-                let nan_reason = if s.failed {
-                    Some(format!(
-                        "{name}: region {:?} failed in run {} of config [{config}] (failure ignored); recorded as NaN",
-                        s.name, step.run
-                    ))
-                } else {
-                    let kernels = collected.by_region.get(&s.key).map(Vec::as_slice).unwrap_or(&[]);
-                    let pairs = record_durations(kernels, opts);
-                    match combine_kernels(&pairs, &opts.combine) {
-                        Some((kname, value)) => {
-                            total += value;
-                            any = true;
-                            if from_records {
-                                let at = SampleAt::new(name, &s.name, step, sw.device_idx);
-                                let values = KernelValues {
-                                    value,
-                                    kernel: &kname,
-                                    breakdown: &pairs,
-                                };
-                                self.push_sample(raw, at, values, None)?;
-                            }
-                            None
-                        }
-                        None => {
-                            let what = if kernels.is_empty() {
-                                "launched no kernel"
-                            } else {
-                                "launched only ignored kernels"
-                            };
-                            Some(format!(
-                                "{name}: region {:?} {what} in run {} of config [{config}]; recorded as NaN",
-                                s.name, step.run
-                            ))
-                        }
-                    }
-                };
-                if let Some(msg) = nan_reason {
-                    if from_records {
-                        let at = SampleAt::new(name, &s.name, step, sw.device_idx);
-                        self.push_sample(raw, at, KernelValues::NAN, Some(&msg))?;
-                    }
-                    self.warnings.push(msg);
-                }
-            }
+            let (mut total, mut any) = self.record_regions(sw, step, &spans, collected)?;
+            let raw = &mut sw.raw;
             let samples_before = raw.samples.len();
             if let (Some(c), Some(st)) = (&counters, &sw.counters) {
                 let run = counter_pass::RecordedRun {
@@ -196,24 +125,109 @@ impl Profiler {
             }
             sw.policy_values[step.config].push(if any { total } else { f64::NAN });
         }
-        if let Some(p) = &opts.policy {
-            if matches!(
-                p.decide(&sw.policy_values[step.config], sw.spent[step.config]),
-                Decision::Stop(_)
-            ) {
-                sw.sched.stop(step.config);
-            }
+        policy_and_progress(sw, step);
+        Ok(())
+    }
+
+    /// A warm-up run: its kernels become its configuration's map for runs in one pass, and a
+    /// failure is returned, or a warning with `ignore_failures`.
+    fn record_warmup(&mut self, sw: &mut Sweep<'_>, run: PendingRun, collected: &Collected) -> Result<(), EngineError> {
+        let PendingRun {
+            step,
+            spans,
+            failure,
+            window,
+            ..
+        } = run;
+        let (name, opts) = (sw.name, sw.opts);
+        let config = &sw.configs[step.config];
+        // The last warm-up's kernels are what its configuration's runs in one pass map to.
+        sw.kernel_maps[step.config] = match &failure {
+            None => one_pass::KernelMap::of_warmup(&spans, collected, window),
+            Some(_) => None,
+        };
+        let may_take_one_pass =
+            self.duration_source == SampleSource::Counters && opts.one_pass && opts.cache == CacheControl::All;
+        if self.metric != CUDA_EVENTS_METRIC && may_take_one_pass && sw.kernel_maps[step.config].is_some() {
+            let label = format!("{config} (warm-up)");
+            timeline::append(&mut self.timeline, &label, step.run, &spans, collected);
         }
-        if let Some(hook) = &opts.progress {
-            let done: Vec<usize> = sw.policy_values.iter().map(Vec::len).collect();
-            hook.call(&Progress {
-                config: step.config,
-                run: step.run,
-                done_runs: done.iter().map(|&d| d as u64).sum(),
-                total_runs: progress::expected_total(&done, |c| sw.sched.is_stopped(c), opts.max_runs()),
-            });
+        if let Some(e) = failure {
+            if !opts.ignore_failures {
+                return Err(e);
+            }
+            self.warnings.push(format!(
+                "{name}: warm-up run {} of config [{config}] failed: {e}",
+                step.run
+            ));
         }
         Ok(())
+    }
+
+    /// The duration samples of a successful run's regions from the kernel records (NaN rows and
+    /// warnings for regions without a value); returns the total and whether any region had one.
+    fn record_regions(
+        &mut self,
+        sw: &mut Sweep<'_>,
+        step: Step,
+        spans: &[SpanRec],
+        collected: &Collected,
+    ) -> Result<(f64, bool), EngineError> {
+        let (name, opts) = (sw.name, sw.opts);
+        let config = &sw.configs[step.config];
+        let raw = &mut sw.raw;
+        let mut total = 0.0;
+        let mut any = false;
+        // With durations from the counters, the counter pass records `gpu__time_duration.sum`
+        // (NaN for the regions below too); the records still feed the stopping policy.
+        let from_records = self.duration_source != SampleSource::Counters;
+        for s in spans {
+            // Why the region has no value in this run (it is then recorded as NaN).
+            let nan_reason = if s.failed {
+                Some(format!(
+                    "{name}: region {:?} failed in run {} of config [{config}] (failure ignored); recorded as NaN",
+                    s.name, step.run
+                ))
+            } else {
+                let kernels = collected.by_region.get(&s.key).map(Vec::as_slice).unwrap_or(&[]);
+                let pairs = record_durations(kernels, opts);
+                match combine_kernels(&pairs, &opts.combine) {
+                    Some((kname, value)) => {
+                        total += value;
+                        any = true;
+                        if from_records {
+                            let at = SampleAt::new(name, &s.name, step, sw.device_idx);
+                            let values = KernelValues {
+                                value,
+                                kernel: &kname,
+                                breakdown: &pairs,
+                            };
+                            self.push_sample(raw, at, values, None)?;
+                        }
+                        None
+                    }
+                    None => {
+                        let what = if kernels.is_empty() {
+                            "launched no kernel"
+                        } else {
+                            "launched only ignored kernels"
+                        };
+                        Some(format!(
+                            "{name}: region {:?} {what} in run {} of config [{config}]; recorded as NaN",
+                            s.name, step.run
+                        ))
+                    }
+                }
+            };
+            if let Some(msg) = nan_reason {
+                if from_records {
+                    let at = SampleAt::new(name, &s.name, step, sw.device_idx);
+                    self.push_sample(raw, at, KernelValues::NAN, Some(&msg))?;
+                }
+                self.warnings.push(msg);
+            }
+        }
+        Ok((total, any))
     }
 
     /// Pushes one sample of the profiler's metric (and its kernel breakdown) to `raw`.
@@ -291,5 +305,27 @@ impl Profiler {
             });
         }
         Ok(())
+    }
+}
+
+/// Lets the stopping policy decide on the run's configuration, and tells the progress hook.
+fn policy_and_progress(sw: &mut Sweep<'_>, step: Step) {
+    let opts = sw.opts;
+    if let Some(p) = &opts.policy {
+        if matches!(
+            p.decide(&sw.policy_values[step.config], sw.spent[step.config]),
+            Decision::Stop(_)
+        ) {
+            sw.sched.stop(step.config);
+        }
+    }
+    if let Some(hook) = &opts.progress {
+        let done: Vec<usize> = sw.policy_values.iter().map(Vec::len).collect();
+        hook.call(&Progress {
+            config: step.config,
+            run: step.run,
+            done_runs: done.iter().map(|&d| d as u64).sum(),
+            total_runs: progress::expected_total(&done, |c| sw.sched.is_stopped(c), opts.max_runs()),
+        });
     }
 }
