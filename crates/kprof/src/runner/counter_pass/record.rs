@@ -14,10 +14,12 @@ use super::super::{
 use super::{kernel_order, CounterPlan, CounterRun};
 use crate::error::EngineError;
 
-/// A recorded run whose counter values are recorded: the benchmark, its configuration, the step,
-/// the device, the run's regions and kernel records, and the call's options.
+/// A recorded run whose counter values are recorded: the call's counter plan, the benchmark,
+/// its configuration, the step, the device, the run's regions and kernel records, and the
+/// call's options.
 #[derive(Clone, Copy)]
 pub(in crate::runner) struct RecordedRun<'a> {
+    pub(in crate::runner) plan: &'a CounterPlan,
     pub(in crate::runner) name: &'a str,
     pub(in crate::runner) config: &'a Config,
     pub(in crate::runner) step: Step,
@@ -51,7 +53,6 @@ impl Profiler {
     pub(in crate::runner) fn record_counters(
         &mut self,
         raw: &mut RawResults,
-        plan: &CounterPlan,
         run: &RecordedRun<'_>,
         counters: &CounterRun,
     ) -> Result<(), EngineError> {
@@ -65,9 +66,9 @@ impl Profiler {
                         message: msg.clone(),
                     });
                 }
-                self.record_nan_all(raw, plan, run, &format!("{msg}; counters recorded as NaN"))
+                self.record_nan_all(raw, run, &format!("{msg}; counters recorded as NaN"))
             }
-            CounterRun::PerRegion(values) => self.record_per_region(raw, plan, run, values),
+            CounterRun::PerRegion(values) => self.record_per_region(raw, run, values),
             CounterRun::PerKernel {
                 values,
                 window,
@@ -79,7 +80,7 @@ impl Profiler {
                     window,
                     flushes_profiled,
                 };
-                self.record_per_kernel(raw, plan, run, pass)
+                self.record_per_kernel(raw, run, pass)
             }
         }
     }
@@ -89,15 +90,13 @@ impl Profiler {
     /// nothing usable (the closure launched other kernels there, or more than a counter-data
     /// image holds: 100,000 kernels in one region on the H200): a duration is never NaN while
     /// the records have it. Other metrics are NaN.
-    fn record_nan_all(
-        &mut self,
-        raw: &mut RawResults,
-        plan: &CounterPlan,
-        run: &RecordedRun<'_>,
-        msg: &str,
-    ) -> Result<(), EngineError> {
+    fn record_nan_all(&mut self, raw: &mut RawResults, run: &RecordedRun<'_>, msg: &str) -> Result<(), EngineError> {
         let RecordedRun {
-            spans, collected, opts, ..
+            plan,
+            spans,
+            collected,
+            opts,
+            ..
         } = *run;
         let records_instead = opts.duration == DurationSource::Auto && self.duration_source == SampleSource::Counters;
         let mut from_records = 0;
@@ -135,11 +134,11 @@ impl Profiler {
     fn record_per_region(
         &mut self,
         raw: &mut RawResults,
-        plan: &CounterPlan,
         run: &RecordedRun<'_>,
         values: &[(String, Vec<f64>)],
     ) -> Result<(), EngineError> {
         let RecordedRun {
+            plan,
             name,
             config,
             step,
@@ -172,11 +171,11 @@ impl Profiler {
     fn record_per_kernel(
         &mut self,
         raw: &mut RawResults,
-        plan: &CounterPlan,
         run: &RecordedRun<'_>,
         pass: KernelPass<'_>,
     ) -> Result<(), EngineError> {
         let RecordedRun {
+            plan,
             name,
             config,
             step,
@@ -273,7 +272,7 @@ impl Profiler {
                 per_kernel.len(),
                 step.run
             );
-            return self.record_nan_all(raw, plan, run, &msg);
+            return self.record_nan_all(raw, run, &msg);
         }
         for (((s, kernels), pos), graph_items) in spans.iter().zip(&lists).zip(&positions).zip(&graphs) {
             for (i, (m, u)) in plan.metrics.iter().zip(&plan.units).enumerate() {

@@ -109,6 +109,7 @@ impl Profiler {
             let samples_before = raw.samples.len();
             if let (Some(c), Some(st)) = (&counters, &sw.counters) {
                 let run = counter_pass::RecordedRun {
+                    plan: &st.plan,
                     name,
                     config,
                     step,
@@ -117,7 +118,7 @@ impl Profiler {
                     collected,
                     opts,
                 };
-                self.record_counters(raw, &st.plan, &run, c)?;
+                self.record_counters(raw, &run, c)?;
             }
             if one_pass {
                 // The map's kernels are the warm-up's: the policy sees this run's counters.
