@@ -434,6 +434,14 @@ fn auto_opts(mode: ReplayMode) -> BenchOptions {
     }
 }
 
+/// [`opts`] without counter metrics and with `duration_source="counters"`.
+fn counters_opts(mode: ReplayMode) -> BenchOptions {
+    BenchOptions {
+        duration: DurationSource::Counters,
+        ..opts(&[], mode)
+    }
+}
+
 #[test]
 fn unknown_counter_metric_fails_before_any_gpu_work() {
     let (mock, mut p) = setup(8);

@@ -49,10 +49,7 @@ fn durations_from_the_counters_replace_the_records_in_kernel_and_application_rep
 fn durations_from_the_counters_need_no_other_counter_metric() {
     let (mock, mut p) = setup(1);
     let m = mock.clone();
-    let o = BenchOptions {
-        duration: DurationSource::Counters,
-        ..opts(&[], ReplayMode::Application)
-    };
+    let o = counters_opts(ReplayMode::Application);
     let raw = p
         .bench("b", &[], &o, |_, run| {
             run.annotate("a", |_| m.launch("k1", 10))?;
@@ -80,10 +77,7 @@ fn durations_from_the_counters_are_refused_without_the_cupti_backend_and_a_bad_n
         without_counters: true,
         ..Default::default()
     });
-    let o = BenchOptions {
-        duration: DurationSource::Counters,
-        ..opts(&[], ReplayMode::Kernel)
-    };
+    let o = counters_opts(ReplayMode::Kernel);
     let e = p.bench("b", &[], &o, |_, _| Ok(())).unwrap_err().to_string();
     assert!(
         e.contains("duration source \"counters\"") && e.contains("need the CUPTI backend"),
@@ -157,13 +151,7 @@ fn auto_takes_the_records_in_range_replay_and_counters_there_are_refused() {
         })
         .unwrap();
     assert_record_durations(&raw, 10.0, "the records' 10 ns");
-    let e = BenchOptions {
-        duration: DurationSource::Counters,
-        ..opts(&[], ReplayMode::User)
-    }
-    .validate()
-    .unwrap_err()
-    .to_string();
+    let e = counters_opts(ReplayMode::User).validate().unwrap_err().to_string();
     assert!(e.contains("range replay") && e.contains("\"kernel\""), "{e}");
 }
 

@@ -162,10 +162,7 @@ fn each_duration_row_names_its_source_graph_spans_coming_from_the_records() {
     // only records (its span is the graph's record), one of both counters+records.
     let (mock, mut p) = graph_records_mock();
     let m = mock.clone();
-    let o = BenchOptions {
-        duration: DurationSource::Counters,
-        ..opts(&[], ReplayMode::Application)
-    };
+    let o = counters_opts(ReplayMode::Application);
     let raw = p
         .bench("b", &[], &o, |_, run| {
             run.annotate("eager", |_| m.launch("k1", 10))?;
@@ -200,10 +197,7 @@ fn a_graph_span_stretched_past_the_timing_pass_is_nan_with_one_warning() {
             graph_records,
             ..Default::default()
         });
-        let o = BenchOptions {
-            duration: DurationSource::Counters,
-            ..opts(&[], ReplayMode::Application)
-        };
+        let o = counters_opts(ReplayMode::Application);
         let raw = p
             .bench("b", &[], &o, |_, run| {
                 run.annotate("g", |_| {
@@ -241,10 +235,7 @@ fn a_counter_pass_has_room_for_every_graph_launch_of_its_timing_pass() {
         ..Default::default()
     });
     let m = mock.clone();
-    let o = BenchOptions {
-        duration: DurationSource::Counters,
-        ..opts(&[], ReplayMode::Application)
-    };
+    let o = counters_opts(ReplayMode::Application);
     let (mut timing_passes, mut n) = (0, 0);
     let raw = p
         .bench("many", &[], &o, |_, run| {
