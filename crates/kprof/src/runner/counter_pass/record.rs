@@ -14,9 +14,9 @@ use super::super::{
 use super::{kernel_order, CounterPlan, CounterRun};
 use crate::error::EngineError;
 
-/// A recorded run whose counter values are recorded: the call's counter plan, the benchmark,
-/// its configuration, the step, the device, the run's regions and kernel records, and the
-/// call's options.
+/// What recording a run's counter values needs: the call's counter plan, the benchmark, its
+/// configuration, the step, the device, the run's regions and kernel records, and the call's
+/// options.
 #[derive(Clone, Copy)]
 pub(in crate::runner) struct RecordedRun<'a> {
     pub(in crate::runner) plan: &'a CounterPlan,
