@@ -278,6 +278,18 @@ impl RangeProfiler {
         }
     }
 
+    /// The parameters of `cuptiRangeProfilerStop` for this profiler's object.
+    fn stop_params(&self) -> CUpti_RangeProfiler_Stop_Params {
+        CUpti_RangeProfiler_Stop_Params {
+            structSize: v13_0::RANGE_STOP,
+            pPriv: null_mut(),
+            pRangeProfilerObject: self.obj.get(),
+            passIndex: 0,
+            targetNestingLevel: 0,
+            isAllPassSubmitted: 0,
+        }
+    }
+
     /// Runs `workload` under the profiler and returns the values of every range.
     ///
     /// `max_ranges` sizes the counter-data image: the number of kernels launched (kernel
@@ -337,14 +349,7 @@ impl RangeProfiler {
             };
             workload(&mut ranges);
             let pass_error = ranges.finish();
-            let mut stop = CUpti_RangeProfiler_Stop_Params {
-                structSize: v13_0::RANGE_STOP,
-                pPriv: null_mut(),
-                pRangeProfilerObject: self.obj.get(),
-                passIndex: 0,
-                targetNestingLevel: 0,
-                isAllPassSubmitted: 0,
-            };
+            let mut stop = self.stop_params();
             let t_stop = std::time::Instant::now();
             let stop_rc = lib.fns.rp_stop(&mut stop);
             stop_s += t_stop.elapsed().as_secs_f64();
@@ -583,14 +588,7 @@ impl RangeProfiler {
         };
         let passes_s = started.elapsed().as_secs_f64();
         let lib = self.lib;
-        let mut stop = CUpti_RangeProfiler_Stop_Params {
-            structSize: v13_0::RANGE_STOP,
-            pPriv: null_mut(),
-            pRangeProfilerObject: self.obj.get(),
-            passIndex: 0,
-            targetNestingLevel: 0,
-            isAllPassSubmitted: 0,
-        };
+        let mut stop = self.stop_params();
         let t_stop = std::time::Instant::now();
         lib.check("cuptiRangeProfilerStop", lib.fns.rp_stop(&mut stop))?;
         let stop_s = t_stop.elapsed().as_secs_f64();

@@ -10,21 +10,21 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kprof_core::io::trace::Timeline;
-use kprof_core::kernels::MANGLED_KERNEL_COLUMN;
-use kprof_core::model::{Config, DeviceInfo, ExtraValue, KernelSample, RawResults, Sample, SeriesKey, DEFAULT_METRIC};
-use kprof_core::policy::Decision;
-use kprof_core::transforms::combine_kernels;
+use kprof_core::model::{Config, DeviceInfo, ExtraValue, RawResults, DEFAULT_METRIC};
 
 use super::run::{RunInner, RunState, SpanRec};
 use super::{
-    closure_error, invalid_option, model_error, raw_csv_path, record_durations, write_raw, Backend, BenchOptions,
-    CacheControl, Collected, DurationSource, FlushPolicy, Progress, Run, SampleSource, Scheduler, Span, Step,
-    DEFAULT_UNIT,
+    closure_error, invalid_option, raw_csv_path, write_raw, Backend, BenchOptions, CacheControl, Collected,
+    DurationSource, FlushPolicy, Run, SampleSource, Scheduler, Span, Step,
 };
-use super::{counter_pass, events, gpu, gpu_rest, one_pass, progress, timeline};
+use super::{counter_pass, events, gpu, gpu_rest, one_pass};
 use crate::choices::TraceOptions;
 use crate::conditions::runtime::ProfilerConditions;
 use crate::error::EngineError;
+
+mod record;
+
+pub(super) use record::{KernelValues, SampleAt};
 
 pub(super) static PROFILER_ACTIVE: AtomicBool = AtomicBool::new(false);
 
@@ -842,154 +842,6 @@ impl Profiler {
         Ok(())
     }
 
-    /// Records one run's samples (or NaN rows and warnings) from a flushed batch, and lets the
-    /// stopping policy decide. A closure failure without `ignore_failures` is returned.
-    fn record_run(
-        &mut self,
-        sw: &mut Sweep<'_>,
-        run: PendingRun,
-        collected: &Collected,
-        flush_share: Duration,
-        one_pass: bool,
-    ) -> Result<(), EngineError> {
-        let PendingRun {
-            step,
-            spans,
-            failure,
-            wall,
-            counters,
-            window,
-            own_kernels: _,
-        } = run;
-        let (name, opts) = (sw.name, sw.opts);
-        let config = &sw.configs[step.config];
-        let device_idx = sw.device_idx;
-        sw.spent[step.config] += wall + flush_share;
-        if step.warmup {
-            // The last warm-up's kernels are what its configuration's runs in one pass map to.
-            sw.kernel_maps[step.config] = match &failure {
-                None => one_pass::KernelMap::of_warmup(&spans, collected, window),
-                Some(_) => None,
-            };
-            let may_take_one_pass =
-                self.duration_source == SampleSource::Counters && opts.one_pass && opts.cache == CacheControl::All;
-            if self.metric != CUDA_EVENTS_METRIC && may_take_one_pass && sw.kernel_maps[step.config].is_some() {
-                let label = format!("{config} (warm-up)");
-                timeline::append(&mut self.timeline, &label, step.run, &spans, collected);
-            }
-            if let Some(e) = failure {
-                if !opts.ignore_failures {
-                    return Err(e);
-                }
-                self.warnings.push(format!(
-                    "{name}: warm-up run {} of config [{config}] failed: {e}",
-                    step.run
-                ));
-            }
-            return Ok(());
-        }
-        for s in &spans {
-            if !sw.known_regions.contains(&s.name) {
-                sw.known_regions.push(s.name.clone());
-            }
-        }
-        if self.metric != CUDA_EVENTS_METRIC {
-            // A run in one pass has no kernel records: its regions only (its configuration's
-            // warm-up run, whose records the map holds, is in the timeline with its kernels).
-            let records = if one_pass { &Collected::default() } else { collected };
-            timeline::append(&mut self.timeline, &config.to_string(), step.run, &spans, records);
-        }
-        let raw = &mut sw.raw;
-        if let Some(e) = failure {
-            if !opts.ignore_failures {
-                return Err(e);
-            }
-            let msg = format!(
-                "{name}: run {} of config [{config}] failed, recorded as NaN: {e}",
-                step.run
-            );
-            for region in &sw.known_regions {
-                self.push_sample(raw, name, region, step, device_idx, f64::NAN, "", &[], Some(&msg))?;
-            }
-            self.warnings.push(msg);
-            sw.policy_values[step.config].push(f64::NAN);
-        } else {
-            let mut total = 0.0;
-            let mut any = false;
-            // With durations from the counters, the counter pass records `gpu__time_duration.sum`
-            // (NaN for the regions below too); the records still feed the stopping policy.
-            let from_records = self.duration_source != SampleSource::Counters;
-            for s in &spans {
-                // Why the region has no value in this run (it is then recorded as NaN).
-                let nan_reason = if s.failed {
-                    Some(format!(
-                        "{name}: region {:?} failed in run {} of config [{config}] (failure ignored); recorded as NaN",
-                        s.name, step.run
-                    ))
-                } else {
-                    let kernels = collected.by_region.get(&s.key).map(Vec::as_slice).unwrap_or(&[]);
-                    let pairs = record_durations(kernels, opts);
-                    match combine_kernels(&pairs, &opts.combine) {
-                        Some((kname, value)) => {
-                            total += value;
-                            any = true;
-                            if from_records {
-                                self.push_sample(raw, name, &s.name, step, device_idx, value, &kname, &pairs, None)?;
-                            }
-                            None
-                        }
-                        None => {
-                            let what = if kernels.is_empty() {
-                                "launched no kernel"
-                            } else {
-                                "launched only ignored kernels"
-                            };
-                            Some(format!(
-                                "{name}: region {:?} {what} in run {} of config [{config}]; recorded as NaN",
-                                s.name, step.run
-                            ))
-                        }
-                    }
-                };
-                if let Some(msg) = nan_reason {
-                    if from_records {
-                        self.push_sample(raw, name, &s.name, step, device_idx, f64::NAN, "", &[], Some(&msg))?;
-                    }
-                    self.warnings.push(msg);
-                }
-            }
-            let samples_before = raw.samples.len();
-            if let (Some(c), Some(st)) = (&counters, &sw.counters) {
-                self.record_counters(
-                    raw, &st.plan, name, config, step, device_idx, &spans, collected, c, opts,
-                )?;
-            }
-            if one_pass {
-                // The map's kernels are the warm-up's: the policy sees this run's counters.
-                (total, any) = one_pass::durations_total(raw, samples_before);
-            }
-            sw.policy_values[step.config].push(if any { total } else { f64::NAN });
-        }
-        if let Some(p) = &opts.policy {
-            if matches!(
-                p.decide(&sw.policy_values[step.config], sw.spent[step.config]),
-                Decision::Stop(_)
-            ) {
-                sw.sched.stop(step.config);
-            }
-        }
-        if let Some(hook) = &opts.progress {
-            let done: Vec<usize> = sw.policy_values.iter().map(Vec::len).collect();
-            hook.call(&Progress {
-                config: step.config,
-                run: step.run,
-                done_runs: done.iter().map(|&d| d as u64).sum(),
-                total_runs: progress::expected_total(&done, |c| sw.sched.is_stopped(c), opts.max_runs()),
-            });
-        }
-        Ok(())
-    }
-
     /// One run: cache flush, the closure, synchronise. Returns the spans (their wire form is
     /// appended to `wire` for the next flush) and the closure's error (if any) as an engine
     /// error. Engine failures are `Err`.
@@ -1070,96 +922,5 @@ impl Profiler {
             Ok(()) => None,
         };
         Ok((spans, failure))
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn push_sample(
-        &self,
-        raw: &mut RawResults,
-        benchmark: &str,
-        region: &str,
-        step: Step,
-        device_idx: u32,
-        value: f64,
-        kernel: &str,
-        breakdown: &[(&str, f64)],
-        warning: Option<&str>,
-    ) -> Result<(), EngineError> {
-        let metric = self.metric;
-        self.push_sample_as(
-            raw,
-            benchmark,
-            region,
-            metric,
-            DEFAULT_UNIT,
-            step,
-            device_idx,
-            value,
-            kernel,
-            breakdown,
-            warning,
-        )
-    }
-
-    /// [`Profiler::push_sample`] for any metric and unit (counter metrics).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn push_sample_as(
-        &self,
-        raw: &mut RawResults,
-        benchmark: &str,
-        region: &str,
-        metric: &str,
-        unit: &str,
-        step: Step,
-        device_idx: u32,
-        value: f64,
-        kernel: &str,
-        breakdown: &[(&str, f64)],
-        warning: Option<&str>,
-    ) -> Result<(), EngineError> {
-        let key = SeriesKey {
-            benchmark: benchmark.to_string(),
-            annotation: region.to_string(),
-            config: step.config as u32,
-            metric: metric.to_string(),
-        };
-        let series = raw.intern_series(key, unit, device_idx).map_err(model_error)?;
-        // The Kernel column shows demangled names (as ncu does); the mangled label is kept.
-        let shown = kprof_core::kernels::demangle_label(kernel);
-        let kernel_idx = raw.intern_kernel(&shown);
-        let mut extras: Vec<(&str, ExtraValue)> = self.extras.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
-        if shown != kernel {
-            extras.push((MANGLED_KERNEL_COLUMN, ExtraValue::Text(kernel.to_string())));
-        }
-        let run_extras = self.conditions.extras_for(step.config, step.run, region);
-        extras.extend(run_extras.iter().map(|(n, v)| (n.as_str(), v.clone())));
-        if metric == DEFAULT_METRIC || metric == CUDA_EVENTS_METRIC {
-            extras.push((
-                "DurationSource",
-                ExtraValue::Text(self.duration_source.as_str().to_string()),
-            ));
-        }
-        if let Some(w) = warning {
-            extras.push(("Warning", ExtraValue::Text(w.to_string())));
-        }
-        raw.push_sample(
-            Sample {
-                series,
-                run: step.run,
-                value,
-                kernel: kernel_idx,
-            },
-            &extras,
-        );
-        for (position, (kname, v)) in breakdown.iter().enumerate() {
-            raw.kernel_breakdown.push(KernelSample {
-                series,
-                run: step.run,
-                position: position as u32,
-                kernel: kname.to_string(),
-                value: *v,
-            });
-        }
-        Ok(())
     }
 }

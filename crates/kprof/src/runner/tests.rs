@@ -196,6 +196,22 @@ impl Backend for Mock {
     }
 }
 
+/// A mock backend and a profiler on it.
+fn mock_profiler() -> (Arc<Mock>, Profiler) {
+    let mock = Arc::new(Mock::default());
+    let prof = profiler(&mock);
+    (mock, prof)
+}
+
+/// Three runs with the default warm-up, conditions off.
+fn three_runs() -> BenchOptions {
+    BenchOptions {
+        runs: 3,
+        conditions: false,
+        ..Default::default()
+    }
+}
+
 fn profiler(mock: &Arc<Mock>) -> Profiler {
     let dev = DeviceInfo {
         gpu: "Fake GPU".into(),
@@ -238,8 +254,7 @@ fn steps(mut s: Scheduler) -> Vec<(usize, u32, bool)> {
 
 #[test]
 fn kernels_are_traced_only_while_a_benchmark_runs_even_when_it_fails() {
-    let mock = Arc::new(Mock::default());
-    let mut prof = profiler(&mock);
+    let (mock, mut prof) = mock_profiler();
     let m = mock.clone();
     let opts = runs_and_warmup(2, 0);
     prof.bench("a", &[], &opts, |_, run| {
@@ -260,8 +275,7 @@ fn kernels_are_traced_only_while_a_benchmark_runs_even_when_it_fails() {
 
 #[test]
 fn regions_carry_launch_order_numbers_taken_inside_their_open_and_close() {
-    let mock = Arc::new(Mock::default());
-    let mut prof = profiler(&mock);
+    let (mock, mut prof) = mock_profiler();
     let (m, m2) = (mock.clone(), mock.clone());
     prof.bench("nested", &[], &runs_and_warmup(1, 0), |_, run| {
         run.annotate("outer", |run| run.annotate("inner", |_| m.launch("k", 5)).map(|_| ()))??;
@@ -344,14 +358,9 @@ fn a_dropped_stream_hold_gives_one_warning_per_benchmark() {
 
 #[test]
 fn graph_regions_under_cupti_give_one_note_per_profiler_naming_the_cuda_events_backend() {
-    let mock = Arc::new(Mock::default());
-    let mut prof = profiler(&mock);
+    let (mock, mut prof) = mock_profiler();
     let m = mock.clone();
-    let opts = BenchOptions {
-        runs: 3,
-        conditions: false,
-        ..Default::default()
-    };
+    let opts = three_runs();
     prof.bench("eager", &[], &opts, |_, run| {
         run.annotate("r", |_| m.launch("k", 5))?;
         Ok(())
@@ -389,14 +398,9 @@ fn graph_regions_under_cupti_give_one_note_per_profiler_naming_the_cuda_events_b
 
 #[test]
 fn untimed_graph_kernels_give_one_warning_per_benchmark_naming_the_concurrent_mode() {
-    let mock = Arc::new(Mock::default());
-    let mut prof = profiler(&mock);
+    let (mock, mut prof) = mock_profiler();
     let m = mock.clone();
-    let opts = BenchOptions {
-        runs: 3,
-        conditions: false,
-        ..Default::default()
-    };
+    let opts = three_runs();
     let raw = prof
         .bench("graph", &[], &opts, |_, run| {
             let _r = run.region("g")?;
@@ -559,8 +563,7 @@ fn profiler_new_without_a_driver_gives_a_clear_error() {
 
 #[test]
 fn bench_sums_kernels_keeps_breakdown_and_flags_empty_regions() {
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
+    let (mock, mut p) = mock_profiler();
     let m = mock.clone();
     let opts = BenchOptions {
         runs: 3,
@@ -607,8 +610,7 @@ fn bench_sums_kernels_keeps_breakdown_and_flags_empty_regions() {
 
 #[test]
 fn every_flush_of_a_bench_call_uses_its_l2_flush_options() {
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
+    let (mock, mut p) = mock_profiler();
     let m = mock.clone();
     let opts = BenchOptions {
         runs: 1,
@@ -631,8 +633,7 @@ fn every_flush_of_a_bench_call_uses_its_l2_flush_options() {
 
 #[test]
 fn nested_regions_are_inclusive() {
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
+    let (mock, mut p) = mock_profiler();
     let m = mock.clone();
     let opts = BenchOptions {
         runs: 1,
@@ -656,8 +657,7 @@ fn nested_regions_are_inclusive() {
 
 #[test]
 fn duplicate_region_names_in_one_run_are_an_error() {
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
+    let (_mock, mut p) = mock_profiler();
     let opts = runs_and_warmup(1, 0);
     let e = p
         .bench("dup", &[], &opts, |_, run| {
@@ -673,8 +673,7 @@ fn duplicate_region_names_in_one_run_are_an_error() {
 #[test]
 fn failures_are_nan_with_ignore_failures_and_errors_without() {
     let dir = tempfile::tempdir().unwrap();
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
+    let (mock, mut p) = mock_profiler();
     let m = mock.clone();
     let mut opts = BenchOptions {
         runs: 2,
@@ -729,8 +728,7 @@ fn failures_are_nan_with_ignore_failures_and_errors_without() {
 
 #[test]
 fn adaptive_stopping_ends_stable_configs_early() {
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
+    let (mock, mut p) = mock_profiler();
     let m = mock.clone();
     let policy = ci_target_policy();
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -794,8 +792,7 @@ fn ignore_list_matches_mangled_and_demangled_names() {
 
 #[test]
 fn duplicate_configs_are_rejected() {
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
+    let (_mock, mut p) = mock_profiler();
     let c = Config::new().with("n", 1);
     let e = p
         .bench("d", &[c.clone(), c], &BenchOptions::default(), |_, _| Ok(()))
@@ -818,8 +815,7 @@ fn raw_csv_paths() {
 /// new timeline.
 #[test]
 fn the_timeline_holds_each_recorded_runs_regions_and_kernels() {
-    let mock = Arc::new(Mock::default());
-    let mut prof = profiler(&mock);
+    let (mock, mut prof) = mock_profiler();
     let m = mock.clone();
     prof.bench("t", &configs(2), &runs_and_warmup(3, 1), |_, run| {
         run.annotate("outer", |run| {

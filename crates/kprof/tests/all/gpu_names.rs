@@ -7,33 +7,21 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::source_tree::{repo_root, rs_files_but};
+
 /// GPU models (not chips: `GH100` names the counters' chip catalog, not a claim about a GPU).
 const MODELS: &[&str] = &[
     "H100", "H200", "H800", "H20", "GH200", "A100", "A800", "A10", "A30", "A40", "V100", "B100", "B200", "GB200", "L4",
     "L40", "L40S", "T4", "P100",
 ];
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("repository root")
-}
-
+/// Every `.rs` file under `dir` but test modules kept in their own files (`tests.rs`, `tests/`).
 fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = fs::read_dir(dir) else { return };
-    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    paths.sort();
-    for p in paths {
-        if p.is_dir() {
-            // Test modules kept in their own files (`tests.rs`, `tests/`).
-            if p.file_name().is_some_and(|n| n != "tests") {
-                rs_files(&p, out);
-            }
-        } else if p.extension().is_some_and(|e| e == "rs") && p.file_name().is_some_and(|n| n != "tests.rs") {
-            out.push(p);
-        }
-    }
+    rs_files_but(
+        dir,
+        &|p| p.file_name().is_some_and(|n| n == "tests" || n == "tests.rs"),
+        out,
+    );
 }
 
 /// The source with comments and string literals blanked (same length in chars, newlines kept),

@@ -5,6 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::source_tree::{repo_root, rs_files};
+
 /// Most lines a `.rs` file under `crates/*/src`, `crates/*/examples` or `crates/*/tests` may have.
 const MAX_LINES: usize = 1200;
 
@@ -35,27 +37,6 @@ const CYCLE_ALLOWLIST: &[&[&str]] = &[];
 
 /// The edges (`from -> to`: `from` uses `crate::to`) allowed inside the cycles above: none.
 const CYCLE_EDGE_ALLOWLIST: &[&str] = &[];
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("repository root")
-}
-
-/// Every `.rs` file under `dir`, recursively, sorted.
-fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = fs::read_dir(dir) else { return };
-    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    paths.sort();
-    for p in paths {
-        if p.is_dir() {
-            rs_files(&p, out);
-        } else if p.extension().is_some_and(|e| e == "rs") {
-            out.push(p);
-        }
-    }
-}
 
 /// `(path relative to the repository root with '/' separators, absolute path)` of every `.rs`
 /// file under `crates/*/<dir>` for each of `dirs` (by crate, then in the order of `dirs`).

@@ -5,8 +5,10 @@
 //! Plain file reading, no GPU.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
+
+use crate::source_tree::repo_root;
 
 /// Tracked files (path prefixes) allowed to carry labels: none. Do not add to it: say what the
 /// label stood for instead (the date and the card go to `CHANGELOG.md`).
@@ -81,13 +83,6 @@ fn label_across(line: &str, next: &str) -> Option<String> {
     let rest = next.trim_start_matches(|c: char| c.is_whitespace() || "#/!*->\"".contains(c));
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
     (!digits.is_empty()).then(|| format!("{} {digits}", &end[end.len() - word.len()..]))
-}
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("repository root")
 }
 
 /// The tracked files (`git ls-files`); without git (a copy of the tree), every file but build

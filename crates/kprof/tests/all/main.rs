@@ -29,3 +29,4 @@ mod option_parsers;
 mod real_cupti;
 mod seed_counters_h200;
 mod settings;
+mod source_tree;

@@ -388,6 +388,14 @@ fn series(raw: &RawResults, region: &str, metric: &str) -> (String, Vec<f64>) {
     (unit, v)
 }
 
+/// Asserts that both durations of region "a" are `value` (`why`) and come from the kernel
+/// records.
+#[track_caller]
+fn assert_record_durations(raw: &RawResults, value: f64, why: &str) {
+    assert_eq!(series(raw, "a", DEFAULT_METRIC).1, vec![value, value], "{why}");
+    assert_eq!(duration_sources(raw, "a"), vec![ExtraValue::Text("records".into()); 2]);
+}
+
 /// The `DurationSource` values of a region's duration samples.
 fn duration_sources(raw: &RawResults, region: &str) -> Vec<ExtraValue> {
     let col = raw
@@ -422,6 +430,14 @@ fn opts(metrics: &[&str], mode: ReplayMode) -> BenchOptions {
 fn auto_opts(mode: ReplayMode) -> BenchOptions {
     BenchOptions {
         duration: DurationSource::Auto,
+        ..opts(&[], mode)
+    }
+}
+
+/// [`opts`] without counter metrics and with `duration_source="counters"`.
+fn counters_opts(mode: ReplayMode) -> BenchOptions {
+    BenchOptions {
+        duration: DurationSource::Counters,
         ..opts(&[], mode)
     }
 }
@@ -580,12 +596,7 @@ fn auto_durations_fall_back_to_the_records_when_a_counter_pass_does_not_match() 
         seen.borrow()
     );
     assert!(seen.borrow().iter().any(|(c, _)| *c), "a counter pass ran");
-    assert_eq!(
-        series(&raw, "a", DEFAULT_METRIC).1,
-        vec![10.0, 10.0],
-        "the records' 10 ns, not NaN"
-    );
-    assert_eq!(duration_sources(&raw, "a"), vec![ExtraValue::Text("records".into()); 2]);
+    assert_record_durations(&raw, 10.0, "the records' 10 ns, not NaN");
     assert!(
         p.warnings()
             .iter()
@@ -626,30 +637,41 @@ fn kernel_replay_grows_the_counter_data_image_instead_of_dropping_kernels() {
     assert_eq!(*mock.capacities.lock().unwrap(), vec![256]);
 }
 
-#[test]
-fn user_replay_reruns_the_closure_per_pass_flushes_l2_per_pass_and_gives_one_value_per_region() {
+/// Benchmark "b" with `bytes.sum` in `mode` (2 runs, no warm-up, 3 passes): the mock, the
+/// results, and how many times the closure ran.
+fn bench_counting_calls<F>(mode: ReplayMode, body: F) -> (Arc<Mock>, RawResults, usize)
+where
+    F: Fn(&Mock, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
+{
     let (mock, mut p) = setup(3);
-    let m = mock.clone();
-    let runs = AtomicUsize::new(0);
+    let calls = AtomicUsize::new(0);
     let o = BenchOptions {
         runs: 2,
         warmup: 0,
-        ..opts(&["bytes.sum"], ReplayMode::User)
+        ..opts(&["bytes.sum"], mode)
     };
     let raw = p
         .bench("b", &[], &o, |_, run| {
-            runs.fetch_add(1, Ordering::SeqCst);
-            run.annotate("a", |_| {
-                m.launch("k1", 10);
-                m.launch("k2", 20);
-            })?;
-            m.launch("outside", 1000);
-            run.annotate("b", |_| m.launch("k3", 5))?;
-            Ok(())
+            calls.fetch_add(1, Ordering::SeqCst);
+            body(&mock, run)
         })
         .unwrap();
+    (mock, raw, calls.load(Ordering::SeqCst))
+}
+
+#[test]
+fn user_replay_reruns_the_closure_per_pass_flushes_l2_per_pass_and_gives_one_value_per_region() {
+    let (mock, raw, calls) = bench_counting_calls(ReplayMode::User, |m, run| {
+        run.annotate("a", |_| {
+            m.launch("k1", 10);
+            m.launch("k2", 20);
+        })?;
+        m.launch("outside", 1000);
+        run.annotate("b", |_| m.launch("k3", 5))?;
+        Ok(())
+    });
     // 2 timing runs + 2 x 3 passes.
-    assert_eq!(runs.load(Ordering::SeqCst), 8);
+    assert_eq!(calls, 8);
     // Per timing run and per pass: one flush, and one before each of the 2 regions.
     assert_eq!(mock.l2_flushes.load(Ordering::SeqCst), (2 + 6) * 3);
     assert_eq!(*mock.capacities.lock().unwrap(), vec![2, 2]);
@@ -660,29 +682,18 @@ fn user_replay_reruns_the_closure_per_pass_flushes_l2_per_pass_and_gives_one_val
 
 #[test]
 fn application_replay_reruns_the_closure_per_pass_flushing_as_the_timing_pass_and_maps_kernels_past_the_flushes() {
-    let (mock, mut p) = setup(3);
-    let m = mock.clone();
-    let runs = AtomicUsize::new(0);
-    let o = BenchOptions {
-        runs: 2,
-        warmup: 0,
-        ..opts(&["bytes.sum"], ReplayMode::Application)
-    };
-    let raw = p
-        .bench("b", &[], &o, |_, run| {
-            runs.fetch_add(1, Ordering::SeqCst);
-            m.launch("setup", 1000);
-            run.annotate("a", |run| {
-                m.launch("k1", 10);
-                // Nesting is fine: regions are not ranges in this mode.
-                run.annotate("inner", |_| m.launch("k2", 20)).unwrap();
-            })?;
-            run.annotate("b", |_| m.launch("k3", 5))?;
-            Ok(())
-        })
-        .unwrap();
+    let (mock, raw, calls) = bench_counting_calls(ReplayMode::Application, |m, run| {
+        m.launch("setup", 1000);
+        run.annotate("a", |run| {
+            m.launch("k1", 10);
+            // Nesting is fine: regions are not ranges in this mode.
+            run.annotate("inner", |_| m.launch("k2", 20)).unwrap();
+        })?;
+        run.annotate("b", |_| m.launch("k3", 5))?;
+        Ok(())
+    });
     // 2 timing runs + 2 x 3 passes.
-    assert_eq!(runs.load(Ordering::SeqCst), 8);
+    assert_eq!(calls, 8);
     // Per timing run and per pass: one flush, and one before each of the 2 top-level regions.
     assert_eq!(mock.l2_flushes.load(Ordering::SeqCst), (2 + 6) * 3);
     // The flush kernels (7 ns, 14 bytes) are ranges of the pass; the regions get only their own.
@@ -816,197 +827,6 @@ fn a_warm_cache_gets_an_unrecorded_closure_run_after_every_counter_pass() {
 }
 
 #[test]
-fn durations_from_the_counters_replace_the_records_in_kernel_and_application_replay() {
-    // Records: k1 10 + k2 20 = 30 ns; counters: (10 + 3) + (20 + 3) = 36 ns. (Range replay
-    // refuses them: auto_takes_the_records_in_range_replay_and_counters_there_are_refused.)
-    for mode in [ReplayMode::Kernel, ReplayMode::Application] {
-        let (mock, mut p) = setup(2);
-        let m = mock.clone();
-        let o = BenchOptions {
-            duration: DurationSource::Counters,
-            ..opts(&["bytes.sum", "gpu__time_duration.sum"], mode)
-        };
-        let raw = p
-            .bench("b", &[], &o, |_, run| {
-                run.annotate("a", |_| {
-                    m.launch("k1", 10);
-                    m.launch("k2", 20);
-                })?;
-                Ok(())
-            })
-            .unwrap();
-        let (unit, d) = series(&raw, "a", DEFAULT_METRIC);
-        assert_eq!(
-            (unit.as_str(), d),
-            ("ns", vec![36.0, 36.0]),
-            "{mode:?}: one sample per run, from the counters"
-        );
-        assert_eq!(series(&raw, "a", "bytes.sum").1, vec![60.0, 60.0], "{mode:?}");
-        let plan = p.counter_plan().unwrap();
-        assert_eq!(
-            plan.metrics,
-            vec![DEFAULT_METRIC.to_string(), "bytes.sum".into()],
-            "{mode:?}"
-        );
-        assert_eq!(
-            *mock.records_off_in_collect.lock().unwrap(),
-            vec![true, true],
-            "{mode:?}"
-        );
-    }
-}
-
-#[test]
-fn durations_from_the_counters_need_no_other_counter_metric() {
-    let (mock, mut p) = setup(1);
-    let m = mock.clone();
-    let o = BenchOptions {
-        duration: DurationSource::Counters,
-        ..opts(&[], ReplayMode::Application)
-    };
-    let raw = p
-        .bench("b", &[], &o, |_, run| {
-            run.annotate("a", |_| m.launch("k1", 10))?;
-            run.annotate("empty", |_| {})?;
-            Ok(())
-        })
-        .unwrap();
-    assert_eq!(mock.collects.load(Ordering::SeqCst), 2);
-    assert_eq!(series(&raw, "a", DEFAULT_METRIC).1, vec![13.0, 13.0]);
-    // A region without kernels: one NaN per run (not one from each source) and its warning.
-    let (_, empty) = series(&raw, "empty", DEFAULT_METRIC);
-    assert_eq!(empty.len(), 2);
-    assert!(empty.iter().all(|v| v.is_nan()));
-    assert!(
-        p.warnings().iter().any(|w| w.contains("\"empty\" launched no kernel")),
-        "{:?}",
-        p.warnings()
-    );
-    assert_eq!(raw.series.len(), 2, "one series per region: {:?}", raw.series);
-}
-
-#[test]
-fn durations_from_the_counters_are_refused_without_the_cupti_backend_and_a_bad_name_names_both() {
-    let (_, mut p) = setup_mock(Mock {
-        without_counters: true,
-        ..Default::default()
-    });
-    let o = BenchOptions {
-        duration: DurationSource::Counters,
-        ..opts(&[], ReplayMode::Kernel)
-    };
-    let e = p.bench("b", &[], &o, |_, _| Ok(())).unwrap_err().to_string();
-    assert!(
-        e.contains("duration source \"counters\"") && e.contains("need the CUPTI backend"),
-        "{e}"
-    );
-    assert_eq!("counters".parse::<DurationSource>(), Ok(DurationSource::Counters));
-    assert_eq!("records".parse::<DurationSource>(), Ok(DurationSource::Records));
-    let e = "ncu".parse::<DurationSource>().unwrap_err().to_string();
-    assert!(
-        e.contains("'ncu'") && e.contains("'records'") && e.contains("'counters'"),
-        "{e}"
-    );
-}
-
-/// One region "a" with one 10 ns kernel, durations `duration` (application replay).
-fn bench_one_kernel(mock: &Arc<Mock>, p: &mut Profiler, duration: DurationSource) -> Result<RawResults, EngineError> {
-    let m = mock.clone();
-    let o = BenchOptions {
-        duration,
-        ..opts(&[], ReplayMode::Application)
-    };
-    p.bench("b", &[], &o, |_, run| {
-        run.annotate("a", |_| m.launch("k1", 10))?;
-        Ok(())
-    })
-}
-
-#[test]
-fn auto_takes_durations_from_the_counters_when_they_open_and_says_so_per_sample() {
-    let (mock, mut p) = setup(1);
-    let raw = bench_one_kernel(&mock, &mut p, DurationSource::Auto).unwrap();
-    assert_eq!(
-        series(&raw, "a", DEFAULT_METRIC).1,
-        vec![13.0, 13.0],
-        "counter durations (dur + 3)"
-    );
-    assert_eq!(
-        duration_sources(&raw, "a"),
-        vec![ExtraValue::Text("counters".into()); 2]
-    );
-    assert!(BenchOptions::default().duration == DurationSource::Auto);
-    assert_eq!(BenchOptions::default().replay_mode, ReplayMode::Application);
-}
-
-#[test]
-fn counter_passes_are_counted_in_the_process_cost() {
-    // The process-wide cost grows with every counter pass of a recorded run (other tests may add
-    // to it at the same time: only a lower bound is checked).
-    let before = crate::runner::counter_cost().counter_runs;
-    let (mock, mut p) = setup(1);
-    bench_one_kernel(&mock, &mut p, DurationSource::Counters).unwrap();
-    let after = crate::runner::counter_cost();
-    assert!(after.counter_runs >= before + 2, "{before} -> {after:?}");
-    assert!(after.counter_run_s >= after.records_switch_s);
-}
-
-#[test]
-fn auto_takes_the_records_in_range_replay_and_counters_there_are_refused() {
-    // A range's counter duration runs from its push to its pop (idle included): with range
-    // (user) replay "auto" keeps the records, and "counters" is refused before any run.
-    let (mock, mut p) = setup(1);
-    let m = mock.clone();
-    let o = BenchOptions {
-        duration: DurationSource::Auto,
-        ..opts(&["bytes.sum", DEFAULT_METRIC], ReplayMode::User)
-    };
-    let raw = p
-        .bench("range", &[], &o, |_, run| {
-            run.annotate("a", |_| m.launch("k1", 10))?;
-            Ok(())
-        })
-        .unwrap();
-    assert_eq!(
-        series(&raw, "a", DEFAULT_METRIC).1,
-        vec![10.0, 10.0],
-        "the records' 10 ns"
-    );
-    assert_eq!(duration_sources(&raw, "a"), vec![ExtraValue::Text("records".into()); 2]);
-    let e = BenchOptions {
-        duration: DurationSource::Counters,
-        ..opts(&[], ReplayMode::User)
-    }
-    .validate()
-    .unwrap_err()
-    .to_string();
-    assert!(e.contains("range replay") && e.contains("\"kernel\""), "{e}");
-}
-
-#[test]
-fn auto_falls_back_to_the_records_with_one_warning_when_the_counters_cannot_open() {
-    let (mock, mut p) = setup_mock(Mock {
-        passes: 1,
-        fail_open: Some("CUPTI_ERROR_INSUFFICIENT_PRIVILEGES".into()),
-        ..Default::default()
-    });
-    let raw = bench_one_kernel(&mock, &mut p, DurationSource::Auto).unwrap();
-    assert_eq!(
-        series(&raw, "a", DEFAULT_METRIC).1,
-        vec![10.0, 10.0],
-        "record durations"
-    );
-    assert_eq!(mock.collects.load(Ordering::SeqCst), 0, "no counter pass");
-    let w = warnings_with(&p, "INSUFFICIENT_PRIVILEGES");
-    assert_eq!(w.len(), 1, "{:?}", p.warnings());
-    assert!(w[0].contains("not Nsight Compute's gpu__time_duration"), "{}", w[0]);
-    assert_eq!(duration_sources(&raw, "a"), vec![ExtraValue::Text("records".into()); 2]);
-    // Asked for explicitly, the counters' failure is an error, not a fallback.
-    let e = bench_one_kernel(&mock, &mut p, DurationSource::Counters).unwrap_err();
-    assert!(e.to_string().contains("INSUFFICIENT_PRIVILEGES"), "{e}");
-}
-
-#[test]
 fn application_replay_flushes_before_each_kernel_when_cold_and_rests_between_them_when_warm_only_after_long_runs() {
     let flush = FlushSpec::default();
     let choose = |app, cold, can, rests| before_each_kernel(app, cold, can, rests, flush);
@@ -1023,6 +843,7 @@ fn application_replay_flushes_before_each_kernel_when_cold_and_rests_between_the
     }
 }
 
+mod durations;
 mod graphs;
 mod one_pass;
 mod sections;

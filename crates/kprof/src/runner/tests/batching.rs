@@ -30,8 +30,7 @@ fn rows(raw: &RawResults) -> Vec<String> {
 
 /// A profiler on a new mock that flushes by `policy`, and the mock.
 fn flushing(policy: FlushPolicy) -> (Arc<Mock>, Profiler) {
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
+    let (mock, mut p) = mock_profiler();
     p.set_flush_policy(policy);
     (mock, p)
 }
@@ -294,8 +293,7 @@ fn an_engine_error_mid_batch_still_records_and_writes_the_runs_before_it() {
 #[test]
 fn a_finished_config_is_written_at_the_flush_that_records_its_last_run() {
     let dir = tempfile::tempdir().unwrap();
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
+    let (mock, mut p) = mock_profiler();
     p.set_flush_policy(batches_of(2));
     let m = mock.clone();
     let path = dir.path().join("w-raw.csv");

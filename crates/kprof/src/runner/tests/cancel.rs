@@ -29,8 +29,7 @@ fn rows(path: &std::path::Path) -> usize {
 #[test]
 fn a_token_set_mid_sweep_stops_it_with_the_finished_runs_on_disk() {
     let dir = tempfile::tempdir().unwrap();
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
+    let (mock, mut p) = mock_profiler();
     let cancel = Cancel::new();
     let opts = sequential(4, dir.path(), &cancel);
     let (m, c) = (mock.clone(), cancel.clone());
@@ -58,8 +57,7 @@ fn a_token_set_mid_sweep_stops_it_with_the_finished_runs_on_disk() {
 #[test]
 fn a_poll_that_says_stop_ends_the_sweep_before_the_next_run() {
     let dir = tempfile::tempdir().unwrap();
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
+    let (mock, mut p) = mock_profiler();
     let asked = Arc::new(AtomicU64::new(0));
     let a = asked.clone();
     // The loop polls a few times per run (before it, after its waits, after its passes): the
@@ -88,8 +86,7 @@ fn a_poll_that_says_stop_ends_the_sweep_before_the_next_run() {
 #[test]
 fn a_cancel_during_the_gpus_rest_ends_the_rest_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
+    let (mock, mut p) = mock_profiler();
     let cancel = Cancel::new();
     let opts = BenchOptions {
         warmup: 0,
@@ -150,8 +147,7 @@ impl ConditionsProbe for Hot {
 #[test]
 fn a_cancel_while_the_thermal_guard_waits_for_cooling_ends_the_wait_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
+    let (mock, mut p) = mock_profiler();
     p.set_conditions(ProfilerConditions::with_probe(Box::new(Hot)));
     let cancel = Cancel::new();
     let opts = sequential(3, dir.path(), &cancel);

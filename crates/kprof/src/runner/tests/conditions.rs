@@ -36,8 +36,7 @@ fn body(m: Arc<Mock>) -> impl FnMut(&Config, &mut Run) -> Result<(), Box<dyn std
 
 #[test]
 fn without_nvml_the_condition_columns_are_nan_with_one_warning() {
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
+    let (mock, mut p) = mock_profiler();
     p.set_conditions(ProfilerConditions::unavailable("libnvidia-ml.so.1 not found"));
     let opts = BenchOptions {
         runs: 3,
@@ -181,10 +180,26 @@ fn slow_body(m: Arc<Mock>) -> impl FnMut(&Config, &mut Run) -> Result<(), Box<dy
     }
 }
 
+/// [`slow_body`] that notes 1 ms of GPU idle time inside its fourth call: with one warm-up run,
+/// recorded run 2 (2 ms).
+fn idle_in_run_2(
+    m: Arc<Mock>,
+) -> impl FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let mut inner = slow_body(m);
+    let mut calls = 0;
+    move |c, run| {
+        calls += 1;
+        if calls == 4 {
+            let t = std::time::Instant::now();
+            crate::conditions::background::note_gpu_idle(t, t + Duration::from_millis(1));
+        }
+        inner(c, run)
+    }
+}
+
 #[test]
 fn the_run_loop_reads_no_nvml_per_run_only_the_sampler_thread_polls() {
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
+    let (mock, mut p) = mock_profiler();
     let reads = Arc::new(AtomicU64::new(0));
     let threads: Arc<Mutex<Vec<std::thread::ThreadId>>> = Arc::default();
     p.set_conditions(ProfilerConditions::with_probe(Box::new(Fake::new(
@@ -217,8 +232,7 @@ fn the_run_loop_reads_no_nvml_per_run_only_the_sampler_thread_polls() {
 
 #[test]
 fn the_thermal_guard_runs_before_every_run_and_its_wait_is_reported() {
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
+    let (mock, mut p) = mock_profiler();
     let reads = Arc::new(AtomicU64::new(0));
     // Runs: warm-up (30), run 0 (30), run 1 (5: pause; polls 15, 15, 25: resume), run 2 (30).
     let margins = vec![30.0, 30.0, 5.0, 15.0, 15.0, 25.0, 30.0];
@@ -282,9 +296,7 @@ fn runs_with_idle_gpu_time_beside_them_get_nan_energy_with_the_reason() {
     // it (the run loop's rests, runner/gpu_rest.rs, and host work) gets NaN energy, and the sweep
     // says why once. (The pace is the process's: other tests' work can make it rest beside other
     // runs too, so only the run given idle time here is checked.)
-    use crate::conditions::background::note_gpu_idle;
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
+    let (mock, mut p) = mock_profiler();
     p.set_conditions(ProfilerConditions::with_probe(Box::new(Fake::new(
         vec![30.0],
         Arc::default(),
@@ -292,19 +304,9 @@ fn runs_with_idle_gpu_time_beside_them_get_nan_energy_with_the_reason() {
         Arc::default(),
     ))));
     p.conditions.set_poll_interval(Duration::from_millis(1));
-    let mut inner = slow_body(mock.clone());
-    let mut calls = 0;
     let opts = super::runs_and_warmup(4, 1);
     let raw = p
-        .bench("rests", &configs(1), &opts, move |c, run| {
-            // The warm-up, then recorded runs 0, 1, 2: run 2 (2 ms) gets 1 ms of idle noted inside.
-            calls += 1;
-            if calls == 4 {
-                let t = std::time::Instant::now();
-                note_gpu_idle(t, t + Duration::from_millis(1));
-            }
-            inner(c, run)
-        })
+        .bench("rests", &configs(1), &opts, idle_in_run_2(mock.clone()))
         .unwrap();
     let energy: Vec<f64> = column(&raw, "EnergyMilliJ").iter().map(num).collect();
     let runs: Vec<u32> = raw.samples.iter().map(|s| s.run).collect();
@@ -327,17 +329,8 @@ fn runs_with_idle_gpu_time_beside_them_get_nan_energy_with_the_reason() {
     );
     // An expected NaN energy is said once per profiler: a second benchmark with the same idle time
     // adds no warning (its note goes to the debug log).
-    let mut inner = slow_body(mock.clone());
-    let mut calls = 0;
-    p.bench("rests again", &configs(1), &opts, move |c, run| {
-        calls += 1;
-        if calls == 4 {
-            let t = std::time::Instant::now();
-            note_gpu_idle(t, t + Duration::from_millis(1));
-        }
-        inner(c, run)
-    })
-    .unwrap();
+    p.bench("rests again", &configs(1), &opts, idle_in_run_2(mock.clone()))
+        .unwrap();
     assert_eq!(
         warnings_with(&p, "the GPU was idle for more").len(),
         1,
@@ -348,8 +341,7 @@ fn runs_with_idle_gpu_time_beside_them_get_nan_energy_with_the_reason() {
 
 #[test]
 fn collectors_are_called_at_each_scope_and_become_columns() {
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
+    let (mock, mut p) = mock_profiler();
     let calls = Arc::new(Mutex::new(Vec::<String>::new()));
     let log = |tag: &'static str, calls: &Arc<Mutex<Vec<String>>>| {
         let calls = calls.clone();
@@ -440,8 +432,7 @@ fn collectors_are_called_at_each_scope_and_become_columns() {
 #[test]
 fn the_fingerprint_is_collected_once_and_written_next_to_the_raw_csv() {
     let dir = tempfile::tempdir().unwrap();
-    let mock = Arc::new(Mock::default());
-    let mut p = profiler(&mock);
+    let (mock, mut p) = mock_profiler();
     assert!(p.fingerprint().is_none());
     let opts = BenchOptions {
         runs: 2,

@@ -55,12 +55,7 @@ fn auto_takes_the_records_when_warm_up_replays_a_graph_instantiated_before_the_s
             Ok(())
         })
         .unwrap();
-    assert_eq!(
-        series(&raw, "a", DEFAULT_METRIC).1,
-        vec![510.0, 510.0],
-        "k1 from the records + the span"
-    );
-    assert_eq!(duration_sources(&raw, "a"), vec![ExtraValue::Text("records".into()); 2]);
+    assert_record_durations(&raw, 510.0, "k1 from the records + the span");
     let w = warnings_with(&p, "instantiated before");
     assert_eq!(w.len(), 1, "{:?}", p.warnings());
     assert!(w[0].starts_with("old: "), "{}", w[0]);
@@ -167,10 +162,7 @@ fn each_duration_row_names_its_source_graph_spans_coming_from_the_records() {
     // only records (its span is the graph's record), one of both counters+records.
     let (mock, mut p) = graph_records_mock();
     let m = mock.clone();
-    let o = BenchOptions {
-        duration: DurationSource::Counters,
-        ..opts(&[], ReplayMode::Application)
-    };
+    let o = counters_opts(ReplayMode::Application);
     let raw = p
         .bench("b", &[], &o, |_, run| {
             run.annotate("eager", |_| m.launch("k1", 10))?;
@@ -205,10 +197,7 @@ fn a_graph_span_stretched_past_the_timing_pass_is_nan_with_one_warning() {
             graph_records,
             ..Default::default()
         });
-        let o = BenchOptions {
-            duration: DurationSource::Counters,
-            ..opts(&[], ReplayMode::Application)
-        };
+        let o = counters_opts(ReplayMode::Application);
         let raw = p
             .bench("b", &[], &o, |_, run| {
                 run.annotate("g", |_| {
@@ -246,10 +235,7 @@ fn a_counter_pass_has_room_for_every_graph_launch_of_its_timing_pass() {
         ..Default::default()
     });
     let m = mock.clone();
-    let o = BenchOptions {
-        duration: DurationSource::Counters,
-        ..opts(&[], ReplayMode::Application)
-    };
+    let o = counters_opts(ReplayMode::Application);
     let (mut timing_passes, mut n) = (0, 0);
     let raw = p
         .bench("many", &[], &o, |_, run| {
