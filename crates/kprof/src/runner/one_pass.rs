@@ -8,8 +8,9 @@
 //! last warm-up run's records tell it once per configuration ([`KernelMap`]). A recorded run then
 //! runs the closure once, under the counters, and its values are mapped through the warm-up's
 //! kernels. A configuration keeps two passes when its warm-up launched CUDA graphs (their spans
-//! come from the records) or annotation-scope collectors run, and goes back to two passes for
-//! good when a counter pass profiles another number of kernels than its map holds.
+//! come from the records) or annotation-scope collectors run. When a counter pass profiles other
+//! kernels than its map holds (first calls can launch kernels later ones do not), the run is taken
+//! again with its timing pass, whose records become the map; a second mismatch keeps two passes.
 
 use std::collections::HashMap;
 

@@ -90,6 +90,21 @@ struct Sweep<'a> {
     kernel_maps: Vec<Option<one_pass::KernelMap>>,
     /// Per config: a counter pass did not match its map, so its runs keep two passes.
     two_passes: Vec<bool>,
+    /// Per config: the map was given up once for a recorded run's own (its first calls launched
+    /// other kernels than later ones): `Waiting` until that run's records are flushed.
+    map_refresh: Vec<MapRefresh>,
+}
+
+/// Whether a configuration's map of kernels was taken again from a recorded run's records after a
+/// counter pass did not match the warm-up's (`Sweep::map_refresh`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum MapRefresh {
+    /// The map is the warm-up's.
+    FromWarmup,
+    /// A recorded run with a timing pass gives the map at its flush.
+    Waiting,
+    /// The map was taken again once; another mismatch keeps two passes for good.
+    Done,
 }
 
 /// The profiler: owns the CUPTI activity session. One per process.
@@ -466,6 +481,7 @@ impl Profiler {
             graph_launches_at_start,
             kernel_maps: vec![None; n],
             two_passes: vec![false; n],
+            map_refresh: vec![MapRefresh::FromWarmup; n],
         };
         // Kernels are traced during benchmarks only: launches between them cost what they cost
         // without kprof.
@@ -706,8 +722,14 @@ impl Profiler {
         if !allowed {
             return Ok(None);
         }
-        if sw.pending.iter().any(|r| r.step.warmup && r.step.config == c) {
-            // The map comes from the configuration's last warm-up, still waiting for a flush.
+        let refresh = sw.map_refresh[c] == MapRefresh::Waiting;
+        if sw
+            .pending
+            .iter()
+            .any(|r| r.step.config == c && (r.step.warmup || (refresh && r.own_kernels.is_none())))
+        {
+            // The map comes from the configuration's last warm-up (or, taken again, from a
+            // recorded run's timing pass), still waiting for a flush.
             self.flush_batch(sw, None)?;
         }
         let (Some(map), Some(st)) = (sw.kernel_maps[c].clone(), sw.counters.as_mut()) else {
@@ -715,8 +737,15 @@ impl Profiler {
         };
         let run = self.one_pass_run(st, RunAt { one_pass: true, ..at }, f, &map)?;
         if run.is_none() {
-            // The closure launched other kernels than its warm-up: two passes from now on.
-            sw.two_passes[c] = true;
+            // The closure launched other kernels than its warm-up: the next recorded run's timing
+            // pass gives the map once more (first calls can launch kernels that later ones do not);
+            // a second mismatch keeps two passes from now on.
+            if sw.map_refresh[c] == MapRefresh::FromWarmup {
+                sw.map_refresh[c] = MapRefresh::Waiting;
+                sw.kernel_maps[c] = None;
+            } else {
+                sw.two_passes[c] = true;
+            }
         }
         Ok(run)
     }

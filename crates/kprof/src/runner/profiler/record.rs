@@ -13,7 +13,7 @@ use super::super::{counter_pass, one_pass, progress, timeline};
 use super::super::{
     model_error, record_durations, CacheControl, Collected, Progress, SampleSource, Step, DEFAULT_UNIT,
 };
-use super::{PendingRun, Profiler, Sweep, CUDA_EVENTS_METRIC};
+use super::{MapRefresh, PendingRun, Profiler, Sweep, CUDA_EVENTS_METRIC};
 use crate::error::EngineError;
 
 /// Where a sample belongs: the benchmark, the region, the step (configuration and run) and the
@@ -74,10 +74,16 @@ impl Profiler {
             spans,
             failure,
             counters,
+            window,
             ..
         } = run;
         let (name, opts) = (sw.name, sw.opts);
         let config = &sw.configs[step.config];
+        if !one_pass && failure.is_none() && sw.map_refresh[step.config] == MapRefresh::Waiting {
+            // The map taken again from this run's timing pass (`Profiler::one_pass_step`).
+            sw.kernel_maps[step.config] = one_pass::KernelMap::of_warmup(&spans, collected, window);
+            sw.map_refresh[step.config] = MapRefresh::Done;
+        }
         for s in &spans {
             if !sw.known_regions.contains(&s.name) {
                 sw.known_regions.push(s.name.clone());

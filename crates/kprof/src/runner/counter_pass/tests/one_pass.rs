@@ -66,7 +66,31 @@ fn graph_launches_in_the_warmup_keep_the_timing_pass() {
 }
 
 #[test]
-fn a_closure_that_launches_otherwise_than_its_warmup_goes_back_to_two_passes() {
+fn a_closure_whose_first_call_launches_otherwise_takes_its_map_from_a_timing_pass() {
+    let (mock, mut p) = callbacks_mock();
+    let m = mock.clone();
+    let mut calls = 0;
+    let raw = p
+        .bench("c", &[], &one_pass_opts(4), |_, run| {
+            calls += 1;
+            if calls == 1 {
+                m.launch("first-call-setup", 5); // the warm-up only
+            }
+            run.annotate("a", |_| {
+                m.launch("k1", 10);
+                m.launch("k2", 20);
+            })?;
+            Ok(())
+        })
+        .unwrap();
+    // Warm-up 1; run 0: its one pass does not match the warm-up's map (1), so it takes a timing
+    // pass and a counter pass (2), whose records are the map from then on; runs 1-3 one pass each.
+    assert_eq!(calls, 1 + 1 + 2 + 3);
+    assert_eq!(series(&raw, "a", DEFAULT_METRIC).1, vec![36.0; 4]);
+}
+
+#[test]
+fn a_closure_that_launches_otherwise_every_time_goes_back_to_two_passes() {
     let (mock, mut p) = callbacks_mock();
     let m = mock.clone();
     let mut calls = 0;
@@ -74,19 +98,20 @@ fn a_closure_that_launches_otherwise_than_its_warmup_goes_back_to_two_passes() {
         .bench("c", &[], &one_pass_opts(3), |_, run| {
             calls += 1;
             run.annotate("a", |_| {
-                m.launch("k1", 10);
-                if calls > 1 {
-                    // From the first recorded run on, one more kernel than the warm-up.
-                    m.launch("k2", 20);
+                for _ in 0..calls {
+                    m.launch("k", 10); // one kernel more at every call
                 }
             })?;
             Ok(())
         })
         .unwrap();
-    // Warm-up 1; the first recorded run's single pass does not match (1), then it and the two
-    // others take a timing pass and a counter pass each (6).
-    assert_eq!(calls, 1 + 1 + 3 * 2);
-    assert_eq!(series(&raw, "a", DEFAULT_METRIC).1, vec![36.0; 3]);
+    // Warm-up 1; run 0: a mismatch (1), then two passes (2) that give the map again; run 1: a
+    // second mismatch (1), two passes for good (2); run 2: two passes (2).
+    assert_eq!(calls, 1 + 3 + 3 + 2);
+    // A closure that never repeats itself: each run's counter pass does not match its own timing
+    // pass either, so its duration is the timing pass's records (10 ns a kernel), as with two
+    // passes from the start.
+    assert_eq!(series(&raw, "a", DEFAULT_METRIC).1, vec![30.0, 60.0, 80.0]);
 }
 
 #[test]
