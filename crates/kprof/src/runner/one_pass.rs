@@ -95,6 +95,25 @@ impl KernelMap {
     pub(super) fn regions(&self) -> usize {
         self.regions.len()
     }
+
+    /// The map's regions as spans keyed by their position (for a failed pass's NaN rows).
+    fn spans(&self) -> Vec<SpanRec> {
+        self.regions
+            .iter()
+            .enumerate()
+            .map(|(i, (name, _))| SpanRec {
+                name: name.clone(),
+                key: i as u64,
+                parent: None,
+                thread_id: 0,
+                start_ns: 0,
+                end_ns: None,
+                start_correlation_id: 0,
+                end_correlation_id: 0,
+                failed: false,
+            })
+            .collect()
+    }
 }
 
 /// What one recorded run measured in one pass: the counter pass, with the regions it opened.
@@ -160,27 +179,6 @@ impl Profiler {
             })),
             CounterRun::PerRegion(_) => Ok(None),
         }
-    }
-}
-
-impl KernelMap {
-    /// The map's regions as spans keyed by their position (for a failed pass's NaN rows).
-    fn spans(&self) -> Vec<SpanRec> {
-        self.regions
-            .iter()
-            .enumerate()
-            .map(|(i, (name, _))| SpanRec {
-                name: name.clone(),
-                key: i as u64,
-                parent: None,
-                thread_id: 0,
-                start_ns: 0,
-                end_ns: None,
-                start_correlation_id: 0,
-                end_correlation_id: 0,
-                failed: false,
-            })
-            .collect()
     }
 }
 
