@@ -527,6 +527,22 @@ pub(crate) fn before_each_kernel(
     }
 }
 
+/// The run's kernels outside every region that its counter pass profiled: the eager ones that
+/// started in the run's `window` (e.g. input set-up), the L2 flush kernels only when the pass
+/// flushed the same way (`flushes_profiled`).
+pub(crate) fn profiled_outside(
+    outside: &[KernelRun],
+    (t0, t1): (u64, u64),
+    flushes_profiled: bool,
+) -> impl Iterator<Item = &KernelRun> {
+    outside.iter().filter(move |k| {
+        !k.graph
+            && k.start_ns >= t0
+            && k.start_ns <= t1
+            && (flushes_profiled || !super::l2_flush::is_flush_kernel(&k.name))
+    })
+}
+
 /// The distinct kernels of a run's regions in launch (start-time) order, and for every region the
 /// positions of its kernels in that order (nested regions share their inner kernels).
 pub(crate) fn kernel_order(regions: &[&[KernelRun]]) -> (usize, Vec<Vec<usize>>) {

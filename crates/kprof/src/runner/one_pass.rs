@@ -199,21 +199,17 @@ pub(super) fn durations_total(raw: &RawResults, from: usize) -> (f64, bool) {
 /// kernels of its regions and of the run outside them (flush kernels only when the pass
 /// profiled them), as the counter pass's recording counts them.
 fn mapped_kernels(collected: &Collected, window: (u64, u64), flushes_profiled: bool) -> usize {
-    let mut all: Vec<(u64, u64, &str)> = collected
+    let eager: Vec<KernelRun> = collected
         .by_region
         .values()
         .flatten()
-        .chain(collected.outside.iter().filter(|k| {
-            k.start_ns >= window.0
-                && k.start_ns <= window.1
-                && (flushes_profiled || !super::l2_flush::is_flush_kernel(&k.name))
-        }))
         .filter(|k| !k.graph)
-        .map(|k| (k.start_ns, k.end_ns, k.name.as_str()))
+        .cloned()
         .collect();
-    all.sort();
-    all.dedup();
-    all.len()
+    let outside: Vec<KernelRun> = counter_pass::profiled_outside(&collected.outside, window, flushes_profiled)
+        .cloned()
+        .collect();
+    counter_pass::kernel_order(&[&eager, &outside]).0
 }
 
 #[cfg(test)]

@@ -691,6 +691,12 @@ impl Profiler {
         Ok(())
     }
 
+    /// Whether this bench call's runs may take one pass (`one_pass`) as its options go: durations
+    /// from the counters, a cold cache, `one_pass` on.
+    fn may_take_one_pass(&self, opts: &BenchOptions) -> bool {
+        opts.one_pass && self.duration_source == SampleSource::Counters && opts.cache == CacheControl::All
+    }
+
     /// A recorded run in one pass (`one_pass`), where its configuration allows it: durations
     /// from the counters in application replay with a cold cache, a map from its last warm-up
     /// run, no annotation-scope collectors. `None`: the run takes its timing pass.
@@ -705,11 +711,9 @@ impl Profiler {
     {
         let c = at.step.config;
         let allowed = !at.step.warmup
-            && at.opts.one_pass
+            && self.may_take_one_pass(at.opts)
             && !self.closure_asked_counter_pass
             && !sw.two_passes[c]
-            && self.duration_source == SampleSource::Counters
-            && at.opts.cache == CacheControl::All
             && self.backend.can_act_before_each_kernel()
             && sw
                 .counters

@@ -5,13 +5,12 @@
 use kprof_core::model::{Config, RawResults, DEFAULT_METRIC};
 use kprof_core::transforms::combine_kernels;
 
-use super::super::l2_flush::is_flush_kernel;
 use super::super::profiler::{KernelValues, SampleAt};
 use super::super::run::SpanRec;
 use super::super::{
     kernel_matches, record_durations, BenchOptions, Collected, DurationSource, KernelRun, Profiler, SampleSource, Step,
 };
-use super::{kernel_order, CounterPlan, CounterRun};
+use super::{kernel_order, profiled_outside, CounterPlan, CounterRun};
 use crate::error::EngineError;
 
 /// What recording a run's counter values needs: the call's counter plan, the benchmark, its
@@ -216,12 +215,7 @@ impl Profiler {
         // The run's kernels outside every region (e.g. input set-up) were profiled too; the
         // L2 flush kernels of the timing pass only when the counter pass flushed the same way
         // (application replay; kernel replay flushes once, before the pass).
-        let outside: Vec<KernelRun> = collected
-            .outside
-            .iter()
-            .filter(|k| {
-                !k.graph && k.start_ns >= *t0 && k.start_ns <= *t1 && (*flushes_profiled || !is_flush_kernel(&k.name))
-            })
+        let outside: Vec<KernelRun> = profiled_outside(&collected.outside, (*t0, *t1), *flushes_profiled)
             .cloned()
             .collect();
         lists.push(&outside);

@@ -10,9 +10,7 @@ use kprof_core::transforms::combine_kernels;
 
 use super::super::run::SpanRec;
 use super::super::{counter_pass, one_pass, progress, timeline};
-use super::super::{
-    model_error, record_durations, CacheControl, Collected, Progress, SampleSource, Step, DEFAULT_UNIT,
-};
+use super::super::{model_error, record_durations, Collected, Progress, SampleSource, Step, DEFAULT_UNIT};
 use super::{MapRefresh, PendingRun, Profiler, Sweep, CUDA_EVENTS_METRIC};
 use crate::error::EngineError;
 
@@ -153,9 +151,7 @@ impl Profiler {
             None => one_pass::KernelMap::of_warmup(&spans, collected, window),
             Some(_) => None,
         };
-        let may_take_one_pass =
-            self.duration_source == SampleSource::Counters && opts.one_pass && opts.cache == CacheControl::All;
-        if self.metric != CUDA_EVENTS_METRIC && may_take_one_pass && sw.kernel_maps[step.config].is_some() {
+        if self.metric != CUDA_EVENTS_METRIC && self.may_take_one_pass(opts) && sw.kernel_maps[step.config].is_some() {
             let label = format!("{config} (warm-up)");
             timeline::append(&mut self.timeline, &label, step.run, &spans, collected);
         }
