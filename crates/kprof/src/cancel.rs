@@ -8,8 +8,13 @@
 //! to stop ([`Cancel::with_poll`]: the Python door checks for Ctrl-C there). While a bench call
 //! runs, its token is the current one of the thread ([`scope`]), which the waits deep inside the
 //! engine consult ([`requested`], [`sleep`]) without the token being passed down to them.
+//!
+//! The poll runs only at the engine's own points, never while the user's workload runs
+//! ([`in_workload`]): a wait inside a CUDA callback of a launch the workload made reads the flag
+//! alone, since the poll may need what the workload's thread gave up (the Python door's poll
+//! runs Python code, and a framework releases the GIL around its launches).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -86,6 +91,22 @@ impl Cancel {
 
 thread_local! {
     static CURRENT: RefCell<Option<Cancel>> = const { RefCell::new(None) };
+    /// How many calls of the user's workload this thread is inside ([`in_workload`]).
+    static WORKLOAD_DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Runs `f`, the user's workload: while it runs, [`requested`] and [`sleep`] on this thread read
+/// the current token's flag and never call its poll (see the module doc).
+pub fn in_workload<R>(f: impl FnOnce() -> R) -> R {
+    struct Depth;
+    impl Drop for Depth {
+        fn drop(&mut self) {
+            WORKLOAD_DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+        }
+    }
+    WORKLOAD_DEPTH.with(|d| d.set(d.get() + 1));
+    let _depth = Depth;
+    f()
 }
 
 /// While alive, `token` is the current token of this thread; dropping it restores the one before.
@@ -107,11 +128,13 @@ pub fn scope(token: Option<&Cancel>) -> Scope {
     Scope { previous }
 }
 
-/// Whether this thread's current token (if any) asks to stop.
+/// Whether this thread's current token (if any) asks to stop; inside the user's workload
+/// ([`in_workload`]) only whether it was set.
 pub fn requested() -> bool {
     // The poll may re-enter (a Python signal handler); the token is cloned out of the cell first.
     let token = CURRENT.with(|c| c.borrow().clone());
-    token.is_some_and(|t| t.is_cancelled())
+    let in_workload = WORKLOAD_DEPTH.with(Cell::get) > 0;
+    token.is_some_and(|t| if in_workload { t.is_set() } else { t.is_cancelled() })
 }
 
 /// [`EngineError::Cancelled`] when this thread's current token asks to stop.
@@ -171,6 +194,32 @@ mod tests {
         // Once set, the poll is not asked again.
         assert!(requested());
         assert_eq!(asked.load(Ordering::SeqCst), 3);
+    }
+
+    #[test]
+    fn inside_the_workload_a_wait_reads_the_flag_and_never_calls_the_poll() {
+        let asked = Arc::new(AtomicU32::new(0));
+        let a = Arc::clone(&asked);
+        let token = Cancel::with_poll(move || {
+            a.fetch_add(1, Ordering::SeqCst);
+            false
+        });
+        let _scope = scope(Some(&token));
+        in_workload(|| {
+            assert_eq!(sleep(2 * SLICE), 2 * SLICE);
+            assert!(!requested());
+            token.cancel();
+            assert!(requested(), "a token set from outside still stops a wait in the workload");
+        });
+        assert_eq!(asked.load(Ordering::SeqCst), 0, "the poll ran inside the workload");
+        // Outside the workload again, the poll is asked as before (here the token is set already).
+        let fresh = Cancel::with_poll({
+            let a = Arc::clone(&asked);
+            move || a.fetch_add(1, Ordering::SeqCst) > 100
+        });
+        let _s = scope(Some(&fresh));
+        assert!(!requested());
+        assert_eq!(asked.load(Ordering::SeqCst), 1);
     }
 
     #[test]

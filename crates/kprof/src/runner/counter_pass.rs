@@ -466,7 +466,7 @@ where
         counter_pass: true,
         one_pass: at.one_pass,
     };
-    let result = f(config, &mut run);
+    let result = crate::cancel::in_workload(|| f(config, &mut run));
     drop(run);
     let (spans, misuse) = state.finish();
     let failure = match result {

@@ -922,7 +922,7 @@ impl Profiler {
             counter_pass: false,
             one_pass: false,
         };
-        let result = f(at.config, &mut run);
+        let result = crate::cancel::in_workload(|| f(at.config, &mut run));
         drop(run);
         // A closure that times itself keeps its timing passes (`Run::is_counter_pass`).
         self.closure_asked_counter_pass |= state.asked_counter_pass.get();

@@ -2,6 +2,7 @@
 //! closure asked to stop, and inside the GPU's rests and the thermal guard's waits, returning
 //! [`EngineError::Cancelled`] with the finished runs in the raw CSV.
 
+use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use super::*;
@@ -81,6 +82,40 @@ fn a_poll_that_says_stop_ends_the_sweep_before_the_next_run() {
     // The warm-up is not recorded; a run cancelled after its closure is not either.
     let on_disk = rows(&dir.path().join("f-raw.csv"));
     assert!(on_disk >= 1 && on_disk < calls, "{on_disk} rows of {calls} calls");
+}
+
+#[test]
+fn the_poll_never_runs_inside_the_closure_where_a_launch_callback_waits() {
+    // A wait inside the workload (the GPU's rest in a CUDA callback of a launch the closure made)
+    // reads the token's flag only: the poll may need what the closure's thread gave up.
+    let dir = tempfile::tempdir().unwrap();
+    let (mock, mut p) = mock_profiler();
+    let inside = Arc::new(AtomicBool::new(false));
+    let polled_inside = Arc::new(AtomicU64::new(0));
+    let polled = Arc::new(AtomicU64::new(0));
+    let (i, pi, pa) = (inside.clone(), polled_inside.clone(), polled.clone());
+    let cancel = Cancel::with_poll(move || {
+        pa.fetch_add(1, Ordering::SeqCst);
+        if i.load(Ordering::SeqCst) {
+            pi.fetch_add(1, Ordering::SeqCst);
+        }
+        false
+    });
+    let opts = sequential(3, dir.path(), &cancel);
+    let m = mock.clone();
+    p.bench("f", &configs(2), &opts, |_c, run| {
+        inside.store(true, Ordering::SeqCst);
+        let _g = run.region("k")?;
+        m.launch("k", 100);
+        let stopped = crate::cancel::requested();
+        crate::cancel::sleep(Duration::from_millis(1));
+        inside.store(false, Ordering::SeqCst);
+        assert!(!stopped);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(polled_inside.load(Ordering::SeqCst), 0);
+    assert!(polled.load(Ordering::SeqCst) > 0, "the loop polls between runs");
 }
 
 #[test]
