@@ -209,7 +209,10 @@ mod tests {
             assert_eq!(sleep(2 * SLICE), 2 * SLICE);
             assert!(!requested());
             token.cancel();
-            assert!(requested(), "a token set from outside still stops a wait in the workload");
+            assert!(
+                requested(),
+                "a token set from outside still stops a wait in the workload"
+            );
         });
         assert_eq!(asked.load(Ordering::SeqCst), 0, "the poll ran inside the workload");
         // Outside the workload again, the poll is asked as before (here the token is set already).
