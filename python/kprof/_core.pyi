@@ -87,17 +87,20 @@ def load_results(
     path: str,
 ) -> tuple[dict[str, list[Any]], list[list[tuple[str, Any]]], list[str], str | None]: ...
 def ncu_argv(options: dict[str, Any], program: str, args: list[str]) -> list[str]: ...
+class _Relaunch(TypedDict):
+    program: str
+    args: list[str]
+    child_id: str
+    module: str
+    call_index: int
+    report_prefix: str | None
+    env: list[tuple[str, str]] | None
+
 def ncu_relaunch(
     name: str,
     configs: list[list[tuple[str, Any]]],
     options: dict[str, Any],
-    program: str,
-    args: list[str],
-    child_id: str,
-    module: str,
-    call_index: int,
-    report_prefix: str | None = None,
-    env: dict[str, str] | None = None,
+    launch: _Relaunch,
 ) -> tuple[dict[str, list[Any]], dict[str, Any]]: ...
 def param_value(obj: Any) -> tuple[str, Any]: ...
 def parse_collection_scope(text: str) -> str: ...

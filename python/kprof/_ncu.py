@@ -149,18 +149,16 @@ class NcuBackend:
         main_file = getattr(sys.modules.get("__main__"), "__file__", None)
         module = f"{os.path.basename(main_file)}:{self.tag}" if main_file else self.tag
         progress.info(f"kprof: {name}: running the script again under ncu (KPROF_NCU_CHILD={self.id})")
-        table, info = _core.ncu_relaunch(
-            name,
-            configs,
-            options,
-            self.program,
-            self.args,
-            self.id,
-            module,
-            self.call_index,
-            self.report_prefix,
-            None,
-        )
+        launch = {
+            "program": self.program,
+            "args": self.args,
+            "child_id": self.id,
+            "module": module,
+            "call_index": self.call_index,
+            "report_prefix": self.report_prefix,
+            "env": None,
+        }
+        table, info = _core.ncu_relaunch(name, configs, options, launch)
         self.info = info
         progress.info(f"kprof: {name}: {info['summary']}, {info['wall_s']:.1f} s; report {info['report']}")
         return table

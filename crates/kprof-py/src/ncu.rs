@@ -98,24 +98,43 @@ fn ncu_argv(options: &Bound<'_, PyDict>, program: String, args: Vec<String>) -> 
         .collect())
 }
 
-/// `ncu_relaunch(name, configs, options, program, args, child_id, module, call_index,
-/// report_prefix=None, env=None) -> (raw_table, info)`: the parent side of relaunch mode.
+/// The script that `ncu_relaunch` runs again under ncu, and where its report goes (a dict with
+/// these keys; `report_prefix` and `env` may be None).
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct Relaunch {
+    /// The Python interpreter and the script's arguments.
+    program: String,
+    args: Vec<String>,
+    /// `KPROF_NCU_CHILD` of the child: which decorated call it runs.
+    child_id: String,
+    /// The report's name: the script and the call's qualified name, and the call's index.
+    module: String,
+    call_index: u32,
+    report_prefix: Option<String>,
+    /// Extra environment of the child.
+    env: Option<Vec<(String, String)>>,
+}
+
+/// `ncu_relaunch(name, configs, options, launch) -> (raw_table, info)`: the parent side of
+/// relaunch mode (`launch`: the keys of [`Relaunch`]).
 #[pyfunction]
-#[pyo3(signature = (name, configs, options, program, args, child_id, module, call_index, report_prefix=None, env=None))]
-#[allow(clippy::too_many_arguments)]
 fn ncu_relaunch<'py>(
     py: Python<'py>,
     name: String,
     configs: &Bound<'py, PyList>,
     options: &Bound<'py, PyDict>,
-    program: String,
-    args: Vec<String>,
-    child_id: String,
-    module: String,
-    call_index: u32,
-    report_prefix: Option<String>,
-    env: Option<Vec<(String, String)>>,
+    launch: Relaunch,
 ) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>)> {
+    let Relaunch {
+        program,
+        args,
+        child_id,
+        module,
+        call_index,
+        report_prefix,
+        env,
+    } = launch;
     let configs: Vec<Config> = configs.iter().map(|c| config_from_py(&c)).collect::<PyResult<_>>()?;
     let mut n = ncu_options(options)?;
     n.report_path = Some(report_path(
