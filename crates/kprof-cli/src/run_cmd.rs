@@ -49,10 +49,10 @@
 //!   for it to end (with `--gpus`, for every running execution), starts no further execution,
 //!   and merges and writes what the executions that ran left (a process ended by the signal
 //!   itself writes nothing: see `kprof-inject`); exit code 130 unless the command gave another.
-//! - Exit code: the command's (the last non-zero one over the repetitions, in plan order; 128 + signal when it
-//!   was killed); if it succeeded but kprof could not write its results, 1; 2 when kprof could
-//!   not start it (no injection library, already running under ncu/nsys, bad options).
-//!   Results are written even when the command fails.
+//! - Exit code: the command's (the last non-zero one over the repetitions, in plan order; 128 +
+//!   signal when it was killed); if it succeeded but kprof could not write its results, 1; 2 when
+//!   kprof could not start it (no injection library, already running under ncu/nsys, bad
+//!   options). Results are written even when the command fails.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
