@@ -157,7 +157,8 @@ fn ctrl_c_stops_every_worker_and_keeps_what_ran() {
 #[test]
 fn bad_gpus_exit_2_naming_the_problem_and_run_nothing() {
     let tmp = tempfile::tempdir().unwrap();
-    let cases: [(&[&str], &[(&str, &str)], &str); 5] = [
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let cases: [Case; 5] = [
         (&["--gpus", "0,x"], &[], "\"x\" is not a GPU ordinal"),
         (&["--gpus", "1,1"], &[], "GPU 1 is listed twice"),
         (
