@@ -421,14 +421,18 @@ pub struct Invocation {
 }
 
 /// The line `kprof run` prints before each of several executions (`--repeat`, `--env-sweep`,
-/// `--metrics`): `kprof run: execution 2/6 (repetition 2/3, N=1024, counters)`.
-pub fn progress_line(index: usize, total: usize, inv: &Invocation) -> String {
+/// `--metrics`): `kprof run: execution 2/6 (repetition 2/3, N=1024, counters)`, then `, GPU 1`
+/// with `--gpus`.
+pub fn progress_line(index: usize, total: usize, inv: &Invocation, gpu: Option<&gpus::Gpu>) -> String {
     let mut what = vec![format!("repetition {}", inv.repeat + 1)];
     if let Some((name, value)) = &inv.sweep {
         what.push(format!("{name}={value}"));
     }
     if inv.counters {
         what.push("counters".into());
+    }
+    if let Some(g) = gpu {
+        what.push(format!("GPU {}", g.visible));
     }
     format!("kprof run: execution {}/{total} ({})", index + 1, what.join(", "))
 }

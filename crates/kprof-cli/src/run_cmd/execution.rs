@@ -8,6 +8,7 @@ use std::process::Command;
 use kprof::run_spec::ENV_RUN_SPEC;
 use kprof_core::RawResults;
 
+use super::gpus::Gpu;
 use super::queue::{Outcome, Start};
 use super::{collect, exit_code, progress_line, run_spec, saw_graphs, Invocation, Launches, RunArgs};
 use super::{ENV_COUNTER_LAUNCH_METRICS, INJECTION_VARS};
@@ -46,7 +47,7 @@ impl Outcome for Executed {
 }
 
 /// The label of an execution in the time split: `repetition 2, N=1024, counter launch, GPU 1`.
-fn execution_label(inv: &Invocation, gpu: Option<&super::gpus::Gpu>) -> String {
+fn execution_label(inv: &Invocation, gpu: Option<&Gpu>) -> String {
     let mut what = vec![format!("repetition {}", inv.repeat + 1)];
     if let Some((name, value)) = &inv.sweep {
         what.push(format!("{name}={value}"));
@@ -64,7 +65,7 @@ fn execution_label(inv: &Invocation, gpu: Option<&super::gpus::Gpu>) -> String {
 }
 
 /// The command of one execution, with its environment.
-fn command(ctx: &Context, inv: &Invocation, gpu: Option<&super::gpus::Gpu>, spec: String) -> Command {
+fn command(ctx: &Context, inv: &Invocation, gpu: Option<&Gpu>, spec: String) -> Command {
     let args = ctx.args;
     let mut cmd = Command::new(&args.command[0]);
     cmd.args(&args.command[1..]).env(ENV_RUN_SPEC, spec);
@@ -90,11 +91,7 @@ fn command(ctx: &Context, inv: &Invocation, gpu: Option<&super::gpus::Gpu>, spec
 pub fn execute(ctx: &Context, start: Start) -> Result<Executed, i32> {
     let (args, inv, gpu) = (ctx.args, start.inv, start.gpu);
     if start.total > 1 && !args.quiet {
-        let mut line = progress_line(start.index, start.total, inv);
-        if let Some(g) = gpu {
-            line = format!("{}, GPU {})", line.trim_end_matches(')'), g.visible);
-        }
-        eprintln!("{line}");
+        eprintln!("{}", progress_line(start.index, start.total, inv, gpu));
     }
     let dir = args.out.join(&inv.dir);
     let _ = std::fs::remove_dir_all(&dir);
@@ -160,7 +157,7 @@ pub fn execute(ctx: &Context, start: Start) -> Result<Executed, i32> {
 }
 
 /// `kprof: the command exited with 3 in its counter launch (repetition 1, GPU 2)`.
-fn report_exit(code: i32, inv: &Invocation, total: usize, gpu: Option<&super::gpus::Gpu>) {
+fn report_exit(code: i32, inv: &Invocation, total: usize, gpu: Option<&Gpu>) {
     let mut where_ = Vec::new();
     if total > 1 {
         where_.push(format!("repetition {}", inv.repeat));
