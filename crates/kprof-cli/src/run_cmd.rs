@@ -15,6 +15,11 @@
 //! - `--repeat N` runs the command N times; the runs of repetition k follow those of k-1.
 //! - `--env-sweep VAR=v1,v2` runs the command once per value (times `--repeat`) with `VAR` set;
 //!   `VAR` becomes a configuration parameter.
+//! - `--gpus all|0,2` runs the repetitions (sweep value × repetition, each with its launches) on
+//!   several GPUs at once: one worker per GPU takes them from one queue and runs them with
+//!   `CUDA_VISIBLE_DEVICES` set to its GPU ([`queue`]); the GPUs are counted without CUDA and
+//!   every sample's `Device` is the GPU its worker had, a key column of the table ([`gpus`]).
+//!   Without it, one worker runs every execution in turn on whatever GPUs the command sees.
 //! - `--metrics m1,m2` adds hardware counters (ncu names). The names are checked before anything
 //!   runs, with the Profiler Host API of the device's chip (or of `KPROF_CHIP` on a machine
 //!   without a GPU; unknown names: exit 2 with the closest valid names). Every repetition then
@@ -41,23 +46,22 @@
 //!   Profiler's start, the replay inside the profiled launch calls, decoding); `--verbose` also
 //!   prints it as a table on stderr ([`crate::run_split`]).
 //! - Ctrl-C: the command gets it (the terminal sends it to the whole process group); kprof waits
-//!   for it to end, starts no further execution, and merges and writes what the executions that
-//!   ran left (a process ended by the signal itself writes nothing: see `kprof-inject`); exit
-//!   code 130 unless the command gave another.
-//! - Exit code: the command's (the last non-zero one over the repetitions; 128 + signal when it
-//!   was killed); if it succeeded but kprof could not write its results, 1; 2 when kprof could
-//!   not start it (no injection library, already running under ncu/nsys, bad options).
-//!   Results are written even when the command fails.
+//!   for it to end (with `--gpus`, for every running execution), starts no further execution,
+//!   and merges and writes what the executions that ran left (a process ended by the signal
+//!   itself writes nothing: see `kprof-inject`); exit code 130 unless the command gave another.
+//! - Exit code: the command's (the last non-zero one over the repetitions, in plan order; 128 +
+//!   signal when it was killed); if it succeeded but kprof could not write its results, 1; 2 when
+//!   kprof could not start it (no injection library, already running under ncu/nsys, bad
+//!   options). Results are written even when the command fails.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
 use kprof::choices::{Attribution, GraphTrace, KernelTrace};
 use kprof::counters::ReplayMode;
-use kprof::run_spec::{CounterSpec, GroupBy, NvtxNesting, RunSpec, DEFAULT_COUNTER_RANGES, ENV_RUN_SPEC};
+use kprof::run_spec::{CounterSpec, GroupBy, NvtxNesting, RunSpec, DEFAULT_COUNTER_RANGES};
 use kprof::runner::DurationSource;
 use kprof_core::display::render_processed;
 use kprof_core::durations;
@@ -270,6 +274,10 @@ pub struct RunArgs {
     /// Run once per value with the environment variable set: `VAR=v1,v2,...`.
     #[arg(long, value_name = "VAR=v1,v2")]
     pub env_sweep: Option<String>,
+    /// Run the executions on these GPUs in parallel, one worker per GPU taking them from one
+    /// queue, each with CUDA_VISIBLE_DEVICES set to its GPU: `all`, or ordinals such as `0,2`.
+    #[arg(long, value_name = "all|0,2")]
+    pub gpus: Option<String>,
     /// Keep only NVTX ranges matching this (name, `domain@name`, or a prefix ending in `*`); repeatable.
     #[arg(long, value_name = "PATTERN")]
     pub nvtx_include: Vec<String>,
@@ -413,14 +421,18 @@ pub struct Invocation {
 }
 
 /// The line `kprof run` prints before each of several executions (`--repeat`, `--env-sweep`,
-/// `--metrics`): `kprof run: execution 2/6 (repetition 2/3, N=1024, counters)`.
-pub fn progress_line(index: usize, total: usize, inv: &Invocation) -> String {
+/// `--metrics`): `kprof run: execution 2/6 (repetition 2/3, N=1024, counters)`, then `, GPU 1`
+/// with `--gpus`.
+pub fn progress_line(index: usize, total: usize, inv: &Invocation, gpu: Option<&gpus::Gpu>) -> String {
     let mut what = vec![format!("repetition {}", inv.repeat + 1)];
     if let Some((name, value)) = &inv.sweep {
         what.push(format!("{name}={value}"));
     }
     if inv.counters {
         what.push("counters".into());
+    }
+    if let Some(g) = gpu {
+        what.push(format!("GPU {}", g.visible));
     }
     format!("kprof run: execution {}/{total} ({})", index + 1, what.join(", "))
 }
@@ -622,21 +634,6 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
     status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
 }
 
-/// The label of an execution in the time split: `repetition 2, N=1024, counter launch`.
-fn execution_label(inv: &Invocation) -> String {
-    let mut what = vec![format!("repetition {}", inv.repeat + 1)];
-    if let Some((name, value)) = &inv.sweep {
-        what.push(format!("{name}={value}"));
-    }
-    let launch = if inv.counters {
-        "counter launch"
-    } else {
-        "timing launch"
-    };
-    what.push(launch.into());
-    what.join(", ")
-}
-
 /// Runs `kprof run`; returns the exit code (see the module docs).
 pub fn run(args: &RunArgs) -> i32 {
     let t_run = std::time::Instant::now();
@@ -648,11 +645,13 @@ pub fn run(args: &RunArgs) -> i32 {
     let launches = Launches::of(&counter_metrics(&metrics), args.durations);
     // The metrics of the counter launch (empty without one).
     let counters = launches.counter_launch_metrics(&counter_metrics(&metrics));
-    let mut setup = || -> Result<(PathBuf, Option<EnvSweep>, usize)> {
+    type Setup = (PathBuf, Option<EnvSweep>, Option<Vec<gpus::Gpu>>, usize);
+    let mut setup = || -> Result<Setup> {
         if args.repeat == 0 {
             bail!("--repeat must be at least 1");
         }
         let sweep = args.env_sweep.as_deref().map(parse_env_sweep).transpose()?;
+        let gpus = args.gpus.as_deref().map(the_gpus).transpose()?;
         let lib = find_inject_lib(
             std::env::var_os(ENV_INJECT_PATH).map(PathBuf::from),
             std::env::current_exe().ok(),
@@ -678,125 +677,51 @@ pub fn run(args: &RunArgs) -> i32 {
             }
         }
         std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
-        Ok((lib, sweep, ranges))
+        Ok((lib, sweep, gpus, ranges))
     };
-    let (lib, sweep, ranges) = match setup() {
+    let (lib, sweep, gpus, ranges) = match setup() {
         Ok(x) => x,
         Err(e) => return crate::output::fail(&e, 2),
     };
     let setup_s = t_run.elapsed().as_secs_f64() - metric_check_s;
-    let mut times: Vec<crate::run_split::ExecutionTimes> = Vec::new();
     let benchmark = args.benchmark.clone().unwrap_or_else(|| benchmark_name(&args.command));
-    let mut invocations = plan(sweep.as_ref(), args.repeat, launches);
-    let mut program_code = 0;
-    let mut parts: Vec<(Option<(String, String)>, RawResults)> = Vec::new();
-    let mut counter_parts: Vec<(Option<(String, String)>, RawResults)> = Vec::new();
-    let mut statuses = Vec::new();
-    // Ctrl-C reaches the program (its whole process group gets it) and ends this loop after it,
-    // so that the results of what ran are still merged and written.
+    let workers: Vec<Option<gpus::Gpu>> = match gpus {
+        None => vec![None],
+        Some(list) => list.into_iter().map(Some).collect(),
+    };
+    let ctx = execution::Context {
+        args,
+        lib: &lib,
+        benchmark: &benchmark,
+        counters: &counters,
+        ranges,
+        launches,
+    };
+    // Ctrl-C reaches the program (its whole process group gets it) and stops every worker after
+    // its running execution, so that the results of what ran are still merged and written.
     let sigint = kprof::sys::os::SigintCaught::install();
-    let mut i = 0;
-    while i < invocations.len() {
-        if sigint.seen() {
-            eprintln!(
-                "kprof run: interrupted (Ctrl-C) after {i} of {} execution(s): writing the results of those that ran",
-                invocations.len()
-            );
-            break;
-        }
-        let inv = invocations[i].clone();
-        let inv = &inv;
-        if invocations.len() > 1 && !args.quiet {
-            eprintln!("{}", progress_line(i, invocations.len(), inv));
-        }
-        let dir = args.out.join(&inv.dir);
-        let _ = std::fs::remove_dir_all(&dir);
-        if let Err(e) = std::fs::create_dir_all(&dir) {
-            eprintln!("kprof: error: cannot create {}: {e}", dir.display());
-            return 2;
-        }
-        let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
-        let spec = run_spec(args, &benchmark, &dir, inv.counters.then_some((&counters[..], ranges)));
-        let spec = match spec.to_json() {
-            Ok(json) => json,
-            Err(e) => {
-                eprintln!("kprof: error: {e} (output folder {})", dir.display());
-                return 2;
-            }
-        };
-        let mut cmd = Command::new(&args.command[0]);
-        cmd.args(&args.command[1..])
-            .env("CUDA_INJECTION64_PATH", &lib)
-            .env("NVTX_INJECTION64_PATH", &lib)
-            .env(ENV_RUN_SPEC, spec);
-        if inv.counters {
-            cmd.env(ENV_COUNTER_LAUNCH_METRICS, counters.join(","));
-        } else {
-            cmd.env_remove(ENV_COUNTER_LAUNCH_METRICS);
-        }
-        if let Some((var, val)) = &inv.sweep {
-            cmd.env(var, val);
-        }
-        let spawn_unix_ns = kprof::run_status::unix_ns();
-        let status = cmd.status();
-        let end_unix_ns = kprof::run_status::unix_ns();
-        match status {
-            Ok(st) => {
-                let code = exit_code(st);
-                if code != 0 {
-                    eprintln!(
-                        "kprof: the command exited with {code}{}{}",
-                        if inv.counters { " in its counter launch" } else { "" },
-                        if invocations.len() > 1 {
-                            format!(" (repetition {})", inv.repeat)
-                        } else {
-                            String::new()
-                        }
-                    );
-                    program_code = code;
-                }
-            }
-            Err(e) => {
-                eprintln!("kprof: error: cannot start {}: {e}", args.command[0].to_string_lossy());
-                return if e.kind() == std::io::ErrorKind::NotFound {
-                    127
-                } else {
-                    126
-                };
-            }
-        }
-        let mut execution = crate::run_split::ExecutionTimes {
-            label: execution_label(inv),
-            counters: inv.counters,
-            pair_key: format!("{:?}/{}", inv.sweep, inv.repeat),
-            spawn_unix_ns,
-            end_unix_ns,
-            statuses: Vec::new(),
-        };
-        match collect(&dir) {
-            Ok(c) => {
-                if inv.counters && launches.timing_for_graphs && saw_graphs(&c.statuses) {
-                    if !args.quiet {
-                        eprintln!(
-                            "kprof run: the program launched CUDA graphs, whose spans the counters do not see: \
-                             a timing launch gives the durations"
-                        );
-                    }
-                    invocations.insert(i + 1, inv.timing_after());
-                }
-                let dest = if inv.counters { &mut counter_parts } else { &mut parts };
-                dest.extend(c.raws.into_iter().map(|r| (inv.sweep.clone(), r)));
-                execution.statuses = c.statuses.clone();
-                statuses.extend(c.statuses);
-            }
-            Err(e) => eprintln!("kprof: error: {}", crate::output::error_text(&e)),
-        }
-        times.push(execution);
-        i += 1;
+    let units = queue::units(plan(sweep.as_ref(), args.repeat, launches));
+    let ran = queue::run_queue(units, &workers, &|| sigint.seen(), &|s| execution::execute(&ctx, s));
+    if let Some(code) = ran.fatal {
+        return code;
     }
     // A second Ctrl-C while the results are written ends kprof as usual.
     let interrupted = sigint.seen();
     drop(sigint);
+    if interrupted && ran.outcomes.len() < ran.total {
+        eprintln!(
+            "kprof run: interrupted (Ctrl-C) after {} of {} execution(s): writing the results of those that ran",
+            ran.outcomes.len(),
+            ran.total
+        );
+    }
+    let Gathered {
+        mut program_code,
+        parts,
+        counter_parts,
+        statuses,
+        times,
+    } = gather(ran.outcomes);
     if interrupted && program_code == 0 {
         program_code = 128 + 2; // as a shell reports a command ended by SIGINT
     }
@@ -829,6 +754,42 @@ pub fn run(args: &RunArgs) -> i32 {
     }
 }
 
+/// The executions' outcomes as the merge takes them.
+struct Gathered {
+    /// The last non-zero exit code of the command, in plan order (0: none).
+    program_code: i32,
+    /// The timing and the counter launches' process files, with their sweep values.
+    parts: Vec<crate::run_ranks::Part>,
+    counter_parts: Vec<crate::run_ranks::Part>,
+    statuses: Vec<serde_json::Value>,
+    times: Vec<crate::run_split::ExecutionTimes>,
+}
+
+/// Gathers the outcomes (in plan order).
+fn gather(outcomes: Vec<execution::Executed>) -> Gathered {
+    let mut g = Gathered {
+        program_code: 0,
+        parts: Vec::new(),
+        counter_parts: Vec::new(),
+        statuses: Vec::new(),
+        times: Vec::new(),
+    };
+    for done in outcomes {
+        if done.code != 0 {
+            g.program_code = done.code;
+        }
+        let dest = if done.inv.counters {
+            &mut g.counter_parts
+        } else {
+            &mut g.parts
+        };
+        dest.extend(done.raws.into_iter().map(|r| (done.inv.sweep.clone(), r)));
+        g.statuses.extend(done.times.statuses.iter().cloned());
+        g.times.push(done.times);
+    }
+    g
+}
+
 /// Prints the processes' warnings and errors, writes raw.csv / processed.csv and the table
 /// (`with_counters`: the plan had counter launches).
 fn finish(
@@ -852,7 +813,9 @@ fn finish(
     }
     let cuda_procs = statuses.iter().filter(|s| s["cuda_injected"] == true).count();
     // Rank and Device become keys of a multi-process or multi-GPU run (see run_ranks).
-    let plan = crate::run_ranks::KeyPlan::of(parts.iter().chain(counter_parts).map(|(_, r)| r));
+    let mut plan = crate::run_ranks::KeyPlan::of(parts.iter().chain(counter_parts).map(|(_, r)| r));
+    // With --gpus the table always says where each sample ran.
+    plan.device |= args.gpus.is_some();
     let timing = merge(&crate::run_ranks::promote_parts(parts, plan)?)?;
     let counter_raw = merge(&crate::run_ranks::promote_parts(counter_parts, plan)?)?;
     let no_counter_value = counter_raw.samples.is_empty();
@@ -923,7 +886,17 @@ fn finish(
     Ok(())
 }
 
+/// Parses `--gpus` against the GPUs of this machine (see [`gpus`]).
+fn the_gpus(spec: &str) -> Result<Vec<gpus::Gpu>> {
+    let cuda_visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+    let visible = gpus::visible_devices(cuda_visible.as_deref(), Path::new(gpus::NVIDIA_GPUS_DIR));
+    gpus::parse_gpus(spec, &visible, cuda_visible.as_deref())
+}
+
+mod execution;
+mod gpus;
 mod metrics;
+mod queue;
 pub use metrics::{check_metrics, counter_metrics, validate_metrics};
 use metrics::{expand_sections, metrics_chip};
 

@@ -414,7 +414,8 @@ pub const OPTIONS: &[OptionSpec] = &[
         "None",
         "One worker process per GPU of this host.",
     )
-    .optional(),
+    .optional()
+    .cli("--gpus", None),
     OptionSpec::new(
         "executor",
         Other("executor"),

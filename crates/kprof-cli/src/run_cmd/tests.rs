@@ -318,7 +318,7 @@ fn counter_ranges_override() {
     }
 }
 
-fn sample(raw: &mut RawResults, annotation: &str, metric: &str, unit: &str, run: u32, value: f64) {
+pub(super) fn sample(raw: &mut RawResults, annotation: &str, metric: &str, unit: &str, run: u32, value: f64) {
     raw.push(&SampleRecord {
         benchmark: "b",
         annotation,

@@ -8,6 +8,7 @@ mod metrics_cmd;
 mod output_files;
 mod plot_report_cmd;
 mod run_compare_doctor;
+mod run_gpus;
 mod run_metrics;
 mod run_metrics_h200;
 mod run_nesting;
