@@ -1,16 +1,39 @@
-"""What the benchmarks of ``benches/`` share: one ``BENCH {json}`` line per measurement, and a
-command line that either runs the benchmark or reports on a recorded log of such lines."""
+"""What the benchmarks of ``benches/`` share: one ``BENCH {json}`` line per measurement, a
+command line that either runs the benchmark or reports on a recorded log of such lines, and the
+``--source`` option of the sweeps that also time other duration sources."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import time
+import warnings
 from collections.abc import Callable
+from typing import Any
 
 
 def emit(row: dict) -> None:
     """Prints one measurement as a ``BENCH`` line."""
     print("BENCH " + json.dumps(row), flush=True)
+
+
+def add_source_option(ap: argparse.ArgumentParser) -> None:
+    """``--source SOURCE`` (repeatable): also time kprof with ``duration_source=SOURCE``."""
+    ap.add_argument("--source", action="append", default=[], help="also time duration_source=SOURCE")
+
+
+def kprof_variants(sources: list[str]) -> list[tuple[str, dict]]:
+    """(tool name, extra ``kprof.kernel`` options) of kprof's default and of each of ``sources``."""
+    return [("kprof", {})] + [(f"kprof-{s}", {"duration_source": s}) for s in sources]
+
+
+def quiet_wall(fn: Callable[[], Any]) -> tuple[float, Any]:
+    """``fn()`` with its warnings silenced: (wall time in seconds, what it returned)."""
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = fn()
+    return time.perf_counter() - t0, result
 
 
 def read(path: str) -> list[dict]:

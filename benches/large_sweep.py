@@ -17,7 +17,6 @@ import argparse
 import os
 import sys
 import time
-import warnings
 
 import bench_log
 
@@ -75,21 +74,16 @@ def plain(configs, work, runs: int) -> float:
     return time.perf_counter() - t0
 
 
-def under_kprof(configs, work, runs: int, source: str | None) -> tuple[float, int]:
+def under_kprof(configs, work, runs: int, extra: dict) -> tuple[float, int]:
     import kprof
-
-    extra = {"duration_source": source} if source else {}
 
     @kprof.analyze.kernel(configs=configs, runs=runs, thermal_mode="off", verbosity=0, **extra)
     def sweep(op: str, n: int) -> None:
         with kprof.annotate("op"):
             work(op, n)
 
-    t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        df = sweep().to_dataframe()
-    return time.perf_counter() - t0, len(df)
+    wall, df = bench_log.quiet_wall(lambda: sweep().to_dataframe())
+    return wall, len(df)
 
 
 def run(runs: int, sources: list[str]) -> list[dict]:
@@ -98,9 +92,9 @@ def run(runs: int, sources: list[str]) -> list[dict]:
     configs, work = workloads()
     plain(configs, work, 1)  # first calls (cuBLAS handles, kernels loaded) outside every timing
     rows = [{"tool": "plain", "wall_s": plain(configs, work, runs)}]
-    for source in [None, *sources]:
-        wall, n = under_kprof(configs, work, runs, source)
-        rows.append({"tool": f"kprof-{source}" if source else "kprof", "wall_s": wall, "rows": n})
+    for tool, extra in bench_log.kprof_variants(sources):
+        wall, n = under_kprof(configs, work, runs, extra)
+        rows.append({"tool": tool, "wall_s": wall, "rows": n})
     rows.append({"tool": "plain-after", "wall_s": plain(configs, work, runs)})
     gpu = torch.cuda.get_device_name()
     for r in rows:
@@ -127,7 +121,7 @@ def report(rows: list[dict]) -> str:
 
 def add_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--source", action="append", default=[], help="also time duration_source=SOURCE")
+    bench_log.add_source_option(ap)
 
 
 if __name__ == "__main__":

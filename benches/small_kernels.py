@@ -15,7 +15,6 @@ import argparse
 import os
 import sys
 import time
-import warnings
 
 import bench_log
 
@@ -41,8 +40,7 @@ def run(n_configs: int, sources: list[str]) -> list[dict]:
     rows = [{"tool": "plain", "wall_s": plain()}]
     import kprof
 
-    for source in [None, *sources]:
-        extra = {"duration_source": source} if source else {}
+    for tool, extra in bench_log.kprof_variants(sources):
 
         @kprof.analyze.kernel(configs=[(i,) for i in range(n_configs)], runs=5, thermal_mode="off", verbosity=0,
                               **extra)
@@ -52,11 +50,8 @@ def run(n_configs: int, sources: list[str]) -> list[dict]:
             with kprof.annotate("add"):
                 y.add_(1.0)
 
-        t0 = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            many()
-        rows.append({"tool": f"kprof-{source}" if source else "kprof", "wall_s": time.perf_counter() - t0})
+        wall, _ = bench_log.quiet_wall(many)
+        rows.append({"tool": tool, "wall_s": wall})
     samples = n_configs * 5 * 2
     for r in rows:
         r.update(samples=samples, samples_per_s=samples / r["wall_s"], gpu=torch.cuda.get_device_name(),
@@ -78,7 +73,7 @@ def report(rows: list[dict]) -> str:
 
 def add_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--configs", type=int, default=2000)
-    ap.add_argument("--source", action="append", default=[], help="also time duration_source=SOURCE")
+    bench_log.add_source_option(ap)
 
 
 if __name__ == "__main__":

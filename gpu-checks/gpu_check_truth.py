@@ -328,11 +328,7 @@ def kprof_part():
         with kprof.annotate("r"):
             a @ b
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        df = energy().raw()
-    cols = {k: [float(x) for x in df[k]] for k in ("Value", "PowerW", "EnergyMilliJ") if k in df}
-    emit(part="energy", case="mm8192", columns=cols, warnings=[str(w.message)[:300] for w in caught][:6])
+    emit_energy("energy", "mm8192", energy)
 
     # Runs longer than the counter's update period: 12 matmuls 8192 per run (about 260 ms).
     @kprof.analyze.kernel(runs=10, thermal_mode="off", verbosity=0)
@@ -341,11 +337,17 @@ def kprof_part():
             for _ in range(12):
                 a @ b
 
+    emit_energy("energy-long", "mm8192x12", energy_long)
+
+
+def emit_energy(part, case, bench):
+    """Runs `bench` and emits its per-run duration, power and energy columns with the first
+    warnings it raised."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        df = energy_long().raw()
+        df = bench().raw()
     cols = {k: [float(x) for x in df[k]] for k in ("Value", "PowerW", "EnergyMilliJ") if k in df}
-    emit(part="energy-long", case="mm8192x12", columns=cols, warnings=[str(w.message)[:300] for w in caught][:6])
+    emit(part=part, case=case, columns=cols, warnings=[str(w.message)[:300] for w in caught][:6])
 
 
 def ns_per_launch(x, n=10000, reps=5):

@@ -323,11 +323,7 @@ fn summarize_with_t(sorted: &[f64], total_runs: usize, opts: &StatsOptions, t975
     } else {
         std_dev / mean.abs() * 100.0
     };
-    let stable = if rsd_pct.is_finite() {
-        Some(rsd_pct < opts.stable_rsd_pct)
-    } else {
-        None
-    };
+    let stable = stable_verdict(rsd_pct, opts.stable_rsd_pct);
     let (outliers_mild, outliers_severe) = tukey_outliers(sorted);
     Summary {
         num_runs: n,
@@ -347,6 +343,12 @@ fn summarize_with_t(sorted: &[f64], total_runs: usize, opts: &StatsOptions, t975
         outliers_severe,
         bootstrap,
     }
+}
+
+/// Whether a row whose RSD is `rsd_pct` counts as stable (its RSD below `threshold_pct`);
+/// `None` when the RSD is not finite (a zero mean, fewer than two runs).
+pub(crate) fn stable_verdict(rsd_pct: f64, threshold_pct: f64) -> Option<bool> {
+    rsd_pct.is_finite().then_some(rsd_pct < threshold_pct)
 }
 
 /// Counts (mild, severe) outliers of sorted values by binary search on Tukey's fences.

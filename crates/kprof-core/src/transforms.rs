@@ -637,12 +637,7 @@ fn scaled_order_stats(xs: &[f64], divisor: f64) -> (f64, f64, f64, f64, f64) {
 
 fn rsd_and_stable(sd: f64, m: f64, opts: &NormalizeOptions) -> (f64, Option<bool>) {
     let rsd = sd / m.abs() * 100.0;
-    let stable = if rsd.is_finite() {
-        Some(rsd < opts.stable_rsd_pct)
-    } else {
-        None
-    };
-    (rsd, stable)
+    (rsd, crate::stats::stable_verdict(rsd, opts.stable_rsd_pct))
 }
 
 fn ratio_summary(old: &Summary, c: &[f64], b: &[f64], total: usize, opts: &NormalizeOptions) -> Summary {

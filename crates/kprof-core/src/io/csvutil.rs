@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use super::IoError;
+use crate::model::{Config, ParamValue};
 
 /// Formats a number for a CSV cell: NaN as an empty cell (as pandas writes `None`/`NaN`),
 /// everything else in Rust's shortest round-trip form with a `.0` on integral values
@@ -173,6 +174,20 @@ impl Header {
 /// The cell at `idx` of `rec`, or `""` when the column is absent.
 pub(crate) fn cell(rec: &csv::StringRecord, idx: Option<usize>) -> &str {
     idx.and_then(|i| rec.get(i)).unwrap_or("")
+}
+
+/// The configuration of `rec`: each parameter column `(name, index)` of `params` with a
+/// non-empty cell, its value inferred from the text.
+pub(crate) fn config_of(rec: &csv::StringRecord, params: &[(String, usize)]) -> Config {
+    Config {
+        params: params
+            .iter()
+            .filter_map(|(name, i)| {
+                let text = cell(rec, Some(*i));
+                (!text.is_empty()).then(|| (name.clone(), ParamValue::infer(text)))
+            })
+            .collect(),
+    }
 }
 
 /// 1-based line of a record (the header is line 1).

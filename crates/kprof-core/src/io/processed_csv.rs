@@ -5,7 +5,8 @@ use std::io::{BufReader, Write};
 use std::path::Path;
 
 use super::csvutil::{
-    cell, check_unique_columns, csv_error, fmt_num, fmt_opt, is_missing, line_of, parse_num, write_error, Header,
+    cell, check_unique_columns, config_of, csv_error, fmt_num, fmt_opt, is_missing, line_of, parse_num, write_error,
+    Header,
 };
 use super::raw_csv::{fmt_extra, fmt_param};
 use super::{benchmark_from_path, write_atomically, IoError};
@@ -13,7 +14,7 @@ use crate::columns::{
     BOOTSTRAP_COLUMNS, KPROF_PROCESSED_COLUMNS, NORMALIZATION_VALUE_COLUMN, PROCESSED_COLUMNS, PROCESSED_KEY_COLUMNS,
     PROCESSED_NORMALIZATION_COLUMNS, PROCESSED_QUALITY_COLUMNS, PROCESSED_STAT_COLUMNS,
 };
-use crate::model::{BootstrapCi, Config, DeviceInfo, ExtraValue, ParamValue, ProcessedResults, ProcessedRow, Summary};
+use crate::model::{BootstrapCi, DeviceInfo, ExtraValue, ProcessedResults, ProcessedRow, Summary};
 
 fn is_known(name: &str) -> bool {
     PROCESSED_COLUMNS.contains(&name) || BOOTSTRAP_COLUMNS.contains(&name)
@@ -318,15 +319,7 @@ pub fn read_processed_csv(path: &Path) -> Result<ProcessedResults, IoError> {
             benchmark,
             annotation: cell(&rec, Some(ann)).to_string(),
             metric: cell(&rec, Some(met)).to_string(),
-            config: Config {
-                params: params
-                    .iter()
-                    .filter_map(|(n, i)| {
-                        let text = cell(&rec, Some(*i));
-                        (!text.is_empty()).then(|| (n.clone(), ParamValue::infer(text)))
-                    })
-                    .collect(),
-            },
+            config: config_of(&rec, &params),
             summary,
             kernel: cell(&rec, kernel).to_string(),
             device: DeviceInfo {

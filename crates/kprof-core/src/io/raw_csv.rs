@@ -5,11 +5,12 @@ use std::io::{BufReader, Read, Write};
 use std::path::Path;
 
 use super::csvutil::{
-    cell, check_unique_columns, csv_error, fmt_num, fmt_opt, is_missing, line_of, parse_num, write_error, Header,
+    cell, check_unique_columns, config_of, csv_error, fmt_num, fmt_opt, is_missing, line_of, parse_num, write_error,
+    Header,
 };
 use super::{benchmark_from_path, write_atomically, IoError, ReadOptions};
 use crate::columns::{KPROF_EXTRA_COLUMNS, KPROF_RAW_COLUMNS, NSIGHT_RAW_COLUMNS};
-use crate::model::{Config, DeviceInfo, ExtraValue, ParamValue, RawResults, Sample, SeriesKey};
+use crate::model::{DeviceInfo, ExtraValue, ParamValue, RawResults, Sample, SeriesKey};
 
 /// Formats a parameter value for a CSV cell: [`ParamValue`]'s `Display` (booleans as
 /// `True`/`False`, as pandas writes them), except that floats keep a decimal point (`2.0`, not
@@ -248,15 +249,7 @@ pub fn read_raw_csv_from<R: Read>(reader: R, path: &Path, opts: &ReadOptions) ->
             compute_clock_khz: clock(cc_col, "ComputeClock")?,
             memory_clock_khz: clock(mc_col, "MemoryClock")?,
         };
-        let config = Config {
-            params: params
-                .iter()
-                .filter_map(|(name, i)| {
-                    let text = cell(&rec, Some(*i));
-                    (!text.is_empty()).then(|| (name.clone(), ParamValue::infer(text)))
-                })
-                .collect(),
-        };
+        let config = config_of(&rec, &params);
         let benchmark = match cell(&rec, bench_col) {
             "" => default_benchmark.as_str(),
             b => b,

@@ -12,6 +12,11 @@ fn record() -> Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
 
+/// The strings of a JSON array of strings.
+fn strings(v: &Value) -> Vec<&str> {
+    v.as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect()
+}
+
 fn arch_of(v: &Value) -> Vec<(u32, u32)> {
     v.as_array()
         .unwrap()
@@ -45,29 +50,11 @@ fn table_matches_the_record_of_ncu_section_files() {
         for (m, w) in s.metrics.iter().zip(r["metrics"].as_array().unwrap()) {
             assert_eq!(m.arch, arch_of(&w["arch"]), "filter of {} in {id}", m.name);
         }
-        let sets: Vec<&str> = r["sets"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_str().unwrap())
-            .collect();
-        assert_eq!(s.sets, sets, "sets of {id}");
-        let bd: Vec<&str> = r["breakdowns"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_str().unwrap())
-            .collect();
-        assert_eq!(s.breakdowns, bd, "breakdowns of {id}");
+        assert_eq!(s.sets, strings(&r["sets"]), "sets of {id}");
+        assert_eq!(s.breakdowns, strings(&r["breakdowns"]), "breakdowns of {id}");
     }
     for (set, members) in &table.sets {
-        let want: Vec<&str> = rec["sets"][set]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_str().unwrap())
-            .collect();
-        assert_eq!(members, &want, "members of set {set}");
+        assert_eq!(members, &strings(&rec["sets"][set]), "members of set {set}");
     }
 }
 

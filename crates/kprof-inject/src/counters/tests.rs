@@ -28,25 +28,17 @@ fn images_double_until_full_and_are_full_once_graphs_run() {
 
 #[test]
 fn captured_launches_and_graph_launches_before_the_start_are_not_profiled() {
-    assert_eq!(
-        capture_call(DOMAIN_DRIVER, cbid::CU_STREAM_BEGIN_CAPTURE_V2),
-        Some(Capture::Begin)
-    );
-    assert_eq!(
-        capture_call(DOMAIN_RUNTIME, cbid::CUDA_STREAM_BEGIN_CAPTURE),
-        Some(Capture::Begin)
-    );
-    assert_eq!(
-        capture_call(DOMAIN_DRIVER, cbid::CU_STREAM_END_CAPTURE_PTSZ),
-        Some(Capture::End)
-    );
-    assert_eq!(
-        capture_call(DOMAIN_RUNTIME, cbid::CUDA_STREAM_END_CAPTURE),
-        Some(Capture::End)
-    );
-    assert_eq!(capture_call(DOMAIN_DRIVER, cbid::CU_LAUNCH_KERNEL), None);
-    // The ids are per domain: the runtime's 497 is not an end of capture.
-    assert_eq!(capture_call(DOMAIN_RUNTIME, cbid::CU_STREAM_END_CAPTURE), None);
+    for (domain, id, want) in [
+        (DOMAIN_DRIVER, cbid::CU_STREAM_BEGIN_CAPTURE_V2, Some(Capture::Begin)),
+        (DOMAIN_RUNTIME, cbid::CUDA_STREAM_BEGIN_CAPTURE, Some(Capture::Begin)),
+        (DOMAIN_DRIVER, cbid::CU_STREAM_END_CAPTURE_PTSZ, Some(Capture::End)),
+        (DOMAIN_RUNTIME, cbid::CUDA_STREAM_END_CAPTURE, Some(Capture::End)),
+        (DOMAIN_DRIVER, cbid::CU_LAUNCH_KERNEL, None),
+        // The ids are per domain: the runtime's 497 is not an end of capture.
+        (DOMAIN_RUNTIME, cbid::CU_STREAM_END_CAPTURE, None),
+    ] {
+        assert_eq!(capture_call(domain, id), want, "domain {domain}, callback id {id}");
+    }
     assert_eq!(CAPTURES.load(Ordering::SeqCst), 0);
     on_capture_call(true, Some(1)); // a begin that failed starts no capture
     assert_eq!(CAPTURES.load(Ordering::SeqCst), 0);

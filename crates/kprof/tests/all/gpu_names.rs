@@ -7,7 +7,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::source_tree::{repo_root, rs_files_but};
+use crate::source_tree::{assert_scan_found, repo_root, rs_files_but};
 
 /// GPU models (not chips: `GH100` names the counters' chip catalog, not a claim about a GPU).
 const MODELS: &[&str] = &[
@@ -188,7 +188,7 @@ fn no_string_literal_of_the_rust_sources_names_a_gpu_model() {
     {
         rs_files(&c.path().join("src"), &mut files);
     }
-    assert!(files.len() > 50, "found only {} source files", files.len());
+    assert_scan_found(files.len(), 50, "source files under crates/*/src", &root);
     let mut found = Vec::new();
     for f in files {
         let rel = f.strip_prefix(&root).unwrap_or(&f).display().to_string();

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::source_tree::{repo_root, rs_files};
+use crate::source_tree::{assert_scan_found, repo_root, rs_files};
 
 /// Most lines a `.rs` file under `crates/*/src`, `crates/*/examples` or `crates/*/tests` may have.
 const MAX_LINES: usize = 1200;
@@ -221,19 +221,9 @@ fn word_lines(code: &str, word: &str) -> Vec<usize> {
 fn no_source_file_over_1200_lines() {
     let root = repo_root();
     let files = crate_sources(&root);
-    assert!(
-        files.len() > 50,
-        "found only {} source files under {}/crates/*/src",
-        files.len(),
-        root.display()
-    );
+    assert_scan_found(files.len(), 50, "source files under crates/*/src", &root);
     let others = crate_examples_and_tests(&root);
-    assert!(
-        others.len() > 20,
-        "found only {} source files under {}/crates/*/examples and crates/*/tests",
-        others.len(),
-        root.display()
-    );
+    assert_scan_found(others.len(), 20, "source files under crates/*/{examples,tests}", &root);
     let mut over: Vec<(String, usize)> = files
         .iter()
         .chain(&others)

@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 
 use kprof::settings::{EnvVar, ENV_VARS};
 
+use crate::source_tree::{assert_scan_found, repo_root};
+
 /// `KPROF_*` names in the tree that are not environment variables kprof reads, with the reason.
 const NOT_SETTINGS: &[(&str, &str)] = &[
     (
@@ -51,13 +53,6 @@ const NOT_SETTINGS: &[(&str, &str)] = &[
 
 /// The file that registers the names (skipped by the scan).
 const REGISTRY: &str = "crates/kprof/src/settings.rs";
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("the repository root")
-}
 
 /// Every file under `dir` (recursively) whose name passes `keep`, skipping `__pycache__`.
 fn walk(dir: &Path, keep: &dyn Fn(&Path) -> bool, out: &mut Vec<PathBuf>) {
@@ -193,12 +188,7 @@ fn registry_entries_are_well_formed() {
 fn every_kprof_variable_in_the_tree_is_registered() {
     let root = repo_root();
     let found = names_in_tree(&root);
-    assert!(
-        found.len() > 20,
-        "the scan found only {} names under {}: is the tree there?",
-        found.len(),
-        root.display()
-    );
+    assert_scan_found(found.len(), 20, "KPROF_* names", &root);
     let registered: BTreeSet<&str> = ENV_VARS.iter().map(|v| v.name).collect();
     let excluded: BTreeSet<&str> = NOT_SETTINGS.iter().map(|(n, _)| *n).collect();
     let missing: Vec<String> = found

@@ -11,6 +11,16 @@ pub fn repo_root() -> PathBuf {
         .expect("repository root")
 }
 
+/// Fails unless a scan of the tree at `root` found more than `at_least` items (`found` of them,
+/// described by `what`, e.g. "source files under crates/*/src"): a guard against scanning nothing.
+pub fn assert_scan_found(found: usize, at_least: usize, what: &str, root: &Path) {
+    assert!(
+        found > at_least,
+        "the scan found only {found} {what} in {}: is the tree there?",
+        root.display()
+    );
+}
+
 /// Every `.rs` file under `dir`, recursively, sorted.
 pub fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
     rs_files_but(dir, &|_| false, out);
