@@ -213,6 +213,12 @@ pub fn hint_for(rc: CUptiResult) -> Option<String> {
              legacy Profiler API): run without it"
                 .into(),
         ),
+        CUPTI_ERROR_HARDWARE_BUSY => Some(
+            "the GPU's performance counters are in use by another process (Nsight Compute, another kprof process \
+             collecting counters, or a DCGM profiling job): wait for it to end, or take the durations from the records \
+             (Python duration_source=\"records\", Rust DurationSource::Records, kprof run --durations records)"
+                .into(),
+        ),
         CUPTI_ERROR_NOT_INITIALIZED => Some(
             "CUPTI could not load libnvperf_host.so; keep it in libcupti's folder or put that folder on LD_LIBRARY_PATH".into(),
         ),
@@ -485,4 +491,23 @@ pub fn c_names<S: AsRef<str>>(names: &[S]) -> Result<Vec<CString>, CountersError
         .iter()
         .map(|n| CString::new(n.as_ref().trim()).map_err(|_| CountersError::NulInName(n.as_ref().into())))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_held_by_another_process_name_the_cause_and_the_records_way_around() {
+        let hint = hint_for(CUPTI_ERROR_HARDWARE_BUSY).expect("a hint for CUPTI_ERROR_HARDWARE_BUSY");
+        assert!(hint.contains("in use by another process"), "{hint}");
+        for way in [
+            "duration_source=\"records\"",
+            "DurationSource::Records",
+            "--durations records",
+        ] {
+            assert!(hint.contains(way), "{hint} lacks {way}");
+        }
+        assert_eq!(hint_for(CUPTI_SUCCESS), None);
+    }
 }

@@ -134,6 +134,7 @@ fn constants_match_cupti_13_0_headers() {
             ffi::CUPTI_ERROR_NOT_INITIALIZED as i64,
         ),
         (&res, "CUPTI_ERROR_NOT_SUPPORTED", ffi::CUPTI_ERROR_NOT_SUPPORTED as i64),
+        (&res, "CUPTI_ERROR_HARDWARE_BUSY", ffi::CUPTI_ERROR_HARDWARE_BUSY as i64),
         (
             &res,
             "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES",

@@ -29,6 +29,7 @@ pub const CUPTI_ERROR_INVALID_PARAMETER: CuptiResult = 1;
 pub const CUPTI_ERROR_MAX_LIMIT_REACHED: CuptiResult = 12;
 pub const CUPTI_ERROR_NOT_INITIALIZED: CuptiResult = 15;
 pub const CUPTI_ERROR_INVALID_METRIC_NAME: CuptiResult = 17;
+pub const CUPTI_ERROR_HARDWARE_BUSY: CuptiResult = 26;
 pub const CUPTI_ERROR_NOT_SUPPORTED: CuptiResult = 27;
 pub const CUPTI_ERROR_INSUFFICIENT_PRIVILEGES: CuptiResult = 35;
 pub const CUPTI_ERROR_OLD_PROFILER_API_INITIALIZED: CuptiResult = 36;
