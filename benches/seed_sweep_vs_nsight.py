@@ -77,7 +77,7 @@ def report(rows: dict[str, dict]) -> tuple[str, float | None]:
     if costs and costs[0]:
         c = costs[0]
         out.append(
-            "kprof's counters in its first sweep: plan {plan_s:.3f} s, session {s:.3f} s, {n:.0f} collections "
+            "kprof's counters in its first sweep: plan {plan_s:.3f} s, set-up {s:.3f} s, {n:.0f} collections "
             "{run:.3f} s (image {setup:.3f}, passes {passes:.3f}{start}, decode {dec:.3f})".format(
                 s=c["session_config_s"] + c["session_enable_s"], n=c["collections"], run=c["counter_run_s"],
                 setup=c["collect_setup_s"], passes=c["collect_passes_s"], dec=c["collect_decode_s"],
