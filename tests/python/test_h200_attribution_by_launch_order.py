@@ -78,7 +78,7 @@ def test_verdicts_with_launch_order_by_default():
     }
     assert v[("rust", "host cost per launch")] == v[("python", "host cost per launch")] == "PASS"
     text, _ = sweep_bench_report(sweep_bench(), "2026-12-02-truth-check-all-parts-launch-order.log")
-    assert "9.1x (target 10x: not met)" in text, text
+    assert "9.1x (target 12x: not met)" in text, text
 
 
 def test_step6_and_the_sweep_again():
@@ -91,7 +91,7 @@ def test_step6_and_the_sweep_again():
             if x.get("part") == "step6" and x["case"] == "x2_64M" and x["metric"].startswith("dram")]
     assert len(dram) == 2 and all(abs(d - 84.98) < 0.5 for d in dram), dram
     text, _ = sweep_bench_report(sweep_bench(), "2026-12-02-truth-check-cases-python-sweep.log")
-    assert "9.8x (target 10x: not met)" in text, text
+    assert "9.8x (target 12x: not met)" in text, text
 
 
 def test_rust_and_kprof_run_with_launch_order():
@@ -113,7 +113,7 @@ def test_the_sweep_without_the_host_catalog_and_nsight_pythons_spread():
     `2026-12-02-truth-check-all-parts-launch-order.log`) while nsight-python took 9.59 s in this
     recording against 12.3-12.4 s in the two before: the ratio moves with nsight-python's own time."""
     text, ratio = sweep_bench_report(sweep_bench(), "2026-12-02-durations-plan-without-catalog-sweep.log")
-    assert "8.3x (target 10x: not met)" in text, text
+    assert "8.3x (target 12x: not met)" in text, text
     assert "plan 0.080 s" in text, text
     plan, cases, table = ("2026-12-02-durations-plan-without-catalog-sweep.log",
                           "2026-12-02-truth-check-cases-python-sweep.log",

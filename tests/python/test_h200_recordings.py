@@ -913,6 +913,6 @@ def test_the_sweep_bench_reports_the_recorded_ratio():
     bench = _sweep_bench()
     text, ratio = _sweep_bench_report(bench, "2026-12-02-sweep-after-the-range-fix.log")
     assert abs(ratio - 7.065 / 1.343) < 0.01
-    assert "5.3x (target 10x: not met)" in text and "8.7x" in text
+    assert "5.3x (target 12x: not met)" in text and "8.7x" in text
     assert "30 collections" in text and "pandas' import" in text
     assert bench.report({})[1] is None and "not measured" in bench.report({})[0]
