@@ -515,7 +515,7 @@ class Work:
             raise ValueError(name)
 
     def capture(self, name):
-        from gpu_check_truth import capture_graph  # imports torch: the GPU parts only
+        from gpu_check_truth_cases import capture_graph  # imports torch: the GPU parts only
 
         return capture_graph(lambda: self.graph_body(name))
 
@@ -653,7 +653,7 @@ HEAVY_GRAPHS = ("g5x",)
 def refs():
     # CUDA events around repetitions queued back to back; one at a time, each followed by as much
     # idle as it took (`rest`: ncu's pace, and kprof's gpu_rest).
-    from gpu_check_truth import events, single_replays
+    from gpu_check_truth_cases import events, single_replays
 
     w = Work()
     _, _, graphs = SETS[SET]
@@ -740,12 +740,12 @@ def kprof_part():
 def events_graphs():
     """Graphs through ``backend="cuda-events"`` (no CUPTI in the process) against CUDA events
     around back-to-back replays in the same process, which has no profiler: this workload's graphs
-    and the short-kernel and graph durations' (``gpu_check_truth.Cases``: 60 nodes, two streams, 3 large kernels), warm, each
+    and the short-kernel and graph durations' (``gpu_check_truth_cases.Cases``: 60 nodes, two streams, 3 large kernels), warm, each
     first replayed by the reference, then benchmarked, then the reference again. One
     ``eventsgraph`` row per graph (ns)."""
     from types import SimpleNamespace
 
-    from gpu_check_truth import Cases, events, graph_replay_bench
+    from gpu_check_truth_cases import Cases, events, graph_replay_bench
 
     w = Work()
     if SET != "1":
@@ -794,7 +794,7 @@ def graph_start_probe():
     import kprof
     import torch
 
-    from gpu_check_truth import capture_graph, events
+    from gpu_check_truth_cases import capture_graph, events
 
     x = torch.zeros(4096, device="cuda")
     tensors = [torch.zeros(1024, device="cuda") for _ in range(200)]
@@ -820,7 +820,7 @@ def graph_launch_cost():
     import kprof
     import torch
 
-    from gpu_check_truth import capture_graph
+    from gpu_check_truth_cases import capture_graph
 
     x = torch.zeros(4096, device="cuda")
 
@@ -875,7 +875,7 @@ def graph_mix():
     import kprof
     import torch
 
-    from gpu_check_truth import capture_graph, events
+    from gpu_check_truth_cases import capture_graph, events
 
     x = torch.zeros(4 << 20, device="cuda")
     body = lambda: [x.add_(1.0) for _ in range(10)]  # noqa: E731
@@ -926,7 +926,7 @@ def graph_crash():
     import kprof
     import torch
 
-    from gpu_check_truth import capture_graph
+    from gpu_check_truth_cases import capture_graph
 
     v = dict(kv.split("=") for kv in os.environ.get("GC_VARIANT", "").split() if "=" in kv)
     n, rounds = int(v.get("n", 200)), int(v.get("rounds", 3))
@@ -968,7 +968,7 @@ def g20x_probe():
     import kprof
     import torch
 
-    from gpu_check_truth import events
+    from gpu_check_truth_cases import events
 
     w = Work()
     x = torch.zeros(4096, device="cuda")
@@ -994,7 +994,7 @@ def gtiny_probe():
     kprof's values. One ``gtiny`` row per step (ns)."""
     import kprof
 
-    from gpu_check_truth import events
+    from gpu_check_truth_cases import events
 
     w = Work()
     old = w.capture("gtiny")
