@@ -169,7 +169,7 @@ def clock_state_work():
     that set's inputs are allocated; right after 2 s of bf16 matmuls 8192; after 3 s idle. Does
     the add's duration move with the process's state (set 2's ``many500`` read 1.90 and 1.97 us
     per kernel in two processes, ncu 1.86-2.08 within one), and with which clock?"""
-    import gpu_check_unseen
+    from gpu_check_unseen_workloads import Work
 
     def measure(state, small):
         values = small_add_means(small, 100, CLOCK_STATE_METRICS)
@@ -177,8 +177,7 @@ def clock_state_work():
 
     own = torch.zeros(SMALL_ADD_FLOATS, device="cuda")
     measure("start", own)
-    gpu_check_unseen.SET = "2"
-    w = gpu_check_unseen.Work()
+    w = Work("2")
     measure("set2-allocated, own tensor", own)
     measure("set2-allocated, set2 tensor", w.small)
     t0 = time.perf_counter()
