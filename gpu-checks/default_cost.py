@@ -23,8 +23,8 @@ import warnings
 
 import torch
 
-# The seed sweep's sizes and work, as the truth check runs them (gpu_check_truth.py, beside this file).
-from gpu_check_truth import SWEEP, seed_matmul, sweep_plain  # noqa: E402
+# The seed sweep's sizes and work, as the truth check runs them (gpu_check_truth_sweep.py, beside this file).
+from gpu_check_truth_sweep import SWEEP, seed_matmul, sweep_plain  # noqa: E402
 
 
 def emit(**kw: object) -> None:
