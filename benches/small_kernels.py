@@ -5,7 +5,9 @@ in the same process, on a GPU machine. The target: at least 10,000 samples per s
     python3 benches/small_kernels.py [--configs N] [--source SOURCE]...
 
 Prints one ``BENCH {json}`` line per measurement (the plain loop; kprof's default; each
-``duration_source`` named) with its wall time and samples per second, then a table.
+``duration_source`` named) with its wall time and samples per second, and for kprof where each
+timing run's host time went (``kprof._core.counter_cost()``: cache flush, run conditions, the
+closure, the synchronisation, the records' flushes), then a table.
 ``--from-log LOG`` reports on a recorded log instead of running anything.
 """
 
@@ -50,8 +52,10 @@ def run(n_configs: int, sources: list[str]) -> list[dict]:
             with kprof.annotate("add"):
                 y.add_(1.0)
 
+        before = dict(kprof._core.counter_cost())
         wall, _ = bench_log.quiet_wall(many)
-        rows.append({"tool": tool, "wall_s": wall})
+        after = dict(kprof._core.counter_cost())
+        rows.append({"tool": tool, "wall_s": wall, "cost": {k: v - before.get(k, 0.0) for k, v in after.items()}})
     samples = n_configs * 5 * 2
     for r in rows:
         r.update(samples=samples, samples_per_s=samples / r["wall_s"], gpu=torch.cuda.get_device_name(),
@@ -63,6 +67,16 @@ def run(n_configs: int, sources: list[str]) -> list[dict]:
 def report(rows: list[dict]) -> str:
     out = [f"{'tool':<16} {'wall s':>8} {'samples/s':>10}"]
     out += [f"{r['tool']:<16} {r['wall_s']:>8.3f} {r['samples_per_s']:>10,.0f}" for r in rows]
+    for r in rows:
+        c = r.get("cost") or {}
+        if c.get("timing_runs"):
+            per_run_us = {k: 1e6 * c.get(k, 0.0) / c["timing_runs"]
+                          for k in ("run_l2_flush_s", "run_conditions_s", "run_closure_s", "run_sync_s")}
+            out.append(f"{r['tool']}: {c['timing_runs']:.0f} timing runs, per run: cache flush "
+                       f"{per_run_us['run_l2_flush_s']:.0f} us, conditions {per_run_us['run_conditions_s']:.0f} us, "
+                       f"closure {per_run_us['run_closure_s']:.0f} us, sync {per_run_us['run_sync_s']:.0f} us; "
+                       f"{c.get('records_flushes', 0):.0f} records flushes {c.get('records_flush_s', 0.0):.3f} s; "
+                       f"{c.get('counter_runs', 0):.0f} counter passes {c.get('counter_run_s', 0.0):.3f} s")
     default = next((r for r in rows if r["tool"] == "kprof"), None)
     if default:
         met = "met" if default["samples_per_s"] >= TARGET else "not met"

@@ -59,6 +59,12 @@ def test_small_kernels_samples_per_second() -> None:
     assert "kprof (default): 8,000 samples/s (target 10,000: not met)" in text
     rows[1]["samples_per_s"] = 12_000.0
     assert "(target 10,000: met)" in mod.report(rows)
+    # Where each timing run's host time went, per run, from the counter_cost() delta.
+    rows[1]["cost"] = {"timing_runs": 100.0, "run_l2_flush_s": 0.002, "run_conditions_s": 0.01, "run_closure_s": 0.03,
+                       "run_sync_s": 0.004, "records_flushes": 3.0, "records_flush_s": 0.25, "counter_runs": 50.0,
+                       "counter_run_s": 0.5}
+    assert ("kprof: 100 timing runs, per run: cache flush 20 us, conditions 100 us, closure 300 us, sync 40 us; "
+            "3 records flushes 0.250 s; 50 counter passes 0.500 s") in mod.report(rows)
 
 
 def test_step6_ratio_and_metric_differences() -> None:

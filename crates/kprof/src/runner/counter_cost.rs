@@ -1,7 +1,8 @@
 //! Where the counter work of this process spent host time: the cost of durations from the
-//! counters ("auto") and of counter metrics, by phase, for the benchmarks that compare kprof's
-//! cost with its peers (`benches/`) and for the note of a device check. Read with
-//! [`counter_cost`]; nothing here changes what is measured.
+//! counters ("auto") and of counter metrics, by phase, and the parts of every timing run (the
+//! cache flush, the run conditions, the closure, the synchronisation, the records' flushes), for
+//! the benchmarks that compare kprof's cost with its peers (`benches/`) and for the note of a
+//! device check. Read with [`counter_cost`]; nothing here changes what is measured.
 
 use std::sync::Mutex;
 use std::time::Instant;
@@ -49,6 +50,21 @@ pub struct CounterCost {
     /// Idle GPU time the run loop waited after long GPU work, every pass included, not only
     /// the counters' (`runner/gpu_rest.rs`: the power cap).
     pub gpu_rest_s: f64,
+    /// Timing runs (warm-ups included; not the counter passes of one-pass runs).
+    pub timing_runs: u64,
+    /// Their cold-cache flushes before the closure (`cache_control="all"`).
+    pub run_l2_flush_s: f64,
+    /// Their run conditions: the thermal guard, NVML's readings before and after, the check of
+    /// the power and thermal limits.
+    pub run_conditions_s: f64,
+    /// The closure itself (the user's work, kprof's region calls and launch callbacks in it).
+    pub run_closure_s: f64,
+    /// The synchronisation after the closure.
+    pub run_sync_s: f64,
+    /// Flushes of the activity records (one per batch of runs) and their time.
+    pub records_flushes: u64,
+    /// Their time: CUPTI's flush and the records' attribution to regions.
+    pub records_flush_s: f64,
 }
 
 impl CounterCost {
@@ -73,6 +89,13 @@ impl CounterCost {
             ("records_switch_s", self.records_switch_s),
             ("rewarm_s", self.rewarm_s),
             ("gpu_rest_s", self.gpu_rest_s),
+            ("timing_runs", self.timing_runs as f64),
+            ("run_l2_flush_s", self.run_l2_flush_s),
+            ("run_conditions_s", self.run_conditions_s),
+            ("run_closure_s", self.run_closure_s),
+            ("run_sync_s", self.run_sync_s),
+            ("records_flushes", self.records_flushes as f64),
+            ("records_flush_s", self.records_flush_s),
         ]
     }
 }
@@ -95,6 +118,13 @@ static COST: Mutex<CounterCost> = Mutex::new(CounterCost {
     records_switch_s: 0.0,
     rewarm_s: 0.0,
     gpu_rest_s: 0.0,
+    timing_runs: 0,
+    run_l2_flush_s: 0.0,
+    run_conditions_s: 0.0,
+    run_closure_s: 0.0,
+    run_sync_s: 0.0,
+    records_flushes: 0,
+    records_flush_s: 0.0,
 });
 
 /// The counter work of this process so far (a copy).
@@ -133,8 +163,8 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), f.len());
-        // Every field of the struct is listed: 17 today (a new field must be added to fields()).
-        assert_eq!(f.len(), 17);
+        // Every field of the struct is listed: 24 today (a new field must be added to fields()).
+        assert_eq!(f.len(), 24);
         let get = |k: &str| f.iter().find(|(n, _)| *n == k).unwrap().1;
         assert_eq!(
             (

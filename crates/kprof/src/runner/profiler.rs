@@ -2,9 +2,7 @@
 //! scheduler, flushes and attributes batches of runs ([`FlushPolicy`]), and records each run's
 //! samples.
 
-use std::cell::RefCell;
 use std::path::PathBuf;
-use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,16 +10,17 @@ use std::time::{Duration, Instant};
 use kprof_core::io::trace::Timeline;
 use kprof_core::model::{Config, DeviceInfo, ExtraValue, RawResults, DEFAULT_METRIC};
 
-use super::run::{RunInner, RunState, SpanRec};
+use super::run::SpanRec;
+use super::{counter_cost, counter_pass, events, gpu, one_pass};
 use super::{
-    closure_error, invalid_option, raw_csv_path, write_raw, Backend, BenchOptions, CacheControl, Collected,
-    DurationSource, FlushPolicy, Run, SampleSource, Scheduler, Span, Step,
+    invalid_option, raw_csv_path, write_raw, Backend, BenchOptions, CacheControl, Collected, DurationSource,
+    FlushPolicy, Run, SampleSource, Scheduler, Span, Step,
 };
-use super::{counter_pass, events, gpu, gpu_rest, one_pass};
 use crate::choices::TraceOptions;
 use crate::conditions::runtime::ProfilerConditions;
 use crate::error::EngineError;
 
+mod one_run;
 mod record;
 
 pub(super) use record::{KernelValues, SampleAt};
@@ -771,6 +770,10 @@ impl Profiler {
         let t0 = Instant::now();
         self.flushes += 1;
         let collected = self.backend.collect(&sw.wire);
+        counter_cost::add(|c| {
+            c.records_flushes += 1;
+            c.records_flush_s += counter_cost::since(t0);
+        });
         sw.wire.clear();
         let collected = collected?;
         self.unattributed += collected.unattributed as u64;
@@ -873,87 +876,5 @@ impl Profiler {
             }
         }
         Ok(())
-    }
-
-    /// One run: cache flush, the closure, synchronise. Returns the spans (their wire form is
-    /// appended to `wire` for the next flush) and the closure's error (if any) as an engine
-    /// error. Engine failures are `Err`.
-    fn one_run<F>(
-        &mut self,
-        at: RunAt,
-        f: &mut F,
-        wire: &mut Vec<Span>,
-    ) -> Result<(Vec<SpanRec>, Option<EngineError>), EngineError>
-    where
-        F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
-    {
-        self.conditions.thermal_guard()?;
-        // After long GPU work the GPU idles as long again, or the power cap slows what follows.
-        gpu_rest::before_gpu_work();
-        crate::cancel::check()?;
-        let pass_start = std::time::Instant::now();
-        if at.opts.cache == CacheControl::All {
-            self.backend.flush_l2(at.opts.flush_spec())?;
-        }
-        self.conditions
-            .before_run(at.step.config, at.config, at.step.run, at.step.warmup)?;
-        // Warm-up runs get run indices above every recorded run, so their keys never collide.
-        let key_run = if at.step.warmup {
-            at.opts.max_runs() as u64 + at.step.run as u64
-        } else {
-            at.step.run as u64
-        };
-        let state = Rc::new(RunState {
-            backend: Arc::clone(&self.backend),
-            call: at.call,
-            config: at.step.config as u64,
-            run: key_run,
-            inner: RefCell::new(RunInner::default()),
-            on_enter: self
-                .conditions
-                .annotation_hook(at.step.config, at.config, at.step.run, at.step.warmup),
-            flush_before_regions: (at.opts.cache == CacheControl::All).then(|| at.opts.flush_spec()),
-            asked_counter_pass: Default::default(),
-        });
-        let mut run = Run {
-            state: Rc::clone(&state),
-            warmup: at.step.warmup,
-            run_index: at.step.run,
-            counter_pass: false,
-            one_pass: false,
-        };
-        let result = crate::cancel::in_workload(|| f(at.config, &mut run));
-        drop(run);
-        // A closure that times itself keeps its timing passes (`Run::is_counter_pass`).
-        self.closure_asked_counter_pass |= state.asked_counter_pass.get();
-        let (spans, misuse) = state.finish();
-        self.backend.synchronize()?;
-        if at.step.warmup {
-            gpu_rest::after_warmup();
-        } else {
-            // Whether NVML saw the power or thermal limits slow the GPU during the pass (unknown
-            // counts as slowed): a long run that was slowed still rests (`gpu_rest`).
-            let slowed = self
-                .conditions
-                .gpu_slowed_between(pass_start, std::time::Instant::now())
-                .unwrap_or(true);
-            gpu_rest::after_timing_pass(slowed);
-        }
-        self.conditions.after_run(at.step.config, at.step.run, at.step.warmup);
-        wire.extend(spans.iter().map(|s| Span {
-            key: s.key,
-            parent: s.parent.map(|p| spans[p].key),
-            thread_id: s.thread_id,
-            start_ns: s.start_ns,
-            end_ns: s.end_ns.unwrap_or(s.start_ns),
-            start_correlation_id: s.start_correlation_id,
-            end_correlation_id: s.end_correlation_id,
-        }));
-        let failure = match result {
-            Err(e) => Some(closure_error(at.name, at.config, at.step.run, e.as_ref())),
-            Ok(()) if !misuse.is_empty() => Some(EngineError::RegionMisuse(misuse.join("; "))),
-            Ok(()) => None,
-        };
-        Ok((spans, failure))
     }
 }
