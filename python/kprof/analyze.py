@@ -313,9 +313,9 @@ def kernel(
       mapped to regions through the warm-up's records; False gives every recorded run its timing
       pass too (``KPROF_ONE_PASS``, when set, overrides it);
     * ``duration_source`` ("auto"): where ``gpu__time_duration.sum`` comes from with the CUPTI
-      backend. ``"auto"``: the hardware counter of that name, as Nsight Compute measures it, in
-      one more pass of the function per recorded run (kernel records off), when the counters can
-      be used, else the records with a warning (also for functions that replay CUDA graphs
+      backend. ``"auto"``: the hardware counter of that name, as Nsight Compute measures it, from
+      the counter pass of each recorded run (kernel records off; see ``one_pass``), when the
+      counters can be used, else the records with a warning (also for functions that replay CUDA graphs
       captured before kprof's first benchmark, whose spans a counter pass would corrupt);
       ``"counters"``: the counters or an error (with ``replay_mode="range"``, whose ranges time
       push to pop, idle included, ``"auto"`` takes the records and ``"counters"`` is an error);

@@ -72,10 +72,11 @@ pub enum DurationSource {
     /// above ncu, and CUDA graphs cannot be timed for the rest of the process.
     Records,
     /// The counter `gpu__time_duration.sum` of every kernel, collected in the counter pass of every
-    /// recorded run (with the kernel records off), as Nsight Compute measures it: one more pass of
-    /// the closure per recorded run, needs counter permission and `Profiler::new`. The timing pass
-    /// still runs (its records map the counter pass's kernels to regions, time CUDA graph
-    /// launches, which the Range Profiler does not profile, and feed the stopping policy). Needs
+    /// recorded run (with the kernel records off), as Nsight Compute measures it; needs counter
+    /// permission and `Profiler::new`. A recorded run of eager kernels is its counter pass alone,
+    /// mapped to regions through the warm-up's records (`BenchOptions::one_pass`); runs with CUDA
+    /// graph launches (which the Range Profiler does not profile) or a warm cache keep a timing
+    /// pass too. Needs
     /// kernel or application replay (an error with range replay, whose ranges are not kernels).
     Counters,
 }
