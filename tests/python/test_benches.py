@@ -3,23 +3,18 @@ verdicts they print are re-derived here from logs written the way a GPU run writ
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
+from bench_support import load_module
 
 BENCHES = Path(__file__).resolve().parents[2] / "benches"
-sys.path.insert(0, str(BENCHES))  # the benchmarks import their shared bench_log module
 
 
 def load(name: str):
-    spec = importlib.util.spec_from_file_location(name, BENCHES / f"{name}.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_module(BENCHES / f"{name}.py")
 
 
 def log(tmp_path: Path, rows: list[dict]) -> Path:

@@ -4,25 +4,14 @@ benchmarks' own report code (``benches/``) and ``gpu-checks/truth_verdicts.py``.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from bench_support import load_module as load
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "fixtures" / "h100-default-cost-one-pass"
-sys.path.insert(0, str(ROOT / "benches"))  # the benchmarks import their shared bench_log module
-
-
-def load(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def sections(name: str) -> dict[str, list[str]]:

@@ -3,15 +3,12 @@ tests/fixtures/ncu-sections/sections.json, on a made-up section in the same text
 
 from __future__ import annotations
 
-import importlib.util
 import os
 
+from bench_support import load_module
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-_spec = importlib.util.spec_from_file_location(
-    "ncu_sections", os.path.join(HERE, "..", "..", "gpu-checks", "ncu_sections.py")
-)
-ncu_sections = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ncu_sections)
+ncu_sections = load_module(os.path.join(HERE, "..", "..", "gpu-checks", "ncu_sections.py"))
 
 SECTION = """
 Identifier: "Made"

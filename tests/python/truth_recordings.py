@@ -4,12 +4,13 @@ and benches/seed_sweep_vs_nsight.py as a module."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
 import subprocess
 import sys
+
+from bench_support import load_module
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TRUTH_DIR = os.path.join(ROOT, "tests", "fixtures", "h200-short-kernel-and-graph-durations")
@@ -74,11 +75,7 @@ def energy_rows(name):
 
 def sweep_bench():
     """benches/seed_sweep_vs_nsight.py as a module."""
-    path = os.path.join(ROOT, "benches", "seed_sweep_vs_nsight.py")
-    spec = importlib.util.spec_from_file_location("seed_sweep_vs_nsight", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    return bench
+    return load_module(os.path.join(ROOT, "benches", "seed_sweep_vs_nsight.py"))
 
 
 def sweep_bench_report(bench, name):
@@ -88,10 +85,7 @@ def sweep_bench_report(bench, name):
 
 def unseen():
     """gpu-checks/gpu_check_unseen.py as a module."""
-    spec = importlib.util.spec_from_file_location("gpu_check_unseen", os.path.join(ROOT, "gpu-checks", "gpu_check_unseen.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_module(os.path.join(ROOT, "gpu-checks", "gpu_check_unseen.py"))
 
 
 def unseen_table(tag, log=None, workload_set="1"):
