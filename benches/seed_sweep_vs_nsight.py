@@ -24,6 +24,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRUTH = os.path.join(HERE, "..", "gpu-checks", "gpu_check_truth.py")
@@ -58,7 +59,7 @@ def sweep_rows(lines) -> dict[str, dict]:
 def report(rows: dict[str, dict]) -> tuple[str, float | None]:
     """A table of the sweep rows and kprof's counter cost; the ratio nsight-python / kprof in
     default settings (None without both)."""
-    out = [f"{'tool':<22} {'first sweep s':>14} {'second s':>9} {'nsight / tool':>14}"]
+    out = [f"{'tool':<22} {'first sweep s':>14} {'second s':>9} {'nsight / tool':>14} {'process s':>10}"]
     ns = rows.get("nsight-python 0.9.6", {}).get("wall_s")
     for tool in ("plain torch", "kprof", "kprof-records", "nsight-python 0.9.6"):
         r = rows.get(tool)
@@ -68,7 +69,8 @@ def report(rows: dict[str, dict]) -> tuple[str, float | None]:
         second = r.get("second_wall_s")
         second_s = "-" if second is None else f"{second:.3f}"
         ratio = f"{ns / r['wall_s']:.1f}x" if ns and tool.startswith("kprof") else ""
-        out.append(f"{tool:<22} {r['wall_s']:>14.3f} {second_s:>9} {ratio:>14}")
+        process = f"{r['process_s']:.3f}" if "process_s" in r else "-"
+        out.append(f"{tool:<22} {r['wall_s']:>14.3f} {second_s:>9} {ratio:>14} {process:>10}")
     plain = rows.get("plain torch")
     if plain and "pandas_import_s" in plain:
         out.append(f"(pandas' import: {plain['pandas_import_s']:.3f} s; kprof imports it when a benchmark is decorated, "
@@ -94,6 +96,10 @@ def report(rows: dict[str, dict]) -> tuple[str, float | None]:
         c = costs[0]
         out.append(f"(of which on a helper thread during the warm-up runs: the device query {c['device_query_s']:.3f} s; "
                    f"the benchmark waited {c['device_query_wait_s']:.3f} s for it)")
+    kp, nsp = rows.get("kprof", {}).get("process_s"), rows.get("nsight-python 0.9.6", {}).get("process_s")
+    if kp and nsp:
+        out.append(f"whole processes (interpreter start to exit; kprof's runs both sweeps): nsight-python / kprof "
+                   f"{nsp / kp:.1f}x ({nsp:.3f} / {kp:.3f} s)")
     default = rows.get("kprof", {}).get("wall_s")
     ratio = ns / default if ns and default else None
     out.append(
@@ -114,12 +120,24 @@ def run(nsight_paths: list[str]) -> list[str]:
         env = dict(os.environ)
         if extra_path:
             env["PYTHONPATH"] = os.pathsep.join(extra_path + [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+        t0 = time.perf_counter()
         p = subprocess.run([sys.executable, TRUTH, *args], capture_output=True, text=True, env=env, timeout=600)
+        process_s = time.perf_counter() - t0
         got = [line for line in p.stdout.splitlines() if line.startswith("TRUTH ")]
         if p.returncode != 0 or not got:
             print(f"{' '.join(args)}: exit {p.returncode}\n{p.stderr[-2000:]}", file=sys.stderr)
-        lines += got
+        # The whole process, interpreter start to exit (both sweeps for plain and kprof; for
+        # nsight-python its parent and its child under ncu).
+        lines += [with_process_wall(line, process_s) for line in got]
     return lines
+
+
+def with_process_wall(line: str, process_s: float) -> str:
+    """A ``TRUTH`` sweep line with the wall time of the whole process that printed it."""
+    row = json.loads(line[6:])
+    if row.get("part") == "sweep":
+        row["process_s"] = round(process_s, 4)
+    return "TRUTH " + json.dumps(row)
 
 
 def main() -> int:
