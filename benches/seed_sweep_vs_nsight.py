@@ -68,9 +68,9 @@ def report(rows: dict[str, dict]) -> tuple[str, float | None]:
             continue
         second = r.get("second_wall_s")
         second_s = "-" if second is None else f"{second:.3f}"
-        ratio = f"{ns / r['wall_s']:.1f}x" if ns and tool.startswith("kprof") else ""
+        vs_nsight = f"{ns / r['wall_s']:.1f}x" if ns and tool.startswith("kprof") else ""
         process = f"{r['process_s']:.3f}" if "process_s" in r else "-"
-        out.append(f"{tool:<22} {r['wall_s']:>14.3f} {second_s:>9} {ratio:>14} {process:>10}")
+        out.append(f"{tool:<22} {r['wall_s']:>14.3f} {second_s:>9} {vs_nsight:>14} {process:>10}")
     plain = rows.get("plain torch")
     if plain and "pandas_import_s" in plain:
         out.append(f"(pandas' import: {plain['pandas_import_s']:.3f} s; kprof imports it when a benchmark is decorated, "
