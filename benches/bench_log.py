@@ -8,7 +8,7 @@ import argparse
 import json
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 
@@ -18,13 +18,21 @@ def emit(row: dict) -> None:
 
 
 def add_source_option(ap: argparse.ArgumentParser) -> None:
-    """``--source SOURCE`` (repeatable): also time kprof with ``duration_source=SOURCE``."""
+    """``--source SOURCE`` (repeatable): also time kprof with ``duration_source=SOURCE``;
+    ``--options KEY=VALUE[,KEY=VALUE]`` (repeatable): also time kprof with those options (for
+    example ``cache_control=none`` or ``l2_flush=write``, to see what the cold-cache flush costs)."""
     ap.add_argument("--source", action="append", default=[], help="also time duration_source=SOURCE")
+    ap.add_argument("--options", action="append", default=[], help="also time kprof with KEY=VALUE[,KEY=VALUE]")
 
 
-def kprof_variants(sources: list[str]) -> list[tuple[str, dict]]:
-    """(tool name, extra ``kprof.kernel`` options) of kprof's default and of each of ``sources``."""
-    return [("kprof", {})] + [(f"kprof-{s}", {"duration_source": s}) for s in sources]
+def kprof_variants(sources: list[str], option_sets: Sequence[str] = ()) -> list[tuple[str, dict]]:
+    """(tool name, extra ``kprof.kernel`` options) of kprof's default, of each of ``sources`` and
+    of each of ``option_sets`` (``KEY=VALUE,...``; values stay strings)."""
+    variants: list[tuple[str, dict]] = [("kprof", {})] + [(f"kprof-{s}", {"duration_source": s}) for s in sources]
+    for text in option_sets:
+        extra = dict(pair.split("=", 1) for pair in text.split(","))
+        variants.append((f"kprof {text}", extra))
+    return variants
 
 
 def quiet_wall(fn: Callable[[], Any]) -> tuple[float, Any]:

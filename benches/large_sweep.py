@@ -86,13 +86,13 @@ def under_kprof(configs, work, runs: int, extra: dict) -> tuple[float, int]:
     return wall, len(df)
 
 
-def run(runs: int, sources: list[str]) -> list[dict]:
+def run(runs: int, sources: list[str], option_sets: list[str]) -> list[dict]:
     import torch
 
     configs, work = workloads()
     plain(configs, work, 1)  # first calls (cuBLAS handles, kernels loaded) outside every timing
     rows = [{"tool": "plain", "wall_s": plain(configs, work, runs)}]
-    for tool, extra in bench_log.kprof_variants(sources):
+    for tool, extra in bench_log.kprof_variants(sources, option_sets):
         wall, n = under_kprof(configs, work, runs, extra)
         rows.append({"tool": tool, "wall_s": wall, "rows": n})
     rows.append({"tool": "plain-after", "wall_s": plain(configs, work, runs)})
@@ -125,4 +125,4 @@ def add_args(ap: argparse.ArgumentParser) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(bench_log.main(__doc__, lambda a: run(a.runs, a.source), report, add_args))
+    sys.exit(bench_log.main(__doc__, lambda a: run(a.runs, a.source, a.options), report, add_args))

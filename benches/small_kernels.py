@@ -23,7 +23,7 @@ import bench_log
 TARGET = 10_000.0  # samples per second
 
 
-def run(n_configs: int, sources: list[str]) -> list[dict]:
+def run(n_configs: int, sources: list[str], option_sets: list[str]) -> list[dict]:
     import torch
 
     x = torch.ones(1 << 16, device="cuda")
@@ -39,10 +39,10 @@ def run(n_configs: int, sources: list[str]) -> list[dict]:
         return time.perf_counter() - t0
 
     plain()
-    rows = [{"tool": "plain", "wall_s": plain()}]
+    rows: list[dict] = [{"tool": "plain", "wall_s": plain()}]
     import kprof
 
-    for tool, extra in bench_log.kprof_variants(sources):
+    for tool, extra in bench_log.kprof_variants(sources, option_sets):
 
         @kprof.analyze.kernel(configs=[(i,) for i in range(n_configs)], runs=5, thermal_mode="off", verbosity=0,
                               **extra)
@@ -76,7 +76,10 @@ def report(rows: list[dict]) -> str:
                        f"{per_run_us['run_l2_flush_s']:.0f} us, conditions {per_run_us['run_conditions_s']:.0f} us, "
                        f"closure {per_run_us['run_closure_s']:.0f} us, sync {per_run_us['run_sync_s']:.0f} us; "
                        f"{c.get('records_flushes', 0):.0f} records flushes {c.get('records_flush_s', 0.0):.3f} s; "
-                       f"{c.get('counter_runs', 0):.0f} counter passes {c.get('counter_run_s', 0.0):.3f} s")
+                       f"{c.get('counter_runs', 0):.0f} counter passes {c.get('counter_run_s', 0.0):.3f} s "
+                       f"(Start {c.get('collect_start_s', 0.0):.3f}, Stop {c.get('collect_stop_s', 0.0):.3f}, decode "
+                       f"{c.get('collect_decode_s', 0.0) + c.get('collect_evaluate_s', 0.0):.3f}); "
+                       f"rests {c.get('gpu_rest_s', 0.0):.3f} s")
     default = next((r for r in rows if r["tool"] == "kprof"), None)
     if default:
         met = "met" if default["samples_per_s"] >= TARGET else "not met"
@@ -91,4 +94,4 @@ def add_args(ap: argparse.ArgumentParser) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(bench_log.main(__doc__, lambda a: run(a.configs, a.source), report, add_args))
+    sys.exit(bench_log.main(__doc__, lambda a: run(a.configs, a.source, a.options), report, add_args))
