@@ -14,6 +14,8 @@ the moment asked for:
   counter   a counter pass of the second configuration
   rest      right after a timing pass ends (the GPU's synchronization and rest follow)
   devices   the sweep with devices="all" (worker processes), in a run of the second configuration
+  kprof-run ``kprof run -- python app.py`` (matmuls in an NVTX range) after 30 of them: kprof exits
+            within 1 s with the tables of what ran (KPROF names the binary; default .carry/bin/kprof)
 
 Each case passes when the child exits within 1 s of the signal with KeyboardInterrupt, and the raw
 CSV it keeps (the engine's partial file, or the scale-out caller's merged one) holds every run that
@@ -187,16 +189,66 @@ def run_case(case: str, out: str, runs: int) -> dict:
     }
 
 
+APP = r'''
+import sys, time
+import torch
+
+LOG = sys.argv[1]
+a = torch.randn(8192, 8192, device="cuda")
+for k in range(100000):
+    with open(LOG, "a") as log:
+        log.write(f"start {time.monotonic():.6f} {k}\n")
+    torch.cuda.nvtx.range_push("matmul")
+    _ = a @ a
+    torch.cuda.nvtx.range_pop()
+    torch.cuda.synchronize()
+'''
+
+
+def run_kprof_run_case(out: str) -> dict:
+    """Ctrl-C on `kprof run -- python app.py` (a loop of matmuls in an NVTX range, as a terminal's
+    foreground job): both get SIGINT; kprof must exit within 1 s with the tables of what ran."""
+    folder = os.path.join(out, "kprof-run")
+    os.makedirs(folder, exist_ok=True)
+    app, log_path, res = (os.path.join(folder, n) for n in ("app.py", "calls.log", "results"))
+    with open(app, "w") as f:
+        f.write(APP)
+    kprof = os.environ.get("KPROF", os.path.join(os.getcwd(), ".carry", "bin", "kprof"))
+    child = subprocess.Popen([kprof, "run", "--out", res, "--", sys.executable, app, log_path], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    t_start, sent = time.monotonic(), None
+    while child.poll() is None and time.monotonic() - t_start < 120 and sent is None:
+        calls = open(log_path).read().count("start ") if os.path.exists(log_path) else 0
+        if calls >= 30:
+            os.killpg(child.pid, signal.SIGINT)
+            sent = time.monotonic()
+        time.sleep(0.005)
+    try:
+        child.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+    after_s = None if sent is None else time.monotonic() - sent
+    stdout, stderr = child.communicate()
+    raw = glob.glob(os.path.join(res, "**", "raw*.csv"), recursive=True)
+    rows = sum(1 for path in raw for line in open(path) if "matmul" in line)
+    checks = {"signal sent": sent is not None, "exited within 1 s": after_s is not None and after_s <= 1.0,
+              "tables written": rows > 0}
+    return {"case": "kprof-run", "ok": all(checks.values()), "checks": checks, "after_signal_s": after_s,
+            "returncode": child.returncode, "last_call_before_signal": None, "raw_csv": raw, "raw_rows": rows,
+            "stdout_tail": stdout.strip().splitlines()[-8:], "stderr_tail": stderr.strip().splitlines()[-6:]}
+
+
 def main() -> int:
     out = sys.argv[1]
     runs = int(sys.argv[sys.argv.index("--runs") + 1]) if "--runs" in sys.argv else 20
     os.makedirs(out, exist_ok=True)
     results = []
-    cases = ("warmup", "first", "later", "counter", "rest", "devices")
+    cases = ("warmup", "first", "later", "counter", "rest", "devices", "kprof-run")
     if "--cases" in sys.argv:
         cases = tuple(sys.argv[sys.argv.index("--cases") + 1].split(","))
     for case in cases:
-        r = run_case(case, out, runs)
+        r = run_kprof_run_case(out) if case == "kprof-run" else run_case(case, out, runs)
         results.append(r)
         after = "-" if r["after_signal_s"] is None else f"{r['after_signal_s']:.2f} s"
         failed = [k for k, v in r["checks"].items() if not v]
