@@ -36,6 +36,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 SIZES = [8192, 8193, 8194, 8195, 8196, 8197]
 
@@ -120,6 +121,27 @@ def raw_rows(prefix: str) -> tuple[str | None, dict[int, int]]:
     return path, counts
 
 
+def interrupt_when(child: subprocess.Popen, moment: Callable[[], bool], deadline: float) -> tuple:
+    """Sends SIGINT to `child`'s process group once `moment()` holds (polled until `deadline` on
+    the monotonic clock, or the child's exit), waits for it (killed after 120 s): (when the
+    signal was sent or None, when the child was gone, its stdout, its stderr)."""
+    sent = None
+    while child.poll() is None and time.monotonic() < deadline and sent is None:
+        if moment():
+            os.killpg(child.pid, signal.SIGINT)
+            sent = time.monotonic()
+        else:
+            time.sleep(0.002)
+    try:
+        child.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+    exited = time.monotonic()
+    stdout, stderr = child.communicate()
+    return sent, exited, stdout, stderr
+
+
 def run_case(case: str, out: str, runs: int) -> dict:
     folder = os.path.join(out, case)
     os.makedirs(folder, exist_ok=True)
@@ -132,24 +154,16 @@ def run_case(case: str, out: str, runs: int) -> dict:
     t_start = time.monotonic()
     child = subprocess.Popen([sys.executable, script, str(runs), prefix, log_path, mode],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    sent = None
     seen = 0
-    while child.poll() is None and time.monotonic() - t_start < 600 and sent is None:
+
+    def moment_reached() -> bool:
+        nonlocal seen
         ev = events(log_path)
         fire = any(trigger(case, ev[i], ev[:i]) for i in range(seen, len(ev)))
         seen = len(ev)
-        if fire:
-            os.killpg(child.pid, signal.SIGINT)
-            sent = time.monotonic()
-        else:
-            time.sleep(0.002)
-    try:
-        child.wait(timeout=120)
-    except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
-        child.wait()
-    exited = time.monotonic()
-    stdout, stderr = child.communicate()
+        return fire
+
+    sent, exited, stdout, stderr = interrupt_when(child, moment_reached, t_start + 600)
     ev = events(log_path)
     # The child logs time.monotonic() too (one clock for the machine).
     before = [e for e in ev if sent is not None and e[1] <= sent]
@@ -216,20 +230,11 @@ def run_kprof_run_case(out: str) -> dict:
     kprof = os.environ.get("KPROF", os.path.join(os.getcwd(), ".carry", "bin", "kprof"))
     child = subprocess.Popen([kprof, "run", "--out", res, "--", sys.executable, app, log_path], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, start_new_session=True)
-    t_start, sent = time.monotonic(), None
-    while child.poll() is None and time.monotonic() - t_start < 120 and sent is None:
-        calls = open(log_path).read().count("start ") if os.path.exists(log_path) else 0
-        if calls >= 30:
-            os.killpg(child.pid, signal.SIGINT)
-            sent = time.monotonic()
-        time.sleep(0.005)
-    try:
-        child.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
-        child.wait()
-    after_s = None if sent is None else time.monotonic() - sent
-    stdout, stderr = child.communicate()
+    def thirty_calls() -> bool:
+        return os.path.exists(log_path) and open(log_path).read().count("start ") >= 30
+
+    sent, exited, stdout, stderr = interrupt_when(child, thirty_calls, time.monotonic() + 120)
+    after_s = None if sent is None else exited - sent
     raw = glob.glob(os.path.join(res, "**", "raw*.csv"), recursive=True)
     rows = sum(1 for path in raw for line in open(path) if "matmul" in line)
     checks = {"signal sent": sent is not None, "exited within 1 s": after_s is not None and after_s <= 1.0,
@@ -244,7 +249,7 @@ def main() -> int:
     runs = int(sys.argv[sys.argv.index("--runs") + 1]) if "--runs" in sys.argv else 20
     os.makedirs(out, exist_ok=True)
     results = []
-    cases = ("warmup", "first", "later", "counter", "rest", "devices", "kprof-run")
+    cases: tuple[str, ...] = ("warmup", "first", "later", "counter", "rest", "devices", "kprof-run")
     if "--cases" in sys.argv:
         cases = tuple(sys.argv[sys.argv.index("--cases") + 1].split(","))
     for case in cases:
