@@ -1,36 +1,30 @@
-//! The NVTX v3 injection handshake and the callbacks installed into each NVTX copy.
+//! The NVTX v3 injection handshake ([`InitializeInjectionNvtx2`], which every NVTX copy of the
+//! process calls at its first NVTX call) and the callbacks it installs into each copy's function
+//! table ([`installed`]): the crate's FFI module, its only `unsafe`.
 //!
-//! ABI (NVTX v3, `nvtxDetail/nvtxTypes.h`, `nvtxImpl.h`, `nvtxInit.h`; written from reading them,
-//! nothing copied):
-//! - Each NVTX copy in the process, at its first call, `dlopen`s `NVTX_INJECTION64_PATH` and calls
-//!   `int InitializeInjectionNvtx2(const void* (*getExportTable)(uint32_t etid))`; 0 = failure.
-//! - `getExportTable(NVTX_ETID_CALLBACKS = 1)` returns `{ size_t struct_size; int
-//!   (*GetModuleFunctionTable)(int module, NvtxFunctionPointer*** out_table, unsigned* out_size) }`.
-//!   The table is an array of pointers to the copy's function-pointer slots, indexed by callback id
-//!   (`out_size` = number of ids incl. the invalid id 0); the tool writes its functions into the
-//!   slots it wants (`*table[cbid] = fn`). Slots left alone become no-ops.
-//! - `getExportTable(NVTX_ETID_VERSIONINFO = 3)` returns `{ size_t struct_size; uint32_t version;
-//!   uint32_t reserved0; void (*SetInjectionNvtxVersion)(uint32_t) }`.
-//! - Modules: CORE = 1 (RangeStartEx 4, RangeStartA 5, RangeStartW 6, RangeEnd 7, RangePushEx 8,
-//!   RangePushA 9, RangePushW 10, RangePop 11), CORE2 = 5 (DomainMarkEx 1, DomainRangeStartEx 2,
-//!   DomainRangeEnd 3, DomainRangePushEx 4, DomainRangePop 5, DomainRegisterStringA 10,
-//!   DomainRegisterStringW 11, DomainCreateA 12, DomainCreateW 13, DomainDestroy 14,
-//!   Initialize 15).
-//! - `nvtxEventAttributes_t` (v2, 48 bytes): version u16 @0, size u16 @2, ..., messageType i32
-//!   @32 (1 ASCII, 2 wide `wchar_t` = 4 bytes on Linux, 3 registered string handle), message @40.
+//! The ABI is NVTX v3's (`nvtxDetail/nvtxTypes.h`, `nvtxImpl.h`, `nvtxInit.h`; written from reading
+//! them, nothing copied), each part described where it is declared below.
 
 use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::{book, stamp_close, stamp_open, thread_id};
 
+/// `NVTX_ETID_CALLBACKS`: `getExportTable` returns an [`ExportTableCallbacks`].
 pub const ETID_CALLBACKS: u32 = 1;
+/// `NVTX_ETID_VERSIONINFO`: `getExportTable` returns an [`ExportTableVersionInfo`].
 pub const ETID_VERSIONINFO: u32 = 3;
+/// The callback modules whose slots kprof fills (callback ids: [`installed`]).
 pub const MODULE_CORE: i32 = 1;
 pub const MODULE_CORE2: i32 = 5;
 
+/// `const void* (*getExportTable)(uint32_t etid)`, the argument of
+/// `int InitializeInjectionNvtx2(...)` (which returns 0 on failure).
 pub type GetExportTable = unsafe extern "C" fn(u32) -> *const c_void;
-/// `int (*)(NvtxCallbackModule, NvtxFunctionTable*, unsigned int*)`.
+/// `int (*)(NvtxCallbackModule, NvtxFunctionTable*, unsigned int*)`: the table is an array of
+/// pointers to the copy's function-pointer slots, indexed by callback id (`out_size`: the number
+/// of ids, the invalid id 0 included); the tool writes its functions into the slots it wants
+/// (`*table[cbid] = fn`), and slots left alone become no-ops.
 pub type GetModuleFunctionTable = unsafe extern "C" fn(i32, *mut *mut *mut *const c_void, *mut u32) -> i32;
 
 #[repr(C)]
@@ -47,7 +41,8 @@ pub struct ExportTableVersionInfo {
     pub set_injection_nvtx_version: Option<unsafe extern "C" fn(u32)>,
 }
 
-/// Offsets in `nvtxEventAttributes_v2`.
+/// Offsets in `nvtxEventAttributes_v2` (48 bytes): version u16 @0, size u16 @2, ..., messageType
+/// i32 @32 (1 ASCII, 2 wide `wchar_t`, 4 bytes on Linux, 3 a registered string handle), message @40.
 pub const ATTR_SIZE: usize = 2;
 pub const ATTR_MESSAGE_TYPE: usize = 32;
 pub const ATTR_MESSAGE: usize = 40;
