@@ -1,30 +1,23 @@
 //! The NVTX v3 injection handshake ([`InitializeInjectionNvtx2`], which every NVTX copy of the
-//! process calls at its first NVTX call) and the callbacks it installs into each copy's function
-//! table ([`installed`]): the crate's FFI module, its only `unsafe`.
-//!
-//! The ABI is NVTX v3's (`nvtxDetail/nvtxTypes.h`, `nvtxImpl.h`, `nvtxInit.h`; written from reading
-//! them, nothing copied), each part described where it is declared below.
+//! process calls at its first NVTX call, and [`attach`]) and the callbacks it writes into each
+//! copy's function-pointer slots ([`installed`]: module, callback id, function; slots left alone
+//! stay no-ops): the crate's FFI module, its only `unsafe`. The ABI is NVTX v3's (`nvtxTypes.h`,
+//! `nvtxImpl.h`, `nvtxInit.h`; written from reading them, nothing copied), as `kprof::sys::nvtx`
+//! declares it and checks it against NVIDIA's headers; messages come as ASCII (1), wide `wchar_t`
+//! strings (2, 4 bytes on Linux) or registered string handles (3).
 
 use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::{book, stamp_close, stamp_open, thread_id};
 
-/// `NVTX_ETID_CALLBACKS`: `getExportTable` returns an [`ExportTableCallbacks`].
 pub const ETID_CALLBACKS: u32 = 1;
-/// `NVTX_ETID_VERSIONINFO`: `getExportTable` returns an [`ExportTableVersionInfo`].
 pub const ETID_VERSIONINFO: u32 = 3;
-/// The callback modules whose slots kprof fills (callback ids: [`installed`]).
 pub const MODULE_CORE: i32 = 1;
 pub const MODULE_CORE2: i32 = 5;
 
-/// `const void* (*getExportTable)(uint32_t etid)`, the argument of
-/// `int InitializeInjectionNvtx2(...)` (which returns 0 on failure).
 pub type GetExportTable = unsafe extern "C" fn(u32) -> *const c_void;
-/// `int (*)(NvtxCallbackModule, NvtxFunctionTable*, unsigned int*)`: the table is an array of
-/// pointers to the copy's function-pointer slots, indexed by callback id (`out_size`: the number
-/// of ids, the invalid id 0 included); the tool writes its functions into the slots it wants
-/// (`*table[cbid] = fn`), and slots left alone become no-ops.
+/// `int (*)(NvtxCallbackModule, NvtxFunctionTable*, unsigned int*)`.
 pub type GetModuleFunctionTable = unsafe extern "C" fn(i32, *mut *mut *mut *const c_void, *mut u32) -> i32;
 
 #[repr(C)]
@@ -41,8 +34,7 @@ pub struct ExportTableVersionInfo {
     pub set_injection_nvtx_version: Option<unsafe extern "C" fn(u32)>,
 }
 
-/// Offsets in `nvtxEventAttributes_v2` (48 bytes): version u16 @0, size u16 @2, ..., messageType
-/// i32 @32 (1 ASCII, 2 wide `wchar_t`, 4 bytes on Linux, 3 a registered string handle), message @40.
+/// Offsets in `nvtxEventAttributes_v2`.
 pub const ATTR_SIZE: usize = 2;
 pub const ATTR_MESSAGE_TYPE: usize = 32;
 pub const ATTR_MESSAGE: usize = 40;
