@@ -6,7 +6,8 @@
 //! kprof metrics [--chip GH100] --expand SpeedOfLight,basic       # the metric names of ncu sections/sets
 //! ```
 //!
-//! Sections and sets: `docs/counters.md`; where libcupti comes from: `docs/configuration.md`.
+//! An unknown name is an error naming the closest valid ones (exit 1). Sections and sets:
+//! `docs/counters.md`; where libcupti comes from: `docs/configuration.md`.
 
 use std::io::Write;
 use std::path::PathBuf;
