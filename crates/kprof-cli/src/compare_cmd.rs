@@ -199,7 +199,7 @@ fn forget_benchmarks(side: &mut Side) {
     }
 }
 
-/// Whether lower values are better for a metric (`auto` rules in the module docs).
+/// Whether lower values are better for a metric (the `auto` rules: `docs/ci.md`).
 pub fn lower_is_better(metric: &str, unit: &str, forced: DirectionArg) -> bool {
     match forced {
         DirectionArg::LowerIsBetter => true,

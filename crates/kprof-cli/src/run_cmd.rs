@@ -587,7 +587,7 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
     status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
 }
 
-/// Runs `kprof run`; returns the exit code (see the module docs).
+/// Runs `kprof run`; returns the exit code (which one: `docs/kprof-run.md`).
 pub fn run(args: &RunArgs) -> i32 {
     let t_run = std::time::Instant::now();
     let mut metric_check_s = 0.0;
