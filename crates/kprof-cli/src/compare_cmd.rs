@@ -1,27 +1,10 @@
-//! `kprof compare BASE NEW`: did anything get slower?
+//! `kprof compare BASE NEW`: did anything get slower? Series of the two sides are matched on
+//! (benchmark, annotation, configuration, metric) and judged by their change, its Welch interval
+//! and Welch's t-test against a noise threshold, with a verdict and a direction per series; exit 1
+//! on a significant regression. With `--db ... --against last|best|<commit>|<tag>` the baseline
+//! comes from a results store (`store_cmd::against_side`).
 //!
-//! Each file may be a raw CSV, a processed CSV or a kprof JSON file. Series are matched on
-//! (benchmark, annotation, configuration, metric). For each pair:
-//!
-//! - **change** = `(mean_new - mean_base) / mean_base`, in percent;
-//! - **CI** of the change: the 95% (`1 - alpha`) Welch interval of `mean_new - mean_base`,
-//!   divided by `mean_base` (the base mean is treated as exact in the division);
-//! - **Welch's t-test** (unequal variances, Welch–Satterthwaite degrees of freedom), two-sided
-//!   p-value. It needs n, mean and standard deviation per side: from the raw samples, or from a
-//!   processed table's `NumRuns`, `AvgValue`, `StdDev`. With fewer than 2 runs on a side no test
-//!   is possible; the verdict is then `untested` and never counts as a regression.
-//! - **verdict**: `same` when |change| is below the noise threshold (`--threshold`, default 2%),
-//!   else `regression` / `improvement` when p < alpha (default 0.05), else `not-significant`.
-//! - **direction**: `lower-is-better` for times and bytes; `higher-is-better` for metrics whose
-//!   name contains `per_second`, `throughput`, `flop/s` or `/s`, or whose unit ends in `/s`.
-//!   `--direction` forces one for every series.
-//!
-//! Exit codes: 0 no significant regression beyond the threshold, 1 at least one, 2 usage error
-//! or unreadable / incomparable input.
-//!
-//! `kprof compare --db kprof.db --against last|best|<commit>|<tag> RESULT` takes the baseline
-//! from a results store instead of a file (see `store_cmd::against_side`); everything else is
-//! the same.
+//! The rule, the verdicts and the exit codes: `docs/ci.md` (How `kprof compare` decides).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -216,7 +199,7 @@ fn forget_benchmarks(side: &mut Side) {
     }
 }
 
-/// Whether lower values are better for a metric (`auto` rules in the module docs).
+/// Whether lower values are better for a metric (the `auto` rules: `docs/ci.md`).
 pub fn lower_is_better(metric: &str, unit: &str, forced: DirectionArg) -> bool {
     match forced {
         DirectionArg::LowerIsBetter => true,

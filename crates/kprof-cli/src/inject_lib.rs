@@ -1,15 +1,9 @@
-//! Where `kprof run` and `kprof doctor` find `libkprof_inject.so`, in this order:
+//! Where `kprof run` and `kprof doctor` find `libkprof_inject.so`: `KPROF_INJECT_PATH`, next to the
+//! kprof executable (or in `../lib`), the folders the Python package registers
+//! ([`set_search_dirs`]), then the copy a release build embeds (see the crate's `build.rs`), written
+//! once to the user's cache folder and checked byte for byte on every later use.
 //!
-//! 1. `KPROF_INJECT_PATH` (a file; anything else is an error);
-//! 2. next to the kprof executable, or in `../lib` of its directory (a `cargo build`, `.carry/bin`);
-//! 3. the folders the Python package registers with [`set_search_dirs`] before it runs the CLI:
-//!    the installed package's `kprof/lib` (the wheel ships the library there), then the
-//!    environment's `bin` and `lib` (`sys.prefix`, not the interpreter's real folder);
-//! 4. the copy embedded in the executable by a release build (`cargo install --path
-//!    crates/kprof-cli`; see the crate's `build.rs`), written on first use to
-//!    `$XDG_CACHE_HOME/kprof/<version>-<hash>/` (else `~/.cache/kprof/...`, else the temp
-//!    folder), atomically (a temporary file renamed into place) and checked byte for byte on
-//!    every later use.
+//! The order and the cache folder, as users see them: `docs/install.md`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

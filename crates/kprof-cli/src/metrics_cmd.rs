@@ -1,4 +1,4 @@
-//! `kprof metrics`: metric discovery without a GPU.
+//! `kprof metrics`: metric discovery without a GPU (the Profiler Host API needs only the chip name).
 //!
 //! ```text
 //! kprof metrics [--chip GH100] [--filter dram] [--suffixes]     # list metrics, descriptions, units
@@ -6,14 +6,8 @@
 //! kprof metrics [--chip GH100] --expand SpeedOfLight,basic       # the metric names of ncu sections/sets
 //! ```
 //!
-//! `--passes` and `--expand` take Nsight Compute's section and set names as well as metric names
-//! (`kprof::counters::sections`): `--passes SpeedOfLight` is the passes of the section's metrics.
-//!
-//! Works on a GPU-less machine: the CUPTI Profiler Host API only needs the chip name. The
-//! library comes from `--cupti`, else `KPROF_CUPTI_PATH` (file or folder), else
-//! `KPROF_CUPTI_WHEEL_DIR` (an unpacked `nvidia-cuda-cupti` wheel), else the CUDA toolkit
-//! (`kprof::counters::locate_cupti`). An unknown metric name is an error naming the closest
-//! valid ones (exit status 1 through `main`).
+//! An unknown name is an error naming the closest valid ones (exit 1). Sections and sets:
+//! `docs/counters.md`; where libcupti comes from: `docs/configuration.md`.
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -1,14 +1,9 @@
-//! `kprof report`: one self-contained HTML report (inline SVG, CSS and JS; no network) over
-//! one or more result files.
+//! `kprof report RESULTS... -o report.html [--title T] [--x PARAM] [--type line|bar] [--db kprof.db]`:
+//! one self-contained HTML report (inline SVG, CSS and JS; no network) over raw or processed CSVs
+//! and kprof JSON files, with run distributions when raw samples are given, the `<stem>.env.json`
+//! fingerprint beside a CSV, and, with `--db`, a trends section per commit.
 //!
-//! ```text
-//! kprof report RESULTS... -o report.html [--title T] [--x PARAM] [--type line|bar]
-//! ```
-//!
-//! Each RESULTS file is a raw CSV, a processed CSV or a kprof JSON file. Raw samples (a raw CSV,
-//! or a JSON file that has them) add per-configuration distributions; a `<stem>.env.json`
-//! environment fingerprint next to a CSV is shown when present. `--db kprof.db` adds a trends
-//! section: every stored series per commit with its 95 % CI (as `kprof history plot` draws it).
+//! What it shows: `docs/offline.md`; the trends: `docs/store.md`.
 
 use std::path::PathBuf;
 

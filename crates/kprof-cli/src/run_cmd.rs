@@ -1,58 +1,11 @@
-//! `kprof run [OPTIONS] -- COMMAND ARGS...`: profiles an unmodified CUDA program.
+//! `kprof run [OPTIONS] -- COMMAND ARGS...`: profiles an unmodified CUDA program. The command runs
+//! with `libkprof_inject.so` injected (found as [`crate::inject_lib`] says) and one [`RunSpec`] per
+//! execution in `KPROF_RUN_SPEC` ([`kprof::run_spec`]); kprof then merges the process files of every
+//! process and execution ([`merge`], [`join_counters`], [`crate::run_ranks`]), writes `raw.csv`,
+//! `processed.csv` and `time-split.json` ([`crate::run_split`]) into `--out`, and prints the table.
+//! The plan of executions is [`plan`]; `--gpus` spreads it over GPUs (`queue`, `gpus`).
 //!
-//! The command runs with `CUDA_INJECTION64_PATH` and `NVTX_INJECTION64_PATH` set to
-//! `libkprof_inject.so` (found as [`crate::inject_lib`] says), so every process
-//! it starts that initialises CUDA records its kernels and NVTX ranges and writes
-//! `kprof-run-<pid>.csv` at exit (see the `kprof-inject` crate). kprof then merges the files of
-//! every process and every repetition, writes `raw.csv` and `processed.csv` into `--out`, and
-//! prints the processed table.
-//!
-//! - Each NVTX range occurrence is one run of a region; kernels outside ranges are grouped by
-//!   kernel name (`--group-by kernel|both` changes this). A range holds every kernel launched
-//!   while it was open, those of ranges opened inside it (a library's own) included, and is named
-//!   by its path (`outer/inner`); `--nvtx-nesting innermost` counts each kernel once, in the
-//!   innermost range, under the range's name.
-//! - `--repeat N` runs the command N times; the runs of repetition k follow those of k-1.
-//! - `--env-sweep VAR=v1,v2` runs the command once per value (times `--repeat`) with `VAR` set;
-//!   `VAR` becomes a configuration parameter.
-//! - `--gpus all|0,2` runs the repetitions (sweep value × repetition, each with its launches) on
-//!   several GPUs at once: one worker per GPU takes them from one queue and runs them with
-//!   `CUDA_VISIBLE_DEVICES` set to its GPU ([`queue`]); the GPUs are counted without CUDA and
-//!   every sample's `Device` is the GPU its worker had, a key column of the table ([`gpus`]).
-//!   Without it, one worker runs every execution in turn on whatever GPUs the command sees.
-//! - `--metrics m1,m2` adds hardware counters (ncu names). The names are checked before anything
-//!   runs, with the Profiler Host API of the device's chip (or of `KPROF_CHIP` on a machine
-//!   without a GPU; unknown names: exit 2 with the closest valid names). Every repetition then
-//!   runs a counter launch (the run spec's `counters`: the metrics, kernel replay;
-//!   `KPROF_RUN_METRICS` is set there, to the metrics, for programs that time themselves) in
-//!   which the injection library profiles every kernel with the CUPTI Range Profiler.
-//! - Where the durations (`gpu__time_duration.sum`) come from, `--durations` ([`Launches`]):
-//!   `auto` (the default) takes them from the counter launch's `gpu__time_duration.sum` when
-//!   there is one (`--metrics`; Nsight Compute's duration, in no extra pass, one launch of the
-//!   command), else from the kernel records of one timing launch; a program whose counter launch
-//!   ran CUDA graphs gets a timing launch as well, whose records give the durations (a graph's
-//!   span; the counters only see its nodes). `records` always times the command in a timing
-//!   launch (kernel replay would disturb the durations); `counters` always takes the counters'.
-//!   Counter samples join the timing samples by key (benchmark, region, configuration,
-//!   occurrence), so raw.csv and processed.csv hold both, with units; the `DurationSource` column
-//!   says which gave the durations. `--replay-mode range` is refused (see [`parse_replay_mode`]).
-//! - Programs of several processes (`torchrun`, `mpirun`): every process that initialises CUDA
-//!   writes its own files; the samples carry `Device` and, when the launcher gave a rank, `Rank`,
-//!   which become key columns of the merged results ([`crate::run_ranks`]).
-//! - What the injection library does in each process comes from one [`RunSpec`] per execution,
-//!   passed as JSON in `KPROF_RUN_SPEC` ([`kprof::run_spec`]).
-//! - Every run writes `time-split.json` into `--out`, where the wall time went by phase (per
-//!   execution: before CUDA, with CUDA, exit handler, teardown; in a counter launch the Range
-//!   Profiler's start, the replay inside the profiled launch calls, decoding); `--verbose` also
-//!   prints it as a table on stderr ([`crate::run_split`]).
-//! - Ctrl-C: the command gets it (the terminal sends it to the whole process group); kprof waits
-//!   for it to end (with `--gpus`, for every running execution), starts no further execution,
-//!   and merges and writes what the executions that ran left (a process ended by the signal
-//!   itself writes nothing: see `kprof-inject`); exit code 130 unless the command gave another.
-//! - Exit code: the command's (the last non-zero one over the repetitions, in plan order; 128 +
-//!   signal when it was killed); if it succeeded but kprof could not write its results, 1; 2 when
-//!   kprof could not start it (no injection library, already running under ncu/nsys, bad
-//!   options). Results are written even when the command fails.
+//! Options, durations, counters, exit codes and Ctrl-C, as users see them: `docs/kprof-run.md`.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -634,7 +587,7 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
     status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
 }
 
-/// Runs `kprof run`; returns the exit code (see the module docs).
+/// Runs `kprof run`; returns the exit code (which one: `docs/kprof-run.md`).
 pub fn run(args: &RunArgs) -> i32 {
     let t_run = std::time::Instant::now();
     let mut metric_check_s = 0.0;

@@ -1,25 +1,10 @@
-//! Multi-process and multi-GPU programs under `kprof run` (`torchrun`, `mpirun`, `srun`).
+//! Multi-process and multi-GPU programs under `kprof run` (`torchrun`, `mpirun`, `srun`): before the
+//! process files are merged, which of `Rank` and `Device` become key columns (configuration
+//! parameters), the files in rank order, and [`rank_lines`], the line per rank printed before the
+//! table.
 //!
-//! Every process of the command that initialises CUDA writes its own process file; the launcher
-//! (`torchrun` itself) launches no kernel and writes none with samples. A sample of a process
-//! file carries `Device` (the CUDA ordinal its kernels ran on) and, when the launcher gave the
-//! process a rank, `Rank` ([`kprof::run_spec::RANK_COLUMN`]). Before the files are merged:
-//!
-//! - when any sample has a rank, `Rank` and `Device` become key columns: configuration
-//!   parameters, so each rank (and device) has its own rows and statistics (a sample of a
-//!   process without a rank gets -1);
-//! - without ranks, `Device` becomes a key column when the samples ran on more than one device
-//!   (a range whose kernels ran on several devices has them joined with `|`);
-//! - otherwise (the usual single-process, single-GPU run) the keys and columns stay as they
-//!   were, so `kprof compare` and the results store match the run with older ones.
-//!
-//! The merged files never carry `Device` or `DeviceUUID` as extra columns: reading a raw CSV
-//! back, a column kprof does not know as an engine column is a parameter, so they would become
-//! keys there (and a UUID would keep two machines' runs from ever matching). The process files
-//! (`procs/`) keep them; the status files list each process's devices with their UUIDs.
-//!
-//! With ranks, the process files are merged in rank order, so the table lists rank 0's rows
-//! first. [`rank_lines`] describes each rank from the status files.
+//! The rules, and why `DeviceUUID` is never a column of the merged files: `docs/kprof-run.md`
+//! (Multi-process and multi-GPU programs).
 
 use kprof::run_spec::{DEVICE_COLUMN, DEVICE_UUID_COLUMN, RANK_COLUMN};
 use kprof_core::model::ModelError;

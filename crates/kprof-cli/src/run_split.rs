@@ -1,25 +1,11 @@
-//! The time split of `kprof run`: where its wall time went, by phase.
+//! The time split of `kprof run`: where its wall time went, by phase, per execution (before CUDA,
+//! with CUDA, the exit handler, after the results; in a counter launch also the Range Profiler's
+//! start, the replay inside the profiled launch calls split into the passes' GPU time and the rest,
+//! and the image switches). [`split`] puts together the wall clock `kprof run` takes around each
+//! launch and the instants and times of every process's status file ([`kprof::run_status`]);
+//! [`render`] is the table of `kprof run --verbose`, and the same numbers go to `time-split.json`.
 //!
-//! `kprof run` takes the wall clock around each launch of the command; every process's status
-//! file adds its own instants, kernel times and, in a counter launch, the collection's host
-//! times ([`kprof::run_status`]). [`split`] puts them together; [`render`] is the table that
-//! `kprof run --verbose` prints on stderr; the same numbers go to `time-split.json` in `--out`.
-//!
-//! Per execution (one launch of the command), from its first CUDA process (the one whose
-//! `cuInit` came first):
-//! - **before CUDA**: from the launch to that process's `cuInit` (interpreter, imports);
-//! - **with CUDA**: from `cuInit` to its exit handler (the program's work);
-//! - **exit handler**: synchronising, the last counter decode, flushing CUPTI, grouping, writing;
-//! - **after the results**: from the status file to the end of the launch (CUDA's teardown,
-//!   other processes).
-//!
-//! In a counter launch, **with CUDA** is split further: the Range Profiler's start, the time
-//! inside the profiled launch calls (**replay**: CUPTI replays a kernel's passes inside its
-//! launch call), image switches, and the rest (the program itself). The replay is split into
-//! the GPU time of the passes and the rest, which CUPTI does not break down: saving and
-//! restoring device memory, and its own work per pass (inferred, hence the word). The GPU time
-//! of the passes is the sum of the kernel records when CUPTI reported one record per pass,
-//! else the passes times the first records (inferred too).
+//! What users read in it: `docs/kprof-run.md`; the cost model: `docs/counters.md`.
 
 use std::collections::HashMap;
 
@@ -82,9 +68,15 @@ pub struct ExecutionSplit {
     pub wall_s: f64,
     /// Status files found (processes that loaded the library).
     pub processes: usize,
+    /// The phases, from the execution's first CUDA process (the one whose `cuInit` came first).
+    /// Before CUDA: from the launch to that `cuInit` (interpreter, imports).
     pub before_cuda_s: Option<f64>,
+    /// With CUDA: from `cuInit` to the exit handler (the program's work).
     pub with_cuda_s: Option<f64>,
+    /// The exit handler: synchronising, the last counter decode, flushing CUPTI, grouping, writing.
     pub exit_handler_s: Option<f64>,
+    /// After the results: from the status file to the end of the launch (CUDA's teardown, other
+    /// processes).
     pub after_results_s: Option<f64>,
     /// Distinct kernels, kernel records and their GPU times (seconds), over all processes.
     pub kernels: usize,

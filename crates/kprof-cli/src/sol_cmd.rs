@@ -1,15 +1,7 @@
-//! `kprof sol`: speed of light and roofline per region and configuration of a result file.
-//!
-//! ```text
-//! kprof sol RESULT [--json]
-//! ```
-//!
-//! RESULT is any result file (raw or processed CSV, kprof JSON). The table gives SM, memory,
-//! DRAM, L1 and L2 throughput as % of peak, achieved FLOP/s, DRAM bytes/s, arithmetic intensity
-//! and a verdict (compute-bound, memory-bound, balanced, latency-bound) with its reason, from
-//! the counters the result holds (`metrics=["SpeedOfLight"]` and the roofline metrics of
-//! `kprof_core::sol::roofline_metrics`); see `kprof_core::sol` for the rule. `--json` prints
-//! one object per row with every column (per precision FLOP/s, peaks, intensity).
+//! `kprof sol RESULT [--json]`: speed of light and roofline per region and configuration of any
+//! result file (raw or processed CSV, kprof JSON), from the counters it holds, with a verdict
+//! (compute-bound, memory-bound, balanced, latency-bound) and its reason; `--json` prints every
+//! column. The rule is `kprof_core::sol`'s (`docs/counters.md`, Speed of light and roofline).
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -1,20 +1,8 @@
-//! The column names of kprof's result tables, defined once.
-//!
-//! Every other list of column names in kprof (the CSV readers and writers, the collector-name
-//! checks of the engine, the tables `kprof._core` hands to Python and the Python package's
-//! constants) is one of these constants or built from them.
-//!
-//! Raw table (one row per sample), as the raw CSV writes it: [`NSIGHT_RAW_COLUMNS`], the extra
-//! columns, the parameter columns, then [`KPROF_RAW_COLUMNS`]. The raw table of the Python
-//! backend has the parameter columns between the two ([`RAW_COLUMNS`] with the parameters after
-//! `Unit`).
-//!
-//! Processed table (one row per series): [`PROCESSED_KEY_COLUMNS`], the parameter columns,
-//! [`PROCESSED_STAT_COLUMNS`], the extra columns (CSV; the Python table has them last),
-//! [`PROCESSED_QUALITY_COLUMNS`], [`PROCESSED_NORMALIZATION_COLUMNS`] (`NormalizationValue` only
-//! when some row is normalised), [`KPROF_PROCESSED_COLUMNS`], then [`BOOTSTRAP_COLUMNS`] (only
-//! when some row has a bootstrap interval). Without the parameter, extra and bootstrap columns
-//! this is [`PROCESSED_COLUMNS`]: nsight-python's columns in its order, then kprof's.
+//! The column names of kprof's result tables, defined once: every other list of column names in
+//! kprof (the CSV readers and writers, the engine's collector-name checks, the tables `kprof._core`
+//! hands to Python, the Python package's constants) is one of these constants or built from them.
+//! The order of the raw table is on [`RAW_COLUMNS`], that of the processed table on
+//! [`PROCESSED_COLUMNS`]: nsight-python's columns in its order, then kprof's.
 
 /// nsight-python's raw (`profiled_data`) columns, in its order.
 pub const NSIGHT_RAW_COLUMNS: [&str; 9] = [
@@ -33,7 +21,9 @@ pub const NSIGHT_RAW_COLUMNS: [&str; 9] = [
 pub const KPROF_RAW_COLUMNS: [&str; 2] = ["Benchmark", "Run"];
 
 /// The raw columns without the parameter and extra columns: [`NSIGHT_RAW_COLUMNS`], then
-/// [`KPROF_RAW_COLUMNS`].
+/// [`KPROF_RAW_COLUMNS`]. The raw CSV writes [`NSIGHT_RAW_COLUMNS`], the extra columns, the
+/// parameter columns, then [`KPROF_RAW_COLUMNS`]; the raw table of the Python backend has the
+/// parameter columns between the two (after `Unit`).
 pub const RAW_COLUMNS: [&str; 11] = concat(&[&NSIGHT_RAW_COLUMNS, &KPROF_RAW_COLUMNS]);
 
 /// The processed columns before the parameter columns (the series' key besides the benchmark).
@@ -87,7 +77,12 @@ pub const KPROF_PROCESSED_COLUMNS: [&str; 7] = [
 ];
 
 /// The processed columns in order, without the parameter, extra and bootstrap columns:
-/// [`NSIGHT_PROCESSED_COLUMNS`], then [`KPROF_PROCESSED_COLUMNS`].
+/// [`NSIGHT_PROCESSED_COLUMNS`], then [`KPROF_PROCESSED_COLUMNS`]. With them (one row per
+/// series): [`PROCESSED_KEY_COLUMNS`], the parameter columns, [`PROCESSED_STAT_COLUMNS`], the
+/// extra columns (CSV; the Python table has them last), [`PROCESSED_QUALITY_COLUMNS`],
+/// [`PROCESSED_NORMALIZATION_COLUMNS`] (`NormalizationValue` only when some row is normalised),
+/// [`KPROF_PROCESSED_COLUMNS`], then [`BOOTSTRAP_COLUMNS`] (only when some row has a bootstrap
+/// interval).
 pub const PROCESSED_COLUMNS: [&str; 27] = concat(&[&NSIGHT_PROCESSED_COLUMNS, &KPROF_PROCESSED_COLUMNS]);
 
 /// The bootstrap confidence intervals of the mean and the median, written after

@@ -1,16 +1,12 @@
 //! kprof-core: the part of kprof that needs no GPU.
 //!
-//! - [`model`]: raw samples identified by key, and the processed table.
-//! - [`stats`]: per-series statistics (t-based CIs, percentiles, outliers, bootstrap).
+//! - [`model`]: raw samples identified by key, and the processed table; [`columns`]: their names.
+//! - [`stats`]: per-series statistics; [`policy`]: the adaptive stopping rule of the run loop.
 //! - [`transforms`]: derived metrics, normalisation, kernel combination, geomean.
-//! - [`policy`]: the adaptive stopping rule the run loop consults after each run.
-//! - [`io`]: raw/processed CSV and JSON result files, readers and writers.
-//! - [`display`]: aligned terminal tables.
-//! - [`durations`]: the line before a table saying which definition of a duration it used.
-//! - [`columns`]: the column names of the result tables (nsight-python's and kprof's).
-//! - [`kernels`]: kernel names: demangling for the `Kernel` column, matching ignore lists.
-//! - [`sections`]: Nsight Compute section and set names expanded into their metrics.
-//! - [`sol`]: speed of light and roofline per region and configuration, with a verdict.
+//! - [`io`]: the result files; [`display`]: aligned terminal tables; [`durations`]: the line
+//!   before a table that names the definition of its durations.
+//! - [`kernels`]: kernel names (demangling, ignore lists); [`sections`]: ncu sections and sets
+//!   expanded into metrics; [`sol`]: speed of light and roofline, with a verdict.
 
 pub mod columns;
 pub mod display;

@@ -1,24 +1,8 @@
-//! The adaptive stopping rule the run loop consults after each run (pure logic, no clock).
-//!
-//! After every run of a configuration the run loop calls [`StoppingPolicy::decide`] with the
-//! values measured so far (NaN for failed runs) and the wall-clock time spent, and stops when it
-//! returns [`Decision::Stop`]. The rules, checked in this order:
-//!
-//! 1. **Maximum**: once `values.len() >= max_runs` (failed runs count as runs), stop:
-//!    [`StopReason::FixedRuns`] when `min_runs == max_runs`, else [`StopReason::MaxRuns`].
-//! 2. **Time budget**: once `elapsed >= time_budget` *and at least one run is done*, stop with
-//!    [`StopReason::TimeBudget`], even before `min_runs`: the budget is a hard wall-clock
-//!    limit, and a result with fewer runs (its run count is reported) is preferable to
-//!    overrunning it. With zero runs done the loop always continues, so there is something to
-//!    report.
-//! 3. **Minimum**: before `min_runs` runs, continue.
-//! 4. **Precision targets** (need at least 2 non-NaN values; NaN values are ignored): stop when
-//!    the relative half-width of the 95% t-interval of the mean, `t_{0.975, k-1} · s / sqrt(k)
-//!    / |mean|`, is at most `target_rel_ci_half_width` ([`StopReason::TargetCiReached`]), or
-//!    when the relative standard deviation `s / |mean| · 100` is at most `target_rsd_pct`
-//!    ([`StopReason::TargetRsdReached`]). When both are set, whichever is reached first stops
-//!    (the CI target is checked first). A zero mean makes both undefined: continue.
-//! 5. Otherwise continue.
+//! The adaptive stopping rule the run loop consults after each run of a configuration (pure logic,
+//! no clock): [`StoppingPolicy::decide`] takes the values so far and the time spent and says
+//! whether to stop, and why ([`StopReason`]). The rules are on [`StoppingPolicy::decide`]; the
+//! options that set them (`runs`, `max_runs`, `target_rsd`, `target_ci`, `time_budget`):
+//! `docs/quickstart.md`.
 
 use std::fmt;
 use std::time::Duration;
@@ -189,8 +173,24 @@ impl StoppingPolicy {
     }
 
     /// Decides, after a run, whether to continue; `values` are all values so far (NaN for
-    /// failed runs), `elapsed` the wall-clock time spent. See the module documentation for the
-    /// rules. Never panics, also for a policy that [`StoppingPolicy::validate`] rejects.
+    /// failed runs), `elapsed` the wall-clock time spent. Never panics, also for a policy that
+    /// [`StoppingPolicy::validate`] rejects. The rules, checked in this order:
+    ///
+    /// 1. **Maximum**: once `values.len() >= max_runs` (failed runs count as runs), stop:
+    ///    [`StopReason::FixedRuns`] when `min_runs == max_runs`, else [`StopReason::MaxRuns`].
+    /// 2. **Time budget**: once `elapsed >= time_budget` *and at least one run is done*, stop with
+    ///    [`StopReason::TimeBudget`], even before `min_runs`: the budget is a hard wall-clock
+    ///    limit, and a result with fewer runs (its run count is reported) is preferable to
+    ///    overrunning it. With zero runs done the loop always continues, so there is something to
+    ///    report.
+    /// 3. **Minimum**: before `min_runs` runs, continue.
+    /// 4. **Precision targets** (need at least 2 non-NaN values; NaN values are ignored): stop when
+    ///    the relative half-width of the 95% t-interval of the mean, `t_{0.975, k-1} · s / sqrt(k)
+    ///    / |mean|`, is at most `target_rel_ci_half_width` ([`StopReason::TargetCiReached`]), or
+    ///    when the relative standard deviation `s / |mean| · 100` is at most `target_rsd_pct`
+    ///    ([`StopReason::TargetRsdReached`]). When both are set, whichever is reached first stops
+    ///    (the CI target is checked first). A zero mean makes both undefined: continue.
+    /// 5. Otherwise continue.
     pub fn decide(&self, values: &[f64], elapsed: Duration) -> Decision {
         let runs = u32::try_from(values.len()).unwrap_or(u32::MAX);
         if runs >= self.max_runs {

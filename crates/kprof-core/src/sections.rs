@@ -1,16 +1,10 @@
 //! Nsight Compute's section and set names (`SpeedOfLight`, `basic`, …) expanded into their metric
-//! names, so that `metrics=` takes what `ncu --section`/`--set` takes.
+//! names ([`expand`]), so that `metrics=` takes what `ncu --section`/`--set` takes. The table is
+//! `sections.txt` ([`table`]); [`expand`] keeps what the counters can give, and the engine then
+//! leaves out the names the chip's counters do not know (`kprof::counters::sections`).
 //!
-//! The table (`sections.txt`) records, per section, the metrics its section file names (header,
-//! body, charts and the metrics their derived values are computed from) with the compute
-//! capabilities each is filtered to, and the members of the sets kprof can expand. It is checked
-//! against a record of ncu's section files (`tests/fixtures/ncu-sections/`).
-//!
-//! [`expand`] keeps what the counters can give: names with a rollup (`base.sum`, `base.avg.…`).
-//! Launch attributes (`launch__*`, `device__*`: ncu reads them from the launch, not from the
-//! counters), names without a rollup (ncu computes them itself or lists their instances in a table) and `breakdown:` lists are
-//! left out, each with its reason in [`Expansion::left_out`]. The engine then leaves out the
-//! names the chip's counters do not know (`kprof::counters::sections`).
+//! Which sections and sets, and what is left out, as users see it: `docs/counters.md` (Sections and
+//! sets).
 
 use std::sync::OnceLock;
 
@@ -127,7 +121,10 @@ impl Expansion {
 
 const TABLE_TEXT: &str = include_str!("sections.txt");
 
-/// The table compiled into kprof.
+/// The table compiled into kprof (`sections.txt`): per section, the metrics its section file
+/// names (header, body, charts, and the metrics their derived values are computed from) with the
+/// compute capabilities each is filtered to, and the members of the sets kprof can expand;
+/// checked against a record of ncu's section files (`tests/fixtures/ncu-sections/`).
 pub fn table() -> &'static SectionTable {
     static TABLE: OnceLock<SectionTable> = OnceLock::new();
     TABLE.get_or_init(|| parse_table(TABLE_TEXT).unwrap_or_else(|e| panic!("{e}")))
@@ -260,6 +257,10 @@ pub fn not_a_counter(name: &str) -> Option<&'static str> {
 /// Expands the section and set names among `names` into their metrics for a device of compute
 /// capability `cc` (x10, e.g. 90 for GH100), keeping metric names as given. Metric names keep
 /// their place; a section's metrics come at its place; a name already listed is not repeated.
+/// Only names with a rollup (`base.sum`, `base.avg.…`) are kept: launch attributes (`launch__*`,
+/// `device__*`, read by ncu from the launch), names without a rollup (ncu computes them or lists
+/// their instances in a table) and `breakdown:` lists are left out, each with its reason in
+/// [`Expansion::left_out`].
 pub fn expand<S: AsRef<str>>(names: &[S], cc: u32) -> Result<Expansion, SectionError> {
     expand_with(table(), names, cc)
 }

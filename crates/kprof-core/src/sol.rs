@@ -1,22 +1,11 @@
-//! Speed of light and roofline per region and configuration, from the counters of a result.
+//! Speed of light and roofline per region and configuration, from the counters of a result
+//! ([`speed_of_light`]): one [`SolRow`] per (benchmark, annotation, configuration, device) with the
+//! SM, memory, DRAM, L1 and L2 throughput as % of peak, the achieved FLOP/s per precision and DRAM
+//! bytes/s with the device's peaks (ncu's roofline formulas, [`PRECISIONS`]), the arithmetic
+//! intensity, and a [`Verdict`] with its reason in words ([`verdict`], ncu's SpeedOfLight rule).
+//! Only the metrics present are used; what is missing is `None` (NaN in tables).
 //!
-//! Each (benchmark, annotation, configuration, device) of a processed table gives one [`SolRow`]:
-//! the throughput of the SM, of memory as a whole, of DRAM, L1 and L2 as % of their peak (ncu's
-//! SpeedOfLight metrics), the achieved FLOP/s per precision and DRAM bytes/s with the device's
-//! peaks (the formulas of ncu's roofline sections, see [`PRECISIONS`]), the arithmetic
-//! intensity, and a [`Verdict`] with its reason in words. Only the metrics present are used;
-//! what is missing is `None` (NaN in tables).
-//!
-//! The verdict follows ncu's SpeedOfLight rule (its "SOLBottleneck" thresholds): with SM % and
-//! memory % of peak,
-//! - both under [`LATENCY_BOUND_PCT`] (60): **latency-bound** — neither unit is busy, the work
-//!   waits (too few warps or waves, dependent instructions, synchronisation);
-//! - else, within [`BALANCED_PCT`] (10 points) of each other: **balanced**;
-//! - else the busier one: **compute-bound** (SM) or **memory-bound** (memory, naming its busiest
-//!   unit among DRAM, L2 and L1).
-//!
-//! Memory % is `gpu__compute_memory_throughput` (ncu's "Memory Throughput", the busiest memory
-//! unit); without it, the highest of the DRAM, L2 and L1 throughputs measured.
+//! The rule and the formulas, as users read them: `docs/counters.md` (Speed of light and roofline).
 
 use std::collections::HashMap;
 
@@ -348,7 +337,9 @@ fn row(benchmark: String, annotation: String, config: Config, gpu: String, m: &M
     r
 }
 
-/// The verdict and its reason from SM % and memory % of peak (see the module docs).
+/// The verdict and its reason from SM % and memory % of peak, by ncu's SpeedOfLight rule: both
+/// under [`LATENCY_BOUND_PCT`]: latency-bound; else within [`BALANCED_PCT`] points of each other:
+/// balanced; else the busier one (memory naming its busiest unit among DRAM, L2 and L1).
 pub fn verdict(sm: Option<f64>, memory: Option<f64>, busiest: Option<(&str, f64)>) -> (Verdict, String) {
     let (Some(sm), Some(mem)) = (sm, memory) else {
         return (

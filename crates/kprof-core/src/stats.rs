@@ -1,18 +1,9 @@
-//! Per-series statistics: means with Student's t confidence intervals, percentiles, Tukey
-//! outliers, an optional seeded bootstrap, and the aggregation of raw samples into the
-//! processed table.
+//! Per-series statistics: means with Student's t confidence intervals, percentiles, Tukey outliers,
+//! an optional seeded bootstrap, and the aggregation of raw samples into the processed table.
 //!
-//! All values are in the unit of the series they come from (usually nanoseconds); only
-//! `rsd_pct` is a percentage. No function here panics, whatever its input: undefined statistics
-//! are NaN (or `None`), as documented on each function.
-//!
-//! # NaN and infinities
-//!
-//! NaN marks a failed run: it is ignored by every statistic and only counted in
-//! [`Summary::total_runs`]. Infinities are *values*: they sort below/above every finite value
-//! and take part in every statistic, so a series holding `+inf` has mean `+inf`, and its
-//! standard deviation, confidence interval and RSD are NaN (the deviation `inf - inf` is
-//! undefined). Order statistics (min, max, median, percentiles) stay meaningful.
+//! Values are in the unit of their series (usually nanoseconds); only `rsd_pct` is a percentage.
+//! No function here panics, whatever its input: undefined statistics are NaN (or `None`), as each
+//! function says. NaN marks a failed run and infinities are values ([`summarize`] has the rules).
 
 use statrs::distribution::{Continuous, ContinuousCDF, Normal, StudentsT};
 
@@ -261,7 +252,11 @@ pub fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
 /// Edge cases: no values gives NaN everywhere, zero counts and `stable = None`; one value gives
 /// mean = min = max = median = the value and NaN deviation, interval and RSD; equal values give a
 /// standard deviation of exactly 0, an interval collapsed onto the mean and RSD 0.
-/// See the module documentation for infinities.
+/// NaN marks a failed run: it is ignored by every statistic and only counted in
+/// [`Summary::total_runs`]. Infinities are values: they sort below/above every finite value and
+/// take part in every statistic, so a series holding `+inf` has mean `+inf`, and its standard
+/// deviation, confidence interval and RSD are NaN (`inf - inf` is undefined); order statistics
+/// (min, max, median, percentiles) stay meaningful.
 pub fn summarize(values: &[f64], opts: &StatsOptions) -> Summary {
     let mut sorted: Vec<f64> = values.iter().copied().filter(|v| !v.is_nan()).collect();
     sorted.sort_unstable_by(f64::total_cmp);

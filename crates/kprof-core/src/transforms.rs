@@ -1,16 +1,12 @@
-//! Transforms between raw samples and the processed table: derived metrics, normalisation
-//! against a baseline annotation, combination of a region's kernels, and geometric means.
-//!
-//! - [`apply_derived`] runs per (benchmark, annotation, config, run) on raw samples, before
-//!   aggregation, and appends the derived values as new samples ([`derive_samples`] computes them
-//!   without appending).
-//! - [`normalize_against`] turns processed rows into ratio rows against a baseline annotation,
-//!   with the ratio's own statistics (Fieller's interval, delta-method spread).
-//! - [`combine_kernels`] / [`record_combined`] fold the kernels one region launched in one run
-//!   into one value, keeping the per-kernel breakdown.
-//! - [`geomean`] / [`apply_geomean`] fill the `Geomean` column across configurations.
-//!
-//! Nothing here panics on any input; undefined statistics are NaN.
+//! Transforms between raw samples and the processed table; nothing here panics on any input, and
+//! undefined statistics are NaN.
+//! - [`apply_derived`]: derived metrics per (benchmark, annotation, config, run) on raw samples,
+//!   before aggregation, appended as new samples ([`derive_samples`] computes them alone);
+//! - [`normalize_against`]: processed rows as ratios against a baseline annotation, with the
+//!   ratio's own statistics (Fieller's interval, delta-method spread);
+//! - [`combine_kernels`] / [`record_combined`]: the kernels one region launched in one run folded
+//!   into one value, the per-kernel breakdown kept;
+//! - [`geomean`] / [`apply_geomean`]: the `Geomean` column across configurations.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;

@@ -1,14 +1,9 @@
-//! Where one process's time went, for the time split of `kprof run` (printed with `--verbose`,
-//! written to `time-split.json`).
-//!
-//! Every status file carries a [`Timeline`] ([`kprof::run_status`], the types `kprof run` reads
-//! back): wall-clock instants in Unix nanoseconds, the kernel records' count and GPU time, and
-//! the mean record duration of every annotation. A counter launch adds its host times to the
-//! `counters` part of the status ([`crate::counters::CounterStatus`], [`kprof::run_status::CounterTimes`]).
-//!
-//! In a counter launch the records' means say what the counter launch's kernels took on the GPU
-//! as the kernel records time them, under kernel replay; `kprof run` compares them with the
-//! timing launch's durations, which is the measurement a single launch for both tiers would need.
+//! Where one process's time went, for the time split of `kprof run` (`--verbose`,
+//! `time-split.json`): the [`Timeline`] every status file carries (wall-clock instants, the kernel
+//! records' count and GPU time, each annotation's mean record duration), which a counter launch
+//! completes with its host times ([`crate::counters::CounterStatus`]). In a counter launch the
+//! records' means are the kernels under kernel replay, which `kprof run` sets against the timing
+//! launch's durations.
 
 use std::collections::{HashMap, HashSet};
 

@@ -1,58 +1,11 @@
-//! Hardware counters in the counter launch of `kprof run --metrics`.
-//!
-//! When the run spec (`KPROF_RUN_SPEC`) has `counters`, the library collects the named metrics with the CUPTI Range
-//! Profiler in kernel replay (AutoRange + KernelReplay: every kernel launched on the profiled
-//! context is one range; CUPTI saves, restores and replays each kernel once per pass, so the
-//! program runs once). Kernel replay perturbs GPU times, which is why `kprof run` uses a
-//! separate launch of the command for the counters and keeps the timing launch untouched.
-//!
-//! CUPTI call order (what the injected library does, in this order):
-//! 1. `InitializeInjection` (inside `cuInit`, no context yet): the activity session subscribes
-//!    as usual; [`install`] sets the subscriber's callback hook and enables the driver- and
-//!    runtime-API launch callbacks and `CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING`.
-//! 2. At the entry of the first kernel launch (a context is current then; CUPTI's own
-//!    `profiling_injection` sample starts its session at the same point): `cuptiProfilerInitialize`,
-//!    `cuptiDeviceGetChipName`, `cuptiProfilerGetCounterAvailability`, config image,
-//!    `cuptiRangeProfilerEnable(ctx)`, counter-data image for [`FIRST_IMAGE_RANGES`] ranges plus a
-//!    spare, `cuptiRangeProfilerSetConfig`, `cuptiRangeProfilerStart`
-//!    ([`kprof::counters::RangeProfiler::start_streaming`]).
-//! 3. At the entry of every launch: when the image already holds its capacity, `Stop`,
-//!    `DecodeData`, evaluation with the host API, and a new image of twice the capacity (at most
-//!    the run spec's `ranges_per_image`) + `SetConfig` + `Start`; then
-//!    the launch is counted. A launch is counted once even when the runtime call reaches the
-//!    driver (the outermost launch call of the thread counts).
-//! 4. At exit (or when the profiled context starts being destroyed): `Stop`, `DecodeData`,
-//!    evaluation, `cuptiRangeProfilerDisable`.
-//!
-//! Host times (the status's `counters`, [`kprof::run_status::CounterTimes`]): the Range
-//! Profiler's start (step 2), the time inside every profiled launch call from its entry (after
-//! step 3's bookkeeping) to its return (where CUPTI's kernel replay runs the passes, saving and
-//! restoring device memory), image switches, and the decode and evaluation of every image.
-//!
-//! CUPTI's kernel activity records stay on in the counter launch (they list the kernels, those
-//! of CUDA graphs included). Unlike in the in-process engine's application replay, where they
-//! lengthened every kernel by about 0.9 us as the counters saw it, they cost kernel replay
-//! nothing measurable: on the H200 the counter launch's `gpu__time_duration.max` of 0.2 and 1 ms
-//! kernels moved by 13-91 ns with them off, and agreed with ncu's within 0.27 % either way.
-//!
-//! The i-th profiled range is the i-th kernel of the process: the kernel activity records of the
-//! counter launch, deduplicated by (correlation id, graph node) and ordered by correlation id,
-//! are matched to the ranges by position ([`map_ranges`]); a count that differs is an error in the
-//! status file, never a silent shift. The kernels are then grouped exactly as the timing launch
-//! groups them ([`crate::report::group_kernels`]) and each group gets one sample per metric
+//! Hardware counters in the counter launch of `kprof run --metrics`: when the run spec has
+//! `counters`, the CUPTI Range Profiler in kernel replay (AutoRange + KernelReplay: one range per
+//! kernel, the program runs once), its ranges paired with the process's kernels ([`map_ranges`])
+//! and turned into counter samples grouped as the timing launch groups its kernels
 //! ([`build_counter_raw`]).
 //!
-//! Limits: one context (launches on another context are not profiled and are counted in the
-//! status); a CUDA graph launch counts as one launch for the image capacity, so from the first one
-//! on images hold `ranges_per_image` kernels ([`next_image`]; a graph of more nodes than an image
-//! holds overflows it: an error, never silent); kernels launched by several threads at once are matched in
-//! correlation-id order, which is CUPTI's launch order only when launches do not race.
-//! The Range Profiler starts at the first kernel launch outside a stream capture: launches while
-//! a capture is in progress are recorded into a graph, not run, and CUPTI's calls then would
-//! invalidate the capture (`captured_launches` in the status); CUDA graph launches before the
-//! start are not profiled (`graph_launches_before_start`: starting the profiler inside one
-//! crashed the program on the H200). Their kernels still have activity records, so
-//! `kprof run` adds its timing launch for the graphs' spans.
+//! The CUPTI call order (steps 1-4) and the matching: `docs/architecture.md` (`kprof run`'s
+//! injection library); what users see, limits included: `docs/kprof-run.md`.
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -377,8 +330,8 @@ pub fn active() -> bool {
 }
 
 /// Sets the callback hook and enables the callbacks the collection needs on the activity
-/// session's subscriber (step 1 of the module docs). A failure is also kept as the collection's
-/// error, so the process writes no counter value.
+/// session's subscriber (step 1 of the call order in `docs/architecture.md`). A failure is also
+/// kept as the collection's error, so the process writes no counter value.
 pub fn install(
     session: &kprof::cupti::ActivitySession,
     cupti: &'static Cupti,
@@ -607,8 +560,8 @@ fn on_capture_call(begin: bool, result: Option<i32>) {
     }
 }
 
-/// Steps 2 and 3 of the module docs, at the entry of one launch on `ctx` (`graph`: a CUDA graph
-/// launch). Returns whether the launch is profiled (counted in the image).
+/// Steps 2 and 3 of the call order (`docs/architecture.md`), at the entry of one launch on `ctx`
+/// (`graph`: a CUDA graph launch). Returns whether the launch is profiled (counted in the image).
 fn on_launch(l: &mut Live, ctx: usize, graph: bool) -> bool {
     if l.error.is_some() || l.finished {
         return false;

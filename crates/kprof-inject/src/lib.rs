@@ -1,50 +1,12 @@
-//! `libkprof_inject.so`: profiles an unmodified CUDA program for `kprof run`.
+//! `libkprof_inject.so`: profiles an unmodified CUDA program for `kprof run`. CUDA loads it through
+//! `CUDA_INJECTION64_PATH` ([`InitializeInjection`], inside `cuInit`) and every NVTX copy through
+//! `NVTX_INJECTION64_PATH` ([`nvtx_abi`]); at exit it writes `kprof-run-<pid>.csv` (raw samples)
+//! and its status file `kprof-run-<pid>.json`. What to do comes from the run spec in
+//! `KPROF_RUN_SPEC` ([`kprof::run_spec::RunSpec`]); [`counters`] is the counter launch of
+//! `kprof run --metrics`.
 //!
-//! Entry points (C ABI, never unwind):
-//! - `InitializeInjection` — `CUDA_INJECTION64_PATH`: the CUDA driver calls it inside `cuInit`.
-//!   Loads CUPTI (kprof's loader: `KPROF_CUPTI_PATH`, an already-mapped copy, the toolkit before
-//!   pip wheels), starts kprof's activity session (kernel + launch records), self-tests that NVTX
-//!   calls reach this library, and registers an `atexit` handler.
-//! - `InitializeInjectionNvtx2` — `NVTX_INJECTION64_PATH`: every NVTX v3 copy in the process calls
-//!   it at its first NVTX call; see [`nvtx_abi`] (this crate's FFI module: the only one with
-//!   `unsafe`) for it and the handshake. Ranges are recorded with
-//!   CUPTI timestamps, the clock of the launch records.
-//!
-//! At exit the handler synchronises the device, flushes CUPTI, attributes kernels to NVTX range
-//! occurrences by the CPU time of their launch ([`report::build_raw`]) and writes, when the run
-//! spec names an `output`, `kprof-run-<pid>.csv` (raw samples) and `kprof-run-<pid>.json`
-//! (status: counts, warnings, errors) into that directory (or next to that file name).
-//! Every sample carries the CUDA device ordinal its kernels ran on (`Device`, with `DeviceUUID`)
-//! and, when the launcher gave the process a rank (`torchrun`'s `RANK`, MPI's, Slurm's: see
-//! [`placement`]), that rank (`Rank`); the status file has both (`rank`, `devices`).
-//!
-//! What to do comes from one place: the run spec that `kprof run` puts in `KPROF_RUN_SPEC`
-//! ([`kprof::run_spec::RunSpec`]: output, benchmark name (default: the process name), grouping,
-//! NVTX include/exclude patterns, `verbose` (messages on stderr, prefixed `kprof:`; nothing is
-//! ever printed to stdout), and the counter request). A spec this library cannot read (another
-//! version, bad content) is an error in the status file (written where the spec's `output` says,
-//! when it says so, else on stderr), and no sample is written. Besides the spec the library reads
-//! `KPROF_CUPTI_PATH` (kprof's library search).
-//!
-//! Counter launch (`kprof run --metrics`: the spec's `counters`, the metric names, kernel replay
-//! and the kernels per counter-data image): the library
-//! then also enables the CUPTI Range Profiler in kernel replay on the first context that launches
-//! a kernel, decodes and restarts the counter-data image whenever it is full, and at exit writes
-//! counter samples instead of durations (the durations of a kernel-replayed run are not honest);
-//! see [`counters`] for the CUPTI call order and the matching of ranges to kernels. Its errors
-//! (e.g. `CUPTI_ERROR_INSUFFICIENT_PRIVILEGES`, with what to change) go to the status file's
-//! `errors`, its counts to `counters`.
-//!
-//! Every status file also carries the process's time line (`timeline`,
-//! [`kprof::run_status::Timeline`]: when `cuInit` called the library, when the exit handler
-//! started and had its results, the kernel records' count and GPU time, the mean duration of
-//! every annotation from the records), which `kprof run` turns into its time split.
-//!
-//! Limits: results are written by `atexit`, so a process that ends with `_exit`, `abort` or a
-//! signal writes nothing; kernels still running at exit are waited for only in the current
-//! context. Counters: one context per process is profiled; the exit handler decodes the last
-//! counter-data image from the thread that runs `atexit`, which must be able to use the profiled
-//! context (the main thread of the usual single-context program).
+//! How the library works: `docs/architecture.md` (`kprof run`'s injection library); what users see,
+//! and its limits: `docs/kprof-run.md`.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};

@@ -1,23 +1,10 @@
-//! The NVTX v3 injection handshake and the callbacks installed into each NVTX copy.
-//!
-//! ABI (NVTX v3, `nvtxDetail/nvtxTypes.h`, `nvtxImpl.h`, `nvtxInit.h`; written from reading them,
-//! nothing copied):
-//! - Each NVTX copy in the process, at its first call, `dlopen`s `NVTX_INJECTION64_PATH` and calls
-//!   `int InitializeInjectionNvtx2(const void* (*getExportTable)(uint32_t etid))`; 0 = failure.
-//! - `getExportTable(NVTX_ETID_CALLBACKS = 1)` returns `{ size_t struct_size; int
-//!   (*GetModuleFunctionTable)(int module, NvtxFunctionPointer*** out_table, unsigned* out_size) }`.
-//!   The table is an array of pointers to the copy's function-pointer slots, indexed by callback id
-//!   (`out_size` = number of ids incl. the invalid id 0); the tool writes its functions into the
-//!   slots it wants (`*table[cbid] = fn`). Slots left alone become no-ops.
-//! - `getExportTable(NVTX_ETID_VERSIONINFO = 3)` returns `{ size_t struct_size; uint32_t version;
-//!   uint32_t reserved0; void (*SetInjectionNvtxVersion)(uint32_t) }`.
-//! - Modules: CORE = 1 (RangeStartEx 4, RangeStartA 5, RangeStartW 6, RangeEnd 7, RangePushEx 8,
-//!   RangePushA 9, RangePushW 10, RangePop 11), CORE2 = 5 (DomainMarkEx 1, DomainRangeStartEx 2,
-//!   DomainRangeEnd 3, DomainRangePushEx 4, DomainRangePop 5, DomainRegisterStringA 10,
-//!   DomainRegisterStringW 11, DomainCreateA 12, DomainCreateW 13, DomainDestroy 14,
-//!   Initialize 15).
-//! - `nvtxEventAttributes_t` (v2, 48 bytes): version u16 @0, size u16 @2, ..., messageType i32
-//!   @32 (1 ASCII, 2 wide `wchar_t` = 4 bytes on Linux, 3 registered string handle), message @40.
+//! The NVTX v3 injection handshake ([`InitializeInjectionNvtx2`], which every NVTX copy of the
+//! process calls at its first NVTX call, and [`attach`]) and the callbacks it writes into each
+//! copy's function-pointer slots ([`installed`]: module, callback id, function; slots left alone
+//! stay no-ops): the crate's FFI module, its only `unsafe`. The ABI is NVTX v3's (`nvtxTypes.h`,
+//! `nvtxImpl.h`, `nvtxInit.h`; written from reading them, nothing copied), as `kprof::sys::nvtx`
+//! declares it and checks it against NVIDIA's headers; messages come as ASCII (1), wide `wchar_t`
+//! strings (2, 4 bytes on Linux) or registered string handles (3).
 
 use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -1,26 +1,9 @@
-//! Where a process and its samples ran: the process's rank, from the launcher's environment, and
-//! the device of each sample, from its kernel records (pure but for [`device_uuids`]).
+//! Where a process and its samples ran: the process's rank, from the launcher's environment
+//! ([`detect_rank`], the variables of [`RANK_VARS`] in order), and the device of each sample, from
+//! its kernel records ([`sample_columns`]; pure but for [`device_uuids`]).
 //!
-//! Rank: the first of [`RANK_VARS`] that holds a non-negative integer, in that order:
-//!
-//! | variable | set by |
-//! |---|---|
-//! | `RANK` | `torchrun` / `torch.distributed.run`, DeepSpeed, Accelerate (the global rank) |
-//! | `OMPI_COMM_WORLD_RANK` | Open MPI's `mpirun` |
-//! | `PMI_RANK` | MPICH, Intel MPI (Hydra) |
-//! | `PMIX_RANK` | PMIx launchers (`prterun`, `srun --mpi=pmix`) |
-//! | `SLURM_PROCID` | `srun`; only when `SLURM_NTASKS` (or `SLURM_NPROCS`) is above 1, so a one-task job step or a batch script is no rank 0 of anything |
-//! | `LOCAL_RANK` | `torchrun` and others (the rank on the node; last, since it is not unique over nodes) |
-//!
-//! Blank or non-numeric values are skipped. The world size comes from `WORLD_SIZE`,
-//! `OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`, `PMIX_SIZE` or `SLURM_NTASKS`, the node-local rank from
-//! `LOCAL_RANK`, `OMPI_COMM_WORLD_LOCAL_RANK`, `MPI_LOCALRANKID` or `SLURM_LOCALID`; both are
-//! information in the status file only.
-//!
-//! Device: CUPTI's `deviceId` of a kernel record is the CUDA device ordinal in the process (as
-//! CUDA numbers the devices it sees, after `CUDA_VISIBLE_DEVICES`). A sample whose kernels ran on
-//! one device gets that ordinal (and the device's UUID when the driver gives it); a range whose
-//! kernels ran on several gets their ordinals joined with `|` (and no UUID).
+//! Which launcher sets which variable, and what `Rank` and `Device` mean in the results:
+//! `docs/kprof-run.md` (Multi-process and multi-GPU programs).
 
 use std::collections::BTreeMap;
 
@@ -29,7 +12,7 @@ use kprof::run_spec::{DEVICE_COLUMN, DEVICE_UUID_COLUMN, RANK_COLUMN};
 use kprof_core::ExtraValue;
 use serde::Serialize;
 
-/// The variables a rank is read from, in order (see the module docs).
+/// The variables a rank is read from, in order (which launcher sets which: `docs/kprof-run.md`).
 pub const RANK_VARS: [&str; 6] = [
     "RANK",
     "OMPI_COMM_WORLD_RANK",
@@ -74,8 +57,9 @@ fn first(get: &impl Fn(&str) -> Option<String>, vars: &[&'static str]) -> Option
     vars.iter().find_map(|&v| number(get, v).map(|n| (n, v)))
 }
 
-/// The rank of this process from its environment (`get`: the variable's value), see the module
-/// docs; `None` when no launcher gave one.
+/// The rank of this process from its environment (`get`: the variable's value): the first of
+/// [`RANK_VARS`] that holds a non-negative integer (`SLURM_PROCID` only when `SLURM_NTASKS` or
+/// `SLURM_NPROCS` is above 1); `None` when no launcher gave one.
 pub fn detect_rank(get: impl Fn(&str) -> Option<String>) -> Option<Rank> {
     let slurm_tasks = number(&get, "SLURM_NTASKS").or_else(|| number(&get, "SLURM_NPROCS"));
     let vars: Vec<&'static str> = RANK_VARS

@@ -1,27 +1,9 @@
-//! From NVTX range occurrences and CUPTI kernel records to raw samples (pure).
+//! From NVTX range occurrences and CUPTI kernel records to raw samples (pure): [`group_kernels`]
+//! decides which kernels make one run of which annotation (NVTX nesting, `--group-by`, the range
+//! filters); [`build_raw`] turns the groups into timing samples and
+//! [`crate::counters::build_counter_raw`] into counter samples, so both share their keys.
 //!
-//! [`group_kernels`] decides which kernels make one run of which annotation; [`build_raw`] turns
-//! the groups into timing samples, [`crate::counters::build_counter_raw`] into counter samples
-//! (the counter launch of `kprof run --metrics`), so both tiers share their keys.
-//!
-//! - Every kept range occurrence is one run of a region. Its value is the summed GPU time
-//!   (`gpu__time_duration.sum`, ns) of its kernels. With [`NvtxNesting::Inclusive`] (the default)
-//!   its kernels are every kernel launched while it was open
-//!   ([`kprof::attribution::launched_within`]), those of ranges opened inside it included,
-//!   whatever their domain, kind or thread (a library's own ranges: CUB's, cuDNN's, NCCL's);
-//!   the region is named by its path in the tree of ranges ([`crate::nesting`]:
-//!   `outer/inner`, the domain not part of the name) and its `SelfNs` column holds the GPU time
-//!   of the kernels whose innermost range it is. With [`NvtxNesting::Innermost`] every kernel
-//!   counts once, in the innermost range open at its launch ([`kprof::attribution::attribute`]),
-//!   and the region is named by the range's message. Occurrences without kernels give no sample.
-//! - Kernels outside every kept range are grouped by kernel name: each launch is one run of an
-//!   annotation named after the kernel.
-//! - `--group-by kernel` ignores ranges and groups every kernel by name; `both` gives the ranges
-//!   and every kernel by name.
-//! - Filters (`--nvtx-include`/`--nvtx-exclude`): a pattern matches a range when it equals its
-//!   name or `domain@name`, or, ending in `*`, is a prefix of either. With include patterns only
-//!   matching ranges are kept; exclude patterns then drop ranges. A dropped range is left out of
-//!   the tree: its kernels count in the kept ranges open at their launch, or outside ranges.
+//! The grouping rules, as users see them: `docs/kprof-run.md` (Nested NVTX ranges).
 
 use std::collections::HashMap;
 
@@ -244,9 +226,9 @@ fn range_groups(
     (groups, innermost.unattributed)
 }
 
-/// Groups the kernels of one process into runs of annotations (see the module docs), in the
-/// order samples are written: kept ranges with kernels by start, then kernels by name by GPU
-/// start. The timing samples ([`build_raw`]) and the counter samples
+/// Groups the kernels of one process into runs of annotations (the rules: `docs/kprof-run.md`),
+/// in the order samples are written: kept ranges with kernels by start, then kernels by name by
+/// GPU start. The timing samples ([`build_raw`]) and the counter samples
 /// ([`crate::counters::build_counter_raw`]) both come from these groups, so the n-th run of an
 /// annotation is the same region occurrence in both.
 pub fn group_kernels(ranges: &[RangeOcc], batch: &ActivityBatch, grouping: &Grouping) -> (Vec<Group>, BuildStats) {

@@ -1,18 +1,12 @@
-//! kprof-plot: plots and a self-contained HTML report from kprof results.
-//!
+//! kprof-plot: plots and a self-contained HTML report from kprof results, drawn with plotters and
+//! an embedded DejaVu Sans font ([`FONT_FAMILY`]: PNG output needs no system font); SVG elements
+//! carry `kprof-*` CSS classes for tests and stylesheets. What users get: `docs/offline.md`.
 //! - [`render_svg`] / [`render_png`]: a metric against a configuration parameter, one series per
-//!   annotation (or per variant), CI95 error bars, log-2 axis for power-of-two sweeps, line or
-//!   grouped bars, facets, the aggregate bar, point labels. Any number of series stays readable:
-//!   the palette cycles together with marker shapes.
-//! - [`render_distribution_svg`]: the runs of each configuration as jittered points over a box
-//!   plot, outliers (Tukey 1.5 IQR) marked.
-//! - [`render_roofline_svg`]: the roofline of a result's speed-of-light rows (`kprof_core::sol`):
-//!   a point per region, configuration and precision, sweeps as paths, the device's roofs.
+//!   annotation (or variant), CI95 error bars; the palette cycles together with marker shapes, so
+//!   any number of series stays readable.
+//! - [`render_distribution_svg`]: each configuration's runs over a box plot, Tukey outliers marked.
+//! - [`render_roofline_svg`]: the roofline of a result's speed-of-light rows (`kprof_core::sol`).
 //! - [`render_report`]: one HTML file with inline CSS, JS and SVG and no network references.
-//!
-//! Rendering uses plotters with an embedded DejaVu Sans font ([`FONT_FAMILY`]), so PNG output
-//! needs no system font. SVG elements carry `kprof-*` CSS classes (series lines, markers, error
-//! bars, panels, legend entries) so tests and stylesheets can find them.
 
 #![warn(missing_docs)]
 

@@ -1,16 +1,9 @@
 //! The Python package's info collectors through the engine's (`kprof::conditions::collectors`):
-//!
-//! - `check_collector_names(names, params)`: the names checked by `validate_names` (duplicates,
-//!   reserved columns and their aggregates, parameters), a `ValueError` naming the problem;
-//! - `parse_collection_scope(text) -> str`: a scope's canonical name, by `CollectionScope`'s
-//!   parser;
-//! - `RESERVED_COLLECTOR_NAMES`: the column names a collector may not take;
-//! - `CollectorSession(collectors, configs, warmup)`: one profiled call's collectors at work, a
-//!   `kprof::conditions::CollectorSession` whose values are the Python objects the callbacks
-//!   return. Python keeps the collector objects (`kprof.InfoCollector`, whose `collect(*args)`
-//!   binds nsight's arguments) and calls `before_call(config_index)` before every call of the
-//!   backend loop, `after_call()` after it, `on_annotation(name)` on every `kprof.annotate`
-//!   enter, and `column(name, config_index, runs, annotations)` for each collector's raw column.
+//! `check_collector_names` and `parse_collection_scope` (the engine's checks and parser, errors as
+//! `ValueError`), `RESERVED_COLLECTOR_NAMES`, and `CollectorSession`, one profiled call's collectors
+//! at work, whose values are the Python objects the callbacks return. Python keeps the collector
+//! objects (`kprof.InfoCollector`) and calls the session's methods around every call of the backend
+//! loop and on every `kprof.annotate` enter; each is described where it is defined below.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};

@@ -1,28 +1,13 @@
-//! `kprof._core`: the compiled part of kprof's Python package.
-//!
-//! The Python package (`python/kprof`) holds the decorator API; this module holds what must be
-//! Rust: conversions between Python values and kprof-core's model, the run loop, `process_raw`
-//! and the CLI.
-//!
-//! What is here:
-//! - `__version__`;
-//! - `param_value(obj)` and `convert_config(pairs)`: Python scalar → [`ParamValue`] rules;
-//! - `cli_main(argv)`: the `kprof` CLI (the same library as the Rust binary);
-//! - `process_raw(raw, options)`: raw columns → processed columns through kprof-core;
-//! - `derive_rows(table, metrics, derive)`: the decorator's derived metrics through kprof-core
-//!   (module `derived`);
-//! - `CollectorSession`, `check_collector_names`, `parse_collection_scope`: the info collectors
-//!   through the engine's (module `collectors`);
-//! - `store_raw(raw, options, db, name, tags, commit, environment)`: one run into a results store
-//!   (module `store`);
-//! - `run_benchmark`, `enter_region`, `exit_region`: the CUPTI engine (module `engine`);
-//! - `render_plot`, `render_report`: plots and the HTML report through kprof-plot (module `plot`);
-//! - `expand_metrics`, `speed_of_light`, `render_roofline`: ncu sections in `metrics=`, the speed of
-//!   light and the roofline (module `insight`);
-//! - the column names of the result tables, as tuples of str (module `columns`).
-//!
-//! The Rust helpers [`param_value_from_py`], [`param_value_to_py`], [`config_from_py`] and
-//! [`config_to_py`] are public so the engine bindings can reuse them.
+//! `kprof._core`: the compiled part of kprof's Python package (`python/kprof` holds the decorator
+//! API; the stub `python/kprof/_core.pyi` lists every function). What must be Rust:
+//! - here: `__version__`, `param_value` and `convert_config` (Python scalars → [`ParamValue`], with
+//!   the public helpers [`param_value_from_py`], [`param_value_to_py`], [`config_from_py`] and
+//!   [`config_to_py`] that the engine bindings reuse), `cli_main` (the `kprof` CLI) and
+//!   `process_raw` (raw columns → processed columns);
+//! - `engine`: the CUPTI engine (`run_benchmark`, `enter_region`, `exit_region`); `collectors`: the
+//!   info collectors; `derived`: derived metrics; `store`: one run into a results store; `plot`:
+//!   plots and the HTML report; `insight`: ncu sections in `metrics=`, the speed of light and the
+//!   roofline; `columns`: the result tables' column names.
 
 #![deny(unsafe_code)]
 

@@ -1,31 +1,9 @@
-//! Trends across commits: per series, one value per commit with its confidence interval, and
-//! the change points between consecutive commits.
+//! Trends across commits (pure): per series, one value per commit with its confidence interval
+//! ([`history`]), runs grouped and pooled by commit, and the change points between consecutive
+//! commits by Welch's t-test and the threshold of `kprof compare`. Quantiles are memoised
+//! ([`TQuantiles`]).
 //!
-//! # Grouping
-//!
-//! Runs are grouped by git commit (runs without a commit stay one group each), and the groups
-//! are ordered by their first run (insertion order). The runs of one commit are pooled exactly:
-//! the pooled mean and standard deviation are those of all their samples together, computed
-//! from each run's n, mean and standard deviation.
-//!
-//! # Change points
-//!
-//! Between each commit and the one before it (per series) kprof runs Welch's t-test on the two
-//! pooled means (unequal variances, Welch–Satterthwaite degrees of freedom, Student's t quantile
-//! from `kprof_core::stats::t_quantile`). The `(1 - alpha)` interval of the difference, divided
-//! by the earlier mean, is the change's CI. A commit is a **change point** when the interval
-//! excludes 0 (significant at `alpha`, default 0.05) **and** the change is at least the
-//! threshold (default 2 %) — the same rule as `kprof compare`'s `regression`/`improvement`
-//! verdicts. Only consecutive commits are compared, so a slow drift of less than the threshold
-//! per commit is not marked.
-//!
-//! # Quantiles
-//!
-//! The t quantiles are `kprof_core::stats::t_quantile`'s, memoised ([`TQuantiles`]): exact for
-//! integer degrees of freedom (the intervals of the means) and for fewer than 2; for the Welch
-//! test's fractional degrees of freedom, linearly interpolated in `1/df` between exact values on
-//! a grid of step 1/4096 (relative error below 1e-5, checked in the tests), so that a history of
-//! 10,000 commits does not solve 10,000 quantile equations.
+//! The grouping and the change-point method, as users read them: `docs/store.md` (`kprof history`).
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
@@ -91,7 +69,11 @@ impl Pooled {
     }
 }
 
-/// Memoised two-sided t quantiles `t(1 - alpha/2, df)` (see the module docs).
+/// Memoised two-sided t quantiles `t(1 - alpha/2, df)` of `kprof_core::stats::t_quantile`: exact
+/// for integer degrees of freedom (the intervals of the means) and for fewer than 2; for the Welch
+/// test's fractional degrees of freedom, linearly interpolated in `1/df` between exact values on
+/// a grid of step 1/4096 (relative error below 1e-5, checked in the tests), so that a history of
+/// 10,000 commits does not solve 10,000 quantile equations.
 #[derive(Debug)]
 pub struct TQuantiles {
     p: f64,
@@ -131,7 +113,8 @@ impl TQuantiles {
             .or_insert_with(|| t_quantile(self.p, GRID / f64::from(k)))
     }
 
-    /// `t(1 - alpha/2, df)`: exact for integer `df` and `df < 2`, else interpolated (module docs).
+    /// `t(1 - alpha/2, df)`: exact for integer `df` and `df < 2`, else interpolated (see
+    /// [`TQuantiles`]).
     pub fn at(&self, df: f64) -> f64 {
         if df.is_nan() || df <= 0.0 {
             return f64::NAN;
@@ -261,7 +244,7 @@ enum GroupKey<'a> {
     Run(RunId),
 }
 
-/// Builds the history of every series in `points` (see the module docs). `runs` gives each
+/// Builds the history of every series in `points` (the method: `docs/store.md`). `runs` gives each
 /// run's commit; points of runs missing from `runs` are ignored. Series come out sorted.
 pub fn history(runs: &[RunInfo], points: &[SeriesPoint], opts: &HistoryOptions) -> Vec<SeriesHistory> {
     let run_of: HashMap<RunId, &RunInfo> = runs.iter().map(|r| (r.id, r)).collect();

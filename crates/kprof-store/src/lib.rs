@@ -1,21 +1,10 @@
 //! kprof's results store: every run's raw samples, processed rows, environment fingerprint, git
 //! state, host, name and tags, kept across commits so that trends and regressions can be found.
+//! Storage is behind the [`ResultStore`] trait; [`SqliteStore`] is the embedded backend (SQLite,
+//! WAL mode, one transaction per run, a versioned schema with migrations), and [`save_raw`] stores
+//! one run. The history (per-commit values, intervals, change points) is computed by [`history`].
 //!
-//! Storage is behind the [`ResultStore`] trait. [`SqliteStore`] is the embedded backend (SQLite,
-//! WAL mode, a busy timeout, one transaction per run, a versioned schema with migrations); a
-//! server backend (PostgreSQL) can implement the same trait without any caller changing.
-//!
-//! ```no_run
-//! # fn main() -> Result<(), kprof_store::StoreError> {
-//! # let raw = kprof_core::RawResults::new();
-//! use kprof_store::{save_raw, RunMeta};
-//! let meta = RunMeta::new("sgemm").detect_git(std::path::Path::new(".")).with_tag("gpu", "h200");
-//! let run_id = save_raw(std::path::Path::new("kprof.db"), &raw, meta)?;
-//! # let _ = run_id; Ok(()) }
-//! ```
-//!
-//! The history (per-commit values, confidence intervals and change points) is computed by the
-//! pure functions of [`history`]. See `docs/store.md` for the schema and the safety guarantees.
+//! The schema, the safety guarantees and another backend: `docs/store.md`.
 
 mod codec;
 mod error;
@@ -138,6 +127,15 @@ pub trait ResultStore {
 ///
 /// Errors: the store cannot be opened (see [`SqliteStore::open`]), the samples cannot be
 /// processed, or the insert fails (then nothing of the run is stored).
+///
+/// ```no_run
+/// # fn main() -> Result<(), kprof_store::StoreError> {
+/// # let raw = kprof_core::RawResults::new();
+/// use kprof_store::{save_raw, RunMeta};
+/// let meta = RunMeta::new("sgemm").detect_git(std::path::Path::new(".")).with_tag("gpu", "h200");
+/// let run_id = save_raw(std::path::Path::new("kprof.db"), &raw, meta)?;
+/// # let _ = run_id; Ok(()) }
+/// ```
 pub fn save_raw(path: &Path, raw: &RawResults, meta: RunMeta) -> Result<RunId> {
     let processed = process(raw, &ProcessOptions::default())
         .map_err(|e| StoreError::Invalid(format!("cannot summarize the raw samples to store them: {e}")))?;

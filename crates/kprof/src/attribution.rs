@@ -1,38 +1,10 @@
-//! Attributing kernel records to user regions (pure; no GPU).
+//! Attributing kernel records, and CUDA graph launches as one work item each ([`work_items`]), to
+//! user regions (pure; no GPU): by external correlation, launch time or launch order, nesting
+//! inclusive ([`attribute`]).
 //!
-//! Rules, in order, for each kernel record of a batch:
-//! - **(A) external correlation.** If the kernel's correlation id has an external-correlation
-//!   record of kind CUSTOM0, the kernel belongs to the region whose id is that external id. This is
-//!   exact for kernels launched by the thread that opened the region (the CUPTI id stack is per
-//!   thread).
-//! - **(B) launch timestamps.** Otherwise, the kernel's launch API record (same correlation id)
-//!   gives the CPU time of the launch. If that time lies inside one or more region spans
-//!   (`start_ns <= t <= end_ns`, any thread: PyTorch runs backward on worker threads), the kernel
-//!   belongs to the innermost one: the containing span that started last (ties: the one with the
-//!   larger id).
-//! - **(O) launch order.** A kernel with neither record (the default,
-//!   [`crate::choices::Attribution::Order`], traces no launch API records): CUPTI numbers every
-//!   launch with a correlation id from one counter of the process, and kprof takes a number when
-//!   a region opens and when it closes ([`RegionSpan::start_correlation_id`]); a kernel whose
-//!   launch's number lies between them was launched while the region was open, by whatever
-//!   thread, and belongs to the innermost such region (the one opened last). Regions without
-//!   numbers enclose nothing here. Regions of different threads open at once make it ambiguous:
-//!   such kernels are counted ([`Attribution::ambiguous`]) and the runner warns.
-//! - Otherwise the kernel is unattributed.
-//! - **(C) nesting is inclusive.** A kernel attributed to a region is also listed under each of
-//!   its ancestors (following `parent`), so an outer region's total includes its inner regions.
-//!
-//! CUDA graphs: a graph launch is **one work item** whose duration is the graph's GPU span, from
-//! its first node's start to its last node's end (idle gaps between nodes included), never the
-//! time of one node and never the sum of its nodes ([`work_items`]). With concurrent kernel
-//! records (the default) the timed nodes of one launch (they share the launch's correlation id)
-//! are merged into that span; with graph trace on (`KPROF_GRAPH_TRACE=graph`) CUPTI gives one
-//! GRAPH_TRACE record per launch and no node records. The item carries the launch's correlation id, so it
-//! follows the graph launch's region under (A) and (B).
-//!
-//! Kernels of a region are listed in launch order: by the launch's CPU start, then the kernel's
-//! GPU start (kernels without a launch record sort by their GPU start); without any launch
-//! record in the batch, by correlation id (the launch order), then GPU start.
+//! The rules, in order, how graph launches are timed and the order kernels are listed in:
+//! `docs/architecture.md` (Attributing kernels to regions); what users choose between:
+//! `docs/timing.md` (Which region a kernel belongs to).
 
 use std::collections::HashMap;
 

@@ -1,18 +1,10 @@
 //! Stopping a benchmark from outside it: a [`Cancel`] token that the run loop polls between runs,
-//! between the passes of a run, and in slices of every wait it makes (the GPU's rests, the
-//! thermal guard's cooling), so that a cancelled bench call returns
-//! [`EngineError::Cancelled`] within [`SLICE`] of a wait or one pass of the closure, with the
-//! runs finished before it kept (flushed, recorded and written to the raw CSV).
-//!
-//! The caller triggers it ([`Cancel::cancel`], from any thread) or gives a poll that says whether
-//! to stop ([`Cancel::with_poll`]: the Python door checks for Ctrl-C there). While a bench call
-//! runs, its token is the current one of the thread ([`scope`]), which the waits deep inside the
-//! engine consult ([`requested`], [`sleep`]) without the token being passed down to them.
-//!
-//! The poll runs only at the engine's own points, never while the user's workload runs
-//! ([`in_workload`]): a wait inside a CUDA callback of a launch the workload made reads the flag
-//! alone, since the poll may need what the workload's thread gave up (the Python door's poll
-//! runs Python code, and a framework releases the GIL around its launches).
+//! between the passes of a run and in slices of every wait it makes (the GPU's rests, the thermal
+//! guard's cooling), so that a cancelled bench call returns [`EngineError::Cancelled`] within
+//! [`SLICE`] of a wait or one pass of the closure, with the runs finished before it kept. The caller
+//! sets it ([`Cancel::cancel`]) or gives a poll ([`Cancel::with_poll`]: Python's Ctrl-C); while a
+//! bench call runs its token is the thread's current one ([`scope`]), which the engine's waits
+//! consult ([`requested`], [`sleep`]), never while the user's workload runs ([`in_workload`]).
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -96,7 +88,10 @@ thread_local! {
 }
 
 /// Runs `f`, the user's workload: while it runs, [`requested`] and [`sleep`] on this thread read
-/// the current token's flag and never call its poll (see the module doc).
+/// the current token's flag and never call its poll. The poll may need what the workload's thread
+/// gave up (the Python door's poll runs Python code, and a framework releases the GIL around its
+/// launches), so a wait inside a CUDA callback of one of the workload's launches reads the flag
+/// alone.
 pub fn in_workload<R>(f: impl FnOnce() -> R) -> R {
     struct Depth;
     impl Drop for Depth {

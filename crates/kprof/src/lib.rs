@@ -1,35 +1,12 @@
 //! kprof's engine: run-time loading of CUDA/CUPTI/NVML, the CUPTI activity backend, kernel
-//! attribution to regions, NVTX ranges, and the run loop ([`runner`]).
+//! attribution to regions, NVTX ranges, in-process counters, the Nsight Compute backend, and the run
+//! loop with the Rust API ([`runner`]: [`runner::Profiler`], [`runner::BenchOptions`]).
 //!
 //! Nothing links against CUDA: every library is `dlopen`ed at run time by absolute path, and a
-//! missing library is an [`EngineError`] with the list of places searched, never a panic.
-//!
-//! Every binding of those libraries, their search and loading, and every `unsafe` of the engine
-//! are in one module, the FFI layer [`sys`]; the crate denies `unsafe_code` everywhere else, and
-//! the modules above it ([`driver`], [`cupti`], [`counters`], [`conditions`], [`nvtx`]) are safe
-//! wrappers that turn its result codes into [`EngineError`] and friends.
-//!
-//! # Where things are
-//!
-//! | module | what it holds |
-//! |---|---|
-//! | [`runner`] | the Rust API ([`runner::Profiler`], [`runner::BenchOptions`], [`runner::Run`]) and the run loop, in rooms (`runner/`) |
-//! | [`choices`] | the options' choices, one enum and one parser each (`replay_mode`, `cache_control`, `clock_control`) |
-//! | [`cupti`] | CUPTI activity records: the loaded libcupti ([`cupti::Cupti`]), the session ([`ActivitySession`]), record parsing, the graph guard |
-//! | [`attribution`] | kernels and graph launches to regions, by external correlation id or launch time |
-//! | [`counters`] | hardware counters in-process (CUPTI Range Profiler, Profiler Host API) |
-//! | [`ncu`] | the Nsight Compute backend (relaunch under ncu, its exports) |
-//! | [`conditions`] | run conditions through NVML, the thermal guard, the environment fingerprint |
-//! | [`loader`], [`driver`] | the engine's libraries loaded once ([`Libraries`]); the CUDA driver ([`Driver`]) |
-//! | [`nvtx`] | kprof's NVTX v3 ranges (names, push/pop) |
-//! | [`sys`] | the FFI layer: bindings and function tables of libcuda, libcupti (with libnvperf_host), NVTX, NVML and libc, the library search and `dlopen`, kprof's PTX kernels; the only module with `unsafe` |
-//! | [`settings`] | every `KPROF_*` environment variable, in one table (`docs/configuration.md`) |
-//! | [`run_spec`] | what `kprof run` passes to its injection library (`KPROF_RUN_SPEC`, one JSON document) |
-//! | [`error`] | [`EngineError`] and the error types it wraps ([`counters::CountersError`], [`ncu::NcuError`], [`conditions::ConditionsError`]) |
-//! | [`ncu_version`] | an Nsight Compute version number ([`ncu_version::NcuVersion`]) |
-//!
-//! The signatures are in the rustdoc of each module (`cargo doc -p kprof --open`); the flow of one
-//! measurement is in `docs/architecture.md`.
+//! missing one is an [`EngineError`] with the places searched, never a panic. Every binding and every
+//! `unsafe` is in the FFI layer [`sys`]; the modules above it ([`driver`], [`cupti`], [`counters`],
+//! [`conditions`], [`nvtx`]) are safe wrappers that turn its result codes into [`EngineError`] and
+//! friends. Where each module sits, and the flow of one measurement: `docs/architecture.md`.
 
 #![deny(unsafe_code)]
 

@@ -1,17 +1,12 @@
-//! The one model of the options of a benchmark: every keyword of Python's `kprof.analyze.kernel`
-//! and every field of [`BenchOptions`](crate::runner::BenchOptions), once ([`OPTIONS`]): its
-//! name, type, default, allowed values (an option with choices takes them from its enum's `NAMES`
-//! in [`crate::choices`]), a one-line doc, which doors take it (the Python decorator, the Rust
-//! field, a `kprof run` flag) and the `KPROF_*` variable that overrides it (registered in
-//! [`crate::settings::ENV_VARS`]).
-//!
-//! Python reads it through `kprof._core.option_model()` (its choices are checked from it); the
-//! options table of `docs/quickstart.md` is [`markdown_table`], the choice aliases of
-//! `python/kprof/_core.pyi` are [`pyi_choice_aliases`] (tests compare both with the files); the
-//! `kprof` command's shared flags are checked against [`OptionSpec::cli`] in kprof-cli's tests.
-//! Python-only options (callables, scale-out, info collectors) are listed too, with no Rust field,
-//! so that those checks know them. This module describes the options; each door still converts
-//! its own values (through the enums' one parser each).
+//! The one model of the options of a benchmark ([`OPTIONS`]): every keyword of Python's
+//! `kprof.analyze.kernel` and every field of [`BenchOptions`](crate::runner::BenchOptions), once,
+//! with its name, type, default, allowed values (from its enum's `NAMES` in [`crate::choices`]), a
+//! one-line doc, the doors that take it and the `KPROF_*` variable that overrides it. Python reads it
+//! as `kprof._core.option_model()`; the options table of `docs/quickstart.md` is [`markdown_table`]
+//! and the choice aliases of `python/kprof/_core.pyi` are [`pyi_choice_aliases`] (tests compare both
+//! with the files, and kprof-cli's the shared flags with `OptionSpec::cli`). Python-only options are
+//! listed too, with no Rust field. This module describes the options; each door still converts its
+//! own values (through the enums' one parser each).
 
 use crate::choices::{
     Attribution, Backend, CacheControl, ClockControl, DurationSource, GraphTrace, KernelTrace, L2Flush, ReplayMode,

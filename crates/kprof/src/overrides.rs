@@ -1,20 +1,10 @@
-//! The environment variables that override options which change measurements, read in this one
-//! place.
-//!
-//! Each of these settings is an option of the API first (a Python keyword, a Rust field, a
-//! `kprof run` flag); its variable, **when set to a non-empty value, wins over the option** (it is
-//! an override: a script or a CI job can change how an unmodified program measures). An invalid
-//! value is an error naming the variable, never ignored. Unset or empty: the option's value.
-//!
-//! | variable | overrides | read |
-//! |---|---|---|
-//! | `KPROF_L2_FLUSH` | [`BenchOptions::l2_flush`](crate::runner::BenchOptions::l2_flush) | once per bench call |
-//! | `KPROF_L2_FLUSH_BYTES` | [`BenchOptions::l2_flush_bytes`](crate::runner::BenchOptions::l2_flush_bytes) | once per bench call |
-//! | `KPROF_COUNTER_PASS_RECORDS` | [`BenchOptions::counter_pass_records`](crate::runner::BenchOptions::counter_pass_records) | once per bench call |
-//! | `KPROF_ONE_PASS` | [`BenchOptions::one_pass`](crate::runner::BenchOptions::one_pass) | once per bench call |
-//! | `KPROF_KERNEL_TRACE` | [`TraceOptions::kernel_trace`] | when the activity session starts |
-//! | `KPROF_GRAPH_TRACE` | [`TraceOptions::graph_trace`] | when the activity session starts |
-//! | `KPROF_ATTRIBUTION` | [`TraceOptions::attribution`] | when the activity session starts |
+//! The environment variables that override options which change measurements (`KPROF_L2_FLUSH`,
+//! `KPROF_L2_FLUSH_BYTES`, `KPROF_COUNTER_PASS_RECORDS`, `KPROF_ONE_PASS`, `KPROF_KERNEL_TRACE`,
+//! `KPROF_GRAPH_TRACE`, `KPROF_ATTRIBUTION`), read in this one place. Each setting is an option of
+//! the API first; its variable, **when set to a non-empty value, wins over the option**, so that a
+//! script or a CI job can change how an unmodified program measures. An invalid value is an error
+//! naming the variable ([`InvalidOverride`]), never ignored. Which option each overrides is on its
+//! constant below; when each is read: `docs/configuration.md`.
 
 use std::fmt;
 use std::str::FromStr;

@@ -1,22 +1,8 @@
-//! The run spec: what `kprof run` tells the injection library in every process it starts.
-//!
-//! `kprof run` (kprof-cli) builds one [`RunSpec`] per execution of the command and passes it as
-//! one JSON document in the environment variable [`ENV_RUN_SPEC`] (`KPROF_RUN_SPEC`), which every
-//! child process inherits; `libkprof_inject.so` (kprof-inject) reads it once per process
-//! ([`RunSpec::from_env`]). The document carries a [`RunSpec::version`]: a document of another
-//! version, one that is not JSON, or one with unknown or mistyped fields is a [`RunSpecError`]
-//! that names the variable and what is wrong (the library writes it to its status file, which
-//! `kprof run` prints), never a silent default.
-//!
-//! ```text
-//! KPROF_RUN_SPEC={"version":1,"output":"/tmp/out/procs/rep0","benchmark":"sgemm","group_by":"nvtx",
-//!                 "nvtx_include":[],"nvtx_exclude":[],"verbose":false,"counters":null,
-//!                 "kernel_trace":"concurrent","graph_trace":null,"attribution":"order",
-//!                 "nvtx_nesting":"inclusive"}
-//! ```
-//!
-//! The counter launch of `kprof run --metrics` has `"counters":{"metrics":[...],...}`
-//! ([`CounterSpec`]); the timing launch has `"counters":null`.
+//! The run spec: what `kprof run` tells the injection library in every process it starts. `kprof run`
+//! (kprof-cli) builds one [`RunSpec`] per execution of the command and passes it as one JSON
+//! document in [`ENV_RUN_SPEC`] (`KPROF_RUN_SPEC`), which every child process inherits;
+//! `libkprof_inject.so` (kprof-inject) reads it once per process ([`RunSpec::from_env`]) and writes
+//! a document it cannot read ([`RunSpecError`]) to its status file, which `kprof run` prints.
 
 use std::path::PathBuf;
 
@@ -76,7 +62,20 @@ pub enum NvtxNesting {
     Innermost,
 }
 
-/// What one execution of the command under `kprof run` asks of the injection library.
+/// What one execution of the command under `kprof run` asks of the injection library, as one
+/// JSON document in [`ENV_RUN_SPEC`]:
+///
+/// ```text
+/// KPROF_RUN_SPEC={"version":1,"output":"/tmp/out/procs/rep0","benchmark":"sgemm","group_by":"nvtx",
+///                 "nvtx_include":[],"nvtx_exclude":[],"verbose":false,"counters":null,
+///                 "kernel_trace":"concurrent","graph_trace":null,"attribution":"order",
+///                 "nvtx_nesting":"inclusive"}
+/// ```
+///
+/// The counter launch of `kprof run --metrics` has `"counters":{"metrics":[...],...}`
+/// ([`CounterSpec`]); the timing launch has `"counters":null`. A document of another
+/// [`RunSpec::version`], one that is not JSON, or one with unknown or mistyped fields is a
+/// [`RunSpecError`] that names the variable and what is wrong, never a silent default.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RunSpec {
@@ -333,7 +332,7 @@ mod tests {
         );
     }
 
-    /// The form the module documentation shows: an object in the counter launch, `null` in the
+    /// The form [`RunSpec`]'s documentation shows: an object in the counter launch, `null` in the
     /// timing launch.
     #[test]
     fn the_counter_launch_is_recognisable_in_the_text() {

@@ -1,18 +1,11 @@
-//! Every `KPROF_*` environment variable kprof reads, in one table ([`ENV_VARS`]).
-//!
-//! Options of the API come first: a Python keyword, a field of the Rust options, a flag of the
-//! `kprof` command. The environment variables listed here are overrides and diagnostics for what
-//! those options do not reach (library locations, diagnostics of CUPTI), overrides of the options
-//! that change measurements (`KPROF_L2_FLUSH`, `KPROF_L2_FLUSH_BYTES`, `KPROF_COUNTER_PASS_RECORDS`,
-//! `KPROF_KERNEL_TRACE`, `KPROF_GRAPH_TRACE`: read in `crate::overrides`, winning when set),
-//! the protocol between `kprof` and the processes it starts, and switches of the build and of the
-//! scripts. `docs/configuration.md` shows the same table; the test `settings` of this crate
-//! (`tests/all/settings.rs`) fails when a `KPROF_*` name read anywhere in the source tree is
-//! missing here, when an entry here is no longer read anywhere, or when the documentation's table
-//! differs from this one. `kprof doctor` prints the ones set in its environment ([`active`]).
-//!
-//! This module only describes the variables: each stays read where it always was (the `read_by`
-//! of its entry).
+//! Every `KPROF_*` environment variable kprof reads, in one table ([`ENV_VARS`]): overrides and
+//! diagnostics for what the API's options do not reach, the overrides of the options that change
+//! measurements (read in `crate::overrides`), the protocol between `kprof` and the processes it
+//! starts, and switches of the build and of the scripts. This module only describes them: each stays
+//! read where its entry's `read_by` says. `docs/configuration.md` shows the same table, and the
+//! `settings` test (`tests/all/settings.rs`) fails on a name read anywhere in the tree but missing
+//! here, an entry no longer read, or a documentation table that differs; `kprof doctor` prints the
+//! ones set ([`active`]).
 
 /// One environment variable kprof reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,15 +1,11 @@
-//! `kprof run --gpus all|0,2`: which GPUs the executions run on, found without CUDA.
+//! `kprof run --gpus all|0,2`: which GPUs the executions run on, found without CUDA by the Python
+//! door's rule (`devices=` in `python/kprof/scaleout.py`): the entries of kprof's own
+//! `CUDA_VISIBLE_DEVICES`, else one per entry of [`NVIDIA_GPUS_DIR`] ([`visible_devices`]). Each
+//! worker's executions get `CUDA_VISIBLE_DEVICES` set to its entry ([`Gpu::visible`]), and every
+//! sample they leave gets that entry as its `Device` ([`set_device`]): inside an execution CUDA sees
+//! one GPU, as device 0.
 //!
-//! The rule is the Python door's (`devices=` in `python/kprof/scaleout.py`): the GPUs kprof sees
-//! are the entries of its own `CUDA_VISIBLE_DEVICES` when that is set (so a machine shared with a
-//! scheduler that set it keeps to its share), else one per entry of
-//! [`NVIDIA_GPUS_DIR`] (`/proc/driver/nvidia/gpus`, one folder per GPU the driver knows). `--gpus`
-//! takes ordinals among those (CUDA's numbering as kprof sees it); each worker's executions get
-//! `CUDA_VISIBLE_DEVICES` set to the entry its ordinal names ([`Gpu::visible`]): with
-//! `CUDA_VISIBLE_DEVICES=2,3`, `--gpus 1` runs on the machine's GPU 3.
-//!
-//! Every sample an execution leaves gets that entry as its `Device` ([`set_device`]): inside the
-//! execution CUDA sees one GPU and reports it as device 0, whichever it is.
+//! The rule with examples: `docs/kprof-run.md` (The executions on several GPUs).
 
 use std::path::Path;
 

@@ -1,15 +1,10 @@
-//! The queue of `kprof run`'s executions and the workers that take from it.
+//! The queue of `kprof run`'s executions and the workers that take from it: the plan's executions
+//! grouped by repetition ([`units`]: a sweep value × repetition, its timing launch, its counter
+//! launch and the timing launch a counter launch's CUDA graphs call for), one queue of them, and one
+//! worker per `--gpus` GPU (else one without a GPU) that runs a repetition's launches one after
+//! another, so its counter and timing samples come from the same GPU ([`run_queue`]).
 //!
-//! The plan's executions are grouped by repetition (one sweep value × repetition: its timing
-//! launch, its counter launch, and the timing launch a counter launch's CUDA graphs call for);
-//! the repetitions form one queue. Each worker (one per `--gpus` GPU, else one without a GPU)
-//! takes the next repetition and runs its launches one after another, so a repetition's counter
-//! samples and timing samples come from the same GPU and join by key. With one worker every
-//! execution runs once, in plan order, as before `--gpus` existed.
-//!
-//! Once a stop is asked for (Ctrl-C) or an execution failed fatally (the command cannot start),
-//! no worker starts another execution; the running ones are waited for. The outcomes come back
-//! in plan order, whichever worker ran them.
+//! How it behaves for users (Ctrl-C included): `docs/kprof-run.md` (The executions on several GPUs).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -72,7 +67,8 @@ impl<O> Shared<O> {
 
 /// Runs the units: one worker per entry of `workers` (`None`: a worker that leaves the GPU
 /// alone), each calling `execute` for its executions until the queue is empty or `stop()` says
-/// so. `execute` returns the outcome, or the exit code of a fatal failure.
+/// so. `execute` returns the outcome, or the exit code of a fatal failure (the command cannot
+/// start), after which no worker starts another execution; the running ones are waited for.
 pub fn run_queue<O: Outcome>(
     units: Vec<Unit>,
     workers: &[Option<Gpu>],

@@ -1,21 +1,11 @@
-//! The one writer of output files that every kprof door uses (the CLI's `summarize`, `import`,
-//! `plot`, `report`, `compare --csv`, `run --out`, the engine's result files and the Python
-//! package's `save`/`plot`/`report`), so that nothing the user owns is damaged:
+//! The one writer of output files that every kprof door uses (the CLI's commands, the engine's
+//! result files, the Python package's `save`/`plot`/`report`), so that nothing the user owns is
+//! damaged: `-` is standard output, a regular file is replaced atomically (a temporary file in the
+//! same folder, synced and renamed), a symbolic link's target is written and the link kept, devices
+//! and pipes are written in place, missing folders are created, and a failed write is an
+//! [`IoError::Write`] naming the path ([`is_broken_pipe`] tells a closed pipe apart).
 //!
-//! - `-` is standard output;
-//! - a regular file (or a new name) is replaced **atomically**: the data go to a temporary file in
-//!   the same folder, which is flushed, synced and renamed over the target (keeping the old file's
-//!   permission bits); a failed write leaves the old file as it was and no temporary file behind;
-//! - a symbolic link is followed: its *target* is replaced (atomically when it is a regular file),
-//!   the link stays a link;
-//! - anything that is not a regular file (a device such as `/dev/null` or `/dev/full`, a named
-//!   pipe, a socket, `/dev/stdout` and the `/proc/self/fd/N` links behind it) is written directly,
-//!   never replaced; a file behind `/dev/stdout` (a shell redirection) is appended to, so that
-//!   `>` and `>>` both keep what the shell means;
-//! - missing parent folders are created (the rule shared by the CLI and the Python package);
-//! - every failed write (no space left, read-only file system, a closed pipe, ...) is an
-//!   [`IoError::Write`] naming the path; [`is_broken_pipe`] tells a closed pipe apart, which
-//!   command-line tools end quietly on.
+//! Each rule as users see it: `docs/offline.md` (Result files).
 
 use std::fs::{self, OpenOptions};
 use std::io::{BufWriter, Write};

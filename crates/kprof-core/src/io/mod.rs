@@ -1,24 +1,11 @@
-//! Result files: raw and processed CSV (nsight-python compatible), JSON, and format detection.
+//! Result files, each format with one writer and its reader: raw and processed CSV (nsight-python's
+//! columns first, then kprof's: [`write_raw_csv`], [`write_processed_csv`]), kprof's versioned JSON
+//! that keeps everything ([`write_results_json`]), Chrome trace-event timelines ([`trace`]), and
+//! [`read_any`], which tells the formats apart for `kprof show`. Every writer that takes a path
+//! writes through [`atomic::write_output`], so a sweep that dies leaves the previous complete file
+//! or the new one, never a truncated one.
 //!
-//! - [`write_raw_csv`] / [`read_raw_csv`]: one row per sample, nsight-python's `profiled_data`
-//!   columns first, then kprof's own (`Benchmark`, `Run`).
-//! - [`write_processed_csv`] / [`read_processed_csv`]: one row per series, nsight-python's
-//!   `processed_data` columns first, then kprof's statistics.
-//! - [`write_results_json`] / [`read_results_json`]: a versioned [`ResultFile`] that keeps
-//!   everything (kernel breakdowns, missing baselines, environment) and NaN/±inf exactly.
-//! - [`read_any`]: detects which of the three a file is, for `kprof show`.
-//! - [`trace::write_chrome_trace`]: a [`trace::Timeline`] as Chrome trace-event JSON (Perfetto,
-//!   chrome://tracing).
-//!
-//! Every writer that takes a path writes atomically: the data goes to a temporary file in the
-//! same directory, which is flushed, synced and renamed over the target. The engine can therefore
-//! rewrite its result files after every finished configuration, and a sweep that dies leaves
-//! either the previous complete file or the new complete file, never a truncated one. The
-//! writer ([`atomic::write_output`]) also follows symbolic links, writes devices and pipes in
-//! place, takes `-` for standard output and creates missing parent folders.
-//!
-//! Numbers are written in Rust's shortest round-trip form, so values read back are bit-identical
-//! to the ones written. NaN is written as an empty cell, as pandas writes `None`/`NaN`.
+//! The rules of the writer and of numbers, NaN and infinities in the files: `docs/offline.md`.
 
 pub mod atomic;
 mod csvutil;

@@ -1,19 +1,6 @@
-//! Timelines as Chrome trace-event JSON, the format chrome://tracing and Perfetto
-//! (ui.perfetto.dev) open: the one writer of that format.
-//!
-//! - Every kernel is a complete slice (`"ph": "X"`) on its GPU (one process per device,
-//!   `GPU <device>`) and its stream (one track per stream, `stream <id>`), with its region,
-//!   configuration and run as arguments.
-//! - Every region is a slice on the host thread that opened it (the process `regions`, one track
-//!   per thread, `thread <id>`).
-//! - Every counter value is a point of a counter track (`"ph": "C"`) of its GPU, named after the
-//!   metric.
-//!
-//! Each process and track is named by metadata events, written first; the other events follow in
-//! time order. Timestamps are microseconds (the format's unit) from the earliest event, so the
-//! nanoseconds of the GPU clock keep their precision in an `f64`. Kernels without timestamps
-//! (CUDA-graph nodes under serial kernel tracing) and slices that end before they start are left
-//! out and counted in the trace's `otherData`.
+//! Timelines ([`Timeline`]: kernels, regions and counter values on one clock) as Chrome trace-event
+//! JSON, the format chrome://tracing and Perfetto (ui.perfetto.dev) open: the one writer of that
+//! format ([`write_chrome_trace`]). The layout of the document is on [`Timeline::to_chrome_trace`].
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -154,7 +141,16 @@ impl Timeline {
         out
     }
 
-    /// The trace-event document (`traceEvents`, `displayTimeUnit`, `otherData`).
+    /// The trace-event document (`traceEvents`, `displayTimeUnit`, `otherData`): every kernel a
+    /// complete slice (`"ph": "X"`) on its GPU (one process per device, `GPU <device>`) and its
+    /// stream (one track per stream, `stream <id>`), with its region, configuration and run as
+    /// arguments; every region a slice on the host thread that opened it (the process `regions`,
+    /// one track per thread, `thread <id>`); every counter value a point of a counter track
+    /// (`"ph": "C"`) of its GPU, named after the metric. The metadata events that name processes
+    /// and tracks come first, the others in time order. Timestamps are microseconds (the format's
+    /// unit) from the earliest event, so the GPU clock's nanoseconds keep their precision in an
+    /// `f64`. Kernels without timestamps (CUDA-graph nodes under serial kernel tracing) and slices
+    /// that end before they start are left out and counted in `otherData`.
     pub fn to_chrome_trace(&self) -> Value {
         let origin = self.origin();
         let us = |ns: u64| (ns - origin) as f64 / 1e3;

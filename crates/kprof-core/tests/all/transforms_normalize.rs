@@ -1,27 +1,6 @@
-//! Tests of `transforms::normalize_against`, `fieller_ci95`, `geomean` and `apply_geomean`.
-//!
-//! Reference numbers were computed at development time with Python 3.11, numpy 2.4.6 and
-//! scipy 1.17.1, independently of the closed form in `fieller_ci95`: the Fieller bounds are
-//! the roots, found with `scipy.optimize.brentq`, of `(a - r b)^2 - t^2 (v_a + r^2 v_b)`:
-//!
-//! ```python
-//! c = np.array([10.2, 9.8, 10.5, 10.1, 9.9]); b = np.array([5.1, 4.9, 5.3, 5.0, 4.8, 5.2])
-//! a, bb = c.mean(), b.mean(); R = a / bb
-//! va = c.var(ddof=1) / len(c); vb = b.var(ddof=1) / len(b)
-//! df = (va + R**2 * vb)**2 / (va**2 / (len(c) - 1) + R**4 * vb**2 / (len(b) - 1))
-//! t = stats.t.ppf(0.975, df)
-//! f = lambda r: (a - r * bb)**2 - t**2 * (va + r**2 * vb)
-//! lo = optimize.brentq(f, R - 1, R); hi = optimize.brentq(f, R, R + 1)
-//! # R = 2.0, df = 8.898233809924303, t = 2.2661070549816986
-//! # lo = 1.9144116907334372, hi = 2.0902922874910486
-//! sd = abs(R) * np.sqrt((c.std(ddof=1) / a)**2 + (b.std(ddof=1) / bb)**2)  # 0.091818004905898
-//! # order statistics / bb: min 1.9405940594059408, max 2.0792079207920793, median 2.0,
-//! # p05 1.9445544554455447, p95 2.0673267326732674 (np.percentile, linear)
-//! # baseline: sd / mean 0.03704611274033605, t-CI of its mean / mean
-//! # [0.9611224889706866, 1.0388775110293134], order statistics / mean: 0.9504950495049505,
-//! # 1.0495049504950495, 1.0, 0.9554455445544555, 1.0445544554455446
-//! # scipy.stats.gmean([1, 2, 4, 8]) = 2.82842712474619, gmean([0.5, 2, 3]) = 1.4422495703074085
-//! ```
+//! Tests of `transforms::normalize_against`, `fieller_ci95`, `geomean` and `apply_geomean`, against
+//! reference numbers computed with numpy and scipy, independently of the closed form in
+//! `fieller_ci95` (how: `tests/fixtures/stats-reference-numpy-scipy/README.md`).
 
 use kprof_core::transforms::{
     apply_geomean, fieller_ci95, geomean, normalize_against, NormalizeOptions, TransformError,

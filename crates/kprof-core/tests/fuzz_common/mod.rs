@@ -1,18 +1,8 @@
-//! Shared generators of the parser fuzz campaign: arbitrary bytes, and
-//! structured mutations of the fixtures under `tests/fixtures` (cells replaced by tricky tokens,
-//! lines duplicated, swapped or dropped, bytes inserted, flipped or cut, JSON nodes replaced).
-//!
-//! Each case runs under a time bound ([`within_deadline`]): a parser that panics or takes longer
-//! than [`CASE_DEADLINE`] fails the case, and proptest shrinks it to a small input.
-//!
-//! Cases per test: proptest's own `PROPTEST_CASES` (default [`DEFAULT_CASES`], the short run of
-//! the normal `cargo test`). The long campaign, for example 10 minutes of one family:
-//!
-//! ```sh
-//! PROPTEST_CASES=200000 nice -n 19 timeout 900 cargo test --release -p kprof-core --test fuzz_csv -- --nocapture
-//! ```
-//!
-//! (`--nocapture` prints each test's case count and duration.)
+//! Shared generators of the parser fuzz campaign: arbitrary bytes, and structured mutations of the
+//! fixtures under `tests/fixtures` (cells replaced by tricky tokens, lines duplicated, swapped or
+//! dropped, bytes inserted, flipped or cut, JSON nodes replaced). Each case runs under a time bound
+//! ([`within_deadline`]); cases per test: `PROPTEST_CASES`, else [`DEFAULT_CASES`]. How to run a
+//! long campaign: `CONTRIBUTING.md` (Test).
 
 #![allow(dead_code)]
 

@@ -1,17 +1,7 @@
-//! The background conditions sampler: NVML read off the run loop's path.
-//!
-//! A [`BackgroundSampler`] thread polls the device every [`DEFAULT_POLL_INTERVAL`] (set with
-//! [`super::ProfilerConditions::set_poll_interval`] or `KPROF_CONDITIONS_POLL_MS`) into a ring of
-//! timestamped [`Sample`]s (at most [`RING_CAPACITY`]), so that the run loop only takes
+//! The background conditions sampler: NVML read off the run loop's path. A [`BackgroundSampler`]
+//! thread polls the device into a ring of timestamped [`Sample`]s, so that the run loop only takes
 //! `Instant::now()` around each run and [`conditions_from_samples`] turns each window into a
-//! [`RunConditions`] later: means of the samples inside the run (the nearest one when none), the
-//! OR of the clock-event reasons around it, and the energy counter interpolated through its update
-//! instants ([`energy_updates`]). A run shorter than the counter's update period
-//! ([`energy_update_period`]), or with more than [`IDLE_SHARE_MAX`] of idle GPU time beside it
-//! ([`idle_blurs_energy`]), gets NaN energy: the counter cannot resolve it (docs/timing.md,
-//! Energy). The thermal guard reads the latest sample's margin temperature ([`SampledSensor`]),
-//! or the device when that sample is stale. The thread polls only while a bench call runs and is
-//! joined when the sampler is dropped.
+//! [`RunConditions`] later; the thermal guard reads the latest sample ([`SampledSensor`]).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
@@ -216,8 +206,13 @@ fn interpolate(pts: &[(Instant, f64)], t: Instant) -> Option<f64> {
     Some(a.1 + (b.1 - a.1) * x / span)
 }
 
-/// The conditions of the run `[start, end]` from `samples` (in time order); see the module docs.
-/// `max_sm_clock_mhz` is the device's boost clock, `thermal_wait` the guard's wait before the run.
+/// The conditions of the run `[start, end]` from `samples` (in time order): means of the samples
+/// inside the run (the nearest one when none), the OR of the clock-event reasons around it, and
+/// the energy counter interpolated through its update instants ([`energy_updates`]). A run shorter
+/// than the counter's update period ([`energy_update_period`]), or with more than
+/// [`IDLE_SHARE_MAX`] of idle GPU time beside it ([`idle_blurs_energy`]), gets NaN energy: the
+/// counter cannot resolve it (`docs/timing.md`, Energy). `max_sm_clock_mhz` is the device's boost
+/// clock, `thermal_wait` the guard's wait before the run.
 pub fn conditions_from_samples(
     samples: &[Sample],
     start: Instant,
@@ -314,7 +309,10 @@ fn lock(m: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The sampler thread and its ring of samples; see the module docs.
+/// The sampler thread and its ring of samples: it polls the device every
+/// [`DEFAULT_POLL_INTERVAL`] (set with [`super::ProfilerConditions::set_poll_interval`] or
+/// `KPROF_CONDITIONS_POLL_MS`) into a ring of at most [`RING_CAPACITY`] timestamped [`Sample`]s,
+/// only while a bench call runs, and is joined when the sampler is dropped.
 pub struct BackgroundSampler {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
@@ -507,8 +505,8 @@ impl Drop for BackgroundSampler {
     }
 }
 
-/// The thermal guard's sensor: the latest background sample's margin before each run; the
-/// device (`direct`) otherwise. See the module docs.
+/// The thermal guard's sensor: the latest background sample's margin before each run (the device
+/// when that sample is stale); the device (`direct`) otherwise.
 pub struct SampledSensor<T> {
     shared: Arc<Shared>,
     direct: T,

@@ -1,22 +1,9 @@
-//! Info collectors (experimental, as in nsight-python 1.1): user values that become columns.
-//!
-//! A collector has a name (the column), a [`CollectionScope`] saying when it is called, and a
-//! callback. A [`CollectorSession`] calls them at their points of a bench call (once when it
-//! starts, once per configuration at its first run, warm-ups included, before every measured run,
-//! and on every annotation enter of a measured run, before the region starts) and keeps their
-//! values ([`CollectedValues`]) by where they apply, to attach to samples. The runner drives one
-//! (`conditions::runtime`), and so does the Python package for its own collectors (kprof-py's
-//! `CollectorSession`, whose values are Python objects: sessions, sets and values are generic
-//! over the value, [`CollectedValue`]). Numeric values of the per-config, per-run and
-//! per-annotation scopes are aggregated by kprof-core as `X_Avg`/`X_Std`/`X_Min`/`X_Max`; other
-//! values are kept as they are.
-//!
-//! Names are validated before profiling: duplicates, nsight-python's reserved column names,
-//! kprof's own columns (also with the `_Avg`/`_Std`/`_Min`/`_Max` suffixes kprof-core's
-//! aggregation adds), and the benchmark's parameter names are rejected with a clear error.
-//!
-//! A collector that fails (returns `Err` or panics) gives a missing value and one warning per
-//! (scope, name) per session. A panic is caught, but Rust's panic hook still prints it.
+//! Info collectors (experimental, as in nsight-python 1.1): user values that become columns. A
+//! collector has a name (the column), a [`CollectionScope`] (when it is called) and a callback; a
+//! [`CollectorSession`] calls them at their points of a bench call and keeps their values
+//! ([`CollectedValues`]) to attach to samples, for the runner and for the Python package alike
+//! (sessions are generic over the value, [`CollectedValue`]). Names are checked before profiling
+//! ([`validate_names`]). What users see: `docs/python-differences.md` (info collectors).
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -383,6 +370,8 @@ impl<V: CollectedValue> CollectorSet<V> {
         };
         let mut out = Vec::new();
         for c in self.collectors.iter_mut().filter(|c| c.scope() == scope) {
+            // A failing collector (an `Err` or a panic) gives a missing value and one warning per
+            // (scope, name) per session; the panic is caught, but Rust's panic hook still prints it.
             let result = match catch_unwind(AssertUnwindSafe(|| c.collect(&ctx))) {
                 Ok(r) => r,
                 Err(payload) => Err(format!("panicked: {}", panic_message(&payload))),

@@ -209,7 +209,22 @@ enum Source {
     Missing,
 }
 
-/// What a [`crate::runner::Profiler`] keeps for the conditions of its runs.
+/// What a [`crate::runner::Profiler`] keeps for the conditions of its runs. It drives the parts of
+/// [`crate::conditions`] like this:
+///
+/// ```ignore
+/// let bg = BackgroundSampler::start(device.clone(), Duration::from_millis(20)); // once
+/// bg.set_active(true);                              // per bench call; polls every 20 ms
+/// let mut guard = ThermalGuard::new(mode, settings, Some(bg.sensor(device.clone())), SystemClock::new())?;
+/// for run in .. {
+///     let waited = guard.guard_before_run()?;       // latest sample's margin, no NVML read
+///     let start = Instant::now();
+///     /* the run */
+///     windows.push((start, Instant::now(), waited));
+/// }
+/// // at each flush, before the runs are recorded:
+/// for cond in bg.conditions(&windows, None) { extras.extend(cond.to_extras()); }
+/// ```
 pub struct ProfilerConditions {
     source: Source,
     /// Warning to report once (NVML missing, device fallback) at the first bench call.

@@ -1,35 +1,11 @@
-//! Per-run conditions: SM and memory clocks, clock-event ("throttle") reasons, temperature,
-//! power and energy, turned into extra columns.
-//!
-//! The profiler's run loop does not read NVML around its runs: a background thread polls the
-//! device (every 20 ms by default) and each run's conditions are computed from the samples in
-//! and around its `[start, end]` window ([`super::background`], which documents the details).
-//! [`RunSampler`] here is the direct alternative (NVML reads right before and after a run, about
-//! 6 ms per run on the H200), kept for standalone checks that want readings at the run's edges.
-//!
-//! | column | unit | profiler (background samples) | [`RunSampler`] (direct reads) |
-//! |---|---|---|---|
-//! | `SMClockMHz` | MHz | mean of the samples during the run (nearest sample for a run shorter than the poll interval) | right after the run |
-//! | `MemClockMHz` | MHz | mean during the run / nearest | right after the run |
-//! | `TemperatureC` | °C | mean during the run / nearest | right after the run |
-//! | `PowerW` | W | mean of NVML's power usage during the run / nearest (on Ampere and newer, not GA100, NVML averages it over the last second) | right after the run |
-//! | `EnergyMilliJ` | mJ | NVML's total-energy counter interpolated through its update instants at the run's end minus at its start; NaN for a run shorter than the counter's update period (about 100 ms on the H200), with a warning | counter difference between before and after the run |
-//! | `ThrottleReasons` | text | OR of the reasons of the samples during the run and the nearest before and after, as hex (`0x4`) | after the run |
-//! | `Throttled` | 0/1 | see below | see below |
-//! | `ThermalWaitS` | s | time the thermal guard waited before this run | same |
-//!
-//! Names of the reason bits via [`throttle_reason_names`].
-//!
-//! A run is **throttled** when its SM clock (the lowest sample during the run; with direct
-//! reads the clock after it) is below 90% of the maximum (boost) SM clock, or when a thermal or
-//! power clock-event reason is set before, during or after it:
-//! `SW_POWER_CAP` (0x4), `HW_SLOWDOWN` (0x8), `SW_THERMAL_SLOWDOWN` (0x20),
-//! `HW_THERMAL_SLOWDOWN` (0x40), `HW_POWER_BRAKE_SLOWDOWN` (0x80) ([`THERMAL_OR_POWER`]).
-//! `GPU_IDLE` (0x1), `APPLICATIONS_CLOCKS_SETTING` (0x2), `SYNC_BOOST` (0x10) and
-//! `DISPLAY_CLOCK_SETTING` (0x100) do not count. Unknown when neither the clock nor the
-//! reasons can be read.
-//!
+//! Per-run conditions: SM and memory clocks, clock-event ("throttle") reasons, temperature, power and
+//! energy, turned into extra columns ([`CONDITION_COLUMNS`], [`RunConditions`]), whether a run was
+//! throttled ([`RunConditions::classify`]) and the `ThrottledRuns` count of the processed table.
+//! The profiler computes each run's conditions from the background sampler's samples
+//! ([`super::background`]); [`RunSampler`] here reads NVML right before and after a run instead.
 //! Without NVML every number is NaN and `ThrottleReasons` is empty; nothing fails.
+//!
+//! What each column holds, as users read it: `docs/python-differences.md` (Run conditions).
 
 use std::time::{Duration, Instant};
 
@@ -194,7 +170,10 @@ pub struct RunConditions {
     pub wall_s: f64,
     /// Time the thermal guard waited before the run, s.
     pub thermal_wait_s: f64,
-    /// Whether the run was throttled (see the module docs); `None` when unknown.
+    /// Whether the run was throttled: its SM clock (the lowest sample during the run; with direct
+    /// reads the clock after it) below [`THROTTLE_CLOCK_FRACTION`] of the max boost clock, or a
+    /// [`THERMAL_OR_POWER`] reason set before, during or after it; `None` when neither the clock
+    /// nor the reasons can be read.
     pub throttled: Option<bool>,
     /// Lowest SM clock seen during the run, MHz (background sampler: the minimum of the samples
     /// inside the run; direct reads: NaN, and [`RunConditions::classify`] uses the clock after
@@ -304,7 +283,10 @@ struct Before {
 }
 
 /// Reads conditions around each run: [`RunSampler::begin_run`] right before the run,
-/// [`RunSampler::end_run`] right after it has synchronised.
+/// [`RunSampler::end_run`] right after it has synchronised. The direct alternative to the
+/// profiler's background sampler ([`super::background`]), kept for standalone checks that want
+/// readings at the run's edges; its NVML reads cost milliseconds per run
+/// (`docs/python-differences.md`).
 pub struct RunSampler<S> {
     source: Option<S>,
     max_sm_clock_mhz: f64,

@@ -1,25 +1,7 @@
-//! The thermal guard: nsight-python's Thermovision (`nsight/thermovision.py`, v1.1.0), same
-//! algorithm and defaults, checked before every run.
-//!
-//! The guard watches the headroom to the slowdown temperature (NVML's margin temperature,
-//! "T.Limit"). When the headroom is at most `wait_c` (10 °C) it pauses, polling every 0.5 s,
-//! until the headroom is at least `cont_c` (20 °C). In `auto` mode the resume threshold adapts:
-//!
-//! - when the GPU needs to pause again after fewer than 5 runs, it cools more next time
-//!   (`cont_c + 3`, at most 50 °C);
-//! - after more than 50 runs, it cools less (`cont_c - 3`, at least 12 °C);
-//! - when cooling takes longer than the timeout (180 s), it lowers `cont_c` by 3 (floor 12) and
-//!   waits again; only at 12 °C does it give up with [`ConditionsError::CoolingTimeout`].
-//!
-//! `manual` mode keeps the thresholds fixed and gives up at the first timeout. `off` reads
-//! nothing. A sensor that cannot read the headroom disables the guard with one warning.
-//!
-//! In the profiler the check before each run reads the background sampler's latest sample
-//! ([`super::background::SampledSensor`]), not NVML; the polls while cooling read NVML
-//! ([`TemperatureSensor::margin_c_fresh`]).
-//!
-//! The sensor and the clock are traits, so tests drive the state machine with a scripted
-//! sensor and a fake clock.
+//! The thermal guard: nsight-python's Thermovision, with the same algorithm and defaults, checked
+//! before every run ([`ThermalGuard`], which describes the algorithm). The sensor and the clock are
+//! traits ([`TemperatureSensor`], [`Clock`]), so tests drive the state machine with a scripted
+//! sensor and a fake clock. The options, as users set them: `docs/python-differences.md`.
 
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -178,7 +160,22 @@ pub struct ThermalWait {
     pub runs_since_last: u32,
 }
 
-/// nsight-python's Thermovision guard over a [`TemperatureSensor`] and a [`Clock`].
+/// nsight-python's Thermovision guard (`nsight/thermovision.py`, v1.1.0: same algorithm and
+/// defaults) over a [`TemperatureSensor`] and a [`Clock`], checked before every run.
+///
+/// It watches the headroom to the slowdown temperature (NVML's margin temperature, "T.Limit").
+/// When the headroom is at most `wait_c` (10 °C) it pauses, polling every 0.5 s, until the
+/// headroom is at least `cont_c` (20 °C). In `auto` mode the resume threshold adapts: when the GPU
+/// needs to pause again after fewer than 5 runs, it cools more next time (`cont_c + 3`, at most
+/// 50 °C); after more than 50 runs, it cools less (`cont_c - 3`, at least 12 °C); when cooling
+/// takes longer than the timeout (180 s), it lowers `cont_c` by 3 (floor 12) and waits again, and
+/// only at 12 °C does it give up with [`ConditionsError::CoolingTimeout`]. `manual` mode keeps the
+/// thresholds fixed and gives up at the first timeout; `off` reads nothing. A sensor that cannot
+/// read the headroom disables the guard with one warning.
+///
+/// In the profiler the check before each run reads the background sampler's latest sample
+/// ([`super::background::SampledSensor`]), not NVML; the polls while cooling read NVML
+/// ([`TemperatureSensor::margin_c_fresh`]).
 pub struct ThermalGuard<S, C = SystemClock> {
     mode: ThermalMode,
     settings: ThermalSettings,

@@ -1,15 +1,9 @@
-//! Loading libcupti for the counter APIs, and a safe wrapper of the Profiler Host API
-//! (`cupti_profiler_host.h`): metric enumeration, config images, pass counts and metric
-//! evaluation. None of this needs a GPU: with only the chip name (e.g. `"GH100"`) the host API
-//! runs on a GPU-less machine (measured with the pip wheel `nvidia-cuda-cupti` 13.0.85).
-//!
-//! Pitfall found on the dev machine: libcupti dlopens `libnvperf_host.so` **by bare name**, so
-//! unless that folder is on the loader path `cuptiProfilerHostInitialize` fails with
-//! `CUPTI_ERROR_NOT_INITIALIZED`. [`CuptiLib::load`] therefore preloads `libnvperf_host.so` from
-//! libcupti's own folder by absolute path first (glibc then matches the bare name against the
-//! SONAME of the loaded copy; the FFI layer's `sys::loader::open_cupti_global`).
-//!
-//! The calls go through libcupti's one function table ([`crate::sys::cupti::CuptiFns`]).
+//! Loading libcupti for the counter APIs ([`CuptiLib::load`], which preloads `libnvperf_host.so`
+//! from libcupti's own folder: see `sys::loader::open_cupti_global` for why), and a safe wrapper of
+//! the Profiler Host API (`cupti_profiler_host.h`): metric enumeration, config images, pass counts
+//! and metric evaluation, through libcupti's one function table ([`crate::sys::cupti::CuptiFns`]).
+//! None of it needs a GPU: with only the chip name (e.g. `"GH100"`) the host API runs on a GPU-less
+//! machine (checked with the pip wheel `nvidia-cuda-cupti` 13.0.85).
 
 use std::collections::HashMap;
 use std::ffi::CString;

@@ -1,21 +1,10 @@
-//! Metric discovery and validation on the host (no GPU): the catalog of a chip's metrics, ncu
-//! names with their suffixes, closest-name suggestions, device-level/context-level
-//! compatibility and the number of replay passes a metric set needs.
-//!
-//! Names are the ncu/Perfworks names `base.rollup[.submetric]`: counters need a rollup
-//! (`dram__bytes_read.sum`, `.avg.per_second`, …), ratios `.ratio`/`.pct`/`.max_rate`,
-//! throughputs a rollup plus a `pct_of_peak_sustained_*` submetric. The host API lists every
-//! accepted suffix of a base metric (`cuptiProfilerHostGetSubMetrics`), so the valid full names
-//! are exactly `base + suffix`.
-//!
-//! **Device-level metrics.** On CUPTI 13.0 with chip GH100, `cuptiProfilerHostConfigAddMetrics`
-//! returns `CUPTI_ERROR_NOT_SUPPORTED` when NVLink (`nvlrx__*`, `nvltx__*`), C2C (`ctc__*`) or
-//! PCIe (`pcie__*`) metrics are mixed with context-level ones (`dram__*`, `sm__*`, `lts__*`, …);
-//! they mix with each other and with `gpu__time_duration`. The host API has no "scope" property,
-//! so [`MetricScope`] is derived from the hardware unit, and on a refused set
-//! [`MetricsCatalog::validate`] tests the pairs to name the conflicting metrics. (CUPTI 13.1 adds
-//! `bAllowDeviceLevelCounters` to `cuptiProfilerGetCounterAvailability` for device-level
-//! collection; not available on 13.0.)
+//! Metric discovery and validation on the host (no GPU): the catalog of a chip's metrics
+//! ([`MetricsCatalog`]), ncu names with their suffixes, closest-name suggestions,
+//! device-level/context-level compatibility ([`MetricScope`]) and the number of replay passes a
+//! metric set needs. Names are the ncu/Perfworks names `base.rollup[.submetric]` (counters need a
+//! rollup: `dram__bytes_read.sum`; ratios `.ratio`/`.pct`/`.max_rate`; throughputs a rollup plus a
+//! `pct_of_peak_sustained_*` submetric); the host API lists every accepted suffix of a base metric
+//! (`cuptiProfilerHostGetSubMetrics`), so the valid full names are exactly `base + suffix`.
 
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -28,7 +17,13 @@ use super::{CountersError, UnknownMetric};
 /// Hardware units whose metrics are device-level on CUPTI 13.0 (NVLink, C2C, PCIe).
 pub const DEVICE_LEVEL_HW_UNITS: [&str; 4] = ["nvlrx", "nvltx", "ctc", "pcie"];
 
-/// Whether a metric is collected per context (the default) or per device.
+/// Whether a metric is collected per context (the default) or per device. The host API has no
+/// "scope" property, so the scope is derived from the metric's hardware unit
+/// ([`DEVICE_LEVEL_HW_UNITS`]). On CUPTI 13.0 with chip GH100, `cuptiProfilerHostConfigAddMetrics`
+/// returns `CUPTI_ERROR_NOT_SUPPORTED` when device-level metrics are mixed with context-level
+/// ones (they mix with each other and with `gpu__time_duration`); CUPTI 13.1 adds
+/// `bAllowDeviceLevelCounters` to `cuptiProfilerGetCounterAvailability` for device-level
+/// collection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MetricScope {
     /// Counts the profiled context's work (SM, caches, DRAM, …).

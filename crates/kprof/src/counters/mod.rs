@@ -1,21 +1,12 @@
-//! Hardware counters in-process through the CUPTI Range Profiler and Profiler Host API
-//! (CUDA 12.6 Update 2+; written against CUDA 13.0 / CUPTI API 130001).
-//!
-//! * [`metrics::MetricsCatalog`] — metric discovery, validation (closest names for typos),
-//!   device-level/context-level compatibility and pass counts, **without a GPU**: the host API
-//!   only needs the chip name (`"GH100"` for H100/H200).
-//! * [`range::RangeProfiler`] — collection on the GPU for the current context, in kernel replay
-//!   (one range per kernel) or user replay (one named range per region; the caller's closure is
-//!   re-run once per pass).
-//! * [`sections`] — Nsight Compute's section and set names expanded into the metric names the
-//!   chip's counters know.
-//! * [`recorded`] — config and counter-data images stored as files, re-evaluated offline with the
-//!   host API (CI checks the values recorded on the H200).
-//!
-//! The run loop gets its libcupti from the engine's loader ([`engine_cupti`]: the same
-//! `Libraries::load()` search, `KPROF_CUPTI_PATH` first, so the activity session and the Range
-//! Profiler share one copy). [`locate_cupti`] (with `KPROF_CUPTI_WHEEL_DIR`) is only for the
-//! offline `kprof metrics` on a GPU-less machine and for tests.
+//! Hardware counters in-process through the CUPTI Range Profiler and Profiler Host API (CUDA 12.6
+//! Update 2+; written against CUDA 13.0 / CUPTI API 130001): [`metrics::MetricsCatalog`] (discovery,
+//! validation, compatibility and pass counts without a GPU: the host API needs only the chip name,
+//! `"GH100"` for H100/H200), [`range::RangeProfiler`] (collection on the GPU), [`sections`] (ncu's
+//! section and set names into metric names) and [`recorded`] (images stored as files, re-evaluated
+//! offline). The run loop gets libcupti from the engine's loader ([`engine_cupti`], so the activity
+//! session and the Range Profiler share one copy); [`locate_cupti`] (with `KPROF_CUPTI_WHEEL_DIR`)
+//! is for the offline `kprof metrics` on a GPU-less machine and for tests. Users' guide:
+//! `docs/counters.md`.
 
 pub mod host;
 pub mod metrics;

@@ -1,27 +1,10 @@
-//! Collection with the CUPTI Range Profiler (`cupti_range_profiler.h`) on the current context.
-//!
-//! Sequence (gpu-stack.md §3.5, run on the H200): `cuptiProfilerInitialize` →
-//! `cuptiDeviceGetChipName` → `cuptiProfilerGetCounterAvailability` → host object, config image
-//! and pass count → `cuptiRangeProfilerEnable(ctx)` → per collection: `GetCounterDataSize` +
-//! `CounterDataImageInitialize` → `SetConfig` → `Start` / [`PushRange` … `PopRange`] / `Stop`
-//! until `isAllPassSubmitted` → `DecodeData` (synchronizes the context; dropped ranges are an
-//! error here) → per range `CounterDataGetRangeInfo` + `cuptiProfilerHostEvaluateToGpuValues`.
-//!
-//! * [`ReplayMode::Kernel`]: AutoRange + KernelReplay. Every kernel launched inside the closure is
-//!   a range named `"0"`, `"1"`, …; CUPTI saves, restores and replays each kernel for every pass,
-//!   so the closure runs **once**. CUPTI adds a context synchronization after each kernel, and
-//!   kernels that wait on each other can hang. CUPTI 13.0 cannot flush caches between its own
-//!   replay passes.
-//! * [`ReplayMode::Application`]: AutoRange + UserReplay. Every kernel is a range named `"0"`,
-//!   `"1"`, … as in kernel replay, but nothing is saved, restored or replayed by CUPTI: the closure
-//!   is **re-run once per pass** (as Nsight Compute's application replay re-runs the program), so
-//!   the caller can flush the L2 before every pass and each pass sees the memory and cache state a
-//!   plain run sees. Repeatable closures only (same kernels in the same order every pass).
-//! * [`ReplayMode::User`]: UserRange + UserReplay. The closure opens named ranges through
-//!   [`UserRanges`] and is **re-run once per pass** until CUPTI has all passes (8 passes for
-//!   `gpu__time_duration.sum`, `dram__bytes_read.sum`, `sm__throughput.avg.pct_of_peak_sustained_elapsed`
-//!   on the H200). The closure must therefore be repeatable: same launches, same ranges, in the
-//!   same order, with inputs it does not destroy (nothing is saved or restored for it).
+//! Collection with the CUPTI Range Profiler (`cupti_range_profiler.h`) on the current context
+//! ([`RangeProfiler`]), in the three [`ReplayMode`]s: kernel replay (AutoRange + KernelReplay: one
+//! range per kernel, the closure runs once, CUPTI saves, restores and replays each kernel per pass),
+//! application replay (AutoRange + UserReplay: one range per kernel, the closure re-run once per
+//! pass, so the caller can flush the L2 before every pass) and user replay (UserRange + UserReplay:
+//! the closure's named ranges, [`UserRanges`], re-run once per pass). The CUPTI call sequence is on
+//! [`RangeProfiler::collect`]; which mode to use, and what each costs: `docs/counters.md`.
 
 use std::ffi::CString;
 use std::ptr::{null, null_mut};
@@ -298,6 +281,14 @@ impl RangeProfiler {
     ///
     /// Kernel replay calls `workload` once; user replay calls it once per pass, and it must
     /// push the same ranges every time.
+    ///
+    /// The CUPTI sequence (with [`RangeProfiler::new`]'s part first): `cuptiProfilerInitialize` →
+    /// `cuptiDeviceGetChipName` → `cuptiProfilerGetCounterAvailability` → host object, config
+    /// image and pass count → `cuptiRangeProfilerEnable(ctx)` → per collection:
+    /// `GetCounterDataSize` + `CounterDataImageInitialize` → `SetConfig` → `Start` /
+    /// [`PushRange` … `PopRange`] / `Stop` until `isAllPassSubmitted` → `DecodeData`
+    /// (synchronizes the context; dropped ranges are an error here) → per range
+    /// `CounterDataGetRangeInfo` + `cuptiProfilerHostEvaluateToGpuValues`.
     pub fn collect<F>(&mut self, max_ranges: usize, mut workload: F) -> Result<Recording, CountersError>
     where
         F: FnMut(&mut UserRanges<'_>),

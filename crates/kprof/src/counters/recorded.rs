@@ -1,15 +1,8 @@
-//! Recorded collections as files, and their offline re-evaluation with the host API (no GPU).
-//!
-//! One recording is a folder:
-//! * `meta.txt` — `key=value` lines: `chip`, `api_version`, `mode` (`kernel`/`user`), `passes`,
-//!   `closure_runs`, `metrics` (comma-separated, in order);
-//! * `config.bin`, `counter_data.bin`, `counter_availability.bin` — the raw images;
-//! * `values.tsv` — `range_index`, `range_name`, `metric`, `value` (shortest round-trip decimal),
-//!   `bits` (the f64's bit pattern in hex): the values evaluated on the recording machine.
-//!
-//! The GPU check (`gpu-checks/harness/src/counters_check.rs`) writes these under `tests/fixtures/h200-cupti-counter-images/`;
-//! [`evaluate_recorded`] re-evaluates the counter-data image with the same chip, metrics and
-//! counter-availability image and CI checks the values are bit-for-bit the recorded ones.
+//! Recorded collections as files ([`write_recording`], which gives the folder's format, and
+//! [`read_recording`]), and their offline re-evaluation with the host API, no GPU
+//! ([`evaluate_recorded`]). The GPU check (`gpu-checks/harness/src/counters_check.rs`) writes them
+//! under `tests/fixtures/h200-cupti-counter-images/`, and CI checks that the re-evaluated values are
+//! bit-for-bit the recorded ones.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -32,7 +25,12 @@ fn bad(path: &Path, reason: impl Into<String>) -> CountersError {
     }
 }
 
-/// Writes `rec` into folder `dir` (created if needed).
+/// Writes `rec` into folder `dir` (created if needed), one recording per folder:
+/// * `meta.txt` — `key=value` lines: `chip`, `api_version`, `mode` (`kernel`/`user`), `passes`,
+///   `closure_runs`, `metrics` (comma-separated, in order);
+/// * `config.bin`, `counter_data.bin`, `counter_availability.bin` — the raw images;
+/// * `values.tsv` — `range_index`, `range_name`, `metric`, `value` (shortest round-trip decimal),
+///   `bits` (the f64's bit pattern in hex): the values evaluated on the recording machine.
 pub fn write_recording(dir: &Path, rec: &Recording) -> Result<(), CountersError> {
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
     let mut meta = String::new();

@@ -1,27 +1,9 @@
 //! Unit names: the Profiler Host API's dimension words → Nsight Compute's base-unit spellings.
-//!
 //! `cuptiProfilerHostGetMetricProperties` gives units as words, with hardware-specific atoms
 //! (`gpc_cycle`, `l2_sector`, `instruction`, `nanosecond`, `percent`), products written without a
-//! separator (`gpc_cyclewarp`) and at most one `/` (`byte/second`). `ncu --csv --print-units base`
-//! writes `%`, `byte`, `ns`, `cycle`, … . [`ncu_unit`] is the one place that maps the former to
-//! the latter, so counter series carry the units an ncu export has:
-//!
-//! | host API                                   | kprof / ncu            |
-//! |--------------------------------------------|------------------------|
-//! | `percent`                                  | `%`                    |
-//! | `nanosecond`                               | `ns`                   |
-//! | `second` (after `/`)                       | `s`                    |
-//! | `*_cycle` (`gpc_cycle`, `dram_cycle`, …)   | `cycle`                |
-//! | `cycle/second` (any `*_cycle/second`)      | `Hz`                   |
-//! | `instruction`                              | `inst`                 |
-//! | `l2_sector`, `lrc_sector`                  | `sector`               |
-//! | `*_request`, `lrc_req`                     | `request`              |
-//! | `cta`                                      | `block`                |
-//! | `cga`                                      | `cluster`              |
-//! | `byte`, `warp`, `thread`, other atoms      | unchanged              |
-//! | products (`gpc_cyclewarp`)                 | `*`-joined (`cycle*warp`) |
-//!
-//! A unit that does not split into known atoms is returned unchanged.
+//! separator (`gpc_cyclewarp`) and at most one `/` (`byte/second`); `ncu --csv --print-units base`
+//! writes `%`, `byte`, `ns`, `cycle`, … . [`ncu_unit`] (with the whole mapping) is the one place
+//! that maps the former to the latter, so counter series carry the units an ncu export has.
 
 /// Atoms the GH100 catalog (CUPTI 13.0) uses, longest first where one is a prefix of another.
 const ATOMS: &[&str] = &[
@@ -93,7 +75,22 @@ fn side(s: &str) -> Option<String> {
 
 /// Nsight Compute's base-unit spelling (`--print-units base`) of a Profiler Host API unit
 /// (`percent` → `%`, `nanosecond` → `ns`, `gpc_cycle` → `cycle`, `byte/second` → `byte/s`,
-/// `gpc_cycle/second` → `Hz`). Unknown units are returned unchanged; see the module table.
+/// `gpc_cycle/second` → `Hz`). A unit that does not split into known atoms is returned unchanged.
+///
+/// | host API                                   | kprof / ncu            |
+/// |--------------------------------------------|------------------------|
+/// | `percent`                                  | `%`                    |
+/// | `nanosecond`                               | `ns`                   |
+/// | `second` (after `/`)                       | `s`                    |
+/// | `*_cycle` (`gpc_cycle`, `dram_cycle`, …)   | `cycle`                |
+/// | `cycle/second` (any `*_cycle/second`)      | `Hz`                   |
+/// | `instruction`                              | `inst`                 |
+/// | `l2_sector`, `lrc_sector`                  | `sector`               |
+/// | `*_request`, `lrc_req`                     | `request`              |
+/// | `cta`                                      | `block`                |
+/// | `cga`                                      | `cluster`              |
+/// | `byte`, `warp`, `thread`, other atoms      | unchanged              |
+/// | products (`gpc_cyclewarp`)                 | `*`-joined (`cycle*warp`) |
 pub fn ncu_unit(host: &str) -> String {
     let (num, den) = match host.split_once('/') {
         Some((n, d)) => (n, Some(d)),

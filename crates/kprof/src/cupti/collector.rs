@@ -1,16 +1,10 @@
-//! The CUPTI activity session: subscribes, has CUPTI fill recycled 8 MiB buffers (the FFI layer's
-//! [`crate::sys::cupti::activity`]), parses completed buffers into typed records on whatever
-//! thread CUPTI calls back on, and drains them on flush.
-//!
-//! CUPTI's buffer callbacks carry no user data, so the state is process-global; only one
-//! [`ActivitySession`] may be active at a time (CUPTI 13.0 allows one subscriber per process
-//! anyway). Callbacks never unwind into CUPTI (`catch_unwind`), never call back into CUDA and
-//! never take a lock that the flushing thread holds while it calls into CUPTI.
-//!
-//! If the environment variable `KPROF_RECORD_ACTIVITY` names a file when the session starts,
-//! every raw record seen is also appended to it as JSON lines (see
-//! [`crate::cupti::records::DumpLine`]) so that activity recorded on a GPU machine can become a
-//! test fixture; [`ActivitySession::record_regions`] adds the region spans of each flush.
+//! The CUPTI activity session ([`ActivitySession`], one per process at a time): subscribes, has
+//! CUPTI fill recycled 8 MiB buffers (the FFI layer's [`crate::sys::cupti::activity`]), parses
+//! completed buffers into typed records on whatever thread CUPTI calls back on, and drains them on
+//! flush. With `KPROF_RECORD_ACTIVITY` naming a file, every raw record (and, through
+//! [`ActivitySession::record_regions`], each flush's region spans) is also appended to it as JSON
+//! lines ([`crate::cupti::records::DumpLine`]), so that activity recorded on a GPU machine can become
+//! a test fixture.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -132,6 +126,11 @@ pub enum LaunchRecords {
     Off,
 }
 
+// CUPTI's buffer callbacks carry no user data, so the session's state is process-global and only
+// one session may be active at a time (CUPTI 13.0 allows one subscriber per process anyway). The
+// callbacks run on whatever thread CUPTI calls back on: they never unwind into CUPTI
+// (`catch_unwind`), never call back into CUDA and never take a lock that the flushing thread holds
+// while it calls into CUPTI.
 struct Global {
     batch: ActivityBatch,
     /// Records lost inside our callback (iteration errors, allocation failures).

@@ -1,29 +1,12 @@
-//! Graph records without the crash: CUDA graph executables instantiated during the session are
-//! traced as a whole (`CUPTI_ACTIVITY_KIND_GRAPH_TRACE`); a launch of one instantiated before the
-//! session runs with graph trace switched off, so its nodes come as kernel records and its span
-//! is merged from them ([`crate::attribution::work_items`]).
+//! Graph records without the crash: CUDA graph executables instantiated during the activity session
+//! are traced as a whole (`CUPTI_ACTIVITY_KIND_GRAPH_TRACE`); a launch of one instantiated before
+//! the session runs with graph trace switched off, so its nodes come as kernel records and its span
+//! is merged from them ([`crate::attribution::work_items`]). The guard also counts graph launches
+//! (to size counter passes) and keeps CUPTI attached while an executable instantiated under it may
+//! be alive.
 //!
-//! Why (measured on the H200, CUPTI 13.0; `docs/timing.md`): graph records time a graph
-//! as CUDA events around its replay do without a profiler (60 kernels: 198.6 vs 202.2 us; the C++
-//! program under `kprof run`: 198.4 vs 200.6 us), where node records make every node run
-//! instrumented (214.8 us); but with concurrent kernel records on, **replaying a graph that was
-//! instantiated before tracing started crashes the process inside CUPTI** (segmentation fault in
-//! `cudaGraphLaunch`; torch graphs captured before the first benchmark). CUDA events recorded
-//! around each launch from the callback did not help: 229.8 us (records switched off during the
-//! launch) and 265.0 us (left on).
-//!
-//! How: the session subscribes to the resource callbacks `GRAPHEXEC_CREATED` and
-//! `GRAPHEXEC_DESTROY_STARTING` (every executable instantiated from then on is remembered until
-//! it is destroyed) and to the driver callbacks of `cuGraphLaunch` and
-//! `cuGraphLaunch_ptsz` (the runtime's `cudaGraphLaunch` goes through them). At the entry of a
-//! launch of an executable it has not seen created, graph trace is switched off. Between
-//! benchmarks it is switched back on at the exit of that launch; during a benchmark it stays off
-//! ([`TraceSwitch`]) until a launch of an executable of the session (with no older one in flight),
-//! the next flush of the records or the benchmark's end switches it back on: a loop of such
-//! launches switches once, not twice per launch (14.4 us were measured of host time per
-//! torch `g.replay()` of a pre-session graph switched at every launch, 7.75 us for a graph of the
-//! session). An executable instantiated while graph trace is off is treated as one from before
-//! the session (launching it with graph trace on could crash as they do).
+//! Why, how and what it costs (measured on the H200): `docs/architecture.md` (CUDA graphs: graph
+//! records and the graph guard); the limits users meet: `docs/timing.md` (Known limits).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -1,21 +1,10 @@
 //! A cold cache before every kernel of a counter pass, as Nsight Compute's `--cache-control all`
-//! gives every kernel it profiles.
-//!
-//! Why (measured on the H200 with the GPU checks' unseen workloads): with the L2 emptied
-//! once per region, the kernels after a region's first find their inputs in the L2 (the previous
-//! kernel's output), where ncu flushes before each one: ten elementwise kernels on 4M floats in
-//! one region read 77.5 µs against ncu's 96.2 µs (-19 %) in default settings. Nsight-python,
-//! whose numbers users compare with, reports ncu's per-kernel values.
-//!
-//! How: while a counter pass runs with a cold cache, the activity session's subscriber gets the
-//! driver and runtime callbacks of kernel launches. At the entry of a launch that is not nested in
-//! another traced launch (the runtime's `cudaLaunchKernel` calls the driver's `cuLaunchKernel`),
-//! the flush hook of [`arm`] runs (the L2 flush of the pass, which ends with a context
-//! synchronization, so the flush has finished before the kernel is queued), and the launch is
-//! logged after the kernels the flush launched. The Range Profiler gives every kernel of the
-//! pass a range, flush kernels included, in launch order: [`kernel_ranges`] maps the log onto the
-//! pass's ranges and keeps the user's kernels. Launches while a stream capture is open are
-//! recorded into a graph, not run: they are neither flushed nor logged.
+//! gives every kernel it profiles (with one flush per region, the kernels after a region's first
+//! find their inputs in the L2, and read shorter than ncu, whose per-kernel values nsight-python
+//! users compare with: `docs/python-differences.md`, `cache_control`). While a pass runs with a
+//! cold cache, the activity session's subscriber gets the kernel launch callbacks and flushes at
+//! the entry of each (`on_callback`); [`kernel_ranges`] maps the pass's launch log onto its
+//! ranges and keeps the user's kernels.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -119,7 +108,12 @@ pub(crate) fn disarm() -> PassLaunches {
     }
 }
 
-/// Handles a launch or capture callback while armed.
+/// Handles a launch or capture callback while armed. At the entry of a kernel launch not nested
+/// in another traced launch (the runtime's `cudaLaunchKernel` calls the driver's
+/// `cuLaunchKernel`) it runs the flush hook of [`arm`] (the pass's L2 flush, which ends with a
+/// context synchronization, so the flush has finished before the kernel is queued) and logs the
+/// launch after the kernels the flush launched. Launches while a stream capture is open are
+/// recorded into a graph, not run: they are neither flushed nor logged.
 pub(crate) fn on_callback(callback: &Callback<'_>) {
     if !ARMED.load(Ordering::SeqCst) || FLUSHING.with(Cell::get) {
         return;
@@ -181,7 +175,8 @@ pub(crate) fn on_callback(callback: &Callback<'_>) {
 }
 
 /// Which of a pass's `ranges` Range Profiler ranges are the user's kernels, in order, given the
-/// pass's launch log: every flush kernel and a graph launch's range are left out. A graph launch
+/// pass's launch log (the Range Profiler gives every kernel of the pass a range, flush kernels
+/// included, in launch order): every flush kernel and a graph launch's range are left out. A graph launch
 /// gives either one range or none (both seen on the H200); `None` when the ranges fit neither
 /// (a launch the callbacks did not see, or a closure that launched other kernels).
 pub fn kernel_ranges(log: &[PassLaunch], ranges: usize) -> Option<Vec<usize>> {

@@ -1,23 +1,7 @@
-//! Pure parsing of CUPTI activity records by their stable prefix, and the JSON-lines fixture
-//! format used to store activity recorded on a GPU machine so it can be re-parsed in CI.
-//!
-//! Offsets (identical in CUpti_ActivityKernel9 (CUDA 12.x, 208 bytes) through Kernel13 (13.4,
-//! 248 bytes); Kernel10 is 216 bytes on CUDA 13.0):
-//!
-//! | record | field | offset | type |
-//! |---|---|---|---|
-//! | all | kind | 0 | u32 |
-//! | kernel (10) | start / end | 16 / 24 | u64 ns |
-//! | kernel | deviceId / contextId / streamId | 40 / 44 / 48 | u32 |
-//! | kernel | correlationId | 92 | u32 |
-//! | kernel | gridId | 96 | i64 |
-//! | kernel | name | 104 | `const char*` (resolved by the FFI layer while the buffer lives) |
-//! | kernel | graphNodeId / graphId | 144 / 156 | u64 / u32 |
-//! | API (4 driver, 5 runtime; 40 bytes) | cbid / start / end | 4 / 8 / 16 | u32 / u64 / u64 |
-//! | API | processId / threadId / correlationId | 24 / 28 / 32 | u32 |
-//! | external correlation (39; 24 bytes) | externalKind / externalId / correlationId | 4 / 8 / 16 | u32 / u64 / u32 |
-//! | graph trace (51; GraphTrace2, 56 bytes) | correlationId / start / end | 4 / 8 / 16 | u32 / u64 / u64 |
-//! | graph trace | deviceId / graphId / streamId | 24 / 28 / 36 | u32 |
+//! Pure parsing of CUPTI activity records (kernel, API, external correlation and graph trace
+//! records) by their stable prefix, whose byte offsets are the FFI layer's [`offsets`], and the
+//! JSON-lines fixture format ([`DumpLine`]) that stores activity recorded on a GPU machine so that
+//! CI can parse it again.
 
 use std::io::{BufRead, Write};
 use std::path::Path;

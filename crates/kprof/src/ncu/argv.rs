@@ -1,16 +1,5 @@
-//! ncu's command line, built as a list of arguments (never a shell string).
-//!
-//! [`NcuOptions::argv`] returns the arguments that follow the `ncu` executable:
-//!
-//! ```text
-//! [--log-file LOG] --cache-control all|none --clock-control base|none --replay-mode MODE
-//! --target-processes all|application-only --nvtx [--nvtx-include F]... [--metrics m1,m2]
-//! [--set S] [--section S]... [--launch-skip N] [--launch-count N] [EXTRA...]
-//! [-f] [-o REPORT] -- PROGRAM ARGS...
-//! ```
-//!
-//! `--cache-control` and `--clock-control` are always passed: their defaults differ between ncu
-//! versions (2025.3.1 locks clocks to base by default, the 2026.1 docs say boost).
+//! ncu's command line, built as a list of arguments (never a shell string): [`NcuOptions`] and
+//! [`NcuOptions::argv`], which returns the arguments that follow the `ncu` executable.
 
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
@@ -133,6 +122,13 @@ impl Default for NcuOptions {
 impl NcuOptions {
     /// The ncu arguments (without the `ncu` executable itself) for profiling
     /// `program args...`: pass them to `Command::new(ncu).args(..)`.
+    ///
+    /// ```text
+    /// [--log-file LOG] --cache-control all|none --clock-control base|none --replay-mode MODE
+    /// --target-processes all|application-only --nvtx [--nvtx-include F]... [--metrics m1,m2]
+    /// [--set S] [--section S]... [--launch-skip N] [--launch-count N] [EXTRA...]
+    /// [-f] [-o REPORT] -- PROGRAM ARGS...
+    /// ```
     pub fn argv<P, I, A>(&self, program: P, args: I) -> Vec<OsString>
     where
         P: AsRef<OsStr>,
@@ -146,6 +142,8 @@ impl NcuOptions {
             v.push(log.clone().into_os_string());
         }
         let mut push = |s: &str| v.push(OsString::from(s));
+        // Always passed: their defaults differ between ncu versions (2025.3.1 locks clocks to base
+        // by default, the 2026.1 docs say boost).
         push("--cache-control");
         push(self.cache_control.as_str());
         push("--clock-control");

@@ -1,34 +1,9 @@
 //! The ncu backend of the run loop: [`bench_ncu`] (and [`Profiler::bench_ncu`]) profile one
-//! benchmark under Nsight Compute in relaunch mode.
-//!
-//! **Parent** (the program as the user started it): [`bench_ncu`] finds ncu, re-runs the
-//! program (by default [`std::env::current_exe`] with this process's arguments) under
-//! `ncu ... -- <program> <args>` with `KPROF_NCU_CHILD=<benchmark id>`, waits, exports the report
-//! to CSV (`ncu --import REP --csv --page raw --print-units base`, `LC_ALL=C`), and parses it by
-//! key ([`parse_ncu_csv`](super::parse_ncu_csv)) with the configurations it knows. The
-//! `.ncu-rep`, the ncu log and the CSV stay side by side under the output prefix (or the
-//! temporary directory) with names from [`report_stem`](super::report_stem), so two benchmarks
-//! never overwrite each other's files.
-//!
-//! **Child** (the same program under ncu, [`is_ncu_child`](super::is_ncu_child)):
-//! [`Profiler::new`] does not start the CUPTI activity session (CUPTI must not run while ncu
-//! profiles the process); it returns a profiler whose backend only pushes NVTX ranges. Every
-//! [`Profiler::bench`] and every [`bench_ncu`] whose id is not `KPROF_NCU_CHILD` returns empty
-//! results at once, without GPU work. The matching [`bench_ncu`] runs the usual loop (warm-ups
-//! included, but only recorded runs get ranges, so ncu profiles only those), each region inside
-//! an NVTX push/pop range named [`range_name`](super::range_name)`(region, 0, config, run)` in
-//! the `kprof` domain, and then **exits the process** (status 0, or 1 after printing the error).
-//! The child's backend and its arming ([`arm_child`], [`ChildArmed`], [`TRACE_ENV`], re-exported
-//! here) live in `runner/ncu_child.rs`, so that the runner does not import this module.
-//!
-//! The benchmark id is `<name>.<k>`, `k` counting the earlier [`bench_ncu`] calls with that name
-//! in the process, so parent and child agree as long as the program calls its benchmarks in the
-//! same order.
-//!
-//! The mode comes from [`NcuOptions::mode`](super::NcuOptions::mode), else `KPROF_NCU_MODE`,
-//! else the ncu version ([`ModeChoice::choose`]). Attach mode (ncu >= 2026.2.1) is not
-//! implemented: `auto` relaunches, an explicit `attach` is an error, and [`NcuRunInfo::mode`]
-//! records the mode and the reason.
+//! benchmark under Nsight Compute in relaunch mode: the parent re-runs the program under ncu and
+//! reads its report, the child runs only the selected benchmark inside kprof's NVTX ranges
+//! ([`bench_ncu`] has the protocol). The child's backend and its arming ([`arm_child`],
+//! [`ChildArmed`], [`TRACE_ENV`], re-exported here) live in `runner/ncu_child.rs`, so that the
+//! runner does not import this module. What users see: `docs/backends.md`.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -162,10 +137,34 @@ pub fn report_path(prefix: Option<&Path>, module: &str, name: &str, k: u32) -> P
     }
 }
 
-/// Profiles benchmark `name` under ncu (see the module docs). In the parent: returns the results
-/// parsed from ncu's report (metric names and units as ncu reports them; samples of the first benchmark call).
-/// In the child: returns empty results unless this is the selected benchmark, which runs and
-/// then exits the process.
+/// Profiles benchmark `name` under ncu in relaunch mode. In the parent: returns the results
+/// parsed from ncu's report (metric names and units as ncu reports them; samples of the first
+/// benchmark call). In the child: returns empty results unless this is the selected benchmark,
+/// which runs and then exits the process.
+///
+/// **Parent** (the program as the user started it): finds ncu, re-runs the program (by default
+/// [`std::env::current_exe`] with this process's arguments) under `ncu ... -- <program> <args>`
+/// with `KPROF_NCU_CHILD=<benchmark id>`, waits, exports the report to CSV
+/// (`ncu --import REP --csv --page raw --print-units base`, `LC_ALL=C`), and parses it by key
+/// ([`parse_ncu_csv`](super::parse_ncu_csv)) with the configurations it knows. The `.ncu-rep`,
+/// the ncu log and the CSV stay side by side under the output prefix (or the temporary
+/// directory) with names from [`report_stem`], so two benchmarks never
+/// overwrite each other's files.
+///
+/// **Child** (the same program under ncu, [`is_ncu_child`](super::is_ncu_child)):
+/// [`Profiler::new`] does not start the CUPTI activity session (CUPTI must not run while ncu
+/// profiles the process); its backend only pushes NVTX ranges. Every [`Profiler::bench`] and
+/// every `bench_ncu` whose id is not `KPROF_NCU_CHILD` returns empty results at once, without
+/// GPU work. The matching `bench_ncu` runs the usual loop (warm-ups included, but only recorded
+/// runs get ranges, so ncu profiles only those), each region inside an NVTX push/pop range named
+/// [`range_name`](super::range_name)`(region, 0, config, run)` in the `kprof` domain, and then
+/// **exits the process** (status 0, or 1 after printing the error).
+///
+/// The benchmark id is `<name>.<k>`, `k` counting the earlier `bench_ncu` calls with that name
+/// in the process, so parent and child agree as long as the program calls its benchmarks in the
+/// same order. The mode comes from [`NcuOptions::mode`](super::NcuOptions::mode), else
+/// `KPROF_NCU_MODE`, else the ncu version ([`ModeChoice::choose`]); [`NcuRunInfo::mode`] records
+/// the mode and the reason.
 pub fn bench_ncu<F>(
     name: &str,
     configs: &[Config],

@@ -1,41 +1,8 @@
-//! Reading ncu's raw-page CSV export into [`RawResults`].
-//!
-//! The input is the output of `ncu --import REP --csv --page raw --print-units base`
-//! (gpu-stack.md §4.4):
-//!
-//! - a header row (`"ID","Process ID",...,"Kernel Name",...,<metric>...`), a units row (`"ns"`,
-//!   `"byte"`, `"%"`), then one row per profiled kernel in launch order;
-//! - numbers with thousands separators (`"4,264,448"`; `.`-grouped with a `,` decimal mark in
-//!   European locales, detected per file or forced with [`NumberStyle`]), `n/a` for missing
-//!   values (read as NaN, i.e. a failed run);
-//! - `==PROF==`/`==WARNING==`/`==ERROR==` lines interleaved by the CLI (skipped: only lines that
-//!   start with `"` are CSV);
-//! - the push/pop NVTX cell `<tid>  "domain:range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg" ...`
-//!   (one quoted entry per open range, two spaces apart, a trailing space; each domain's ranges
-//!   outermost first, but the domains not in nesting order: on the H200 a default-domain range
-//!   nested inside a `kprof` range came first) and the start/end cell `"id:domain:range:..." ...`
-//!   (empty when the kernel is in no start/end range). As exported by ncu 2025.3.1 on the H200:
-//!   kprof's ranges read `"kprof:matmul#c0.1.0:none:none:none:none:ASCII:matmul#c0.1.0"`, a
-//!   `torch.cuda.nvtx.range_push("x")` range `"<default domain>:x:none:none:none:none:none:none"`;
-//!   numbers had no thousands separators and the units row left the clock rates without a unit
-//!   (values in kHz).
-//!
-//! Attribution ([`parse_ncu_csv`]):
-//!
-//! - a kernel inside one of kprof's ranges (domain [`DOMAIN`](super::DOMAIN), name
-//!   `region#c<call>.<config>.<run>`, see [`range_name`](super::range_name)) belongs to that
-//!   (call, config, run, region), the innermost such range when nested. Rows are grouped by this
-//!   key, never by position, so runs with different kernel counts and skipped runs need nothing
-//!   special. The kernels of one group are combined with [`ImportOptions::reducer`] (default
-//!   sum) and each kernel's own value is kept in [`RawResults::kernel_breakdown`];
-//! - in a report made by plain ncu, a kernel inside other NVTX ranges belongs to the region named
-//!   by its innermost range (`name` in the default domain, `domain@name` otherwise; across domains
-//!   a default-domain range counts as the innermost, see above), and each
-//!   occurrence of the range is one run: a start/end range occurrence is known by its id; for
-//!   push/pop ranges (which ncu does not number) an occurrence is a stretch of consecutive
-//!   kernels under the same range stack, split where the stretch's first kernel name comes
-//!   again (`A B A B` = two runs of `A B`; `A A A` = three runs);
-//! - a kernel outside any range is a run of the region named after the kernel.
+//! Reading ncu's raw-page CSV export (`ncu --import REP --csv --page raw --print-units base`) into
+//! [`RawResults`]: the table, its numbers and NVTX cells, and the attribution of kernels to regions
+//! by kprof's keyed range names or, in a report made by plain ncu, by its NVTX ranges
+//! ([`parse_ncu_csv`] describes both). What real exports look like, captured on the H200:
+//! `tests/fixtures/ncu-csv-exports/README.md`.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -177,7 +144,8 @@ fn quoted_entries(cell: &str) -> Vec<&str> {
 }
 
 /// Parses the push/pop NVTX cell: `<tid>  "d:r:...:msg"  "d2:r2:..."`, in the cell's order
-/// (outermost first within a domain; see the module docs for the order across domains).
+/// (outermost first within a domain; across domains not in nesting order, as the real exports in
+/// `tests/fixtures/ncu-csv-exports/README.md` show).
 /// Returns the thread id (when present) and the ranges. An empty cell has no ranges.
 pub fn parse_push_pop_cell(cell: &str) -> (Option<u64>, Vec<NvtxRange>) {
     let cell = cell.trim();
@@ -588,7 +556,7 @@ fn innermost_push_pop(ranges: &[NvtxRange]) -> Option<&NvtxRange> {
         .or_else(|| ranges.last())
 }
 
-/// Groups the rows by (call, config, region, run) as described in the module docs. Returns the
+/// Groups the rows by (call, config, region, run) as [`parse_ncu_csv`] says. Returns the
 /// groups in order of their first kernel, each with its rows in launch order.
 fn attribute(table: &NcuTable, domain: &str) -> Vec<(GroupKey, Vec<usize>)> {
     let mut order: Vec<GroupKey> = Vec::new();
@@ -671,7 +639,32 @@ fn attribute(table: &NcuTable, domain: &str) -> Vec<(GroupKey, Vec<usize>)> {
         .collect()
 }
 
-/// Parses ncu's raw-page CSV export (see the module docs) into raw results.
+/// Parses ncu's raw-page CSV export into raw results.
+///
+/// The input (`ncu --import REP --csv --page raw --print-units base`): a header row, a units row
+/// (`"ns"`, `"byte"`, `"%"`), then one row per profiled kernel in launch order; numbers with or
+/// without thousands separators (`.`-grouped with a `,` decimal mark in European locales,
+/// detected per file or forced with [`NumberStyle`]), `n/a` for missing values (NaN, a failed
+/// run); the CLI's `==PROF==`/`==WARNING==`/`==ERROR==` lines are skipped (only lines that start
+/// with `"` are CSV). The NVTX cells: push/pop
+/// `<tid>  "domain:range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg" ...` (one quoted entry per
+/// open range) and start/end `"id:domain:range:..."` (empty outside start/end ranges). Real exports: `tests/fixtures/ncu-csv-exports/README.md`.
+///
+/// Attribution:
+/// - a kernel inside one of kprof's ranges (domain [`DOMAIN`], name
+///   `region#c<call>.<config>.<run>`, see [`range_name`](super::range_name)) belongs to that
+///   (call, config, run, region), the innermost such range when nested. Rows are grouped by this
+///   key, never by position, so runs with different kernel counts and skipped runs need nothing
+///   special. The kernels of one group are combined with [`ImportOptions::reducer`] (default
+///   sum) and each kernel's own value is kept in [`RawResults::kernel_breakdown`];
+/// - in a report made by plain ncu, a kernel inside other NVTX ranges belongs to the region named
+///   by its innermost range (`name` in the default domain, `domain@name` otherwise; across
+///   domains a default-domain range counts as the innermost), and each occurrence of the range is
+///   one run: a start/end range occurrence is known by its id; for push/pop ranges (which ncu
+///   does not number) an occurrence is a stretch of consecutive kernels under the same range
+///   stack, split where the stretch's first kernel name comes again (`A B A B` = two runs of
+///   `A B`; `A A A` = three runs);
+/// - a kernel outside any range is a run of the region named after the kernel.
 pub fn parse_ncu_csv(text: &str, opts: &ImportOptions) -> Result<RawResults, NcuError> {
     let table = parse_table(text, opts)?;
     table_to_raw(&table, opts)

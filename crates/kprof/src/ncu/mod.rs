@@ -1,17 +1,12 @@
-//! The Nsight Compute (`ncu`) backend: NVTX range names that carry kprof's region keys, the ncu
-//! command line, finding ncu and its version, reading ncu's CSV export into
-//! [`RawResults`](kprof_core::RawResults), and relaunching a program under ncu.
-//!
-//! - [`range_name`] / [`parse_range_name`]: `region#c<call>.<config>.<run>`, the NVTX push/pop
-//!   range name the engine uses under ncu, and its inverse.
+//! The Nsight Compute (`ncu`) backend; every failure is an [`NcuError`] that says what happened and
+//! what to do.
+//! - [`range_name`] / [`parse_range_name`]: `region#c<call>.<config>.<run>`, the NVTX push/pop range
+//!   name the engine uses under ncu, and its inverse.
 //! - [`argv`]: [`NcuOptions`] → the argument list of `ncu ... -- <program> <args>`.
-//! - [`version`]: [`find_ncu`], [`NcuVersion`], [`NcuInstall`], the mode
-//!   ([`NcuModeRequest`] → [`ModeChoice`]: relaunch; attach is documented there, not implemented).
-//! - [`csv`]: [`parse_ncu_csv`] for `ncu --import REP --csv --page raw --print-units base`.
+//! - [`version`]: [`find_ncu`], [`NcuVersion`], [`NcuInstall`], the mode ([`ModeChoice`]).
+//! - [`csv`]: [`parse_ncu_csv`], ncu's raw-page CSV export into [`RawResults`](kprof_core::RawResults).
 //! - [`relaunch`]: the `KPROF_NCU_CHILD` protocol and [`relaunch_under_ncu`].
-//! - [`bench`]: the backend of the run loop, [`bench_ncu`] / `Profiler::bench_ncu`.
-//!
-//! Every failure is an [`NcuError`] whose message says what happened and what to do.
+//! - [`bench`](mod@bench): the backend of the run loop, [`bench_ncu`] / `Profiler::bench_ncu`.
 
 pub mod argv;
 pub mod bench;

@@ -1,19 +1,11 @@
 //! Relaunch mode: the program runs again under ncu, and only the selected benchmark runs in that
-//! child.
-//!
-//! Protocol:
-//!
-//! 1. The parent calls [`relaunch_under_ncu`] with the program and its arguments (a Python
-//!    script's `sys.executable` + `sys.argv`, a Rust binary's `current_exe()` + args, or the
-//!    command the CLI wraps) and `KPROF_NCU_CHILD=<benchmark-id>` in `env`.
-//! 2. In the child, [`is_ncu_child`] is true and [`child_target`] names the benchmark to profile.
-//!    That benchmark runs its configurations inside NVTX ranges named by
-//!    [`range_name`](super::range_name) in the `kprof` domain, then the child exits (Python:
-//!    `os._exit(0)`); every other benchmark does nothing in the child.
-//! 3. The parent waits, checks ncu's exit status and log (counter permission, unknown metric,
-//!    crash, nothing profiled), exports the report with
-//!    `ncu --import REP --csv --page raw --print-units base` under `LC_ALL=C`, keeps the
-//!    `.ncu-rep`, the log and the CSV side by side, and returns the parsed results.
+//! child. The parent calls [`relaunch_under_ncu`] with the program and its arguments (a Python
+//! script's `sys.executable` + `sys.argv`, a Rust binary's `current_exe()` + args, or the command the
+//! CLI wraps) and `KPROF_NCU_CHILD=<benchmark-id>`; in the child [`is_ncu_child`] is true and
+//! [`child_target`] names the benchmark, which runs its configurations inside NVTX ranges named by
+//! [`range_name`](super::range_name) in the `kprof` domain before the child exits (every other
+//! benchmark does nothing there); the parent then checks, exports and parses the report
+//! ([`relaunch_with`]).
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -117,7 +109,10 @@ where
 }
 
 /// Runs `program args` under the given ncu with `options` and `env` added to the environment,
-/// checks the outcome, exports and parses the report with `import`.
+/// checks the outcome (ncu's exit status and log: counter permission, unknown metric, crash,
+/// nothing profiled), exports the report (`ncu --import REP --csv --page raw --print-units base`
+/// under `LC_ALL=C`) and parses it with `import`, keeping the `.ncu-rep`, the log and the CSV
+/// side by side.
 ///
 /// The mode is chosen first from `options.mode` and `KPROF_NCU_MODE`
 /// ([`NcuInstall::choose_mode`]): asking for attach is an error before anything runs.

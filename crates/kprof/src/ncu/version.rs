@@ -1,44 +1,11 @@
-//! Finding `ncu`, reading its version, and choosing attach or relaunch mode.
+//! Finding `ncu` ([`find_ncu_in`]: `$KPROF_NCU`, `$PATH`, the CUDA toolkit, then the newest
+//! `/opt/nvidia/nsight-compute/<version>/ncu`), reading its version, and choosing attach or relaunch
+//! mode: [`ModeChoice::choose`] turns the user's [`NcuModeRequest`] (program option, else
+//! [`MODE_ENV`], else `auto`) and the ncu version into the [`NcuMode`] used and the reason, which the
+//! progress line, the results' metadata and `kprof doctor` report. `auto` always relaunches; attach
+//! mode is not implemented (how it would work, and why not yet: `docs/architecture.md`).
 //!
-//! Search order ([`find_ncu_in`]): `$KPROF_NCU` (an explicit path), every directory of `$PATH`,
-//! `$CUDA_HOME/bin`, `$CUDA_PATH/bin`, `/usr/local/cuda/bin`, then
-//! `/opt/nvidia/nsight-compute/<version>/ncu` (newest version first).
-//!
-//! # Mode
-//!
-//! [`ModeChoice::choose`] turns the user's [`NcuModeRequest`] (program option, else
-//! [`MODE_ENV`], else `auto`) and the ncu version into the [`NcuMode`] used and the reason, which
-//! the progress line, the results' metadata and `kprof doctor` report. Today `auto` always gives
-//! relaunch; an explicit `attach` is an error that names the ncu found and the fallback.
-//!
-//! # Attach mode (not implemented)
-//!
-//! How nsight-python >= 1.0 attaches, read from NVIDIA/nsight-python `nsight/collection/ncu.py`
-//! at main@8736723 (`try_init_injection`, `launch_ncu`, `NCUCollector.collect`; the exact argv
-//! is pinned by `tests/test_collection.py`) and the Nsight Compute 2026.2.1 release notes
-//! (<https://docs.nvidia.com/nsight-compute/ReleaseNotes/topics/updates-2026-2-1.html>: "in-process
-//! profiling workflows that dynamically load the CUDA injection library", header
-//! `extras/Api/nvComputeInj.h`, `--process-id` for `--mode attach`, `--list-injection-path-64`):
-//!
-//! 1. Once per process, **before CUDA is initialised and before any NVTX call**: run
-//!    `ncu --list-injection-path-64` (its first line is a directory `D`); set
-//!    `NVTX_INJECTION64_PATH=D/libcuda-injection.so`, `NV_COMPUTE_PROFILER_PERFWORKS_DIR=D`,
-//!    `NV_COMPUTE_PROFILER_IN_PROCESS=1`; `dlopen` that library and resolve
-//!    `nvInjBeginProfiling` / `nvInjEndProfiling`, both `int f(ProfilingParams*)` with
-//!    `struct ProfilingParams { size_t structSize; void *pPriv; }`, returning 0 on success,
-//!    1 unknown error, 2 invalid parameters, 3 not initialised (CUDA was initialised first).
-//! 2. Per profiled call: `nvInjBeginProfiling`; start in the background
-//!    `ncu --mode attach --process-id <own pid> --nvtx-include regex:<domain>@.+ --log-file L
-//!    --cache-control C --clock-control K --replay-mode R [--verbose] --metrics m1,m2 -f -o REP`;
-//!    run the benchmark; `nvInjEndProfiling`; wait for ncu; read REP.
-//!
-//! Why kprof does not do it yet: the semantics of begin/end against the attaching ncu (whether
-//! begin waits for ncu, what happens to kernels launched before it attaches) live in
-//! `nvComputeInj.h`, which nsight-python does not show and which is not available here; and
-//! step 1 must happen before CUDA is initialised, which in kprof means before `Profiler::new`
-//! (Rust) or at `import kprof` (Python), before the CUPTI backend's own NVTX injection. The only
-//! GPU machine available has ncu 2025.3.1, so none of it could be run. Building it untested
-//! would be a stub that pretends; `auto` therefore relaunches and says why.
+//! The search order and the modes, as users see them: `docs/configuration.md`, `docs/backends.md`.
 
 use std::cmp::Ordering;
 use std::ffi::OsString;
@@ -56,8 +23,8 @@ pub use crate::ncu_version::NcuVersion;
 pub const MIN_VERSION: NcuVersion = NcuVersion::new(2023, 1, 0, 0);
 
 /// From this version on ncu can attach to a running process whose profiling ranges are opened
-/// through ncu's in-process injection library (what nsight-python >= 1.0 does; see
-/// [the module docs](self#attach-mode-not-implemented)).
+/// through ncu's in-process injection library (what nsight-python >= 1.0 does; how, and why kprof
+/// does not yet: `docs/architecture.md`, Nsight Compute's attach mode).
 pub const ATTACH_MIN_VERSION: NcuVersion = NcuVersion::new(2026, 2, 1, 0);
 
 /// The environment variable that picks the mode when the program does not
@@ -67,8 +34,8 @@ pub const MODE_ENV: &str = "KPROF_NCU_MODE";
 /// How the program is profiled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NcuMode {
-    /// ncu attaches to the running process (needs ncu >= 2026.2.1; not implemented, see the
-    /// module docs).
+    /// ncu attaches to the running process (needs ncu >= 2026.2.1; not implemented, see
+    /// `docs/architecture.md`).
     Attach,
     /// The program is re-run under ncu with `KPROF_NCU_CHILD` set (any supported ncu).
     Relaunch,

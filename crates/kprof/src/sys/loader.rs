@@ -1,26 +1,10 @@
 //! Finding and loading libcuda, libcupti (with `libnvperf_host.so` beside it) and libnvidia-ml at
-//! run time, by absolute path, once per process: the one place kprof searches for a library.
-//!
-//! The search itself is a pure function over a [`SearchEnv`] (environment variables, the text of
-//! `/proc/self/maps`, extra site-packages directories and a filesystem root prefix), so that it can
-//! be tested against fake directory trees. [`load_library`] turns a [`SearchPlan`] into a leaked
-//! `libloading::Library`, trying each candidate in order and reporting every path tried.
-//!
-//! libcupti search order (first hit wins):
-//! 1. `KPROF_CUPTI_PATH`: a libcupti file, or a directory holding `libcupti.so*`. When set it is
-//!    the only place searched (an explicit choice must not silently fall back).
-//! 2. A libcupti already mapped into this process (`/proc/self/maps`): PyTorch maps its pip copy as
-//!    soon as it initialises CUDA, and two CUPTIs in one process is a bug.
-//! 3. `$CUDA_HOME`, `$CUDA_PATH`, then `<root>/usr/local/cuda`: `targets/*/lib`, `extras/CUPTI/lib64`.
-//! 4. Python site-packages (`KPROF_PYTHON_SITE_PACKAGES`, `:`-separated, then
-//!    [`SearchEnv::site_packages`], then the active environment's `lib/python3*/site-packages`
-//!    under `$VIRTUAL_ENV` and `$CONDA_PREFIX`, so the `kprof` command finds the wheel the Python
-//!    package finds): `nvidia/cu13/lib`, `nvidia/cuda_cupti/lib`.
-//! 5. The dynamic loader's default search with bare names: `libcupti.so.13`, `.so.12`, `.so`.
-//!
-//! libcuda: `KPROF_LIBCUDA_PATH` (file or directory, exclusive when set), else bare
-//! `libcuda.so.1`, `libcuda.so`. libnvidia-ml: `KPROF_NVML_PATH` (exclusive when set), else bare
-//! `libnvidia-ml.so.1`, `libnvidia-ml.so`.
+//! run time, by absolute path, once per process: the one place kprof searches for a library. The
+//! search itself ([`search`], which gives the order) is a pure function over a [`SearchEnv`]
+//! (environment variables, the text of `/proc/self/maps`, extra site-packages directories and a
+//! filesystem root prefix), so that it can be tested against fake directory trees;
+//! [`load_library`] tries a [`SearchPlan`]'s candidates in order and reports every path tried.
+//! The variables, as users set them: `docs/configuration.md`.
 
 use std::collections::HashMap;
 use std::ffi::{c_void, CStr, OsStr};
@@ -273,6 +257,23 @@ fn environment_site_packages(prefix: &Path) -> Vec<PathBuf> {
 }
 
 /// Builds the ordered candidate list for `kind` (pure apart from reading the directories named).
+///
+/// libcupti, first hit wins:
+/// 1. `KPROF_CUPTI_PATH`: a libcupti file, or a directory holding `libcupti.so*`. When set it is
+///    the only place searched (an explicit choice must not silently fall back).
+/// 2. A libcupti already mapped into this process (`/proc/self/maps`): PyTorch maps its pip copy
+///    as soon as it initialises CUDA, and two CUPTIs in one process is a bug.
+/// 3. `$CUDA_HOME`, `$CUDA_PATH`, then `<root>/usr/local/cuda`: `targets/*/lib`,
+///    `extras/CUPTI/lib64`.
+/// 4. Python site-packages (`KPROF_PYTHON_SITE_PACKAGES`, `:`-separated, then
+///    [`SearchEnv::site_packages`], then the active environment's `lib/python3*/site-packages`
+///    under `$VIRTUAL_ENV` and `$CONDA_PREFIX`, so the `kprof` command finds the wheel the Python
+///    package finds): `nvidia/cu13/lib`, `nvidia/cuda_cupti/lib`.
+/// 5. The dynamic loader's default search with bare names: `libcupti.so.13`, `.so.12`, `.so`.
+///
+/// libcuda: `KPROF_LIBCUDA_PATH` (file or directory, exclusive when set), else bare
+/// `libcuda.so.1`, `libcuda.so`. libnvidia-ml: `KPROF_NVML_PATH` (exclusive when set), else bare
+/// `libnvidia-ml.so.1`, `libnvidia-ml.so`.
 pub fn search(kind: LibKind, env: &SearchEnv) -> SearchPlan {
     let mut plan = SearchPlan::default();
 

@@ -1,13 +1,10 @@
 //! Lending a `&mut` to code further down the same thread's call stack that cannot take it as an
 //! argument: the benchmark's [`Run`](crate::runner::Run) to kprof-py's Python callbacks (a region
-//! opened by `annotate` belongs to the run that is calling into Python), and the counter pass's
-//! range sink to the regions of the run (they reach it through the backend, a `'static` trait
-//! object). Not a binding, but the same kind of code, a borrow across a call boundary the types
-//! cannot follow, kept here so that the engine's `unsafe` is all in one layer.
-//!
-//! A slot lives in a `thread_local!` (it is not `Sync`). A value is in the slot only while the
-//! closure given to `lend` runs (a guard takes it back however the closure ends), while the lender
-//! holds the only borrow of it; [`Lent::with`] takes it out of the slot while its own closure
+//! opened by `annotate` belongs to the run that is calling into Python), and the counter pass's range
+//! sink to the regions of the run (they reach it through the backend, a `'static` trait object). Not
+//! a binding, but the same kind of code, kept here so that the engine's `unsafe` is all in one layer.
+//! A slot is a `thread_local!`; a value is in it only while the closure given to `lend` runs (a guard
+//! takes it back however the closure ends), and [`Lent::with`] takes it out while its own closure
 //! runs, so a nested `with` gets `None` and there is never a second `&mut`.
 
 use std::cell::Cell;

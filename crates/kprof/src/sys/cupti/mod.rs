@@ -250,7 +250,11 @@ pub const API_ENTER: u32 = 0;
 /// `CUpti_ApiCallbackSite::CUPTI_API_EXIT`: the call's exit.
 pub const API_EXIT: u32 = 1;
 
-/// Byte offsets of the stable record prefixes.
+/// Byte offsets of the stable record prefixes: the kernel record's are identical in
+/// `CUpti_ActivityKernel9` (CUDA 12.x, 208 bytes) through `Kernel13` (13.4, 248 bytes; `Kernel10`
+/// is 216 bytes on CUDA 13.0), its name a `const char*` that the FFI layer resolves while the
+/// buffer lives; the API records (driver 4, runtime 5) are 40 bytes, the external correlation
+/// record (39) 24 bytes and the graph trace record (51, `GraphTrace2`) 56 bytes.
 pub mod offsets {
     pub const KIND: usize = 0;
     pub const KERNEL_START: usize = 16;

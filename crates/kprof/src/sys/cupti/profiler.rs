@@ -1,19 +1,10 @@
 //! Hand-written `#[repr(C)]` parameter structs of the CUPTI Profiler Host API
-//! (`cupti_profiler_host.h`), the Range Profiler (`cupti_range_profiler.h`) and the few target
-//! calls they need (`cupti_profiler_target.h`, `cupti_target.h`), as of CUDA 13.0 (CUPTI API
-//! 130001).
-//!
-//! Every struct starts with `structSize` and `pPriv`. CUPTI versions its structs by
-//! `structSize`: a library accepts the sizes of older headers, and newer headers append fields.
-//! The value to put in `structSize` is the header's `…_STRUCT_SIZE` macro, which is
-//! `offsetof(last field) + sizeof(last field)` and so is **not** `size_of` when the struct
-//! ends with padding (`SetConfig` is 90 where `size_of` is 96).
-//!
-//! [`StructSizes::for_api_version`] gives the sizes to use with the loaded libcupti: the CUDA 13.0
-//! values, grown where a later CUPTI appended a field that these structs also declare (trailing
-//! fields stay zero, which is their documented default). The test
-//! `counters_host::struct_layouts_match_cuda_13_0_headers` checks every offset and
-//! `…_STRUCT_SIZE` value here against the real 13.0 headers from the pip wheel.
+//! (`cupti_profiler_host.h`), the Range Profiler (`cupti_range_profiler.h`) and the few target calls
+//! they need (`cupti_profiler_target.h`, `cupti_target.h`), as of CUDA 13.0 (CUPTI API 130001).
+//! Every struct starts with `structSize` and `pPriv`; the sizes to put there are [`v13_0`]'s, or
+//! [`StructSizes::for_api_version`]'s for the loaded libcupti. The test
+//! `counters_host::struct_layouts_match_cuda_13_0_headers` checks every offset and `…_STRUCT_SIZE`
+//! value here against the real 13.0 headers from the pip wheel.
 
 #![allow(non_snake_case, non_camel_case_types, missing_docs)]
 
@@ -315,7 +306,10 @@ pub struct CUpti_RangeProfiler_CounterData_GetRangeInfo_Params {
 // ---------------------------------------------------------------------------------------------
 // Sizes
 
-/// `…_STRUCT_SIZE` values of the CUDA 13.0 headers (CUPTI API 130001).
+/// `…_STRUCT_SIZE` values of the CUDA 13.0 headers (CUPTI API 130001). CUPTI versions its structs
+/// by `structSize`: a library accepts the sizes of older headers, and newer headers append fields.
+/// The macro is `offsetof(last field) + sizeof(last field)`, so it is **not** `size_of` when the
+/// struct ends with padding (`SetConfig` is 90 where `size_of` is 96).
 pub mod v13_0 {
     pub const PROFILER_INITIALIZE: usize = 16;
     pub const PROFILER_DEINITIALIZE: usize = 16;
@@ -347,8 +341,10 @@ pub mod v13_0 {
     pub const RANGE_COUNTER_DATA_GET_RANGE_INFO: usize = 56;
 }
 
-/// The `structSize` values used for the structs whose size depends on the loaded libcupti.
-/// All others are the CUDA 13.0 values of [`v13_0`].
+/// The `structSize` values used for the structs whose size depends on the loaded libcupti: the
+/// CUDA 13.0 values, grown where a later CUPTI appended a field that these structs also declare
+/// (trailing fields stay zero, their documented default). All others are the CUDA 13.0 values of
+/// [`v13_0`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StructSizes {
     /// 40 on 13.0; 41 from 13.1 (`bAllowDeviceLevelCounters`).

@@ -1,19 +1,11 @@
 //! kprof's own NVTX v3 "copy": the run-time half of NVTX's header-only implementation, in Rust.
-//!
 //! NVTX v3 has no library to link: every program compiles its own copy, whose function pointers
-//! start unset; at the first NVTX call the copy looks for a tool and lets it fill them:
-//!
-//! 1. `NVTX_INJECTION64_PATH` names a shared library: it is `dlopen`ed (`RTLD_LAZY`) and its
-//!    `InitializeInjectionNvtx2` is called with this copy's `nvtxGetExportTable`;
-//! 2. else a statically linked tool's `InitializeInjectionNvtx2_fnptr`, found in the process's
-//!    global symbols, is called the same way;
-//! 3. else (no tool) every call is a no-op.
-//!
-//! The tool asks `nvtxGetExportTable(NVTX_ETID_CALLBACKS)` for `GetModuleFunctionTable` and
-//! writes its functions into the slots of the modules it wants. If the library cannot be loaded,
-//! has no entry point or its entry point returns 0, every slot is cleared (all calls become
-//! no-ops, as in NVIDIA's implementation) and [`injection`] says why; kprof also prints that
-//! reason once on stderr. Nothing here panics.
+//! start unset; at the first NVTX call the copy looks for a tool (`find_tool`, as NVIDIA's copy
+//! does) and calls its `InitializeInjectionNvtx2` with this copy's `nvtxGetExportTable`; the tool
+//! asks for `GetModuleFunctionTable` and writes its functions into the slots of the modules it
+//! wants. If the library cannot be loaded, has no entry point or its entry point returns 0, every
+//! slot is cleared (all calls become no-ops, as in NVIDIA's implementation) and [`injection`] says
+//! why; kprof also prints that reason once on stderr. Nothing here panics.
 
 use std::ffi::{c_char, c_void, CStr, OsString};
 use std::ptr::null_mut;
@@ -118,8 +110,13 @@ enum Tool {
     Static(InitializeInjectionFn),
 }
 
-/// Finds the tool as NVIDIA's copy does (see the module docs); `env` is `NVTX_INJECTION64_PATH`.
-/// Loads the library but calls nothing in it.
+/// Finds the tool as NVIDIA's copy does; `env` is `NVTX_INJECTION64_PATH`. Loads the library but
+/// calls nothing in it:
+/// 1. `NVTX_INJECTION64_PATH` names a shared library: it is `dlopen`ed (`RTLD_LAZY`) and its
+///    `InitializeInjectionNvtx2` is the entry point;
+/// 2. else a statically linked tool's `InitializeInjectionNvtx2_fnptr`, found in the process's
+///    global symbols;
+/// 3. else (no tool) every call is a no-op.
 fn find_tool(env: Option<OsString>) -> Result<Option<Tool>, String> {
     if let Some(path) = env.filter(|p| !p.is_empty()) {
         let shown = path.to_string_lossy().into_owned();
