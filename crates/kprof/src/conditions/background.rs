@@ -309,6 +309,26 @@ fn lock(m: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// After a poll that read the energy counter at `reading` (`(when, mJ)`): when the counter moved
+/// since `last_update`, publishes the mean power between the two polls that saw it move
+/// ([`super::power::note_power`]). Returns the last update seen.
+fn publish_power(
+    last_update: Option<(Instant, u64)>,
+    reading: (Instant, u64),
+    limit_mw: f64,
+) -> Option<(Instant, u64)> {
+    match last_update {
+        Some((_, mj)) if mj == reading.1 => last_update,
+        Some(earlier) => {
+            if let Some(w) = super::power::PowerWindow::between(earlier, reading, limit_mw) {
+                super::power::note_power(w);
+            }
+            Some(reading)
+        }
+        None => Some(reading),
+    }
+}
+
 /// The sampler thread and its ring of samples: it polls the device every
 /// [`DEFAULT_POLL_INTERVAL`] (set with [`super::ProfilerConditions::set_poll_interval`] or
 /// `KPROF_CONDITIONS_POLL_MS`) into a ring of at most [`RING_CAPACITY`] timestamped [`Sample`]s,
@@ -348,6 +368,8 @@ impl BackgroundSampler {
             .spawn(move || {
                 let max = source.max_sm_clock_mhz().unwrap_or(f64::NAN);
                 lock(&sh.state).max_sm_clock_mhz = max;
+                let limit_mw = source.power_limit_mw().unwrap_or(f64::NAN);
+                let mut last_energy_update: Option<(Instant, u64)> = None;
                 let mut next = Instant::now();
                 loop {
                     {
@@ -366,6 +388,9 @@ impl BackgroundSampler {
                     }
                     let s = Sample::poll(&mut source);
                     next = Instant::now().max(next) + sh.interval;
+                    if let Some(mj) = s.energy_mj {
+                        last_energy_update = publish_power(last_energy_update, (s.at, mj), limit_mw);
+                    }
                     let mut g = lock(&sh.state);
                     if g.active {
                         if g.ring.len() >= RING_CAPACITY {

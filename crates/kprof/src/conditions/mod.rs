@@ -12,6 +12,7 @@ pub mod background;
 pub mod collectors;
 pub mod fingerprint;
 pub mod nvml;
+pub mod power;
 pub mod runtime;
 pub mod sampler;
 pub mod thermal;

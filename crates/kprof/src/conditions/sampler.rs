@@ -110,6 +110,11 @@ pub trait ConditionsSource {
     fn margin_c(&mut self) -> Option<f64> {
         None
     }
+    /// Enforced power limit, mW (read once, for the rests' power windows:
+    /// [`super::power::PowerWindow`]); `None` (the default) when the source cannot read it.
+    fn power_limit_mw(&mut self) -> Option<f64> {
+        None
+    }
 }
 
 /// NVML's device is a source: each reading is its method of that name (`margin_c`: its margin
@@ -137,7 +142,8 @@ nvml_readings! {
         max_sm_clock_mhz = max_sm_clock_mhz,
         temperature_c = temperature_c,
         power_mw = power_mw,
-        margin_c = margin_temperature_c;
+        margin_c = margin_temperature_c,
+        power_limit_mw = power_limit_mw;
     as_is: throttle_reasons, total_energy_mj
 }
 

@@ -42,11 +42,15 @@
 //! second before it (NVML's power average), gets NaN energy with the reason
 //! (`conditions::background::idle_blurs_energy`).
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::lock;
+
+pub(crate) mod power;
+use power::{PowerWindow, RestRule};
 
 /// Work accumulated since the last rest that earns one: the GPU then rests as long as the work
 /// took.
@@ -68,7 +72,7 @@ pub const LONG_WORK: Duration = Duration::from_millis(200);
 
 /// The pace of one GPU: the work done since its last rest, when the current work started, when
 /// the last work ended, and until when the GPU rests.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Pace {
     busy: Duration,
     busy_since: Option<Instant>,
@@ -90,7 +94,18 @@ pub struct Pace {
     /// How long the last timing pass took (zero after a warm-up run): whether its counter pass
     /// rests between kernels with a warm cache ([`Pace::counter_pass_rests_between_kernels`]).
     last_timing_pass: Duration,
+    /// When the work since the last warm-up run began: an energy window from then on measures
+    /// this configuration's work and its rests alone ([`Pace::power_is_low`]).
+    streak_start: Option<Instant>,
+    /// The longest piece of that work: after a piece of [`REST_AFTER`] or more every rest is taken.
+    longest_piece: Duration,
+    /// The rests taken in the last [`REST_HISTORY`], oldest first: how much of an energy window
+    /// was rest rather than work.
+    recent_rests: VecDeque<(Instant, Instant)>,
 }
+
+/// How long the rests taken are remembered (longer than an energy window and its freshness).
+const REST_HISTORY: Duration = Duration::from_secs(1);
 
 impl Pace {
     /// A pace with no work and no rest.
@@ -104,17 +119,31 @@ impl Pace {
             capped: false,
             fresh: true,
             last_timing_pass: Duration::ZERO,
+            streak_start: None,
+            longest_piece: Duration::ZERO,
+            recent_rests: VecDeque::new(),
         }
     }
 
     /// New work is about to start at `now`: how long to wait first (the rest earned by the work
     /// before). The work is taken to start once that wait is over. An idle gap since the last
     /// work at least as long as the work accumulated since the last rest counts as a rest.
+    #[cfg(test)]
     pub fn rest_before(&mut self, now: Instant) -> Duration {
+        self.rest_before_at_power(now, None, RestRule::Fixed)
+    }
+
+    /// [`Pace::rest_before`] under `rule`, where `power` is the latest energy window: under
+    /// [`RestRule::Power`] a rest owed is waived when [`Pace::power_is_low`].
+    pub fn rest_before_at_power(&mut self, now: Instant, power: Option<PowerWindow>, rule: RestRule) -> Duration {
         let owed = self.rest_until.take();
-        let wait = owed.map(|t| t.saturating_duration_since(now)).unwrap_or_default();
+        let mut wait = owed.map(|t| t.saturating_duration_since(now)).unwrap_or_default();
+        let waived = !wait.is_zero() && rule == RestRule::Power && self.power_is_low(now, power);
+        if waived {
+            wait = Duration::ZERO;
+        }
         let gap = self.idle_since.take().map(|idle| now.saturating_duration_since(idle));
-        self.fresh = owed.is_some()
+        self.fresh = (owed.is_some() && !waived)
             || match gap {
                 None => true,
                 Some(g) => g >= MAX_REST || (!self.busy.is_zero() && g >= self.busy),
@@ -122,8 +151,43 @@ impl Pace {
         if gap.is_some_and(|g| g >= self.busy) {
             self.busy = Duration::ZERO;
         }
+        if !wait.is_zero() {
+            while self
+                .recent_rests
+                .front()
+                .is_some_and(|r| now.saturating_duration_since(r.1) > REST_HISTORY)
+            {
+                self.recent_rests.pop_front();
+            }
+            self.recent_rests.push_back((now, now + wait));
+        }
         self.busy_since = Some(now + wait);
+        self.streak_start.get_or_insert(now);
         wait
+    }
+
+    /// Whether the GPU drew too little power for its power cap to act: the latest energy window
+    /// began after this configuration's work did (so it measures that work and its rests alone),
+    /// ended at most [`power::POWER_FRESH`] before `now`, and its mean power, scaled up to the
+    /// share of the window that was not rest, was under [`power::LOW_POWER_SHARE`] of the limit;
+    /// and no piece of the work took [`REST_AFTER`] or more. The first energy update of a
+    /// configuration comes about 0.1 s into it, so its first rests are always taken.
+    fn power_is_low(&self, now: Instant, power: Option<PowerWindow>) -> bool {
+        let (Some(w), Some(streak)) = (power, self.streak_start) else {
+            return false;
+        };
+        let span = w.end.saturating_duration_since(w.start).as_secs_f64();
+        let rested: f64 = self
+            .recent_rests
+            .iter()
+            .map(|&(a, b)| b.min(w.end).saturating_duration_since(a.max(w.start)).as_secs_f64())
+            .sum();
+        let working = span - rested;
+        self.longest_piece < REST_AFTER
+            && w.start >= streak
+            && now.saturating_duration_since(w.end) <= power::POWER_FRESH
+            && working > 0.1 * span
+            && w.share_of_limit * span / working < power::LOW_POWER_SHARE
     }
 
     /// The work started by the last [`Pace::rest_before`] ended at `now` and counts for nothing (a
@@ -131,6 +195,8 @@ impl Pace {
     /// JIT); the GPU is not rested after it, though.
     pub fn forget_work(&mut self, now: Instant) {
         self.busy_since = None;
+        self.streak_start = None;
+        self.longest_piece = Duration::ZERO;
         self.idle_since = Some(now);
         self.long_run = false;
         self.capped = false;
@@ -175,6 +241,7 @@ impl Pace {
     pub fn synchronized(&mut self, now: Instant) {
         if let Some(start) = self.busy_since.take() {
             let piece = now.saturating_duration_since(start);
+            self.longest_piece = self.longest_piece.max(piece);
             self.idle_since = Some(now);
             if self.long_run {
                 self.busy = Duration::ZERO;
@@ -208,7 +275,10 @@ pub(crate) fn before_gpu_work() {
     let (wait, idle_since) = {
         let mut pace = lock(&PACE);
         let idle_since = pace.idle_since;
-        (pace.rest_before(now), idle_since)
+        (
+            pace.rest_before_at_power(now, power::latest(), power::rule()),
+            idle_since,
+        )
     };
     // A cancelled benchmark (`crate::cancel`) cuts the rest short.
     let wait = if wait.is_zero() {
@@ -450,5 +520,97 @@ mod tests {
         p.synchronized(t0 + ms(60));
         p.synchronized(t0 + ms(90));
         assert_eq!(p.rest_before(t0 + ms(65)), ms(5));
+    }
+
+    /// Pieces of `each` from `t`, `n` of them, each taking the rest owed before it under the
+    /// power rule with the window `power(t)` gives at its start: (when the last ends, the rests taken).
+    fn pieces_at_power(
+        p: &mut Pace,
+        mut t: Instant,
+        n: usize,
+        each: Duration,
+        power: impl Fn(Instant) -> Option<PowerWindow>,
+    ) -> (Instant, Duration) {
+        let mut rested = Duration::ZERO;
+        for _ in 0..n {
+            let wait = p.rest_before_at_power(t, power(t), RestRule::Power);
+            rested += wait;
+            t += wait + each;
+            p.synchronized(t);
+        }
+        (t, rested)
+    }
+
+    fn window(start: Instant, end: Instant, share_of_limit: f64) -> Option<PowerWindow> {
+        Some(PowerWindow {
+            start,
+            end,
+            share_of_limit,
+        })
+    }
+
+    #[test]
+    fn short_work_at_low_power_rests_until_an_energy_update_has_measured_it_then_not() {
+        let t0 = Instant::now();
+        let mut p = Pace::new();
+        // 0.5 ms pieces; the energy counter's windows are 100 ms long, the first measuring the
+        // streak from 100 ms on: until then rests are taken (10 ms per 10 ms of work).
+        let low = |t: Instant| {
+            let k = t.saturating_duration_since(t0).as_millis() as u64 / 100;
+            (k >= 2).then(|| PowerWindow {
+                start: t0 + ms(100 * (k - 1)),
+                end: t0 + ms(100 * k),
+                share_of_limit: 0.2,
+            })
+        };
+        let (t, rested_early) = pieces_at_power(&mut p, t0, 200, Duration::from_micros(500), low);
+        assert!(
+            rested_early >= ms(40),
+            "the first 0.1 s of the streak rests: {rested_early:?}"
+        );
+        let (_, rested_later) = pieces_at_power(&mut p, t, 2_000, Duration::from_micros(500), low);
+        // 1 s of work would rest about 1 s; measured at 20 % of the limit (40 % with the rests
+        // taken scaled out), at most the rest of the window that still held the early rests.
+        assert!(
+            rested_later <= ms(20),
+            "measured at low power, no rest changes a number: {rested_later:?}"
+        );
+    }
+
+    #[test]
+    fn high_power_stale_or_earlier_windows_and_long_pieces_keep_their_rests() {
+        let t0 = Instant::now();
+        for (name, share, fresh, piece) in [
+            ("high power", 0.8, true, ms(1)),
+            ("stale window", 0.2, false, ms(1)),
+            ("a piece of 10 ms", 0.2, true, ms(10)),
+        ] {
+            let mut p = Pace::new();
+            // The streak starts at t0; each window measures the 100 ms before the piece.
+            let power = |t: Instant| {
+                let end = if fresh { t } else { t - ms(300) };
+                window(t0.max(end - ms(100)), end, share)
+            };
+            let (_, rested) = pieces_at_power(&mut p, t0 + ms(200), 60, piece, power);
+            assert!(rested >= ms(20), "{name}: rested {rested:?}");
+        }
+        // A window that began before the streak (the GPU rested since) speaks for other work.
+        let mut p = Pace::new();
+        let (_, rested) = pieces_at_power(&mut p, t0 + ms(500), 40, ms(1), |_| window(t0, t0 + ms(490), 0.1));
+        assert!(rested >= ms(20), "rested {rested:?}");
+    }
+
+    #[test]
+    fn a_warm_up_run_starts_a_new_streak_whose_first_rests_are_taken() {
+        let t0 = Instant::now();
+        let mut p = Pace::new();
+        let low_since_t0 = |t: Instant| window(t0, t, 0.1);
+        let (t, rested) = pieces_at_power(&mut p, t0, 40, ms(1), low_since_t0);
+        assert_eq!(rested, Duration::ZERO);
+        p.rest_before_at_power(t, None, RestRule::Power);
+        p.forget_work(t + ms(1));
+        // The window still begins at t0, before the new streak: the rests come back.
+        let (_, rested) = pieces_at_power(&mut p, t + ms(2), 40, ms(1), low_since_t0);
+        assert!(rested >= ms(20), "rested {rested:?}");
     }
 }

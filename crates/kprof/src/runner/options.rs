@@ -233,6 +233,7 @@ impl BenchOptions {
         if let Some(on) = overrides::switch(env, ONE_PASS_ENV, "one_pass")? {
             o.one_pass = on;
         }
+        super::gpu_rest::power::check_env(env)?;
         Ok(o)
     }
 
