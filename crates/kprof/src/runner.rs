@@ -63,6 +63,7 @@ mod l2_flush;
 pub(crate) mod ncu_child;
 mod one_pass;
 mod options;
+mod pass;
 mod profiler;
 mod progress;
 mod run;

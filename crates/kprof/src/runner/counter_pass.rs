@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use kprof_core::model::DEFAULT_METRIC;
 
 use super::counter_cost;
-use super::profiler::RunAt;
+use super::pass::RunAt;
 use super::run::{RunInner, RunState, SpanRec};
 use super::*;
 use crate::counters::range::{chip_name, profiler_deinitialize, profiler_initialize};

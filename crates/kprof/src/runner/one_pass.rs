@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 
 use super::counter_pass::CounterRun;
-use super::profiler::RunAt;
+use super::pass::RunAt;
 use super::run::SpanRec;
 use super::*;
 

@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 use kprof_core::io::trace::Timeline;
 use kprof_core::model::{Config, DeviceInfo, ExtraValue, RawResults, DEFAULT_METRIC};
 
+use super::pass::timing::{TimingPass, TimingRun};
+use super::pass::{MeasurementPass, PassCx, RunAt};
 use super::run::SpanRec;
 use super::{counter_cost, counter_pass, events, gpu, one_pass};
 use super::{
@@ -20,7 +22,6 @@ use crate::choices::TraceOptions;
 use crate::conditions::runtime::ProfilerConditions;
 use crate::error::EngineError;
 
-mod one_run;
 mod record;
 
 pub(super) use record::{KernelValues, SampleAt};
@@ -149,19 +150,6 @@ pub struct Profiler {
 /// not count). It includes the GPU's own gaps between the region's kernels, so it is the
 /// region's in-stream time, not the sum of kernel durations that `gpu__time_duration.sum` is.
 pub const CUDA_EVENTS_METRIC: &str = "cuda_event_elapsed.sum";
-
-/// One run of a bench call: the benchmark, the call's number, the step (configuration, run,
-/// warm-up or not), the step's configuration and the call's options.
-#[derive(Clone, Copy)]
-pub(super) struct RunAt<'a> {
-    pub(super) name: &'a str,
-    pub(super) call: u64,
-    pub(super) step: Step,
-    pub(super) config: &'a Config,
-    pub(super) opts: &'a BenchOptions,
-    /// The run takes one pass, the counter pass (`one_pass`).
-    pub(super) one_pass: bool,
-}
 
 impl std::fmt::Debug for Profiler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -599,13 +587,13 @@ impl Profiler {
                 }
                 continue;
             }
-            let run_start_ns = self.backend.timestamp_ns();
-            let graph_launches_before = self.backend.graph_launches_seen();
-            let (spans, failure) = self.one_run(at, f, &mut sw.wire)?;
-            crate::cancel::check()?;
+            let TimingRun {
+                spans,
+                failure,
+                window,
+                graph_launches,
+            } = TimingPass { wire: &mut sw.wire }.measure(&mut self.pass_cx(), at, f)?;
             let abort = failure.is_some() && !opts.ignore_failures;
-            let window = (run_start_ns, self.backend.timestamp_ns());
-            let graph_launches = self.backend.graph_launches_seen() - graph_launches_before;
             if step.warmup && graph_launches > 0 {
                 sw.two_passes[step.config] = true;
             }
@@ -641,6 +629,17 @@ impl Profiler {
             }
         }
         self.flush_batch(sw, None)
+    }
+
+    /// What a measurement pass may use of this profiler.
+    fn pass_cx(&mut self) -> PassCx<'_> {
+        PassCx {
+            backend: &self.backend,
+            conditions: &mut self.conditions,
+            warnings: &mut self.warnings,
+            counter_capacity: &mut self.counter_capacity,
+            closure_asked_counter_pass: &mut self.closure_asked_counter_pass,
+        }
     }
 
     /// [`DurationSource::Auto`], decided before the first recorded run: when the warm-up runs
