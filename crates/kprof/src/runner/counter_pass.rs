@@ -10,21 +10,16 @@
 //! taken in one pass, its configuration's warm-up (`one_pass.rs`). The replay modes, their cost
 //! and their agreement with ncu: `docs/counters.md`.
 
-use std::cell::RefCell;
-use std::rc::Rc;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use kprof_core::model::DEFAULT_METRIC;
 
 use super::counter_cost;
-use super::pass::RunAt;
-use super::run::{RunInner, RunState, SpanRec};
+use super::run::SpanRec;
 use super::*;
 use crate::counters::range::{chip_name, profiler_deinitialize, profiler_initialize};
 use crate::counters::{CountersError, CuptiLib, MetricsCatalog, RangeProfiler, RangeResult, ReplayMode};
-use crate::cupti::kernel_flush::{kernel_ranges, PassLaunch, PassLaunches};
 use crate::loader::Libraries;
-use crate::sys::scoped::Lent;
 
 mod record;
 
@@ -309,67 +304,11 @@ pub fn release_counters() {
     }
 }
 
-// ------------------------------------------------------------------------------------------------
-// The counter pass
-// ------------------------------------------------------------------------------------------------
-
-thread_local! {
-    /// The range sink of the user-replay pass running on this thread.
-    static SINK: Lent<Sink<'static>> = const { Lent::new() };
-}
-
-/// Lends `sink` to the regions of the closure `f` runs (through [`PassBackend`]).
-fn with_sink<R>(sink: &mut Sink<'_>, f: impl FnOnce() -> R) -> R {
-    SINK.with(|s| s.lend_sink(sink, f))
-}
-
-fn sink_call(f: impl FnOnce(&mut Sink<'static>) -> Result<(), CountersError>) -> Result<(), EngineError> {
-    match SINK.with(|s| s.with(f)) {
-        Some(r) => r.map_err(EngineError::from),
-        None => Ok(()),
-    }
-}
-
-/// The backend the closure sees in a counter pass: regions open user ranges (user replay) instead
-/// of NVTX ranges and external ids, so the activity records of the pass are not attributed.
-struct PassBackend {
-    inner: Arc<dyn Backend>,
-}
-
-impl Backend for PassBackend {
-    fn timestamp_ns(&self) -> u64 {
-        self.inner.timestamp_ns()
-    }
-    fn thread_id(&self) -> u64 {
-        self.inner.thread_id()
-    }
-    fn encode_key(&self, call: u64, config: u64, run: u64, region: u64) -> Result<u64, EngineError> {
-        self.inner.encode_key(call, config, run, region)
-    }
-    fn enter(&self, _key: u64, name: &str) -> Result<(), EngineError> {
-        sink_call(|s| s.push(name))
-    }
-    fn exit(&self) -> Result<(), EngineError> {
-        sink_call(|s| s.pop())
-    }
-    fn synchronize(&self) -> Result<(), EngineError> {
-        self.inner.synchronize()
-    }
-    fn flush_l2(&self, spec: FlushSpec) -> Result<(), EngineError> {
-        self.inner.flush_l2(spec)
-    }
-    fn collect(&self, _spans: &[Span]) -> Result<Collected, EngineError> {
-        Err(EngineError::Unsupported(
-            "no activity collection inside a counter pass".into(),
-        ))
-    }
-}
-
 /// Counter state of one bench call.
 pub(super) struct CounterState {
     pub plan: CounterPlan,
     /// Kernel replay: counter-data image capacity (kernels per run).
-    capacity: usize,
+    pub(super) capacity: usize,
     /// Whether kernels keep their activity records during counter passes
     /// ([`BenchOptions::counter_pass_records`], after its override).
     pub kernel_records: bool,
@@ -382,7 +321,7 @@ pub(super) struct CounterState {
 /// again, once per profiler (in application replay on a new session, whose first `Start` sizes
 /// what it can hold: `RangeProfiler::collect`).
 pub(super) const FIRST_CAPACITY: usize = 64;
-const MAX_CAPACITY: usize = 1 << 16;
+pub(super) const MAX_CAPACITY: usize = 1 << 16;
 
 /// The ranges of a kernel- or application-replay counter pass's image: room for `kernels` (the
 /// benchmark's kernel capacity, grown ×4 when a pass overflows it, or with graph launches the
@@ -416,96 +355,6 @@ pub(super) enum CounterRun {
     PerRegion(Vec<(String, Vec<f64>)>),
     /// The closure failed in the counter pass (the message).
     Failed(String),
-}
-
-/// The end of a counter pass's GPU work: a synchronization, so that the work `gpu_rest` counts
-/// is the pass's kernels, not CUPTI's decoding and evaluation of the pass on the host after it.
-fn pass_work_done(backend: &Arc<dyn Backend>) {
-    if backend.synchronize().is_ok() {
-        gpu_rest::after_synchronize();
-    }
-}
-
-/// Runs the benchmark closure once on a [`PassBackend`] for the run `at` (its regions keyed with
-/// run number `key_run`); returns the failure, if any, and the regions it opened.
-fn pass_closure<F>(
-    inner: &Arc<dyn Backend>,
-    at: RunAt,
-    key_run: u64,
-    f: &mut F,
-    flush_before_regions: Option<FlushSpec>,
-) -> (Option<String>, Vec<SpanRec>)
-where
-    F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
-{
-    let RunAt {
-        name,
-        call,
-        step,
-        config,
-        ..
-    } = at;
-    let backend: Arc<dyn Backend> = Arc::new(PassBackend {
-        inner: Arc::clone(inner),
-    });
-    let state = Rc::new(RunState {
-        backend,
-        call,
-        config: step.config as u64,
-        run: key_run,
-        inner: RefCell::new(RunInner::default()),
-        // Annotation collectors ran in the timing pass of this run.
-        on_enter: None,
-        flush_before_regions,
-        asked_counter_pass: Default::default(),
-    });
-    let mut run = Run {
-        state: Rc::clone(&state),
-        warmup: false,
-        run_index: step.run,
-        counter_pass: true,
-        one_pass: at.one_pass,
-    };
-    let result = crate::cancel::in_workload(|| f(config, &mut run));
-    drop(run);
-    let (spans, misuse) = state.finish();
-    let failure = match result {
-        Err(e) => Some(format!(
-            "{name}: counter pass of run {} of config [{config}] failed: {e}",
-            step.run
-        )),
-        Ok(()) if !misuse.is_empty() => Some(format!(
-            "{name}: counter pass of run {} of config [{config}]: {}",
-            step.run,
-            misuse.join("; ")
-        )),
-        Ok(()) => None,
-    };
-    (failure, spans)
-}
-
-/// One application-replay counter pass with `what` done before every kernel (an L2 flush, or a
-/// wait and the rest the GPU earned): the launches it made in order, or why it failed.
-fn each_kernel_pass<F>(
-    backend: &Arc<dyn Backend>,
-    at: RunAt,
-    key_run: u64,
-    f: &mut F,
-    what: BeforeEachKernel,
-) -> Result<(Vec<PassLaunch>, Vec<SpanRec>), String>
-where
-    F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
-{
-    backend.before_each_kernel(what).map_err(|e| match what {
-        BeforeEachKernel::Flush(_) => format!("could not flush the L2 before every kernel of the counter pass: {e}"),
-        BeforeEachKernel::Rest => format!("could not wait for every kernel of the counter pass: {e}"),
-    })?;
-    let (closure_failure, spans) = pass_closure(backend, at, key_run, f, None);
-    let PassLaunches { launches, failure } = backend.stop_before_each_kernel();
-    match closure_failure.or(failure) {
-        Some(msg) => Err(msg),
-        None => Ok((launches, spans)),
-    }
 }
 
 /// What an application-replay counter pass does before each kernel: with a cold cache an L2
@@ -665,232 +514,6 @@ impl Profiler {
             .counters()
             .ok_or_else(|| format!("this profiler ({}) has no hardware counters", self.metric))?;
         cb.open_for_durations(opts.replay_mode).map_err(|e| e.to_string())
-    }
-
-    /// Runs `pass` (a counter pass) with the activity records of kernels off unless
-    /// `kernel_records` ([`CounterState::kernel_records`]), and turns them back on after it.
-    pub(super) fn without_kernel_records<R>(
-        &mut self,
-        kernel_records: bool,
-        pass: impl FnOnce(&mut Self) -> Result<R, EngineError>,
-    ) -> Result<R, EngineError> {
-        let records_off = !kernel_records;
-        let t0 = std::time::Instant::now();
-        if records_off {
-            // The timing pass's kernels end (and get their records) before recording stops.
-            self.backend.synchronize()?;
-            self.backend.kernel_records(false)?;
-        }
-        let mut switch_s = counter_cost::since(t0);
-        let got = pass(self);
-        if records_off {
-            let t1 = std::time::Instant::now();
-            self.backend.kernel_records(true)?;
-            switch_s += counter_cost::since(t1);
-        }
-        counter_cost::add(|c| {
-            c.counter_runs += 1;
-            c.counter_run_s += counter_cost::since(t0);
-            c.records_switch_s += switch_s;
-        });
-        got
-    }
-
-    /// The counter pass of one recorded run (see the module docs). `n_regions`, `graph_launches`:
-    /// regions the timing pass opened and CUDA graph launches it made (each takes a range of the
-    /// counter-data image in kernel and application replay: see [`pass_capacity`]).
-    pub(super) fn counter_run<F>(
-        &mut self,
-        st: &mut CounterState,
-        at: RunAt,
-        f: &mut F,
-        (n_regions, graph_launches): (usize, u64),
-        window: (u64, u64),
-    ) -> Result<CounterRun, EngineError>
-    where
-        F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
-    {
-        let backend = Arc::clone(&self.backend);
-        let cb = backend
-            .counters()
-            .ok_or_else(|| EngineError::Unsupported("this backend has no counters".into()))?;
-        // Keys of counter passes never collide with timing or warm-up runs (nothing is attributed
-        // to them anyway: the pass backend pushes no external id).
-        let key_run = at.opts.max_runs() as u64 + at.opts.warmup as u64 + at.step.run as u64;
-        let cold = at.opts.cache == CacheControl::All;
-        let flush = at.opts.flush_spec();
-        match st.plan.mode {
-            ReplayMode::Kernel | ReplayMode::Application => loop {
-                let app = st.plan.mode == ReplayMode::Application;
-                // Application replay with a cold cache: the L2 flushed before every kernel, as
-                // Nsight Compute does (`kernel_flush`), where the backend can; else before the
-                // pass and every top-level region, as the timing pass. With a warm cache after a
-                // long timing pass: a wait and a rest before every kernel (`gpu_rest`).
-                let each_kernel = before_each_kernel(
-                    app,
-                    cold,
-                    backend.can_act_before_each_kernel(),
-                    gpu_rest::counter_pass_rests_between_kernels(),
-                    flush,
-                );
-                if cold && !app {
-                    backend.flush_l2(flush)?;
-                }
-                if !app && graph_launches > 0 {
-                    // Any graph launch in a kernel-replay pass crashed the process inside CUPTI
-                    // 13.0 (H200; one replay of a one-node graph among five adds).
-                    return Ok(CounterRun::Failed(format!(
-                        "the run launched {graph_launches} CUDA graph(s), which CUPTI's kernel replay cannot profile \
-                         (it crashed the process with CUPTI 13.0): use replay_mode=\"application\" (the \
-                         default) for counters of runs that launch graphs"
-                    )));
-                }
-                // With graph launches the image must hold the whole pass (an overflow crashes
-                // CUPTI): the timing pass's kernels, with the flush kernels before each of them
-                // in a cold application-replay pass (two: instruction cache and L2).
-                let kernel_room = if graph_launches > 0 {
-                    backend.synchronize()?;
-                    let per_kernel = if cold { 3 } else { 1 };
-                    let kernels = backend.kernels_started_in(window).unwrap_or(0);
-                    st.capacity.max(kernels.saturating_mul(per_kernel))
-                } else {
-                    st.capacity
-                };
-                let Some(capacity) = pass_capacity(kernel_room, graph_launches) else {
-                    return Ok(CounterRun::Failed(format!(
-                        "the timing pass made {graph_launches} CUDA graph launches, more than a counter-data image \
-                         holds ({MAX_CAPACITY} ranges): time this benchmark with duration_source=\"records\""
-                    )));
-                };
-                let mut failure = None;
-                let mut launches: Option<Vec<PassLaunch>> = None;
-                let mut spans = Vec::new();
-                let got = cb.collect(&st.plan, capacity, &mut |_sink| {
-                    // The rest owed by the timing pass (or the previous counter pass) comes after
-                    // CUPTI's set-up of the pass, right before its GPU work (`gpu_rest`).
-                    gpu_rest::before_gpu_work();
-                    if let Some(what) = each_kernel {
-                        match each_kernel_pass(&backend, at, key_run, f, what) {
-                            Ok((l, s)) => {
-                                launches.get_or_insert(l);
-                                spans = s;
-                            }
-                            Err(msg) => {
-                                failure.get_or_insert(msg);
-                            }
-                        }
-                        pass_work_done(&backend);
-                        return;
-                    }
-                    // Kernel replay: no flush inside the pass (CUPTI replays each kernel back to
-                    // back). Application replay: every pass flushes as the timing pass did (before
-                    // the run and every top-level region); those flush kernels are ranges too.
-                    if app && cold {
-                        if let Err(e) = backend.flush_l2(flush) {
-                            failure.get_or_insert(format!("L2 flush before a counter pass failed: {e}"));
-                        }
-                    }
-                    let (closure_failure, s) = pass_closure(&backend, at, key_run, f, (app && cold).then_some(flush));
-                    if let Some(msg) = closure_failure {
-                        failure.get_or_insert(msg);
-                    }
-                    spans = s;
-                    pass_work_done(&backend);
-                });
-                if let Some(msg) = failure {
-                    return Ok(CounterRun::Failed(msg));
-                }
-                match got {
-                    Err(EngineError::Counters(CountersError::DroppedRanges { .. })) if st.capacity < MAX_CAPACITY => {
-                        st.capacity *= 4;
-                        self.counter_capacity = self.counter_capacity.max(st.capacity);
-                    }
-                    Err(e) => return Err(e),
-                    Ok(ranges) => {
-                        let mut values: Vec<Vec<f64>> = ranges
-                            .into_iter()
-                            .map(|r| r.values.into_iter().map(|(_, v)| v).collect())
-                            .collect();
-                        if let Some(launches) = &launches {
-                            match kernel_ranges(launches, values.len()) {
-                                Some(keep) => {
-                                    values = keep.into_iter().map(|i| std::mem::take(&mut values[i])).collect()
-                                }
-                                None => {
-                                    // Once per benchmark; the runs' values then fail to match
-                                    // the timing pass and say so.
-                                    let head = format!(
-                                        "{}: a counter pass gave ranges that its kernel launches seen by CUPTI's \
-                                         callbacks (each after an L2 flush or a wait) do not account for",
-                                        at.name
-                                    );
-                                    if !self.warnings.iter().any(|w| w.starts_with(&head)) {
-                                        self.warnings.push(format!(
-                                            "{head} ({} ranges, {} launches): a launch API kprof does not follow, or \
-                                             kernels of the driver's own",
-                                            values.len(),
-                                            launches.iter().filter(|l| **l == PassLaunch::Kernel).count()
-                                        ));
-                                    }
-                                }
-                            }
-                        }
-                        return Ok(CounterRun::PerKernel {
-                            values,
-                            window,
-                            flushes_profiled: app && cold && each_kernel.is_none(),
-                            spans,
-                        });
-                    }
-                }
-            },
-            ReplayMode::User => {
-                let mut failure = None;
-                let got = cb.collect(&st.plan, n_regions.max(1), &mut |sink| {
-                    gpu_rest::before_gpu_work();
-                    if cold {
-                        if let Err(e) = backend.flush_l2(flush) {
-                            failure.get_or_insert(format!("L2 flush before a counter pass failed: {e}"));
-                        }
-                    }
-                    // A flush before every region, outside the user ranges, as in the timing pass.
-                    let (r, _) = with_sink(sink, || pass_closure(&backend, at, key_run, f, cold.then_some(flush)));
-                    if let Some(msg) = r {
-                        failure.get_or_insert(msg);
-                    }
-                    pass_work_done(&backend);
-                });
-                if let Some(msg) = failure {
-                    return Ok(CounterRun::Failed(msg));
-                }
-                Ok(CounterRun::PerRegion(
-                    got?.into_iter()
-                        .map(|r| (r.name, r.values.into_iter().map(|(_, v)| v).collect()))
-                        .collect(),
-                ))
-            }
-        }
-    }
-
-    /// With a warm cache, runs the closure once more after a counter pass, unrecorded: kernel
-    /// replay saves and restores memory and user replay re-runs the closure many times, which
-    /// leaves an L2 the next timing run would not see after a plain run of the closure (on the
-    /// H200 a warm 1 MB `x * 2` was slower than a cold one until this was added).
-    pub(super) fn rewarm_after_counters<F>(&mut self, at: RunAt, f: &mut F) -> Result<(), EngineError>
-    where
-        F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
-    {
-        let t0 = std::time::Instant::now();
-        let key_run = 2 * (at.opts.max_runs() as u64 + at.opts.warmup as u64) + at.step.run as u64;
-        gpu_rest::before_gpu_work();
-        if let (Some(msg), _) = pass_closure(&self.backend, at, key_run, f, None) {
-            self.warnings
-                .push(format!("re-warming run after a counter pass: {msg}"));
-        }
-        let synced = self.backend.synchronize();
-        gpu_rest::after_synchronize();
-        counter_cost::add(|c| c.rewarm_s += counter_cost::since(t0));
-        synced
     }
 }
 

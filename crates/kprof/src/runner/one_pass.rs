@@ -15,7 +15,8 @@
 use std::collections::HashMap;
 
 use super::counter_pass::CounterRun;
-use super::pass::RunAt;
+use super::pass::counters::CounterPass;
+use super::pass::{MeasurementPass, RunAt};
 use super::run::SpanRec;
 use super::*;
 
@@ -143,9 +144,13 @@ impl Profiler {
         self.conditions.thermal_guard()?;
         self.conditions
             .before_run(at.step.config, at.config, at.step.run, false)?;
-        let counters = self.without_kernel_records(st.kernel_records, |me| {
-            me.counter_run(st, at, f, (map.regions(), 0), map.window())
-        });
+        let mut pass = CounterPass {
+            st,
+            regions: map.regions(),
+            graph_launches: 0,
+            window: map.window(),
+        };
+        let counters = pass.measure(&mut self.pass_cx(), at, f);
         self.conditions.after_run(at.step.config, at.step.run, false);
         match counters? {
             CounterRun::PerKernel {

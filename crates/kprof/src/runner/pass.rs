@@ -12,6 +12,7 @@ use super::{Backend, BenchOptions, Run, Step};
 use crate::conditions::runtime::ProfilerConditions;
 use crate::error::EngineError;
 
+pub(super) mod counters;
 pub(super) mod timing;
 
 /// The benchmark closure as the passes call it.

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use kprof_core::io::trace::Timeline;
 use kprof_core::model::{Config, DeviceInfo, ExtraValue, RawResults, DEFAULT_METRIC};
 
+use super::pass::counters::{rewarm_after_counters, CounterPass};
 use super::pass::timing::{TimingPass, TimingRun};
 use super::pass::{MeasurementPass, PassCx, RunAt};
 use super::run::SpanRec;
@@ -598,13 +599,19 @@ impl Profiler {
                 sw.two_passes[step.config] = true;
             }
             let counters = match (&mut sw.counters, step.warmup, &failure) {
-                (Some(st), false, None) => Some(self.without_kernel_records(st.kernel_records, |me| {
-                    me.counter_run(st, at, f, (spans.len(), graph_launches), window)
-                })?),
+                (Some(st), false, None) => {
+                    let mut pass = CounterPass {
+                        st,
+                        regions: spans.len(),
+                        graph_launches,
+                        window,
+                    };
+                    Some(pass.measure(&mut self.pass_cx(), at, f)?)
+                }
                 _ => None,
             };
             if counters.is_some() && opts.cache == CacheControl::None {
-                self.rewarm_after_counters(at, f)?;
+                rewarm_after_counters(&mut self.pass_cx(), at, f)?;
             }
             // Cancelled: a run whose counter pass was cut short is dropped, a finished one kept.
             if matches!(counters, Some(counter_pass::CounterRun::Failed(_))) {
@@ -632,7 +639,7 @@ impl Profiler {
     }
 
     /// What a measurement pass may use of this profiler.
-    fn pass_cx(&mut self) -> PassCx<'_> {
+    pub(super) fn pass_cx(&mut self) -> PassCx<'_> {
         PassCx {
             backend: &self.backend,
             conditions: &mut self.conditions,

@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use kprof_core::model::{DeviceInfo, ExtraValue};
 
 use super::*;
+use crate::cupti::kernel_flush::PassLaunch;
 use crate::runner::tests::warnings_with;
 
 /// Timing kernels get `dur` ns; counter metric `bytes.sum` of a kernel is `dur * 2`, `pct` is 50,
