@@ -13,6 +13,7 @@ use crate::conditions::runtime::ProfilerConditions;
 use crate::error::EngineError;
 
 pub(super) mod counters;
+pub(super) mod one_pass;
 pub(super) mod timing;
 
 /// The benchmark closure as the passes call it.

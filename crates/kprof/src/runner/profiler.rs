@@ -11,6 +11,7 @@ use kprof_core::io::trace::Timeline;
 use kprof_core::model::{Config, DeviceInfo, ExtraValue, RawResults, DEFAULT_METRIC};
 
 use super::pass::counters::{rewarm_after_counters, CounterPass};
+use super::pass::one_pass::{OnePass, OnePassRun};
 use super::pass::timing::{TimingPass, TimingRun};
 use super::pass::{MeasurementPass, PassCx, RunAt};
 use super::run::SpanRec;
@@ -639,7 +640,7 @@ impl Profiler {
     }
 
     /// What a measurement pass may use of this profiler.
-    pub(super) fn pass_cx(&mut self) -> PassCx<'_> {
+    fn pass_cx(&mut self) -> PassCx<'_> {
         PassCx {
             backend: &self.backend,
             conditions: &mut self.conditions,
@@ -705,12 +706,7 @@ impl Profiler {
     /// A recorded run in one pass (`one_pass`), where its configuration allows it: durations
     /// from the counters in application replay with a cold cache, a map from its last warm-up
     /// run, no annotation-scope collectors. `None`: the run takes its timing pass.
-    fn one_pass_step<F>(
-        &mut self,
-        sw: &mut Sweep<'_>,
-        at: RunAt,
-        f: &mut F,
-    ) -> Result<Option<one_pass::OnePassRun>, EngineError>
+    fn one_pass_step<F>(&mut self, sw: &mut Sweep<'_>, at: RunAt, f: &mut F) -> Result<Option<OnePassRun>, EngineError>
     where
         F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
     {
@@ -744,7 +740,8 @@ impl Profiler {
         let (Some(map), Some(st)) = (sw.kernel_maps[c].clone(), sw.counters.as_mut()) else {
             return Ok(None);
         };
-        let run = self.one_pass_run(st, RunAt { one_pass: true, ..at }, f, &map)?;
+        let at = RunAt { one_pass: true, ..at };
+        let run = OnePass { st, map: &map }.measure(&mut self.pass_cx(), at, f)?;
         if run.is_none() {
             // The closure launched other kernels than its warm-up: the next recorded run's timing
             // pass gives the map once more (first calls can launch kernels that later ones do not);
