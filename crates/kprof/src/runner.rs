@@ -68,6 +68,7 @@ mod profiler;
 mod progress;
 mod run;
 mod schedule;
+mod sink;
 mod stream_hold;
 mod timeline;
 

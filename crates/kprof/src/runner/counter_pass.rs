@@ -23,7 +23,7 @@ use crate::loader::Libraries;
 
 mod record;
 
-pub(super) use record::RecordedRun;
+pub(super) use record::{record_counters, RecordedRun};
 
 /// Whether `m` is a hardware counter metric (anything but the timing tier's metrics).
 pub fn is_counter_metric(m: &str) -> bool {

@@ -15,6 +15,7 @@ use super::pass::one_pass::{OnePass, OnePassRun};
 use super::pass::timing::{TimingPass, TimingRun};
 use super::pass::{MeasurementPass, PassCx, RunAt};
 use super::run::SpanRec;
+use super::sink::SampleSink;
 use super::{counter_cost, counter_pass, events, gpu, one_pass};
 use super::{
     invalid_option, raw_csv_path, write_raw, Backend, BenchOptions, CacheControl, Collected, DurationSource,
@@ -26,7 +27,7 @@ use crate::error::EngineError;
 
 mod record;
 
-pub(super) use record::{KernelValues, SampleAt};
+use record::Recorder;
 
 pub(super) static PROFILER_ACTIVE: AtomicBool = AtomicBool::new(false);
 
@@ -639,6 +640,21 @@ impl Profiler {
         self.flush_batch(sw, None)
     }
 
+    /// What recording a flushed run may use of this profiler.
+    fn recorder(&mut self) -> Recorder<'_> {
+        Recorder {
+            sink: SampleSink {
+                metric: self.metric,
+                extras: &self.extras,
+                conditions: &self.conditions,
+                duration_source: self.duration_source,
+                warnings: &mut self.warnings,
+            },
+            timeline: &mut self.timeline,
+            backend: &*self.backend,
+        }
+    }
+
     /// What a measurement pass may use of this profiler.
     fn pass_cx(&mut self) -> PassCx<'_> {
         PassCx {
@@ -697,12 +713,6 @@ impl Profiler {
         Ok(())
     }
 
-    /// Whether this bench call's runs may take one pass (`one_pass`) as its options go: durations
-    /// from the counters, a cold cache, `one_pass` on.
-    fn may_take_one_pass(&self, opts: &BenchOptions) -> bool {
-        opts.one_pass && self.duration_source == SampleSource::Counters && opts.cache == CacheControl::All
-    }
-
     /// A recorded run in one pass (`one_pass`), where its configuration allows it: durations
     /// from the counters in application replay with a cold cache, a map from its last warm-up
     /// run, no annotation-scope collectors. `None`: the run takes its timing pass.
@@ -712,7 +722,7 @@ impl Profiler {
     {
         let c = at.step.config;
         let allowed = !at.step.warmup
-            && self.may_take_one_pass(at.opts)
+            && may_take_one_pass(self.duration_source, at.opts)
             && !self.closure_asked_counter_pass
             && !sw.two_passes[c]
             && self.backend.can_act_before_each_kernel()
@@ -859,11 +869,12 @@ impl Profiler {
         let share = t0.elapsed() / pending.len() as u32;
         // The runs' conditions from the background sampler's samples (no NVML read here).
         self.conditions.settle();
+        let mut rec = self.recorder();
         for mut run in pending {
             // A run in one pass has its kernels from its configuration's map (`one_pass`).
             match run.own_kernels.take() {
-                Some(own) => self.record_run(sw, run, &own, share, true)?,
-                None => self.record_run(sw, run, &collected, share, false)?,
+                Some(own) => rec.record_run(sw, run, &own, share, true)?,
+                None => rec.record_run(sw, run, &collected, share, false)?,
             }
         }
         if let Some(p) = &sw.out_path {
@@ -880,4 +891,10 @@ impl Profiler {
         }
         Ok(())
     }
+}
+
+/// Whether a bench call's runs may take one pass (`one_pass`) as its options go: durations from
+/// the counters (`source`), a cold cache, `one_pass` on.
+fn may_take_one_pass(source: SampleSource, opts: &BenchOptions) -> bool {
+    opts.one_pass && source == SampleSource::Counters && opts.cache == CacheControl::All
 }
