@@ -97,10 +97,16 @@ pub(crate) enum BeforeEachKernel {
 pub use options::{
     BenchOptions, CacheControl, ClockControl, DurationSource, FlushPolicy, RunOrder, SampleSource, COUNTERS_AND_RECORDS,
 };
-pub use profiler::{Profiler, CUDA_EVENTS_METRIC};
+pub use profiler::Profiler;
 pub use progress::{Progress, ProgressHook};
 pub use run::{RegionGuard, Run};
 pub(crate) use schedule::{Scheduler, Step};
+
+/// The metric of [`Profiler::with_cuda_events`]: GPU time between two CUDA events around a
+/// region, in ns, the stream held while the host queues the region (so the host's launch gaps do
+/// not count). It includes the GPU's own gaps between the region's kernels, so it is the
+/// region's in-stream time, not the sum of kernel durations that `gpu__time_duration.sum` is.
+pub const CUDA_EVENTS_METRIC: &str = "cuda_event_elapsed.sum";
 
 /// The unit of [`DEFAULT_METRIC`](kprof_core::model::DEFAULT_METRIC).
 pub const DEFAULT_UNIT: &str = "ns";

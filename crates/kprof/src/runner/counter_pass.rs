@@ -415,106 +415,115 @@ pub(crate) fn kernel_order(regions: &[&[KernelRun]]) -> (usize, Vec<Vec<usize>>)
     (all.len(), per_region)
 }
 
-impl Profiler {
-    /// The last counter metric set validated by a bench call (chip, units, pass count).
-    pub fn counter_plan(&self) -> Option<CounterPlan> {
-        let me = self.plan_key();
-        let plans = LAST_PLAN.lock().unwrap_or_else(|p| p.into_inner());
-        plans.iter().find(|(k, _)| *k == me).map(|(_, p)| p.clone())
-    }
+/// The key of a profiler's last plan: the address of its backend.
+fn plan_key(backend: &Arc<dyn Backend>) -> usize {
+    Arc::as_ptr(backend) as *const () as usize
+}
 
-    fn plan_key(&self) -> usize {
-        Arc::as_ptr(&self.backend) as *const () as usize
-    }
+/// The last counter metric set validated by a bench call of the profiler over `backend` (chip,
+/// units, pass count).
+pub(super) fn last_plan(backend: &Arc<dyn Backend>) -> Option<CounterPlan> {
+    let me = plan_key(backend);
+    let plans = LAST_PLAN.lock().unwrap_or_else(|p| p.into_inner());
+    plans.iter().find(|(k, _)| *k == me).map(|(_, p)| p.clone())
+}
 
-    /// Validates the counter metrics of `opts` on the host and resolves the duration source
-    /// ([`DurationSource::Auto`]: the counters when this profiler can collect them, else the
-    /// records, with one warning saying why); the state is `None` without counter metrics.
-    pub(super) fn counters_prepare(
-        &mut self,
-        name: &str,
-        opts: &BenchOptions,
-    ) -> Result<(Option<CounterState>, DurationSource), EngineError> {
-        let counted: Vec<String> = opts.metrics.iter().filter(|m| is_counter_metric(m)).cloned().collect();
-        let mut duration = opts.duration_before_counters();
-        // The duration-only plan that "auto" checked, reused when it is the whole metric set.
-        let mut checked = None;
-        if duration == DurationSource::Auto {
-            duration = match self.counter_durations_available(opts) {
-                Ok(plan) => {
-                    checked = Some(plan);
-                    DurationSource::Counters
+/// What preparing a bench call's counters uses of the profiler: its backend, its metric, the
+/// counter-data image its passes start with, and its warnings.
+pub(super) struct Prepare<'a> {
+    pub(super) backend: &'a Arc<dyn Backend>,
+    pub(super) metric: &'static str,
+    pub(super) capacity: usize,
+    pub(super) warnings: &'a mut Vec<String>,
+}
+
+/// Validates the counter metrics of `opts` on the host and resolves the duration source
+/// ([`DurationSource::Auto`]: the counters when this profiler can collect them, else the
+/// records, with one warning saying why); the state is `None` without counter metrics.
+pub(super) fn prepare(
+    p: Prepare<'_>,
+    name: &str,
+    opts: &BenchOptions,
+) -> Result<(Option<CounterState>, DurationSource), EngineError> {
+    let counted: Vec<String> = opts.metrics.iter().filter(|m| is_counter_metric(m)).cloned().collect();
+    let mut duration = opts.duration_before_counters();
+    // The duration-only plan that "auto" checked, reused when it is the whole metric set.
+    let mut checked = None;
+    if duration == DurationSource::Auto {
+        duration = match counter_durations_available(&p, opts) {
+            Ok(plan) => {
+                checked = Some(plan);
+                DurationSource::Counters
+            }
+            // A backend without counters (CUDA events, an ncu child) measures time its own way.
+            Err(_) if p.backend.counters().is_none() => DurationSource::Records,
+            Err(why) => {
+                if p.metric == DEFAULT_METRIC {
+                    p.warnings.push(format!(
+                        "{name}: durations are CUPTI kernel records, not Nsight Compute's gpu__time_duration: the \
+                         counters cannot be used here ({why}); see the DurationSource column"
+                    ));
                 }
-                // A backend without counters (CUDA events, an ncu child) measures time its own way.
-                Err(_) if self.backend.counters().is_none() => DurationSource::Records,
-                Err(why) => {
-                    if self.metric == DEFAULT_METRIC {
-                        self.warnings.push(format!(
-                            "{name}: durations are CUPTI kernel records, not Nsight Compute's gpu__time_duration: the \
-                             counters cannot be used here ({why}); see the DurationSource column"
-                        ));
-                    }
-                    DurationSource::Records
-                }
-            };
-        }
-        let metrics: Vec<String> = match duration {
-            DurationSource::Counters => std::iter::once(DEFAULT_METRIC.to_string()).chain(counted).collect(),
-            _ => counted,
+                DurationSource::Records
+            }
         };
-        if metrics.is_empty() {
-            return Ok((None, duration));
-        }
-        let kernel_records = opts.counter_pass_records;
-        let backend = Arc::clone(&self.backend);
-        let cb = backend.counters().ok_or_else(|| {
-            let what = match duration {
-                DurationSource::Counters => "durations from the counters (duration source \"counters\")".to_string(),
-                _ => format!("counter metrics {metrics:?}"),
-            };
-            EngineError::Unsupported(format!(
-                "{what} need the CUPTI backend (Profiler::new); this profiler ({}) measures only time",
-                self.metric
-            ))
-        })?;
-        let plan = match checked.filter(|p| p.metrics == metrics) {
-            Some(p) => p,
-            None if metrics == [DEFAULT_METRIC] => cb.open_for_durations(opts.replay_mode)?,
-            None => cb.plan(&metrics, opts.replay_mode)?,
+    }
+    let metrics: Vec<String> = match duration {
+        DurationSource::Counters => std::iter::once(DEFAULT_METRIC.to_string()).chain(counted).collect(),
+        _ => counted,
+    };
+    if metrics.is_empty() {
+        return Ok((None, duration));
+    }
+    let kernel_records = opts.counter_pass_records;
+    let backend = Arc::clone(p.backend);
+    let cb = backend.counters().ok_or_else(|| {
+        let what = match duration {
+            DurationSource::Counters => "durations from the counters (duration source \"counters\")".to_string(),
+            _ => format!("counter metrics {metrics:?}"),
         };
-        // The session opens before any GPU work of the sweep: a failure (no counter permission)
-        // ends the bench call here, and the first recorded run pays no set-up.
-        cb.open(&plan)?;
-        if metrics.len() > 1 || duration != DurationSource::Counters {
-            // What the user's counter metrics cost (the duration alone is one pass, said in the docs).
-            self.warnings.push(format!("{name}: {}", plan.describe()));
-        }
-        let me = self.plan_key();
-        let mut plans = LAST_PLAN.lock().unwrap_or_else(|p| p.into_inner());
-        plans.retain(|(k, _)| *k != me);
-        plans.push((me, plan.clone()));
-        drop(plans);
-        Ok((
-            Some(CounterState {
-                plan,
-                capacity: self.counter_capacity,
-                kernel_records,
-            }),
-            duration,
+        EngineError::Unsupported(format!(
+            "{what} need the CUPTI backend (Profiler::new); this profiler ({}) measures only time",
+            p.metric
         ))
+    })?;
+    let plan = match checked.filter(|p| p.metrics == metrics) {
+        Some(p) => p,
+        None if metrics == [DEFAULT_METRIC] => cb.open_for_durations(opts.replay_mode)?,
+        None => cb.plan(&metrics, opts.replay_mode)?,
+    };
+    // The session opens before any GPU work of the sweep: a failure (no counter permission)
+    // ends the bench call here, and the first recorded run pays no set-up.
+    cb.open(&plan)?;
+    if metrics.len() > 1 || duration != DurationSource::Counters {
+        // What the user's counter metrics cost (the duration alone is one pass, said in the docs).
+        p.warnings.push(format!("{name}: {}", plan.describe()));
     }
+    let me = plan_key(p.backend);
+    let mut plans = LAST_PLAN.lock().unwrap_or_else(|p| p.into_inner());
+    plans.retain(|(k, _)| *k != me);
+    plans.push((me, plan.clone()));
+    drop(plans);
+    Ok((
+        Some(CounterState {
+            plan,
+            capacity: p.capacity,
+            kernel_records,
+        }),
+        duration,
+    ))
+}
 
-    /// Whether this profiler can take durations from the counters: it has a counter backend, the
-    /// host API accepts `gpu__time_duration.sum` for the device, and a Range Profiler session
-    /// opens (this is where missing counter permission or another profiler holding the counters
-    /// shows). `Ok`: the plan of `gpu__time_duration.sum` alone; `Err` says why not.
-    fn counter_durations_available(&self, opts: &BenchOptions) -> Result<CounterPlan, String> {
-        let cb = self
-            .backend
-            .counters()
-            .ok_or_else(|| format!("this profiler ({}) has no hardware counters", self.metric))?;
-        cb.open_for_durations(opts.replay_mode).map_err(|e| e.to_string())
-    }
+/// Whether this profiler can take durations from the counters: it has a counter backend, the
+/// host API accepts `gpu__time_duration.sum` for the device, and a Range Profiler session
+/// opens (this is where missing counter permission or another profiler holding the counters
+/// shows). `Ok`: the plan of `gpu__time_duration.sum` alone; `Err` says why not.
+fn counter_durations_available(p: &Prepare<'_>, opts: &BenchOptions) -> Result<CounterPlan, String> {
+    let cb = p
+        .backend
+        .counters()
+        .ok_or_else(|| format!("this profiler ({}) has no hardware counters", p.metric))?;
+    cb.open_for_durations(opts.replay_mode).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

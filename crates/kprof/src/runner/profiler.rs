@@ -19,7 +19,7 @@ use super::sink::SampleSink;
 use super::{counter_cost, counter_pass, events, gpu, one_pass};
 use super::{
     invalid_option, raw_csv_path, write_raw, Backend, BenchOptions, CacheControl, Collected, DurationSource,
-    FlushPolicy, Run, SampleSource, Scheduler, Span, Step,
+    FlushPolicy, Run, SampleSource, Scheduler, Span, Step, CUDA_EVENTS_METRIC,
 };
 use crate::choices::TraceOptions;
 use crate::conditions::runtime::ProfilerConditions;
@@ -147,12 +147,6 @@ pub struct Profiler {
     /// The last bench call's timeline (kernel records and regions; not with CUDA events).
     pub(super) timeline: Timeline,
 }
-
-/// The metric of [`Profiler::with_cuda_events`]: GPU time between two CUDA events around a
-/// region, in ns, the stream held while the host queues the region (so the host's launch gaps do
-/// not count). It includes the GPU's own gaps between the region's kernels, so it is the
-/// region's in-stream time, not the sum of kernel durations that `gpu__time_duration.sum` is.
-pub const CUDA_EVENTS_METRIC: &str = "cuda_event_elapsed.sum";
 
 impl std::fmt::Debug for Profiler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -638,6 +632,27 @@ impl Profiler {
             }
         }
         self.flush_batch(sw, None)
+    }
+
+    /// The last counter metric set validated by a bench call (chip, units, pass count).
+    pub fn counter_plan(&self) -> Option<counter_pass::CounterPlan> {
+        counter_pass::last_plan(&self.backend)
+    }
+
+    /// Validates the counter metrics of `opts` on the host and resolves the duration source
+    /// (`counter_pass::prepare`).
+    fn counters_prepare(
+        &mut self,
+        name: &str,
+        opts: &BenchOptions,
+    ) -> Result<(Option<counter_pass::CounterState>, DurationSource), EngineError> {
+        let p = counter_pass::Prepare {
+            backend: &self.backend,
+            metric: self.metric,
+            capacity: self.counter_capacity,
+            warnings: &mut self.warnings,
+        };
+        counter_pass::prepare(p, name, opts)
     }
 
     /// What recording a flushed run may use of this profiler.
