@@ -15,10 +15,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 use kprof_core::model::DEFAULT_METRIC;
 
 use super::counter_cost;
+use super::l2_flush::is_flush_kernel;
 use super::run::SpanRec;
-use super::*;
+use super::{Backend, BeforeEachKernel, BenchOptions, DurationSource, FlushSpec, KernelRun, CUDA_EVENTS_METRIC};
 use crate::counters::range::{chip_name, profiler_deinitialize, profiler_initialize};
 use crate::counters::{CountersError, CuptiLib, MetricsCatalog, RangeProfiler, RangeResult, ReplayMode};
+use crate::error::EngineError;
 use crate::loader::Libraries;
 
 mod record;
@@ -385,10 +387,7 @@ pub(crate) fn profiled_outside(
     flushes_profiled: bool,
 ) -> impl Iterator<Item = &KernelRun> {
     outside.iter().filter(move |k| {
-        !k.graph
-            && k.start_ns >= t0
-            && k.start_ns <= t1
-            && (flushes_profiled || !super::l2_flush::is_flush_kernel(&k.name))
+        !k.graph && k.start_ns >= t0 && k.start_ns <= t1 && (flushes_profiled || !is_flush_kernel(&k.name))
     })
 }
 

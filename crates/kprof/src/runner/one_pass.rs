@@ -14,8 +14,11 @@
 
 use std::collections::HashMap;
 
+use kprof_core::model::RawResults;
+
+use super::counter_pass;
 use super::run::SpanRec;
-use super::*;
+use super::{Collected, KernelRun};
 
 /// The kernels of one warm-up run, by region, as the activity records attributed them: what a
 /// counter pass of the same configuration is mapped through.

@@ -188,7 +188,7 @@ impl Profiler {
     pub fn with_trace(trace: TraceOptions) -> Result<Profiler, EngineError> {
         if super::ncu_child::is_ncu_child() {
             // Under ncu (relaunch mode): no CUPTI session, NVTX ranges only (runner/ncu_child.rs).
-            return super::ncu_child::child_profiler();
+            return Self::for_ncu_child();
         }
         Self::claim_slot(|| {
             let (backend, device, extras) = gpu::GpuBackend::start(trace)?;
@@ -279,6 +279,12 @@ impl Profiler {
         // Under ncu, which profiles every run, no NVML sampling around runs.
         let conditions = ProfilerConditions::with_probe(Box::new(crate::conditions::runtime::NullProbe));
         Self::assemble(backend, device, extras, false, DEFAULT_METRIC, conditions)
+    }
+
+    /// The profiler of an ncu child: NVTX ranges only, no CUPTI (`runner/ncu_child.rs`).
+    pub(crate) fn for_ncu_child() -> Result<Profiler, EngineError> {
+        let (backend, device, extras) = super::ncu_child::child_parts()?;
+        Ok(Self::from_parts(backend, device, extras))
     }
 
     /// A profiler over a test backend (no NVML sampling, as [`Profiler::from_parts`]).
