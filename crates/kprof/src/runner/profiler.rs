@@ -2,7 +2,6 @@
 //! scheduler, flushes and attributes batches of runs ([`FlushPolicy`]), and records each run's
 //! samples.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,101 +13,25 @@ use super::pass::counters::{rewarm_after_counters, CounterPass};
 use super::pass::one_pass::{OnePass, OnePassRun};
 use super::pass::timing::{TimingPass, TimingRun};
 use super::pass::{MeasurementPass, PassCx, RunAt};
-use super::run::SpanRec;
 use super::sink::SampleSink;
-use super::{counter_cost, counter_pass, events, gpu, one_pass};
+use super::{counter_cost, counter_pass, events, gpu};
 use super::{
-    invalid_option, raw_csv_path, write_raw, Backend, BenchOptions, CacheControl, Collected, DurationSource,
-    FlushPolicy, Run, SampleSource, Scheduler, Span, Step, CUDA_EVENTS_METRIC,
+    invalid_option, raw_csv_path, write_raw, Backend, BenchOptions, CacheControl, DurationSource, FlushPolicy, Run,
+    SampleSource, Scheduler, CUDA_EVENTS_METRIC,
 };
 use crate::choices::TraceOptions;
 use crate::conditions::runtime::ProfilerConditions;
 use crate::error::EngineError;
 
+mod batch_warnings;
 mod record;
+mod sweep;
 
+use batch_warnings::{BatchWarnings, Warned};
 use record::Recorder;
+use sweep::{MapRefresh, PendingRun, Sweep};
 
 pub(super) static PROFILER_ACTIVE: AtomicBool = AtomicBool::new(false);
-
-/// A run that is synchronised but whose kernels are not flushed and attributed yet.
-struct PendingRun {
-    step: Step,
-    spans: Vec<SpanRec>,
-    failure: Option<EngineError>,
-    /// Wall time of the run (cache flush, closure, synchronisation).
-    wall: Duration,
-    /// The run's counter pass, when counter metrics are asked for.
-    counters: Option<counter_pass::CounterRun>,
-    /// The run's window on the activity clock (a warm-up's becomes its configuration's map).
-    window: (u64, u64),
-    /// The run's kernels by region when it had no timing pass (one pass: `one_pass`).
-    own_kernels: Option<Collected>,
-}
-
-/// The state of one [`Profiler::bench`] call.
-struct Sweep<'a> {
-    name: &'a str,
-    configs: &'a [Config],
-    opts: &'a BenchOptions,
-    out_path: Option<PathBuf>,
-    raw: RawResults,
-    device_idx: u32,
-    sched: Scheduler,
-    /// Region names seen so far, in order (for NaN rows of failed runs).
-    known_regions: Vec<String>,
-    /// Per config: per-run policy values, and wall time spent.
-    policy_values: Vec<Vec<f64>>,
-    spent: Vec<Duration>,
-    /// Per config: whether its finished results were written to the raw CSV.
-    written: Vec<bool>,
-    /// Samples in the raw CSV as last written (the file is synced to disk on every write).
-    samples_on_disk: Option<usize>,
-    /// Whether the warning about CUDA-graph kernels without timestamps was given.
-    warned_untimed: bool,
-    /// Whether the warning about graphs instantiated before the session was given.
-    warned_old_graphs: bool,
-    warned_ambiguous: bool,
-    /// Whether the warning about the CUDA-events backend's stream hold dropped was given.
-    warned_hold: bool,
-    /// Runs waiting for the next flush, in run order, and their spans as handed to the backend.
-    pending: Vec<PendingRun>,
-    wire: Vec<Span>,
-    /// Per config: recorded runs among `pending`.
-    pending_recorded: Vec<u32>,
-    /// When the first waiting run started.
-    batch_start: Option<Instant>,
-    /// Counter metrics of this call (validated plan), if any.
-    counters: Option<counter_pass::CounterState>,
-    /// [`DurationSource::Auto`] still to be decided after the warm-up runs (see
-    /// [`Profiler::resolve_auto`]).
-    auto_pending: bool,
-    /// The backend's count of graph launches timed from node records (process-wide) when the
-    /// call started: this call replayed such graphs when the count grew.
-    old_graph_launches_at_start: u64,
-    /// The backend's count of all graph launches when the call started.
-    graph_launches_at_start: u64,
-    /// Per config: the last warm-up run's kernels by region, through which its recorded runs
-    /// take one pass (`one_pass`); `None` keeps two passes.
-    kernel_maps: Vec<Option<one_pass::KernelMap>>,
-    /// Per config: a counter pass did not match its map, so its runs keep two passes.
-    two_passes: Vec<bool>,
-    /// Per config: the map was given up once for a recorded run's own (its first calls launched
-    /// other kernels than later ones): `Waiting` until that run's records are flushed.
-    map_refresh: Vec<MapRefresh>,
-}
-
-/// Whether a configuration's map of kernels was taken again from a recorded run's records after a
-/// counter pass did not match the warm-up's (`Sweep::map_refresh`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum MapRefresh {
-    /// The map is the warm-up's.
-    FromWarmup,
-    /// A recorded run with a timing pass gives the map at its flush.
-    Waiting,
-    /// The map was taken again once; another mismatch keeps two passes for good.
-    Done,
-}
 
 /// The profiler: owns the CUPTI activity session. One per process.
 pub struct Profiler {
@@ -457,10 +380,7 @@ impl Profiler {
             spent: vec![Duration::ZERO; n],
             written: vec![false; n],
             samples_on_disk: None,
-            warned_untimed: false,
-            warned_old_graphs: false,
-            warned_ambiguous: false,
-            warned_hold: false,
+            warned: Warned::default(),
             pending: Vec::new(),
             wire: Vec::new(),
             pending_recorded: vec![0; n],
@@ -701,7 +621,7 @@ impl Profiler {
         }
         if self.backend.graph_launches_from_nodes() != sw.old_graph_launches_at_start {
             // This warning says what the collections' would.
-            sw.warned_old_graphs = true;
+            sw.warned.old_graphs = true;
             self.warnings.push(format!(
                 "{}: durations are CUPTI kernel records, not Nsight Compute's gpu__time_duration: the benchmark \
                  replays CUDA graphs instantiated before kprof's CUPTI session, whose spans a counter pass would \
@@ -811,81 +731,15 @@ impl Profiler {
         sw.wire.clear();
         let collected = collected?;
         self.unattributed += collected.unattributed as u64;
-        let untimed = collected
-            .by_region
-            .values()
-            .flatten()
-            .filter(|k| k.is_untimed())
-            .count();
-        if untimed > 0 && !sw.warned_untimed {
-            sw.warned_untimed = true;
-            self.warnings.push(format!(
-                "{}: {untimed} kernel(s) of CUDA graphs came without timestamps and count as 0 ns: this CUPTI did not \
-                 trace graph launches as a whole (GRAPH_TRACE records) and serial kernel records do not time graph \
-                 nodes; set KPROF_KERNEL_TRACE=concurrent to time the nodes (the graph's span is then taken from them)",
-                sw.name
-            ));
+        BatchWarnings {
+            name: sw.name,
+            warned: &mut sw.warned,
+            old_graph_launches_at_start: sw.old_graph_launches_at_start,
+            backend: &*self.backend,
+            warned_graphs_under_cupti: &mut self.warned_graphs_under_cupti,
+            warnings: &mut self.warnings,
         }
-        let graphs_in_regions = collected.by_region.values().flatten().any(|k| k.graph);
-        // Graphs instantiated before the session, launched in this call (the count is the
-        // process's: an earlier benchmark's old graphs say nothing of this one's).
-        let old_graphs = collected.graph_launches_from_nodes > sw.old_graph_launches_at_start && graphs_in_regions;
-        if graphs_in_regions && !old_graphs && !self.warned_graphs_under_cupti {
-            // Said once per profiler: every graph this backend times runs with CUPTI attached.
-            self.warned_graphs_under_cupti = true;
-            let start = match self.backend.graph_start_ns() {
-                Some(Some(ns)) => format!(
-                    "each launch's span includes the GPU's start of a graph, {:.2} us measured on kprof's own graph",
-                    ns as f64 / 1e3
-                ),
-                _ => "the GPU's start of a graph (a few microseconds per launch) could not be measured and is left \
-                      out of the spans"
-                    .to_string(),
-            };
-            self.warnings.push(format!(
-                "{}: CUDA graph replays are timed from CUPTI's records of them, as the graph runs with CUPTI \
-                 attached, which slows graphs (a few percent for graphs of one stream, up to about a fifth for \
-                 graphs captured from several streams: docs/timing.md); {start}: for a graph's span without CUPTI use the CUDA-events backend (Python \
-                 backend='cuda-events', Rust Profiler::with_cuda_events()) in a process where kprof's CUPTI session \
-                 has not started",
-                sw.name
-            ));
-        }
-        if old_graphs && !sw.warned_old_graphs {
-            sw.warned_old_graphs = true;
-            self.warnings.push(format!(
-                "{}: CUDA graph(s) instantiated before kprof's CUPTI session started were timed from their node \
-                 records (CUPTI 13.0 crashes on graph records of such graphs): their nodes run instrumented, which \
-                 reads a few percent long (up to about a fifth for one captured from several streams: \
-                 docs/timing.md); graphs captured after the first benchmark started get their graph records instead \
-                 (within 3 % from one stream). CUPTI slows graphs while it is attached: for a graph's span without \
-                 it, use the CUDA-events backend (Python backend='cuda-events', Rust Profiler::with_cuda_events()) \
-                 in a process where kprof's CUPTI session has not started",
-                sw.name
-            ));
-        }
-        if collected.ambiguous > 0 && !sw.warned_ambiguous {
-            sw.warned_ambiguous = true;
-            self.warnings.push(format!(
-                "{}: {} kernel(s) were launched while regions of more than one thread were open; attributed by launch \
-                 order, each went to the region opened last, whichever thread launched it: set \
-                 attribution='records' (Python kprof.configure, Rust TraceOptions, KPROF_ATTRIBUTION=records) to \
-                 attribute each thread's launches to its own regions (costs the launch API records, 0.2-0.5 us per \
-                 launch)",
-                sw.name, collected.ambiguous
-            ));
-        }
-        if collected.hold_dropped > 0 && !sw.warned_hold {
-            sw.warned_hold = true;
-            self.warnings.push(format!(
-                "{}: two regions in a row were still open {} ms after the CUDA-events backend held the stream for \
-                 them (they wait for the GPU inside, e.g. a synchronization or a blocking copy, queue more launches \
-                 than the stream's queue holds, or take that long to queue): the rest of this benchmark is timed \
-                 without the hold, so the host's launch gaps inside a region count in its time",
-                sw.name,
-                super::stream_hold::HOLD_TIMEOUT.as_millis()
-            ));
-        }
+        .give(&collected);
         // The flush's wall time counts towards the time budgets of the batch's configs.
         let share = t0.elapsed() / pending.len() as u32;
         // The runs' conditions from the background sampler's samples (no NVML read here).

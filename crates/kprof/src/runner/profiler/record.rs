@@ -13,7 +13,8 @@ use super::super::sink::{KernelValues, SampleAt, SampleSink};
 use super::super::CUDA_EVENTS_METRIC;
 use super::super::{one_pass, progress, timeline};
 use super::super::{record_durations, Backend, Collected, Progress, SampleSource, Step};
-use super::{may_take_one_pass, MapRefresh, PendingRun, Sweep};
+use super::may_take_one_pass;
+use super::sweep::{MapRefresh, PendingRun, Sweep};
 use crate::error::EngineError;
 
 /// What recording a flushed run uses of the profiler: the sample sink, the timeline of the bench
