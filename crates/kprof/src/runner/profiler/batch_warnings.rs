@@ -50,8 +50,8 @@ impl BatchWarnings<'_> {
             self.warned.untimed = true;
             self.warnings.push(format!(
                 "{}: {untimed} kernel(s) of CUDA graphs came without timestamps and count as 0 ns: this CUPTI did not \
-             trace graph launches as a whole (GRAPH_TRACE records) and serial kernel records do not time graph \
-             nodes; set KPROF_KERNEL_TRACE=concurrent to time the nodes (the graph's span is then taken from them)",
+                 trace graph launches as a whole (GRAPH_TRACE records) and serial kernel records do not time graph \
+                 nodes; set KPROF_KERNEL_TRACE=concurrent to time the nodes (the graph's span is then taken from them)",
                 self.name
             ));
         }
@@ -73,15 +73,15 @@ impl BatchWarnings<'_> {
                     ns as f64 / 1e3
                 ),
                 _ => "the GPU's start of a graph (a few microseconds per launch) could not be measured and is left \
-                  out of the spans"
+                      out of the spans"
                     .to_string(),
             };
             self.warnings.push(format!(
             "{}: CUDA graph replays are timed from CUPTI's records of them, as the graph runs with CUPTI \
-             attached, which slows graphs (a few percent for graphs of one stream, up to about a fifth for \
-             graphs captured from several streams: docs/timing.md); {start}: for a graph's span without CUPTI use the CUDA-events backend (Python \
-             backend='cuda-events', Rust Profiler::with_cuda_events()) in a process where kprof's CUPTI session \
-             has not started",
+                 attached, which slows graphs (a few percent for graphs of one stream, up to about a fifth for \
+                 graphs captured from several streams: docs/timing.md); {start}: for a graph's span without CUPTI use the CUDA-events backend (Python \
+                 backend='cuda-events', Rust Profiler::with_cuda_events()) in a process where kprof's CUPTI session \
+                 has not started",
             self.name
         ));
         }
@@ -89,12 +89,12 @@ impl BatchWarnings<'_> {
             self.warned.old_graphs = true;
             self.warnings.push(format!(
                 "{}: CUDA graph(s) instantiated before kprof's CUPTI session started were timed from their node \
-             records (CUPTI 13.0 crashes on graph records of such graphs): their nodes run instrumented, which \
-             reads a few percent long (up to about a fifth for one captured from several streams: \
-             docs/timing.md); graphs captured after the first benchmark started get their graph records instead \
-             (within 3 % from one stream). CUPTI slows graphs while it is attached: for a graph's span without \
-             it, use the CUDA-events backend (Python backend='cuda-events', Rust Profiler::with_cuda_events()) \
-             in a process where kprof's CUPTI session has not started",
+                 records (CUPTI 13.0 crashes on graph records of such graphs): their nodes run instrumented, which \
+                 reads a few percent long (up to about a fifth for one captured from several streams: \
+                 docs/timing.md); graphs captured after the first benchmark started get their graph records instead \
+                 (within 3 % from one stream). CUPTI slows graphs while it is attached: for a graph's span without \
+                 it, use the CUDA-events backend (Python backend='cuda-events', Rust Profiler::with_cuda_events()) \
+                 in a process where kprof's CUPTI session has not started",
                 self.name
             ));
         }
@@ -106,10 +106,10 @@ impl BatchWarnings<'_> {
             self.warned.ambiguous = true;
             self.warnings.push(format!(
                 "{}: {} kernel(s) were launched while regions of more than one thread were open; attributed by launch \
-             order, each went to the region opened last, whichever thread launched it: set \
-             attribution='records' (Python kprof.configure, Rust TraceOptions, KPROF_ATTRIBUTION=records) to \
-             attribute each thread's launches to its own regions (costs the launch API records, 0.2-0.5 us per \
-             launch)",
+                 order, each went to the region opened last, whichever thread launched it: set \
+                 attribution='records' (Python kprof.configure, Rust TraceOptions, KPROF_ATTRIBUTION=records) to \
+                 attribute each thread's launches to its own regions (costs the launch API records, 0.2-0.5 us per \
+                 launch)",
                 self.name, collected.ambiguous
             ));
         }
@@ -117,9 +117,9 @@ impl BatchWarnings<'_> {
             self.warned.hold = true;
             self.warnings.push(format!(
                 "{}: two regions in a row were still open {} ms after the CUDA-events backend held the stream for \
-             them (they wait for the GPU inside, e.g. a synchronization or a blocking copy, queue more launches \
-             than the stream's queue holds, or take that long to queue): the rest of this benchmark is timed \
-             without the hold, so the host's launch gaps inside a region count in its time",
+                 them (they wait for the GPU inside, e.g. a synchronization or a blocking copy, queue more launches \
+                 than the stream's queue holds, or take that long to queue): the rest of this benchmark is timed \
+                 without the hold, so the host's launch gaps inside a region count in its time",
                 self.name,
                 HOLD_TIMEOUT.as_millis()
             ));
