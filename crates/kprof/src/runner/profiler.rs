@@ -12,7 +12,7 @@ use kprof_core::model::{Config, DeviceInfo, ExtraValue, RawResults, DEFAULT_METR
 use super::pass::counters::{rewarm_after_counters, CounterPass};
 use super::pass::one_pass::{OnePass, OnePassRun};
 use super::pass::timing::{TimingPass, TimingRun};
-use super::pass::{MeasurementPass, PassCx, RunAt};
+use super::pass::{MeasurementPass, PassCx, RunAt, Workload};
 use super::sink::SampleSink;
 use super::{counter_cost, counter_pass, events, gpu};
 use super::{
@@ -458,13 +458,9 @@ impl Profiler {
     /// The run loop: runs steps, batches them, flushes per [`FlushPolicy`], at the end, when a
     /// closure error ends the sweep, and before a configuration under a stopping policy gets its
     /// next run.
-    fn sweep<F>(&mut self, call: u64, sw: &mut Sweep<'_>, f: &mut F) -> Result<(), EngineError>
-    where
-        F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
-    {
+    fn sweep(&mut self, call: u64, sw: &mut Sweep<'_>, f: &mut Workload<'_>) -> Result<(), EngineError> {
         let opts = sw.opts;
         let configs = sw.configs;
-        let max_runs = self.flush_policy.max_runs.max(1) as usize;
         while let Some(step) = sw.sched.next_step() {
             crate::cancel::check()?;
             if !step.warmup {
@@ -486,78 +482,103 @@ impl Profiler {
                 opts,
                 one_pass: false,
             };
-            if let Some(run) = self.one_pass_step(sw, at, f)? {
-                let failed = matches!(run.counters, counter_pass::CounterRun::Failed(_));
-                if failed {
-                    crate::cancel::check()?;
-                }
-                // A failed run ends the sweep at once, as a failed timing pass does.
-                let abort = failed && !opts.ignore_failures;
-                sw.pending_recorded[step.config] += 1;
-                let started = *sw.batch_start.get_or_insert(t0);
-                sw.pending.push(PendingRun {
-                    step,
-                    spans: run.spans,
-                    failure: None,
-                    wall: t0.elapsed(),
-                    counters: Some(run.counters),
-                    window: (0, 0),
-                    own_kernels: Some(run.kernels),
-                });
-                crate::cancel::check()?;
-                if abort || sw.pending.len() >= max_runs || started.elapsed() >= self.flush_policy.max_time {
-                    self.flush_batch(sw, None)?;
-                }
-                continue;
-            }
-            let TimingRun {
-                spans,
-                failure,
-                window,
-                graph_launches,
-            } = TimingPass { wire: &mut sw.wire }.measure(&mut self.pass_cx(), at, f)?;
-            let abort = failure.is_some() && !opts.ignore_failures;
-            if step.warmup && graph_launches > 0 {
-                sw.two_passes[step.config] = true;
-            }
-            let counters = match (&mut sw.counters, step.warmup, &failure) {
-                (Some(st), false, None) => {
-                    let mut pass = CounterPass {
-                        st,
-                        regions: spans.len(),
-                        graph_launches,
-                        window,
+            let (run, abort) = match self.one_pass_step(sw, at, f)? {
+                Some(run) => {
+                    let failed = matches!(run.counters, counter_pass::CounterRun::Failed(_));
+                    if failed {
+                        crate::cancel::check()?;
+                    }
+                    let run = PendingRun {
+                        step,
+                        spans: run.spans,
+                        failure: None,
+                        wall: t0.elapsed(),
+                        counters: Some(run.counters),
+                        window: (0, 0),
+                        own_kernels: Some(run.kernels),
                     };
-                    Some(pass.measure(&mut self.pass_cx(), at, f)?)
+                    // A failed run ends the sweep at once, as a failed timing pass does.
+                    (run, failed && !opts.ignore_failures)
                 }
-                _ => None,
+                None => self.two_pass_run(sw, at, f, t0)?,
             };
-            if counters.is_some() && opts.cache == CacheControl::None {
-                rewarm_after_counters(&mut self.pass_cx(), at, f)?;
-            }
-            // Cancelled: a run whose counter pass was cut short is dropped, a finished one kept.
-            if matches!(counters, Some(counter_pass::CounterRun::Failed(_))) {
-                crate::cancel::check()?;
-            }
-            if !step.warmup {
-                sw.pending_recorded[step.config] += 1;
-            }
-            let started = *sw.batch_start.get_or_insert(t0);
-            sw.pending.push(PendingRun {
-                step,
-                spans,
-                failure,
-                wall: t0.elapsed(),
-                counters,
-                window,
-                own_kernels: None,
-            });
-            crate::cancel::check()?;
-            if abort || sw.pending.len() >= max_runs || started.elapsed() >= self.flush_policy.max_time {
-                self.flush_batch(sw, None)?;
-            }
+            self.push_pending(sw, run, t0, abort)?;
         }
         self.flush_batch(sw, None)
+    }
+
+    /// A run with its timing pass, then its counter pass when the call has counters and the run
+    /// is recorded (and, with a warm cache, the re-warming run after it): the run to wait for the
+    /// next flush, and whether its failure ends the sweep.
+    fn two_pass_run(
+        &mut self,
+        sw: &mut Sweep<'_>,
+        at: RunAt<'_>,
+        f: &mut Workload<'_>,
+        t0: Instant,
+    ) -> Result<(PendingRun, bool), EngineError> {
+        let step = at.step;
+        let TimingRun {
+            spans,
+            failure,
+            window,
+            graph_launches,
+        } = TimingPass { wire: &mut sw.wire }.measure(&mut self.pass_cx(), at, f)?;
+        let abort = failure.is_some() && !at.opts.ignore_failures;
+        if step.warmup && graph_launches > 0 {
+            sw.two_passes[step.config] = true;
+        }
+        let counters = match (&mut sw.counters, step.warmup, &failure) {
+            (Some(st), false, None) => {
+                let mut pass = CounterPass {
+                    st,
+                    regions: spans.len(),
+                    graph_launches,
+                    window,
+                };
+                Some(pass.measure(&mut self.pass_cx(), at, f)?)
+            }
+            _ => None,
+        };
+        if counters.is_some() && at.opts.cache == CacheControl::None {
+            rewarm_after_counters(&mut self.pass_cx(), at, f)?;
+        }
+        // Cancelled: a run whose counter pass was cut short is dropped, a finished one kept.
+        if matches!(counters, Some(counter_pass::CounterRun::Failed(_))) {
+            crate::cancel::check()?;
+        }
+        let run = PendingRun {
+            step,
+            spans,
+            failure,
+            wall: t0.elapsed(),
+            counters,
+            window,
+            own_kernels: None,
+        };
+        Ok((run, abort))
+    }
+
+    /// Puts a measured run (started at `t0`) with those waiting for the next flush, and flushes
+    /// when the run's failure ends the sweep (`abort`) or the [`FlushPolicy`] says so.
+    fn push_pending(
+        &mut self,
+        sw: &mut Sweep<'_>,
+        run: PendingRun,
+        t0: Instant,
+        abort: bool,
+    ) -> Result<(), EngineError> {
+        if !run.step.warmup {
+            sw.pending_recorded[run.step.config] += 1;
+        }
+        let started = *sw.batch_start.get_or_insert(t0);
+        sw.pending.push(run);
+        crate::cancel::check()?;
+        let max_runs = self.flush_policy.max_runs.max(1) as usize;
+        if abort || sw.pending.len() >= max_runs || started.elapsed() >= self.flush_policy.max_time {
+            self.flush_batch(sw, None)?;
+        }
+        Ok(())
     }
 
     /// The last counter metric set validated by a bench call (chip, units, pass count).
@@ -657,10 +678,12 @@ impl Profiler {
     /// A recorded run in one pass (`one_pass`), where its configuration allows it: durations
     /// from the counters in application replay with a cold cache, a map from its last warm-up
     /// run, no annotation-scope collectors. `None`: the run takes its timing pass.
-    fn one_pass_step<F>(&mut self, sw: &mut Sweep<'_>, at: RunAt, f: &mut F) -> Result<Option<OnePassRun>, EngineError>
-    where
-        F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
-    {
+    fn one_pass_step(
+        &mut self,
+        sw: &mut Sweep<'_>,
+        at: RunAt<'_>,
+        f: &mut Workload<'_>,
+    ) -> Result<Option<OnePassRun>, EngineError> {
         let c = at.step.config;
         let allowed = !at.step.warmup
             && may_take_one_pass(self.duration_source, at.opts)
