@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use kprof_core::io::trace::Timeline;
 use kprof_core::model::{Config, DeviceInfo, ExtraValue, RawResults, DEFAULT_METRIC};
@@ -16,8 +16,8 @@ use super::pass::{MeasurementPass, PassCx, RunAt, Workload};
 use super::sink::SampleSink;
 use super::{counter_cost, counter_pass, events, gpu};
 use super::{
-    invalid_option, raw_csv_path, write_raw, Backend, BenchOptions, CacheControl, DurationSource, FlushPolicy, Run,
-    SampleSource, Scheduler, CUDA_EVENTS_METRIC,
+    invalid_option, write_raw, Backend, BenchOptions, CacheControl, DurationSource, FlushPolicy, Run, SampleSource,
+    CUDA_EVENTS_METRIC,
 };
 use crate::choices::TraceOptions;
 use crate::conditions::runtime::ProfilerConditions;
@@ -27,7 +27,7 @@ mod batch_warnings;
 mod record;
 mod sweep;
 
-use batch_warnings::{BatchWarnings, Warned};
+use batch_warnings::BatchWarnings;
 use record::Recorder;
 use sweep::{MapRefresh, PendingRun, Sweep};
 
@@ -312,20 +312,8 @@ impl Profiler {
             return Ok(RawResults::new());
         }
         self.timeline = Timeline::default();
-        // The environment's overrides of the options, read once per bench call.
-        let mut resolved = opts.with_env_overrides()?;
-        let table = kprof_core::sections::table();
-        let names_a_section = |m: &String| table.section(m.trim()).is_some() || table.set(m.trim()).is_some();
-        if resolved.metrics.iter().any(names_a_section) {
-            // Nsight Compute's section and set names stand for their metrics on this chip.
-            let expansion = crate::counters::sections::expand_metrics(&resolved.metrics)?;
-            if let Some(note) = expansion.left_out_note() {
-                self.warnings.push(format!("{name}: {note}"));
-            }
-            resolved.metrics = expansion.metrics;
-        }
+        let resolved = self.resolve_options(name, opts)?;
         let opts = &resolved;
-        opts.validate()?;
         // Counter metrics are validated on the host before any GPU work. Durations from the
         // counters by default ("auto", no counter metric, warm-up runs) are decided after the
         // warm-up runs instead (see `resolve_auto`).
@@ -361,38 +349,16 @@ impl Profiler {
             }
         }
         let device_idx = raw.intern_device(&self.device);
-        let n = configs.len();
         if let Some(w) = self.conditions.init(&self.backend.fingerprint_inputs()) {
             self.warnings.push(w);
         }
         self.conditions
             .begin_sweep(&opts.thermal, opts.conditions, &opts.collectors, &raw.param_names())?;
-        let mut sw = Sweep {
-            name,
-            configs,
-            opts,
-            out_path: opts.output_prefix.as_deref().map(|p| raw_csv_path(p, name)),
-            raw,
-            device_idx,
-            sched: Scheduler::new(n, opts.warmup, opts.max_runs(), opts.order),
-            known_regions: Vec::new(),
-            policy_values: vec![Vec::new(); n],
-            spent: vec![Duration::ZERO; n],
-            written: vec![false; n],
-            samples_on_disk: None,
-            warned: Warned::default(),
-            pending: Vec::new(),
-            wire: Vec::new(),
-            pending_recorded: vec![0; n],
-            batch_start: None,
-            counters,
-            auto_pending: lazy_auto,
-            old_graph_launches_at_start,
-            graph_launches_at_start,
-            kernel_maps: vec![None; n],
-            two_passes: vec![false; n],
-            map_refresh: vec![MapRefresh::FromWarmup; n],
-        };
+        let mut sw = Sweep::new(name, configs, opts, raw, device_idx);
+        sw.counters = counters;
+        sw.auto_pending = lazy_auto;
+        sw.old_graph_launches_at_start = old_graph_launches_at_start;
+        sw.graph_launches_at_start = graph_launches_at_start;
         // Kernels are traced during benchmarks only: launches between them cost what they cost
         // without kprof.
         // The caller's cancellation token, polled by the loop and by the waits inside it.
@@ -407,6 +373,36 @@ impl Profiler {
             // flush (best effort) while their conditions are still known.
             let _ = self.flush_batch(&mut sw, None);
         }
+        self.end_bench(sw, result, stale_graph_launches_at_start)
+    }
+
+    /// The options of a bench call: the environment's overrides (read once per bench call), and
+    /// Nsight Compute's section and set names expanded into their metrics, validated.
+    fn resolve_options(&mut self, name: &str, opts: &BenchOptions) -> Result<BenchOptions, EngineError> {
+        let mut resolved = opts.with_env_overrides()?;
+        let table = kprof_core::sections::table();
+        let names_a_section = |m: &String| table.section(m.trim()).is_some() || table.set(m.trim()).is_some();
+        if resolved.metrics.iter().any(names_a_section) {
+            // Nsight Compute's section and set names stand for their metrics on this chip.
+            let expansion = crate::counters::sections::expand_metrics(&resolved.metrics)?;
+            if let Some(note) = expansion.left_out_note() {
+                self.warnings.push(format!("{name}: {note}"));
+            }
+            resolved.metrics = expansion.metrics;
+        }
+        resolved.validate()?;
+        Ok(resolved)
+    }
+
+    /// The end of a bench call: tracing stopped, the call's warnings, the Range Profiler session
+    /// kept for the next call, and the files written (`end_files`).
+    fn end_bench(
+        &mut self,
+        sw: Sweep<'_>,
+        result: Result<(), EngineError>,
+        stale_graph_launches_at_start: u64,
+    ) -> Result<RawResults, EngineError> {
+        let name = sw.name;
         if let Err(e) = self.backend.set_idle(true) {
             self.warnings.push(format!(
                 "{name}: could not stop tracing kernels after the benchmark: {e}"
@@ -428,6 +424,12 @@ impl Profiler {
         self.counters_used |= sw.counters.is_some();
         let cond_warnings = self.conditions.end_sweep();
         self.warnings.extend(cond_warnings);
+        self.end_files(sw, result)
+    }
+
+    /// Writes the environment fingerprint beside the raw CSV and the raw CSV itself when not
+    /// written yet (after an error, best effort); returns the raw results or the error.
+    fn end_files(&mut self, sw: Sweep<'_>, result: Result<(), EngineError>) -> Result<RawResults, EngineError> {
         if let (Some(p), Some(fp)) = (&sw.out_path, self.conditions.fingerprint()) {
             if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
                 let _ = std::fs::create_dir_all(dir);

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use kprof_core::model::{Config, RawResults};
 
 use super::super::run::SpanRec;
-use super::super::{counter_pass, one_pass, BenchOptions, Collected, Scheduler, Span, Step};
+use super::super::{counter_pass, one_pass, raw_csv_path, BenchOptions, Collected, Scheduler, Span, Step};
 use super::batch_warnings::Warned;
 use crate::error::EngineError;
 
@@ -84,4 +84,44 @@ pub(super) enum MapRefresh {
     Waiting,
     /// The map was taken again once; another mismatch keeps two passes for good.
     Done,
+}
+
+impl<'a> Sweep<'a> {
+    /// The state of a bench call about to start: no counters, durations decided, graph counts
+    /// at 0 (the caller sets what differs).
+    pub(super) fn new(
+        name: &'a str,
+        configs: &'a [Config],
+        opts: &'a BenchOptions,
+        raw: RawResults,
+        device_idx: u32,
+    ) -> Self {
+        let n = configs.len();
+        Sweep {
+            name,
+            configs,
+            opts,
+            out_path: opts.output_prefix.as_deref().map(|p| raw_csv_path(p, name)),
+            raw,
+            device_idx,
+            sched: Scheduler::new(n, opts.warmup, opts.max_runs(), opts.order),
+            known_regions: Vec::new(),
+            policy_values: vec![Vec::new(); n],
+            spent: vec![Duration::ZERO; n],
+            written: vec![false; n],
+            samples_on_disk: None,
+            warned: Warned::default(),
+            pending: Vec::new(),
+            wire: Vec::new(),
+            pending_recorded: vec![0; n],
+            batch_start: None,
+            counters: None,
+            auto_pending: false,
+            old_graph_launches_at_start: 0,
+            graph_launches_at_start: 0,
+            kernel_maps: vec![None; n],
+            two_passes: vec![false; n],
+            map_refresh: vec![MapRefresh::FromWarmup; n],
+        }
+    }
 }
