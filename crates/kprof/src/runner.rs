@@ -18,13 +18,27 @@
 //! modules (loader, driver, CUPTI session, attribution, NVTX) and a mock one drives the unit tests
 //! on machines without a GPU.
 //!
-//! This file keeps the `Backend` interface and the small helpers the submodules share:
-//! `runner/options.rs` (option types, defaults, validation), `runner/schedule.rs` (the order of
-//! runs), `runner/run.rs` (a run and its regions), `runner/profiler.rs` (the [`Profiler`] and its
-//! loop: bench, sweep, flush, record), `runner/gpu.rs` (the CUPTI backend), `runner/events.rs`
-//! (the CUDA-events backend), `runner/counter_pass.rs` (hardware counters), `runner/counter_cost.rs` (what they cost), `runner/l2_flush.rs`
-//! (the cold-cache flush), `runner/progress.rs` (the progress hook), `runner/ncu_child.rs` (the
-//! backend of an ncu child). Unit tests: `runner/tests.rs` and `runner/tests/`.
+//! This file keeps the `Backend` interface and the small helpers the submodules share. The
+//! [`Profiler`] schedules, the passes measure:
+//! - `runner/profiler.rs`: the [`Profiler`] and its loop (bench, sweep, flush), with the call's
+//!   state (`profiler/sweep.rs`), the recording of a flushed run (`profiler/record.rs`) and the
+//!   once-per-call batch warnings (`profiler/batch_warnings.rs`);
+//! - `runner/pass.rs`: the `MeasurementPass` trait and the context a pass gets; the timing pass
+//!   (`pass/timing.rs`), the counter pass (`pass/counters.rs`), a run in one pass
+//!   (`pass/one_pass.rs`);
+//! - `runner/sink.rs`: the sample sink that recording pushes samples through;
+//! - `runner/counter_pass.rs`: counter plans, the Range Profiler backend, recording counter
+//!   values; `runner/one_pass.rs`: the map of kernels a run in one pass is mapped through;
+//!   `runner/counter_cost.rs`: what counters and timing runs cost;
+//! - backends: `runner/gpu.rs` (CUPTI), `runner/events.rs` with `runner/stream_hold.rs` (CUDA
+//!   events), `runner/ncu_child.rs` (an ncu child), `runner/graph_start.rs` (the GPU's start of
+//!   a graph);
+//! - `runner/options.rs` (option types, defaults, validation), `runner/schedule.rs` (the order
+//!   of runs), `runner/run.rs` (a run and its regions), `runner/l2_flush.rs` (the cold-cache
+//!   flush), `runner/gpu_rest.rs` (the GPU's rest), `runner/timeline.rs` (the timeline),
+//!   `runner/progress.rs` (the progress hook).
+//!
+//! Unit tests: `runner/tests.rs` and `runner/tests/`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
