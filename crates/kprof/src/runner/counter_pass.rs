@@ -9,6 +9,9 @@
 //! region). Per-kernel values are mapped to regions through the run's timing pass, or, for a run
 //! taken in one pass, its configuration's warm-up (`one_pass.rs`). The replay modes, their cost
 //! and their agreement with ncu: `docs/counters.md`.
+//!
+//! The pass itself runs in `pass/counters.rs`; this file keeps the plan, the counter backend and
+//! its Range Profiler session, the state of a bench call's counters, and their recording.
 
 use std::sync::{Arc, Mutex, OnceLock};
 

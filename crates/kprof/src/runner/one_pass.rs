@@ -11,6 +11,7 @@
 //! come from the records) or annotation-scope collectors run. When a counter pass profiles other
 //! kernels than its map holds (first calls can launch kernels later ones do not), the run is taken
 //! again with its timing pass, whose records become the map; a second mismatch keeps two passes.
+//! The pass runs in `pass/one_pass.rs`; the profiler decides which runs take it.
 
 use std::collections::HashMap;
 

@@ -64,7 +64,7 @@ impl Recorder<'_> {
             // A run in one pass has no kernel records: its regions only (its configuration's
             // warm-up run, whose records the map holds, is in the timeline with its kernels).
             let records = if one_pass { &Collected::default() } else { collected };
-            timeline::append(&mut self.timeline, &config.to_string(), step.run, &spans, records);
+            timeline::append(self.timeline, &config.to_string(), step.run, &spans, records);
         }
         if let Some(e) = failure {
             if !opts.ignore_failures {
@@ -130,7 +130,7 @@ impl Recorder<'_> {
             && sw.kernel_maps[step.config].is_some()
         {
             let label = format!("{config} (warm-up)");
-            timeline::append(&mut self.timeline, &label, step.run, &spans, collected);
+            timeline::append(self.timeline, &label, step.run, &spans, collected);
         }
         if let Some(e) = failure {
             if !opts.ignore_failures {
