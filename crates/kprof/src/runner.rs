@@ -18,13 +18,27 @@
 //! modules (loader, driver, CUPTI session, attribution, NVTX) and a mock one drives the unit tests
 //! on machines without a GPU.
 //!
-//! This file keeps the `Backend` interface and the small helpers the submodules share:
-//! `runner/options.rs` (option types, defaults, validation), `runner/schedule.rs` (the order of
-//! runs), `runner/run.rs` (a run and its regions), `runner/profiler.rs` (the [`Profiler`] and its
-//! loop: bench, sweep, flush, record), `runner/gpu.rs` (the CUPTI backend), `runner/events.rs`
-//! (the CUDA-events backend), `runner/counter_pass.rs` (hardware counters), `runner/counter_cost.rs` (what they cost), `runner/l2_flush.rs`
-//! (the cold-cache flush), `runner/progress.rs` (the progress hook), `runner/ncu_child.rs` (the
-//! backend of an ncu child). Unit tests: `runner/tests.rs` and `runner/tests/`.
+//! This file keeps the `Backend` interface and the small helpers the submodules share. The
+//! [`Profiler`] schedules, the passes measure:
+//! - `runner/profiler.rs`: the [`Profiler`] and its loop (bench, sweep, flush), with the call's
+//!   state (`profiler/sweep.rs`), the recording of a flushed run (`profiler/record.rs`) and the
+//!   once-per-call batch warnings (`profiler/batch_warnings.rs`);
+//! - `runner/pass.rs`: the `MeasurementPass` trait and the context a pass gets; the timing pass
+//!   (`pass/timing.rs`), the counter pass (`pass/counters.rs`), a run in one pass
+//!   (`pass/one_pass.rs`);
+//! - `runner/sink.rs`: the sample sink that recording pushes samples through;
+//! - `runner/counter_pass.rs`: counter plans, the Range Profiler backend, recording counter
+//!   values; `runner/one_pass.rs`: the map of kernels a run in one pass is mapped through;
+//!   `runner/counter_cost.rs`: what counters and timing runs cost;
+//! - backends: `runner/gpu.rs` (CUPTI), `runner/events.rs` with `runner/stream_hold.rs` (CUDA
+//!   events), `runner/ncu_child.rs` (an ncu child), `runner/graph_start.rs` (the GPU's start of
+//!   a graph);
+//! - `runner/options.rs` (option types, defaults, validation), `runner/schedule.rs` (the order
+//!   of runs), `runner/run.rs` (a run and its regions), `runner/l2_flush.rs` (the cold-cache
+//!   flush), `runner/gpu_rest.rs` (the GPU's rest), `runner/timeline.rs` (the timeline),
+//!   `runner/progress.rs` (the progress hook).
+//!
+//! Unit tests: `runner/tests.rs` and `runner/tests/`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -63,10 +77,12 @@ mod l2_flush;
 pub(crate) mod ncu_child;
 mod one_pass;
 mod options;
+mod pass;
 mod profiler;
 mod progress;
 mod run;
 mod schedule;
+mod sink;
 mod stream_hold;
 mod timeline;
 
@@ -95,10 +111,16 @@ pub(crate) enum BeforeEachKernel {
 pub use options::{
     BenchOptions, CacheControl, ClockControl, DurationSource, FlushPolicy, RunOrder, SampleSource, COUNTERS_AND_RECORDS,
 };
-pub use profiler::{Profiler, CUDA_EVENTS_METRIC};
+pub use profiler::Profiler;
 pub use progress::{Progress, ProgressHook};
 pub use run::{RegionGuard, Run};
 pub(crate) use schedule::{Scheduler, Step};
+
+/// The metric of [`Profiler::with_cuda_events`]: GPU time between two CUDA events around a
+/// region, in ns, the stream held while the host queues the region (so the host's launch gaps do
+/// not count). It includes the GPU's own gaps between the region's kernels, so it is the
+/// region's in-stream time, not the sum of kernel durations that `gpu__time_duration.sum` is.
+pub const CUDA_EVENTS_METRIC: &str = "cuda_event_elapsed.sum";
 
 /// The unit of [`DEFAULT_METRIC`](kprof_core::model::DEFAULT_METRIC).
 pub const DEFAULT_UNIT: &str = "ns";

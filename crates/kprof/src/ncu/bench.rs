@@ -19,7 +19,6 @@ use super::relaunch::{child_target, relaunch_with, report_stem, CHILD_ENV};
 use super::version::{ModeChoice, NcuInstall};
 use super::NcuOptions;
 use crate::error::EngineError;
-use crate::runner::ncu_child::child_profiler;
 pub use crate::runner::ncu_child::{arm_child, ChildArmed, TRACE_ENV};
 use crate::runner::{BenchOptions, CacheControl, ClockControl, Profiler, Run};
 
@@ -288,7 +287,7 @@ fn run_child<F>(name: &str, configs: &[Config], opts: &BenchOptions, f: F) -> Re
 where
     F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
 {
-    let mut profiler = child_profiler()?;
+    let mut profiler = Profiler::for_ncu_child()?;
     let child_opts = child_options(opts);
     let _armed = arm_child(&child_opts)?;
     profiler.bench(name, configs, &child_opts, f).map(|_| ())

@@ -9,26 +9,26 @@
 //! region). Per-kernel values are mapped to regions through the run's timing pass, or, for a run
 //! taken in one pass, its configuration's warm-up (`one_pass.rs`). The replay modes, their cost
 //! and their agreement with ncu: `docs/counters.md`.
+//!
+//! The pass itself runs in `pass/counters.rs`; this file keeps the plan, the counter backend and
+//! its Range Profiler session, the state of a bench call's counters, and their recording.
 
-use std::cell::RefCell;
-use std::rc::Rc;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use kprof_core::model::DEFAULT_METRIC;
 
 use super::counter_cost;
-use super::profiler::RunAt;
-use super::run::{RunInner, RunState, SpanRec};
-use super::*;
+use super::l2_flush::is_flush_kernel;
+use super::run::SpanRec;
+use super::{Backend, BeforeEachKernel, BenchOptions, DurationSource, FlushSpec, KernelRun, CUDA_EVENTS_METRIC};
 use crate::counters::range::{chip_name, profiler_deinitialize, profiler_initialize};
 use crate::counters::{CountersError, CuptiLib, MetricsCatalog, RangeProfiler, RangeResult, ReplayMode};
-use crate::cupti::kernel_flush::{kernel_ranges, PassLaunch, PassLaunches};
+use crate::error::EngineError;
 use crate::loader::Libraries;
-use crate::sys::scoped::Lent;
 
 mod record;
 
-pub(super) use record::RecordedRun;
+pub(super) use record::{record_counters, RecordedRun};
 
 /// Whether `m` is a hardware counter metric (anything but the timing tier's metrics).
 pub fn is_counter_metric(m: &str) -> bool {
@@ -309,67 +309,11 @@ pub fn release_counters() {
     }
 }
 
-// ------------------------------------------------------------------------------------------------
-// The counter pass
-// ------------------------------------------------------------------------------------------------
-
-thread_local! {
-    /// The range sink of the user-replay pass running on this thread.
-    static SINK: Lent<Sink<'static>> = const { Lent::new() };
-}
-
-/// Lends `sink` to the regions of the closure `f` runs (through [`PassBackend`]).
-fn with_sink<R>(sink: &mut Sink<'_>, f: impl FnOnce() -> R) -> R {
-    SINK.with(|s| s.lend_sink(sink, f))
-}
-
-fn sink_call(f: impl FnOnce(&mut Sink<'static>) -> Result<(), CountersError>) -> Result<(), EngineError> {
-    match SINK.with(|s| s.with(f)) {
-        Some(r) => r.map_err(EngineError::from),
-        None => Ok(()),
-    }
-}
-
-/// The backend the closure sees in a counter pass: regions open user ranges (user replay) instead
-/// of NVTX ranges and external ids, so the activity records of the pass are not attributed.
-struct PassBackend {
-    inner: Arc<dyn Backend>,
-}
-
-impl Backend for PassBackend {
-    fn timestamp_ns(&self) -> u64 {
-        self.inner.timestamp_ns()
-    }
-    fn thread_id(&self) -> u64 {
-        self.inner.thread_id()
-    }
-    fn encode_key(&self, call: u64, config: u64, run: u64, region: u64) -> Result<u64, EngineError> {
-        self.inner.encode_key(call, config, run, region)
-    }
-    fn enter(&self, _key: u64, name: &str) -> Result<(), EngineError> {
-        sink_call(|s| s.push(name))
-    }
-    fn exit(&self) -> Result<(), EngineError> {
-        sink_call(|s| s.pop())
-    }
-    fn synchronize(&self) -> Result<(), EngineError> {
-        self.inner.synchronize()
-    }
-    fn flush_l2(&self, spec: FlushSpec) -> Result<(), EngineError> {
-        self.inner.flush_l2(spec)
-    }
-    fn collect(&self, _spans: &[Span]) -> Result<Collected, EngineError> {
-        Err(EngineError::Unsupported(
-            "no activity collection inside a counter pass".into(),
-        ))
-    }
-}
-
 /// Counter state of one bench call.
 pub(super) struct CounterState {
     pub plan: CounterPlan,
     /// Kernel replay: counter-data image capacity (kernels per run).
-    capacity: usize,
+    pub(super) capacity: usize,
     /// Whether kernels keep their activity records during counter passes
     /// ([`BenchOptions::counter_pass_records`], after its override).
     pub kernel_records: bool,
@@ -382,7 +326,7 @@ pub(super) struct CounterState {
 /// again, once per profiler (in application replay on a new session, whose first `Start` sizes
 /// what it can hold: `RangeProfiler::collect`).
 pub(super) const FIRST_CAPACITY: usize = 64;
-const MAX_CAPACITY: usize = 1 << 16;
+pub(super) const MAX_CAPACITY: usize = 1 << 16;
 
 /// The ranges of a kernel- or application-replay counter pass's image: room for `kernels` (the
 /// benchmark's kernel capacity, grown ×4 when a pass overflows it, or with graph launches the
@@ -418,96 +362,6 @@ pub(super) enum CounterRun {
     Failed(String),
 }
 
-/// The end of a counter pass's GPU work: a synchronization, so that the work `gpu_rest` counts
-/// is the pass's kernels, not CUPTI's decoding and evaluation of the pass on the host after it.
-fn pass_work_done(backend: &Arc<dyn Backend>) {
-    if backend.synchronize().is_ok() {
-        gpu_rest::after_synchronize();
-    }
-}
-
-/// Runs the benchmark closure once on a [`PassBackend`] for the run `at` (its regions keyed with
-/// run number `key_run`); returns the failure, if any, and the regions it opened.
-fn pass_closure<F>(
-    inner: &Arc<dyn Backend>,
-    at: RunAt,
-    key_run: u64,
-    f: &mut F,
-    flush_before_regions: Option<FlushSpec>,
-) -> (Option<String>, Vec<SpanRec>)
-where
-    F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
-{
-    let RunAt {
-        name,
-        call,
-        step,
-        config,
-        ..
-    } = at;
-    let backend: Arc<dyn Backend> = Arc::new(PassBackend {
-        inner: Arc::clone(inner),
-    });
-    let state = Rc::new(RunState {
-        backend,
-        call,
-        config: step.config as u64,
-        run: key_run,
-        inner: RefCell::new(RunInner::default()),
-        // Annotation collectors ran in the timing pass of this run.
-        on_enter: None,
-        flush_before_regions,
-        asked_counter_pass: Default::default(),
-    });
-    let mut run = Run {
-        state: Rc::clone(&state),
-        warmup: false,
-        run_index: step.run,
-        counter_pass: true,
-        one_pass: at.one_pass,
-    };
-    let result = crate::cancel::in_workload(|| f(config, &mut run));
-    drop(run);
-    let (spans, misuse) = state.finish();
-    let failure = match result {
-        Err(e) => Some(format!(
-            "{name}: counter pass of run {} of config [{config}] failed: {e}",
-            step.run
-        )),
-        Ok(()) if !misuse.is_empty() => Some(format!(
-            "{name}: counter pass of run {} of config [{config}]: {}",
-            step.run,
-            misuse.join("; ")
-        )),
-        Ok(()) => None,
-    };
-    (failure, spans)
-}
-
-/// One application-replay counter pass with `what` done before every kernel (an L2 flush, or a
-/// wait and the rest the GPU earned): the launches it made in order, or why it failed.
-fn each_kernel_pass<F>(
-    backend: &Arc<dyn Backend>,
-    at: RunAt,
-    key_run: u64,
-    f: &mut F,
-    what: BeforeEachKernel,
-) -> Result<(Vec<PassLaunch>, Vec<SpanRec>), String>
-where
-    F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
-{
-    backend.before_each_kernel(what).map_err(|e| match what {
-        BeforeEachKernel::Flush(_) => format!("could not flush the L2 before every kernel of the counter pass: {e}"),
-        BeforeEachKernel::Rest => format!("could not wait for every kernel of the counter pass: {e}"),
-    })?;
-    let (closure_failure, spans) = pass_closure(backend, at, key_run, f, None);
-    let PassLaunches { launches, failure } = backend.stop_before_each_kernel();
-    match closure_failure.or(failure) {
-        Some(msg) => Err(msg),
-        None => Ok((launches, spans)),
-    }
-}
-
 /// What an application-replay counter pass does before each kernel: with a cold cache an L2
 /// flush (as Nsight Compute), with a warm one a wait and a rest when `rests_between_kernels`
 /// (its run's timing pass was long enough to reach the power cap back to back:
@@ -536,10 +390,7 @@ pub(crate) fn profiled_outside(
     flushes_profiled: bool,
 ) -> impl Iterator<Item = &KernelRun> {
     outside.iter().filter(move |k| {
-        !k.graph
-            && k.start_ns >= t0
-            && k.start_ns <= t1
-            && (flushes_profiled || !super::l2_flush::is_flush_kernel(&k.name))
+        !k.graph && k.start_ns >= t0 && k.start_ns <= t1 && (flushes_profiled || !is_flush_kernel(&k.name))
     })
 }
 
@@ -566,332 +417,115 @@ pub(crate) fn kernel_order(regions: &[&[KernelRun]]) -> (usize, Vec<Vec<usize>>)
     (all.len(), per_region)
 }
 
-impl Profiler {
-    /// The last counter metric set validated by a bench call (chip, units, pass count).
-    pub fn counter_plan(&self) -> Option<CounterPlan> {
-        let me = self.plan_key();
-        let plans = LAST_PLAN.lock().unwrap_or_else(|p| p.into_inner());
-        plans.iter().find(|(k, _)| *k == me).map(|(_, p)| p.clone())
-    }
+/// The key of a profiler's last plan: the address of its backend.
+fn plan_key(backend: &Arc<dyn Backend>) -> usize {
+    Arc::as_ptr(backend) as *const () as usize
+}
 
-    fn plan_key(&self) -> usize {
-        Arc::as_ptr(&self.backend) as *const () as usize
-    }
+/// The last counter metric set validated by a bench call of the profiler over `backend` (chip,
+/// units, pass count).
+pub(super) fn last_plan(backend: &Arc<dyn Backend>) -> Option<CounterPlan> {
+    let me = plan_key(backend);
+    let plans = LAST_PLAN.lock().unwrap_or_else(|p| p.into_inner());
+    plans.iter().find(|(k, _)| *k == me).map(|(_, p)| p.clone())
+}
 
-    /// Validates the counter metrics of `opts` on the host and resolves the duration source
-    /// ([`DurationSource::Auto`]: the counters when this profiler can collect them, else the
-    /// records, with one warning saying why); the state is `None` without counter metrics.
-    pub(super) fn counters_prepare(
-        &mut self,
-        name: &str,
-        opts: &BenchOptions,
-    ) -> Result<(Option<CounterState>, DurationSource), EngineError> {
-        let counted: Vec<String> = opts.metrics.iter().filter(|m| is_counter_metric(m)).cloned().collect();
-        let mut duration = opts.duration_before_counters();
-        // The duration-only plan that "auto" checked, reused when it is the whole metric set.
-        let mut checked = None;
-        if duration == DurationSource::Auto {
-            duration = match self.counter_durations_available(opts) {
-                Ok(plan) => {
-                    checked = Some(plan);
-                    DurationSource::Counters
-                }
-                // A backend without counters (CUDA events, an ncu child) measures time its own way.
-                Err(_) if self.backend.counters().is_none() => DurationSource::Records,
-                Err(why) => {
-                    if self.metric == DEFAULT_METRIC {
-                        self.warnings.push(format!(
-                            "{name}: durations are CUPTI kernel records, not Nsight Compute's gpu__time_duration: the \
-                             counters cannot be used here ({why}); see the DurationSource column"
-                        ));
-                    }
-                    DurationSource::Records
-                }
-            };
-        }
-        let metrics: Vec<String> = match duration {
-            DurationSource::Counters => std::iter::once(DEFAULT_METRIC.to_string()).chain(counted).collect(),
-            _ => counted,
-        };
-        if metrics.is_empty() {
-            return Ok((None, duration));
-        }
-        let kernel_records = opts.counter_pass_records;
-        let backend = Arc::clone(&self.backend);
-        let cb = backend.counters().ok_or_else(|| {
-            let what = match duration {
-                DurationSource::Counters => "durations from the counters (duration source \"counters\")".to_string(),
-                _ => format!("counter metrics {metrics:?}"),
-            };
-            EngineError::Unsupported(format!(
-                "{what} need the CUPTI backend (Profiler::new); this profiler ({}) measures only time",
-                self.metric
-            ))
-        })?;
-        let plan = match checked.filter(|p| p.metrics == metrics) {
-            Some(p) => p,
-            None if metrics == [DEFAULT_METRIC] => cb.open_for_durations(opts.replay_mode)?,
-            None => cb.plan(&metrics, opts.replay_mode)?,
-        };
-        // The session opens before any GPU work of the sweep: a failure (no counter permission)
-        // ends the bench call here, and the first recorded run pays no set-up.
-        cb.open(&plan)?;
-        if metrics.len() > 1 || duration != DurationSource::Counters {
-            // What the user's counter metrics cost (the duration alone is one pass, said in the docs).
-            self.warnings.push(format!("{name}: {}", plan.describe()));
-        }
-        let me = self.plan_key();
-        let mut plans = LAST_PLAN.lock().unwrap_or_else(|p| p.into_inner());
-        plans.retain(|(k, _)| *k != me);
-        plans.push((me, plan.clone()));
-        drop(plans);
-        Ok((
-            Some(CounterState {
-                plan,
-                capacity: self.counter_capacity,
-                kernel_records,
-            }),
-            duration,
-        ))
-    }
+/// What preparing a bench call's counters uses of the profiler: its backend, its metric, the
+/// counter-data image its passes start with, and its warnings.
+pub(super) struct Prepare<'a> {
+    pub(super) backend: &'a Arc<dyn Backend>,
+    pub(super) metric: &'static str,
+    pub(super) capacity: usize,
+    pub(super) warnings: &'a mut Vec<String>,
+}
 
-    /// Whether this profiler can take durations from the counters: it has a counter backend, the
-    /// host API accepts `gpu__time_duration.sum` for the device, and a Range Profiler session
-    /// opens (this is where missing counter permission or another profiler holding the counters
-    /// shows). `Ok`: the plan of `gpu__time_duration.sum` alone; `Err` says why not.
-    fn counter_durations_available(&self, opts: &BenchOptions) -> Result<CounterPlan, String> {
-        let cb = self
-            .backend
-            .counters()
-            .ok_or_else(|| format!("this profiler ({}) has no hardware counters", self.metric))?;
-        cb.open_for_durations(opts.replay_mode).map_err(|e| e.to_string())
-    }
-
-    /// Runs `pass` (a counter pass) with the activity records of kernels off unless
-    /// `kernel_records` ([`CounterState::kernel_records`]), and turns them back on after it.
-    pub(super) fn without_kernel_records<R>(
-        &mut self,
-        kernel_records: bool,
-        pass: impl FnOnce(&mut Self) -> Result<R, EngineError>,
-    ) -> Result<R, EngineError> {
-        let records_off = !kernel_records;
-        let t0 = std::time::Instant::now();
-        if records_off {
-            // The timing pass's kernels end (and get their records) before recording stops.
-            self.backend.synchronize()?;
-            self.backend.kernel_records(false)?;
-        }
-        let mut switch_s = counter_cost::since(t0);
-        let got = pass(self);
-        if records_off {
-            let t1 = std::time::Instant::now();
-            self.backend.kernel_records(true)?;
-            switch_s += counter_cost::since(t1);
-        }
-        counter_cost::add(|c| {
-            c.counter_runs += 1;
-            c.counter_run_s += counter_cost::since(t0);
-            c.records_switch_s += switch_s;
-        });
-        got
-    }
-
-    /// The counter pass of one recorded run (see the module docs). `n_regions`, `graph_launches`:
-    /// regions the timing pass opened and CUDA graph launches it made (each takes a range of the
-    /// counter-data image in kernel and application replay: see [`pass_capacity`]).
-    pub(super) fn counter_run<F>(
-        &mut self,
-        st: &mut CounterState,
-        at: RunAt,
-        f: &mut F,
-        (n_regions, graph_launches): (usize, u64),
-        window: (u64, u64),
-    ) -> Result<CounterRun, EngineError>
-    where
-        F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
-    {
-        let backend = Arc::clone(&self.backend);
-        let cb = backend
-            .counters()
-            .ok_or_else(|| EngineError::Unsupported("this backend has no counters".into()))?;
-        // Keys of counter passes never collide with timing or warm-up runs (nothing is attributed
-        // to them anyway: the pass backend pushes no external id).
-        let key_run = at.opts.max_runs() as u64 + at.opts.warmup as u64 + at.step.run as u64;
-        let cold = at.opts.cache == CacheControl::All;
-        let flush = at.opts.flush_spec();
-        match st.plan.mode {
-            ReplayMode::Kernel | ReplayMode::Application => loop {
-                let app = st.plan.mode == ReplayMode::Application;
-                // Application replay with a cold cache: the L2 flushed before every kernel, as
-                // Nsight Compute does (`kernel_flush`), where the backend can; else before the
-                // pass and every top-level region, as the timing pass. With a warm cache after a
-                // long timing pass: a wait and a rest before every kernel (`gpu_rest`).
-                let each_kernel = before_each_kernel(
-                    app,
-                    cold,
-                    backend.can_act_before_each_kernel(),
-                    gpu_rest::counter_pass_rests_between_kernels(),
-                    flush,
-                );
-                if cold && !app {
-                    backend.flush_l2(flush)?;
-                }
-                if !app && graph_launches > 0 {
-                    // Any graph launch in a kernel-replay pass crashed the process inside CUPTI
-                    // 13.0 (H200; one replay of a one-node graph among five adds).
-                    return Ok(CounterRun::Failed(format!(
-                        "the run launched {graph_launches} CUDA graph(s), which CUPTI's kernel replay cannot profile \
-                         (it crashed the process with CUPTI 13.0): use replay_mode=\"application\" (the \
-                         default) for counters of runs that launch graphs"
-                    )));
-                }
-                // With graph launches the image must hold the whole pass (an overflow crashes
-                // CUPTI): the timing pass's kernels, with the flush kernels before each of them
-                // in a cold application-replay pass (two: instruction cache and L2).
-                let kernel_room = if graph_launches > 0 {
-                    backend.synchronize()?;
-                    let per_kernel = if cold { 3 } else { 1 };
-                    let kernels = backend.kernels_started_in(window).unwrap_or(0);
-                    st.capacity.max(kernels.saturating_mul(per_kernel))
-                } else {
-                    st.capacity
-                };
-                let Some(capacity) = pass_capacity(kernel_room, graph_launches) else {
-                    return Ok(CounterRun::Failed(format!(
-                        "the timing pass made {graph_launches} CUDA graph launches, more than a counter-data image \
-                         holds ({MAX_CAPACITY} ranges): time this benchmark with duration_source=\"records\""
-                    )));
-                };
-                let mut failure = None;
-                let mut launches: Option<Vec<PassLaunch>> = None;
-                let mut spans = Vec::new();
-                let got = cb.collect(&st.plan, capacity, &mut |_sink| {
-                    // The rest owed by the timing pass (or the previous counter pass) comes after
-                    // CUPTI's set-up of the pass, right before its GPU work (`gpu_rest`).
-                    gpu_rest::before_gpu_work();
-                    if let Some(what) = each_kernel {
-                        match each_kernel_pass(&backend, at, key_run, f, what) {
-                            Ok((l, s)) => {
-                                launches.get_or_insert(l);
-                                spans = s;
-                            }
-                            Err(msg) => {
-                                failure.get_or_insert(msg);
-                            }
-                        }
-                        pass_work_done(&backend);
-                        return;
-                    }
-                    // Kernel replay: no flush inside the pass (CUPTI replays each kernel back to
-                    // back). Application replay: every pass flushes as the timing pass did (before
-                    // the run and every top-level region); those flush kernels are ranges too.
-                    if app && cold {
-                        if let Err(e) = backend.flush_l2(flush) {
-                            failure.get_or_insert(format!("L2 flush before a counter pass failed: {e}"));
-                        }
-                    }
-                    let (closure_failure, s) = pass_closure(&backend, at, key_run, f, (app && cold).then_some(flush));
-                    if let Some(msg) = closure_failure {
-                        failure.get_or_insert(msg);
-                    }
-                    spans = s;
-                    pass_work_done(&backend);
-                });
-                if let Some(msg) = failure {
-                    return Ok(CounterRun::Failed(msg));
-                }
-                match got {
-                    Err(EngineError::Counters(CountersError::DroppedRanges { .. })) if st.capacity < MAX_CAPACITY => {
-                        st.capacity *= 4;
-                        self.counter_capacity = self.counter_capacity.max(st.capacity);
-                    }
-                    Err(e) => return Err(e),
-                    Ok(ranges) => {
-                        let mut values: Vec<Vec<f64>> = ranges
-                            .into_iter()
-                            .map(|r| r.values.into_iter().map(|(_, v)| v).collect())
-                            .collect();
-                        if let Some(launches) = &launches {
-                            match kernel_ranges(launches, values.len()) {
-                                Some(keep) => {
-                                    values = keep.into_iter().map(|i| std::mem::take(&mut values[i])).collect()
-                                }
-                                None => {
-                                    // Once per benchmark; the runs' values then fail to match
-                                    // the timing pass and say so.
-                                    let head = format!(
-                                        "{}: a counter pass gave ranges that its kernel launches seen by CUPTI's \
-                                         callbacks (each after an L2 flush or a wait) do not account for",
-                                        at.name
-                                    );
-                                    if !self.warnings.iter().any(|w| w.starts_with(&head)) {
-                                        self.warnings.push(format!(
-                                            "{head} ({} ranges, {} launches): a launch API kprof does not follow, or \
-                                             kernels of the driver's own",
-                                            values.len(),
-                                            launches.iter().filter(|l| **l == PassLaunch::Kernel).count()
-                                        ));
-                                    }
-                                }
-                            }
-                        }
-                        return Ok(CounterRun::PerKernel {
-                            values,
-                            window,
-                            flushes_profiled: app && cold && each_kernel.is_none(),
-                            spans,
-                        });
-                    }
-                }
-            },
-            ReplayMode::User => {
-                let mut failure = None;
-                let got = cb.collect(&st.plan, n_regions.max(1), &mut |sink| {
-                    gpu_rest::before_gpu_work();
-                    if cold {
-                        if let Err(e) = backend.flush_l2(flush) {
-                            failure.get_or_insert(format!("L2 flush before a counter pass failed: {e}"));
-                        }
-                    }
-                    // A flush before every region, outside the user ranges, as in the timing pass.
-                    let (r, _) = with_sink(sink, || pass_closure(&backend, at, key_run, f, cold.then_some(flush)));
-                    if let Some(msg) = r {
-                        failure.get_or_insert(msg);
-                    }
-                    pass_work_done(&backend);
-                });
-                if let Some(msg) = failure {
-                    return Ok(CounterRun::Failed(msg));
-                }
-                Ok(CounterRun::PerRegion(
-                    got?.into_iter()
-                        .map(|r| (r.name, r.values.into_iter().map(|(_, v)| v).collect()))
-                        .collect(),
-                ))
+/// Validates the counter metrics of `opts` on the host and resolves the duration source
+/// ([`DurationSource::Auto`]: the counters when this profiler can collect them, else the
+/// records, with one warning saying why); the state is `None` without counter metrics.
+pub(super) fn prepare(
+    p: Prepare<'_>,
+    name: &str,
+    opts: &BenchOptions,
+) -> Result<(Option<CounterState>, DurationSource), EngineError> {
+    let counted: Vec<String> = opts.metrics.iter().filter(|m| is_counter_metric(m)).cloned().collect();
+    let mut duration = opts.duration_before_counters();
+    // The duration-only plan that "auto" checked, reused when it is the whole metric set.
+    let mut checked = None;
+    if duration == DurationSource::Auto {
+        duration = match counter_durations_available(&p, opts) {
+            Ok(plan) => {
+                checked = Some(plan);
+                DurationSource::Counters
             }
-        }
+            // A backend without counters (CUDA events, an ncu child) measures time its own way.
+            Err(_) if p.backend.counters().is_none() => DurationSource::Records,
+            Err(why) => {
+                if p.metric == DEFAULT_METRIC {
+                    p.warnings.push(format!(
+                        "{name}: durations are CUPTI kernel records, not Nsight Compute's gpu__time_duration: the \
+                         counters cannot be used here ({why}); see the DurationSource column"
+                    ));
+                }
+                DurationSource::Records
+            }
+        };
     }
+    let metrics: Vec<String> = match duration {
+        DurationSource::Counters => std::iter::once(DEFAULT_METRIC.to_string()).chain(counted).collect(),
+        _ => counted,
+    };
+    if metrics.is_empty() {
+        return Ok((None, duration));
+    }
+    let kernel_records = opts.counter_pass_records;
+    let backend = Arc::clone(p.backend);
+    let cb = backend.counters().ok_or_else(|| {
+        let what = match duration {
+            DurationSource::Counters => "durations from the counters (duration source \"counters\")".to_string(),
+            _ => format!("counter metrics {metrics:?}"),
+        };
+        EngineError::Unsupported(format!(
+            "{what} need the CUPTI backend (Profiler::new); this profiler ({}) measures only time",
+            p.metric
+        ))
+    })?;
+    let plan = match checked.filter(|p| p.metrics == metrics) {
+        Some(p) => p,
+        None if metrics == [DEFAULT_METRIC] => cb.open_for_durations(opts.replay_mode)?,
+        None => cb.plan(&metrics, opts.replay_mode)?,
+    };
+    // The session opens before any GPU work of the sweep: a failure (no counter permission)
+    // ends the bench call here, and the first recorded run pays no set-up.
+    cb.open(&plan)?;
+    if metrics.len() > 1 || duration != DurationSource::Counters {
+        // What the user's counter metrics cost (the duration alone is one pass, said in the docs).
+        p.warnings.push(format!("{name}: {}", plan.describe()));
+    }
+    let me = plan_key(p.backend);
+    let mut plans = LAST_PLAN.lock().unwrap_or_else(|p| p.into_inner());
+    plans.retain(|(k, _)| *k != me);
+    plans.push((me, plan.clone()));
+    drop(plans);
+    Ok((
+        Some(CounterState {
+            plan,
+            capacity: p.capacity,
+            kernel_records,
+        }),
+        duration,
+    ))
+}
 
-    /// With a warm cache, runs the closure once more after a counter pass, unrecorded: kernel
-    /// replay saves and restores memory and user replay re-runs the closure many times, which
-    /// leaves an L2 the next timing run would not see after a plain run of the closure (on the
-    /// H200 a warm 1 MB `x * 2` was slower than a cold one until this was added).
-    pub(super) fn rewarm_after_counters<F>(&mut self, at: RunAt, f: &mut F) -> Result<(), EngineError>
-    where
-        F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
-    {
-        let t0 = std::time::Instant::now();
-        let key_run = 2 * (at.opts.max_runs() as u64 + at.opts.warmup as u64) + at.step.run as u64;
-        gpu_rest::before_gpu_work();
-        if let (Some(msg), _) = pass_closure(&self.backend, at, key_run, f, None) {
-            self.warnings
-                .push(format!("re-warming run after a counter pass: {msg}"));
-        }
-        let synced = self.backend.synchronize();
-        gpu_rest::after_synchronize();
-        counter_cost::add(|c| c.rewarm_s += counter_cost::since(t0));
-        synced
-    }
+/// Whether this profiler can take durations from the counters: it has a counter backend, the
+/// host API accepts `gpu__time_duration.sum` for the device, and a Range Profiler session
+/// opens (this is where missing counter permission or another profiler holding the counters
+/// shows). `Ok`: the plan of `gpu__time_duration.sum` alone; `Err` says why not.
+fn counter_durations_available(p: &Prepare<'_>, opts: &BenchOptions) -> Result<CounterPlan, String> {
+    let cb = p
+        .backend
+        .counters()
+        .ok_or_else(|| format!("this profiler ({}) has no hardware counters", p.metric))?;
+    cb.open_for_durations(opts.replay_mode).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The ncu child's side of the ncu backend (see `ncu/bench.rs` for the protocol): the program
 //! re-run under Nsight Compute with `KPROF_NCU_CHILD=<benchmark id>`.
 //!
-//! [`Profiler::new`] returns [`child_profiler`] there: no CUPTI activity session (CUPTI must not
+//! [`Profiler::new`](super::Profiler::new) returns a profiler over [`child_parts`] there: no CUPTI activity session (CUPTI must not
 //! run while ncu profiles the process), only a backend that pushes NVTX ranges named
 //! [`range_name`]`(region, 0, config, run)` in the `kprof` domain around recorded runs. Every
 //! bench call returns at once ([`skip_in_child`]) unless the selected benchmark was armed
@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use kprof_core::model::{DeviceInfo, ExtraValue};
 
-use super::{BenchOptions, Collected, FlushSpec, Profiler, Span};
+use super::{Backend, BenchOptions, Collected, FlushSpec, Span};
 use crate::attribution::{decode_region_key, encode_region_key};
 use crate::driver::Driver;
 use crate::error::EngineError;
@@ -98,9 +98,10 @@ fn child_backend() -> Result<Arc<ChildBackend>, EngineError> {
     Ok(Arc::clone(CHILD.get_or_init(|| b)))
 }
 
-/// The profiler of an ncu child ([`Profiler::new`] returns it when `KPROF_NCU_CHILD` is set):
-/// NVTX ranges only, no CUPTI.
-pub(crate) fn child_profiler() -> Result<Profiler, EngineError> {
+/// The parts of an ncu child's profiler ([`Profiler::new`](super::Profiler::new) returns it when
+/// `KPROF_NCU_CHILD` is set): a backend of NVTX ranges only, no CUPTI; the device and its
+/// constant extra columns.
+pub(crate) fn child_parts() -> Result<ChildParts, EngineError> {
     let backend = child_backend()?;
     let mut device = DeviceInfo::default();
     let mut extras = Vec::new();
@@ -110,8 +111,11 @@ pub(crate) fn child_profiler() -> Result<Profiler, EngineError> {
         device.gpu = props.name;
         extras.push(("DeviceOrdinal".to_string(), ExtraValue::Number(ordinal as f64)));
     }
-    Ok(Profiler::from_parts(backend, device, extras))
+    Ok((backend, device, extras))
 }
+
+/// The backend, the device and the extra columns of an ncu child's profiler.
+pub(crate) type ChildParts = (Arc<dyn Backend>, DeviceInfo, Vec<(String, ExtraValue)>);
 
 /// Whether a bench call in this process must return at once: an ncu child whose selected
 /// benchmark is not running now.

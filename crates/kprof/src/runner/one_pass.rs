@@ -11,13 +11,15 @@
 //! come from the records) or annotation-scope collectors run. When a counter pass profiles other
 //! kernels than its map holds (first calls can launch kernels later ones do not), the run is taken
 //! again with its timing pass, whose records become the map; a second mismatch keeps two passes.
+//! The pass runs in `pass/one_pass.rs`; the profiler decides which runs take it.
 
 use std::collections::HashMap;
 
-use super::counter_pass::CounterRun;
-use super::profiler::RunAt;
+use kprof_core::model::RawResults;
+
+use super::counter_pass;
 use super::run::SpanRec;
-use super::*;
+use super::{Collected, KernelRun};
 
 /// The kernels of one warm-up run, by region, as the activity records attributed them: what a
 /// counter pass of the same configuration is mapped through.
@@ -97,7 +99,7 @@ impl KernelMap {
     }
 
     /// The map's regions as spans keyed by their position (for a failed pass's NaN rows).
-    fn spans(&self) -> Vec<SpanRec> {
+    pub(super) fn spans(&self) -> Vec<SpanRec> {
         self.regions
             .iter()
             .enumerate()
@@ -113,72 +115,6 @@ impl KernelMap {
                 failed: false,
             })
             .collect()
-    }
-}
-
-/// What one recorded run measured in one pass: the counter pass, with the regions it opened.
-pub(super) struct OnePassRun {
-    /// The counter pass, its window set to the map's.
-    pub(super) counters: CounterRun,
-    /// The regions of the pass (the map's when the pass failed before opening them).
-    pub(super) spans: Vec<SpanRec>,
-    /// Their kernels, from the map.
-    pub(super) kernels: Collected,
-}
-
-impl Profiler {
-    /// The recorded run `at` in one pass, mapped through `map`: `Ok(None)` when the pass does
-    /// not match the map (another number of kernels or other regions), so the run is taken again
-    /// with a timing pass.
-    pub(super) fn one_pass_run<F>(
-        &mut self,
-        st: &mut counter_pass::CounterState,
-        at: RunAt,
-        f: &mut F,
-        map: &KernelMap,
-    ) -> Result<Option<OnePassRun>, EngineError>
-    where
-        F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
-    {
-        self.conditions.thermal_guard()?;
-        self.conditions
-            .before_run(at.step.config, at.config, at.step.run, false)?;
-        let counters = self.without_kernel_records(st.kernel_records, |me| {
-            me.counter_run(st, at, f, (map.regions(), 0), map.window())
-        });
-        self.conditions.after_run(at.step.config, at.step.run, false);
-        match counters? {
-            CounterRun::PerKernel {
-                values,
-                flushes_profiled,
-                spans,
-                ..
-            } => {
-                let Some(collected) = map.collected_for(&spans) else {
-                    return Ok(None);
-                };
-                let expected = mapped_kernels(&collected, map.window(), flushes_profiled);
-                if expected != values.len() {
-                    return Ok(None);
-                }
-                Ok(Some(OnePassRun {
-                    counters: CounterRun::PerKernel {
-                        values,
-                        window: map.window(),
-                        flushes_profiled,
-                        spans: Vec::new(),
-                    },
-                    spans,
-                    kernels: collected,
-                }))
-            }
-            failed @ CounterRun::Failed(_) => Ok(Some(OnePassRun {
-                counters: failed,
-                spans: map.spans(),
-                kernels: Collected::default(),
-            })),
-            CounterRun::PerRegion(_) => Ok(None),
-        }
     }
 }
 
@@ -198,7 +134,7 @@ pub(super) fn durations_total(raw: &RawResults, from: usize) -> (f64, bool) {
 /// How many values a counter pass mapped through `collected` must have: the distinct eager
 /// kernels of its regions and of the run outside them (flush kernels only when the pass
 /// profiled them), as the counter pass's recording counts them.
-fn mapped_kernels(collected: &Collected, window: (u64, u64), flushes_profiled: bool) -> usize {
+pub(super) fn mapped_kernels(collected: &Collected, window: (u64, u64), flushes_profiled: bool) -> usize {
     let eager: Vec<KernelRun> = collected
         .by_region
         .values()

@@ -2,109 +2,36 @@
 //! scheduler, flushes and attributes batches of runs ([`FlushPolicy`]), and records each run's
 //! samples.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use kprof_core::io::trace::Timeline;
 use kprof_core::model::{Config, DeviceInfo, ExtraValue, RawResults, DEFAULT_METRIC};
 
-use super::run::SpanRec;
-use super::{counter_cost, counter_pass, events, gpu, one_pass};
+use super::pass::counters::{rewarm_after_counters, CounterPass};
+use super::pass::one_pass::{OnePass, OnePassRun};
+use super::pass::timing::{TimingPass, TimingRun};
+use super::pass::{MeasurementPass, PassCx, RunAt, Workload};
+use super::sink::SampleSink;
+use super::{counter_cost, counter_pass, events, gpu};
 use super::{
-    invalid_option, raw_csv_path, write_raw, Backend, BenchOptions, CacheControl, Collected, DurationSource,
-    FlushPolicy, Run, SampleSource, Scheduler, Span, Step,
+    invalid_option, write_raw, Backend, BenchOptions, CacheControl, DurationSource, FlushPolicy, Run, SampleSource,
+    CUDA_EVENTS_METRIC,
 };
 use crate::choices::TraceOptions;
 use crate::conditions::runtime::ProfilerConditions;
 use crate::error::EngineError;
 
-mod one_run;
+mod batch_warnings;
 mod record;
+mod sweep;
 
-pub(super) use record::{KernelValues, SampleAt};
+use batch_warnings::BatchWarnings;
+use record::Recorder;
+use sweep::{MapRefresh, PendingRun, Sweep};
 
 pub(super) static PROFILER_ACTIVE: AtomicBool = AtomicBool::new(false);
-
-/// A run that is synchronised but whose kernels are not flushed and attributed yet.
-struct PendingRun {
-    step: Step,
-    spans: Vec<SpanRec>,
-    failure: Option<EngineError>,
-    /// Wall time of the run (cache flush, closure, synchronisation).
-    wall: Duration,
-    /// The run's counter pass, when counter metrics are asked for.
-    counters: Option<counter_pass::CounterRun>,
-    /// The run's window on the activity clock (a warm-up's becomes its configuration's map).
-    window: (u64, u64),
-    /// The run's kernels by region when it had no timing pass (one pass: `one_pass`).
-    own_kernels: Option<Collected>,
-}
-
-/// The state of one [`Profiler::bench`] call.
-struct Sweep<'a> {
-    name: &'a str,
-    configs: &'a [Config],
-    opts: &'a BenchOptions,
-    out_path: Option<PathBuf>,
-    raw: RawResults,
-    device_idx: u32,
-    sched: Scheduler,
-    /// Region names seen so far, in order (for NaN rows of failed runs).
-    known_regions: Vec<String>,
-    /// Per config: per-run policy values, and wall time spent.
-    policy_values: Vec<Vec<f64>>,
-    spent: Vec<Duration>,
-    /// Per config: whether its finished results were written to the raw CSV.
-    written: Vec<bool>,
-    /// Samples in the raw CSV as last written (the file is synced to disk on every write).
-    samples_on_disk: Option<usize>,
-    /// Whether the warning about CUDA-graph kernels without timestamps was given.
-    warned_untimed: bool,
-    /// Whether the warning about graphs instantiated before the session was given.
-    warned_old_graphs: bool,
-    warned_ambiguous: bool,
-    /// Whether the warning about the CUDA-events backend's stream hold dropped was given.
-    warned_hold: bool,
-    /// Runs waiting for the next flush, in run order, and their spans as handed to the backend.
-    pending: Vec<PendingRun>,
-    wire: Vec<Span>,
-    /// Per config: recorded runs among `pending`.
-    pending_recorded: Vec<u32>,
-    /// When the first waiting run started.
-    batch_start: Option<Instant>,
-    /// Counter metrics of this call (validated plan), if any.
-    counters: Option<counter_pass::CounterState>,
-    /// [`DurationSource::Auto`] still to be decided after the warm-up runs (see
-    /// [`Profiler::resolve_auto`]).
-    auto_pending: bool,
-    /// The backend's count of graph launches timed from node records (process-wide) when the
-    /// call started: this call replayed such graphs when the count grew.
-    old_graph_launches_at_start: u64,
-    /// The backend's count of all graph launches when the call started.
-    graph_launches_at_start: u64,
-    /// Per config: the last warm-up run's kernels by region, through which its recorded runs
-    /// take one pass (`one_pass`); `None` keeps two passes.
-    kernel_maps: Vec<Option<one_pass::KernelMap>>,
-    /// Per config: a counter pass did not match its map, so its runs keep two passes.
-    two_passes: Vec<bool>,
-    /// Per config: the map was given up once for a recorded run's own (its first calls launched
-    /// other kernels than later ones): `Waiting` until that run's records are flushed.
-    map_refresh: Vec<MapRefresh>,
-}
-
-/// Whether a configuration's map of kernels was taken again from a recorded run's records after a
-/// counter pass did not match the warm-up's (`Sweep::map_refresh`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum MapRefresh {
-    /// The map is the warm-up's.
-    FromWarmup,
-    /// A recorded run with a timing pass gives the map at its flush.
-    Waiting,
-    /// The map was taken again once; another mismatch keeps two passes for good.
-    Done,
-}
 
 /// The profiler: owns the CUPTI activity session. One per process.
 pub struct Profiler {
@@ -142,25 +69,6 @@ pub struct Profiler {
     pub(super) closure_asked_counter_pass: bool,
     /// The last bench call's timeline (kernel records and regions; not with CUDA events).
     pub(super) timeline: Timeline,
-}
-
-/// The metric of [`Profiler::with_cuda_events`]: GPU time between two CUDA events around a
-/// region, in ns, the stream held while the host queues the region (so the host's launch gaps do
-/// not count). It includes the GPU's own gaps between the region's kernels, so it is the
-/// region's in-stream time, not the sum of kernel durations that `gpu__time_duration.sum` is.
-pub const CUDA_EVENTS_METRIC: &str = "cuda_event_elapsed.sum";
-
-/// One run of a bench call: the benchmark, the call's number, the step (configuration, run,
-/// warm-up or not), the step's configuration and the call's options.
-#[derive(Clone, Copy)]
-pub(super) struct RunAt<'a> {
-    pub(super) name: &'a str,
-    pub(super) call: u64,
-    pub(super) step: Step,
-    pub(super) config: &'a Config,
-    pub(super) opts: &'a BenchOptions,
-    /// The run takes one pass, the counter pass (`one_pass`).
-    pub(super) one_pass: bool,
 }
 
 impl std::fmt::Debug for Profiler {
@@ -203,7 +111,7 @@ impl Profiler {
     pub fn with_trace(trace: TraceOptions) -> Result<Profiler, EngineError> {
         if super::ncu_child::is_ncu_child() {
             // Under ncu (relaunch mode): no CUPTI session, NVTX ranges only (runner/ncu_child.rs).
-            return super::ncu_child::child_profiler();
+            return Self::for_ncu_child();
         }
         Self::claim_slot(|| {
             let (backend, device, extras) = gpu::GpuBackend::start(trace)?;
@@ -294,6 +202,12 @@ impl Profiler {
         // Under ncu, which profiles every run, no NVML sampling around runs.
         let conditions = ProfilerConditions::with_probe(Box::new(crate::conditions::runtime::NullProbe));
         Self::assemble(backend, device, extras, false, DEFAULT_METRIC, conditions)
+    }
+
+    /// The profiler of an ncu child: NVTX ranges only, no CUPTI (`runner/ncu_child.rs`).
+    pub(crate) fn for_ncu_child() -> Result<Profiler, EngineError> {
+        let (backend, device, extras) = super::ncu_child::child_parts()?;
+        Ok(Self::from_parts(backend, device, extras))
     }
 
     /// A profiler over a test backend (no NVML sampling, as [`Profiler::from_parts`]).
@@ -398,20 +312,8 @@ impl Profiler {
             return Ok(RawResults::new());
         }
         self.timeline = Timeline::default();
-        // The environment's overrides of the options, read once per bench call.
-        let mut resolved = opts.with_env_overrides()?;
-        let table = kprof_core::sections::table();
-        let names_a_section = |m: &String| table.section(m.trim()).is_some() || table.set(m.trim()).is_some();
-        if resolved.metrics.iter().any(names_a_section) {
-            // Nsight Compute's section and set names stand for their metrics on this chip.
-            let expansion = crate::counters::sections::expand_metrics(&resolved.metrics)?;
-            if let Some(note) = expansion.left_out_note() {
-                self.warnings.push(format!("{name}: {note}"));
-            }
-            resolved.metrics = expansion.metrics;
-        }
+        let resolved = self.resolve_options(name, opts)?;
         let opts = &resolved;
-        opts.validate()?;
         // Counter metrics are validated on the host before any GPU work. Durations from the
         // counters by default ("auto", no counter metric, warm-up runs) are decided after the
         // warm-up runs instead (see `resolve_auto`).
@@ -447,41 +349,16 @@ impl Profiler {
             }
         }
         let device_idx = raw.intern_device(&self.device);
-        let n = configs.len();
         if let Some(w) = self.conditions.init(&self.backend.fingerprint_inputs()) {
             self.warnings.push(w);
         }
         self.conditions
             .begin_sweep(&opts.thermal, opts.conditions, &opts.collectors, &raw.param_names())?;
-        let mut sw = Sweep {
-            name,
-            configs,
-            opts,
-            out_path: opts.output_prefix.as_deref().map(|p| raw_csv_path(p, name)),
-            raw,
-            device_idx,
-            sched: Scheduler::new(n, opts.warmup, opts.max_runs(), opts.order),
-            known_regions: Vec::new(),
-            policy_values: vec![Vec::new(); n],
-            spent: vec![Duration::ZERO; n],
-            written: vec![false; n],
-            samples_on_disk: None,
-            warned_untimed: false,
-            warned_old_graphs: false,
-            warned_ambiguous: false,
-            warned_hold: false,
-            pending: Vec::new(),
-            wire: Vec::new(),
-            pending_recorded: vec![0; n],
-            batch_start: None,
-            counters,
-            auto_pending: lazy_auto,
-            old_graph_launches_at_start,
-            graph_launches_at_start,
-            kernel_maps: vec![None; n],
-            two_passes: vec![false; n],
-            map_refresh: vec![MapRefresh::FromWarmup; n],
-        };
+        let mut sw = Sweep::new(name, configs, opts, raw, device_idx);
+        sw.counters = counters;
+        sw.auto_pending = lazy_auto;
+        sw.old_graph_launches_at_start = old_graph_launches_at_start;
+        sw.graph_launches_at_start = graph_launches_at_start;
         // Kernels are traced during benchmarks only: launches between them cost what they cost
         // without kprof.
         // The caller's cancellation token, polled by the loop and by the waits inside it.
@@ -496,6 +373,36 @@ impl Profiler {
             // flush (best effort) while their conditions are still known.
             let _ = self.flush_batch(&mut sw, None);
         }
+        self.end_bench(sw, result, stale_graph_launches_at_start)
+    }
+
+    /// The options of a bench call: the environment's overrides (read once per bench call), and
+    /// Nsight Compute's section and set names expanded into their metrics, validated.
+    fn resolve_options(&mut self, name: &str, opts: &BenchOptions) -> Result<BenchOptions, EngineError> {
+        let mut resolved = opts.with_env_overrides()?;
+        let table = kprof_core::sections::table();
+        let names_a_section = |m: &String| table.section(m.trim()).is_some() || table.set(m.trim()).is_some();
+        if resolved.metrics.iter().any(names_a_section) {
+            // Nsight Compute's section and set names stand for their metrics on this chip.
+            let expansion = crate::counters::sections::expand_metrics(&resolved.metrics)?;
+            if let Some(note) = expansion.left_out_note() {
+                self.warnings.push(format!("{name}: {note}"));
+            }
+            resolved.metrics = expansion.metrics;
+        }
+        resolved.validate()?;
+        Ok(resolved)
+    }
+
+    /// The end of a bench call: tracing stopped, the call's warnings, the Range Profiler session
+    /// kept for the next call, and the files written (`end_files`).
+    fn end_bench(
+        &mut self,
+        sw: Sweep<'_>,
+        result: Result<(), EngineError>,
+        stale_graph_launches_at_start: u64,
+    ) -> Result<RawResults, EngineError> {
+        let name = sw.name;
         if let Err(e) = self.backend.set_idle(true) {
             self.warnings.push(format!(
                 "{name}: could not stop tracing kernels after the benchmark: {e}"
@@ -517,6 +424,12 @@ impl Profiler {
         self.counters_used |= sw.counters.is_some();
         let cond_warnings = self.conditions.end_sweep();
         self.warnings.extend(cond_warnings);
+        self.end_files(sw, result)
+    }
+
+    /// Writes the environment fingerprint beside the raw CSV and the raw CSV itself when not
+    /// written yet (after an error, best effort); returns the raw results or the error.
+    fn end_files(&mut self, sw: Sweep<'_>, result: Result<(), EngineError>) -> Result<RawResults, EngineError> {
         if let (Some(p), Some(fp)) = (&sw.out_path, self.conditions.fingerprint()) {
             if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
                 let _ = std::fs::create_dir_all(dir);
@@ -547,13 +460,9 @@ impl Profiler {
     /// The run loop: runs steps, batches them, flushes per [`FlushPolicy`], at the end, when a
     /// closure error ends the sweep, and before a configuration under a stopping policy gets its
     /// next run.
-    fn sweep<F>(&mut self, call: u64, sw: &mut Sweep<'_>, f: &mut F) -> Result<(), EngineError>
-    where
-        F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
-    {
+    fn sweep(&mut self, call: u64, sw: &mut Sweep<'_>, f: &mut Workload<'_>) -> Result<(), EngineError> {
         let opts = sw.opts;
         let configs = sw.configs;
-        let max_runs = self.flush_policy.max_runs.max(1) as usize;
         while let Some(step) = sw.sched.next_step() {
             crate::cancel::check()?;
             if !step.warmup {
@@ -575,72 +484,150 @@ impl Profiler {
                 opts,
                 one_pass: false,
             };
-            if let Some(run) = self.one_pass_step(sw, at, f)? {
-                let failed = matches!(run.counters, counter_pass::CounterRun::Failed(_));
-                if failed {
-                    crate::cancel::check()?;
+            let (run, abort) = match self.one_pass_step(sw, at, f)? {
+                Some(run) => {
+                    let failed = matches!(run.counters, counter_pass::CounterRun::Failed(_));
+                    if failed {
+                        crate::cancel::check()?;
+                    }
+                    let run = PendingRun {
+                        step,
+                        spans: run.spans,
+                        failure: None,
+                        wall: t0.elapsed(),
+                        counters: Some(run.counters),
+                        window: (0, 0),
+                        own_kernels: Some(run.kernels),
+                    };
+                    // A failed run ends the sweep at once, as a failed timing pass does.
+                    (run, failed && !opts.ignore_failures)
                 }
-                // A failed run ends the sweep at once, as a failed timing pass does.
-                let abort = failed && !opts.ignore_failures;
-                sw.pending_recorded[step.config] += 1;
-                let started = *sw.batch_start.get_or_insert(t0);
-                sw.pending.push(PendingRun {
-                    step,
-                    spans: run.spans,
-                    failure: None,
-                    wall: t0.elapsed(),
-                    counters: Some(run.counters),
-                    window: (0, 0),
-                    own_kernels: Some(run.kernels),
-                });
-                crate::cancel::check()?;
-                if abort || sw.pending.len() >= max_runs || started.elapsed() >= self.flush_policy.max_time {
-                    self.flush_batch(sw, None)?;
-                }
-                continue;
-            }
-            let run_start_ns = self.backend.timestamp_ns();
-            let graph_launches_before = self.backend.graph_launches_seen();
-            let (spans, failure) = self.one_run(at, f, &mut sw.wire)?;
-            crate::cancel::check()?;
-            let abort = failure.is_some() && !opts.ignore_failures;
-            let window = (run_start_ns, self.backend.timestamp_ns());
-            let graph_launches = self.backend.graph_launches_seen() - graph_launches_before;
-            if step.warmup && graph_launches > 0 {
-                sw.two_passes[step.config] = true;
-            }
-            let counters = match (&mut sw.counters, step.warmup, &failure) {
-                (Some(st), false, None) => Some(self.without_kernel_records(st.kernel_records, |me| {
-                    me.counter_run(st, at, f, (spans.len(), graph_launches), window)
-                })?),
-                _ => None,
+                None => self.two_pass_run(sw, at, f, t0)?,
             };
-            if counters.is_some() && opts.cache == CacheControl::None {
-                self.rewarm_after_counters(at, f)?;
-            }
-            // Cancelled: a run whose counter pass was cut short is dropped, a finished one kept.
-            if matches!(counters, Some(counter_pass::CounterRun::Failed(_))) {
-                crate::cancel::check()?;
-            }
-            if !step.warmup {
-                sw.pending_recorded[step.config] += 1;
-            }
-            let started = *sw.batch_start.get_or_insert(t0);
-            sw.pending.push(PendingRun {
-                step,
-                spans,
-                failure,
-                wall: t0.elapsed(),
-                counters,
-                window,
-                own_kernels: None,
-            });
-            crate::cancel::check()?;
-            if abort || sw.pending.len() >= max_runs || started.elapsed() >= self.flush_policy.max_time {
-                self.flush_batch(sw, None)?;
-            }
+            self.push_pending(sw, run, t0, abort)?;
         }
         self.flush_batch(sw, None)
+    }
+
+    /// A run with its timing pass, then its counter pass when the call has counters and the run
+    /// is recorded (and, with a warm cache, the re-warming run after it): the run to wait for the
+    /// next flush, and whether its failure ends the sweep.
+    fn two_pass_run(
+        &mut self,
+        sw: &mut Sweep<'_>,
+        at: RunAt<'_>,
+        f: &mut Workload<'_>,
+        t0: Instant,
+    ) -> Result<(PendingRun, bool), EngineError> {
+        let step = at.step;
+        let TimingRun {
+            spans,
+            failure,
+            window,
+            graph_launches,
+        } = TimingPass { wire: &mut sw.wire }.measure(&mut self.pass_cx(), at, f)?;
+        let abort = failure.is_some() && !at.opts.ignore_failures;
+        if step.warmup && graph_launches > 0 {
+            sw.two_passes[step.config] = true;
+        }
+        let counters = match (&mut sw.counters, step.warmup, &failure) {
+            (Some(st), false, None) => {
+                let mut pass = CounterPass {
+                    st,
+                    regions: spans.len(),
+                    graph_launches,
+                    window,
+                };
+                Some(pass.measure(&mut self.pass_cx(), at, f)?)
+            }
+            _ => None,
+        };
+        if counters.is_some() && at.opts.cache == CacheControl::None {
+            rewarm_after_counters(&mut self.pass_cx(), at, f)?;
+        }
+        // Cancelled: a run whose counter pass was cut short is dropped, a finished one kept.
+        if matches!(counters, Some(counter_pass::CounterRun::Failed(_))) {
+            crate::cancel::check()?;
+        }
+        let run = PendingRun {
+            step,
+            spans,
+            failure,
+            wall: t0.elapsed(),
+            counters,
+            window,
+            own_kernels: None,
+        };
+        Ok((run, abort))
+    }
+
+    /// Puts a measured run (started at `t0`) with those waiting for the next flush, and flushes
+    /// when the run's failure ends the sweep (`abort`) or the [`FlushPolicy`] says so.
+    fn push_pending(
+        &mut self,
+        sw: &mut Sweep<'_>,
+        run: PendingRun,
+        t0: Instant,
+        abort: bool,
+    ) -> Result<(), EngineError> {
+        if !run.step.warmup {
+            sw.pending_recorded[run.step.config] += 1;
+        }
+        let started = *sw.batch_start.get_or_insert(t0);
+        sw.pending.push(run);
+        crate::cancel::check()?;
+        let max_runs = self.flush_policy.max_runs.max(1) as usize;
+        if abort || sw.pending.len() >= max_runs || started.elapsed() >= self.flush_policy.max_time {
+            self.flush_batch(sw, None)?;
+        }
+        Ok(())
+    }
+
+    /// The last counter metric set validated by a bench call (chip, units, pass count).
+    pub fn counter_plan(&self) -> Option<counter_pass::CounterPlan> {
+        counter_pass::last_plan(&self.backend)
+    }
+
+    /// Validates the counter metrics of `opts` on the host and resolves the duration source
+    /// (`counter_pass::prepare`).
+    fn counters_prepare(
+        &mut self,
+        name: &str,
+        opts: &BenchOptions,
+    ) -> Result<(Option<counter_pass::CounterState>, DurationSource), EngineError> {
+        let p = counter_pass::Prepare {
+            backend: &self.backend,
+            metric: self.metric,
+            capacity: self.counter_capacity,
+            warnings: &mut self.warnings,
+        };
+        counter_pass::prepare(p, name, opts)
+    }
+
+    /// What recording a flushed run may use of this profiler.
+    fn recorder(&mut self) -> Recorder<'_> {
+        Recorder {
+            sink: SampleSink {
+                metric: self.metric,
+                extras: &self.extras,
+                conditions: &self.conditions,
+                duration_source: self.duration_source,
+                warnings: &mut self.warnings,
+            },
+            timeline: &mut self.timeline,
+            backend: &*self.backend,
+        }
+    }
+
+    /// What a measurement pass may use of this profiler.
+    fn pass_cx(&mut self) -> PassCx<'_> {
+        PassCx {
+            backend: &self.backend,
+            conditions: &mut self.conditions,
+            warnings: &mut self.warnings,
+            counter_capacity: &mut self.counter_capacity,
+            closure_asked_counter_pass: &mut self.closure_asked_counter_pass,
+        }
     }
 
     /// [`DurationSource::Auto`], decided before the first recorded run: when the warm-up runs
@@ -657,7 +644,7 @@ impl Profiler {
         }
         if self.backend.graph_launches_from_nodes() != sw.old_graph_launches_at_start {
             // This warning says what the collections' would.
-            sw.warned_old_graphs = true;
+            sw.warned.old_graphs = true;
             self.warnings.push(format!(
                 "{}: durations are CUPTI kernel records, not Nsight Compute's gpu__time_duration: the benchmark \
                  replays CUDA graphs instantiated before kprof's CUPTI session, whose spans a counter pass would \
@@ -690,27 +677,18 @@ impl Profiler {
         Ok(())
     }
 
-    /// Whether this bench call's runs may take one pass (`one_pass`) as its options go: durations
-    /// from the counters, a cold cache, `one_pass` on.
-    fn may_take_one_pass(&self, opts: &BenchOptions) -> bool {
-        opts.one_pass && self.duration_source == SampleSource::Counters && opts.cache == CacheControl::All
-    }
-
     /// A recorded run in one pass (`one_pass`), where its configuration allows it: durations
     /// from the counters in application replay with a cold cache, a map from its last warm-up
     /// run, no annotation-scope collectors. `None`: the run takes its timing pass.
-    fn one_pass_step<F>(
+    fn one_pass_step(
         &mut self,
         sw: &mut Sweep<'_>,
-        at: RunAt,
-        f: &mut F,
-    ) -> Result<Option<one_pass::OnePassRun>, EngineError>
-    where
-        F: FnMut(&Config, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
-    {
+        at: RunAt<'_>,
+        f: &mut Workload<'_>,
+    ) -> Result<Option<OnePassRun>, EngineError> {
         let c = at.step.config;
         let allowed = !at.step.warmup
-            && self.may_take_one_pass(at.opts)
+            && may_take_one_pass(self.duration_source, at.opts)
             && !self.closure_asked_counter_pass
             && !sw.two_passes[c]
             && self.backend.can_act_before_each_kernel()
@@ -738,7 +716,8 @@ impl Profiler {
         let (Some(map), Some(st)) = (sw.kernel_maps[c].clone(), sw.counters.as_mut()) else {
             return Ok(None);
         };
-        let run = self.one_pass_run(st, RunAt { one_pass: true, ..at }, f, &map)?;
+        let at = RunAt { one_pass: true, ..at };
+        let run = OnePass { st, map: &map }.measure(&mut self.pass_cx(), at, f)?;
         if run.is_none() {
             // The closure launched other kernels than its warm-up: the next recorded run's timing
             // pass gives the map once more (first calls can launch kernels that later ones do not);
@@ -777,90 +756,25 @@ impl Profiler {
         sw.wire.clear();
         let collected = collected?;
         self.unattributed += collected.unattributed as u64;
-        let untimed = collected
-            .by_region
-            .values()
-            .flatten()
-            .filter(|k| k.is_untimed())
-            .count();
-        if untimed > 0 && !sw.warned_untimed {
-            sw.warned_untimed = true;
-            self.warnings.push(format!(
-                "{}: {untimed} kernel(s) of CUDA graphs came without timestamps and count as 0 ns: this CUPTI did not \
-                 trace graph launches as a whole (GRAPH_TRACE records) and serial kernel records do not time graph \
-                 nodes; set KPROF_KERNEL_TRACE=concurrent to time the nodes (the graph's span is then taken from them)",
-                sw.name
-            ));
+        BatchWarnings {
+            name: sw.name,
+            warned: &mut sw.warned,
+            old_graph_launches_at_start: sw.old_graph_launches_at_start,
+            backend: &*self.backend,
+            warned_graphs_under_cupti: &mut self.warned_graphs_under_cupti,
+            warnings: &mut self.warnings,
         }
-        let graphs_in_regions = collected.by_region.values().flatten().any(|k| k.graph);
-        // Graphs instantiated before the session, launched in this call (the count is the
-        // process's: an earlier benchmark's old graphs say nothing of this one's).
-        let old_graphs = collected.graph_launches_from_nodes > sw.old_graph_launches_at_start && graphs_in_regions;
-        if graphs_in_regions && !old_graphs && !self.warned_graphs_under_cupti {
-            // Said once per profiler: every graph this backend times runs with CUPTI attached.
-            self.warned_graphs_under_cupti = true;
-            let start = match self.backend.graph_start_ns() {
-                Some(Some(ns)) => format!(
-                    "each launch's span includes the GPU's start of a graph, {:.2} us measured on kprof's own graph",
-                    ns as f64 / 1e3
-                ),
-                _ => "the GPU's start of a graph (a few microseconds per launch) could not be measured and is left \
-                      out of the spans"
-                    .to_string(),
-            };
-            self.warnings.push(format!(
-                "{}: CUDA graph replays are timed from CUPTI's records of them, as the graph runs with CUPTI \
-                 attached, which slows graphs (a few percent for graphs of one stream, up to about a fifth for \
-                 graphs captured from several streams: docs/timing.md); {start}: for a graph's span without CUPTI use the CUDA-events backend (Python \
-                 backend='cuda-events', Rust Profiler::with_cuda_events()) in a process where kprof's CUPTI session \
-                 has not started",
-                sw.name
-            ));
-        }
-        if old_graphs && !sw.warned_old_graphs {
-            sw.warned_old_graphs = true;
-            self.warnings.push(format!(
-                "{}: CUDA graph(s) instantiated before kprof's CUPTI session started were timed from their node \
-                 records (CUPTI 13.0 crashes on graph records of such graphs): their nodes run instrumented, which \
-                 reads a few percent long (up to about a fifth for one captured from several streams: \
-                 docs/timing.md); graphs captured after the first benchmark started get their graph records instead \
-                 (within 3 % from one stream). CUPTI slows graphs while it is attached: for a graph's span without \
-                 it, use the CUDA-events backend (Python backend='cuda-events', Rust Profiler::with_cuda_events()) \
-                 in a process where kprof's CUPTI session has not started",
-                sw.name
-            ));
-        }
-        if collected.ambiguous > 0 && !sw.warned_ambiguous {
-            sw.warned_ambiguous = true;
-            self.warnings.push(format!(
-                "{}: {} kernel(s) were launched while regions of more than one thread were open; attributed by launch \
-                 order, each went to the region opened last, whichever thread launched it: set \
-                 attribution='records' (Python kprof.configure, Rust TraceOptions, KPROF_ATTRIBUTION=records) to \
-                 attribute each thread's launches to its own regions (costs the launch API records, 0.2-0.5 us per \
-                 launch)",
-                sw.name, collected.ambiguous
-            ));
-        }
-        if collected.hold_dropped > 0 && !sw.warned_hold {
-            sw.warned_hold = true;
-            self.warnings.push(format!(
-                "{}: two regions in a row were still open {} ms after the CUDA-events backend held the stream for \
-                 them (they wait for the GPU inside, e.g. a synchronization or a blocking copy, queue more launches \
-                 than the stream's queue holds, or take that long to queue): the rest of this benchmark is timed \
-                 without the hold, so the host's launch gaps inside a region count in its time",
-                sw.name,
-                super::stream_hold::HOLD_TIMEOUT.as_millis()
-            ));
-        }
+        .give(&collected);
         // The flush's wall time counts towards the time budgets of the batch's configs.
         let share = t0.elapsed() / pending.len() as u32;
         // The runs' conditions from the background sampler's samples (no NVML read here).
         self.conditions.settle();
+        let mut rec = self.recorder();
         for mut run in pending {
             // A run in one pass has its kernels from its configuration's map (`one_pass`).
             match run.own_kernels.take() {
-                Some(own) => self.record_run(sw, run, &own, share, true)?,
-                None => self.record_run(sw, run, &collected, share, false)?,
+                Some(own) => rec.record_run(sw, run, &own, share, true)?,
+                None => rec.record_run(sw, run, &collected, share, false)?,
             }
         }
         if let Some(p) = &sw.out_path {
@@ -877,4 +791,10 @@ impl Profiler {
         }
         Ok(())
     }
+}
+
+/// Whether a bench call's runs may take one pass (`one_pass`) as its options go: durations from
+/// the counters (`source`), a cold cache, `one_pass` on.
+fn may_take_one_pass(source: SampleSource, opts: &BenchOptions) -> bool {
+    opts.one_pass && source == SampleSource::Counters && opts.cache == CacheControl::All
 }

@@ -5,9 +5,11 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use kprof_core::model::{DeviceInfo, ExtraValue};
+use kprof_core::model::{DeviceInfo, ExtraValue, RawResults};
 
+use super::super::*;
 use super::*;
+use crate::cupti::kernel_flush::{PassLaunch, PassLaunches};
 use crate::runner::tests::warnings_with;
 
 /// Timing kernels get `dur` ns; counter metric `bytes.sum` of a kernel is `dur * 2`, `pct` is 50,

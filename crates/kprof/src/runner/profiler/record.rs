@@ -3,56 +3,29 @@
 
 use std::time::Duration;
 
-use kprof_core::kernels::MANGLED_KERNEL_COLUMN;
-use kprof_core::model::{ExtraValue, KernelSample, RawResults, Sample, SeriesKey, DEFAULT_METRIC};
+use kprof_core::io::trace::Timeline;
 use kprof_core::policy::Decision;
 use kprof_core::transforms::combine_kernels;
 
+use super::super::counter_pass::{record_counters, RecordedRun};
 use super::super::run::SpanRec;
-use super::super::{counter_pass, one_pass, progress, timeline};
-use super::super::{model_error, record_durations, Collected, Progress, SampleSource, Step, DEFAULT_UNIT};
-use super::{MapRefresh, PendingRun, Profiler, Sweep, CUDA_EVENTS_METRIC};
+use super::super::sink::{KernelValues, SampleAt, SampleSink};
+use super::super::CUDA_EVENTS_METRIC;
+use super::super::{one_pass, progress, timeline};
+use super::super::{record_durations, Backend, Collected, Progress, SampleSource, Step};
+use super::may_take_one_pass;
+use super::sweep::{MapRefresh, PendingRun, Sweep};
 use crate::error::EngineError;
 
-/// Where a sample belongs: the benchmark, the region, the step (configuration and run) and the
-/// device.
-#[derive(Clone, Copy)]
-pub(in crate::runner) struct SampleAt<'a> {
-    pub(in crate::runner) benchmark: &'a str,
-    pub(in crate::runner) region: &'a str,
-    pub(in crate::runner) step: Step,
-    pub(in crate::runner) device_idx: u32,
+/// What recording a flushed run uses of the profiler: the sample sink, the timeline of the bench
+/// call, and the backend.
+pub(super) struct Recorder<'a> {
+    pub(super) sink: SampleSink<'a>,
+    pub(super) timeline: &'a mut Timeline,
+    pub(super) backend: &'a dyn Backend,
 }
 
-impl<'a> SampleAt<'a> {
-    pub(in crate::runner) fn new(benchmark: &'a str, region: &'a str, step: Step, device_idx: u32) -> Self {
-        SampleAt {
-            benchmark,
-            region,
-            step,
-            device_idx,
-        }
-    }
-}
-
-/// A sample's value, the kernel it is shown with, and the per-kernel values it combines.
-#[derive(Clone, Copy)]
-pub(in crate::runner) struct KernelValues<'a> {
-    pub(in crate::runner) value: f64,
-    pub(in crate::runner) kernel: &'a str,
-    pub(in crate::runner) breakdown: &'a [(&'a str, f64)],
-}
-
-impl KernelValues<'_> {
-    /// No value: NaN, no kernel, no breakdown.
-    pub(in crate::runner) const NAN: KernelValues<'static> = KernelValues {
-        value: f64::NAN,
-        kernel: "",
-        breakdown: &[],
-    };
-}
-
-impl Profiler {
+impl Recorder<'_> {
     /// Records one run's samples (or NaN rows and warnings) from a flushed batch, and lets the
     /// stopping policy decide. A closure failure without `ignore_failures` is returned.
     pub(super) fn record_run(
@@ -87,11 +60,11 @@ impl Profiler {
                 sw.known_regions.push(s.name.clone());
             }
         }
-        if self.metric != CUDA_EVENTS_METRIC {
+        if self.sink.metric != CUDA_EVENTS_METRIC {
             // A run in one pass has no kernel records: its regions only (its configuration's
             // warm-up run, whose records the map holds, is in the timeline with its kernels).
             let records = if one_pass { &Collected::default() } else { collected };
-            timeline::append(&mut self.timeline, &config.to_string(), step.run, &spans, records);
+            timeline::append(self.timeline, &config.to_string(), step.run, &spans, records);
         }
         if let Some(e) = failure {
             if !opts.ignore_failures {
@@ -103,16 +76,16 @@ impl Profiler {
             );
             for region in &sw.known_regions {
                 let at = SampleAt::new(name, region, step, sw.device_idx);
-                self.push_sample(&mut sw.raw, at, KernelValues::NAN, Some(&msg))?;
+                self.sink.push(&mut sw.raw, at, KernelValues::NAN, Some(&msg))?;
             }
-            self.warnings.push(msg);
+            self.sink.warnings.push(msg);
             sw.policy_values[step.config].push(f64::NAN);
         } else {
             let (mut total, mut any) = self.record_regions(sw, step, &spans, collected)?;
             let raw = &mut sw.raw;
             let samples_before = raw.samples.len();
             if let (Some(c), Some(st)) = (&counters, &sw.counters) {
-                let run = counter_pass::RecordedRun {
+                let run = RecordedRun {
                     plan: &st.plan,
                     name,
                     config,
@@ -121,8 +94,9 @@ impl Profiler {
                     spans: &spans,
                     collected,
                     opts,
+                    backend: self.backend,
                 };
-                self.record_counters(raw, &run, c)?;
+                record_counters(&mut self.sink, raw, &run, c)?;
             }
             if one_pass {
                 // The map's kernels are the warm-up's: the policy sees this run's counters.
@@ -151,15 +125,18 @@ impl Profiler {
             None => one_pass::KernelMap::of_warmup(&spans, collected, window),
             Some(_) => None,
         };
-        if self.metric != CUDA_EVENTS_METRIC && self.may_take_one_pass(opts) && sw.kernel_maps[step.config].is_some() {
+        if self.sink.metric != CUDA_EVENTS_METRIC
+            && may_take_one_pass(self.sink.duration_source, opts)
+            && sw.kernel_maps[step.config].is_some()
+        {
             let label = format!("{config} (warm-up)");
-            timeline::append(&mut self.timeline, &label, step.run, &spans, collected);
+            timeline::append(self.timeline, &label, step.run, &spans, collected);
         }
         if let Some(e) = failure {
             if !opts.ignore_failures {
                 return Err(e);
             }
-            self.warnings.push(format!(
+            self.sink.warnings.push(format!(
                 "{name}: warm-up run {} of config [{config}] failed: {e}",
                 step.run
             ));
@@ -183,7 +160,7 @@ impl Profiler {
         let mut any = false;
         // With durations from the counters, the counter pass records `gpu__time_duration.sum`
         // (NaN for the regions below too); the records still feed the stopping policy.
-        let from_records = self.duration_source != SampleSource::Counters;
+        let from_records = self.sink.duration_source != SampleSource::Counters;
         for s in spans {
             // Why the region has no value in this run (it is then recorded as NaN).
             let nan_reason = if s.failed {
@@ -205,7 +182,7 @@ impl Profiler {
                                 kernel: &kname,
                                 breakdown: &pairs,
                             };
-                            self.push_sample(raw, at, values, None)?;
+                            self.sink.push(raw, at, values, None)?;
                         }
                         None
                     }
@@ -225,89 +202,12 @@ impl Profiler {
             if let Some(msg) = nan_reason {
                 if from_records {
                     let at = SampleAt::new(name, &s.name, step, sw.device_idx);
-                    self.push_sample(raw, at, KernelValues::NAN, Some(&msg))?;
+                    self.sink.push(raw, at, KernelValues::NAN, Some(&msg))?;
                 }
-                self.warnings.push(msg);
+                self.sink.warnings.push(msg);
             }
         }
         Ok((total, any))
-    }
-
-    /// Pushes one sample of the profiler's metric (and its kernel breakdown) to `raw`.
-    fn push_sample(
-        &self,
-        raw: &mut RawResults,
-        at: SampleAt<'_>,
-        values: KernelValues<'_>,
-        warning: Option<&str>,
-    ) -> Result<(), EngineError> {
-        self.push_sample_as(raw, at, (self.metric, DEFAULT_UNIT), values, warning)
-    }
-
-    /// [`Profiler::push_sample`] for any metric and unit (counter metrics).
-    pub(in crate::runner) fn push_sample_as(
-        &self,
-        raw: &mut RawResults,
-        at: SampleAt<'_>,
-        (metric, unit): (&str, &str),
-        values: KernelValues<'_>,
-        warning: Option<&str>,
-    ) -> Result<(), EngineError> {
-        let SampleAt {
-            benchmark,
-            region,
-            step,
-            device_idx,
-        } = at;
-        let KernelValues {
-            value,
-            kernel,
-            breakdown,
-        } = values;
-        let key = SeriesKey {
-            benchmark: benchmark.to_string(),
-            annotation: region.to_string(),
-            config: step.config as u32,
-            metric: metric.to_string(),
-        };
-        let series = raw.intern_series(key, unit, device_idx).map_err(model_error)?;
-        // The Kernel column shows demangled names (as ncu does); the mangled label is kept.
-        let shown = kprof_core::kernels::demangle_label(kernel);
-        let kernel_idx = raw.intern_kernel(&shown);
-        let mut extras: Vec<(&str, ExtraValue)> = self.extras.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
-        if shown != kernel {
-            extras.push((MANGLED_KERNEL_COLUMN, ExtraValue::Text(kernel.to_string())));
-        }
-        let run_extras = self.conditions.extras_for(step.config, step.run, region);
-        extras.extend(run_extras.iter().map(|(n, v)| (n.as_str(), v.clone())));
-        if metric == DEFAULT_METRIC || metric == CUDA_EVENTS_METRIC {
-            extras.push((
-                "DurationSource",
-                ExtraValue::Text(self.duration_source.as_str().to_string()),
-            ));
-        }
-        if let Some(w) = warning {
-            extras.push(("Warning", ExtraValue::Text(w.to_string())));
-        }
-        raw.push_sample(
-            Sample {
-                series,
-                run: step.run,
-                value,
-                kernel: kernel_idx,
-            },
-            &extras,
-        );
-        for (position, (kname, v)) in breakdown.iter().enumerate() {
-            raw.kernel_breakdown.push(KernelSample {
-                series,
-                run: step.run,
-                position: position as u32,
-                kernel: kname.to_string(),
-                value: *v,
-            });
-        }
-        Ok(())
     }
 }
 
