@@ -109,7 +109,7 @@ fn fingerprint_json() -> Option<String> {
 
 /// Adds `fingerprint_json` to `kprof._core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(fingerprint_json, m)?)?;
+    add_functions!(m, [fingerprint_json]);
     Ok(())
 }
 

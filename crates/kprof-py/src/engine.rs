@@ -565,13 +565,18 @@ fn counter_cost<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
 
 /// Adds the engine functions to `kprof._core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(run_benchmark, m)?)?;
-    m.add_function(wrap_pyfunction!(enter_region, m)?)?;
-    m.add_function(wrap_pyfunction!(exit_region, m)?)?;
-    m.add_function(wrap_pyfunction!(in_counter_pass, m)?)?;
-    m.add_function(wrap_pyfunction!(counter_cost, m)?)?;
-    m.add_function(wrap_pyfunction!(check_bench_options, m)?)?;
-    m.add_function(wrap_pyfunction!(engine_available, m)?)?;
-    m.add_function(wrap_pyfunction!(configure_trace, m)?)?;
+    add_functions!(
+        m,
+        [
+            run_benchmark,
+            enter_region,
+            exit_region,
+            in_counter_pass,
+            counter_cost,
+            check_bench_options,
+            engine_available,
+            configure_trace
+        ]
+    );
     Ok(())
 }

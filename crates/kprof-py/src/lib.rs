@@ -36,6 +36,13 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
+/// Adds each `#[pyfunction]` listed to the module `$m` (in a function returning `PyResult`).
+macro_rules! add_functions {
+    ($m:expr, [$($f:path),+ $(,)?]) => {
+        $($m.add_function(wrap_pyfunction!($f, $m)?)?;)+
+    };
+}
+
 mod collectors;
 mod columns;
 mod conditions;
@@ -489,16 +496,21 @@ fn processed_to_columns<'py>(py: Python<'py>, p: &ProcessedResults, params: &[St
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", VERSION)?;
-    m.add_function(wrap_pyfunction!(param_value, m)?)?;
-    m.add_function(wrap_pyfunction!(convert_config, m)?)?;
-    m.add_function(wrap_pyfunction!(durations_line, m)?)?;
-    m.add_function(wrap_pyfunction!(cli_main, m)?)?;
-    m.add_function(wrap_pyfunction!(py_write_file, m)?)?;
-    m.add_function(wrap_pyfunction!(release_counters, m)?)?;
-    m.add_function(wrap_pyfunction!(pause_counters, m)?)?;
-    m.add_function(wrap_pyfunction!(parse_choice, m)?)?;
-    m.add_function(wrap_pyfunction!(process_raw, m)?)?;
-    m.add_function(wrap_pyfunction!(store::store_raw, m)?)?;
+    add_functions!(
+        m,
+        [
+            param_value,
+            convert_config,
+            durations_line,
+            cli_main,
+            py_write_file,
+            release_counters,
+            pause_counters,
+            parse_choice,
+            process_raw,
+            store::store_raw
+        ]
+    );
     columns::register(m)?;
     engine::register(m)?;
     ncu::register(m)?;

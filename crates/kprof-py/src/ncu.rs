@@ -188,7 +188,6 @@ fn ncu_relaunch<'py>(
 
 /// Adds the ncu functions to `kprof._core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(ncu_relaunch, m)?)?;
-    m.add_function(wrap_pyfunction!(ncu_argv, m)?)?;
+    add_functions!(m, [ncu_relaunch, ncu_argv]);
     Ok(())
 }

@@ -36,7 +36,7 @@ fn option_model(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
 
 /// Adds `option_model` to `kprof._core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(option_model, m)?)?;
+    add_functions!(m, [option_model]);
     Ok(())
 }
 

@@ -207,9 +207,6 @@ impl PyTimeline {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTimeline>()?;
-    m.add_function(wrap_pyfunction!(load_results, m)?)?;
-    m.add_function(wrap_pyfunction!(write_trace, m)?)?;
-    m.add_function(wrap_pyfunction!(save_results_json, m)?)?;
-    m.add_function(wrap_pyfunction!(write_csv, m)?)?;
+    add_functions!(m, [load_results, write_trace, save_results_json, write_csv]);
     Ok(())
 }
