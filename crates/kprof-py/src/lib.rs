@@ -392,6 +392,19 @@ fn process_options(options: &Bound<'_, PyDict>) -> PyResult<(Vec<String>, Proces
     Ok((params, opts))
 }
 
+/// The raw columns and options of `process_raw` (see `python/kprof/results.py`) as
+/// [`RawResults`], the extra columns attached, with the processing options and the parameter
+/// names.
+pub(crate) fn raw_results(
+    raw: &Bound<'_, PyDict>,
+    options: &Bound<'_, PyDict>,
+) -> PyResult<(RawResults, ProcessOptions, Vec<String>)> {
+    let (params, opts) = process_options(options)?;
+    let mut raw_results = raw_from_columns(raw, &params)?;
+    conditions::attach(raw, &conditions::extra_names(options)?, &mut raw_results)?;
+    Ok((raw_results, opts, params))
+}
+
 /// `process_raw(raw: dict[str, list], options: dict) -> dict[str, list]`: raw columns to processed
 /// columns through kprof-core's pipeline (the statistics `kprof summarize` computes). The contract
 /// is documented in `python/kprof/results.py`. Bad input raises `ValueError`; configurations
@@ -402,9 +415,7 @@ fn process_raw<'py>(
     raw: &Bound<'py, PyDict>,
     options: &Bound<'py, PyDict>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let (params, opts) = process_options(options)?;
-    let mut raw_results = raw_from_columns(raw, &params)?;
-    conditions::attach(raw, &conditions::extra_names(options)?, &mut raw_results)?;
+    let (raw_results, opts, params) = raw_results(raw, options)?;
     let processed = py
         .detach(|| process(&raw_results, &opts))
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
