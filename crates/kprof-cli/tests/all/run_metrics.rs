@@ -334,22 +334,18 @@ fn verbose_prints_the_time_split_and_every_run_writes_it() {
             .to_string()
     };
     assert!(err.contains("kprof: time split (wall clock)"), "{err}");
-    assert!(
-        line("execution 1/2: repetition 1, timing launch").contains(" s "),
-        "{err}"
-    );
-    assert!(
-        line("execution 2/2: repetition 1, counter launch").contains(" s "),
-        "{err}"
-    );
-    // The fake time line: 5 s with CUDA; the counter launch's collection as written.
-    assert!(line("with CUDA").contains("5.000 s"), "{err}");
-    assert!(line("config image of 8 passes").contains("0.250 s"), "{err}");
-    assert!(
-        line("replay: 10 profiled launch calls").contains("250.0 ms per launch"),
-        "{err}"
-    );
-    assert!(line("mean per region").contains("mm x1.000"), "{err}");
+    // The line holding the first text holds the second. The fake time line: 5 s with CUDA; the
+    // counter launch's collection as written.
+    for (needle, want) in [
+        ("execution 1/2: repetition 1, timing launch", " s "),
+        ("execution 2/2: repetition 1, counter launch", " s "),
+        ("with CUDA", "5.000 s"),
+        ("config image of 8 passes", "0.250 s"),
+        ("replay: 10 profiled launch calls", "250.0 ms per launch"),
+        ("mean per region", "mm x1.000"),
+    ] {
+        assert!(line(needle).contains(want), "{needle}: {want}\n{err}");
+    }
     let split: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("time-split.json")).unwrap()).unwrap();
     assert_eq!(split["executions"].as_array().unwrap().len(), 2);
