@@ -202,22 +202,24 @@ fn the_launches_of_each_repetition_follow_metrics_and_durations() {
             (m, "rep1-counters".to_string(), counters),
         ]
     );
-    // Only the timing metric: no counter launch.
-    std::fs::remove_file(&log).unwrap();
-    let o = run("", &["--metrics", "gpu__time_duration.sum"]);
-    assert_eq!(o.status.code(), Some(1));
-    let seen = launches(&log);
-    assert_eq!(seen.len(), 1);
-    assert_eq!(seen[0].0, "unset");
-    assert_eq!(seen[0].1.counters, None);
-    // --durations counters without metrics: a counter launch of the durations alone.
-    std::fs::remove_file(&log).unwrap();
-    let o = run("", &["--durations", "counters"]);
-    assert_eq!(o.status.code(), Some(1));
-    let seen = launches(&log);
-    assert_eq!(seen.len(), 1);
-    assert_eq!(seen[0].0, "gpu__time_duration.sum");
-    assert_eq!(seen[0].1.counters.as_ref().unwrap().metrics, ["gpu__time_duration.sum"]);
+    // One launch: only the timing metric, no counter launch; --durations counters without
+    // metrics, a counter launch of the durations alone.
+    for (args, marker, counter_metrics) in [
+        (["--metrics", "gpu__time_duration.sum"], "unset", None),
+        (
+            ["--durations", "counters"],
+            "gpu__time_duration.sum",
+            Some(vec!["gpu__time_duration.sum".to_string()]),
+        ),
+    ] {
+        std::fs::remove_file(&log).unwrap();
+        let o = run("", &args);
+        assert_eq!(o.status.code(), Some(1));
+        let seen = launches(&log);
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].0, marker);
+        assert_eq!(seen[0].1.counters.as_ref().map(|c| c.metrics.clone()), counter_metrics);
+    }
     // A bad KPROF_RUN_COUNTER_RANGES stops kprof run before the command runs.
     std::fs::remove_file(&log).unwrap();
     let o = run("0", &["--metrics", "dram__bytes_read.sum"]);
