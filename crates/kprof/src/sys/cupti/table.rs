@@ -148,24 +148,6 @@ pub(crate) struct MetricStrings {
     pub(crate) dim_unit: String,
 }
 
-/// The names of the symbols `CuptiFns::resolve` requires (a libcupti without one is refused).
-pub const REQUIRED_SYMBOLS: [&str; 14] = [
-    "cuptiGetVersion",
-    "cuptiGetResultString",
-    "cuptiSubscribe",
-    "cuptiUnsubscribe",
-    "cuptiActivityRegisterCallbacks",
-    "cuptiActivityEnable",
-    "cuptiActivityDisable",
-    "cuptiActivityPushExternalCorrelationId",
-    "cuptiActivityPopExternalCorrelationId",
-    "cuptiActivityFlushAll",
-    "cuptiActivityGetNextRecord",
-    "cuptiActivityGetNumDroppedRecords",
-    "cuptiGetTimestamp",
-    "cuptiFinalize",
-];
-
 /// `cuptiActivityEnableDriverApi` or `cuptiActivityEnableRuntimeApi` of a CUPTI that has them
 /// ([`CuptiFns::api_switches`]).
 #[derive(Debug, Clone, Copy)]
@@ -192,41 +174,55 @@ impl EnableCallback {
     }
 }
 
-impl CuptiFns {
-    /// Resolves the table from a loaded libcupti: [`REQUIRED_SYMBOLS`] must be there, the rest is
-    /// optional.
-    pub(crate) fn resolve(lib: &LoadedLib) -> Result<Self, LoadError> {
-        // SAFETY: each type above is the entry point's prototype in CUPTI 13.0's headers
-        // (`cupti_activity.h`, `cupti_callbacks.h`, `cupti_result.h`, `cupti_version.h`).
-        unsafe {
-            Ok(CuptiFns {
-                cuptiGetVersion: lib.sym("cuptiGetVersion")?,
-                cuptiGetResultString: lib.sym("cuptiGetResultString")?,
-                cuptiSubscribe: lib.sym("cuptiSubscribe")?,
-                cuptiUnsubscribe: lib.sym("cuptiUnsubscribe")?,
-                cuptiActivityRegisterCallbacks: lib.sym("cuptiActivityRegisterCallbacks")?,
-                cuptiActivityEnable: lib.sym("cuptiActivityEnable")?,
-                cuptiActivityDisable: lib.sym("cuptiActivityDisable")?,
-                cuptiActivityEnableDriverApi: lib.opt_sym("cuptiActivityEnableDriverApi"),
-                cuptiActivityEnableRuntimeApi: lib.opt_sym("cuptiActivityEnableRuntimeApi"),
-                cuptiActivityPushExternalCorrelationId: lib.sym("cuptiActivityPushExternalCorrelationId")?,
-                cuptiActivityPopExternalCorrelationId: lib.sym("cuptiActivityPopExternalCorrelationId")?,
-                cuptiActivityFlushAll: lib.sym("cuptiActivityFlushAll")?,
-                cuptiActivityGetNextRecord: lib.sym("cuptiActivityGetNextRecord")?,
-                cuptiActivityGetNumDroppedRecords: lib.sym("cuptiActivityGetNumDroppedRecords")?,
-                cuptiGetTimestamp: lib.sym("cuptiGetTimestamp")?,
-                cuptiFinalize: lib.sym("cuptiFinalize")?,
-                cuptiEnableCallback: lib.opt_sym("cuptiEnableCallback"),
-                profiler: ProfilerFns::default(),
-                profiler_missing: None,
-            })
-        }
-        .map(|mut fns: CuptiFns| {
-            fns.resolve_profiler(lib);
-            fns
-        })
-    }
+/// [`REQUIRED_SYMBOLS`] and [`CuptiFns::resolve`] from one list of the entry points of
+/// [`CuptiFns`] outside the profiler APIs, each a field named as its symbol.
+macro_rules! activity_entry_points {
+    (required: [$($required:ident),* $(,)?], optional: [$($optional:ident),* $(,)?] $(,)?) => {
+        /// The names of the symbols `CuptiFns::resolve` requires (a libcupti without one is refused).
+        pub const REQUIRED_SYMBOLS: [&str; 14] = [$(stringify!($required)),*];
 
+        impl CuptiFns {
+            /// Resolves the table from a loaded libcupti: [`REQUIRED_SYMBOLS`] must be there, the
+            /// rest is optional.
+            pub(crate) fn resolve(lib: &LoadedLib) -> Result<Self, LoadError> {
+                // SAFETY: each type above is the entry point's prototype in CUPTI 13.0's headers
+                // (`cupti_activity.h`, `cupti_callbacks.h`, `cupti_result.h`, `cupti_version.h`).
+                let mut fns = unsafe {
+                    CuptiFns {
+                        $($required: lib.sym(stringify!($required))?,)*
+                        $($optional: lib.opt_sym(stringify!($optional)),)*
+                        profiler: ProfilerFns::default(),
+                        profiler_missing: None,
+                    }
+                };
+                fns.resolve_profiler(lib);
+                Ok(fns)
+            }
+        }
+    };
+}
+
+activity_entry_points! {
+    required: [
+        cuptiGetVersion,
+        cuptiGetResultString,
+        cuptiSubscribe,
+        cuptiUnsubscribe,
+        cuptiActivityRegisterCallbacks,
+        cuptiActivityEnable,
+        cuptiActivityDisable,
+        cuptiActivityPushExternalCorrelationId,
+        cuptiActivityPopExternalCorrelationId,
+        cuptiActivityFlushAll,
+        cuptiActivityGetNextRecord,
+        cuptiActivityGetNumDroppedRecords,
+        cuptiGetTimestamp,
+        cuptiFinalize,
+    ],
+    optional: [cuptiActivityEnableDriverApi, cuptiActivityEnableRuntimeApi, cuptiEnableCallback],
+}
+
+impl CuptiFns {
     /// Resolves the profiler entry points that are there, and notes the first one missing.
     fn resolve_profiler(&mut self, lib: &LoadedLib) {
         let missing = &mut self.profiler_missing;
