@@ -292,15 +292,8 @@ impl CuptiFns {
 
     /// `cuptiGetResultString`: the text of a result code (`None` when CUPTI has none).
     pub(crate) fn get_result_string(&self, code: CuptiResult) -> Option<String> {
-        let mut p: *const c_char = std::ptr::null();
-        // SAFETY: writes one pointer into `p`.
-        let r = unsafe { (self.cuptiGetResultString)(code, &mut p) };
-        if r == CUPTI_SUCCESS && !p.is_null() {
-            // SAFETY: on success `p` is one of CUPTI's static NUL-terminated strings.
-            Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
-        } else {
-            None
-        }
+        // SAFETY: writes one pointer, on success to one of CUPTI's static NUL-terminated strings.
+        unsafe { crate::sys::out_string(CUPTI_SUCCESS, |p| (self.cuptiGetResultString)(code, p)) }
     }
 
     /// `cuptiSubscribe` with this layer's callback function ([`super::callback`]): the callbacks
