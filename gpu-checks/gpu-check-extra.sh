@@ -12,7 +12,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:?set OUT}"
-mkdir -p "$OUT"
 . gpu-checks/gpu-wheel.sh
 "$PY" gpu-checks/gpu_check_extra.py "$OUT" ${PARTS:-}
 status=$?

@@ -5,11 +5,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:?set OUT}"
-mkdir -p "$OUT"
 . gpu-checks/gpu-wheel.sh
-# ncu: KPROF_NCU if set, else PATH, else /usr/local/cuda/bin (kprof's own search).
-export PATH="$PATH:/usr/local/cuda/bin"
-ncu --version 2>&1 | tail -1
+. gpu-checks/ncu-on-path.sh
 "$PY" gpu-checks/gpu-check-ncu.py "$OUT"
 rc=$?
 ls -la "$OUT" | grep -v '\.ncu-rep$' | tail -n 30

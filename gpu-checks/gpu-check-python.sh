@@ -5,7 +5,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:?set OUT}"
-mkdir -p "$OUT"
 . gpu-checks/gpu-wheel.sh
 # The Rust API on the same kernel (cuBLAS sgemm sweep, cold L2), for the cross-check.
 LIBDIRS=/usr/local/cuda/lib64:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib

@@ -8,7 +8,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:?set OUT}"
-mkdir -p "$OUT"
 . gpu-checks/gpu-wheel.sh
 nvidia-smi -L
 nvidia-smi --query-gpu=name,uuid,clocks.sm,temperature.gpu,power.draw --format=csv

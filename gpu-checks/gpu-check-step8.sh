@@ -9,7 +9,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:?set OUT}"
-mkdir -p "$OUT"
 . gpu-checks/gpu-wheel.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv
 "$PY" gpu-checks/gpu_check_step8.py "$OUT"

@@ -1,8 +1,9 @@
 # Sourced by the GPU-machine scripts that run kprof's Python package (gpu-check-python.sh,
 # gpu-check-ncu.sh, gpu-check-step8.sh, gpu-check-extra.sh, gpu-check-scaleout.sh): installs the wheel carried in
 # .carry/wheels (built here by scripts/build-carry.sh) into a private folder, puts it on
-# PYTHONPATH and sets PY to the machine's PyTorch Python. Expects the repo root as the working
-# folder; exits 2 when the wheel cannot be installed.
+# PYTHONPATH and sets PY to the machine's PyTorch Python; creates $OUT when it is set. Expects the
+# repo root as the working folder; exits 2 when the wheel cannot be installed.
+[ -z "${OUT:-}" ] || mkdir -p "$OUT"
 PY="${PY:-/opt/torch/.venv/bin/python3}"
 KPROF_SITE=/tmp/kprof-site
 rm -rf "$KPROF_SITE"

@@ -19,15 +19,14 @@ this file, which the workers run again); nothing here changes a GPU setting.
 
 from __future__ import annotations
 
-import json
 import os
-import signal
 import sys
 import time
 
 import torch  # first, on purpose: kprof has no import-order rule
 
 import kprof
+import scaleout_work  # gpu-checks/ is sys.path[0]
 
 SIZES = [round(512 + i * (8192 - 512) / 63) for i in range(64)]
 RUNS = 10
@@ -36,26 +35,15 @@ MEDIAN_PCT = 1.0
 TARGET = {2: 1.8, 4: 3.5}
 
 
-# The workers' functions are defined here, not imported from gpu_check_scaleout.py: without
-# cloudpickle they travel by name, and the workers look for their kprof wrappers (these settings)
-# at the top of the function's own module.
+# The workers' functions are defined here (their body is scaleout_work's): without cloudpickle
+# they travel by name, and the workers look for their kprof wrappers (these settings) at the top
+# of the function's own module.
 def matmul(n: int) -> None:
-    a = torch.randn(n, n, device="cuda")
-    b = torch.randn(n, n, device="cuda")
-    with kprof.annotate("matmul"):
-        _ = a @ b
+    scaleout_work.matmul(n)
 
 
 def matmul_dies_once(n: int) -> None:
-    a = torch.randn(n, n, device="cuda")
-    b = torch.randn(n, n, device="cuda")
-    with kprof.annotate("matmul"):
-        _ = a @ b
-        marker = os.environ.get("KILL_MARKER")
-        if n == SIZES[40] and marker and not os.path.exists(marker):
-            open(marker, "w").close()
-            torch.cuda.synchronize()
-            os.kill(os.getpid(), signal.SIGKILL)
+    scaleout_work.matmul(n, kill_at=SIZES[40])
 
 
 def _options(name: str, **extra) -> dict:
@@ -123,17 +111,8 @@ def main() -> int:
     check(f"all: per-configuration medians within {MEDIAN_PCT} % of one GPU (same chip)", worst <= MEDIAN_PCT,
           f"largest |diff| {worst:.2f} %")
 
-    print()
-    width = max(len(c[0]) for c in checks)
-    for name, ok, detail in checks:
-        print(f"{'PASS' if ok else 'FAIL'}  {name:<{width}}  {detail}")
-    failed = [c for c in checks if not c[1]]
-    print(f"\nmultigpu: {len(checks) - len(failed)} passed, {len(failed)} failed")
-    with open(os.path.join(out_dir, "summary-multigpu.json"), "w") as f:
-        json.dump({"gpus": gpus, "walls": walls, "speedup": speedup, "target": target, "table": table,
-                   "checks": [{"name": c[0], "ok": c[1], "detail": c[2]} for c in checks],
-                   "torch": torch.__version__, "gpu": torch.cuda.get_device_name(0)}, f, indent=2)
-    return 1 if failed else 0
+    summary = {"gpus": gpus, "walls": walls, "speedup": speedup, "target": target, "table": table}
+    return scaleout_work.finish("multigpu", checks, os.path.join(out_dir, "summary-multigpu.json"), summary)
 
 
 if __name__ == "__main__":

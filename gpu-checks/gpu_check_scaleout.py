@@ -22,15 +22,14 @@ the comparison says whether they then measure as one process does. The functions
 
 from __future__ import annotations
 
-import json
 import os
-import signal
 import sys
 import time
 
-import torch  # first, on purpose: kprof has no import-order rule
+import torch  # noqa: F401  (first, on purpose: kprof has no import-order rule)
 
 import kprof
+import scaleout_work  # gpu-checks/ is sys.path[0]
 
 SIZES = [512, 1024, 2048, 4096, 8192]
 RUNS = 10
@@ -39,22 +38,11 @@ NOISE_PCT = 3.0  # medians closer than this, or overlapping CI95s, are "within n
 
 
 def matmul(n: int) -> None:
-    a = torch.randn(n, n, device="cuda")
-    b = torch.randn(n, n, device="cuda")
-    with kprof.annotate("matmul"):
-        _ = a @ b
+    scaleout_work.matmul(n)
 
 
 def matmul_dies_once(n: int) -> None:
-    a = torch.randn(n, n, device="cuda")
-    b = torch.randn(n, n, device="cuda")
-    with kprof.annotate("matmul"):
-        _ = a @ b
-        marker = os.environ.get("KILL_MARKER")
-        if n == 2048 and marker and not os.path.exists(marker):
-            open(marker, "w").close()
-            torch.cuda.synchronize()
-            os.kill(os.getpid(), signal.SIGKILL)
+    scaleout_work.matmul(n, kill_at=2048)
 
 
 def _options(name: str, **extra) -> dict:
@@ -140,16 +128,8 @@ def main() -> int:
     walls = {k: round(v[1], 2) for k, v in runs.items()}
     print(f"wall seconds: {walls}")
 
-    print()
-    width = max(len(c[0]) for c in checks)
-    for name, ok, detail in checks:
-        print(f"{'PASS' if ok else 'FAIL'}  {name:<{width}}  {detail}")
-    failed = [c for c in checks if not c[1]]
-    print(f"\nscaleout: {len(checks) - len(failed)} passed, {len(failed)} failed")
-    with open(os.path.join(out_dir, "summary-scaleout.json"), "w") as f:
-        json.dump({"table": table, "walls": walls, "checks": [{"name": c[0], "ok": c[1], "detail": c[2]} for c in checks],
-                   "torch": torch.__version__, "gpu": torch.cuda.get_device_name(0)}, f, indent=2)
-    return 1 if failed else 0
+    summary = {"table": table, "walls": walls}
+    return scaleout_work.finish("scaleout", checks, os.path.join(out_dir, "summary-scaleout.json"), summary)
 
 
 if __name__ == "__main__":

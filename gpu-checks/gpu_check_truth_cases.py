@@ -112,18 +112,28 @@ SHORT = ["eager60", "k2us", "k20us", "k2ms", "mixed"]
 LONG = ["mm1024", "mm2048", "mm4096", "mm8192", "x2_64M"]
 
 
+def warm_up(fn):
+    """Three calls of `fn`, then a synchronize: what every CUDA-events timing here runs first."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+
+
+def event_pair():
+    """A start and an end CUDA event that record times."""
+    return torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+
 def events(fn, reps=20):
     """Median GPU time between CUDA events around `fn`'s work. The repetitions are queued back to
     back and synchronized once at the end (as truth_check's Rust reference does): the GPU is busy
     when each start event runs, so the time between the events is the work's GPU time, not the
     host's launch latency (a graph replay's cudaGraphLaunch takes ~10 us for 60 nodes, which an
     idle GPU would wait for after the start event)."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
+    warm_up(fn)
     pairs = []
     for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a, b = event_pair()
         a.record()
         fn()
         b.record()
@@ -184,12 +194,10 @@ def single_replays(fn, way, reps=20, rest=False):
         wait.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint32]
         word = torch.zeros(1, dtype=torch.int32, pin_memory=True)
         flag = ctypes.c_int32.from_address(word.data_ptr())
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
+    warm_up(fn)
     v = []
     for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a, b = event_pair()
         if wait is not None:
             flag.value = 0
             rc = wait(torch.cuda.current_stream().cuda_stream, word.data_ptr(), 1, 0)  # CU_STREAM_WAIT_VALUE_GEQ

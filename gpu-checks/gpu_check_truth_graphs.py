@@ -14,6 +14,18 @@ from gpu_check_truth_cases import (
 )
 
 
+def attach_then_release(c, measure, part):
+    """Attaches CUPTI with a default y * 2 benchmark (3 runs), calls ``measure("CUPTI attached")``,
+    detaches it with ``kprof.release_counters()`` (what that returned: a ``part`` row, case
+    ``detach``) and calls ``measure("released")``."""
+    import kprof
+
+    y_times_2_bench(c, runs=3)()
+    measure("CUPTI attached")
+    emit(part=part, case="detach", state=str(kprof._core.release_counters()), way="", ns=0)
+    measure("released")
+
+
 def graph_probe(name="graph2stream", late=""):
     """Is a graph's time under kprof the graph's or the profiler's? CUDA events around the replay
     before kprof starts (no profiler), inside kprof's benchmark (its tracing on: the events of
@@ -210,14 +222,9 @@ def graph_warmth(kprof_too=""):
     time.sleep(1.0)
     measure("after 1 s idle")
     if kprof_too:
-        import kprof
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            y_times_2_bench(c, runs=3)()
-            measure("CUPTI attached")
-            emit(part="graphwarmth", case="detach", state=str(kprof._core.release_counters()), way="", ns=0)
-            measure("released")
+            attach_then_release(c, measure, "graphwarmth")
             busy(1.0)
             measure("released, after 1 s of matmuls")
 
@@ -228,7 +235,7 @@ def graph_blocked():
     CUPTI attached by a default benchmark, and after ``kprof.release_counters()`` detached it; then
     kprof's default duration of each graph region (CUPTI attached again). One ``graphblocked`` row
     per graph, state and way, nanoseconds."""
-    import kprof
+    import kprof  # noqa: F401  (loaded before the graphs are captured)
 
     c = Cases()
     graphs = {name: c.capture(name) for name in ("graph60", "graph2stream")}
@@ -243,10 +250,7 @@ def graph_blocked():
     measure("no profiler")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        y_times_2_bench(c, runs=3)()
-        measure("CUPTI attached")
-        emit(part="graphblocked", case="detach", state=str(kprof._core.release_counters()), way="", ns=0)
-        measure("released")
+        attach_then_release(c, measure, "graphblocked")
         for name, g in graphs.items():
             ns, src = median_duration(graph_replay_bench(g))
             emit(part="graphblocked", case=name, state="kprof default", way=str(src), ns=ns)

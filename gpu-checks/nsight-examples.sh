@@ -14,7 +14,6 @@ cd "$(dirname "$0")/.."
 EXAMPLES="${1:?usage: gpu-checks/nsight-examples.sh EXAMPLES_DIR OUT_DIR [options]}"
 OUT="${2:?usage: gpu-checks/nsight-examples.sh EXAMPLES_DIR OUT_DIR [options]}"
 shift 2
-mkdir -p "$OUT"
 . gpu-checks/gpu-wheel.sh
 if ! "$PY" -c "import matplotlib" 2>/dev/null && ls .carry/wheels-extra/matplotlib-*.whl >/dev/null 2>&1; then
     # matplotlib and its dependencies (numpy comes from the machine's PyTorch Python); not nsight.

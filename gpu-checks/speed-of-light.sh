@@ -6,10 +6,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${1:?usage: gpu-checks/speed-of-light.sh OUT}"
-mkdir -p "$OUT"
 . gpu-checks/gpu-wheel.sh
-export PATH="$PATH:/usr/local/cuda/bin"
-ncu --version 2>&1 | tail -1
+. gpu-checks/ncu-on-path.sh
 "$PY" gpu-checks/speed_of_light.py "$OUT" 2>&1 | tee "$OUT/speed-of-light.log"
 rc=${PIPESTATUS[0]}
 ls -la "$OUT" | grep -v '\.ncu-rep$' | tail -n 30

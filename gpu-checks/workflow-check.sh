@@ -7,6 +7,5 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:?set OUT}"
-mkdir -p "$OUT"
 . gpu-checks/gpu-wheel.sh
 "$PY" gpu-checks/workflow_check.py "$OUT"

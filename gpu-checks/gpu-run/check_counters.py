@@ -15,6 +15,8 @@ a missing occurrence, or nothing compared; with --info the verdict is printed an
 import csv
 import sys
 
+import kprof_raw  # gpu-checks/gpu-run/ is sys.path[0]
+
 
 def number(s):
     s = s.strip().replace(",", "") if s.replace(",", "").replace(".", "").strip().isdigit() else s.strip()
@@ -64,17 +66,6 @@ def ncu_per_range(ncu_path, metric):
     return ncu, units[col]
 
 
-def kprof_per_range(raw_path, metric):
-    """kprof's METRIC per (annotation, run) from raw.csv, and the set of its units."""
-    kprof = {}
-    unit = set()
-    for row in csv.DictReader(open(raw_path)):
-        if row["Metric"] == metric:
-            kprof[(row["Annotation"], int(row["Run"]))] = float(row["Value"]) if row["Value"] else float("nan")
-            unit.add(row["Unit"])
-    return kprof, unit
-
-
 def main():
     args = [a for a in sys.argv[1:] if a != "--info"]
     info = "--info" in sys.argv[1:]
@@ -86,21 +77,18 @@ def main():
         print(e)
         sys.exit(0 if info else 1)
     print(f"ncu unit of {metric}: {ncu_unit!r}")
-    kprof, unit = kprof_per_range(raw_path, metric)
+    kprof, unit = kprof_raw.per_range(raw_path, metric)
     print(f"kprof unit of {metric}: {sorted(unit)}")
 
     bad = checked = 0
-    for key, n in sorted(ncu.items()):
-        if key not in kprof:
-            print(f"MISSING {key} in {raw_path}")
-            bad += 1
-            continue
-        k = kprof[key]
+    missing: list = []
+    for key, n, k in kprof_raw.paired(ncu, kprof, raw_path, missing):
         diff = (k - n) / n * 100 if n else (0.0 if k == 0 else float("inf"))
         ok = abs(diff) <= tol
         checked += 1
         bad += not ok
         print(f"{'ok ' if ok else 'BAD'} {key[0]:>12} run {key[1]:>2}: kprof {k:>14.0f}  ncu {n:>14.0f}  {diff:+.3f}%")
+    bad += len(missing)
     print(f"{checked} range occurrences compared, {bad} bad (tolerance {tol}%)")
     verdict = not bad and checked > 0
     print("PASS" if verdict else "FAIL")

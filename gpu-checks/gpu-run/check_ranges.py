@@ -8,9 +8,10 @@ kernels take >= 50 us, the median over its occurrences of kprof's value must be 
 TOLERANCE_PCT (default 1) of the median event value; every occurrence is listed, flagged `>tol`
 when it alone is outside (the floor itself varies by ~1 us, 1% of a 100 us kernel). Exit 1 on a
 range outside the tolerance or a missing occurrence."""
-import csv
 import statistics
 import sys
+
+import kprof_raw  # gpu-checks/gpu-run/ is sys.path[0]
 
 raw, events = sys.argv[1], sys.argv[2]
 tol = float(sys.argv[3]) if len(sys.argv) > 3 else 1.0
@@ -24,24 +25,16 @@ for line in open(events):
         floor = float(p[1])
 print(f"event-pair floor subtracted: {floor:.0f} ns")
 ev = {k: v - floor for k, v in ev.items()}
-got = {}
-for row in csv.DictReader(open(raw)):
-    # raw.csv of `kprof run --metrics` also holds counter rows: compare the durations only.
-    if row.get("Metric", "gpu__time_duration.sum") != "gpu__time_duration.sum":
-        continue
-    got[(row["Annotation"], int(row["Run"]))] = float(row["Value"])
-bad = 0
+# raw.csv of `kprof run --metrics` also holds counter rows: compare the durations only.
+got, _ = kprof_raw.per_range(raw, "gpu__time_duration.sum")
+missing: list = []
 per_range: dict = {}
-for key, e in sorted(ev.items()):
-    if key not in got:
-        print(f"MISSING {key} in {raw}")
-        bad += 1
-        continue
-    k = got[key]
+for key, e, k in kprof_raw.paired(ev, got, raw, missing):
     diff = (k - e) / e * 100
     per_range.setdefault(key[0], []).append((k, e))
     flag = "    " if e < 50_000 or abs(diff) <= tol else ">tol"
     print(f"{flag} {key[0]:>12} run {key[1]:>2}: kprof {k:>12.0f} ns  events {e:>12.0f} ns  {diff:+.2f}%")
+bad = len(missing)
 checked = 0
 for name, pairs in sorted(per_range.items()):
     km, em = statistics.median(k for k, _ in pairs), statistics.median(e for _, e in pairs)

@@ -26,7 +26,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_counters import NcuError, kprof_per_range, ncu_per_range, number  # noqa: E402
+from check_counters import NcuError, ncu_per_range, number  # noqa: E402
+from kprof_raw import per_range as kprof_per_range  # noqa: E402
 
 TIMING = "gpu__time_duration.sum"
 

@@ -204,7 +204,7 @@ fn without_durations(raw: &RawResults) -> Result<RawResults> {
     for (i, s) in raw.samples.iter().enumerate() {
         let series = raw.series_of(s);
         if series.key.metric != DEFAULT_METRIC {
-            crate::run_ranks::copy_sample(&mut out, raw, i, raw.config_of(series), s.run, |_| true)?;
+            out.push_from(raw, i, raw.config_of(series), s.run, |_| true)?;
         }
     }
     Ok(out)
@@ -472,7 +472,7 @@ pub fn merge(parts: &[(Option<(String, String)>, RawResults)]) -> Result<RawResu
             let run = offset + s.run;
             let e = max_run.entry(k).or_insert(run);
             *e = (*e).max(run);
-            crate::run_ranks::copy_sample(&mut out, raw, i, &config, run, |_| true)?;
+            out.push_from(raw, i, &config, run, |_| true)?;
         }
         for (k, m) in max_run {
             next_run.insert(k, m + 1);

@@ -8,7 +8,7 @@
 
 use kprof::run_spec::{DEVICE_COLUMN, DEVICE_UUID_COLUMN, RANK_COLUMN};
 use kprof_core::model::ModelError;
-use kprof_core::{Config, ExtraValue, ParamValue, RawResults, SampleRecord};
+use kprof_core::{ExtraValue, ParamValue, RawResults};
 
 /// The per-process files of one execution: the sweep value and the samples.
 pub type Part = (Option<(String, String)>, RawResults);
@@ -86,41 +86,9 @@ pub fn promote(raw: &RawResults, plan: KeyPlan) -> Result<RawResults, ModelError
             let v = column(raw, k).map(|c| &c[i]).unwrap_or(&ExtraValue::Missing);
             config.params.push((k.to_string(), param(v)));
         }
-        copy_sample(&mut out, raw, i, &config, s.run, |name| !placement.contains(&name))?;
+        out.push_from(raw, i, &config, s.run, |name| !placement.contains(&name))?;
     }
     Ok(out)
-}
-
-/// Appends sample `i` of `raw` to `out` under another configuration and run, with the extra
-/// columns whose names `keep` accepts.
-pub fn copy_sample(
-    out: &mut RawResults,
-    raw: &RawResults,
-    i: usize,
-    config: &Config,
-    run: u32,
-    keep: impl Fn(&str) -> bool,
-) -> Result<(), ModelError> {
-    let s = &raw.samples[i];
-    let series = raw.series_of(s);
-    let extras: Vec<(&str, ExtraValue)> = raw
-        .extras
-        .iter()
-        .filter(|c| keep(&c.name))
-        .map(|c| (c.name.as_str(), c.values[i].clone()))
-        .collect();
-    out.push(&SampleRecord {
-        benchmark: &series.key.benchmark,
-        annotation: &series.key.annotation,
-        config,
-        run,
-        metric: &series.key.metric,
-        value: s.value,
-        unit: &series.unit,
-        kernel: &raw.kernel_names[s.kernel as usize],
-        device: &raw.devices[series.device as usize],
-        extras: &extras,
-    })
 }
 
 /// The lowest rank of a process file's samples (`None`: no rank).
@@ -199,7 +167,7 @@ pub fn rank_lines(statuses: &[serde_json::Value]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kprof_core::{DeviceInfo, DEFAULT_METRIC};
+    use kprof_core::{Config, DeviceInfo, SampleRecord, DEFAULT_METRIC};
 
     /// A process file: `annotation` run `values.len()` times, with Rank/Device when given.
     fn part(annotation: &str, values: &[f64], rank: Option<f64>, device: Option<ExtraValue>) -> RawResults {

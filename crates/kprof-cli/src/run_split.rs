@@ -670,43 +670,32 @@ mod tests {
                 .unwrap_or_else(|| panic!("no line with {needle:?} in\n{text}"))
                 .to_string()
         };
-        assert!(line("metric check").contains("0.400 s"), "{text}");
-        assert!(
-            line("execution 1/2: repetition 1, timing launch").contains("5.500 s   15.1 %"),
-            "{text}"
-        );
-        assert!(
-            line("execution 2/2: repetition 1, counter launch").contains("18.000 s   49.3 %"),
-            "{text}"
-        );
-        assert!(line("config image of 8 passes").contains("0.500 s"), "{text}");
-        assert!(line("of which configuration").contains("0.125 s"), "{text}");
-        assert!(line("of which loading").contains("0.062 s"), "{text}");
-        assert!(line("of which profiler initialisation").contains("0.188 s"), "{text}");
-        assert!(
-            line("of which the first counter-data image").contains("0.125 s")
-                && line("of which the first counter-data image").contains("64 kernels"),
-            "{text}"
-        );
-        assert!(
-            line("replay: 66 profiled launch calls").contains("11.600 s")
-                && line("replay:").contains("175.8 ms per launch")
-        );
-        assert!(
-            line("GPU time of the passes (inferred)").contains("0.800 s") && line("GPU time").contains("66 kernels")
-        );
-        assert!(
-            line("save/restore").contains("10.800 s") && line("save/restore").contains("20.45 ms per launch and pass")
-        );
-        assert!(line("outside the launch calls").contains("2.900 s"), "{text}");
-        assert!(line("kernels on the GPU (records)").contains("0.100 s"), "{text}");
-        assert!(
-            line("timing launch, mean per region").contains("scale x1.050, gemm x1.000"),
-            "{text}"
-        );
-        assert!(line("total").contains("36.500 s  100.0 %"), "{text}");
-        // 36.5 - 0.01 - 0.4 - 5.5 - 18 - 0.05
-        assert!(line("between the launches").contains("12.540 s"), "{text}");
+        // The line holding the first text holds the second.
+        for (needle, want) in [
+            ("metric check", "0.400 s"),
+            ("execution 1/2: repetition 1, timing launch", "5.500 s   15.1 %"),
+            ("execution 2/2: repetition 1, counter launch", "18.000 s   49.3 %"),
+            ("config image of 8 passes", "0.500 s"),
+            ("of which configuration", "0.125 s"),
+            ("of which loading", "0.062 s"),
+            ("of which profiler initialisation", "0.188 s"),
+            ("of which the first counter-data image", "0.125 s"),
+            ("of which the first counter-data image", "64 kernels"),
+            ("replay: 66 profiled launch calls", "11.600 s"),
+            ("replay:", "175.8 ms per launch"),
+            ("GPU time of the passes (inferred)", "0.800 s"),
+            ("GPU time", "66 kernels"),
+            ("save/restore", "10.800 s"),
+            ("save/restore", "20.45 ms per launch and pass"),
+            ("outside the launch calls", "2.900 s"),
+            ("kernels on the GPU (records)", "0.100 s"),
+            ("timing launch, mean per region", "scale x1.050, gemm x1.000"),
+            ("total", "36.500 s  100.0 %"),
+            // 36.5 - 0.01 - 0.4 - 5.5 - 18 - 0.05
+            ("between the launches", "12.540 s"),
+        ] {
+            assert!(line(needle).contains(want), "{needle}: {want}\n{text}");
+        }
         assert!(text.starts_with("kprof: time split (wall clock)\n"));
         // The JSON file carries the same numbers.
         let j = serde_json::to_value(&s).unwrap();

@@ -556,27 +556,42 @@ impl RawResults {
         &self.configs[series.key.config as usize]
     }
 
+    /// Appends sample `i` of `other` (re-interning its keys) under the configuration `config` and
+    /// run `run`, with the extra columns whose names `keep` accepts.
+    pub fn push_from(
+        &mut self,
+        other: &RawResults,
+        i: usize,
+        config: &Config,
+        run: u32,
+        keep: impl Fn(&str) -> bool,
+    ) -> Result<(), ModelError> {
+        let s = &other.samples[i];
+        let series = other.series_of(s);
+        let extras: Vec<(&str, ExtraValue)> = other
+            .extras
+            .iter()
+            .filter(|c| keep(&c.name))
+            .map(|c| (c.name.as_str(), c.values[i].clone()))
+            .collect();
+        self.push(&SampleRecord {
+            benchmark: &series.key.benchmark,
+            annotation: &series.key.annotation,
+            config,
+            run,
+            metric: &series.key.metric,
+            value: s.value,
+            unit: &series.unit,
+            kernel: &other.kernel_names[s.kernel as usize],
+            device: &other.devices[series.device as usize],
+            extras: &extras,
+        })
+    }
+
     /// Appends every sample of `other` (re-interning its keys).
     pub fn extend_from(&mut self, other: &RawResults) -> Result<(), ModelError> {
         for (i, s) in other.samples.iter().enumerate() {
-            let series = other.series_of(s);
-            let extras: Vec<(&str, ExtraValue)> = other
-                .extras
-                .iter()
-                .map(|c| (c.name.as_str(), c.values[i].clone()))
-                .collect();
-            self.push(&SampleRecord {
-                benchmark: &series.key.benchmark,
-                annotation: &series.key.annotation,
-                config: other.config_of(series),
-                run: s.run,
-                metric: &series.key.metric,
-                value: s.value,
-                unit: &series.unit,
-                kernel: &other.kernel_names[s.kernel as usize],
-                device: &other.devices[series.device as usize],
-                extras: &extras,
-            })?;
+            self.push_from(other, i, other.config_of(other.series_of(s)), s.run, |_| true)?;
         }
         for k in &other.kernel_breakdown {
             let key = &other.series[k.series as usize];

@@ -449,45 +449,54 @@ pub fn cells(r: &SolRow) -> Vec<Cell> {
     c
 }
 
+/// The columns of the summary table (the terminal's `kprof sol`, the HTML report's speed-of-light
+/// table); [`summary_cells`] gives a row's, those in [`SUMMARY_NUMERIC_COLUMNS`] numbers.
+pub const SUMMARY_COLUMNS: [&str; 11] = [
+    "Annotation",
+    "Config",
+    "SM %",
+    "Memory %",
+    "DRAM %",
+    "L1 %",
+    "L2 %",
+    "FLOP/s",
+    "DRAM B/s",
+    "FLOP/B",
+    "Verdict",
+];
+
+/// The indices of [`SUMMARY_COLUMNS`] that hold numbers (right-aligned).
+pub const SUMMARY_NUMERIC_COLUMNS: std::ops::Range<usize> = 2..10;
+
+/// A row's cells under [`SUMMARY_COLUMNS`]: the percentages and the intensity through `num`,
+/// FLOP/s and bytes/s with SI prefixes, the annotation, configuration and verdict as text.
+pub fn summary_cells(r: &SolRow, num: impl Fn(Option<f64>) -> String) -> [String; 11] {
+    use crate::display::fmt_si;
+    [
+        r.annotation.clone(),
+        r.config.to_string(),
+        num(r.sm_pct),
+        num(r.memory_pct),
+        num(r.dram_pct),
+        num(r.l1_pct),
+        num(r.l2_pct),
+        fmt_si(r.flops_per_s().unwrap_or(f64::NAN)),
+        fmt_si(r.dram_bytes_per_s.unwrap_or(f64::NAN)),
+        num(r.intensity()),
+        r.verdict.to_string(),
+    ]
+}
+
 /// The terminal table: one line per row with the throughputs, FLOP/s, bytes/s, intensity and
 /// verdict, then each row's reason.
 pub fn render(rows: &[SolRow]) -> String {
-    use crate::display::{fmt_si, fmt_sig, render_table};
-    let header: Vec<String> = [
-        "Annotation",
-        "Config",
-        "SM %",
-        "Mem %",
-        "DRAM %",
-        "L1 %",
-        "L2 %",
-        "FLOP/s",
-        "DRAM B/s",
-        "FLOP/B",
-        "Verdict",
-    ]
-    .map(String::from)
-    .to_vec();
-    let right: Vec<bool> = (0..header.len()).map(|i| (2..10).contains(&i)).collect();
-    let f = |v: Option<f64>| fmt_sig(v.unwrap_or(f64::NAN));
-    let lines: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
-            vec![
-                r.annotation.clone(),
-                r.config.to_string(),
-                f(r.sm_pct),
-                f(r.memory_pct),
-                f(r.dram_pct),
-                f(r.l1_pct),
-                f(r.l2_pct),
-                fmt_si(r.flops_per_s().unwrap_or(f64::NAN)),
-                fmt_si(r.dram_bytes_per_s.unwrap_or(f64::NAN)),
-                f(r.intensity()),
-                r.verdict.to_string(),
-            ]
-        })
+    use crate::display::{fmt_sig, render_table};
+    let header = SUMMARY_COLUMNS.map(String::from);
+    let right: Vec<bool> = (0..header.len())
+        .map(|i| SUMMARY_NUMERIC_COLUMNS.contains(&i))
         .collect();
+    let num = |v: Option<f64>| fmt_sig(v.unwrap_or(f64::NAN));
+    let lines: Vec<Vec<String>> = rows.iter().map(|r| summary_cells(r, num).to_vec()).collect();
     let mut out = render_table(&header, &right, &lines);
     out.push('\n');
     for r in rows {

@@ -11,35 +11,19 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::{book, stamp_close, stamp_open, thread_id};
 
-pub const ETID_CALLBACKS: u32 = 1;
-pub const ETID_VERSIONINFO: u32 = 3;
-pub const MODULE_CORE: i32 = 1;
-pub const MODULE_CORE2: i32 = 5;
+// The handshake's ids and tables: kprof's declarations, checked against NVIDIA's headers by
+// kprof's `nvtx_headers` test.
+use kprof::sys::nvtx::EventAttributes;
+pub use kprof::sys::nvtx::{
+    ExportTableCallbacks, ExportTableVersionInfo, GetExportTableFn as GetExportTable, ETID_CALLBACKS, ETID_VERSIONINFO,
+    MESSAGE_TYPE_ASCII as MESSAGE_ASCII, MODULE_CORE, MODULE_CORE2,
+};
 
-pub type GetExportTable = unsafe extern "C" fn(u32) -> *const c_void;
-/// `int (*)(NvtxCallbackModule, NvtxFunctionTable*, unsigned int*)`.
-pub type GetModuleFunctionTable = unsafe extern "C" fn(i32, *mut *mut *mut *const c_void, *mut u32) -> i32;
-
-#[repr(C)]
-pub struct ExportTableCallbacks {
-    pub struct_size: usize,
-    pub get_module_function_table: Option<GetModuleFunctionTable>,
-}
-
-#[repr(C)]
-pub struct ExportTableVersionInfo {
-    pub struct_size: usize,
-    pub version: u32,
-    pub reserved0: u32,
-    pub set_injection_nvtx_version: Option<unsafe extern "C" fn(u32)>,
-}
-
-/// Offsets in `nvtxEventAttributes_v2`.
-pub const ATTR_SIZE: usize = 2;
-pub const ATTR_MESSAGE_TYPE: usize = 32;
-pub const ATTR_MESSAGE: usize = 40;
-pub const ATTR_V2_SIZE: usize = 48;
-pub const MESSAGE_ASCII: i32 = 1;
+/// Offsets in `nvtxEventAttributes_v2` (kprof's [`EventAttributes`]), and its size.
+pub const ATTR_SIZE: usize = std::mem::offset_of!(EventAttributes, size);
+pub const ATTR_MESSAGE_TYPE: usize = std::mem::offset_of!(EventAttributes, message_type);
+pub const ATTR_MESSAGE: usize = std::mem::offset_of!(EventAttributes, message);
+pub const ATTR_V2_SIZE: usize = std::mem::size_of::<EventAttributes>();
 pub const MESSAGE_UNICODE: i32 = 2;
 pub const MESSAGE_REGISTERED: i32 = 3;
 

@@ -4,7 +4,7 @@
 //! them. Values come from [`kprof_core::sol`].
 
 use kprof_core::display::fmt_si;
-use kprof_core::sol::{SolRow, PRECISIONS};
+use kprof_core::sol::{summary_cells, SolRow, PRECISIONS, SUMMARY_COLUMNS, SUMMARY_NUMERIC_COLUMNS};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -279,44 +279,24 @@ pub(crate) fn report_section(p: &kprof_core::ProcessedResults, out: &mut String)
                   both SM and memory under 60 % latency-bound, within 10 points balanced, else the busier one.</p>\n",
     );
     out.push_str("<div class=\"table-wrap\"><table class=\"kprof-sol sortable\"><thead><tr>");
-    let head = [
-        "Annotation",
-        "Config",
-        "SM %",
-        "Memory %",
-        "DRAM %",
-        "L1 %",
-        "L2 %",
-        "FLOP/s",
-        "DRAM B/s",
-        "FLOP/B",
-        "Verdict",
-        "Reason",
-    ];
-    for (i, h) in head.iter().enumerate() {
-        let class = if (2..10).contains(&i) { "" } else { " class=\"t\"" };
-        let _ = write!(out, "<th{class}>{h}</th>");
+    let text_class = |i: usize| {
+        if SUMMARY_NUMERIC_COLUMNS.contains(&i) {
+            ""
+        } else {
+            " class=\"t\""
+        }
+    };
+    for (i, h) in SUMMARY_COLUMNS.iter().chain(&["Reason"]).enumerate() {
+        let _ = write!(out, "<th{}>{h}</th>", text_class(i));
     }
     out.push_str("</tr></thead><tbody>\n");
-    let n = |v: Option<f64>| v.map_or("-".to_string(), fmt_num);
+    let num = |v: Option<f64>| v.map_or("-".to_string(), fmt_num);
     for r in &rows {
-        let _ = writeln!(
-            out,
-            "<tr class=\"verdict-{v}\"><td class=\"t\">{}</td><td class=\"t\">{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"t\">{v}</td><td class=\"t\">{}</td></tr>",
-            html_escape(&r.annotation),
-            html_escape(&r.config.to_string()),
-            n(r.sm_pct),
-            n(r.memory_pct),
-            n(r.dram_pct),
-            n(r.l1_pct),
-            n(r.l2_pct),
-            fmt_si(r.flops_per_s().unwrap_or(f64::NAN)),
-            fmt_si(r.dram_bytes_per_s.unwrap_or(f64::NAN)),
-            n(r.intensity()),
-            html_escape(&r.reason),
-            v = r.verdict,
-        );
+        let _ = write!(out, "<tr class=\"verdict-{}\">", r.verdict);
+        for (i, cell) in summary_cells(r, num).iter().chain([&r.reason]).enumerate() {
+            let _ = write!(out, "<td{}>{}</td>", text_class(i), html_escape(cell));
+        }
+        out.push_str("</tr>\n");
     }
     out.push_str("</tbody></table></div>\n");
     match svg {

@@ -269,8 +269,7 @@ impl CollectorSession {
 
 /// Adds the functions, the class and `RESERVED_COLLECTOR_NAMES` to `kprof._core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(check_collector_names, m)?)?;
-    m.add_function(wrap_pyfunction!(parse_collection_scope, m)?)?;
+    add_functions!(m, [check_collector_names, parse_collection_scope]);
     m.add_class::<CollectorSession>()?;
     m.add("RESERVED_COLLECTOR_NAMES", PyTuple::new(m.py(), reserved_names())?)?;
     Ok(())

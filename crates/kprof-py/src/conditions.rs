@@ -109,27 +109,18 @@ fn fingerprint_json() -> Option<String> {
 
 /// Adds `fingerprint_json` to `kprof._core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(fingerprint_json, m)?)?;
+    add_functions!(m, [fingerprint_json]);
     Ok(())
 }
 
 /// The thermal keys of the backend options dict (`thermal_mode`, `thermal_wait`,
 /// `thermal_cont`, `thermal_timeout`) into `o.thermal`; None keeps nsight's defaults.
 pub fn apply_thermal_options(opts: &Bound<'_, PyDict>, o: &mut kprof::runner::BenchOptions) -> PyResult<()> {
-    let get = |k: &str| -> PyResult<Option<Bound<'_, PyAny>>> { Ok(opts.get_item(k)?.filter(|v| !v.is_none())) };
-    if let Some(v) = get("thermal_mode")? {
-        o.thermal.mode = v
-            .extract::<String>()?
-            .parse()
-            .map_err(|e: kprof::choices::InvalidOptionValue| PyValueError::new_err(e.to_string()))?;
-    }
-    if let Some(v) = get("thermal_wait")? {
-        o.thermal.wait_c = v.extract()?;
-    }
-    if let Some(v) = get("thermal_cont")? {
-        o.thermal.cont_c = v.extract()?;
-    }
-    if let Some(v) = get("thermal_timeout")? {
+    use crate::engine::{extract, get, parse_option, set_from};
+    set_from(opts, "thermal_mode", &mut o.thermal.mode, parse_option)?;
+    set_from(opts, "thermal_wait", &mut o.thermal.wait_c, extract)?;
+    set_from(opts, "thermal_cont", &mut o.thermal.cont_c, extract)?;
+    if let Some(v) = get(opts, "thermal_timeout")? {
         let s: f64 = v.extract()?;
         if !(s.is_finite() && s > 0.0) {
             return Err(PyValueError::new_err(format!(

@@ -65,6 +65,6 @@ fn derive_rows(
 
 /// Adds `derive_rows` to `kprof._core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(derive_rows, m)?)?;
+    add_functions!(m, [derive_rows]);
     Ok(())
 }

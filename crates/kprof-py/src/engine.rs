@@ -160,8 +160,28 @@ pub(crate) fn kprof_exception(py: Python<'_>, class: &str, msg: String) -> PyErr
     }
 }
 
-fn get<'py>(opts: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+/// `opts[key]`, when it is there and not None.
+pub(crate) fn get<'py>(opts: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
     Ok(opts.get_item(key)?.filter(|v| !v.is_none()))
+}
+
+/// Sets `field` to `opts[key]` through `convert` ([`extract`] or [`parse_option`]) when the key
+/// is there and not None; leaves it as it is otherwise.
+pub(crate) fn set_from<'py, T>(
+    opts: &Bound<'py, PyDict>,
+    key: &str,
+    field: &mut T,
+    convert: impl FnOnce(&Bound<'py, PyAny>) -> PyResult<T>,
+) -> PyResult<()> {
+    if let Some(v) = get(opts, key)? {
+        *field = convert(&v)?;
+    }
+    Ok(())
+}
+
+/// `v` as a `T` (PyO3's conversion), for [`set_from`].
+pub(crate) fn extract<'py, T: pyo3::conversion::FromPyObjectOwned<'py>>(v: &Bound<'py, PyAny>) -> PyResult<T> {
+    v.extract().map_err(Into::into)
 }
 
 /// Parses the string value of `replay_mode`, `cache_control` or `clock_control` with its enum's
@@ -206,47 +226,23 @@ pub(crate) fn reducer(value: Option<Bound<'_, PyAny>>) -> PyResult<Reducer> {
 /// [`BenchOptions`].
 pub(crate) fn bench_options(opts: &Bound<'_, PyDict>) -> PyResult<BenchOptions> {
     let mut o = BenchOptions::default();
-    if let Some(v) = get(opts, "runs")? {
-        o.runs = v.extract()?;
-    }
-    if let Some(v) = get(opts, "warmup")? {
-        o.warmup = v.extract()?;
-    }
-    if let Some(v) = get(opts, "order")? {
-        o.order = parse_option(&v)?;
-    }
-    if let Some(v) = get(opts, "metrics")? {
-        o.metrics = v.extract()?;
-    }
-    if let Some(v) = get(opts, "replay_mode")? {
-        o.replay_mode = parse_option(&v)?;
-    }
-    if let Some(v) = get(opts, "duration_source")? {
-        o.duration = parse_option(&v)?;
-    }
-    if let Some(v) = get(opts, "ignore_kernel_list")? {
-        o.ignore_kernels = v.extract()?;
-    }
+    set_from(opts, "runs", &mut o.runs, extract)?;
+    set_from(opts, "warmup", &mut o.warmup, extract)?;
+    set_from(opts, "order", &mut o.order, parse_option)?;
+    set_from(opts, "metrics", &mut o.metrics, extract)?;
+    set_from(opts, "replay_mode", &mut o.replay_mode, parse_option)?;
+    set_from(opts, "duration_source", &mut o.duration, parse_option)?;
+    set_from(opts, "ignore_kernel_list", &mut o.ignore_kernels, extract)?;
     o.combine = reducer(get(opts, "combine_kernel_metrics")?)?;
     if let Some(v) = get(opts, "output_prefix")? {
         o.output_prefix = Some(v.extract::<String>()?.into());
     }
-    if let Some(v) = get(opts, "cache_control")? {
-        o.cache = parse_option(&v)?;
-    }
-    if let Some(v) = get(opts, "clock_control")? {
-        o.clock = parse_option(&v)?;
-    }
-    if let Some(v) = get(opts, "l2_flush")? {
-        o.l2_flush = parse_option(&v)?;
-    }
+    set_from(opts, "cache_control", &mut o.cache, parse_option)?;
+    set_from(opts, "clock_control", &mut o.clock, parse_option)?;
+    set_from(opts, "l2_flush", &mut o.l2_flush, parse_option)?;
     o.l2_flush_bytes = get(opts, "l2_flush_bytes")?.map(|v| v.extract()).transpose()?;
-    if let Some(v) = get(opts, "counter_pass_records")? {
-        o.counter_pass_records = v.extract()?;
-    }
-    if let Some(v) = get(opts, "one_pass")? {
-        o.one_pass = v.extract()?;
-    }
+    set_from(opts, "counter_pass_records", &mut o.counter_pass_records, extract)?;
+    set_from(opts, "one_pass", &mut o.one_pass, extract)?;
     let target_rsd: Option<f64> = get(opts, "target_rsd")?.map(|v| v.extract()).transpose()?;
     let target_ci: Option<f64> = get(opts, "target_ci")?.map(|v| v.extract()).transpose()?;
     let max_runs: Option<u32> = get(opts, "max_runs")?.map(|v| v.extract()).transpose()?;
@@ -565,13 +561,18 @@ fn counter_cost<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
 
 /// Adds the engine functions to `kprof._core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(run_benchmark, m)?)?;
-    m.add_function(wrap_pyfunction!(enter_region, m)?)?;
-    m.add_function(wrap_pyfunction!(exit_region, m)?)?;
-    m.add_function(wrap_pyfunction!(in_counter_pass, m)?)?;
-    m.add_function(wrap_pyfunction!(counter_cost, m)?)?;
-    m.add_function(wrap_pyfunction!(check_bench_options, m)?)?;
-    m.add_function(wrap_pyfunction!(engine_available, m)?)?;
-    m.add_function(wrap_pyfunction!(configure_trace, m)?)?;
+    add_functions!(
+        m,
+        [
+            run_benchmark,
+            enter_region,
+            exit_region,
+            in_counter_pass,
+            counter_cost,
+            check_bench_options,
+            engine_available,
+            configure_trace
+        ]
+    );
     Ok(())
 }

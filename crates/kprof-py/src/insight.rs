@@ -96,8 +96,6 @@ fn render_roofline(
 
 /// Adds the functions to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(expand_metrics, m)?)?;
-    m.add_function(wrap_pyfunction!(speed_of_light, m)?)?;
-    m.add_function(wrap_pyfunction!(render_roofline, m)?)?;
+    add_functions!(m, [expand_metrics, speed_of_light, render_roofline]);
     Ok(())
 }

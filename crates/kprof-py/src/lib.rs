@@ -21,6 +21,13 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
+/// Adds each `#[pyfunction]` listed to the module `$m` (in a function returning `PyResult`).
+macro_rules! add_functions {
+    ($m:expr, [$($f:path),+ $(,)?]) => {
+        $($m.add_function(wrap_pyfunction!($f, $m)?)?;)+
+    };
+}
+
 mod collectors;
 mod columns;
 mod conditions;
@@ -370,6 +377,19 @@ fn process_options(options: &Bound<'_, PyDict>) -> PyResult<(Vec<String>, Proces
     Ok((params, opts))
 }
 
+/// The raw columns and options of `process_raw` (see `python/kprof/results.py`) as
+/// [`RawResults`], the extra columns attached, with the processing options and the parameter
+/// names.
+pub(crate) fn raw_results(
+    raw: &Bound<'_, PyDict>,
+    options: &Bound<'_, PyDict>,
+) -> PyResult<(RawResults, ProcessOptions, Vec<String>)> {
+    let (params, opts) = process_options(options)?;
+    let mut raw_results = raw_from_columns(raw, &params)?;
+    conditions::attach(raw, &conditions::extra_names(options)?, &mut raw_results)?;
+    Ok((raw_results, opts, params))
+}
+
 /// `process_raw(raw: dict[str, list], options: dict) -> dict[str, list]`: raw columns to processed
 /// columns through kprof-core's pipeline (the statistics `kprof summarize` computes). The contract
 /// is documented in `python/kprof/results.py`. Bad input raises `ValueError`; configurations
@@ -380,9 +400,7 @@ fn process_raw<'py>(
     raw: &Bound<'py, PyDict>,
     options: &Bound<'py, PyDict>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let (params, opts) = process_options(options)?;
-    let mut raw_results = raw_from_columns(raw, &params)?;
-    conditions::attach(raw, &conditions::extra_names(options)?, &mut raw_results)?;
+    let (raw_results, opts, params) = raw_results(raw, options)?;
     let processed = py
         .detach(|| process(&raw_results, &opts))
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
@@ -474,16 +492,21 @@ fn processed_to_columns<'py>(py: Python<'py>, p: &ProcessedResults, params: &[St
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", VERSION)?;
-    m.add_function(wrap_pyfunction!(param_value, m)?)?;
-    m.add_function(wrap_pyfunction!(convert_config, m)?)?;
-    m.add_function(wrap_pyfunction!(durations_line, m)?)?;
-    m.add_function(wrap_pyfunction!(cli_main, m)?)?;
-    m.add_function(wrap_pyfunction!(py_write_file, m)?)?;
-    m.add_function(wrap_pyfunction!(release_counters, m)?)?;
-    m.add_function(wrap_pyfunction!(pause_counters, m)?)?;
-    m.add_function(wrap_pyfunction!(parse_choice, m)?)?;
-    m.add_function(wrap_pyfunction!(process_raw, m)?)?;
-    m.add_function(wrap_pyfunction!(store::store_raw, m)?)?;
+    add_functions!(
+        m,
+        [
+            param_value,
+            convert_config,
+            durations_line,
+            cli_main,
+            py_write_file,
+            release_counters,
+            pause_counters,
+            parse_choice,
+            process_raw,
+            store::store_raw
+        ]
+    );
     columns::register(m)?;
     engine::register(m)?;
     ncu::register(m)?;

@@ -8,7 +8,7 @@
 //!   benchmark through the NVTX-only profiler with [`child_bench_options`]; Python then exits.
 
 use kprof::ncu::bench::{child_options, report_path};
-use kprof::ncu::{relaunch_with, ImportOptions, NcuInstall, NcuModeRequest, NcuOptions, TargetProcesses, CHILD_ENV};
+use kprof::ncu::{relaunch_with, ImportOptions, NcuInstall, NcuModeRequest, NcuOptions, CHILD_ENV};
 use kprof::runner::BenchOptions;
 use kprof_core::Config;
 use pyo3::exceptions::PyValueError;
@@ -16,11 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use crate::config_from_py;
-use crate::engine::{bench_options, kprof_exception, parse_option, raw_table, reducer};
-
-fn get<'py>(opts: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
-    Ok(opts.get_item(key)?.filter(|v| !v.is_none()))
-}
+use crate::engine::{bench_options, extract, get, kprof_exception, parse_option, raw_table, reducer, set_from};
 
 /// The loop options of the ncu child: the contract's options without what ncu does itself
 /// (cache and clock control, metrics) and without adaptive stopping.
@@ -47,15 +43,9 @@ pub(crate) fn child_bench_options(options: &Bound<'_, PyDict>) -> PyResult<Bench
 /// `extra_args`, `mode`) as [`NcuOptions`].
 pub(crate) fn ncu_options(options: &Bound<'_, PyDict>) -> PyResult<NcuOptions> {
     let mut n = NcuOptions::default();
-    if let Some(v) = get(options, "cache_control")? {
-        n.cache_control = parse_option(&v)?;
-    }
-    if let Some(v) = get(options, "clock_control")? {
-        n.clock_control = parse_option(&v)?;
-    }
-    if let Some(v) = get(options, "replay_mode")? {
-        n.replay_mode = parse_option(&v)?;
-    }
+    set_from(options, "cache_control", &mut n.cache_control, parse_option)?;
+    set_from(options, "clock_control", &mut n.clock_control, parse_option)?;
+    set_from(options, "replay_mode", &mut n.replay_mode, parse_option)?;
     if let Some(m) = get(options, "metrics")? {
         let m: Vec<String> = m.extract()?;
         if !m.is_empty() {
@@ -67,12 +57,8 @@ pub(crate) fn ncu_options(options: &Bound<'_, PyDict>) -> PyResult<NcuOptions> {
             .cast::<PyDict>()
             .map_err(|_| PyValueError::new_err("ncu_options must be a dict"))?;
         n.set = get(d, "set")?.map(|v| v.extract()).transpose()?;
-        if let Some(v) = get(d, "sections")? {
-            n.sections = v.extract()?;
-        }
-        if let Some(v) = get(d, "target_processes")? {
-            n.target_processes = parse_option::<TargetProcesses>(&v)?;
-        }
+        set_from(d, "sections", &mut n.sections, extract)?;
+        set_from(d, "target_processes", &mut n.target_processes, parse_option)?;
         n.launch_skip = get(d, "launch_skip")?.map(|v| v.extract()).transpose()?;
         n.launch_count = get(d, "launch_count")?.map(|v| v.extract()).transpose()?;
         if let Some(v) = get(d, "mode")? {
@@ -188,7 +174,6 @@ fn ncu_relaunch<'py>(
 
 /// Adds the ncu functions to `kprof._core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(ncu_relaunch, m)?)?;
-    m.add_function(wrap_pyfunction!(ncu_argv, m)?)?;
+    add_functions!(m, [ncu_relaunch, ncu_argv]);
     Ok(())
 }

@@ -36,7 +36,7 @@ fn option_model(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
 
 /// Adds `option_model` to `kprof._core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(option_model, m)?)?;
+    add_functions!(m, [option_model]);
     Ok(())
 }
 
@@ -45,11 +45,11 @@ mod tests {
     use kprof::option_model::{lookup, OPTIONS};
 
     /// The keys `bench_options` and the thermal options read from the options dict
-    /// (`get(opts, "runs")`, `get("thermal_mode")`, `get(options, "backend")`).
+    /// (`set_from(opts, "runs", ..)`, `get(opts, "target_rsd")`, `get(options, "backend")`).
     fn keys_read() -> Vec<String> {
         let src = [include_str!("engine.rs"), include_str!("conditions.rs")].concat();
         let mut keys = Vec::new();
-        for prefix in ["get(opts, \"", "get(options, \"", "get(\""] {
+        for prefix in ["get(opts, \"", "get(options, \"", "set_from(opts, \""] {
             for (i, _) in src.match_indices(prefix) {
                 let rest = &src[i + prefix.len()..];
                 let key = &rest[..rest.find('"').unwrap_or(0)];

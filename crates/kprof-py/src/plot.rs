@@ -228,7 +228,6 @@ fn render_report(
 
 /// Adds `render_plot` and `render_report` to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(render_plot, m)?)?;
-    m.add_function(wrap_pyfunction!(render_report, m)?)?;
+    add_functions!(m, [render_plot, render_report]);
     Ok(())
 }

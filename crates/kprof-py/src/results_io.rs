@@ -8,7 +8,7 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use crate::{conditions, config_to_py, process_options, raw_from_columns};
+use crate::{config_to_py, raw_results};
 
 /// What `load_results` returns: the raw table, the configurations, the parameter names and the
 /// baseline of a normalised JSON file.
@@ -77,7 +77,7 @@ fn save_results_json(
     path: std::path::PathBuf,
     environment: Option<String>,
 ) -> PyResult<()> {
-    let (raw_results, opts) = raw_results(raw, options)?;
+    let (raw_results, opts, _) = raw_results(raw, options)?;
     let environment = environment
         .map(|t| serde_json::from_str(&t))
         .transpose()
@@ -87,19 +87,6 @@ fn save_results_json(
         let file = ResultFile::new(Some(raw_results), Some(processed), environment);
         io::write_results_json(&path, &file).map_err(io_err)
     })
-}
-
-/// The raw columns and options of `process_raw` (see `python/kprof/results.py`) as
-/// [`RawResults`](kprof_core::RawResults), the extra columns attached, and the processing
-/// options.
-fn raw_results(
-    raw: &Bound<'_, PyDict>,
-    options: &Bound<'_, PyDict>,
-) -> PyResult<(kprof_core::RawResults, kprof_core::pipeline::ProcessOptions)> {
-    let (params, opts) = process_options(options)?;
-    let mut raw_results = raw_from_columns(raw, &params)?;
-    conditions::attach(raw, &conditions::extra_names(options)?, &mut raw_results)?;
-    Ok((raw_results, opts))
 }
 
 /// `write_csv(raw: dict[str, list], options: dict, path: str, table: str)`: writes a CSV of the
@@ -117,7 +104,7 @@ fn write_csv(
     path: std::path::PathBuf,
     table: &str,
 ) -> PyResult<()> {
-    let (raw_results, opts) = raw_results(raw, options)?;
+    let (raw_results, opts, _) = raw_results(raw, options)?;
     match table {
         "raw" => py.detach(|| io::write_raw_csv(&path, &raw_results).map_err(io_err)),
         "processed" => py.detach(|| {
@@ -207,9 +194,6 @@ impl PyTimeline {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTimeline>()?;
-    m.add_function(wrap_pyfunction!(load_results, m)?)?;
-    m.add_function(wrap_pyfunction!(write_trace, m)?)?;
-    m.add_function(wrap_pyfunction!(save_results_json, m)?)?;
-    m.add_function(wrap_pyfunction!(write_csv, m)?)?;
+    add_functions!(m, [load_results, write_trace, save_results_json, write_csv]);
     Ok(())
 }

@@ -9,7 +9,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::{conditions, process_options, raw_from_columns};
+use crate::raw_results;
 
 /// Stores the raw columns (the same `raw` and `options` as `process_raw`) and their processed
 /// table in the store `db` (created when missing) as one run called `name`, with `tags`, the
@@ -30,9 +30,7 @@ pub fn store_raw(
     environment: Option<String>,
 ) -> PyResult<i64> {
     let py = raw.py();
-    let (params, opts) = process_options(options)?;
-    let mut raw_results = raw_from_columns(raw, &params)?;
-    conditions::attach(raw, &conditions::extra_names(options)?, &mut raw_results)?;
+    let (raw_results, opts, _) = raw_results(raw, options)?;
     let mut meta = RunMeta::new(name);
     for (k, v) in tags {
         if k.trim().is_empty() || k.contains('=') {

@@ -33,6 +33,20 @@ fn scaled(src: &Path, factor: f64, dir: &Path) -> PathBuf {
     out
 }
 
+/// `kprof compare base new`, which must exit 0 with every series `same`: its standard output and
+/// error.
+fn compare_same(base: &Path, new: &Path) -> (String, String) {
+    let o = compare(&[], base, new);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{}: {out}{err}", new.display());
+    assert!(
+        out.lines().skip(1).all(|l| l.ends_with("same")),
+        "{}: {out}",
+        new.display()
+    );
+    (out, err)
+}
+
 #[test]
 fn compare_h200_fixtures_with_themselves_is_no_change() {
     for name in [
@@ -42,11 +56,8 @@ fn compare_h200_fixtures_with_themselves_is_no_change() {
         "g_sgemm_sweep-raw.csv",
     ] {
         let f = fixture(name);
-        let o = compare(&[], &f, &f);
-        let (out, err) = text(&o);
-        assert_eq!(o.status.code(), Some(0), "{name}: {out}{err}");
+        let (out, _) = compare_same(&f, &f);
         assert!(!out.contains("REGRESSION"), "{out}");
-        assert!(out.lines().skip(1).all(|l| l.ends_with("same")), "{name}: {out}");
     }
 }
 
@@ -311,11 +322,8 @@ fn compare_nsight_files_with_different_names() {
     let new = dir.path().join("profiled_data-matmul_v2-3.csv");
     std::fs::copy(&src, &base).unwrap();
     std::fs::copy(&src, &new).unwrap();
-    let o = compare(&[], &base, &new);
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    let (_, err) = compare_same(&base, &new);
     assert!(!err.contains("no series in common"), "{err}");
-    assert!(out.lines().skip(1).all(|l| l.ends_with("same")), "{out}");
 }
 
 #[test]

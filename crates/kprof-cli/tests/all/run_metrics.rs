@@ -202,22 +202,24 @@ fn the_launches_of_each_repetition_follow_metrics_and_durations() {
             (m, "rep1-counters".to_string(), counters),
         ]
     );
-    // Only the timing metric: no counter launch.
-    std::fs::remove_file(&log).unwrap();
-    let o = run("", &["--metrics", "gpu__time_duration.sum"]);
-    assert_eq!(o.status.code(), Some(1));
-    let seen = launches(&log);
-    assert_eq!(seen.len(), 1);
-    assert_eq!(seen[0].0, "unset");
-    assert_eq!(seen[0].1.counters, None);
-    // --durations counters without metrics: a counter launch of the durations alone.
-    std::fs::remove_file(&log).unwrap();
-    let o = run("", &["--durations", "counters"]);
-    assert_eq!(o.status.code(), Some(1));
-    let seen = launches(&log);
-    assert_eq!(seen.len(), 1);
-    assert_eq!(seen[0].0, "gpu__time_duration.sum");
-    assert_eq!(seen[0].1.counters.as_ref().unwrap().metrics, ["gpu__time_duration.sum"]);
+    // One launch: only the timing metric, no counter launch; --durations counters without
+    // metrics, a counter launch of the durations alone.
+    for (args, marker, counter_metrics) in [
+        (["--metrics", "gpu__time_duration.sum"], "unset", None),
+        (
+            ["--durations", "counters"],
+            "gpu__time_duration.sum",
+            Some(vec!["gpu__time_duration.sum".to_string()]),
+        ),
+    ] {
+        std::fs::remove_file(&log).unwrap();
+        let o = run("", &args);
+        assert_eq!(o.status.code(), Some(1));
+        let seen = launches(&log);
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].0, marker);
+        assert_eq!(seen[0].1.counters.as_ref().map(|c| c.metrics.clone()), counter_metrics);
+    }
     // A bad KPROF_RUN_COUNTER_RANGES stops kprof run before the command runs.
     std::fs::remove_file(&log).unwrap();
     let o = run("0", &["--metrics", "dram__bytes_read.sum"]);
@@ -334,22 +336,18 @@ fn verbose_prints_the_time_split_and_every_run_writes_it() {
             .to_string()
     };
     assert!(err.contains("kprof: time split (wall clock)"), "{err}");
-    assert!(
-        line("execution 1/2: repetition 1, timing launch").contains(" s "),
-        "{err}"
-    );
-    assert!(
-        line("execution 2/2: repetition 1, counter launch").contains(" s "),
-        "{err}"
-    );
-    // The fake time line: 5 s with CUDA; the counter launch's collection as written.
-    assert!(line("with CUDA").contains("5.000 s"), "{err}");
-    assert!(line("config image of 8 passes").contains("0.250 s"), "{err}");
-    assert!(
-        line("replay: 10 profiled launch calls").contains("250.0 ms per launch"),
-        "{err}"
-    );
-    assert!(line("mean per region").contains("mm x1.000"), "{err}");
+    // The line holding the first text holds the second. The fake time line: 5 s with CUDA; the
+    // counter launch's collection as written.
+    for (needle, want) in [
+        ("execution 1/2: repetition 1, timing launch", " s "),
+        ("execution 2/2: repetition 1, counter launch", " s "),
+        ("with CUDA", "5.000 s"),
+        ("config image of 8 passes", "0.250 s"),
+        ("replay: 10 profiled launch calls", "250.0 ms per launch"),
+        ("mean per region", "mm x1.000"),
+    ] {
+        assert!(line(needle).contains(want), "{needle}: {want}\n{err}");
+    }
     let split: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("time-split.json")).unwrap()).unwrap();
     assert_eq!(split["executions"].as_array().unwrap().len(), 2);

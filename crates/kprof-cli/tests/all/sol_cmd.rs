@@ -20,15 +20,13 @@ fn step6_table_and_json_give_each_region_its_verdict() {
             .unwrap_or_else(|| panic!("no reason line for {ann}: {out}"))
             .to_string()
     };
-    assert!(
-        verdict_of("fp16 matmul 4096").contains(": compute-bound — SM 90.4 %"),
-        "{out}"
-    );
-    assert!(
-        verdict_of("x * 2 (256 MB)").contains(": memory-bound — memory 86.5 %"),
-        "{out}"
-    );
-    assert!(verdict_of("softmax 8192x1024").contains(": latency-bound"), "{out}");
+    for (region, verdict) in [
+        ("fp16 matmul 4096", ": compute-bound — SM 90.4 %"),
+        ("x * 2 (256 MB)", ": memory-bound — memory 86.5 %"),
+        ("softmax 8192x1024", ": latency-bound"),
+    ] {
+        assert!(verdict_of(region).contains(verdict), "{region}: {verdict}\n{out}");
+    }
     let (code, json, _) = sol(&["--json", f]);
     assert_eq!(code, 0);
     let rows: Vec<serde_json::Value> = json.lines().map(|l| serde_json::from_str(l).unwrap()).collect();

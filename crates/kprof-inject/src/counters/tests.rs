@@ -162,7 +162,18 @@ fn more_kernels_than_ranges_is_an_error() {
     assert!(map_ranges(&[], &[]).unwrap().is_empty());
 }
 
-/// Two occurrences of "step" (each holding "mm"), plus one kernel launched outside.
+/// `(name, unit)` pairs as the counter metrics of a request.
+fn metric_units(pairs: &[(&str, &str)]) -> Vec<MetricUnit> {
+    pairs
+        .iter()
+        .map(|(name, unit)| MetricUnit {
+            name: name.to_string(),
+            unit: unit.to_string(),
+        })
+        .collect()
+}
+
+/// The `(run, value)` of every sample of `annotation` and `metric`.
 fn values(raw: &RawResults, annotation: &str, metric: &str) -> Vec<(u32, f64)> {
     raw.samples
         .iter()
@@ -187,16 +198,10 @@ fn counter_samples_follow_the_timing_groups() {
         vec![5.0, 50.0],
     ];
     let map = map_ranges(&batch.kernels, &per_range).unwrap();
-    let metrics = vec![
-        MetricUnit {
-            name: "dram__bytes_read.sum".into(),
-            unit: "byte".into(),
-        },
-        MetricUnit {
-            name: "sm__throughput.avg.pct_of_peak_sustained_elapsed".into(),
-            unit: "%".into(),
-        },
-    ];
+    let metrics = metric_units(&[
+        ("dram__bytes_read.sum", "byte"),
+        ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "%"),
+    ]);
     let ctx = SampleContext {
         benchmark: "prog".into(),
         ..Default::default()
@@ -242,10 +247,7 @@ fn a_kernel_without_a_range_value_gives_nan() {
     let (ranges, batch) = fixture();
     let (groups, _) = group_kernels(&ranges, &batch, &Grouping::default());
     let map: HashMap<KernelKey, Vec<f64>> = [((1, 0), vec![1.0])].into_iter().collect();
-    let metrics = vec![MetricUnit {
-        name: "dram__bytes_read.sum".into(),
-        unit: "byte".into(),
-    }];
+    let metrics = metric_units(&[("dram__bytes_read.sum", "byte")]);
     let (raw, _) = build_counter_raw(&groups, &map, &metrics, &SampleContext::default());
     let v = values(&raw, "step", "dram__bytes_read.sum");
     assert!(v[0].1.is_nan() && v[1].1.is_nan());
@@ -257,16 +259,7 @@ fn only_the_durations_of_a_counter_launch_say_where_they_come_from() {
     let (groups, _) = group_kernels(&ranges, &batch, &Grouping::default());
     let per_range: Vec<Vec<f64>> = (0..5).map(|i| vec![i as f64, 10.0 * i as f64]).collect();
     let map = map_ranges(&batch.kernels, &per_range).unwrap();
-    let metrics = vec![
-        MetricUnit {
-            name: "dram__bytes_read.sum".into(),
-            unit: "byte".into(),
-        },
-        MetricUnit {
-            name: DEFAULT_METRIC.into(),
-            unit: "ns".into(),
-        },
-    ];
+    let metrics = metric_units(&[("dram__bytes_read.sum", "byte"), (DEFAULT_METRIC, "ns")]);
     let (raw, _) = build_counter_raw(&groups, &map, &metrics, &SampleContext::default());
     let source = raw
         .extras

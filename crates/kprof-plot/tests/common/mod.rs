@@ -1,72 +1,11 @@
-//! Hand-built test data (kprof-core's stats/io are written in parallel; only model.rs types are used).
+//! Hand-built test data: results and summaries (kprof-core's statistics) for the plots.
 #![allow(dead_code)]
 
 use kprof_core::*;
 
-/// Student-t 97.5% quantiles for 1..=30 degrees of freedom, then the normal value.
-fn t975(df: usize) -> f64 {
-    const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-    ];
-    if df == 0 {
-        f64::NAN
-    } else if df <= 30 {
-        T[df - 1]
-    } else {
-        1.96
-    }
-}
-
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let h = (sorted.len() - 1) as f64 * q;
-    let lo = h.floor() as usize;
-    let hi = h.ceil() as usize;
-    sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
-}
-
-/// A summary of `values` (NaN = failed run), computed the textbook way.
+/// A summary of `values` (NaN = failed run): kprof-core's, with its default options.
 pub fn summary(values: &[f64]) -> Summary {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    let mean = if n == 0 {
-        f64::NAN
-    } else {
-        v.iter().sum::<f64>() / n as f64
-    };
-    let sd = if n < 2 {
-        f64::NAN
-    } else {
-        (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
-    };
-    let half = if n < 2 {
-        f64::NAN
-    } else {
-        t975(n - 1) * sd / (n as f64).sqrt()
-    };
-    let rsd = sd / mean.abs() * 100.0;
-    Summary {
-        num_runs: n,
-        total_runs: values.len(),
-        mean,
-        std_dev: sd,
-        min: v.first().copied().unwrap_or(f64::NAN),
-        max: v.last().copied().unwrap_or(f64::NAN),
-        median: quantile(&v, 0.5),
-        p05: quantile(&v, 0.05),
-        p95: quantile(&v, 0.95),
-        ci95_lower: mean - half,
-        ci95_upper: mean + half,
-        rsd_pct: rsd,
-        stable: if rsd.is_finite() { Some(rsd < 2.0) } else { None },
-        outliers_mild: 0,
-        outliers_severe: 0,
-        bootstrap: None,
-    }
+    kprof_core::stats::summarize(values, &kprof_core::stats::StatsOptions::default())
 }
 
 pub fn h200() -> DeviceInfo {

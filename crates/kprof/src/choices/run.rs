@@ -2,7 +2,7 @@
 //! (`duration_source`), [`Backend`] (`backend`) and [`ThermalMode`] (`thermal_mode`), one enum and
 //! one [`FromStr`](std::str::FromStr) each (re-exported from `choices`, `runner` and `conditions`).
 
-use super::{display_as_str, InvalidOptionValue};
+use super::choice_names;
 
 /// The order of (configuration, run) pairs: the one enum of the `order` option.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -15,31 +15,10 @@ pub enum RunOrder {
     Sequential,
 }
 
-impl RunOrder {
-    /// The canonical names, in the order error messages list them.
-    pub const NAMES: &'static [&'static str] = &["interleaved", "sequential"];
-
-    /// The option's canonical name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunOrder::Interleaved => "interleaved",
-            RunOrder::Sequential => "sequential",
-        }
-    }
-}
-
-impl std::str::FromStr for RunOrder {
-    type Err = InvalidOptionValue;
-
-    /// Parses `"interleaved"` or `"sequential"`.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "interleaved" => Ok(RunOrder::Interleaved),
-            "sequential" => Ok(RunOrder::Sequential),
-            _ => Err(InvalidOptionValue::new("order", s, Self::NAMES)),
-        }
-    }
-}
+choice_names!(RunOrder, "order", {
+    Interleaved => "interleaved",
+    Sequential => "sequential",
+});
 
 /// Where the durations of [`DEFAULT_METRIC`](kprof_core::model::DEFAULT_METRIC)
 /// (`gpu__time_duration.sum`) come from: the one enum of the `duration_source` option (Python's
@@ -81,33 +60,11 @@ pub enum DurationSource {
     Counters,
 }
 
-impl DurationSource {
-    /// The canonical names, in the order error messages list them.
-    pub const NAMES: &'static [&'static str] = &["auto", "records", "counters"];
-
-    /// The option's canonical name, and the `DurationSource` column's value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DurationSource::Auto => "auto",
-            DurationSource::Records => "records",
-            DurationSource::Counters => "counters",
-        }
-    }
-}
-
-impl std::str::FromStr for DurationSource {
-    type Err = InvalidOptionValue;
-
-    /// Parses `"auto"`, `"records"` or `"counters"`.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "auto" => Ok(DurationSource::Auto),
-            "records" => Ok(DurationSource::Records),
-            "counters" => Ok(DurationSource::Counters),
-            _ => Err(InvalidOptionValue::new("duration_source", s, Self::NAMES)),
-        }
-    }
-}
+choice_names!(DurationSource, "duration_source", {
+    Auto => "auto",
+    Records => "records",
+    Counters => "counters",
+});
 
 /// The measurement backend of a bench call: the one enum of the `backend` option (Python's
 /// `backend`; the Rust API chooses it by constructor: `Profiler::new`, `Profiler::with_cuda_events`,
@@ -124,33 +81,11 @@ pub enum Backend {
     Ncu,
 }
 
-impl Backend {
-    /// The canonical names, in the order error messages list them.
-    pub const NAMES: &'static [&'static str] = &["cupti", "cuda-events", "ncu"];
-
-    /// The option's canonical name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Backend::Cupti => "cupti",
-            Backend::CudaEvents => "cuda-events",
-            Backend::Ncu => "ncu",
-        }
-    }
-}
-
-impl std::str::FromStr for Backend {
-    type Err = InvalidOptionValue;
-
-    /// Parses `"cupti"`, `"cuda-events"` or `"ncu"`.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "cupti" => Ok(Backend::Cupti),
-            "cuda-events" => Ok(Backend::CudaEvents),
-            "ncu" => Ok(Backend::Ncu),
-            _ => Err(InvalidOptionValue::new("backend", s, Self::NAMES)),
-        }
-    }
-}
+choice_names!(Backend, "backend", {
+    Cupti => "cupti",
+    CudaEvents => "cuda-events",
+    Ncu => "ncu",
+});
 
 /// The thermal guard's mode: the one enum of the `thermal_mode` option (nsight-python's):
 /// `auto` (adaptive resume threshold, the default), `manual` (fixed thresholds), `off`.
@@ -166,71 +101,8 @@ pub enum ThermalMode {
     Off,
 }
 
-impl ThermalMode {
-    /// The canonical names, in the order error messages list them.
-    pub const NAMES: &'static [&'static str] = &["auto", "manual", "off"];
-
-    /// The option's canonical name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ThermalMode::Auto => "auto",
-            ThermalMode::Manual => "manual",
-            ThermalMode::Off => "off",
-        }
-    }
-}
-
-impl std::str::FromStr for ThermalMode {
-    type Err = InvalidOptionValue;
-
-    /// Parses `"auto"`, `"manual"` or `"off"` (also `"none"` and `"false"`), in any case.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "auto" => Ok(ThermalMode::Auto),
-            "manual" => Ok(ThermalMode::Manual),
-            "off" | "none" | "false" => Ok(ThermalMode::Off),
-            _ => Err(InvalidOptionValue::new("thermal_mode", s, Self::NAMES)),
-        }
-    }
-}
-
-display_as_str!(RunOrder, DurationSource, Backend, ThermalMode);
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn run_choices_round_trip_and_name_bad_values() {
-        for o in [RunOrder::Interleaved, RunOrder::Sequential] {
-            assert_eq!(o.as_str().parse::<RunOrder>(), Ok(o));
-        }
-        for d in [DurationSource::Auto, DurationSource::Records, DurationSource::Counters] {
-            assert_eq!(d.to_string().parse::<DurationSource>(), Ok(d));
-        }
-        for b in [Backend::Cupti, Backend::CudaEvents, Backend::Ncu] {
-            assert_eq!(b.as_str().parse::<Backend>(), Ok(b));
-        }
-        for t in [ThermalMode::Auto, ThermalMode::Manual, ThermalMode::Off] {
-            assert_eq!(t.as_str().parse::<ThermalMode>(), Ok(t));
-        }
-        assert_eq!("None".parse::<ThermalMode>(), Ok(ThermalMode::Off));
-        let e = |r: Result<(), InvalidOptionValue>| r.unwrap_err().to_string();
-        assert_eq!(
-            e("ncu".parse::<DurationSource>().map(|_| ())),
-            "duration_source must be one of 'auto', 'records', 'counters'; got 'ncu'"
-        );
-        assert_eq!(
-            e("random".parse::<RunOrder>().map(|_| ())),
-            "order must be one of 'interleaved', 'sequential'; got 'random'"
-        );
-        assert_eq!(
-            e("nsys".parse::<Backend>().map(|_| ())),
-            "backend must be one of 'cupti', 'cuda-events', 'ncu'; got 'nsys'"
-        );
-        assert_eq!(
-            e("hot".parse::<ThermalMode>().map(|_| ())),
-            "thermal_mode must be one of 'auto', 'manual', 'off'; got 'hot'"
-        );
-    }
-}
+choice_names!(ThermalMode, "thermal_mode", fold_case, {
+    Auto => "auto",
+    Manual => "manual",
+    Off => "off" | "none" | "false",
+});

@@ -16,7 +16,7 @@ pub const DEFAULT_NVTX_INCLUDE: &str = "regex:kprof@.+/";
 pub use crate::choices::ReplayMode;
 pub use crate::runner::{CacheControl, ClockControl};
 
-/// `--target-processes`.
+/// `--target-processes` (its names are ncu's spelling).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum TargetProcesses {
     /// Profile the program and every process it starts. ncu's default.
@@ -26,37 +26,10 @@ pub enum TargetProcesses {
     ApplicationOnly,
 }
 
-impl TargetProcesses {
-    /// The canonical names (ncu's), in the order error messages list them.
-    pub const NAMES: &'static [&'static str] = &["all", "application-only"];
-
-    /// ncu's spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TargetProcesses::All => "all",
-            TargetProcesses::ApplicationOnly => "application-only",
-        }
-    }
-}
-
-impl std::str::FromStr for TargetProcesses {
-    type Err = crate::choices::InvalidOptionValue;
-
-    /// Parses `"all"` or `"application-only"` (Python's `ncu_options['target_processes']`).
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "all" => Ok(TargetProcesses::All),
-            "application-only" => Ok(TargetProcesses::ApplicationOnly),
-            _ => Err(crate::choices::InvalidOptionValue::new(
-                "ncu_options['target_processes']",
-                s,
-                Self::NAMES,
-            )),
-        }
-    }
-}
-
-crate::choices::display_as_str!(TargetProcesses);
+crate::choices::choice_names!(TargetProcesses, "ncu_options['target_processes']", {
+    All => "all",
+    ApplicationOnly => "application-only",
+});
 
 /// Everything kprof passes to ncu.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //! ([`DriverFns`]) with one safe method per entry point. [`crate::driver::Driver`] is the safe
 //! wrapper above it (error names, hints, contexts).
 
-use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::kernels::{LoadedKernel, PtxKernel};
@@ -401,16 +401,9 @@ impl DriverFns {
 
     /// `cuGetErrorName`: the name of a result code (`None` for a code the driver does not know).
     pub(crate) fn get_error_name(&self, code: CuResult) -> Option<String> {
-        let mut p: *const c_char = std::ptr::null();
-        // SAFETY: writes one pointer into `p`.
-        let r = unsafe { (self.cuGetErrorName)(code, &mut p) };
-        if r == CUDA_SUCCESS && !p.is_null() {
-            // SAFETY: on success `p` is a NUL-terminated string of the driver's, valid for the
-            // process.
-            Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
-        } else {
-            None
-        }
+        // SAFETY: writes one pointer, on success to a NUL-terminated string of the driver's, valid
+        // for the process.
+        unsafe { crate::sys::out_string(CUDA_SUCCESS, |p| (self.cuGetErrorName)(code, p)) }
     }
 
     /// `cuEventCreate`: the new event, or the driver's code.

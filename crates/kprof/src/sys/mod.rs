@@ -19,3 +19,22 @@ pub mod nvml;
 pub mod nvtx;
 pub mod os;
 pub mod scoped;
+
+use std::ffi::{c_char, CStr};
+
+/// The string an entry point returns through a `const char**` parameter: `call` is given the
+/// pointer to fill and returns the result code; `None` unless that is `ok` and the pointer is not
+/// null.
+///
+/// # Safety
+/// When `call` returns `ok`, the pointer it filled is null or a NUL-terminated string that lives
+/// for the process.
+pub(crate) unsafe fn out_string<R: PartialEq>(ok: R, call: impl FnOnce(&mut *const c_char) -> R) -> Option<String> {
+    let mut p: *const c_char = std::ptr::null();
+    if call(&mut p) == ok && !p.is_null() {
+        // SAFETY: per the caller.
+        Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+    } else {
+        None
+    }
+}

@@ -4,8 +4,6 @@
 
 use crate::common;
 
-use std::collections::HashMap;
-
 use kprof::sys::cupti::offsets;
 use kprof::sys::cupti::{self as ffi, cbid};
 
@@ -341,19 +339,18 @@ int main(void) {
 
 #[test]
 fn record_offsets_match_cupti_13_0_headers() {
-    let name = "record_offsets_match_cupti_13_0_headers";
-    let Some(cu13) = common::or_skip_with_gcc(name, common::cupti_wheel()) else {
-        return;
-    };
-    let got: HashMap<String, usize> = common::gcc_probe(
+    let Some(got) = common::probe_or_skip::<usize>(
+        "record_offsets_match_cupti_13_0_headers",
+        common::cupti_wheel().map(|cu13| cu13.join("include")),
         &[
             ("offsets.c", OFFSETS_C),
             ("cuda.h", STUB_CUDA_H),
             ("builtin_types.h", ""),
         ],
-        &cu13.join("include"),
         &[],
-    );
+    ) else {
+        return;
+    };
     use offsets::*;
     let mut want: Vec<(String, usize)> = vec![
         ("CUpti_ActivityKernel10.size".into(), 216),
@@ -403,13 +400,7 @@ fn record_offsets_match_cupti_13_0_headers() {
             want.push((format!("{t}.{f}"), off));
         }
     }
-    let mut bad = Vec::new();
-    for (k, v) in want {
-        if got.get(&k) != Some(&v) {
-            bad.push(format!("{k}: header {:?}, kprof {v}", got.get(&k)));
-        }
-    }
-    assert!(bad.is_empty(), "mismatches:\n{}", bad.join("\n"));
+    common::assert_header_values(&got, &want);
     // Every field of the stable prefix lies inside the minimum length the parser requires.
     const {
         assert!(KERNEL_GRAPH_ID + 4 <= KERNEL_MIN_LEN);

@@ -4,7 +4,6 @@
 //! prints the layout of `CUDA_KERNEL_NODE_PARAMS_v2`, which kprof's own graph passes. Skips (with
 //! a printed reason) when the wheel cannot be found or downloaded, or when gcc is missing.
 
-use std::collections::HashMap;
 use std::mem::{offset_of, size_of};
 use std::process::Command;
 
@@ -95,12 +94,15 @@ fn driver_prototypes_match_cuda_13_0_header() {
 
 #[test]
 fn kernel_node_params_match_cuda_13_0_header() {
-    let name = "kernel_node_params_match_cuda_13_0_header";
-    let Some(include) = common::or_skip_with_gcc(name, common::cuda_include()) else {
+    let Some(got) = common::probe_or_skip::<usize>(
+        "kernel_node_params_match_cuda_13_0_header",
+        common::cuda_include(),
+        &[("layout.c", LAYOUT_C)],
+        &[],
+    ) else {
         return;
     };
-    let got: HashMap<String, usize> = common::gcc_probe(&[("layout.c", LAYOUT_C)], &include, &[]);
-    let want: HashMap<String, usize> = [
+    let want = [
         ("size", size_of::<KernelNodeParams>()),
         ("func", offset_of!(KernelNodeParams, func)),
         ("gridDimX", offset_of!(KernelNodeParams, grid_dim)),
@@ -111,9 +113,7 @@ fn kernel_node_params_match_cuda_13_0_header() {
         ("kern", offset_of!(KernelNodeParams, kern)),
         ("ctx", offset_of!(KernelNodeParams, ctx)),
         ("plain_is_v2", 1),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
-    assert_eq!(got, want);
+    ];
+    common::assert_header_values(&got, &want);
+    assert_eq!(got.len(), want.len(), "{got:?}");
 }

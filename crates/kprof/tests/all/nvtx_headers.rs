@@ -3,12 +3,18 @@
 //! constant, size and offset. Skips (with a printed reason) when the wheel cannot be found or
 //! downloaded, or when gcc is missing.
 
-use std::collections::HashMap;
 use std::mem::{offset_of, size_of};
 
 use kprof::sys::nvtx::{self as abi, EventAttributes, ExportTableCallbacks, ExportTableVersionInfo};
 
 use crate::common;
+
+/// `("CStruct.cField", offset)` of each `rust_field: "cField"` of the Rust struct `$t`.
+macro_rules! offsets {
+    ($c:literal, $t:ty, { $($field:ident: $c_field:literal),* $(,)? }) => {
+        [$((concat!($c, ".", $c_field), offset_of!($t, $field) as i64)),*]
+    };
+}
 
 const PROGRAM_C: &str = r#"
 #include <stddef.h>
@@ -42,13 +48,16 @@ int main(void) {
 
 #[test]
 fn nvtx_declarations_match_the_nvtx_13_0_headers() {
-    let name = "nvtx_declarations_match_the_nvtx_13_0_headers";
-    let Some(inc) = common::or_skip_with_gcc(name, common::nvtx_include()) else {
+    let Some(got) = common::probe_or_skip::<i64>(
+        "nvtx_declarations_match_the_nvtx_13_0_headers",
+        common::nvtx_include(),
+        &[("nvtx_abi.c", PROGRAM_C)],
+        &["-ldl"],
+    ) else {
         return;
     };
-    let got: HashMap<String, i64> = common::gcc_probe(&[("nvtx_abi.c", PROGRAM_C)], &inc, &["-ldl"]);
     let size = |m: i32| abi::CBID_SIZES.iter().find(|(x, _)| *x == m).unwrap().1 as i64;
-    let want: Vec<(&str, i64)> = vec![
+    let mut want: Vec<(&str, i64)> = vec![
         ("NVTX_VERSION", abi::NVTX_VERSION as i64),
         ("NVTX_ETID_CALLBACKS", abi::ETID_CALLBACKS as i64),
         ("NVTX_ETID_VERSIONINFO", abi::ETID_VERSIONINFO as i64),
@@ -80,81 +89,34 @@ fn nvtx_declarations_match_the_nvtx_13_0_headers() {
             size_of::<ExportTableCallbacks>() as i64,
         ),
         (
-            "NvtxExportTableCallbacks.struct_size",
-            offset_of!(ExportTableCallbacks, struct_size) as i64,
-        ),
-        (
-            "NvtxExportTableCallbacks.GetModuleFunctionTable",
-            offset_of!(ExportTableCallbacks, get_module_function_table) as i64,
-        ),
-        (
             "sizeof(NvtxExportTableVersionInfo)",
             size_of::<ExportTableVersionInfo>() as i64,
         ),
-        (
-            "NvtxExportTableVersionInfo.struct_size",
-            offset_of!(ExportTableVersionInfo, struct_size) as i64,
-        ),
-        (
-            "NvtxExportTableVersionInfo.version",
-            offset_of!(ExportTableVersionInfo, version) as i64,
-        ),
-        (
-            "NvtxExportTableVersionInfo.reserved0",
-            offset_of!(ExportTableVersionInfo, reserved0) as i64,
-        ),
-        (
-            "NvtxExportTableVersionInfo.SetInjectionNvtxVersion",
-            offset_of!(ExportTableVersionInfo, set_injection_nvtx_version) as i64,
-        ),
         ("sizeof(nvtxEventAttributes_t)", size_of::<EventAttributes>() as i64),
-        (
-            "nvtxEventAttributes_t.version",
-            offset_of!(EventAttributes, version) as i64,
-        ),
-        ("nvtxEventAttributes_t.size", offset_of!(EventAttributes, size) as i64),
-        (
-            "nvtxEventAttributes_t.category",
-            offset_of!(EventAttributes, category) as i64,
-        ),
-        (
-            "nvtxEventAttributes_t.colorType",
-            offset_of!(EventAttributes, color_type) as i64,
-        ),
-        ("nvtxEventAttributes_t.color", offset_of!(EventAttributes, color) as i64),
-        (
-            "nvtxEventAttributes_t.payloadType",
-            offset_of!(EventAttributes, payload_type) as i64,
-        ),
-        (
-            "nvtxEventAttributes_t.reserved0",
-            offset_of!(EventAttributes, reserved0) as i64,
-        ),
-        (
-            "nvtxEventAttributes_t.payload",
-            offset_of!(EventAttributes, payload) as i64,
-        ),
-        (
-            "nvtxEventAttributes_t.messageType",
-            offset_of!(EventAttributes, message_type) as i64,
-        ),
-        (
-            "nvtxEventAttributes_t.message",
-            offset_of!(EventAttributes, message) as i64,
-        ),
     ];
-    let mut bad = Vec::new();
-    for (k, v) in &want {
-        match got.get(*k) {
-            Some(g) if g == v => {}
-            other => bad.push(format!("{k}: header {other:?}, kprof {v}")),
-        }
-    }
-    assert!(
-        bad.is_empty(),
-        "NVTX declarations differ from the headers:\n{}",
-        bad.join("\n")
-    );
+    want.extend(offsets!("NvtxExportTableCallbacks", ExportTableCallbacks, {
+        struct_size: "struct_size",
+        get_module_function_table: "GetModuleFunctionTable",
+    }));
+    want.extend(offsets!("NvtxExportTableVersionInfo", ExportTableVersionInfo, {
+        struct_size: "struct_size",
+        version: "version",
+        reserved0: "reserved0",
+        set_injection_nvtx_version: "SetInjectionNvtxVersion",
+    }));
+    want.extend(offsets!("nvtxEventAttributes_t", EventAttributes, {
+        version: "version",
+        size: "size",
+        category: "category",
+        color_type: "colorType",
+        color: "color",
+        payload_type: "payloadType",
+        reserved0: "reserved0",
+        payload: "payload",
+        message_type: "messageType",
+        message: "message",
+    }));
+    common::assert_header_values(&got, &want);
     assert_eq!(got.len(), want.len(), "{got:?}");
     // The largest table must fit every module.
     assert_eq!(

@@ -80,22 +80,27 @@ fn each_option_with_choices_has_one_parser() {
         "parse these options with kprof::choices (one FromStr each):\n{}",
         offenders.join("\n")
     );
-    // The one parser is there.
+    // The one parser is there: each choice's row in its enum's `choice_names!` table.
     let choices = std::fs::read_to_string(root.join("crates/kprof/src/choices.rs")).unwrap()
         + &std::fs::read_to_string(root.join("crates/kprof/src/choices/run.rs")).unwrap();
-    for arm in [
-        "\"application\" => Ok(ReplayMode::Application)",
-        "\"all\" => Ok(CacheControl::All)",
-        "\"base\" => Ok(ClockControl::Base)",
-        "\"discard\" => Ok(L2Flush::Discard)",
-        "\"serial\" => Ok(KernelTrace::Serial)",
-        "\"nodes\" => Ok(GraphTrace::Nodes)",
-        "\"sequential\" => Ok(RunOrder::Sequential)",
-        "\"counters\" => Ok(DurationSource::Counters)",
-        "\"cuda-events\" => Ok(Backend::CudaEvents)",
-        "\"manual\" => Ok(ThermalMode::Manual)",
+    for (choice, row) in [
+        ("ReplayMode", "Application => \"application\""),
+        ("CacheControl", "All => \"all\""),
+        ("ClockControl", "Base => \"base\""),
+        ("L2Flush", "Discard => \"discard\""),
+        ("KernelTrace", "Serial => \"serial\""),
+        ("GraphTrace", "Nodes => \"nodes\""),
+        ("RunOrder", "Sequential => \"sequential\""),
+        ("DurationSource", "Counters => \"counters\""),
+        ("Backend", "CudaEvents => \"cuda-events\""),
+        ("ThermalMode", "Manual => \"manual\""),
     ] {
-        assert!(choices.contains(arm), "{arm}");
+        let table = choices
+            .split_once(&format!("choice_names!({choice}, "))
+            .and_then(|(_, rest)| rest.split_once("});"))
+            .map(|(table, _)| table)
+            .unwrap_or_else(|| panic!("no choice_names! table of {choice}"));
+        assert!(table.contains(row), "{choice}: {row}");
     }
 }
 

@@ -142,6 +142,32 @@ pub fn gcc_probe<V: std::str::FromStr>(files: &[(&str, &str)], include: &Path, l
         .collect()
 }
 
+/// [`gcc_probe`] of `files` with the headers in `found` (see [`or_skip_with_gcc`]): `None` after
+/// printing why `test` is skipped when `found` is an error or gcc does not run.
+pub fn probe_or_skip<V: std::str::FromStr>(
+    test: &str,
+    found: Result<PathBuf, String>,
+    files: &[(&str, &str)],
+    libs: &[&str],
+) -> Option<HashMap<String, V>> {
+    let include = or_skip_with_gcc(test, found)?;
+    Some(gcc_probe(files, &include, libs))
+}
+
+/// Fails the test, listing every difference, unless the headers' values `got` (a probe's) hold
+/// kprof's value of each name in `want`.
+pub fn assert_header_values<K: AsRef<str>, V: PartialEq + std::fmt::Debug + std::fmt::Display>(
+    got: &HashMap<String, V>,
+    want: &[(K, V)],
+) {
+    let bad: Vec<String> = want
+        .iter()
+        .filter(|(k, v)| got.get(k.as_ref()) != Some(v))
+        .map(|(k, v)| format!("{}: header {:?}, kprof {v}", k.as_ref(), got.get(k.as_ref())))
+        .collect();
+    assert!(bad.is_empty(), "kprof differs from the headers:\n{}", bad.join("\n"));
+}
+
 /// Prints a skip reason in a way that shows with `--nocapture` and in the test summary output.
 pub fn skip(test: &str, why: &str) {
     eprintln!("SKIPPED {test}: {why}");

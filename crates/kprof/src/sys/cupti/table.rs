@@ -148,24 +148,6 @@ pub(crate) struct MetricStrings {
     pub(crate) dim_unit: String,
 }
 
-/// The names of the symbols `CuptiFns::resolve` requires (a libcupti without one is refused).
-pub const REQUIRED_SYMBOLS: [&str; 14] = [
-    "cuptiGetVersion",
-    "cuptiGetResultString",
-    "cuptiSubscribe",
-    "cuptiUnsubscribe",
-    "cuptiActivityRegisterCallbacks",
-    "cuptiActivityEnable",
-    "cuptiActivityDisable",
-    "cuptiActivityPushExternalCorrelationId",
-    "cuptiActivityPopExternalCorrelationId",
-    "cuptiActivityFlushAll",
-    "cuptiActivityGetNextRecord",
-    "cuptiActivityGetNumDroppedRecords",
-    "cuptiGetTimestamp",
-    "cuptiFinalize",
-];
-
 /// `cuptiActivityEnableDriverApi` or `cuptiActivityEnableRuntimeApi` of a CUPTI that has them
 /// ([`CuptiFns::api_switches`]).
 #[derive(Debug, Clone, Copy)]
@@ -192,41 +174,55 @@ impl EnableCallback {
     }
 }
 
-impl CuptiFns {
-    /// Resolves the table from a loaded libcupti: [`REQUIRED_SYMBOLS`] must be there, the rest is
-    /// optional.
-    pub(crate) fn resolve(lib: &LoadedLib) -> Result<Self, LoadError> {
-        // SAFETY: each type above is the entry point's prototype in CUPTI 13.0's headers
-        // (`cupti_activity.h`, `cupti_callbacks.h`, `cupti_result.h`, `cupti_version.h`).
-        unsafe {
-            Ok(CuptiFns {
-                cuptiGetVersion: lib.sym("cuptiGetVersion")?,
-                cuptiGetResultString: lib.sym("cuptiGetResultString")?,
-                cuptiSubscribe: lib.sym("cuptiSubscribe")?,
-                cuptiUnsubscribe: lib.sym("cuptiUnsubscribe")?,
-                cuptiActivityRegisterCallbacks: lib.sym("cuptiActivityRegisterCallbacks")?,
-                cuptiActivityEnable: lib.sym("cuptiActivityEnable")?,
-                cuptiActivityDisable: lib.sym("cuptiActivityDisable")?,
-                cuptiActivityEnableDriverApi: lib.opt_sym("cuptiActivityEnableDriverApi"),
-                cuptiActivityEnableRuntimeApi: lib.opt_sym("cuptiActivityEnableRuntimeApi"),
-                cuptiActivityPushExternalCorrelationId: lib.sym("cuptiActivityPushExternalCorrelationId")?,
-                cuptiActivityPopExternalCorrelationId: lib.sym("cuptiActivityPopExternalCorrelationId")?,
-                cuptiActivityFlushAll: lib.sym("cuptiActivityFlushAll")?,
-                cuptiActivityGetNextRecord: lib.sym("cuptiActivityGetNextRecord")?,
-                cuptiActivityGetNumDroppedRecords: lib.sym("cuptiActivityGetNumDroppedRecords")?,
-                cuptiGetTimestamp: lib.sym("cuptiGetTimestamp")?,
-                cuptiFinalize: lib.sym("cuptiFinalize")?,
-                cuptiEnableCallback: lib.opt_sym("cuptiEnableCallback"),
-                profiler: ProfilerFns::default(),
-                profiler_missing: None,
-            })
-        }
-        .map(|mut fns: CuptiFns| {
-            fns.resolve_profiler(lib);
-            fns
-        })
-    }
+/// [`REQUIRED_SYMBOLS`] and [`CuptiFns::resolve`] from one list of the entry points of
+/// [`CuptiFns`] outside the profiler APIs, each a field named as its symbol.
+macro_rules! activity_entry_points {
+    (required: [$($required:ident),* $(,)?], optional: [$($optional:ident),* $(,)?] $(,)?) => {
+        /// The names of the symbols `CuptiFns::resolve` requires (a libcupti without one is refused).
+        pub const REQUIRED_SYMBOLS: [&str; 14] = [$(stringify!($required)),*];
 
+        impl CuptiFns {
+            /// Resolves the table from a loaded libcupti: [`REQUIRED_SYMBOLS`] must be there, the
+            /// rest is optional.
+            pub(crate) fn resolve(lib: &LoadedLib) -> Result<Self, LoadError> {
+                // SAFETY: each type above is the entry point's prototype in CUPTI 13.0's headers
+                // (`cupti_activity.h`, `cupti_callbacks.h`, `cupti_result.h`, `cupti_version.h`).
+                let mut fns = unsafe {
+                    CuptiFns {
+                        $($required: lib.sym(stringify!($required))?,)*
+                        $($optional: lib.opt_sym(stringify!($optional)),)*
+                        profiler: ProfilerFns::default(),
+                        profiler_missing: None,
+                    }
+                };
+                fns.resolve_profiler(lib);
+                Ok(fns)
+            }
+        }
+    };
+}
+
+activity_entry_points! {
+    required: [
+        cuptiGetVersion,
+        cuptiGetResultString,
+        cuptiSubscribe,
+        cuptiUnsubscribe,
+        cuptiActivityRegisterCallbacks,
+        cuptiActivityEnable,
+        cuptiActivityDisable,
+        cuptiActivityPushExternalCorrelationId,
+        cuptiActivityPopExternalCorrelationId,
+        cuptiActivityFlushAll,
+        cuptiActivityGetNextRecord,
+        cuptiActivityGetNumDroppedRecords,
+        cuptiGetTimestamp,
+        cuptiFinalize,
+    ],
+    optional: [cuptiActivityEnableDriverApi, cuptiActivityEnableRuntimeApi, cuptiEnableCallback],
+}
+
+impl CuptiFns {
     /// Resolves the profiler entry points that are there, and notes the first one missing.
     fn resolve_profiler(&mut self, lib: &LoadedLib) {
         let missing = &mut self.profiler_missing;
@@ -296,15 +292,8 @@ impl CuptiFns {
 
     /// `cuptiGetResultString`: the text of a result code (`None` when CUPTI has none).
     pub(crate) fn get_result_string(&self, code: CuptiResult) -> Option<String> {
-        let mut p: *const c_char = std::ptr::null();
-        // SAFETY: writes one pointer into `p`.
-        let r = unsafe { (self.cuptiGetResultString)(code, &mut p) };
-        if r == CUPTI_SUCCESS && !p.is_null() {
-            // SAFETY: on success `p` is one of CUPTI's static NUL-terminated strings.
-            Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
-        } else {
-            None
-        }
+        // SAFETY: writes one pointer, on success to one of CUPTI's static NUL-terminated strings.
+        unsafe { crate::sys::out_string(CUPTI_SUCCESS, |p| (self.cuptiGetResultString)(code, p)) }
     }
 
     /// `cuptiSubscribe` with this layer's callback function ([`super::callback`]): the callbacks
@@ -412,6 +401,77 @@ impl CuptiFns {
 /// `CUPTI_ERROR_NOT_SUPPORTED`: what a missing profiler entry point returns.
 const MISSING: CuptiResult = super::CUPTI_ERROR_NOT_SUPPORTED;
 
+/// A params struct of the profiler APIs, whose `pPriv` kprof always passes as null.
+trait ProfilerParams {
+    /// Sets `pPriv` to null.
+    fn clear_priv(&mut self);
+}
+
+macro_rules! profiler_params {
+    ($($params:ty),* $(,)?) => {
+        $(impl ProfilerParams for $params {
+            fn clear_priv(&mut self) {
+                self.pPriv = std::ptr::null_mut();
+            }
+        })*
+    };
+}
+
+profiler_params!(
+    CUpti_Profiler_Host_Initialize_Params,
+    CUpti_Profiler_Host_Deinitialize_Params,
+    CUpti_Profiler_Host_GetSupportedChips_Params,
+    CUpti_Profiler_Host_GetBaseMetrics_Params,
+    CUpti_Profiler_Host_GetSubMetrics_Params,
+    CUpti_Profiler_Host_GetMetricProperties_Params,
+    CUpti_Profiler_Host_EvaluateToGpuValues_Params,
+    CUpti_Profiler_Host_ConfigAddMetrics_Params,
+    CUpti_Profiler_Host_GetConfigImageSize_Params,
+    CUpti_Profiler_Host_GetConfigImage_Params,
+    CUpti_Profiler_Host_GetNumOfPasses_Params,
+    CUpti_Profiler_Initialize_Params,
+    CUpti_Profiler_DeInitialize_Params,
+    CUpti_Device_GetChipName_Params,
+    CUpti_Profiler_GetCounterAvailability_Params,
+    CUpti_RangeProfiler_Enable_Params,
+    CUpti_RangeProfiler_Object_Params,
+    CUpti_RangeProfiler_SetConfig_Params,
+    CUpti_RangeProfiler_Stop_Params,
+    CUpti_RangeProfiler_PushRange_Params,
+    CUpti_RangeProfiler_DecodeData_Params,
+    CUpti_RangeProfiler_GetCounterDataSize_Params,
+    CUpti_RangeProfiler_CounterDataImage_Initialize_Params,
+    CUpti_RangeProfiler_GetCounterDataInfo_Params,
+    CUpti_RangeProfiler_CounterData_GetRangeInfo_Params,
+);
+
+/// Calls the profiler entry point `entry` with `p` (its `pPriv` set to null); `MISSING` when this
+/// libcupti lacks it.
+///
+/// # Safety
+/// Every pointer in `p` is valid for what the entry point reads and writes through it during the
+/// call, and every handle in it is one CUPTI gave out.
+unsafe fn call<T: ProfilerParams>(entry: Option<Fp<T>>, p: &mut T) -> CuptiResult {
+    let Some(f) = entry else {
+        return MISSING;
+    };
+    p.clear_priv();
+    // SAFETY: per the caller.
+    unsafe { f(p) }
+}
+
+/// [`call`], with any result but `CUPTI_SUCCESS` as the error.
+///
+/// # Safety
+/// As for [`call`].
+unsafe fn call_ok<T: ProfilerParams>(entry: Option<Fp<T>>, p: &mut T) -> Result<(), CuptiResult> {
+    // SAFETY: per the caller.
+    match unsafe { call(entry, p) } {
+        CUPTI_SUCCESS => Ok(()),
+        rc => Err(rc),
+    }
+}
+
 /// Pointers to the C strings of `names`, for a `const char**` parameter (valid while `names` is).
 fn c_ptrs(names: &[CString]) -> Vec<*const c_char> {
     names.iter().map(|m| m.as_ptr()).collect()
@@ -454,15 +514,11 @@ impl CuptiFns {
         chip: &CStr,
         counter_availability: Option<&[u8]>,
     ) -> CuptiResult {
-        let Some(f) = self.profiler.host_initialize else {
-            return MISSING;
-        };
-        p.pPriv = std::ptr::null_mut();
         p.pChipName = chip.as_ptr();
         p.pCounterAvailabilityImage = counter_availability.map_or(std::ptr::null(), |a| a.as_ptr());
         // SAFETY: the chip name and the image are borrowed for the call; CUPTI writes the new
         // object's pointer into `p`.
-        unsafe { f(p) }
+        unsafe { call(self.profiler.host_initialize, p) }
     }
 
     /// `cuptiProfilerHostGetSupportedChips`: the chip names.
@@ -470,15 +526,8 @@ impl CuptiFns {
         &self,
         p: &mut CUpti_Profiler_Host_GetSupportedChips_Params,
     ) -> Result<Vec<String>, CuptiResult> {
-        let Some(f) = self.profiler.host_get_supported_chips else {
-            return Err(MISSING);
-        };
-        p.pPriv = std::ptr::null_mut();
         // SAFETY: CUPTI writes a count and a pointer to its own array into `p`.
-        let rc = unsafe { f(p) };
-        if rc != CUPTI_SUCCESS {
-            return Err(rc);
-        }
+        unsafe { call_ok(self.profiler.host_get_supported_chips, p)? };
         // SAFETY: on success, `numChips` names of CUPTI's (see the impl's comment).
         Ok(unsafe { cstr_list(p.ppChipNames, p.numChips) })
     }
@@ -488,15 +537,8 @@ impl CuptiFns {
         &self,
         p: &mut CUpti_Profiler_Host_GetBaseMetrics_Params,
     ) -> Result<Vec<String>, CuptiResult> {
-        let Some(f) = self.profiler.host_get_base_metrics else {
-            return Err(MISSING);
-        };
-        p.pPriv = std::ptr::null_mut();
         // SAFETY: the host object's handle; CUPTI writes a count and its own array into `p`.
-        let rc = unsafe { f(p) };
-        if rc != CUPTI_SUCCESS {
-            return Err(rc);
-        }
+        unsafe { call_ok(self.profiler.host_get_base_metrics, p)? };
         // SAFETY: on success, `numMetrics` names of CUPTI's.
         Ok(unsafe { cstr_list(p.ppMetricNames, p.numMetrics) })
     }
@@ -507,16 +549,9 @@ impl CuptiFns {
         p: &mut CUpti_Profiler_Host_GetSubMetrics_Params,
         metric: &CStr,
     ) -> Result<Vec<String>, CuptiResult> {
-        let Some(f) = self.profiler.host_get_sub_metrics else {
-            return Err(MISSING);
-        };
-        p.pPriv = std::ptr::null_mut();
         p.pMetricName = metric.as_ptr();
         // SAFETY: the name is borrowed for the call; CUPTI writes a count and its own array.
-        let rc = unsafe { f(p) };
-        if rc != CUPTI_SUCCESS {
-            return Err(rc);
-        }
+        unsafe { call_ok(self.profiler.host_get_sub_metrics, p)? };
         // SAFETY: on success, `numOfSubmetrics` strings of CUPTI's.
         Ok(unsafe { cstr_list(p.ppSubMetrics, p.numOfSubmetrics) })
     }
@@ -527,17 +562,10 @@ impl CuptiFns {
         p: &mut CUpti_Profiler_Host_GetMetricProperties_Params,
         metric: &CStr,
     ) -> Result<MetricStrings, CuptiResult> {
-        let Some(f) = self.profiler.host_get_metric_properties else {
-            return Err(MISSING);
-        };
-        p.pPriv = std::ptr::null_mut();
         p.pMetricName = metric.as_ptr();
         // SAFETY: the name is borrowed for the call; CUPTI writes three string pointers of its own
         // and the kind into `p`.
-        let rc = unsafe { f(p) };
-        if rc != CUPTI_SUCCESS {
-            return Err(rc);
-        }
+        unsafe { call_ok(self.profiler.host_get_metric_properties, p)? };
         // SAFETY: on success, each is null or a string of CUPTI's.
         unsafe {
             Ok(MetricStrings {
@@ -554,15 +582,11 @@ impl CuptiFns {
         p: &mut CUpti_Profiler_Host_ConfigAddMetrics_Params,
         metrics: &[CString],
     ) -> CuptiResult {
-        let Some(f) = self.profiler.host_config_add_metrics else {
-            return MISSING;
-        };
         let mut ptrs = c_ptrs(metrics);
-        p.pPriv = std::ptr::null_mut();
         p.ppMetricNames = ptrs.as_mut_ptr();
         p.numMetrics = ptrs.len();
         // SAFETY: `numMetrics` name pointers, alive (with `metrics`) for the call.
-        unsafe { f(p) }
+        unsafe { call(self.profiler.host_config_add_metrics, p) }
     }
 
     /// `cuptiProfilerHostGetConfigImage` into `image`.
@@ -571,14 +595,10 @@ impl CuptiFns {
         p: &mut CUpti_Profiler_Host_GetConfigImage_Params,
         image: &mut [u8],
     ) -> CuptiResult {
-        let Some(f) = self.profiler.host_get_config_image else {
-            return MISSING;
-        };
-        p.pPriv = std::ptr::null_mut();
         p.configImageSize = image.len();
         p.pConfigImage = image.as_mut_ptr();
         // SAFETY: CUPTI writes at most `configImageSize` bytes into `image`.
-        unsafe { f(p) }
+        unsafe { call(self.profiler.host_get_config_image, p) }
     }
 
     /// `cuptiProfilerHostGetNumOfPasses` of a config image.
@@ -587,15 +607,11 @@ impl CuptiFns {
         p: &mut CUpti_Profiler_Host_GetNumOfPasses_Params,
         config_image: &[u8],
     ) -> CuptiResult {
-        let Some(f) = self.profiler.host_get_num_of_passes else {
-            return MISSING;
-        };
-        p.pPriv = std::ptr::null_mut();
         p.configImageSize = config_image.len();
         p.pConfigImage = config_image.as_ptr() as *mut u8;
         // SAFETY: CUPTI reads `configImageSize` bytes of the image (the header's `uint8_t*` is
         // not written) and writes the count into `p`.
-        unsafe { f(p) }
+        unsafe { call(self.profiler.host_get_num_of_passes, p) }
     }
 
     /// `cuptiProfilerHostEvaluateToGpuValues` of `metrics` into `values` (one per metric).
@@ -606,14 +622,11 @@ impl CuptiFns {
         metrics: &[CString],
         values: &mut [f64],
     ) -> CuptiResult {
-        let Some(f) = self.profiler.host_evaluate_to_gpu_values else {
-            return MISSING;
-        };
-        if values.len() < metrics.len() {
+        let entry = self.profiler.host_evaluate_to_gpu_values;
+        if entry.is_some() && values.len() < metrics.len() {
             return CUPTI_ERROR_INVALID_PARAMETER;
         }
         let mut ptrs = c_ptrs(metrics);
-        p.pPriv = std::ptr::null_mut();
         p.pCounterDataImage = counter_data.as_ptr();
         p.counterDataImageSize = counter_data.len();
         p.ppMetricNames = ptrs.as_mut_ptr();
@@ -621,7 +634,7 @@ impl CuptiFns {
         p.pMetricValues = values.as_mut_ptr();
         // SAFETY: the image and `numMetrics` names are borrowed for the call; CUPTI writes
         // `numMetrics` values, and `values` holds at least that many.
-        unsafe { f(p) }
+        unsafe { call(entry, p) }
     }
 
     /// `cuptiDeviceGetChipName`: the chip name (`None` when CUPTI gave none).
@@ -629,15 +642,8 @@ impl CuptiFns {
         &self,
         p: &mut CUpti_Device_GetChipName_Params,
     ) -> Result<Option<String>, CuptiResult> {
-        let Some(f) = self.profiler.device_get_chip_name else {
-            return Err(MISSING);
-        };
-        p.pPriv = std::ptr::null_mut();
         // SAFETY: a device index; CUPTI writes a pointer to its own string into `p`.
-        let rc = unsafe { f(p) };
-        if rc != CUPTI_SUCCESS {
-            return Err(rc);
-        }
+        unsafe { call_ok(self.profiler.device_get_chip_name, p)? };
         // SAFETY: on success, null or a string of CUPTI's.
         Ok((!p.pChipName.is_null()).then(|| unsafe { opt_str(p.pChipName) }))
     }
@@ -649,10 +655,6 @@ impl CuptiFns {
         p: &mut CUpti_Profiler_GetCounterAvailability_Params,
         image: Option<&mut [u8]>,
     ) -> CuptiResult {
-        let Some(f) = self.profiler.get_counter_availability else {
-            return MISSING;
-        };
-        p.pPriv = std::ptr::null_mut();
         match image {
             Some(buf) => {
                 p.counterAvailabilityImageSize = buf.len();
@@ -665,7 +667,7 @@ impl CuptiFns {
         }
         // SAFETY: the context's handle; CUPTI writes at most `counterAvailabilityImageSize` bytes
         // into the image (none when null) and the size into `p`.
-        unsafe { f(p) }
+        unsafe { call(self.profiler.get_counter_availability, p) }
     }
 
     /// `cuptiRangeProfilerSetConfig` with `config` into the counter-data image `image`.
@@ -680,10 +682,6 @@ impl CuptiFns {
         config: &[u8],
         image: &mut [u8],
     ) -> CuptiResult {
-        let Some(f) = self.profiler.rp_set_config else {
-            return MISSING;
-        };
-        p.pPriv = std::ptr::null_mut();
         p.configSize = config.len();
         p.pConfig = config.as_ptr();
         p.counterDataImageSize = image.len();
@@ -691,29 +689,21 @@ impl CuptiFns {
         // SAFETY: the object's handle and two buffers of the sizes given, borrowed for the call.
         // CUPTI keeps using the image until the collection is decoded: the engine keeps it alive
         // and unmoved (a `Vec` it does not touch) until then.
-        unsafe { f(p) }
+        unsafe { call(self.profiler.rp_set_config, p) }
     }
 
     /// `cuptiRangeProfilerPushRange` named `name`.
     pub(crate) fn rp_push_range(&self, p: &mut CUpti_RangeProfiler_PushRange_Params, name: &CStr) -> CuptiResult {
-        let Some(f) = self.profiler.rp_push_range else {
-            return MISSING;
-        };
-        p.pPriv = std::ptr::null_mut();
         p.pRangeName = name.as_ptr();
         // SAFETY: the object's handle and a name borrowed for the call (CUPTI copies it).
-        unsafe { f(p) }
+        unsafe { call(self.profiler.rp_push_range, p) }
     }
 
     /// `cuptiRangeProfilerDecodeData` of the object in `p` (into the image of its `SetConfig`).
     pub(crate) fn rp_decode_data(&self, p: &mut CUpti_RangeProfiler_DecodeData_Params) -> CuptiResult {
-        let Some(f) = self.profiler.rp_decode_data else {
-            return MISSING;
-        };
-        p.pPriv = std::ptr::null_mut();
         // SAFETY: the object's handle; CUPTI writes into the image it was configured with, which
         // the engine keeps alive until here (see `rp_set_config`), and a count into `p`.
-        unsafe { f(p) }
+        unsafe { call(self.profiler.rp_decode_data, p) }
     }
 
     /// `cuptiRangeProfilerGetCounterDataSize` for `metrics`.
@@ -722,16 +712,12 @@ impl CuptiFns {
         p: &mut CUpti_RangeProfiler_GetCounterDataSize_Params,
         metrics: &[CString],
     ) -> CuptiResult {
-        let Some(f) = self.profiler.rp_get_counter_data_size else {
-            return MISSING;
-        };
         let mut ptrs = c_ptrs(metrics);
-        p.pPriv = std::ptr::null_mut();
         p.pMetricNames = ptrs.as_mut_ptr();
         p.numMetrics = ptrs.len();
         // SAFETY: the object's handle and `numMetrics` names borrowed for the call; CUPTI writes
         // the size into `p`.
-        unsafe { f(p) }
+        unsafe { call(self.profiler.rp_get_counter_data_size, p) }
     }
 
     /// `cuptiRangeProfilerCounterDataImageInitialize` of `image`.
@@ -740,14 +726,10 @@ impl CuptiFns {
         p: &mut CUpti_RangeProfiler_CounterDataImage_Initialize_Params,
         image: &mut [u8],
     ) -> CuptiResult {
-        let Some(f) = self.profiler.rp_counter_data_image_initialize else {
-            return MISSING;
-        };
-        p.pPriv = std::ptr::null_mut();
         p.counterDataSize = image.len();
         p.pCounterData = image.as_mut_ptr();
         // SAFETY: the object's handle; CUPTI writes at most `counterDataSize` bytes into `image`.
-        unsafe { f(p) }
+        unsafe { call(self.profiler.rp_counter_data_image_initialize, p) }
     }
 
     /// `cuptiRangeProfilerGetCounterDataInfo` of a counter-data image.
@@ -756,14 +738,10 @@ impl CuptiFns {
         p: &mut CUpti_RangeProfiler_GetCounterDataInfo_Params,
         counter_data: &[u8],
     ) -> CuptiResult {
-        let Some(f) = self.profiler.rp_get_counter_data_info else {
-            return MISSING;
-        };
-        p.pPriv = std::ptr::null_mut();
         p.pCounterDataImage = counter_data.as_ptr();
         p.counterDataImageSize = counter_data.len();
         // SAFETY: CUPTI reads the image (borrowed for the call) and writes a count into `p`.
-        unsafe { f(p) }
+        unsafe { call(self.profiler.rp_get_counter_data_info, p) }
     }
 
     /// `cuptiRangeProfilerCounterDataGetRangeInfo` of a counter-data image: the range's name
@@ -774,19 +752,12 @@ impl CuptiFns {
         counter_data: &[u8],
         delimiter: &CStr,
     ) -> Result<String, CuptiResult> {
-        let Some(f) = self.profiler.rp_counter_data_get_range_info else {
-            return Err(MISSING);
-        };
-        p.pPriv = std::ptr::null_mut();
         p.pCounterDataImage = counter_data.as_ptr();
         p.counterDataImageSize = counter_data.len();
         p.rangeDelimiter = delimiter.as_ptr();
         // SAFETY: the image and the delimiter are borrowed for the call; CUPTI writes a pointer to
         // a name it allocates into `p`.
-        let rc = unsafe { f(p) };
-        if rc != CUPTI_SUCCESS {
-            return Err(rc);
-        }
+        unsafe { call_ok(self.profiler.rp_counter_data_get_range_info, p)? };
         // The name is allocated by CUPTI; it is small and left to CUPTI (not freed here).
         // SAFETY: on success, null or a string of CUPTI's.
         Ok(unsafe { opt_str(p.rangeName) })
@@ -803,13 +774,9 @@ macro_rules! value_calls {
             $(
                 $(#[$doc])*
                 pub(crate) fn $name(&self, p: &mut $params) -> CuptiResult {
-                    let Some(f) = self.profiler.$name else {
-                        return MISSING;
-                    };
-                    p.pPriv = std::ptr::null_mut();
                     // SAFETY: a struct of values, sizes and handles CUPTI gave out (see the macro's
                     // doc), which CUPTI reads and writes values into during the call.
-                    unsafe { f(p) }
+                    unsafe { call(self.profiler.$name, p) }
                 }
             )*
         }
