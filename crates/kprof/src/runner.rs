@@ -14,7 +14,7 @@
 //! Nested regions are inclusive: an outer region's value includes the kernels of its inner
 //! regions (the attribution rule lives in `attribution.rs`).
 //!
-//! The GPU-facing part is a small private [`Backend`] trait; the real one wraps the engine
+//! The GPU-facing part is a small private `Backend` trait; the real one wraps the engine
 //! modules (loader, driver, CUPTI session, attribution, NVTX) and a mock one drives the unit tests
 //! on machines without a GPU.
 //!

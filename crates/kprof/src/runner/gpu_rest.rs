@@ -1,46 +1,11 @@
-//! Idle GPU time after long GPU work, as the pace of Nsight Compute gives the kernels it profiles.
-//!
-//! Why (measured on the H200, `gpu_check_power.py`, recordings in
-//! `tests/fixtures/h200-power-cap-and-long-kernels/`): a bf16 matmul 16384 takes 10.8 ms while
-//! the GPU has been working for less than about 55 ms; under longer back-to-back load the power
-//! cap slows it to 12.5-12.6 ms (NVML's `SwPowerCap` reason), and kprof's runs (a timing pass and
-//! a counter pass back to back, run after run) read 12.1-12.6 ms from the third run on, 11-16 %
-//! above ncu's 10.78-10.82 ms for each of ten such kernels in a row (ncu idles between the kernels
-//! it profiles). Runs of two such matmuls followed by 0, 5, 11, 22, 44 or 88 ms of idle GPU read
-//! 12.49, 11.40, 10.82, 10.77, 10.75 and 10.74 ms (medians, CUDA events, no profiler): idling
-//! as long as the work took keeps every run at ncu's value. NVML's clocks and reasons cannot
-//! decide it per run: they update about every 100 ms and `SwPowerCap` stays set for more than
-//! 0.4 s after the load ends. Nor can its instantaneous power field (`NVML_FI_DEV_POWER_INSTANT`),
-//! which also takes a new value every 100 ms, and work that never slowed drew up to 93 % of the
-//! 700 W limit (fp32 matmuls 4096 and 8192 back to back, 638-649 W): no share of the limit
-//! separates work that needs the rests from work that does not (
-//! `gpu_check_power.py instant`).
-//!
-//! The rule: the run loop adds up the GPU work since the GPU last rested (each piece from its
-//! start to the synchronization that ends it); once that reaches [`REST_AFTER`] (10 ms), the
-//! next work waits until as long again has passed (at most [`MAX_REST`], 100 ms), so long work
-//! keeps the GPU busy about half the time, and an idle gap at least as long as the work so far
-//! counts as the rest. Every pass of a run is such work (the timing pass, the counter pass up to a
-//! synchronization after its kernels, not CUPTI's decoding of it on the host, the re-warming run
-//! of a warm cache), and in a counter pass with a cold cache so is every kernel
-//! (the L2 flush before the next kernel synchronizes, so the rest comes after the flush, which
-//! idle time does not undo); with a warm cache, every kernel of a counter pass whose
-//! timing pass took 10 ms or more (a synchronization before each kernel, then the rest, nothing
-//! flushed: [`Pace::counter_pass_rests_between_kernels`]). Warm-up runs wait for a rest earned
-//! but count for nothing (their host time is mostly first-call set-up: counted as work, it made
-//! the seed sweep rest 0.17-0.22 s). Benchmarks of short runs rest about once every 10 ms of
-//! work, long pieces after each one; the seed sweep (its fp32 matmul 4096 runs 2.7 ms) rests
-//! 0.16 s in all. A single piece of work longer than about 55 ms at full power is still slowed
-//! within itself, as it would be without a profiler (ncu times each of its kernels separately).
-//! A run whose timing pass takes [`LONG_WORK`] (200 ms) or more after a rest earns no rest, nor
-//! do the rest of its run (its counter pass, kernel by kernel) and the runs after it that stay
-//! that long, unless NVML saw the power cap (or another power or thermal limit) slow a timing
-//! pass since the last warm-up run: such runs rest, or their counter passes would read the
-//! capped speed. The GPU's idle time between the run loop's pieces of work, rests included, is
-//! noted for the conditions (`conditions::background::note_gpu_idle`): a run with more than 5 %
-//! of idle within an update of NVML's energy counter (about 100 ms) of it, or of it and the
-//! second before it (NVML's power average), gets NaN energy with the reason
-//! (`conditions::background::idle_blurs_energy`).
+//! Idle GPU time after long GPU work, as the pace of Nsight Compute gives the kernels it profiles:
+//! the run loop adds up its GPU work (each piece from its start to the synchronization that ends
+//! it) and, once that reaches [`REST_AFTER`], the next work waits as long again (at most
+//! [`MAX_REST`]), so that the power cap does not slow what follows. Long runs ([`LONG_WORK`]) earn
+//! no rest unless NVML saw them slowed, warm-up runs count for nothing, and a configuration that
+//! NVML's energy counter measured at low power has its rests waived ([`power`]). The idle time is
+//! noted for the runs' energy (`conditions::background::note_gpu_idle`). Why each rule, with the
+//! measurements behind it: docs/architecture.md, "The GPU's rests".
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,23 +1,8 @@
-//! The GPU's start overhead of a CUDA graph launch, measured once per process on kprof's own
-//! graph, and added to the span of every graph launch timed from its graph record.
-//!
-//! Why (measured on the H200 with the GPU checks' fifth set of unseen workloads): a graph record
-//! spans a launch from its first node's start to its last node's end, while CUDA events around
-//! the replay also count the few µs the GPU takes to start the graph (and to finish it before the
-//! next work of the stream). A Triton kernel's graph read 49.22 µs against 51.06 µs by events
-//! (-3.6 %), and 20 replays of a ten-kernel graph in one region 430.9 against 469.9 µs (-8.3 %):
-//! 1.84 and 1.95 µs per launch. Nsight Compute's `gpu__time_duration` of a kernel counts the
-//! kernel's own launch on the GPU the same way, so a graph's GPU time includes its start.
-//!
-//! How: kprof builds a graph of one node running a kernel that does nothing (its L2 flush kernel
-//! with no work), holds the legacy default stream on a word of host memory, queues
-//! [`LAUNCHES`] launches of it behind the hold and releases them, so that they run back to back on
-//! the GPU; the median gap between one launch's record and the next is the overhead
-//! ([`start_overhead_ns`]). It is measured at the first flush that holds a graph record, outside
-//! any counter collection, and its records are taken out of that flush ([`take_own_records`]);
-//! the user's records of it are left in place. Spans of graphs timed from their node records (graphs
-//! instantiated before kprof's session) are not changed: their nodes run instrumented and read
-//! long already.
+//! The GPU's start overhead of a CUDA graph launch, measured once per process on kprof's own graph
+//! (a one-node graph of an empty kernel, [`LAUNCHES`] launches queued back to back behind a hold of
+//! the stream: the median gap between their records, [`start_overhead_ns`]) and added to the span
+//! of every graph launch timed from its graph record, as CUDA events and ncu count it. Why, and the
+//! measurements: docs/architecture.md, "The GPU's start of a CUDA graph".
 
 use crate::cupti::records::{ActivityBatch, GraphRecord};
 use crate::cupti::ActivitySession;

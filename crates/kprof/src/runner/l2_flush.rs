@@ -1,38 +1,10 @@
-//! Cold-cache control shared by the backends: before a cold run (and before every top-level
-//! region of it; in a counter pass of application replay, before every kernel:
-//! [`crate::cupti::kernel_flush`]) the L2 is emptied of the user's data by going through a device
-//! buffer of at least twice the L2 (256 MiB when the device does not report its L2 size),
-//! allocated at the first flush.
-//!
-//! Three methods, picked by [`BenchOptions::l2_flush`](super::BenchOptions::l2_flush) (Python's
-//! `l2_flush`; `KPROF_L2_FLUSH` overrides it, see [`crate::overrides`]):
-//! * `read` (default): a small PTX kernel reads the buffer. Every line of the user's data is
-//!   evicted and its dirty lines are written back during the flush, so the measured kernel starts
-//!   with a cold *and clean* L2 (the L2 holds the buffer's clean lines).
-//! * `discard`: `read`, then a second kernel drops the buffer's lines from the L2 without writing
-//!   them back (PTX `discard.global.L2`, sm_80 and later), so the L2 ends empty, as after ncu's
-//!   `--cache-control all` (which invalidates it).
-//! * `write`: a memset of the buffer, as Triton's `do_bench` and NVBench flush. It leaves the L2
-//!   full of dirty lines that the measured kernel pays to write back (on the H200: about 3 MB
-//!   more DRAM writes for an 8 MB read-only region, and slower cold runs of write-heavy kernels).
-//!
-//! With `read` and `discard` the flush first runs a kernel whose code is larger than an SM's
-//! instruction caches (`kprof_l2_flush_instructions`, on every SM), so that the measured kernel
-//! fetches its code from memory again, as after ncu's `--cache-control all`. Measured on the H200
-//! (`truth_check mmicache`): after the L2 read flush alone a cuBLAS sgemm 1024 read
-//! 61.1 µs and 8,388,736 bytes from DRAM; with the instruction flush before it 62.1 µs and
-//! 8,458,880 bytes, as ncu reads it (61.95 µs; 8.460 MB for torch's matmul 1024 on the H200):
-//! the 70 KB are the kernel's code. `write` (Triton's and NVBench's flush) leaves the instruction
-//! caches as they are. Its cost on the H200 (4096 steps): 98 µs of GPU time per cold
-//! flush, and 0.70 s to JIT its PTX the first time on a machine (the driver caches the result,
-//! `~/.nv/ComputeCache`); 8192 steps cost twice that and emptied no more.
-//!
-//! When the driver cannot load the read kernel, the buffer is written (memset) and a note is
-//! printed once; `discard` on a GPU that cannot load its kernel is an error.
-//!
-//! [`BenchOptions::l2_flush_bytes`](super::BenchOptions::l2_flush_bytes) (`KPROF_L2_FLUSH_BYTES`
-//! overrides it) sets the buffer's size in bytes (rounded up to a MiB; at least the L2). The
-//! buffer is allocated at the first flush and again when a benchmark asks for another size.
+//! Cold-cache control shared by the backends: before a cold run, before every top-level region of
+//! it and, in a counter pass of application replay, before every kernel
+//! ([`crate::cupti::kernel_flush`]), the L2 is emptied of the user's data by going through a device
+//! buffer of at least twice the L2, after a kernel that empties the SMs' instruction caches. The
+//! method is [`BenchOptions::l2_flush`](super::BenchOptions::l2_flush) (`read`, `discard`,
+//! `write`), the buffer's size [`BenchOptions::l2_flush_bytes`](super::BenchOptions::l2_flush_bytes);
+//! what each does and costs: docs/architecture.md, "The cold-cache flush".
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Mutex;

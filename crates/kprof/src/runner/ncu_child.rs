@@ -137,7 +137,7 @@ impl Drop for ChildArmed {
 }
 
 /// Lets the next bench call of this child run with `opts` (for bindings that run the selected
-/// benchmark through [`Profiler::bench`], e.g. Python). Errors outside an ncu child.
+/// benchmark through [`Profiler::bench`](super::Profiler::bench), e.g. Python). Errors outside an ncu child.
 pub fn arm_child(opts: &BenchOptions) -> Result<ChildArmed, EngineError> {
     if child_target().is_none() {
         return Err(EngineError::Unsupported(format!(

@@ -164,8 +164,8 @@ pub struct KernelNodeParams {
     pub ctx: CuContext,
 }
 
-/// kprof's own CUDA graph of one kernel node ([`DriverFns::kernel_graph`]), instantiated:
-/// launched by [`DriverFns::graph_launch`]; the graph and its executable are destroyed when
+/// kprof's own CUDA graph of one kernel node (`DriverFns::kernel_graph`), instantiated:
+/// launched by `DriverFns::graph_launch`; the graph and its executable are destroyed when
 /// dropped (after the caller has synchronized).
 #[derive(Debug)]
 pub struct KernelGraph {
@@ -210,7 +210,7 @@ const MEMHOSTALLOC_PORTABLE_DEVICEMAP: c_uint = 0x01 | 0x02;
 const STREAM_WAIT_VALUE_GEQ: c_uint = 0x0;
 
 /// One 32-bit word of pinned host memory that the GPU reads (`cuMemHostAlloc`, mapped), for a
-/// stream to wait on ([`DriverFns::stream_wait_geq`]) until the host stores a value. Freed when
+/// stream to wait on (`DriverFns::stream_wait_geq`) until the host stores a value. Freed when
 /// dropped (`cuMemFreeHost`).
 #[derive(Debug)]
 pub struct HostWord {
