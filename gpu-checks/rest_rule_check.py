@@ -1,5 +1,5 @@
 """The GPU's rests under each rule (``KPROF_GPU_REST``), on the GPU machine: the same sweeps in a
-process with ``power`` (the default) and one with ``fixed``, so that the waived rests are seen to
+process with ``power`` and one with ``fixed`` (the default), so that the waived rests are seen to
 change no number.
 
     python gpu-checks/rest_rule_check.py            # both rules, each in its own process
@@ -61,7 +61,7 @@ def child() -> None:
         wall = time.perf_counter() - t0
         rests = kprof._core.counter_cost()["gpu_rest_s"] - before
         values = {f"{a}|{c}": float(v) for a, c, v in zip(df["Annotation"], df[param], df["AvgValue"])}
-        print("REST " + json.dumps({"rule": os.environ.get("KPROF_GPU_REST", "power"), "sweep": name, "wall_s": wall,
+        print("REST " + json.dumps({"rule": os.environ.get("KPROF_GPU_REST", "fixed"), "sweep": name, "wall_s": wall,
                                     "rests_s": rests, "avg_ns": values, "gpu": torch.cuda.get_device_name()}),
               flush=True)
 

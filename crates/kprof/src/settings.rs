@@ -165,11 +165,11 @@ pub const ENV_VARS: &[EnvVar] = &[
     },
     EnvVar {
         name: "KPROF_GPU_REST",
-        default: "`power`",
-        meaning: "How the run loop rests the GPU after long work (docs/timing.md): `power` waives a configuration's \
-                  rests once NVML's energy counter has measured its work below half the power limit (pieces under \
-                  10 ms); `fixed` takes every rest (10 ms of idle per 10 ms of work). Any other value is an error of \
-                  the bench call. Read once per process.",
+        default: "`fixed`",
+        meaning: "How the run loop rests the GPU after long work (docs/timing.md): `fixed` takes every rest (10 ms \
+                  of idle per 10 ms of work); `power` (not yet timed on a GPU) waives a configuration's rests once \
+                  NVML's energy counter has measured its work below half the power limit (pieces under 10 ms). Any \
+                  other value is an error of the bench call. Read once per process.",
         read_by: "kprof (`runner::gpu_rest`; checked in `BenchOptions::with_env_overrides`)",
     },
     EnvVar {

@@ -2,8 +2,9 @@
 //! the run loop adds up its GPU work (each piece from its start to the synchronization that ends
 //! it) and, once that reaches [`REST_AFTER`], the next work waits as long again (at most
 //! [`MAX_REST`]), so that the power cap does not slow what follows. Long runs ([`LONG_WORK`]) earn
-//! no rest unless NVML saw them slowed, warm-up runs count for nothing, and a configuration that
-//! NVML's energy counter measured at low power has its rests waived ([`power`]). The idle time is
+//! no rest unless NVML saw them slowed, warm-up runs count for nothing, and under
+//! `KPROF_GPU_REST=power` a configuration that NVML's energy counter measured at low power has its
+//! rests waived ([`power`]). The idle time is
 //! noted for the runs' energy (`conditions::background::note_gpu_idle`). Why each rule, with the
 //! measurements behind it: docs/architecture.md, "The GPU's rests".
 

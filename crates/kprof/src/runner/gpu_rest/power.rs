@@ -1,7 +1,8 @@
 //! Which rests change a number: the conditions' background sampler publishes the GPU's mean power
 //! over each update of NVML's energy counter (`conditions::power`); a rest owed by short pieces of
 //! work that drew under [`LOW_POWER_SHARE`] of the enforced power limit is waived, since the power
-//! cap cannot act there (`KPROF_GPU_REST=fixed` keeps every rest).
+//! cap cannot act there. Opt-in (`KPROF_GPU_REST=power`) until it is timed against the rests of
+//! `fixed` on a GPU (`gpu-checks/rest_rule_check.py`).
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -9,7 +10,7 @@ use std::time::Duration;
 pub(super) use crate::conditions::power::{latest, PowerWindow};
 use crate::overrides::{process_env, InvalidOverride, Lookup};
 
-/// How the run loop rests the GPU after long work: `power` (the default) or `fixed`; read once per
+/// How the run loop rests the GPU after long work: `fixed` (the default) or `power`; read once per
 /// process, checked at every bench call ([`check_env`]).
 pub const GPU_REST_ENV: &str = "KPROF_GPU_REST";
 
@@ -19,27 +20,27 @@ pub const LOW_POWER_SHARE: f64 = 0.5;
 /// beyond the counter's update period).
 pub const POWER_FRESH: Duration = Duration::from_millis(250);
 
-/// Whether rests follow the power the GPU drew (the default) or the work alone.
+/// Whether rests follow the work alone (the default) or also the power the GPU drew.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum RestRule {
     /// A rest owed is waived when the latest energy update says the power was low.
-    #[default]
     Power,
     /// Every rest owed is taken.
+    #[default]
     Fixed,
 }
 
-/// The rule `KPROF_GPU_REST` names (`power` or `fixed`; unset or empty: `power`).
+/// The rule `KPROF_GPU_REST` names (`fixed` or `power`; unset or empty: `fixed`).
 pub fn parse_rule(value: Option<&str>) -> Result<RestRule, InvalidOverride> {
     match value.map(str::trim) {
-        None | Some("") | Some("power") => Ok(RestRule::Power),
-        Some("fixed") => Ok(RestRule::Fixed),
+        None | Some("") | Some("fixed") => Ok(RestRule::Fixed),
+        Some("power") => Ok(RestRule::Power),
         Some(other) => Err(InvalidOverride {
             var: GPU_REST_ENV,
             value: other.to_string(),
             problem: format!(
-                "{GPU_REST_ENV} must be 'power' (rests waived where the GPU drew under half its power limit, the \
-                 default) or 'fixed' (every rest taken)"
+                "{GPU_REST_ENV} must be 'fixed' (every rest taken, the default) or 'power' (rests waived \
+                 where the GPU drew under half its power limit)"
             ),
         }),
     }
@@ -62,8 +63,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_rule_is_power_unless_fixed_is_asked_and_another_value_is_an_error_naming_the_variable() {
-        assert_eq!(parse_rule(None), Ok(RestRule::Power));
+    fn the_rule_is_fixed_unless_power_is_asked_and_another_value_is_an_error_naming_the_variable() {
+        assert_eq!(parse_rule(None), Ok(RestRule::Fixed));
         assert_eq!(parse_rule(Some(" power ")), Ok(RestRule::Power));
         assert_eq!(parse_rule(Some("fixed")), Ok(RestRule::Fixed));
         let e = parse_rule(Some("sometimes")).unwrap_err();
