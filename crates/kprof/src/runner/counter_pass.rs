@@ -1,17 +1,9 @@
-//! The counter pass of a recorded run: counter metrics, and durations from the counters
-//! (`duration_source` "auto" or "counters"), collected with CUPTI's Range Profiler.
-//!
-//! Metric names are validated on the host before any GPU work ([`CounterPlan`]). Each recorded
-//! run calls the closure again under the counters (which must launch the same kernels each
-//! time), with the kernel activity records off: kernel replay (CUPTI replays each kernel),
-//! application replay (the closure re-run once per pass, an L2 flush before every kernel with a
-//! cold cache, as Nsight Compute does: `cupti/kernel_flush.rs`), or range replay (one value per
-//! region). Per-kernel values are mapped to regions through the run's timing pass, or, for a run
-//! taken in one pass, its configuration's warm-up (`one_pass.rs`). The replay modes, their cost
-//! and their agreement with ncu: `docs/counters.md`.
-//!
-//! The pass itself runs in `pass/counters.rs`; this file keeps the plan, the counter backend and
-//! its Range Profiler session, the state of a bench call's counters, and their recording.
+//! The counter pass of a recorded run (counter metrics, and durations from the counters) with
+//! CUPTI's Range Profiler: the plan validated on the host before any GPU work ([`CounterPlan`]),
+//! the counter backend and its session, the state of a bench call's counters, and the recording
+//! of their values, mapped to regions through the run's timing pass or its configuration's
+//! warm-up (`one_pass.rs`). The pass itself runs in `pass/counters.rs`; the replay modes, their
+//! cost and their agreement with ncu: `docs/counters.md`.
 
 use std::sync::{Arc, Mutex, OnceLock};
 

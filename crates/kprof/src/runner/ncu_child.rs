@@ -1,14 +1,8 @@
-//! The ncu child's side of the ncu backend (see `ncu/bench.rs` for the protocol): the program
-//! re-run under Nsight Compute with `KPROF_NCU_CHILD=<benchmark id>`.
-//!
-//! [`Profiler::new`](super::Profiler::new) returns a profiler over [`child_parts`] there: no CUPTI activity session (CUPTI must not
-//! run while ncu profiles the process), only a backend that pushes NVTX ranges named
-//! [`range_name`]`(region, 0, config, run)` in the `kprof` domain around recorded runs. Every
-//! bench call returns at once ([`skip_in_child`]) unless the selected benchmark was armed
-//! ([`arm_child`]).
-//!
-//! It lives in the runner, not in `ncu`, so that the runner does not import `ncu` (the house
-//! check `no_new_import_cycles_between_engine_modules`); `ncu` re-exports the public items.
+//! The ncu child's side of the ncu backend (protocol: `ncu/bench.rs`): in a program re-run under
+//! Nsight Compute with `KPROF_NCU_CHILD=<benchmark id>`, [`Profiler::new`](super::Profiler::new)
+//! builds a profiler over [`child_parts`]: no CUPTI session, only NVTX ranges named [`range_name`]
+//! in the `kprof` domain around recorded runs; bench calls return at once ([`skip_in_child`])
+//! unless armed ([`arm_child`]). It lives in the runner so that the runner does not import `ncu`.
 
 use std::cell::RefCell;
 use std::ffi::CString;

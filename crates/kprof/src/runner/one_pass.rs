@@ -1,17 +1,9 @@
-//! One pass where one is enough: the recorded runs of a configuration whose kernels all run
-//! eagerly get their durations from the counter pass alone, with no timing pass.
-//!
-//! Durations from the counters (`gpu__time_duration.sum`, application replay, cold cache) come
-//! from a counter pass that profiles every kernel the closure launches, in launch order. Which
-//! region each kernel belongs to is what the timing pass's activity records told; the closure
-//! launches the same kernels every time it runs (the counter pass already relies on that), so the
-//! last warm-up run's records tell it once per configuration ([`KernelMap`]). A recorded run then
-//! runs the closure once, under the counters, and its values are mapped through the warm-up's
-//! kernels. A configuration keeps two passes when its warm-up launched CUDA graphs (their spans
-//! come from the records) or annotation-scope collectors run. When a counter pass profiles other
-//! kernels than its map holds (first calls can launch kernels later ones do not), the run is taken
-//! again with its timing pass, whose records become the map; a second mismatch keeps two passes.
-//! The pass runs in `pass/one_pass.rs`; the profiler decides which runs take it.
+//! One pass where one is enough: a recorded run of eager kernels gets its durations from the
+//! counter pass alone, its values mapped to regions through the kernels of its configuration's
+//! last warm-up run ([`KernelMap`]: the closure launches the same kernels every run). Graphs or
+//! annotation-scope collectors keep two passes; a pass that profiles other kernels than the map
+//! holds is taken again with a timing pass, whose records become the map (a second mismatch keeps
+//! two passes). The pass runs in `pass/one_pass.rs`; the profiler decides which runs take it.
 
 use std::collections::HashMap;
 

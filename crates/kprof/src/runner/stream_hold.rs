@@ -1,16 +1,10 @@
-//! Holding the stream while a region's work is queued, for the CUDA-events backend.
-//!
-//! CUDA events around a region on an idle GPU also time the host: the start event runs as soon
-//! as it is queued, and the GPU then waits for each launch the host has not made yet (a 60-node
-//! graph's launch, the gaps of a chain of short kernels). The backend makes the stream wait on a
-//! word of pinned host memory before the start event ([`crate::driver::Driver::hold_stream`]) and
-//! stores the word once the outermost region has exited, so that the events and the work run back
-//! to back as the GPU reaches them, as NVBench's blocking kernel does. A region that waits for the
-//! GPU inside (a synchronization, a blocking copy, more launches than the stream's queue holds)
-//! would wait forever: a watchdog thread stores the word after [`HOLD_TIMEOUT`], and the region's
-//! time then includes its launch gaps after that. One such release in a benchmark call is forgiven (a kernel's first launch loads its
-//! module lazily, which waits for the GPU); after two in a row the backend stops holding for the
-//! rest of that call and the results say so.
+//! Holding the stream while a region's work is queued, for the CUDA-events backend: the stream
+//! waits on a word of pinned host memory before the start event
+//! ([`crate::driver::Driver::hold_stream`]) until the outermost region has exited, so that the
+//! events and the work run back to back as NVBench's blocking kernel makes them (events on an idle
+//! GPU would time the host's launch gaps too). A watchdog releases a hold after [`HOLD_TIMEOUT`]
+//! (a region that waits for the GPU inside); after two such releases in a row the backend stops
+//! holding for the rest of the call and the results say so.
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
