@@ -32,11 +32,12 @@
 #   workflow    gpu-checks/workflow-check.sh         to_trace, the pytest plugin, `kprof run --trace`, the notebook
 #   sol         gpu-checks/speed-of-light.sh         step 6 with metrics=["SpeedOfLight"] against ncu's section, the roofline sweep
 #   rests       gpu-checks/rest_rule_check.py        the same sweeps under KPROF_GPU_REST=fixed and power: rests taken, durations
+#   explain     gpu-checks/explain_pairs.py          `kprof compare --explain` on pairs captured here (TF32, bytes, occupancy, none)
 # Results: one tarball per check plus all-checks.log in OUT. Never changes any GPU setting.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DEFAULT_PARTS="engine counters conditions ncu run python ncubackend seed scaleout"
-ALL_PARTS="$DEFAULT_PARTS truth runcost torchrun graphmodes extra step8 multigpu cost surprises nested examples workflow sol rests"
+ALL_PARTS="$DEFAULT_PARTS truth runcost torchrun graphmodes extra step8 multigpu cost surprises nested examples workflow sol rests explain"
 if [ $# -eq 0 ] || [ "$1" = list ]; then
     sed -n '/^# The checks/,/^# Results/p' "$0" | sed 's/^# \{0,1\}//'
     exit 0
@@ -93,5 +94,6 @@ part examples   gpu-checks/nsight-examples.sh .carry/nsight-examples "$OUT/examp
 part workflow   env OUT="$OUT/workflow" gpu-checks/workflow-check.sh
 part sol        gpu-checks/speed-of-light.sh "$OUT/sol"
 part rests      bash -c '. gpu-checks/gpu-wheel.sh && "$PY" gpu-checks/rest_rule_check.py'
+part explain    bash -c '. gpu-checks/gpu-wheel.sh && PATH="$KPROF_SITE/bin:$PATH" "$PY" gpu-checks/explain_pairs.py "$0"' "$OUT/explain"
 echo "== overall: $([ $status -eq 0 ] && echo PASS || echo FAIL)" | tee -a "$LOG"
 exit $status
