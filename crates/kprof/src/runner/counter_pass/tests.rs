@@ -10,7 +10,7 @@ use kprof_core::model::{DeviceInfo, ExtraValue, RawResults};
 use super::super::*;
 use super::*;
 use crate::cupti::kernel_flush::{PassLaunch, PassLaunches};
-use crate::runner::tests::warnings_with;
+use crate::runner::tests::{assert_warned, warnings_with};
 
 /// Timing kernels get `dur` ns; counter metric `bytes.sum` of a kernel is `dur * 2`, `pct` is 50,
 /// `gpu__time_duration.sum` is `dur + 3` (the counters' duration differs from the records').
@@ -558,13 +558,7 @@ fn kernel_replay_maps_the_ith_profiled_kernel_to_the_ith_launch_and_combines_per
         .map(|k| (k.kernel.clone(), k.value))
         .collect();
     assert_eq!(kb, vec![("k2".to_string(), 20.0), ("k3".to_string(), 40.0)]);
-    assert!(
-        p.warnings()
-            .iter()
-            .any(|w| w.contains("8 replay pass(es) in kernel replay")),
-        "{:?}",
-        p.warnings()
-    );
+    assert_warned(&p, "8 replay pass(es) in kernel replay");
     assert_eq!(p.counter_plan().unwrap().passes, 8);
 }
 
@@ -598,11 +592,7 @@ fn a_closure_that_launches_differently_in_the_counter_pass_gives_nan_with_a_warn
     })
     .unwrap();
     assert!(series(&raw, "r", "bytes.sum").1.iter().all(|v| v.is_nan()));
-    assert!(
-        p.warnings().iter().any(|w| w.contains("must launch the same kernels")),
-        "{:?}",
-        p.warnings()
-    );
+    assert_warned(&p, "must launch the same kernels");
 }
 
 #[test]

@@ -52,11 +52,7 @@ fn durations_from_the_counters_need_no_other_counter_metric() {
     let (_, empty) = series(&raw, "empty", DEFAULT_METRIC);
     assert_eq!(empty.len(), 2);
     assert!(empty.iter().all(|v| v.is_nan()));
-    assert!(
-        p.warnings().iter().any(|w| w.contains("\"empty\" launched no kernel")),
-        "{:?}",
-        p.warnings()
-    );
+    assert_warned(&p, "\"empty\" launched no kernel");
     assert_eq!(raw.series.len(), 2, "one series per region: {:?}", raw.series);
 }
 
