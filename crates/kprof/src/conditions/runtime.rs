@@ -155,6 +155,7 @@ boxed_readings!(ConditionsSource:
     power_mw -> Option<f64>,
     total_energy_mj -> Option<u64>,
     margin_c -> Option<f64>,
+    power_limit_mw -> Option<f64>,
 );
 
 impl<T: Clock + ?Sized> Clock for Box<T> {
