@@ -48,6 +48,12 @@ pub struct Sample {
 impl Sample {
     /// Reads every value from `source` once.
     pub fn poll<S: ConditionsSource + ?Sized>(source: &mut S) -> Sample {
+        Sample::read(source, true)
+    }
+
+    /// Reads every value from `source` once, the thermal margin only `with_margin` (else `None`):
+    /// the energy counter first, as both samplers take them.
+    pub(crate) fn read<S: ConditionsSource + ?Sized>(source: &mut S, with_margin: bool) -> Sample {
         let t0 = Instant::now();
         let energy_mj = source.total_energy_mj();
         let sm_clock_mhz = source.sm_clock_mhz().unwrap_or(f64::NAN);
@@ -55,7 +61,11 @@ impl Sample {
         let mem_clock_mhz = source.mem_clock_mhz().unwrap_or(f64::NAN);
         let temperature_c = source.temperature_c().unwrap_or(f64::NAN);
         let power_mw = source.power_mw().unwrap_or(f64::NAN);
-        let margin_c = source.margin_c().filter(|m| m.is_finite());
+        let margin_c = if with_margin {
+            source.margin_c().filter(|m| m.is_finite())
+        } else {
+            None
+        };
         let at = t0 + t0.elapsed() / 2;
         Sample {
             at,

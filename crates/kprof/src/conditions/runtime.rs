@@ -126,32 +126,37 @@ pub type BoxSource = Box<dyn ConditionsSource + Send>;
 /// A boxed clock.
 pub type BoxClock = Box<dyn Clock + Send>;
 
-impl<T: ConditionsSource + ?Sized> ConditionsSource for Box<T> {
-    fn sm_clock_mhz(&mut self) -> Option<f64> {
-        (**self).sm_clock_mhz()
-    }
-    fn mem_clock_mhz(&mut self) -> Option<f64> {
-        (**self).mem_clock_mhz()
-    }
-    fn max_sm_clock_mhz(&mut self) -> Option<f64> {
-        (**self).max_sm_clock_mhz()
-    }
-    fn throttle_reasons(&mut self) -> Option<u64> {
-        (**self).throttle_reasons()
-    }
-    fn temperature_c(&mut self) -> Option<f64> {
-        (**self).temperature_c()
-    }
-    fn power_mw(&mut self) -> Option<f64> {
-        (**self).power_mw()
-    }
-    fn total_energy_mj(&mut self) -> Option<u64> {
-        (**self).total_energy_mj()
-    }
-    fn margin_c(&mut self) -> Option<f64> {
-        (**self).margin_c()
-    }
+/// `impl Trait for Box<T>`: each listed reading (a `&mut self` method without arguments) is the
+/// boxed value's.
+macro_rules! boxed_readings {
+    ($trait:ident: $($reading:ident -> $ty:ty),* $(,)?) => {
+        impl<T: $trait + ?Sized> $trait for Box<T> {
+            $(
+                fn $reading(&mut self) -> $ty {
+                    (**self).$reading()
+                }
+            )*
+        }
+    };
 }
+
+boxed_readings!(TemperatureSensor:
+    margin_c -> Option<f64>,
+    temperature_c -> Option<f64>,
+    margin_c_fresh -> Option<f64>,
+);
+
+boxed_readings!(ConditionsSource:
+    sm_clock_mhz -> Option<f64>,
+    mem_clock_mhz -> Option<f64>,
+    max_sm_clock_mhz -> Option<f64>,
+    throttle_reasons -> Option<u64>,
+    temperature_c -> Option<f64>,
+    power_mw -> Option<f64>,
+    total_energy_mj -> Option<u64>,
+    margin_c -> Option<f64>,
+    power_limit_mw -> Option<f64>,
+);
 
 impl<T: Clock + ?Sized> Clock for Box<T> {
     fn now(&self) -> Duration {

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use kprof_core::columns::THROTTLED_COLUMN;
 use kprof_core::{ExtraValue, ProcessedResults, RawResults};
 
+use super::background::Sample;
 use super::nvml::GpuDevice;
 
 /// Column names written for every run, in order (defined in kprof-core, whose raw-CSV reader
@@ -343,17 +344,12 @@ impl<S: ConditionsSource> RunSampler<S> {
         let Some(s) = self.source.as_mut() else {
             return RunConditions::unknown(thermal_wait);
         };
-        let energy_after = s.total_energy_mj();
-        let sm_after = s.sm_clock_mhz().unwrap_or(f64::NAN);
-        let reasons_after = s.throttle_reasons();
-        let mem = s.mem_clock_mhz().unwrap_or(f64::NAN);
-        let temp = s.temperature_c().unwrap_or(f64::NAN);
-        let power = s.power_mw().unwrap_or(f64::NAN);
+        let after = Sample::read(s, false);
         let (sm_before, reasons_before, energy, wall) = match &before {
             Some(b) => (
                 b.sm,
                 b.reasons,
-                match (b.energy, energy_after) {
+                match (b.energy, after.energy_mj) {
                     // An unchanged counter did not resolve the run (it moves in steps of tens of
                     // joules): NaN, not a zero that is not true.
                     (Some(a), Some(z)) if z > a => (z - a) as f64,
@@ -365,13 +361,13 @@ impl<S: ConditionsSource> RunSampler<S> {
         };
         let mut c = RunConditions {
             sm_clock_mhz_before: sm_before,
-            sm_clock_mhz_after: sm_after,
+            sm_clock_mhz_after: after.sm_clock_mhz,
             max_sm_clock_mhz: self.max_sm_clock_mhz,
-            mem_clock_mhz: mem,
+            mem_clock_mhz: after.mem_clock_mhz,
             throttle_reasons_before: reasons_before,
-            throttle_reasons: reasons_after,
-            temperature_c: temp,
-            power_mw: power,
+            throttle_reasons: after.reasons,
+            temperature_c: after.temperature_c,
+            power_mw: after.power_mw,
             energy_mj: energy,
             wall_s: wall,
             ..RunConditions::unknown(thermal_wait)

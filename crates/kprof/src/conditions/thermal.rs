@@ -92,18 +92,6 @@ pub trait TemperatureSensor {
     }
 }
 
-impl<T: TemperatureSensor + ?Sized> TemperatureSensor for Box<T> {
-    fn margin_c(&mut self) -> Option<f64> {
-        (**self).margin_c()
-    }
-    fn temperature_c(&mut self) -> Option<f64> {
-        (**self).temperature_c()
-    }
-    fn margin_c_fresh(&mut self) -> Option<f64> {
-        (**self).margin_c_fresh()
-    }
-}
-
 /// Time as the guard sees it.
 pub trait Clock {
     /// Time since an arbitrary fixed origin.

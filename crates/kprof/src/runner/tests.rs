@@ -235,6 +235,16 @@ pub(super) fn warnings_with<'a>(prof: &'a Profiler, phrase: &str) -> Vec<&'a Str
     prof.warnings().iter().filter(|w| w.contains(phrase)).collect()
 }
 
+/// Asserts that one of the profiler's warnings contains `phrase`.
+#[track_caller]
+pub(super) fn assert_warned(prof: &Profiler, phrase: &str) {
+    assert!(
+        !warnings_with(prof, phrase).is_empty(),
+        "no warning with {phrase:?}: {:?}",
+        prof.warnings()
+    );
+}
+
 fn values(raw: &RawResults, region: &str, config: u32) -> Vec<f64> {
     raw.samples
         .iter()
@@ -697,7 +707,7 @@ fn failures_are_nan_with_ignore_failures_and_errors_without() {
     assert_eq!(values(&raw, "k", 1).len(), 2);
     assert!(values(&raw, "k", 1)[1].is_nan());
     assert_eq!(values(&raw, "k", 2), vec![100.0, 100.0]);
-    assert!(p.warnings().iter().any(|w| w.contains("out of memory")));
+    assert_warned(&p, "out of memory");
 
     opts.ignore_failures = false;
     let m = mock.clone();

@@ -48,6 +48,22 @@ impl ConditionsSource for Fake {
     fn total_energy_mj(&mut self) -> Option<u64> {
         next(&self.energy, &mut self.i_e)
     }
+    fn power_limit_mw(&mut self) -> Option<f64> {
+        Some(700_000.0)
+    }
+}
+
+#[test]
+fn a_boxed_source_reads_what_the_boxed_one_reads() {
+    // The profiler's NVML source is boxed (`BoxSource`): the background sampler reads the power
+    // limit for its power windows through the box.
+    let mut direct = fake(&[1500.0], &[4], &[10]);
+    let mut boxed: kprof::conditions::runtime::BoxSource = Box::new(direct.clone());
+    assert_eq!(boxed.power_limit_mw(), Some(700_000.0));
+    assert_eq!(boxed.sm_clock_mhz(), direct.sm_clock_mhz());
+    assert_eq!(boxed.throttle_reasons(), direct.throttle_reasons());
+    assert_eq!(boxed.total_energy_mj(), direct.total_energy_mj());
+    assert_eq!(boxed.margin_c(), direct.margin_c());
 }
 
 fn fake(sm: &[f64], reasons: &[u64], energy: &[u64]) -> Fake {

@@ -10,7 +10,7 @@ use kprof_core::model::{DeviceInfo, ExtraValue, RawResults};
 use super::super::*;
 use super::*;
 use crate::cupti::kernel_flush::{PassLaunch, PassLaunches};
-use crate::runner::tests::warnings_with;
+use crate::runner::tests::{assert_warned, warnings_with};
 
 /// Timing kernels get `dur` ns; counter metric `bytes.sum` of a kernel is `dur * 2`, `pct` is 50,
 /// `gpu__time_duration.sum` is `dur + 3` (the counters' duration differs from the records').
@@ -73,6 +73,12 @@ impl Mock {
             }
             return;
         }
+        self.run_in_timing_pass("cuda-graph:1", true, dur, self.graph_stretch_ns);
+    }
+
+    /// A timing-pass run of `dur` ns (its records span `stretch_ns` more) in the innermost open
+    /// region, 10 ns after the previous one.
+    fn run_in_timing_pass(&self, name: &str, graph: bool, dur: u64, stretch_ns: u64) {
         let ext = self.stack.lock().unwrap().last().copied();
         let t = self.clock.fetch_add(dur + 10, Ordering::SeqCst);
         self.running.lock().unwrap().push((
@@ -80,11 +86,11 @@ impl Mock {
             KernelRun {
                 device: 0,
                 stream: 0,
-                graph: true,
-                name: "cuda-graph:1".into(),
+                graph,
+                name: name.into(),
                 demangled: None,
                 start_ns: t,
-                end_ns: t + dur + self.graph_stretch_ns,
+                end_ns: t + dur + stretch_ns,
             },
         ));
     }
@@ -109,20 +115,7 @@ impl Mock {
         if self.records_off.load(Ordering::SeqCst) && !crate::runner::l2_flush::is_flush_kernel(name) {
             self.unrecorded_timing_kernels.fetch_add(1, Ordering::SeqCst);
         }
-        let ext = self.stack.lock().unwrap().last().copied();
-        let t = self.clock.fetch_add(dur + 10, Ordering::SeqCst);
-        self.running.lock().unwrap().push((
-            ext,
-            KernelRun {
-                device: 0,
-                stream: 0,
-                graph: false,
-                name: name.into(),
-                demangled: None,
-                start_ns: t,
-                end_ns: t + dur,
-            },
-        ));
+        self.run_in_timing_pass(name, false, dur, 0);
     }
 }
 
@@ -366,6 +359,48 @@ fn setup_mock(mock: Mock) -> (Arc<Mock>, Profiler) {
     (mock, p)
 }
 
+/// Benchmark `name` (no configurations) with `o` on `p`, whose backend is `mock`; the closure
+/// gets the mock to launch on.
+fn bench_on<F>(
+    mock: &Mock,
+    p: &mut Profiler,
+    name: &str,
+    o: &BenchOptions,
+    mut body: F,
+) -> Result<RawResults, EngineError>
+where
+    F: FnMut(&Mock, &mut Run) -> BodyResult,
+{
+    p.bench(name, &[], o, |_, run| body(mock, run))
+}
+
+/// What a benchmark's closure returns.
+type BodyResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
+
+/// A closure body: region "a" with kernel k1 (10 ns).
+fn region_a_k1(m: &Mock, run: &mut Run) -> BodyResult {
+    run.annotate("a", |_| m.launch("k1", 10))?;
+    Ok(())
+}
+
+/// A closure body: region "a" with kernels k1 (10 ns) and k2 (20 ns).
+fn region_a_k1_k2(m: &Mock, run: &mut Run) -> BodyResult {
+    run.annotate("a", |_| {
+        m.launch("k1", 10);
+        m.launch("k2", 20);
+    })?;
+    Ok(())
+}
+
+/// A closure body: region "a" with kernel k1 (10 ns) and then a graph whose records span 500 ns.
+fn region_a_k1_graph(m: &Mock, run: &mut Run) -> BodyResult {
+    run.annotate("a", |_| {
+        m.launch("k1", 10);
+        m.launch_graph(500);
+    })?;
+    Ok(())
+}
+
 /// Unit and values of a region's metric, configs in order, runs in order.
 fn series(raw: &RawResults, region: &str, metric: &str) -> (String, Vec<f64>) {
     let mut idx: Vec<(u32, usize)> = raw
@@ -523,29 +558,22 @@ fn kernel_replay_maps_the_ith_profiled_kernel_to_the_ith_launch_and_combines_per
         .map(|k| (k.kernel.clone(), k.value))
         .collect();
     assert_eq!(kb, vec![("k2".to_string(), 20.0), ("k3".to_string(), 40.0)]);
-    assert!(
-        p.warnings()
-            .iter()
-            .any(|w| w.contains("8 replay pass(es) in kernel replay")),
-        "{:?}",
-        p.warnings()
-    );
+    assert_warned(&p, "8 replay pass(es) in kernel replay");
     assert_eq!(p.counter_plan().unwrap().passes, 8);
 }
 
 #[test]
 fn kernel_replay_counts_kernels_outside_regions_when_mapping() {
     let (mock, mut p) = setup(2);
-    let m = mock.clone();
-    let raw = p
-        .bench("b", &[], &opts(&["bytes.sum"], ReplayMode::Kernel), |_, run| {
-            m.launch("setup", 5);
-            run.annotate("r", |_| m.launch("k", 10))?;
-            m.launch("after", 3);
-            run.annotate("s", |_| m.launch("k2", 4))?;
-            Ok(())
-        })
-        .unwrap();
+    let o = opts(&["bytes.sum"], ReplayMode::Kernel);
+    let raw = bench_on(&mock, &mut p, "b", &o, |m, run| {
+        m.launch("setup", 5);
+        run.annotate("r", |_| m.launch("k", 10))?;
+        m.launch("after", 3);
+        run.annotate("s", |_| m.launch("k2", 4))?;
+        Ok(())
+    })
+    .unwrap();
     assert_eq!(series(&raw, "r", "gpu__time_duration.sum").1, vec![10.0, 10.0]);
     assert_eq!(series(&raw, "r", "bytes.sum").1, vec![20.0, 20.0]);
     assert_eq!(series(&raw, "s", "bytes.sum").1, vec![8.0, 8.0]);
@@ -554,22 +582,17 @@ fn kernel_replay_counts_kernels_outside_regions_when_mapping() {
 #[test]
 fn a_closure_that_launches_differently_in_the_counter_pass_gives_nan_with_a_warning() {
     let (mock, mut p) = setup(2);
-    let m = mock.clone();
-    let raw = p
-        .bench("b", &[], &opts(&["bytes.sum"], ReplayMode::Kernel), |_, run| {
-            if m.in_counter_pass.load(Ordering::SeqCst) {
-                m.launch("extra", 1);
-            }
-            run.annotate("r", |_| m.launch("k", 10))?;
-            Ok(())
-        })
-        .unwrap();
+    let o = opts(&["bytes.sum"], ReplayMode::Kernel);
+    let raw = bench_on(&mock, &mut p, "b", &o, |m, run| {
+        if m.in_counter_pass.load(Ordering::SeqCst) {
+            m.launch("extra", 1);
+        }
+        run.annotate("r", |_| m.launch("k", 10))?;
+        Ok(())
+    })
+    .unwrap();
     assert!(series(&raw, "r", "bytes.sum").1.iter().all(|v| v.is_nan()));
-    assert!(
-        p.warnings().iter().any(|w| w.contains("must launch the same kernels")),
-        "{:?}",
-        p.warnings()
-    );
+    assert_warned(&p, "must launch the same kernels");
 }
 
 #[test]
@@ -578,20 +601,17 @@ fn auto_durations_fall_back_to_the_records_when_a_counter_pass_does_not_match() 
     // the H200: 100,000 kernels in one region, more than a counter-data image held) are the
     // records' of that run, marked so, never NaN; the closure can tell its counter pass.
     let (mock, mut p) = setup(1);
-    let m = mock.clone();
     let o = auto_opts(ReplayMode::Application);
     let seen = std::cell::RefCell::new(Vec::new());
-    let raw = p
-        .bench("b", &[], &o, |_, run| {
-            let counter_pass = m.in_counter_pass.load(Ordering::SeqCst);
-            seen.borrow_mut().push((counter_pass, run.is_counter_pass()));
-            if counter_pass {
-                m.launch("extra", 1);
-            }
-            run.annotate("a", |_| m.launch("k1", 10))?;
-            Ok(())
-        })
-        .unwrap();
+    let raw = bench_on(&mock, &mut p, "b", &o, |m, run| {
+        let counter_pass = m.in_counter_pass.load(Ordering::SeqCst);
+        seen.borrow_mut().push((counter_pass, run.is_counter_pass()));
+        if counter_pass {
+            m.launch("extra", 1);
+        }
+        region_a_k1(m, run)
+    })
+    .unwrap();
     assert!(
         seen.borrow().iter().all(|(mock_says, run_says)| mock_says == run_says),
         "{:?}",
@@ -611,27 +631,25 @@ fn auto_durations_fall_back_to_the_records_when_a_counter_pass_does_not_match() 
 #[test]
 fn kernel_replay_grows_the_counter_data_image_instead_of_dropping_kernels() {
     let (mock, mut p) = setup(2);
-    let m = mock.clone();
     let o = BenchOptions {
         runs: 1,
         warmup: 0,
         ..opts(&["bytes.sum"], ReplayMode::Kernel)
     };
-    let raw = p
-        .bench("b", &[], &o, |_, run| {
-            run.annotate("r", |_| {
-                for _ in 0..100 {
-                    m.launch("k", 1)
-                }
-            })?;
-            Ok(())
-        })
-        .unwrap();
+    let raw = bench_on(&mock, &mut p, "b", &o, |m, run| {
+        run.annotate("r", |_| {
+            for _ in 0..100 {
+                m.launch("k", 1)
+            }
+        })?;
+        Ok(())
+    })
+    .unwrap();
     assert_eq!(*mock.capacities.lock().unwrap(), vec![64, 256]);
     assert_eq!(series(&raw, "r", "bytes.sum").1, vec![200.0]);
     // The profiler's next benchmark starts with the image the first one needed.
     mock.capacities.lock().unwrap().clear();
-    p.bench("b2", &[], &o, |_, run| {
+    bench_on(&mock, &mut p, "b2", &o, |m, run| {
         run.annotate("r", |_| m.launch("k", 1))?;
         Ok(())
     })
@@ -643,7 +661,7 @@ fn kernel_replay_grows_the_counter_data_image_instead_of_dropping_kernels() {
 /// results, and how many times the closure ran.
 fn bench_counting_calls<F>(mode: ReplayMode, body: F) -> (Arc<Mock>, RawResults, usize)
 where
-    F: Fn(&Mock, &mut Run) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
+    F: Fn(&Mock, &mut Run) -> BodyResult,
 {
     let (mock, mut p) = setup(3);
     let calls = AtomicUsize::new(0);
@@ -652,12 +670,11 @@ where
         warmup: 0,
         ..opts(&["bytes.sum"], mode)
     };
-    let raw = p
-        .bench("b", &[], &o, |_, run| {
-            calls.fetch_add(1, Ordering::SeqCst);
-            body(&mock, run)
-        })
-        .unwrap();
+    let raw = bench_on(&mock, &mut p, "b", &o, |m, run| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        body(m, run)
+    })
+    .unwrap();
     (mock, raw, calls.load(Ordering::SeqCst))
 }
 
@@ -709,12 +726,7 @@ fn application_replay_reruns_the_closure_per_pass_flushing_as_the_timing_pass_an
 fn counter_passes_run_without_kernel_records_and_timing_runs_keep_them() {
     for mode in [ReplayMode::Kernel, ReplayMode::Application, ReplayMode::User] {
         let (mock, mut p) = setup(2);
-        let m = mock.clone();
-        p.bench("b", &[], &opts(&["bytes.sum"], mode), |_, run| {
-            run.annotate("a", |_| m.launch("k1", 10))?;
-            Ok(())
-        })
-        .unwrap();
+        bench_on(&mock, &mut p, "b", &opts(&["bytes.sum"], mode), region_a_k1).unwrap();
         let off = mock.records_off_in_collect.lock().unwrap().clone();
         assert_eq!(
             off,
@@ -732,16 +744,11 @@ fn counter_passes_run_without_kernel_records_and_timing_runs_keep_them() {
 #[test]
 fn counter_pass_records_keeps_kernel_records_on_in_counter_passes() {
     let (mock, mut p) = setup(1);
-    let m = mock.clone();
     let o = BenchOptions {
         counter_pass_records: true,
         ..opts(&["bytes.sum"], ReplayMode::Application)
     };
-    p.bench("b", &[], &o, |_, run| {
-        run.annotate("a", |_| m.launch("k1", 10))?;
-        Ok(())
-    })
-    .unwrap();
+    bench_on(&mock, &mut p, "b", &o, region_a_k1).unwrap();
     assert_eq!(
         *mock.records_off_in_collect.lock().unwrap(),
         vec![false, false],
@@ -752,20 +759,17 @@ fn counter_pass_records_keeps_kernel_records_on_in_counter_passes() {
 #[test]
 fn application_replay_with_a_warm_cache_flushes_nothing_in_its_passes() {
     let (mock, mut p) = setup(2);
-    let m = mock.clone();
     let o = BenchOptions {
         runs: 1,
         warmup: 0,
         cache: CacheControl::None,
         ..opts(&["bytes.sum"], ReplayMode::Application)
     };
-    let raw = p
-        .bench("b", &[], &o, |_, run| {
-            m.launch("setup", 1000);
-            run.annotate("a", |_| m.launch("k1", 10))?;
-            Ok(())
-        })
-        .unwrap();
+    let raw = bench_on(&mock, &mut p, "b", &o, |m, run| {
+        m.launch("setup", 1000);
+        region_a_k1(m, run)
+    })
+    .unwrap();
     assert_eq!(mock.l2_flushes.load(Ordering::SeqCst), 0);
     assert_eq!(series(&raw, "a", "bytes.sum").1, vec![20.0]);
 }
@@ -773,14 +777,12 @@ fn application_replay_with_a_warm_cache_flushes_nothing_in_its_passes() {
 #[test]
 fn user_replay_refuses_nested_regions() {
     let (mock, mut p) = setup(2);
-    let m = mock.clone();
-    let e = p
-        .bench("b", &[], &opts(&["bytes.sum"], ReplayMode::User), |_, run| {
-            run.annotate("a", |run| run.annotate("b", |_| m.launch("k", 1)).map(|_| ()))??;
-            Ok(())
-        })
-        .unwrap_err()
-        .to_string();
+    let e = bench_on(&mock, &mut p, "b", &opts(&["bytes.sum"], ReplayMode::User), |m, run| {
+        run.annotate("a", |run| run.annotate("b", |_| m.launch("k", 1)).map(|_| ()))??;
+        Ok(())
+    })
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("nested"), "{e}");
 }
 
@@ -807,20 +809,18 @@ fn kernel_order_dedups_nested_kernels_and_orders_by_start() {
 fn a_warm_cache_gets_an_unrecorded_closure_run_after_every_counter_pass() {
     for (cache, per_run) in [(CacheControl::None, 3), (CacheControl::All, 2)] {
         let (mock, mut p) = setup(2);
-        let m = mock.clone();
         let calls = AtomicUsize::new(0);
         let o = BenchOptions {
             warmup: 0,
             cache,
             ..opts(&["bytes.sum"], ReplayMode::Kernel)
         };
-        let raw = p
-            .bench("b", &[], &o, |_, run| {
-                calls.fetch_add(1, Ordering::SeqCst);
-                run.annotate("r", |_| m.launch("k", 10))?;
-                Ok(())
-            })
-            .unwrap();
+        let raw = bench_on(&mock, &mut p, "b", &o, |m, run| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            run.annotate("r", |_| m.launch("k", 10))?;
+            Ok(())
+        })
+        .unwrap();
         // Timing pass + counter pass (+ the re-warming run when warm) for each of the 2 runs.
         assert_eq!(calls.load(Ordering::SeqCst), 2 * per_run, "{cache:?}");
         assert_eq!(series(&raw, "r", "gpu__time_duration.sum").1, vec![10.0, 10.0]);

@@ -256,11 +256,7 @@ fn the_thermal_guard_runs_before_every_run_and_its_wait_is_reported() {
     for (run, w) in wait {
         assert_eq!(w, if run == 1 { 1.5 } else { 0.0 }, "run {run}");
     }
-    assert!(
-        p.warnings().iter().any(|w| w.contains("waited 1.5 s")),
-        "{:?}",
-        p.warnings()
-    );
+    assert_warned(&p, "waited 1.5 s");
     // The background sampler: readings of the samples around each run (their number
     // depends on timing; the values of this fake do not, except the energy).
     assert!(column(&raw, "PowerW").iter().all(|v| num(v) == 300.0));

@@ -10,20 +10,11 @@ fn durations_from_the_counters_replace_the_records_in_kernel_and_application_rep
     // refuses them: auto_takes_the_records_in_range_replay_and_counters_there_are_refused.)
     for mode in [ReplayMode::Kernel, ReplayMode::Application] {
         let (mock, mut p) = setup(2);
-        let m = mock.clone();
         let o = BenchOptions {
             duration: DurationSource::Counters,
             ..opts(&["bytes.sum", "gpu__time_duration.sum"], mode)
         };
-        let raw = p
-            .bench("b", &[], &o, |_, run| {
-                run.annotate("a", |_| {
-                    m.launch("k1", 10);
-                    m.launch("k2", 20);
-                })?;
-                Ok(())
-            })
-            .unwrap();
+        let raw = bench_on(&mock, &mut p, "b", &o, region_a_k1_k2).unwrap();
         let (unit, d) = series(&raw, "a", DEFAULT_METRIC);
         assert_eq!(
             (unit.as_str(), d),
@@ -48,26 +39,20 @@ fn durations_from_the_counters_replace_the_records_in_kernel_and_application_rep
 #[test]
 fn durations_from_the_counters_need_no_other_counter_metric() {
     let (mock, mut p) = setup(1);
-    let m = mock.clone();
     let o = counters_opts(ReplayMode::Application);
-    let raw = p
-        .bench("b", &[], &o, |_, run| {
-            run.annotate("a", |_| m.launch("k1", 10))?;
-            run.annotate("empty", |_| {})?;
-            Ok(())
-        })
-        .unwrap();
+    let raw = bench_on(&mock, &mut p, "b", &o, |m, run| {
+        run.annotate("a", |_| m.launch("k1", 10))?;
+        run.annotate("empty", |_| {})?;
+        Ok(())
+    })
+    .unwrap();
     assert_eq!(mock.collects.load(Ordering::SeqCst), 2);
     assert_eq!(series(&raw, "a", DEFAULT_METRIC).1, vec![13.0, 13.0]);
     // A region without kernels: one NaN per run (not one from each source) and its warning.
     let (_, empty) = series(&raw, "empty", DEFAULT_METRIC);
     assert_eq!(empty.len(), 2);
     assert!(empty.iter().all(|v| v.is_nan()));
-    assert!(
-        p.warnings().iter().any(|w| w.contains("\"empty\" launched no kernel")),
-        "{:?}",
-        p.warnings()
-    );
+    assert_warned(&p, "\"empty\" launched no kernel");
     assert_eq!(raw.series.len(), 2, "one series per region: {:?}", raw.series);
 }
 
@@ -94,15 +79,11 @@ fn durations_from_the_counters_are_refused_without_the_cupti_backend_and_a_bad_n
 
 /// One region "a" with one 10 ns kernel, durations `duration` (application replay).
 fn bench_one_kernel(mock: &Arc<Mock>, p: &mut Profiler, duration: DurationSource) -> Result<RawResults, EngineError> {
-    let m = mock.clone();
     let o = BenchOptions {
         duration,
         ..opts(&[], ReplayMode::Application)
     };
-    p.bench("b", &[], &o, |_, run| {
-        run.annotate("a", |_| m.launch("k1", 10))?;
-        Ok(())
-    })
+    bench_on(mock, p, "b", &o, region_a_k1)
 }
 
 #[test]
@@ -139,17 +120,11 @@ fn auto_takes_the_records_in_range_replay_and_counters_there_are_refused() {
     // A range's counter duration runs from its push to its pop (idle included): with range
     // (user) replay "auto" keeps the records, and "counters" is refused before any run.
     let (mock, mut p) = setup(1);
-    let m = mock.clone();
     let o = BenchOptions {
         duration: DurationSource::Auto,
         ..opts(&["bytes.sum", DEFAULT_METRIC], ReplayMode::User)
     };
-    let raw = p
-        .bench("range", &[], &o, |_, run| {
-            run.annotate("a", |_| m.launch("k1", 10))?;
-            Ok(())
-        })
-        .unwrap();
+    let raw = bench_on(&mock, &mut p, "range", &o, region_a_k1).unwrap();
     assert_record_durations(&raw, 10.0, "the records' 10 ns");
     let e = counters_opts(ReplayMode::User).validate().unwrap_err().to_string();
     assert!(e.contains("range replay") && e.contains("\"kernel\""), "{e}");

@@ -14,26 +14,12 @@ fn graph_records_mock() -> (Arc<Mock>, Profiler) {
     })
 }
 
-/// Benchmark `name` with one region "a" that launches kernel k1 (10 ns) and then a graph whose
-/// records span 500 ns.
-fn bench_kernel_then_graph(p: &mut Profiler, m: &Mock, name: &str, o: &BenchOptions) -> RawResults {
-    p.bench(name, &[], o, |_, run| {
-        run.annotate("a", |_| {
-            m.launch("k1", 10);
-            m.launch_graph(500);
-        })?;
-        Ok(())
-    })
-    .unwrap()
-}
-
 #[test]
 fn auto_takes_the_records_when_warm_up_replays_a_graph_instantiated_before_the_session() {
     // Graph records time graphs instantiated in the session even with a counter pass: counters.
     let (mock, mut p) = graph_records_mock();
-    let m = mock.clone();
     let o = auto_opts(ReplayMode::Application);
-    let raw = bench_kernel_then_graph(&mut p, &m, "fresh", &o);
+    let raw = bench_on(&mock, &mut p, "fresh", &o, region_a_k1_graph).unwrap();
     assert_eq!(
         series(&raw, "a", DEFAULT_METRIC).1,
         vec![513.0, 513.0],
@@ -46,15 +32,14 @@ fn auto_takes_the_records_when_warm_up_replays_a_graph_instantiated_before_the_s
     );
     // A graph from before the session (node records), seen in the warm-up run: the records, one
     // warning, no counter pass, the span kept.
-    let raw = p
-        .bench("old", &[], &o, |_, run| {
-            run.annotate("a", |_| {
-                m.launch("k1", 10);
-                m.launch_old_graph(500);
-            })?;
-            Ok(())
-        })
-        .unwrap();
+    let raw = bench_on(&mock, &mut p, "old", &o, |m, run| {
+        run.annotate("a", |_| {
+            m.launch("k1", 10);
+            m.launch_old_graph(500);
+        })?;
+        Ok(())
+    })
+    .unwrap();
     assert_record_durations(&raw, 510.0, "k1 from the records + the span");
     let w = warnings_with(&p, "instantiated before");
     assert_eq!(w.len(), 1, "{:?}", p.warnings());
@@ -69,12 +54,11 @@ fn auto_takes_the_records_when_warm_up_replays_a_graph_instantiated_before_the_s
         duration: DurationSource::Counters,
         ..o
     };
-    let raw = p
-        .bench("asked", &[], &o, |_, run| {
-            run.annotate("a", |_| m.launch_old_graph(500))?;
-            Ok(())
-        })
-        .unwrap();
+    let raw = bench_on(&mock, &mut p, "asked", &o, |m, run| {
+        run.annotate("a", |_| m.launch_old_graph(500))?;
+        Ok(())
+    })
+    .unwrap();
     // (A region of graph launches only has its duration from the records: its span.)
     assert_eq!(duration_sources(&raw, "a"), vec![ExtraValue::Text("records".into()); 2]);
     // A later benchmark of graphs instantiated in the session: the counters, and no word of the
@@ -84,12 +68,11 @@ fn auto_takes_the_records_when_warm_up_replays_a_graph_instantiated_before_the_s
         ..o
     };
     let before = mock.collects.load(Ordering::SeqCst);
-    let raw = p
-        .bench("new", &[], &o, |_, run| {
-            run.annotate("a", |_| m.launch_graph(500))?;
-            Ok(())
-        })
-        .unwrap();
+    let raw = bench_on(&mock, &mut p, "new", &o, |m, run| {
+        run.annotate("a", |_| m.launch_graph(500))?;
+        Ok(())
+    })
+    .unwrap();
     assert_eq!(duration_sources(&raw, "a"), vec![ExtraValue::Text("records".into()); 2]);
     assert_eq!(
         mock.collects.load(Ordering::SeqCst),
@@ -122,21 +105,19 @@ fn a_graph_launch_keeps_its_span_among_counter_durations_of_eager_kernels() {
             graph_ranges,
             ..Default::default()
         });
-        let m = mock.clone();
         let o = BenchOptions {
             duration: DurationSource::Counters,
             ..opts(&["bytes.sum"], mode)
         };
-        let raw = p
-            .bench("b", &[], &o, |_, run| {
-                run.annotate("mixed", |_| {
-                    m.launch("k1", 10);
-                    m.launch_graph(500);
-                    m.launch("k2", 20);
-                })?;
-                Ok(())
-            })
-            .unwrap();
+        let raw = bench_on(&mock, &mut p, "b", &o, |m, run| {
+            run.annotate("mixed", |_| {
+                m.launch("k1", 10);
+                m.launch_graph(500);
+                m.launch("k2", 20);
+            })?;
+            Ok(())
+        })
+        .unwrap();
         assert_eq!(
             series(&raw, "mixed", DEFAULT_METRIC).1,
             vec![13.0 + 500.0 + 23.0; 2],
@@ -161,19 +142,17 @@ fn each_duration_row_names_its_source_graph_spans_coming_from_the_records() {
     // Durations from the counters: a region of eager kernels says counters, one of a graph launch
     // only records (its span is the graph's record), one of both counters+records.
     let (mock, mut p) = graph_records_mock();
-    let m = mock.clone();
     let o = counters_opts(ReplayMode::Application);
-    let raw = p
-        .bench("b", &[], &o, |_, run| {
-            run.annotate("eager", |_| m.launch("k1", 10))?;
-            run.annotate("graph", |_| m.launch_graph(500))?;
-            run.annotate("mixed", |_| {
-                m.launch("k2", 20);
-                m.launch_graph(300);
-            })?;
-            Ok(())
-        })
-        .unwrap();
+    let raw = bench_on(&mock, &mut p, "b", &o, |m, run| {
+        run.annotate("eager", |_| m.launch("k1", 10))?;
+        run.annotate("graph", |_| m.launch_graph(500))?;
+        run.annotate("mixed", |_| {
+            m.launch("k2", 20);
+            m.launch_graph(300);
+        })?;
+        Ok(())
+    })
+    .unwrap();
     assert_eq!(series(&raw, "eager", DEFAULT_METRIC).1, vec![13.0; 2]);
     assert_eq!(series(&raw, "graph", DEFAULT_METRIC).1, vec![500.0; 2]);
     assert_eq!(series(&raw, "mixed", DEFAULT_METRIC).1, vec![323.0; 2]);
@@ -234,32 +213,30 @@ fn a_counter_pass_has_room_for_every_graph_launch_of_its_timing_pass() {
         graph_ranges: true,
         ..Default::default()
     });
-    let m = mock.clone();
     let o = counters_opts(ReplayMode::Application);
     let (mut timing_passes, mut n) = (0, 0);
-    let raw = p
-        .bench("many", &[], &o, |_, run| {
-            // 200 graph launches in the warm-up and the first recorded run, 10 in the second; a
-            // counter pass launches what its timing pass did.
-            if !m.in_counter_pass.load(Ordering::SeqCst) {
-                timing_passes += 1;
-                n = if timing_passes <= 2 { 200 } else { 10 };
+    let raw = bench_on(&mock, &mut p, "many", &o, |m, run| {
+        // 200 graph launches in the warm-up and the first recorded run, 10 in the second; a
+        // counter pass launches what its timing pass did.
+        if !m.in_counter_pass.load(Ordering::SeqCst) {
+            timing_passes += 1;
+            n = if timing_passes <= 2 { 200 } else { 10 };
+        }
+        run.annotate("a", |_| {
+            m.launch("k1", 10);
+            for _ in 0..n {
+                m.launch_graph(5);
             }
-            run.annotate("a", |_| {
-                m.launch("k1", 10);
-                for _ in 0..n {
-                    m.launch_graph(5);
-                }
-            })?;
-            Ok(())
-        })
-        .unwrap();
+        })?;
+        Ok(())
+    })
+    .unwrap();
     assert_eq!(*mock.capacities.lock().unwrap(), vec![64 + 200, 64 + 10]);
     assert_eq!(duration_sources(&raw, "a").len(), 2);
     // With more eager kernels than the kernel capacity: room for the timing pass's kernels, each
     // with the two flush kernels of a cold application-replay pass before it.
     mock.capacities.lock().unwrap().clear();
-    p.bench("eager", &[], &o, |_, run| {
+    bench_on(&mock, &mut p, "eager", &o, |m, run| {
         run.annotate("a", |_| {
             for _ in 0..100 {
                 m.launch("k", 1);
@@ -282,30 +259,24 @@ fn kernel_replay_leaves_runs_with_graph_launches_to_the_records() {
     // the records with one warning and runs no counter pass; counters asked for fail the run with
     // a message that names application replay.
     let (mock, mut p) = graph_records_mock();
-    let m = mock.clone();
     let o = auto_opts(ReplayMode::Kernel);
-    let raw = bench_kernel_then_graph(&mut p, &m, "kr", &o);
+    let raw = bench_on(&mock, &mut p, "kr", &o, region_a_k1_graph).unwrap();
     assert_eq!(duration_sources(&raw, "a"), vec![ExtraValue::Text("records".into()); 2]);
     assert_eq!(mock.collects.load(Ordering::SeqCst), 0, "no counter pass");
     assert_eq!(warnings_with(&p, "kernel replay cannot profile").len(), 1);
     // Eager kernels alone: the counters, as before.
-    p.bench("eager", &[], &o, |_, run| {
-        run.annotate("a", |_| m.launch("k1", 10))?;
-        Ok(())
-    })
-    .unwrap();
+    bench_on(&mock, &mut p, "eager", &o, region_a_k1).unwrap();
     assert_eq!(mock.collects.load(Ordering::SeqCst), 2);
     let o = BenchOptions {
         duration: DurationSource::Counters,
         ..o
     };
-    let e = p
-        .bench("asked", &[], &o, |_, run| {
-            run.annotate("a", |_| m.launch_graph(500))?;
-            Ok(())
-        })
-        .unwrap_err()
-        .to_string();
+    let e = bench_on(&mock, &mut p, "asked", &o, |m, run| {
+        run.annotate("a", |_| m.launch_graph(500))?;
+        Ok(())
+    })
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("replay_mode=\"application\""), "{e}");
 }
 
@@ -314,9 +285,8 @@ fn a_benchmark_replaying_graphs_instantiated_before_the_counter_session_says_so(
     // Such graphs ran faster than without a profiler once the Range Profiler was on (H200,
     // the H200): one warning for the benchmark that replayed them, none for the next.
     let (mock, mut p) = graph_records_mock();
-    let m = mock.clone();
     let o = auto_opts(ReplayMode::Application);
-    p.bench("stale", &[], &o, |_, run| {
+    bench_on(&mock, &mut p, "stale", &o, |m, run| {
         run.annotate("a", |_| {
             m.stale_graph_launches.fetch_add(1, Ordering::SeqCst);
             m.launch_graph(500);
@@ -324,7 +294,7 @@ fn a_benchmark_replaying_graphs_instantiated_before_the_counter_session_says_so(
         Ok(())
     })
     .unwrap();
-    p.bench("fresh", &[], &o, |_, run| {
+    bench_on(&mock, &mut p, "fresh", &o, |m, run| {
         run.annotate("a", |_| m.launch_graph(500))?;
         Ok(())
     })

@@ -23,20 +23,18 @@ fn one_pass_opts(runs: u32) -> BenchOptions {
 #[test]
 fn eager_kernels_run_once_per_recorded_run_with_the_counters_durations() {
     let (mock, mut p) = callbacks_mock();
-    let m = mock.clone();
     let mut calls = 0;
-    let raw = p
-        .bench("b", &[], &one_pass_opts(3), |_, run| {
-            calls += 1;
-            m.launch("setup", 5);
-            run.annotate("a", |_| {
-                m.launch("k1", 10);
-                m.launch("k2", 20);
-            })?;
-            run.annotate("b", |_| m.launch("k3", 30))?;
-            Ok(())
-        })
-        .unwrap();
+    let raw = bench_on(&mock, &mut p, "b", &one_pass_opts(3), |m, run| {
+        calls += 1;
+        m.launch("setup", 5);
+        run.annotate("a", |_| {
+            m.launch("k1", 10);
+            m.launch("k2", 20);
+        })?;
+        run.annotate("b", |_| m.launch("k3", 30))?;
+        Ok(())
+    })
+    .unwrap();
     // One warm-up, then one counter pass per recorded run (two passes would make 1 + 2 x 3).
     assert_eq!(calls, 4);
     assert_eq!(mock.collects.load(Ordering::SeqCst), 3);
@@ -51,15 +49,10 @@ fn eager_kernels_run_once_per_recorded_run_with_the_counters_durations() {
 #[test]
 fn graph_launches_in_the_warmup_keep_the_timing_pass() {
     let (mock, mut p) = callbacks_mock();
-    let m = mock.clone();
     let mut calls = 0;
-    p.bench("g", &[], &one_pass_opts(2), |_, run| {
+    bench_on(&mock, &mut p, "g", &one_pass_opts(2), |m, run| {
         calls += 1;
-        run.annotate("a", |_| {
-            m.launch("k1", 10);
-            m.launch_graph(500);
-        })?;
-        Ok(())
+        region_a_k1_graph(m, run)
     })
     .unwrap();
     assert_eq!(calls, 1 + 2 * 2);
@@ -68,21 +61,15 @@ fn graph_launches_in_the_warmup_keep_the_timing_pass() {
 #[test]
 fn a_closure_whose_first_call_launches_otherwise_takes_its_map_from_a_timing_pass() {
     let (mock, mut p) = callbacks_mock();
-    let m = mock.clone();
     let mut calls = 0;
-    let raw = p
-        .bench("c", &[], &one_pass_opts(4), |_, run| {
-            calls += 1;
-            if calls == 1 {
-                m.launch("first-call-setup", 5); // the warm-up only
-            }
-            run.annotate("a", |_| {
-                m.launch("k1", 10);
-                m.launch("k2", 20);
-            })?;
-            Ok(())
-        })
-        .unwrap();
+    let raw = bench_on(&mock, &mut p, "c", &one_pass_opts(4), |m, run| {
+        calls += 1;
+        if calls == 1 {
+            m.launch("first-call-setup", 5); // the warm-up only
+        }
+        region_a_k1_k2(m, run)
+    })
+    .unwrap();
     // Warm-up 1; run 0: its one pass does not match the warm-up's map (1), so it takes a timing
     // pass and a counter pass (2), whose records are the map from then on; runs 1-3 one pass each.
     assert_eq!(calls, 1 + 1 + 2 + 3);
@@ -92,19 +79,17 @@ fn a_closure_whose_first_call_launches_otherwise_takes_its_map_from_a_timing_pas
 #[test]
 fn a_closure_that_launches_otherwise_every_time_goes_back_to_two_passes() {
     let (mock, mut p) = callbacks_mock();
-    let m = mock.clone();
     let mut calls = 0;
-    let raw = p
-        .bench("c", &[], &one_pass_opts(3), |_, run| {
-            calls += 1;
-            run.annotate("a", |_| {
-                for _ in 0..calls {
-                    m.launch("k", 10); // one kernel more at every call
-                }
-            })?;
-            Ok(())
-        })
-        .unwrap();
+    let raw = bench_on(&mock, &mut p, "c", &one_pass_opts(3), |m, run| {
+        calls += 1;
+        run.annotate("a", |_| {
+            for _ in 0..calls {
+                m.launch("k", 10); // one kernel more at every call
+            }
+        })?;
+        Ok(())
+    })
+    .unwrap();
     // Warm-up 1; run 0: a mismatch (1), then two passes (2) that give the map again; run 1: a
     // second mismatch (1), two passes for good (2); run 2: two passes (2).
     assert_eq!(calls, 1 + 3 + 3 + 2);
@@ -145,12 +130,10 @@ fn a_warm_cache_records_or_one_pass_off_keep_the_timing_pass() {
         ),
     ] {
         let (mock, mut p) = callbacks_mock();
-        let m = mock.clone();
         let mut calls = 0;
-        p.bench("w", &[], &o, |_, run| {
+        bench_on(&mock, &mut p, "w", &o, |m, run| {
             calls += 1;
-            run.annotate("a", |_| m.launch("k1", 10))?;
-            Ok(())
+            region_a_k1(m, run)
         })
         .unwrap();
         assert_eq!(calls, expected_calls);
@@ -161,17 +144,15 @@ fn a_warm_cache_records_or_one_pass_off_keep_the_timing_pass() {
 #[test]
 fn a_closure_that_asks_for_its_counter_passes_keeps_its_timing_passes() {
     let (mock, mut p) = callbacks_mock();
-    let m = mock.clone();
     let (mut calls, mut timed) = (0, 0);
     let mut ends = 0;
-    p.bench("t", &[], &one_pass_opts(2), |_, run| {
+    bench_on(&mock, &mut p, "t", &one_pass_opts(2), |m, run| {
         calls += 1;
         if !run.is_counter_pass() && !run.is_warmup() {
             timed += 1;
         }
         ends += usize::from(run.ends_recorded_run());
-        run.annotate("a", |_| m.launch("k1", 10))?;
-        Ok(())
+        region_a_k1(m, run)
     })
     .unwrap();
     assert_eq!((calls, timed, ends), (1 + 2 * 2, 2, 2));
@@ -180,12 +161,10 @@ fn a_closure_that_asks_for_its_counter_passes_keeps_its_timing_passes() {
 #[test]
 fn a_run_in_one_pass_ends_in_its_counter_pass() {
     let (mock, mut p) = callbacks_mock();
-    let m = mock.clone();
     let mut ends = 0;
-    p.bench("e", &[], &one_pass_opts(3), |_, run| {
+    bench_on(&mock, &mut p, "e", &one_pass_opts(3), |m, run| {
         ends += usize::from(run.ends_recorded_run());
-        run.annotate("a", |_| m.launch("k1", 10))?;
-        Ok(())
+        region_a_k1(m, run)
     })
     .unwrap();
     assert_eq!(ends, 3);
@@ -194,19 +173,17 @@ fn a_run_in_one_pass_ends_in_its_counter_pass() {
 #[test]
 fn a_run_in_one_pass_that_fails_ends_the_sweep_at_once() {
     let (mock, mut p) = callbacks_mock();
-    let m = mock.clone();
     let mut calls = 0;
-    let e = p
-        .bench("f", &[], &one_pass_opts(5), |_, run| {
-            calls += 1;
-            run.annotate("a", |_| m.launch("k1", 10))?;
-            if calls == 3 {
-                return Err("boom".into());
-            }
-            Ok(())
-        })
-        .unwrap_err()
-        .to_string();
+    let e = bench_on(&mock, &mut p, "f", &one_pass_opts(5), |m, run| {
+        calls += 1;
+        run.annotate("a", |_| m.launch("k1", 10))?;
+        if calls == 3 {
+            return Err("boom".into());
+        }
+        Ok(())
+    })
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("boom"), "{e}");
     // The warm-up, two good runs and the failed one: no run after it.
     assert_eq!(calls, 3);

@@ -18,10 +18,5 @@ fn section_names_are_expanded_before_any_gpu_work_and_need_a_chip() {
     assert_eq!(mock.collects.load(Ordering::SeqCst), 0);
     // Metric names alone go through as they are.
     let o = opts(&["bytes.sum"], ReplayMode::Application);
-    let m = mock.clone();
-    p.bench("b", &[], &o, |_, run| {
-        run.annotate("a", |_| m.launch("k1", 10))?;
-        Ok(())
-    })
-    .unwrap();
+    bench_on(&mock, &mut p, "b", &o, region_a_k1).unwrap();
 }
