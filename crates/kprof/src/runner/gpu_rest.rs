@@ -4,9 +4,9 @@
 //! [`MAX_REST`]), so that the power cap does not slow what follows. Long runs ([`LONG_WORK`]) earn
 //! no rest unless NVML saw them slowed, warm-up runs count for nothing, and under
 //! `KPROF_GPU_REST=power` a configuration that NVML's energy counter measured at low power has its
-//! rests waived ([`power`]). The idle time is
-//! noted for the runs' energy (`conditions::background::note_gpu_idle`). Why each rule, with the
-//! measurements behind it: docs/architecture.md, "The GPU's rests".
+//! rests waived ([`power`]). The idle time is noted for the runs' energy
+//! (`conditions::background::note_gpu_idle`). Why each rule, with the measurements behind it:
+//! docs/architecture.md, "The GPU's rests".
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -91,16 +91,17 @@ impl Pace {
         }
     }
 
-    /// New work is about to start at `now`: how long to wait first (the rest earned by the work
-    /// before). The work is taken to start once that wait is over. An idle gap since the last
-    /// work at least as long as the work accumulated since the last rest counts as a rest.
+    /// [`Pace::rest_before_at_power`] under the fixed rule.
     #[cfg(test)]
     pub fn rest_before(&mut self, now: Instant) -> Duration {
         self.rest_before_at_power(now, None, RestRule::Fixed)
     }
 
-    /// [`Pace::rest_before`] under `rule`, where `power` is the latest energy window: under
-    /// [`RestRule::Power`] a rest owed is waived when [`Pace::power_is_low`].
+    /// New work is about to start at `now`: how long to wait first (the rest earned by the work
+    /// before). The work is taken to start once that wait is over. An idle gap since the last
+    /// work at least as long as the work accumulated since the last rest counts as a rest. Under
+    /// [`RestRule::Power`] a rest owed is waived when [`Pace::power_is_low`] for `power`, the
+    /// latest energy window.
     pub fn rest_before_at_power(&mut self, now: Instant, power: Option<PowerWindow>, rule: RestRule) -> Duration {
         let owed = self.rest_until.take();
         let mut wait = owed.map(|t| t.saturating_duration_since(now)).unwrap_or_default();
