@@ -44,6 +44,15 @@ def quiet_wall(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - t0, result
 
 
+def counter_passes(c: dict) -> str:
+    """A process's counter passes and rests from a ``kprof._core.counter_cost()`` difference:
+    ``N counter passes X s (Start, Stop, decode); rests R s``."""
+    return (f"{c.get('counter_runs', 0):.0f} counter passes {c.get('counter_run_s', 0.0):.3f} s "
+            f"(Start {c.get('collect_start_s', 0.0):.3f}, Stop {c.get('collect_stop_s', 0.0):.3f}, decode "
+            f"{c.get('collect_decode_s', 0.0) + c.get('collect_evaluate_s', 0.0):.3f}); "
+            f"rests {c.get('gpu_rest_s', 0.0):.3f} s")
+
+
 def read(path: str) -> list[dict]:
     """The ``BENCH`` rows of a recorded log, in order (other lines are left out)."""
     with open(path) as f:

@@ -76,10 +76,7 @@ def report(rows: list[dict]) -> str:
                        f"{per_run_us['run_l2_flush_s']:.0f} us, conditions {per_run_us['run_conditions_s']:.0f} us, "
                        f"closure {per_run_us['run_closure_s']:.0f} us, sync {per_run_us['run_sync_s']:.0f} us; "
                        f"{c.get('records_flushes', 0):.0f} records flushes {c.get('records_flush_s', 0.0):.3f} s; "
-                       f"{c.get('counter_runs', 0):.0f} counter passes {c.get('counter_run_s', 0.0):.3f} s "
-                       f"(Start {c.get('collect_start_s', 0.0):.3f}, Stop {c.get('collect_stop_s', 0.0):.3f}, decode "
-                       f"{c.get('collect_decode_s', 0.0) + c.get('collect_evaluate_s', 0.0):.3f}); "
-                       f"rests {c.get('gpu_rest_s', 0.0):.3f} s")
+                       + bench_log.counter_passes(c))
     default = next((r for r in rows if r["tool"] == "kprof"), None)
     if default:
         met = "met" if default["samples_per_s"] >= TARGET else "not met"

@@ -118,8 +118,7 @@ def where_time_went(row: dict) -> str:
     if c:
         line += (f"; counters: plan {c.get('plan_s', 0.0):.3f} s, set-up "
                  f"{c.get('session_config_s', 0.0) + c.get('session_enable_s', 0.0):.3f} s, "
-                 f"{c.get('collections', 0.0):.0f} collections {c.get('counter_run_s', 0.0):.3f} s "
-                 f"(Start {c.get('collect_start_s', 0.0):.3f} s), rests {c.get('gpu_rest_s', 0.0):.3f} s")
+                 + bench_log.counter_passes(c))
     return line
 
 
