@@ -53,9 +53,9 @@ pub struct Pace {
     /// at the cap would otherwise alternate, a slowed run resting and the next going back to
     /// back, which leaves neither their durations nor NVML's one-second power average right).
     capped: bool,
-    /// The current piece of work started on a rested GPU: after a rest owed and taken (not waived), an idle gap as long
-    /// as the work since the last rest (at least [`MAX_REST`] after work that counted for
-    /// nothing), or no work before it in this process.
+    /// The current piece of work started on a rested GPU: after a rest owed and taken (not
+    /// waived), an idle gap as long as the work since the last rest (at least [`MAX_REST`] after
+    /// work that counted for nothing), or no work before it in this process.
     fresh: bool,
     /// How long the last timing pass took (zero after a warm-up run): whether its counter pass
     /// rests between kernels with a warm cache ([`Pace::counter_pass_rests_between_kernels`]).
